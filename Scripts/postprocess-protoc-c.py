@@ -3,9 +3,9 @@
 
 Usage: postprocess-protoc-c.py IN_DIR OUT_DIR PROTOC_C_VERSION PROTOC_VERSION PROTO...
 
-Layout: headers go to OUT_DIR/include/imcodec/v1/, sources to OUT_DIR/imcodec/v1/, plus an
-umbrella header OUT_DIR/include/CIMCodecSchemas.h that includes every header and records the
-generator versions.
+Layout: headers go to OUT_DIR/include/imcodec/v1/, sources to OUT_DIR/imcodec/v1/, plus a header
+OUT_DIR/include/CIMCodecSchemas.h that includes every header and records the generator versions,
+and the module map that exports it to Swift.
 
 The change: protoc-c 1.4.1 gives every `string_as_bytes` field (a PROTOBUF_C_TYPE_BYTES field)
 the default `&protobuf_c_empty_string`, a one-byte char array, which the runtime then reads as a
@@ -61,6 +61,10 @@ def main() -> int:
     umbrella += ['#include "%s"' % h for h in headers]
     umbrella += ["", "#endif", ""]
     write(os.path.join(out_dir, "include", "CIMCodecSchemas.h"), "\n".join(umbrella))
+    write(
+        os.path.join(out_dir, "include", "module.modulemap"),
+        'module CIMCodecSchemas {\n    header "CIMCodecSchemas.h"\n    export *\n}\n',
+    )
     return 0
 
 

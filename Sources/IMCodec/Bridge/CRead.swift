@@ -1,0 +1,116 @@
+import CIMCodecRuntime
+import CProtobufC
+
+/// Copies protobuf-c values into Swift values (used by the generated conversions).
+///
+/// Strings were checked as UTF-8 by the pre-scan before protobuf-c ran, so they are taken as they
+/// are; `String(decoding:as:)` would repair, never trap, if that ever failed to hold.
+enum _CRead {
+    @inline(__always)
+    static func string(_ data: ProtobufCBinaryData) -> String {
+        guard data.len > 0, let base = data.data else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: base, count: data.len), as: UTF8.self)
+    }
+
+    @inline(__always)
+    static func bytes(_ data: ProtobufCBinaryData) -> [UInt8] {
+        guard data.len > 0, let base = data.data else { return [] }
+        return Array(UnsafeBufferPointer(start: base, count: data.len))
+    }
+
+    @inline(__always)
+    static func cString(_ p: UnsafePointer<CChar>?) -> String {
+        guard let p else { return "" }
+        return String(cString: p)
+    }
+
+    @inline(__always)
+    static func scalars<C, S>(_ count: Int, _ p: UnsafePointer<C>?, _ transform: (C) -> S) -> [S] {
+        guard count > 0, let p else { return [] }
+        return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
+            for i in 0..<count { (buffer.baseAddress! + i).initialize(to: transform(p[i])) }
+            initialized = count
+        }
+    }
+
+    @inline(__always)
+    static func strings(_ count: Int, _ p: UnsafePointer<ProtobufCBinaryData>?) -> [String] {
+        scalars(count, p) { string($0) }
+    }
+
+    @inline(__always)
+    static func byteArrays(_ count: Int, _ p: UnsafePointer<ProtobufCBinaryData>?) -> [[UInt8]] {
+        scalars(count, p) { bytes($0) }
+    }
+
+    @inline(__always)
+    static func messages<C, S>(
+        _ count: Int, _ p: UnsafePointer<UnsafeMutablePointer<C>?>?, _ transform: (UnsafePointer<C>) -> S
+    ) -> [S] {
+        guard count > 0, let p else { return [] }
+        var out: [S] = []
+        out.reserveCapacity(count)
+        for i in 0..<count {
+            if let element = p[i] { out.append(transform(element)) }
+        }
+        return out
+    }
+
+    /// A map from its entries; a key that repeats keeps its last value, as protobuf specifies.
+    static func map<E>(
+        _ count: Int, _ p: UnsafePointer<UnsafeMutablePointer<E>?>?,
+        _ keyValue: (UnsafeMutablePointer<E>) -> (UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?)
+    ) -> [String: String] {
+        guard count > 0, let p else { return [:] }
+        var out: [String: String] = [:]
+        out.reserveCapacity(count)
+        for i in 0..<count {
+            guard let entry = p[i] else { continue }
+            let (key, value) = keyValue(entry)
+            out[cString(key)] = cString(value)
+        }
+        return out
+    }
+
+    /// The unknown fields protobuf-c kept, as wire bytes (tag, then the value as it came).
+    static func unknownFields(_ base: ProtobufCMessage) -> UnknownFields {
+        guard base.n_unknown_fields > 0, let fields = base.unknown_fields else { return UnknownFields() }
+        var bytes: [UInt8] = []
+        for i in 0..<Int(base.n_unknown_fields) {
+            let field = fields[i]
+            WireFormat.appendVarint(UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue), to: &bytes)
+            if field.len > 0, let data = field.data {
+                bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: field.len))
+            }
+        }
+        return UnknownFields(bytes: bytes)
+    }
+}
+
+/// A protobuf-c message descriptor (implementation detail of the generated code).
+public struct _ProtobufCDescriptor: @unchecked Sendable {
+    // Points at a `const` descriptor in the generated C code: immutable static data.
+    let pointer: UnsafePointer<ProtobufCMessageDescriptor>
+
+    /// Finds the descriptor of `T` by running its generated init function on scratch memory: the
+    /// init function stores the address of the real descriptor in the message's `base`.
+    init<T>(_ type: T.Type, _ initialize: (UnsafeMutablePointer<T>?) -> Void) {
+        let scratch = UnsafeMutablePointer<T>.allocate(capacity: 1)
+        defer { scratch.deallocate() }
+        initialize(scratch)
+        pointer = UnsafeRawPointer(scratch).load(as: UnsafePointer<ProtobufCMessageDescriptor>.self)
+    }
+}
+
+/// A protobuf-c message living in an arena (implementation detail of the generated code).
+public struct _ProtobufCMessage {
+    let raw: UnsafeMutableRawPointer
+
+    init<T>(_ pointer: UnsafeMutablePointer<T>) { raw = UnsafeMutableRawPointer(pointer) }
+
+    init(_ message: UnsafeMutablePointer<ProtobufCMessage>) { raw = UnsafeMutableRawPointer(message) }
+
+    func pointer<T>(to type: T.Type) -> UnsafePointer<T> { UnsafePointer(raw.assumingMemoryBound(to: T.self)) }
+
+    var base: UnsafeMutablePointer<ProtobufCMessage> { raw.assumingMemoryBound(to: ProtobufCMessage.self) }
+}

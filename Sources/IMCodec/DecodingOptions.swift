@@ -1,0 +1,46 @@
+/// Limits that protect a decoder from hostile input. Every limit is checked before protobuf-c runs
+/// (the memory limit caps the arena protobuf-c allocates from).
+///
+/// The defaults suit IM traffic: a frame is rarely above a few hundred KiB (a 300-message merger or
+/// a history page); anything far larger is more likely an attack than a message.
+public struct DecodingOptions: Sendable, Hashable {
+    /// Largest input accepted, in bytes. Default 16 MiB.
+    public var maxInputSize: Int = 16 << 20
+
+    /// Deepest message nesting accepted; the top-level message counts as 1. Default 100, as in
+    /// swift-protobuf and upb. A merger layer costs 3 levels (Message, MessageElement, MergerElement),
+    /// so the default admits about 32 nested merger layers; raise it for deeper mergers. Values above
+    /// ``maxDepthCap`` are treated as ``maxDepthCap`` (protobuf-c recurses once per level, about 3 KiB
+    /// of stack each).
+    public var maxDepth: Int = 100
+
+    /// Most fields (each occurrence, each packed element) accepted in one input. Default 1,000,000.
+    public var maxFieldCount: Int = 1_000_000
+
+    /// Most bytes protobuf-c may allocate for one decode, or `nil` for the default:
+    /// 16 times the input size plus 1 MiB. protobuf-c's structs are larger than the wire form (a
+    /// 2-byte empty sub-message becomes a struct of up to a few hundred bytes), so this caps the
+    /// amplification a hostile input can cause.
+    public var maxDecodedMemory: Int? = nil
+
+    /// The highest ``maxDepth`` honoured.
+    public static let maxDepthCap = 512
+
+    /// Creates the default options.
+    public init() {}
+
+    /// Creates options with the given limits; omitted ones keep their defaults.
+    public init(maxInputSize: Int? = nil, maxDepth: Int? = nil, maxFieldCount: Int? = nil, maxDecodedMemory: Int? = nil) {
+        if let maxInputSize { self.maxInputSize = maxInputSize }
+        if let maxDepth { self.maxDepth = maxDepth }
+        if let maxFieldCount { self.maxFieldCount = maxFieldCount }
+        self.maxDecodedMemory = maxDecodedMemory
+    }
+
+    /// The memory cap for an input of `inputSize` bytes.
+    func decodedMemoryLimit(forInputSize inputSize: Int) -> Int {
+        if let maxDecodedMemory { return max(0, maxDecodedMemory) }
+        let (scaled, overflow) = inputSize.multipliedReportingOverflow(by: 16)
+        return overflow ? Int.max : scaled &+ (1 << 20)
+    }
+}

@@ -1,0 +1,54 @@
+/// A message of the IMCodec schema (Schemas/imcodec/v1): a Swift value that encodes to and decodes
+/// from protobuf wire bytes through protobuf-c.
+///
+/// Every generated type (``Frame``, ``Message``, ``MessageElement``, ...) conforms. Members that
+/// start with an underscore are implementation details of the generated code.
+public protocol IMCodecMessage: Sendable, Hashable {
+    /// Creates a message with every field at its default.
+    init()
+
+    /// The message's full name in the schema, e.g. `imcodec.v1.Frame`.
+    static var protoMessageName: String { get }
+
+    /// Fields read from the wire that this schema does not know; written back on encode.
+    var unknownFields: UnknownFields { get set }
+
+    /// Implementation detail: the protobuf-c descriptor of the message.
+    static var _protobufCDescriptor: _ProtobufCDescriptor { get }
+    /// Implementation detail: copies a protobuf-c message into a Swift value.
+    init(_protobufCMessage: _ProtobufCMessage)
+    /// Implementation detail: builds the protobuf-c form of the value in an arena.
+    func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage
+}
+
+extension IMCodecMessage {
+    /// Creates a message and lets `populator` fill it in, as in swift-protobuf:
+    /// `let text = TextElement.with { $0.text = "hi" }`.
+    public static func with(_ populator: (inout Self) throws -> Void) rethrows -> Self {
+        var message = Self()
+        try populator(&message)
+        return message
+    }
+
+    /// Decodes a message from protobuf wire bytes.
+    ///
+    /// The bytes are checked against `options` (size, nesting depth, field count, UTF-8 of every
+    /// string, well-formed tags and lengths) before protobuf-c parses them.
+    /// - Parameters:
+    ///   - serializedBytes: The wire bytes of exactly one message.
+    ///   - options: Limits for hostile input.
+    /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    public init<Bytes: Collection>(serializedBytes: Bytes, options: DecodingOptions = DecodingOptions())
+    throws(IMCodecError) where Bytes.Element == UInt8 {
+        self = try WireCodec.decode(Self.self, from: serializedBytes, options: options)
+    }
+
+    /// Encodes the message to canonical protobuf wire bytes: fields in number order, map entries
+    /// sorted by key, proto3 defaults omitted, unknown fields last — the bytes Google's
+    /// deterministic serializer writes.
+    /// - Throws: ``IMCodecError`` with code ``IMCodecError/Code/unsupported`` when a map key or value
+    ///   contains U+0000 (protobuf-c keeps them as C strings).
+    public func serializedBytes() throws(IMCodecError) -> [UInt8] {
+        try WireCodec.encode(self)
+    }
+}
