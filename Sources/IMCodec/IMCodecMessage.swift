@@ -17,8 +17,8 @@ public protocol IMCodecMessage: Sendable, Hashable {
     static var _protobufCDescriptor: _ProtobufCDescriptor { get }
     /// Implementation detail: copies a protobuf-c message into a Swift value.
     init(_protobufCMessage: _ProtobufCMessage)
-    /// Implementation detail: builds the protobuf-c form of the value in an arena.
-    func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage
+    /// Implementation detail: writes the message's fields, back to front (see ``_WireWriter``).
+    func _encode(to writer: inout _WireWriter)
 }
 
 extension IMCodecMessage {
@@ -44,11 +44,11 @@ extension IMCodecMessage {
     }
 
     /// Encodes the message to canonical protobuf wire bytes: fields in number order, map entries
-    /// sorted by key, proto3 defaults omitted, unknown fields last — the bytes Google's
-    /// deterministic serializer writes.
-    /// - Throws: ``IMCodecError`` with code ``IMCodecError/Code/unsupported`` when a map key or value
-    ///   contains U+0000 (protobuf-c keeps them as C strings).
-    public func serializedBytes() throws(IMCodecError) -> [UInt8] {
-        try WireCodec.encode(self)
+    /// sorted by the UTF-8 of their keys, proto3 defaults omitted (but -0.0 kept), unknown fields
+    /// last — the bytes Google's deterministic serializer writes. Encoding cannot fail.
+    public func serializedBytes() -> [UInt8] {
+        var writer = _WireWriter()
+        _encode(to: &writer)
+        return writer.bytes
     }
 }

@@ -1,10 +1,11 @@
 import CIMCodecRuntime
 import CProtobufC
 
-/// The one path from bytes to protobuf-c messages and back:
+/// The one path from bytes to Swift values:
 ///
 ///     bytes ──size check──▶ imcodec_prescan ──▶ protobuf_c_message_unpack(arena) ──▶ Swift value
-///     Swift value ──▶ C structs in an arena ──▶ protobuf_c_message_pack ──▶ bytes
+///
+/// (Encoding is generated Swift: see ``_WireWriter``.)
 enum WireCodec {
     /// Decodes one message of type `M`.
     static func decode<M: IMCodecMessage, Bytes: Collection>(
@@ -44,20 +45,6 @@ enum WireCodec {
                 throw .malformed("protobuf-c rejected input that passed the pre-scan")
             }
             return _ProtobufCMessage(message)
-        }
-    }
-
-    /// Encodes `message` to canonical wire bytes.
-    static func encode<M: IMCodecMessage>(_ message: M) throws(IMCodecError) -> [UInt8] {
-        let arena = try _Arena(firstBlockSize: 4 << 10)
-        return try pack(message._protobufCMessage(in: arena))
-    }
-
-    /// Packs a protobuf-c message.
-    static func pack(_ message: _ProtobufCMessage) -> [UInt8] {
-        let size = protobuf_c_message_get_packed_size(message.base)
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            count = size == 0 ? 0 : protobuf_c_message_pack(message.base, buffer.baseAddress!)
         }
     }
 

@@ -120,3 +120,57 @@ public struct MessageRef: IMCodecMessage {
     /// Creates a message with every field at its default.
     public init() {}
 }
+
+extension Conversation {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.channelID.isEmpty {
+            w.writeString(self.channelID)
+            w.writeVarint(26)
+        }
+        if !self.targetID.isEmpty {
+            w.writeString(self.targetID)
+            w.writeVarint(18)
+        }
+        if self.type.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.type.rawValue)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension MessageRef {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.serverTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.serverTimeMs)))
+            w.writeVarint(48)
+        }
+        if !self.senderID.isEmpty {
+            w.writeString(self.senderID)
+            w.writeVarint(42)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(34)
+        }
+        if self.seq != 0 {
+            w.writeVarint(UInt64(self.seq))
+            w.writeVarint(24)
+        }
+        if !self.serverMsgUID.isEmpty {
+            w.writeString(self.serverMsgUID)
+            w.writeVarint(18)
+        }
+        if !self.clientMsgID.isEmpty {
+            w.writeString(self.clientMsgID)
+            w.writeVarint(10)
+        }
+    }
+}

@@ -373,3 +373,256 @@ public struct HistoryResponse: IMCodecMessage {
     /// Creates a message with every field at its default.
     public init() {}
 }
+
+extension RecallEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.reason.isEmpty {
+            w.writeString(self.reason)
+            w.writeVarint(26)
+        }
+        if !self.revokerID.isEmpty {
+            w.writeString(self.revokerID)
+            w.writeVarint(18)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension EditEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.editorID.isEmpty {
+            w.writeString(self.editorID)
+            w.writeVarint(26)
+        }
+        if let value = self.newMessage {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension DeleteEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.operatorID.isEmpty {
+            w.writeString(self.operatorID)
+            w.writeVarint(26)
+        }
+        if self.scope.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.scope.rawValue)))
+            w.writeVarint(16)
+        }
+        for element in self.messages.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension TypingEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.state.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.state.rawValue)))
+            w.writeVarint(24)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(18)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MarkReadEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.allConversations {
+            w.writeVarint(self.allConversations ? 1 : 0)
+            w.writeVarint(40)
+        }
+        if self.readSeq != 0 {
+            w.writeVarint(UInt64(self.readSeq))
+            w.writeVarint(32)
+        }
+        if self.readTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.readTimeMs)))
+            w.writeVarint(24)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(18)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension SystemNotice {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.text.isEmpty {
+            w.writeString(self.text)
+            w.writeVarint(26)
+        }
+        for key in self.params.keys.sorted(by: _WireWriter.utf8Descending) {
+            let mark = w.count
+            w.writeString((self.params[key] ?? ""))
+            w.writeVarint(18)
+            w.writeString(key)
+            w.writeVarint(10)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if !self.type.isEmpty {
+            w.writeString(self.type)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension SendAck {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(58)
+        }
+        if !self.errorDescription.isEmpty {
+            w.writeString(self.errorDescription)
+            w.writeVarint(50)
+        }
+        if self.errorCode != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(40)
+        }
+        if self.serverTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.serverTimeMs)))
+            w.writeVarint(32)
+        }
+        if self.seq != 0 {
+            w.writeVarint(UInt64(self.seq))
+            w.writeVarint(24)
+        }
+        if !self.serverMsgUID.isEmpty {
+            w.writeString(self.serverMsgUID)
+            w.writeVarint(18)
+        }
+        if !self.clientMsgID.isEmpty {
+            w.writeString(self.clientMsgID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension HistoryRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.direction.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.direction.rawValue)))
+            w.writeVarint(32)
+        }
+        if !self.cursor.isEmpty {
+            w.writeString(self.cursor)
+            w.writeVarint(26)
+        }
+        if self.count != 0 {
+            w.writeVarint(UInt64(self.count))
+            w.writeVarint(16)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension HistoryResponse {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.finished {
+            w.writeVarint(self.finished ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if !self.nextCursor.isEmpty {
+            w.writeString(self.nextCursor)
+            w.writeVarint(26)
+        }
+        for element in self.messages.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}

@@ -131,3 +131,109 @@ public struct Frame: IMCodecMessage {
         }
     }
 }
+
+extension Frame {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if case .mergerPayload(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(266)
+        }
+        if case .historyResponse(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(258)
+        }
+        if case .historyRequest(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(250)
+        }
+        if case .sendAck(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(242)
+        }
+        if case .systemNotice(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(202)
+        }
+        if case .markRead(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(194)
+        }
+        if case .typing(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(186)
+        }
+        if case .delete(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(178)
+        }
+        if case .edit(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(170)
+        }
+        if case .recall(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(162)
+        }
+        if case .groupReadMembers(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(114)
+        }
+        if case .c2cReadReceipt(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(106)
+        }
+        if case .receipts(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(98)
+        }
+        if case .receipt(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(90)
+        }
+        if case .message(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(82)
+        }
+        if self.minReaderVersion != 0 {
+            w.writeVarint(UInt64(self.minReaderVersion))
+            w.writeVarint(16)
+        }
+        if self.schemaVersion != 0 {
+            w.writeVarint(UInt64(self.schemaVersion))
+            w.writeVarint(8)
+        }
+    }
+}

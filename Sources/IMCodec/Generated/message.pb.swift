@@ -1141,3 +1141,613 @@ public struct MergerPayload: IMCodecMessage {
     /// Creates a message with every field at its default.
     public init() {}
 }
+
+extension AtInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.atAll {
+            w.writeVarint(self.atAll ? 1 : 0)
+            w.writeVarint(16)
+        }
+        for element in self.userIds.reversed() {
+            w.writeString(element)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension OfflinePushInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.disabled {
+            w.writeVarint(self.disabled ? 1 : 0)
+            w.writeVarint(48)
+        }
+        if !self.androidSound.isEmpty {
+            w.writeString(self.androidSound)
+            w.writeVarint(42)
+        }
+        if !self.iosSound.isEmpty {
+            w.writeString(self.iosSound)
+            w.writeVarint(34)
+        }
+        if !self.ext.isEmpty {
+            w.writeString(self.ext)
+            w.writeVarint(26)
+        }
+        if !self.description.isEmpty {
+            w.writeString(self.description)
+            w.writeVarint(18)
+        }
+        if !self.title.isEmpty {
+            w.writeString(self.title)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension Message {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.senderNickname.isEmpty {
+            w.writeString(self.senderNickname)
+            w.writeVarint(178)
+        }
+        if self.editVersion != 0 {
+            w.writeVarint(UInt64(self.editVersion))
+            w.writeVarint(168)
+        }
+        for element in self.elements.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(162)
+        }
+        if let value = self.quote {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(154)
+        }
+        if self.storagePolicy.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.storagePolicy.rawValue)))
+            w.writeVarint(144)
+        }
+        for key in self.expansion.keys.sorted(by: _WireWriter.utf8Descending) {
+            let mark = w.count
+            w.writeString((self.expansion[key] ?? ""))
+            w.writeVarint(18)
+            w.writeString(key)
+            w.writeVarint(10)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(138)
+        }
+        for key in self.customParams.keys.sorted(by: _WireWriter.utf8Descending) {
+            let mark = w.count
+            w.writeString((self.customParams[key] ?? ""))
+            w.writeVarint(18)
+            w.writeString(key)
+            w.writeVarint(10)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(130)
+        }
+        if !self.cloudCustomData.isEmpty {
+            w.writeBytes(self.cloudCustomData)
+            w.writeVarint(122)
+        }
+        if let value = self.offlinePush {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(114)
+        }
+        if let value = self.at {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(106)
+        }
+        for element in self.targetReceivers.reversed() {
+            w.writeString(element)
+            w.writeVarint(98)
+        }
+        if self.flags != 0 {
+            w.writeVarint(UInt64(self.flags))
+            w.writeVarint(88)
+        }
+        if self.status.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.status.rawValue)))
+            w.writeVarint(80)
+        }
+        if self.priority.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.priority.rawValue)))
+            w.writeVarint(72)
+        }
+        if self.serverTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.serverTimeMs)))
+            w.writeVarint(64)
+        }
+        if self.clientTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.clientTimeMs)))
+            w.writeVarint(56)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(50)
+        }
+        if !self.senderID.isEmpty {
+            w.writeString(self.senderID)
+            w.writeVarint(42)
+        }
+        if self.random != 0 {
+            w.writeVarint(UInt64(self.random))
+            w.writeVarint(32)
+        }
+        if self.seq != 0 {
+            w.writeVarint(UInt64(self.seq))
+            w.writeVarint(24)
+        }
+        if !self.serverMsgUID.isEmpty {
+            w.writeString(self.serverMsgUID)
+            w.writeVarint(18)
+        }
+        if !self.clientMsgID.isEmpty {
+            w.writeString(self.clientMsgID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MessageElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if case .merger(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(82)
+        }
+        if case .groupTips(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(74)
+        }
+        if case .face(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(66)
+        }
+        if case .location(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(58)
+        }
+        if case .file(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(50)
+        }
+        if case .sound(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(42)
+        }
+        if case .video(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(34)
+        }
+        if case .image(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(26)
+        }
+        if case .custom(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if case .text(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension TextElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.text.isEmpty {
+            w.writeString(self.text)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension CustomElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.ext.isEmpty {
+            w.writeString(self.ext)
+            w.writeVarint(26)
+        }
+        if !self.description.isEmpty {
+            w.writeString(self.description)
+            w.writeVarint(18)
+        }
+        if !self.data.isEmpty {
+            w.writeBytes(self.data)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ImageInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(50)
+        }
+        if self.height != 0 {
+            w.writeVarint(UInt64(self.height))
+            w.writeVarint(40)
+        }
+        if self.width != 0 {
+            w.writeVarint(UInt64(self.width))
+            w.writeVarint(32)
+        }
+        if self.size != 0 {
+            w.writeVarint(UInt64(self.size))
+            w.writeVarint(24)
+        }
+        if self.type.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.type.rawValue)))
+            w.writeVarint(16)
+        }
+        if !self.uuid.isEmpty {
+            w.writeString(self.uuid)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ImageElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for element in self.images.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if self.format.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.format.rawValue)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension VideoElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.snapshotURL.isEmpty {
+            w.writeString(self.snapshotURL)
+            w.writeVarint(90)
+        }
+        if self.snapshotHeight != 0 {
+            w.writeVarint(UInt64(self.snapshotHeight))
+            w.writeVarint(80)
+        }
+        if self.snapshotWidth != 0 {
+            w.writeVarint(UInt64(self.snapshotWidth))
+            w.writeVarint(72)
+        }
+        if self.snapshotSize != 0 {
+            w.writeVarint(UInt64(self.snapshotSize))
+            w.writeVarint(64)
+        }
+        if !self.snapshotType.isEmpty {
+            w.writeString(self.snapshotType)
+            w.writeVarint(58)
+        }
+        if !self.snapshotUUID.isEmpty {
+            w.writeString(self.snapshotUUID)
+            w.writeVarint(50)
+        }
+        if !self.videoURL.isEmpty {
+            w.writeString(self.videoURL)
+            w.writeVarint(42)
+        }
+        if self.durationS != 0 {
+            w.writeVarint(UInt64(self.durationS))
+            w.writeVarint(32)
+        }
+        if self.videoSize != 0 {
+            w.writeVarint(UInt64(self.videoSize))
+            w.writeVarint(24)
+        }
+        if !self.videoType.isEmpty {
+            w.writeString(self.videoType)
+            w.writeVarint(18)
+        }
+        if !self.videoUUID.isEmpty {
+            w.writeString(self.videoUUID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension SoundElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(34)
+        }
+        if self.durationS != 0 {
+            w.writeVarint(UInt64(self.durationS))
+            w.writeVarint(24)
+        }
+        if self.size != 0 {
+            w.writeVarint(UInt64(self.size))
+            w.writeVarint(16)
+        }
+        if !self.uuid.isEmpty {
+            w.writeString(self.uuid)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension FileElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(34)
+        }
+        if self.size != 0 {
+            w.writeVarint(UInt64(self.size))
+            w.writeVarint(24)
+        }
+        if !self.name.isEmpty {
+            w.writeString(self.name)
+            w.writeVarint(18)
+        }
+        if !self.uuid.isEmpty {
+            w.writeString(self.uuid)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension LocationElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.latitude.bitPattern != 0 {
+            w.writeFixed64(self.latitude.bitPattern)
+            w.writeVarint(25)
+        }
+        if self.longitude.bitPattern != 0 {
+            w.writeFixed64(self.longitude.bitPattern)
+            w.writeVarint(17)
+        }
+        if !self.description.isEmpty {
+            w.writeString(self.description)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension FaceElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.data.isEmpty {
+            w.writeBytes(self.data)
+            w.writeVarint(18)
+        }
+        if self.index != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.index)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension GroupChangeInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.intValue != 0 {
+            w.writeVarint(UInt64(self.intValue))
+            w.writeVarint(40)
+        }
+        if self.boolValue {
+            w.writeVarint(self.boolValue ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if !self.key.isEmpty {
+            w.writeString(self.key)
+            w.writeVarint(26)
+        }
+        if !self.value.isEmpty {
+            w.writeString(self.value)
+            w.writeVarint(18)
+        }
+        if self.type.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.type.rawValue)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension MemberChangeInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.muteTimeS != 0 {
+            w.writeVarint(UInt64(self.muteTimeS))
+            w.writeVarint(16)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension GroupTipsElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if let value = self.pinnedMessage {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(66)
+        }
+        if self.memberCount != 0 {
+            w.writeVarint(UInt64(self.memberCount))
+            w.writeVarint(56)
+        }
+        for element in self.memberChanges.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(50)
+        }
+        for element in self.groupChanges.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(42)
+        }
+        for element in self.memberIds.reversed() {
+            w.writeString(element)
+            w.writeVarint(34)
+        }
+        if !self.operatorID.isEmpty {
+            w.writeString(self.operatorID)
+            w.writeVarint(26)
+        }
+        if !self.groupID.isEmpty {
+            w.writeString(self.groupID)
+            w.writeVarint(18)
+        }
+        if self.type.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.type.rawValue)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension MergerRef {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.sha256.isEmpty {
+            w.writeBytes(self.sha256)
+            w.writeVarint(26)
+        }
+        if self.size != 0 {
+            w.writeVarint(UInt64(self.size))
+            w.writeVarint(16)
+        }
+        if !self.key.isEmpty {
+            w.writeString(self.key)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MergerElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.messageCount != 0 {
+            w.writeVarint(UInt64(self.messageCount))
+            w.writeVarint(48)
+        }
+        if let value = self.ref {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(42)
+        }
+        for element in self.messages.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(34)
+        }
+        if !self.compatibleText.isEmpty {
+            w.writeString(self.compatibleText)
+            w.writeVarint(26)
+        }
+        for element in self.abstracts.reversed() {
+            w.writeString(element)
+            w.writeVarint(18)
+        }
+        if !self.title.isEmpty {
+            w.writeString(self.title)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MergerPayload {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for element in self.messages.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}

@@ -147,3 +147,111 @@ public struct GroupReadMembers: IMCodecMessage {
     /// Creates a message with every field at its default.
     public init() {}
 }
+
+extension C2CReadReceipt {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.readTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.readTimeMs)))
+            w.writeVarint(16)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MessageReceipt {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(64)
+        }
+        if self.unreadCount != 0 {
+            w.writeVarint(UInt64(self.unreadCount))
+            w.writeVarint(56)
+        }
+        if self.readCount != 0 {
+            w.writeVarint(UInt64(self.readCount))
+            w.writeVarint(48)
+        }
+        if !self.groupID.isEmpty {
+            w.writeString(self.groupID)
+            w.writeVarint(42)
+        }
+        if self.isPeerRead {
+            w.writeVarint(self.isPeerRead ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(26)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if self.kind.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.kind.rawValue)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension ReceiptBatch {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for element in self.c2cReadReceipts.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        for element in self.receipts.reversed() {
+            let mark = w.count
+            element._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension GroupReadMembers {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.finished {
+            w.writeVarint(self.finished ? 1 : 0)
+            w.writeVarint(40)
+        }
+        if self.nextSeq != 0 {
+            w.writeVarint(UInt64(self.nextSeq))
+            w.writeVarint(32)
+        }
+        for element in self.memberIds.reversed() {
+            w.writeString(element)
+            w.writeVarint(26)
+        }
+        if self.read {
+            w.writeVarint(self.read ? 1 : 0)
+            w.writeVarint(16)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}

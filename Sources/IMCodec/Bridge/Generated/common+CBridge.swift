@@ -11,10 +11,6 @@ extension Conversation {
         self.init(_c: message.pointer(to: Imcodec__V1__Conversation.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__Conversation>) {
         self.init()
         type = ConversationType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
@@ -23,14 +19,6 @@ extension Conversation {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__Conversation> {
-        let c = try arena.message(Imcodec__V1__Conversation.self, imcodec__v1__conversation__init)
-        c.pointee.type = Imcodec__V1__ConversationType(rawValue: UInt32(bitPattern: self.type.rawValue))
-        c.pointee.target_id = try arena.string(self.targetID)
-        c.pointee.channel_id = try arena.string(self.channelID)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MessageRef {
@@ -38,10 +26,6 @@ extension MessageRef {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__MessageRef.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__MessageRef>) {
@@ -55,17 +39,4 @@ extension MessageRef {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MessageRef> {
-        let c = try arena.message(Imcodec__V1__MessageRef.self, imcodec__v1__message_ref__init)
-        c.pointee.client_msg_id = try arena.string(self.clientMsgID)
-        c.pointee.server_msg_uid = try arena.string(self.serverMsgUID)
-        c.pointee.seq = self.seq
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        c.pointee.sender_id = try arena.string(self.senderID)
-        c.pointee.server_time_ms = self.serverTimeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }

@@ -11,10 +11,6 @@ extension RecallEvent {
         self.init(_c: message.pointer(to: Imcodec__V1__RecallEvent.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__RecallEvent>) {
         self.init()
         message = c.pointee.message.map { MessageRef(_c: $0) }
@@ -24,17 +20,6 @@ extension RecallEvent {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__RecallEvent> {
-        let c = try arena.message(Imcodec__V1__RecallEvent.self, imcodec__v1__recall_event__init)
-        if let value = self.message {
-            c.pointee.message = try value._c(in: arena)
-        }
-        c.pointee.revoker_id = try arena.string(self.revokerID)
-        c.pointee.reason = try arena.string(self.reason)
-        c.pointee.time_ms = self.timeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension EditEvent {
@@ -42,10 +27,6 @@ extension EditEvent {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__EditEvent.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__EditEvent>) {
@@ -57,19 +38,6 @@ extension EditEvent {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__EditEvent> {
-        let c = try arena.message(Imcodec__V1__EditEvent.self, imcodec__v1__edit_event__init)
-        if let value = self.message {
-            c.pointee.message = try value._c(in: arena)
-        }
-        if let value = self.newMessage {
-            c.pointee.new_message = try value._c(in: arena)
-        }
-        c.pointee.editor_id = try arena.string(self.editorID)
-        c.pointee.time_ms = self.timeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension DeleteEvent {
@@ -77,10 +45,6 @@ extension DeleteEvent {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__DeleteEvent.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__DeleteEvent>) {
@@ -92,15 +56,6 @@ extension DeleteEvent {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__DeleteEvent> {
-        let c = try arena.message(Imcodec__V1__DeleteEvent.self, imcodec__v1__delete_event__init)
-        (c.pointee.n_messages, c.pointee.messages) = try arena.messages(self.messages) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        c.pointee.scope = Imcodec__V1__DeleteScope(rawValue: UInt32(bitPattern: self.scope.rawValue))
-        c.pointee.operator_id = try arena.string(self.operatorID)
-        c.pointee.time_ms = self.timeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension TypingEvent {
@@ -108,10 +63,6 @@ extension TypingEvent {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__TypingEvent.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__TypingEvent>) {
@@ -122,16 +73,6 @@ extension TypingEvent {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__TypingEvent> {
-        let c = try arena.message(Imcodec__V1__TypingEvent.self, imcodec__v1__typing_event__init)
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        c.pointee.user_id = try arena.string(self.userID)
-        c.pointee.state = Imcodec__V1__TypingState(rawValue: UInt32(bitPattern: self.state.rawValue))
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MarkReadEvent {
@@ -139,10 +80,6 @@ extension MarkReadEvent {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__MarkReadEvent.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__MarkReadEvent>) {
@@ -155,18 +92,6 @@ extension MarkReadEvent {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MarkReadEvent> {
-        let c = try arena.message(Imcodec__V1__MarkReadEvent.self, imcodec__v1__mark_read_event__init)
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        c.pointee.user_id = try arena.string(self.userID)
-        c.pointee.read_time_ms = self.readTimeMs
-        c.pointee.read_seq = self.readSeq
-        c.pointee.all_conversations = self.allConversations ? 1 : 0
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension SystemNotice {
@@ -174,10 +99,6 @@ extension SystemNotice {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__SystemNotice.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__SystemNotice>) {
@@ -189,15 +110,6 @@ extension SystemNotice {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__SystemNotice> {
-        let c = try arena.message(Imcodec__V1__SystemNotice.self, imcodec__v1__system_notice__init)
-        c.pointee.type = try arena.string(self.type)
-        (c.pointee.n_params, c.pointee.params) = try arena.mapEntries(self.params, imcodec__v1__system_notice__params_entry__init) { $0.pointee.key = $1; $0.pointee.value = $2 }
-        c.pointee.text = try arena.string(self.text)
-        c.pointee.time_ms = self.timeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension SendAck {
@@ -205,10 +117,6 @@ extension SendAck {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__SendAck.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__SendAck>) {
@@ -223,20 +131,6 @@ extension SendAck {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__SendAck> {
-        let c = try arena.message(Imcodec__V1__SendAck.self, imcodec__v1__send_ack__init)
-        c.pointee.client_msg_id = try arena.string(self.clientMsgID)
-        c.pointee.server_msg_uid = try arena.string(self.serverMsgUID)
-        c.pointee.seq = self.seq
-        c.pointee.server_time_ms = self.serverTimeMs
-        c.pointee.error_code = self.errorCode
-        c.pointee.error_description = try arena.string(self.errorDescription)
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension HistoryRequest {
@@ -244,10 +138,6 @@ extension HistoryRequest {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__HistoryRequest.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__HistoryRequest>) {
@@ -259,17 +149,6 @@ extension HistoryRequest {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__HistoryRequest> {
-        let c = try arena.message(Imcodec__V1__HistoryRequest.self, imcodec__v1__history_request__init)
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        c.pointee.count = self.count
-        c.pointee.cursor = try arena.string(self.cursor)
-        c.pointee.direction = Imcodec__V1__HistoryDirection(rawValue: UInt32(bitPattern: self.direction.rawValue))
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension HistoryResponse {
@@ -277,10 +156,6 @@ extension HistoryResponse {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__HistoryResponse.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__HistoryResponse>) {
@@ -292,15 +167,4 @@ extension HistoryResponse {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__HistoryResponse> {
-        let c = try arena.message(Imcodec__V1__HistoryResponse.self, imcodec__v1__history_response__init)
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        (c.pointee.n_messages, c.pointee.messages) = try arena.messages(self.messages) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        c.pointee.next_cursor = try arena.string(self.nextCursor)
-        c.pointee.finished = self.finished ? 1 : 0
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }

@@ -11,10 +11,6 @@ extension Frame {
         self.init(_c: message.pointer(to: Imcodec__V1__Frame.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__Frame>) {
         self.init()
         schemaVersion = c.pointee.schema_version
@@ -40,59 +36,4 @@ extension Frame {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__Frame> {
-        let c = try arena.message(Imcodec__V1__Frame.self, imcodec__v1__frame__init)
-        c.pointee.schema_version = self.schemaVersion
-        c.pointee.min_reader_version = self.minReaderVersion
-        switch self.payload {
-        case nil: break
-        case .message(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 10)
-            c.pointee.message = try value._c(in: arena)
-        case .receipt(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 11)
-            c.pointee.receipt = try value._c(in: arena)
-        case .receipts(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 12)
-            c.pointee.receipts = try value._c(in: arena)
-        case .c2cReadReceipt(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 13)
-            c.pointee.c2c_read_receipt = try value._c(in: arena)
-        case .groupReadMembers(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 14)
-            c.pointee.group_read_members = try value._c(in: arena)
-        case .recall(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 20)
-            c.pointee.recall = try value._c(in: arena)
-        case .edit(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 21)
-            c.pointee.edit = try value._c(in: arena)
-        case .delete(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 22)
-            c.pointee.delete_ = try value._c(in: arena)
-        case .typing(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 23)
-            c.pointee.typing = try value._c(in: arena)
-        case .markRead(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 24)
-            c.pointee.mark_read = try value._c(in: arena)
-        case .systemNotice(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 25)
-            c.pointee.system_notice = try value._c(in: arena)
-        case .sendAck(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 30)
-            c.pointee.send_ack = try value._c(in: arena)
-        case .historyRequest(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 31)
-            c.pointee.history_request = try value._c(in: arena)
-        case .historyResponse(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 32)
-            c.pointee.history_response = try value._c(in: arena)
-        case .mergerPayload(let value)?:
-            c.pointee.payload_case = Imcodec__V1__Frame__PayloadCase(rawValue: 33)
-            c.pointee.merger_payload = try value._c(in: arena)
-        }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }

@@ -11,10 +11,6 @@ extension AtInfo {
         self.init(_c: message.pointer(to: Imcodec__V1__AtInfo.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__AtInfo>) {
         self.init()
         userIds = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
@@ -22,13 +18,6 @@ extension AtInfo {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__AtInfo> {
-        let c = try arena.message(Imcodec__V1__AtInfo.self, imcodec__v1__at_info__init)
-        (c.pointee.n_user_ids, c.pointee.user_ids) = try arena.strings(self.userIds)
-        c.pointee.at_all = self.atAll ? 1 : 0
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension OfflinePushInfo {
@@ -36,10 +25,6 @@ extension OfflinePushInfo {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__OfflinePushInfo.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__OfflinePushInfo>) {
@@ -53,17 +38,6 @@ extension OfflinePushInfo {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__OfflinePushInfo> {
-        let c = try arena.message(Imcodec__V1__OfflinePushInfo.self, imcodec__v1__offline_push_info__init)
-        c.pointee.title = try arena.string(self.title)
-        c.pointee.description = try arena.string(self.description)
-        c.pointee.ext = try arena.string(self.ext)
-        c.pointee.ios_sound = try arena.string(self.iosSound)
-        c.pointee.android_sound = try arena.string(self.androidSound)
-        c.pointee.disabled = self.disabled ? 1 : 0
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension Message {
@@ -71,10 +45,6 @@ extension Message {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__Message.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__Message>) {
@@ -104,41 +74,6 @@ extension Message {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__Message> {
-        let c = try arena.message(Imcodec__V1__Message.self, imcodec__v1__message__init)
-        c.pointee.client_msg_id = try arena.string(self.clientMsgID)
-        c.pointee.server_msg_uid = try arena.string(self.serverMsgUID)
-        c.pointee.seq = self.seq
-        c.pointee.random = self.random
-        c.pointee.sender_id = try arena.string(self.senderID)
-        if let value = self.conversation {
-            c.pointee.conversation = try value._c(in: arena)
-        }
-        c.pointee.client_time_ms = self.clientTimeMs
-        c.pointee.server_time_ms = self.serverTimeMs
-        c.pointee.priority = Imcodec__V1__Priority(rawValue: UInt32(bitPattern: self.priority.rawValue))
-        c.pointee.status = Imcodec__V1__MessageStatus(rawValue: UInt32(bitPattern: self.status.rawValue))
-        c.pointee.flags = self.flags
-        (c.pointee.n_target_receivers, c.pointee.target_receivers) = try arena.strings(self.targetReceivers)
-        if let value = self.at {
-            c.pointee.at = try value._c(in: arena)
-        }
-        if let value = self.offlinePush {
-            c.pointee.offline_push = try value._c(in: arena)
-        }
-        c.pointee.cloud_custom_data = try arena.bytes(self.cloudCustomData)
-        (c.pointee.n_custom_params, c.pointee.custom_params) = try arena.mapEntries(self.customParams, imcodec__v1__message__custom_params_entry__init) { $0.pointee.key = $1; $0.pointee.value = $2 }
-        (c.pointee.n_expansion, c.pointee.expansion) = try arena.mapEntries(self.expansion, imcodec__v1__message__expansion_entry__init) { $0.pointee.key = $1; $0.pointee.value = $2 }
-        c.pointee.storage_policy = Imcodec__V1__StoragePolicy(rawValue: UInt32(bitPattern: self.storagePolicy.rawValue))
-        if let value = self.quote {
-            c.pointee.quote = try value._c(in: arena)
-        }
-        (c.pointee.n_elements, c.pointee.elements) = try arena.messages(self.elements) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        c.pointee.edit_version = self.editVersion
-        c.pointee.sender_nickname = try arena.string(self.senderNickname)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MessageElement {
@@ -146,10 +81,6 @@ extension MessageElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__MessageElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__MessageElement>) {
@@ -170,44 +101,6 @@ extension MessageElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MessageElement> {
-        let c = try arena.message(Imcodec__V1__MessageElement.self, imcodec__v1__message_element__init)
-        switch self.content {
-        case nil: break
-        case .text(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 1)
-            c.pointee.text = try value._c(in: arena)
-        case .custom(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 2)
-            c.pointee.custom = try value._c(in: arena)
-        case .image(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 3)
-            c.pointee.image = try value._c(in: arena)
-        case .video(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 4)
-            c.pointee.video = try value._c(in: arena)
-        case .sound(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 5)
-            c.pointee.sound = try value._c(in: arena)
-        case .file(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 6)
-            c.pointee.file = try value._c(in: arena)
-        case .location(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 7)
-            c.pointee.location = try value._c(in: arena)
-        case .face(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 8)
-            c.pointee.face = try value._c(in: arena)
-        case .groupTips(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 9)
-            c.pointee.group_tips = try value._c(in: arena)
-        case .merger(let value)?:
-            c.pointee.content_case = Imcodec__V1__MessageElement__ContentCase(rawValue: 10)
-            c.pointee.merger = try value._c(in: arena)
-        }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension TextElement {
@@ -217,22 +110,12 @@ extension TextElement {
         self.init(_c: message.pointer(to: Imcodec__V1__TextElement.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__TextElement>) {
         self.init()
         text = _CRead.string(c.pointee.text)
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__TextElement> {
-        let c = try arena.message(Imcodec__V1__TextElement.self, imcodec__v1__text_element__init)
-        c.pointee.text = try arena.string(self.text)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension CustomElement {
@@ -240,10 +123,6 @@ extension CustomElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__CustomElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__CustomElement>) {
@@ -254,14 +133,6 @@ extension CustomElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__CustomElement> {
-        let c = try arena.message(Imcodec__V1__CustomElement.self, imcodec__v1__custom_element__init)
-        c.pointee.data = try arena.bytes(self.data)
-        c.pointee.description = try arena.string(self.description)
-        c.pointee.ext = try arena.string(self.ext)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension ImageInfo {
@@ -269,10 +140,6 @@ extension ImageInfo {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__ImageInfo.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__ImageInfo>) {
@@ -286,17 +153,6 @@ extension ImageInfo {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__ImageInfo> {
-        let c = try arena.message(Imcodec__V1__ImageInfo.self, imcodec__v1__image_info__init)
-        c.pointee.uuid = try arena.string(self.uuid)
-        c.pointee.type = Imcodec__V1__ImageType(rawValue: UInt32(bitPattern: self.type.rawValue))
-        c.pointee.size = self.size
-        c.pointee.width = self.width
-        c.pointee.height = self.height
-        c.pointee.url = try arena.string(self.url)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension ImageElement {
@@ -306,10 +162,6 @@ extension ImageElement {
         self.init(_c: message.pointer(to: Imcodec__V1__ImageElement.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__ImageElement>) {
         self.init()
         format = ImageFormat(rawValue: Int32(bitPattern: c.pointee.format.rawValue))
@@ -317,13 +169,6 @@ extension ImageElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__ImageElement> {
-        let c = try arena.message(Imcodec__V1__ImageElement.self, imcodec__v1__image_element__init)
-        c.pointee.format = Imcodec__V1__ImageFormat(rawValue: UInt32(bitPattern: self.format.rawValue))
-        (c.pointee.n_images, c.pointee.images) = try arena.messages(self.images) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension VideoElement {
@@ -331,10 +176,6 @@ extension VideoElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__VideoElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__VideoElement>) {
@@ -353,22 +194,6 @@ extension VideoElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__VideoElement> {
-        let c = try arena.message(Imcodec__V1__VideoElement.self, imcodec__v1__video_element__init)
-        c.pointee.video_uuid = try arena.string(self.videoUUID)
-        c.pointee.video_type = try arena.string(self.videoType)
-        c.pointee.video_size = self.videoSize
-        c.pointee.duration_s = self.durationS
-        c.pointee.video_url = try arena.string(self.videoURL)
-        c.pointee.snapshot_uuid = try arena.string(self.snapshotUUID)
-        c.pointee.snapshot_type = try arena.string(self.snapshotType)
-        c.pointee.snapshot_size = self.snapshotSize
-        c.pointee.snapshot_width = self.snapshotWidth
-        c.pointee.snapshot_height = self.snapshotHeight
-        c.pointee.snapshot_url = try arena.string(self.snapshotURL)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension SoundElement {
@@ -376,10 +201,6 @@ extension SoundElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__SoundElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__SoundElement>) {
@@ -391,15 +212,6 @@ extension SoundElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__SoundElement> {
-        let c = try arena.message(Imcodec__V1__SoundElement.self, imcodec__v1__sound_element__init)
-        c.pointee.uuid = try arena.string(self.uuid)
-        c.pointee.size = self.size
-        c.pointee.duration_s = self.durationS
-        c.pointee.url = try arena.string(self.url)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension FileElement {
@@ -407,10 +219,6 @@ extension FileElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__FileElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__FileElement>) {
@@ -422,15 +230,6 @@ extension FileElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__FileElement> {
-        let c = try arena.message(Imcodec__V1__FileElement.self, imcodec__v1__file_element__init)
-        c.pointee.uuid = try arena.string(self.uuid)
-        c.pointee.name = try arena.string(self.name)
-        c.pointee.size = self.size
-        c.pointee.url = try arena.string(self.url)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension LocationElement {
@@ -438,10 +237,6 @@ extension LocationElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__LocationElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__LocationElement>) {
@@ -452,14 +247,6 @@ extension LocationElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__LocationElement> {
-        let c = try arena.message(Imcodec__V1__LocationElement.self, imcodec__v1__location_element__init)
-        c.pointee.description = try arena.string(self.description)
-        c.pointee.longitude = self.longitude
-        c.pointee.latitude = self.latitude
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension FaceElement {
@@ -469,10 +256,6 @@ extension FaceElement {
         self.init(_c: message.pointer(to: Imcodec__V1__FaceElement.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__FaceElement>) {
         self.init()
         index = c.pointee.index
@@ -480,13 +263,6 @@ extension FaceElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__FaceElement> {
-        let c = try arena.message(Imcodec__V1__FaceElement.self, imcodec__v1__face_element__init)
-        c.pointee.index = self.index
-        c.pointee.data = try arena.bytes(self.data)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension GroupChangeInfo {
@@ -494,10 +270,6 @@ extension GroupChangeInfo {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__GroupChangeInfo.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__GroupChangeInfo>) {
@@ -510,16 +282,6 @@ extension GroupChangeInfo {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__GroupChangeInfo> {
-        let c = try arena.message(Imcodec__V1__GroupChangeInfo.self, imcodec__v1__group_change_info__init)
-        c.pointee.type = Imcodec__V1__GroupInfoChangeType(rawValue: UInt32(bitPattern: self.type.rawValue))
-        c.pointee.value = try arena.string(self.value)
-        c.pointee.key = try arena.string(self.key)
-        c.pointee.bool_value = self.boolValue ? 1 : 0
-        c.pointee.int_value = self.intValue
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MemberChangeInfo {
@@ -529,10 +291,6 @@ extension MemberChangeInfo {
         self.init(_c: message.pointer(to: Imcodec__V1__MemberChangeInfo.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__MemberChangeInfo>) {
         self.init()
         userID = _CRead.string(c.pointee.user_id)
@@ -540,13 +298,6 @@ extension MemberChangeInfo {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MemberChangeInfo> {
-        let c = try arena.message(Imcodec__V1__MemberChangeInfo.self, imcodec__v1__member_change_info__init)
-        c.pointee.user_id = try arena.string(self.userID)
-        c.pointee.mute_time_s = self.muteTimeS
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension GroupTipsElement {
@@ -554,10 +305,6 @@ extension GroupTipsElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__GroupTipsElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__GroupTipsElement>) {
@@ -573,21 +320,6 @@ extension GroupTipsElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__GroupTipsElement> {
-        let c = try arena.message(Imcodec__V1__GroupTipsElement.self, imcodec__v1__group_tips_element__init)
-        c.pointee.type = Imcodec__V1__GroupTipsType(rawValue: UInt32(bitPattern: self.type.rawValue))
-        c.pointee.group_id = try arena.string(self.groupID)
-        c.pointee.operator_id = try arena.string(self.operatorID)
-        (c.pointee.n_member_ids, c.pointee.member_ids) = try arena.strings(self.memberIds)
-        (c.pointee.n_group_changes, c.pointee.group_changes) = try arena.messages(self.groupChanges) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        (c.pointee.n_member_changes, c.pointee.member_changes) = try arena.messages(self.memberChanges) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        c.pointee.member_count = self.memberCount
-        if let value = self.pinnedMessage {
-            c.pointee.pinned_message = try value._c(in: arena)
-        }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MergerRef {
@@ -595,10 +327,6 @@ extension MergerRef {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__MergerRef.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__MergerRef>) {
@@ -609,14 +337,6 @@ extension MergerRef {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MergerRef> {
-        let c = try arena.message(Imcodec__V1__MergerRef.self, imcodec__v1__merger_ref__init)
-        c.pointee.key = try arena.string(self.key)
-        c.pointee.size = self.size
-        c.pointee.sha256 = try arena.bytes(self.sha256)
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MergerElement {
@@ -624,10 +344,6 @@ extension MergerElement {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__MergerElement.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__MergerElement>) {
@@ -641,19 +357,6 @@ extension MergerElement {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MergerElement> {
-        let c = try arena.message(Imcodec__V1__MergerElement.self, imcodec__v1__merger_element__init)
-        c.pointee.title = try arena.string(self.title)
-        (c.pointee.n_abstracts, c.pointee.abstracts) = try arena.strings(self.abstracts)
-        c.pointee.compatible_text = try arena.string(self.compatibleText)
-        (c.pointee.n_messages, c.pointee.messages) = try arena.messages(self.messages) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        if let value = self.ref {
-            c.pointee.ref = try value._c(in: arena)
-        }
-        c.pointee.message_count = self.messageCount
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MergerPayload {
@@ -663,20 +366,10 @@ extension MergerPayload {
         self.init(_c: message.pointer(to: Imcodec__V1__MergerPayload.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__MergerPayload>) {
         self.init()
         messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { Message(_c: $0) }
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MergerPayload> {
-        let c = try arena.message(Imcodec__V1__MergerPayload.self, imcodec__v1__merger_payload__init)
-        (c.pointee.n_messages, c.pointee.messages) = try arena.messages(self.messages) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }

@@ -11,10 +11,6 @@ extension C2CReadReceipt {
         self.init(_c: message.pointer(to: Imcodec__V1__C2CReadReceipt.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__C2CReadReceipt>) {
         self.init()
         userID = _CRead.string(c.pointee.user_id)
@@ -22,13 +18,6 @@ extension C2CReadReceipt {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__C2CReadReceipt> {
-        let c = try arena.message(Imcodec__V1__C2CReadReceipt.self, imcodec__v1__c2_cread_receipt__init)
-        c.pointee.user_id = try arena.string(self.userID)
-        c.pointee.read_time_ms = self.readTimeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension MessageReceipt {
@@ -36,10 +25,6 @@ extension MessageReceipt {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__MessageReceipt.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__MessageReceipt>) {
@@ -55,21 +40,6 @@ extension MessageReceipt {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__MessageReceipt> {
-        let c = try arena.message(Imcodec__V1__MessageReceipt.self, imcodec__v1__message_receipt__init)
-        c.pointee.kind = Imcodec__V1__ReceiptKind(rawValue: UInt32(bitPattern: self.kind.rawValue))
-        if let value = self.message {
-            c.pointee.message = try value._c(in: arena)
-        }
-        c.pointee.user_id = try arena.string(self.userID)
-        c.pointee.is_peer_read = self.isPeerRead ? 1 : 0
-        c.pointee.group_id = try arena.string(self.groupID)
-        c.pointee.read_count = self.readCount
-        c.pointee.unread_count = self.unreadCount
-        c.pointee.time_ms = self.timeMs
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension ReceiptBatch {
@@ -79,10 +49,6 @@ extension ReceiptBatch {
         self.init(_c: message.pointer(to: Imcodec__V1__ReceiptBatch.self))
     }
 
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
-    }
-
     init(_c c: UnsafePointer<Imcodec__V1__ReceiptBatch>) {
         self.init()
         receipts = _CRead.messages(c.pointee.n_receipts, c.pointee.receipts) { MessageReceipt(_c: $0) }
@@ -90,13 +56,6 @@ extension ReceiptBatch {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__ReceiptBatch> {
-        let c = try arena.message(Imcodec__V1__ReceiptBatch.self, imcodec__v1__receipt_batch__init)
-        (c.pointee.n_receipts, c.pointee.receipts) = try arena.messages(self.receipts) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        (c.pointee.n_c2c_read_receipts, c.pointee.c2c_read_receipts) = try arena.messages(self.c2cReadReceipts) { (value) throws(IMCodecError) in try value._c(in: arena) }
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
 
 extension GroupReadMembers {
@@ -104,10 +63,6 @@ extension GroupReadMembers {
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
         self.init(_c: message.pointer(to: Imcodec__V1__GroupReadMembers.self))
-    }
-
-    public func _protobufCMessage(in arena: _Arena) throws(IMCodecError) -> _ProtobufCMessage {
-        _ProtobufCMessage(try _c(in: arena))
     }
 
     init(_c c: UnsafePointer<Imcodec__V1__GroupReadMembers>) {
@@ -120,16 +75,4 @@ extension GroupReadMembers {
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
-    func _c(in arena: _Arena) throws(IMCodecError) -> UnsafeMutablePointer<Imcodec__V1__GroupReadMembers> {
-        let c = try arena.message(Imcodec__V1__GroupReadMembers.self, imcodec__v1__group_read_members__init)
-        if let value = self.message {
-            c.pointee.message = try value._c(in: arena)
-        }
-        c.pointee.read = self.read ? 1 : 0
-        (c.pointee.n_member_ids, c.pointee.member_ids) = try arena.strings(self.memberIds)
-        c.pointee.next_seq = self.nextSeq
-        c.pointee.finished = self.finished ? 1 : 0
-        try arena.setUnknownFields(unknownFields, on: &c.pointee.base)
-        return c
-    }
 }
