@@ -563,7 +563,7 @@ public struct AtInfo: IMCodecMessage {
     public static let protoMessageName = "imcodec.v1.AtInfo"
 
     /// Field `user_ids` (1).
-    public var userIds: [String] = []
+    public var userIDs: [String] = []
 
     /// @all members.
     public var atAll: Bool = false
@@ -1054,7 +1054,7 @@ public struct GroupTipsElement: IMCodecMessage {
     public var operatorID: String = ""
 
     /// Who it was done to (joined, kicked, made admin...).
-    public var memberIds: [String] = []
+    public var memberIDs: [String] = []
 
     /// Field `group_changes` (5).
     public var groupChanges: [GroupChangeInfo] = []
@@ -1151,7 +1151,7 @@ extension AtInfo {
             w.writeVarint(self.atAll ? 1 : 0)
             w.writeVarint(16)
         }
-        for element in self.userIds.reversed() {
+        for element in self.userIDs.reversed() {
             w.writeString(element)
             w.writeVarint(10)
         }
@@ -1663,7 +1663,7 @@ extension GroupTipsElement {
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(42)
         }
-        for element in self.memberIds.reversed() {
+        for element in self.memberIDs.reversed() {
             w.writeString(element)
             w.writeVarint(34)
         }

@@ -133,7 +133,7 @@ public struct GroupReadMembers: IMCodecMessage {
     public var read: Bool = false
 
     /// Field `member_ids` (3).
-    public var memberIds: [String] = []
+    public var memberIDs: [String] = []
 
     /// Cursor for the next page.
     public var nextSeq: UInt64 = 0
@@ -239,7 +239,7 @@ extension GroupReadMembers {
             w.writeVarint(UInt64(self.nextSeq))
             w.writeVarint(32)
         }
-        for element in self.memberIds.reversed() {
+        for element in self.memberIDs.reversed() {
             w.writeString(element)
             w.writeVarint(26)
         }

@@ -13,7 +13,7 @@ extension AtInfo {
 
     init(_c c: UnsafePointer<Imcodec__V1__AtInfo>) {
         self.init()
-        userIds = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
+        userIDs = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
         atAll = c.pointee.at_all != 0
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
@@ -312,7 +312,7 @@ extension GroupTipsElement {
         type = GroupTipsType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
         groupID = _CRead.string(c.pointee.group_id)
         operatorID = _CRead.string(c.pointee.operator_id)
-        memberIds = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
+        memberIDs = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
         groupChanges = _CRead.messages(c.pointee.n_group_changes, c.pointee.group_changes) { GroupChangeInfo(_c: $0) }
         memberChanges = _CRead.messages(c.pointee.n_member_changes, c.pointee.member_changes) { MemberChangeInfo(_c: $0) }
         memberCount = c.pointee.member_count

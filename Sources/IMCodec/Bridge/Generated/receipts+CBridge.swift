@@ -69,7 +69,7 @@ extension GroupReadMembers {
         self.init()
         message = c.pointee.message.map { MessageRef(_c: $0) }
         read = c.pointee.read != 0
-        memberIds = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
+        memberIDs = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
         nextSeq = c.pointee.next_seq
         finished = c.pointee.finished != 0
         unknownFields = _CRead.unknownFields(c.pointee.base)

@@ -1,0 +1,194 @@
+import CIMCodecRuntime
+import CIMCodecSchemas
+import CProtobufC
+
+/// A reusable decoder for servers: decodes into one arena that it resets between inputs, so a
+/// decode costs no `malloc` per field, and lets a router read a frame's routing facts through a
+/// ``FrameView`` without building the Swift value.
+///
+/// ```swift
+/// let decoder = WireDecoder()
+/// let route = try decoder.withFrameView(bytes) { frame in
+///     (frame.payloadKind, frame.conversationType, frame.targetID, frame.messageFlags)
+/// }
+/// ```
+///
+/// A decoder is not thread-safe: use one per connection or per thread. The values it returns are
+/// ordinary Swift values that share nothing with it.
+public final class WireDecoder {
+    /// The limits every input is checked against.
+    public let options: DecodingOptions
+    private let firstBlockSize: Int
+    private var arena: _Arena?
+
+    /// Creates a decoder.
+    /// - Parameters:
+    ///   - options: Limits for hostile input.
+    ///   - arenaBlockSize: Bytes the arena keeps between inputs; larger inputs borrow more and give
+    ///     it back after each call.
+    public init(options: DecodingOptions = DecodingOptions(), arenaBlockSize: Int = 64 << 10) {
+        self.options = options
+        self.firstBlockSize = max(arenaBlockSize, 1 << 10)
+    }
+
+    private func withArena<R>(_ body: (_Arena) throws(IMCodecError) -> R) throws(IMCodecError) -> R {
+        let arena: _Arena
+        if let existing = self.arena {
+            arena = existing
+        } else {
+            arena = try _Arena(firstBlockSize: firstBlockSize)
+            self.arena = arena
+        }
+        defer { arena.reset() }
+        return try body(arena)
+    }
+
+    /// Decodes one message of type `type`.
+    /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    public func decode<M: IMCodecMessage, Bytes: Collection>(_ type: M.Type = M.self, from bytes: Bytes)
+    throws(IMCodecError) -> M where Bytes.Element == UInt8 {
+        try withArena { (arena) throws(IMCodecError) -> M in
+            try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> M in
+                M(_protobufCMessage: try WireCodec.unpack(M._protobufCDescriptor, buffer, options: options, arena: arena))
+            }
+        }
+    }
+
+    /// Decodes a ``Frame`` and passes a read-only view of it to `body`, without building Swift values
+    /// for the parts `body` does not read. The view cannot leave `body` (it is non-copyable and
+    /// borrowed), so nothing can reach the arena after the call.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withFrameView<Bytes: Collection, R>(_ bytes: Bytes, _ body: (borrowing FrameView) throws -> R) throws -> R
+    where Bytes.Element == UInt8 {
+        try withArena { (arena) throws(IMCodecError) -> Result<R, any Error> in
+            try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> Result<R, any Error> in
+                let message = try WireCodec.unpack(Frame._protobufCDescriptor, buffer, options: options, arena: arena)
+                let view = FrameView(message.pointer(to: Imcodec__V1__Frame.self))
+                return Result { try body(view) }
+            }
+        }.get()
+    }
+}
+
+@available(*, unavailable, message: "a WireDecoder reuses one arena; give each thread its own")
+extension WireDecoder: Sendable {}
+
+/// A read-only view of a decoded ``Frame`` in a ``WireDecoder``'s arena: the routing facts of a frame
+/// (kind, conversation, sender, ids, flags, element kinds) read straight from protobuf-c's structs.
+/// ``materialize()`` builds the full Swift value when it is needed.
+///
+/// It exists only inside ``WireDecoder/withFrameView(_:_:)``.
+public struct FrameView: ~Copyable {
+    private let frame: UnsafePointer<Imcodec__V1__Frame>
+
+    fileprivate init(_ frame: UnsafePointer<Imcodec__V1__Frame>) { self.frame = frame }
+
+    /// The writer's schema version.
+    public var schemaVersion: UInt32 { frame.pointee.schema_version }
+
+    /// The lowest schema version a reader needs.
+    public var minReaderVersion: UInt32 { frame.pointee.min_reader_version }
+
+    /// Which payload the frame carries, or `nil` for none (or one this schema does not know).
+    public var payloadKind: Frame.Payload.Kind? {
+        Frame.Payload.Kind(rawValue: Int32(bitPattern: frame.pointee.payload_case.rawValue))
+    }
+
+    private var message: UnsafePointer<Imcodec__V1__Message>? {
+        payloadKind == .message ? UnsafePointer(frame.pointee.message) : nil
+    }
+
+    /// The conversation the payload belongs to: a message's, an event's, an ack's, or that of the
+    /// message a receipt, recall or edit refers to.
+    private var conversationPointer: UnsafePointer<Imcodec__V1__Conversation>? {
+        let f = frame.pointee
+        let pointer: UnsafeMutablePointer<Imcodec__V1__Conversation>?
+        switch payloadKind {
+        case .message?: pointer = f.message?.pointee.conversation
+        case .typing?: pointer = f.typing?.pointee.conversation
+        case .markRead?: pointer = f.mark_read?.pointee.conversation
+        case .sendAck?: pointer = f.send_ack?.pointee.conversation
+        case .historyRequest?: pointer = f.history_request?.pointee.conversation
+        case .historyResponse?: pointer = f.history_response?.pointee.conversation
+        case .recall?: pointer = f.recall?.pointee.message?.pointee.conversation
+        case .edit?: pointer = f.edit?.pointee.message?.pointee.conversation
+        case .receipt?: pointer = f.receipt?.pointee.message?.pointee.conversation
+        case .groupReadMembers?: pointer = f.group_read_members?.pointee.message?.pointee.conversation
+        case .delete?:
+            if let event = f.delete_, event.pointee.n_messages > 0, let first = event.pointee.messages[0] {
+                pointer = first.pointee.conversation
+            } else {
+                pointer = nil
+            }
+        default: pointer = nil
+        }
+        return pointer.map { UnsafePointer($0) }
+    }
+
+    /// The conversation's type (``ConversationType/unspecified`` when the payload has none).
+    public var conversationType: ConversationType {
+        guard let c = conversationPointer else { return .unspecified }
+        return ConversationType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
+    }
+
+    /// The conversation's target: the peer's user id or the group id ("" when none).
+    public var targetID: String { conversationPointer.map { _CRead.string($0.pointee.target_id) } ?? "" }
+
+    /// The conversation's ultra-group channel id ("" when none).
+    public var channelID: String { conversationPointer.map { _CRead.string($0.pointee.channel_id) } ?? "" }
+
+    /// Calls `body` with the target id's UTF-8 bytes, without making a String (for routing tables
+    /// keyed by bytes). The buffer is valid only during the call.
+    public func withTargetIDBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard let c = conversationPointer, c.pointee.target_id.len > 0, let data = c.pointee.target_id.data else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return try body(UnsafeRawBufferPointer(start: data, count: c.pointee.target_id.len))
+    }
+
+    /// The whole conversation as a value, or `nil` when the payload has none.
+    public var conversation: Conversation? { conversationPointer.map { Conversation(_c: $0) } }
+
+    /// The sender of a message payload ("" for other payloads).
+    public var senderID: String { message.map { _CRead.string($0.pointee.sender_id) } ?? "" }
+
+    /// The client message id of a message or send-ack payload ("" for others).
+    public var clientMsgID: String {
+        if let m = message { return _CRead.string(m.pointee.client_msg_id) }
+        if payloadKind == .sendAck, let ack = frame.pointee.send_ack { return _CRead.string(ack.pointee.client_msg_id) }
+        return ""
+    }
+
+    /// The server message uid of a message or send-ack payload ("" for others).
+    public var serverMsgUID: String {
+        if let m = message { return _CRead.string(m.pointee.server_msg_uid) }
+        if payloadKind == .sendAck, let ack = frame.pointee.send_ack { return _CRead.string(ack.pointee.server_msg_uid) }
+        return ""
+    }
+
+    /// The sequence number of a message payload (0 for others).
+    public var seq: UInt64 { message?.pointee.seq ?? 0 }
+
+    /// The flags of a message payload (empty for others).
+    public var messageFlags: MessageFlags { MessageFlags(rawValue: message?.pointee.flags ?? 0) }
+
+    /// The number of elements in a message payload's chain (0 for others).
+    public var elementCount: Int { message?.pointee.n_elements ?? 0 }
+
+    /// The kind of element `index` of a message payload's chain, or `nil` when out of range or unset.
+    public func elementKind(at index: Int) -> MessageElement.Content.Kind? {
+        guard let m = message, index >= 0, index < m.pointee.n_elements, let element = m.pointee.elements[index] else {
+            return nil
+        }
+        return MessageElement.Content.Kind(rawValue: Int32(bitPattern: element.pointee.content_case.rawValue))
+    }
+
+    /// The number of users a group message @-mentions.
+    public var atUserCount: Int { message?.pointee.at?.pointee.n_user_ids ?? 0 }
+
+    /// Whether a group message @-mentions everyone.
+    public var atAll: Bool { (message?.pointee.at?.pointee.at_all ?? 0) != 0 }
+
+    /// The full Swift value of the frame.
+    public func materialize() -> Frame { Frame(_c: frame) }
+}

@@ -1,0 +1,247 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Helpers for what apps build most: texts, @ messages, signaling, images, chains, mergers,
+/// receipts, recalls.
+extension Frame {
+    /// The schema version this library writes.
+    public static let currentSchemaVersion: UInt32 = 1
+
+    /// A frame carrying `payload`, stamped with the current schema version.
+    public init(_ payload: Payload) {
+        self.init()
+        schemaVersion = Frame.currentSchemaVersion
+        minReaderVersion = 1
+        self.payload = payload
+    }
+
+    /// A frame carrying a message.
+    public init(_ message: Message) { self.init(.message(message)) }
+}
+
+extension MessageElement {
+    /// A text element.
+    public static func text(_ text: String) -> MessageElement {
+        MessageElement.with { $0.content = .text(TextElement.with { $0.text = text }) }
+    }
+
+    /// A custom (signaling) element.
+    public static func custom(_ data: [UInt8], description: String = "", ext: String = "") -> MessageElement {
+        MessageElement.with {
+            $0.content = .custom(CustomElement.with { $0.data = data; $0.description = description; $0.ext = ext })
+        }
+    }
+
+    /// A face (sticker) element.
+    public static func face(index: Int32, data: [UInt8] = []) -> MessageElement {
+        MessageElement.with { $0.content = .face(FaceElement.with { $0.index = index; $0.data = data }) }
+    }
+
+    /// A location element.
+    public static func location(latitude: Double, longitude: Double, description: String = "") -> MessageElement {
+        MessageElement.with {
+            $0.content = .location(LocationElement.with {
+                $0.latitude = latitude; $0.longitude = longitude; $0.description = description
+            })
+        }
+    }
+
+    /// An image element with its renditions (original, large, thumbnail).
+    public static func image(format: ImageFormat, _ renditions: [ImageInfo]) -> MessageElement {
+        MessageElement.with { $0.content = .image(ImageElement.with { $0.format = format; $0.images = renditions }) }
+    }
+
+    /// A file element.
+    public static func file(uuid: String, name: String, size: UInt64, url: String) -> MessageElement {
+        MessageElement.with {
+            $0.content = .file(FileElement.with { $0.uuid = uuid; $0.name = name; $0.size = size; $0.url = url })
+        }
+    }
+
+    /// A merger (combined-forward) element holding `messages` inline.
+    public static func merger(title: String, abstracts: [String], compatibleText: String, messages: [Message])
+    -> MessageElement {
+        MessageElement.with {
+            $0.content = .merger(MergerElement.with {
+                $0.title = title
+                $0.abstracts = abstracts
+                $0.compatibleText = compatibleText
+                $0.messages = messages
+                $0.messageCount = UInt32(clamping: messages.count)
+            })
+        }
+    }
+}
+
+extension ImageInfo {
+    /// One rendition of an image.
+    public init(type: ImageType, uuid: String, size: UInt64, width: UInt32, height: UInt32, url: String) {
+        self.init()
+        self.type = type
+        self.uuid = uuid
+        self.size = size
+        self.width = width
+        self.height = height
+        self.url = url
+    }
+}
+
+extension Conversation {
+    /// A one-to-one conversation with `userID`.
+    public static func oneToOne(_ userID: String) -> Conversation {
+        Conversation.with { $0.type = .oneToOne; $0.targetID = userID }
+    }
+
+    /// A group conversation.
+    public static func group(_ groupID: String) -> Conversation {
+        Conversation.with { $0.type = .group; $0.targetID = groupID }
+    }
+}
+
+extension Message {
+    /// A message from `sender` in `conversation` with the element chain `elements`.
+    /// - Parameters:
+    ///   - clientMsgID: The sender's id for the message; a random one when `nil`.
+    ///   - clientTimeMs: The send time; now when `nil`.
+    ///   - flags: Defaults to stored in history.
+    public init(
+        from sender: String, in conversation: Conversation, elements: [MessageElement],
+        clientMsgID: String? = nil, clientTimeMs: Int64? = nil, flags: MessageFlags = .saveToHistory
+    ) {
+        self.init()
+        self.senderID = sender
+        self.conversation = conversation
+        self.elements = elements
+        self.clientMsgID = clientMsgID ?? Message.randomClientMsgID()
+        self.clientTimeMs = clientTimeMs ?? Message.nowMs()
+        self.random = UInt32.random(in: .min ... .max)
+        self.priority = .normal
+        self.messageFlags = flags
+        self.storagePolicy = .counted
+    }
+
+    /// A one-to-one text message.
+    public static func c2cText(from sender: String, to receiver: String, _ text: String, clientMsgID: String? = nil)
+    -> Message {
+        Message(from: sender, in: .oneToOne(receiver), elements: [.text(text)], clientMsgID: clientMsgID)
+    }
+
+    /// A group text message that @-mentions `atUserIDs` (and everyone, with `atAll`).
+    public static func groupText(
+        from sender: String, group: String, _ text: String, atUserIDs: [String] = [], atAll: Bool = false,
+        clientMsgID: String? = nil
+    ) -> Message {
+        var message = Message(from: sender, in: .group(group), elements: [.text(text)], clientMsgID: clientMsgID)
+        if !atUserIDs.isEmpty || atAll {
+            message.at = AtInfo.with { $0.userIDs = atUserIDs; $0.atAll = atAll }
+        }
+        return message
+    }
+
+    /// A custom signaling message: online users only, not counted as unread, not stored.
+    public static func signaling(
+        from sender: String, in conversation: Conversation, _ data: [UInt8], description: String = "",
+        clientMsgID: String? = nil
+    ) -> Message {
+        var message = Message(
+            from: sender, in: conversation, elements: [.custom(data, description: description)],
+            clientMsgID: clientMsgID, flags: [.onlineUserOnly, .excludedFromUnreadCount, .excludedFromLastMessage])
+        message.storagePolicy = .statusOnly
+        return message
+    }
+
+    /// An image message.
+    public static func image(
+        from sender: String, in conversation: Conversation, format: ImageFormat, renditions: [ImageInfo],
+        clientMsgID: String? = nil
+    ) -> Message {
+        Message(from: sender, in: conversation, elements: [.image(format: format, renditions)], clientMsgID: clientMsgID)
+    }
+
+    /// A combined-forward message of `messages` (at most 300), with one abstract line per message
+    /// for the first few.
+    public static func merger(
+        from sender: String, in conversation: Conversation, title: String, messages: [Message],
+        clientMsgID: String? = nil
+    ) -> Message {
+        let abstracts = messages.prefix(4).map { "\($0.senderID): \($0.previewText)" }
+        return Message(
+            from: sender, in: conversation,
+            elements: [.merger(title: title, abstracts: abstracts, compatibleText: "[Chat History]", messages: messages)],
+            clientMsgID: clientMsgID)
+    }
+
+    /// A short plain-text rendering of the chain, for abstracts and notifications.
+    public var previewText: String {
+        elements.map { element -> String in
+            switch element.content {
+            case .text(let text)?: text.text
+            case .custom?: "[Custom]"
+            case .image?: "[Image]"
+            case .video?: "[Video]"
+            case .sound?: "[Voice]"
+            case .file(let file)?: "[File] \(file.name)"
+            case .location(let location)?: "[Location] \(location.description)"
+            case .face?: "[Sticker]"
+            case .groupTips?: "[Group tips]"
+            case .merger(let merger)?: "[Chat History] \(merger.title)"
+            case nil: ""
+            }
+        }.joined()
+    }
+
+    /// A reference to this message, for receipts, recalls, edits, deletes and quotes.
+    public var reference: MessageRef {
+        MessageRef.with {
+            $0.clientMsgID = clientMsgID
+            $0.serverMsgUID = serverMsgUID
+            $0.seq = seq
+            $0.conversation = conversation
+            $0.senderID = senderID
+            $0.serverTimeMs = serverTimeMs
+        }
+    }
+
+    static func randomClientMsgID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        let hex = String(high, radix: 16) + String(low, radix: 16)
+        return String(repeating: "0", count: max(0, 32 - hex.count)) + hex
+    }
+
+    static func nowMs() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}
+
+extension Frame {
+    /// A read receipt for `message`, sent by `reader`.
+    public static func readReceipt(for message: MessageRef, by reader: String, timeMs: Int64? = nil) -> Frame {
+        Frame(.receipt(MessageReceipt.with {
+            $0.kind = .read
+            $0.message = message
+            $0.userID = reader
+            $0.isPeerRead = true
+            $0.timeMs = timeMs ?? Message.nowMs()
+        }))
+    }
+
+    /// A recall (revoke) of `message` by `revoker`.
+    public static func recall(_ message: MessageRef, by revoker: String, reason: String = "", timeMs: Int64? = nil)
+    -> Frame {
+        Frame(.recall(RecallEvent.with {
+            $0.message = message
+            $0.revokerID = revoker
+            $0.reason = reason
+            $0.timeMs = timeMs ?? Message.nowMs()
+        }))
+    }
+}
