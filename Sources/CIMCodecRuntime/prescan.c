@@ -75,6 +75,9 @@
 // mismatch (protobuf-c ignores the wire type of bools); U+0000 in a C string is UNSUPPORTED
 // (protobuf-c would silently cut the string there).
 //
+// Refused although well-formed (UNSUPPORTED): a singular sub-message that occurs twice in one
+// message (see singular_message_repeats), and U+0000 in a map key or value.
+//
 // Not checked: proto2 `required` fields (the schemas are proto3), enum values (open in proto3).
 #include "imcodec_prescan.h"
 #include "imcodec_string_field.h"
@@ -281,7 +284,37 @@ static inline const ProtobufCFieldDescriptor *find_field(const ProtobufCMessageD
 typedef struct {
     const ProtobufCMessageDescriptor *descriptor;
     size_t end;  // absolute offset one past the message's last byte
+    // Bit i: the singular message field descriptor->fields[i] has occurred in this message.
+    // (Scripts/protoc-gen-imcodec-swift refuses schemas with messages of more than 64 fields.)
+    uint64_t singular_messages_seen;
 } scan_frame;
+
+// A singular message field that occurs twice must be merged (protobuf's rule for concatenated
+// messages). protobuf-c 1.4.1 gets that wrong: merging lets the second occurrence's zero proto3
+// scalars overwrite the first's values, and a oneof member is replaced instead of merged. Rather
+// than decode such input differently from Google's parsers, the pre-scan refuses it (UNSUPPORTED).
+// A oneof member resets the record of its siblings, since setting another member clears the oneof.
+static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescriptor *field) {
+    const ProtobufCMessageDescriptor *desc = frame->descriptor;
+    const size_t index = (size_t)(field - desc->fields);
+    if (field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+        for (unsigned i = 0; i < desc->n_fields && i < 64; i++) {
+            if (i != index && (desc->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                desc->fields[i].quantifier_offset == field->quantifier_offset) {
+                frame->singular_messages_seen &= ~((uint64_t)1 << i);
+            }
+        }
+    }
+    if (field->type != PROTOBUF_C_TYPE_MESSAGE || field->label == PROTOBUF_C_LABEL_REPEATED || index >= 64) {
+        return 0;
+    }
+    const uint64_t bit = (uint64_t)1 << index;
+    if (frame->singular_messages_seen & bit) {
+        return 1;
+    }
+    frame->singular_messages_seen |= bit;
+    return 0;
+}
 
 imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor,
                                     const uint8_t *data, size_t len,
@@ -325,6 +358,7 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
     }
     stack[0].descriptor = descriptor;
     stack[0].end = len;
+    stack[0].singular_messages_seen = 0;
 
     for (;;) {
         if (pos == end) {
@@ -402,6 +436,10 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                 FAIL(IMCODEC_SCAN_WIRE_TYPE_MISMATCH, tag_at,
                      mismatch_detail[wire_index(wire_type)][wire_index(expected)]);
             }
+            if (singular_message_repeats(&stack[depth - 1], field)) {
+                FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
+                     "a singular sub-message occurs twice (merging it is not supported)");
+            }
         }
 
         // -- Value ------------------------------------------------------------------------------
@@ -465,6 +503,7 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                     end = pos;
                     stack[depth].descriptor = cur;
                     stack[depth].end = end;
+                    stack[depth].singular_messages_seen = 0;
                     depth++;
                     if (depth > depth_seen) {
                         depth_seen = depth;

@@ -46,44 +46,74 @@ public enum Delimited {
         return nil
     }
 
-    /// Iterates over the messages of a complete delimited byte string.
-    public struct Reader<M: IMCodecMessage> {
+    /// Appends an already encoded record with its length prefix.
+    public static func appendRecord(_ record: [UInt8], to bytes: inout [UInt8]) {
+        WireFormat.appendVarint(UInt64(record.count), to: &bytes)
+        bytes.append(contentsOf: record)
+    }
+
+    /// Splits a complete delimited byte string into its records, without decoding them.
+    public struct RecordReader {
         private let bytes: [UInt8]
-        private let options: DecodingOptions
+        private let maxLength: Int
         private var position = 0
 
-        /// Creates a reader over `bytes`, decoding each message with `options`
-        /// (`maxInputSize` also caps each announced length).
-        public init(_ bytes: [UInt8], options: DecodingOptions = DecodingOptions()) {
+        /// Creates a reader over `bytes` that accepts records of at most `maxLength` bytes.
+        public init(_ bytes: [UInt8], maxLength: Int) {
             self.bytes = bytes
-            self.options = options
+            self.maxLength = maxLength
         }
 
-        /// Byte offset of the next record.
+        /// Byte offset of the next record's length prefix.
         public var offset: Int { position }
 
-        /// The next message, or `nil` at the end of the input.
-        /// - Throws: ``IMCodecError`` for a bad prefix, a record cut short, or a message that does
-        ///   not decode; offsets are relative to the start of the whole input.
-        public mutating func next() throws(IMCodecError) -> M? {
+        /// The byte range of the next record's body, or `nil` at the end of the input.
+        /// - Throws: ``IMCodecError`` for a bad or oversize prefix, or a record cut short.
+        public mutating func next() throws(IMCodecError) -> Range<Int>? {
             if position == bytes.count { return nil }
             let start = position
-            let maxLength = options.maxInputSize
+            let maxLength = maxLength
             let prefix = try bytes.withUnsafeBytes { raw in
                 Result { () throws(IMCodecError) in
                     try Delimited.readLengthPrefix(UnsafeRawBufferPointer(rebasing: raw[start...]), maxLength: maxLength)
                 }
-            }.get()
+            }.mapError { IMCodecError(code: $0.code, reason: $0.reason, offset: start) }.get()
             guard let prefix else { throw .truncated("the input ends inside a length prefix", offset: start) }
             let bodyStart = start + prefix.prefixSize
             guard prefix.length <= bytes.count - bodyStart else {
                 throw .truncated("a \(prefix.length)-byte record runs past the end of the input", offset: bodyStart)
             }
             position = bodyStart + prefix.length
+            return bodyStart..<position
+        }
+    }
+
+    /// Iterates over the messages of a complete delimited byte string.
+    public struct Reader<M: IMCodecMessage> {
+        private let bytes: [UInt8]
+        private let options: DecodingOptions
+        private var records: RecordReader
+
+        /// Creates a reader over `bytes`, decoding each message with `options`
+        /// (`maxInputSize` also caps each announced length).
+        public init(_ bytes: [UInt8], options: DecodingOptions = DecodingOptions()) {
+            self.bytes = bytes
+            self.options = options
+            records = RecordReader(bytes, maxLength: options.maxInputSize)
+        }
+
+        /// Byte offset of the next record.
+        public var offset: Int { records.offset }
+
+        /// The next message, or `nil` at the end of the input.
+        /// - Throws: ``IMCodecError`` for a bad prefix, a record cut short, or a message that does
+        ///   not decode; offsets are relative to the start of the whole input.
+        public mutating func next() throws(IMCodecError) -> M? {
+            guard let range = try records.next() else { return nil }
             do {
-                return try M(serializedBytes: bytes[bodyStart..<position], options: options)
+                return try M(serializedBytes: bytes[range], options: options)
             } catch {
-                throw IMCodecError(code: error.code, reason: error.reason, offset: error.offset.map { $0 + bodyStart })
+                throw IMCodecError(code: error.code, reason: error.reason, offset: error.offset.map { $0 + range.lowerBound })
             }
         }
     }

@@ -12,7 +12,8 @@
 // - every schema `string` (see imcodec_string_field.h) and map key/value valid UTF-8; map strings,
 //   which protobuf-c keeps as C strings, must also be free of U+0000;
 // - the number of fields (each occurrence, each packed element) at most `max_fields`;
-// - a known field must arrive with its declared wire type (or packed, for repeated scalars).
+// - a known field must arrive with its declared wire type (or packed, for repeated scalars);
+// - a singular sub-message must not occur twice in one message (protobuf-c 1.4.1 merges wrongly).
 #ifndef IMCODEC_PRESCAN_H
 #define IMCODEC_PRESCAN_H
 
@@ -42,7 +43,8 @@ typedef enum {
     IMCODEC_SCAN_TOO_MANY_FIELDS = 5,
     /// A known field arrived with a wire type other than its declared one.
     IMCODEC_SCAN_WIRE_TYPE_MISMATCH = 6,
-    /// A map key or value contains U+0000, which protobuf-c cannot keep (C strings).
+    /// Well-formed input protobuf-c cannot decode faithfully: U+0000 in a map key or value (kept as
+    /// C strings), or a singular sub-message that occurs twice (protobuf-c merges it incorrectly).
     IMCODEC_SCAN_UNSUPPORTED = 7,
 } imcodec_scan_status;
 

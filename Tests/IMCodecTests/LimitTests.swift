@@ -1,0 +1,162 @@
+import IMCodec
+import Testing
+
+/// Wire bytes for tests.
+enum Wire {
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var v = value
+        var out: [UInt8] = []
+        while v >= 0x80 { out.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        out.append(UInt8(v))
+        return out
+    }
+
+    static func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] {
+        varint(number << 3 | 2) + varint(UInt64(payload.count)) + payload
+    }
+
+    /// Frame.message → (Message.elements → MessageElement.merger → MergerElement.messages)* nested
+    /// to `levels` messages in all (the Frame counts as one).
+    static func nestingBomb(levels: Int) -> [UInt8] {
+        // Innermost first: build the chain of (field number) from the inside out.
+        var numbers: [UInt64] = [10]  // Frame.message
+        let cycle: [UInt64] = [20, 10, 4]  // Message.elements, MessageElement.merger, MergerElement.messages
+        while numbers.count < levels - 1 { numbers.append(cycle[(numbers.count - 1) % 3]) }
+        var bytes: [UInt8] = []
+        for number in numbers.reversed() { bytes = field(number, bytes) }
+        return bytes
+    }
+}
+
+@Suite("Limits and errors")
+struct LimitTests {
+    func code(_ bytes: [UInt8], options: DecodingOptions = DecodingOptions()) -> IMCodecError? {
+        do {
+            _ = try Frame(serializedBytes: bytes, options: options)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("a nesting bomb of 100,000 levels is rejected as tooDeep without a crash")
+    func depthBomb() throws {
+        let bomb = Wire.nestingBomb(levels: 100_000)
+        #expect(bomb.count > 300_000)
+        let clock = ContinuousClock()
+        var error: IMCodecError?
+        let elapsed = clock.measure { error = code(bomb) }
+        #expect(error?.code == .tooDeep)
+        #expect(error?.offset != nil)
+        #expect(elapsed < .seconds(5))  // generous: the pre-scan stops at level 101
+    }
+
+    @Test("nesting exactly at maxDepth decodes; one more level is tooDeep")
+    func depthBoundary() throws {
+        #expect(code(Wire.nestingBomb(levels: 100)) == nil)
+        #expect(code(Wire.nestingBomb(levels: 101))?.code == .tooDeep)
+        #expect(code(Wire.nestingBomb(levels: 10), options: DecodingOptions(maxDepth: 9))?.code == .tooDeep)
+        #expect(code(Wire.nestingBomb(levels: 300), options: DecodingOptions(maxDepth: 300)) == nil)
+    }
+
+    @Test("maxDepth above the cap is treated as the cap")
+    func depthCap() throws {
+        let error = code(Wire.nestingBomb(levels: DecodingOptions.maxDepthCap + 1), options: DecodingOptions(maxDepth: 1_000_000))
+        #expect(error?.code == .tooDeep)
+    }
+
+    @Test("input above maxInputSize is tooLarge")
+    func oversize() throws {
+        let bytes = Frame(Message.c2cText(from: "a", to: "b", String(repeating: "x", count: 2_000))).serializedBytes()
+        #expect(code(bytes, options: DecodingOptions(maxInputSize: 1_024))?.code == .tooLarge)
+        #expect(code(bytes, options: DecodingOptions(maxInputSize: bytes.count)) == nil)
+    }
+
+    @Test("truncated input is reported with its offset", arguments: [
+        ([0x08] as [UInt8], 1),            // tag, then nothing
+        ([0x08, 0x80], 1),                 // varint cut short
+        ([0x52, 0x05, 0x0A], 1),           // length runs past the end (offset of the length)
+        ([0x52], 1),                       // length prefix missing
+        ([0x80], 0),                       // tag cut short
+    ])
+    func truncated(bytes: [UInt8], offset: Int) throws {
+        let error = code(bytes)
+        #expect(error?.code == .truncated)
+        #expect(error?.offset == offset)
+    }
+
+    @Test("malformed input is rejected", arguments: [
+        [0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01] as [UInt8],  // 11-byte varint
+        [0x02, 0x00],                      // field number 0
+        [0x80, 0x80, 0x80, 0x80, 0x10, 0x00],  // field number 2^29
+        [0x0B],                            // start group
+        [0x0C],                            // end group
+        [0x0E],                            // wire type 6
+        [0x0F],                            // wire type 7
+        [0x52, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F],  // length 2^32-1
+    ])
+    func malformed(bytes: [UInt8]) throws {
+        #expect(code(bytes)?.code == .malformed)
+    }
+
+    @Test("invalid UTF-8 in a string field is rejected; the same bytes in a bytes field are not")
+    func invalidUTF8() throws {
+        for bad: [UInt8] in [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0x80], [0xE4, 0xB8], [0xFF], [0xF5, 0x80, 0x80, 0x80]] {
+            let text = Wire.field(10, Wire.field(20, Wire.field(1, Wire.field(1, bad))))  // Frame.message.elements.text.text
+            #expect(code(text)?.code == .invalidUTF8)
+            let custom = Wire.field(10, Wire.field(20, Wire.field(2, Wire.field(1, bad))))  // ... custom.data (bytes)
+            #expect(code(custom) == nil)
+        }
+    }
+
+    @Test("a known field with the wrong wire type is reported")
+    func wireTypeMismatch() throws {
+        // Frame.schema_version (uint32) sent length-delimited.
+        #expect(code([0x0A, 0x01, 0x00])?.code == .wireTypeMismatch)
+    }
+
+    @Test("U+0000 in a map value is unsupported (protobuf-c keeps map strings as C strings)")
+    func nulInMap() throws {
+        let entry = Wire.field(1, Array("k".utf8)) + Wire.field(2, [0x61, 0x00, 0x62])
+        #expect(code(Wire.field(10, Wire.field(16, entry)))?.code == .unsupported)
+    }
+
+    @Test("more fields than maxFieldCount is tooManyFields")
+    func fieldCount() throws {
+        let bytes = [UInt8](repeating: 0, count: 0) + (0..<1_000).flatMap { _ in [0x08, 0x01] as [UInt8] }
+        #expect(code(bytes, options: DecodingOptions(maxFieldCount: 999))?.code == .tooManyFields)
+        #expect(code(bytes, options: DecodingOptions(maxFieldCount: 1_000)) == nil)
+    }
+
+    @Test("decoding that would allocate more than maxDecodedMemory stops with memoryLimitExceeded")
+    func memoryLimit() throws {
+        // 20,000 empty messages in a history page: 2 bytes each on the wire, a ~250-byte struct each
+        // in protobuf-c. The default cap (16 × input + 1 MiB) refuses that amplification.
+        let page = Wire.field(32, (0..<20_000).flatMap { _ in [0x12, 0x00] as [UInt8] })
+        #expect(code(page)?.code == .memoryLimitExceeded)
+        #expect(code(page, options: DecodingOptions(maxDecodedMemory: 1 << 20))?.code == .memoryLimitExceeded)
+        #expect(code(page, options: DecodingOptions(maxDecodedMemory: 64 << 20)) == nil)
+    }
+
+    @Test("realistic large frames decode within the default limits")
+    func largeFramesFit() throws {
+        let messages = (0..<300).map { i in
+            var m = Samples.message(elements: [.text("message \(i) with some ordinary text in it 🙂")])
+            m.customParams = [:]
+            return m
+        }
+        let merger = Frame(Message.merger(from: "a", in: .oneToOne("b"), title: "300", messages: messages))
+        #expect(try Frame(serializedBytes: merger.serializedBytes()) == merger)
+        let page = Frame(.historyResponse(HistoryResponse.with { $0.messages = messages }))
+        #expect(try Frame(serializedBytes: page.serializedBytes()) == page)
+    }
+
+    @Test("errors compare by code and describe themselves")
+    func errorShape() throws {
+        let error = try #require(code([0x52, 0x05, 0x0A]))
+        #expect(error == IMCodecError.truncated("anything"))
+        #expect(error != IMCodecError.malformed("anything"))
+        #expect(error.description.hasPrefix("truncated: "))
+        #expect(error.description.contains("at byte 1"))
+    }
+}
