@@ -451,3 +451,24 @@ case("nul_in_system_notice_param", "unsupported",
                                   Field(2, [s(1, "device"), Field(2, [b"iPhone", MARK, b"\x00",
                                                                       b"15"])]),
                                   s(3, "您的账号已在其他设备登录")])])
+
+# --- unsupported (a singular sub-message sent twice) ---------------------------------------------
+# Google's parsers merge a singular message field that occurs twice. protobuf-c 1.4.1 merges it
+# wrongly (a proto3 scalar left at zero in the second copy overwrites the first's value; a oneof
+# member is replaced instead of merged), so IMCodec refuses such input rather than decode it
+# differently (a documented difference, see README). Encoders never write a field twice; only
+# concatenating two encodings does.
+
+case("frame_message_twice", "unsupported",
+     "Frame.message (a oneof member) occurs twice, as when two encodings are concatenated. "
+     "Offset: the second Frame.message tag.",
+     pieces=VERSION + [Field(10, envelope() + [text_element("part one, ")]),
+                       Field(10, envelope() + [text_element("part two")], mark="tag")])
+
+case("conversation_twice", "unsupported",
+     "Message.conversation occurs twice: first with type GROUP, then with only a target id. Google "
+     "merges them (type GROUP kept); protobuf-c would reset the type to 0. "
+     "Offset: the second Message.conversation tag.",
+     pieces=VERSION + [Field(10, [s(1, "cli-7f3a9c2e-0062"), Field(6, [u(1, 2)]),
+                                  Field(6, [Field(2, [b"@TGS#2J4SZEAEL"])], mark="tag"),
+                                  Field(20, [Field(1, [s(1, "hello")])])])])
