@@ -10,8 +10,8 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Deepest message nesting accepted; the top-level message counts as 1. Default 100, as in
     /// swift-protobuf and upb. A merger layer costs 3 levels (Message, MessageElement, MergerElement),
     /// so the default admits about 32 nested merger layers; raise it for deeper mergers. Values above
-    /// ``maxDepthCap`` are treated as ``maxDepthCap`` (protobuf-c recurses once per level, about 3 KiB
-    /// of stack each).
+    /// ``maxDepthCap`` are treated as ``maxDepthCap``: protobuf-c recurses once per level, about 1 KiB
+    /// of stack each, and a thread with a 512 KiB stack runs out after some 540 levels.
     public var maxDepth: Int = 100
 
     /// Most fields (each occurrence, each packed element) accepted in one input. Default 1,000,000.
@@ -24,7 +24,7 @@ public struct DecodingOptions: Sendable, Hashable {
     public var maxDecodedMemory: Int? = nil
 
     /// The highest ``maxDepth`` honoured.
-    public static let maxDepthCap = 512
+    public static let maxDepthCap = 256
 
     /// Creates the default options.
     public init() {}
