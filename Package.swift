@@ -6,9 +6,12 @@ let package = Package(
     products: [
         .library(name: "IMCodec", targets: ["IMCodec"]),
         .executable(name: "imcodec", targets: ["imcodec"]),
+        .library(name: "IMCodecNIO", targets: ["IMCodecNIO"]),
+        .executable(name: "imcodec-relay", targets: ["imcodec-relay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The system protobuf-c runtime (apt: libprotobuf-c-dev).
@@ -38,6 +41,40 @@ let package = Package(
             dependencies: [
                 "IMCodec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // SwiftNIO frame codec handlers for IMCodec (the core library does not depend on NIO).
+        .target(
+            name: "IMCodecNIO",
+            dependencies: [
+                "IMCodec",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The `imcodec-relay` example: a loopback relay server and a chat client on IMCodecNIO.
+        .executableTarget(
+            name: "imcodec-relay",
+            dependencies: [
+                "IMCodec",
+                "IMCodecNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            exclude: ["README.md"]
+        ),
+        .testTarget(
+            name: "IMCodecNIOTests",
+            dependencies: [
+                "IMCodec",
+                "IMCodecNIO",
+                "imcodec-relay",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
             ]
         ),
         .testTarget(

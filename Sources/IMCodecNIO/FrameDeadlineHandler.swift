@@ -1,0 +1,153 @@
+import IMCodec
+import NIOCore
+
+/// Fires an ``IMCodec/IMCodecError`` with code ``IMCodec/IMCodecError/Code/frameTimeout`` when a
+/// frame stays incomplete for longer than `maxFrameWait`, so a peer that stalls (or trickles a byte
+/// at a time) inside a frame cannot pin a connection and its buffer forever.
+///
+/// Place it in front of the frame decoder. It passes every byte through unchanged and only follows
+/// the length prefixes; the clock starts at the read that leaves a frame incomplete and stops when
+/// that frame's last byte arrives. It does not close the channel itself: the error travels down the
+/// pipeline, where an error handler (such as the relay's) answers and closes. A peer that is idle
+/// between frames is not affected; use NIO's `IdleStateHandler` for that.
+public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    /// Bytes read from the socket.
+    public typealias InboundIn = ByteBuffer
+    /// The same bytes, passed on.
+    public typealias InboundOut = ByteBuffer
+
+    /// How long a frame may stay incomplete.
+    public let maxFrameWait: TimeAmount
+
+    private var prefixValue: UInt64 = 0
+    private var prefixBytes = 0
+    private var remainingBody = 0
+    private var lostTrack = false
+    private var deadline: Scheduled<Void>?
+
+    /// Creates a handler that allows each frame `maxFrameWait` to arrive in full.
+    public init(maxFrameWait: TimeAmount) {
+        self.maxFrameWait = maxFrameWait
+    }
+
+    /// Whether the bytes seen so far end inside a frame.
+    public var isInsideFrame: Bool { prefixBytes > 0 || remainingBody > 0 }
+
+    /// Follows the frame boundaries in `data`, arms or disarms the deadline, and passes `data` on.
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = Self.unwrapInboundIn(data)
+        if !lostTrack {
+            let completed = scan(buffer)
+            if completed || !isInsideFrame {
+                deadline?.cancel()
+                deadline = nil
+            }
+            if isInsideFrame, deadline == nil {
+                arm(context: context)
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// Cancels the deadline when the channel closes.
+    public func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    /// Cancels the deadline when the handler leaves the pipeline.
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        disarm()
+    }
+
+    private func disarm() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    private func arm(context: ChannelHandlerContext) {
+        let wait = maxFrameWait
+        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loopBoundSelf = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: wait) {
+            let handler = loopBoundSelf.value
+            handler.deadline = nil
+            guard handler.isInsideFrame else { return }
+            handler.lostTrack = true
+            let awaited = handler.remainingBody
+            loopBoundContext.value.fireErrorCaught(
+                IMCodecError(
+                    code: .frameTimeout,
+                    reason: "a frame stayed incomplete for \(Self.describe(wait))"
+                        + (awaited > 0 ? " (\(awaited) bytes of it still missing)" : " (inside its length prefix)")))
+        }
+    }
+
+    /// Walks the prefixes in `buffer`; returns whether some frame was completed.
+    private func scan(_ buffer: ByteBuffer) -> Bool {
+        var completed = false
+        buffer.withUnsafeReadableBytes { bytes in
+            var index = 0
+            while index < bytes.count {
+                if remainingBody > 0 {
+                    let take = min(remainingBody, bytes.count - index)
+                    remainingBody -= take
+                    index += take
+                    if remainingBody == 0 { completed = true }
+                    continue
+                }
+                let byte = bytes[index]
+                index += 1
+                prefixValue |= UInt64(byte & 0x7F) << (7 * UInt64(prefixBytes))
+                prefixBytes += 1
+                if byte < 0x80 {
+                    remainingBody = Int(clamping: prefixValue)
+                    prefixValue = 0
+                    prefixBytes = 0
+                    if remainingBody == 0 { completed = true }
+                } else if prefixBytes >= 5 {
+                    // Not a prefix the decoder accepts: it reports that; stop following.
+                    lostTrack = true
+                    prefixBytes = 0
+                    remainingBody = 0
+                    return
+                }
+            }
+        }
+        return completed
+    }
+
+    private static func describe(_ amount: TimeAmount) -> String {
+        let ms = amount.nanoseconds / 1_000_000
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+    }
+}
+
+@available(*, unavailable)
+extension FrameDeadlineHandler: Sendable {}
+
+extension ChannelPipeline.SynchronousOperations {
+    /// Adds a ``FrameDecoder`` and a ``FrameEncoder``: the channel then reads and writes ``IMCodec/Frame`` values.
+    /// - Parameters:
+    ///   - options: The frame size limit and decoding limits.
+    ///   - stats: Counters for the decoder to update, or `nil`.
+    public func addFrameCodec(options: FrameCodecOptions = FrameCodecOptions(), stats: FrameDecoderStats? = nil) throws {
+        try addHandler(frameDecoderHandler(FrameDecoder(options: options, stats: stats), options: options))
+        try addHandler(MessageToByteHandler(FrameEncoder()))
+    }
+
+    /// Adds an ``InboundFrameDecoder`` (the routing fast path): the channel then reads ``InboundFrame`` values
+    /// and is written `ByteBuffer`s (for instance ``InboundFrame/record``, or bytes from ``NIOCore/ByteBuffer/writeFrame(_:)``).
+    /// - Parameters:
+    ///   - options: The frame size limit and decoding limits.
+    ///   - stats: Counters for the decoder to update, or `nil`.
+    public func addInboundFrameDecoder(options: FrameCodecOptions = FrameCodecOptions(), stats: FrameDecoderStats? = nil) throws {
+        try addHandler(frameDecoderHandler(InboundFrameDecoder(options: options, stats: stats), options: options))
+    }
+}
+
+/// A `ByteToMessageHandler` whose buffer is capped at one maximal frame, as a second line of defence behind the prefix check.
+func frameDecoderHandler<D: NIOSingleStepByteToMessageDecoder>(_ decoder: D, options: FrameCodecOptions) -> ByteToMessageHandler<D> {
+    let (cap, overflow) = options.effectiveMaxFrameSize.addingReportingOverflow(16)
+    return ByteToMessageHandler(decoder, maximumBufferSize: overflow ? nil : cap)
+}

@@ -1,0 +1,60 @@
+import IMCodec
+import NIOCore
+
+/// A frame received but not materialized: its bytes exactly as they arrived, plus the routing facts
+/// read through a ``IMCodec/FrameView`` while the frame was validated.
+///
+/// A router reads ``payloadKind``, ``conversationType``, ``targetID`` and ``messageFlags`` and
+/// forwards ``record`` (prefix and body, byte for byte) without building a ``IMCodec/Frame``. The
+/// body has been fully decoded once by protobuf-c, so it is known to be a valid frame within the
+/// channel's limits; ``decode(with:)`` builds the Swift value when a handler needs it.
+public struct InboundFrame: Sendable, Hashable {
+    /// The frame as received: the varint length prefix followed by the body, ready to be written to another channel.
+    public let record: ByteBuffer
+    /// The number of bytes the length prefix takes at the front of ``record``.
+    public let prefixSize: Int
+    /// Which payload the frame carries, or `nil` for none.
+    public let payloadKind: Frame.Payload.Kind?
+    /// The type of the conversation the payload belongs to (``IMCodec/ConversationType/unspecified`` when none).
+    public let conversationType: ConversationType
+    /// The conversation's target: the peer's user id or the group id ("" when none).
+    public let targetID: String
+    /// The sender of a message payload ("" for other payloads).
+    public let senderID: String
+    /// The client message id of a message or send-ack payload ("" for others).
+    public let clientMsgID: String
+    /// The flags of a message payload (empty for others).
+    public let messageFlags: MessageFlags
+
+    /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
+    public init(
+        record: ByteBuffer, prefixSize: Int, payloadKind: Frame.Payload.Kind?, conversationType: ConversationType,
+        targetID: String, senderID: String, clientMsgID: String, messageFlags: MessageFlags
+    ) {
+        self.record = record
+        self.prefixSize = prefixSize
+        self.payloadKind = payloadKind
+        self.conversationType = conversationType
+        self.targetID = targetID
+        self.senderID = senderID
+        self.clientMsgID = clientMsgID
+        self.messageFlags = messageFlags
+    }
+
+    /// The frame body without its length prefix (a slice of ``record``, no copy).
+    public var body: ByteBuffer {
+        record.getSlice(at: record.readerIndex + prefixSize, length: record.readableBytes - prefixSize)!
+    }
+
+    /// Builds the full ``IMCodec/Frame`` from ``body``, decoding it again with `decoder`.
+    /// - Throws: ``IMCodec/IMCodecError`` when the body does not decode with `decoder`'s limits.
+    public func decode(with decoder: WireDecoder) throws(IMCodecError) -> Frame {
+        try decoder.decode(Frame.self, from: body.readableBytesView)
+    }
+
+    /// Builds the full ``IMCodec/Frame`` from ``body`` with `options`.
+    /// - Throws: ``IMCodec/IMCodecError`` when the body does not decode within `options`.
+    public func decode(options: DecodingOptions = DecodingOptions()) throws(IMCodecError) -> Frame {
+        try Frame(serializedBytes: body.readableBytesView, options: options)
+    }
+}

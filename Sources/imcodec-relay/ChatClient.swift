@@ -1,0 +1,305 @@
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+
+/// One line typed into the chat client.
+enum ChatCommand: Sendable, Equatable {
+    /// `@peer text`: a one-to-one text message.
+    case sendDirect(to: String, text: String)
+    /// `#group text`: a group text message.
+    case sendGroup(group: String, text: String)
+    /// `/join group`.
+    case join(String)
+    /// `/leave group`.
+    case leave(String)
+    /// `/recall`: recall the last message this client sent.
+    case recall
+    /// `/edit text`: replace the text of the last message this client sent.
+    case edit(String)
+    /// `/quit`.
+    case quit
+    /// `/help`, or a line that is none of the above.
+    case help
+
+    /// Parses a line; a bare line goes to `defaultTarget` (`peer` or `#group`) when there is one.
+    static func parse(_ line: String, defaultTarget: String?) -> ChatCommand? {
+        let trimmed = line.trimmingSpaces()
+        if trimmed.isEmpty { return nil }
+        func split(_ s: Substring) -> (String, String) {
+            let head = s.prefix { $0 != " " }
+            return (String(head), String(s.dropFirst(head.count)).trimmingSpaces())
+        }
+        if trimmed.hasPrefix("@") {
+            let (peer, text) = split(trimmed.dropFirst())
+            return peer.isEmpty || text.isEmpty ? .help : .sendDirect(to: peer, text: text)
+        }
+        if trimmed.hasPrefix("#") {
+            let (group, text) = split(trimmed.dropFirst())
+            return group.isEmpty || text.isEmpty ? .help : .sendGroup(group: group, text: text)
+        }
+        if trimmed.hasPrefix("/") {
+            let (verb, rest) = split(trimmed.dropFirst())
+            switch verb {
+            case "join" where !rest.isEmpty: return .join(rest)
+            case "leave" where !rest.isEmpty: return .leave(rest)
+            case "recall": return .recall
+            case "edit" where !rest.isEmpty: return .edit(rest)
+            case "quit", "exit": return .quit
+            default: return .help
+            }
+        }
+        if let target = defaultTarget {
+            return parse(target.hasPrefix("#") ? "\(target) \(trimmed)" : "@\(target) \(trimmed)", defaultTarget: nil)
+        }
+        return .help
+    }
+
+    /// What the client understands.
+    static let usage = """
+        commands: @PEER TEXT (one-to-one) | #GROUP TEXT (group) | /join GROUP | /leave GROUP
+                  /recall (your last message) | /edit TEXT (your last message) | /quit
+        """
+}
+
+extension StringProtocol {
+    /// The string without leading and trailing spaces and tabs.
+    func trimmingSpaces() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return String(self[first...last])
+    }
+}
+
+/// The chat client's protocol logic: logs in, prints what arrives, answers messages that ask for a
+/// read receipt, and turns ``ChatCommand``s into frames.
+final class ChatClientHandler: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    typealias OutboundOut = Frame
+
+    let user: String
+    private let joins: [String]
+    private let output: @Sendable (String) -> Void
+    private let loggedIn: EventLoopPromise<Void>
+    private var context: ChannelHandlerContext?
+    private var unacked: [String: (message: Message, acked: EventLoopPromise<Void>)] = [:]
+    private var lastSent: Message?
+
+    init(user: String, joins: [String], loggedIn: EventLoopPromise<Void>, output: @escaping @Sendable (String) -> Void) {
+        self.user = user
+        self.joins = joins
+        self.loggedIn = loggedIn
+        self.output = output
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(RelayProtocol.loginFrame(user)), promise: nil)
+        for group in joins { context.write(wrapOutboundOut(RelayProtocol.joinFrame(group)), promise: nil) }
+        context.flush()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        loggedIn.fail(ChannelError.ioOnClosedChannel)
+        for (_, pending) in unacked { pending.acked.succeed() }
+        unacked = [:]
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        output("! \(error)")
+        context.close(promise: nil)
+    }
+
+    private func send(_ frame: Frame) {
+        guard let context else { return }
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+    }
+
+    /// Carries out `command`; the future completes (`false` after `/quit`) once a sent message is
+    /// acknowledged, so that scripted commands such as `/recall` see the ack of the message before.
+    func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
+        guard let context else { return loggedIn.futureResult.eventLoop.makeSucceededFuture(false) }
+        let loop = context.eventLoop
+        switch command {
+        case .sendDirect(let peer, let text):
+            return sendText(Message(
+                from: user, in: .oneToOne(peer), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
+        case .sendGroup(let group, let text):
+            return sendText(Message(
+                from: user, in: .group(group), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
+        case .join(let group):
+            send(RelayProtocol.joinFrame(group))
+        case .leave(let group):
+            send(RelayProtocol.leaveFrame(group))
+        case .recall:
+            guard let last = lastSent else { output("! nothing to recall yet"); break }
+            send(Frame.recall(last.reference, by: user))
+            output("* recalled: \(last.previewText)")
+        case .edit(let text):
+            guard var last = lastSent else { output("! nothing to edit yet"); break }
+            let reference = last.reference
+            last.elements = [.text(text)]
+            last.editVersion += 1
+            send(Frame(.edit(EditEvent.with {
+                $0.message = reference
+                $0.newMessage = last
+                $0.editorID = user
+                $0.timeMs = RelayProtocol.nowMs()
+            })))
+            lastSent = last
+            output("* edited to: \(text)")
+        case .quit:
+            return loop.makeSucceededFuture(false)
+        case .help:
+            output(ChatCommand.usage)
+        }
+        return loop.makeSucceededFuture(true)
+    }
+
+    private func sendText(_ message: Message) -> EventLoopFuture<Bool> {
+        let loop = context!.eventLoop
+        let acked = loop.makePromise(of: Void.self)
+        unacked[message.clientMsgID] = (message, acked)
+        send(Frame(message))
+        // Do not wait forever for an ack that a closing relay will never send.
+        let timeout = loop.scheduleTask(in: .seconds(5)) { acked.succeed() }
+        return acked.futureResult.map {
+            timeout.cancel()
+            return true
+        }
+    }
+
+    private static func place(_ conversation: Conversation?, sender: String) -> String {
+        guard let conversation else { return sender }
+        return conversation.type == .group ? "\(sender) in #\(conversation.targetID)" : sender
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .systemNotice(let notice)?:
+            switch notice.type {
+            case RelayProtocol.loggedIn:
+                output("* logged in as \(notice.params["user_id"] ?? user)")
+                loggedIn.succeed()
+            case RelayProtocol.joined:
+                output("* joined #\(notice.params["group_id"] ?? "")")
+            case RelayProtocol.left:
+                output("* left #\(notice.params["group_id"] ?? "")")
+            case RelayProtocol.error:
+                output("! relay error \(notice.params["code"] ?? ""): \(notice.params["reason"] ?? notice.text)")
+            case RelayProtocol.kickedOffline:
+                output("! logged out: \(user) logged in elsewhere")
+            default:
+                output("* notice \(notice.type): \(notice.text)")
+            }
+        case .sendAck(let ack)?:
+            guard let (sent, acked) = unacked.removeValue(forKey: ack.clientMsgID) else { break }
+            defer { acked.succeed() }
+            var message = sent
+            let target = ack.conversation.map { $0.type == .group ? "#\($0.targetID)" : $0.targetID } ?? "?"
+            if ack.errorCode == 0 {
+                message.serverMsgUID = ack.serverMsgUID
+                message.seq = ack.seq
+                message.serverTimeMs = ack.serverTimeMs
+                lastSent = message
+                output("✓ sent to \(target) (seq \(ack.seq), id \(ack.serverMsgUID))")
+            } else {
+                output("✗ not sent to \(target): error \(ack.errorCode): \(ack.errorDescription)")
+            }
+        case .message(let message)?:
+            output("[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))")
+            if message.messageFlags.contains(.needReadReceipt), message.senderID != user {
+                send(Frame.readReceipt(for: message.reference, by: user))
+            }
+        case .receipt(let receipt)?:
+            let what = receipt.kind == .delivered ? "received" : "read"
+            output("✓✓ \(receipt.userID) \(what) your message (seq \(receipt.message?.seq ?? 0))")
+        case .receipts(let batch)?:
+            for receipt in batch.receipts {
+                output("✓✓ \(receipt.userID) read your message (seq \(receipt.message?.seq ?? 0))")
+            }
+        case .recall(let recall)?:
+            output("* \(recall.revokerID) recalled a message (seq \(recall.message?.seq ?? 0))")
+        case .edit(let edit)?:
+            output("* \(edit.editorID) edited a message (seq \(edit.message?.seq ?? 0)): \(edit.newMessage?.previewText ?? "")")
+        case .typing(let typing)?:
+            output("* \(typing.userID) is \(typing.state == .started ? "typing" : "not typing")")
+        case let other:
+            output("* frame: \(other?.kind.protoName ?? "empty")")
+        }
+    }
+}
+
+/// A connected chat client: owns its event loop group and its channel.
+final class ChatClient: Sendable {
+    /// The client's channel.
+    let channel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+    private let handler: NIOLoopBound<ChatClientHandler>
+
+    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, handler: NIOLoopBound<ChatClientHandler>) {
+        self.channel = channel
+        self.group = group
+        self.handler = handler
+    }
+
+    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in.
+    static func connect(
+        host: String, port: Int, user: String, joins: [String], output: @escaping @Sendable (String) -> Void
+    ) -> EventLoopFuture<ChatClient> {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        return loop.flatSubmit {
+            let loggedIn = loop.makePromise(of: Void.self)
+            let handler = NIOLoopBound(
+                ChatClientHandler(user: user, joins: joins, loggedIn: loggedIn, output: output), eventLoop: loop)
+            return connect(host: host, port: port, group: group, loop: loop, handler: handler, loggedIn: loggedIn)
+        }
+    }
+
+    private static func connect(
+        host: String, port: Int, group: MultiThreadedEventLoopGroup, loop: any EventLoop,
+        handler: NIOLoopBound<ChatClientHandler>, loggedIn: EventLoopPromise<Void>
+    ) -> EventLoopFuture<ChatClient> {
+        ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addFrameCodec()
+                    try channel.pipeline.syncOperations.addHandler(handler.value)
+                }
+            }
+            .connect(host: host, port: port)
+            .flatMap { channel in
+                loggedIn.futureResult.map { ChatClient(channel: channel, group: group, handler: handler) }
+            }
+            .flatMapError { error in
+                group.shutdownGracefully { _ in }
+                return loop.makeFailedFuture(error)
+            }
+    }
+
+    /// Carries out `command` on the client's event loop; the future is `false` after `/quit`.
+    func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
+        channel.eventLoop.flatSubmit { self.handler.value.perform(command) }
+    }
+
+    /// Closes the connection and stops the event loop.
+    func close() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
+    }
+
+    /// Closes the connection and stops the event loop (blocking; not for async contexts).
+    func closeAndWait() {
+        try? channel.close().wait()
+        try? group.syncShutdownGracefully()
+    }
+}

@@ -1,0 +1,243 @@
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOEmbedded
+import NIOTestUtils
+import Testing
+
+@Suite("Frame codec handlers")
+struct FrameCodecTests {
+    // MARK: ByteToMessageDecoderVerifier
+
+    @Test func frameDecoderPassesTheVerifier() throws {
+        // The verifier feeds the inputs byte by byte, all at once, and one message per buffer, in shuffled order.
+        let pairs = SampleFrames.all.map { (delimited([$0]), [$0]) }
+        try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) { FrameDecoder() }
+    }
+
+    @Test func frameDecoderPassesTheVerifierWithSeveralFramesPerInput() throws {
+        let frames = SampleFrames.all
+        let pairs = [
+            (delimited(Array(frames[0..<3])), Array(frames[0..<3])),
+            (delimited(Array(frames[3...])), Array(frames[3...])),
+        ]
+        try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) {
+            FrameDecoder(options: FrameCodecOptions(maxFrameSize: 4096))
+        }
+    }
+
+    @Test func inboundFrameDecoderPassesTheVerifier() throws {
+        let pairs = SampleFrames.all.map { frame -> (ByteBuffer, [InboundFrame]) in
+            let record = delimited([frame])
+            let body = frame.serializedBytes()
+            let message: Message? = if case .message(let m)? = frame.payload { m } else { nil }
+            let conversation: Conversation? =
+                switch frame.payload {
+                case .message(let m)?: m.conversation
+                case .receipt(let r)?: r.message?.conversation
+                case .recall(let r)?: r.message?.conversation
+                default: nil
+                }
+            let expected = InboundFrame(
+                record: record, prefixSize: record.readableBytes - body.count, payloadKind: frame.payload?.kind,
+                conversationType: conversation?.type ?? .unspecified, targetID: conversation?.targetID ?? "",
+                senderID: message?.senderID ?? "", clientMsgID: message?.clientMsgID ?? "",
+                messageFlags: message?.messageFlags ?? [])
+            return (record, [expected])
+        }
+        try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) { InboundFrameDecoder() }
+    }
+
+    // MARK: Random splits
+
+    @Test(arguments: 0..<40)
+    func randomSplitsDecodeEveryFrameInOrder(seed: Int) throws {
+        var random = SeededGenerator(seed: UInt64(seed))
+        let frames = (0..<20).map { _ in SampleFrames.all.randomElement(using: &random)! }
+        let stream = delimited(frames)
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addFrameCodec()
+        var offset = 0
+        while offset < stream.readableBytes {
+            let length = min(Int.random(in: 1...40, using: &random), stream.readableBytes - offset)
+            try channel.writeInbound(stream.getSlice(at: offset, length: length)!)
+            offset += length
+        }
+        var decoded: [Frame] = []
+        while let frame: Frame = try channel.readInbound() { decoded.append(frame) }
+        #expect(decoded == frames)
+        #expect(try channel.finish().isClean)
+    }
+
+    // MARK: Errors through EmbeddedChannel
+
+    private func channel(maxFrameSize: Int = 1024, stats: FrameDecoderStats? = nil) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addInboundFrameDecoder(
+            options: FrameCodecOptions(maxFrameSize: maxFrameSize), stats: stats)
+        return channel
+    }
+
+    @Test func aPrefixLongerThanFiveBytesIsMalformed() throws {
+        let channel = try channel()
+        var bytes = ByteBuffer()
+        bytes.writeBytes([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
+        #expect(codecErrorCode { try channel.writeInbound(bytes) } == .malformed)
+        _ = try? channel.finish()
+    }
+
+    @Test func anOversizeLengthIsRejectedBeforeTheBodyArrives() throws {
+        let stats = FrameDecoderStats()
+        let channel = try channel(maxFrameSize: 1024, stats: stats)
+        // Only the prefix: the frame is refused on its announced length alone.
+        #expect(codecErrorCode { try channel.writeInbound(varintBuffer(1025)) } == .tooLarge)
+        #expect(stats.peakBufferedBytes <= 5)
+        _ = try? channel.finish()
+    }
+
+    @Test func aLengthAtTheLimitIsAccepted() throws {
+        var message = Message.c2cText(from: "a", to: "b", "")
+        message.cloudCustomData = []
+        var frame = Frame(message)
+        let overhead = frame.serializedBytes().count
+        message.elements = [.text(String(repeating: "x", count: 1024 - overhead - 3))]
+        frame = Frame(message)
+        let size = frame.serializedBytes().count
+        let channel = try channel(maxFrameSize: size)
+        try channel.writeInbound(delimited([frame]))
+        let inbound: InboundFrame? = try channel.readInbound()
+        #expect(try inbound?.decode() == frame)
+        #expect(try channel.finish().isClean)
+    }
+
+    @Test func aDepthBombIsTooDeep() throws {
+        let bomb = SampleFrames.depthBomb(layers: 40)
+        let channel = try channel(maxFrameSize: 1 << 20)
+        #expect(codecErrorCode { try channel.writeInbound(delimited([bomb])) } == .tooDeep)
+        _ = try? channel.finish()
+    }
+
+    @Test func aBodyThatIsNotProtobufIsMalformed() throws {
+        let channel = try channel()
+        var bytes = varintBuffer(3)
+        bytes.writeBytes([0x07, 0xFF, 0xFF])  // wire type 7 does not exist
+        #expect(codecErrorCode { try channel.writeInbound(bytes) } == .malformed)
+        _ = try? channel.finish()
+    }
+
+    @Test func aStreamEndingInsideAFrameIsTruncated() throws {
+        let channel = try channel()
+        let whole = delimited([SampleFrames.c2c])
+        try channel.writeInbound(whole.getSlice(at: 0, length: whole.readableBytes / 2)!)
+        let nothing: InboundFrame? = try channel.readInbound()
+        #expect(nothing == nil)
+        #expect(codecErrorCode { _ = try channel.finish() } == .truncated)
+    }
+
+    @Test func statsTrackFramesAndBufferedBytes() throws {
+        let stats = FrameDecoderStats()
+        let channel = try channel(stats: stats)
+        let stream = delimited([SampleFrames.c2c, SampleFrames.group])
+        try channel.writeInbound(stream.getSlice(at: 0, length: stream.readableBytes - 3)!)
+        #expect(stats.framesDecoded == 1)
+        #expect(stats.bufferedBytes > 0)
+        try channel.writeInbound(stream.getSlice(at: stream.readableBytes - 3, length: 3)!)
+        #expect(stats.framesDecoded == 2)
+        #expect(stats.bytesDecoded == stream.readableBytes)
+        #expect(stats.bufferedBytes == 0)
+        #expect(stats.peakBufferedBytes <= stream.readableBytes)
+        while let _: InboundFrame = try channel.readInbound() {}
+        #expect(try channel.finish().isClean)
+    }
+
+    // MARK: Encoder and ByteBuffer helpers
+
+    @Test func theEncoderWritesWhatTheDecoderReads() throws {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addFrameCodec()
+        for frame in SampleFrames.all { try channel.writeOutbound(frame) }
+        var wire = ByteBuffer()
+        while var chunk: ByteBuffer = try channel.readOutbound() { wire.writeBuffer(&chunk) }
+        #expect(wire == delimited(SampleFrames.all))
+        try channel.writeInbound(wire)
+        for frame in SampleFrames.all { #expect(try channel.readInbound(as: Frame.self) == frame) }
+        #expect(try channel.finish().isClean)
+    }
+
+    @Test func byteBufferHelpersReadWholeFramesOnly() throws {
+        var buffer = delimited([SampleFrames.c2c, SampleFrames.notice])
+        let total = buffer.readableBytes
+        var partial = buffer.getSlice(at: 0, length: 4)!
+        #expect(try partial.readFrame() == nil)
+        #expect(partial.readableBytes == 4)
+        #expect(try partial.readFrameBytes() == nil)
+
+        #expect(try buffer.readFrame() == SampleFrames.c2c)
+        let body = try buffer.readFrameBytes()
+        #expect(body.map { Array($0.readableBytesView) } == SampleFrames.notice.serializedBytes())
+        #expect(buffer.readableBytes == 0)
+
+        var again = ByteBuffer()
+        let written = again.writeFrame(SampleFrames.c2c) + again.writeFrameBytes(body!)
+        #expect(written == total)
+        #expect(again == delimited([SampleFrames.c2c, SampleFrames.notice]))
+    }
+
+    @Test func readFrameLeavesTheBufferUnchangedOnError() throws {
+        var buffer = varintBuffer(2)
+        buffer.writeBytes([0x07, 0x00])
+        let before = buffer
+        #expect(codecErrorCode { _ = try buffer.readFrame() } == .malformed)
+        #expect(buffer == before)
+        var oversize = varintBuffer(5000)
+        #expect(codecErrorCode { _ = try oversize.readFrameBytes(maxFrameSize: 4096) } == .tooLarge)
+    }
+
+    @Test func lengthPrefixesAreVarints() {
+        for (length, size) in [(0, 1), (127, 1), (128, 2), (16_383, 2), (16_384, 3), (1 << 21, 4), (1 << 28, 5)] {
+            var buffer = ByteBuffer()
+            #expect(buffer.writeLengthPrefix(length) == size)
+            #expect(buffer == varintBuffer(UInt64(length)))
+        }
+    }
+
+    // MARK: Frame deadline
+
+    @Test func aFrameThatStallsPastTheDeadlineRaisesFrameTimeout() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        try channel.pipeline.syncOperations.addHandler(FrameDeadlineHandler(maxFrameWait: .milliseconds(200)))
+        try channel.pipeline.syncOperations.addInboundFrameDecoder()
+        let whole = delimited([SampleFrames.group])
+        try channel.writeInbound(whole.getSlice(at: 0, length: 10)!)
+        loop.advanceTime(by: .milliseconds(150))
+        #expect(throws: Never.self) { try channel.throwIfErrorCaught() }
+        loop.advanceTime(by: .milliseconds(100))
+        #expect(codecErrorCode { try channel.throwIfErrorCaught() } == .frameTimeout)
+        _ = try? channel.finish()
+    }
+
+    @Test func framesThatCompleteInTimeNeverTimeOut() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        let deadline = FrameDeadlineHandler(maxFrameWait: .milliseconds(200))
+        try channel.pipeline.syncOperations.addHandler(deadline)
+        try channel.pipeline.syncOperations.addInboundFrameDecoder()
+        let stream = delimited([SampleFrames.c2c, SampleFrames.group, SampleFrames.receipt])
+        // Each step leaves a frame incomplete for 150 ms, under the limit; each frame completes.
+        var offset = 0
+        for cut in [7, stream.readableBytes / 2, stream.readableBytes - 1, stream.readableBytes] {
+            try channel.writeInbound(stream.getSlice(at: offset, length: cut - offset)!)
+            offset = cut
+            loop.advanceTime(by: .milliseconds(150))
+            try channel.throwIfErrorCaught()
+        }
+        #expect(!deadline.isInsideFrame)
+        loop.advanceTime(by: .seconds(10))  // idle between frames is not a stall
+        try channel.throwIfErrorCaught()
+        var count = 0
+        while let _: InboundFrame = try channel.readInbound() { count += 1 }
+        #expect(count == 3)
+        #expect(try channel.finish().isClean)
+    }
+}

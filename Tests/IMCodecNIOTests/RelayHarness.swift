@@ -1,0 +1,192 @@
+import IMCodec
+import IMCodecNIO
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Starts a relay on 127.0.0.1 and an ephemeral port, runs `body`, and shuts the relay down.
+func withRelay<R>(
+    _ configure: (inout RelayConfiguration) -> Void = { _ in },
+    _ body: (RelayServer) async throws -> R
+) async throws -> R {
+    var configuration = RelayConfiguration()
+    configuration.host = "127.0.0.1"
+    configuration.port = 0
+    configure(&configuration)
+    let server = try await RelayServer.start(configuration).get()
+    do {
+        let result = try await body(server)
+        try await server.shutdown()
+        return result
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+/// Runs `body` with a client event loop group of `threads` threads, then shuts it down.
+func withClientGroup<R>(threads: Int = 1, _ body: (MultiThreadedEventLoopGroup) async throws -> R) async throws -> R {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+    do {
+        let result = try await body(group)
+        try await group.shutdownGracefully()
+        return result
+    } catch {
+        try? await group.shutdownGracefully()
+        throw error
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `seconds` pass; returns whether it held.
+func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = NIODeadline.now() + .milliseconds(Int64(seconds * 1000))
+    while NIODeadline.now() < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return try condition()
+}
+
+/// A client that reads ``Frame``s (decoded by ``FrameDecoder``) and keeps all of them.
+final class FrameCollector: ChannelInboundHandler, Sendable {
+    typealias InboundIn = Frame
+
+    private let box = NIOLockedValueBox<[Frame]>([])
+    private let errors = NIOLockedValueBox<[String]>([])
+
+    var frames: [Frame] { box.withLockedValue { $0 } }
+    var decodeErrors: [String] { errors.withLockedValue { $0 } }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = Self.unwrapInboundIn(data)
+        box.withLockedValue { $0.append(frame) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        errors.withLockedValue { $0.append("\(error)") }
+        context.close(promise: nil)
+    }
+
+    /// The system notices received.
+    var notices: [SystemNotice] {
+        frames.compactMap { if case .systemNotice(let n)? = $0.payload { n } else { nil } }
+    }
+
+    /// The send acks received.
+    var acks: [SendAck] {
+        frames.compactMap { if case .sendAck(let a)? = $0.payload { a } else { nil } }
+    }
+
+    /// The messages received.
+    var messages: [Message] {
+        frames.compactMap { if case .message(let m)? = $0.payload { m } else { nil } }
+    }
+}
+
+/// A test client speaking frames to the relay.
+struct TestClient: Sendable {
+    let channel: any Channel
+    let collector: FrameCollector
+
+    /// Connects to `server`; logs in as `user` unless `user` is `nil`.
+    static func connect(to server: RelayServer, as user: String?, group: any EventLoopGroup) async throws -> TestClient {
+        let collector = FrameCollector()
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addFrameCodec()
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                }
+            }
+            .connect(host: "127.0.0.1", port: server.port).get()
+        let client = TestClient(channel: channel, collector: collector)
+        if let user {
+            try await client.send(RelayProtocol.loginFrame(user))
+            let ok = await eventually { collector.notices.contains { $0.type == RelayProtocol.loggedIn } }
+            #expect(ok, "\(user) was not logged in")
+        }
+        return client
+    }
+
+    func send(_ frame: Frame) async throws {
+        try await channel.writeAndFlush(frame).get()
+    }
+
+    func close() async {
+        try? await channel.close().get()
+    }
+}
+
+/// A client that writes raw bytes and keeps every byte it receives.
+final class RawCollector: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+
+    private let box = NIOLockedValueBox(ByteBuffer())
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = Self.unwrapInboundIn(data)
+        box.withLockedValue { $0.writeBuffer(&buffer) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    /// The frames in the bytes received so far.
+    var frames: [Frame] {
+        var bytes = box.withLockedValue { $0 }
+        var frames: [Frame] = []
+        while let frame = try? bytes.readFrame() { frames.append(frame) }
+        return frames
+    }
+
+    /// The `code` of the first error notice received, if any.
+    var errorCode: String? {
+        for frame in frames {
+            if case .systemNotice(let notice)? = frame.payload, notice.type == RelayProtocol.error {
+                return notice.params["code"]
+            }
+        }
+        return nil
+    }
+}
+
+/// A raw-bytes client.
+struct RawClient: Sendable {
+    let channel: any Channel
+    let collector: RawCollector
+
+    static func connect(
+        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil, autoRead: Bool = true
+    ) async throws -> RawClient {
+        let collector = RawCollector()
+        var bootstrap = ClientBootstrap(group: group).channelOption(.autoRead, value: autoRead)
+        if let receiveBuffer {
+            bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
+        }
+        let channel = try await bootstrap
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+            }
+            .connect(host: "127.0.0.1", port: server.port).get()
+        return RawClient(channel: channel, collector: collector)
+    }
+
+    func write(_ bytes: ByteBuffer) async throws {
+        try await channel.writeAndFlush(bytes).get()
+    }
+
+    func write(frame: Frame) async throws {
+        var buffer = ByteBuffer()
+        buffer.writeFrame(frame)
+        try await write(buffer)
+    }
+
+    /// Waits until the relay closes the connection; returns whether it did within `seconds`.
+    func closedByPeer(within seconds: Double) async -> Bool {
+        await eventually(seconds) { !channel.isActive }
+    }
+}

@@ -1,0 +1,185 @@
+import IMCodec
+import IMCodecNIO
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+@Suite("Relay routing", .timeLimit(.minutes(2)))
+struct RelayTests {
+    @Test func theStampIsSplicedIntoTheMessageAndDecodes() throws {
+        var message = Message.groupText(from: "alice", group: "team", "hi", atUserIDs: ["bob"], clientMsgID: "c-9")
+        message.serverMsgUID = "spoofed"
+        var frame = Frame(message)
+        frame.unknownFields = UnknownFields()
+        let body = ByteBuffer(bytes: frame.serializedBytes())
+        let stamp = RelayProtocol.stamp(serverMsgUID: "srv-1", seq: 42, serverTimeMs: 1_700_000_000_123)
+        var record = try #require(RelayProtocol.stampedRecord(body: body, stamp: stamp, allocator: ByteBufferAllocator()))
+        let forwarded = try #require(try record.readFrame())
+        #expect(record.readableBytes == 0)
+        var expected = message
+        expected.serverMsgUID = "srv-1"
+        expected.seq = 42
+        expected.serverTimeMs = 1_700_000_000_123
+        #expect(forwarded == Frame(expected))
+        // Everything the sender wrote is still there, byte for byte, ahead of the stamp.
+        #expect(forwarded.schemaVersion == frame.schemaVersion)
+        // A frame without a message field is not spliced.
+        #expect(RelayProtocol.stampedRecord(
+            body: ByteBuffer(bytes: SampleFrames.notice.serializedBytes()), stamp: stamp, allocator: ByteBufferAllocator()) == nil)
+    }
+
+    @Test func groupsFilesParse() throws {
+        let groups = try parseGroups("""
+            # teams
+            team: alice bob, carol
+            ops:dave   # on call
+
+            team: erin
+            """)
+        #expect(groups == ["team": ["alice", "bob", "carol", "erin"], "ops": ["dave"]])
+        #expect(throws: (any Error).self) { try parseGroups("no colon here") }
+    }
+
+    @Test func chatCommandsParse() {
+        #expect(ChatCommand.parse("@bob hi there", defaultTarget: nil) == .sendDirect(to: "bob", text: "hi there"))
+        #expect(ChatCommand.parse("#team  hello ", defaultTarget: nil) == .sendGroup(group: "team", text: "hello"))
+        #expect(ChatCommand.parse("plain", defaultTarget: "#team") == .sendGroup(group: "team", text: "plain"))
+        #expect(ChatCommand.parse("plain", defaultTarget: "bob") == .sendDirect(to: "bob", text: "plain"))
+        #expect(ChatCommand.parse("plain", defaultTarget: nil) == .help)
+        #expect(ChatCommand.parse("/edit new words", defaultTarget: nil) == .edit("new words"))
+        #expect(ChatCommand.parse("/recall", defaultTarget: nil) == .recall)
+        #expect(ChatCommand.parse("   ", defaultTarget: nil) == nil)
+    }
+
+    @Test func theRelayRefusesNonLoopbackAddresses() async throws {
+        var configuration = RelayConfiguration()
+        configuration.host = "0.0.0.0"
+        configuration.port = 0
+        await #expect(throws: IMCodecError.self) { _ = try await RelayServer.start(configuration).get() }
+    }
+
+    @Test func oneToOneGroupReceiptsRecallAndEditAreRouted() async throws {
+        try await withClientGroup { group in try await routing(group) }
+    }
+
+    private func routing(_ group: MultiThreadedEventLoopGroup) async throws {
+        try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+            let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+            let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+            let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+
+            // One-to-one: bob receives alice's message with the server's fields; alice gets the ack.
+            var hello = Message.c2cText(from: "alice", to: "bob", "hello", clientMsgID: "a-1")
+            hello.messageFlags = [.needReadReceipt, .deliveryReceiptEnabled]
+            try await alice.send(Frame(hello))
+            #expect(await eventually { bob.collector.messages.count == 1 && alice.collector.acks.count == 1 })
+            let ack = alice.collector.acks[0]
+            #expect(ack.errorCode == 0 && ack.clientMsgID == "a-1" && ack.seq == 1 && !ack.serverMsgUID.isEmpty)
+            #expect(ack.serverTimeMs > 0 && ack.conversation == .oneToOne("bob"))
+            let received = bob.collector.messages[0]
+            #expect(received.clientMsgID == "a-1" && received.previewText == "hello" && received.senderID == "alice")
+            #expect(received.seq == 1 && received.serverMsgUID == ack.serverMsgUID && received.serverTimeMs == ack.serverTimeMs)
+
+            // Delivery and read receipts go back to the sender.
+            try await bob.send(Frame(.receipt(MessageReceipt.with {
+                $0.kind = .delivered; $0.message = received.reference; $0.userID = "bob"
+            })))
+            try await bob.send(Frame.readReceipt(for: received.reference, by: "bob"))
+            #expect(await eventually { alice.collector.frames.filter { $0.payload?.kind == .receipt }.count == 2 })
+
+            // Group: config membership, then carol joins by frame; the sender is not echoed.
+            try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "team 1", clientMsgID: "a-2")))
+            try await carol.send(RelayProtocol.joinFrame("team"))
+            #expect(await eventually { carol.collector.notices.contains { $0.type == RelayProtocol.joined } })
+            try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "team 2", clientMsgID: "a-3")))
+            #expect(await eventually { bob.collector.messages.count == 3 && carol.collector.messages.count == 1 })
+            #expect(bob.collector.messages.map(\.seq) == [1, 1, 2])
+            #expect(carol.collector.messages.map(\.previewText) == ["team 2"])
+            #expect(alice.collector.messages.isEmpty)
+
+            // Recall and edit reach the peer unchanged.
+            try await alice.send(Frame.recall(received.reference, by: "alice"))
+            var edited = received
+            edited.elements = [.text("hello (edited)")]
+            try await alice.send(Frame(.edit(EditEvent.with {
+                $0.message = received.reference; $0.newMessage = edited; $0.editorID = "alice"
+            })))
+            #expect(await eventually {
+                bob.collector.frames.contains { $0.payload?.kind == .recall }
+                    && bob.collector.frames.contains { $0.payload?.kind == .edit }
+            })
+
+            // Errors that keep the connection: wrong sender, offline receiver, not a member.
+            try await carol.send(Frame(Message.c2cText(from: "mallory", to: "bob", "x", clientMsgID: "c-1")))
+            try await carol.send(Frame(Message.c2cText(from: "carol", to: "nobody", "x", clientMsgID: "c-2")))
+            try await carol.send(Frame(Message.groupText(from: "carol", group: "ops", "x", clientMsgID: "c-3")))
+            #expect(await eventually { carol.collector.acks.count == 3 })
+            #expect(carol.collector.acks.map(\.errorCode) == [
+                RelayProtocol.AckError.senderMismatch, RelayProtocol.AckError.receiverOffline,
+                RelayProtocol.AckError.notAGroupMember,
+            ])
+            #expect(carol.channel.isActive)
+
+            // A second login of the same user replaces the first connection.
+            let bob2 = try await TestClient.connect(to: server, as: "bob", group: group)
+            #expect(await eventually { !bob.channel.isActive })
+            #expect(bob.collector.notices.contains { $0.type == RelayProtocol.kickedOffline })
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "a-4")))
+            #expect(await eventually { bob2.collector.messages.count == 1 })
+            #expect(bob2.collector.messages.first?.seq == 2)
+
+            for client in [alice, bob, bob2, carol] { await client.close() }
+        }
+    }
+
+    @Test func theFirstFrameMustBeALogin() async throws {
+        try await withClientGroup { group in try await login(group) }
+    }
+
+    private func login(_ group: MultiThreadedEventLoopGroup) async throws {
+        try await withRelay({ $0.loginTimeout = .milliseconds(300) }) { server in
+            let eager = try await RawClient.connect(to: server, group: group)
+            try await eager.write(frame: Frame(Message.c2cText(from: "x", to: "y", "hi")))
+            #expect(await eager.closedByPeer(within: 5))
+            #expect(eager.collector.errorCode == "notLoggedIn")
+
+            let silent = try await RawClient.connect(to: server, group: group)
+            #expect(await silent.closedByPeer(within: 5))
+            #expect(silent.collector.errorCode == "loginTimeout")
+        }
+    }
+
+    @Test func theChatClientTalksToTheRelay() async throws {
+        let lines = NIOLockedLines()
+        try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+            let bob = try await ChatClient.connect(
+                host: "127.0.0.1", port: server.port, user: "bob", joins: [], output: { lines.append("bob", $0) }
+            ).get()
+            let alice = try await ChatClient.connect(
+                host: "127.0.0.1", port: server.port, user: "alice", joins: [], output: { lines.append("alice", $0) }
+            ).get()
+            #expect(try await alice.perform(.sendDirect(to: "bob", text: "hi bob")).get())
+            #expect(try await alice.perform(.sendGroup(group: "team", text: "hi team")).get())
+            #expect(try await alice.perform(.recall).get())
+            #expect(try await !alice.perform(.quit).get())
+            #expect(await eventually {
+                lines.all.contains("bob: [alice] hi bob  (seq 1)")
+                    && lines.all.contains("bob: [alice in #team] hi team  (seq 1)")
+                    && lines.all.contains { $0.hasPrefix("bob: * alice recalled a message") }
+                    && lines.all.contains { $0.hasPrefix("alice: ✓✓ bob read your message") }
+            }, "\(lines.all)")
+            await alice.close()
+            await bob.close()
+        }
+    }
+}
+
+/// Output lines of several chat clients, tagged by user.
+final class NIOLockedLines: Sendable {
+    private let box = NIOLockedValueBox<[String]>([])
+    func append(_ user: String, _ line: String) { box.withLockedValue { $0.append("\(user): \(line)") } }
+    var all: [String] { box.withLockedValue { $0 } }
+}
