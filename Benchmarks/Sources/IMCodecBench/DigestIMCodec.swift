@@ -1,0 +1,244 @@
+import IMCodec
+
+// Every field of every IMCodec type, in field-number order (see Digest).
+
+extension Frame {
+    func digest(into d: inout Digest) {
+        d.add(schemaVersion)
+        d.add(minReaderVersion)
+        switch payload {
+        case nil: d.add(UInt32(0))
+        case .message(let v)?: d.add(UInt32(10)); v.digest(into: &d)
+        case .receipt(let v)?: d.add(UInt32(11)); v.digest(into: &d)
+        case .receipts(let v)?: d.add(UInt32(12)); v.digest(into: &d)
+        case .c2cReadReceipt(let v)?: d.add(UInt32(13)); v.digest(into: &d)
+        case .groupReadMembers(let v)?: d.add(UInt32(14)); v.digest(into: &d)
+        case .recall(let v)?: d.add(UInt32(20)); v.digest(into: &d)
+        case .edit(let v)?: d.add(UInt32(21)); v.digest(into: &d)
+        case .delete(let v)?: d.add(UInt32(22)); v.digest(into: &d)
+        case .typing(let v)?: d.add(UInt32(23)); v.digest(into: &d)
+        case .markRead(let v)?: d.add(UInt32(24)); v.digest(into: &d)
+        case .systemNotice(let v)?: d.add(UInt32(25)); v.digest(into: &d)
+        case .sendAck(let v)?: d.add(UInt32(30)); v.digest(into: &d)
+        case .historyRequest(let v)?: d.add(UInt32(31)); v.digest(into: &d)
+        case .historyResponse(let v)?: d.add(UInt32(32)); v.digest(into: &d)
+        case .mergerPayload(let v)?: d.add(UInt32(33)); v.digest(into: &d)
+        }
+        d.add(bytes: unknownFields.bytes)
+    }
+}
+
+@inline(__always)
+private func digestOptional<M>(_ m: M?, _ d: inout Digest, _ body: (M, inout Digest) -> Void) {
+    if let m { d.add(true); body(m, &d) } else { d.add(false) }
+}
+
+extension Conversation {
+    func digest(into d: inout Digest) {
+        d.add(enum: Int(type.rawValue))
+        d.add(targetID)
+        d.add(channelID)
+    }
+}
+
+extension MessageRef {
+    func digest(into d: inout Digest) {
+        d.add(clientMsgID)
+        d.add(serverMsgUID)
+        d.add(seq)
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(senderID)
+        d.add(serverTimeMs)
+    }
+}
+
+extension AtInfo {
+    func digest(into d: inout Digest) {
+        d.add(userIDs)
+        d.add(atAll)
+    }
+}
+
+extension OfflinePushInfo {
+    func digest(into d: inout Digest) {
+        d.add(title)
+        d.add(description)
+        d.add(ext)
+        d.add(iosSound)
+        d.add(androidSound)
+        d.add(disabled)
+    }
+}
+
+extension Message {
+    func digest(into d: inout Digest) {
+        d.add(clientMsgID)
+        d.add(serverMsgUID)
+        d.add(seq)
+        d.add(random)
+        d.add(senderID)
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(clientTimeMs)
+        d.add(serverTimeMs)
+        d.add(enum: Int(priority.rawValue))
+        d.add(enum: Int(status.rawValue))
+        d.add(flags)
+        d.add(targetReceivers)
+        digestOptional(at, &d) { $0.digest(into: &$1) }
+        digestOptional(offlinePush, &d) { $0.digest(into: &$1) }
+        d.add(bytes: cloudCustomData)
+        d.add(customParams)
+        d.add(expansion)
+        d.add(enum: Int(storagePolicy.rawValue))
+        digestOptional(quote, &d) { $0.digest(into: &$1) }
+        d.add(UInt64(elements.count))
+        for element in elements { element.digest(into: &d) }
+        d.add(editVersion)
+        d.add(senderNickname)
+        d.add(bytes: unknownFields.bytes)
+    }
+}
+
+extension MessageElement {
+    func digest(into d: inout Digest) {
+        switch content {
+        case nil: d.add(UInt32(0))
+        case .text(let v)?: d.add(UInt32(1)); d.add(v.text)
+        case .custom(let v)?: d.add(UInt32(2)); d.add(bytes: v.data); d.add(v.description); d.add(v.ext)
+        case .image(let v)?:
+            d.add(UInt32(3))
+            d.add(enum: Int(v.format.rawValue))
+            d.add(UInt64(v.images.count))
+            for i in v.images {
+                d.add(i.uuid); d.add(enum: Int(i.type.rawValue)); d.add(i.size); d.add(i.width); d.add(i.height); d.add(i.url)
+            }
+        case .video(let v)?:
+            d.add(UInt32(4))
+            d.add(v.videoUUID); d.add(v.videoType); d.add(v.videoSize); d.add(v.durationS); d.add(v.videoURL)
+            d.add(v.snapshotUUID); d.add(v.snapshotType); d.add(v.snapshotSize); d.add(v.snapshotWidth)
+            d.add(v.snapshotHeight); d.add(v.snapshotURL)
+        case .sound(let v)?: d.add(UInt32(5)); d.add(v.uuid); d.add(v.size); d.add(v.durationS); d.add(v.url)
+        case .file(let v)?: d.add(UInt32(6)); d.add(v.uuid); d.add(v.name); d.add(v.size); d.add(v.url)
+        case .location(let v)?: d.add(UInt32(7)); d.add(v.description); d.add(v.longitude); d.add(v.latitude)
+        case .face(let v)?: d.add(UInt32(8)); d.add(v.index); d.add(bytes: v.data)
+        case .groupTips(let v)?:
+            d.add(UInt32(9))
+            d.add(enum: Int(v.type.rawValue)); d.add(v.groupID); d.add(v.operatorID); d.add(v.memberIDs)
+            d.add(UInt64(v.groupChanges.count))
+            for c in v.groupChanges {
+                d.add(enum: Int(c.type.rawValue)); d.add(c.value); d.add(c.key); d.add(c.boolValue); d.add(c.intValue)
+            }
+            d.add(UInt64(v.memberChanges.count))
+            for c in v.memberChanges { d.add(c.userID); d.add(c.muteTimeS) }
+            d.add(v.memberCount)
+            digestOptional(v.pinnedMessage, &d) { $0.digest(into: &$1) }
+        case .merger(let v)?:
+            d.add(UInt32(10))
+            d.add(v.title); d.add(v.abstracts); d.add(v.compatibleText)
+            d.add(UInt64(v.messages.count))
+            for m in v.messages { m.digest(into: &d) }
+            digestOptional(v.ref, &d) { r, d in d.add(r.key); d.add(r.size); d.add(bytes: r.sha256) }
+            d.add(v.messageCount)
+        }
+    }
+}
+
+extension MessageReceipt {
+    func digest(into d: inout Digest) {
+        d.add(enum: Int(kind.rawValue))
+        digestOptional(message, &d) { $0.digest(into: &$1) }
+        d.add(userID); d.add(isPeerRead); d.add(groupID); d.add(readCount); d.add(unreadCount); d.add(timeMs)
+    }
+}
+
+extension C2CReadReceipt {
+    func digest(into d: inout Digest) { d.add(userID); d.add(readTimeMs) }
+}
+
+extension ReceiptBatch {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(receipts.count))
+        for r in receipts { r.digest(into: &d) }
+        d.add(UInt64(c2cReadReceipts.count))
+        for r in c2cReadReceipts { r.digest(into: &d) }
+    }
+}
+
+extension GroupReadMembers {
+    func digest(into d: inout Digest) {
+        digestOptional(message, &d) { $0.digest(into: &$1) }
+        d.add(read); d.add(memberIDs); d.add(nextSeq); d.add(finished)
+    }
+}
+
+extension RecallEvent {
+    func digest(into d: inout Digest) {
+        digestOptional(message, &d) { $0.digest(into: &$1) }
+        d.add(revokerID); d.add(reason); d.add(timeMs)
+    }
+}
+
+extension EditEvent {
+    func digest(into d: inout Digest) {
+        digestOptional(message, &d) { $0.digest(into: &$1) }
+        digestOptional(newMessage, &d) { $0.digest(into: &$1) }
+        d.add(editorID); d.add(timeMs)
+    }
+}
+
+extension DeleteEvent {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(messages.count))
+        for m in messages { m.digest(into: &d) }
+        d.add(enum: Int(scope.rawValue)); d.add(operatorID); d.add(timeMs)
+    }
+}
+
+extension TypingEvent {
+    func digest(into d: inout Digest) {
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(userID); d.add(enum: Int(state.rawValue))
+    }
+}
+
+extension MarkReadEvent {
+    func digest(into d: inout Digest) {
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(userID); d.add(readTimeMs); d.add(readSeq); d.add(allConversations)
+    }
+}
+
+extension SystemNotice {
+    func digest(into d: inout Digest) { d.add(type); d.add(params); d.add(text); d.add(timeMs) }
+}
+
+extension SendAck {
+    func digest(into d: inout Digest) {
+        d.add(clientMsgID); d.add(serverMsgUID); d.add(seq); d.add(serverTimeMs); d.add(errorCode)
+        d.add(errorDescription)
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+    }
+}
+
+extension HistoryRequest {
+    func digest(into d: inout Digest) {
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(count); d.add(cursor); d.add(enum: Int(direction.rawValue))
+    }
+}
+
+extension HistoryResponse {
+    func digest(into d: inout Digest) {
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(UInt64(messages.count))
+        for m in messages { m.digest(into: &d) }
+        d.add(nextCursor); d.add(finished)
+    }
+}
+
+extension MergerPayload {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(messages.count))
+        for m in messages { m.digest(into: &d) }
+    }
+}

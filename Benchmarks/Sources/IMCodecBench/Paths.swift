@@ -1,0 +1,236 @@
+import CProtobufCBench
+import Foundation
+import IMCodec
+import SwiftProtobuf
+import SwiftProtobufSchemas
+
+/// The corpus in every form the paths need, prepared before any timing.
+final class Prepared: @unchecked Sendable {
+    // Everything here is immutable after init (the C pointers are only read).
+    let corpus: Corpus
+    /// All frames in one buffer, for the C loops: pointers[i] points at lengths[i] bytes.
+    let storage: UnsafeMutableRawBufferPointer
+    let pointers: UnsafeMutableBufferPointer<UnsafePointer<UInt8>?>
+    let lengths: UnsafeMutableBufferPointer<Int>
+    /// protobuf-c's own unpacked frames (malloc allocator), for "protobuf-c pack".
+    let unpacked: UnsafeMutableBufferPointer<UnsafeMutableRawPointer?>
+    let packBuffer: UnsafeMutableRawBufferPointer
+    /// Decoded Swift values, for the encode paths.
+    let imcodecFrames: [Frame]
+    let swiftProtobufFrames: [Imcodec_V1_Frame]
+
+    init(_ corpus: Corpus) throws {
+        self.corpus = corpus
+        let total = corpus.frames.reduce(0) { $0 + ($1.count + 15) & ~15 }
+        storage = .allocate(byteCount: max(total, 16), alignment: 16)
+        pointers = .allocate(capacity: corpus.count)
+        lengths = .allocate(capacity: corpus.count)
+        var offset = 0
+        for (i, frame) in corpus.frames.enumerated() {
+            let base = storage.baseAddress! + offset
+            frame.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            pointers[i] = UnsafePointer(base.assumingMemoryBound(to: UInt8.self))
+            lengths[i] = frame.count
+            offset += (frame.count + 15) & ~15
+        }
+        unpacked = .allocate(capacity: corpus.count)
+        unpacked.initialize(repeating: nil)
+        let failed = pbc_bench_unpack_all(pointers.baseAddress, lengths.baseAddress, corpus.count, unpacked.baseAddress)
+        guard failed == 0 else { throw BenchError("protobuf-c could not unpack \(failed) frames of \(corpus.name)") }
+        packBuffer = .allocate(byteCount: max(corpus.frames.map(\.count).max() ?? 0, 16), alignment: 16)
+
+        let decoder = WireDecoder()
+        imcodecFrames = try corpus.frames.map { try decoder.decode(Frame.self, from: $0) }
+        swiftProtobufFrames = try corpus.frames.map { try Imcodec_V1_Frame(serializedBytes: $0) }
+    }
+
+    deinit {
+        pbc_bench_free_all(unpacked.baseAddress, corpus.count)
+        unpacked.deallocate()
+        packBuffer.deallocate()
+        pointers.deallocate()
+        lengths.deallocate()
+        storage.deallocate()
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One pass over the corpus for each measured path. Each returns a checksum of what it read.
+enum Paths {
+    // MARK: raw protobuf-c (the loops are in C: Sources/CProtobufCBench)
+
+    static func protobufCUnpack(_ p: Prepared) -> UInt64 {
+        var sum: UInt64 = 0
+        let failures = pbc_bench_unpack(p.pointers.baseAddress, p.lengths.baseAddress, p.corpus.count, 1, &sum)
+        precondition(failures == 0)
+        return sum
+    }
+
+    static func protobufCUnpackArena(_ p: Prepared, arena: UnsafeMutableRawPointer) -> UInt64 {
+        var sum: UInt64 = 0
+        let failures = pbc_bench_unpack_arena(arena, p.pointers.baseAddress, p.lengths.baseAddress, p.corpus.count, 1, &sum)
+        precondition(failures == 0)
+        return sum
+    }
+
+    static func protobufCPack(_ p: Prepared) -> UInt64 {
+        var sum: UInt64 = 0
+        let mismatches = pbc_bench_pack(
+            p.unpacked.baseAddress, p.lengths.baseAddress, p.corpus.count, 1,
+            p.packBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), p.packBuffer.count, &sum)
+        precondition(mismatches == 0)
+        return sum
+    }
+
+    // MARK: IMCodec
+
+    /// The routing fast path as a router uses it: kind, conversation, target, sender, ids, seq,
+    /// flags and element kinds, the ids as Strings (what FrameView offers for them).
+    @inline(__always)
+    static func route(_ view: borrowing FrameView) -> UInt64 {
+        var h = UInt64(view.payloadKind?.rawValue ?? 0)
+        h &+= UInt64(bitPattern: Int64(view.conversationType.rawValue)) &* 3
+        h &+= view.withTargetIDBytes { UInt64($0.count) &* 31 &+ UInt64($0.first ?? 0) }
+        h &+= UInt64(view.senderID.utf8.count) &* 5
+        h &+= UInt64(view.clientMsgID.utf8.count) &* 7
+        h &+= UInt64(view.serverMsgUID.utf8.count) &* 11
+        h &+= view.seq
+        h &+= UInt64(view.messageFlags.rawValue) &* 13
+        let n = view.elementCount
+        h &+= UInt64(n)
+        for i in 0..<n { h &+= UInt64(view.elementKind(at: i)?.rawValue ?? 0) &* 17 }
+        return h
+    }
+
+    /// The same facts without making a String: the target as bytes, no sender or message ids.
+    @inline(__always)
+    static func routeBytesOnly(_ view: borrowing FrameView) -> UInt64 {
+        var h = UInt64(view.payloadKind?.rawValue ?? 0)
+        h &+= UInt64(bitPattern: Int64(view.conversationType.rawValue)) &* 3
+        h &+= view.withTargetIDBytes { UInt64($0.count) &* 31 &+ UInt64($0.first ?? 0) }
+        h &+= view.seq
+        h &+= UInt64(view.messageFlags.rawValue) &* 13
+        let n = view.elementCount
+        h &+= UInt64(n)
+        for i in 0..<n { h &+= UInt64(view.elementKind(at: i)?.rawValue ?? 0) &* 17 }
+        return h
+    }
+
+    static func imcodecRoute(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
+        var sum: UInt64 = 0
+        for frame in p.corpus.frames {
+            sum &+= try! decoder.withFrameView(frame) { route($0) }
+        }
+        return sum
+    }
+
+    static func imcodecRouteBytesOnly(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
+        var sum: UInt64 = 0
+        for frame in p.corpus.frames {
+            sum &+= try! decoder.withFrameView(frame) { routeBytesOnly($0) }
+        }
+        return sum
+    }
+
+    /// Full decode to Swift values with a reusable WireDecoder, reading every field.
+    static func imcodecDecode(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
+        var d = Digest()
+        for frame in p.corpus.frames {
+            let value = try! decoder.decode(Frame.self, from: frame)
+            value.digest(into: &d)
+        }
+        return d.value
+    }
+
+    /// Full decode with the one-shot initializer (a new arena per call), reading every field.
+    static func imcodecDecodeOneShot(_ p: Prepared) -> UInt64 {
+        var d = Digest()
+        for frame in p.corpus.frames {
+            let value = try! Frame(serializedBytes: frame)
+            value.digest(into: &d)
+        }
+        return d.value
+    }
+
+    static func imcodecEncode(_ p: Prepared) -> UInt64 {
+        var sum: UInt64 = 0
+        for frame in p.imcodecFrames {
+            let bytes = frame.serializedBytes()
+            sum &+= UInt64(bytes.count) &+ UInt64(bytes[0])
+        }
+        return sum
+    }
+
+    // MARK: swift-protobuf
+
+    static func swiftProtobufDecode(_ p: Prepared) -> UInt64 {
+        var d = Digest()
+        for frame in p.corpus.frames {
+            let value = try! Imcodec_V1_Frame(serializedBytes: frame)
+            value.digest(into: &d)
+        }
+        return d.value
+    }
+
+    static func swiftProtobufEncode(_ p: Prepared) -> UInt64 {
+        var sum: UInt64 = 0
+        for frame in p.swiftProtobufFrames {
+            let bytes: [UInt8] = try! frame.serializedBytes()
+            sum &+= UInt64(bytes.count) &+ UInt64(bytes[0])
+        }
+        return sum
+    }
+
+    // MARK: Checks
+
+    /// Checks, before timing, that every path sees the same frames: IMCodec and swift-protobuf
+    /// decode to the same digest, IMCodec re-encodes every frame byte for byte, swift-protobuf and
+    /// protobuf-c re-encode to the same sizes, and the routing view agrees with the full decode.
+    static func check(_ p: Prepared) throws -> String {
+        let decoder = WireDecoder()
+        var mismatchedDigests = 0, notCanonical = 0, swiftProtobufSizes = 0, routeMismatches = 0
+        for (i, bytes) in p.corpus.frames.enumerated() {
+            var a = Digest(), b = Digest()
+            p.imcodecFrames[i].digest(into: &a)
+            p.swiftProtobufFrames[i].digest(into: &b)
+            if a.value != b.value { mismatchedDigests += 1 }
+            if p.imcodecFrames[i].serializedBytes() != bytes { notCanonical += 1 }
+            let size = try (p.swiftProtobufFrames[i].serializedBytes() as [UInt8]).count
+            if size != bytes.count { swiftProtobufSizes += 1 }
+            let frame = p.imcodecFrames[i]
+            let agrees = try decoder.withFrameView(bytes) { view -> Bool in
+                guard view.payloadKind == frame.payload?.kind else { return false }
+                if case .message(let m)? = frame.payload {
+                    return view.senderID == m.senderID && view.clientMsgID == m.clientMsgID
+                        && view.serverMsgUID == m.serverMsgUID && view.seq == m.seq && view.messageFlags.rawValue == m.flags
+                        && view.targetID == (m.conversation?.targetID ?? "")
+                        && view.conversationType == (m.conversation?.type ?? .unspecified)
+                        && view.elementCount == m.elements.count
+                        && (0..<m.elements.count).allSatisfy { view.elementKind(at: $0) == m.elements[$0].content?.kind }
+                }
+                return true
+            }
+            if !agrees { routeMismatches += 1 }
+        }
+        var sum: UInt64 = 0
+        let packMismatches = pbc_bench_pack(
+            p.unpacked.baseAddress, p.lengths.baseAddress, p.corpus.count, 1,
+            p.packBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), p.packBuffer.count, &sum)
+        let problems = [
+            (mismatchedDigests, "frames where IMCodec and swift-protobuf decode differently"),
+            (notCanonical, "frames IMCodec does not re-encode byte for byte"),
+            (swiftProtobufSizes, "frames swift-protobuf re-encodes to another size"),
+            (packMismatches, "frames protobuf-c re-encodes to another size"),
+            (routeMismatches, "frames whose FrameView disagrees with the decoded value"),
+        ].filter { $0.0 != 0 }
+        if !problems.isEmpty {
+            throw BenchError("\(p.corpus.name): " + problems.map { "\($0.0) \($0.1)" }.joined(separator: "; "))
+        }
+        return "\(p.corpus.name): all \(p.corpus.count) frames decode to the same values in IMCodec and swift-protobuf, "
+            + "re-encode to the same bytes (IMCodec) and sizes (swift-protobuf, protobuf-c), and route consistently"
+    }
+}

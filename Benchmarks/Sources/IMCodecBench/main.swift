@@ -1,0 +1,344 @@
+// imcodec-bench: IMCodec against raw protobuf-c and apple/swift-protobuf, in one process, on the
+// same bytes (issue 5). Run it through `Benchmarks/run`; `--help` lists the options.
+import CProtobufCBench
+import Foundation
+import IMCodec
+import MallocCounter
+
+// MARK: Options
+
+struct Options {
+    var jsonPath: String?
+    var settings = MeasureSettings()
+    var frames = 10_000
+    var seed: UInt64 = 20_251_121
+    var large = true
+    /// --profile PATH: run only that path, `profilePasses` times, for valgrind (no timing).
+    var profilePath: String?
+    var profilePasses = 3
+}
+
+func parseOptions() -> Options {
+    var options = Options()
+    var args = CommandLine.arguments.dropFirst()
+    func value(_ flag: String) -> String {
+        guard let v = args.popFirst() else { fail("\(flag) needs a value") }
+        return v
+    }
+    while let arg = args.popFirst() {
+        switch arg {
+        case "--json": options.jsonPath = value(arg)
+        case "--quick":
+            options.settings.repetitions = 3
+            options.settings.minSecondsPerRepetition = 0.05
+            options.settings.warmUpSeconds = 0.05
+        case "--repetitions": options.settings.repetitions = max(1, Int(value(arg)) ?? 7)
+        case "--min-time": options.settings.minSecondsPerRepetition = Double(value(arg)) ?? 0.25
+        case "--frames": options.frames = max(1, Int(value(arg)) ?? 10_000)
+        case "--seed": options.seed = UInt64(value(arg)) ?? options.seed
+        case "--no-large": options.large = false
+        case "--profile": options.profilePath = value(arg)
+        case "--passes": options.profilePasses = max(1, Int(value(arg)) ?? 3)
+        case "-h", "--help":
+            print("""
+                usage: imcodec-bench [--json FILE] [--quick] [--repetitions N] [--min-time SECONDS]
+                                     [--frames N] [--seed N] [--no-large]
+                  --json FILE       also write the traffic corpus figures as a JSON array of
+                                    {"path", "ns_per_msg", "mb_per_s", "mallocs_per_msg"}
+                  --quick           3 short repetitions per path (a smoke run; figures are noisy)
+                  --repetitions N   timed repetitions per path, median reported (default 7)
+                  --min-time S      seconds per repetition, whole passes over the corpus (default 0.25)
+                  --frames N        frames in the traffic corpus (default 10000)
+                  --seed N          corpus seed (default 20251121)
+                  --no-large        skip the large-frames corpus
+                  --profile PATH    run one path (a name from the table) --passes N times (default 3)
+                                    over the traffic corpus, untimed, for valgrind: collect with
+                                    --collect-atstart=no --toggle-collect='*profileLoop*'
+                """)
+            exit(0)
+        default: fail("unknown option \(arg) (see --help)")
+        }
+    }
+    return options
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("imcodec-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+// MARK: Running the paths
+
+/// Which swift-protobuf and protobuf-c rows a row is compared with.
+enum Direction { case decode, encode }
+
+struct Row {
+    let measurement: Measurement
+    let direction: Direction
+    /// Part of the issue's fixed list (and of the JSON); other rows are supplementary.
+    let listed: Bool
+}
+
+/// The issue's path names, in the order the table and the JSON list them.
+enum PathName {
+    static let unpack = "protobuf-c unpack"
+    static let unpackArena = "protobuf-c unpack arena"
+    static let pack = "protobuf-c pack"
+    static let route = "imcodec route"
+    static let decode = "imcodec decode"
+    static let encode = "imcodec encode"
+    static let spDecode = "swift-protobuf decode"
+    static let spEncode = "swift-protobuf encode"
+    static let route2 = "imcodec route 2 threads"
+    static let routeBytes = "imcodec route, ids as bytes"
+    static let decodeOneShot = "imcodec decode, one-shot init"
+}
+
+func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
+    var rows: [Row] = []
+    func add(_ m: Measurement, _ direction: Direction, listed: Bool = true) {
+        rows.append(Row(measurement: m, direction: direction, listed: listed))
+        if progress {
+            FileHandle.standardError.write(Data("  \(p.corpus.name): \(m.path) \(format(m.nsPerMsg, 1)) ns/msg\n".utf8))
+        }
+    }
+    let c = p.corpus
+    add(measure(PathName.unpack, corpus: c, settings: settings) { Paths.protobufCUnpack(p) }, .decode)
+    let arena = pbc_bench_arena_create()!
+    add(measure(PathName.unpackArena, corpus: c, settings: settings) { Paths.protobufCUnpackArena(p, arena: arena) }, .decode)
+    pbc_bench_arena_destroy(arena)
+    add(measure(PathName.pack, corpus: c, settings: settings) { Paths.protobufCPack(p) }, .encode)
+
+    let decoder = WireDecoder()
+    add(measure(PathName.route, corpus: c, settings: settings) { Paths.imcodecRoute(p, decoder) }, .decode)
+    add(measure(PathName.decode, corpus: c, settings: settings) { Paths.imcodecDecode(p, decoder) }, .decode)
+    add(measure(PathName.encode, corpus: c, settings: settings) { Paths.imcodecEncode(p) }, .encode)
+    add(measure(PathName.spDecode, corpus: c, settings: settings) { Paths.swiftProtobufDecode(p) }, .decode)
+    add(measure(PathName.spEncode, corpus: c, settings: settings) { Paths.swiftProtobufEncode(p) }, .encode)
+    add(measureThreads(PathName.route2, threads: 2, corpus: c, settings: settings) {
+        let decoder = WireDecoder()
+        return { Paths.imcodecRoute(p, decoder) }
+    }, .decode)
+
+    add(measure(PathName.routeBytes, corpus: c, settings: settings) { Paths.imcodecRouteBytesOnly(p, decoder) },
+        .decode, listed: false)
+    add(measure(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
+        .decode, listed: false)
+    return rows
+}
+
+// MARK: Output
+
+func pad(_ s: String, _ width: Int, left: Bool = false) -> String {
+    let n = s.count
+    if n >= width { return s }
+    let fill = String(repeating: " ", count: width - n)
+    return left ? s + fill : fill + s
+}
+
+func ns(_ rows: [Row], _ path: String) -> Double {
+    rows.first { $0.measurement.path == path }?.measurement.nsPerMsg ?? .nan
+}
+
+func table(_ rows: [Row], corpus: Corpus) -> String {
+    let header = [pad("path", 31, left: true), pad("ns/msg", 10), pad("MB/s", 9), pad("mallocs/msg", 12),
+                  pad("vs swift-protobuf", 18), pad("vs protobuf-c", 14), pad("spread", 7)]
+    var lines = [header.joined(separator: " ")]
+    lines.append(String(repeating: "-", count: lines[0].count))
+    var shownSeparator = false
+    for row in rows {
+        if !row.listed && !shownSeparator {
+            lines.append(String(repeating: "-", count: lines[0].count))
+            shownSeparator = true
+        }
+        let m = row.measurement
+        let sp = ns(rows, row.direction == .decode ? PathName.spDecode : PathName.spEncode)
+        let pc = ns(rows, row.direction == .decode ? PathName.unpackArena : PathName.pack)
+        lines.append([
+            pad(m.path, 31, left: true), pad(format(m.nsPerMsg, 1), 10), pad(format(m.mbPerS, 1), 9),
+            pad(format(m.mallocsPerMsg, 2), 12), pad(format(sp / m.nsPerMsg, 2) + "x", 18),
+            pad(format(pc / m.nsPerMsg, 2) + "x", 14), pad(format(100 * m.spread, 1) + "%", 7),
+        ].joined(separator: " "))
+    }
+    return lines.joined(separator: "\n")
+}
+
+struct Target {
+    let text: String
+    let measured: String
+    let met: Bool
+    let detail: String
+}
+
+func targets(_ rows: [Row]) -> [Target] {
+    let decode = ns(rows, PathName.decode), spDecode = ns(rows, PathName.spDecode)
+    let route = ns(rows, PathName.route), arena = ns(rows, PathName.unpackArena)
+    let encode = ns(rows, PathName.encode), spEncode = ns(rows, PathName.spEncode)
+    let route2 = ns(rows, PathName.route2)
+    func mallocs(_ path: String) -> Double { rows.first { $0.measurement.path == path }?.measurement.mallocsPerMsg ?? .nan }
+
+    let decodeRatio = spDecode / decode
+    let routeRatio = route / arena
+    let encodeRatio = spEncode / encode
+    let scaling = route / route2
+    return [
+        Target(text: "full decode >= 3x swift-protobuf decode throughput", measured: format(decodeRatio, 2) + "x",
+               met: decodeRatio >= 3,
+               detail: decodeRatio >= 3 ? "" : "needs <= \(format(spDecode / 3, 0)) ns/msg, is \(format(decode, 0))"),
+        Target(text: "route time <= 1.25x protobuf-c arena unpack", measured: format(routeRatio, 2) + "x",
+               met: routeRatio <= 1.25,
+               detail: routeRatio <= 1.25 ? "" : "needs <= \(format(arena * 1.25, 0)) ns/msg, is \(format(route, 0))"),
+        Target(text: "route <= 1 malloc/msg", measured: format(mallocs(PathName.route), 2),
+               met: mallocs(PathName.route) <= 1, detail: ""),
+        Target(text: "encode >= 2.5x swift-protobuf encode throughput", measured: format(encodeRatio, 2) + "x",
+               met: encodeRatio >= 2.5,
+               detail: encodeRatio >= 2.5 ? "" : "needs <= \(format(spEncode / 2.5, 0)) ns/msg, is \(format(encode, 0))"),
+        Target(text: "encode <= 1 malloc/msg", measured: format(mallocs(PathName.encode), 2),
+               met: mallocs(PathName.encode) <= 1, detail: ""),
+        Target(text: "route on 2 threads >= 1.8x one thread", measured: format(scaling, 2) + "x",
+               met: scaling >= 1.8, detail: ""),
+    ]
+}
+
+func json(_ rows: [Row]) -> String {
+    func number(_ v: Double) -> String { v.isFinite ? format(v, 3) : "null" }
+    let items = rows.filter(\.listed).map { row -> String in
+        let m = row.measurement
+        return "  {\"path\": \"\(m.path)\", \"ns_per_msg\": \(number(m.nsPerMsg)), \"mb_per_s\": \(number(m.mbPerS)), "
+            + "\"mallocs_per_msg\": \(number(m.mallocsPerMsg))}"
+    }
+    return "[\n" + items.joined(separator: ",\n") + "\n]\n"
+}
+
+func machineDescription() -> String {
+    var cpu = "unknown CPU"
+    if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+       let line = info.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+       let colon = line.firstIndex(of: ":") {
+        cpu = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+}
+
+/// One pass of the path called `name` (the table's names), for --profile.
+func singlePass(_ name: String, _ p: Prepared) -> (() -> UInt64)? {
+    switch name {
+    case PathName.unpack: return { Paths.protobufCUnpack(p) }
+    case PathName.unpackArena:
+        let arena = pbc_bench_arena_create()!  // lives until the process exits
+        return { Paths.protobufCUnpackArena(p, arena: arena) }
+    case PathName.pack: return { Paths.protobufCPack(p) }
+    case PathName.route, PathName.route2:
+        let decoder = WireDecoder()
+        return { Paths.imcodecRoute(p, decoder) }
+    case PathName.routeBytes:
+        let decoder = WireDecoder()
+        return { Paths.imcodecRouteBytesOnly(p, decoder) }
+    case PathName.decode:
+        let decoder = WireDecoder()
+        return { Paths.imcodecDecode(p, decoder) }
+    case PathName.decodeOneShot: return { Paths.imcodecDecodeOneShot(p) }
+    case PathName.encode: return { Paths.imcodecEncode(p) }
+    case PathName.spDecode: return { Paths.swiftProtobufDecode(p) }
+    case PathName.spEncode: return { Paths.swiftProtobufEncode(p) }
+    default: return nil
+    }
+}
+
+/// The only code valgrind collects under --profile (its name is the toggle-collect pattern).
+@inline(never)
+func profileLoop(_ passes: Int, _ body: () -> UInt64) -> UInt64 {
+    var sum: UInt64 = 0
+    for _ in 0..<passes { sum &+= body() }
+    return sum
+}
+
+// MARK: Main
+
+let options = parseOptions()
+guard malloc_counter_is_active() != 0 else { fail("the malloc counter is not interposed; mallocs/msg would be wrong") }
+
+if let name = options.profilePath {
+    var generator = CorpusGenerator(seed: options.seed)
+    let traffic = generator.traffic(count: options.frames)
+    let corpus = Corpus(name: "traffic", frames: traffic.frames.map { $0.serializedBytes() }, mix: traffic.mix)
+    let prepared: Prepared
+    do { prepared = try Prepared(corpus) } catch { fail("\(error)") }
+    guard let pass = singlePass(name, prepared) else { fail("--profile: no path called \"\(name)\"") }
+    consume(pass())  // warm-up, outside the collected function
+    let m0 = malloc_counter_thread_count()
+    consume(profileLoop(options.profilePasses, pass))
+    let messages = options.profilePasses * corpus.count
+    let mallocs = Double(malloc_counter_thread_count() - m0) / Double(messages)
+    print("profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
+        + "(\(corpus.totalBytes) bytes a pass); \(format(mallocs, 2)) mallocs/msg")
+    exit(0)
+}
+
+print("IMCodec benchmark (issue 5): every path in one process on the same bytes")
+print("machine: \(machineDescription())")
+print("settings: \(options.settings.repetitions) repetitions of >= \(options.settings.minSecondsPerRepetition) s per path "
+    + "after \(options.settings.warmUpSeconds) s warm-up; figures are medians; mallocs counted per thread (interposed malloc)")
+print("")
+
+var generator = CorpusGenerator(seed: options.seed)
+let traffic = generator.traffic(count: options.frames)
+let corpora: [Corpus] = {
+    var list = [Corpus(name: "traffic", frames: traffic.frames.map { $0.serializedBytes() }, mix: traffic.mix)]
+    if options.large {
+        var largeGenerator = CorpusGenerator(seed: options.seed &+ 1)
+        let large = largeGenerator.large(historyPages: 48, mergers: 12)
+        list.append(Corpus(name: "large frames", frames: large.frames.map { $0.serializedBytes() }, mix: large.mix))
+    }
+    return list
+}()
+
+var results: [(Corpus, [Row])] = []
+for corpus in corpora {
+    print(corpus.summary)
+    let prepared: Prepared
+    do {
+        prepared = try Prepared(corpus)
+        print("  check: " + (try Paths.check(prepared)))
+    } catch {
+        fail("\(error)")
+    }
+    let settings = corpus.name == "traffic" ? options.settings : {
+        var s = options.settings
+        s.repetitions = max(3, s.repetitions / 2)
+        return s
+    }()
+    results.append((corpus, run(prepared, settings: settings, progress: true)))
+}
+print("")
+
+for (corpus, rows) in results {
+    print("== \(corpus.name): \(corpus.count) frames, mean \(format(corpus.meanBytes, 1)) bytes ==")
+    print(table(rows, corpus: corpus))
+    print("")
+}
+print("""
+    vs swift-protobuf: throughput relative to swift-protobuf decode (decode and route rows) or encode
+    (encode and pack rows); vs protobuf-c: relative to protobuf-c unpack arena or pack. Above 1 is faster.
+    ns/msg of "imcodec route 2 threads" is wall time per message with both threads busy.
+    spread: (slowest - fastest repetition) / median.
+
+    """)
+
+if let (_, rows) = results.first {
+    print("Targets (issue 5), traffic corpus:")
+    for t in targets(rows) {
+        let status = t.met ? "met" : "MISSED"
+        print("  [\(pad(status, 6, left: true))] \(pad(t.text, 52, left: true)) \(pad(t.measured, 7))"
+            + (t.detail.isEmpty ? "" : "  (\(t.detail))"))
+    }
+    if let path = options.jsonPath {
+        do {
+            try json(rows).write(toFile: path, atomically: true, encoding: .utf8)
+            print("\nwrote \(path)")
+        } catch {
+            fail("cannot write \(path): \(error)")
+        }
+    }
+}
+consume(blackHole)
