@@ -1,0 +1,293 @@
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+
+@testable import imcodec_relay
+
+/// Who sends what in a load run: client `i` sends `messages` messages; every `groupEvery`-th goes to
+/// its group `g(i % groupCount)`, the rest one-to-one to client `i + 1` (a ring). At most `window`
+/// messages per client wait for their ack.
+struct LoadPlan: Sendable {
+    var prefix = "u"
+    var clients = 50
+    var messages = 2_000
+    var groupEvery = 10
+    var groupCount = 5
+    var window = 32
+
+    func user(_ i: Int) -> String { "\(prefix)\(i)" }
+    func group(of i: Int) -> String { "\(prefix)g\(i % groupCount)" }
+    func peer(of i: Int) -> String { user((i + 1) % clients) }
+    func isGroupMessage(_ k: Int) -> Bool { k % groupEvery == groupEvery - 1 }
+    func members(of i: Int) -> [Int] { (0..<clients).filter { $0 % groupCount == i % groupCount } }
+
+    /// The static group file of the run.
+    var groups: [String: Set<String>] {
+        var groups: [String: Set<String>] = [:]
+        for i in 0..<clients { groups[group(of: i), default: []].insert(user(i)) }
+        return groups
+    }
+
+    var groupIndices: [Int] { (0..<messages).filter(isGroupMessage) }
+    var directIndices: [Int] { (0..<messages).filter { !isGroupMessage($0) } }
+
+    /// Frames client `i` should receive: its predecessor's one-to-one messages and its group's messages.
+    func expectedDeliveries(for i: Int) -> Int {
+        directIndices.count + (members(of: i).count - 1) * groupIndices.count
+    }
+}
+
+/// A load client's connection closed before its plan was done.
+struct LoadIncomplete: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// What one load client saw.
+struct LoadClientResult: Sendable {
+    var index = 0
+    var acked = 0
+    var ackErrors: [String] = []
+    var ackOrderViolations = 0
+    /// Per sender and conversation ("c:u3" or "g:ug1:u3"), the message indices in arrival order.
+    var received: [String: [Int]] = [:]
+    var seqViolations = 0
+    var deliveries = 0
+    var latenciesNs: [UInt64] = []
+    var ackLatenciesNs: [UInt64] = []
+}
+
+/// A load client: logs in, sends its plan with a window, checks acks and what arrives.
+final class LoadClientHandler: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    typealias OutboundOut = Frame
+
+    let plan: LoadPlan
+    let index: Int
+    let loggedIn: EventLoopPromise<Void>
+    let finished: EventLoopPromise<LoadClientResult>
+    private var context: ChannelHandlerContext?
+    private var result = LoadClientResult()
+    private var nextToSend = 0
+    private var sentTimes: [String: UInt64] = [:]
+    private var unackedOrder: [String] = []
+    private var unackedHead = 0
+    private var ackSeq: [String: UInt64] = [:]
+    private var lastSeq: [String: UInt64] = [:]
+    private let expected: Int
+
+    init(plan: LoadPlan, index: Int, loggedIn: EventLoopPromise<Void>, finished: EventLoopPromise<LoadClientResult>) {
+        self.plan = plan
+        self.index = index
+        self.loggedIn = loggedIn
+        self.finished = finished
+        self.expected = plan.expectedDeliveries(for: index)
+        result.index = index
+        result.latenciesNs.reserveCapacity(expected)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(RelayProtocol.loginFrame(plan.user(index))), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        loggedIn.fail(ChannelError.ioOnClosedChannel)
+        finished.fail(LoadIncomplete(
+            description: "\(plan.user(index)) closed after \(result.acked)/\(plan.messages) acks and "
+                + "\(result.deliveries)/\(expected) deliveries"))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finished.fail(error)
+        context.close(promise: nil)
+    }
+
+    /// Starts sending (on the channel's event loop).
+    func start() {
+        fill()
+        checkDone()
+    }
+
+    private func fill() {
+        guard let context else { return }
+        var wrote = false
+        while nextToSend < plan.messages, unackedOrder.count - unackedHead < plan.window {
+            let k = nextToSend
+            nextToSend += 1
+            let id = "\(index)-\(k)"
+            let me = plan.user(index)
+            var message =
+                plan.isGroupMessage(k)
+                ? Message.groupText(from: me, group: plan.group(of: index), "m\(k)", clientMsgID: id)
+                : Message.c2cText(from: me, to: plan.peer(of: index), "m\(k)", clientMsgID: id)
+            let now = NIODeadline.now().uptimeNanoseconds
+            withUnsafeBytes(of: now.littleEndian) { message.cloudCustomData = Array($0) }
+            sentTimes[id] = now
+            unackedOrder.append(id)
+            context.write(wrapOutboundOut(Frame(message)), promise: nil)
+            wrote = true
+        }
+        if wrote { context.flush() }
+    }
+
+    private func checkDone() {
+        if result.acked == plan.messages, result.deliveries == expected {
+            finished.succeed(result)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let now = NIODeadline.now().uptimeNanoseconds
+        switch frame.payload {
+        case .systemNotice(let notice)?:
+            if notice.type == RelayProtocol.loggedIn { loggedIn.succeed() }
+        case .sendAck(let ack)?:
+            result.acked += 1
+            if unackedHead < unackedOrder.count, unackedOrder[unackedHead] == ack.clientMsgID {
+                unackedHead += 1
+            } else {
+                result.ackOrderViolations += 1
+            }
+            if unackedHead > 1024 {
+                unackedOrder.removeFirst(unackedHead)
+                unackedHead = 0
+            }
+            if ack.errorCode != 0 { result.ackErrors.append("\(ack.clientMsgID): \(ack.errorCode) \(ack.errorDescription)") }
+            let key = ack.conversation.map { "\($0.type)/\($0.targetID)" } ?? "?"
+            if ack.seq <= ackSeq[key, default: 0] { result.ackOrderViolations += 1 }
+            ackSeq[key] = ack.seq
+            if let sent = sentTimes.removeValue(forKey: ack.clientMsgID) { result.ackLatenciesNs.append(now &- sent) }
+            fill()
+        case .message(let message)?:
+            result.deliveries += 1
+            let k = Int(message.clientMsgID.split(separator: "-").last ?? "") ?? -1
+            let conversation = message.conversation
+            let key =
+                conversation?.type == .group
+                ? "g:\(conversation?.targetID ?? ""):\(message.senderID)" : "c:\(message.senderID)"
+            result.received[key, default: []].append(k)
+            let seqKey = conversation?.type == .group ? "g:\(conversation?.targetID ?? "")" : key
+            let previous = lastSeq[seqKey, default: 0]
+            let inOrder = conversation?.type == .group ? message.seq > previous : message.seq == previous + 1
+            if !inOrder { result.seqViolations += 1 }
+            lastSeq[seqKey] = message.seq
+            if message.cloudCustomData.count == 8 {
+                let sent = message.cloudCustomData.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+                result.latenciesNs.append(now &- sent)
+            }
+        default:
+            break
+        }
+        checkDone()
+    }
+}
+
+/// The outcome of a whole load run.
+struct LoadRunResult: Sendable {
+    var clients: [LoadClientResult]
+    var seconds: Double
+    var messages: Int
+    var deliveries: Int
+
+    var messagesPerSecond: Double { Double(messages) / seconds }
+    var deliveriesPerSecond: Double { Double(deliveries) / seconds }
+
+    static func percentile(_ sorted: [UInt64], _ p: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        let index = min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))
+        return Double(sorted[index]) / 1_000_000
+    }
+
+    var deliveryLatencyMs: (p50: Double, p99: Double, max: Double) {
+        let all = clients.flatMap(\.latenciesNs).sorted()
+        return (Self.percentile(all, 0.5), Self.percentile(all, 0.99), Self.percentile(all, 1))
+    }
+
+    var ackLatencyMs: (p50: Double, p99: Double) {
+        let all = clients.flatMap(\.ackLatenciesNs).sorted()
+        return (Self.percentile(all, 0.5), Self.percentile(all, 0.99))
+    }
+
+    /// Everything that differs from the plan: lost, duplicated or reordered messages, bad acks.
+    func problems(_ plan: LoadPlan) -> [String] {
+        var problems: [String] = []
+        for result in clients {
+            let i = result.index
+            if result.acked != plan.messages { problems.append("\(plan.user(i)): \(result.acked) acks") }
+            if !result.ackErrors.isEmpty { problems.append("\(plan.user(i)): ack errors \(result.ackErrors.prefix(3))") }
+            if result.ackOrderViolations > 0 { problems.append("\(plan.user(i)): \(result.ackOrderViolations) acks out of order") }
+            if result.seqViolations > 0 { problems.append("\(plan.user(i)): \(result.seqViolations) seq out of order") }
+            let predecessor = (i + plan.clients - 1) % plan.clients
+            if result.received["c:\(plan.user(predecessor))"] ?? [] != plan.directIndices {
+                problems.append("\(plan.user(i)): one-to-one from \(plan.user(predecessor)) not exactly once in order")
+            }
+            for member in plan.members(of: i) where member != i {
+                let key = "g:\(plan.group(of: i)):\(plan.user(member))"
+                if result.received[key] ?? [] != plan.groupIndices {
+                    problems.append("\(plan.user(i)): group messages from \(plan.user(member)) not exactly once in order")
+                }
+            }
+            let unexpected = result.received.count - 1 - (plan.members(of: i).count - 1)
+            if unexpected != 0 { problems.append("\(plan.user(i)): messages from \(unexpected) unexpected conversations") }
+        }
+        return problems
+    }
+}
+
+/// Connects the plan's clients to `server`, logs them in, runs the plan, and collects the results.
+/// `whileRunning` runs once everyone is logged in, concurrently with the traffic.
+func runLoad(
+    _ plan: LoadPlan, server: RelayServer, group: any EventLoopGroup, timeoutSeconds: Int64 = 120,
+    whileRunning: @Sendable () async throws -> Void = {}
+) async throws -> LoadRunResult {
+    var channels: [(any Channel, NIOLoopBound<LoadClientHandler>, EventLoopFuture<LoadClientResult>)] = []
+    var logins: [EventLoopFuture<Void>] = []
+    for i in 0..<plan.clients {
+        let loop = group.next()
+        let (handler, finished, loggedIn) = try await loop.submit {
+            let loggedIn = loop.makePromise(of: Void.self)
+            let finished = loop.makePromise(of: LoadClientResult.self)
+            let handler = LoadClientHandler(plan: plan, index: i, loggedIn: loggedIn, finished: finished)
+            return (NIOLoopBound(handler, eventLoop: loop), finished.futureResult, loggedIn.futureResult)
+        }.get()
+        let channel = try await ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addFrameCodec()
+                    try channel.pipeline.syncOperations.addHandler(handler.value)
+                }
+            }
+            .connect(host: "127.0.0.1", port: server.port).get()
+        channels.append((channel, handler, finished))
+        logins.append(loggedIn)
+    }
+    for login in logins { try await login.get() }
+
+    let start = NIODeadline.now()
+    for (channel, handler, _) in channels {
+        channel.eventLoop.execute { handler.value.start() }
+    }
+    async let sideShow: Void = whileRunning()
+    let loop = group.next()
+    let timeout = loop.scheduleTask(in: .seconds(timeoutSeconds)) {
+        for (channel, _, _) in channels { channel.close(promise: nil) }
+    }
+    var results: [LoadClientResult] = []
+    var failure: (any Error)?
+    for (_, _, finished) in channels {
+        do { results.append(try await finished.get()) } catch { failure = failure ?? error }
+    }
+    let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
+    timeout.cancel()
+    try await sideShow
+    for (channel, _, _) in channels { try? await channel.close() }
+    if let failure { throw failure }
+    return LoadRunResult(
+        clients: results, seconds: seconds, messages: plan.clients * plan.messages,
+        deliveries: results.reduce(0) { $0 + $1.deliveries })
+}
