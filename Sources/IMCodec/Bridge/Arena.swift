@@ -36,4 +36,18 @@ public final class _Arena {
 
     /// Bytes held from the system.
     var bytesReserved: Int { imcodec_arena_bytes_reserved(raw) }
+
+    /// Returns `size` bytes aligned to 16, valid until the next ``reset()``.
+    /// - Throws: ``IMCodecError/Code/memoryLimitExceeded`` when the cap would be passed,
+    ///   ``IMCodecError/Code/outOfMemory`` when the system has no memory left.
+    func allocate(_ size: Int) throws(IMCodecError) -> UnsafeMutableRawPointer {
+        guard size >= 0 else { throw .invalidArgument("cannot allocate \(size) bytes") }
+        guard let pointer = imcodec_arena_alloc(raw, size) else {
+            if limitHit {
+                throw IMCodecError(code: .memoryLimitExceeded, reason: "an arena allocation of \(size) bytes passes the memory cap")
+            }
+            throw .outOfMemory("cannot allocate \(size) bytes")
+        }
+        return pointer
+    }
 }

@@ -1,0 +1,339 @@
+import CIMCodecRuntime
+import CProtobufC
+
+/// How messages are printed as canonical proto3 JSON.
+///
+/// Whatever the options, the content is what Google's implementations print by default:
+/// lowerCamelCase json names, proto3 defaults left out, 64-bit integers as strings, enums by name.
+/// `prettyPrinted` and `asciiOnly` together give the text of Python's
+/// `json_format.MessageToJson(message)` (up to the order of map entries, which Python leaves to its
+/// hash table; IMCodec sorts them).
+public struct JSONEncodingOptions: Sendable, Hashable {
+    /// Whether to lay the JSON out over several lines with two-space indentation, as Python's
+    /// `json.dumps(indent=2)` does (`"key": value`, one member per line, `{}` and `[]` when empty);
+    /// otherwise no whitespace at all is written.
+    public var prettyPrinted = false
+
+    /// Whether to use each field's name from the schema (`client_msg_id`) instead of its json name
+    /// (`clientMsgId`).
+    public var preserveProtoFieldNames = false
+
+    /// Whether to escape every non-ASCII character as `\uXXXX` (a surrogate pair above U+FFFF), as
+    /// Python's `ensure_ascii` does.
+    public var asciiOnly = false
+
+    /// Creates the default options.
+    public init() {}
+}
+
+/// How proto3 JSON is read, and the limits that protect the reader from hostile input.
+public struct JSONDecodingOptions: Sendable, Hashable {
+    /// Whether to skip members whose name is not a field of the message (and enum names the schema
+    /// does not know) instead of rejecting them.
+    public var ignoreUnknownFields = false
+
+    /// Deepest message nesting accepted; the top-level message counts as 1. Default 100. Values
+    /// above ``DecodingOptions/maxDepthCap`` are treated as ``DecodingOptions/maxDepthCap``.
+    public var maxDepth = 100
+
+    /// Largest JSON text accepted, in UTF-8 bytes. Default 16 MiB.
+    public var maxInputSize = 16 << 20
+
+    /// Creates the default options.
+    public init() {}
+}
+
+extension IMCodecMessage {
+    /// Prints the message as canonical proto3 JSON.
+    ///
+    /// Fields come in field-number order; fields at their proto3 default are left out; unknown
+    /// fields are never printed.
+    /// - Parameters:
+    ///   - options: The layout and naming of the JSON.
+    /// - Throws: ``IMCodecError`` when the value cannot be represented: a map key or value holding
+    ///   U+0000 (``IMCodecError/Code/unsupported``) or nesting deeper than
+    ///   ``DecodingOptions/maxDepthCap`` (``IMCodecError/Code/tooDeep``).
+    public func jsonString(options: JSONEncodingOptions = JSONEncodingOptions()) throws(IMCodecError) -> String {
+        let bytes = serializedBytes()
+        // The bytes are our own, so only the stack-depth cap applies.
+        let decoding = DecodingOptions(
+            maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
+            maxDecodedMemory: Int.max)
+        return try ProtoJSONPrinter.print(binary: bytes, descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
+    }
+
+    /// Reads a message from proto3 JSON.
+    ///
+    /// Accepts what Google's parsers accept: json names and schema field names, `null` for a
+    /// default, integers as numbers or strings (`1e2` included), floating point numbers and
+    /// `"NaN"` / `"Infinity"` / `"-Infinity"`, standard or URL-safe base64 with or without padding,
+    /// enums by name or number.
+    /// - Parameters:
+    ///   - jsonString: One JSON object.
+    ///   - options: Unknown-field handling and limits for hostile input.
+    /// - Throws: ``IMCodecError`` with code ``IMCodecError/Code/invalidJSON`` and the byte offset
+    ///   of the problem in the UTF-8 text (also for text over `maxInputSize` or messages nested
+    ///   deeper than `maxDepth`), ``IMCodecError/Code/unsupported`` for U+0000 in a map key or
+    ///   value, or ``IMCodecError/Code/memoryLimitExceeded`` when the decoded message would need
+    ///   more than 16 times the text's size plus 1 MiB (the binary decoder's default cap).
+    public init(jsonString: String, options: JSONDecodingOptions = JSONDecodingOptions()) throws(IMCodecError) {
+        self = try ProtoJSONParser.decode(Self.self, json: jsonString, options: options)
+    }
+}
+
+/// Conversions between protobuf wire bytes and proto3 JSON for a message type named at run time
+/// (as the command-line tool's `--type` does).
+public enum ProtoJSON {
+    /// Prints protobuf wire bytes of the named message type as canonical proto3 JSON.
+    /// - Parameters:
+    ///   - bytes: The wire bytes of exactly one message.
+    ///   - messageType: The message's full name, e.g. `imcodec.v1.Frame`.
+    ///   - decoding: Limits for hostile binary input.
+    ///   - options: The layout and naming of the JSON.
+    /// - Throws: ``IMCodecError/Code/unknownMessageType`` for a name the schema does not have, or
+    ///   the error of decoding `bytes`.
+    public static func jsonString(
+        fromBinary bytes: [UInt8], messageType: String, decoding: DecodingOptions = DecodingOptions(),
+        options: JSONEncodingOptions = JSONEncodingOptions()
+    ) throws(IMCodecError) -> String {
+        let type = try self.type(named: messageType)
+        return try ProtoJSONPrinter.print(binary: bytes, descriptor: type._protobufCDescriptor, decoding: decoding, options: options)
+    }
+
+    /// Reads proto3 JSON of the named message type and returns its canonical protobuf wire bytes.
+    /// - Parameters:
+    ///   - json: One JSON object.
+    ///   - messageType: The message's full name, e.g. `imcodec.v1.Frame`.
+    ///   - options: Unknown-field handling and limits for hostile input.
+    /// - Throws: ``IMCodecError/Code/unknownMessageType`` for a name the schema does not have, or
+    ///   the error of reading `json` (see ``IMCodecMessage/init(jsonString:options:)``).
+    public static func binary(
+        fromJSON json: String, messageType: String, options: JSONDecodingOptions = JSONDecodingOptions()
+    ) throws(IMCodecError) -> [UInt8] {
+        let type = try self.type(named: messageType)
+        func encode<M: IMCodecMessage>(_ type: M.Type) throws(IMCodecError) -> [UInt8] {
+            try M(jsonString: json, options: options).serializedBytes()
+        }
+        return try encode(type)
+    }
+
+    private static func type(named name: String) throws(IMCodecError) -> any IMCodecMessage.Type {
+        guard let type = IMCodecSchema.messageType(named: name) else {
+            throw IMCodecError(code: .unknownMessageType, reason: "the schema has no message type named \"\(name)\"")
+        }
+        return type
+    }
+}
+
+// MARK: - Descriptor metadata shared by the printer and the parser
+
+/// What the JSON mapping needs to know about one value slot: a singular field, one element of a
+/// repeated field, or a map entry's key or value.
+struct ProtoJSONValueKind {
+    let type: ProtobufCType
+    /// A schema `string` stored as PROTOBUF_C_TYPE_BYTES (see imcodec_string_field.h).
+    let isUTF8Bytes: Bool
+    let message: UnsafePointer<ProtobufCMessageDescriptor>?
+    let enumeration: UnsafePointer<ProtobufCEnumDescriptor>?
+
+    init(_ field: UnsafePointer<ProtobufCFieldDescriptor>) {
+        type = field.pointee.type
+        isUTF8Bytes = imcodec_field_is_utf8_bytes(field) != 0
+        message = type == PROTOBUF_C_TYPE_MESSAGE
+            ? field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) : nil
+        enumeration = type == PROTOBUF_C_TYPE_ENUM
+            ? field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCEnumDescriptor.self) : nil
+    }
+
+    /// Bytes one value takes in a protobuf-c struct or repeated array.
+    var size: Int {
+        switch type {
+        case PROTOBUF_C_TYPE_INT64, PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_SFIXED64,
+             PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_DOUBLE:
+            8
+        case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_MESSAGE:
+            MemoryLayout<UnsafeRawPointer>.size
+        case PROTOBUF_C_TYPE_BYTES:
+            MemoryLayout<ProtobufCBinaryData>.size
+        default:
+            4  // 32-bit integers, float, enum (int), bool (protobuf_c_boolean is int)
+        }
+    }
+
+    /// Whether the value is a JSON string holding text (a `string` field).
+    var isText: Bool { type == PROTOBUF_C_TYPE_STRING || isUTF8Bytes }
+
+    /// The schema's name for the type, for error messages.
+    var typeName: String {
+        switch type {
+        case PROTOBUF_C_TYPE_INT32: "int32"
+        case PROTOBUF_C_TYPE_SINT32: "sint32"
+        case PROTOBUF_C_TYPE_SFIXED32: "sfixed32"
+        case PROTOBUF_C_TYPE_INT64: "int64"
+        case PROTOBUF_C_TYPE_SINT64: "sint64"
+        case PROTOBUF_C_TYPE_SFIXED64: "sfixed64"
+        case PROTOBUF_C_TYPE_UINT32: "uint32"
+        case PROTOBUF_C_TYPE_FIXED32: "fixed32"
+        case PROTOBUF_C_TYPE_UINT64: "uint64"
+        case PROTOBUF_C_TYPE_FIXED64: "fixed64"
+        case PROTOBUF_C_TYPE_FLOAT: "float"
+        case PROTOBUF_C_TYPE_DOUBLE: "double"
+        case PROTOBUF_C_TYPE_BOOL: "bool"
+        case PROTOBUF_C_TYPE_ENUM: enumeration.map { String(cString: $0.pointee.name) } ?? "enum"
+        case PROTOBUF_C_TYPE_STRING: "string"
+        case PROTOBUF_C_TYPE_BYTES: isUTF8Bytes ? "string" : "bytes"
+        case PROTOBUF_C_TYPE_MESSAGE: message.map { String(cString: $0.pointee.name) } ?? "message"
+        default: "unknown type"
+        }
+    }
+}
+
+/// One field of a message as the JSON mapping sees it.
+struct ProtoJSONField {
+    let descriptor: UnsafePointer<ProtobufCFieldDescriptor>
+    let number: UInt32
+    /// The name in the schema (`client_msg_id`).
+    let protoName: [UInt8]
+    /// protobuf's ToJsonName of it (`clientMsgId`).
+    let jsonName: [UInt8]
+    let label: ProtobufCLabel
+    let isOneof: Bool
+    let offset: Int
+    let quantifierOffset: Int
+    let value: ProtoJSONValueKind
+    /// For a map field: its entry's key and value (the field itself is a repeated entry message).
+    let mapKey: ProtoJSONValueKind?
+    let mapValue: ProtoJSONValueKind?
+    let mapEntry: UnsafePointer<ProtobufCMessageDescriptor>?
+    let mapKeyOffset: Int
+    let mapValueOffset: Int
+
+    var isRepeated: Bool { label == PROTOBUF_C_LABEL_REPEATED }
+    var isMap: Bool { mapEntry != nil }
+    var protoNameString: String { String(decoding: protoName, as: UTF8.self) }
+}
+
+/// The fields of one message type, in field-number order.
+final class ProtoJSONMessageInfo {
+    let descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    let fullName: String
+    let fields: [ProtoJSONField]
+    /// Field indices by json name and by schema name.
+    private let byName: [ArraySlice<UInt8>: Int]
+
+    /// The index in ``fields`` of the field with this json name or schema name.
+    func field(named name: ArraySlice<UInt8>) -> Int? { byName[name] }
+
+    init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
+        self.descriptor = descriptor
+        let fullName = String(cString: descriptor.pointee.name)
+        self.fullName = fullName
+        var fields: [ProtoJSONField] = []
+        let count = Int(descriptor.pointee.n_fields)
+        fields.reserveCapacity(count)
+        for index in 0 ..< count {
+            let field = descriptor.pointee.fields + index
+            let protoName = Array(String(cString: field.pointee.name).utf8)
+            var entry: UnsafePointer<ProtobufCMessageDescriptor>?
+            var key: UnsafePointer<ProtobufCFieldDescriptor>?
+            var value: UnsafePointer<ProtobufCFieldDescriptor>?
+            if field.pointee.label == PROTOBUF_C_LABEL_REPEATED && field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
+               let candidate = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self),
+               let (k, v) = ProtoJSONMessageInfo.mapEntryFields(candidate, parent: fullName, field: protoName) {
+                entry = candidate
+                key = k
+                value = v
+            }
+            fields.append(ProtoJSONField(
+                descriptor: field,
+                number: field.pointee.id,
+                protoName: protoName,
+                jsonName: ProtoJSONMessageInfo.jsonName(protoName),
+                label: field.pointee.label,
+                isOneof: field.pointee.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0,
+                offset: Int(field.pointee.offset),
+                quantifierOffset: Int(field.pointee.quantifier_offset),
+                value: ProtoJSONValueKind(field),
+                mapKey: key.map(ProtoJSONValueKind.init),
+                mapValue: value.map(ProtoJSONValueKind.init),
+                mapEntry: entry,
+                mapKeyOffset: key.map { Int($0.pointee.offset) } ?? 0,
+                mapValueOffset: value.map { Int($0.pointee.offset) } ?? 0))
+        }
+        fields.sort { $0.number < $1.number }
+        self.fields = fields
+        var byName: [ArraySlice<UInt8>: Int] = [:]
+        for (index, field) in fields.enumerated() {
+            byName[field.protoName[...]] = index
+        }
+        for (index, field) in fields.enumerated() {
+            byName[field.jsonName[...]] = index  // a json name wins over another field's schema name
+        }
+        self.byName = byName
+    }
+
+    /// protobuf's ToJsonName: drops each `_` and upper-cases the character after it.
+    static func jsonName(_ name: [UInt8]) -> [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(name.count)
+        var capitalizeNext = false
+        for c in name {
+            if c == UInt8(ascii: "_") {
+                capitalizeNext = true
+            } else if capitalizeNext {
+                result.append(c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z") ? c - 32 : c)
+                capitalizeNext = false
+            } else {
+                result.append(c)
+            }
+        }
+        return result
+    }
+
+    /// The key and value fields when `entry` is the map entry protoc makes for field `field` of
+    /// `parent`: named `<parent>.<FieldNameInUpperCamel>Entry` with exactly key = 1 and value = 2.
+    /// (protobuf-c descriptors do not flag map entries.)
+    static func mapEntryFields(
+        _ entry: UnsafePointer<ProtobufCMessageDescriptor>, parent: String, field: [UInt8]
+    ) -> (UnsafePointer<ProtobufCFieldDescriptor>, UnsafePointer<ProtobufCFieldDescriptor>)? {
+        guard entry.pointee.n_fields == 2 else { return nil }
+        // protoc's MapEntryName: upper-case the first letter and each letter after '_', drop '_'.
+        var name = Array(parent.utf8) + [UInt8(ascii: ".")]
+        var capitalizeNext = true
+        for c in field {
+            if c == UInt8(ascii: "_") {
+                capitalizeNext = true
+            } else if capitalizeNext {
+                name.append(c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z") ? c - 32 : c)
+                capitalizeNext = false
+            } else {
+                name.append(c)
+            }
+        }
+        name += Array("Entry".utf8)
+        guard Array(String(cString: entry.pointee.name).utf8) == name else { return nil }
+        var key: UnsafePointer<ProtobufCFieldDescriptor>?
+        var value: UnsafePointer<ProtobufCFieldDescriptor>?
+        for index in 0 ..< 2 {
+            let f = entry.pointee.fields + index
+            let fieldName = String(cString: f.pointee.name)
+            if f.pointee.id == 1 && fieldName == "key" { key = f }
+            if f.pointee.id == 2 && fieldName == "value" { value = f }
+        }
+        guard let key, let value, key.pointee.label != PROTOBUF_C_LABEL_REPEATED,
+              value.pointee.label != PROTOBUF_C_LABEL_REPEATED else { return nil }
+        return (key, value)
+    }
+}
+
+/// Message metadata, built once per type per call (no global state).
+final class ProtoJSONDescriptors {
+    private var cache: [UnsafeRawPointer: ProtoJSONMessageInfo] = [:]
+
+    func info(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoJSONMessageInfo {
+        if let info = cache[UnsafeRawPointer(descriptor)] { return info }
+        let info = ProtoJSONMessageInfo(descriptor)
+        cache[UnsafeRawPointer(descriptor)] = info
+        return info
+    }
+}
