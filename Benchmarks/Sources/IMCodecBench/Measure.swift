@@ -48,48 +48,84 @@ struct MeasureSettings {
     var warmUpSeconds = 0.2
 }
 
-/// Runs `pass` (one pass over the corpus, returning a checksum) the way MeasureSettings says:
-/// warm-up, then `repetitions` timed runs of whole passes; ns/msg and mallocs/msg are medians.
-func measure(
-    _ path: String, corpus: Corpus, settings: MeasureSettings, _ pass: () -> UInt64
-) -> Measurement {
-    // Warm up (caches, branch predictors, lazily initialised runtime state) and size the repetitions.
+/// One measured path: sized by a warm-up, then timed one repetition at a time. The harness runs
+/// the repetitions of all paths round-robin (path 1, path 2, ..., path 1, ...), so a change in the
+/// machine's load during the run touches every path alike and the ratios stay meaningful.
+final class Benchmark {
+    let path: String
+    let corpus: Corpus
+    private let warmUpAndSize: () -> Void
+    private let repetition: () -> (nsPerMsg: Double, mallocsPerMsg: Double)
+    private(set) var times: [Double] = []
+    private(set) var mallocs: [Double] = []
+
+    init(path: String, corpus: Corpus, warmUpAndSize: @escaping () -> Void,
+         repetition: @escaping () -> (nsPerMsg: Double, mallocsPerMsg: Double)) {
+        self.path = path
+        self.corpus = corpus
+        self.warmUpAndSize = warmUpAndSize
+        self.repetition = repetition
+    }
+
+    func warmUp() { warmUpAndSize() }
+
+    func runRepetition() {
+        let r = repetition()
+        times.append(r.nsPerMsg)
+        mallocs.append(r.mallocsPerMsg)
+    }
+
+    var measurement: Measurement {
+        let ns = median(times)
+        return Measurement(path: path, nsPerMsg: ns, mbPerS: corpus.meanBytes / ns * 1e3,
+                           mallocsPerMsg: median(mallocs), samples: times)
+    }
+}
+
+/// Runs `pass` for at least `warmUpSeconds` (and 2 passes) and returns how many passes make one
+/// repetition of at least `minSecondsPerRepetition`.
+private func sizeRepetition(_ settings: MeasureSettings, _ pass: () -> UInt64) -> Int {
     var passes = 0
-    let warmStart = monotonicNanoseconds()
+    let start = monotonicNanoseconds()
     repeat {
         consume(pass())
         passes += 1
-    } while Double(monotonicNanoseconds() - warmStart) < settings.warmUpSeconds * 1e9 || passes < 2
-    let perPass = Double(monotonicNanoseconds() - warmStart) / Double(passes)
-    let passesPerRep = max(1, Int((settings.minSecondsPerRepetition * 1e9 / perPass).rounded(.up)))
-
-    var times: [Double] = []
-    var mallocs: [Double] = []
-    let messages = Double(passesPerRep * corpus.count)
-    for _ in 0..<settings.repetitions {
-        let m0 = malloc_counter_thread_count()
-        let t0 = monotonicNanoseconds()
-        var sum: UInt64 = 0
-        for _ in 0..<passesPerRep { sum &+= pass() }
-        let t1 = monotonicNanoseconds()
-        let m1 = malloc_counter_thread_count()
-        consume(sum)
-        times.append(Double(t1 - t0) / messages)
-        mallocs.append(Double(m1 - m0) / messages)
-    }
-    let ns = median(times)
-    return Measurement(
-        path: path, nsPerMsg: ns, mbPerS: corpus.meanBytes / ns * 1e3, mallocsPerMsg: median(mallocs), samples: times)
+    } while Double(monotonicNanoseconds() - start) < settings.warmUpSeconds * 1e9 || passes < 2
+    let perPass = Double(monotonicNanoseconds() - start) / Double(passes)
+    return max(1, Int((settings.minSecondsPerRepetition * 1e9 / perPass).rounded(.up)))
 }
 
-/// Runs `work` on `threads` threads at once, each over the whole corpus with its own state
-/// (`makeWorker` runs on the thread that uses it), and reports wall time per message: the time
-/// from releasing all threads together until the last one finishes, divided by all the messages
-/// they handled.
-func measureThreads(
+/// A path that runs `pass` (one pass over the corpus, returning a checksum) on the calling thread.
+/// Each repetition is one untimed pass (to bring the path's code and data back into the caches
+/// after the other paths ran), then whole passes timed together, with the thread's mallocs counted.
+func singleThreaded(_ path: String, corpus: Corpus, settings: MeasureSettings, _ pass: @escaping () -> UInt64)
+-> Benchmark {
+    var passesPerRep = 1
+    return Benchmark(
+        path: path, corpus: corpus,
+        warmUpAndSize: { passesPerRep = sizeRepetition(settings, pass) },
+        repetition: {
+            consume(pass())
+            let m0 = malloc_counter_thread_count()
+            let t0 = monotonicNanoseconds()
+            var sum: UInt64 = 0
+            for _ in 0..<passesPerRep { sum &+= pass() }
+            let t1 = monotonicNanoseconds()
+            let m1 = malloc_counter_thread_count()
+            consume(sum)
+            let messages = Double(passesPerRep * corpus.count)
+            return (Double(t1 - t0) / messages, Double(m1 - m0) / messages)
+        })
+}
+
+/// A path that runs on `threads` threads at once, each over the whole corpus with its own state
+/// (`makeWorker` runs on the thread that uses it). A repetition reports wall time per message: the
+/// time from releasing all threads together until the last one finishes, divided by all the
+/// messages they handled; and the mallocs of all threads per message.
+func multiThreaded(
     _ path: String, threads: Int, corpus: Corpus, settings: MeasureSettings,
     makeWorker: @escaping @Sendable () -> (() -> UInt64)
-) -> Measurement {
+) -> Benchmark {
     final class Box: @unchecked Sendable {
         var passesPerRep = 1
         // One slot per thread, written only by that thread (no shared Array to copy on write).
@@ -109,49 +145,38 @@ func measureThreads(
             sums.deallocate()
         }
     }
-
-    // Size the repetitions on one thread first.
-    let probe = makeWorker()
-    var passes = 0
-    let warmStart = monotonicNanoseconds()
-    repeat {
-        consume(probe())
-        passes += 1
-    } while Double(monotonicNanoseconds() - warmStart) < settings.warmUpSeconds * 1e9 || passes < 2
-    let perPass = Double(monotonicNanoseconds() - warmStart) / Double(passes)
-    let passesPerRep = max(1, Int((settings.minSecondsPerRepetition * 1e9 / perPass).rounded(.up)))
-
-    var times: [Double] = []
-    var mallocs: [Double] = []
-    let messages = Double(passesPerRep * corpus.count * threads)
-    for _ in 0..<settings.repetitions {
-        let box = Box(threads: threads)
-        box.passesPerRep = passesPerRep
-        for index in 0..<threads {
-            let thread = Thread {
-                let work = makeWorker()
-                var sum = work()  // warm this thread's decoder and caches
-                box.ready.signal()
-                box.go.wait()
-                let m0 = malloc_counter_thread_count()
-                for _ in 0..<box.passesPerRep { sum &+= work() }
-                box.mallocs[index] = malloc_counter_thread_count() - m0
-                box.sums[index] = sum
-                box.done.signal()
+    var passesPerRep = 1
+    return Benchmark(
+        path: path, corpus: corpus,
+        warmUpAndSize: {
+            // Size the repetitions on one thread (each thread then does that much work).
+            passesPerRep = sizeRepetition(settings, makeWorker())
+        },
+        repetition: {
+            let box = Box(threads: threads)
+            box.passesPerRep = passesPerRep
+            for index in 0..<threads {
+                let thread = Thread {
+                    let work = makeWorker()
+                    var sum = work()  // warm this thread's decoder and caches
+                    box.ready.signal()
+                    box.go.wait()
+                    let m0 = malloc_counter_thread_count()
+                    for _ in 0..<box.passesPerRep { sum &+= work() }
+                    box.mallocs[index] = malloc_counter_thread_count() - m0
+                    box.sums[index] = sum
+                    box.done.signal()
+                }
+                thread.stackSize = 8 << 20
+                thread.start()
             }
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
-        for _ in 0..<threads { box.ready.wait() }
-        let t0 = monotonicNanoseconds()
-        for _ in 0..<threads { box.go.signal() }
-        for _ in 0..<threads { box.done.wait() }
-        let t1 = monotonicNanoseconds()
-        consume(box.sums.reduce(0, &+))
-        times.append(Double(t1 - t0) / messages)
-        mallocs.append(Double(box.mallocs.reduce(0, +)) / messages)
-    }
-    let ns = median(times)
-    return Measurement(
-        path: path, nsPerMsg: ns, mbPerS: corpus.meanBytes / ns * 1e3, mallocsPerMsg: median(mallocs), samples: times)
+            for _ in 0..<threads { box.ready.wait() }
+            let t0 = monotonicNanoseconds()
+            for _ in 0..<threads { box.go.signal() }
+            for _ in 0..<threads { box.done.wait() }
+            let t1 = monotonicNanoseconds()
+            consume(box.sums.reduce(0, &+))
+            let messages = Double(passesPerRep * corpus.count * threads)
+            return (Double(t1 - t0) / messages, Double(box.mallocs.reduce(0, +)) / messages)
+        })
 }

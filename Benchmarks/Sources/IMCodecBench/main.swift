@@ -95,36 +95,39 @@ enum PathName {
 }
 
 func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
-    var rows: [Row] = []
-    func add(_ m: Measurement, _ direction: Direction, listed: Bool = true) {
-        rows.append(Row(measurement: m, direction: direction, listed: listed))
-        if progress {
-            FileHandle.standardError.write(Data("  \(p.corpus.name): \(m.path) \(format(m.nsPerMsg, 1)) ns/msg\n".utf8))
-        }
-    }
     let c = p.corpus
-    add(measure(PathName.unpack, corpus: c, settings: settings) { Paths.protobufCUnpack(p) }, .decode)
-    let arena = pbc_bench_arena_create()!
-    add(measure(PathName.unpackArena, corpus: c, settings: settings) { Paths.protobufCUnpackArena(p, arena: arena) }, .decode)
-    pbc_bench_arena_destroy(arena)
-    add(measure(PathName.pack, corpus: c, settings: settings) { Paths.protobufCPack(p) }, .encode)
+    var benchmarks: [(Benchmark, Direction, Bool)] = []
+    func add(_ b: Benchmark, _ direction: Direction, listed: Bool = true) { benchmarks.append((b, direction, listed)) }
 
+    add(singleThreaded(PathName.unpack, corpus: c, settings: settings) { Paths.protobufCUnpack(p) }, .decode)
+    let arena = pbc_bench_arena_create()!
+    defer { pbc_bench_arena_destroy(arena) }
+    add(singleThreaded(PathName.unpackArena, corpus: c, settings: settings) { Paths.protobufCUnpackArena(p, arena: arena) },
+        .decode)
+    add(singleThreaded(PathName.pack, corpus: c, settings: settings) { Paths.protobufCPack(p) }, .encode)
     let decoder = WireDecoder()
-    add(measure(PathName.route, corpus: c, settings: settings) { Paths.imcodecRoute(p, decoder) }, .decode)
-    add(measure(PathName.decode, corpus: c, settings: settings) { Paths.imcodecDecode(p, decoder) }, .decode)
-    add(measure(PathName.encode, corpus: c, settings: settings) { Paths.imcodecEncode(p) }, .encode)
-    add(measure(PathName.spDecode, corpus: c, settings: settings) { Paths.swiftProtobufDecode(p) }, .decode)
-    add(measure(PathName.spEncode, corpus: c, settings: settings) { Paths.swiftProtobufEncode(p) }, .encode)
-    add(measureThreads(PathName.route2, threads: 2, corpus: c, settings: settings) {
+    add(singleThreaded(PathName.route, corpus: c, settings: settings) { Paths.imcodecRoute(p, decoder) }, .decode)
+    add(singleThreaded(PathName.decode, corpus: c, settings: settings) { Paths.imcodecDecode(p, decoder) }, .decode)
+    add(singleThreaded(PathName.encode, corpus: c, settings: settings) { Paths.imcodecEncode(p) }, .encode)
+    add(singleThreaded(PathName.spDecode, corpus: c, settings: settings) { Paths.swiftProtobufDecode(p) }, .decode)
+    add(singleThreaded(PathName.spEncode, corpus: c, settings: settings) { Paths.swiftProtobufEncode(p) }, .encode)
+    add(multiThreaded(PathName.route2, threads: 2, corpus: c, settings: settings) {
         let decoder = WireDecoder()
         return { Paths.imcodecRoute(p, decoder) }
     }, .decode)
+    add(singleThreaded(PathName.routeBytes, corpus: c, settings: settings) { Paths.imcodecRouteBytesOnly(p, decoder) },
+        .decode, listed: false)
+    add(singleThreaded(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
+        .decode, listed: false)
 
-    add(measure(PathName.routeBytes, corpus: c, settings: settings) { Paths.imcodecRouteBytesOnly(p, decoder) },
-        .decode, listed: false)
-    add(measure(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
-        .decode, listed: false)
-    return rows
+    for (b, _, _) in benchmarks { b.warmUp() }
+    for rep in 1...settings.repetitions {
+        for (b, _, _) in benchmarks { b.runRepetition() }
+        if progress {
+            FileHandle.standardError.write(Data("  \(c.name): repetition \(rep) of \(settings.repetitions) done\n".utf8))
+        }
+    }
+    return benchmarks.map { Row(measurement: $0.0.measurement, direction: $0.1, listed: $0.2) }
 }
 
 // MARK: Output
@@ -277,8 +280,9 @@ if let name = options.profilePath {
 
 print("IMCodec benchmark (issue 5): every path in one process on the same bytes")
 print("machine: \(machineDescription())")
-print("settings: \(options.settings.repetitions) repetitions of >= \(options.settings.minSecondsPerRepetition) s per path "
-    + "after \(options.settings.warmUpSeconds) s warm-up; figures are medians; mallocs counted per thread (interposed malloc)")
+print("settings: per path \(options.settings.warmUpSeconds) s warm-up, then \(options.settings.repetitions) repetitions "
+    + "(3 or more on the large corpus) of >= \(options.settings.minSecondsPerRepetition) s, run round-robin across paths; "
+    + "figures are medians; mallocs counted per thread (interposed malloc)")
 print("")
 
 var generator = CorpusGenerator(seed: options.seed)
