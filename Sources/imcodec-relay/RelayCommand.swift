@@ -30,10 +30,16 @@ struct RelayCommand: ParsableCommand {
     )
 }
 
-/// Prints a line and flushes, so output reaches pipes and terminals at once.
+/// Writes a line to standard output at once, with one `write(2)` and no stdio lock (the main
+/// thread may be blocked in `readLine()` holding stdin's lock, so `fflush(NULL)` would deadlock).
 func emit(_ line: String) {
-    print(line)
-    fflush(nil)
+    let bytes = Array((line + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+        if n <= 0 { break }
+        offset += n
+    }
 }
 
 /// Parses a groups file: one group per line, `GROUP: USER USER ...`; `#` starts a comment.

@@ -47,8 +47,8 @@ struct RelayLoadTests {
             try await withRelay({
                 $0.groups = plan.groups
                 $0.codec = FrameCodecOptions(maxFrameSize: maxFrameSize)
-                $0.maxFrameWait = .milliseconds(300)
-                $0.loginTimeout = .seconds(2)
+                $0.maxFrameWait = .seconds(1)
+                $0.loginTimeout = .seconds(5)
                 $0.maxOutboundBytes = maxOutboundBytes
             }) { server in
                 let outcomes = FaultOutcomes()
