@@ -79,7 +79,8 @@ let package = Package(
         ),
         .testTarget(
             name: "IMCodecTests",
-            dependencies: ["IMCodec", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas"]
+            // `imcodec` is built for the tests that run the executable (CLITests).
+            dependencies: ["IMCodec", "imcodec", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas"]
         ),
     ]
 )

@@ -10,7 +10,7 @@ import Foundation
 import IMCodec
 import Testing
 
-private enum FixtureFiles {
+enum FixtureFiles {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures")
@@ -54,7 +54,7 @@ private enum FixtureFiles {
 }
 
 /// A JSON value for comparing documents by meaning: objects as dictionaries, numbers by value.
-private indirect enum FixtureJSON: Decodable, Equatable {
+indirect enum FixtureJSON: Decodable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -94,7 +94,7 @@ private func sortedLines(_ text: String) -> [String] {
         .sorted()
 }
 
-private func decodingOptions(_ options: [String: Int]) -> DecodingOptions? {
+func decodingOptions(_ options: [String: Int]) -> DecodingOptions? {
     var result = DecodingOptions()
     for (key, value) in options {
         switch key {

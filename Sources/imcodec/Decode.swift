@@ -1,0 +1,61 @@
+import ArgumentParser
+import IMCodec
+
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read binary protobuf and print proto3 JSON.",
+        discussion: """
+            Without --delimited the input is one message and the JSON is indented. With --delimited the \
+            input is a stream of varint-length-prefixed records (Google's delimited format) and each \
+            record is printed as one compact JSON object per line.
+            """
+    )
+
+    @Option(name: .long, help: "The fully qualified message type (any message in Schemas/).")
+    var type = Frame.protoMessageName
+
+    @Flag(name: .long, help: "Input is varint-length-prefixed records; output is one JSON object per line.")
+    var delimited = false
+
+    @Flag(name: .long, help: "Decode and print nothing: only the exit status and, on failure, the error line.")
+    var quiet = false
+
+    @Option(name: .long, help: "Largest input (or record) accepted, in bytes.")
+    var maxInputSize = DecodingOptions().maxInputSize
+
+    @Option(name: .long, help: "Deepest message nesting accepted.")
+    var maxDepth = DecodingOptions().maxDepth
+
+    @OptionGroup var input: InputOptions
+
+    func validate() throws {
+        guard IMCodecSchema.messageType(named: type) != nil else {
+            throw ValidationError("unknown message type '\(type)'; see Schemas/imcodec/v1 for the names")
+        }
+    }
+
+    func run() throws {
+        let bytes = try input.read()
+        let options = DecodingOptions(maxInputSize: maxInputSize, maxDepth: maxDepth)
+        var json = JSONEncodingOptions()
+        guard delimited else {
+            json.prettyPrinted = true
+            let text = try ProtoJSON.jsonString(fromBinary: bytes, messageType: type, decoding: options, options: json)
+            if !quiet { writeStandardOutput(text + "\n") }
+            return
+        }
+        var records = Delimited.RecordReader(bytes, maxLength: maxInputSize)
+        var out: [UInt8] = []
+        while let range = try records.next() {
+            do {
+                let text = try ProtoJSON.jsonString(
+                    fromBinary: Array(bytes[range]), messageType: type, decoding: options, options: json)
+                if !quiet { out += Array(text.utf8); out.append(0x0A) }
+            } catch {
+                throw IMCodecError(code: error.code, reason: error.reason, offset: error.offset.map { $0 + range.lowerBound })
+            }
+            if out.count > 1 << 16 { writeStandardOutput(out); out.removeAll(keepingCapacity: true) }
+        }
+        writeStandardOutput(out)
+    }
+}

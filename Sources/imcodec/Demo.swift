@@ -1,0 +1,194 @@
+import ArgumentParser
+import Foundation
+import IMCodec
+
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the main job on built-in data: encode a realistic conversation, write it, read it back, check it.",
+        discussion: """
+            Builds a conversation (a C2C text, its send ack and read receipt, a group @ message and its \
+            group receipt, an image, a multi-element chain, a merger holding a nested merger, a recall, \
+            an edit, a rejected send), encodes every frame, writes them as varint-length-prefixed records \
+            to a file, reads the file back, routes each frame with the fast path, decodes it, checks it \
+            equals what was written, validates it, and prints a transcript with byte sizes.
+            """
+    )
+
+    @Option(name: .long, help: "Where to write the frames (default: a file in the temporary directory).")
+    var output: String?
+
+    func run() throws {
+        let frames = DemoConversation.frames()
+        let path = output ?? FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-demo.frames").path
+
+        var stream: [UInt8] = []
+        var sizes: [Int] = []
+        for frame in frames {
+            let before = stream.count
+            Delimited.append(frame, to: &stream)
+            sizes.append(stream.count - before)
+        }
+        guard FileManager.default.createFile(atPath: path, contents: Data(stream)) else {
+            throw IMCodecError(code: .io, reason: "cannot write \(path)")
+        }
+        guard let written = FileManager.default.contents(atPath: path) else {
+            throw IMCodecError(code: .io, reason: "cannot read \(path) back")
+        }
+
+        var text = "IMCodec demo: \(frames.count) frames, \(stream.count) bytes written to \(path)\n\n"
+        let bytes = [UInt8](written)
+        var records = Delimited.RecordReader(bytes, maxLength: DecodingOptions().maxInputSize)
+        let router = WireDecoder()
+        var decoded: [Frame] = []
+        var issues = 0
+        while let range = try records.next() {
+            let n = decoded.count
+            let record = bytes[range]
+            let route = try router.withFrameView(record) { view in
+                "route: \(view.payloadKind?.protoName ?? "none") → "
+                    + "\(FrameSummary.conversation(view.conversation))"
+                    + (view.senderID.isEmpty ? "" : " from \(view.senderID)")
+                    + (view.elementCount == 0 ? "" : ", elements: "
+                        + (0..<view.elementCount).map { view.elementKind(at: $0)?.protoName ?? "?" }.joined(separator: "+"))
+            }
+            let frame = try router.decode(Frame.self, from: record)
+            decoded.append(frame)
+            let same = n < frames.count && frame == frames[n]
+            text += "#\(n + 1)  \(range.count) B (+\(sizes[min(n, sizes.count - 1)] - range.count) B prefix)  "
+                + (same ? "decoded = written" : "DIFFERS from what was written") + "\n"
+            text += "    \(route)\n"
+            for line in FrameSummary.lines(frame, indent: "    ") { text += line + "\n" }
+            let findings = frame.validate()
+            issues += findings.count
+            text += findings.isEmpty ? "    validate: ok\n" : findings.map { "    validate: \($0)\n" }.joined()
+            text += "\n"
+        }
+        let allEqual = decoded == frames
+        text += "Read back \(decoded.count) of \(frames.count) frames from \(path): "
+            + (allEqual ? "every frame decodes equal to what was encoded" : "MISMATCH") + "; "
+            + (issues == 0 ? "no validation issues" : "\(issues) validation issue(s)") + ".\n"
+        writeStandardOutput(text)
+        if !allEqual {
+            throw InputRejected(message: "the frames read back differ from the frames written")
+        }
+    }
+}
+
+/// The built-in conversation: Alice, Bob and Carol in a C2C chat and in the group "team-apollo".
+enum DemoConversation {
+    static let start: Int64 = 1_795_251_600_000  // 2026-11-21 09:00:00 UTC
+
+    static func stamp(_ message: inout Message, minute: Int64, id: String, server: String, seq: UInt64) {
+        message.clientMsgID = id
+        message.clientTimeMs = start + minute * 60_000
+        message.serverTimeMs = start + minute * 60_000 + 120
+        message.serverMsgUID = server
+        message.seq = seq
+        message.random = UInt32(truncatingIfNeeded: seq &* 2_654_435_761)
+        message.status = .sent
+    }
+
+    static func frames() -> [Frame] {
+        // 1. A C2C text that asks for a read receipt.
+        var hello = Message.c2cText(from: "alice", to: "bob", "Hi Bob! Are we still on for the launch review at 3?")
+        hello.messageFlags.insert(.needReadReceipt)
+        hello.offlinePush = OfflinePushInfo.with { $0.title = "Alice"; $0.description = "Hi Bob! Are we still on…" }
+        stamp(&hello, minute: 0, id: "a-0001", server: "144115233-1795251600-1001", seq: 1001)
+
+        // 2. The server's ack for it.
+        let ack = Frame(.sendAck(SendAck.with {
+            $0.clientMsgID = hello.clientMsgID
+            $0.serverMsgUID = hello.serverMsgUID
+            $0.seq = hello.seq
+            $0.serverTimeMs = hello.serverTimeMs
+            $0.conversation = hello.conversation
+        }))
+
+        // 3. Bob reads it.
+        var read = Frame.readReceipt(for: hello.reference, by: "bob", timeMs: start + 90_000)
+        if case .receipt(var receipt)? = read.payload {
+            receipt.userID = "bob"
+            read.payload = .receipt(receipt)
+        }
+
+        // 4. A group message that @-mentions Alice and Carol.
+        var groupAt = Message.groupText(
+            from: "bob", group: "team-apollo", "@alice @carol the release build is green 🚀", atUserIDs: ["alice", "carol"])
+        groupAt.messageFlags.insert(.needReadReceipt)
+        stamp(&groupAt, minute: 2, id: "b-0042", server: "group-apollo-5001", seq: 5001)
+
+        // 5. Its group read receipt: two members read it, one has not.
+        let groupReceipt = Frame(.receipt(MessageReceipt.with {
+            $0.kind = .read
+            $0.message = groupAt.reference
+            $0.userID = "carol"
+            $0.groupID = "team-apollo"
+            $0.readCount = 2
+            $0.unreadCount = 1
+            $0.timeMs = start + 200_000
+        }))
+
+        // 6. Carol posts a screenshot: original, large and thumbnail renditions.
+        var image = Message.image(
+            from: "carol", in: .group("team-apollo"), format: .png,
+            renditions: [
+                ImageInfo(type: .original, uuid: "img-7f3a", size: 1_482_331, width: 2880, height: 1800,
+                          url: "https://cdn.example.com/img/7f3a/original.png"),
+                ImageInfo(type: .large, uuid: "img-7f3a-l", size: 312_540, width: 1152, height: 720,
+                          url: "https://cdn.example.com/img/7f3a/large.png"),
+                ImageInfo(type: .thumbnail, uuid: "img-7f3a-t", size: 28_113, width: 317, height: 198,
+                          url: "https://cdn.example.com/img/7f3a/thumb.png"),
+            ])
+        stamp(&image, minute: 3, id: "c-0007", server: "group-apollo-5002", seq: 5002)
+
+        // 7. A multi-element chain: text, a sticker, text, a location.
+        var chain = Message(
+            from: "alice", in: .group("team-apollo"),
+            elements: [
+                .text("Ship it! "), .face(index: 12), .text(" Cake in the usual place:"),
+                .location(latitude: 22.5431, longitude: 114.0579, description: "Tencent Binhai Tower, Shenzhen"),
+            ])
+        chain.quote = groupAt.reference
+        stamp(&chain, minute: 4, id: "a-0002", server: "group-apollo-5003", seq: 5003)
+
+        // 8. Alice forwards the thread to Bob as a merger that holds an earlier merger.
+        var earlier1 = Message.groupText(from: "carol", group: "team-apollo", "Staging is up, please test")
+        stamp(&earlier1, minute: -60, id: "c-0001", server: "group-apollo-4990", seq: 4990)
+        var earlier2 = Message.groupText(from: "bob", group: "team-apollo", "Found one bug, fixing")
+        stamp(&earlier2, minute: -55, id: "b-0040", server: "group-apollo-4991", seq: 4991)
+        var nested = Message.merger(from: "alice", in: .group("team-apollo"), title: "Staging test", messages: [earlier1, earlier2])
+        stamp(&nested, minute: -50, id: "a-0000", server: "group-apollo-4992", seq: 4992)
+        var merger = Message.merger(
+            from: "alice", in: .oneToOne("bob"), title: "Launch thread", messages: [nested, groupAt, image])
+        stamp(&merger, minute: 5, id: "a-0003", server: "144115233-1795251900-1002", seq: 1002)
+
+        // 9. Carol recalls her screenshot; 10. Bob edits his message.
+        let recall = Frame.recall(image.reference, by: "carol", reason: "wrong screenshot", timeMs: start + 400_000)
+        var edited = groupAt
+        edited.elements = [.text("@alice @carol the release build is green ✅ (tagged v2.4.0)")]
+        edited.editVersion = 1
+        let edit = Frame(.edit(EditEvent.with {
+            $0.message = groupAt.reference
+            $0.newMessage = edited
+            $0.editorID = "bob"
+            $0.timeMs = start + 420_000
+        }))
+
+        // 11. A send the server rejects (80001: the text failed the content filter).
+        var rejected = Message.c2cText(from: "bob", to: "alice", "buy cheap followers at …")
+        stamp(&rejected, minute: 8, id: "b-0043", server: "", seq: 0)
+        rejected.status = .failed
+        let reject = Frame(.sendAck(SendAck.with {
+            $0.clientMsgID = rejected.clientMsgID
+            $0.errorCode = 80001
+            $0.errorDescription = "the message contains sensitive words"
+            $0.conversation = rejected.conversation
+            $0.serverTimeMs = start + 480_100
+        }))
+
+        return [
+            Frame(hello), ack, read, Frame(groupAt), groupReceipt, Frame(image), Frame(chain), Frame(merger),
+            recall, edit, Frame(rejected), reject,
+        ]
+    }
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import IMCodec
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a binary Frame against the product rules; exit 1 and list every violation.",
+        discussion: """
+            Rules: merger at most 300 messages and 100 nested layers, @ list at most 30 users and only in \
+            group conversations, targeted receivers only in groups, files at most 100 MB, locations on \
+            Earth, chain rules (merger, group tips, sound, video and file elements stand alone).
+            """
+    )
+
+    @OptionGroup var input: InputOptions
+
+    func run() throws {
+        let frame = try Frame(serializedBytes: try input.read())
+        let issues = frame.validate()
+        if issues.isEmpty {
+            writeStandardOutput("ok\n")
+            return
+        }
+        writeStandardOutput(issues.map { "\($0)\n" }.joined())
+        throw InputRejected(message: "\(issues.count) product rule violation(s)")
+    }
+}
