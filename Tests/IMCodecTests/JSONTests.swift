@@ -502,10 +502,10 @@ struct JSONParsingTests {
     @Test func hostileNestingFailsFastWithoutRecursion() {
         let brackets = String(repeating: "[", count: 1_000_000)
         let error = parseError(Frame.self, brackets)
-        #expect(error?.code == .invalidJSON)
+        #expect(error?.code == .tooDeep)
         #expect(error?.offset == 202)  // 2 × maxDepth + 2 open arrays
         let objects = String(repeating: #"{"a":"#, count: 200_000)
-        #expect(parseError(Frame.self, objects)?.code == .invalidJSON)
+        #expect(parseError(Frame.self, objects)?.code == .tooDeep)
         var options = JSONDecodingOptions()
         options.maxDepth = 1_000_000  // capped at DecodingOptions.maxDepthCap
         #expect(parseError(Frame.self, brackets, options)?.offset == 2 * DecodingOptions.maxDepthCap + 2)
@@ -535,7 +535,7 @@ struct JSONParsingTests {
         let frame = try Frame(jsonString: atLimit)
         #expect(try Frame(serializedBytes: frame.serializedBytes()) == frame)  // binary default maxDepth is 100 too
         let tooDeep = nestedFrameJSON(depth: 101)
-        #expect(parseError(Frame.self, tooDeep)?.code == .invalidJSON)
+        #expect(parseError(Frame.self, tooDeep)?.code == .tooDeep)
         var options = JSONDecodingOptions()
         options.maxDepth = 101
         #expect(try Frame(jsonString: tooDeep, options: options).serializedBytes().count > 0)
@@ -565,9 +565,9 @@ struct JSONParsingTests {
         options.maxInputSize = 20
         #expect(try Frame(jsonString: #"{"schemaVersion":1}"#, options: options).schemaVersion == 1)  // 19 bytes
         #expect(parseError(Frame.self, #"{"schemaVersion": 1}"#, options) == nil)  // 20 bytes
-        #expect(parseError(Frame.self, #"{"schemaVersion":  1}"#, options)?.code == .invalidJSON)  // 21 bytes
+        #expect(parseError(Frame.self, #"{"schemaVersion":  1}"#, options)?.code == .tooLarge)  // 21 bytes
         options.maxInputSize = 0
-        #expect(parseError(Frame.self, "{}", options)?.code == .invalidJSON)
+        #expect(parseError(Frame.self, "{}", options)?.code == .tooLarge)
     }
 }
 

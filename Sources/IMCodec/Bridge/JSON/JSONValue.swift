@@ -142,7 +142,7 @@ struct JSONTokenizer {
                 switch byte {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     guard stack.count < maxNesting else {
-                        throw error("arrays and objects nest deeper than \(maxNesting) levels", at: i)
+                        throw IMCodecError(code: .tooDeep, reason: "arrays and objects nest deeper than \(maxNesting) levels", offset: i)
                     }
                     let isObject = byte == UInt8(ascii: "{")
                     stack.append(tape.nodes.count)

@@ -72,8 +72,9 @@ extension IMCodecMessage {
     ///   - jsonString: One JSON object.
     ///   - options: Unknown-field handling and limits for hostile input.
     /// - Throws: ``IMCodecError`` with code ``IMCodecError/Code/invalidJSON`` and the byte offset
-    ///   of the problem in the UTF-8 text (also for text over `maxInputSize` or messages nested
-    ///   deeper than `maxDepth`), ``IMCodecError/Code/unsupported`` for U+0000 in a map key or
+    ///   of the problem in the UTF-8 text, ``IMCodecError/Code/tooLarge`` for text over
+    ///   `maxInputSize`, ``IMCodecError/Code/tooDeep`` for nesting deeper than `maxDepth`,
+    ///   ``IMCodecError/Code/unsupported`` for U+0000 in a map key or
     ///   value, or ``IMCodecError/Code/memoryLimitExceeded`` when the decoded message would need
     ///   more than 16 times the text's size plus 1 MiB (the binary decoder's default cap).
     public init(jsonString: String, options: JSONDecodingOptions = JSONDecodingOptions()) throws(IMCodecError) {

@@ -40,7 +40,7 @@ struct ProtoJSONParser {
     static func decode<M: IMCodecMessage>(_ type: M.Type, json: String, options: JSONDecodingOptions) throws(IMCodecError) -> M {
         let size = json.utf8.count
         guard size <= options.maxInputSize else {
-            throw .invalidJSON("the JSON text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
+            throw .tooLarge("the JSON text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
         }
         let maxDepth = min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap)
         // Every message level can add at most one object and one array (a repeated field or map),
@@ -97,7 +97,9 @@ struct ProtoJSONParser {
     ) throws(IMCodecError) -> UnsafeMutableRawPointer {
         let info = descriptors.info(descriptor)
         guard depth <= maxDepth else {
-            throw error("messages nest deeper than maxDepth (\(maxDepth)) at \(info.fullName)", node: node)
+            throw IMCodecError(
+                code: .tooDeep, reason: "messages nest deeper than maxDepth (\(maxDepth)) at \(info.fullName)",
+                offset: tape.nodes[node].offset)
         }
         guard tape.nodes[node].kind == .object else {
             throw error("expected an object for \(info.fullName), found \(show(node))", node: node)
