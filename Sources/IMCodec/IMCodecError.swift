@@ -49,6 +49,9 @@ public struct IMCodecError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidArgument = Code(rawValue: "invalidArgument")
         /// Reading or writing a file or stream failed.
         public static let io = Code(rawValue: "io")
+        /// A frame stayed incomplete on a stream for longer than allowed (a stalled or trickling
+        /// peer; raised by IMCodecNIO's `FrameDeadlineHandler`).
+        public static let frameTimeout = Code(rawValue: "frameTimeout")
 
         public var description: String { rawValue }
     }

@@ -40,7 +40,3 @@ public struct FrameCodecOptions: Sendable, Hashable {
     }
 }
 
-extension IMCodecError.Code {
-    /// A frame stayed incomplete for longer than a ``FrameDeadlineHandler`` allows (a stalled or trickling peer).
-    public static let frameTimeout = IMCodecError.Code(rawValue: "frameTimeout")
-}

@@ -183,6 +183,31 @@ public struct FrameView: ~Copyable {
         return MessageElement.Content.Kind(rawValue: Int32(bitPattern: element.pointee.content_case.rawValue))
     }
 
+    /// The message a receipt, group read-member page, recall, edit or delete refers to (the first
+    /// one, for a delete), or `nil` for other payloads.
+    private var referencePointer: UnsafePointer<Imcodec__V1__MessageRef>? {
+        let f = frame.pointee
+        let pointer: UnsafeMutablePointer<Imcodec__V1__MessageRef>?
+        switch payloadKind {
+        case .receipt?: pointer = f.receipt?.pointee.message
+        case .groupReadMembers?: pointer = f.group_read_members?.pointee.message
+        case .recall?: pointer = f.recall?.pointee.message
+        case .edit?: pointer = f.edit?.pointee.message
+        case .delete?:
+            if let event = f.delete_, event.pointee.n_messages > 0 { pointer = event.pointee.messages[0] } else { pointer = nil }
+        default: pointer = nil
+        }
+        return pointer.map { UnsafePointer($0) }
+    }
+
+    /// The message a receipt, group read-member page, recall, edit or delete refers to (the first
+    /// one, for a delete), or `nil` for other payloads.
+    public var referencedMessage: MessageRef? { referencePointer.map { MessageRef(_c: $0) } }
+
+    /// The sender of the message a receipt, recall, edit or delete refers to: who a receipt goes
+    /// back to ("" when the payload refers to no message).
+    public var referencedSenderID: String { referencePointer.map { _CRead.string($0.pointee.sender_id) } ?? "" }
+
     /// The number of users a group message @-mentions.
     public var atUserCount: Int { message?.pointee.at?.pointee.n_user_ids ?? 0 }
 
