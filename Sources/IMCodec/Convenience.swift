@@ -106,6 +106,9 @@ extension Conversation {
 extension Message {
     /// A message from `sender` in `conversation` with the element chain `elements`.
     /// - Parameters:
+    ///   - sender: The sender's user id.
+    ///   - conversation: Where the message goes.
+    ///   - elements: The content, in display order.
     ///   - clientMsgID: The sender's id for the message; a random one when `nil`.
     ///   - clientTimeMs: The send time; now when `nil`.
     ///   - flags: Defaults to stored in history.
