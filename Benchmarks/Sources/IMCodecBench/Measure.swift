@@ -41,9 +41,9 @@ func median(_ values: [Double]) -> Double {
 /// How long and how often to measure.
 struct MeasureSettings {
     /// Repetitions per path; the table shows their median.
-    var repetitions = 7
+    var repetitions = 11
     /// Each repetition runs whole passes over the corpus for at least this long.
-    var minSecondsPerRepetition = 0.25
+    var minSecondsPerRepetition = 0.2
     /// Warm-up before the first repetition.
     var warmUpSeconds = 0.2
 }

@@ -32,8 +32,8 @@ func parseOptions() -> Options {
             options.settings.repetitions = 3
             options.settings.minSecondsPerRepetition = 0.05
             options.settings.warmUpSeconds = 0.05
-        case "--repetitions": options.settings.repetitions = max(1, Int(value(arg)) ?? 7)
-        case "--min-time": options.settings.minSecondsPerRepetition = Double(value(arg)) ?? 0.25
+        case "--repetitions": options.settings.repetitions = max(1, Int(value(arg)) ?? 11)
+        case "--min-time": options.settings.minSecondsPerRepetition = Double(value(arg)) ?? 0.2
         case "--frames": options.frames = max(1, Int(value(arg)) ?? 10_000)
         case "--seed": options.seed = UInt64(value(arg)) ?? options.seed
         case "--no-large": options.large = false
@@ -46,8 +46,8 @@ func parseOptions() -> Options {
                   --json FILE       also write the traffic corpus figures as a JSON array of
                                     {"path", "ns_per_msg", "mb_per_s", "mallocs_per_msg"}
                   --quick           3 short repetitions per path (a smoke run; figures are noisy)
-                  --repetitions N   timed repetitions per path, median reported (default 7)
-                  --min-time S      seconds per repetition, whole passes over the corpus (default 0.25)
+                  --repetitions N   timed repetitions per path, median reported (default 11)
+                  --min-time S      seconds per repetition, whole passes over the corpus (default 0.2)
                   --frames N        frames in the traffic corpus (default 10000)
                   --seed N          corpus seed (default 20251121)
                   --no-large        skip the large-frames corpus
