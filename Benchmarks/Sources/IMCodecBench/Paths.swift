@@ -165,6 +165,25 @@ enum Paths {
         return sum
     }
 
+    /// A reusable WireEncoder, returning a new array per message (like serializedBytes()).
+    static func imcodecWireEncoderArray(_ p: Prepared, _ encoder: WireEncoder) -> UInt64 {
+        var sum: UInt64 = 0
+        for frame in p.imcodecFrames {
+            let bytes = encoder.encode(frame)
+            sum &+= UInt64(bytes.count) &+ UInt64(bytes[0])
+        }
+        return sum
+    }
+
+    /// A reusable WireEncoder lending its buffer (what a server writing to a socket would use).
+    static func imcodecWireEncoderLent(_ p: Prepared, _ encoder: WireEncoder) -> UInt64 {
+        var sum: UInt64 = 0
+        for frame in p.imcodecFrames {
+            sum &+= encoder.withEncoded(frame) { UInt64($0.count) &+ UInt64($0[0]) }
+        }
+        return sum
+    }
+
     // MARK: swift-protobuf
 
     static func swiftProtobufDecode(_ p: Prepared) -> UInt64 {

@@ -93,6 +93,8 @@ enum PathName {
     static let routeBytes = "imcodec route, ids as bytes"
     static let decodeOneShot = "imcodec decode, one-shot init"
     static let unpackArena2 = "protobuf-c unpack arena 2 threads"
+    static let encodeWireEncoder = "imcodec encode, WireEncoder"
+    static let encodeWireEncoderLent = "imcodec encode, WireEncoder lent"
 }
 
 /// An arena for one thread's "protobuf-c unpack arena" loop, freed with the worker.
@@ -126,6 +128,12 @@ func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
         .decode, listed: false)
     add(singleThreaded(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
         .decode, listed: false)
+    let encoder = WireEncoder()
+    add(singleThreaded(PathName.encodeWireEncoder, corpus: c, settings: settings) { Paths.imcodecWireEncoderArray(p, encoder) },
+        .encode, listed: false)
+    add(singleThreaded(PathName.encodeWireEncoderLent, corpus: c, settings: settings) {
+        Paths.imcodecWireEncoderLent(p, encoder)
+    }, .encode, listed: false)
     // The control for the 2-thread row: pure C with no shared state scales as far as the machine lets it.
     add(multiThreaded(PathName.unpackArena2, threads: 2, corpus: c, settings: settings) {
         let box = ArenaBox()
@@ -265,6 +273,12 @@ func singlePass(_ name: String, _ p: Prepared) -> (() -> UInt64)? {
         return { Paths.imcodecDecode(p, decoder) }
     case PathName.decodeOneShot: return { Paths.imcodecDecodeOneShot(p) }
     case PathName.encode: return { Paths.imcodecEncode(p) }
+    case PathName.encodeWireEncoder:
+        let encoder = WireEncoder()
+        return { Paths.imcodecWireEncoderArray(p, encoder) }
+    case PathName.encodeWireEncoderLent:
+        let encoder = WireEncoder()
+        return { Paths.imcodecWireEncoderLent(p, encoder) }
     case PathName.spDecode: return { Paths.swiftProtobufDecode(p) }
     case PathName.spEncode: return { Paths.swiftProtobufEncode(p) }
     default: return nil
