@@ -8,7 +8,8 @@ named. Offsets come from a MARK placed in the piece tree (see generate_fixtures_
 Offset conventions (also in Fixtures/README.md): the offset is that of the first byte of the
 offending item:
 - a tag that cannot be read or is not allowed (truncated, over-long, field number 0 or > 2^29-1,
-  wire type 3/4/6/7), or a known field with the wrong wire type: the tag's first byte;
+  wire type 3/4/6/7): the tag's first byte (a known field with the wrong wire type is not an
+  error: it is kept as an unknown field, see the valid wire_type_mismatch_* cases);
 - a varint or fixed value that is over-long or cut short: the value's first byte;
 - a declared length that is too large or runs past the end of the input or of the enclosing
   message: the length prefix's first byte;
@@ -253,9 +254,9 @@ case("wire_type_4_end_group", "malformed",
      pieces=VERSION + [Field(10, envelope() + [MARK, tag(99, EGROUP)])])
 
 case("wire_type_3_on_known_field", "malformed",
-     "Message.elements (20) with wire type 3 (start group): 'malformed', not 'wireTypeMismatch', "
-     "because wire types 3, 4, 6 and 7 are rejected when the tag is read, before the field is "
-     "looked up. Offset: the tag's first byte.",
+     "Message.elements (20) with wire type 3 (start group): 'malformed', not kept as an unknown "
+     "field like a wire-type mismatch, because wire types 3, 4, 6 and 7 are rejected when the tag "
+     "is read, before the field is looked up. Offset: the tag's first byte.",
      pieces=VERSION + [Field(10, envelope() + [MARK, tag(20, SGROUP), tag(20, EGROUP)])])
 
 case("wire_type_6", "malformed",
@@ -402,33 +403,11 @@ case("oversize_nonempty_with_max_0", "tooLarge",
      "Offset: null.",
      data=build([u(1, 1)])[0], offset=None, options={"maxInputSize": 0})
 
-# --- wireTypeMismatch ---------------------------------------------------------------------------
-
-case("wire_type_mismatch_schema_version_len", "wireTypeMismatch",
-     "Frame.schema_version (field 1, uint32, wire type 0) sent length-delimited: 0x0A 0x01 0x01. "
-     "Offset: the tag.",
-     pieces=[MARK, tag(1, LEN), varint(1), b"\x01", u(2, 1)])
-
-case("wire_type_mismatch_message_varint", "wireTypeMismatch",
-     "Frame.message (field 10, a sub-message) sent as a varint: 0x50 0x01. Offset: the tag.",
-     pieces=VERSION + [MARK, tag(10, VARINT), b"\x01"])
-
-case("wire_type_mismatch_text_fixed32", "wireTypeMismatch",
-     "TextElement.text (a string) sent as fixed32 (tag 0x0D) inside an element chain. "
-     "Offset: the tag.",
-     pieces=VERSION + [Field(10, envelope() + [Field(20, [Field(1, [MARK, tag(1, I32),
-                                                                     b"abcd"])])])])
-
-case("wire_type_mismatch_longitude_varint", "wireTypeMismatch",
-     "LocationElement.longitude (a double, wire type 1) sent as a varint (tag 0x10). "
-     "Offset: the tag.",
-     pieces=VERSION + [Field(10, envelope() + [Field(20, [Field(7, [
-         s(1, "Tour Eiffel"), MARK, tag(2, VARINT), b"\x02", d(3, 48.858370)])])])])
-
-case("wire_type_mismatch_seq_fixed64", "wireTypeMismatch",
-     "Message.seq (uint64, wire type 0) sent as fixed64 (tag 0x19). Offset: the tag.",
-     pieces=VERSION + [Field(10, [s(1, "cli-7f3a9c2e-000a"), MARK, tag(3, I64),
-                                  b"\xb5\x0f\x00\x00\x00\x00\x00\x00"])])
+# --- wire-type mismatches ----------------------------------------------------------------------
+# A known field with the wrong wire type is not an error: IMCodec keeps it as an unknown field, as
+# Google's parsers do (the valid cases wire_type_mismatch_*.txtpb, encoded with future.proto's
+# Mismatch* helpers). Only a wire type that is not protobuf at all (3, 4, 6, 7) is rejected: see
+# "malformed" above.
 
 # --- unsupported (U+0000 in map strings) ---------------------------------------------------------
 

@@ -79,10 +79,26 @@
 // message (see singular_message_repeats), and U+0000 in a map key or value.
 //
 // Not checked: proto2 `required` fields (the schemas are proto3), enum values (open in proto3).
+//
+// imcodec_prescan_ex
+// ------------------
+// The same pass (scan_core), with two additions (see imcodec_prescan.h):
+// - IMCODEC_SCAN_MISMATCH_AS_UNKNOWN: a wire-type mismatch, and any unknown field numbered
+//   IMCODEC_WRAPPER_FIELD_NUMBER, is counted in wrap_count and skipped like an unknown field
+//   (never descended into, never counted as an occurrence of its known field, so it does not
+//   touch a oneof or the repeated-message check); transcode.c then wraps exactly those fields.
+// - The memory estimate ("Memory estimate" below), charged field by field and checked against
+//   max_memory after each field. It is compiled into a second instantiation of scan_core, used only
+//   when the input is long enough to pass max_memory at all (imcodec_scan_bound gives the most a
+//   byte of input can cost); shorter inputs, i.e. almost all IM frames with the default limits,
+//   take the instantiation without it.
 #include "imcodec_prescan.h"
 #include "imcodec_string_field.h"
 
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 // MARK: - UTF-8
 
@@ -179,6 +195,15 @@ static inline size_t utf8_scan(const uint8_t *s, size_t len, int reject_nul) {
 
 int imcodec_utf8_valid(const uint8_t *data, size_t len) {
     return utf8_scan(data, len, 0) == len;
+}
+
+long long imcodec_heap_bytes_in_use(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 info = mallinfo2();
+    return (long long)(info.uordblks + info.hblkhd);
+#else
+    return -1;
+#endif
 }
 
 // MARK: - Wire primitives
@@ -279,6 +304,82 @@ static inline const ProtobufCFieldDescriptor *find_field(const ProtobufCMessageD
     return protobuf_c_message_descriptor_get_field(desc, number);
 }
 
+// MARK: - Memory estimate
+
+#define R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+
+/// Bytes protobuf-c's arena gives one message: the struct, and the bitmap of required fields that
+/// protobuf_c_message_unpack allocates when it does not fit its 16 bytes on the stack.
+static inline size_t message_struct_bytes(const ProtobufCMessageDescriptor *desc) {
+    const size_t bitmap = (desc->n_fields + 7) / 8;
+    return R16(desc->sizeof_message) + (bitmap > 16 ? R16(bitmap) : 0);
+}
+
+/// Bytes of the ScannedMember slab protobuf_c_message_unpack allocates when it reads tag number
+/// `tags` (1, 2, ...) of a message, or 0. It keeps 16 members (32 bytes each) on the stack, then
+/// allocates slabs of 32, 64, 128, ... members: when tag 17, 49, 113, ... arrives, i.e. when
+/// tags + 15 is a power of two of at least 32, and the new slab holds tags + 15 members.
+static inline size_t slab_bytes_at(size_t tags) {
+    const size_t t = tags + 15;
+    return t >= 32 && (t & (t - 1)) == 0 ? 32 * t : 0;
+}
+
+/// Bytes of one element of a repeated field in protobuf-c's arrays (sizeof_elt_in_repeated_array).
+static inline size_t c_element_size(ProtobufCType type) {
+    switch (type) {
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return 8;
+    case PROTOBUF_C_TYPE_BYTES:
+        return 16;
+    default:
+        return 4;  // 32-bit types, enums, protobuf_c_boolean
+    }
+}
+
+/// Swift heap of a String or [UInt8] made from `n` bytes (see "Memory estimate").
+static inline size_t value_string_bytes(size_t n, int is_bytes) {
+    if (n == 0 || (!is_bytes && n <= 15)) {
+        return 0;  // the empty array, or a small string stored inline
+    }
+    return R16(n + 48);
+}
+
+/// The caller's cost of one element of a repeated field of message type `desc`.
+static inline size_t element_cost(const imcodec_scan_options *o, const ProtobufCMessageDescriptor *desc) {
+    size_t lo = 0;
+    size_t hi = o->element_cost_count;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const uintptr_t at = (uintptr_t)o->element_costs[mid].descriptor;
+        if (at == (uintptr_t)desc) {
+            return o->element_costs[mid].element_size;
+        }
+        if (at < (uintptr_t)desc) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return o->default_element_cost;
+}
+
+/// Bytes of a varint holding `v`.
+static inline size_t varint_size(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
 // MARK: - The pass
 
 typedef struct {
@@ -287,6 +388,10 @@ typedef struct {
     // Bit i: the singular message field descriptor->fields[i] has occurred in this message.
     // (Scripts/protoc-gen-imcodec-swift refuses schemas with messages of more than 64 fields.)
     uint64_t singular_messages_seen;
+    // Bit i: the repeated field descriptor->fields[i] has been charged its array (memory estimate).
+    uint64_t repeated_seen;
+    size_t tags;      // tags read in this message (protobuf-c's ScannedMembers)
+    size_t unknowns;  // unknown fields in this message (wrapped ones included)
 } scan_frame;
 
 // A singular message field that occurs twice must be merged (protobuf's rule for concatenated
@@ -297,7 +402,8 @@ typedef struct {
 static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescriptor *field) {
     const ProtobufCMessageDescriptor *desc = frame->descriptor;
     const size_t index = (size_t)(field - desc->fields);
-    if (field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+    if ((field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && frame->singular_messages_seen != 0) {
+        // (Nothing to reset while no message field has been seen: the common case.)
         for (unsigned i = 0; i < desc->n_fields && i < 64; i++) {
             if (i != index && (desc->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
                 desc->fields[i].quantifier_offset == field->quantifier_offset) {
@@ -316,24 +422,67 @@ static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescr
     return 0;
 }
 
-imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor,
-                                    const uint8_t *data, size_t len,
-                                    uint32_t max_depth, size_t max_fields) {
+/// Whether this is the first occurrence of repeated `field` in the message of `frame` (its array
+/// and the caller's array are charged once). Fields past the 64th always count as first.
+static inline int repeated_first(scan_frame *frame, const ProtobufCFieldDescriptor *field) {
+    const size_t index = (size_t)(field - frame->descriptor->fields);
+    if (index >= 64) {
+        return 1;
+    }
+    const uint64_t bit = (uint64_t)1 << index;
+    if (frame->repeated_seen & bit) {
+        return 0;
+    }
+    frame->repeated_seen |= bit;
+    return 1;
+}
+
+// Memory estimate: what each construct costs (arena = protobuf-c's arena, value = the caller's
+// heap; the constants of the Swift side are checked by HardeningTests and Fuzz/):
+//
+//   construct                        arena                              value
+//   message (each, top level too)    R16(sizeof_message)                -
+//   its tags (each occurrence)       ScannedMember slabs (slab_bytes_at) -
+//   its first unknown field          16 (array padding)                 64 (array header)
+//   each unknown field               24 + R16(bytes after the tag)      tag and value bytes
+//     ... wrapped (transcoded)       24 + R16(prefix + whole field)     (same)
+//   repeated field, first in msg     16 (array padding)                 48 (array header)
+//     each element                   its element size (4, 8, 16)        8 (scalar), 16 (string),
+//                                                                       element_cost (message)
+//   string / bytes of n bytes        R16(n) (n > 0)                     R16(n + 48) when heap
+//   map key / value (C string)       R16(n + 1)                         R16(n + 48) when n > 15
+//
+// where R16 rounds up to 16 (the arena's alignment), so `arena` is exact or above what protobuf-c
+// takes (by at most 15 bytes per array); every cost is charged when its field is read, so the scan
+// stops at the field where the estimate passes max_memory; the value side over-approximates Swift's allocations (String: 32-byte header + NUL,
+// heap only above 15 bytes; Array: 32-byte header; malloc's 8-byte chunk header, 16-byte steps).
+//
+// `estimate` is a constant in each instantiation (see imcodec_prescan_ex): without it, none of the
+// accounting is compiled in and the pass runs as fast as before the estimate existed.
+static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
+    const ProtobufCMessageDescriptor *descriptor, const uint8_t *data, size_t len,
+    const imcodec_scan_options *o, const int estimate) {
     imcodec_scan_result result;
     memset(&result, 0, sizeof result);
 
     scan_frame stack[IMCODEC_PRESCAN_DEPTH_CAP];
-    if (max_depth > IMCODEC_PRESCAN_DEPTH_CAP) {
-        max_depth = IMCODEC_PRESCAN_DEPTH_CAP;
-    }
+    const uint32_t max_depth = o->max_depth > IMCODEC_PRESCAN_DEPTH_CAP ? IMCODEC_PRESCAN_DEPTH_CAP : o->max_depth;
+    const size_t max_fields = o->max_fields;
+    const size_t max_memory = o->max_memory;
+    const int mismatch_as_unknown = (o->flags & IMCODEC_SCAN_MISMATCH_AS_UNKNOWN) != 0;
 
     const ProtobufCMessageDescriptor *cur = descriptor;  // == stack[depth - 1].descriptor
     size_t end = len;                                     // == stack[depth - 1].end
+    scan_frame *top = &stack[0];                          // == &stack[depth - 1]
     uint32_t depth = 1;
     uint32_t depth_seen = 1;
     size_t pos = 0;
     size_t count = 0;
     uint32_t number = 0;
+    size_t wraps = 0;
+    size_t messages = 0;
+    size_t arena = 0;  // memory estimate, see above
+    size_t value = 0;
 
     // Filled before `goto fail`.
     imcodec_scan_status status;
@@ -359,6 +508,19 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
     stack[0].descriptor = descriptor;
     stack[0].end = len;
     stack[0].singular_messages_seen = 0;
+    stack[0].repeated_seen = 0;
+    stack[0].tags = 0;
+    stack[0].unknowns = 0;
+    if (estimate) {
+        arena = message_struct_bytes(descriptor);
+    }
+
+#define CHECK_MEMORY(at)                                                                         \
+    do {                                                                                         \
+        if (estimate && arena + value > max_memory) {                                            \
+            FAIL(IMCODEC_SCAN_TOO_MUCH_MEMORY, (at), "the decoded message would take more than max_memory bytes"); \
+        }                                                                                        \
+    } while (0)
 
     for (;;) {
         if (pos == end) {
@@ -366,8 +528,9 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                 break;
             }
             depth--;
-            cur = stack[depth - 1].descriptor;
-            end = stack[depth - 1].end;
+            top = &stack[depth - 1];
+            cur = top->descriptor;
+            end = top->end;
             continue;
         }
 
@@ -422,10 +585,14 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
         if (++count > max_fields) {
             FAIL(IMCODEC_SCAN_TOO_MANY_FIELDS, tag_at, "more than max_fields fields");
         }
+        if (estimate) {
+            arena += slab_bytes_at(++top->tags);
+        }
 
         // -- Field and wire type --------------------------------------------------------------
         const ProtobufCFieldDescriptor *field = find_field(cur, number);
         unsigned expected = WT_NONE;
+        int wrap = 0;
         if (field != NULL) {
             if ((unsigned)field->type > PROTOBUF_C_TYPE_MESSAGE) {
                 FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at, "unknown field type in the descriptor");
@@ -433,13 +600,23 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
             expected = expected_wire_type[field->type];
             if (wire_type != expected &&
                 !(wire_type == WT_LEN && field->label == PROTOBUF_C_LABEL_REPEATED)) {
-                FAIL(IMCODEC_SCAN_WIRE_TYPE_MISMATCH, tag_at,
-                     mismatch_detail[wire_index(wire_type)][wire_index(expected)]);
-            }
-            if (singular_message_repeats(&stack[depth - 1], field)) {
+                if (!mismatch_as_unknown) {
+                    FAIL(IMCODEC_SCAN_WIRE_TYPE_MISMATCH, tag_at,
+                         mismatch_detail[wire_index(wire_type)][wire_index(expected)]);
+                }
+                // Kept as an unknown field, as Google's parsers do: imcodec_transcode wraps it.
+                if (find_field(cur, IMCODEC_WRAPPER_FIELD_NUMBER) != NULL) {
+                    FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
+                         "a wire type mismatch in a message that declares field 536870911");
+                }
+                field = NULL;
+                wrap = 1;
+            } else if (singular_message_repeats(top, field)) {
                 FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
                      "a singular sub-message occurs twice (merging it is not supported)");
             }
+        } else if (number == IMCODEC_WRAPPER_FIELD_NUMBER && mismatch_as_unknown) {
+            wrap = 1;  // so that every field of this number in the transcoded bytes is a wrapper
         }
 
         // -- Value ------------------------------------------------------------------------------
@@ -490,6 +667,11 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                 break;  // unknown: skipped, never descended into
             }
 
+            const int repeated = field->label == PROTOBUF_C_LABEL_REPEATED;
+            if (estimate && repeated && repeated_first(top, field)) {
+                arena += 16;
+                value += 48;
+            }
             switch (expected) {
             case WT_LEN:
                 if (field->type == PROTOBUF_C_TYPE_MESSAGE) {
@@ -500,10 +682,24 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                         FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at, "message field without a descriptor");
                     }
                     cur = field->descriptor;
+                    if (estimate) {
+                        arena += message_struct_bytes(cur);
+                        if (repeated) {
+                            arena += 8;
+                            value += element_cost(o, cur);
+                        }
+                    }
+                    messages++;
                     end = pos;
-                    stack[depth].descriptor = cur;
-                    stack[depth].end = end;
-                    stack[depth].singular_messages_seen = 0;
+                    top = &stack[depth];
+                    top->descriptor = cur;
+                    top->end = end;
+                    top->singular_messages_seen = 0;
+                    if (estimate) {
+                        top->repeated_seen = 0;
+                        top->tags = 0;
+                        top->unknowns = 0;
+                    }
                     depth++;
                     if (depth > depth_seen) {
                         depth_seen = depth;
@@ -520,11 +716,22 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                         FAIL(IMCODEC_SCAN_INVALID_UTF8, payload_at + bad,
                              "invalid UTF-8 in a map key or value");
                     }
-                } else if (imcodec_field_is_utf8_bytes(field)) {
-                    const size_t bad = utf8_scan(data + payload_at, n, 0);
-                    if (bad != n) {
-                        FAIL(IMCODEC_SCAN_INVALID_UTF8, payload_at + bad,
-                             "invalid UTF-8 in a string field");
+                    if (estimate) {
+                        arena += R16(n + 1) + (repeated ? 8 : 0);
+                        value += value_string_bytes(n, 0) + (repeated ? 16 : 0);
+                    }
+                } else {
+                    const int is_string = imcodec_field_is_utf8_bytes(field);
+                    if (is_string) {
+                        const size_t bad = utf8_scan(data + payload_at, n, 0);
+                        if (bad != n) {
+                            FAIL(IMCODEC_SCAN_INVALID_UTF8, payload_at + bad,
+                                 "invalid UTF-8 in a string field");
+                        }
+                    }
+                    if (estimate) {
+                        arena += R16(n) + (repeated ? 16 : 0);
+                        value += value_string_bytes(n, !is_string) + (repeated ? 16 : 0);
                     }
                 }
                 break;
@@ -549,18 +756,22 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                          size == 4 ? "packed fixed32 payload is not whole elements"
                                    : "packed fixed64 payload is not whole elements");
                 }
+                if (estimate) {
+                    arena += elements * c_element_size(field->type);
+                    value += elements * 8;
+                }
                 break;
             }
 
             default: {  // WT_VARINT: packed varints, each complete and at most 10 bytes
                 size_t p = payload_at;
-                int first = 1;
+                size_t elements = 0;
                 while (p < pos) {
                     const size_t element_at = p;
-                    if (!first && ++count > max_fields) {
+                    if (elements > 0 && ++count > max_fields) {
                         FAIL(IMCODEC_SCAN_TOO_MANY_FIELDS, element_at, "more than max_fields fields");
                     }
-                    first = 0;
+                    elements++;
                     const int vr = skip_varint(data, &p, pos);
                     if (vr != READ_OK) {
                         FAIL(IMCODEC_SCAN_MALFORMED, element_at,
@@ -568,15 +779,51 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
                                                  : "packed payload ends inside a varint");
                     }
                 }
+                if (estimate) {
+                    arena += elements * c_element_size(field->type);
+                    value += elements * 8;
+                }
                 break;
             }
             }
             break;
         }
         }
+
+        if (wrap) {
+            wraps++;
+        }
+        if (!estimate) {
+            continue;
+        }
+        if (field == NULL) {
+            // An unknown field: protobuf-c copies the bytes after the tag (for a wrapped field,
+            // the wrapper's length prefix and the whole original field); the value keeps the
+            // original field, tag included.
+            const size_t field_bytes = pos - tag_at;
+            const size_t kept = wrap ? varint_size(field_bytes) + field_bytes : pos - value_at;
+            if (top->unknowns++ == 0) {
+                arena += 16;
+                value += 64;
+            }
+            arena += 24 + R16(kept);
+            value += field_bytes;
+        } else if (wire_type != WT_LEN && field->label == PROTOBUF_C_LABEL_REPEATED) {
+            // One element of a repeated scalar that is not packed.
+            if (repeated_first(top, field)) {
+                arena += 16;
+                value += 48;
+            }
+            arena += c_element_size(field->type);
+            value += 8;
+        }
+        CHECK_MEMORY(tag_at);
     }
+
+    CHECK_MEMORY(0);  // an empty message (the top level's struct)
 #undef FAIL
 #undef ENDS
+#undef CHECK_MEMORY
 
     result.status = IMCODEC_SCAN_OK;
     result.offset = len;
@@ -585,15 +832,127 @@ imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor
     result.detail = NULL;
     result.field_count = count;
     result.max_depth_seen = depth_seen;
+    result.wrap_count = wraps;
+    result.message_count = messages;
+    result.arena_bytes = arena;
+    result.value_bytes = value;
+    result.estimated = estimate;
     return result;
 
 fail:
     result.status = status;
     result.offset = fail_at;
-    result.field_number = number;
+    result.field_number = status == IMCODEC_SCAN_TOO_MUCH_MEMORY ? 0 : number;
     result.message_name = cur != NULL ? cur->name : NULL;
     result.detail = detail;
     result.field_count = count;
     result.max_depth_seen = depth_seen;
+    result.wrap_count = wraps;
+    result.message_count = messages;
+    result.arena_bytes = arena;
+    result.value_bytes = value;
+    result.estimated = estimate;
     return result;
+}
+
+imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor,
+                                    const uint8_t *data, size_t len,
+                                    uint32_t max_depth, size_t max_fields) {
+    imcodec_scan_options options;
+    memset(&options, 0, sizeof options);
+    options.max_depth = max_depth;
+    options.max_fields = max_fields;
+    options.max_memory = SIZE_MAX;
+    return scan_core(descriptor, data, len, &options, 0);
+}
+
+/// Whether no input of `len` bytes can pass the memory limit: len * bytes_per_input_byte +
+/// fixed_bytes <= max_memory (see imcodec_scan_bound).
+static inline int cannot_pass_limit(const imcodec_scan_options *o, size_t len) {
+    if (o->bytes_per_input_byte == 0 || o->max_memory < o->fixed_bytes) {
+        return 0;
+    }
+    return len <= (o->max_memory - o->fixed_bytes) / o->bytes_per_input_byte;
+}
+
+imcodec_scan_result imcodec_prescan_ex(const ProtobufCMessageDescriptor *descriptor,
+                                       const uint8_t *data, size_t len,
+                                       const imcodec_scan_options *options) {
+    if (!(options->flags & IMCODEC_SCAN_ALWAYS_ESTIMATE) && cannot_pass_limit(options, len)) {
+        return scan_core(descriptor, data, len, options, 0);
+    }
+    return scan_core(descriptor, data, len, options, 1);
+}
+
+// MARK: - The bound
+
+/// The cost (arena + value) a field of `field`'s type can add for each of its bytes (at least 2:
+/// a tag and a value byte, or a tag and a length prefix), slabs not included; see "Memory estimate".
+static size_t field_cost_per_byte(const imcodec_scan_options *o, const ProtobufCFieldDescriptor *field) {
+    if (field->type == PROTOBUF_C_TYPE_MESSAGE && field->descriptor != NULL) {
+        size_t cost = message_struct_bytes(field->descriptor);
+        if (field->label == PROTOBUF_C_LABEL_REPEATED) {
+            cost += 8 + 16 + element_cost(o, field->descriptor) + 48;
+        }
+        return (cost + 1) / 2;
+    }
+    // A string or bytes field of n bytes: at most R16(n) + 16 + 16 in the arena and
+    // R16(n + 48) + 16 + 48 in the value, 2n + 174 bytes for n + 2 input bytes: at most 87 per byte.
+    // An unknown field of b >= 2 bytes (wrapped or not): 24 + R16(b + 5) + 16 + 64 + b <= 2b + 124,
+    // at most 64 per byte. A repeated scalar: 80 for 2 bytes. A packed element: 16 per byte.
+    return 96;
+}
+
+void imcodec_scan_bound(imcodec_scan_options *options, const ProtobufCMessageDescriptor *const *roots,
+                        size_t root_count) {
+    // Every message type reachable from the roots (a small schema: a fixed table, no heap).
+    enum { MAX_TYPES = 512 };
+    const ProtobufCMessageDescriptor *seen[MAX_TYPES];
+    size_t n_seen = 0;
+    size_t next = 0;
+    size_t per_byte = 96;
+    size_t largest_struct = 0;
+    for (size_t i = 0; i < root_count && n_seen < MAX_TYPES; i++) {
+        int known = 0;
+        for (size_t j = 0; j < n_seen; j++) {
+            known |= seen[j] == roots[i];
+        }
+        if (!known && roots[i] != NULL) {
+            seen[n_seen++] = roots[i];
+        }
+    }
+    while (next < n_seen) {
+        const ProtobufCMessageDescriptor *desc = seen[next++];
+        const size_t size = message_struct_bytes(desc);
+        if (size > largest_struct) {
+            largest_struct = size;
+        }
+        for (unsigned f = 0; f < desc->n_fields; f++) {
+            const ProtobufCFieldDescriptor *field = &desc->fields[f];
+            const size_t cost = field_cost_per_byte(options, field);
+            if (cost > per_byte) {
+                per_byte = cost;
+            }
+            if (field->type != PROTOBUF_C_TYPE_MESSAGE || field->descriptor == NULL) {
+                continue;
+            }
+            int known = 0;
+            for (size_t j = 0; j < n_seen; j++) {
+                known |= seen[j] == field->descriptor;
+            }
+            if (!known) {
+                if (n_seen == MAX_TYPES) {
+                    options->bytes_per_input_byte = 0;  // too many types: always estimate
+                    options->fixed_bytes = 0;
+                    return;
+                }
+                seen[n_seen++] = field->descriptor;
+            }
+        }
+    }
+    // ScannedMember slabs: under 64 t + 1024 bytes for a message of t >= 17 tags, so under 63
+    // bytes per tag, and a tag comes with at least 2 input bytes; 64 per byte covers them.
+    options->bytes_per_input_byte = 64 + per_byte;
+    // The top-level message's struct, and slack.
+    options->fixed_bytes = largest_struct + 1024;
 }

@@ -109,10 +109,14 @@ struct LimitTests {
         }
     }
 
-    @Test("a known field with the wrong wire type is reported")
+    @Test("a known field with the wrong wire type is kept as an unknown field, as Google's parsers do")
     func wireTypeMismatch() throws {
-        // Frame.schema_version (uint32) sent length-delimited.
-        #expect(code([0x0A, 0x01, 0x00])?.code == .wireTypeMismatch)
+        // Frame.schema_version (uint32) sent length-delimited (see HardeningTests for more).
+        #expect(code([0x0A, 0x01, 0x00]) == nil)
+        let frame = try Frame(serializedBytes: [0x0A, 0x01, 0x00])
+        #expect(frame.schemaVersion == 0)
+        #expect(frame.unknownFields.bytes == [0x0A, 0x01, 0x00])
+        #expect(frame.serializedBytes() == [0x0A, 0x01, 0x00])
     }
 
     @Test("U+0000 in a map value is unsupported (protobuf-c keeps map strings as C strings)")

@@ -14,6 +14,18 @@
 // - the number of fields (each occurrence, each packed element) at most `max_fields`;
 // - a known field must arrive with its declared wire type (or packed, for repeated scalars);
 // - a singular sub-message must not occur twice in one message (protobuf-c 1.4.1 merges wrongly).
+//
+// imcodec_prescan_ex (what IMCodec decodes with) adds two things:
+//
+// - With IMCODEC_SCAN_MISMATCH_AS_UNKNOWN, a known field with the wrong wire type is not an error
+//   but an unknown field, as in Google's parsers (upb, C++, Java). protobuf-c rejects such input,
+//   so the caller rewrites it first with imcodec_transcode (imcodec_transcode.h): `wrap_count`
+//   says how many fields need it (0: decode the input as it is).
+// - A memory estimate: an upper bound of the bytes protobuf-c will take from its arena for this
+//   input (`arena_bytes`) plus the heap the caller's value will take (`value_bytes`, from a cost
+//   model the caller describes), checked against `max_memory` as the scan goes (TOO_MUCH_MEMORY at
+//   the field where the sum passes it). So an input whose decoded form would be too large is
+//   refused before anything is allocated. See prescan.c, "Memory estimate", for the model.
 #ifndef IMCODEC_PRESCAN_H
 #define IMCODEC_PRESCAN_H
 
@@ -46,7 +58,54 @@ typedef enum {
     /// Well-formed input protobuf-c cannot decode faithfully: U+0000 in a map key or value (kept as
     /// C strings), or a singular sub-message that occurs twice (protobuf-c merges it incorrectly).
     IMCODEC_SCAN_UNSUPPORTED = 7,
+    /// The memory estimate passes max_memory (imcodec_prescan_ex only).
+    IMCODEC_SCAN_TOO_MUCH_MEMORY = 8,
 } imcodec_scan_status;
+
+/// imcodec_scan_options.flags: a known field with the wrong wire type counts in `wrap_count`
+/// instead of failing with WIRE_TYPE_MISMATCH; so does a field numbered
+/// IMCODEC_WRAPPER_FIELD_NUMBER (see imcodec_transcode.h). Also makes any message that declares
+/// that number UNSUPPORTED when something in it would need wrapping.
+#define IMCODEC_SCAN_MISMATCH_AS_UNKNOWN 1u
+
+/// imcodec_scan_options.flags: compute the memory estimate even when the input is too short to pass
+/// max_memory (see imcodec_scan_options.bytes_per_input_byte).
+#define IMCODEC_SCAN_ALWAYS_ESTIMATE 2u
+
+/// The field number imcodec_transcode wraps fields in: 2^29-1, the largest legal one, which no
+/// IMCodec schema uses.
+#define IMCODEC_WRAPPER_FIELD_NUMBER 536870911u
+
+/// What one element of a repeated message field costs the caller's value, beyond what its own
+/// fields cost (for Swift: the array stride of the element type).
+typedef struct {
+    const ProtobufCMessageDescriptor *descriptor;
+    size_t element_size;
+} imcodec_element_cost;
+
+/// Options of imcodec_prescan_ex.
+typedef struct {
+    /// As imcodec_prescan's max_depth (at most IMCODEC_PRESCAN_DEPTH_CAP is honoured).
+    uint32_t max_depth;
+    /// IMCODEC_SCAN_* flags.
+    uint32_t flags;
+    /// As imcodec_prescan's max_fields.
+    size_t max_fields;
+    /// Most bytes arena_bytes + value_bytes may reach; SIZE_MAX for no limit.
+    size_t max_memory;
+    /// Element costs of repeated message fields, sorted by descriptor address (may be NULL).
+    const imcodec_element_cost *element_costs;
+    size_t element_cost_count;
+    /// The element cost of a message type not in element_costs (protobuf-c map entries: a Swift
+    /// dictionary slot).
+    size_t default_element_cost;
+    /// An upper bound of the estimate per input byte, and its constant part (set by
+    /// imcodec_scan_bound; 0: unknown). An input with len * bytes_per_input_byte + fixed_bytes <=
+    /// max_memory cannot pass the limit, so it is scanned without the estimate, exactly as fast as
+    /// imcodec_prescan (arena_bytes and value_bytes are then 0 and `estimated` is 0).
+    size_t bytes_per_input_byte;
+    size_t fixed_bytes;
+} imcodec_scan_options;
 
 typedef struct {
     imcodec_scan_status status;
@@ -62,6 +121,17 @@ typedef struct {
     size_t field_count;
     /// The deepest nesting reached.
     uint32_t max_depth_seen;
+    /// imcodec_prescan_ex: fields imcodec_transcode must wrap (0 without
+    /// IMCODEC_SCAN_MISMATCH_AS_UNKNOWN). Counted up to the end, or up to the problem.
+    size_t wrap_count;
+    /// Known sub-message occurrences descended into (the top-level message not included).
+    size_t message_count;
+    /// Upper bound of the bytes protobuf_c_message_unpack takes from an imcodec_arena.
+    size_t arena_bytes;
+    /// Estimate of the heap of the caller's value (cost model in prescan.c).
+    size_t value_bytes;
+    /// Whether arena_bytes and value_bytes were computed.
+    int estimated;
 } imcodec_scan_result;
 
 /// Checks `data[0..<len]` as an encoding of `descriptor` (see the header comment for the rules).
@@ -69,6 +139,51 @@ typedef struct {
 imcodec_scan_result imcodec_prescan(const ProtobufCMessageDescriptor *descriptor,
                                     const uint8_t *data, size_t len,
                                     uint32_t max_depth, size_t max_fields);
+
+/// imcodec_prescan with options: the same checks, plus the flags, the memory estimate and the
+/// counts of imcodec_scan_result. With flags 0, max_memory SIZE_MAX and no element costs it fails
+/// exactly where imcodec_prescan does.
+imcodec_scan_result imcodec_prescan_ex(const ProtobufCMessageDescriptor *descriptor,
+                                       const uint8_t *data, size_t len,
+                                       const imcodec_scan_options *options);
+
+/// Sets options->bytes_per_input_byte and fixed_bytes for every message type reachable from
+/// roots[0..<root_count] (with options' element costs): no input of those types has an estimate
+/// above len * bytes_per_input_byte + fixed_bytes. Computed once; no heap.
+void imcodec_scan_bound(imcodec_scan_options *options, const ProtobufCMessageDescriptor *const *roots,
+                        size_t root_count);
+
+// MARK: - Transcoding (transcode.c)
+
+typedef enum {
+    IMCODEC_TRANSCODE_OK = 0,
+    /// A transcoded sub-message or wrapper would be longer than 2^31-1 bytes (protobuf-c's limit).
+    IMCODEC_TRANSCODE_TOO_LARGE = 1,
+    /// The input is not what imcodec_prescan_ex accepted (a broken invariant: never on valid use).
+    IMCODEC_TRANSCODE_INTERNAL = 2,
+} imcodec_transcode_status;
+
+/// Pass 1 of the rewrite that lets protobuf-c unpack input with wire-type mismatches (see
+/// transcode.c): every field the pre-scan counted in `wrap_count` becomes a length-delimited field
+/// numbered IMCODEC_WRAPPER_FIELD_NUMBER whose payload is the original field (tag and value), and
+/// every enclosing length prefix is recomputed. Call it only on input that imcodec_prescan_ex
+/// accepted with IMCODEC_SCAN_MISMATCH_AS_UNKNOWN and the same descriptor; `sizes` must hold the
+/// scan's `message_count` entries. Sets *out_len to the length of the rewritten input.
+imcodec_transcode_status imcodec_transcode_size(const ProtobufCMessageDescriptor *descriptor,
+                                                const uint8_t *data, size_t len,
+                                                uint32_t *sizes, size_t message_count,
+                                                size_t *out_len);
+
+/// Pass 2: writes the rewritten input into out[0..<out_len], with `sizes` and `out_len` from pass 1.
+imcodec_transcode_status imcodec_transcode_write(const ProtobufCMessageDescriptor *descriptor,
+                                                 const uint8_t *data, size_t len,
+                                                 const uint32_t *sizes, size_t message_count,
+                                                 uint8_t *out, size_t out_len);
+
+/// Bytes the C allocator has handed out and not taken back (glibc: mallinfo2's uordblks + hblkhd),
+/// or -1 where that is not known. For the tests that measure the memory estimate against the
+/// real heap; not used when decoding.
+long long imcodec_heap_bytes_in_use(void);
 
 /// Whether `data[0..<len]` is valid UTF-8 (RFC 3629).
 int imcodec_utf8_valid(const uint8_t *data, size_t len);

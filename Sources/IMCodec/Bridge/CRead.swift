@@ -73,17 +73,55 @@ enum _CRead {
     }
 
     /// The unknown fields protobuf-c kept, as wire bytes (tag, then the value as it came).
+    ///
+    /// A field numbered `IMCODEC_WRAPPER_FIELD_NUMBER` is a wrapper made by imcodec_transcode (see
+    /// ``WireCodec``): its payload is a whole original field (a known field that came with the
+    /// wrong wire type, or a genuine field of that number), written back as it was. The pre-scan
+    /// sends every input holding such a number through the transcoder, so a field of that number
+    /// here is always a wrapper.
     static func unknownFields(_ base: ProtobufCMessage) -> UnknownFields {
         guard base.n_unknown_fields > 0, let fields = base.unknown_fields else { return UnknownFields() }
-        var bytes: [UInt8] = []
-        for i in 0..<Int(base.n_unknown_fields) {
+        let count = Int(base.n_unknown_fields)
+        // Exactly sized (the pre-scan's memory estimate counts on it).
+        var total = 0
+        for i in 0..<count {
             let field = fields[i]
+            if let payload = wrapped(field) {
+                total += payload.count
+            } else {
+                total += WireFormat.varintSize(UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue)) + field.len
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(total)
+        for i in 0..<count {
+            let field = fields[i]
+            if let payload = wrapped(field) {
+                bytes.append(contentsOf: payload)
+                continue
+            }
             WireFormat.appendVarint(UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue), to: &bytes)
             if field.len > 0, let data = field.data {
                 bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: field.len))
             }
         }
         return UnknownFields(bytes: bytes)
+    }
+
+    /// The original field inside a wrapper (its bytes after the wrapper's length prefix), or nil
+    /// when `field` is not a wrapper.
+    @inline(__always)
+    private static func wrapped(_ field: ProtobufCMessageUnknownField) -> UnsafeBufferPointer<UInt8>? {
+        guard field.tag == IMCODEC_WRAPPER_FIELD_NUMBER, field.wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED,
+              let data = field.data
+        else { return nil }
+        var prefix = 0
+        while prefix < field.len, prefix < 5 {
+            let byte = data[prefix]
+            prefix += 1
+            if byte < 0x80 { return UnsafeBufferPointer(start: data + prefix, count: field.len - prefix) }
+        }
+        return nil
     }
 }
 

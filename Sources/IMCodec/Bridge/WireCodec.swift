@@ -3,7 +3,23 @@ import CProtobufC
 
 /// The one path from bytes to Swift values:
 ///
-///     bytes ──size check──▶ imcodec_prescan ──▶ protobuf_c_message_unpack(arena) ──▶ Swift value
+///     bytes ──size check──▶ imcodec_prescan_ex ──▶ protobuf_c_message_unpack(arena) ──▶ Swift value
+///                                │ wire-type mismatches (rare)       ▲
+///                                └──▶ imcodec_transcode ─────────────┘
+///
+/// The pre-scan (Sources/CIMCodecRuntime/prescan.c) checks the bytes without allocating and
+/// estimates what decoding them will take: protobuf-c's arena and the Swift value. Input whose
+/// estimate passes ``DecodingOptions/maxDecodedMemory`` fails there, before anything is allocated;
+/// otherwise the arena is created at the estimated size and capped at it, so a decode never holds
+/// more than the input plus that limit (see HardeningTests "heap bound").
+///
+/// A known field that arrives with the wrong wire type is kept as an unknown field, as Google's
+/// parsers do. protobuf-c 1.4.1 would reject the message, so such input (the pre-scan counts these
+/// fields in `wrap_count`) is first rewritten by imcodec_transcode (Sources/CIMCodecRuntime/
+/// transcode.c) into the arena: each such field wrapped in a field numbered
+/// `IMCODEC_WRAPPER_FIELD_NUMBER`, which ``_CRead/unknownFields(_:)`` unwraps again. Input without
+/// mismatches (the fast path) is unpacked where it is. Errors always carry offsets into the
+/// original input: every check runs on it, before any rewriting.
 ///
 /// (Encoding is generated Swift: see ``_WireWriter``.)
 enum WireCodec {
@@ -11,9 +27,15 @@ enum WireCodec {
     static func decode<M: IMCodecMessage, Bytes: Collection>(
         _ type: M.Type, from bytes: Bytes, options: DecodingOptions
     ) throws(IMCodecError) -> M where Bytes.Element == UInt8 {
-        let arena = try _Arena(firstBlockSize: min(max(bytes.count * 4, 1 << 10), 64 << 10))
-        return try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> M in
-            let message = try unpack(M._protobufCDescriptor, buffer, options: options, arena: arena)
+        try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> M in
+            let descriptor = M._protobufCDescriptor
+            let scan = try self.scan(descriptor, buffer, options: options)
+            // With the estimate: one block that holds everything protobuf-c will allocate (the
+            // estimate is an upper bound; the rare transcoded input borrows more blocks). Without
+            // (the input is too short to pass the limit): a block that usually suffices.
+            let arena = try _Arena(
+                firstBlockSize: scan.estimated != 0 ? max(scan.arena_bytes, 256) : min(max(buffer.count * 4, 1 << 10), 64 << 10))
+            let message = try unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
             return M(_protobufCMessage: message)
         }
     }
@@ -22,34 +44,121 @@ enum WireCodec {
     static func unpack(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena
     ) throws(IMCodecError) -> _ProtobufCMessage {
+        let scan = try self.scan(descriptor, buffer, options: options)
+        return try unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+    }
+
+    /// The pre-scan of `buffer` with `options`; throws its error.
+    static func scan(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
+        alwaysEstimate: Bool = false
+    ) throws(IMCodecError) -> imcodec_scan_result {
         guard buffer.count <= options.maxInputSize else {
             throw .tooLarge("the input is \(buffer.count) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
         }
-        // protobuf-c reads nothing when the length is 0, but wants a non-NULL pointer.
-        var empty: UInt8 = 0
-        return try withUnsafeMutablePointer(to: &empty) { (emptyPointer) throws(IMCodecError) -> _ProtobufCMessage in
-            let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(emptyPointer)
-            let depth = UInt32(clamping: min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap))
-            let scan = imcodec_prescan(descriptor.pointer, base, buffer.count, depth, max(options.maxFieldCount, 0))
-            if scan.status != IMCODEC_SCAN_OK {
-                throw error(for: scan, options: options)
+        var scanOptions = _ValueCost.scanOptions
+        scanOptions.max_depth = UInt32(clamping: min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap))
+        scanOptions.max_fields = max(options.maxFieldCount, 0)
+        scanOptions.max_memory = options.decodedMemoryLimit(forInputSize: buffer.count)
+        if alwaysEstimate { scanOptions.flags |= IMCODEC_SCAN_ALWAYS_ESTIMATE }
+        let scan = withBase(buffer) { imcodec_prescan_ex(descriptor.pointer, $0, buffer.count, &scanOptions) }
+        if scan.status != IMCODEC_SCAN_OK {
+            throw error(for: scan, options: options, inputSize: buffer.count)
+        }
+        return scan
+    }
+
+    /// Unpacks `buffer`, which `scan` accepted, into `arena` (transcoding it first when it has
+    /// wire-type mismatches).
+    static func unpack(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
+        options: DecodingOptions, arena: _Arena
+    ) throws(IMCodecError) -> _ProtobufCMessage {
+        let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
+        // The estimate bounds protobuf-c's allocations; the cap makes that a guarantee (a little
+        // slack for the arena's alignment of the first allocation). Without the estimate the input
+        // cannot pass the limit (imcodec_scan_bound), which is then the cap.
+        let cap = scan.estimated != 0 ? scan.arena_bytes &+ 64 : limit
+        arena.setMaxBytes(cap)
+        guard scan.wrap_count > 0 else {
+            let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
+            return try result(unpacked, arena: arena, scan: scan)
+        }
+
+        // The slow path: rewrite into the arena, then unpack the rewritten bytes. The rewritten
+        // copy counts against the limit too, so the estimate is needed here.
+        let scan = scan.estimated != 0 ? scan : try self.scan(descriptor, buffer, options: options, alwaysEstimate: true)
+        let messageCount = scan.message_count
+        let (sizeBytes, overflow) = messageCount.multipliedReportingOverflow(by: MemoryLayout<UInt32>.stride)
+        guard !overflow else { throw memoryError(limit) }
+        arena.setMaxBytes(Int.max)
+        let sizes = try allocate(sizeBytes, in: arena, limit: limit).bindMemory(to: UInt32.self, capacity: messageCount)
+        var length = 0
+        var status = withBase(buffer) { imcodec_transcode_size(descriptor.pointer, $0, buffer.count, sizes, messageCount, &length) }
+        try check(status)
+        // The rewritten copy counts against the limit too.
+        let needed = scan.arena_bytes + scan.value_bytes + sizeBytes + length
+        guard needed <= limit else { throw memoryError(limit) }
+        let rewritten = try allocate(length, in: arena, limit: limit).bindMemory(to: UInt8.self, capacity: length)
+        status = withBase(buffer) {
+            imcodec_transcode_write(descriptor.pointer, $0, buffer.count, sizes, messageCount, rewritten, length)
+        }
+        try check(status)
+        arena.setMaxBytes(arena.bytesUsed &+ scan.arena_bytes &+ 64)
+        let unpacked = protobuf_c_message_unpack(descriptor.pointer, arena.allocator, length, rewritten)
+        return try result(unpacked, arena: arena, scan: scan)
+    }
+
+    private static func result(
+        _ unpacked: UnsafeMutablePointer<ProtobufCMessage>?, arena: _Arena, scan: imcodec_scan_result
+    ) throws(IMCodecError) -> _ProtobufCMessage {
+        guard let unpacked else {
+            if arena.limitHit {
+                // Only if the estimate were wrong: a bug (the fuzz targets check for it).
+                throw IMCodecError(
+                    code: .memoryLimitExceeded,
+                    reason: scan.estimated != 0
+                        ? "protobuf-c needed more than the pre-scan's estimate of \(scan.arena_bytes) bytes"
+                        : "decoding needs more than maxDecodedMemory bytes")
             }
-            arena.setMaxBytes(options.decodedMemoryLimit(forInputSize: buffer.count))
-            guard let message = protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, base) else {
-                if arena.limitHit {
-                    let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
-                    throw IMCodecError(
-                        code: .memoryLimitExceeded,
-                        reason: "decoding needs more than \(limit) bytes (maxDecodedMemory)")
-                }
-                throw .malformed("protobuf-c rejected input that passed the pre-scan")
-            }
-            return _ProtobufCMessage(message)
+            throw .malformed("protobuf-c rejected input that passed the pre-scan")
+        }
+        return _ProtobufCMessage(unpacked)
+    }
+
+    private static func allocate(_ size: Int, in arena: _Arena, limit: Int) throws(IMCodecError) -> UnsafeMutableRawPointer {
+        guard let pointer = imcodec_arena_alloc(arena.raw, size) else {
+            if arena.limitHit { throw memoryError(limit) }
+            throw .outOfMemory("cannot allocate \(size) bytes")
+        }
+        return pointer
+    }
+
+    private static func check(_ status: imcodec_transcode_status) throws(IMCodecError) {
+        switch status {
+        case IMCODEC_TRANSCODE_OK: return
+        case IMCODEC_TRANSCODE_TOO_LARGE:
+            throw .tooLarge("keeping a wire-type mismatch as an unknown field makes a sub-message longer than 2^31-1 bytes")
+        default:
+            throw .malformed("the input changed while it was decoded, or the pre-scan and the transcoder disagree")
         }
     }
 
+    private static func memoryError(_ limit: Int) -> IMCodecError {
+        IMCodecError(code: .memoryLimitExceeded, reason: "decoding needs more than \(limit) bytes (maxDecodedMemory)")
+    }
+
+    /// Calls `body` with the buffer's first byte, or a pointer to a zero byte when it is empty
+    /// (protobuf-c reads nothing when the length is 0, but wants a non-NULL pointer).
+    @inline(__always)
+    private static func withBase<R>(_ buffer: UnsafeRawBufferPointer, _ body: (UnsafePointer<UInt8>) -> R) -> R {
+        if let base = buffer.baseAddress { return body(base.assumingMemoryBound(to: UInt8.self)) }
+        var empty: UInt8 = 0
+        return withUnsafePointer(to: &empty) { body($0) }
+    }
+
     /// The error for a failed pre-scan.
-    static func error(for scan: imcodec_scan_result, options: DecodingOptions) -> IMCodecError {
+    static func error(for scan: imcodec_scan_result, options: DecodingOptions, inputSize: Int = 0) -> IMCodecError {
         let code: IMCodecError.Code
         switch scan.status {
         case IMCODEC_SCAN_TRUNCATED: code = .truncated
@@ -59,6 +168,7 @@ enum WireCodec {
         case IMCODEC_SCAN_TOO_MANY_FIELDS: code = .tooManyFields
         case IMCODEC_SCAN_WIRE_TYPE_MISMATCH: code = .wireTypeMismatch
         case IMCODEC_SCAN_UNSUPPORTED: code = .unsupported
+        case IMCODEC_SCAN_TOO_MUCH_MEMORY: code = .memoryLimitExceeded
         default: code = .malformed
         }
         var reason = scan.detail.map { String(cString: $0) } ?? "invalid input"
@@ -66,6 +176,8 @@ enum WireCodec {
             reason += " (maxDepth \(min(options.maxDepth, DecodingOptions.maxDepthCap)))"
         } else if scan.status == IMCODEC_SCAN_TOO_MANY_FIELDS {
             reason += " (maxFieldCount \(options.maxFieldCount))"
+        } else if scan.status == IMCODEC_SCAN_TOO_MUCH_MEMORY {
+            reason = "decoding needs more than \(options.decodedMemoryLimit(forInputSize: inputSize)) bytes (maxDecodedMemory)"
         }
         if let name = scan.message_name {
             reason += scan.field_number > 0
