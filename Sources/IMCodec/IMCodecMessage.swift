@@ -38,17 +38,35 @@ extension IMCodecMessage {
     ///   - serializedBytes: The wire bytes of exactly one message.
     ///   - options: Limits for hostile input.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    @inlinable
+    public init(serializedBytes: [UInt8], options: DecodingOptions = DecodingOptions()) throws(IMCodecError) {
+        let scope = try _DecodeScope(Self._protobufCDescriptor, serializedBytes, options: options)
+        self.init(_protobufCMessage: scope.message)
+        withExtendedLifetime(scope) {}
+    }
+
+    /// Decodes a message from any collection of bytes (`Data`, `ArraySlice<UInt8>`, ...); see
+    /// ``init(serializedBytes:options:)-([UInt8],_)``.
+    /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    @inlinable
     public init<Bytes: Collection>(serializedBytes: Bytes, options: DecodingOptions = DecodingOptions())
     throws(IMCodecError) where Bytes.Element == UInt8 {
-        self = try WireCodec.decode(Self.self, from: serializedBytes, options: options)
+        let scope = try _DecodeScope(Self._protobufCDescriptor, serializedBytes, options: options)
+        self.init(_protobufCMessage: scope.message)
+        withExtendedLifetime(scope) {}
     }
 
     /// Encodes the message to canonical protobuf wire bytes: fields in number order, map entries
     /// sorted by the UTF-8 of their keys, proto3 defaults omitted (but -0.0 kept), unknown fields
     /// last — the bytes Google's deterministic serializer writes. Encoding cannot fail.
+    @inlinable
     public func serializedBytes() -> [UInt8] {
-        var writer = _WireWriter()
-        _encode(to: &writer)
-        return writer.bytes
+        // Encode into a stack buffer and copy out once: one allocation, exactly sized, for any
+        // message up to 2 KiB; larger ones move to the heap as they grow.
+        withUnsafeTemporaryAllocation(byteCount: 2048, alignment: 16) { scratch in
+            var writer = _WireWriter(scratch: scratch)
+            _encode(to: &writer)
+            return writer.bytes
+        }
     }
 }

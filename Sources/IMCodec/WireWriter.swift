@@ -12,6 +12,8 @@ public struct _WireWriter: ~Copyable {
     private var buffer: UnsafeMutableRawPointer
     private var capacity: Int
     private var start: Int
+    /// Whether `buffer` is ours to grow and free (else it is a caller's scratch buffer).
+    private var owned: Bool
 
     /// Creates a writer with room for `capacity` bytes before it first grows.
     init(capacity: Int = 256) {
@@ -19,9 +21,26 @@ public struct _WireWriter: ~Copyable {
         buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         self.capacity = capacity
         start = capacity
+        owned = true
     }
 
-    deinit { buffer.deallocate() }
+    /// Creates a writer that fills `scratch` first (no allocation) and moves to the heap only if
+    /// the message outgrows it. `scratch` must outlive the writer.
+    @usableFromInline
+    init(scratch: UnsafeMutableRawBufferPointer) {
+        if let base = scratch.baseAddress, scratch.count >= 16 {
+            buffer = base
+            capacity = scratch.count
+            owned = false
+        } else {
+            capacity = 256
+            buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+            owned = true
+        }
+        start = capacity
+    }
+
+    deinit { if owned { buffer.deallocate() } }
 
     /// Bytes written so far.
     public var count: Int { capacity - start }
@@ -34,8 +53,17 @@ public struct _WireWriter: ~Copyable {
         try body(UnsafeRawBufferPointer(start: buffer + start, count: count))
     }
 
-    /// The bytes written, as an array.
-    var bytes: [UInt8] { withBytes { Array($0) } }
+    /// The bytes written, as an array (one allocation, exactly sized).
+    @usableFromInline
+    var bytes: [UInt8] {
+        let count = count
+        return [UInt8](unsafeUninitializedCapacity: count) { array, initialized in
+            if count > 0, let base = array.baseAddress {
+                UnsafeMutableRawPointer(base).copyMemory(from: buffer + start, byteCount: count)
+            }
+            initialized = count
+        }
+    }
 
     @inline(__always)
     private mutating func reserve(_ n: Int) {
@@ -50,10 +78,11 @@ public struct _WireWriter: ~Copyable {
         while newCapacity - used < n { newCapacity *= 2 }
         let newBuffer = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
         (newBuffer + (newCapacity - used)).copyMemory(from: buffer + start, byteCount: used)
-        buffer.deallocate()
+        if owned { buffer.deallocate() }
         buffer = newBuffer
         capacity = newCapacity
         start = newCapacity - used
+        owned = true
     }
 
     /// Writes `value` as a varint in front of what is written.

@@ -140,7 +140,8 @@ struct RelayTests {
     }
 
     private func login(_ group: MultiThreadedEventLoopGroup) async throws {
-        try await withRelay({ $0.loginTimeout = .milliseconds(300) }) { server in
+        // Long enough that a loaded CI machine writes the first frame before the timeout fires.
+        try await withRelay({ $0.loginTimeout = .milliseconds(1_500) }) { server in
             let eager = try await RawClient.connect(to: server, group: group)
             try await eager.write(frame: Frame(Message.c2cText(from: "x", to: "y", "hi")))
             #expect(await eager.closedByPeer(within: 5))

@@ -31,7 +31,14 @@ public final class WireDecoder {
         self.firstBlockSize = max(arenaBlockSize, 1 << 10)
     }
 
-    private func withArena<R>(_ body: (_Arena) throws(IMCodecError) -> R) throws(IMCodecError) -> R {
+    // The entry points below are @inlinable so that the conversion to `M` (or the call of `body`)
+    // is specialized in the caller's module; the work with C pointers stays behind these two
+    // non-generic functions. `_unpack` leaves the message in the arena until `_reset`.
+
+    /// Implementation detail: checks and unpacks `buffer` into the arena.
+    @usableFromInline
+    func _unpack(_ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer) throws(IMCodecError)
+    -> _ProtobufCMessage {
         let arena: _Arena
         if let existing = self.arena {
             arena = existing
@@ -39,34 +46,97 @@ public final class WireDecoder {
             arena = try _Arena(firstBlockSize: firstBlockSize)
             self.arena = arena
         }
-        defer { arena.reset() }
-        return try body(arena)
+        do {
+            return try WireCodec.unpack(descriptor, buffer, options: options, arena: arena)
+        } catch {
+            arena.reset()
+            throw error
+        }
     }
+
+    /// Implementation detail: checks and unpacks `bytes` into the arena.
+    @usableFromInline
+    func _unpack(_ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8]) throws(IMCodecError) -> _ProtobufCMessage {
+        var failure: IMCodecError?
+        let message: _ProtobufCMessage? = bytes.withUnsafeBytes { raw in
+            do throws(IMCodecError) {
+                return try _unpack(descriptor, raw)
+            } catch {
+                failure = error
+                return nil
+            }
+        }
+        guard let message else { throw failure ?? .malformed("the input could not be read") }
+        return message
+    }
+
+    /// Implementation detail: checks and unpacks any collection of bytes (copied when it is not
+    /// contiguous).
+    @usableFromInline
+    func _unpack<Bytes: Collection>(_ descriptor: _ProtobufCDescriptor, _ bytes: Bytes) throws(IMCodecError)
+    -> _ProtobufCMessage where Bytes.Element == UInt8 {
+        try withContiguousBytes(bytes) { (raw) throws(IMCodecError) in try _unpack(descriptor, raw) }
+    }
+
+    /// Implementation detail: forgets the last unpacked message.
+    @usableFromInline
+    func _reset() { arena?.reset() }
 
     /// Decodes one message of type `type`.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    @inlinable
+    public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from bytes: [UInt8]) throws(IMCodecError) -> M {
+        let message = try _unpack(M._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return M(_protobufCMessage: message)
+    }
+
+    /// Decodes one message of type `type` from raw memory (a NIO `ByteBuffer`'s readable bytes).
+    /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    @inlinable
+    public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from buffer: UnsafeRawBufferPointer)
+    throws(IMCodecError) -> M {
+        let message = try _unpack(M._protobufCDescriptor, buffer)
+        defer { _reset() }
+        return M(_protobufCMessage: message)
+    }
+
+    /// Decodes one message of type `type` from any collection of bytes.
+    /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    @inlinable
     public func decode<M: IMCodecMessage, Bytes: Collection>(_ type: M.Type = M.self, from bytes: Bytes)
     throws(IMCodecError) -> M where Bytes.Element == UInt8 {
-        try withArena { (arena) throws(IMCodecError) -> M in
-            try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> M in
-                M(_protobufCMessage: try WireCodec.unpack(M._protobufCDescriptor, buffer, options: options, arena: arena))
-            }
-        }
+        let message = try _unpack(M._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return M(_protobufCMessage: message)
     }
 
     /// Decodes a ``Frame`` and passes a read-only view of it to `body`, without building Swift values
     /// for the parts `body` does not read. The view cannot leave `body` (it is non-copyable and
     /// borrowed), so nothing can reach the arena after the call.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withFrameView<R>(_ bytes: [UInt8], _ body: (borrowing FrameView) throws -> R) throws -> R {
+        let message = try _unpack(Frame._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(FrameView(_message: message))
+    }
+
+    /// ``withFrameView(_:_:)-([UInt8],_)`` over raw memory (a NIO `ByteBuffer`'s readable bytes).
+    @inlinable
+    public func withFrameView<R>(_ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView) throws -> R) throws -> R {
+        let message = try _unpack(Frame._protobufCDescriptor, buffer)
+        defer { _reset() }
+        return try body(FrameView(_message: message))
+    }
+
+    /// ``withFrameView(_:_:)-([UInt8],_)`` over any collection of bytes.
+    @inlinable
     public func withFrameView<Bytes: Collection, R>(_ bytes: Bytes, _ body: (borrowing FrameView) throws -> R) throws -> R
     where Bytes.Element == UInt8 {
-        try withArena { (arena) throws(IMCodecError) -> Result<R, any Error> in
-            try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> Result<R, any Error> in
-                let message = try WireCodec.unpack(Frame._protobufCDescriptor, buffer, options: options, arena: arena)
-                let view = FrameView(message.pointer(to: Imcodec__V1__Frame.self))
-                return Result { try body(view) }
-            }
-        }.get()
+        let message = try _unpack(Frame._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(FrameView(_message: message))
     }
 }
 
@@ -79,9 +149,19 @@ extension WireDecoder: Sendable {}
 ///
 /// It exists only inside ``WireDecoder/withFrameView(_:_:)``.
 public struct FrameView: ~Copyable {
-    private let frame: UnsafePointer<Imcodec__V1__Frame>
+    @usableFromInline let frame: UnsafePointer<Imcodec__V1__Frame>
 
-    fileprivate init(_ frame: UnsafePointer<Imcodec__V1__Frame>) { self.frame = frame }
+    /// Implementation detail: a view of a frame unpacked by a ``WireDecoder``.
+    @usableFromInline
+    init(_message message: _ProtobufCMessage) { frame = message.pointer(to: Imcodec__V1__Frame.self) }
+
+    @inline(__always)
+    private func withBytes<R>(_ data: ProtobufCBinaryData?, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard let data, data.len > 0, let base = data.data else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return try body(UnsafeRawBufferPointer(start: base, count: data.len))
+    }
 
     /// The writer's schema version.
     public var schemaVersion: UInt32 { frame.pointee.schema_version }
@@ -140,10 +220,26 @@ public struct FrameView: ~Copyable {
     /// Calls `body` with the target id's UTF-8 bytes, without making a String (for routing tables
     /// keyed by bytes). The buffer is valid only during the call.
     public func withTargetIDBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard let c = conversationPointer, c.pointee.target_id.len > 0, let data = c.pointee.target_id.data else {
-            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
-        }
-        return try body(UnsafeRawBufferPointer(start: data, count: c.pointee.target_id.len))
+        try withBytes(conversationPointer?.pointee.target_id, body)
+    }
+
+    /// Calls `body` with the UTF-8 of ``senderID`` (no String, no allocation); valid only during the call.
+    public func withSenderIDBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withBytes(message?.pointee.sender_id, body)
+    }
+
+    /// Calls `body` with the UTF-8 of ``clientMsgID`` (no String, no allocation); valid only during the call.
+    public func withClientMsgIDBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let m = message { return try withBytes(m.pointee.client_msg_id, body) }
+        if payloadKind == .sendAck, let ack = frame.pointee.send_ack { return try withBytes(ack.pointee.client_msg_id, body) }
+        return try withBytes(nil, body)
+    }
+
+    /// Calls `body` with the UTF-8 of ``serverMsgUID`` (no String, no allocation); valid only during the call.
+    public func withServerMsgUIDBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let m = message { return try withBytes(m.pointee.server_msg_uid, body) }
+        if payloadKind == .sendAck, let ack = frame.pointee.send_ack { return try withBytes(ack.pointee.server_msg_uid, body) }
+        return try withBytes(nil, body)
     }
 
     /// The whole conversation as a value, or `nil` when the payload has none.

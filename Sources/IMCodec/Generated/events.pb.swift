@@ -445,9 +445,9 @@ extension DeleteEvent {
             w.writeVarint(UInt64(bitPattern: Int64(self.scope.rawValue)))
             w.writeVarint(16)
         }
-        for element in self.messages.reversed() {
+        for i in stride(from: self.messages.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.messages[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(10)
         }
@@ -612,9 +612,9 @@ extension HistoryResponse {
             w.writeString(self.nextCursor)
             w.writeVarint(26)
         }
-        for element in self.messages.reversed() {
+        for i in stride(from: self.messages.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.messages[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(18)
         }

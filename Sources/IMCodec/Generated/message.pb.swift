@@ -1151,8 +1151,8 @@ extension AtInfo {
             w.writeVarint(self.atAll ? 1 : 0)
             w.writeVarint(16)
         }
-        for element in self.userIDs.reversed() {
-            w.writeString(element)
+        for i in stride(from: self.userIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.userIDs[i])
             w.writeVarint(10)
         }
     }
@@ -1203,9 +1203,9 @@ extension Message {
             w.writeVarint(UInt64(self.editVersion))
             w.writeVarint(168)
         }
-        for element in self.elements.reversed() {
+        for i in stride(from: self.elements.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.elements[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(162)
         }
@@ -1253,8 +1253,8 @@ extension Message {
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(106)
         }
-        for element in self.targetReceivers.reversed() {
-            w.writeString(element)
+        for i in stride(from: self.targetReceivers.count - 1, through: 0, by: -1) {
+            w.writeString(self.targetReceivers[i])
             w.writeVarint(98)
         }
         if self.flags != 0 {
@@ -1443,9 +1443,9 @@ extension ImageElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
-        for element in self.images.reversed() {
+        for i in stride(from: self.images.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.images[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(18)
         }
@@ -1651,20 +1651,20 @@ extension GroupTipsElement {
             w.writeVarint(UInt64(self.memberCount))
             w.writeVarint(56)
         }
-        for element in self.memberChanges.reversed() {
+        for i in stride(from: self.memberChanges.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.memberChanges[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(50)
         }
-        for element in self.groupChanges.reversed() {
+        for i in stride(from: self.groupChanges.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.groupChanges[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(42)
         }
-        for element in self.memberIDs.reversed() {
-            w.writeString(element)
+        for i in stride(from: self.memberIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.memberIDs[i])
             w.writeVarint(34)
         }
         if !self.operatorID.isEmpty {
@@ -1717,9 +1717,9 @@ extension MergerElement {
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(42)
         }
-        for element in self.messages.reversed() {
+        for i in stride(from: self.messages.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.messages[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(34)
         }
@@ -1727,8 +1727,8 @@ extension MergerElement {
             w.writeString(self.compatibleText)
             w.writeVarint(26)
         }
-        for element in self.abstracts.reversed() {
-            w.writeString(element)
+        for i in stride(from: self.abstracts.count - 1, through: 0, by: -1) {
+            w.writeString(self.abstracts[i])
             w.writeVarint(18)
         }
         if !self.title.isEmpty {
@@ -1743,9 +1743,9 @@ extension MergerPayload {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
-        for element in self.messages.reversed() {
+        for i in stride(from: self.messages.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.messages[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(10)
         }

@@ -211,15 +211,15 @@ extension ReceiptBatch {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
-        for element in self.c2cReadReceipts.reversed() {
+        for i in stride(from: self.c2cReadReceipts.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.c2cReadReceipts[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(18)
         }
-        for element in self.receipts.reversed() {
+        for i in stride(from: self.receipts.count - 1, through: 0, by: -1) {
             let mark = w.count
-            element._encode(to: &w)
+            self.receipts[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(10)
         }
@@ -239,8 +239,8 @@ extension GroupReadMembers {
             w.writeVarint(UInt64(self.nextSeq))
             w.writeVarint(32)
         }
-        for element in self.memberIDs.reversed() {
-            w.writeString(element)
+        for i in stride(from: self.memberIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.memberIDs[i])
             w.writeVarint(26)
         }
         if self.read {
