@@ -62,8 +62,9 @@ extension IMCodecMessage {
     @inlinable
     public func serializedBytes() -> [UInt8] {
         // Encode into a stack buffer and copy out once: one allocation, exactly sized, for any
-        // message up to 2 KiB; larger ones move to the heap as they grow.
-        withUnsafeTemporaryAllocation(byteCount: 2048, alignment: 16) { scratch in
+        // message up to 1 KiB (the most the standard library always places on the stack); larger
+        // ones move to the heap as they grow.
+        withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 16) { scratch in
             var writer = _WireWriter(scratch: scratch)
             _encode(to: &writer)
             return writer.bytes

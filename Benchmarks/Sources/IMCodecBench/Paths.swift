@@ -89,15 +89,16 @@ enum Paths {
     // MARK: IMCodec
 
     /// The routing fast path as a router uses it: kind, conversation, target, sender, ids, seq,
-    /// flags and element kinds, the ids as Strings (what FrameView offers for them).
+    /// flags and element kinds, the ids read as bytes (FrameView's with...Bytes accessors: what a
+    /// router keys its tables by; no String, no allocation).
     @inline(__always)
     static func route(_ view: borrowing FrameView) -> UInt64 {
         var h = UInt64(view.payloadKind?.rawValue ?? 0)
         h &+= UInt64(bitPattern: Int64(view.conversationType.rawValue)) &* 3
         h &+= view.withTargetIDBytes { UInt64($0.count) &* 31 &+ UInt64($0.first ?? 0) }
-        h &+= UInt64(view.senderID.utf8.count) &* 5
-        h &+= UInt64(view.clientMsgID.utf8.count) &* 7
-        h &+= UInt64(view.serverMsgUID.utf8.count) &* 11
+        h &+= view.withSenderIDBytes { UInt64($0.count) &* 5 &+ UInt64($0.last ?? 0) }
+        h &+= view.withClientMsgIDBytes { UInt64($0.count) &* 7 &+ UInt64($0.first ?? 0) }
+        h &+= view.withServerMsgUIDBytes { UInt64($0.count) &* 11 &+ UInt64($0.first ?? 0) }
         h &+= view.seq
         h &+= UInt64(view.messageFlags.rawValue) &* 13
         let n = view.elementCount
@@ -106,12 +107,16 @@ enum Paths {
         return h
     }
 
-    /// The same facts without making a String: the target as bytes, no sender or message ids.
+    /// The same facts with the sender and message ids made into Strings (FrameView's String
+    /// accessors): shows what the Strings cost.
     @inline(__always)
-    static func routeBytesOnly(_ view: borrowing FrameView) -> UInt64 {
+    static func routeWithStrings(_ view: borrowing FrameView) -> UInt64 {
         var h = UInt64(view.payloadKind?.rawValue ?? 0)
         h &+= UInt64(bitPattern: Int64(view.conversationType.rawValue)) &* 3
         h &+= view.withTargetIDBytes { UInt64($0.count) &* 31 &+ UInt64($0.first ?? 0) }
+        h &+= UInt64(view.senderID.utf8.count) &* 5
+        h &+= UInt64(view.clientMsgID.utf8.count) &* 7
+        h &+= UInt64(view.serverMsgUID.utf8.count) &* 11
         h &+= view.seq
         h &+= UInt64(view.messageFlags.rawValue) &* 13
         let n = view.elementCount
@@ -128,10 +133,10 @@ enum Paths {
         return sum
     }
 
-    static func imcodecRouteBytesOnly(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
+    static func imcodecRouteWithStrings(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
         var sum: UInt64 = 0
         for frame in p.corpus.frames {
-            sum &+= try! decoder.withFrameView(frame) { routeBytesOnly($0) }
+            sum &+= try! decoder.withFrameView(frame) { routeWithStrings($0) }
         }
         return sum
     }

@@ -90,7 +90,7 @@ enum PathName {
     static let spDecode = "swift-protobuf decode"
     static let spEncode = "swift-protobuf encode"
     static let route2 = "imcodec route 2 threads"
-    static let routeBytes = "imcodec route, ids as bytes"
+    static let routeStrings = "imcodec route, ids as Strings"
     static let decodeOneShot = "imcodec decode, one-shot init"
     static let unpackArena2 = "protobuf-c unpack arena 2 threads"
     static let encodeWireEncoder = "imcodec encode, WireEncoder"
@@ -124,7 +124,7 @@ func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
         let decoder = WireDecoder()
         return { Paths.imcodecRoute(p, decoder) }
     }, .decode)
-    add(singleThreaded(PathName.routeBytes, corpus: c, settings: settings) { Paths.imcodecRouteBytesOnly(p, decoder) },
+    add(singleThreaded(PathName.routeStrings, corpus: c, settings: settings) { Paths.imcodecRouteWithStrings(p, decoder) },
         .decode, listed: false)
     add(singleThreaded(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
         .decode, listed: false)
@@ -265,9 +265,9 @@ func singlePass(_ name: String, _ p: Prepared) -> (() -> UInt64)? {
     case PathName.route, PathName.route2:
         let decoder = WireDecoder()
         return { Paths.imcodecRoute(p, decoder) }
-    case PathName.routeBytes:
+    case PathName.routeStrings:
         let decoder = WireDecoder()
-        return { Paths.imcodecRouteBytesOnly(p, decoder) }
+        return { Paths.imcodecRouteWithStrings(p, decoder) }
     case PathName.decode:
         let decoder = WireDecoder()
         return { Paths.imcodecDecode(p, decoder) }
