@@ -1,0 +1,32 @@
+// swift-tools-version: 6.0
+// IMCodec's fuzz targets (libFuzzer) and the heap probe: a separate package so the library's own
+// build stays lean. Build and run them with `Fuzz/run` (see Fuzz/README.md), which also fetches
+// protobuf-c's source and points the build at an instrumented copy of it.
+import PackageDescription
+
+let imcodec = Target.Dependency.product(name: "IMCodec", package: "IMCodec")
+
+// The library under test: this checkout (".."), or another one named by IMCODEC_FUZZ_LIBRARY (an
+// absolute path; `Fuzz/run --heap` only, to compare the heap of two versions).
+let libraryPath = Context.environment["IMCODEC_FUZZ_LIBRARY"].flatMap { $0.isEmpty ? nil : $0 } ?? ".."
+
+let package = Package(
+    name: "IMCodecFuzz",
+    dependencies: [
+        .package(name: "IMCodec", path: libraryPath),
+    ],
+    targets: [
+        // The sanitizer allocator's statistics, when the build has AddressSanitizer.
+        .target(name: "FuzzSupport"),
+        // Frame from arbitrary bytes: every decoding path, re-encoding, routing view, JSON, memory.
+        .executableTarget(name: "FuzzBinaryDecode", dependencies: [imcodec, "FuzzSupport"]),
+        // Frame(jsonString:) on arbitrary text, and the round trips of what parses.
+        .executableTarget(name: "FuzzJSONDecode", dependencies: [imcodec, "FuzzSupport"]),
+        // Delimited.Reader<Frame> over arbitrary bytes.
+        .executableTarget(name: "FuzzDelimited", dependencies: [imcodec, "FuzzSupport"]),
+        // Counts live heap bytes and their peak (interposes malloc; never linked into the fuzzers).
+        .target(name: "HeapCounter"),
+        // Measures the peak heap of decoding adversarial and realistic inputs (Fuzz/run --heap).
+        .executableTarget(name: "HeapProbe", dependencies: [imcodec, "HeapCounter"]),
+    ]
+)

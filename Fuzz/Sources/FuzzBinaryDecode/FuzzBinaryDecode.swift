@@ -1,0 +1,24 @@
+// libFuzzer target: Frame(serializedBytes:) on arbitrary bytes. Every decoding path agrees, what
+// decodes re-encodes stably, the routing view matches the full decode, JSON printed from the bytes
+// and from the value agree, and the memory estimate bounds what decoding takes (the Swift value's
+// heap measured with AddressSanitizer's allocator statistics). See FuzzChecks.binaryDecode.
+import FuzzSupport
+@_spi(Hardening) import IMCodec
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sanitizer allocator's live bytes, when the build has AddressSanitizer.
+let allocatedBytes: (@Sendable () -> Int)? = fuzz_allocated_bytes() >= 0 ? { @Sendable in Int(fuzz_allocated_bytes()) } : nil
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
+    if let problem = FuzzChecks.binaryDecode(bytes, allocatedBytes: allocatedBytes) {
+        var line = "FuzzBinaryDecode: \(problem)\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+        abort()
+    }
+    return 0
+}

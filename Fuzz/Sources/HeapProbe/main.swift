@@ -1,0 +1,144 @@
+// The heap probe: the peak heap of decoding adversarial and realistic inputs, measured by counting
+// every malloc and free of the process (HeapCounter interposes the allocator). Run it with
+// `Fuzz/run --heap`; it prints one line per input and exits 1 when a decode's peak passes the bound
+//
+//     peak heap during the decode - heap before it (the input already allocated)
+//         <= maxDecodedMemory (default 16 x input + 1 MiB) + 64 KiB
+//
+// Only public API is used for the measured decode, so the probe also builds against an older
+// checkout of the library (IMCODEC_FUZZ_LIBRARY=/path Fuzz/run --heap) for a before/after table.
+import Foundation
+import HeapCounter
+import IMCodec
+
+func varint(_ value: UInt64) -> [UInt8] {
+    var v = value
+    var out: [UInt8] = []
+    while v >= 0x80 {
+        out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+        v >>= 7
+    }
+    out.append(UInt8(v))
+    return out
+}
+
+func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] { varint(number << 3 | 2) + varint(UInt64(payload.count)) + payload }
+
+func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(piece.count * count)
+    for _ in 0..<count { out += piece }
+    return out
+}
+
+/// The adversarial families of HardeningTests, `size` bytes each.
+func families(size: Int) -> [(String, [UInt8])] {
+    [
+        ("empty map entries", field(10, repeated([0x82, 0x01, 0x00], (size - 8) / 3))),
+        ("unknown varints", repeated([0x18, 0x00], size / 2)),
+        ("empty repeated strings", field(10, repeated([0x62, 0x00], (size - 8) / 2))),
+        ("repeated 16-byte strings", field(10, repeated([0x62, 0x10] + Array("0123456789abcdef".utf8), (size - 8) / 18))),
+        ("empty sub-messages", field(32, repeated([0x12, 0x00], (size - 8) / 2))),
+        ("empty elements", field(10, repeated([0xA2, 0x01, 0x00], (size - 8) / 3))),
+        ("wire-type mismatches", repeated([0x0A, 0x00], size / 2)),
+    ]
+}
+
+/// A history page of realistic messages of about `size` bytes (texts, ids, conversations).
+func historyPage(bytes size: Int) -> [UInt8] {
+    var page = HistoryResponse()
+    page.conversation = .group("@TGS#2J4SZEAEL")
+    var total = 0
+    var i = 0
+    while total < size {
+        var message = Message.groupText(
+            from: "user_\(10_000 + i % 97)", group: "@TGS#2J4SZEAEL",
+            i % 3 == 0 ? "好的，明天见 🙂 message \(i)" : "see you tomorrow at the usual place, message number \(i)",
+            clientMsgID: "cli-7f3a9c2e-\(i)")
+        message.serverMsgUID = "144115233874815003-1732190200-\(i)"
+        message.seq = UInt64(4000 + i)
+        message.serverTimeMs = 1_732_190_200_000 + Int64(i)
+        message.senderNickname = "Li Lei"
+        total += message.serializedBytes().count + 3
+        page.messages.append(message)
+        i += 1
+    }
+    return Frame(.historyResponse(page)).serializedBytes()
+}
+
+struct Row {
+    let name: String
+    let input: Int
+    let result: String
+    let peak: Int
+    let retained: Int
+    let limit: Int
+}
+
+/// Decodes `bytes` once and measures the peak heap above what was live before.
+func measure(_ name: String, _ bytes: [UInt8], options: DecodingOptions = DecodingOptions(), limit: Int? = nil) -> Row {
+    // Warm up (Swift runtime metadata, lazily created tables), then measure a fresh decode.
+    if bytes.count <= 1 << 16 { _ = try? Frame(serializedBytes: bytes, options: options) }
+    let before = heap_counter_live()
+    heap_counter_reset_peak()
+    var retained = 0
+    let result: String
+    do {
+        let frame = try Frame(serializedBytes: bytes, options: options)
+        retained = Int(heap_counter_live() - before)
+        result = "decoded"
+        withExtendedLifetime(frame) {}
+    } catch {
+        result = error.code.rawValue
+    }
+    let peak = Int(heap_counter_peak() - before)
+    return Row(name: name, input: bytes.count, result: result, peak: peak, retained: retained,
+               limit: limit ?? 16 * bytes.count + (1 << 20))
+}
+
+func mib(_ bytes: Int) -> String { String(format: "%.2f", Double(bytes) / 1_048_576) }
+
+guard heap_counter_is_active() != 0 else {
+    FileHandle.standardError.write(Data("heap-probe: the allocator is not interposed; cannot measure\n".utf8))
+    exit(2)
+}
+
+var rows: [Row] = []
+let mebibyte = 1 << 20
+for (name, bytes) in families(size: mebibyte) {
+    rows.append(measure("\(name), 1 MiB", bytes))
+}
+for (name, bytes) in families(size: 64 << 10) {
+    rows.append(measure("\(name), 64 KiB, no limit", bytes, options: DecodingOptions(maxDecodedMemory: Int.max / 4), limit: Int.max))
+}
+rows.append(measure("empty sub-messages, 24 KiB", field(32, repeated([0x12, 0x00], 12 << 10))))
+rows.append(measure("empty elements, 64 KiB", field(10, repeated([0xA2, 0x01, 0x00], 21 << 10))))
+rows.append(measure("history page, 64 KiB", historyPage(bytes: 64 << 10)))
+rows.append(measure("history page, 1 MiB", historyPage(bytes: mebibyte)))
+rows.append(measure("history page, 4 MiB", historyPage(bytes: 4 * mebibyte)))
+if let path = CommandLine.arguments.dropFirst().first {
+    let folder = URL(fileURLWithPath: path)
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: path))?.sorted() ?? [] where name.hasSuffix(".binpb") {
+        if let data = try? Data(contentsOf: folder.appendingPathComponent(name)), data.count >= 4 << 10 {
+            rows.append(measure("fixture \(name)", [UInt8](data)))
+        }
+    }
+}
+
+print("input                                          bytes  result               peak heap  peak/input  value kept  limit (16x+1MiB)  within")
+var failures = 0
+for row in rows {
+    let within = row.limit == Int.max ? "-" : (row.peak <= row.limit + (64 << 10) ? "yes" : "NO")
+    if within == "NO" { failures += 1 }
+    let ratio = String(format: "%.1fx", Double(row.peak) / Double(max(row.input, 1)))
+    let limit = row.limit == Int.max ? "none" : mib(row.limit) + " MiB"
+    print(row.name.padding(toLength: 44, withPad: " ", startingAt: 0),
+          String(row.input).leftPadded(8), " ", row.result.padding(toLength: 19, withPad: " ", startingAt: 0),
+          (mib(row.peak) + " MiB").leftPadded(10), ratio.leftPadded(10), (mib(row.retained) + " MiB").leftPadded(11),
+          limit.leftPadded(17), within.leftPadded(7))
+}
+exit(failures == 0 ? 0 : 1)
+
+extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}
