@@ -147,7 +147,7 @@ extension WireDecoder: Sendable {}
 /// (kind, conversation, sender, ids, flags, element kinds) read straight from protobuf-c's structs.
 /// ``materialize()`` builds the full Swift value when it is needed.
 ///
-/// It exists only inside ``WireDecoder/withFrameView(_:_:)``.
+/// It exists only inside ``WireDecoder/withFrameView(_:_:)-([UInt8],_)``.
 public struct FrameView: ~Copyable {
     @usableFromInline let frame: UnsafePointer<Imcodec__V1__Frame>
 
