@@ -88,6 +88,9 @@ final class LoadClientHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
+    /// Drops the context, which holds this handler: keeping it would leak both (a retain cycle).
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
     func channelActive(context: ChannelHandlerContext) {
         context.writeAndFlush(wrapOutboundOut(RelayProtocol.loginFrame(plan.user(index))), promise: nil)
         context.fireChannelActive()
