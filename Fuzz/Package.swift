@@ -28,5 +28,7 @@ let package = Package(
         .target(name: "HeapCounter"),
         // Measures the peak heap of decoding adversarial and realistic inputs (Fuzz/run --heap).
         .executableTarget(name: "HeapProbe", dependencies: [imcodec, "HeapCounter"]),
+        // Decode throughput, to compare two versions of the library (Fuzz/run --bench).
+        .executableTarget(name: "DecodeBench", dependencies: [imcodec]),
     ]
 )
