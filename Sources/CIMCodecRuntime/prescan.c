@@ -611,12 +611,14 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
                 }
                 field = NULL;
                 wrap = 1;
+                wraps++;
             } else if (singular_message_repeats(top, field)) {
                 FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
                      "a singular sub-message occurs twice (merging it is not supported)");
             }
         } else if (number == IMCODEC_WRAPPER_FIELD_NUMBER && mismatch_as_unknown) {
             wrap = 1;  // so that every field of this number in the transcoded bytes is a wrapper
+            wraps++;
         }
 
         // -- Value ------------------------------------------------------------------------------
@@ -790,9 +792,6 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
         }
         }
 
-        if (wrap) {
-            wraps++;
-        }
         if (!estimate) {
             continue;
         }
