@@ -157,6 +157,11 @@ public enum FuzzChecks {
             if accounting.wrappedFields == 0, accounting.arenaBytesUsed > accounting.estimatedArenaBytes {
                 return "protobuf-c used \(accounting.arenaBytesUsed) arena bytes, estimate \(accounting.estimatedArenaBytes)"
             }
+            let bound = DecodeProbe.bound
+            if accounting.estimatedArenaBytes + accounting.estimatedValueBytes > bytes.count * bound.perByte + bound.fixed {
+                return "the estimate passes the bound that lets short inputs skip it"
+            }
+            if value.serializedBytes() != encoded { return "decoding with the estimate gives another frame" }
             if let allocatedBytes, after - before > accounting.estimatedValueBytes + 512 {
                 // Once more: the first decode may have filled the Swift runtime's caches.
                 let before2 = allocatedBytes()
@@ -202,6 +207,12 @@ public enum FuzzChecks {
             return "ProtoJSON prints what Frame(serializedBytes:) rejects: \(error)"
         } catch {
             if let problem = compare("ProtoJSON.jsonString(fromBinary:)", error) { return problem }
+        }
+        do {
+            _ = try DecodeProbe.decode(Frame.self, from: bytes)
+            return "decoding with the estimate accepts what Frame(serializedBytes:) rejects: \(error)"
+        } catch {
+            if let problem = compare("decoding with the estimate", error) { return problem }
         }
         return nil
     }
