@@ -13,7 +13,7 @@
 //
 //   input:        ... [tag 1/LEN][len][ "x" ] ...              Frame.schema_version (a varint
 //                                                               field) sent length-delimited
-//   transcoded:   ... [tag 536870911/LEN][len = 4][tag 1/LEN][len]["x"] ...
+//   transcoded:   ... [tag 536870911/LEN][len = 3][tag 1/LEN][len]["x"] ...
 //
 // Wrapping makes a field longer, so every enclosing message's length prefix changes (and may
 // itself grow by a byte, which changes its parent, and so on).
