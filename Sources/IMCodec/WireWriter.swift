@@ -57,6 +57,9 @@ public struct _WireWriter: ~Copyable {
     @usableFromInline
     var bytes: [UInt8] {
         let count = count
+        // (Never `unsafeUninitializedCapacity: 0`: the standard library then writes the count into
+        // the shared empty-array singleton, a data race ThreadSanitizer reports.)
+        if count == 0 { return [] }
         return [UInt8](unsafeUninitializedCapacity: count) { array, initialized in
             if count > 0, let base = array.baseAddress {
                 UnsafeMutableRawPointer(base).copyMemory(from: buffer + start, byteCount: count)
