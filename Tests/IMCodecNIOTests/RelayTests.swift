@@ -140,15 +140,17 @@ struct RelayTests {
     }
 
     private func login(_ group: MultiThreadedEventLoopGroup) async throws {
-        // Long enough that a loaded CI machine writes the first frame before the timeout fires.
-        try await withRelay({ $0.loginTimeout = .milliseconds(1_500) }) { server in
+        // A generous login timeout here, so that even a slow machine (or ThreadSanitizer) writes
+        // the first frame before the timeout could fire: this relay must close for notLoggedIn.
+        try await withRelay({ $0.loginTimeout = .seconds(30) }) { server in
             let eager = try await RawClient.connect(to: server, group: group)
             try await eager.write(frame: Frame(Message.c2cText(from: "x", to: "y", "hi")))
-            #expect(await eager.closedByPeer(within: 5))
+            #expect(await eager.closedByPeer(within: 20))
             #expect(eager.collector.errorCode == "notLoggedIn")
-
+        }
+        try await withRelay({ $0.loginTimeout = .milliseconds(300) }) { server in
             let silent = try await RawClient.connect(to: server, group: group)
-            #expect(await silent.closedByPeer(within: 5))
+            #expect(await silent.closedByPeer(within: 20))
             #expect(silent.collector.errorCode == "loginTimeout")
         }
     }
