@@ -29,7 +29,22 @@ func page(_ size: Int) -> [UInt8] {
     return Frame(.historyResponse(response)).serializedBytes()
 }
 
+/// DECODEBENCH_ROUNDS=N: exactly N rounds, once (for instruction counts under valgrind).
+let fixedRounds = ProcessInfo.processInfo.environment["DECODEBENCH_ROUNDS"].flatMap { Int($0) }
+let only = ProcessInfo.processInfo.environment["DECODEBENCH_ONLY"]
+
 func bench(_ name: String, _ frames: [[UInt8]], minimumSeconds: Double = 0.3, repetitions: Int = 7) {
+    if let only, !name.contains(only) { return }
+    if let fixedRounds {
+        var sink = 0
+        for _ in 0..<fixedRounds {
+            for frame in frames {
+                if let decoded = try? Frame(serializedBytes: frame) { sink &+= decoded.schemaVersion == 0 ? 1 : 2 }
+            }
+        }
+        print(name, fixedRounds, "rounds", sink)
+        return
+    }
     let bytes = frames.reduce(0) { $0 + $1.count }
     var best = Double.infinity
     var sink = 0
