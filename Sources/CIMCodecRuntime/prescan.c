@@ -73,20 +73,22 @@
 // drops them and reads another field number); field number 0 in a multi-byte tag is MALFORMED
 // (protobuf-c keeps it as an unknown field); a BOOL with a wire type other than varint is a
 // mismatch (protobuf-c ignores the wire type of bools); U+0000 in a C string is UNSUPPORTED
-// (protobuf-c would silently cut the string there).
+// (protobuf-c would silently cut the string there; IMCodec's generated code has no such fields).
 //
-// Refused although well-formed (UNSUPPORTED): a singular sub-message that occurs twice in one
-// message (see singular_message_repeats), and U+0000 in a map key or value.
+// Refused although well-formed (UNSUPPORTED), unless IMCODEC_SCAN_MERGE_REPEATS: a singular
+// sub-message that occurs twice in one message (see singular_message_repeats).
 //
 // Not checked: proto2 `required` fields (the schemas are proto3), enum values (open in proto3).
 //
 // imcodec_prescan_ex
 // ------------------
-// The same pass (scan_core), with two additions (see imcodec_prescan.h):
+// The same pass (scan_core), with these additions (see imcodec_prescan.h):
 // - IMCODEC_SCAN_MISMATCH_AS_UNKNOWN: a wire-type mismatch, and any unknown field numbered
 //   IMCODEC_WRAPPER_FIELD_NUMBER, is counted in wrap_count and skipped like an unknown field
 //   (never descended into, never counted as an occurrence of its known field, so it does not
 //   touch a oneof or the repeated-message check); transcode.c then wraps exactly those fields.
+// - IMCODEC_SCAN_MERGE_REPEATS: a repeated singular sub-message is counted in merge_count, and
+//   transcode.c merges it.
 // - The memory estimate ("Memory estimate" below), charged field by field and checked against
 //   max_memory after each field. It is compiled into a second instantiation of scan_core, used only
 //   when the input is long enough to pass max_memory at all (imcodec_scan_bound gives the most a
@@ -396,8 +398,9 @@ typedef struct {
 
 // A singular message field that occurs twice must be merged (protobuf's rule for concatenated
 // messages). protobuf-c 1.4.1 gets that wrong: merging lets the second occurrence's zero proto3
-// scalars overwrite the first's values, and a oneof member is replaced instead of merged. Rather
-// than decode such input differently from Google's parsers, the pre-scan refuses it (UNSUPPORTED).
+// scalars overwrite the first's values, and a oneof member is replaced instead of merged. So such
+// input is either refused (UNSUPPORTED) or, with IMCODEC_SCAN_MERGE_REPEATS, counted for
+// imcodec_transcode, which merges the occurrences before protobuf-c sees them.
 // A oneof member resets the record of its siblings, since setting another member clears the oneof.
 static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescriptor *field) {
     const ProtobufCMessageDescriptor *desc = frame->descriptor;
@@ -451,6 +454,11 @@ static inline int repeated_first(scan_frame *frame, const ProtobufCFieldDescript
 //                                                                       element_cost (message)
 //   string / bytes of n bytes        R16(n) (n > 0)                     R16(n + 48) when heap
 //   map key / value (C string)       R16(n + 1)                         R16(n + 48) when n > 15
+//   a repeated singular sub-message  - (merged into the first)          -
+//
+// Input with repeated singular sub-messages (merge_count > 0) is rewritten before protobuf-c sees
+// it, and a merged message's tags together may need larger ScannedMember slabs than its parts:
+// the caller scans the rewritten bytes again (they hold no repeats) and checks that estimate.
 //
 // where R16 rounds up to 16 (the arena's alignment), so `arena` is exact or above what protobuf-c
 // takes (by at most 15 bytes per array); every cost is charged when its field is read, so the scan
@@ -470,6 +478,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     const size_t max_fields = o->max_fields;
     const size_t max_memory = o->max_memory;
     const int mismatch_as_unknown = (o->flags & IMCODEC_SCAN_MISMATCH_AS_UNKNOWN) != 0;
+    const int merge_repeats = (o->flags & IMCODEC_SCAN_MERGE_REPEATS) != 0;
 
     const ProtobufCMessageDescriptor *cur = descriptor;  // == stack[depth - 1].descriptor
     size_t end = len;                                     // == stack[depth - 1].end
@@ -480,6 +489,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     size_t count = 0;
     uint32_t number = 0;
     size_t wraps = 0;
+    size_t merges = 0;
     size_t messages = 0;
     size_t arena = 0;  // memory estimate, see above
     size_t value = 0;
@@ -593,6 +603,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
         const ProtobufCFieldDescriptor *field = find_field(cur, number);
         unsigned expected = WT_NONE;
         int wrap = 0;
+        int duplicate = 0;  // a repeated singular sub-message, merged into its first occurrence
         if (field != NULL) {
             if ((unsigned)field->type > PROTOBUF_C_TYPE_MESSAGE) {
                 FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at, "unknown field type in the descriptor");
@@ -613,8 +624,12 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
                 wrap = 1;
                 wraps++;
             } else if (singular_message_repeats(top, field)) {
-                FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
-                     "a singular sub-message occurs twice (merging it is not supported)");
+                if (!merge_repeats) {
+                    FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
+                         "a singular sub-message occurs twice (merging it is not supported)");
+                }
+                merges++;
+                duplicate = 1;
             }
         } else if (number == IMCODEC_WRAPPER_FIELD_NUMBER && mismatch_as_unknown) {
             wrap = 1;  // so that every field of this number in the transcoded bytes is a wrapper
@@ -684,7 +699,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
                         FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at, "message field without a descriptor");
                     }
                     cur = field->descriptor;
-                    if (estimate) {
+                    if (estimate && !duplicate) {
                         arena += message_struct_bytes(cur);
                         if (repeated) {
                             arena += 8;
@@ -832,6 +847,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     result.field_count = count;
     result.max_depth_seen = depth_seen;
     result.wrap_count = wraps;
+    result.merge_count = merges;
     result.message_count = messages;
     result.arena_bytes = arena;
     result.value_bytes = value;
@@ -847,6 +863,7 @@ fail:
     result.field_count = count;
     result.max_depth_seen = depth_seen;
     result.wrap_count = wraps;
+    result.merge_count = merges;
     result.message_count = messages;
     result.arena_bytes = arena;
     result.value_bytes = value;

@@ -1,45 +1,72 @@
-// imcodec_transcode: rewrites input that imcodec_prescan_ex accepted with a nonzero wrap_count so
-// that protobuf-c 1.4.1 can unpack it (see imcodec_prescan.h for the API).
+// imcodec_transcode: rewrites input that imcodec_prescan_ex accepted with a nonzero wrap_count or
+// merge_count so that protobuf-c 1.4.1 decodes it exactly as Google's parsers do (see
+// imcodec_prescan.h for the API).
 //
 // Why
 // ---
-// Google's parsers keep a known field that arrives with the wrong wire type as an unknown field
-// (same number, wire type and bytes) and write it back on encode. protobuf-c rejects the whole
-// message instead. So each such field is hidden from protobuf-c inside a length-delimited field of
-// number IMCODEC_WRAPPER_FIELD_NUMBER (2^29-1, which no IMCodec schema declares): protobuf-c keeps
-// the wrapper as an unknown field, and IMCodec's unknown-field reader (Bridge/CRead.swift) unwraps
-// it back to the original bytes. A genuine field with that number is wrapped too, so that every
-// field of that number protobuf-c sees is a wrapper.
+// Two kinds of well-formed input make protobuf-c depart from Google's parsers:
 //
-//   input:        ... [tag 1/LEN][len][ "x" ] ...              Frame.schema_version (a varint
-//                                                               field) sent length-delimited
-//   transcoded:   ... [tag 536870911/LEN][len = 3][tag 1/LEN][len]["x"] ...
+// 1. A known field that arrives with the wrong wire type. Google keeps it as an unknown field (same
+//    number, wire type and bytes) and writes it back on encode; protobuf-c rejects the message. So
+//    each such field is hidden from protobuf-c inside a length-delimited field numbered
+//    IMCODEC_WRAPPER_FIELD_NUMBER (2^29-1, which no IMCodec schema declares): protobuf-c keeps the
+//    wrapper as an unknown field, and IMCodec's unknown-field reader (Bridge/CRead.swift) unwraps it
+//    back to the original bytes. A genuine field with that number is wrapped too, so that every
+//    field of that number protobuf-c sees is a wrapper.
 //
-// Wrapping makes a field longer, so every enclosing message's length prefix changes (and may
-// itself grow by a byte, which changes its parent, and so on).
+//      input:        ... [tag 1/LEN][len][ "x" ] ...       Frame.schema_version (a varint field)
+//      transcoded:   ... [tag 536870911/LEN][len = 3][tag 1/LEN][len]["x"] ...
+//
+// 2. A singular message field that occurs more than once in one message. Protobuf defines parsing
+//    as merging: the occurrences are merged as if their payloads were one (scalars: the last
+//    wins; repeated fields and unknown fields: appended; sub-messages: merged again, recursively;
+//    a oneof: the same member merges, a different member replaces it). protobuf-c 1.4.1 merges
+//    wrongly (the second occurrence's zero proto3 scalars overwrite the first's values; a oneof
+//    member is replaced even by itself). Since concatenating payloads IS merging, the rewrite
+//    emits each such field once, with the concatenation of its occurrences' payloads, itself
+//    rewritten the same way:
+//
+//      input:        [conv: {type: 1}] [text] [conv: {target: "g"}]       (Message, field 6 twice)
+//      transcoded:   [text] [conv: {type: 1, target: "g"}]
+//
+//    The merged field is written after the message's other fields (protobuf-c fills a struct, so
+//    only the order among occurrences of one field matters: repeated and unknown fields keep
+//    theirs). A oneof member is emitted only if it is the oneof's last member in the input, and
+//    then only its occurrences after the last occurrence of another member: exactly the state
+//    Google's parsers end in.
 //
 // Algorithm
 // ---------
-// Two iterative walks over the input with the same explicit stack as the pre-scan (no recursion;
-// depth is at most the pre-scan's, which the caller bounded), descending exactly where the
-// pre-scan descends: into known message fields that arrive length-delimited.
+// One recursive walk that writes the output front to back. A message is described by a list of
+// segments (byte ranges of the input whose concatenation is its payload: one range, or the payloads
+// of every occurrence being merged). For each message:
 //
-// 1. imcodec_transcode_size: each known sub-message occurrence gets the next index in pre-order
-//    when it is entered; when it ends, its new payload length is stored at that index (`sizes`,
-//    message_count entries from the pre-scan) and added to its parent: unchanged
-//    (new == old length) it keeps its original bytes, prefix included; changed, it gets a new
-//    minimal length prefix. A wrapped field adds 5 (the wrapper's tag) + the size of its length.
-// 2. imcodec_transcode_write: walks again, reading `sizes` in the same pre-order, and copies the
-//    input in runs: a run ends where the output differs from the input (the length prefix of a
-//    changed message, the start of a wrapped field), the new bytes are written, and the next run
-//    starts after the old prefix (or at the wrapped field itself, whose bytes follow the wrapper's
-//    tag and length unchanged).
+//   pass A  walk its segments' fields in order:
+//             unknown or scalar field          copy its bytes as they came
+//             wire-type mismatch / 2^29-1      write the wrapper's tag and length, then the field
+//             repeated message field           copy the tag; rewrite the element recursively
+//             singular message field           record the occurrence (no output yet)
+//   pass B  for each recorded field, in the order of first occurrence: gather its valid
+//           occurrences (oneof rule above) into a new segment list, copy the first one's tag and
+//           rewrite the merged message recursively.
 //
-// Both are O(len) in time; the output and `sizes` are the caller's (IMCodec takes them from the
-// decode's arena and counts them against maxDecodedMemory). Offsets in errors are the pre-scan's,
-// on the original input: after a successful pre-scan these functions fail only on a broken
-// invariant (IMCODEC_TRANSCODE_INTERNAL) or a sub-message that would pass protobuf-c's length limit
-// of 2^31-1 (IMCODEC_TRANSCODE_TOO_LARGE).
+// A rewritten message's length is not known until its payload is written, so every length prefix
+// the rewrite writes is 5 bytes, padded (0x80-continued): protobuf-c reads length prefixes of up
+// to 5 bytes, padded or not, and the rewritten bytes are read by nothing else. Hence the output is
+// at most len + 4 * message_count + 10 * wrap_count bytes (a message keeps at most its first
+// occurrence's tag and gains at most 4 prefix bytes; a wrapper adds a 5-byte tag and a length of at
+// most 5 bytes; merging only drops bytes): imcodec_transcode_capacity.
+//
+// Cost and bounds: every input byte is copied or walked at most once per pass; gathering scans a
+// message's records once per distinct field, so O(len * 64) at worst (messages have at most 64
+// fields; the generator refuses more). The records live in the caller's scratch array, used as a
+// stack: a message's records and the segment lists gathered from them are released when it is
+// done, so 2 * message_count + 1 entries always suffice. The recursion is as deep as the input's
+// nesting (the pre-scan bounded it), with a small frame per level, which is less than protobuf-c
+// itself takes for the same input right after; the caller runs deep input on a thread with a large
+// stack (Bridge/WireCodec.swift). Offsets in errors are the pre-scan's, on the original input:
+// after a successful pre-scan this fails only on a broken invariant (IMCODEC_TRANSCODE_INTERNAL) or
+// a sub-message that would pass protobuf-c's length limit of 2^31-1 (IMCODEC_TRANSCODE_TOO_LARGE).
 #include "imcodec_prescan.h"
 
 #include <string.h>
@@ -111,229 +138,282 @@ static inline uint8_t *put_varint(uint8_t *out, uint64_t v) {
     return out;
 }
 
+
+/// Most oneofs a message may declare (Scripts/protoc-gen-imcodec-swift refuses schemas with more).
+#define MAX_ONEOFS 16
+
+/// A byte range of the input: a field occurrence (pass A's records) or a payload segment.
+typedef imcodec_transcode_segment segment;
+
+#define RECORD_DONE UINT32_MAX
+
 typedef struct {
-    const ProtobufCMessageDescriptor *descriptor;
-    size_t end;         // absolute end of the message's payload
-    size_t field_at;    // its field's tag
-    size_t tag_len;     // bytes of that tag
-    size_t payload_at;  // its payload (after the length prefix)
-    size_t new_len;     // pass 1: bytes of the transcoded payload so far
-    size_t index;       // its pre-order index in `sizes`
-} walk_frame;
+    const uint8_t *data;
+    uint8_t *out;
+    size_t capacity;
+    size_t w;            // bytes written
+    segment *scratch;
+    size_t scratch_count;
+    size_t used;         // scratch entries in use (a stack)
+} rewriter;
 
-/// What to do with a field.
-typedef enum { FIELD_KEEP, FIELD_WRAP, FIELD_DESCEND } field_action;
+/// Where the last run of a oneof's members started, and which member it is.
+typedef struct {
+    unsigned quantifier_offset;
+    uint32_t member;     // field index of the oneof's last member seen
+    size_t run_start;    // first record index of that member's current run
+} oneof_state;
 
-/// Reads the field at data[*pos] inside `end` and decides as the pre-scan does: a known message
-/// field arriving length-delimited is descended into (*pos is left at its payload, *payload_end
-/// is its end); a known field with the wrong wire type (a repeated field may also come packed) or
-/// an unknown field numbered IMCODEC_WRAPPER_FIELD_NUMBER is wrapped; anything else is kept.
-/// *value_at is the first byte after the tag. Returns 0, or -1 for bytes the pre-scan refuses.
-static inline int read_field(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t *pos,
-                             size_t end, size_t *value_at, field_action *action,
-                             const ProtobufCMessageDescriptor **child, size_t *payload_end) {
-    uint64_t tag;
-    if (read_varint(data, pos, end, 5, &tag) != 0 || tag > UINT32_MAX || (tag >> 3) == 0) {
-        return -1;
+static inline imcodec_transcode_status put(rewriter *r, const uint8_t *bytes, size_t n) {
+    if (n > r->capacity - r->w) {
+        return IMCODEC_TRANSCODE_INTERNAL;
     }
-    *value_at = *pos;
-    const uint32_t number = (uint32_t)(tag >> 3);
-    const unsigned wire_type = (unsigned)(tag & 7);
-    const ProtobufCFieldDescriptor *field = lookup(desc, number);
-    int wrap;
-    if (field != NULL) {
-        if ((unsigned)field->type > PROTOBUF_C_TYPE_MESSAGE) {
-            return -1;
-        }
-        wrap = wire_type != declared_wire_type(field->type) &&
-               !(wire_type == WT_LEN && field->label == PROTOBUF_C_LABEL_REPEATED);
-    } else {
-        wrap = number == IMCODEC_WRAPPER_FIELD_NUMBER;
-    }
-    uint64_t v;
-    switch (wire_type) {
-    case WT_VARINT:
-        if (read_varint(data, pos, end, 10, &v) != 0) {
-            return -1;
-        }
-        break;
-    case WT_FIXED64:
-        if (end - *pos < 8) {
-            return -1;
-        }
-        *pos += 8;
-        break;
-    case WT_FIXED32:
-        if (end - *pos < 4) {
-            return -1;
-        }
-        *pos += 4;
-        break;
-    case WT_LEN:
-        if (read_varint(data, pos, end, 5, &v) != 0 || v > end - *pos) {
-            return -1;
-        }
-        if (!wrap && field != NULL && field->type == PROTOBUF_C_TYPE_MESSAGE) {
-            if (field->descriptor == NULL) {
-                return -1;
-            }
-            *action = FIELD_DESCEND;
-            *child = field->descriptor;
-            *payload_end = *pos + (size_t)v;
-            return 0;
-        }
-        *pos += (size_t)v;
-        break;
-    default:
-        return -1;
-    }
-    *action = wrap ? FIELD_WRAP : FIELD_KEEP;
-    return 0;
+    memcpy(r->out + r->w, bytes, n);
+    r->w += n;
+    return IMCODEC_TRANSCODE_OK;
 }
 
-/// The walk shared by both passes. Pass 1 (out == NULL) fills `sizes` and *out_len; pass 2 reads
-/// `sizes` and writes out[0..<out_len].
-static imcodec_transcode_status walk(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
-                                     size_t len, uint32_t *sizes, size_t message_count,
-                                     uint8_t *out, size_t *out_len) {
-    walk_frame stack[IMCODEC_PRESCAN_DEPTH_CAP];
-    uint32_t depth = 1;
-    size_t next_index = 0;
-    size_t pos = 0;
-    walk_frame *top = &stack[0];
-    memset(top, 0, sizeof *top);
-    top->descriptor = descriptor;
-    top->end = len;
+static inline imcodec_transcode_status put_varint_checked(rewriter *r, uint64_t v) {
+    if (varint_size(v) > r->capacity - r->w) {
+        return IMCODEC_TRANSCODE_INTERNAL;
+    }
+    r->w = (size_t)(put_varint(r->out + r->w, v) - r->out);
+    return IMCODEC_TRANSCODE_OK;
+}
 
-    // Pass 2: input bytes [run, ...) are still to be copied; `w` bytes have been written.
-    size_t run = 0;
-    size_t w = 0;
-    const size_t capacity = out != NULL ? *out_len : 0;
-#define FLUSH(upto)                                                        \
-    do {                                                                   \
-        const size_t n_ = (upto) - run;                                    \
-        if (n_ > capacity - w) {                                           \
-            return IMCODEC_TRANSCODE_INTERNAL;                             \
-        }                                                                  \
-        memcpy(out + w, data + run, n_);                                   \
-        w += n_;                                                           \
-    } while (0)
-#define PUT_VARINT(v)                                                      \
-    do {                                                                   \
-        const uint64_t v_ = (v);                                           \
-        if (varint_size(v_) > capacity - w) {                              \
-            return IMCODEC_TRANSCODE_INTERNAL;                             \
-        }                                                                  \
-        w = (size_t)(put_varint(out + w, v_) - out);                       \
-    } while (0)
+static imcodec_transcode_status rewrite_message(rewriter *r, const ProtobufCMessageDescriptor *desc,
+                                                const segment *segments, size_t segment_count, unsigned depth);
 
-    for (;;) {
-        if (pos == top->end) {
-            if (depth == 1) {
-                break;
-            }
-            const walk_frame done = *top;
-            depth--;
-            top = &stack[depth - 1];
-            if (out == NULL) {
-                if (done.new_len > 0x7FFFFFFF) {
-                    return IMCODEC_TRANSCODE_TOO_LARGE;
-                }
-                sizes[done.index] = (uint32_t)done.new_len;
-                if (done.new_len == done.end - done.payload_at) {
-                    top->new_len += done.end - done.field_at;  // unchanged: kept byte for byte
-                } else {
-                    // Its tag as it came, a minimal length prefix, the new payload.
-                    top->new_len += done.tag_len + varint_size(done.new_len) + done.new_len;
-                }
-            }
-            continue;
-        }
-        const size_t field_at = pos;
-        size_t value_at = 0;
-        field_action action = FIELD_KEEP;
-        const ProtobufCMessageDescriptor *child = NULL;
-        size_t payload_end = 0;
-        if (read_field(top->descriptor, data, &pos, top->end, &value_at, &action, &child, &payload_end) != 0) {
-            return IMCODEC_TRANSCODE_INTERNAL;
-        }
-        if (action == FIELD_DESCEND) {
-            if (depth == IMCODEC_PRESCAN_DEPTH_CAP || next_index >= message_count) {
+/// Writes `tag` (copied from the input), a 5-byte length prefix, and the rewritten message made of
+/// `segments`; then fills the prefix in.
+static imcodec_transcode_status rewrite_field(rewriter *r, const ProtobufCMessageDescriptor *child,
+                                              const segment *tag, const segment *segments,
+                                              size_t segment_count, unsigned depth) {
+    imcodec_transcode_status status = put(r, r->data + tag->tag_at, tag->tag_len);
+    if (status != IMCODEC_TRANSCODE_OK) {
+        return status;
+    }
+    if (r->capacity - r->w < 5) {
+        return IMCODEC_TRANSCODE_INTERNAL;
+    }
+    const size_t prefix_at = r->w;
+    r->w += 5;
+    status = rewrite_message(r, child, segments, segment_count, depth + 1);
+    if (status != IMCODEC_TRANSCODE_OK) {
+        return status;
+    }
+    const size_t n = r->w - prefix_at - 5;
+    if (n > 0x7FFFFFFF) {
+        return IMCODEC_TRANSCODE_TOO_LARGE;
+    }
+    uint8_t *p = r->out + prefix_at;
+    p[0] = (uint8_t)(0x80 | (n & 0x7F));
+    p[1] = (uint8_t)(0x80 | ((n >> 7) & 0x7F));
+    p[2] = (uint8_t)(0x80 | ((n >> 14) & 0x7F));
+    p[3] = (uint8_t)(0x80 | ((n >> 21) & 0x7F));
+    p[4] = (uint8_t)(n >> 28);
+    return IMCODEC_TRANSCODE_OK;
+}
+
+static imcodec_transcode_status rewrite_message(rewriter *r, const ProtobufCMessageDescriptor *desc,
+                                                const segment *segments, size_t segment_count, unsigned depth) {
+    if (depth > IMCODEC_PRESCAN_DEPTH_CAP) {
+        return IMCODEC_TRANSCODE_INTERNAL;
+    }
+    const uint8_t *data = r->data;
+    const size_t base = r->used;
+    oneof_state oneofs[MAX_ONEOFS];
+    unsigned oneof_count = 0;
+    imcodec_transcode_status status;
+
+    // Pass A: everything but the singular message fields, in order.
+    for (size_t s = 0; s < segment_count; s++) {
+        size_t pos = segments[s].payload_at;
+        const size_t end = segments[s].end;
+        while (pos < end) {
+            const size_t field_at = pos;
+            uint64_t tag;
+            if (read_varint(data, &pos, end, 5, &tag) != 0 || tag > UINT32_MAX || (tag >> 3) == 0) {
                 return IMCODEC_TRANSCODE_INTERNAL;
             }
-            const size_t index = next_index++;
-            if (out != NULL && sizes[index] != payload_end - pos) {
-                // Changed: copy up to the end of the tag, write the new length, skip the old one.
-                FLUSH(value_at);
-                PUT_VARINT(sizes[index]);
-                run = pos;
+            const size_t value_at = pos;
+            const uint32_t number = (uint32_t)(tag >> 3);
+            const unsigned wire_type = (unsigned)(tag & 7);
+            const ProtobufCFieldDescriptor *field = lookup(desc, number);
+            int wrap;
+            if (field != NULL) {
+                if ((unsigned)field->type > PROTOBUF_C_TYPE_MESSAGE) {
+                    return IMCODEC_TRANSCODE_INTERNAL;
+                }
+                wrap = wire_type != declared_wire_type(field->type) &&
+                       !(wire_type == WT_LEN && field->label == PROTOBUF_C_LABEL_REPEATED);
+            } else {
+                wrap = number == IMCODEC_WRAPPER_FIELD_NUMBER;
             }
-            walk_frame *next = &stack[depth++];
-            next->descriptor = child;
-            next->end = payload_end;
-            next->field_at = field_at;
-            next->tag_len = value_at - field_at;
-            next->payload_at = pos;
-            next->new_len = 0;
-            next->index = index;
-            top = next;
+            uint64_t v;
+            size_t payload_at = 0;
+            switch (wire_type) {
+            case WT_VARINT:
+                if (read_varint(data, &pos, end, 10, &v) != 0) {
+                    return IMCODEC_TRANSCODE_INTERNAL;
+                }
+                break;
+            case WT_FIXED64:
+                if (end - pos < 8) {
+                    return IMCODEC_TRANSCODE_INTERNAL;
+                }
+                pos += 8;
+                break;
+            case WT_FIXED32:
+                if (end - pos < 4) {
+                    return IMCODEC_TRANSCODE_INTERNAL;
+                }
+                pos += 4;
+                break;
+            case WT_LEN:
+                if (read_varint(data, &pos, end, 5, &v) != 0 || v > end - pos) {
+                    return IMCODEC_TRANSCODE_INTERNAL;
+                }
+                payload_at = pos;
+                pos += (size_t)v;
+                break;
+            default:
+                return IMCODEC_TRANSCODE_INTERNAL;
+            }
+            const size_t field_bytes = pos - field_at;
+            if (wrap) {
+                // The wrapper's tag and length, then the field as it came.
+                if (field_bytes > 0x7FFFFFFF) {
+                    return IMCODEC_TRANSCODE_TOO_LARGE;
+                }
+                if ((status = put_varint_checked(r, WRAPPER_TAG)) != IMCODEC_TRANSCODE_OK ||
+                    (status = put_varint_checked(r, field_bytes)) != IMCODEC_TRANSCODE_OK ||
+                    (status = put(r, data + field_at, field_bytes)) != IMCODEC_TRANSCODE_OK) {
+                    return status;
+                }
+                continue;
+            }
+            if (field == NULL) {
+                if ((status = put(r, data + field_at, field_bytes)) != IMCODEC_TRANSCODE_OK) {
+                    return status;
+                }
+                continue;
+            }
+            const uint32_t index = (uint32_t)(field - desc->fields);
+            if (field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+                // A member other than the last one seen starts a new run: what came before is
+                // replaced (cleared) when this member is set.
+                unsigned k = 0;
+                while (k < oneof_count && oneofs[k].quantifier_offset != field->quantifier_offset) {
+                    k++;
+                }
+                if (k == oneof_count) {
+                    if (oneof_count == MAX_ONEOFS) {
+                        return IMCODEC_TRANSCODE_INTERNAL;
+                    }
+                    oneofs[k].quantifier_offset = field->quantifier_offset;
+                    oneofs[k].member = RECORD_DONE;
+                    oneof_count++;
+                }
+                if (oneofs[k].member != index) {
+                    oneofs[k].member = index;
+                    oneofs[k].run_start = r->used;
+                }
+            }
+            if (field->type != PROTOBUF_C_TYPE_MESSAGE) {
+                if ((status = put(r, data + field_at, field_bytes)) != IMCODEC_TRANSCODE_OK) {
+                    return status;
+                }
+                continue;
+            }
+            if (field->descriptor == NULL) {
+                return IMCODEC_TRANSCODE_INTERNAL;
+            }
+            segment occurrence = {payload_at, pos, field_at, (uint32_t)(value_at - field_at), index};
+            if (field->label == PROTOBUF_C_LABEL_REPEATED) {
+                status = rewrite_field(r, field->descriptor, &occurrence, &occurrence, 1, depth);
+                if (status != IMCODEC_TRANSCODE_OK) {
+                    return status;
+                }
+                continue;
+            }
+            if (r->used == r->scratch_count) {
+                return IMCODEC_TRANSCODE_INTERNAL;
+            }
+            r->scratch[r->used++] = occurrence;
+        }
+    }
+
+    // Pass B: each singular message field once, merged from its valid occurrences.
+    const size_t top = r->used;
+    for (size_t i = base; i < top; i++) {
+        const uint32_t index = r->scratch[i].field;
+        if (index == RECORD_DONE) {
             continue;
         }
-        const size_t field_bytes = pos - field_at;
-        if (action == FIELD_WRAP) {
-            if (field_bytes > 0x7FFFFFFF) {
-                return IMCODEC_TRANSCODE_TOO_LARGE;
+        const ProtobufCFieldDescriptor *field = &desc->fields[index];
+        size_t valid_from = base;
+        if (field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+            unsigned k = 0;
+            while (k < oneof_count && oneofs[k].quantifier_offset != field->quantifier_offset) {
+                k++;
             }
-            if (out == NULL) {
-                top->new_len += varint_size(WRAPPER_TAG) + varint_size(field_bytes) + field_bytes;
-            } else {
-                // The wrapper's tag and length, then the field as it came (the next run).
-                FLUSH(field_at);
-                PUT_VARINT(WRAPPER_TAG);
-                PUT_VARINT(field_bytes);
-                run = field_at;
+            if (k == oneof_count) {
+                return IMCODEC_TRANSCODE_INTERNAL;
             }
-        } else if (out == NULL) {
-            top->new_len += field_bytes;
+            // Another member came after every occurrence of this one: none of them count.
+            valid_from = oneofs[k].member == index ? oneofs[k].run_start : top;
         }
-    }
-    if (next_index != message_count) {
-        return IMCODEC_TRANSCODE_INTERNAL;
-    }
-    if (out == NULL) {
-        *out_len = top->new_len;
-    } else {
-        FLUSH(len);
-        if (w != capacity) {
-            return IMCODEC_TRANSCODE_INTERNAL;
+        const size_t gathered = r->used;
+        for (size_t j = i; j < top; j++) {
+            if (r->scratch[j].field != index) {
+                continue;
+            }
+            if (j >= valid_from) {
+                if (r->used == r->scratch_count) {
+                    return IMCODEC_TRANSCODE_INTERNAL;
+                }
+                r->scratch[r->used++] = r->scratch[j];
+            }
+            r->scratch[j].field = RECORD_DONE;
         }
+        if (r->used > gathered) {
+            status = rewrite_field(r, field->descriptor, &r->scratch[gathered], &r->scratch[gathered],
+                                   r->used - gathered, depth);
+            if (status != IMCODEC_TRANSCODE_OK) {
+                return status;
+            }
+        }
+        r->used = gathered;
     }
+    r->used = base;
     return IMCODEC_TRANSCODE_OK;
-#undef FLUSH
-#undef PUT_VARINT
 }
 
-imcodec_transcode_status imcodec_transcode_size(const ProtobufCMessageDescriptor *descriptor,
-                                                const uint8_t *data, size_t len,
-                                                uint32_t *sizes, size_t message_count,
-                                                size_t *out_len) {
-    if (descriptor == NULL || (data == NULL && len > 0) || (sizes == NULL && message_count > 0) || out_len == NULL) {
-        return IMCODEC_TRANSCODE_INTERNAL;
+size_t imcodec_transcode_capacity(size_t len, size_t message_count, size_t wrap_count) {
+    if (message_count > (SIZE_MAX - len) / 4) {
+        return SIZE_MAX;
     }
-    return walk(descriptor, data, len, sizes, message_count, NULL, out_len);
+    const size_t grown = len + 4 * message_count;
+    if (wrap_count > (SIZE_MAX - grown) / 10) {
+        return SIZE_MAX;
+    }
+    return grown + 10 * wrap_count;
 }
 
-imcodec_transcode_status imcodec_transcode_write(const ProtobufCMessageDescriptor *descriptor,
-                                                 const uint8_t *data, size_t len,
-                                                 const uint32_t *sizes, size_t message_count,
-                                                 uint8_t *out, size_t out_len) {
-    if (descriptor == NULL || (data == NULL && len > 0) || (sizes == NULL && message_count > 0) ||
-        (out == NULL && out_len > 0)) {
+imcodec_transcode_status imcodec_transcode(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
+                                           size_t len, imcodec_transcode_segment *scratch, size_t scratch_count,
+                                           uint8_t *out, size_t capacity, size_t *out_len) {
+    if (descriptor == NULL || (data == NULL && len > 0) || (scratch == NULL && scratch_count > 0) ||
+        (out == NULL && capacity > 0) || out_len == NULL) {
         return IMCODEC_TRANSCODE_INTERNAL;
     }
-    if (out == NULL) {
-        return out_len == len ? IMCODEC_TRANSCODE_OK : IMCODEC_TRANSCODE_INTERNAL;
+    rewriter r = {data, out, capacity, 0, scratch, scratch_count, 0};
+    const segment whole = {0, len, 0, 0, RECORD_DONE};
+    const imcodec_transcode_status status = rewrite_message(&r, descriptor, &whole, 1, 1);
+    if (status != IMCODEC_TRANSCODE_OK) {
+        return status;
     }
-    size_t capacity = out_len;
-    return walk(descriptor, data, len, (uint32_t *)sizes, message_count, out, &capacity);
+    *out_len = r.w;
+    return IMCODEC_TRANSCODE_OK;
 }

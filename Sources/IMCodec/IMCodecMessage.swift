@@ -71,3 +71,24 @@ extension IMCodecMessage {
         }
     }
 }
+
+extension IMCodecMessage {
+    /// Merges a message's wire bytes into this value, as protobuf defines it and swift-protobuf
+    /// names it: the result is what decoding this value's bytes followed by `serializedBytes`
+    /// gives (scalars: the last one wins; repeated fields and unknown fields: appended;
+    /// sub-messages: merged recursively; a oneof: the same member merges, another replaces it;
+    /// maps: the last value per key).
+    ///
+    /// `options` limits `serializedBytes` (errors carry offsets into it), which is checked before
+    /// anything is decoded; on any error the value is unchanged.
+    /// - Parameters:
+    ///   - serializedBytes: The wire bytes of exactly one message of this type.
+    ///   - options: Limits for hostile input.
+    /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
+    public mutating func merge<Bytes: Collection>(
+        serializedBytes bytes: Bytes, options: DecodingOptions = DecodingOptions()
+    ) throws(IMCodecError) where Bytes.Element == UInt8 {
+        let joined = try WireCodec.mergeInput(Self._protobufCDescriptor, own: serializedBytes(), merging: bytes, options: options)
+        self = try Self(serializedBytes: joined.bytes, options: joined.options)
+    }
+}

@@ -134,20 +134,6 @@ struct RoundTripTests {
         #expect(message.targetReceivers == ["x", "y"])
     }
 
-    @Test("a singular sub-message sent twice is unsupported rather than merged wrongly")
-    func repeatedSubMessage() throws {
-        // Message{conversation{type: 1}, conversation{target_id: "b"}}: Google merges the two;
-        // protobuf-c 1.4.1 lets the second's zero type overwrite the first's, so IMCodec refuses.
-        let message: [UInt8] = [0x32, 0x02, 0x08, 0x01, 0x32, 0x03, 0x12, 0x01, 0x62]
-        #expect(throws: IMCodecError(code: .unsupported, reason: "")) { try Message(serializedBytes: message) }
-        // Frame.message twice (a oneof member): protobuf-c replaces where Google merges.
-        let frame: [UInt8] = [0x52, 0x00, 0x52, 0x00]
-        #expect(throws: IMCodecError(code: .unsupported, reason: "")) { try Frame(serializedBytes: frame) }
-        // Two different members of one oneof: the last wins, as everywhere.
-        let members: [UInt8] = [0x52, 0x00, 0x5A, 0x00]
-        #expect(try Frame(serializedBytes: members).payload?.kind == .receipt)
-    }
-
     @Test("the empty input is an empty frame")
     func emptyInput() throws {
         #expect(try Frame(serializedBytes: [UInt8]()) == Frame())

@@ -9,18 +9,21 @@
 // - varints at most 10 bytes; fixed and length-delimited values inside the input and inside their
 //   enclosing message; packed repeated payloads made of whole elements;
 // - nesting depth of known sub-messages at most `max_depth` (the top-level message is depth 1);
-// - every schema `string` (see imcodec_string_field.h) and map key/value valid UTF-8; map strings,
-//   which protobuf-c keeps as C strings, must also be free of U+0000;
+// - every schema `string` (see imcodec_string_field.h) valid UTF-8; a PROTOBUF_C_TYPE_STRING, which
+//   protobuf-c keeps as a C string, must also be free of U+0000 (IMCodec's generated code has none:
+//   map keys and values are rewritten to bytes, see Scripts/postprocess-protoc-c.py);
 // - the number of fields (each occurrence, each packed element) at most `max_fields`;
 // - a known field must arrive with its declared wire type (or packed, for repeated scalars);
-// - a singular sub-message must not occur twice in one message (protobuf-c 1.4.1 merges wrongly).
+// - a singular sub-message must not occur twice in one message (protobuf-c 1.4.1 merges wrongly),
+//   unless IMCODEC_SCAN_MERGE_REPEATS asks to count such occurrences for imcodec_transcode.
 //
 // imcodec_prescan_ex (what IMCodec decodes with) adds two things:
 //
 // - With IMCODEC_SCAN_MISMATCH_AS_UNKNOWN, a known field with the wrong wire type is not an error
 //   but an unknown field, as in Google's parsers (upb, C++, Java). protobuf-c rejects such input,
-//   so the caller rewrites it first with imcodec_transcode (imcodec_transcode.h): `wrap_count`
-//   says how many fields need it (0: decode the input as it is).
+//   so the caller rewrites it first with imcodec_transcode: `wrap_count` says how many fields need
+//   it. Likewise, with IMCODEC_SCAN_MERGE_REPEATS, `merge_count` counts repeated singular
+//   sub-messages, which imcodec_transcode merges (both 0: decode the input as it is).
 // - A memory estimate: an upper bound of the bytes protobuf-c will take from its arena for this
 //   input (`arena_bytes`) plus the heap the caller's value will take (`value_bytes`, from a cost
 //   model the caller describes), checked against `max_memory` as the scan goes (TOO_MUCH_MEMORY at
@@ -55,8 +58,10 @@ typedef enum {
     IMCODEC_SCAN_TOO_MANY_FIELDS = 5,
     /// A known field arrived with a wire type other than its declared one.
     IMCODEC_SCAN_WIRE_TYPE_MISMATCH = 6,
-    /// Well-formed input protobuf-c cannot decode faithfully: U+0000 in a map key or value (kept as
-    /// C strings), or a singular sub-message that occurs twice (protobuf-c merges it incorrectly).
+    /// Well-formed input protobuf-c cannot decode faithfully: U+0000 in a PROTOBUF_C_TYPE_STRING
+    /// field (kept as a C string; IMCodec's schemas have none, see Scripts/postprocess-protoc-c.py),
+    /// or, without IMCODEC_SCAN_MERGE_REPEATS, a singular sub-message that occurs twice (protobuf-c
+    /// merges it incorrectly).
     IMCODEC_SCAN_UNSUPPORTED = 7,
     /// The memory estimate passes max_memory (imcodec_prescan_ex only).
     IMCODEC_SCAN_TOO_MUCH_MEMORY = 8,
@@ -67,6 +72,13 @@ typedef enum {
 /// IMCODEC_WRAPPER_FIELD_NUMBER (see imcodec_transcode.h). Also makes any message that declares
 /// that number UNSUPPORTED when something in it would need wrapping.
 #define IMCODEC_SCAN_MISMATCH_AS_UNKNOWN 1u
+
+/// imcodec_scan_options.flags: a singular message field that occurs more than once in one message
+/// (which protobuf-c 1.4.1 merges wrongly) counts in `merge_count` instead of failing with
+/// UNSUPPORTED; imcodec_transcode then merges the occurrences as Google's parsers do. The memory
+/// estimate of such input is a first check only: scan the rewritten bytes for the real one (see
+/// "Memory estimate" in prescan.c).
+#define IMCODEC_SCAN_MERGE_REPEATS 4u
 
 /// imcodec_scan_options.flags: compute the memory estimate even when the input is too short to pass
 /// max_memory (see imcodec_scan_options.bytes_per_input_byte).
@@ -124,6 +136,9 @@ typedef struct {
     /// imcodec_prescan_ex: fields imcodec_transcode must wrap (0 without
     /// IMCODEC_SCAN_MISMATCH_AS_UNKNOWN). Counted up to the end, or up to the problem.
     size_t wrap_count;
+    /// imcodec_prescan_ex with IMCODEC_SCAN_MERGE_REPEATS: occurrences of singular message fields
+    /// after the first in their message (0: nothing to merge).
+    size_t merge_count;
     /// Known sub-message occurrences descended into (the top-level message not included).
     size_t message_count;
     /// Upper bound of the bytes protobuf_c_message_unpack takes from an imcodec_arena.
@@ -163,22 +178,32 @@ typedef enum {
     IMCODEC_TRANSCODE_INTERNAL = 2,
 } imcodec_transcode_status;
 
-/// Pass 1 of the rewrite that lets protobuf-c unpack input with wire-type mismatches (see
-/// transcode.c): every field the pre-scan counted in `wrap_count` becomes a length-delimited field
-/// numbered IMCODEC_WRAPPER_FIELD_NUMBER whose payload is the original field (tag and value), and
-/// every enclosing length prefix is recomputed. Call it only on input that imcodec_prescan_ex
-/// accepted with IMCODEC_SCAN_MISMATCH_AS_UNKNOWN and the same descriptor; `sizes` must hold the
-/// scan's `message_count` entries. Sets *out_len to the length of the rewritten input.
-imcodec_transcode_status imcodec_transcode_size(const ProtobufCMessageDescriptor *descriptor,
-                                                const uint8_t *data, size_t len,
-                                                uint32_t *sizes, size_t message_count,
-                                                size_t *out_len);
+/// One entry of imcodec_transcode's scratch space (a byte range of the input: a field occurrence or
+/// a payload segment of a message being merged).
+typedef struct {
+    size_t payload_at;
+    size_t end;
+    size_t tag_at;
+    uint32_t tag_len;
+    uint32_t field;
+} imcodec_transcode_segment;
 
-/// Pass 2: writes the rewritten input into out[0..<out_len], with `sizes` and `out_len` from pass 1.
-imcodec_transcode_status imcodec_transcode_write(const ProtobufCMessageDescriptor *descriptor,
-                                                 const uint8_t *data, size_t len,
-                                                 const uint32_t *sizes, size_t message_count,
-                                                 uint8_t *out, size_t out_len);
+/// The most bytes imcodec_transcode writes for an input of `len` bytes whose pre-scan counted
+/// `message_count` sub-messages and `wrap_count` wrapped fields: len + 4 * message_count +
+/// 10 * wrap_count, or SIZE_MAX when that overflows.
+size_t imcodec_transcode_capacity(size_t len, size_t message_count, size_t wrap_count);
+
+/// Rewrites input with wire-type mismatches or repeated singular sub-messages so that protobuf-c
+/// decodes it as Google's parsers do (see transcode.c): each field the pre-scan counted in
+/// `wrap_count` becomes a length-delimited field numbered IMCODEC_WRAPPER_FIELD_NUMBER whose payload
+/// is the original field, and each singular message field that occurs more than once is written
+/// once, with its occurrences merged. Call it only on input that imcodec_prescan_ex accepted with
+/// IMCODEC_SCAN_MISMATCH_AS_UNKNOWN | IMCODEC_SCAN_MERGE_REPEATS and the same descriptor.
+/// `scratch` must hold 2 * message_count + 1 entries, `out` imcodec_transcode_capacity() bytes.
+/// Sets *out_len to the length of the rewritten input.
+imcodec_transcode_status imcodec_transcode(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
+                                           size_t len, imcodec_transcode_segment *scratch, size_t scratch_count,
+                                           uint8_t *out, size_t capacity, size_t *out_len);
 
 /// Bytes the C allocator has handed out and not taken back (glibc: mallinfo2's uordblks + hblkhd),
 /// or -1 where that is not known. For the tests that measure the memory estimate against the

@@ -19,12 +19,6 @@ enum _CRead {
     }
 
     @inline(__always)
-    static func cString(_ p: UnsafePointer<CChar>?) -> String {
-        guard let p else { return "" }
-        return String(cString: p)
-    }
-
-    @inline(__always)
     static func scalars<C, S>(_ count: Int, _ p: UnsafePointer<C>?, _ transform: (C) -> S) -> [S] {
         guard count > 0, let p else { return [] }
         return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
@@ -56,10 +50,11 @@ enum _CRead {
         return out
     }
 
-    /// A map from its entries; a key that repeats keeps its last value, as protobuf specifies.
+    /// A map from its entries; a key that repeats keeps its last value, as protobuf specifies. Keys
+    /// and values are bytes, so U+0000 survives (Scripts/postprocess-protoc-c.py, change 2).
     static func map<E>(
         _ count: Int, _ p: UnsafePointer<UnsafeMutablePointer<E>?>?,
-        _ keyValue: (UnsafeMutablePointer<E>) -> (UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?)
+        _ keyValue: (UnsafeMutablePointer<E>) -> (ProtobufCBinaryData, ProtobufCBinaryData)
     ) -> [String: String] {
         guard count > 0, let p else { return [:] }
         var out: [String: String] = [:]
@@ -67,7 +62,7 @@ enum _CRead {
         for i in 0..<count {
             guard let entry = p[i] else { continue }
             let (key, value) = keyValue(entry)
-            out[cString(key)] = cString(value)
+            out[string(key)] = string(value)
         }
         return out
     }

@@ -32,7 +32,7 @@ enum _ValueCost {
         let storage = UnsafeMutablePointer<imcodec_element_cost>.allocate(capacity: max(costs.count, 1))
         storage.initialize(from: costs, count: costs.count)
         var options = imcodec_scan_options()
-        options.flags = IMCODEC_SCAN_MISMATCH_AS_UNKNOWN
+        options.flags = IMCODEC_SCAN_MISMATCH_AS_UNKNOWN | IMCODEC_SCAN_MERGE_REPEATS
         options.element_costs = UnsafePointer(storage)
         options.element_cost_count = costs.count
         options.default_element_cost = mapEntry

@@ -4,7 +4,8 @@ import CProtobufC
 /// The one path from bytes to Swift values:
 ///
 ///     bytes ──size check──▶ imcodec_prescan_ex ──▶ protobuf_c_message_unpack(arena) ──▶ Swift value
-///                                │ wire-type mismatches (rare)       ▲
+///                                │ wire-type mismatches, repeated   ▲
+///                                │ singular sub-messages (rare)     │
 ///                                └──▶ imcodec_transcode ─────────────┘
 ///
 /// The pre-scan (Sources/CIMCodecRuntime/prescan.c) checks the bytes without allocating and
@@ -17,9 +18,12 @@ import CProtobufC
 /// parsers do. protobuf-c 1.4.1 would reject the message, so such input (the pre-scan counts these
 /// fields in `wrap_count`) is first rewritten by imcodec_transcode (Sources/CIMCodecRuntime/
 /// transcode.c) into the arena: each such field wrapped in a field numbered
-/// `IMCODEC_WRAPPER_FIELD_NUMBER`, which ``_CRead/unknownFields(_:)`` unwraps again. Input without
-/// mismatches (the fast path) is unpacked where it is. Errors always carry offsets into the
-/// original input: every check runs on it, before any rewriting.
+/// `IMCODEC_WRAPPER_FIELD_NUMBER`, which ``_CRead/unknownFields(_:)`` unwraps again. Likewise a
+/// singular sub-message that occurs more than once must be merged, as protobuf defines parsing
+/// (`merge_count`): protobuf-c 1.4.1 merges such occurrences wrongly, so the transcoder writes
+/// each such field once with its occurrences merged (transcode.c explains how). Input without
+/// either (the fast path) is unpacked where it is. Errors always carry offsets into the original
+/// input: every check runs on it, before any rewriting.
 ///
 /// (Encoding is generated Swift: see ``_WireWriter``.)
 enum WireCodec {
@@ -46,6 +50,21 @@ enum WireCodec {
     ) throws(IMCodecError) -> _ProtobufCMessage {
         let scan = try self.scan(descriptor, buffer, options: options)
         return try unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+    }
+
+    /// What ``IMCodecMessage/merge(serializedBytes:options:)`` decodes: a value's own (trusted)
+    /// bytes followed by `bytes`, which are first checked against `options` by the pre-scan (so
+    /// errors carry offsets into them, and nothing is decoded when they fail), and the options for
+    /// decoding the two together (only the stack cap on depth and the memory limit still apply).
+    static func mergeInput<Bytes: Collection>(
+        _ descriptor: _ProtobufCDescriptor, own: [UInt8], merging bytes: Bytes, options: DecodingOptions
+    ) throws(IMCodecError) -> (bytes: [UInt8], options: DecodingOptions) where Bytes.Element == UInt8 {
+        var joined = own
+        try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) in
+            _ = try scan(descriptor, buffer, options: options)
+            joined.append(contentsOf: buffer)
+        }
+        return (joined, DecodingOptions(maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max))
     }
 
     /// The pre-scan of `buffer` with `options`; throws its error.
@@ -80,33 +99,58 @@ enum WireCodec {
         // cannot pass the limit (imcodec_scan_bound), which is then the cap.
         let cap = scan.estimated != 0 ? scan.arena_bytes &+ 64 : limit
         arena.setMaxBytes(cap)
-        guard scan.wrap_count > 0 else {
-            let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
-            return try result(unpacked, arena: arena, scan: scan)
+        guard scan.wrap_count == 0 && scan.merge_count == 0 else {
+            return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
         }
-
-        // The slow path: rewrite into the arena, then unpack the rewritten bytes. The rewritten
-        // copy counts against the limit too, so the estimate is needed here.
-        let scan = scan.estimated != 0 ? scan : try self.scan(descriptor, buffer, options: options, alwaysEstimate: true)
-        let messageCount = scan.message_count
-        let (sizeBytes, overflow) = messageCount.multipliedReportingOverflow(by: MemoryLayout<UInt32>.stride)
-        guard !overflow else { throw memoryError(limit) }
-        arena.setMaxBytes(Int.max)
-        let sizes = try allocate(sizeBytes, in: arena, limit: limit).bindMemory(to: UInt32.self, capacity: messageCount)
-        var length = 0
-        var status = withBase(buffer) { imcodec_transcode_size(descriptor.pointer, $0, buffer.count, sizes, messageCount, &length) }
-        try check(status)
-        // The rewritten copy counts against the limit too.
-        let needed = scan.arena_bytes + scan.value_bytes + sizeBytes + length
-        guard needed <= limit else { throw memoryError(limit) }
-        let rewritten = try allocate(length, in: arena, limit: limit).bindMemory(to: UInt8.self, capacity: length)
-        status = withBase(buffer) {
-            imcodec_transcode_write(descriptor.pointer, $0, buffer.count, sizes, messageCount, rewritten, length)
-        }
-        try check(status)
-        arena.setMaxBytes(arena.bytesUsed &+ scan.arena_bytes &+ 64)
-        let unpacked = protobuf_c_message_unpack(descriptor.pointer, arena.allocator, length, rewritten)
+        let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
         return try result(unpacked, arena: arena, scan: scan)
+    }
+
+    /// The slow path, for input protobuf-c would decode differently from Google's parsers (a
+    /// wire-type mismatch, a singular sub-message that occurs twice): rewrite it into the arena
+    /// with imcodec_transcode, then unpack the rewritten bytes. The scratch space and the rewritten
+    /// copy count against the memory limit too, so the estimate is needed here.
+    private static func transcodeAndUnpack(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
+        options: DecodingOptions, arena: _Arena
+    ) throws(IMCodecError) -> _ProtobufCMessage {
+        let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
+        let scan = scan.estimated != 0 ? scan : try self.scan(descriptor, buffer, options: options, alwaysEstimate: true)
+        let stride = MemoryLayout<imcodec_transcode_segment>.stride
+        let capacity = imcodec_transcode_capacity(buffer.count, scan.message_count, scan.wrap_count)
+        let (segments, segmentsOverflow) = scan.message_count.multipliedReportingOverflow(by: 2)
+        let (scratchBytes, scratchOverflow) = (segments | 1).multipliedReportingOverflow(by: stride)
+        var needed = scan.arena_bytes
+        var overflow = segmentsOverflow || scratchOverflow || capacity == Int.max
+        for part in [scan.value_bytes, scratchBytes, capacity] where !overflow {
+            (needed, overflow) = needed.addingReportingOverflow(part)
+        }
+        guard !overflow, needed <= limit else { throw memoryError(limit) }
+        arena.setMaxBytes(Int.max)
+        let scratch = try allocate(scratchBytes, in: arena, limit: limit)
+            .bindMemory(to: imcodec_transcode_segment.self, capacity: segments | 1)
+        let rewritten = try allocate(max(capacity, 1), in: arena, limit: limit).bindMemory(to: UInt8.self, capacity: max(capacity, 1))
+        var length = 0
+        let status = withBase(buffer) {
+            imcodec_transcode(descriptor.pointer, $0, buffer.count, scratch, segments | 1, rewritten, capacity, &length)
+        }
+        try check(status)
+        // Merged messages may need more of protobuf-c's scratch than their parts were charged, so
+        // the rewritten bytes (which hold no repeats) are estimated again, and checked against
+        // what is left of the limit, before protobuf-c runs.
+        var rescanOptions = _ValueCost.scanOptions
+        rescanOptions.max_depth = UInt32(IMCODEC_PRESCAN_DEPTH_CAP)
+        rescanOptions.max_fields = Int.max
+        rescanOptions.max_memory = limit - arena.bytesUsed
+        rescanOptions.flags |= IMCODEC_SCAN_ALWAYS_ESTIMATE
+        let rescan = imcodec_prescan_ex(descriptor.pointer, rewritten, length, &rescanOptions)
+        guard rescan.status == IMCODEC_SCAN_OK, rescan.merge_count == 0 else {
+            if rescan.status == IMCODEC_SCAN_TOO_MUCH_MEMORY { throw memoryError(limit) }
+            throw .malformed("the rewritten input does not pass the pre-scan (a bug in imcodec_transcode)")
+        }
+        arena.setMaxBytes(arena.bytesUsed &+ rescan.arena_bytes &+ 64)
+        let unpacked = protobuf_c_message_unpack(descriptor.pointer, arena.allocator, length, rewritten)
+        return try result(unpacked, arena: arena, scan: rescan)
     }
 
     private static func result(
@@ -138,7 +182,7 @@ enum WireCodec {
         switch status {
         case IMCODEC_TRANSCODE_OK: return
         case IMCODEC_TRANSCODE_TOO_LARGE:
-            throw .tooLarge("keeping a wire-type mismatch as an unknown field makes a sub-message longer than 2^31-1 bytes")
+            throw .tooLarge("rewriting the input for protobuf-c makes a sub-message longer than 2^31-1 bytes")
         default:
             throw .malformed("the input changed while it was decoded, or the pre-scan and the transcoder disagree")
         }

@@ -810,11 +810,11 @@ static const ProtobufCFieldDescriptor imcodec__v1__system_notice__params_entry__
     "key",
     1,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
+    PROTOBUF_C_TYPE_BYTES,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__SystemNotice__ParamsEntry, key),
     NULL,
-    &protobuf_c_empty_string,
+    &imcodec_string_as_bytes_default,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -822,11 +822,11 @@ static const ProtobufCFieldDescriptor imcodec__v1__system_notice__params_entry__
     "value",
     2,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
+    PROTOBUF_C_TYPE_BYTES,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__SystemNotice__ParamsEntry, value),
     NULL,
-    &protobuf_c_empty_string,
+    &imcodec_string_as_bytes_default,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },

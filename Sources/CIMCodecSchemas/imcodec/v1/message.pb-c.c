@@ -1035,11 +1035,11 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__custom_params_entry_
     "key",
     1,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
+    PROTOBUF_C_TYPE_BYTES,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__Message__CustomParamsEntry, key),
     NULL,
-    &protobuf_c_empty_string,
+    &imcodec_string_as_bytes_default,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -1047,11 +1047,11 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__custom_params_entry_
     "value",
     2,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
+    PROTOBUF_C_TYPE_BYTES,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__Message__CustomParamsEntry, value),
     NULL,
-    &protobuf_c_empty_string,
+    &imcodec_string_as_bytes_default,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -1086,11 +1086,11 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__expansion_entry__fie
     "key",
     1,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
+    PROTOBUF_C_TYPE_BYTES,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__Message__ExpansionEntry, key),
     NULL,
-    &protobuf_c_empty_string,
+    &imcodec_string_as_bytes_default,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -1098,11 +1098,11 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__expansion_entry__fie
     "value",
     2,
     PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
+    PROTOBUF_C_TYPE_BYTES,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__Message__ExpansionEntry, value),
     NULL,
-    &protobuf_c_empty_string,
+    &imcodec_string_as_bytes_default,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },

@@ -142,12 +142,12 @@ struct  Imcodec__V1__MarkReadEvent
 struct  Imcodec__V1__SystemNotice__ParamsEntry
 {
   ProtobufCMessage base;
-  char *key;
-  char *value;
+  ProtobufCBinaryData key;
+  ProtobufCBinaryData value;
 };
 #define IMCODEC__V1__SYSTEM_NOTICE__PARAMS_ENTRY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__system_notice__params_entry__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , {0,NULL}, {0,NULL} }
 
 
 /*

@@ -226,23 +226,23 @@ struct  Imcodec__V1__OfflinePushInfo
 struct  Imcodec__V1__Message__CustomParamsEntry
 {
   ProtobufCMessage base;
-  char *key;
-  char *value;
+  ProtobufCBinaryData key;
+  ProtobufCBinaryData value;
 };
 #define IMCODEC__V1__MESSAGE__CUSTOM_PARAMS_ENTRY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message__custom_params_entry__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , {0,NULL}, {0,NULL} }
 
 
 struct  Imcodec__V1__Message__ExpansionEntry
 {
   ProtobufCMessage base;
-  char *key;
-  char *value;
+  ProtobufCBinaryData key;
+  ProtobufCBinaryData value;
 };
 #define IMCODEC__V1__MESSAGE__EXPANSION_ENTRY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message__expansion_entry__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , {0,NULL}, {0,NULL} }
 
 
 /*
