@@ -7,12 +7,15 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Largest input accepted, in bytes. Default 16 MiB.
     public var maxInputSize: Int = 16 << 20
 
-    /// Deepest message nesting accepted; the top-level message counts as 1. Default 100, as in
-    /// swift-protobuf and upb. A merger layer costs 3 levels (Message, MessageElement, MergerElement),
-    /// so the default admits about 32 nested merger layers; raise it for deeper mergers. Values above
-    /// ``maxDepthCap`` are treated as ``maxDepthCap``: protobuf-c recurses once per level, about 1 KiB
-    /// of stack each, and a thread with a 512 KiB stack runs out after some 540 levels.
-    public var maxDepth: Int = 100
+    /// Deepest message nesting accepted; the top-level message counts as 1. Default 320: a merger
+    /// layer costs 3 levels (Message, MessageElement, MergerElement), so a frame carrying the 100
+    /// nested merger layers Tencent allows nests 2 + 3 × 100 levels plus the deepest element inside
+    /// (at most 3 more), which 320 admits. (swift-protobuf and upb default to 100.) Values above
+    /// ``maxDepthCap`` are treated as ``maxDepthCap``. protobuf-c recurses once per level, about
+    /// 1 KiB of stack each, and so do the conversions to Swift values: input nested deeper than a
+    /// few dozen levels is unpacked on the calling thread only when its stack has room, else on a
+    /// thread with a stack of the size it needs.
+    public var maxDepth: Int = 320
 
     /// Most fields (each occurrence, each packed element) accepted in one input. Default 1,000,000.
     public var maxFieldCount: Int = 1_000_000
@@ -23,8 +26,8 @@ public struct DecodingOptions: Sendable, Hashable {
     /// amplification a hostile input can cause.
     public var maxDecodedMemory: Int? = nil
 
-    /// The highest ``maxDepth`` honoured.
-    public static let maxDepthCap = 256
+    /// The highest ``maxDepth`` honoured (the pre-scan's explicit stack has this many frames).
+    public static let maxDepthCap = 512
 
     /// Creates the default options.
     public init() {}

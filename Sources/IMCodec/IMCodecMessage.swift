@@ -41,7 +41,7 @@ extension IMCodecMessage {
     @inlinable
     public init(serializedBytes: [UInt8], options: DecodingOptions = DecodingOptions()) throws(IMCodecError) {
         let scope = try _DecodeScope(Self._protobufCDescriptor, serializedBytes, options: options)
-        self.init(_protobufCMessage: scope.message)
+        self = try _DecodeStack.run(depth: scope.message.depth) { Self(_protobufCMessage: scope.message) }
         withExtendedLifetime(scope) {}
     }
 
@@ -52,7 +52,7 @@ extension IMCodecMessage {
     public init<Bytes: Collection>(serializedBytes: Bytes, options: DecodingOptions = DecodingOptions())
     throws(IMCodecError) where Bytes.Element == UInt8 {
         let scope = try _DecodeScope(Self._protobufCDescriptor, serializedBytes, options: options)
-        self.init(_protobufCMessage: scope.message)
+        self = try _DecodeStack.run(depth: scope.message.depth) { Self(_protobufCMessage: scope.message) }
         withExtendedLifetime(scope) {}
     }
 

@@ -53,8 +53,10 @@ struct LimitTests {
 
     @Test("nesting exactly at maxDepth decodes; one more level is tooDeep")
     func depthBoundary() throws {
-        #expect(code(Wire.nestingBomb(levels: 100)) == nil)
-        #expect(code(Wire.nestingBomb(levels: 101))?.code == .tooDeep)
+        let maxDepth = DecodingOptions().maxDepth
+        #expect(maxDepth == 320)
+        #expect(code(Wire.nestingBomb(levels: maxDepth)) == nil)
+        #expect(code(Wire.nestingBomb(levels: maxDepth + 1))?.code == .tooDeep)
         #expect(code(Wire.nestingBomb(levels: 10), options: DecodingOptions(maxDepth: 9))?.code == .tooDeep)
         #expect(code(Wire.nestingBomb(levels: 200), options: DecodingOptions(maxDepth: 200)) == nil)
     }
@@ -119,10 +121,12 @@ struct LimitTests {
         #expect(frame.serializedBytes() == [0x0A, 0x01, 0x00])
     }
 
-    @Test("U+0000 in a map value is unsupported (protobuf-c keeps map strings as C strings)")
+    @Test("U+0000 in a map key or value is kept, as Google's parsers keep it")
     func nulInMap() throws {
-        let entry = Wire.field(1, Array("k".utf8)) + Wire.field(2, [0x61, 0x00, 0x62])
-        #expect(code(Wire.field(10, Wire.field(16, entry)))?.code == .unsupported)
+        let entry = Wire.field(1, [0x6B, 0x00]) + Wire.field(2, [0x61, 0x00, 0x62])
+        let frame = try Frame(serializedBytes: Wire.field(10, Wire.field(16, entry)))
+        #expect(frame.payload == .message(.with { $0.customParams = ["k\u{0}": "a\u{0}b"] }))
+        #expect(frame.serializedBytes() == Wire.field(10, Wire.field(16, entry)))
     }
 
     @Test("more fields than maxFieldCount is tooManyFields")

@@ -181,3 +181,16 @@ struct RandomMessages {
         }
     }
 }
+
+/// A frame whose message holds `layers` nested mergers (Tencent allows 100), the innermost holding
+/// an image: the deepest element kind (Message, MessageElement, ImageElement, ImageInfo).
+func nestedMergerFrame(layers: Int) -> Frame {
+    let conversation = Conversation.group("team")
+    var message = Message.image(
+        from: "alice", in: conversation, format: .png,
+        renditions: [ImageInfo(type: .original, uuid: "img-0", size: 1_024, width: 64, height: 64, url: "https://example.com/0")])
+    for layer in 1...max(layers, 1) {
+        message = .merger(from: "user-\(layer)", in: conversation, title: "layer \(layer)", messages: [message])
+    }
+    return Frame(message)
+}

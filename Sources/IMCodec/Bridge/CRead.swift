@@ -138,10 +138,18 @@ public struct _ProtobufCDescriptor: @unchecked Sendable {
 /// A protobuf-c message living in an arena (implementation detail of the generated code).
 public struct _ProtobufCMessage {
     let raw: UnsafeMutableRawPointer
+    /// How deep it nests (the top level is 1): what converting it recurses (see ``_DecodeStack``).
+    @usableFromInline let depth: Int
 
-    init<T>(_ pointer: UnsafeMutablePointer<T>) { raw = UnsafeMutableRawPointer(pointer) }
+    init<T>(_ pointer: UnsafeMutablePointer<T>, depth: Int = DecodingOptions.maxDepthCap) {
+        raw = UnsafeMutableRawPointer(pointer)
+        self.depth = depth
+    }
 
-    init(_ message: UnsafeMutablePointer<ProtobufCMessage>) { raw = UnsafeMutableRawPointer(message) }
+    init(_ message: UnsafeMutablePointer<ProtobufCMessage>, depth: Int = DecodingOptions.maxDepthCap) {
+        raw = UnsafeMutableRawPointer(message)
+        self.depth = depth
+    }
 
     func pointer<T>(to type: T.Type) -> UnsafePointer<T> { UnsafePointer(raw.assumingMemoryBound(to: T.self)) }
 

@@ -82,7 +82,7 @@ public enum DecodeProbe {
                 estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
                 arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
                 wrappedFields: scan.wrap_count)
-            return (M(_protobufCMessage: message), accounting)
+            return (try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }, accounting)
         }
     }
 }

@@ -27,23 +27,6 @@ import CProtobufC
 ///
 /// (Encoding is generated Swift: see ``_WireWriter``.)
 enum WireCodec {
-    /// Decodes one message of type `M`.
-    static func decode<M: IMCodecMessage, Bytes: Collection>(
-        _ type: M.Type, from bytes: Bytes, options: DecodingOptions
-    ) throws(IMCodecError) -> M where Bytes.Element == UInt8 {
-        try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> M in
-            let descriptor = M._protobufCDescriptor
-            let scan = try self.scan(descriptor, buffer, options: options)
-            // With the estimate: one block that holds everything protobuf-c will allocate (the
-            // estimate is an upper bound; the rare transcoded input borrows more blocks). Without
-            // (the input is too short to pass the limit): a block that usually suffices.
-            let arena = try _Arena(
-                firstBlockSize: scan.estimated != 0 ? max(scan.arena_bytes, 256) : min(max(buffer.count * 4, 1 << 10), 64 << 10))
-            let message = try unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
-            return M(_protobufCMessage: message)
-        }
-    }
-
     /// Checks `buffer` and unpacks it into `arena`. The result lives until the arena is reset.
     static func unpack(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena
@@ -99,11 +82,14 @@ enum WireCodec {
         // cannot pass the limit (imcodec_scan_bound), which is then the cap.
         let cap = scan.estimated != 0 ? scan.arena_bytes &+ 64 : limit
         arena.setMaxBytes(cap)
-        guard scan.wrap_count == 0 && scan.merge_count == 0 else {
-            return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+        // protobuf-c (and the transcoder) recurse once per level: deep input runs where the stack allows.
+        return try _DecodeStack.run(depth: Int(scan.max_depth_seen)) { () throws(IMCodecError) -> _ProtobufCMessage in
+            guard scan.wrap_count == 0 && scan.merge_count == 0 else {
+                return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+            }
+            let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
+            return try result(unpacked, arena: arena, scan: scan)
         }
-        let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
-        return try result(unpacked, arena: arena, scan: scan)
     }
 
     /// The slow path, for input protobuf-c would decode differently from Google's parsers (a
@@ -167,7 +153,7 @@ enum WireCodec {
             }
             throw .malformed("protobuf-c rejected input that passed the pre-scan")
         }
-        return _ProtobufCMessage(unpacked)
+        return _ProtobufCMessage(unpacked, depth: Int(scan.max_depth_seen))
     }
 
     private static func allocate(_ size: Int, in arena: _Arena, limit: Int) throws(IMCodecError) -> UnsafeMutableRawPointer {

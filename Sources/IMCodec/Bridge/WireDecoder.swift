@@ -88,7 +88,7 @@ public final class WireDecoder {
     public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from bytes: [UInt8]) throws(IMCodecError) -> M {
         let message = try _unpack(M._protobufCDescriptor, bytes)
         defer { _reset() }
-        return M(_protobufCMessage: message)
+        return try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
     }
 
     /// Decodes one message of type `type` from raw memory (a NIO `ByteBuffer`'s readable bytes).
@@ -98,7 +98,7 @@ public final class WireDecoder {
     throws(IMCodecError) -> M {
         let message = try _unpack(M._protobufCDescriptor, buffer)
         defer { _reset() }
-        return M(_protobufCMessage: message)
+        return try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
     }
 
     /// Decodes one message of type `type` from any collection of bytes.
@@ -108,7 +108,7 @@ public final class WireDecoder {
     throws(IMCodecError) -> M where Bytes.Element == UInt8 {
         let message = try _unpack(M._protobufCDescriptor, bytes)
         defer { _reset() }
-        return M(_protobufCMessage: message)
+        return try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
     }
 
     /// Decodes a ``Frame`` and passes a read-only view of it to `body`, without building Swift values
@@ -150,10 +150,14 @@ extension WireDecoder: Sendable {}
 /// It exists only inside ``WireDecoder/withFrameView(_:_:)-([UInt8],_)``.
 public struct FrameView: ~Copyable {
     @usableFromInline let frame: UnsafePointer<Imcodec__V1__Frame>
+    private let depth: Int
 
     /// Implementation detail: a view of a frame unpacked by a ``WireDecoder``.
     @usableFromInline
-    init(_message message: _ProtobufCMessage) { frame = message.pointer(to: Imcodec__V1__Frame.self) }
+    init(_message message: _ProtobufCMessage) {
+        frame = message.pointer(to: Imcodec__V1__Frame.self)
+        depth = message.depth
+    }
 
     @inline(__always)
     private func withBytes<R>(_ data: ProtobufCBinaryData?, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -311,5 +315,9 @@ public struct FrameView: ~Copyable {
     public var atAll: Bool { (message?.pointee.at?.pointee.at_all ?? 0) != 0 }
 
     /// The full Swift value of the frame.
-    public func materialize() -> Frame { Frame(_c: frame) }
+    public func materialize() -> Frame {
+        // Deep frames are converted where the stack allows (see _DecodeStack); if no thread with
+        // such a stack can be started, the conversion runs here.
+        (try? _DecodeStack.run(depth: depth) { Frame(_c: frame) }) ?? Frame(_c: frame)
+    }
 }

@@ -45,6 +45,8 @@ struct JSONTape {
     }
 
     /// Every node, in document order.
+    /// The most arrays and objects that were open at once.
+    var deepest = 0
     var nodes: [Node] = []
     /// The decoded bytes of every string (escapes resolved, UTF-8) and the text of every number.
     var text: [UInt8] = []
@@ -146,6 +148,7 @@ struct JSONTokenizer {
                     }
                     let isObject = byte == UInt8(ascii: "{")
                     stack.append(tape.nodes.count)
+                    tape.deepest = max(tape.deepest, stack.count)
                     tape.nodes.append(JSONTape.Node(kind: isObject ? .object : .array, offset: i, a: 0, b: 0))
                     i += 1
                     skipWhitespace()

@@ -32,9 +32,10 @@ public struct JSONDecodingOptions: Sendable, Hashable {
     /// does not know) instead of rejecting them.
     public var ignoreUnknownFields = false
 
-    /// Deepest message nesting accepted; the top-level message counts as 1. Default 100. Values
-    /// above ``DecodingOptions/maxDepthCap`` are treated as ``DecodingOptions/maxDepthCap``.
-    public var maxDepth = 100
+    /// Deepest message nesting accepted; the top-level message counts as 1. Default: the binary
+    /// decoder's (``DecodingOptions/maxDepth``, 320). Values above ``DecodingOptions/maxDepthCap``
+    /// are treated as ``DecodingOptions/maxDepthCap``.
+    public var maxDepth = DecodingOptions().maxDepth
 
     /// Largest JSON text accepted, in UTF-8 bytes. Default 16 MiB.
     public var maxInputSize = 16 << 20
@@ -50,8 +51,7 @@ extension IMCodecMessage {
     /// fields are never printed.
     /// - Parameters:
     ///   - options: The layout and naming of the JSON.
-    /// - Throws: ``IMCodecError`` when the value cannot be represented: a map key or value holding
-    ///   U+0000 (``IMCodecError/Code/unsupported``) or nesting deeper than
+    /// - Throws: ``IMCodecError`` when the value cannot be represented: nesting deeper than
     ///   ``DecodingOptions/maxDepthCap`` (``IMCodecError/Code/tooDeep``).
     public func jsonString(options: JSONEncodingOptions = JSONEncodingOptions()) throws(IMCodecError) -> String {
         let bytes = serializedBytes()
@@ -74,8 +74,7 @@ extension IMCodecMessage {
     /// - Throws: ``IMCodecError`` with code ``IMCodecError/Code/invalidJSON`` and the byte offset
     ///   of the problem in the UTF-8 text, ``IMCodecError/Code/tooLarge`` for text over
     ///   `maxInputSize`, ``IMCodecError/Code/tooDeep`` for nesting deeper than `maxDepth`,
-    ///   ``IMCodecError/Code/unsupported`` for U+0000 in a map key or
-    ///   value, or ``IMCodecError/Code/memoryLimitExceeded`` when the decoded message would need
+    ///   or ``IMCodecError/Code/memoryLimitExceeded`` when the decoded message would need
     ///   more than 16 times the text's size plus 1 MiB (the binary decoder's default cap).
     public init(jsonString: String, options: JSONDecodingOptions = JSONDecodingOptions()) throws(IMCodecError) {
         self = try ProtoJSONParser.decode(Self.self, json: jsonString, options: options)

@@ -52,10 +52,13 @@ struct ProtoJSONParser {
         let arena = try _Arena(
             firstBlockSize: min(max(size * 2, 1 << 10), 64 << 10),
             maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: size))
+        // The parser and the conversion recurse once per message level (at most once per JSON level).
         return try withExtendedLifetime(arena) { () throws(IMCodecError) -> M in
-            let parser = ProtoJSONParser(tape: tape, arena: arena, options: options, maxDepth: maxDepth)
-            let message = try parser.parseMessage(node: 0, M._protobufCDescriptor.pointer, depth: 1)
-            return M(_protobufCMessage: _ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
+            try _DecodeStack.run(depth: tape.deepest + 1) { () throws(IMCodecError) -> M in
+                let parser = ProtoJSONParser(tape: tape, arena: arena, options: options, maxDepth: maxDepth)
+                let message = try parser.parseMessage(node: 0, M._protobufCDescriptor.pointer, depth: 1)
+                return M(_protobufCMessage: _ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
+            }
         }
     }
 
@@ -389,7 +392,8 @@ struct ProtoJSONParser {
         }
     }
 
-    /// A `string` value: a NUL-terminated C string (map entries) or a ProtobufCBinaryData.
+    /// A `string` value: a ProtobufCBinaryData (every string in IMCodec's generated C, map keys and
+    /// values included), or a NUL-terminated C string for a PROTOBUF_C_TYPE_STRING field.
     private func storeText(
         _ kind: ProtoJSONValueKind, _ text: ArraySlice<UInt8>, node: Int, into destination: UnsafeMutableRawPointer,
         context: () -> String

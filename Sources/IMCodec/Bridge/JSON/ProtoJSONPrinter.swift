@@ -40,7 +40,9 @@ struct ProtoJSONPrinter {
             try bytes.withUnsafeBytes { (buffer) -> Result<String, IMCodecError> in
                 Result { () throws(IMCodecError) -> String in
                     let message = try WireCodec.unpack(descriptor, buffer, options: decoding, arena: arena)
-                    return print(message.raw, descriptor: descriptor.pointer, options: options)
+                    return try _DecodeStack.run(depth: message.depth) {
+                        print(message.raw, descriptor: descriptor.pointer, options: options)
+                    }
                 }
             }.get()
         }

@@ -1,0 +1,20 @@
+// How much stack the calling thread has left (for Bridge/DecodeStack.swift, which runs deep
+// input's recursive decode steps where the stack has room for them).
+#ifndef IMCODEC_STACK_H
+#define IMCODEC_STACK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Bytes of stack below the caller's frame on the calling thread, or -1 when the platform does
+/// not tell (the caller then assumes too little).
+long long imcodec_stack_bytes_left(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
