@@ -2,6 +2,7 @@ import IMCodec
 import IMCodecNIO
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import NIOTestUtils
 import Testing
 
@@ -239,5 +240,24 @@ struct FrameCodecTests {
         while let _: InboundFrame = try channel.readInbound() { count += 1 }
         #expect(count == 3)
         #expect(try channel.finish().isClean)
+    }
+}
+
+@Suite("Deep frames on an event loop")
+struct DeepFrameTests {
+    @Test("a 100-layer merger round-trips on a NIO event-loop thread, through the handlers too")
+    func onEventLoop() throws {
+        let frame = SampleFrames.depthBomb(layers: 100)  // 2 + 3 × 100 + 2 = 304 levels
+        let bytes = frame.serializedBytes()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let result = try group.next().submit { () -> Bool in
+            let decoder = WireDecoder()
+            let decoded = try Frame(serializedBytes: bytes)
+            let viaDecoder = try decoder.decode(Frame.self, from: bytes)
+            let viaView = try decoder.withFrameView(bytes) { $0.materialize() }
+            return decoded == frame && decoded.serializedBytes() == bytes && viaDecoder == frame && viaView == frame
+        }.wait()
+        #expect(result)
     }
 }

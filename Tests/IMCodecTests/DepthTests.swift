@@ -43,6 +43,19 @@ struct DepthTests {
         #expect(result == nil)
     }
 
+    @Test("a 100-layer merger round-trips on the main thread (the imcodec tool's commands run there)")
+    func onMainThread() throws {
+        // Swift Testing runs tests off the main thread, so the tool, a synchronous ParsableCommand,
+        // decodes and encodes on its process's main thread.
+        let frame = nestedMergerFrame(layers: 100)
+        let decoded = try CLI.run(["decode"], input: frame.serializedBytes())
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        #expect(try Frame(jsonString: decoded.text) == frame)
+        let encoded = try CLI.run(["encode"], input: decoded.stdout)
+        #expect(encoded.status == 0, "\(encoded.stderr)")
+        #expect(encoded.stdout == frame.serializedBytes())
+    }
+
     @Test("deep input decodes on a thread with a 256 KiB stack, the deepest the cap allows included")
     func onSmallStack() throws {
         // Values are built, encoded and compared here; only decoding runs on the small stack (it
