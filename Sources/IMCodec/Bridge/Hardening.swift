@@ -58,8 +58,10 @@ public struct DecodeAccounting: Sendable, Hashable {
     public let arenaBytesUsed: Int
     /// Bytes the arena held from the system (blocks and headers).
     public let arenaBytesReserved: Int
-    /// Fields kept as unknown through the transcoder (0: the fast path).
+    /// Fields kept as unknown through the transcoder (0 and no merged fields: the fast path).
     public let wrappedFields: Int
+    /// Repeated singular sub-messages the transcoder merged (0 and no wrapped fields: the fast path).
+    public let mergedFields: Int
 }
 
 /// Decoding with its memory accounting (for HardeningTests and Fuzz/). Not API.
@@ -81,7 +83,7 @@ public enum DecodeProbe {
             let accounting = DecodeAccounting(
                 estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
                 arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
-                wrappedFields: scan.wrap_count)
+                wrappedFields: scan.wrap_count, mergedFields: scan.merge_count)
             return (try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }, accounting)
         }
     }
@@ -154,7 +156,9 @@ public enum FuzzChecks {
             let before = allocatedBytes?() ?? 0
             let (value, accounting) = try DecodeProbe.decode(Frame.self, from: bytes, options: unlimitedMemory)
             let after = allocatedBytes?() ?? 0
-            if accounting.wrappedFields == 0, accounting.arenaBytesUsed > accounting.estimatedArenaBytes {
+            // (The slow path checks the rewritten bytes' own estimate before protobuf-c runs.)
+            if accounting.wrappedFields == 0, accounting.mergedFields == 0,
+               accounting.arenaBytesUsed > accounting.estimatedArenaBytes {
                 return "protobuf-c used \(accounting.arenaBytesUsed) arena bytes, estimate \(accounting.estimatedArenaBytes)"
             }
             let bound = DecodeProbe.bound
@@ -176,7 +180,55 @@ public enum FuzzChecks {
         } catch {
             return "decoding with the memory limit lifted fails: \(error)"
         }
+
+        // Parsing is merging: split at a top-level field boundary the input picks, a + b decodes
+        // to b merged into a's value.
+        let boundaries = topLevelFieldBoundaries(bytes)
+        if !boundaries.isEmpty {
+            let split = boundaries[Int(bytes[bytes.count / 2]) % boundaries.count]
+            if var merged = try? Frame(serializedBytes: bytes[..<split]) {
+                do {
+                    try merged.merge(serializedBytes: bytes[split...], options: unlimited)
+                } catch {
+                    return "merge(serializedBytes:) fails on the second part of bytes that decode: \(error)"
+                }
+                if merged.serializedBytes() != encoded { return "decode(a + b) differs from a merged with b" }
+            }
+        }
         return nil
+    }
+
+    /// Offsets where a top-level field starts, the first excepted (empty when the bytes are not a
+    /// sequence of whole fields).
+    private static func topLevelFieldBoundaries(_ bytes: [UInt8]) -> [Int] {
+        var boundaries: [Int] = []
+        var i = 0
+        func varint() -> UInt64? {
+            var value: UInt64 = 0
+            for shift in stride(from: 0, to: 70, by: 7) {
+                guard i < bytes.count else { return nil }
+                let byte = bytes[i]
+                i += 1
+                value |= UInt64(byte & 0x7F) << UInt64(min(shift, 63))
+                if byte < 0x80 { return value }
+            }
+            return nil
+        }
+        while i < bytes.count {
+            if i > 0 { boundaries.append(i) }
+            guard let tag = varint() else { return [] }
+            switch tag & 7 {
+            case 0: guard varint() != nil else { return [] }
+            case 1: i += 8
+            case 5: i += 4
+            case 2:
+                guard let length = varint(), length <= UInt64(bytes.count - i) else { return [] }
+                i += Int(length)
+            default: return []
+            }
+            if i > bytes.count { return [] }
+        }
+        return boundaries
     }
 
     static let unlimitedMemory = DecodingOptions(maxDecodedMemory: Int.max / 4)
