@@ -37,7 +37,10 @@ public struct IMCodecError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let tooManyFields = Code(rawValue: "tooManyFields")
         /// Decoding would need more memory than ``DecodingOptions/maxDecodedMemory`` allows.
         public static let memoryLimitExceeded = Code(rawValue: "memoryLimitExceeded")
-        /// Valid protobuf that protobuf-c cannot represent faithfully (U+0000 in a map key or value).
+        /// Valid protobuf that protobuf-c cannot represent faithfully. IMCodec's own schemas have no
+        /// such input any more (repeated singular sub-messages are merged and map strings keep
+        /// U+0000); kept for descriptors with C-string fields and a message that declares field
+        /// 536870911 (the transcoder's wrapper number) next to a wire-type mismatch.
         public static let unsupported = Code(rawValue: "unsupported")
         /// The system could not provide memory.
         public static let outOfMemory = Code(rawValue: "outOfMemory")
