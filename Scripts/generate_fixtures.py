@@ -8,6 +8,10 @@ Writes into DIR (normally Fixtures/; `--check` points it at a temporary copy):
   valid/NAME.binpb   protoc --encode=<proto-message> --deterministic_output of NAME.txtpb
   valid/NAME.json    json_format.MessageToJson (default options) of NAME.binpb read as
                      imcodec.v1.Frame, plus a trailing newline
+  valid/NAME.canonical.binpb
+                     Google's deterministic serialization of NAME.binpb read as imcodec.v1.Frame,
+                     only where it differs from NAME.binpb (duplicated fields merged, unknown
+                     fields behind the known ones)
   valid/manifest.json
   invalid/NAME.bin, invalid/manifest.json   from generate_fixtures_invalid.py
 and deletes generated files (.binpb, .json, .bin) that no case produces any more.
@@ -21,9 +25,17 @@ Each valid/NAME.txtpb starts with a header of comment lines:
 json-roundtrip is checked, not trusted: the JSON is parsed back with json_format.Parse and
 re-encoded by protoc --deterministic_output (via text format); the result must equal NAME.binpb
 exactly when json-roundtrip is true, and must differ when it is false.
+
+Reading NAME.binpb uses Python's default implementation (upb). The canonical bytes are upb's
+SerializeToString(deterministic=True) with the entries of each map put in key-byte order (upb 4.21
+orders a key after its extensions; C++ and pure Python order them by bytes). A case nested deeper
+than upb's recursion limit (100 levels below the top level; merger_nested_100_layers) is read by
+Google's pure-Python implementation instead, in a child process (Scripts/google_reference.py
+--canonical), which has no such limit: it gives the JSON and the canonical bytes.
 """
 
 import argparse
+import base64
 import json
 import os
 import subprocess
@@ -33,6 +45,7 @@ import tempfile
 try:
     from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
     from google.protobuf import text_format
+    from google.protobuf.message import DecodeError
     import google.protobuf
 except ImportError:
     sys.exit(
@@ -43,6 +56,7 @@ except ImportError:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate_fixtures_invalid  # noqa: E402
 import generate_fixtures_templates  # noqa: E402
+import google_reference  # noqa: E402
 
 V1_FRAME = "imcodec.v1.Frame"
 V1_PROTO = "imcodec/v1/frame.proto"
@@ -157,6 +171,7 @@ def generate_valid(args, pool):
         write(os.path.join(valid, name + ".txtpb"), make().encode("utf-8"))
 
     frame_cls = message_class(pool, V1_FRAME)
+    pool_frame = pool.FindMessageTypeByName(V1_FRAME)
     names = sorted(n[: -len(".txtpb")] for n in os.listdir(valid) if n.endswith(".txtpb"))
     manifest = []
     keep = set()
@@ -167,11 +182,22 @@ def generate_valid(args, pool):
             fail(f"valid/{name}.txtpb: types other than {V1_FRAME} come from {FUTURE_PROTO}")
         binpb = encode(args, txtpb, header)
 
-        msg = frame_cls.FromString(binpb)
-        text = json_format.MessageToJson(msg) + "\n"
-
+        try:
+            msg = frame_cls.FromString(binpb)
+            text = json_format.MessageToJson(msg) + "\n"
+            tree = google_reference.parse_tree(msg.SerializeToString(deterministic=True), pool_frame)
+            google_reference.sort_map_entries(tree)
+            canonical = google_reference.serialize(tree)
+        except DecodeError:
+            # Deeper than upb's recursion limit: Google's pure-Python parser reads it.
+            with tempfile.TemporaryDirectory() as tmp:
+                [result] = google_reference.run_canonical([binpb], args, tmp)
+            if "error" in result:
+                fail(f"valid/{name}: pure-Python protobuf cannot read the case either: {result['error']}")
+            text = result["json"] + "\n"
+            canonical = base64.b64decode(result["canonical"])
         back = frame_cls()
-        json_format.Parse(text, back)
+        json_format.Parse(text, back, max_recursion_depth=1000)  # the 100-layer merger nests 304 levels
         roundtrips = reencode(args, back) == binpb
         if roundtrips != header["json-roundtrip"]:
             fail(
@@ -182,6 +208,11 @@ def generate_valid(args, pool):
         if header["proto-message"] == V1_FRAME and not roundtrips:
             # Only unknown-field / wire-shape cases may lose information in JSON.
             fail(f"valid/{name}: an imcodec.v1.Frame case whose JSON does not round-trip")
+        if roundtrips and canonical != binpb:
+            fail(f"valid/{name}: Google's deterministic serialization differs from protoc's bytes")
+        if canonical != binpb:
+            write(os.path.join(valid, name + ".canonical.binpb"), canonical)
+            keep.add(name + ".canonical.binpb")
 
         write(os.path.join(valid, name + ".binpb"), binpb)
         write(os.path.join(valid, name + ".json"), text.encode("utf-8"))
@@ -191,6 +222,7 @@ def generate_valid(args, pool):
                 "name": name,
                 "description": header["case"],
                 "json_roundtrip": header["json-roundtrip"],
+                "canonical": name + ".canonical.binpb" if canonical != binpb else None,
                 "tags": header["tags"],
             }
         )
@@ -222,6 +254,7 @@ def dump_json(value) -> bytes:
 
 
 def main():
+    sys.setrecursionlimit(20_000)  # text_format and json_format recurse per level (304 levels deep)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fixtures", default=os.path.join(root, "Fixtures"))

@@ -14,7 +14,6 @@ offending item:
 - a declared length that is too large or runs past the end of the input or of the enclosing
   message: the length prefix's first byte;
 - invalid UTF-8: the first byte of the first ill-formed sequence (or stray byte);
-- U+0000 in a map key or value: the NUL byte;
 - nesting deeper than the limit: the tag of the field that opens the first message too deep;
 - input over options.maxInputSize: null (the input as a whole).
 
@@ -49,7 +48,9 @@ from generate_fixtures_wire import (
 )
 
 FRAME = "imcodec.v1.Frame"
-DEFAULT_MAX_DEPTH = 100
+# The depth cases name their limit (options.maxDepth) rather than rely on the default, so that they
+# mean the same whatever the default is.
+DEPTH_LIMIT = 100
 
 # Realistic building blocks --------------------------------------------------------------------
 
@@ -358,21 +359,21 @@ case("utf8_in_nested_merger_message", "invalidUTF8",
 
 # --- tooDeep -----------------------------------------------------------------------------------
 
-_bomb, _bomb_offset = nesting_bomb(100_000, DEFAULT_MAX_DEPTH)
+_bomb, _bomb_offset = nesting_bomb(100_000, DEPTH_LIMIT)
 case("nesting_bomb_100000", "tooDeep",
      "100,000 nested messages (Frame > message > elements > merger > messages > elements > ...), "
      "each level only the tag and varint length of the next, built bottom-up. A recursive decoder "
-     "overflows its stack; the limit (100, top level = 1) stops it at level 101. "
+     "overflows its stack; the limit (options.maxDepth 100, top level = 1) stops it at level 101. "
      "Offset: the tag that opens level 101.",
-     data=_bomb, offset=_bomb_offset)
+     data=_bomb, offset=_bomb_offset, options={"maxDepth": DEPTH_LIMIT})
 
-_deep, _deep_offset = nesting_bomb(101, DEFAULT_MAX_DEPTH)
+_deep, _deep_offset = nesting_bomb(101, DEPTH_LIMIT)
 case("nesting_101", "tooDeep",
      "101 nested messages (the same chain as the bomb; level 101 is a Message with a sender_id), "
-     "one over the default limit of 100. Fixtures/valid/nesting_depth_100 is the same chain at "
+     "one over options.maxDepth 100. Fixtures/valid/nesting_depth_100 is the same chain at "
      "exactly 100. Google's parsers accept it (they do not count the top level). "
      "Offset: the tag that opens level 101.",
-     data=_deep, offset=_deep_offset)
+     data=_deep, offset=_deep_offset, options={"maxDepth": DEPTH_LIMIT})
 
 case("depth_4_with_max_depth_3", "tooDeep",
      "An ordinary text message (Frame 1 > Message 2 > MessageElement 3 > TextElement 4) decoded "
@@ -409,45 +410,8 @@ case("oversize_nonempty_with_max_0", "tooLarge",
 # Mismatch* helpers). Only a wire type that is not protobuf at all (3, 4, 6, 7) is rejected: see
 # "malformed" above.
 
-# --- unsupported (U+0000 in map strings) ---------------------------------------------------------
-
-case("nul_in_custom_params_value", "unsupported",
-     "A Message.custom_params value holds U+0000 ('a' NUL 'b'): valid UTF-8, but protobuf-c keeps "
-     "map strings as C strings. Offset: the NUL byte.",
-     pieces=VERSION + [Field(10, envelope() + [
-         Field(16, [s(1, "trace"), Field(2, [b"a", MARK, b"\x00", b"b"])]),
-         text_element("hi")])])
-
-case("nul_in_expansion_key", "unsupported",
-     "A Message.expansion key holds U+0000 ('vote' NUL). Offset: the NUL byte.",
-     pieces=VERSION + [Field(10, envelope() + [
-         Field(17, [Field(1, [b"vote", MARK, b"\x00"]), s(2, "3")]), text_element("poll")])])
-
-case("nul_in_system_notice_param", "unsupported",
-     "A SystemNotice.params value holds U+0000 in the middle of a device name. "
-     "Offset: the NUL byte.",
-     pieces=VERSION + [Field(25, [s(1, "kicked_offline"),
-                                  Field(2, [s(1, "device"), Field(2, [b"iPhone", MARK, b"\x00",
-                                                                      b"15"])]),
-                                  s(3, "您的账号已在其他设备登录")])])
-
-# --- unsupported (a singular sub-message sent twice) ---------------------------------------------
-# Google's parsers merge a singular message field that occurs twice. protobuf-c 1.4.1 merges it
-# wrongly (a proto3 scalar left at zero in the second copy overwrites the first's value; a oneof
-# member is replaced instead of merged), so IMCodec refuses such input rather than decode it
-# differently (a documented difference, see README). Encoders never write a field twice; only
-# concatenating two encodings does.
-
-case("frame_message_twice", "unsupported",
-     "Frame.message (a oneof member) occurs twice, as when two encodings are concatenated. "
-     "Offset: the second Frame.message tag.",
-     pieces=VERSION + [Field(10, envelope() + [text_element("part one, ")]),
-                       Field(10, envelope() + [text_element("part two")], mark="tag")])
-
-case("conversation_twice", "unsupported",
-     "Message.conversation occurs twice: first with type GROUP, then with only a target id. Google "
-     "merges them (type GROUP kept); protobuf-c would reset the type to 0. "
-     "Offset: the second Message.conversation tag.",
-     pieces=VERSION + [Field(10, [s(1, "cli-7f3a9c2e-0062"), Field(6, [u(1, 2)]),
-                                  Field(6, [Field(2, [b"@TGS#2J4SZEAEL"])], mark="tag"),
-                                  Field(20, [Field(1, [s(1, "hello")])])])])
+# --- no longer invalid -------------------------------------------------------------------------
+# U+0000 in a map key or value and a singular sub-message that occurs twice were refused with
+# `unsupported` while protobuf-c could not represent them. Google's parsers accept both (a repeated
+# sub-message merges), and so does IMCodec: they are valid cases now, encoded by Google
+# (Fixtures/valid/nul_in_*.txtpb, *_twice.txtpb and the other duplicate cases).

@@ -125,7 +125,51 @@ def nesting_depth_100() -> str:
     return "".join(out)
 
 
+# --- merger_nested_100_layers --------------------------------------------------------------------
+
+MERGER_LAYERS = 100
+
+
+def merger_nested_100_layers() -> str:
+    """A combined forward nested 100 layers deep, the most Tencent IM allows.
+
+    Layer k (1-based) is a MergerElement whose only message carries layer k + 1 in its only element;
+    layer 100 holds one text message. Levels: Frame 1, Message 2, MessageElement 3, MergerElement
+    (layer 1) 4, ..., layer k at 3k + 1 (layer 100 at 301), then Message 302, MessageElement 303 and
+    TextElement 304. That is deeper than the recursion limit of Google's C++ and upb parsers (100
+    below the top level), so Scripts/generate-fixtures writes its JSON with Google's pure-Python
+    parser (no such limit; see Fixtures/README.md); protoc --encode writes the bytes as for every
+    case.
+    """
+    out = [_header(
+        "A combined-forward (merger) message nested 100 layers deep, the most Tencent IM allows "
+        "(304 levels; deeper than Google's C++/upb parsers accept by default).",
+        ["element.merger", "merger.nested", "merger.max_layers", "limit.depth", "generated"])]
+    out.append("schema_version: 1\nmin_reader_version: 1\nmessage {\n")
+    out.append('  client_msg_id: "cli-5d0c1b7a-0100"\n')
+    out.append('  sender_id: "user_10010"\n')
+    out.append('  conversation { type: CONVERSATION_TYPE_ONE_TO_ONE target_id: "user_10086" }\n')
+    out.append("  client_time_ms: 1732186800000\n")
+    closers = []
+    for layer in range(1, MERGER_LAYERS + 1):
+        indent = "  " * (3 * layer - 2)
+        out.append(f"{indent}elements {{  # layer {layer}\n")
+        out.append(f"{indent}  merger {{\n")
+        out.append(f"{indent}    title: {_q(f'第 {layer} 层的聊天记录')}\n")
+        out.append(f"{indent}    message_count: 1\n")
+        out.append(f"{indent}    messages {{\n")
+        out.append(f'{indent}      client_msg_id: "fwd-{layer:03d}"\n')
+        out.append(f'{indent}      sender_id: "{_SENDERS[layer % 3][0]}"\n')
+        closers.append(f"{indent}    }}\n{indent}  }}\n{indent}}}\n")
+    indent = "  " * (3 * MERGER_LAYERS + 1)
+    out.append(f"{indent}elements {{ text {{ text: {_q('最里面的一条消息')} }} }}\n")
+    out.extend(reversed(closers))
+    out.append("}\n")
+    return "".join(out)
+
+
 GENERATED = {
     "merger_inline_300": merger_inline_300,
+    "merger_nested_100_layers": merger_nested_100_layers,
     "nesting_depth_100": nesting_depth_100,
 }
