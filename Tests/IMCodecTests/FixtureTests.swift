@@ -3,8 +3,10 @@
 //
 // valid/NAME.binpb  decodes as imcodec.v1.Frame; its pretty JSON equals NAME.json (as JSON trees,
 //                   numbers by value, and line for line up to the order of map entries); it
-//                   re-encodes to NAME.binpb exactly; where the manifest says json_roundtrip, the
-//                   Frame read from NAME.json re-encodes to NAME.binpb exactly.
+//                   re-encodes to Google's deterministic bytes exactly: NAME.binpb, or
+//                   NAME.canonical.binpb where the manifest names one (merged duplicates, unknown
+//                   fields last); where the manifest says json_roundtrip, the Frame read from
+//                   NAME.json re-encodes to NAME.binpb exactly.
 // invalid/NAME.bin  fails to decode with the manifest's options, code and offset.
 import Foundation
 import IMCodec
@@ -36,16 +38,17 @@ struct FixtureTests {
         // The binary-to-JSON entry point gives the same text.
         #expect(try ProtoJSON.jsonString(fromBinary: binary, messageType: "imcodec.v1.Frame", options: options) == json)
 
-        // Binary: re-encoding is canonical.
+        // Binary: re-encoding gives Google's deterministic serialization, which is NAME.binpb itself
+        // unless the manifest names NAME.canonical.binpb (duplicates merged, unknown fields last).
         let reencoded = frame.serializedBytes()
-        if entry.json_roundtrip {
-            #expect(reencoded == binary, "re-encoding differs from \(name).binpb")
-        } else {
-            // Unknown fields move behind the known ones, duplicates merge: the bytes are Google's
-            // canonical form of the message, not the fixture's wire shape. They must be stable.
-            let again = try Frame(serializedBytes: reencoded)
+        let canonical = try entry.canonical.map { try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent($0)) }
+        if entry.json_roundtrip { #expect(entry.canonical == nil, "\(name): a case whose JSON round-trips is canonical") }
+        #expect(reencoded == (canonical ?? binary), "re-encoding differs from \(entry.canonical ?? name + ".binpb")")
+        if let canonical {
+            // The canonical bytes decode to the same Frame and are a fixed point.
+            let again = try Frame(serializedBytes: canonical)
             #expect(again == frame)
-            #expect(again.serializedBytes() == reencoded)
+            #expect(again.serializedBytes() == canonical)
             #expect(try again.jsonString(options: options) == json)
         }
 

@@ -208,6 +208,10 @@ enum FixtureFiles {
         let name: String
         let description: String
         let json_roundtrip: Bool
+        /// NAME.canonical.binpb when Google's deterministic serialization of the case differs from
+        /// its bytes (duplicated fields merged, unknown fields behind the known ones); nil when
+        /// NAME.binpb is canonical itself.
+        let canonical: String?
     }
 
     struct InvalidCase: Decodable {
