@@ -100,14 +100,14 @@ DEPTH = 100
 
 
 def nesting_depth_100() -> str:
-    """The nesting chain of Fixtures/invalid/nesting_101.bin, exactly at the default limit.
+    """The nesting chain of Fixtures/invalid/nesting_101.bin, exactly at its limit (maxDepth 100).
 
     Level 1 is the Frame; then Message, MessageElement, MergerElement repeat (levels 2, 3, 4, 5...).
     Level 100 is a MergerElement whose only field is its title.
     """
     out = [_header(
-        "Nested mergers exactly at the default depth limit: 100 messages deep, the top-level Frame "
-        "counting as 1 (one more is Fixtures/invalid/nesting_101.bin).",
+        "Nested mergers 100 messages deep, the top-level Frame counting as 1: exactly at maxDepth 100 "
+        "(one more is Fixtures/invalid/nesting_101.bin, decoded with maxDepth 100).",
         ["element.merger", "merger.nested", "limit.depth", "generated"])]
     out.append("schema_version: 1\nmin_reader_version: 1\n")
     kinds = ["Message", "MessageElement", "MergerElement"]
