@@ -16,7 +16,8 @@ The corpus (every choice comes from random.Random(seed), so a seed always gives 
   pair      the encodings of two random frames concatenated (protobuf's merge: scalars of the
             second win, repeated fields append, sub-messages merge, a different oneof member
             replaces).
-  mutation  structured mutations of the valid fixtures (Fixtures/valid/*.binpb): a field
+  mutation  structured mutations of the valid fixtures (Fixtures/valid/*.binpb, the
+            NAME.canonical.binpb files included): a field
             duplicated (sub-messages at any depth, oneof members, map entries), a different oneof
             member appended, fields swapped, deleted or inserted (unknown fields of every wire type,
             groups), a wire type changed, U+0000 or an ill-formed UTF-8 byte inserted into a string,
