@@ -17,12 +17,11 @@ The corpus (every choice comes from random.Random(seed), so a seed always gives 
             second win, repeated fields append, sub-messages merge, a different oneof member
             replaces).
   mutation  structured mutations of the valid fixtures (Fixtures/valid/*.binpb, the
-            NAME.canonical.binpb files included): a field
-            duplicated (sub-messages at any depth, oneof members, map entries), a different oneof
-            member appended, fields swapped, deleted or inserted (unknown fields of every wire type,
-            groups), a wire type changed, U+0000 or an ill-formed UTF-8 byte inserted into a string,
-            a varint made over-long, an edge value, a truncation, flipped bits, inserted bytes, two
-            fixtures concatenated.
+            NAME.canonical.binpb files included): a field duplicated (sub-messages at any depth,
+            oneof members, map entries), a different oneof member appended, fields swapped,
+            deleted or inserted (unknown fields of every wire type, groups), a wire type changed,
+            U+0000 or an ill-formed UTF-8 byte inserted into a string, a varint made over-long, an
+            edge value, a truncation, flipped bits, inserted bytes, two fixtures concatenated.
 
 For each input it writes Google's verdict. The reference is Google's Python protobuf with its
 default implementation (upb in 4.21): `Frame.FromString` accepts or rejects; for accepted inputs
@@ -65,6 +64,7 @@ import tempfile
 import threading
 
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf.message import DecodeError
 import google.protobuf
 
 V1_FRAME = "imcodec.v1.Frame"
@@ -155,8 +155,10 @@ def walk(data, desc, level, facts, end_group=None):
     """Reads `data` as `desc` the way protobuf's parsers do, without limits: records the deepest
     level (the top-level message is 1; map entries count), whether groups were skipped, how many
     fields there are, whether a singular sub-message (a oneof member included) occurs twice in one
-    message and whether a map key or value holds U+0000. Returns the position after the message; raises ValueError where a parser
-    would fail on the wire shape (UTF-8 is not checked here)."""
+    message, whether a map key or value holds U+0000, whether a map entry holds an unknown field (or
+    a key or value with another wire type) and whether a double is -0.0. Returns the position after
+    the message; raises ValueError where a parser would fail on the wire shape (UTF-8 is not checked
+    here)."""
     facts.depth = max(facts.depth, level)
     pos = 0 if end_group is None else end_group[0]
     end = len(data)
@@ -210,7 +212,8 @@ def walk(data, desc, level, facts, end_group=None):
 
 # --- random frames ---------------------------------------------------------------------------------
 
-STRINGS = ["", "a", "ab", "user_10010", "@TGS#2J4SZEAEL", "你好，世界", "🚀🙂👨‍👩‍👧", "nul\x00inside",
+STRINGS = ["", "a", "ab", "user_10010", "@TGS#2J4SZEAEL", "你好，世界", "🚀🙂👨‍👩‍👧",
+           "nul\x00inside",
            "\x00", "mixed ascii é ß 漢字 \U0010FFFF", "long text " * 20, "line\nbreak\t\"quoted\"\\",
            "cli-7f3a9c2e-0001", "https://cdn.example.com/img/1.jpg", "0", "-1"]
 
@@ -220,6 +223,9 @@ class RandomFrames:
         self.rng = rng
         self.pool = pool
         self.frame_desc = frame_desc
+
+    def message_class(self, desc):
+        return message_class(self.pool, desc)
 
     def string(self):
         if self.rng.random() < 0.15:
@@ -413,7 +419,7 @@ def parents(nodes, desc, depth=1, out=None):
 
 
 class Mutator:
-    def __init__(self, rng, pool, frame_desc, fixtures, randoms):
+    def __init__(self, rng, frame_desc, fixtures, randoms):
         self.rng = rng
         self.frame_desc = frame_desc
         self.fixtures = fixtures  # [(name, bytes)]
@@ -488,7 +494,7 @@ class Mutator:
         nodes, i, _, _ = p
         oneof = nodes[i].field.containing_oneof
         other = self.rng.choice([f for f in oneof.fields if f is not nodes[i].field] or [nodes[i].field])
-        sub = self.randoms.frame_cls_for(other.message_type)()
+        sub = self.randoms.message_class(other.message_type)()
         self.randoms.fill(sub, other.message_type, 2)
         body = sub.SerializeToString()
         nodes.insert(self.rng.randrange(i + 1, len(nodes) + 1),
@@ -707,7 +713,6 @@ def main_with_args(args):
         frame_desc = pool.FindMessageTypeByName(V1_FRAME)
         frame_cls = message_class(pool, frame_desc)
         randoms = RandomFrames(rng, pool, frame_desc)
-        randoms.frame_cls_for = lambda desc: message_class(pool, desc)
 
         corpus = []  # (kind, bytes)
         frames = [randoms.frame(frame_cls).SerializeToString() for _ in range(args.frames)]
@@ -719,7 +724,7 @@ def main_with_args(args):
         for name in sorted(n[:-len(".binpb")] for n in os.listdir(valid) if n.endswith(".binpb")):
             with open(os.path.join(valid, name + ".binpb"), "rb") as f:
                 fixtures.append((name, f.read()))
-        mutator = Mutator(rng, pool, frame_desc, fixtures, randoms)
+        mutator = Mutator(rng, frame_desc, fixtures, randoms)
         for _ in range(args.mutations):
             kind, name, data = mutator.mutate()
             corpus.append((f"mutation:{kind}:{name}", data))
@@ -749,7 +754,7 @@ def main_with_args(args):
                     tree = parse_tree(msg.SerializeToString(deterministic=True), frame_desc)
                     sort_map_entries(tree)
                     case["canonical"] = base64.b64encode(serialize(tree)).decode()
-                except google.protobuf.message.DecodeError:
+                except DecodeError:
                     # upb's recursion limit: 100 levels below the top-level message.
                     if shape_ok and facts.depth > 101:
                         need_python.append(index)

@@ -167,7 +167,8 @@ struct DifferentialTests {
         }
         let decoded = clock.now
 
-        var report = ["Differential test against Google's protobuf \(reference.protobuf) (\(reference.implementation)), "
+        var report = ["Differential test against Google's protobuf \(reference.protobuf) "
+            + "(\(reference.implementation)), "
             + "seed \(reference.seed): \(reference.cases.count) inputs (\(Self.frames) random frames, \(Self.pairs) "
             + "pairs, \(Self.mutations) mutations of the valid fixtures); Google's script \(generated - start), "
             + "IMCodec \(decoded - generated)"]

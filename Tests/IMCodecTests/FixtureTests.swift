@@ -41,8 +41,12 @@ struct FixtureTests {
         // Binary: re-encoding gives Google's deterministic serialization, which is NAME.binpb itself
         // unless the manifest names NAME.canonical.binpb (duplicates merged, unknown fields last).
         let reencoded = frame.serializedBytes()
-        let canonical = try entry.canonical.map { try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent($0)) }
-        if entry.json_roundtrip { #expect(entry.canonical == nil, "\(name): a case whose JSON round-trips is canonical") }
+        let canonical = try entry.canonical.map {
+            try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent($0))
+        }
+        if entry.json_roundtrip {
+            #expect(entry.canonical == nil, "\(name): a case whose JSON round-trips is canonical")
+        }
         #expect(reencoded == (canonical ?? binary), "re-encoding differs from \(entry.canonical ?? name + ".binpb")")
         if let canonical {
             // The canonical bytes decode to the same Frame and are a fixed point.

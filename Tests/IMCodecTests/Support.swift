@@ -313,13 +313,20 @@ indirect enum FixtureJSON: Equatable {
                 position += 1
                 var members: [String: FixtureJSON] = [:]
                 skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "}") { position += 1; return .object(members) }
+                if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+                    position += 1
+                    return .object(members)
+                }
                 while true {
                     skipSpace()
-                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw error("expected a key") }
+                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+                        throw error("expected a key")
+                    }
                     let key = try string()
                     skipSpace()
-                    guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected :") }
+                    guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else {
+                        throw error("expected :")
+                    }
                     position += 1
                     members[key] = try value(depth: depth + 1)
                     skipSpace()
@@ -349,7 +356,9 @@ indirect enum FixtureJSON: Equatable {
             position += 1  // the opening quote
             var scalars = String.UnicodeScalarView()
             var run = position  // start of the unescaped bytes not yet copied
-            func flush(_ end: Int) { scalars.append(contentsOf: String(decoding: bytes[run..<end], as: UTF8.self).unicodeScalars) }
+            func flush(_ end: Int) {
+                scalars.append(contentsOf: String(decoding: bytes[run..<end], as: UTF8.self).unicodeScalars)
+            }
             while position < bytes.count {
                 let byte = bytes[position]
                 if byte == UInt8(ascii: "\"") {
@@ -372,8 +381,8 @@ indirect enum FixtureJSON: Equatable {
                 case UInt8(ascii: "t"): scalars.append("\t")
                 case UInt8(ascii: "u"):
                     var code = try hex4()
-                    if (0xD800..<0xDC00).contains(code), bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"),
-                       bytes[position + 1] == UInt8(ascii: "u") {
+                    if (0xD800..<0xDC00).contains(code), bytes.count - position >= 6,
+                       bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") {
                         position += 2
                         let low = try hex4()
                         guard (0xDC00..<0xE000).contains(low) else { throw error("unpaired surrogate") }
