@@ -49,7 +49,7 @@ message) and `nulInMap` (a map key or value holds U+0000).
 
 Output: DIR/cases.json = {"seed", "protobuf", "implementation", "cases": [{"id", "kind", "input"
 (base64), "google" ("accept" | "reject"), "json", "canonical" (base64), "googleDepthOnly", "depth",
-"groups", "fields", "duplicateSubmessage", "nulInMap"}]}.
+"groups", "fields", "duplicateSubmessage", "nulInMap", "split" (pairs: the length of the first frame)}]}.
 """
 
 import argparse
@@ -714,11 +714,12 @@ def main_with_args(args):
         frame_cls = message_class(pool, frame_desc)
         randoms = RandomFrames(rng, pool, frame_desc)
 
-        corpus = []  # (kind, bytes)
+        corpus = []  # (kind, bytes, split)
         frames = [randoms.frame(frame_cls).SerializeToString() for _ in range(args.frames)]
-        corpus += [("random", f) for f in frames]
+        corpus += [("random", f, None) for f in frames]
         for _ in range(args.pairs):
-            corpus.append(("pair", rng.choice(frames) + rng.choice(frames)))
+            first, second = rng.choice(frames), rng.choice(frames)
+            corpus.append(("pair", first + second, len(first)))
         valid = os.path.join(args.fixtures, "valid")
         fixtures = []
         for name in sorted(n[:-len(".binpb")] for n in os.listdir(valid) if n.endswith(".binpb")):
@@ -727,10 +728,10 @@ def main_with_args(args):
         mutator = Mutator(rng, frame_desc, fixtures, randoms)
         for _ in range(args.mutations):
             kind, name, data = mutator.mutate()
-            corpus.append((f"mutation:{kind}:{name}", data))
+            corpus.append((f"mutation:{kind}:{name}", data, None))
 
         cases, need_python = [], []
-        for index, (kind, data) in enumerate(corpus):
+        for index, (kind, data, split) in enumerate(corpus):
             facts, shape_ok = Facts(), True
             try:
                 walk(data, frame_desc, 1, facts)
@@ -739,7 +740,8 @@ def main_with_args(args):
             case = {"id": index, "kind": kind, "input": base64.b64encode(data).decode(), "google": "reject",
                     "json": None, "canonical": None, "googleDepthOnly": False, "depth": facts.depth,
                     "groups": facts.groups, "fields": facts.fields,
-                    "duplicateSubmessage": facts.duplicate_submessage, "nulInMap": facts.nul_in_map}
+                    "duplicateSubmessage": facts.duplicate_submessage, "nulInMap": facts.nul_in_map,
+                    "split": split}
             if facts.unknown_in_map_entry:
                 # upb 4.21 drops a map entry that holds an unknown field (or a key or value with
                 # another wire type), and crashes on some; C++ and pure Python keep its key and

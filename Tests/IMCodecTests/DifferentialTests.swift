@@ -9,7 +9,8 @@
 // its deterministic re-encoding.
 //
 // Every input is decoded here with `Frame(serializedBytes:)` and the default options, and sorted
-// into exactly one bucket: accepted by both (same JSON as parsed values, same re-encoding),
+// into exactly one bucket: accepted by both (same JSON as parsed values, same re-encoding; for a
+// pair, also the same value from decoding the first frame and `merge(serializedBytes:)` of the second),
 // rejected by both, one of the differences README documents ("Where IMCodec differs from Google's
 // protobuf"), each checked against facts the script computes from the wire (depth, groups, size,
 // field count), or a failure. Nothing is skipped; the counts are printed.
@@ -40,6 +41,7 @@ enum DifferentialBucket: Hashable, Comparable, CustomStringConvertible {
     case googleRejectsIMCodecAccepts
     case jsonDiffers
     case reencodingDiffers
+    case mergeDiffers
 
     var isFailure: Bool {
         switch self {
@@ -68,6 +70,7 @@ enum DifferentialBucket: Hashable, Comparable, CustomStringConvertible {
         case .googleRejectsIMCodecAccepts: return "FAILURE Google rejects, IMCodec accepts"
         case .jsonDiffers: return "FAILURE both accept, JSON differs"
         case .reencodingDiffers: return "FAILURE both accept, re-encoding differs from Google's"
+        case .mergeDiffers: return "FAILURE pair: decoding the first frame and merging the second differs"
         }
     }
 }
@@ -124,6 +127,16 @@ enum Differential {
         let reencoded = frame.serializedBytes()
         if reencoded != canonical {
             return (.reencodingDiffers, "IMCodec \(reencoded.count) bytes, Google \(canonical.count) bytes")
+        }
+        if let split = item.split {
+            // Parsing is merging: decoding the first frame and merging the second gives the same.
+            do {
+                var merged = try Frame(serializedBytes: Array(bytes[..<split]), options: options)
+                try merged.merge(serializedBytes: bytes[split...], options: options)
+                if merged != frame { return (.mergeDiffers, "the merged value differs") }
+            } catch {
+                return (.mergeDiffers, "\(error)")
+            }
         }
         return (item.googleDepthOnly ? .googleRecursionLimit : .acceptedByBoth, nil)
     }

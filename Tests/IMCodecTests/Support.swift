@@ -457,6 +457,8 @@ struct GoogleReference: Decodable {
         let duplicateSubmessage: Bool
         /// A map key or value holds U+0000.
         let nulInMap: Bool
+        /// Pairs: the length of the first frame (the input is two encodings concatenated).
+        let split: Int?
 
         var bytes: [UInt8] { [UInt8](Data(base64Encoded: input) ?? Data()) }
         var canonicalBytes: [UInt8]? { canonical.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } }
