@@ -8,6 +8,8 @@ import CProtobufC
 /// scope that uses it: decoding copies every value out into Swift before it returns.
 public final class _Arena {
     let raw: OpaquePointer
+    /// The cap last set (``setMaxBytes(_:)``), or the one given at creation.
+    private(set) var maxBytes: Int
 
     /// Creates an arena with a first block of `firstBlockSize` bytes and a cap of `maxBytes`.
     init(firstBlockSize: Int = 16 << 10, maxBytes: Int = .max) throws(IMCodecError) {
@@ -15,6 +17,7 @@ public final class _Arena {
             throw .outOfMemory("cannot allocate a \(firstBlockSize)-byte arena")
         }
         self.raw = raw
+        self.maxBytes = maxBytes
     }
 
     deinit { imcodec_arena_destroy(raw) }
@@ -23,7 +26,10 @@ public final class _Arena {
     func reset() { imcodec_arena_reset(raw) }
 
     /// Caps the bytes handed out from now until the next reset.
-    func setMaxBytes(_ maxBytes: Int) { imcodec_arena_set_max_bytes(raw, maxBytes) }
+    func setMaxBytes(_ maxBytes: Int) {
+        imcodec_arena_set_max_bytes(raw, maxBytes)
+        self.maxBytes = maxBytes
+    }
 
     /// protobuf-c's view of the arena.
     var allocator: UnsafeMutablePointer<ProtobufCAllocator> { imcodec_arena_allocator(raw) }

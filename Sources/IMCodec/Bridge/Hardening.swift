@@ -62,6 +62,13 @@ public struct DecodeAccounting: Sendable, Hashable {
     public let wrappedFields: Int
     /// Repeated singular sub-messages the transcoder merged (0 and no wrapped fields: the fast path).
     public let mergedFields: Int
+    /// The most bytes the arena could hand out by the end of the decode: for input decoded as it
+    /// is, the estimate plus alignment slack; for rewritten input (wrapped or merged fields), the
+    /// rewrite's buffers plus the estimate of the rewritten bytes, checked before protobuf-c ran.
+    public let arenaCap: Int
+
+    /// Whether the input was rewritten before protobuf-c saw it.
+    public var rewritten: Bool { wrappedFields > 0 || mergedFields > 0 }
 }
 
 /// Decoding with its memory accounting (for HardeningTests and Fuzz/). Not API.
@@ -83,7 +90,7 @@ public enum DecodeProbe {
             let accounting = DecodeAccounting(
                 estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
                 arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
-                wrappedFields: scan.wrap_count, mergedFields: scan.merge_count)
+                wrappedFields: scan.wrap_count, mergedFields: scan.merge_count, arenaCap: arena.maxBytes)
             return (try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }, accounting)
         }
     }
@@ -156,10 +163,10 @@ public enum FuzzChecks {
             let before = allocatedBytes?() ?? 0
             let (value, accounting) = try DecodeProbe.decode(Frame.self, from: bytes, options: unlimitedMemory)
             let after = allocatedBytes?() ?? 0
-            // (The slow path checks the rewritten bytes' own estimate before protobuf-c runs.)
-            if accounting.wrappedFields == 0, accounting.mergedFields == 0,
-               accounting.arenaBytesUsed > accounting.estimatedArenaBytes {
-                return "protobuf-c used \(accounting.arenaBytesUsed) arena bytes, estimate \(accounting.estimatedArenaBytes)"
+            // Rewritten input is estimated again (the rewritten bytes) before protobuf-c runs.
+            let estimate = accounting.rewritten ? accounting.arenaCap : accounting.estimatedArenaBytes
+            if accounting.arenaBytesUsed > estimate {
+                return "protobuf-c used \(accounting.arenaBytesUsed) arena bytes, estimate \(estimate)"
             }
             let bound = DecodeProbe.bound
             if accounting.estimatedArenaBytes + accounting.estimatedValueBytes > bytes.count * bound.perByte + bound.fixed {
