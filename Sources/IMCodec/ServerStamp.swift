@@ -72,7 +72,13 @@ public struct ServerStamp: Sendable, Hashable {
     /// The frame whose canonical encoding ``apply(to:decoder:)`` appends: a `Frame` whose payload
     /// is ``message`` (and nothing else: `schema_version` and `min_reader_version` stay the
     /// sender's).
-    public var frame: Frame { Frame(.message(message)) }
+    public var frame: Frame {
+        // Not `Frame(_:)`, which also sets the schema versions: appended, they would overwrite the
+        // sender's.
+        var frame = Frame()
+        frame.payload = .message(message)
+        return frame
+    }
 
     /// Throws when a field is set to a value that appending cannot express.
     /// - Throws: ``IMCodecError`` `invalidArgument` naming the first field set to a proto3 zero value.
