@@ -46,7 +46,9 @@ public struct ServerStamp: Sendable, Hashable {
     ///   - seq: The per-conversation sequence number (not 0).
     ///   - serverTimeMs: The server time in milliseconds since the Unix epoch (not 0).
     ///   - status: The message's status (not ``MessageStatus/unspecified``).
-    public init(serverMsgUID: String? = nil, seq: UInt64? = nil, serverTimeMs: Int64? = nil, status: MessageStatus? = nil) {
+    public init(
+        serverMsgUID: String? = nil, seq: UInt64? = nil, serverTimeMs: Int64? = nil, status: MessageStatus? = nil
+    ) {
         self.serverMsgUID = serverMsgUID
         self.seq = seq
         self.serverTimeMs = serverTimeMs
@@ -56,7 +58,12 @@ public struct ServerStamp: Sendable, Hashable {
     /// The number of fields the appended bytes hold, as the pre-scan counts them: `Frame.message`
     /// and each stamped field in it.
     var stampFieldCount: Int {
-        1 + (serverMsgUID == nil ? 0 : 1) + (seq == nil ? 0 : 1) + (serverTimeMs == nil ? 0 : 1) + (status == nil ? 0 : 1)
+        var count = 1
+        if serverMsgUID != nil { count += 1 }
+        if seq != nil { count += 1 }
+        if serverTimeMs != nil { count += 1 }
+        if status != nil { count += 1 }
+        return count
     }
 
     /// The `Message` holding exactly the stamped fields (every other field at its default).
@@ -175,8 +182,10 @@ public struct ServerStamp: Sendable, Hashable {
     /// Checks `frame` as decoding it with `decoder` would, that its payload is a message, and that
     /// the frame stamped with `stampSize` bytes of ``stampFieldCount`` fields stays within the
     /// decoder's size and field limits.
-    private func checkFrame(_ frame: UnsafeRawBufferPointer, stampSize: Int, decoder: WireDecoder) throws(IMCodecError) {
-        let (kind, fieldCount) = try decoder.withCheckedFrame(frame) { view, fieldCount in (view.payloadKind, fieldCount) }
+    private func checkFrame(
+        _ frame: UnsafeRawBufferPointer, stampSize: Int, decoder: WireDecoder
+    ) throws(IMCodecError) {
+        let (kind, fieldCount) = try decoder.withCheckedFrame(frame) { view, count in (view.payloadKind, count) }
         guard kind == .message else { throw Self.mismatch(kind) }
         let options = decoder.options
         guard frame.count + stampSize <= options.maxInputSize else {

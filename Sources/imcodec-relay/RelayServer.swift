@@ -442,12 +442,14 @@ final class Router {
             return
         }
         let seq = seqs[route.key, default: 0] + 1
-        let stamp = ServerStamp(serverMsgUID: "\(uidPrefix)-\(uidCounter + 1)", seq: seq, serverTimeMs: RelayProtocol.nowMs())
+        let stamp = ServerStamp(
+            serverMsgUID: "\(uidPrefix)-\(uidCounter + 1)", seq: seq, serverTimeMs: RelayProtocol.nowMs())
         // Stamped once for every receiver: the sender's bytes with the server's fields appended.
         var out: ByteBuffer?
         if !route.sessions.isEmpty {
             do {
-                out = try RelayProtocol.stampedRecord(body: frame.body, stamp: stamp, decoder: wireDecoder, allocator: allocator)
+                out = try RelayProtocol.stampedRecord(
+                    body: frame.body, stamp: stamp, decoder: wireDecoder, allocator: allocator)
             } catch {
                 ack.errorCode = RelayProtocol.AckError.cannotStamp
                 ack.errorDescription = "\(error.code): \(error.reason)"

@@ -18,7 +18,8 @@ struct RelayTests {
         let body = ByteBuffer(bytes: sent)
         let stamp = ServerStamp(serverMsgUID: "srv-1", seq: 42, serverTimeMs: 1_700_000_000_123)
         let decoder = WireDecoder()
-        var record = try RelayProtocol.stampedRecord(body: body, stamp: stamp, decoder: decoder, allocator: ByteBufferAllocator())
+        var record = try RelayProtocol.stampedRecord(
+            body: body, stamp: stamp, decoder: decoder, allocator: ByteBufferAllocator())
         // Everything the sender wrote is still there, byte for byte, ahead of the stamp.
         let recordBytes = try #require(record.getBytes(at: record.readerIndex, length: record.readableBytes))
         #expect(Array(recordBytes.suffix(sent.count + stamp.frame.serializedBytes().count).prefix(sent.count)) == sent)

@@ -10,9 +10,12 @@ struct StampTests {
     private func randomStamp(_ random: inout RandomMessages) -> ServerStamp {
         var stamp = ServerStamp()
         if random.chance(80) { stamp.serverMsgUID = "s-\(UInt64.random(in: 1...UInt64.max, using: &random.rng))" }
-        if random.chance(80) { stamp.seq = [1, 127, 128, .max, UInt64.random(in: 1...UInt64.max, using: &random.rng)].randomElement(using: &random.rng)! }
-        if random.chance(80) { stamp.serverTimeMs = [-1, .min, .max, 1_700_000_000_123].randomElement(using: &random.rng)! }
-        if random.chance(50) { stamp.status = [.sent, .failed, .recalled, .unrecognized(99)].randomElement(using: &random.rng)! }
+        let seqs: [UInt64] = [1, 127, 128, .max, UInt64.random(in: 1...UInt64.max, using: &random.rng)]
+        let times: [Int64] = [-1, .min, .max, 1_700_000_000_123]
+        let statuses: [MessageStatus] = [.sent, .failed, .recalled, .unrecognized(99)]
+        if random.chance(80) { stamp.seq = seqs.randomElement(using: &random.rng) }
+        if random.chance(80) { stamp.serverTimeMs = times.randomElement(using: &random.rng) }
+        if random.chance(50) { stamp.status = statuses.randomElement(using: &random.rng) }
         return stamp
     }
 
@@ -78,7 +81,8 @@ struct StampTests {
         var random = RandomMessages(seed: 77)
         for _ in 0..<12 {
             let original = Frame(.message(random.message(depth: 1)))
-            let stamp = ServerStamp(serverMsgUID: "srv-\(random.string())", seq: 9, serverTimeMs: 1_700_000_000_000, status: .sent)
+            let stamp = ServerStamp(
+                serverMsgUID: "srv-\(random.string())", seq: 9, serverTimeMs: 1_700_000_000_000, status: .sent)
             let output = try stamp.applied(to: bytes(original))
             var expected = original
             try stamp.apply(to: &expected)
@@ -112,7 +116,8 @@ struct StampTests {
         // The payload that counts is the last member: message then receipt is a receipt (refused);
         // receipt then message is a message (stamped, the receipt is gone as in any parser).
         let message = Frame(.message(.with { $0.clientMsgID = "c"; $0.seq = 5 }))
-        #expect(code { () throws(IMCodecError) in _ = try stamp.applied(to: bytes(message) + bytes(receipt)) } == .payloadMismatch)
+        let messageThenReceipt = bytes(message) + bytes(receipt)
+        #expect(code { () throws(IMCodecError) in _ = try stamp.applied(to: messageThenReceipt) } == .payloadMismatch)
         let replaced = try stamp.applied(to: bytes(receipt) + bytes(message))
         #expect(try Frame(serializedBytes: replaced).payload == .message(.with {
             $0.clientMsgID = "c"; $0.seq = 1; $0.serverMsgUID = "s-1"; $0.serverTimeMs = 2
@@ -191,10 +196,12 @@ struct StampTests {
             let expected = code { () throws(IMCodecError) in _ = try Frame(serializedBytes: input, options: options) }
             #expect(expected != nil, "\(name) decodes")
             var stamped = input
-            #expect(code { () throws(IMCodecError) in try stamp.apply(to: &stamped, options: options) } == expected, "\(name)")
+            let inPlace = code { () throws(IMCodecError) in try stamp.apply(to: &stamped, options: options) }
+            #expect(inPlace == expected, "\(name)")
             #expect(stamped == input, "\(name)")
             let decoder = WireDecoder(options: options)
-            #expect(code { () throws(IMCodecError) in _ = try stamp.applied(to: input, decoder: decoder) } == expected, "\(name)")
+            let copied = code { () throws(IMCodecError) in _ = try stamp.applied(to: input, decoder: decoder) }
+            #expect(copied == expected, "\(name)")
             // The decoder is still usable afterwards.
             #expect(code { () throws(IMCodecError) in
                 _ = try stamp.applied(to: valid, decoder: WireDecoder())
@@ -245,8 +252,10 @@ struct StampTests {
         let conversation = Conversation.with { $0.type = .group; $0.targetID = "team" }
         let stamp = ServerStamp(serverMsgUID: "srv-7", seq: 3, serverTimeMs: 99, status: .sent)
         #expect(stamp.sendAck(clientMsgID: "c-7", conversation: conversation) == SendAck.with {
-            $0.clientMsgID = "c-7"; $0.serverMsgUID = "srv-7"; $0.seq = 3; $0.serverTimeMs = 99; $0.conversation = conversation
+            $0.clientMsgID = "c-7"; $0.serverMsgUID = "srv-7"; $0.seq = 3; $0.serverTimeMs = 99
+            $0.conversation = conversation
         })
-        #expect(ServerStamp(seq: 4).sendAck(clientMsgID: "c", conversation: nil) == SendAck.with { $0.clientMsgID = "c"; $0.seq = 4 })
+        let partial = ServerStamp(seq: 4).sendAck(clientMsgID: "c", conversation: nil)
+        #expect(partial == SendAck.with { $0.clientMsgID = "c"; $0.seq = 4 })
     }
 }

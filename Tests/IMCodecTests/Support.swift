@@ -195,11 +195,11 @@ extension RandomMessages {
         }
         switch Int.random(in: 0..<8, using: &rng) {
         case 0: frame.payload = .receipt(.with { $0.kind = .read; $0.message = ref(); $0.userID = string() })
-        case 1: frame.payload = .receipts(.with { $0.receipts = [.with { $0.kind = .delivered; $0.userID = string() }] })
+        case 1: frame.payload = .receipts(.with { $0.receipts = [.with { $0.kind = .delivered; $0.userID = "u" }] })
         case 2: frame.payload = .recall(.with { $0.message = ref(); $0.revokerID = string() })
         case 3: frame.payload = .typing(.with { $0.conversation = conversation(); $0.userID = string() })
         case 4: frame.payload = .systemNotice(.with { $0.type = string(); $0.params = map(); $0.text = string() })
-        case 5: frame.payload = .sendAck(.with { $0.clientMsgID = string(); $0.serverMsgUID = string(); $0.seq = u64() })
+        case 5: frame.payload = .sendAck(.with { $0.clientMsgID = string(); $0.serverMsgUID = "s"; $0.seq = u64() })
         case 6: frame.payload = .historyResponse(.with { $0.messages = [message(depth: 1)]; $0.finished = chance(50) })
         default: frame.payload = nil
         }
