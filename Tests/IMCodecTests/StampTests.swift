@@ -157,6 +157,18 @@ struct StampTests {
         #expect(try Frame(serializedBytes: ServerStamp().applied(to: bytes(sent))) == sent)
     }
 
+    @Test("the in-place form appends to the array's own storage when it has room (no copy of the frame)")
+    func inPlaceKeepsStorage() throws {
+        var bytes = self.bytes(Frame(.message(.with { $0.senderID = "alice"; $0.elements = [.text("hi")] })))
+        let sent = bytes
+        bytes.reserveCapacity(bytes.count + 256)
+        let before = bytes.withUnsafeBufferPointer { $0.baseAddress }
+        let stamp = ServerStamp(serverMsgUID: "srv-1", seq: 42, serverTimeMs: 1_700_000_000_123, status: .sent)
+        try stamp.apply(to: &bytes, decoder: WireDecoder())
+        #expect(bytes.withUnsafeBufferPointer { $0.baseAddress } == before)
+        #expect(bytes == sent + self.bytes(stamp.frame))
+    }
+
     @Test("zero values cannot be appended: stamping one throws invalidArgument and changes nothing")
     func zeroValues() throws {
         let sent = Frame(.message(.with { $0.serverMsgUID = "x"; $0.seq = 7; $0.serverTimeMs = 8; $0.status = .sent }))
