@@ -93,7 +93,7 @@ public struct ServerStamp: Sendable, Hashable {
         if serverMsgUID?.isEmpty == true { throw Self.zero("serverMsgUID", "\"\"") }
         if seq == 0 { throw Self.zero("seq", "0") }
         if serverTimeMs == 0 { throw Self.zero("serverTimeMs", "0") }
-        if status == .unspecified { throw Self.zero("status", ".unspecified") }
+        if status?.rawValue == 0 { throw Self.zero("status", ".unspecified") }
     }
 
     private static func zero(_ field: String, _ value: String) -> IMCodecError {
@@ -171,12 +171,36 @@ public struct ServerStamp: Sendable, Hashable {
     /// a few dozen bytes) and lends `body` the writer holding it.
     private func withEncoded<R>(_ body: (borrowing _WireWriter) throws(IMCodecError) -> R) throws(IMCodecError) -> R {
         try check()
-        let stampFrame = frame
         return try withUnsafeTemporaryAllocation(byteCount: 256, alignment: 16) { (scratch) throws(IMCodecError) -> R in
             var writer = _WireWriter(scratch: scratch)
-            stampFrame._encode(to: &writer)
+            encode(to: &writer)
             return try body(writer)
         }
+    }
+
+    /// Writes the canonical encoding of ``frame`` without building the values: what the generated
+    /// `Frame._encode` writes for it (StampTests compares the two), back to front as every encoder
+    /// does (see ``_WireWriter``): `Message` fields 10, 8, 3, 2, then the `Frame.message` length and
+    /// tag. Call it only after ``check()``: zero values would be written here.
+    private func encode(to writer: inout _WireWriter) {
+        if let status {
+            writer.writeVarint(UInt64(bitPattern: Int64(status.rawValue)))
+            writer.writeVarint(10 << 3)
+        }
+        if let serverTimeMs {
+            writer.writeVarint(UInt64(bitPattern: serverTimeMs))
+            writer.writeVarint(8 << 3)
+        }
+        if let seq {
+            writer.writeVarint(seq)
+            writer.writeVarint(3 << 3)
+        }
+        if let serverMsgUID {
+            writer.writeString(serverMsgUID)
+            writer.writeVarint(2 << 3 | 2)
+        }
+        writer.writeVarint(UInt64(writer.count))
+        writer.writeVarint(10 << 3 | 2)
     }
 
     /// Checks `frame` as decoding it with `decoder` would, that its payload is a message, and that

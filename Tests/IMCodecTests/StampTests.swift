@@ -12,7 +12,7 @@ struct StampTests {
         if random.chance(80) { stamp.serverMsgUID = "s-\(UInt64.random(in: 1...UInt64.max, using: &random.rng))" }
         let seqs: [UInt64] = [1, 127, 128, .max, UInt64.random(in: 1...UInt64.max, using: &random.rng)]
         let times: [Int64] = [-1, .min, .max, 1_700_000_000_123]
-        let statuses: [MessageStatus] = [.sent, .failed, .recalled, .unrecognized(99)]
+        let statuses: [MessageStatus] = [.sent, .failed, .recalled, .unrecognized(99), .unrecognized(-3)]
         if random.chance(80) { stamp.seq = seqs.randomElement(using: &random.rng) }
         if random.chance(80) { stamp.serverTimeMs = times.randomElement(using: &random.rng) }
         if random.chance(50) { stamp.status = statuses.randomElement(using: &random.rng) }
@@ -174,7 +174,8 @@ struct StampTests {
         let sent = Frame(.message(.with { $0.serverMsgUID = "x"; $0.seq = 7; $0.serverTimeMs = 8; $0.status = .sent }))
         let zeros = [
             ServerStamp(serverMsgUID: ""), ServerStamp(seq: 0), ServerStamp(serverTimeMs: 0),
-            ServerStamp(status: .unspecified), ServerStamp(serverMsgUID: "ok", seq: 0),
+            ServerStamp(status: .unspecified), ServerStamp(status: .unrecognized(0)),
+            ServerStamp(serverMsgUID: "ok", seq: 0),
         ]
         for stamp in zeros {
             #expect(code { () throws(IMCodecError) in try stamp.check() } == .invalidArgument)
