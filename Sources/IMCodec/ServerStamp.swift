@@ -27,8 +27,9 @@
 ///   ``IMCodecError/Code/invalidArgument`` instead of leaving the sender's value in place unnoticed.
 ///
 /// The receiver decodes a stamped frame on IMCodec's merge path (the repeated `message` field is
-/// merged before protobuf-c runs), which costs a little more than decoding the unstamped frame;
-/// the canonical re-encoding of the decoded value has a single `message` field again.
+/// merged before protobuf-c runs), which costs noticeably more than decoding the unstamped frame
+/// (Benchmarks/README.md: `imcodec decode, stamped messages`); the canonical re-encoding of the
+/// decoded value has a single `message` field again.
 public struct ServerStamp: Sendable, Hashable {
     /// `Message.server_msg_uid`, the id the server assigned, or `nil` to leave it as it is.
     public var serverMsgUID: String?

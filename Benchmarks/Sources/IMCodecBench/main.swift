@@ -329,6 +329,12 @@ func singlePass(_ name: String, _ p: Prepared) -> (() -> UInt64)? {
     case PathName.decodeModifyEncode:
         let decoder = WireDecoder()
         return { Paths.imcodecDecodeModifyEncode(p, decoder) }
+    case PathName.decodeMessages:
+        let decoder = WireDecoder()
+        return { Paths.imcodecDecode(p.messages.frames, decoder) }
+    case PathName.decodeStamped:
+        let decoder = WireDecoder()
+        return { Paths.imcodecDecode(p.stampedMessages.frames, decoder) }
     case PathName.spDecode: return { Paths.swiftProtobufDecode(p) }
     case PathName.spEncode: return { Paths.swiftProtobufEncode(p) }
     default: return nil
@@ -359,7 +365,8 @@ if let name = options.profilePath {
     let m0 = malloc_counter_thread_count()
     consume(profileLoop(options.profilePasses, pass))
     // The stamp paths run over the message frames only.
-    let perPass = [PathName.stamp, PathName.decodeModifyEncode].contains(name) ? prepared.messages.count : corpus.count
+    let messagePaths = [PathName.stamp, PathName.decodeModifyEncode, PathName.decodeMessages, PathName.decodeStamped]
+    let perPass = messagePaths.contains(name) ? prepared.messages.count : corpus.count
     let messages = options.profilePasses * perPass
     let mallocs = Double(malloc_counter_thread_count() - m0) / Double(messages)
     print("profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
