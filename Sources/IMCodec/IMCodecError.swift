@@ -55,6 +55,9 @@ public struct IMCodecError: Error, Hashable, Sendable, CustomStringConvertible {
         /// A frame stayed incomplete on a stream for longer than allowed (a stalled or trickling
         /// peer; raised by IMCodecNIO's `FrameDeadlineHandler`).
         public static let frameTimeout = Code(rawValue: "frameTimeout")
+        /// A well-formed frame whose payload is not the kind the operation needs (``ServerStamp``
+        /// stamps only frames whose payload is a `message`).
+        public static let payloadMismatch = Code(rawValue: "payloadMismatch")
 
         public var description: String { rawValue }
     }

@@ -22,7 +22,7 @@ import NIOCore
 /// - `SystemNotice{type: "logged_in", params: {"user_id": U}}`, `"joined"` / `"left"` with `group_id`.
 /// - `SendAck` for every `Message` (server uid, per-conversation seq, server time, or an error code).
 /// - The original bytes of every frame routed to the client; in a forwarded `Message` the server's
-///   uid, seq and time are appended inside the message field (see ``RelayProtocol/stampedRecord(body:stamp:allocator:)``).
+///   uid, seq and time are appended (see ``RelayProtocol/stampedRecord(body:stamp:decoder:allocator:)``).
 /// - `SystemNotice{type: "error", params: {"code": ..., "reason": ...}}` before the relay closes a
 ///   connection for a protocol violation, and for a request it cannot serve (connection kept).
 /// - `SystemNotice{type: "kicked_offline"}` when the same user logs in on another connection.
@@ -54,6 +54,9 @@ enum RelayProtocol {
         static let notAGroupMember: Int32 = 1003
         /// The conversation type is not one-to-one or group, or the target id is empty.
         static let unsupportedConversation: Int32 = 1004
+        /// The message cannot be stamped: with the server's fields appended, the frame would pass the
+        /// relay's frame size or field count limit.
+        static let cannotStamp: Int32 = 1005
     }
 
     /// A system notice frame.
@@ -80,69 +83,36 @@ enum RelayProtocol {
         notice(error, ["code": code, "reason": reason], text: "\(code): \(reason)")
     }
 
-    /// The server's fields for a forwarded message, encoded as `Message` fields
-    /// (`server_msg_uid`, `seq`, `server_time_ms`).
-    static func stamp(serverMsgUID: String, seq: UInt64, serverTimeMs: Int64) -> [UInt8] {
-        Message.with {
-            $0.serverMsgUID = serverMsgUID
-            $0.seq = seq
-            $0.serverTimeMs = serverTimeMs
-        }.serializedBytes()
-    }
-
-    /// The record a receiver gets for a message frame `body`: the sender's bytes unchanged, with
-    /// `stamp` appended inside the `message` field (field 10), whose length prefix and the frame's
-    /// length prefix grow to match. Protobuf lets a later occurrence of a scalar field replace an
-    /// earlier one, so a reader sees the sender's message with the server's uid, seq and time set.
-    /// Appending a second `message` field instead would be a repeated singular sub-message, which
-    /// IMCodec refuses. Returns `nil` when `body` has no `message` field (the caller then forwards
-    /// the original record).
-    static func stampedRecord(body: ByteBuffer, stamp: [UInt8], allocator: ByteBufferAllocator) -> ByteBuffer? {
-        body.withUnsafeReadableBytes { raw -> ByteBuffer? in
-            func varint(_ i: inout Int) -> UInt64? {
-                var value: UInt64 = 0
-                var shift: UInt64 = 0
-                while i < raw.count, shift < 64 {
-                    let byte = raw[i]
-                    i += 1
-                    value |= UInt64(byte & 0x7F) << shift
-                    if byte < 0x80 { return value }
-                    shift += 7
+    /// The record a receiver gets for a message frame `body`: the sender's bytes unchanged, followed
+    /// by the stamp (``IMCodec/ServerStamp``: `Frame{message: {server_msg_uid, seq, server_time_ms}}`),
+    /// behind a length prefix that covers both. Protobuf merges the repeated `message` field and
+    /// keeps the last value of each scalar, so a receiver decodes the sender's message with the
+    /// server's uid, seq and time set, and nothing is decoded or re-encoded here.
+    /// - Parameters:
+    ///   - body: The frame as received, without its length prefix.
+    ///   - stamp: The fields the relay assigns.
+    ///   - decoder: The relay's decoder: `body` is checked with its limits (which include the
+    ///     frame size limit), and so is the stamped frame's size and field count.
+    ///   - allocator: Makes the record's buffer.
+    /// - Returns: The length-prefixed record to write to every receiver.
+    /// - Throws: ``IMCodec/IMCodecError``: `payloadMismatch` when `body` carries no message,
+    ///   `tooLarge` or `tooManyFields` when the stamped frame would pass the limits, or the decoding
+    ///   error of `body`.
+    static func stampedRecord(
+        body: ByteBuffer, stamp: ServerStamp, decoder: WireDecoder, allocator: ByteBufferAllocator
+    ) throws(IMCodecError) -> ByteBuffer {
+        try body.withUnsafeReadableBytes { raw in
+            Result { () throws(IMCodecError) -> ByteBuffer in
+                try stamp.withBytesToAppend(to: raw, decoder: decoder) { appended in
+                    let length = raw.count + appended.count
+                    var out = allocator.buffer(capacity: length + 5)
+                    out.writeLengthPrefix(length)
+                    out.writeBytes(raw)
+                    out.writeBytes(appended)
+                    return out
                 }
-                return nil
             }
-            var i = 0
-            var message: (tagStart: Int, contentStart: Int, contentEnd: Int)?
-            while i < raw.count {
-                let tagStart = i
-                guard let tag = varint(&i) else { return nil }
-                switch tag & 7 {
-                case 0: guard varint(&i) != nil else { return nil }
-                case 1: i += 8
-                case 5: i += 4
-                case 2:
-                    guard let length = varint(&i), length <= UInt64(raw.count - i) else { return nil }
-                    if tag >> 3 == 10 { message = (tagStart, i, i + Int(length)) }
-                    i += Int(length)
-                default: return nil
-                }
-                guard i <= raw.count else { return nil }
-            }
-            guard let message else { return nil }
-            let contentLength = message.contentEnd - message.contentStart + stamp.count
-            var field = allocator.buffer(capacity: 6)
-            field.writeInteger(UInt8(10 << 3 | 2))
-            field.writeLengthPrefix(contentLength)
-            let bodyLength = raw.count - (message.contentStart - message.tagStart) + field.readableBytes + stamp.count
-            var out = allocator.buffer(capacity: bodyLength + 5)
-            out.writeLengthPrefix(bodyLength)
-            out.writeBytes(UnsafeRawBufferPointer(rebasing: raw[0..<message.tagStart]))
-            out.writeImmutableBuffer(field)
-            out.writeBytes(UnsafeRawBufferPointer(rebasing: raw[message.contentStart..<message.contentEnd]))
-            out.writeBytes(stamp)
-            out.writeBytes(UnsafeRawBufferPointer(rebasing: raw[message.contentEnd...]))
-            return out
-        }
+        }.get()
     }
 
     /// Milliseconds since the Unix epoch.

@@ -442,15 +442,25 @@ final class Router {
             return
         }
         let seq = seqs[route.key, default: 0] + 1
+        let stamp = ServerStamp(
+            serverMsgUID: "\(uidPrefix)-\(uidCounter + 1)", seq: seq, serverTimeMs: RelayProtocol.nowMs())
+        // Stamped once for every receiver: the sender's bytes with the server's fields appended.
+        var out: ByteBuffer?
+        if !route.sessions.isEmpty {
+            do {
+                out = try RelayProtocol.stampedRecord(
+                    body: frame.body, stamp: stamp, decoder: wireDecoder, allocator: allocator)
+            } catch {
+                ack.errorCode = RelayProtocol.AckError.cannotStamp
+                ack.errorDescription = "\(error.code): \(error.reason)"
+                return
+            }
+        }
         seqs[route.key] = seq
         uidCounter += 1
-        ack.serverMsgUID = "\(uidPrefix)-\(uidCounter)"
-        ack.seq = seq
-        ack.serverTimeMs = RelayProtocol.nowMs()
+        ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
         stats.messagesRouted += 1
-        guard !route.sessions.isEmpty else { return }
-        let stamp = RelayProtocol.stamp(serverMsgUID: ack.serverMsgUID, seq: seq, serverTimeMs: ack.serverTimeMs)
-        let out = RelayProtocol.stampedRecord(body: frame.body, stamp: stamp, allocator: allocator) ?? frame.record
+        guard let out else { return }
         for receiver in route.sessions { forward(out, to: receiver) }
     }
 

@@ -9,26 +9,61 @@ import Testing
 
 @Suite("Relay routing", .timeLimit(.minutes(2)))
 struct RelayTests {
-    @Test func theStampIsSplicedIntoTheMessageAndDecodes() throws {
+    @Test func theStampIsAppendedAndDecodes() throws {
         var message = Message.groupText(from: "alice", group: "team", "hi", atUserIDs: ["bob"], clientMsgID: "c-9")
         message.serverMsgUID = "spoofed"
         var frame = Frame(message)
-        frame.unknownFields = UnknownFields()
-        let body = ByteBuffer(bytes: frame.serializedBytes())
-        let stamp = RelayProtocol.stamp(serverMsgUID: "srv-1", seq: 42, serverTimeMs: 1_700_000_000_123)
-        var record = try #require(RelayProtocol.stampedRecord(body: body, stamp: stamp, allocator: ByteBufferAllocator()))
+        frame.schemaVersion = 3
+        let sent = frame.serializedBytes()
+        let body = ByteBuffer(bytes: sent)
+        let stamp = ServerStamp(serverMsgUID: "srv-1", seq: 42, serverTimeMs: 1_700_000_000_123)
+        let decoder = WireDecoder()
+        var record = try RelayProtocol.stampedRecord(
+            body: body, stamp: stamp, decoder: decoder, allocator: ByteBufferAllocator())
+        // Everything the sender wrote is still there, byte for byte, ahead of the stamp.
+        let recordBytes = try #require(record.getBytes(at: record.readerIndex, length: record.readableBytes))
+        #expect(Array(recordBytes.suffix(sent.count + stamp.frame.serializedBytes().count).prefix(sent.count)) == sent)
         let forwarded = try #require(try record.readFrame())
         #expect(record.readableBytes == 0)
         var expected = message
         expected.serverMsgUID = "srv-1"
         expected.seq = 42
         expected.serverTimeMs = 1_700_000_000_123
-        #expect(forwarded == Frame(expected))
-        // Everything the sender wrote is still there, byte for byte, ahead of the stamp.
-        #expect(forwarded.schemaVersion == frame.schemaVersion)
-        // A frame without a message field is not spliced.
-        #expect(RelayProtocol.stampedRecord(
-            body: ByteBuffer(bytes: SampleFrames.notice.serializedBytes()), stamp: stamp, allocator: ByteBufferAllocator()) == nil)
+        var expectedFrame = Frame(expected)
+        expectedFrame.schemaVersion = 3
+        #expect(forwarded == expectedFrame)
+        // A frame without a message is refused; so is one the stamp would push past the frame limit.
+        #expect(throws: IMCodecError(code: .payloadMismatch, reason: "")) {
+            try RelayProtocol.stampedRecord(
+                body: ByteBuffer(bytes: SampleFrames.notice.serializedBytes()), stamp: stamp, decoder: decoder,
+                allocator: ByteBufferAllocator())
+        }
+        #expect(throws: IMCodecError(code: .tooLarge, reason: "")) {
+            try RelayProtocol.stampedRecord(
+                body: body, stamp: stamp, decoder: WireDecoder(options: DecodingOptions(maxInputSize: sent.count)),
+                allocator: ByteBufferAllocator())
+        }
+    }
+
+    @Test func aMessageThatCannotBeStampedIsRefusedInItsAck() async throws {
+        let message = Message.c2cText(from: "alice", to: "bob", String(repeating: "x", count: 500), clientMsgID: "big")
+        let limit = Frame(message).serializedBytes().count
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = FrameCodecOptions(maxFrameSize: limit) }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                // The frame fits the relay's limit, but not with the server's fields appended.
+                try await alice.send(Frame(message))
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "small", clientMsgID: "small")))
+                #expect(await eventually { alice.collector.acks.count == 2 && bob.collector.messages.count == 1 })
+                let acks = alice.collector.acks
+                #expect(acks.map(\.errorCode) == [RelayProtocol.AckError.cannotStamp, 0])
+                #expect(acks.first?.errorDescription.hasPrefix("tooLarge") == true)
+                // The refused message used no sequence number.
+                #expect(acks.last?.seq == 1 && bob.collector.messages.map(\.clientMsgID) == ["small"])
+                #expect(bob.collector.messages.first?.seq == 1)
+            }
+        }
     }
 
     @Test func groupsFilesParse() throws {

@@ -500,3 +500,28 @@ struct GoogleReference: Decodable {
         return try JSONDecoder().decode(GoogleReference.self, from: data)
     }
 }
+
+extension RandomMessages {
+    /// A random frame: a message in `messagePercent` percent of cases, otherwise another payload
+    /// (receipts, events, a send ack, history) or none; random schema versions.
+    mutating func frame(messagePercent: Int = 70) -> Frame {
+        var frame = Frame()
+        frame.schemaVersion = chance(80) ? 1 : UInt32.random(in: 0...UInt32.max, using: &rng)
+        frame.minReaderVersion = chance(50) ? 1 : 0
+        if chance(messagePercent) {
+            frame.payload = .message(message(depth: 2))
+            return frame
+        }
+        switch Int.random(in: 0..<8, using: &rng) {
+        case 0: frame.payload = .receipt(.with { $0.kind = .read; $0.message = ref(); $0.userID = string() })
+        case 1: frame.payload = .receipts(.with { $0.receipts = [.with { $0.kind = .delivered; $0.userID = "u" }] })
+        case 2: frame.payload = .recall(.with { $0.message = ref(); $0.revokerID = string() })
+        case 3: frame.payload = .typing(.with { $0.conversation = conversation(); $0.userID = string() })
+        case 4: frame.payload = .systemNotice(.with { $0.type = string(); $0.params = map(); $0.text = string() })
+        case 5: frame.payload = .sendAck(.with { $0.clientMsgID = string(); $0.serverMsgUID = "s"; $0.seq = u64() })
+        case 6: frame.payload = .historyResponse(.with { $0.messages = [message(depth: 1)]; $0.finished = chance(50) })
+        default: frame.payload = nil
+        }
+        return frame
+    }
+}

@@ -18,6 +18,12 @@ final class Prepared: @unchecked Sendable {
     /// Decoded Swift values, for the encode paths.
     let imcodecFrames: [Frame]
     let swiftProtobufFrames: [Imcodec_V1_Frame]
+    /// The frames whose payload is a message (the only ones a server stamps), as their own corpus,
+    /// and the server fields a relay would assign to each (uid as the relay makes it, seq, time).
+    let messages: Corpus
+    let stamps: [ServerStamp]
+    /// `messages` stamped (the sender's bytes followed by the stamp), for the receiver's decode.
+    let stampedMessages: Corpus
 
     init(_ corpus: Corpus) throws {
         self.corpus = corpus
@@ -42,6 +48,18 @@ final class Prepared: @unchecked Sendable {
         let decoder = WireDecoder()
         imcodecFrames = try corpus.frames.map { try decoder.decode(Frame.self, from: $0) }
         swiftProtobufFrames = try corpus.frames.map { try Imcodec_V1_Frame(serializedBytes: $0) }
+
+        let messageFrames = zip(corpus.frames, imcodecFrames).filter { $1.payload?.kind == .message }.map(\.0)
+        let messages = Corpus(name: corpus.name + " messages", frames: messageFrames, mix: [])
+        let stamps = messageFrames.indices.map { n in
+            ServerStamp(
+                serverMsgUID: "5eb3c0de-\(n + 1)", seq: UInt64(n + 1), serverTimeMs: 1_763_000_000_000 + Int64(n))
+        }
+        self.messages = messages
+        self.stamps = stamps
+        stampedMessages = Corpus(
+            name: corpus.name + " messages, stamped",
+            frames: try zip(messageFrames, stamps).map { try $1.applied(to: $0, decoder: decoder) }, mix: [])
     }
 
     deinit {
@@ -189,6 +207,40 @@ enum Paths {
         return sum
     }
 
+    /// Server stamping as a relay does it: each message frame's bytes checked (every limit, the
+    /// payload kind) and returned with the server's fields appended, in a new array.
+    static func imcodecStamp(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
+        var sum: UInt64 = 0
+        for (frame, stamp) in zip(p.messages.frames, p.stamps) {
+            let bytes = try! stamp.applied(to: frame, decoder: decoder)
+            sum &+= UInt64(bytes.count) &+ UInt64(bytes[bytes.count - 1])
+        }
+        return sum
+    }
+
+    /// The alternative stamping replaces: decode each message frame to Swift values, set the
+    /// server's fields, encode it again.
+    static func imcodecDecodeModifyEncode(_ p: Prepared, _ decoder: WireDecoder) -> UInt64 {
+        var sum: UInt64 = 0
+        for (frame, stamp) in zip(p.messages.frames, p.stamps) {
+            var value = try! decoder.decode(Frame.self, from: frame)
+            try! stamp.apply(to: &value)
+            let bytes = value.serializedBytes()
+            sum &+= UInt64(bytes.count) &+ UInt64(bytes[bytes.count - 1])
+        }
+        return sum
+    }
+
+    /// Full decode of `frames` (reading every field), for the receiver's side of stamping.
+    static func imcodecDecode(_ frames: [[UInt8]], _ decoder: WireDecoder) -> UInt64 {
+        var d = Digest()
+        for frame in frames {
+            let value = try! decoder.decode(Frame.self, from: frame)
+            value.digest(into: &d)
+        }
+        return d.value
+    }
+
     // MARK: swift-protobuf
 
     static func swiftProtobufDecode(_ p: Prepared) -> UInt64 {
@@ -240,6 +292,15 @@ enum Paths {
             }
             if !agrees { routeMismatches += 1 }
         }
+        // Stamping: the stamped bytes decode to what decode + modify + encode makes, and that is
+        // their canonical re-encoding.
+        var stampMismatches = 0
+        for (i, frame) in p.messages.frames.enumerated() {
+            var value = try decoder.decode(Frame.self, from: frame)
+            try p.stamps[i].apply(to: &value)
+            let stamped = try decoder.decode(Frame.self, from: p.stampedMessages.frames[i])
+            if stamped != value || stamped.serializedBytes() != value.serializedBytes() { stampMismatches += 1 }
+        }
         var sum: UInt64 = 0
         let packMismatches = pbc_bench_pack(
             p.unpacked.baseAddress, p.lengths.baseAddress, p.corpus.count, 1,
@@ -250,11 +311,13 @@ enum Paths {
             (swiftProtobufSizes, "frames swift-protobuf re-encodes to another size"),
             (packMismatches, "frames protobuf-c re-encodes to another size"),
             (routeMismatches, "frames whose FrameView disagrees with the decoded value"),
+            (stampMismatches, "message frames whose stamped bytes decode otherwise than decode + modify + encode"),
         ].filter { $0.0 != 0 }
         if !problems.isEmpty {
             throw BenchError("\(p.corpus.name): " + problems.map { "\($0.0) \($0.1)" }.joined(separator: "; "))
         }
         return "\(p.corpus.name): all \(p.corpus.count) frames decode to the same values in IMCodec and swift-protobuf, "
-            + "re-encode to the same bytes (IMCodec) and sizes (swift-protobuf, protobuf-c), and route consistently"
+            + "re-encode to the same bytes (IMCodec) and sizes (swift-protobuf, protobuf-c), and route consistently; "
+            + "its \(p.messages.count) message frames, stamped, decode to what decode + modify + encode makes"
     }
 }

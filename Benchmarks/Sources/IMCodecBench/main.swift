@@ -70,7 +70,11 @@ func fail(_ message: String) -> Never {
 // MARK: Running the paths
 
 /// Which swift-protobuf and protobuf-c rows a row is compared with.
-enum Direction { case decode, encode }
+enum Direction {
+    case decode, encode
+    /// Server stamping (compared with each other, see `stampComparison`; the ratio columns stay empty).
+    case stamp
+}
 
 struct Row {
     let measurement: Measurement
@@ -90,6 +94,10 @@ enum PathName {
     static let spDecode = "swift-protobuf decode"
     static let spEncode = "swift-protobuf encode"
     static let route2 = "imcodec route 2 threads"
+    static let stamp = "imcodec stamp"
+    static let decodeModifyEncode = "imcodec decode+modify+encode"
+    static let decodeMessages = "imcodec decode, message frames"
+    static let decodeStamped = "imcodec decode, stamped messages"
     static let routeStrings = "imcodec route, ids as Strings"
     static let decodeOneShot = "imcodec decode, one-shot init"
     static let unpackArena2 = "protobuf-c unpack arena 2 threads"
@@ -124,6 +132,16 @@ func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
         let decoder = WireDecoder()
         return { Paths.imcodecRoute(p, decoder) }
     }, .decode)
+    // Stamping runs over the corpus's message frames only (other payloads cannot be stamped), so
+    // these rows are per message frame.
+    if p.messages.count > 0 {
+        add(singleThreaded(PathName.stamp, corpus: p.messages, settings: settings) {
+            Paths.imcodecStamp(p, decoder)
+        }, .stamp)
+        add(singleThreaded(PathName.decodeModifyEncode, corpus: p.messages, settings: settings) {
+            Paths.imcodecDecodeModifyEncode(p, decoder)
+        }, .stamp)
+    }
     add(singleThreaded(PathName.routeStrings, corpus: c, settings: settings) { Paths.imcodecRouteWithStrings(p, decoder) },
         .decode, listed: false)
     add(singleThreaded(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
@@ -134,6 +152,16 @@ func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
     add(singleThreaded(PathName.encodeWireEncoderLent, corpus: c, settings: settings) {
         Paths.imcodecWireEncoderLent(p, encoder)
     }, .encode, listed: false)
+    // The receiver's side of stamping: decoding the stamped frames (the repeated message field is
+    // merged before protobuf-c runs) against decoding the same frames unstamped.
+    if p.messages.count > 0 {
+        add(singleThreaded(PathName.decodeMessages, corpus: p.messages, settings: settings) {
+            Paths.imcodecDecode(p.messages.frames, decoder)
+        }, .stamp, listed: false)
+        add(singleThreaded(PathName.decodeStamped, corpus: p.stampedMessages, settings: settings) {
+            Paths.imcodecDecode(p.stampedMessages.frames, decoder)
+        }, .stamp, listed: false)
+    }
     // The control for the 2-thread row: pure C with no shared state scales as far as the machine lets it.
     add(multiThreaded(PathName.unpackArena2, threads: 2, corpus: c, settings: settings) {
         let box = ArenaBox()
@@ -180,16 +208,32 @@ func table(_ rows: [Row], corpus: Corpus) -> String {
             shownSeparator = true
         }
         let m = row.measurement
-        let sp = ns(rows, row.direction == .decode ? PathName.spDecode : PathName.spEncode)
-        let pc = ns(rows, row.direction == .decode ? PathName.unpackArena : PathName.pack)
+        var sp = ns(rows, row.direction == .decode ? PathName.spDecode : PathName.spEncode)
+        var pc = ns(rows, row.direction == .decode ? PathName.unpackArena : PathName.pack)
+        if row.direction == .stamp { (sp, pc) = (.nan, .nan) }
         lines.append([
             pad(m.path, 31, left: true), pad(format(m.nsPerMsg, 1), 10), pad(format(m.mbPerS, 1), 9),
-            pad(format(m.mallocsPerMsg, 2), 12), pad(format(sp / m.nsPerMsg, 2) + "x", 18),
-            pad(format(pc / m.nsPerMsg, 2) + "x", 14), pad(format(m.samples.min() ?? .nan, 1), 11),
+            pad(format(m.mallocsPerMsg, 2), 12), pad(ratio(sp / m.nsPerMsg), 18), pad(ratio(pc / m.nsPerMsg), 14),
+            pad(format(m.samples.min() ?? .nan, 1), 11),
             pad(format(100 * m.spread, 1) + "%", 7),
         ].joined(separator: " "))
     }
     return lines.joined(separator: "\n")
+}
+
+/// `2.50x`, or `-` when there is nothing to compare with.
+func ratio(_ value: Double) -> String { value.isFinite ? format(value, 2) + "x" : "-" }
+
+/// How much faster stamping the bytes is than decode + modify + encode (medians and fastest
+/// repetitions), and what the receiver pays for decoding a stamped frame.
+func stampComparison(_ rows: [Row]) -> String? {
+    guard rows.contains(where: { $0.measurement.path == PathName.stamp }) else { return nil }
+    let median = ns(rows, PathName.decodeModifyEncode) / ns(rows, PathName.stamp)
+    let best = minNs(rows, PathName.decodeModifyEncode) / minNs(rows, PathName.stamp)
+    let receiver = ns(rows, PathName.decodeStamped) / ns(rows, PathName.decodeMessages)
+    return "stamp vs decode+modify+encode (message frames): \(ratio(median)) faster "
+        + "(fastest repetitions: \(ratio(best))); "
+        + "a receiver decodes a stamped frame in \(ratio(receiver)) the time of the unstamped one"
 }
 
 struct Target {
@@ -279,6 +323,18 @@ func singlePass(_ name: String, _ p: Prepared) -> (() -> UInt64)? {
     case PathName.encodeWireEncoderLent:
         let encoder = WireEncoder()
         return { Paths.imcodecWireEncoderLent(p, encoder) }
+    case PathName.stamp:
+        let decoder = WireDecoder()
+        return { Paths.imcodecStamp(p, decoder) }
+    case PathName.decodeModifyEncode:
+        let decoder = WireDecoder()
+        return { Paths.imcodecDecodeModifyEncode(p, decoder) }
+    case PathName.decodeMessages:
+        let decoder = WireDecoder()
+        return { Paths.imcodecDecode(p.messages.frames, decoder) }
+    case PathName.decodeStamped:
+        let decoder = WireDecoder()
+        return { Paths.imcodecDecode(p.stampedMessages.frames, decoder) }
     case PathName.spDecode: return { Paths.swiftProtobufDecode(p) }
     case PathName.spEncode: return { Paths.swiftProtobufEncode(p) }
     default: return nil
@@ -308,7 +364,10 @@ if let name = options.profilePath {
     consume(pass())  // warm-up, outside the collected function
     let m0 = malloc_counter_thread_count()
     consume(profileLoop(options.profilePasses, pass))
-    let messages = options.profilePasses * corpus.count
+    // The stamp paths run over the message frames only.
+    let messagePaths = [PathName.stamp, PathName.decodeModifyEncode, PathName.decodeMessages, PathName.decodeStamped]
+    let perPass = messagePaths.contains(name) ? prepared.messages.count : corpus.count
+    let messages = options.profilePasses * perPass
     let mallocs = Double(malloc_counter_thread_count() - m0) / Double(messages)
     print("profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
         + "(\(corpus.totalBytes) bytes a pass); \(format(mallocs, 2)) mallocs/msg")
@@ -356,12 +415,15 @@ print("")
 for (corpus, rows) in results {
     print("== \(corpus.name): \(corpus.count) frames, mean \(format(corpus.meanBytes, 1)) bytes ==")
     print(table(rows, corpus: corpus))
+    if let line = stampComparison(rows) { print(line) }
     print("")
 }
 print("""
     vs swift-protobuf: throughput relative to swift-protobuf decode (decode and route rows) or encode
     (encode and pack rows); vs protobuf-c: relative to protobuf-c unpack arena or pack. Above 1 is faster.
     ns/msg of "imcodec route 2 threads" is wall time per message with both threads busy.
+    The stamp rows and "imcodec decode, message frames / stamped messages" run over the corpus's message
+    frames only (the frames a server stamps), so their ns/msg is per message frame.
     ns/msg, MB/s, mallocs/msg and the ratios are medians over the repetitions; min ns/msg is the fastest
     repetition (the least disturbed by other work on the machine); spread: (slowest - fastest) / median.
 

@@ -82,6 +82,26 @@ public final class WireDecoder {
     @usableFromInline
     func _reset() { arena?.reset() }
 
+    /// Checks and unpacks `buffer` as a ``Frame`` exactly as ``withFrameView(_:_:)-([UInt8],_)`` does, and
+    /// passes `body` the view and the number of fields the pre-scan counted (for ``ServerStamp``,
+    /// which must know how many fields the input holds to keep the stamped frame within the limits).
+    func withCheckedFrame<R>(
+        _ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView, _ fieldCount: Int) -> R
+    ) throws(IMCodecError) -> R {
+        let arena: _Arena
+        if let existing = self.arena {
+            arena = existing
+        } else {
+            arena = try _Arena(firstBlockSize: firstBlockSize)
+            self.arena = arena
+        }
+        defer { arena.reset() }
+        let descriptor = Frame._protobufCDescriptor
+        let scan = try WireCodec.scan(descriptor, buffer, options: options)
+        let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+        return body(FrameView(_message: message), scan.field_count)
+    }
+
     /// Decodes one message of type `type`.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
