@@ -94,24 +94,23 @@ enum WireCodec {
 
     /// The slow path, for input protobuf-c would decode differently from Google's parsers (a
     /// wire-type mismatch, a singular sub-message that occurs twice): rewrite it into the arena
-    /// with imcodec_transcode, then unpack the rewritten bytes. The scratch space and the rewritten
-    /// copy count against the memory limit too, so the estimate is needed here.
+    /// with imcodec_transcode, then unpack the rewritten bytes. The rewrite's buffers (sized from
+    /// the scan's counts) and the estimate of the rewritten bytes (which is exact for them, where
+    /// the input's estimate cannot foresee what merging adds) together must fit the memory limit,
+    /// checked before protobuf-c runs.
     private static func transcodeAndUnpack(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
         options: DecodingOptions, arena: _Arena
     ) throws(IMCodecError) -> _ProtobufCMessage {
         let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
-        let scan = scan.estimated != 0 ? scan : try self.scan(descriptor, buffer, options: options, alwaysEstimate: true)
         let stride = MemoryLayout<imcodec_transcode_segment>.stride
         let capacity = imcodec_transcode_capacity(buffer.count, scan.message_count, scan.wrap_count)
         let (segments, segmentsOverflow) = scan.message_count.multipliedReportingOverflow(by: 2)
         let (scratchBytes, scratchOverflow) = (segments | 1).multipliedReportingOverflow(by: stride)
-        var needed = scan.arena_bytes
-        var overflow = segmentsOverflow || scratchOverflow || capacity == Int.max
-        for part in [scan.value_bytes, scratchBytes, capacity] where !overflow {
-            (needed, overflow) = needed.addingReportingOverflow(part)
+        let (needed, sumOverflow) = scratchBytes.addingReportingOverflow(capacity)
+        guard !(segmentsOverflow || scratchOverflow || sumOverflow || capacity == Int.max), needed <= limit else {
+            throw memoryError(limit)
         }
-        guard !overflow, needed <= limit else { throw memoryError(limit) }
         arena.setMaxBytes(Int.max)
         let scratch = try allocate(scratchBytes, in: arena, limit: limit)
             .bindMemory(to: imcodec_transcode_segment.self, capacity: segments | 1)
@@ -127,7 +126,7 @@ enum WireCodec {
         var rescanOptions = _ValueCost.scanOptions
         rescanOptions.max_depth = UInt32(IMCODEC_PRESCAN_DEPTH_CAP)
         rescanOptions.max_fields = Int.max
-        rescanOptions.max_memory = limit - arena.bytesUsed
+        rescanOptions.max_memory = max(0, limit - arena.bytesUsed)
         rescanOptions.flags |= IMCODEC_SCAN_ALWAYS_ESTIMATE
         let rescan = imcodec_prescan_ex(descriptor.pointer, rewritten, length, &rescanOptions)
         guard rescan.status == IMCODEC_SCAN_OK, rescan.merge_count == 0 else {
