@@ -1,13 +1,36 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
+
+// A package that depends on the IMCodec library resolves nothing else: SwiftNIO and
+// swift-argument-parser are needed only by the targets behind the traits below, which are off by
+// default, and SwiftPM leaves the dependencies of disabled traits out of resolution.
+//
+//   NIO    the IMCodecNIO library (SwiftNIO frame handlers):
+//          .package(url: ".../IMCodec", from: "…", traits: ["NIO"])
+//   Tools  the `imcodec` tool and the `imcodec-relay` example (enables NIO); this repository's
+//          scripts build with it: swift build --traits Tools
+//
+// Built without its trait, a target compiles to nothing (its sources are inside `#if NIO` /
+// `#if Tools`), and an executable only says which trait it needs.
+let nio = TargetDependencyCondition.when(traits: ["NIO"])
+let tools = TargetDependencyCondition.when(traits: ["Tools"])
 
 let package = Package(
     name: "IMCodec",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "IMCodec", targets: ["IMCodec"]),
         .executable(name: "imcodec", targets: ["imcodec"]),
         .library(name: "IMCodecNIO", targets: ["IMCodecNIO"]),
         .executable(name: "imcodec-relay", targets: ["imcodec-relay"]),
+    ],
+    traits: [
+        .trait(name: "NIO", description: "The IMCodecNIO library: SwiftNIO frame handlers (depends on swift-nio)."),
+        .trait(
+            name: "Tools",
+            description: "The imcodec tool and the imcodec-relay example (depend on swift-argument-parser and swift-nio).",
+            enabledTraits: ["NIO"]),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -20,7 +43,7 @@ let package = Package(
         .systemLibrary(
             name: "CProtobufC",
             pkgConfig: "libprotobuf-c",
-            providers: [.apt(["libprotobuf-c-dev"])]
+            providers: [.apt(["libprotobuf-c-dev"]), .brew(["protobuf-c"])]
         ),
         // Hand-written C helpers: the arena allocator, the wire pre-scan, the string-field marker.
         .target(
@@ -42,7 +65,7 @@ let package = Package(
             name: "imcodec",
             dependencies: [
                 "IMCodec",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
             ]
         ),
         // SwiftNIO frame codec handlers for IMCodec (the core library does not depend on NIO).
@@ -50,7 +73,7 @@ let package = Package(
             name: "IMCodecNIO",
             dependencies: [
                 "IMCodec",
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: nio),
             ]
         ),
         // The `imcodec-relay` example: a loopback relay server and a chat client on IMCodecNIO.
@@ -59,10 +82,10 @@ let package = Package(
             dependencies: [
                 "IMCodec",
                 "IMCodecNIO",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio", condition: tools),
+                .product(name: "NIOPosix", package: "swift-nio", condition: tools),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: tools),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
             ],
             exclude: ["README.md"]
         ),
@@ -72,11 +95,11 @@ let package = Package(
                 "IMCodec",
                 "IMCodecNIO",
                 "imcodec-relay",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: tools),
+                .product(name: "NIOPosix", package: "swift-nio", condition: tools),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: tools),
+                .product(name: "NIOEmbedded", package: "swift-nio", condition: tools),
+                .product(name: "NIOTestUtils", package: "swift-nio", condition: tools),
             ]
         ),
         .testTarget(

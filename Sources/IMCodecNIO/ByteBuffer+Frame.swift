@@ -1,3 +1,4 @@
+#if NIO
 import IMCodec
 import NIOCore
 
@@ -90,3 +91,4 @@ extension ByteBuffer {
         return count + 1
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if NIO
 import IMCodec
 
 /// Limits for reading length-prefixed ``IMCodec/Frame``s off a stream: the largest frame a peer may
@@ -39,4 +40,4 @@ public struct FrameCodecOptions: Sendable, Hashable {
         return WireDecoder(options: decoding, arenaBlockSize: arenaBlockSize)
     }
 }
-
+#endif

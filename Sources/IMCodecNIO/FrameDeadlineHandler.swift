@@ -1,3 +1,4 @@
+#if NIO
 import IMCodec
 import NIOCore
 
@@ -151,3 +152,4 @@ func frameDecoderHandler<D: NIOSingleStepByteToMessageDecoder>(_ decoder: D, opt
     let (cap, overflow) = options.effectiveMaxFrameSize.addingReportingOverflow(16)
     return ByteToMessageHandler(decoder, maximumBufferSize: overflow ? nil : cap)
 }
+#endif

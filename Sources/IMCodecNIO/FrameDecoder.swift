@@ -1,3 +1,4 @@
+#if NIO
 import IMCodec
 import NIOCore
 
@@ -173,3 +174,4 @@ public struct FrameEncoder: MessageToByteEncoder {
         out.writeFrame(data)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if NIO
 import IMCodec
 import NIOCore
 
@@ -58,3 +59,4 @@ public struct InboundFrame: Sendable, Hashable {
         try Frame(serializedBytes: body.readableBytesView, options: options)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -303,3 +304,4 @@ final class ChatClient: Sendable {
         try? group.syncShutdownGracefully()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -571,3 +572,4 @@ final class RelayConnectionHandler: ChannelInboundHandler {
         context.fireChannelInactive()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import ArgumentParser
 import IMCodec
 
@@ -59,3 +60,4 @@ struct Decode: ParsableCommand {
         writeStandardOutput(out)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import ArgumentParser
 import Foundation
 import IMCodec
@@ -192,3 +193,4 @@ enum DemoConversation {
         ]
     }
 }
+#endif

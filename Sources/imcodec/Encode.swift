@@ -1,3 +1,4 @@
+#if Tools
 import ArgumentParser
 import IMCodec
 
@@ -51,3 +52,4 @@ struct Encode: ParsableCommand {
         writeStandardOutput(out)
     }
 }
+#endif

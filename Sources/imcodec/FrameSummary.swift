@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 
 /// Renders frames for people: the summary `imcodec inspect` prints and the demo's transcript uses.
@@ -185,3 +186,4 @@ enum FrameSummary {
         return "\"\(escaped)\""
     }
 }
+#endif

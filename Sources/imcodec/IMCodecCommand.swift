@@ -1,3 +1,4 @@
+#if Tools
 import ArgumentParser
 import Foundation
 import IMCodec
@@ -70,3 +71,12 @@ func writeStandardOutput(_ bytes: [UInt8]) {
 func writeStandardOutput(_ text: String) {
     FileHandle.standardOutput.write(Data(text.utf8))
 }
+#else
+/// Built without the Tools trait: says how to build the real tool.
+@main
+enum IMCodecCommand {
+    static func main() {
+        print("imcodec was built without the Tools trait; build it with: swift build --traits Tools --product imcodec")
+    }
+}
+#endif

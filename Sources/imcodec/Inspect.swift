@@ -1,3 +1,4 @@
+#if Tools
 import ArgumentParser
 import IMCodec
 
@@ -38,3 +39,4 @@ struct Inspect: ParsableCommand {
         writeStandardOutput(text)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import ArgumentParser
 import IMCodec
 
@@ -24,3 +25,4 @@ struct Validate: ParsableCommand {
         throw InputRejected(message: "\(issues.count) product rule violation(s)")
     }
 }
+#endif

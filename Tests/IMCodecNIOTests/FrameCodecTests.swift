@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -261,3 +262,4 @@ struct DeepFrameTests {
         #expect(result)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -294,3 +295,4 @@ func runLoad(
         clients: results, seconds: seconds, messages: plan.clients * plan.messages,
         deliveries: results.reduce(0) { $0 + $1.deliveries })
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOConcurrencyHelpers
@@ -190,3 +191,4 @@ struct RawClient: Sendable {
         await eventually(seconds) { !channel.isActive }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOConcurrencyHelpers
@@ -183,3 +184,4 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
         try await tasks.waitForAll()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOConcurrencyHelpers
@@ -221,3 +222,4 @@ final class NIOLockedLines: Sendable {
     func append(_ user: String, _ line: String) { box.withLockedValue { $0.append("\(user): \(line)") } }
     var all: [String] { box.withLockedValue { $0 } }
 }
+#endif

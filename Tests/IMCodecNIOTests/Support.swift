@@ -1,3 +1,4 @@
+#if Tools
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -98,3 +99,4 @@ func codecErrorCode(_ body: () throws -> Void) -> IMCodecError.Code? {
         return IMCodecError.Code(rawValue: "other: \(error)")
     }
 }
+#endif

@@ -2,54 +2,7 @@ import Foundation
 import IMCodec
 import Testing
 
-/// Runs the built `imcodec` executable (the test target depends on it, so `swift test` builds it).
-enum CLI {
-    struct Result {
-        let status: Int32
-        let stdout: [UInt8]
-        let stderr: String
-        var text: String { String(decoding: stdout, as: UTF8.self) }
-    }
-
-    static let executable: URL? = {
-        // The test bundle sits in the build products folder, next to the executable.
-        var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        for folder in candidates {
-            let url = folder.appendingPathComponent("imcodec")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }()
-
-    static func run(_ arguments: [String], input: [UInt8] = []) throws -> Result {
-        let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-cli-\(UUID().uuidString)")
-        try Data(input).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let stdoutFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-out-\(UUID().uuidString)")
-        let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: stdoutFile)
-            try? FileManager.default.removeItem(at: stderrFile)
-        }
-        process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        try process.run()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus,
-            stdout: [UInt8](try Data(contentsOf: stdoutFile)),
-            stderr: String(decoding: try Data(contentsOf: stderrFile), as: UTF8.self))
-    }
-}
-
+#if Tools  // the imcodec tool is built with the Tools trait (Package.swift)
 @Suite("The imcodec command-line tool")
 struct CLITests {
     @Test("decode prints each valid fixture's JSON; encode of that JSON gives its bytes", arguments: FixtureFiles.validNames)
@@ -181,3 +134,4 @@ struct CLITests {
         #expect(count == 12)
     }
 }
+#endif
