@@ -7,12 +7,16 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Largest input accepted, in bytes. Default 16 MiB.
     public var maxInputSize: Int = 16 << 20
 
-    /// Deepest message nesting accepted; the top-level message counts as 1. Default 100, as in
-    /// swift-protobuf and upb. A merger layer costs 3 levels (Message, MessageElement, MergerElement),
-    /// so the default admits about 32 nested merger layers; raise it for deeper mergers. Values above
-    /// ``maxDepthCap`` are treated as ``maxDepthCap``: protobuf-c recurses once per level, about 1 KiB
-    /// of stack each, and a thread with a 512 KiB stack runs out after some 540 levels.
-    public var maxDepth: Int = 100
+    /// Deepest message nesting accepted; the top-level message counts as 1. Default 320.
+    ///
+    /// A merger layer costs 3 levels (Message, MessageElement, MergerElement), so the 100 nested
+    /// layers ``ValidationLimits/maxMergerDepth`` allows (Tencent Cloud IM's limit) reach depth 303
+    /// for the innermost message of an edit or a history page (302 in a message frame), and 306 for
+    /// the deepest field inside it (an image rendition: MessageElement, ImageElement, ImageInfo).
+    /// The default leaves room above that; a value ``Frame/validate(limits:)`` accepts always
+    /// decodes with the default options. Values above ``maxDepthCap`` are treated as ``maxDepthCap``:
+    /// protobuf-c recurses once per level, about 1 KiB of stack each.
+    public var maxDepth: Int = 320
 
     /// Most fields (each occurrence, each packed element) accepted in one input. Default 1,000,000.
     public var maxFieldCount: Int = 1_000_000
@@ -23,8 +27,8 @@ public struct DecodingOptions: Sendable, Hashable {
     /// amplification a hostile input can cause.
     public var maxDecodedMemory: Int? = nil
 
-    /// The highest ``maxDepth`` honoured.
-    public static let maxDepthCap = 256
+    /// The highest ``maxDepth`` honoured: 512.
+    public static let maxDepthCap = 512
 
     /// Creates the default options.
     public init() {}
