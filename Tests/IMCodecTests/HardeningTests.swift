@@ -126,7 +126,9 @@ struct HardeningDepthTests {
         }
         for error in errors {
             #expect(error?.code == .tooDeep)
-            #expect((error?.offset ?? .max) < 1_000, "the pre-scan stops at level 101: \(String(describing: error))")
+            // The pre-scan stops at level 321 (default maxDepth 320), a few bytes a level in.
+            #expect((error?.offset ?? .max) < 8 * (DecodingOptions().maxDepth + 1),
+                    "the pre-scan stops at level 321: \(String(describing: error))")
         }
         do {
             try WireDecoder().withFrameView(bomb) { _ in }
@@ -584,8 +586,9 @@ struct HardeningValueTests {
         #expect(H.decodeError(H.len(10, []) + H.len(10, [])) == nil)
         // Groups: refused as malformed.
         #expect(H.decodeError(H.tag(99, 3) + H.tag(99, 4))?.code == .malformed)
-        // Nesting: at most 100 levels by default (upb allows 100 sub-levels, one more).
-        #expect(H.decodeError(Wire.nestingBomb(levels: 101))?.code == .tooDeep)
+        // Nesting: at most 320 levels by default, the top level counted (upb allows 100 sub-levels).
+        #expect(H.decodeError(Wire.nestingBomb(levels: 320)) == nil)
+        #expect(H.decodeError(Wire.nestingBomb(levels: 321))?.code == .tooDeep)
     }
 }
 

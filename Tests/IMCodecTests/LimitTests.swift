@@ -48,13 +48,16 @@ struct LimitTests {
         let elapsed = clock.measure { error = code(bomb) }
         #expect(error?.code == .tooDeep)
         #expect(error?.offset != nil)
-        #expect(elapsed < .seconds(5))  // generous: the pre-scan stops at level 101
+        #expect(elapsed < .seconds(5))  // generous: the pre-scan stops at level 321
     }
 
     @Test("nesting exactly at maxDepth decodes; one more level is tooDeep")
     func depthBoundary() throws {
-        #expect(code(Wire.nestingBomb(levels: 100)) == nil)
-        #expect(code(Wire.nestingBomb(levels: 101))?.code == .tooDeep)
+        // The default, 320, admits 100 nested merger layers (ValidationTests computes their depth).
+        let depth = DecodingOptions().maxDepth
+        #expect(depth == 320)
+        #expect(code(Wire.nestingBomb(levels: depth)) == nil)
+        #expect(code(Wire.nestingBomb(levels: depth + 1))?.code == .tooDeep)
         #expect(code(Wire.nestingBomb(levels: 10), options: DecodingOptions(maxDepth: 9))?.code == .tooDeep)
         #expect(code(Wire.nestingBomb(levels: 200), options: DecodingOptions(maxDepth: 200)) == nil)
     }
