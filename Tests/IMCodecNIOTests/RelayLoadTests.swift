@@ -135,7 +135,7 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
             try await hostile("oversize", user: "bad3", varintBuffer(100_000_000))
         }
         tasks.addTask {
-            try await hostile("depthBomb", user: "bad4", delimited([SampleFrames.depthBomb(layers: 40)]))
+            try await hostile("depthBomb", user: "bad4", delimited([SampleFrames.depthBomb(layers: 110)]))
         }
         tasks.addTask {
             var bytes = varintBuffer(200)
