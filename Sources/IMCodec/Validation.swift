@@ -259,8 +259,10 @@ extension Frame {
 extension Message {
     /// Checks the product rules and reports every violation (empty when none).
     ///
-    /// As for ``Frame/validate(limits:)``, the message is also encoded and decoded with the default
-    /// ``DecodingOptions``, and ``ValidationIssue/Rule/notDecodable`` reported when that fails.
+    /// As for ``Frame/validate(limits:)``, the message is also encoded and decoded (as a `Message`)
+    /// with the default ``DecodingOptions``, and ``ValidationIssue/Rule/notDecodable`` reported when
+    /// that fails. A frame adds a few bytes and one or two levels around a message, so validate the
+    /// frame a message travels in with ``Frame/validate(limits:)``.
     public func validate(limits: ValidationLimits = ValidationLimits()) -> [ValidationIssue] {
         var validator = Validator(limits: limits)
         validator.check(self, at: "", mergerDepth: 0)
