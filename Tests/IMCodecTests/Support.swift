@@ -540,14 +540,11 @@ enum HeapProbe {
         let description: String
     }
 
+    /// Built next to `imcodec` (the test target depends on both), which CLI.executable finds.
     static let executable: URL? = {
-        var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        for folder in candidates {
-            let url = folder.appendingPathComponent("imcodec-heap-probe")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
+        guard let folder = CLI.executable?.deletingLastPathComponent() else { return nil }
+        let url = folder.appendingPathComponent("imcodec-heap-probe")
+        return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
     }()
 
     /// Decodes `bytes` as a Frame with `options` in the child and reports its measurement.
@@ -559,17 +556,29 @@ enum HeapProbe {
         var arguments = [input.path, "--max-input-size", "\(options.maxInputSize)", "--max-depth",
                          "\(options.maxDepth)", "--max-field-count", "\(options.maxFieldCount)"]
         if let memory = options.maxDecodedMemory { arguments += ["--max-decoded-memory", "\(memory)"] }
+        // Output to files rather than a Pipe, as CLI.run does: Foundation's Process leaks a weak
+        // reference's side table with a Pipe, which LeakSanitizer reports (Scripts/test-sanitizers).
+        let temporary = FileManager.default.temporaryDirectory
+        let outputFile = temporary.appendingPathComponent("imcodec-heap-out-\(UUID().uuidString)")
+        let errorFile = temporary.appendingPathComponent("imcodec-heap-err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outputFile)
+            try? FileManager.default.removeItem(at: errorFile)
+        }
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
+        process.standardInput = try FileHandle(forReadingFrom: input)
+        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+        process.standardError = try FileHandle(forWritingTo: errorFile)
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        let text = String(decoding: try Data(contentsOf: outputFile), as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw Failure(description: "imcodec-heap-probe exited with \(process.terminationStatus): \(text)")
+            let errors = String(decoding: try Data(contentsOf: errorFile), as: UTF8.self)
+            throw Failure(description: "imcodec-heap-probe exited with \(process.terminationStatus): \(text)\(errors)")
         }
         var values: [String: String] = [:]
         for line in text.split(separator: "\n") {
