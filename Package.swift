@@ -102,10 +102,19 @@ let package = Package(
                 .product(name: "NIOTestUtils", package: "swift-nio", condition: tools),
             ]
         ),
+        // One decode measured in a process of its own, for HardeningTests' heap bounds.
+        .executableTarget(
+            name: "imcodec-heap-probe",
+            dependencies: ["IMCodec", "CIMCodecRuntime"],
+            path: "Tests/HeapProbe"
+        ),
         .testTarget(
             name: "IMCodecTests",
-            // `imcodec` is built for the tests that run the executable (CLITests).
-            dependencies: ["IMCodec", "imcodec", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas"]
+            // `imcodec` and `imcodec-heap-probe` are built for the tests that run them (CLITests,
+            // HardeningTests).
+            dependencies: [
+                "IMCodec", "imcodec", "imcodec-heap-probe", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas",
+            ]
         ),
     ]
 )

@@ -7,10 +7,14 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Largest input accepted, in bytes. Default 16 MiB.
     public var maxInputSize: Int = 16 << 20
 
-    /// Deepest message nesting accepted; the top-level message counts as 1. Default 320: a merger
-    /// layer costs 3 levels (Message, MessageElement, MergerElement), so a frame carrying the 100
-    /// nested merger layers Tencent allows nests 2 + 3 × 100 levels plus the deepest element inside
-    /// (at most 3 more), which 320 admits. (swift-protobuf and upb default to 100.) Values above
+    /// Deepest message nesting accepted; the top-level message counts as 1. Default 320.
+    ///
+    /// A merger layer costs 3 levels (Message, MessageElement, MergerElement), so the 100 nested
+    /// layers ``ValidationLimits/maxMergerDepth`` allows (Tencent Cloud IM's limit) reach depth 303
+    /// for the innermost message of an edit or a history page (302 in a message frame), and 306 for
+    /// the deepest field inside it (an image rendition: MessageElement, ImageElement, ImageInfo).
+    /// The default leaves room above that; a value ``Frame/validate(limits:)`` accepts always
+    /// decodes with the default options. (swift-protobuf and upb default to 100.) Values above
     /// ``maxDepthCap`` are treated as ``maxDepthCap``. protobuf-c recurses once per level, about
     /// 1 KiB of stack each, and so do the conversions to Swift values: input nested deeper than a
     /// few dozen levels is unpacked on the calling thread only when its stack has room, else on a

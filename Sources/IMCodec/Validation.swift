@@ -9,37 +9,207 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         public let rawValue: String
         /// Creates a rule from its stable name.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The rule's stable name.
         public var description: String { rawValue }
 
-        /// A merger combines more than ``ValidationLimits/maxMergerMessages`` messages.
+        // Sources: "Tencent" is the Tencent Cloud IM message guide (English and Chinese editions),
+        // "RongCloud" its message model (RCMessage), "QuickBlox" its messaging guide; "IMCodec" is a
+        // product rule of this library, stated in the schema's comments (Schemas/imcodec/v1) and in
+        // the Limits and Errors article.
+
+        // MARK: Frame
+
+        /// The frame carries no payload this schema version knows (an empty frame, versions only, or
+        /// a payload kind added by a later version).
+        ///
+        /// Source: IMCodec. A frame is the unit that carries one payload (frame.proto); a frame
+        /// without one gives the receiver nothing to act on.
+        public static let missingPayload = Rule(rawValue: "missingPayload")
+        /// The value's encoding would be refused by decoding with the default ``DecodingOptions``
+        /// (too large, too deep, too many fields or too much decoded memory).
+        ///
+        /// Source: IMCodec. `validate()` encodes the value and decodes the bytes with the default
+        /// options, so it never accepts a value the receiver's decoder refuses.
+        public static let notDecodable = Rule(rawValue: "notDecodable")
+
+        // MARK: Messages and elements
+
+        /// A merger combines more than ``ValidationLimits/maxMergerMessages`` messages (inline, or
+        /// as its `messageCount` says when they are stored by reference).
+        ///
+        /// Source: Tencent (a combined message holds up to 300 messages).
         public static let mergerTooManyMessages = Rule(rawValue: "mergerTooManyMessages")
         /// Mergers nest deeper than ``ValidationLimits/maxMergerDepth`` layers.
+        ///
+        /// Source: IMCodec (message.proto: at most 100 nested layers, the depth Tencent Cloud IM
+        /// allows). 100 layers decode with the default options: see ``DecodingOptions/maxDepth``.
         public static let mergerTooDeep = Rule(rawValue: "mergerTooDeep")
-        /// A merger holds group tips (they cannot be forwarded).
+        /// A merger holds group tips.
+        ///
+        /// Source: IMCodec. Group tips are notices a group's server writes into that group
+        /// (Tencent: a group tip carries a group's system notification); forwarded elsewhere they
+        /// would describe a group that is not there.
         public static let mergerContainsGroupTips = Rule(rawValue: "mergerContainsGroupTips")
-        /// A merger has neither inline messages nor a stored reference, or both.
+        /// A merger (or a stored merger body) has neither inline messages nor a stored reference, or
+        /// both.
+        ///
+        /// Source: IMCodec (message.proto: a merger's messages are inline, or stored separately and
+        /// referenced by a MergerRef when `messages` is empty).
         public static let mergerBody = Rule(rawValue: "mergerBody")
+        /// A merger's `messageCount` disagrees with its inline messages, or is 0 for stored ones.
+        ///
+        /// Source: IMCodec (message.proto: `message_count` is how many messages the merger holds,
+        /// inline or stored).
+        public static let mergerMessageCount = Rule(rawValue: "mergerMessageCount")
+        /// A merger has no title or no abstracts.
+        ///
+        /// Source: Tencent (a combined message needs a title and abstracts: the chat shows only
+        /// those until the user opens it).
+        public static let mergerDisplay = Rule(rawValue: "mergerDisplay")
         /// More than ``ValidationLimits/maxAtUsers`` users are @-mentioned.
+        ///
+        /// Source: IMCodec (message.proto AtInfo: at most 30 user ids).
         public static let atListTooLong = Rule(rawValue: "atListTooLong")
         /// An @ mention outside a group conversation.
+        ///
+        /// Source: Tencent (@ messages are group messages: "someone @ me" and "@ all members" are
+        /// group features).
         public static let atOutsideGroup = Rule(rawValue: "atOutsideGroup")
         /// Targeted receivers outside a group conversation.
+        ///
+        /// Source: Tencent (a targeted group message goes to chosen members of a group); RongCloud
+        /// (`directedUserIds`).
         public static let targetedReceiversOutsideGroup = Rule(rawValue: "targetedReceiversOutsideGroup")
         /// Group tips outside a group conversation.
+        ///
+        /// Source: Tencent (a group tip carries a system notification in a group: joins, leaves,
+        /// profile changes).
         public static let groupTipsOutsideGroup = Rule(rawValue: "groupTipsOutsideGroup")
         /// A file above ``ValidationLimits/maxFileSize`` bytes.
+        ///
+        /// Source: Tencent (a file message cannot exceed 100 MB).
         public static let fileTooLarge = Rule(rawValue: "fileTooLarge")
         /// A latitude outside -90...90 or a longitude outside -180...180 (or not a number).
+        ///
+        /// Source: Tencent (a location is a description, a longitude and a latitude); IMCodec
+        /// (message.proto: WGS-84 degrees in those ranges).
         public static let locationOutOfRange = Rule(rawValue: "locationOutOfRange")
         /// A message without elements.
+        ///
+        /// Source: Tencent (a message's content is its chain of elements, one at least); IMCodec.
         public static let emptyElementChain = Rule(rawValue: "emptyElementChain")
         /// An element without content.
+        ///
+        /// Source: IMCodec (message.proto: every MessageElement holds one content kind).
         public static let emptyElement = Rule(rawValue: "emptyElement")
         /// An element kind that must be alone in its chain (merger, group tips, sound, video, file)
         /// shares it with others.
+        ///
+        /// Source: IMCodec. Tencent chains several elements (text and custom in its example); media
+        /// that clients show as one bubble, mergers and group tips stand alone.
         public static let elementMustBeAlone = Rule(rawValue: "elementMustBeAlone")
-        /// A message has no conversation, or a conversation has no target where its type needs one.
+        /// A message, typing indicator, mark-read event, history request or page has no
+        /// conversation, or a conversation has no target where its type needs one.
+        ///
+        /// Source: Tencent (a one-to-one message names the receiver's UserID, a group message the
+        /// groupID); RongCloud (the target id is the peer, group, chatroom or ultra group id; system
+        /// conversations need none).
         public static let missingConversation = Rule(rawValue: "missingConversation")
+
+        // MARK: Receipts, events, acks, history
+
+        /// A receipt, recall, edit, delete or group-read-members list does not say which message it
+        /// is about: the reference is missing, or has neither `serverMsgUID` nor both `senderID`
+        /// and `clientMsgID` (a delete that lists no message at all is reported here too).
+        ///
+        /// Source: IMCodec (common.proto: a receiver matches on `server_msg_uid`, else on
+        /// `sender_id` and `client_msg_id`); Tencent (recall notifications and read receipts carry
+        /// the message's id); QuickBlox (delivered, read and delete take message ids).
+        public static let missingMessageRef = Rule(rawValue: "missingMessageRef")
+        /// A receipt kind, delete scope or typing state is left `UNSPECIFIED`.
+        ///
+        /// Source: QuickBlox (delivered and read receipts are separate events; a delete must say
+        /// whether it is for everyone; typing notifications are "typing" and "stopped");
+        /// Tencent (delivery and read receipts).
+        public static let unspecifiedEnum = Rule(rawValue: "unspecifiedEnum")
+        /// An event does not say who acted: a C2C read receipt, typing indicator or mark-read event
+        /// without `userID`, a recall without `revokerID`, an edit without `editorID`, a delete
+        /// without `operatorID`.
+        ///
+        /// Source: Tencent (a C2C read receipt names the user who read; only conversation
+        /// participants may modify a message; a sender recalls its own message); QuickBlox (the
+        /// typing user is reported; only a dialog's owner deletes for everyone).
+        public static let missingUserID = Rule(rawValue: "missingUserID")
+        /// A message receipt names neither a user (one-to-one) nor a group, or carries group read
+        /// counts without a group.
+        ///
+        /// Source: Tencent (V2TIMMessageReceipt: `userID` and `isPeerRead` for one-to-one receipts,
+        /// `groupID` with `readCount` and `unreadCount` for group receipts).
+        public static let receiptSubject = Rule(rawValue: "receiptSubject")
+        /// A receipt batch holds no receipt.
+        ///
+        /// Source: IMCodec (receipts.proto: a batch is several receipts at once).
+        public static let emptyReceiptBatch = Rule(rawValue: "emptyReceiptBatch")
+        /// A C2C read receipt without a read time, or a mark-read event with neither a read time nor
+        /// a read sequence number.
+        ///
+        /// Source: Tencent (a C2C read receipt carries the time up to which the peer has read:
+        /// messages at or before it are read); IMCodec (events.proto: a conversation is marked read
+        /// up to a time or a sequence number).
+        public static let missingReadPosition = Rule(rawValue: "missingReadPosition")
+        /// A mark-read event names a conversation and also says all conversations, or neither.
+        ///
+        /// Source: Tencent (one conversation is marked read with markC2CMessageAsRead or
+        /// markGroupMessageAsRead, every conversation with markAllMessageAsRead); IMCodec
+        /// (events.proto: with `all_conversations` the conversation is unset).
+        public static let markReadScope = Rule(rawValue: "markReadScope")
+        /// A system notice without its machine-readable `type`.
+        ///
+        /// Source: QuickBlox (system messages carry their notification type for the receiving
+        /// app); IMCodec (events.proto: `type` is the notice's machine-readable kind).
+        public static let missingNoticeType = Rule(rawValue: "missingNoticeType")
+        /// A send ack without the `clientMsgID` of the message it answers.
+        ///
+        /// Source: IMCodec (events.proto: a SendAck is the server's answer to one sent message,
+        /// which the sender knows by its client id until the server has assigned one).
+        public static let missingClientMsgID = Rule(rawValue: "missingClientMsgID")
+        /// A successful send ack (error code 0) without `serverMsgUID`, or a failed one with it.
+        ///
+        /// Source: RongCloud (only successfully sent messages have a message UID); Tencent (a
+        /// failed send returns an error code such as 80001, 20007 or 20009).
+        public static let sendAckServerUID = Rule(rawValue: "sendAckServerUID")
+        /// A history request asks for 0 or more than ``ValidationLimits/maxHistoryPageSize``
+        /// messages, or a history page holds more than that.
+        ///
+        /// Source: Tencent (history is pulled page by page, the page must not be large: 20 is
+        /// recommended); QuickBlox (history pages default to 100 records); IMCodec (the limit).
+        public static let historyPageSize = Rule(rawValue: "historyPageSize")
+        /// A message in a history page belongs to another conversation than the page.
+        ///
+        /// Source: Tencent (history is pulled for one one-to-one or one group conversation);
+        /// RongCloud (in a one-to-one conversation the target is the peer: the page's peer is the
+        /// message's target or its sender).
+        public static let historyConversationMismatch = Rule(rawValue: "historyConversationMismatch")
+        /// A page that is not the last has no cursor for the next one: a history page with
+        /// `finished` false and no `nextCursor`, or a group-read-members page with `finished` false
+        /// and `nextSeq` 0.
+        ///
+        /// Source: Tencent (getGroupMessageReadMemberList returns `nextSeq` and `isFinished`, the
+        /// next page is pulled from `nextSeq`); IMCodec (events.proto: the cursor of a page comes
+        /// from the previous HistoryResponse).
+        public static let missingNextCursor = Rule(rawValue: "missingNextCursor")
+        /// An edit event without the message's new content.
+        ///
+        /// Source: Tencent (the modification callback delivers the modified message object);
+        /// IMCodec (events.proto: `new_message` is the content after the edit).
+        public static let missingEditedMessage = Rule(rawValue: "missingEditedMessage")
+        /// An edit's new message is not the message its reference names (another server id, client
+        /// id, sender, sequence number or conversation), or has `editVersion` 0.
+        ///
+        /// Source: Tencent (a modification changes a sent message and syncs it to every
+        /// participant: it stays the same message); IMCodec (message.proto: `edit_version` is
+        /// incremented by every edit, 0 only for a message never edited).
+        public static let editedMessageMismatch = Rule(rawValue: "editedMessageMismatch")
     }
 
     /// The broken rule.
@@ -49,6 +219,7 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, for a person.
     public let message: String
 
+    /// `path: message [rule]`.
     public var description: String { "\(path.isEmpty ? "" : path + ": ")\(message) [\(rule)]" }
 }
 
@@ -62,6 +233,8 @@ public struct ValidationLimits: Sendable, Hashable {
     public var maxAtUsers = 30
     /// Largest file, in bytes. Default 100 MB (104,857,600).
     public var maxFileSize: UInt64 = 100 * 1024 * 1024
+    /// Most messages one history request asks for and one history page holds. Default 100.
+    public var maxHistoryPageSize = 100
 
     /// The default limits.
     public init() {}
@@ -69,29 +242,31 @@ public struct ValidationLimits: Sendable, Hashable {
 
 extension Frame {
     /// Checks the product rules for the payload and reports every violation (empty when none).
+    ///
+    /// Every payload kind has rules (see ``ValidationIssue/Rule``), and so does a frame without a
+    /// payload. The frame is also encoded and the bytes decoded with the default
+    /// ``DecodingOptions``: when that decode refuses them, ``ValidationIssue/Rule/notDecodable`` is
+    /// reported, so a frame `validate()` accepts always decodes. That check costs one encode and one
+    /// decode of the frame.
     public func validate(limits: ValidationLimits = ValidationLimits()) -> [ValidationIssue] {
         var validator = Validator(limits: limits)
-        switch payload {
-        case .message(let message)?: validator.check(message, at: "message", mergerDepth: 0)
-        case .edit(let edit)?:
-            if let message = edit.newMessage { validator.check(message, at: "edit.newMessage", mergerDepth: 0) }
-        case .historyResponse(let page)?:
-            for (i, message) in page.messages.enumerated() {
-                validator.check(message, at: "historyResponse.messages[\(i)]", mergerDepth: 0)
-            }
-        case .mergerPayload(let merged)?:
-            validator.checkMerged(merged.messages, at: "mergerPayload.messages", mergerDepth: 1)
-        default: break
-        }
+        validator.check(self)
+        validator.checkDecodable(self)
         return validator.issues
     }
 }
 
 extension Message {
     /// Checks the product rules and reports every violation (empty when none).
+    ///
+    /// As for ``Frame/validate(limits:)``, the message is also encoded and decoded (as a `Message`)
+    /// with the default ``DecodingOptions``, and ``ValidationIssue/Rule/notDecodable`` reported when
+    /// that fails. A frame adds a few bytes and one or two levels around a message, so validate the
+    /// frame a message travels in with ``Frame/validate(limits:)``.
     public func validate(limits: ValidationLimits = ValidationLimits()) -> [ValidationIssue] {
         var validator = Validator(limits: limits)
         validator.check(self, at: "", mergerDepth: 0)
+        validator.checkDecodable(self)
         return validator.issues
     }
 }
@@ -110,12 +285,235 @@ private struct Validator {
         type == .group || type == .chatroom || type == .ultraGroup
     }
 
+    // MARK: Decodability
+
+    /// Encodes `value` and decodes the bytes as a receiver would, with the default options: exact,
+    /// because it is the decoder itself that judges (size, depth, field count, decoded memory).
+    mutating func checkDecodable<M: IMCodecMessage>(_ value: M) {
+        let bytes = value.serializedBytes()
+        do {
+            _ = try M(serializedBytes: bytes, options: DecodingOptions())
+        } catch {
+            report(.notDecodable, "",
+                   "its \(bytes.count)-byte encoding is refused by decoding with the default options: "
+                       + "\(error.code) (\(error.reason))")
+        }
+    }
+
+    // MARK: Frame payloads
+
+    mutating func check(_ frame: Frame) {
+        guard let payload = frame.payload else {
+            report(.missingPayload, "",
+                   frame.unknownFields.isEmpty
+                       ? "the frame carries no payload"
+                       : "the frame carries no payload this schema version knows (only unknown fields)")
+            return
+        }
+        switch payload {
+        case .message(let message):
+            check(message, at: "message", mergerDepth: 0)
+        case .receipt(let receipt):
+            check(receipt, at: "receipt")
+        case .receipts(let batch):
+            if batch.receipts.isEmpty && batch.c2cReadReceipts.isEmpty {
+                report(.emptyReceiptBatch, "receipts", "the receipt batch holds no receipt")
+            }
+            for (i, receipt) in batch.receipts.enumerated() { check(receipt, at: "receipts.receipts[\(i)]") }
+            for (i, receipt) in batch.c2cReadReceipts.enumerated() {
+                check(receipt, at: "receipts.c2cReadReceipts[\(i)]")
+            }
+        case .c2cReadReceipt(let receipt):
+            check(receipt, at: "c2cReadReceipt")
+        case .groupReadMembers(let page):
+            checkRef(page.message, at: "groupReadMembers.message")
+            if !page.finished && page.nextSeq == 0 {
+                report(.missingNextCursor, "groupReadMembers.nextSeq",
+                       "the page is not the last one but has no next sequence number to continue from")
+            }
+        case .recall(let recall):
+            checkRef(recall.message, at: "recall.message")
+            requireUser(recall.revokerID, at: "recall.revokerID", "the recall does not say who recalled the message")
+        case .edit(let edit):
+            check(edit)
+        case .delete(let delete):
+            if delete.messages.isEmpty {
+                report(.missingMessageRef, "delete.messages", "the delete lists no message")
+            }
+            for (i, ref) in delete.messages.enumerated() { checkRef(ref, at: "delete.messages[\(i)]") }
+            if delete.scope == .unspecified {
+                report(.unspecifiedEnum, "delete.scope", "the delete is neither for everyone nor only for me")
+            }
+            requireUser(delete.operatorID, at: "delete.operatorID", "the delete does not say who deleted")
+        case .typing(let typing):
+            checkConversation(typing.conversation, at: "typing.conversation")
+            requireUser(typing.userID, at: "typing.userID", "the typing indicator does not say who is typing")
+            if typing.state == .unspecified {
+                report(.unspecifiedEnum, "typing.state", "the typing indicator is neither started nor stopped")
+            }
+        case .markRead(let event):
+            check(event)
+        case .systemNotice(let notice):
+            if notice.type.isEmpty {
+                report(.missingNoticeType, "systemNotice.type", "the system notice has no machine-readable type")
+            }
+        case .sendAck(let ack):
+            check(ack)
+        case .historyRequest(let request):
+            checkConversation(request.conversation, at: "historyRequest.conversation")
+            if request.count == 0 || Int(request.count) > limits.maxHistoryPageSize {
+                report(.historyPageSize, "historyRequest.count",
+                       "\(request.count) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed")
+            }
+        case .historyResponse(let page):
+            check(page)
+        case .mergerPayload(let merged):
+            if merged.messages.isEmpty {
+                report(.mergerBody, "mergerPayload.messages", "a stored merger body holds no message")
+            }
+            checkMerged(merged.messages, at: "mergerPayload.messages", mergerDepth: 1)
+        }
+    }
+
+    /// A reference must exist and identify a message: by server id, or by sender and client id.
+    mutating func checkRef(_ ref: MessageRef?, at path: String) {
+        guard let ref else {
+            report(.missingMessageRef, path, "no message reference")
+            return
+        }
+        if ref.serverMsgUID.isEmpty && (ref.senderID.isEmpty || ref.clientMsgID.isEmpty) {
+            report(.missingMessageRef, path,
+                   "the reference identifies no message: it needs serverMsgUID, or senderID and clientMsgID")
+        }
+    }
+
+    mutating func requireUser(_ userID: String, at path: String, _ message: String) {
+        if userID.isEmpty { report(.missingUserID, path, message) }
+    }
+
+    /// A conversation must exist, have a type, and a target unless it is a system conversation.
+    mutating func checkConversation(_ conversation: Conversation?, at path: String) {
+        guard let conversation, conversation.type != .unspecified else {
+            report(.missingConversation, path, "no conversation type")
+            return
+        }
+        if conversation.type != .system && conversation.targetID.isEmpty {
+            report(.missingConversation, path, "a \(conversation.type.protoName) conversation needs a target id")
+        }
+    }
+
+    mutating func check(_ receipt: MessageReceipt, at path: String) {
+        if receipt.kind == .unspecified {
+            report(.unspecifiedEnum, Self.join(path, "kind"), "the receipt is neither a delivery nor a read receipt")
+        }
+        checkRef(receipt.message, at: Self.join(path, "message"))
+        if receipt.userID.isEmpty && receipt.groupID.isEmpty {
+            report(.receiptSubject, path, "the receipt names neither the user nor the group it is about")
+        } else if receipt.groupID.isEmpty && (receipt.readCount != 0 || receipt.unreadCount != 0) {
+            report(.receiptSubject, Self.join(path, "groupID"), "read and unread counts belong to group receipts")
+        }
+    }
+
+    mutating func check(_ receipt: C2CReadReceipt, at path: String) {
+        requireUser(receipt.userID, at: Self.join(path, "userID"), "the read receipt does not say who read")
+        if receipt.readTimeMs <= 0 {
+            report(.missingReadPosition, Self.join(path, "readTimeMs"), "the read receipt has no read time")
+        }
+    }
+
+    mutating func check(_ edit: EditEvent) {
+        checkRef(edit.message, at: "edit.message")
+        requireUser(edit.editorID, at: "edit.editorID", "the edit does not say who edited the message")
+        guard let message = edit.newMessage else {
+            report(.missingEditedMessage, "edit.newMessage", "the edit has no new content")
+            return
+        }
+        check(message, at: "edit.newMessage", mergerDepth: 0)
+        if message.editVersion == 0 {
+            report(.editedMessageMismatch, "edit.newMessage.editVersion", "an edited message has edit version 1 or up")
+        }
+        guard let ref = edit.message else { return }
+        var differs: [String] = []
+        if !ref.serverMsgUID.isEmpty && ref.serverMsgUID != message.serverMsgUID { differs.append("serverMsgUID") }
+        if !ref.clientMsgID.isEmpty && ref.clientMsgID != message.clientMsgID { differs.append("clientMsgID") }
+        if !ref.senderID.isEmpty && ref.senderID != message.senderID { differs.append("senderID") }
+        if ref.seq != 0 && ref.seq != message.seq { differs.append("seq") }
+        if let conversation = ref.conversation, conversation != message.conversation { differs.append("conversation") }
+        if !differs.isEmpty {
+            report(.editedMessageMismatch, "edit.newMessage",
+                   "the new message is not the referenced one: \(differs.joined(separator: ", ")) differ")
+        }
+    }
+
+    mutating func check(_ event: MarkReadEvent) {
+        requireUser(event.userID, at: "markRead.userID", "the mark-read event does not say whose messages are read")
+        if event.allConversations {
+            if event.conversation != nil {
+                report(.markReadScope, "markRead.conversation", "a mark-read of all conversations names none")
+            }
+        } else if event.conversation == nil {
+            report(.markReadScope, "markRead", "the mark-read event names no conversation and not all conversations")
+        } else {
+            checkConversation(event.conversation, at: "markRead.conversation")
+        }
+        if event.readTimeMs <= 0 && event.readSeq == 0 {
+            report(.missingReadPosition, "markRead", "the mark-read event has neither a read time nor a read sequence")
+        }
+    }
+
+    mutating func check(_ ack: SendAck) {
+        if ack.clientMsgID.isEmpty {
+            report(.missingClientMsgID, "sendAck.clientMsgID", "the ack does not say which sent message it answers")
+        }
+        if ack.errorCode == 0 && ack.serverMsgUID.isEmpty {
+            report(.sendAckServerUID, "sendAck.serverMsgUID", "a successful send has a server-assigned message id")
+        } else if ack.errorCode != 0 && !ack.serverMsgUID.isEmpty {
+            report(.sendAckServerUID, "sendAck.serverMsgUID",
+                   "a failed send (error \(ack.errorCode)) has no server-assigned message id")
+        }
+    }
+
+    mutating func check(_ page: HistoryResponse) {
+        checkConversation(page.conversation, at: "historyResponse.conversation")
+        if page.messages.count > limits.maxHistoryPageSize {
+            report(.historyPageSize, "historyResponse.messages",
+                   "the page holds \(page.messages.count) messages; at most \(limits.maxHistoryPageSize) are allowed")
+        }
+        if !page.finished && page.nextCursor.isEmpty {
+            report(.missingNextCursor, "historyResponse.nextCursor",
+                   "the page is not the last one but has no cursor for the next")
+        }
+        for (i, message) in page.messages.enumerated() {
+            let path = "historyResponse.messages[\(i)]"
+            check(message, at: path, mergerDepth: 0)
+            if let conversation = page.conversation, let other = message.conversation,
+               !Self.sameConversation(page: conversation, message: other, sender: message.senderID) {
+                report(.historyConversationMismatch, Self.join(path, "conversation"),
+                       "the message belongs to another conversation than the page")
+            }
+        }
+    }
+
+    /// In a one-to-one page the peer is the message's target (a message to the peer) or its
+    /// sender (a message from the peer, whose target is the reader); elsewhere the target and
+    /// channel must be the page's.
+    static func sameConversation(page: Conversation, message: Conversation, sender: String) -> Bool {
+        guard page.type == message.type else { return false }
+        if page.type == .oneToOne {
+            return message.targetID == page.targetID || sender == page.targetID
+        }
+        return message.targetID == page.targetID && message.channelID == page.channelID
+    }
+
+    // MARK: Messages
+
     mutating func check(_ message: Message, at path: String, mergerDepth: Int) {
         let type = message.conversation?.type ?? .unspecified
         if message.conversation == nil || type == .unspecified {
             report(.missingConversation, path, "the message has no conversation type")
         } else if type != .system, message.conversation?.targetID.isEmpty ?? true {
-            report(.missingConversation, Self.join(path, "conversation"), "a \(type.protoName) conversation needs a target id")
+            report(.missingConversation, Self.join(path, "conversation"),
+                   "a \(type.protoName) conversation needs a target id")
         }
         if let at = message.at {
             if !Self.isGroupLike(type) {
@@ -161,16 +559,36 @@ private struct Validator {
             case .groupTips where !Self.isGroupLike(type):
                 report(.groupTipsOutsideGroup, elementPath + ".groupTips", "group tips belong in group conversations")
             case .merger(let merger):
-                let mergerPath = elementPath + ".merger"
-                if merger.messages.isEmpty == (merger.ref == nil) {
-                    report(.mergerBody, mergerPath,
-                           "a merger holds its messages either inline or by reference, not \(merger.ref == nil ? "neither" : "both")")
-                }
-                checkMerged(merger.messages, at: mergerPath + ".messages", mergerDepth: mergerDepth + 1)
+                check(merger, at: elementPath + ".merger", mergerDepth: mergerDepth + 1)
             default:
                 break
             }
         }
+    }
+
+    mutating func check(_ merger: MergerElement, at path: String, mergerDepth: Int) {
+        if merger.messages.isEmpty == (merger.ref == nil) {
+            report(.mergerBody, path,
+                   "a merger holds its messages either inline or by reference, not "
+                       + (merger.ref == nil ? "neither" : "both"))
+        }
+        if merger.title.isEmpty || merger.abstracts.isEmpty {
+            report(.mergerDisplay, path, "a merger needs a title and abstracts for the chat to show")
+        }
+        if !merger.messages.isEmpty && Int(merger.messageCount) != merger.messages.count {
+            report(.mergerMessageCount, Self.join(path, "messageCount"),
+                   "messageCount is \(merger.messageCount) but \(merger.messages.count) messages are inline")
+        } else if merger.messages.isEmpty && merger.ref != nil {
+            if merger.messageCount == 0 {
+                report(.mergerMessageCount, Self.join(path, "messageCount"),
+                       "a stored merger must say how many messages it holds")
+            } else if Int(merger.messageCount) > limits.maxMergerMessages {
+                report(.mergerTooManyMessages, Self.join(path, "messageCount"),
+                       "the stored merger combines \(merger.messageCount) messages; "
+                           + "at most \(limits.maxMergerMessages) are allowed")
+            }
+        }
+        checkMerged(merger.messages, at: path + ".messages", mergerDepth: mergerDepth)
     }
 
     mutating func checkMerged(_ messages: [Message], at path: String, mergerDepth: Int) {

@@ -8,7 +8,12 @@ struct Validate: ParsableCommand {
         discussion: """
             Rules: merger at most 300 messages and 100 nested layers, @ list at most 30 users and only in \
             group conversations, targeted receivers only in groups, files at most 100 MB, locations on \
-            Earth, chain rules (merger, group tips, sound, video and file elements stand alone).
+            Earth, chain rules (merger, group tips, sound, video and file elements stand alone), and rules \
+            for every payload kind: a payload at all, receipts, recalls, edits and deletes that name their \
+            message and who acted, typing and mark-read events, system notice types, send acks, history \
+            pages of 1 to 100 messages with a cursor, stored merger bodies. A frame whose encoding the \
+            decoder would refuse with the default limits is reported too (notDecodable). The \
+            "Limits and Errors" article lists every rule with its source.
             """
     )
 

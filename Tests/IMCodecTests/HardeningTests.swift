@@ -56,12 +56,6 @@ private enum H {
         error { _ = try Frame(serializedBytes: bytes, options: options) }
     }
 
-    /// Bytes the C allocator holds for the process (glibc), or nil.
-    static func heapInUse() -> Int? {
-        let bytes = imcodec_heap_bytes_in_use()
-        return bytes >= 0 ? Int(bytes) : nil
-    }
-
     static let limitLifted = DecodingOptions(maxInputSize: 64 << 20, maxFieldCount: Int.max, maxDecodedMemory: Int.max / 4)
 }
 
@@ -254,19 +248,11 @@ struct HardeningMemoryTests {
           arguments: Adversarial.names)
     func estimateBoundsTheHeap(_ name: String) throws {
         let bytes = Adversarial.input(name, size: 64 << 10)
-        // Measure a few times and keep the smallest figure: other suites allocate concurrently,
-        // which can only add to it.
-        var valueHeap = Int.max
-        var accounting: DecodeAccounting?
-        for _ in 0..<4 {
-            guard let before = H.heapInUse() else { return }
-            let (frame, a) = try DecodeProbe.decode(Frame.self, from: bytes, options: H.limitLifted)
-            let after = H.heapInUse() ?? before
-            withExtendedLifetime(frame) {}
-            valueHeap = min(valueHeap, after - before)
-            accounting = a
-        }
-        let a = try #require(accounting)
+        // Measured in a child process that does nothing else (HeapProbe): only this decode's
+        // allocations are counted, whatever other suites allocate meanwhile.
+        let a = try HeapProbe.decode(bytes, options: H.limitLifted)
+        #expect(a.result == "decoded", "\(name)")
+        guard let valueHeap = a.heap else { return }
         if a.wrappedFields == 0 {
             #expect(a.arenaBytesUsed <= a.estimatedArenaBytes)
             // The arena is one block of the estimated size.
@@ -289,17 +275,16 @@ struct HardeningMemoryTests {
         ]
         for (name, bytes) in cases {
             let limit = 16 * bytes.count + (1 << 20)
-            guard let before = H.heapInUse() else { return }
-            let result = Result { () throws(IMCodecError) in try DecodeProbe.decode(Frame.self, from: bytes) }
-            let after = H.heapInUse() ?? before
-            switch result {
-            case .success(let (frame, a)):
-                let peak = a.arenaBytesReserved + (after - before)
+            // Measured in a child process that does nothing else (HeapProbe), as above.
+            let a = try HeapProbe.decode(bytes, options: DecodingOptions())
+            guard let valueHeap = a.heap else { return }
+            if a.result == "decoded" {
+                let peak = a.arenaBytesReserved + valueHeap
                 #expect(a.estimatedArenaBytes + a.estimatedValueBytes <= limit, "\(name)")
-                #expect(peak <= limit + 64 << 10, "\(name): arena \(a.arenaBytesReserved) + value \(after - before) > \(limit)")
-                withExtendedLifetime(frame) {}
-            case .failure(let error):
-                #expect(error.code == .memoryLimitExceeded, "\(name): \(error)")
+                #expect(peak <= limit + 64 << 10,
+                        "\(name): arena \(a.arenaBytesReserved) + value \(valueHeap) > \(limit)")
+            } else {
+                #expect(a.result == IMCodecError.Code.memoryLimitExceeded.rawValue, "\(name): \(a.result)")
             }
         }
         // Realistic traffic is accepted.

@@ -48,7 +48,7 @@ struct LimitTests {
         let elapsed = clock.measure { error = code(bomb) }
         #expect(error?.code == .tooDeep)
         #expect(error?.offset != nil)
-        #expect(elapsed < .seconds(5))  // generous: the pre-scan stops at level 101
+        #expect(elapsed < .seconds(5))  // generous: the pre-scan stops at level 321
     }
 
     @Test("nesting exactly at maxDepth decodes; one more level is tooDeep")

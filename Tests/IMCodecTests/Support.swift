@@ -183,17 +183,10 @@ struct RandomMessages {
     }
 }
 
-/// A frame whose message holds `layers` nested mergers (Tencent allows 100), the innermost holding
-/// an image: the deepest element kind (Message, MessageElement, ImageElement, ImageInfo).
+/// A frame whose message holds `layers` nested mergers (Tencent allows 100) around the deepest
+/// message a layer may hold (``ValidFrames/deepestLeaf``).
 func nestedMergerFrame(layers: Int) -> Frame {
-    let conversation = Conversation.group("team")
-    var message = Message.image(
-        from: "alice", in: conversation, format: .png,
-        renditions: [ImageInfo(type: .original, uuid: "img-0", size: 1_024, width: 64, height: 64, url: "https://example.com/0")])
-    for layer in 1...max(layers, 1) {
-        message = .merger(from: "user-\(layer)", in: conversation, title: "layer \(layer)", messages: [message])
-    }
-    return Frame(message)
+    Frame(ValidFrames.merger(layers: layers, leaf: ValidFrames.deepestLeaf))
 }
 
 // MARK: - Golden fixtures (Fixtures/, see Fixtures/README.md)
@@ -572,5 +565,419 @@ enum CLI {
             status: process.terminationStatus,
             stdout: [UInt8](try Data(contentsOf: stdoutFile)),
             stderr: String(decoding: try Data(contentsOf: stderrFile), as: UTF8.self))
+    }
+}
+
+/// `value` changed by `change`.
+func changed<T>(_ value: T, _ change: (inout T) -> Void) -> T {
+    var copy = value
+    change(&copy)
+    return copy
+}
+
+/// One frame per payload kind that breaks no product rule (`validate()` is empty), with every
+/// field a rule looks at set: the base cases ValidationTests breaks one rule at a time.
+enum ValidFrames {
+    static let group = Conversation.group("@TGS#2J4SZEAEL")
+    static let c2c = Conversation.oneToOne("user_10086")
+
+    static func ref(in conversation: Conversation = group, sender: String = "user_10010") -> MessageRef {
+        MessageRef.with {
+            $0.clientMsgID = "cli-7f3a9c2e-0011"; $0.serverMsgUID = "144115233874815003-1732188060-783368690"
+            $0.seq = 131; $0.conversation = conversation; $0.senderID = sender; $0.serverTimeMs = 1_732_188_060_133
+        }
+    }
+
+    static func message(in conversation: Conversation = group, _ text: String = "hello") -> Message {
+        var message = Message(from: "user_10010", in: conversation, elements: [.text(text)],
+                              clientMsgID: "cli-7f3a9c2e-0011", clientTimeMs: 1_732_188_060_000)
+        message.serverMsgUID = "144115233874815003-1732188060-783368690"
+        message.seq = 131
+        message.serverTimeMs = 1_732_188_060_133
+        return message
+    }
+
+    static let receipt = MessageReceipt.with {
+        $0.kind = .read; $0.message = ref(in: c2c); $0.userID = "user_10086"; $0.isPeerRead = true
+        $0.timeMs = 1_732_188_100_000
+    }
+    static let groupReceipt = MessageReceipt.with {
+        $0.kind = .read; $0.message = ref(); $0.groupID = "@TGS#2J4SZEAEL"; $0.readCount = 42; $0.unreadCount = 15
+        $0.timeMs = 1_732_188_100_000
+    }
+    static let c2cReadReceipt = C2CReadReceipt.with { $0.userID = "user_10086"; $0.readTimeMs = 1_732_188_100_000 }
+
+    static var edited: Message {
+        var message = message(in: group, "hello (edited)")
+        message.editVersion = 1
+        return message
+    }
+
+    static let receipts = ReceiptBatch.with {
+        $0.receipts = [receipt, groupReceipt]; $0.c2cReadReceipts = [c2cReadReceipt]
+    }
+    static let groupReadMembers = GroupReadMembers.with {
+        $0.message = ref(); $0.read = true; $0.memberIDs = ["user_20001", "user_20003"]; $0.nextSeq = 3
+    }
+    static let recall = RecallEvent.with {
+        $0.message = ref(); $0.revokerID = "user_10010"; $0.reason = "wrong group"; $0.timeMs = 1_732_188_090_000
+    }
+    static let edit = EditEvent.with {
+        $0.message = ref(); $0.newMessage = edited; $0.editorID = "user_10010"; $0.timeMs = 1_732_188_095_000
+    }
+    static let delete = DeleteEvent.with {
+        $0.messages = [ref(), MessageRef.with { $0.senderID = "user_20004"; $0.clientMsgID = "cli-9e8d7c6b-0042" }]
+        $0.scope = .everyone; $0.operatorID = "user_10010"; $0.timeMs = 1_732_190_000_000
+    }
+    static let typing = TypingEvent.with { $0.conversation = c2c; $0.userID = "user_10010"; $0.state = .started }
+    static let markRead = MarkReadEvent.with {
+        $0.conversation = group; $0.userID = "user_10010"; $0.readTimeMs = 1_732_188_060_133; $0.readSeq = 131
+    }
+    static let markReadAll = MarkReadEvent.with {
+        $0.userID = "user_10010"; $0.readTimeMs = 1_732_190_000_000; $0.allConversations = true
+    }
+    static let systemNotice = SystemNotice.with {
+        $0.type = "kicked_offline"; $0.params = ["platform": "iOS"]; $0.text = "signed in elsewhere"; $0.timeMs = 1
+    }
+    static let sendAck = SendAck.with {
+        $0.clientMsgID = "cli-7f3a9c2e-0011"; $0.serverMsgUID = "144115233874815003-1732188060-783368690"; $0.seq = 131
+        $0.serverTimeMs = 1_732_188_060_133; $0.conversation = group
+    }
+    static let sendAckFailed = SendAck.with {
+        $0.clientMsgID = "cli-7f3a9c2e-0013"; $0.errorCode = 80001; $0.errorDescription = "sensitive words"
+        $0.conversation = group
+    }
+    static let historyRequest = HistoryRequest.with {
+        $0.conversation = group; $0.count = 20; $0.cursor = "eyJzZXEiOjExOH0="; $0.direction = .older
+    }
+    static let historyResponse = HistoryResponse.with {
+        $0.conversation = group; $0.messages = [message(), message(in: group, "second")]
+        $0.nextCursor = "eyJzZXEiOjExNH0="
+    }
+    static let mergerPayload = MergerPayload.with { $0.messages = [message(in: c2c), message(in: c2c, "b")] }
+
+    static let frames: [String: Frame] = [
+        "message": Frame(message()),
+        "merger": Frame(merger(layers: 2, leaf: message(in: c2c))),
+        "receipt": Frame(.receipt(receipt)),
+        "groupReceipt": Frame(.receipt(groupReceipt)),
+        "receipts": Frame(.receipts(receipts)),
+        "c2cReadReceipt": Frame(.c2cReadReceipt(c2cReadReceipt)),
+        "groupReadMembers": Frame(.groupReadMembers(groupReadMembers)),
+        "recall": Frame(.recall(recall)),
+        "edit": Frame(.edit(edit)),
+        "delete": Frame(.delete(delete)),
+        "typing": Frame(.typing(typing)),
+        "markRead": Frame(.markRead(markRead)),
+        "markReadAll": Frame(.markRead(markReadAll)),
+        "systemNotice": Frame(.systemNotice(systemNotice)),
+        "sendAck": Frame(.sendAck(sendAck)),
+        "sendAckFailed": Frame(.sendAck(sendAckFailed)),
+        "historyRequest": Frame(.historyRequest(historyRequest)),
+        "historyResponse": Frame(.historyResponse(historyResponse)),
+        "mergerPayload": Frame(.mergerPayload(mergerPayload)),
+    ]
+
+    /// `layers` nested merger layers of realistic messages around `leaf`, as Tencent's clients make
+    /// them: each layer is a merger message forwarding the layer below and a text message.
+    static func merger(layers: Int, leaf: Message) -> Message {
+        var inner = leaf
+        for layer in 0..<layers {
+            var forwarded = Message.merger(from: "user_10010", in: c2c, title: "Chat history, layer \(layer + 1)",
+                                           messages: [inner, message(in: c2c, "see above")],
+                                           clientMsgID: "cli-merger-\(layer)")
+            forwarded.serverMsgUID = "144115233874815003-1732188060-\(layer)"
+            forwarded.clientTimeMs = 1_732_188_060_000
+            forwarded.random = UInt32(layer)
+            inner = forwarded
+        }
+        return inner
+    }
+
+    /// The deepest message a merger layer may hold: an image, whose renditions (ImageInfo) sit 3
+    /// levels below the message (MessageElement, ImageElement, ImageInfo), quoting another message
+    /// (MessageRef, Conversation: 2 levels).
+    static var deepestLeaf: Message {
+        var leaf = Message.image(from: "user_10086", in: c2c, format: .jpg, renditions: [
+            ImageInfo(type: .original, uuid: "img-1", size: 1_048_576, width: 4032, height: 3024,
+                      url: "https://x/o.jpg"),
+            ImageInfo(type: .thumbnail, uuid: "img-1t", size: 9_000, width: 264, height: 198, url: "https://x/t.jpg"),
+        ], clientMsgID: "cli-leaf")
+        leaf.quote = ref(in: c2c)
+        leaf.clientTimeMs = 1_732_188_000_000
+        leaf.random = 7
+        return leaf
+    }
+}
+
+extension ValidFrames {
+    /// A valid message whose frame encodes to exactly `size` bytes (its cloud custom data fills it).
+    static func frame(encodedSize size: Int) -> Frame {
+        var filled = message()
+        var fill = size
+        for _ in 0..<8 {
+            filled.cloudCustomData = Array(repeating: 0x5A, count: max(0, fill))
+            let count = Frame(filled).serializedBytes().count
+            if count == size { break }
+            fill += size - count
+        }
+        return Frame(filled)
+    }
+}
+
+/// Seeded random frames of every payload kind, most of them valid (realistic ids, conversations and
+/// times, edge strings and numbers), some with one field cleared or set out of range: the values
+/// the property "what validate() accepts, decoding accepts and returns equal" is checked on.
+struct RandomFrames {
+    var random: RandomMessages
+
+    init(seed: UInt64) { random = RandomMessages(seed: seed) }
+
+    mutating func pick<T>(_ values: [T]) -> T { values.randomElement(using: &random.rng)! }
+
+    mutating func id() -> String {
+        random.chance(85) ? "user_\(Int.random(in: 0..<100_000, using: &random.rng))" : random.string(allowNUL: false)
+    }
+
+    mutating func conversation() -> Conversation {
+        switch Int.random(in: 0..<10, using: &random.rng) {
+        case 0: return Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug-1"; $0.channelID = "announcements" }
+        case 1: return Conversation.with { $0.type = .chatroom; $0.targetID = "@TGS#aRoom" }
+        case 2: return Conversation.with { $0.type = .system }
+        case 3: return random.conversation()
+        case 4, 5, 6: return .group(random.chance(90) ? "@TGS#2J4SZEAEL" : random.string())
+        default: return .oneToOne(id())
+        }
+    }
+
+    mutating func element() -> MessageElement {
+        switch Int.random(in: 0..<8, using: &random.rng) {
+        case 0: return .custom(random.bytes(), description: random.string(), ext: random.string())
+        case 1: return .face(index: Int32.random(in: Int32.min...Int32.max, using: &random.rng), data: random.bytes())
+        case 2:
+            let latitude = pick([-90, 0, 22.5431, 90, random.double()])
+            let longitude = pick([-180, 0, 114.0579, 180, random.double()])
+            return .location(latitude: latitude, longitude: longitude, description: random.string())
+        case 3: return .image(format: random.enumValue(ImageFormat.self), [
+            ImageInfo(type: .original, uuid: random.string(), size: random.u64(), width: 4032, height: 3024,
+                      url: random.string()),
+        ])
+        default: return .text(random.string())
+        }
+    }
+
+    mutating func message(in conversation: Conversation? = nil, mergerLayers: Int = 0) -> Message {
+        let conversation = conversation ?? self.conversation()
+        var elements = (0..<Int.random(in: 1...3, using: &random.rng)).map { _ in element() }
+        if mergerLayers > 0 && random.chance(30) {
+            let count = Int.random(in: 1...3, using: &random.rng)
+            let inner = (0..<count).map { _ in message(mergerLayers: mergerLayers - 1) }
+            elements = [.merger(title: random.string(), abstracts: [random.string()], compatibleText: "[Chat History]",
+                                messages: inner)]
+        } else if random.chance(10) {
+            let size = pick([0, 1, 104_857_600, 104_857_601, random.u64()])
+            let file = MessageElement.file(uuid: random.string(), name: random.string(), size: size,
+                                           url: random.string())
+            let voice = SoundElement.with { $0.uuid = "s"; $0.durationS = 9 }
+            let sound = MessageElement.with { $0.content = .sound(voice) }
+            elements = [pick([file, sound])]
+        }
+        var result = Message(from: id(), in: conversation, elements: elements,
+                             clientMsgID: random.string(allowNUL: false), clientTimeMs: random.i64())
+        result.serverMsgUID = random.string()
+        result.seq = random.u64()
+        result.serverTimeMs = random.i64()
+        result.status = random.enumValue(MessageStatus.self)
+        result.flags = UInt32.random(in: 0...UInt32.max, using: &random.rng)
+        result.customParams = random.chance(30) ? random.map() : [:]
+        result.cloudCustomData = random.chance(30) ? random.bytes() : []
+        if random.chance(20) { result.quote = ref() }
+        if conversation.type == .group && random.chance(30) {
+            let count = pick([1, 2, 30, 31])
+            result.at = AtInfo.with { $0.userIDs = (0..<count).map { "u\($0)" }; $0.atAll = count == 2 }
+        }
+        return result
+    }
+
+    mutating func ref() -> MessageRef {
+        MessageRef.with {
+            $0.serverMsgUID = random.chance(70) ? "144115233874815003-\(random.u64())" : ""
+            $0.clientMsgID = random.chance(80) ? "cli-\(random.u64())" : ""
+            $0.senderID = random.chance(80) ? id() : ""
+            $0.seq = random.u64()
+            $0.conversation = random.chance(80) ? conversation() : nil
+            $0.serverTimeMs = random.i64()
+        }
+    }
+
+    mutating func time() -> Int64 {
+        random.chance(90) ? Int64.random(in: 1...1_900_000_000_000, using: &random.rng) : random.i64()
+    }
+
+    mutating func frame() -> Frame {
+        switch Int.random(in: 0..<16, using: &random.rng) {
+        case 0: return Frame(message(mergerLayers: 3))
+        case 1: return Frame(.receipt(receipt()))
+        case 2: return Frame(.receipts(ReceiptBatch.with {
+            $0.receipts = (0..<Int.random(in: 0...3, using: &random.rng)).map { _ in receipt() }
+            $0.c2cReadReceipts = (0..<Int.random(in: 0...2, using: &random.rng)).map { _ in c2cReadReceipt() }
+        }))
+        case 3: return Frame(.c2cReadReceipt(c2cReadReceipt()))
+        case 4: return Frame(.groupReadMembers(GroupReadMembers.with {
+            $0.message = ref(); $0.read = random.chance(50)
+            $0.memberIDs = (0..<Int.random(in: 0...5, using: &random.rng)).map { _ in id() }
+            $0.finished = random.chance(50); $0.nextSeq = random.chance(80) ? random.u64() : 0
+        }))
+        case 5: return Frame(.recall(RecallEvent.with {
+            $0.message = ref(); $0.revokerID = random.chance(90) ? id() : ""; $0.reason = random.string()
+            $0.timeMs = time()
+        }))
+        case 6:
+            var edited = message()
+            let ref = random.chance(85) ? edited.reference : ref()
+            edited.editVersion = pick([0, 1, 2, 7])
+            return Frame(.edit(EditEvent.with {
+                $0.message = ref; $0.newMessage = random.chance(95) ? edited : nil; $0.editorID = id()
+                $0.timeMs = time()
+            }))
+        case 7: return Frame(.delete(DeleteEvent.with {
+            $0.messages = (0..<Int.random(in: 0...3, using: &random.rng)).map { _ in ref() }
+            $0.scope = random.enumValue(DeleteScope.self); $0.operatorID = random.chance(90) ? id() : ""
+            $0.timeMs = time()
+        }))
+        case 8: return Frame(.typing(TypingEvent.with {
+            $0.conversation = random.chance(90) ? conversation() : nil; $0.userID = id()
+            $0.state = random.enumValue(TypingState.self)
+        }))
+        case 9:
+            let all = random.chance(30)
+            return Frame(.markRead(MarkReadEvent.with {
+                $0.conversation = all == random.chance(90) ? nil : conversation(); $0.userID = id()
+                $0.readTimeMs = random.chance(80) ? time() : 0; $0.readSeq = random.chance(50) ? random.u64() : 0
+                $0.allConversations = all
+            }))
+        case 10: return Frame(.systemNotice(SystemNotice.with {
+            $0.type = random.chance(90) ? "kicked_offline" : ""; $0.params = random.map(); $0.text = random.string()
+            $0.timeMs = time()
+        }))
+        case 11:
+            let failed = random.chance(40)
+            return Frame(.sendAck(SendAck.with {
+                $0.clientMsgID = random.chance(95) ? "cli-\(random.u64())" : ""
+                $0.serverMsgUID = failed == random.chance(90) ? "" : "144115233874815003-\(random.u64())"
+                $0.errorCode = failed ? pick([80001, 20007, 20009, Int32.min, Int32.max]) : 0
+                $0.errorDescription = failed ? random.string() : ""; $0.seq = random.u64(); $0.serverTimeMs = time()
+                $0.conversation = random.chance(80) ? conversation() : nil
+            }))
+        case 12: return Frame(.historyRequest(HistoryRequest.with {
+            $0.conversation = random.chance(95) ? conversation() : nil
+            $0.count = pick([0, 1, 20, 100, 101, UInt32.max])
+            $0.cursor = random.string(); $0.direction = random.enumValue(HistoryDirection.self)
+        }))
+        case 13:
+            let conversation = random.chance(90) ? Conversation.group("@TGS#2J4SZEAEL") : self.conversation()
+            return Frame(.historyResponse(HistoryResponse.with {
+                $0.conversation = conversation
+                let count = Int.random(in: 0...4, using: &random.rng)
+                $0.messages = (0..<count).map { _ in message(in: conversation, mergerLayers: 1) }
+                $0.finished = random.chance(50); $0.nextCursor = random.chance(80) ? "cursor-\(random.u64())" : ""
+            }))
+        case 14: return Frame(.mergerPayload(MergerPayload.with {
+            $0.messages = (0..<Int.random(in: 0...4, using: &random.rng)).map { _ in message(mergerLayers: 2) }
+        }))
+        default: return random.chance(50) ? Frame() : Frame(message())
+        }
+    }
+
+    mutating func receipt() -> MessageReceipt {
+        let group = random.chance(40)
+        return MessageReceipt.with {
+            $0.kind = random.enumValue(ReceiptKind.self); $0.message = ref(); $0.timeMs = time()
+            $0.userID = group && random.chance(70) ? "" : id(); $0.isPeerRead = !group && random.chance(50)
+            $0.groupID = group ? "@TGS#2J4SZEAEL" : ""
+            $0.readCount = group || random.chance(5) ? random.u64() : 0; $0.unreadCount = group ? random.u64() : 0
+        }
+    }
+
+    mutating func c2cReadReceipt() -> C2CReadReceipt {
+        C2CReadReceipt.with { $0.userID = random.chance(90) ? id() : ""; $0.readTimeMs = time() }
+    }
+}
+
+/// Runs one decode in a child process, the `imcodec-heap-probe` executable (Tests/HeapProbe), and
+/// returns what it measured. The child does nothing but that decode between its two heap readings,
+/// so the figure counts this decode's allocations only, whatever other tests do meanwhile.
+enum HeapProbe {
+    /// What the child measured.
+    struct Measurement {
+        /// `decoded`, or the IMCodecError code.
+        let result: String
+        /// Heap bytes the decode allocated and still held (the value), or nil where the C library
+        /// keeps no statistics (e.g. under a sanitizer).
+        let heap: Int?
+        let estimatedArenaBytes: Int
+        let estimatedValueBytes: Int
+        let arenaBytesUsed: Int
+        let arenaBytesReserved: Int
+        let wrappedFields: Int
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Built next to `imcodec` (the test target depends on both), which CLI.executable finds.
+    static let executable: URL? = {
+        guard let folder = CLI.executable?.deletingLastPathComponent() else { return nil }
+        let url = folder.appendingPathComponent("imcodec-heap-probe")
+        return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
+    }()
+
+    /// Decodes `bytes` as a Frame with `options` in the child and reports its measurement.
+    static func decode(_ bytes: [UInt8], options: DecodingOptions) throws -> Measurement {
+        guard let executable else { throw Failure(description: "imcodec-heap-probe was not built next to the tests") }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-heap-\(UUID().uuidString)")
+        try Data(bytes).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        var arguments = [input.path, "--max-input-size", "\(options.maxInputSize)", "--max-depth",
+                         "\(options.maxDepth)", "--max-field-count", "\(options.maxFieldCount)"]
+        if let memory = options.maxDecodedMemory { arguments += ["--max-decoded-memory", "\(memory)"] }
+        // Output to files rather than a Pipe, as CLI.run does: Foundation's Process leaks a weak
+        // reference's side table with a Pipe, which LeakSanitizer reports (Scripts/test-sanitizers).
+        let temporary = FileManager.default.temporaryDirectory
+        let outputFile = temporary.appendingPathComponent("imcodec-heap-out-\(UUID().uuidString)")
+        let errorFile = temporary.appendingPathComponent("imcodec-heap-err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outputFile)
+            try? FileManager.default.removeItem(at: errorFile)
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = try FileHandle(forReadingFrom: input)
+        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+        process.standardError = try FileHandle(forWritingTo: errorFile)
+        try process.run()
+        process.waitUntilExit()
+        let text = String(decoding: try Data(contentsOf: outputFile), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            let errors = String(decoding: try Data(contentsOf: errorFile), as: UTF8.self)
+            throw Failure(description: "imcodec-heap-probe exited with \(process.terminationStatus): \(text)\(errors)")
+        }
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { values[parts[0]] = parts[1] }
+        }
+        guard let result = values["result"], let heap = values["heap"] else {
+            throw Failure(description: "imcodec-heap-probe printed \(text)")
+        }
+        func figure(_ key: String) -> Int { values[key].flatMap { Int($0) } ?? 0 }
+        return Measurement(
+            result: result, heap: Int(heap), estimatedArenaBytes: figure("estimatedArenaBytes"),
+            estimatedValueBytes: figure("estimatedValueBytes"), arenaBytesUsed: figure("arenaBytesUsed"),
+            arenaBytesReserved: figure("arenaBytesReserved"), wrappedFields: figure("wrappedFields"))
     }
 }
