@@ -86,9 +86,10 @@ extension IMCodecMessage {
     ///   - options: Limits for hostile input.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     public mutating func merge<Bytes: Collection>(
-        serializedBytes bytes: Bytes, options: DecodingOptions = DecodingOptions()
+        serializedBytes: Bytes, options: DecodingOptions = DecodingOptions()
     ) throws(IMCodecError) where Bytes.Element == UInt8 {
-        let joined = try WireCodec.mergeInput(Self._protobufCDescriptor, own: serializedBytes(), merging: bytes, options: options)
+        let joined = try WireCodec.mergeInput(
+            Self._protobufCDescriptor, own: self.serializedBytes(), merging: serializedBytes, options: options)
         self = try Self(serializedBytes: joined.bytes, options: joined.options)
     }
 }
