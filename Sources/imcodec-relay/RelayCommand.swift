@@ -1,3 +1,4 @@
+#if Tools
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -194,3 +195,22 @@ final class ManagedAtomicFlag: Sendable {
     /// Sets the flag.
     func set() { lock.withLockedValue { $0 = true } }
 }
+#else
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Built without the Tools trait (Package.swift): says how to build the real imcodec-relay, exits 2.
+@main
+enum RelayCommand {
+    static func main() {
+        let message = Array("imcodec-relay was built without the Tools trait; build it with swift build --traits Tools\n".utf8)
+        _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        exit(2)
+    }
+}
+#endif

@@ -1,3 +1,4 @@
+#if Tools
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -122,3 +123,4 @@ enum RelayProtocol {
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 }
+#endif

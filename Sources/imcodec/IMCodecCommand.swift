@@ -72,11 +72,21 @@ func writeStandardOutput(_ text: String) {
     FileHandle.standardOutput.write(Data(text.utf8))
 }
 #else
-/// Built without the Tools trait: says how to build the real tool.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Built without the Tools trait (Package.swift): says how to build the real imcodec, exits 2.
 @main
 enum IMCodecCommand {
     static func main() {
-        print("imcodec was built without the Tools trait; build it with: swift build --traits Tools --product imcodec")
+        let message = Array("imcodec was built without the Tools trait; build it with swift build --traits Tools\n".utf8)
+        _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        exit(2)
     }
 }
 #endif
