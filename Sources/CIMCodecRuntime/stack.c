@@ -33,3 +33,20 @@ long long imcodec_stack_bytes_left(void) {
 #endif
     return here > low ? (long long)(here - low) : 0;
 }
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define IMCODEC_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define IMCODEC_SANITIZED 1
+#endif
+
+int imcodec_stack_scale(void) {
+#if defined(IMCODEC_SANITIZED)
+    return 4;
+#else
+    return 1;
+#endif
+}

@@ -13,6 +13,11 @@ extern "C" {
 /// not tell (the caller then assumes too little).
 long long imcodec_stack_bytes_left(void);
 
+/// How many times more stack the same recursion takes in this build than in a plain one: 4 when
+/// it is built with AddressSanitizer or ThreadSanitizer (redzones and instrumentation grow every
+/// frame), else 1.
+int imcodec_stack_scale(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,9 +21,10 @@ import Darwin
 /// IM traffic, so the common case costs one comparison.
 @usableFromInline
 enum _DecodeStack {
-    /// Stack one nesting level may take in the recursive steps (measured: protobuf-c about 1 KiB,
-    /// the Swift conversion of a debug build a few KiB more; see HardeningTests "deep input").
-    static let bytesPerLevel = 16 << 10
+    /// Stack one nesting level may take in the recursive steps: protobuf-c takes about 1 KiB, the
+    /// Swift conversion of a debug build a few KiB more (DepthTests runs 500 levels on a thread
+    /// with a 256 KiB stack); four times that in a build with a sanitizer, whose frames are larger.
+    static let bytesPerLevel = (16 << 10) * Int(imcodec_stack_scale())
 
     /// Stack kept free for whatever runs above and below the recursion.
     static let reserve = 256 << 10
