@@ -79,6 +79,21 @@ extension IMCodecMessage {
     public init(jsonString: String, options: JSONDecodingOptions = JSONDecodingOptions()) throws(IMCodecError) {
         self = try ProtoJSONParser.decode(Self.self, json: jsonString, options: options)
     }
+
+    /// The UTF-8 bytes of ``jsonString(options:)`` (implementation of `jsonUTF8Data(options:)`).
+    func _jsonUTF8Bytes(options: JSONEncodingOptions) throws(IMCodecError) -> [UInt8] {
+        let decoding = DecodingOptions(
+            maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
+            maxDecodedMemory: Int.max)
+        return try ProtoJSONPrinter.printUTF8(
+            binary: serializedBytes(), descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
+    }
+
+    /// Reads a message from JSON given as UTF-8 bytes, in place (implementation of
+    /// `init(jsonUTF8Data:options:)`); the bytes are checked to be UTF-8 first.
+    init(_jsonUTF8 buffer: UnsafeRawBufferPointer, options: JSONDecodingOptions) throws(IMCodecError) {
+        self = try ProtoJSONParser.decode(Self.self, utf8: buffer, validated: false, options: options)
+    }
 }
 
 /// Conversions between protobuf wire bytes and proto3 JSON for a message type named at run time

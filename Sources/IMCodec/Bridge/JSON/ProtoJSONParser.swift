@@ -38,16 +38,30 @@ struct ProtoJSONParser {
 
     /// Decodes one message of type `M` from JSON text.
     static func decode<M: IMCodecMessage>(_ type: M.Type, json: String, options: JSONDecodingOptions) throws(IMCodecError) -> M {
-        let size = json.utf8.count
+        // A Swift string is valid UTF-8: it is not checked again.
+        try withContiguousBytes(json.utf8) { (buffer) throws(IMCodecError) -> M in
+            try decode(type, utf8: buffer, validated: true, options: options)
+        }
+    }
+
+    /// Decodes one message of type `M` from the UTF-8 bytes of JSON text, read in place.
+    /// - Parameters:
+    ///   - validated: Whether the bytes are known to be valid UTF-8 (a Swift string's); when
+    ///     false they are checked first (``IMCodecError/Code/invalidUTF8`` at the first bad byte).
+    static func decode<M: IMCodecMessage>(
+        _ type: M.Type, utf8 buffer: UnsafeRawBufferPointer, validated: Bool, options: JSONDecodingOptions
+    ) throws(IMCodecError) -> M {
+        let size = buffer.count
         guard size <= options.maxInputSize else {
             throw .tooLarge("the JSON text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
+        }
+        if !validated, let bad = UTF8Check.firstInvalidOffset(buffer) {
+            throw IMCodecError(code: .invalidUTF8, reason: "the JSON text is not valid UTF-8", offset: bad)
         }
         let maxDepth = min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap)
         // Every message level can add at most one object and one array (a repeated field or map),
         // so valid input never nests deeper than this; the tokenizer stops hostile input here.
-        let tape = try withContiguousBytes(json.utf8) { (buffer) throws(IMCodecError) -> JSONTape in
-            try JSONTokenizer.parse(buffer, maxNesting: 2 * maxDepth + 2)
-        }
+        let tape = try JSONTokenizer.parse(buffer, maxNesting: 2 * maxDepth + 2)
         // protobuf-c structs are larger than their JSON; cap the arena as binary decoding does.
         let arena = try _Arena(
             firstBlockSize: min(max(size * 2, 1 << 10), 64 << 10),
@@ -421,5 +435,41 @@ struct ProtoJSONParser {
             data = ProtobufCBinaryData(len: bytes.count, data: memory.assumingMemoryBound(to: UInt8.self))
         }
         destination.storeBytes(of: data, as: ProtobufCBinaryData.self)
+    }
+}
+
+/// UTF-8 validation of bytes that do not come from a Swift string.
+enum UTF8Check {
+    /// The offset of the first byte of the first ill-formed sequence (RFC 3629), or nil when all
+    /// of `buffer` is valid UTF-8. The C validator answers the common case; the offset is looked
+    /// for only on failure.
+    static func firstInvalidOffset(_ buffer: UnsafeRawBufferPointer) -> Int? {
+        let bytes = buffer.bindMemory(to: UInt8.self)
+        if bytes.isEmpty || imcodec_utf8_valid(bytes.baseAddress, bytes.count) != 0 { return nil }
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b < 0x80 {
+                i += 1
+                continue
+            }
+            let length: Int
+            var low: UInt8 = 0x80
+            var high: UInt8 = 0xBF
+            switch b {
+            case 0xC2 ... 0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1 ... 0xEC, 0xEE ... 0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1 ... 0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default: return i
+            }
+            guard i + length <= bytes.count, bytes[i + 1] >= low, bytes[i + 1] <= high else { return i }
+            for k in 2 ..< length where bytes[i + k] & 0xC0 != 0x80 { return i }
+            i += length
+        }
+        return nil
     }
 }

@@ -52,10 +52,34 @@ struct ProtoJSONPrinter {
     static func print(
         _ message: UnsafeRawPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, options: JSONEncodingOptions
     ) -> String {
+        String(decoding: printUTF8(message, descriptor: descriptor, options: options), as: UTF8.self)
+    }
+
+    /// Prints a protobuf-c message of type `descriptor` as the UTF-8 bytes of its JSON.
+    static func printUTF8(
+        _ message: UnsafeRawPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, options: JSONEncodingOptions
+    ) -> [UInt8] {
         var printer = ProtoJSONPrinter(options: options)
         printer.out.reserveCapacity(256)
         printer.printMessage(message, descriptor)
-        return String(decoding: printer.out, as: UTF8.self)
+        return printer.out
+    }
+
+    /// Decodes `bytes` with protobuf-c (after the pre-scan) and prints the message as UTF-8 bytes.
+    static func printUTF8(
+        binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
+    ) throws(IMCodecError) -> [UInt8] {
+        let arena = try _Arena(firstBlockSize: min(max(bytes.count * 4, 1 << 10), 64 << 10))
+        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> [UInt8] in
+            try bytes.withUnsafeBytes { (buffer) -> Result<[UInt8], IMCodecError> in
+                Result { () throws(IMCodecError) -> [UInt8] in
+                    let message = try WireCodec.unpack(descriptor, buffer, options: decoding, arena: arena)
+                    return try _DecodeStack.run(depth: message.depth) {
+                        printUTF8(message.raw, descriptor: descriptor.pointer, options: options)
+                    }
+                }
+            }.get()
+        }
     }
 
     // MARK: Layout
