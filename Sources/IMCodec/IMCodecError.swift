@@ -46,6 +46,9 @@ public struct IMCodecError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let outOfMemory = Code(rawValue: "outOfMemory")
         /// A JSON document is not valid proto3 JSON for the message type.
         public static let invalidJSON = Code(rawValue: "invalidJSON")
+        /// A text is not valid protobuf text format for the message type (the reason starts with
+        /// its line and column).
+        public static let invalidTextFormat = Code(rawValue: "invalidTextFormat")
         /// No message type has the given name.
         public static let unknownMessageType = Code(rawValue: "unknownMessageType")
         /// An argument is outside what the API accepts.
@@ -126,5 +129,12 @@ extension IMCodecError {
     /// A JSON document is not valid proto3 JSON for the type.
     public static func invalidJSON(_ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line) -> Self {
         Self(code: .invalidJSON, reason: reason, offset: offset, file: file, line: line)
+    }
+
+    /// A text is not valid protobuf text format for the type.
+    public static func invalidTextFormat(
+        _ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line
+    ) -> Self {
+        Self(code: .invalidTextFormat, reason: reason, offset: offset, file: file, line: line)
     }
 }

@@ -2,8 +2,9 @@
 /// from protobuf wire bytes through protobuf-c.
 ///
 /// Every generated type (``Frame``, ``Message``, ``MessageElement``, ...) conforms. Members that
-/// start with an underscore are implementation details of the generated code.
-public protocol IMCodecMessage: Sendable, Hashable {
+/// start with an underscore are implementation details of the generated code. `debugDescription`
+/// (and so `print` and `debugPrint`) shows the message in protobuf text format.
+public protocol IMCodecMessage: Sendable, Hashable, CustomDebugStringConvertible {
     /// Creates a message with every field at its default.
     init()
 
