@@ -39,7 +39,9 @@ extension IMCodecMessage {
     ///   - options: Limits for hostile input.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset; the value
     ///   is then unchanged.
-    public mutating func merge(serializedData: Data, options: DecodingOptions = DecodingOptions()) throws(IMCodecError) {
+    public mutating func merge(
+        serializedData: Data, options: DecodingOptions = DecodingOptions()
+    ) throws(IMCodecError) {
         try merge(serializedBytes: serializedData, options: options)
     }
 

@@ -41,6 +41,11 @@ enum Protoc {
         return try encode(text: text, type: type)
     }
 
+    /// protoc --decode of wire bytes: the text format Google's C++ printer writes.
+    static func decode(_ bytes: [UInt8], type: String = "imcodec.v1.Frame") throws -> String {
+        String(decoding: try run(["--decode=\(type)", "imcodec/v1/frame.proto"], input: bytes), as: UTF8.self)
+    }
+
     /// protoc --encode --deterministic_output of text format.
     static func encode(text: [UInt8], type: String = "imcodec.v1.Frame") throws -> [UInt8] {
         try run(["--encode=\(type)", "--deterministic_output", "imcodec/v1/frame.proto"], input: text)

@@ -41,7 +41,8 @@ extension IMCodecMessage {
     ///   - options: Whether unknown fields are printed.
     /// - Returns: The text, ending in a newline unless it is empty.
     public func textFormatString(options: TextFormatEncodingOptions = TextFormatEncodingOptions()) -> String {
-        TextFormatPrinter.print(canonical: serializedBytes(), descriptor: Self._protobufCDescriptor.pointer, options: options)
+        TextFormatPrinter.print(
+            canonical: serializedBytes(), descriptor: Self._protobufCDescriptor.pointer, options: options)
     }
 
     /// Reads a message from protobuf text format, as `protoc --encode` reads it.

@@ -12,7 +12,7 @@ import Darwin
 /// and turns it into protobuf wire bytes that the binary decoder then reads (implementation detail
 /// of ``IMCodecMessage/init(textFormatString:options:)``):
 ///
-///     text ──TextFormatLexer──▶ tokens ──TextFormatParser──▶ wire bytes ──decode recipe──▶ Swift value
+///     text ──TextFormatLexer──▶ tokens ──TextFormatParser──▶ wire bytes ──decode recipe──▶ value
 ///
 /// So a value read from text passes the same pipeline (pre-scan, arena, protobuf-c, conversion) as
 /// one read from the wire. Fields are looked up by their schema name in protobuf-c's descriptors.
@@ -62,7 +62,8 @@ struct TextFormatParser {
             return try M(serializedBytes: bytes, options: DecodingOptions(
                 maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max))
         } catch {
-            throw IMCodecError(code: error.code, reason: "the text reads as a message IMCodec cannot decode: \(error.reason)")
+            throw IMCodecError(
+                code: error.code, reason: "the text reads as a message IMCodec cannot decode: \(error.reason)")
         }
     }
 
@@ -88,7 +89,8 @@ struct TextFormatParser {
             let token = try lexer.next()
             if token.kind == .end {
                 guard let closing else { return }
-                throw error("the text ends inside a message; expected '\(Character(Unicode.Scalar(closing)))'", at: token.start)
+                let bracket = Character(Unicode.Scalar(closing))
+                throw error("the text ends inside a message; expected '\(bracket)'", at: token.start)
             }
             if let closing, lexer.isSymbol(token, closing) { return }
             try parseField(token, descriptor, seen: &seen, oneofs: &oneofs, depth: depth)
@@ -125,7 +127,8 @@ struct TextFormatParser {
             }
             if field.pointee.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0 {
                 if let other = oneofs[field.pointee.quantifier_offset] {
-                    throw error("field \"\(name)\" is specified along with field \"\(String(cString: other.pointee.name))\", "
+                    let otherName = String(cString: other.pointee.name)
+                    throw error("field \"\(name)\" is specified along with field \"\(otherName)\", "
                                 + "another member of the same oneof", at: nameToken.start)
                 }
                 oneofs[field.pointee.quantifier_offset] = field
@@ -177,8 +180,10 @@ struct TextFormatParser {
             throw expected("'{' or '<' to open message field \"\(String(cString: field.pointee.name))\"", found: open)
         }
         guard depth < maxDepth else {
-            throw IMCodecError(code: .tooDeep, reason: lexer.position(open.start) + ": messages nest deeper than maxDepth (\(maxDepth))",
-                               offset: open.start)
+            throw IMCodecError(
+                code: .tooDeep,
+                reason: lexer.position(open.start) + ": messages nest deeper than maxDepth (\(maxDepth))",
+                offset: open.start)
         }
         guard let sub = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) else {
             throw error("field \"\(String(cString: field.pointee.name))\" has no message descriptor", at: open.start)
@@ -321,7 +326,8 @@ struct TextFormatParser {
             if isText && value.withUnsafeBufferPointer({ imcodec_utf8_valid($0.baseAddress, $0.count) }) == 0 {
                 throw IMCodecError(
                     code: .invalidUTF8,
-                    reason: lexer.position(first.start) + ": string field \"\(name)\" is not valid UTF-8 once its escapes are read",
+                    reason: lexer.position(first.start)
+                        + ": string field \"\(name)\" is not valid UTF-8 once its escapes are read",
                     offset: first.start)
             }
             writeTag(number, 2)
@@ -488,7 +494,7 @@ struct TextFormatLexer {
     private static func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
 
     private static func isHex(_ c: UInt8) -> Bool {
-        isDigit(c) || (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "f")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "F"))
+        isDigit(c) || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "f"))
     }
 
     private mutating func scan() throws(IMCodecError) -> TextFormatToken {
@@ -507,7 +513,8 @@ struct TextFormatLexer {
         guard offset < input.count else { return TextFormatToken(kind: .end, start: start, end: start) }
         let c = input[offset]
         if TextFormatLexer.isLetter(c) {
-            while offset < input.count && (TextFormatLexer.isLetter(input[offset]) || TextFormatLexer.isDigit(input[offset])) {
+            while offset < input.count
+                && (TextFormatLexer.isLetter(input[offset]) || TextFormatLexer.isDigit(input[offset])) {
                 offset += 1
             }
             return TextFormatToken(kind: .identifier, start: start, end: offset)
@@ -660,7 +667,8 @@ struct TextFormatLexer {
                     i += 6
                 }
                 guard let unicode = Unicode.Scalar(scalar) else {
-                    throw error("\\\(Character(Unicode.Scalar(e))) escape 0x\(String(scalar, radix: 16)) is not a Unicode scalar "
+                    let hex = String(scalar, radix: 16)
+                    throw error("\\\(Character(Unicode.Scalar(e))) escape 0x\(hex) is not a Unicode scalar "
                                 + "(a lone surrogate or above U+10FFFF)", at: escape)
                 }
                 value.append(contentsOf: UTF8.encode(unicode)!)

@@ -42,7 +42,8 @@ struct TextFormatPrinter {
 
     /// Prints the canonical wire bytes of one message of type `descriptor`.
     static func print(
-        canonical bytes: [UInt8], descriptor: UnsafePointer<ProtobufCMessageDescriptor>, options: TextFormatEncodingOptions
+        canonical bytes: [UInt8], descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        options: TextFormatEncodingOptions
     ) -> String {
         var printer = TextFormatPrinter(printUnknownFields: options.printUnknownFields)
         printer.out.reserveCapacity(bytes.count * 2 + 16)
@@ -74,7 +75,9 @@ struct TextFormatPrinter {
     // MARK: Messages
 
     /// Prints every field of the message whose canonical bytes are `bytes`.
-    private mutating func printMessage(_ bytes: UnsafeBufferPointer<UInt8>, _ top: UnsafePointer<ProtobufCMessageDescriptor>) {
+    private mutating func printMessage(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ top: UnsafePointer<ProtobufCMessageDescriptor>
+    ) {
         // The open messages: their descriptor and where their bytes end.
         var stack: [(descriptor: UnsafePointer<ProtobufCMessageDescriptor>, end: Int)] = [(top, bytes.count)]
         var i = 0
@@ -185,7 +188,8 @@ struct TextFormatPrinter {
                 let number = Int32(truncatingIfNeeded: raw)
                 if let enumeration = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCEnumDescriptor.self),
                    let known = protobuf_c_enum_descriptor_get_value(enumeration, number) {
-                    out.append(contentsOf: UnsafeRawBufferPointer(start: known.pointee.name, count: strlen(known.pointee.name)))
+                    let valueName: UnsafePointer<CChar> = known.pointee.name
+                    out.append(contentsOf: UnsafeRawBufferPointer(start: valueName, count: strlen(valueName)))
                 } else {
                     ascii(String(number))
                 }
@@ -375,9 +379,8 @@ enum WireReader {
         case 1: return fixed64(bytes, &i, end: end) != nil
         case 5: return fixed32(bytes, &i, end: end) != nil
         case 2:
-            guard let length = varint(bytes, &i, end: end), length <= UInt64(Int32.max), length <= UInt64(end - i) else {
-                return false
-            }
+            guard let length = varint(bytes, &i, end: end), length <= UInt64(Int32.max),
+                  length <= UInt64(end - i) else { return false }
             i += Int(length)
             return true
         case 3:
