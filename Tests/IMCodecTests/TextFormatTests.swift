@@ -279,6 +279,43 @@ struct TextFormatTests {
         }
     }
 
+    /// Unknown field 99 (length-delimited) holding `payload`: protoc prints it as a nested block when
+    /// the payload parses as protobuf fields (groups included, 10 levels at most), else as a string.
+    static let unknownPayloads: [[UInt8]] = [
+        [],                                                   // empty: a string
+        Array("hello".utf8),                                  // not fields: a string
+        [0x08, 0x01],                                         // field 1 = 1
+        [0x0D, 1, 2, 3, 4, 0x11, 1, 2, 3, 4, 5, 6, 7, 8],     // fixed32, fixed64
+        [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],  // a 10-byte varint
+        [0x0B, 0x10, 0x05, 0x0C],                             // group 1 { 2: 5 }
+        [0x0B, 0x13, 0x18, 0x07, 0x14, 0x0C],                 // nested groups
+        [0x0B, 0x14],                                         // group closed by another number
+        [0x0C],                                               // a stray end-group tag
+        [0x00, 0x01],                                         // field number 0
+        [0x0E, 0x01],                                         // wire type 6
+        [0x12, 0x03, 0x08, 0x01],                             // length past the end
+        [0x12, 0x02, 0x08, 0x96],                             // a truncated varint inside
+    ] + (8 ... 13).map { levels in                            // nesting around the recursion budget
+        var payload: [UInt8] = [0x08, 0x01]
+        for _ in 0 ..< levels { payload = [0x0A, UInt8(payload.count)] + payload }
+        return payload
+    }
+
+    @Test("unknown fields print as protoc --decode prints them", arguments: unknownPayloads)
+    func unknownFieldsPrintAsProtoc(_ payload: [UInt8]) throws {
+        // schema_version = 1, then unknown fields 96 (fixed32), 97 (fixed64), 98 (varint), 99 (payload).
+        var bytes: [UInt8] = [0x08, 0x01]
+        bytes += [0x85, 0x06, 0x78, 0x56, 0x34, 0x12]
+        bytes += [0x89, 0x06, 1, 0, 0, 0, 0, 0, 0, 0x80]
+        bytes += [0x90, 0x06] + [UInt8](repeating: 0xFF, count: 9) + [0x01]
+        bytes += [0x9A, 0x06, UInt8(payload.count)] + payload
+        let frame = try Frame(serializedBytes: bytes)
+        #expect(frame.textFormatString() == (try Protoc.decode(bytes)))
+        var options = TextFormatEncodingOptions()
+        options.printUnknownFields = false
+        #expect(frame.textFormatString(options: options) == "schema_version: 1\n")
+    }
+
     @Test func printsEveryMessageTypeAsProtocDecodes() throws {
         // A message other than Frame: the type comes from the value, the text from its descriptor.
         let message = Message.groupText(from: "alice", group: "team", "hi ü", atUserIDs: ["bob"])
