@@ -119,5 +119,8 @@ struct SwiftProtobufHabitsTests {
         let frame = try Frame(serializedBytes: binary)
         #expect(!frame.unknownFields.isEmpty)
         #expect(frame.debugDescription.hasSuffix("3: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n4: 0xdeadbeef\n"))
+        #expect(String(describing: frame.unknownFields)
+            == "UnknownFields:\n3: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n4: 0xdeadbeef\n")
+        #expect(String(describing: Frame().unknownFields) == "UnknownFields()")
     }
 }

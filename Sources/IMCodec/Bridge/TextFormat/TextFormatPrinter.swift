@@ -51,6 +51,20 @@ struct TextFormatPrinter {
         return String(decoding: printer.out, as: UTF8.self)
     }
 
+    /// Prints unknown fields' wire bytes (whole fields, as ``UnknownFields`` holds them) by number,
+    /// one per line, as ``printUnknownField(_:_:end:budget:)`` does inside a message.
+    static func printUnknownFields(_ bytes: [UInt8]) -> String {
+        var printer = TextFormatPrinter(printUnknownFields: true)
+        bytes.withUnsafeBufferPointer { buffer in
+            var i = 0
+            while i < buffer.count {
+                let budget = unknownFieldRecursionLimit
+                if !printer.printUnknownField(buffer, &i, end: buffer.count, budget: budget) { break }
+            }
+        }
+        return String(decoding: printer.out, as: UTF8.self)
+    }
+
     // MARK: Layout
 
     @inline(__always)
