@@ -229,6 +229,34 @@ struct TextFormatTests {
         }
     }
 
+    @Test("truncations and single-byte mutations of protoc's text decode or fail with an offset in the text",
+          arguments: ["text_emoji_cjk", "chain_text_image_text"])
+    func mutatedTextFailsCleanly(_ name: String) throws {
+        let binary = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent(name + ".binpb"))
+        let text = Array(try Protoc.decode(binary).utf8)
+        let allowed: Set<IMCodecError.Code> = [.invalidTextFormat, .invalidUTF8]
+        func check(_ bytes: [UInt8]) {
+            let candidate = String(decoding: bytes, as: UTF8.self)
+            do {
+                let frame = try Frame(textFormatString: candidate)
+                // Whatever decodes prints to text that reads back to the same value.
+                let again = try Frame(textFormatString: frame.textFormatString())
+                #expect(again.serializedBytes() == frame.serializedBytes())
+            } catch {
+                #expect(allowed.contains(error.code), "\(error)")
+                #expect((0 ... candidate.utf8.count).contains(error.offset ?? -1), "\(error)")
+            }
+        }
+        for end in 0 ..< text.count { check(Array(text[..<end])) }
+        for position in stride(from: 0, to: text.count, by: 2) {  // every other byte: a debug build is slow
+            for byte in "{}<[:\"\\#-a".utf8 where byte != text[position] {
+                var mutated = text
+                mutated[position] = byte
+                check(mutated)
+            }
+        }
+    }
+
     @Test func maxDepthCountsTheTopLevel() throws {
         var options = TextFormatDecodingOptions()
         options.maxDepth = 3
