@@ -116,10 +116,11 @@ struct TextFormatParser {
             }
             throw expected("a field name", found: nameToken)
         }
-        let name = lexer.text(nameToken)
-        guard let field = protobuf_c_message_descriptor_get_field_by_name(descriptor, name) else {
+        guard let field = lexer.field(named: nameToken, in: descriptor) else {
+            let name = lexer.text(nameToken)
             throw error("message type \"\(Self.name(descriptor))\" has no field named \"\(name)\"", at: nameToken.start)
         }
+        let name = FieldName(field: field)
         let repeated = field.pointee.label == PROTOBUF_C_LABEL_REPEATED
         if !repeated {
             guard seen.insert(field.pointee.id).inserted else {
@@ -220,7 +221,7 @@ struct TextFormatParser {
     }
 
     private mutating func parseScalar(_ field: UnsafePointer<ProtobufCFieldDescriptor>) throws(IMCodecError) {
-        let name = String(cString: field.pointee.name)
+        let name = FieldName(field: field)
         let number = field.pointee.id
         switch field.pointee.type {
         case PROTOBUF_C_TYPE_INT32, PROTOBUF_C_TYPE_SINT32, PROTOBUF_C_TYPE_SFIXED32:
@@ -339,7 +340,7 @@ struct TextFormatParser {
     }
 
     /// An optional '-' and an integer token (decimal, hex or octal) in `min ... max`.
-    private mutating func signedInteger(min: Int64, max: Int64, field: String) throws(IMCodecError) -> Int64 {
+    private mutating func signedInteger(min: Int64, max: Int64, field: FieldName) throws(IMCodecError) -> Int64 {
         var token = try lexer.next()
         let start = token.start
         let negative = lexer.isSymbol(token, UInt8(ascii: "-"))
@@ -360,7 +361,7 @@ struct TextFormatParser {
         return Int64(magnitude)
     }
 
-    private mutating func unsignedInteger(max: UInt64, field: String) throws(IMCodecError) -> UInt64 {
+    private mutating func unsignedInteger(max: UInt64, field: FieldName) throws(IMCodecError) -> UInt64 {
         let token = try lexer.next()
         guard token.kind == .integer else {
             throw expected("an unsigned integer for field \"\(field)\"", found: token)
@@ -373,7 +374,7 @@ struct TextFormatParser {
 
     /// An optional '-' and a decimal integer, a floating point number (optional `f` suffix), or
     /// `inf`, `infinity`, `nan` in any case.
-    private mutating func floatingPoint(field: String) throws(IMCodecError) -> Double {
+    private mutating func floatingPoint(field: FieldName) throws(IMCodecError) -> Double {
         var token = try lexer.next()
         let negative = lexer.isSymbol(token, UInt8(ascii: "-"))
         if negative { token = try lexer.next() }
@@ -401,6 +402,12 @@ struct TextFormatParser {
         if negative { value = -value }
         return value
     }
+}
+
+/// A field's schema name, made into a `String` only when an error message interpolates it.
+struct FieldName: CustomStringConvertible {
+    let field: UnsafePointer<ProtobufCFieldDescriptor>
+    var description: String { String(cString: field.pointee.name) }
 }
 
 /// One token of protobuf text format: where it is in the text and what kind it is.
@@ -456,6 +463,30 @@ struct TextFormatLexer {
 
     func text(_ token: TextFormatToken) -> String {
         String(decoding: UnsafeBufferPointer(rebasing: input[token.start ..< token.end]), as: UTF8.self)
+    }
+
+    /// The field of `descriptor` named by an identifier token: a binary search of protobuf-c's
+    /// `fields_sorted_by_name` (sorted by `strcmp`) comparing the token's bytes in place.
+    func field(
+        named token: TextFormatToken, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) -> UnsafePointer<ProtobufCFieldDescriptor>? {
+        guard let sorted = descriptor.pointee.fields_sorted_by_name, let fields = descriptor.pointee.fields,
+              let base = input.baseAddress else { return nil }
+        let name = base + token.start
+        let length = token.end - token.start
+        var low = 0
+        var high = Int(descriptor.pointee.n_fields)
+        while low < high {
+            let middle = (low + high) / 2
+            let candidate = fields + Int(sorted[middle])
+            let candidateName: UnsafePointer<CChar> = candidate.pointee.name
+            let candidateLength = strlen(candidateName)
+            var order = Int(memcmp(candidateName, name, min(candidateLength, length)))
+            if order == 0 { order = candidateLength - length }
+            if order == 0 { return candidate }
+            if order < 0 { low = middle + 1 } else { high = middle }
+        }
+        return nil
     }
 
     func isSymbol(_ token: TextFormatToken, _ symbol: UInt8) -> Bool {
