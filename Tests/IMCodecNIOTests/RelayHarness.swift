@@ -129,7 +129,7 @@ final class RawCollector: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = Self.unwrapInboundIn(data)
-        box.withLockedValue { $0.writeBuffer(&buffer) }
+        box.withLockedValue { _ = $0.writeBuffer(&buffer) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

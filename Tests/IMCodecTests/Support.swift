@@ -551,8 +551,8 @@ enum CLI {
         process.standardInput = try FileHandle(forReadingFrom: inputFile)
         let stdoutFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-out-\(UUID().uuidString)")
         let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: stdoutFile)
             try? FileManager.default.removeItem(at: stderrFile)
