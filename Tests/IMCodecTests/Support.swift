@@ -540,8 +540,18 @@ enum CLI {
         return nil
     }()
 
-    static func run(_ arguments: [String], input: [UInt8] = []) throws -> Result {
+    /// Runs `script` with bash (`set -e -o pipefail`) in the repository's root, with `$BIN` the folder
+    /// that holds the built `imcodec`, as the README's commands expect.
+    static func shell(_ script: String) throws -> Result {
         let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
+        let bin = executable.deletingLastPathComponent().path
+        return try run(
+            ["-c", "set -e -o pipefail\nBIN='\(bin)'\ncd '\(Protoc.root.path)'\n" + script],
+            executable: URL(fileURLWithPath: "/bin/bash"))
+    }
+
+    static func run(_ arguments: [String], input: [UInt8] = [], executable: URL? = nil) throws -> Result {
+        let executable = try #require(executable ?? CLI.executable, "the imcodec executable was not built next to the tests")
         let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-cli-\(UUID().uuidString)")
         try Data(input).write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
