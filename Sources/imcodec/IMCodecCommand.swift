@@ -18,8 +18,8 @@ struct IMCodecCommand: ParsableCommand {
             reads binary.
             Exit status: 0 success, 1 bad input, 2 usage.
             """,
-        version: "imcodec \(IMCodecVersion.library) (IMCodec \(IMCodecVersion.library), schema "
-            + "\(IMCodecVersion.schemaPackage), schema_version \(IMCodecVersion.schemaVersion))",
+        version: "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), schema "
+            + "\(IMCodecRelease.schemaPackage), schema_version \(IMCodecRelease.schemaVersion))",
         subcommands: [Demo.self, Decode.self, Encode.self, Inspect.self, Validate.self]
     )
 

@@ -140,9 +140,9 @@ struct CLITests {
     func version() throws {
         let result = try CLI.run(["--version"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.text == "imcodec \(IMCodecVersion.library) (IMCodec \(IMCodecVersion.library), "
+        #expect(result.text == "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), "
             + "schema imcodec.v1, schema_version \(Frame.currentSchemaVersion))\n")
-        #expect(IMCodecVersion.schemaVersion == Frame(Message()).schemaVersion)
+        #expect(IMCodecRelease.schemaVersion == Frame(Message()).schemaVersion)
     }
 
     @Test("empty input (0 bytes) exits 1 for decode, validate and inspect; decode --allow-empty accepts it")
@@ -208,7 +208,8 @@ struct CLITests {
         #expect(delimited.status == 1 && delimited.stderr.contains("looks like JSON"), "\(delimited.stderr)")
         // Binary that is not JSON gets the decoder's own error.
         let binary = try CLI.run(["decode"], input: [0x52, 0x05])
-        #expect(binary.status == 1 && binary.stderr.hasPrefix("imcodec: truncated: ") && !binary.stderr.contains("JSON"))
+        #expect(binary.status == 1 && binary.stderr.hasPrefix("imcodec: truncated: "))
+        #expect(!binary.stderr.contains("JSON"))
     }
 
     @Test("io errors say why: no such file, a directory, not a directory, an unwritable output")
@@ -287,7 +288,7 @@ struct CLITests {
         let result = try CLI.shell(lines.joined(separator: "\n"))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty, "\(result.stderr)")
-        for expected in ["imcodec \(IMCodecVersion.library) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
+        for expected in ["imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
                          "every frame decodes equal to what was encoded", "{\"schemaVersion\":1,",
                          "\"senderId\": \"alice\""] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
