@@ -22,7 +22,7 @@
 /// case .user(let id), .referencedSender(let id): forward(bytes, toUser: id)
 /// case .group(let id): fanOut(bytes, toGroup: id)
 /// case .server: handle(bytes)
-/// default: ...
+/// default: reject(bytes)
 /// }
 /// ```
 public enum FrameRoute: Hashable, Sendable {
