@@ -137,7 +137,11 @@ extension RelayCommand {
     struct Chat: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Log in to a relay, print what arrives, and send what you type.",
-            discussion: ChatCommand.usage)
+            discussion: ChatCommand.usage + """
+
+                Exit status: 0; 1 when the relay refused a message sent (its ack carries an error code) \
+                or cannot be reached (one line on standard error says why).
+                """)
 
         @Option(help: "The relay's loopback address.")
         var host = "127.0.0.1"

@@ -70,9 +70,8 @@ struct Decode: ParsableCommand {
                     fromBinary: Array(bytes[range]), messageType: type, decoding: options, options: json)
                 if !quiet { out += Array(text.utf8); out.append(0x0A) }
             } catch {
-                throw BinaryInput.explain(
-                    IMCodecError(code: error.code, reason: error.reason, offset: error.offset.map { $0 + range.lowerBound }),
-                    for: bytes)
+                let offset = error.offset.map { $0 + range.lowerBound }
+                throw BinaryInput.explain(IMCodecError(code: error.code, reason: error.reason, offset: offset), for: bytes)
             }
             if out.count > 1 << 16 { writeStandardOutput(out); out.removeAll(keepingCapacity: true) }
         }

@@ -106,7 +106,9 @@ enum RouteCases {
                   frame: Frame(.sendAck(SendAck.with { $0.clientMsgID = "b-1"; $0.conversation = .oneToOne("alice") })),
                   route: .client),
         RouteCase(name: "history request: the server",
-                  frame: Frame(.historyRequest(HistoryRequest.with { $0.conversation = .group("team"); $0.count = 20 })),
+                  frame: Frame(.historyRequest(HistoryRequest.with {
+                      $0.conversation = .group("team"); $0.count = 20
+                  })),
                   route: .server),
         RouteCase(name: "history response: the client that asked",
                   frame: Frame(.historyResponse(HistoryResponse.with {
@@ -147,7 +149,8 @@ struct FrameRouteTests {
         #expect(FrameRoute(conversationType: .oneToOne, targetID: "bob") == .user("bob"))
         #expect(FrameRoute(conversationType: .group, targetID: "g") == .group("g"))
         #expect(FrameRoute(conversationType: .chatroom, targetID: "r") == .chatroom("r"))
-        #expect(FrameRoute(conversationType: .ultraGroup, targetID: "u", channelID: "c") == .ultraGroup("u", channelID: "c"))
+        #expect(FrameRoute(conversationType: .ultraGroup, targetID: "u", channelID: "c")
+            == .ultraGroup("u", channelID: "c"))
         #expect(FrameRoute(conversationType: .ultraGroup, targetID: "u") == .ultraGroup("u", channelID: ""))
         #expect(FrameRoute(conversationType: .system, targetID: "") == .system(""))
         #expect(FrameRoute(conversationType: .unspecified, targetID: "bob") == .unroutable)
