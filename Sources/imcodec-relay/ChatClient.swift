@@ -1,4 +1,11 @@
 #if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -86,6 +93,8 @@ final class ChatClientHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var unacked: [String: (message: Message, acked: EventLoopPromise<Void>)] = [:]
     private var lastSent: Message?
+    /// How many sent messages the relay refused (a send ack with a non-zero error code).
+    private(set) var refusedSends = 0
 
     init(user: String, joins: [String], loggedIn: EventLoopPromise<Void>, output: @escaping @Sendable (String) -> Void) {
         self.user = user
@@ -212,6 +221,7 @@ final class ChatClientHandler: ChannelInboundHandler {
                 lastSent = message
                 output("✓ sent to \(target) (seq \(ack.seq), id \(ack.serverMsgUID))")
             } else {
+                refusedSends += 1
                 output("✗ not sent to \(target): error \(ack.errorCode): \(ack.errorDescription)")
             }
         case .message(let message)?:
@@ -282,6 +292,9 @@ final class ChatClient: Sendable {
                 loggedIn.futureResult.map { ChatClient(channel: channel, group: group, handler: handler) }
             }
             .flatMapError { error in
+                // No connection, so no login: complete the promise (NIO treats a promise that is never
+                // completed as a leak and stops the process).
+                loggedIn.fail(error)
                 group.shutdownGracefully { _ in }
                 return loop.makeFailedFuture(error)
             }
@@ -290,6 +303,32 @@ final class ChatClient: Sendable {
     /// Carries out `command` on the client's event loop; the future is `false` after `/quit`.
     func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
         channel.eventLoop.flatSubmit { self.handler.value.perform(command) }
+    }
+
+    /// How many sent messages the relay has refused so far.
+    func refusedSends() -> EventLoopFuture<Int> {
+        channel.eventLoop.submit { self.handler.value.refusedSends }
+    }
+
+    /// One line for people saying why connecting to `host:port` failed: `cannot connect to
+    /// 127.0.0.1:7070: connection refused` rather than NIO's description of every attempt.
+    static func connectFailure(_ error: any Error, host: String, port: Int) -> String {
+        var cause = error
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            cause = first.error
+        }
+        let reason: String
+        if let io = cause as? IOError {
+            let text = String(cString: strerror(io.errnoCode))
+            reason = text.prefix(1).lowercased() + text.dropFirst()
+        } else if case ChannelError.connectTimeout = cause {
+            reason = "timed out"
+        } else if case ChannelError.ioOnClosedChannel = cause {
+            reason = "the relay closed the connection before the login completed"
+        } else {
+            reason = "\(cause)"
+        }
+        return "cannot connect to \(host):\(port): \(reason)"
     }
 
     /// Closes the connection and stops the event loop.

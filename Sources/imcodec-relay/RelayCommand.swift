@@ -43,6 +43,17 @@ func emit(_ line: String) {
     }
 }
 
+/// Writes a line to standard error at once (see ``emit(_:)``).
+func emitError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+        if n <= 0 { break }
+        offset += n
+    }
+}
+
 /// Parses a groups file: one group per line, `GROUP: USER USER ...`; `#` starts a comment.
 func parseGroups(_ text: String) throws -> [String: Set<String>] {
     var groups: [String: Set<String>] = [:]
@@ -127,7 +138,11 @@ extension RelayCommand {
     struct Chat: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Log in to a relay, print what arrives, and send what you type.",
-            discussion: ChatCommand.usage)
+            discussion: ChatCommand.usage + """
+
+                Exit status: 0; 1 when the relay refused a message sent (its ack carries an error code) \
+                or cannot be reached (one line on standard error says why).
+                """)
 
         @Option(help: "The relay's loopback address.")
         var host = "127.0.0.1"
@@ -156,7 +171,14 @@ extension RelayCommand {
         }
 
         func run() throws {
-            let client = try ChatClient.connect(host: host, port: port, user: user, joins: join, output: { emit($0) }).wait()
+            let client: ChatClient
+            do {
+                client = try ChatClient.connect(host: host, port: port, user: user, joins: join, output: { emit($0) })
+                    .wait()
+            } catch {
+                emitError("imcodec-relay: " + ChatClient.connectFailure(error, host: host, port: port))
+                throw ExitCode.failure
+            }
             let quitting = ManagedAtomicFlag()
             client.channel.closeFuture.whenComplete { _ in
                 if !quitting.isSet {
@@ -181,8 +203,13 @@ extension RelayCommand {
                 keepGoing = try client.perform(command).wait()
             }
             if linger > 0 { usleep(useconds_t(min(linger, 3600) * 1_000_000)) }
+            let refused = (try? client.refusedSends().wait()) ?? 0
             quitting.set()
             client.closeAndWait()
+            if refused > 0 {
+                emitError("imcodec-relay: the relay refused \(refused) of the messages sent")
+                throw ExitCode.failure
+            }
         }
     }
 }

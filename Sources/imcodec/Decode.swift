@@ -8,7 +8,9 @@ struct Decode: ParsableCommand {
         discussion: """
             Without --delimited the input is one message and the JSON is indented. With --delimited the \
             input is a stream of varint-length-prefixed records (Google's delimited format) and each \
-            record is printed as one compact JSON object per line.
+            record is printed as one compact JSON object per line. Empty input (0 bytes) is bad input \
+            unless --allow-empty is given (it is a valid, empty message, which is rarely what was meant); \
+            input that looks like JSON is refused with a pointer to `imcodec encode`.
             """
     )
 
@@ -20,6 +22,9 @@ struct Decode: ParsableCommand {
 
     @Flag(name: .long, help: "Decode and print nothing: only the exit status and, on failure, the error line.")
     var quiet = false
+
+    @Flag(name: .long, help: "Accept empty input (0 bytes) as the empty message instead of failing.")
+    var allowEmpty = false
 
     @Option(name: .long, help: "Largest input (or record) accepted, in bytes.")
     var maxInputSize = DecodingOptions().maxInputSize
@@ -36,24 +41,37 @@ struct Decode: ParsableCommand {
     }
 
     func run() throws {
-        let bytes = try input.read()
+        let bytes = allowEmpty ? try input.read() : try input.readBinary()
         let options = DecodingOptions(maxInputSize: maxInputSize, maxDepth: maxDepth)
         var json = JSONEncodingOptions()
         guard delimited else {
             json.prettyPrinted = true
-            let text = try ProtoJSON.jsonString(fromBinary: bytes, messageType: type, decoding: options, options: json)
+            let text: String
+            do {
+                text = try ProtoJSON.jsonString(fromBinary: bytes, messageType: type, decoding: options, options: json)
+            } catch {
+                throw BinaryInput.explain(error, for: bytes)
+            }
             if !quiet { writeStandardOutput(text + "\n") }
             return
         }
         var records = Delimited.RecordReader(bytes, maxLength: maxInputSize)
         var out: [UInt8] = []
-        while let range = try records.next() {
+        while true {
+            let next: Range<Int>?
+            do {
+                next = try records.next()
+            } catch {
+                throw BinaryInput.explain(error, for: bytes)
+            }
+            guard let range = next else { break }
             do {
                 let text = try ProtoJSON.jsonString(
                     fromBinary: Array(bytes[range]), messageType: type, decoding: options, options: json)
                 if !quiet { out += Array(text.utf8); out.append(0x0A) }
             } catch {
-                throw IMCodecError(code: error.code, reason: error.reason, offset: error.offset.map { $0 + range.lowerBound })
+                let offset = error.offset.map { $0 + range.lowerBound }
+                throw BinaryInput.explain(IMCodecError(code: error.code, reason: error.reason, offset: offset), for: bytes)
             }
             if out.count > 1 << 16 { writeStandardOutput(out); out.removeAll(keepingCapacity: true) }
         }

@@ -7,7 +7,7 @@ enum FrameSummary {
     /// receipts, events), indented by `indent`.
     static func lines(_ frame: Frame, indent: String = "") -> [String] {
         var out: [String] = []
-        let kind = frame.payload?.kind.protoName ?? "empty"
+        let kind = frame.payload?.kind.protoName ?? "no payload"
         out.append("\(indent)frame: \(kind) (schema v\(frame.schemaVersion), readers need v\(frame.minReaderVersion))")
         let i = indent + "  "
         switch frame.payload {

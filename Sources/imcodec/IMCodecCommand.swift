@@ -14,9 +14,12 @@ struct IMCodecCommand: ParsableCommand {
         abstract: "Encode, decode, inspect and validate IMCodec instant-messaging frames.",
         discussion: """
             Binary input is protobuf wire format (Schemas/imcodec/v1); JSON is canonical proto3 JSON. \
-            FILE defaults to standard input.
+            FILE defaults to standard input. Empty input (0 bytes) is bad input for every command that \
+            reads binary.
             Exit status: 0 success, 1 bad input, 2 usage.
             """,
+        version: "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), schema "
+            + "\(IMCodecRelease.schemaPackage), schema_version \(IMCodecRelease.schemaVersion))",
         subcommands: [Demo.self, Decode.self, Encode.self, Inspect.self, Validate.self]
     )
 
@@ -30,6 +33,9 @@ struct IMCodecCommand: ParsableCommand {
         } catch let error as InputRejected {
             FileHandle.standardError.write(Data("imcodec: \(error.message)\n".utf8))
             Foundation.exit(1)
+        } catch let error as UsageRejected {
+            FileHandle.standardError.write(Data("imcodec: \(error.description)\n".utf8))
+            Foundation.exit(2)
         } catch {
             let code = exitCode(for: error)
             if code == .success || error is CleanExit {
@@ -46,20 +52,137 @@ struct InputRejected: Error {
     let message: String
 }
 
+/// Bad usage found while running (exit status 2 and the message on standard error).
+struct UsageRejected: Error, CustomStringConvertible {
+    let description: String
+}
+
 /// The input file argument shared by every subcommand.
 struct InputOptions: ParsableArguments {
     @Argument(help: "The input file (standard input when omitted).")
     var file: String?
 
+    /// What the input is called in messages: the file's path, or "standard input".
+    var name: String { file ?? "standard input" }
+
     /// The whole input.
+    /// - Throws: ``IMCodecError`` with code `io` and the operating system's reason when the file
+    ///   cannot be opened or read (missing, a directory, no permission, ...).
     func read() throws -> [UInt8] {
-        if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw IMCodecError(code: .io, reason: "cannot read \(file)")
-            }
-            return [UInt8](data)
+        guard let file else { return try POSIXFile.readAll(descriptor: 0, name: "standard input") }
+        let descriptor = open(file, O_RDONLY)
+        guard descriptor >= 0 else { throw POSIXFile.error("cannot read \(file)", errno: errno) }
+        defer { close(descriptor) }
+        return try POSIXFile.readAll(descriptor: descriptor, name: file)
+    }
+
+    /// The whole input, which must hold at least one byte: an empty input decodes to an empty
+    /// message, which would look like success.
+    /// - Throws: ``InputRejected`` for empty input; what ``read()`` throws.
+    func readBinary() throws -> [UInt8] {
+        let bytes = try read()
+        guard !bytes.isEmpty else {
+            throw InputRejected(message: "empty input: \(name) holds 0 bytes, so there is no frame to read")
         }
-        return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+        return bytes
+    }
+}
+
+/// Reading and writing whole files with the operating system's reason on failure.
+enum POSIXFile {
+    /// An `io` error: `what: reason`, the reason being `strerror(errno)` in lower case ("no such file
+    /// or directory", "is a directory", "permission denied").
+    static func error(_ what: String, errno code: Int32) -> IMCodecError {
+        IMCodecError(code: .io, reason: "\(what): \(reason(code))")
+    }
+
+    /// `strerror(code)`, starting in lower case as it follows a colon.
+    static func reason(_ code: Int32) -> String {
+        let text = String(cString: strerror(code))
+        return text.prefix(1).lowercased() + text.dropFirst()
+    }
+
+    /// Reads `descriptor` to its end.
+    static func readAll(descriptor: Int32, name: String) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { return bytes }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw error("cannot read \(name)", errno: errno)
+            }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Writes `bytes` to `descriptor`.
+    static func writeAll(_ bytes: [UInt8], descriptor: Int32, name: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw error("cannot write \(name)", errno: errno)
+            }
+            offset += count
+        }
+    }
+
+    /// Creates or truncates the file at `path` and writes `bytes` to it.
+    static func writeFile(_ bytes: [UInt8], path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw error("cannot write \(path)", errno: errno) }
+        defer { close(descriptor) }
+        try writeAll(bytes, descriptor: descriptor, name: path)
+    }
+}
+
+/// Decoding binary input that might be something else.
+enum BinaryInput {
+    /// Whether `bytes` look like JSON: the first byte that is not white space is `{`.
+    static func looksLikeJSON(_ bytes: [UInt8]) -> Bool {
+        bytes.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D } == UInt8(ascii: "{")
+    }
+
+    /// `error`, or, when `bytes` look like JSON, a message that says so and suggests `imcodec encode`.
+    static func explain(_ error: any Error, for bytes: [UInt8]) -> any Error {
+        guard let error = error as? IMCodecError, looksLikeJSON(bytes) else { return error }
+        return InputRejected(message: "\(error.code): the input looks like JSON, not binary protobuf "
+            + "(it starts with '{'); to turn JSON into binary, run: imcodec encode FILE")
+    }
+
+    /// Decodes a ``Frame`` from `bytes`.
+    /// - Throws: the decoding error, or, for input that looks like JSON, an ``InputRejected`` that says so.
+    static func frame(_ bytes: [UInt8]) throws -> Frame {
+        do {
+            return try Frame(serializedBytes: bytes)
+        } catch {
+            throw explain(error, for: bytes)
+        }
+    }
+}
+
+/// Where a byte offset falls in a text: 1-based line and column (columns count Unicode scalars).
+struct TextPosition: Equatable {
+    let line: Int
+    let column: Int
+
+    /// The position of byte `offset` of the UTF-8 text `bytes`.
+    init(offset: Int, in bytes: some Collection<UInt8>) {
+        var line = 1
+        var column = 1
+        for byte in bytes.prefix(max(0, offset)) {
+            if byte == 0x0A {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        self.line = line
+        self.column = column
     }
 }
 

@@ -13,14 +13,15 @@ struct Validate: ParsableCommand {
             message and who acted, typing and mark-read events, system notice types, send acks, history \
             pages of 1 to 100 messages with a cursor, stored merger bodies. A frame whose encoding the \
             decoder would refuse with the default limits is reported too (notDecodable). The \
-            "Limits and Errors" article lists every rule with its source.
+            "Limits and Errors" article lists every rule with its source. A frame with no payload exits 1 \
+            (missingPayload); empty input (0 bytes) exits 1 too.
             """
     )
 
     @OptionGroup var input: InputOptions
 
     func run() throws {
-        let frame = try Frame(serializedBytes: try input.read())
+        let frame = try BinaryInput.frame(try input.readBinary())
         let issues = frame.validate()
         if issues.isEmpty {
             writeStandardOutput("ok\n")

@@ -278,8 +278,9 @@ func runLoad(
     }
     async let sideShow: Void = whileRunning()
     let loop = group.next()
+    let opened = channels.map { $0.0 }
     let timeout = loop.scheduleTask(in: .seconds(timeoutSeconds)) {
-        for (channel, _, _) in channels { channel.close(promise: nil) }
+        for channel in opened { channel.close(promise: nil) }
     }
     var results: [LoadClientResult] = []
     var failure: (any Error)?

@@ -129,7 +129,7 @@ final class RawCollector: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = Self.unwrapInboundIn(data)
-        box.withLockedValue { $0.writeBuffer(&buffer) }
+        box.withLockedValue { _ = $0.writeBuffer(&buffer) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -189,6 +189,51 @@ struct RawClient: Sendable {
     /// Waits until the relay closes the connection; returns whether it did within `seconds`.
     func closedByPeer(within seconds: Double) async -> Bool {
         await eventually(seconds) { !channel.isActive }
+    }
+}
+#endif
+
+#if Tools
+import Foundation
+
+/// Runs the built `imcodec-relay` executable (it sits next to the test bundle) and collects its output.
+enum RelayExecutable {
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    static let url: URL? = {
+        var folders = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        folders += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
+        return folders.map { $0.appendingPathComponent("imcodec-relay") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    static func run(_ arguments: [String]) throws -> Result {
+        let executable = try #require(url, "the imcodec-relay executable was not built next to the tests")
+        let folder = FileManager.default.temporaryDirectory
+        let outFile = folder.appendingPathComponent("imcodec-relay-out-\(UUID().uuidString)")
+        let errFile = folder.appendingPathComponent("imcodec-relay-err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outFile)
+            try? FileManager.default.removeItem(at: errFile)
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: outFile)
+        process.standardError = try FileHandle(forWritingTo: errFile)
+        try process.run()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: try Data(contentsOf: outFile), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: errFile), as: UTF8.self))
     }
 }
 #endif

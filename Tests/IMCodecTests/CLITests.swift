@@ -9,7 +9,9 @@ struct CLITests {
     func fixtureThroughExecutable(name: String) throws {
         let binpb = FixtureFiles.valid.appendingPathComponent(name + ".binpb")
         let jsonURL = FixtureFiles.valid.appendingPathComponent(name + ".json")
-        let decoded = try CLI.run(["decode", binpb.path])
+        // Empty input is refused unless --allow-empty says it is meant (emptyInputIsNotSuccess).
+        let empty = try FixtureFiles.bytes(binpb).isEmpty
+        let decoded = try CLI.run(["decode"] + (empty ? ["--allow-empty"] : []) + [binpb.path])
         #expect(decoded.status == 0, "\(decoded.stderr)")
         let expected = try String(contentsOf: jsonURL, encoding: .utf8)
         #expect(try FixtureJSON.parse(decoded.text) == FixtureJSON.parse(expected))
@@ -132,6 +134,165 @@ struct CLITests {
         var count = 0
         while try reader.next() != nil { count += 1 }
         #expect(count == 12)
+    }
+
+    @Test("--version prints the library's version and the schema's")
+    func version() throws {
+        let result = try CLI.run(["--version"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.text == "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), "
+            + "schema imcodec.v1, schema_version \(Frame.currentSchemaVersion))\n")
+        #expect(IMCodecRelease.schemaVersion == Frame(Message()).schemaVersion)
+    }
+
+    @Test("empty input (0 bytes) exits 1 for decode, validate and inspect; decode --allow-empty accepts it")
+    func emptyInputIsNotSuccess() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-empty-\(UUID().uuidString)")
+        try Data().write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for command in ["decode", "validate", "inspect"] {
+            for arguments in [[command, file.path], [command]] {
+                let result = try CLI.run(arguments)
+                #expect(result.status == 1, "\(arguments)")
+                #expect(result.stdout.isEmpty, "\(arguments): \(result.text)")
+                #expect(result.stderr.split(separator: "\n").count == 1)
+                #expect(result.stderr.hasPrefix("imcodec: empty input: "), "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains(arguments.count == 2 ? file.path : "standard input"))
+            }
+        }
+        let allowed = try CLI.run(["decode", "--allow-empty", file.path])
+        #expect(allowed.status == 0 && allowed.text == "{}\n")
+        // Empty JSON is not a JSON object either.
+        let encoded = try CLI.run(["encode", file.path])
+        #expect(encoded.status == 1 && encoded.stderr.hasPrefix("imcodec: invalidJSON: "), "\(encoded.stderr)")
+    }
+
+    @Test("a frame with no payload: validate exits 1 with missingPayload; inspect says what is missing and exits 1")
+    func frameWithoutPayload() throws {
+        let versionsOnly = Frame.with { $0.schemaVersion = 1; $0.minReaderVersion = 1 }.serializedBytes()
+        let validate = try CLI.run(["validate"], input: versionsOnly)
+        #expect(validate.status == 1)
+        #expect(validate.text.contains("[missingPayload]"), "\(validate.text)")
+        #expect(!validate.text.contains("ok"))
+        let inspect = try CLI.run(["inspect"], input: versionsOnly)
+        #expect(inspect.status == 1)
+        #expect(inspect.text.contains("frame: no payload"), "\(inspect.text)")
+        #expect(inspect.text.contains("missing: the payload; a frame carries one of message, receipt,"))
+        #expect(inspect.text.contains("[missingPayload]"))
+        #expect(!inspect.text.contains("validate: ok"))
+        #expect(inspect.stderr == "imcodec: the frame has no payload\n")
+        // In a stream, inspect shows every frame and counts those without a payload.
+        var stream: [UInt8] = []
+        Delimited.appendRecord(Frame(Message.c2cText(from: "a", to: "b", "hi")).serializedBytes(), to: &stream)
+        Delimited.appendRecord(versionsOnly, to: &stream)
+        let delimited = try CLI.run(["inspect", "--delimited"], input: stream)
+        #expect(delimited.status == 1)
+        #expect(delimited.text.contains("validate: ok") && delimited.text.contains("missing: the payload"))
+        #expect(delimited.stderr == "imcodec: 1 of 2 frames have no payload\n")
+    }
+
+    @Test("decode, validate and inspect of JSON say it looks like JSON and suggest imcodec encode")
+    func jsonGivenToDecode() throws {
+        let json = FixtureFiles.valid.appendingPathComponent("element_image.json")
+        for arguments in [["decode", json.path], ["validate", json.path], ["inspect", json.path]] {
+            let result = try CLI.run(arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stderr.split(separator: "\n").count == 1)
+            #expect(result.stderr.contains("looks like JSON") && result.stderr.contains("imcodec encode"),
+                    "\(arguments): \(result.stderr)")
+        }
+        // White space before the brace, and --delimited, too.
+        let spaced = try CLI.run(["decode"], input: Array(" \n\t{\"message\": {}}".utf8))
+        #expect(spaced.status == 1 && spaced.stderr.contains("looks like JSON"), "\(spaced.stderr)")
+        let delimited = try CLI.run(["decode", "--delimited"], input: Array("{\"message\": {}}\n".utf8))
+        #expect(delimited.status == 1 && delimited.stderr.contains("looks like JSON"), "\(delimited.stderr)")
+        // Binary that is not JSON gets the decoder's own error.
+        let binary = try CLI.run(["decode"], input: [0x52, 0x05])
+        #expect(binary.status == 1 && binary.stderr.hasPrefix("imcodec: truncated: "))
+        #expect(!binary.stderr.contains("JSON"))
+    }
+
+    @Test("io errors say why: no such file, a directory, not a directory, an unwritable output")
+    func ioErrorsCarryTheReason() throws {
+        let missing = try CLI.run(["decode", "/no/such/file.binpb"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr == "imcodec: io: cannot read /no/such/file.binpb: no such file or directory\n")
+        let directory = try CLI.run(["validate", FixtureFiles.valid.path])
+        #expect(directory.status == 1)
+        #expect(directory.stderr == "imcodec: io: cannot read \(FixtureFiles.valid.path): is a directory\n")
+        let file = FixtureFiles.valid.appendingPathComponent("element_text.binpb").path
+        let notDirectory = try CLI.run(["inspect", file + "/x"])
+        #expect(notDirectory.status == 1)
+        #expect(notDirectory.stderr == "imcodec: io: cannot read \(file)/x: not a directory\n")
+        let json = FixtureFiles.valid.appendingPathComponent("element_text.json").path
+        let output = try CLI.run(["encode", json, "-o", "/no/such/folder/out.binpb"])
+        #expect(output.status == 1)
+        #expect(output.stderr == "imcodec: io: cannot write /no/such/folder/out.binpb: no such file or directory\n")
+    }
+
+    @Test("encode refuses to write binary to a terminal (exit 2) unless --force or -o FILE")
+    func encodeRefusesATerminal() throws {
+        let json = FixtureFiles.valid.appendingPathComponent("element_text.json").path
+        let expected = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent("element_text.binpb"))
+        // `script` (util-linux) runs the command with its standard output on a pseudo-terminal.
+        let refused = try CLI.shell("script -q -e -c \"$BIN/imcodec encode \(json)\" /dev/null")
+        #expect(refused.status == 2)
+        #expect(refused.text.contains(
+            "imcodec: refusing to write binary protobuf to a terminal; redirect standard output, use -o FILE, "
+                + "or pass --force"), "\(refused.text)")
+        let forced = try CLI.shell("script -q -e -c \"$BIN/imcodec encode --force \(json)\" /dev/null >/dev/null")
+        #expect(forced.status == 0, "\(forced.stderr)")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-o-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let toFile = try CLI.shell("script -q -e -c \"$BIN/imcodec encode -o \(out.path) \(json)\" /dev/null")
+        #expect(toFile.status == 0, "\(toFile.text)")
+        #expect(try FixtureFiles.bytes(out) == expected)
+        // A pipe or a file is not a terminal: no flag needed.
+        #expect(try CLI.run(["encode", json]).stdout == expected)
+    }
+
+    @Test("JSON errors give the byte offset, the line and the column")
+    func jsonErrorsGiveLineAndColumn() throws {
+        let text = "{\n  \"message\": {\n    \"senderId\": 5\n  }\n}\n"
+        let result = try CLI.run(["encode"], input: Array(text.utf8))
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("imcodec: invalidJSON: "))
+        #expect(result.stderr.hasSuffix(" (at byte 33, line 3, column 17)\n"), "\(result.stderr)")
+        // Columns count characters, not bytes: "é" and "🙂" are one column each.
+        let wide = "{\"message\": {\"clientMsgId\": \"é🙂\", \"seq\": true}}"
+        let offset = wide.utf8.count - "true}}".utf8.count
+        let column = wide.unicodeScalars.count - "true}}".unicodeScalars.count + 1
+        #expect(column == offset - 3)  // é is two bytes, 🙂 four; columns start at 1
+        let widened = try CLI.run(["encode"], input: Array(wide.utf8))
+        #expect(widened.stderr.hasSuffix(" (at byte \(offset), line 1, column \(column))\n"), "\(widened.stderr)")
+        // --delimited: the line of the stream, and the offset in the whole stream.
+        let lines = "{\"message\": {}}\n\n{\"message\": {\"seq\": true}}\n"
+        let delimited = try CLI.run(["encode", "--delimited"], input: Array(lines.utf8))
+        let at = lines.utf8.count - "true}}\n".utf8.count
+        #expect(delimited.status == 1)
+        #expect(delimited.stderr.hasSuffix(" (at byte \(at), line 3, column 21)\n"), "\(delimited.stderr)")
+    }
+
+    @Test("every command in the README's \"The imcodec tool\" section works as written")
+    func readmeCommands() throws {
+        let readme = try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.range(of: "### The `imcodec` tool"))
+        let rest = readme[section.upperBound...]
+        let start = try #require(rest.range(of: "```sh\n"))
+        let end = try #require(rest[start.upperBound...].range(of: "```"))
+        var lines = rest[start.upperBound..<end.lowerBound].split(separator: "\n").map(String.init)
+        // The build line is what built the executable under test; $BIN points at it.
+        #expect(lines.first?.hasPrefix("swift build --traits Tools --product imcodec") == true)
+        lines.removeFirst()
+        #expect(lines.count >= 8)
+        let result = try CLI.shell(lines.joined(separator: "\n"))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+        for expected in ["imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
+                         "every frame decodes equal to what was encoded", "{\"schemaVersion\":1,",
+                         "\"senderId\": \"alice\""] {
+            #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
+        }
     }
 }
 #endif

@@ -545,8 +545,18 @@ enum CLI {
         return nil
     }()
 
-    static func run(_ arguments: [String], input: [UInt8] = []) throws -> Result {
+    /// Runs `script` with bash (`set -e -o pipefail`) in the repository's root, with `$BIN` the folder
+    /// that holds the built `imcodec`, as the README's commands expect.
+    static func shell(_ script: String) throws -> Result {
         let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
+        let bin = executable.deletingLastPathComponent().path
+        return try run(
+            ["-c", "set -e -o pipefail\nBIN='\(bin)'\ncd '\(Protoc.root.path)'\n" + script],
+            executable: URL(fileURLWithPath: "/bin/bash"))
+    }
+
+    static func run(_ arguments: [String], input: [UInt8] = [], executable: URL? = nil) throws -> Result {
+        let executable = try #require(executable ?? CLI.executable, "the imcodec executable was not built next to the tests")
         let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-cli-\(UUID().uuidString)")
         try Data(input).write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
@@ -556,8 +566,8 @@ enum CLI {
         process.standardInput = try FileHandle(forReadingFrom: inputFile)
         let stdoutFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-out-\(UUID().uuidString)")
         let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: stdoutFile)
             try? FileManager.default.removeItem(at: stderrFile)

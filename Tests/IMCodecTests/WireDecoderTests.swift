@@ -98,10 +98,10 @@ struct DelimitedTests {
             let prefix = try Delimited.readLengthPrefix(raw, maxLength: 100)
             #expect(prefix?.length == 5 && prefix?.prefixSize == 1)
         }
-        [UInt8]([0xE5, 0x01]).withUnsafeBytes { raw in
+        _ = [UInt8]([0xE5, 0x01]).withUnsafeBytes { raw in
             #expect(throws: IMCodecError.tooLarge("")) { try Delimited.readLengthPrefix(raw, maxLength: 100) }
         }
-        [UInt8]([0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).withUnsafeBytes { raw in
+        _ = [UInt8]([0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).withUnsafeBytes { raw in
             #expect(throws: IMCodecError.malformed("")) { try Delimited.readLengthPrefix(raw, maxLength: .max) }
         }
     }

@@ -235,7 +235,9 @@ public struct FrameView: ~Copyable {
         return ConversationType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
     }
 
-    /// The conversation's target: the peer's user id or the group id ("" when none).
+    /// The conversation's target: the peer's user id or the group id ("" when none). For a receipt,
+    /// recall, edit or delete it is the target of the referenced message's conversation (for a
+    /// receipt of a one-to-one message, the reader): ``route`` says where the frame goes.
     public var targetID: String { conversationPointer.map { _CRead.string($0.pointee.target_id) } ?? "" }
 
     /// The conversation's ultra-group channel id ("" when none).
@@ -325,8 +327,56 @@ public struct FrameView: ~Copyable {
     public var referencedMessage: MessageRef? { referencePointer.map { MessageRef(_c: $0) } }
 
     /// The sender of the message a receipt, recall, edit or delete refers to: who a receipt goes
-    /// back to ("" when the payload refers to no message).
+    /// back to, as ``route`` says (``FrameRoute/referencedSender(_:)``); "" when the payload refers
+    /// to no message.
     public var referencedSenderID: String { referencePointer.map { _CRead.string($0.pointee.sender_id) } ?? "" }
+
+    /// Where the frame goes, for every payload kind (see ``FrameRoute``): a message, recall, edit,
+    /// typing event or delete for everyone to its conversation, a receipt back to the sender of the
+    /// message it acknowledges (not to ``targetID``, which for a receipt names the reader), a
+    /// mark-read or a delete for "only me" to the actor's own devices, and so on.
+    public var route: FrameRoute {
+        let f = frame.pointee
+        switch payloadKind {
+        case .message?, .recall?, .edit?, .typing?:
+            return conversationRoute
+        case .delete?:
+            guard let event = f.delete_ else { return .unroutable }
+            if event.pointee.scope == IMCODEC__V1__DELETE_SCOPE__DELETE_SCOPE_EVERYONE { return conversationRoute }
+            let operatorID = _CRead.string(event.pointee.operator_id)
+            return operatorID.isEmpty ? .unroutable : .ownDevices(operatorID)
+        case .markRead?:
+            let user = f.mark_read.map { _CRead.string($0.pointee.user_id) } ?? ""
+            return user.isEmpty ? .unroutable : .ownDevices(user)
+        case .receipt?:
+            let sender = referencedSenderID
+            return sender.isEmpty ? .unroutable : .referencedSender(sender)
+        case .receipts?:
+            guard let batch = f.receipts?.pointee else { return .unroutable }
+            var sender: String?
+            for index in 0..<batch.n_receipts {
+                let next = batch.receipts[index]?.pointee.message.map { _CRead.string($0.pointee.sender_id) } ?? ""
+                if next.isEmpty { return .unroutable }
+                if let sender, sender != next { return .eachReferencedSender }
+                sender = next
+            }
+            guard let sender else { return batch.n_c2c_read_receipts > 0 ? .client : .unroutable }
+            return batch.n_c2c_read_receipts > 0 ? .eachReferencedSender : .referencedSender(sender)
+        case .historyRequest?, .mergerPayload?, .systemNotice?:
+            return .server
+        case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?:
+            return .client
+        case nil:
+            return .unroutable
+        }
+    }
+
+    private var conversationRoute: FrameRoute {
+        guard let c = conversationPointer else { return .unroutable }
+        return FrameRoute(
+            conversationType: ConversationType(rawValue: Int32(bitPattern: c.pointee.type.rawValue)),
+            targetID: _CRead.string(c.pointee.target_id), channelID: _CRead.string(c.pointee.channel_id))
+    }
 
     /// The number of users a group message @-mentions.
     public var atUserCount: Int { message?.pointee.at?.pointee.n_user_ids ?? 0 }

@@ -1,0 +1,160 @@
+import IMCodec
+import Testing
+
+/// One frame and where ``FrameView/route`` must send it.
+struct RouteCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let frame: Frame
+    let route: FrameRoute
+    var testDescription: String { name }
+}
+
+enum RouteCases {
+    static let chatroom = Conversation.with { $0.type = .chatroom; $0.targetID = "room-7" }
+    static let ultraGroup = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug-1"; $0.channelID = "news" }
+    static let system = Conversation.with { $0.type = .system }
+
+    /// Bob's one-to-one message to Alice, and his group message, as the server stamped them.
+    static let toAlice = changed(Message.c2cText(from: "bob", to: "alice", "hi", clientMsgID: "b-1")) {
+        $0.serverMsgUID = "s-1"; $0.seq = 1
+    }
+    static let toTeam = changed(Message.groupText(from: "bob", group: "team", "hi all", clientMsgID: "b-2")) {
+        $0.serverMsgUID = "s-2"; $0.seq = 2
+    }
+    static let fromCarol = Message.groupText(from: "carol", group: "team", "me too", clientMsgID: "c-1")
+
+    static func message(in conversation: Conversation?) -> Frame {
+        Frame(changed(Message.c2cText(from: "alice", to: "bob", "x")) { $0.conversation = conversation })
+    }
+
+    static func receipt(for message: Message, by reader: String) -> MessageReceipt {
+        MessageReceipt.with { $0.kind = .read; $0.message = message.reference; $0.userID = reader }
+    }
+
+    static func delete(_ scope: DeleteScope) -> Frame {
+        Frame(.delete(DeleteEvent.with { $0.messages = [toTeam.reference]; $0.scope = scope; $0.operatorID = "bob" }))
+    }
+
+    static let c2cRead = C2CReadReceipt.with { $0.userID = "alice"; $0.readTimeMs = 1 }
+
+    /// At least one case for every payload kind, and the cases where a kind has no route.
+    static let all: [RouteCase] = [
+        RouteCase(name: "message, one-to-one: the peer", frame: Frame(toAlice), route: .user("alice")),
+        RouteCase(name: "message, group: the group", frame: Frame(toTeam), route: .group("team")),
+        RouteCase(name: "message, chatroom", frame: message(in: chatroom), route: .chatroom("room-7")),
+        RouteCase(name: "message, ultra group channel", frame: message(in: ultraGroup),
+                  route: .ultraGroup("ug-1", channelID: "news")),
+        RouteCase(name: "message, system conversation", frame: message(in: system), route: .system("")),
+        RouteCase(name: "message without a conversation", frame: message(in: nil), route: .unroutable),
+        RouteCase(name: "message to a group with no id", frame: message(in: .group("")), route: .unroutable),
+        RouteCase(name: "read receipt: back to the sender, not the reader",
+                  frame: Frame.readReceipt(for: toAlice.reference, by: "alice"), route: .referencedSender("bob")),
+        RouteCase(name: "group read receipt: back to the sender",
+                  frame: Frame(.receipt(changed(receipt(for: toTeam, by: "carol")) { $0.groupID = "team" })),
+                  route: .referencedSender("bob")),
+        RouteCase(name: "receipt for a message with no sender",
+                  frame: Frame(.receipt(MessageReceipt.with { $0.message = MessageRef.with { $0.seq = 1 } })),
+                  route: .unroutable),
+        RouteCase(name: "receipt batch to one sender",
+                  frame: Frame(.receipts(ReceiptBatch.with {
+                      $0.receipts = [receipt(for: toAlice, by: "alice"), receipt(for: toTeam, by: "alice")]
+                  })),
+                  route: .referencedSender("bob")),
+        RouteCase(name: "receipt batch to two senders: each its own",
+                  frame: Frame(.receipts(ReceiptBatch.with {
+                      $0.receipts = [receipt(for: toTeam, by: "alice"), receipt(for: fromCarol, by: "alice")]
+                  })),
+                  route: .eachReferencedSender),
+        RouteCase(name: "receipt batch with C2C read receipts too",
+                  frame: Frame(.receipts(ReceiptBatch.with {
+                      $0.receipts = [receipt(for: toTeam, by: "alice")]; $0.c2cReadReceipts = [c2cRead]
+                  })),
+                  route: .eachReferencedSender),
+        RouteCase(name: "receipt batch of C2C read receipts only",
+                  frame: Frame(.receipts(ReceiptBatch.with { $0.c2cReadReceipts = [c2cRead] })), route: .client),
+        RouteCase(name: "C2C read receipt: written by the server", frame: Frame(.c2cReadReceipt(c2cRead)),
+                  route: .client),
+        RouteCase(name: "group read-member page: the client that asked",
+                  frame: Frame(.groupReadMembers(GroupReadMembers.with {
+                      $0.message = toTeam.reference; $0.read = true; $0.memberIDs = ["carol"]
+                  })),
+                  route: .client),
+        RouteCase(name: "recall: the message's conversation",
+                  frame: Frame.recall(toTeam.reference, by: "bob"), route: .group("team")),
+        RouteCase(name: "edit: the message's conversation",
+                  frame: Frame(.edit(EditEvent.with {
+                      $0.message = toAlice.reference; $0.newMessage = toAlice; $0.editorID = "bob"
+                  })),
+                  route: .user("alice")),
+        RouteCase(name: "delete for everyone: the conversation", frame: delete(.everyone), route: .group("team")),
+        RouteCase(name: "delete for me only: my devices", frame: delete(.onlyMe), route: .ownDevices("bob")),
+        RouteCase(name: "delete with no scope: my devices", frame: delete(.unspecified), route: .ownDevices("bob")),
+        RouteCase(name: "typing: the conversation",
+                  frame: Frame(.typing(TypingEvent.with {
+                      $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
+                  })),
+                  route: .user("bob")),
+        RouteCase(name: "mark read: my devices",
+                  frame: Frame(.markRead(MarkReadEvent.with {
+                      $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.readSeq = 4
+                  })),
+                  route: .ownDevices("alice")),
+        RouteCase(name: "system notice: the server",
+                  frame: Frame(.systemNotice(SystemNotice.with { $0.type = "login"; $0.params = ["user_id": "a"] })),
+                  route: .server),
+        RouteCase(name: "send ack: the client that sent",
+                  frame: Frame(.sendAck(SendAck.with { $0.clientMsgID = "b-1"; $0.conversation = .oneToOne("alice") })),
+                  route: .client),
+        RouteCase(name: "history request: the server",
+                  frame: Frame(.historyRequest(HistoryRequest.with {
+                      $0.conversation = .group("team"); $0.count = 20
+                  })),
+                  route: .server),
+        RouteCase(name: "history response: the client that asked",
+                  frame: Frame(.historyResponse(HistoryResponse.with {
+                      $0.conversation = .group("team"); $0.messages = [toTeam]; $0.finished = true
+                  })),
+                  route: .client),
+        RouteCase(name: "stored merger body: the server",
+                  frame: Frame(.mergerPayload(MergerPayload.with { $0.messages = [toTeam] })), route: .server),
+        RouteCase(name: "no payload", frame: Frame(), route: .unroutable),
+    ]
+}
+
+@Suite("FrameView.route: where each payload kind goes")
+struct FrameRouteTests {
+    @Test("route", arguments: RouteCases.all)
+    func route(_ routeCase: RouteCase) throws {
+        let route = try WireDecoder().withFrameView(routeCase.frame.serializedBytes()) { $0.route }
+        #expect(route == routeCase.route)
+    }
+
+    @Test("every payload kind has a route case")
+    func everyKindIsCovered() {
+        let covered = Set(RouteCases.all.compactMap { $0.frame.payload?.kind })
+        #expect(covered == Set(Frame.Payload.Kind.allCases))
+    }
+
+    @Test("a read receipt's targetID is the reader; its route is the sender of the message it acknowledges")
+    func readReceiptGoesBackToTheSender() throws {
+        let bytes = Frame.readReceipt(for: RouteCases.toAlice.reference, by: "alice").serializedBytes()
+        let facts = try WireDecoder().withFrameView(bytes) { ($0.targetID, $0.referencedSenderID, $0.route) }
+        #expect(facts.0 == "alice")
+        #expect(facts.1 == "bob")
+        #expect(facts.2 == .referencedSender("bob"))
+    }
+
+    @Test("FrameRoute(conversationType:targetID:channelID:) for every conversation type")
+    func fromConversation() {
+        #expect(FrameRoute(conversationType: .oneToOne, targetID: "bob") == .user("bob"))
+        #expect(FrameRoute(conversationType: .group, targetID: "g") == .group("g"))
+        #expect(FrameRoute(conversationType: .chatroom, targetID: "r") == .chatroom("r"))
+        #expect(FrameRoute(conversationType: .ultraGroup, targetID: "u", channelID: "c")
+            == .ultraGroup("u", channelID: "c"))
+        #expect(FrameRoute(conversationType: .ultraGroup, targetID: "u") == .ultraGroup("u", channelID: ""))
+        #expect(FrameRoute(conversationType: .system, targetID: "") == .system(""))
+        #expect(FrameRoute(conversationType: .unspecified, targetID: "bob") == .unroutable)
+        #expect(FrameRoute(conversationType: .unrecognized(42), targetID: "bob") == .unroutable)
+        #expect(FrameRoute(conversationType: .oneToOne, targetID: "") == .unroutable)
+    }
+}
