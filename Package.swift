@@ -68,12 +68,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
             ]
         ),
-        // SwiftNIO frame codec handlers for IMCodec (the core library does not depend on NIO).
+        // SwiftNIO frame codec handlers for IMCodec, length-prefixed and WebSocket (the core library does
+        // not depend on NIO).
         .target(
             name: "IMCodecNIO",
             dependencies: [
                 "IMCodec",
                 .product(name: "NIOCore", package: "swift-nio", condition: nio),
+                .product(name: "NIOWebSocket", package: "swift-nio", condition: nio),
             ]
         ),
         // The `imcodec-relay` example: a loopback relay server and a chat client on IMCodecNIO.
@@ -85,6 +87,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio", condition: tools),
                 .product(name: "NIOPosix", package: "swift-nio", condition: tools),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: tools),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: tools),
+                .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
             ],
             exclude: ["README.md"]
@@ -100,6 +104,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: tools),
                 .product(name: "NIOEmbedded", package: "swift-nio", condition: tools),
                 .product(name: "NIOTestUtils", package: "swift-nio", condition: tools),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: tools),
+                .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
             ]
         ),
         // One decode measured in a process of its own, for HardeningTests' heap bounds.

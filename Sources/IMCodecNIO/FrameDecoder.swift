@@ -132,18 +132,7 @@ public struct InboundFrameDecoder: NIOSingleStepByteToMessageDecoder {
     }
 
     private func inspect(_ record: FrameRecord) throws(IMCodecError) -> InboundFrame {
-        do {
-            return try wireDecoder.withFrameView(record.body.readableBytesView) { view in
-                InboundFrame(
-                    record: record.record, prefixSize: record.prefixSize, payloadKind: view.payloadKind,
-                    conversationType: view.conversationType, targetID: view.targetID, senderID: view.senderID,
-                    clientMsgID: view.clientMsgID, messageFlags: view.messageFlags)
-            }
-        } catch let error as IMCodecError {
-            throw error
-        } catch {
-            throw IMCodecError(code: .malformed, reason: "frame view failed: \(error)")
-        }
+        try InboundFrame(inspecting: record, with: wireDecoder)
     }
 
     /// Validates the next frame and reads its routing facts, or returns `nil` when the buffer does not yet hold a whole one.

@@ -59,4 +59,24 @@ public struct InboundFrame: Sendable, Hashable {
         try Frame(serializedBytes: body.readableBytesView, options: options)
     }
 }
+
+extension InboundFrame {
+    /// Validates `record`'s body with `decoder` (protobuf-c decodes it once, within the decoder's
+    /// limits) and reads its routing facts through a ``IMCodec/FrameView``. Both transports make
+    /// their inbound frames here: ``InboundFrameDecoder`` and ``WebSocketFrameHandler``.
+    init(inspecting record: FrameRecord, with decoder: WireDecoder) throws(IMCodecError) {
+        do {
+            self = try decoder.withFrameView(record.body.readableBytesView) { view in
+                InboundFrame(
+                    record: record.record, prefixSize: record.prefixSize, payloadKind: view.payloadKind,
+                    conversationType: view.conversationType, targetID: view.targetID, senderID: view.senderID,
+                    clientMsgID: view.clientMsgID, messageFlags: view.messageFlags)
+            }
+        } catch let error as IMCodecError {
+            throw error
+        } catch {
+            throw IMCodecError(code: .malformed, reason: "frame view failed: \(error)")
+        }
+    }
+}
 #endif

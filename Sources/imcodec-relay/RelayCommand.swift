@@ -95,6 +95,9 @@ extension RelayCommand {
         @Option(help: "The port to listen on (0 picks a free one and prints it).")
         var port = 7070
 
+        @Option(help: "Also accept WebSocket connections on this port, one frame per binary message (0 picks one).")
+        var websocketPort: Int?
+
         @Option(help: "A groups file: lines of \"GROUP: USER USER ...\".")
         var groups: String?
 
@@ -121,6 +124,7 @@ extension RelayCommand {
             var configuration = RelayConfiguration()
             configuration.host = host
             configuration.port = port
+            configuration.webSocketPort = websocketPort
             configuration.codec = FrameCodecOptions(maxFrameSize: maxFrameSize)
             configuration.maxFrameWait = .milliseconds(Int64(frameWaitMs))
             configuration.loginTimeout = .milliseconds(Int64(loginTimeoutMs))
@@ -130,6 +134,10 @@ extension RelayCommand {
             let server = try RelayServer.start(configuration).wait()
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit("relay listening on \(host):\(server.port)" + (groupList.isEmpty ? "" : "; groups \(groupList)"))
+            if let webSocketPort = server.webSocketPort {
+                let authority = host.contains(":") ? "[\(host)]:\(webSocketPort)" : "\(host):\(webSocketPort)"
+                emit("relay accepting WebSocket on ws://\(authority)/")
+            }
             try server.closeFuture.wait()
         }
     }

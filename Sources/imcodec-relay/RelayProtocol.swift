@@ -9,6 +9,7 @@ import Darwin
 import IMCodec
 import IMCodecNIO
 import NIOCore
+import NIOWebSocket
 
 /// The small control protocol the relay speaks on top of ``IMCodec/Frame``s. The schema has no
 /// login or join frame, so the relay uses `SystemNotice` frames for them; everything else is an
@@ -114,6 +115,23 @@ enum RelayProtocol {
                 }
             }
         }.get()
+    }
+
+    /// The WebSocket close code for an error `code` the relay closes a connection with: `tooLarge`
+    /// 1009 (message too big), the other decoding errors 1007 (invalid payload data), as
+    /// ``IMCodecNIO/WebSocketFrameHandler/closeCode(for:)`` maps them; a text message 1003, a broken
+    /// WebSocket rule 1002; the relay's own failures (`io`, `internal`, `outOfMemory`) 1011; a broken
+    /// session rule (`notLoggedIn`, `loginTimeout`, `slowConsumer`, `pingFlood`, ...) 1008 (policy).
+    static func webSocketCloseCode(for code: String) -> WebSocketErrorCode {
+        switch code {
+        case "tooLarge", "truncated", "malformed", "wireTypeMismatch", "invalidUTF8", "tooDeep", "tooManyFields",
+            "memoryLimitExceeded", "unsupported", "payloadMismatch":
+            return WebSocketFrameHandler.closeCode(for: IMCodecError.Code(rawValue: code))
+        case "textMessage": return .unacceptableData
+        case "protocolError": return .protocolError
+        case "io", "internal", "outOfMemory": return .unexpectedServerError
+        default: return .policyViolation
+        }
     }
 
     /// Milliseconds since the Unix epoch.

@@ -2,7 +2,9 @@
 import IMCodec
 import IMCodecNIO
 import NIOCore
+import NIOHTTP1
 import NIOPosix
+import NIOWebSocket
 
 /// How a ``RelayServer`` listens and what it tolerates from a client.
 struct RelayConfiguration: Sendable {
@@ -10,6 +12,12 @@ struct RelayConfiguration: Sendable {
     var host = "127.0.0.1"
     /// The port to listen on; 0 picks a free one (see ``RelayServer/port``).
     var port = 7070
+    /// The port to accept WebSocket connections on (same host), or `nil` for none; 0 picks a free
+    /// one (see ``RelayServer/webSocketPort``).
+    var webSocketPort: Int?
+    /// Pings, fragments and the close wait of WebSocket connections (their frame size limit is
+    /// ``codec``'s).
+    var webSocket = WebSocketFrameLimits()
     /// The frame size and decoding limits for every connection.
     var codec = FrameCodecOptions(maxFrameSize: 1 << 20)
     /// How long a frame may stay incomplete before its connection is closed.
@@ -57,17 +65,25 @@ final class RelayServer: Sendable {
     let eventLoop: any EventLoop
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
+    private let webSocketChannel: (any Channel)?
     private let router: NIOLoopBound<Router>
 
     /// The port the relay listens on.
     let port: Int
+    /// The port the relay accepts WebSocket connections on, if it does.
+    let webSocketPort: Int?
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, router: NIOLoopBound<Router>) {
+    private init(
+        group: MultiThreadedEventLoopGroup, channel: any Channel, webSocketChannel: (any Channel)?,
+        router: NIOLoopBound<Router>
+    ) {
         self.group = group
         self.eventLoop = channel.eventLoop
         self.channel = channel
+        self.webSocketChannel = webSocketChannel
         self.router = router
         self.port = channel.localAddress?.port ?? 0
+        self.webSocketPort = webSocketChannel.map { $0.localAddress?.port ?? 0 }
     }
 
     /// Whether `host` names a loopback address (the relay listens nowhere else).
@@ -106,7 +122,7 @@ final class RelayServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let router = router.value
-                    let session = Session(channel: channel)
+                    let session = Session(channel: channel, transport: .tcp)
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(FrameDeadlineHandler(maxFrameWait: frameWait))
                     try sync.addInboundFrameDecoder(options: codec, stats: session.decoderStats)
@@ -114,11 +130,67 @@ final class RelayServer: Sendable {
                 }
             }
         return bootstrap.bind(host: configuration.host, port: configuration.port)
-            .map { RelayServer(group: group, channel: $0, router: router) }
+            .flatMap { channel -> EventLoopFuture<RelayServer> in
+                guard let webSocketPort = configuration.webSocketPort else {
+                    return loop.makeSucceededFuture(
+                        RelayServer(group: group, channel: channel, webSocketChannel: nil, router: router))
+                }
+                return bindWebSocket(configuration, port: webSocketPort, loop: loop, router: router)
+                    .map { RelayServer(group: group, channel: channel, webSocketChannel: $0, router: router) }
+                    .flatMapError { error in channel.close().flatMapThrowing { throw error } }
+            }
             .flatMapError { error in
                 group.shutdownGracefully { _ in }
                 return loop.makeFailedFuture(error)
             }
+    }
+
+    /// The WebSocket listener: an HTTP/1.1 server that only upgrades to WebSocket, then the same
+    /// ``RelayConnectionHandler`` as on TCP behind a ``IMCodecNIO/WebSocketFrameHandler`` (one
+    /// frame per binary message).
+    private static func bindWebSocket(
+        _ configuration: RelayConfiguration, port: Int, loop: any EventLoop, router: NIOLoopBound<Router>
+    ) -> EventLoopFuture<any Channel> {
+        let codec = configuration.codec
+        let limits = configuration.webSocket
+        let upgradeTimeout = configuration.loginTimeout
+        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
+            low: max(1, configuration.maxOutboundBytes / 2), high: max(2, configuration.maxOutboundBytes))
+        let bootstrap = ServerBootstrap(group: loop)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: watermark)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let upgrader = NIOWebSocketServerUpgrader(
+                        maxFrameSize: min(codec.effectiveMaxFrameSize, Int(UInt32.max)),
+                        automaticErrorHandling: false,
+                        shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
+                        upgradePipelineHandler: { channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                let session = Session(channel: channel, transport: .webSocket)
+                                let sync = channel.pipeline.syncOperations
+                                sync.removeHandler(name: UpgradeRequiredHandler.name, promise: nil)
+                                try sync.addHandler(
+                                    WebSocketFrameHandler(options: codec, limits: limits, stats: session.decoderStats))
+                                try sync.addHandler(RelayConnectionHandler(router: router.value, session: session))
+                            }
+                        })
+                    let sync = channel.pipeline.syncOperations
+                    try sync.configureHTTPServerPipeline(
+                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+                    try sync.addHandler(UpgradeRequiredHandler(), name: UpgradeRequiredHandler.name)
+                    // A connection that never completes its upgrade is closed after the login timeout
+                    // (once upgraded, the session's own login timer runs).
+                    channel.eventLoop.scheduleTask(in: upgradeTimeout) {
+                        if (try? channel.pipeline.syncOperations.context(name: UpgradeRequiredHandler.name)) != nil {
+                            channel.close(promise: nil)
+                        }
+                    }
+                }
+            }
+        return bootstrap.bind(host: configuration.host, port: port)
     }
 
     /// A snapshot of the relay's counters.
@@ -132,6 +204,7 @@ final class RelayServer: Sendable {
     /// Stops listening, closes every client, and shuts the event loop down.
     func shutdown() async throws {
         try? await channel.close()
+        try? await webSocketChannel?.close()
         try? await eventLoop.submit { self.router.value.closeAll() }.get()
         try await group.shutdownGracefully()
     }
@@ -139,8 +212,18 @@ final class RelayServer: Sendable {
 
 /// One client connection.
 final class Session {
+    /// How a client speaks to the relay.
+    enum Transport: String {
+        /// Length-prefixed frames on a TCP connection.
+        case tcp
+        /// One frame per binary WebSocket message.
+        case webSocket = "ws"
+    }
+
     /// The client's channel.
     let channel: any Channel
+    /// How the client speaks to the relay.
+    let transport: Transport
     /// The decoder's counters for this connection.
     let decoderStats = FrameDecoderStats()
     /// The logged-in user, once the login frame arrived.
@@ -152,10 +235,22 @@ final class Session {
     /// `user@address` for logs.
     var label: String {
         let address = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
-        return "\(userID ?? "?")@\(address)"
+        return "\(userID ?? "?")@\(address)\(transport == .webSocket ? " (ws)" : "")"
     }
 
-    init(channel: any Channel) { self.channel = channel }
+    init(channel: any Channel, transport: Transport) {
+        self.channel = channel
+        self.transport = transport
+    }
+
+    /// Tells a WebSocket connection's ``IMCodecNIO/WebSocketFrameHandler`` the close code and reason
+    /// of the close that follows (an error the handler raised itself keeps its own code).
+    func announceClose(code: String, reason: String) {
+        guard transport == .webSocket else { return }
+        let request = WebSocketFrameHandler.CloseRequest(
+            code: RelayProtocol.webSocketCloseCode(for: code), reason: "\(code): \(reason)")
+        channel.triggerUserOutboundEvent(request, promise: nil)
+    }
 }
 
 /// The routing table and the routing rules. Lives on the relay's event loop.
@@ -225,6 +320,7 @@ final class Router {
         stats.closedByError[code, default: 0] += 1
         log("closing \(session.label): \(code): \(reason)")
         unregister(session)
+        session.announceClose(code: code, reason: reason)
         let channel = session.channel
         guard channel.isActive else {
             channel.close(promise: nil)
@@ -244,6 +340,8 @@ final class Router {
             fail(session, code: error.code.rawValue, reason: error.reason)
         case is ByteToMessageDecoderError.PayloadTooLargeError:
             fail(session, code: IMCodecError.Code.tooLarge.rawValue, reason: "the decode buffer passed its cap")
+        case let error as WebSocketFrameError:
+            fail(session, code: error.code, reason: error.reason)
         case let error as ByteToMessageDecoderError:
             // Data after an earlier decode error; the connection is already being closed.
             if !session.closing { fail(session, code: "internal", reason: "\(error)") }
@@ -263,6 +361,7 @@ final class Router {
         }
         log("closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued")
         unregister(session)
+        session.announceClose(code: "slowConsumer", reason: "more than \(configuration.maxOutboundBytes) bytes queued")
         let channel = session.channel
         eventLoop.execute { channel.close(promise: nil) }
     }
@@ -513,6 +612,34 @@ final class Router {
     }
 }
 
+/// Answers an HTTP request that does not ask for a WebSocket upgrade with 426 and closes; removed
+/// from the pipeline when the upgrade succeeds.
+final class UpgradeRequiredHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Its name in the pipeline.
+    static let name = "imcodec-relay.upgrade-required"
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head = Self.unwrapInboundIn(data) else { return }
+        var body = context.channel.allocator.buffer(capacity: 80)
+        body.writeString("This is an imcodec-relay WebSocket port: connect with a WebSocket client.\n")
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+        headers.add(name: "Connection", value: "close")
+        headers.add(name: "Upgrade", value: "websocket")
+        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(
+            version: .http1_1, status: .upgradeRequired, headers: headers))), promise: nil)
+        context.write(Self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in
+            loopBoundContext.value.close(promise: nil)
+        }
+    }
+}
+
 /// The last handler of a relay connection: hands frames and errors to the ``Router``.
 final class RelayConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = InboundFrame
@@ -527,7 +654,21 @@ final class RelayConnectionHandler: ChannelInboundHandler {
         self.session = session
     }
 
+    private var started = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Behind a WebSocket upgrade the handler joins a channel that is already active.
+        if context.channel.isActive { start(context: context) }
+    }
+
     func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard !started else { return }
+        started = true
         router.opened(session)
         router.configuration.log("accepted \(session.label)")
         let router = NIOLoopBound(self.router, eventLoop: context.eventLoop)
@@ -536,7 +677,6 @@ final class RelayConnectionHandler: ChannelInboundHandler {
             guard session.value.userID == nil else { return }
             router.value.fail(session.value, code: "loginTimeout", reason: "no login frame in time")
         }
-        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
