@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""An independent WebSocket client for imcodec-relay, in Python (websockets + Google's protobuf).
+
+usage: ws_client.py --port W [--host 127.0.0.1] [--tcp-peer USER] [--schemas DIR] [--include DIR]
+
+It speaks the relay protocol (Sources/imcodec-relay/README.md) with its own encoder and decoder:
+Google's protobuf builds the message classes from Schemas/ at run time (protoc --descriptor_set_out,
+as Scripts/google_reference.py does) and the `websockets` package carries one Frame per binary
+message. Two users, alice and bob, connect over WebSocket and:
+
+1. log in (each gets `logged_in`);
+2. alice sends bob a one-to-one text; alice gets the send ack (error 0, a server uid, seq 1) and bob
+   the delivery, carrying the sender's fields and the server's uid, seq and time (ServerStamp);
+3. bob sends a read receipt for it, which reaches alice;
+4. alice recalls it, and the recall reaches bob;
+5. alice pings and gets the pong;
+6. with --tcp-peer USER (a client on the relay's length-prefixed TCP port, which answers every
+   message with a text), alice sends USER a text, gets the ack and USER's answer;
+7. both close with the close handshake (the relay echoes code 1000).
+
+Each step prints one line starting "OK " (the Swift test IMCodecNIOTests/WebSocketRelayTests checks
+them); any failure prints "FAIL ..." and exits 1. Every wait is bounded (--timeout seconds).
+Needs: pip install -r Scripts/requirements.txt (Scripts/bootstrap does it), protoc.
+"""
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+
+from websockets.asyncio.client import connect
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from google_reference import load_pool, message_class  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+
+
+class Client:
+    """One WebSocket connection logged in as `user`, reading Frames into a queue."""
+
+    def __init__(self, ws, user, frame_class, timeout):
+        self.ws = ws
+        self.user = user
+        self.Frame = frame_class
+        self.timeout = timeout
+        self.seen = []
+
+    async def send(self, frame):
+        await self.ws.send(frame.SerializeToString())
+
+    async def expect(self, what, predicate):
+        """Reads frames until one satisfies `predicate` (bounded by the timeout); returns it."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Failure(f"{self.user}: no {what} within {self.timeout} s; saw {self.seen}")
+            try:
+                data = await asyncio.wait_for(self.ws.recv(), left)
+            except asyncio.TimeoutError:
+                continue
+            check(isinstance(data, bytes), f"{self.user}: a text message arrived: {data!r}")
+            frame = self.Frame.FromString(data)
+            kind = frame.WhichOneof("payload")
+            self.seen.append(kind if kind != "system_notice" else f"notice:{frame.system_notice.type}")
+            if kind == "system_notice" and frame.system_notice.type == "error":
+                raise Failure(f"{self.user}: the relay reported {dict(frame.system_notice.params)}")
+            if predicate(frame):
+                return frame
+
+
+async def run(args, Frame):
+    uri = f"ws://{args.host}:{args.port}/"
+    one_to_one = 1  # CONVERSATION_TYPE_ONE_TO_ONE
+    async with connect(uri, max_size=1 << 20) as alice_ws, connect(uri, max_size=1 << 20) as bob_ws:
+        alice = Client(alice_ws, "alice", Frame, args.timeout)
+        bob = Client(bob_ws, "bob", Frame, args.timeout)
+
+        # 1. Login.
+        for client in (alice, bob):
+            login = Frame()
+            login.system_notice.type = "login"
+            login.system_notice.params["user_id"] = client.user
+            await client.send(login)
+            answer = await client.expect("logged_in", lambda f: f.WhichOneof("payload") == "system_notice")
+            check(answer.system_notice.type == "logged_in", f"{client.user}: {answer.system_notice.type}")
+            check(answer.system_notice.params["user_id"] == client.user, f"{client.user}: wrong user_id")
+            print(f"OK login {client.user}", flush=True)
+
+        # 2. A one-to-one text, its ack and its delivery.
+        text = Frame()
+        m = text.message
+        m.client_msg_id = "py-1"
+        m.sender_id = "alice"
+        m.conversation.type = one_to_one
+        m.conversation.target_id = "bob"
+        m.client_time_ms = int(time.time() * 1000)
+        m.flags = 1  # MESSAGE_FLAG_NEED_READ_RECEIPT
+        m.elements.add().text.text = "hello bob, from Python 🐍"
+        await alice.send(text)
+        ack = (await alice.expect("send ack", lambda f: f.WhichOneof("payload") == "send_ack")).send_ack
+        check(ack.error_code == 0, f"ack error {ack.error_code}: {ack.error_description}")
+        check(ack.client_msg_id == "py-1", f"ack for {ack.client_msg_id!r}")
+        check(ack.server_msg_uid != "" and ack.seq == 1 and ack.server_time_ms > 0, f"ack fields {ack}")
+        check(ack.conversation.type == one_to_one and ack.conversation.target_id == "bob", "ack conversation")
+        print(f"OK ack py-1 seq={ack.seq} uid={ack.server_msg_uid}", flush=True)
+
+        got = (await bob.expect("delivery", lambda f: f.WhichOneof("payload") == "message")).message
+        check(got.sender_id == "alice" and got.client_msg_id == "py-1", f"delivery ids {got.sender_id}")
+        check(len(got.elements) == 1 and got.elements[0].text.text == "hello bob, from Python 🐍", "delivery text")
+        check(got.server_msg_uid == ack.server_msg_uid, f"delivery uid {got.server_msg_uid}")
+        check(got.seq == ack.seq and got.server_time_ms == ack.server_time_ms, "delivery seq or time")
+        check(got.flags == 1 and got.client_time_ms == m.client_time_ms, "delivery flags or client time")
+        print(f"OK delivery bob text={got.elements[0].text.text!r} seq={got.seq} uid={got.server_msg_uid}",
+              flush=True)
+
+        # 3. bob's read receipt reaches alice.
+        receipt = Frame()
+        r = receipt.receipt
+        r.kind = 2  # RECEIPT_KIND_READ
+        r.message.client_msg_id = got.client_msg_id
+        r.message.server_msg_uid = got.server_msg_uid
+        r.message.seq = got.seq
+        r.message.sender_id = got.sender_id
+        r.message.conversation.type = one_to_one
+        r.message.conversation.target_id = "alice"
+        r.user_id = "bob"
+        r.is_peer_read = True
+        r.time_ms = int(time.time() * 1000)
+        await bob.send(receipt)
+        read = (await alice.expect("receipt", lambda f: f.WhichOneof("payload") == "receipt")).receipt
+        check(read.kind == 2 and read.user_id == "bob" and read.is_peer_read, f"receipt {read}")
+        check(read.message.server_msg_uid == ack.server_msg_uid, "receipt refers to another message")
+        print(f"OK receipt alice from=bob uid={read.message.server_msg_uid}", flush=True)
+
+        # 4. alice recalls the message; bob gets the recall.
+        recall = Frame()
+        rc = recall.recall
+        rc.message.client_msg_id = "py-1"
+        rc.message.server_msg_uid = ack.server_msg_uid
+        rc.message.seq = ack.seq
+        rc.message.sender_id = "alice"
+        rc.message.conversation.type = one_to_one
+        rc.message.conversation.target_id = "bob"
+        rc.revoker_id = "alice"
+        rc.time_ms = int(time.time() * 1000)
+        await alice.send(recall)
+        gone = (await bob.expect("recall", lambda f: f.WhichOneof("payload") == "recall")).recall
+        check(gone.revoker_id == "alice" and gone.message.server_msg_uid == ack.server_msg_uid, f"recall {gone}")
+        print(f"OK recall bob uid={gone.message.server_msg_uid}", flush=True)
+
+        # 5. Ping, pong.
+        pong = await alice_ws.ping(b"imcodec")
+        await asyncio.wait_for(pong, args.timeout)
+        print("OK pong alice", flush=True)
+
+        # 6. Across transports: a client on the TCP port.
+        if args.tcp_peer:
+            peer = args.tcp_peer
+            cross = Frame()
+            c = cross.message
+            c.client_msg_id = "py-2"
+            c.sender_id = "alice"
+            c.conversation.type = one_to_one
+            c.conversation.target_id = peer
+            c.elements.add().text.text = f"hello {peer} over TCP"
+            await alice.send(cross)
+            ack2 = (await alice.expect("send ack", lambda f: f.WhichOneof("payload") == "send_ack")).send_ack
+            check(ack2.error_code == 0 and ack2.client_msg_id == "py-2", f"ack {ack2}")
+            print(f"OK ack py-2 seq={ack2.seq} uid={ack2.server_msg_uid}", flush=True)
+            answer = (await alice.expect(f"{peer}'s answer", lambda f: f.WhichOneof("payload") == "message")).message
+            check(answer.sender_id == peer and answer.server_msg_uid != "", f"answer {answer}")
+            print(f"OK answer alice from={peer} text={answer.elements[0].text.text!r} seq={answer.seq}",
+                  flush=True)
+
+        # 7. Close handshake.
+        for client in (alice, bob):
+            await client.ws.close()
+            check(client.ws.close_code == 1000, f"{client.user}: close code {client.ws.close_code}")
+            print(f"OK close {client.user} code={client.ws.close_code}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--tcp-peer", default="")
+    ap.add_argument("--schemas", default=os.path.join(ROOT, "Schemas"))
+    ap.add_argument("--include", default="/usr/include")
+    ap.add_argument("--timeout", type=float, default=20)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        pool = load_pool(args.schemas, args.include, tmp)
+    Frame = message_class(pool, pool.FindMessageTypeByName("imcodec.v1.Frame"))
+    try:
+        asyncio.run(run(args, Frame))
+    except Failure as failure:
+        print(f"FAIL {failure}", flush=True)
+        sys.exit(1)
+    print("OK done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
