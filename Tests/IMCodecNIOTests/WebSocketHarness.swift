@@ -1,0 +1,244 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// One WebSocket frame as a server sent it (servers do not mask).
+struct ReceivedWebSocketFrame: Equatable {
+    var fin: Bool
+    var opcode: UInt8
+    var payload: [UInt8]
+}
+
+/// WebSocket opcodes (RFC 6455 §5.2).
+enum WSOpcode {
+    static let continuation: UInt8 = 0x0
+    static let text: UInt8 = 0x1
+    static let binary: UInt8 = 0x2
+    static let close: UInt8 = 0x8
+    static let ping: UInt8 = 0x9
+    static let pong: UInt8 = 0xA
+}
+
+/// Keeps every byte a connection receives.
+final class ByteCollector: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+
+    private let box = NIOLockedValueBox<[UInt8]>([])
+
+    var bytes: [UInt8] { box.withLockedValue { $0 } }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = Self.unwrapInboundIn(data)
+        box.withLockedValue { $0.append(contentsOf: buffer.readableBytesView) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// A WebSocket client written from raw bytes (handshake, masking, framing by hand), so that tests
+/// can send what a well-behaved client library never would.
+struct RawWebSocketClient: Sendable {
+    let channel: any Channel
+    let collector: ByteCollector
+
+    /// Connects to the relay's WebSocket port and completes the upgrade handshake.
+    static func connect(to server: RelayServer, group: any EventLoopGroup) async throws -> RawWebSocketClient {
+        let client = try await connectRaw(to: server, group: group)
+        var request = ByteBuffer()
+        request.writeString(
+            "GET /chat HTTP/1.1\r\nHost: 127.0.0.1:\(server.webSocketPort ?? 0)\r\nUpgrade: websocket\r\n"
+                + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                + "Sec-WebSocket-Version: 13\r\n\r\n")
+        try await client.channel.writeAndFlush(request).get()
+        let upgraded = await eventually { client.responseHead != nil }
+        #expect(upgraded, "no handshake response")
+        let head = client.responseHead ?? ""
+        #expect(head.hasPrefix("HTTP/1.1 101"), "handshake: \(head)")
+        // The accept value RFC 6455 §1.3 gives for this key.
+        #expect(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "handshake: \(head)")
+        return client
+    }
+
+    /// Connects to the WebSocket port without a handshake.
+    static func connectRaw(to server: RelayServer, group: any EventLoopGroup) async throws -> RawWebSocketClient {
+        let collector = ByteCollector()
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+            }
+            .connect(host: "127.0.0.1", port: try #require(server.webSocketPort)).get()
+        return RawWebSocketClient(channel: channel, collector: collector)
+    }
+
+    /// The HTTP response head, once it has arrived whole.
+    var responseHead: String? {
+        let bytes = collector.bytes
+        guard let end = Self.headEnd(bytes) else { return nil }
+        return String(decoding: bytes[..<end], as: UTF8.self)
+    }
+
+    private static func headEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for i in 0...(bytes.count - 4) where bytes[i..<i + 4].elementsEqual([13, 10, 13, 10]) { return i + 4 }
+        return nil
+    }
+
+    /// The WebSocket frames received after the handshake (a frame still incomplete is left out).
+    var frames: [ReceivedWebSocketFrame] {
+        let bytes = collector.bytes
+        guard var index = Self.headEnd(bytes) else { return [] }
+        var frames: [ReceivedWebSocketFrame] = []
+        while index + 2 <= bytes.count {
+            let fin = bytes[index] & 0x80 != 0
+            let opcode = bytes[index] & 0x0F
+            var length = Int(bytes[index + 1] & 0x7F)
+            var at = index + 2
+            if length == 126 {
+                guard at + 2 <= bytes.count else { break }
+                length = Int(bytes[at]) << 8 | Int(bytes[at + 1])
+                at += 2
+            } else if length == 127 {
+                guard at + 8 <= bytes.count else { break }
+                length = bytes[at..<at + 8].reduce(0) { $0 << 8 | Int($1) }
+                at += 8
+            }
+            guard at + length <= bytes.count else { break }
+            frames.append(ReceivedWebSocketFrame(fin: fin, opcode: opcode, payload: Array(bytes[at..<at + length])))
+            index = at + length
+        }
+        return frames
+    }
+
+    /// The IMCodec frames received, one per binary message.
+    var messages: [Frame] {
+        frames.filter { $0.opcode == WSOpcode.binary }.compactMap { try? Frame(serializedBytes: $0.payload) }
+    }
+
+    /// The close code of the relay's close frame, if one arrived.
+    var closeCode: UInt16? {
+        guard let close = frames.first(where: { $0.opcode == WSOpcode.close }), close.payload.count >= 2 else {
+            return nil
+        }
+        return UInt16(close.payload[0]) << 8 | UInt16(close.payload[1])
+    }
+
+    /// The `code` of the first error notice received, if any.
+    var errorCode: String? {
+        for frame in messages {
+            if case .systemNotice(let notice)? = frame.payload, notice.type == RelayProtocol.error {
+                return notice.params["code"]
+            }
+        }
+        return nil
+    }
+
+    /// The messages (IMCodec `Message` payloads) received.
+    var chatMessages: [Message] {
+        messages.compactMap { if case .message(let m)? = $0.payload { m } else { nil } }
+    }
+
+    /// One WebSocket frame's bytes, masked as a client must (unless `masked` is false).
+    static func frameBytes(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true) -> [UInt8] {
+        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        if payload.count < 126 {
+            out.append(maskBit | UInt8(payload.count))
+        } else if payload.count <= 0xFFFF {
+            out.append(maskBit | 126)
+            out += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            out.append(maskBit | 127)
+            out += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
+        }
+        guard masked else { return out + payload }
+        let key: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+        out += key
+        out += payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+        return out
+    }
+
+    func send(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true) async throws {
+        try await write(Self.frameBytes(opcode: opcode, payload: payload, fin: fin, masked: masked))
+    }
+
+    func write(_ bytes: [UInt8]) async throws {
+        try await channel.writeAndFlush(ByteBuffer(bytes: bytes)).get()
+    }
+
+    /// Sends `frame` as one binary message.
+    func send(_ frame: Frame) async throws {
+        try await send(opcode: WSOpcode.binary, payload: frame.serializedBytes())
+    }
+
+    /// Logs in as `user` and waits for the answer.
+    func login(_ user: String) async throws {
+        try await send(RelayProtocol.loginFrame(user))
+        let ok = await eventually {
+            messages.contains {
+                if case .systemNotice(let n)? = $0.payload { n.type == RelayProtocol.loggedIn } else { false }
+            }
+        }
+        #expect(ok, "\(user) was not logged in over WebSocket")
+    }
+
+    /// Waits until the relay closes the connection; returns whether it did within `seconds`.
+    func closedByPeer(within seconds: Double) async -> Bool {
+        await eventually(seconds) { !channel.isActive }
+    }
+
+    func close() async {
+        try? await channel.close().get()
+    }
+}
+
+extension Message {
+    /// The text of the first element, if it is a text element.
+    var firstText: String? {
+        if case .text(let element)? = elements.first?.content { element.text } else { nil }
+    }
+}
+
+/// The repository root (for Scripts/).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// Runs a command to completion off the cooperative pool; returns its exit status and output
+/// (standard output and error together).
+func runProcess(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> (Int32, String) {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-ws-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let log = folder.appendingPathComponent("output.txt")
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    process.currentDirectoryURL = repositoryRoot
+    var environment = ProcessInfo.processInfo.environment
+    environment.merge(extra) { $1 }
+    process.environment = environment
+    let handle = try FileHandle(forWritingTo: log)
+    process.standardOutput = handle
+    process.standardError = handle
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+    try? handle.close()
+    return (status, String(decoding: try Data(contentsOf: log), as: UTF8.self))
+}
+#endif
