@@ -104,9 +104,15 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     /// The WebSocket close code for a frame error: `messageTooLarge` (1009) for `tooLarge`,
-    /// `dataInconsistentWithMessage` (1007, invalid payload data) for every other decoding error.
+    /// `policyViolation` (1008) for `frameTimeout` (a message left incomplete, see
+    /// ``WebSocketDeadlineHandler``), `dataInconsistentWithMessage` (1007, invalid payload data) for
+    /// every other decoding error.
     public static func closeCode(for code: IMCodecError.Code) -> WebSocketErrorCode {
-        code == .tooLarge ? .messageTooLarge : .dataInconsistentWithMessage
+        switch code {
+        case .tooLarge: .messageTooLarge
+        case .frameTimeout: .policyViolation
+        default: .dataInconsistentWithMessage
+        }
     }
 
     /// The frame size and decoding limits.
@@ -236,6 +242,9 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
             fail(context, IMCodecError.tooLarge("a WebSocket frame longer than \(maxMessageSize) bytes"))
         case let error as NIOWebSocketError:
             fail(context, WebSocketFrameError(code: "protocolError", closeCode: .protocolError, reason: "\(error)"))
+        case let error as IMCodecError:
+            // From a handler in front, such as WebSocketDeadlineHandler (frameTimeout).
+            fail(context, error)
         default:
             if failed, error is ByteToMessageDecoderError { return }  // bytes after the decoder's own error
             context.fireErrorCaught(error)

@@ -153,6 +153,7 @@ final class RelayServer: Sendable {
     ) -> EventLoopFuture<any Channel> {
         let codec = configuration.codec
         let limits = configuration.webSocket
+        let frameWait = configuration.maxFrameWait
         let upgradeTimeout = configuration.loginTimeout
         let watermark = ChannelOptions.Types.WriteBufferWaterMark(
             low: max(1, configuration.maxOutboundBytes / 2), high: max(2, configuration.maxOutboundBytes))
@@ -172,6 +173,12 @@ final class RelayServer: Sendable {
                                 let session = Session(channel: channel, transport: .webSocket)
                                 let sync = channel.pipeline.syncOperations
                                 sync.removeHandler(name: UpgradeRequiredHandler.name, promise: nil)
+                                // In front of NIOWebSocket's decoder: a message left incomplete is frameTimeout.
+                                let decoder = try sync.context(
+                                    handlerType: ByteToMessageHandler<WebSocketFrameDecoder>.self)
+                                try sync.addHandler(
+                                    WebSocketDeadlineHandler(maxMessageWait: frameWait),
+                                    position: .before(decoder.handler))
                                 try sync.addHandler(
                                     WebSocketFrameHandler(options: codec, limits: limits, stats: session.decoderStats))
                                 try sync.addHandler(RelayConnectionHandler(router: router.value, session: session))

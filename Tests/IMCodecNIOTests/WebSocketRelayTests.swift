@@ -143,6 +143,42 @@ struct WebSocketRelayTests {
         }
     }
 
+    /// A client that stalls inside a frame, or between the fragments of a message (pinging meanwhile),
+    /// is closed with frameTimeout (close code 1008); a client idle between messages is not.
+    @Test func aMessageLeftIncompleteTimesOut() async throws {
+        try await withClientGroup { group in
+            try await withWebSocketRelay({ $0.maxFrameWait = .milliseconds(300) }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await RawWebSocketClient.connect(to: server, group: group)
+                try await bob.login("bob")
+                let body = Frame(Message.c2cText(from: "carol", to: "bob", "never finished")).serializedBytes()
+                // Inside a frame: the header and half the payload.
+                let insideFrame = try await RawWebSocketClient.connect(to: server, group: group)
+                try await insideFrame.login("carol")
+                let whole = RawWebSocketClient.frameBytes(opcode: WSOpcode.binary, payload: body)
+                try await insideFrame.write(Array(whole.prefix(whole.count / 2)))
+                // Between fragments, with pings that do not stop the clock.
+                let betweenFragments = try await RawWebSocketClient.connect(to: server, group: group)
+                try await betweenFragments.login("dave")
+                try await betweenFragments.send(opcode: WSOpcode.binary, payload: Array(body.prefix(4)), fin: false)
+                for i in 0..<3 { try await betweenFragments.send(opcode: WSOpcode.ping, payload: [UInt8(i)]) }
+                for client in [insideFrame, betweenFragments] {
+                    #expect(await client.closedByPeer(within: 10))
+                    #expect(client.closeCode == 1008)
+                    #expect(client.errorCode == "frameTimeout")
+                }
+                // bob, idle since his login, is still connected and gets what alice sends.
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "still here", clientMsgID: "s")))
+                #expect(await eventually { bob.chatMessages.count == 1 })
+                #expect(bob.channel.isActive && bob.closeCode == nil)
+                let stats = try await server.stats().get()
+                #expect(stats.closedByError == ["frameTimeout": 2])
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// An oversize message, a text message, bad frame bytes and a ping flood, each from its own
     /// client: each closes that client only, with its close code, while alice (TCP) keeps sending to
     /// bob (WebSocket) and dave (TCP), who receive every message, in order.
