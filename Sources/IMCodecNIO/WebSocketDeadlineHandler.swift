@@ -73,9 +73,9 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
             handler.deadline = nil
             guard handler.isInsideMessage else { return }
             let ms = wait.nanoseconds / 1_000_000
-            loopBoundContext.value.fireErrorCaught(IMCodecError(
-                code: .frameTimeout,
-                reason: "a WebSocket message stayed incomplete for " + (ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms")))
+            let amount = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+            loopBoundContext.value.fireErrorCaught(
+                IMCodecError(code: .frameTimeout, reason: "a WebSocket message stayed incomplete for \(amount)"))
         }
     }
 

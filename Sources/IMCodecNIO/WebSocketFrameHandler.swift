@@ -164,7 +164,8 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         guard !failed || frame.opcode == .connectionClose else { return }
         if frame.rsv1 || frame.rsv2 || frame.rsv3 {
             return fail(context, WebSocketFrameError(
-                code: "protocolError", closeCode: .protocolError, reason: "reserved bits set (no extension was agreed)"))
+                code: "protocolError", closeCode: .protocolError,
+                reason: "reserved bits set (no extension was agreed)"))
         }
         if frame.maskKey == nil {
             return fail(context, WebSocketFrameError(
@@ -272,7 +273,8 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         record.writeImmutableBuffer(body)
         let inbound: InboundFrame
         do {
-            inbound = try InboundFrame(inspecting: FrameRecord(record: record, prefixSize: prefixSize), with: wireDecoder)
+            inbound = try InboundFrame(
+                inspecting: FrameRecord(record: record, prefixSize: prefixSize), with: wireDecoder)
         } catch {
             return fail(context, error)
         }

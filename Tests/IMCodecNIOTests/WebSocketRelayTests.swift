@@ -45,7 +45,9 @@ struct WebSocketRelayTests {
                 ], environment: ["PYTHONDONTWRITEBYTECODE": "1"])
                 let carolAnswered = try await answered.value
                 let lines = output.split(separator: "\n").map(String.init)
-                #expect(status == 0, "Scripts/ws_client.py failed (install its packages with Scripts/bootstrap):\n\(output)")
+                #expect(
+                    status == 0,
+                    "Scripts/ws_client.py failed (install its packages with Scripts/bootstrap):\n\(output)")
                 let expected = [
                     "OK login alice", "OK login bob", "OK ack py-1 seq=1 uid=",
                     "OK delivery bob text='hello bob, from Python 🐍' seq=1 uid=", "OK receipt alice from=bob uid=",
@@ -93,7 +95,8 @@ struct WebSocketRelayTests {
                 let bytes = text.serializedBytes()
                 let third = bytes.count / 3
                 try await alice.send(opcode: WSOpcode.binary, payload: Array(bytes[..<third]), fin: false)
-                try await alice.send(opcode: WSOpcode.continuation, payload: Array(bytes[third..<2 * third]), fin: false)
+                try await alice.send(
+                    opcode: WSOpcode.continuation, payload: Array(bytes[third..<2 * third]), fin: false)
                 try await alice.send(opcode: WSOpcode.ping, payload: Array("are you there".utf8))
                 try await alice.send(opcode: WSOpcode.continuation, payload: Array(bytes[(2 * third)...]))
                 #expect(await eventually { bob.collector.messages.count == 1 })
@@ -102,7 +105,8 @@ struct WebSocketRelayTests {
                 let ack = alice.messages.compactMap { if case .sendAck(let a)? = $0.payload { a } else { nil } }.first
                 #expect(ack?.clientMsgID == "f-1" && ack?.errorCode == 0)
                 // The ping's pong carries its payload.
-                #expect(alice.frames.filter { $0.opcode == WSOpcode.pong }.map(\.payload) == [Array("are you there".utf8)])
+                let pongs = alice.frames.filter { $0.opcode == WSOpcode.pong }.map(\.payload)
+                #expect(pongs == [Array("are you there".utf8)])
                 // A message from a TCP client arrives as one binary message, without the length prefix.
                 try await bob.send(Frame(Message.c2cText(from: "bob", to: "alice", "back", clientMsgID: "b-1")))
                 #expect(await eventually { alice.chatMessages.count == 1 })
@@ -198,8 +202,10 @@ struct WebSocketRelayTests {
                 func traffic(_ count: Int) async throws {
                     for _ in 0..<count {
                         sent += 1
-                        try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "b\(sent)", clientMsgID: "b\(sent)")))
-                        try await alice.send(Frame(Message.c2cText(from: "alice", to: "dave", "d\(sent)", clientMsgID: "d\(sent)")))
+                        for peer in ["bob", "dave"] {
+                            let id = "\(peer.prefix(1))\(sent)"
+                            try await alice.send(Frame(Message.c2cText(from: "alice", to: peer, id, clientMsgID: id)))
+                        }
                     }
                 }
 
@@ -211,7 +217,8 @@ struct WebSocketRelayTests {
                 }
                 let faults = [
                     Fault(name: "oversize message", closeCode: 1009, errorCodes: ["tooLarge"]) { client in
-                        try await client.send(opcode: WSOpcode.binary, payload: [UInt8](repeating: 0x0A, count: maxFrameSize + 1))
+                        let payload = [UInt8](repeating: 0x0A, count: maxFrameSize + 1)
+                        try await client.send(opcode: WSOpcode.binary, payload: payload)
                     },
                     Fault(name: "oversize fragments", closeCode: 1009, errorCodes: ["tooLarge"]) { client in
                         let half = [UInt8](repeating: 0x0A, count: maxFrameSize / 2 + 1)
@@ -227,7 +234,9 @@ struct WebSocketRelayTests {
                     },
                     Fault(name: "ping flood", closeCode: 1008, errorCodes: ["pingFlood"]) { client in
                         var flood: [UInt8] = []
-                        for i in 0..<500 { flood += RawWebSocketClient.frameBytes(opcode: WSOpcode.ping, payload: [UInt8(i & 0xFF)]) }
+                        for i in 0..<500 {
+                            flood += RawWebSocketClient.frameBytes(opcode: WSOpcode.ping, payload: [UInt8(i & 0xFF)])
+                        }
                         try await client.write(flood)
                     },
                 ]
@@ -238,8 +247,10 @@ struct WebSocketRelayTests {
                     try await fault.send(client)
                     try await traffic(5)
                     #expect(await client.closedByPeer(within: 10), "\(fault.name): not closed")
-                    #expect(client.closeCode == fault.closeCode, "\(fault.name): close code \(client.closeCode.map { "\($0)" } ?? "none")")
-                    #expect(fault.errorCodes.contains(client.errorCode ?? "none"), "\(fault.name): \(client.errorCode ?? "no notice")")
+                    let closeCode = client.closeCode.map { "\($0)" } ?? "none"
+                    #expect(client.closeCode == fault.closeCode, "\(fault.name): close code \(closeCode)")
+                    let errorCode = client.errorCode ?? "no notice"
+                    #expect(fault.errorCodes.contains(errorCode), "\(fault.name): \(errorCode)")
                     if fault.name == "ping flood" {
                         // Every ping within the limit was answered; none after it.
                         #expect(client.frames.filter { $0.opcode == WSOpcode.pong }.count == 32)
@@ -247,7 +258,9 @@ struct WebSocketRelayTests {
                 }
                 try await traffic(5)
                 let total = sent
-                #expect(await eventually(30) { bob.chatMessages.count == total && dave.collector.messages.count == total })
+                #expect(await eventually(30) {
+                    bob.chatMessages.count == total && dave.collector.messages.count == total
+                })
                 #expect(bob.chatMessages.map { $0.firstText ?? "" } == (1...total).map { "b\($0)" })
                 #expect(dave.collector.messages.map { $0.firstText ?? "" } == (1...total).map { "d\($0)" })
                 #expect(bob.chatMessages.map(\.seq) == (1...total).map { UInt64($0) })
