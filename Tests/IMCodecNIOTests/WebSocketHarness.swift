@@ -51,8 +51,10 @@ struct RawWebSocketClient: Sendable {
     let collector: ByteCollector
 
     /// Connects to the relay's WebSocket port and completes the upgrade handshake.
-    static func connect(to server: RelayServer, group: any EventLoopGroup) async throws -> RawWebSocketClient {
-        let client = try await connectRaw(to: server, group: group)
+    static func connect(
+        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil
+    ) async throws -> RawWebSocketClient {
+        let client = try await connectRaw(to: server, group: group, receiveBuffer: receiveBuffer)
         var request = ByteBuffer()
         request.writeString(
             "GET /chat HTTP/1.1\r\nHost: 127.0.0.1:\(server.webSocketPort ?? 0)\r\nUpgrade: websocket\r\n"
@@ -69,9 +71,15 @@ struct RawWebSocketClient: Sendable {
     }
 
     /// Connects to the WebSocket port without a handshake.
-    static func connectRaw(to server: RelayServer, group: any EventLoopGroup) async throws -> RawWebSocketClient {
+    static func connectRaw(
+        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil
+    ) async throws -> RawWebSocketClient {
         let collector = ByteCollector()
-        let channel = try await ClientBootstrap(group: group)
+        var bootstrap = ClientBootstrap(group: group)
+        if let receiveBuffer {
+            bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
+        }
+        let channel = try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
             }

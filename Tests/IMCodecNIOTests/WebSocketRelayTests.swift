@@ -183,6 +183,49 @@ struct WebSocketRelayTests {
         }
     }
 
+    /// A WebSocket client that stops reading while a TCP client floods it is dropped as a slow
+    /// consumer once its queue passes the outbound cap; the flooder gets every ack, and another
+    /// WebSocket client keeps receiving.
+    @Test func aWebSocketClientThatStopsReadingIsDroppedAsASlowConsumer() async throws {
+        try await withClientGroup { group in
+            try await withWebSocketRelay({ $0.maxOutboundBytes = 512 << 10 }) { server in
+                let sloth = try await RawWebSocketClient.connect(to: server, group: group, receiveBuffer: 4096)
+                try await sloth.login("sloth")
+                try await sloth.channel.setOption(.autoRead, value: false).get()
+                let bystander = try await RawWebSocketClient.connect(to: server, group: group)
+                try await bystander.login("bystander")
+                let flooder = try await TestClient.connect(to: server, as: "flooder", group: group)
+                let text = String(repeating: "z", count: 4000)
+                let count = 3000
+                for k in 0..<count {
+                    let to = k % 100 == 0 ? "bystander" : "sloth"
+                    let frame = Frame(Message.c2cText(from: "flooder", to: to, text, clientMsgID: "f-\(k)"))
+                    if k % 100 == 99 {
+                        try await flooder.channel.writeAndFlush(frame).get()
+                    } else {
+                        flooder.channel.write(frame, promise: nil)
+                    }
+                }
+                let dropped = await eventually(30) {
+                    (try? server.stats().wait())?.closedByError["slowConsumer"] == 1
+                }
+                #expect(dropped)
+                #expect(await eventually(30) { flooder.collector.acks.count == count })
+                // The sloth reads again: it drains what reached it and then sees the connection end.
+                try await sloth.channel.setOption(.autoRead, value: true).get()
+                #expect(await sloth.closedByPeer(within: 30))
+                #expect(await eventually(30) { bystander.chatMessages.count == count / 100 })
+                let expected = stride(from: 0, to: count, by: 100).map { "f-\($0)" }
+                #expect(bystander.chatMessages.map(\.clientMsgID) == expected)
+                #expect(bystander.channel.isActive && flooder.channel.isActive)
+                let stats = try await server.stats().get()
+                #expect(stats.closedByError == ["slowConsumer": 1])
+                await bystander.close()
+                await flooder.close()
+            }
+        }
+    }
+
     /// An oversize message, a text message, bad frame bytes and a ping flood, each from its own
     /// client: each closes that client only, with its close code, while alice (TCP) keeps sending to
     /// bob (WebSocket) and dave (TCP), who receive every message, in order.
