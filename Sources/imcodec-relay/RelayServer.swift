@@ -317,7 +317,13 @@ final class Router {
     }
 
     func closeAll() {
-        for session in connections.values { session.channel.close(promise: nil) }
+        for session in connections.values {
+            if session.transport == .webSocket {
+                let request = WebSocketFrameHandler.CloseRequest(code: .goingAway, reason: "the relay is shutting down")
+                session.channel.triggerUserOutboundEvent(request, promise: nil)
+            }
+            session.channel.close(promise: nil)
+        }
     }
 
     /// Closes `session` after telling it why (where the socket still takes bytes).

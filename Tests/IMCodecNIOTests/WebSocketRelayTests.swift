@@ -125,6 +125,26 @@ struct WebSocketRelayTests {
         }
     }
 
+    @Test func stoppingTheRelaySendsGoingAway() async throws {
+        try await withClientGroup { group in
+            var configuration = RelayConfiguration()
+            configuration.port = 0
+            configuration.webSocketPort = 0
+            let server = try await RelayServer.start(configuration).get()
+            let client: RawWebSocketClient
+            do {
+                client = try await RawWebSocketClient.connect(to: server, group: group)
+                try await client.login("alice")
+            } catch {
+                try? await server.shutdown()
+                throw error
+            }
+            try await server.shutdown()
+            #expect(await client.closedByPeer(within: 10))
+            #expect(client.closeCode == 1001)
+        }
+    }
+
     @Test func plainHTTPAndUnmaskedFramesAreRefused() async throws {
         try await withClientGroup { group in
             try await withWebSocketRelay { server in
