@@ -145,6 +145,23 @@ struct WebSocketRelayTests {
         }
     }
 
+    /// A connection that never completes the upgrade (silent, or stuck inside its request) is closed
+    /// after the login timeout.
+    @Test func anUnfinishedUpgradeIsClosedAtTheLoginTimeout() async throws {
+        try await withClientGroup { group in
+            try await withWebSocketRelay({ $0.loginTimeout = .milliseconds(300) }) { server in
+                let silent = try await RawWebSocketClient.connectRaw(to: server, group: group)
+                let partial = try await RawWebSocketClient.connectRaw(to: server, group: group)
+                try await partial.write(Array("GET / HTTP/1.1\r\nUpgrade: websocket\r\n".utf8))
+                #expect(await silent.closedByPeer(within: 10))
+                #expect(await partial.closedByPeer(within: 10))
+                #expect(silent.collector.bytes.isEmpty && partial.collector.bytes.isEmpty)
+                let stats = try await server.stats().get()
+                #expect(stats.connectionsAccepted == 0, "no session is opened before the upgrade")
+            }
+        }
+    }
+
     @Test func plainHTTPAndUnmaskedFramesAreRefused() async throws {
         try await withClientGroup { group in
             try await withWebSocketRelay { server in
