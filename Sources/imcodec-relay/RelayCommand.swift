@@ -118,6 +118,9 @@ extension RelayCommand {
 
         func validate() throws {
             guard RelayServer.isLoopback(host) else { throw ValidationError("the relay listens on loopback only") }
+            if let websocketPort, websocketPort != 0, websocketPort == port {
+                throw ValidationError("--websocket-port must differ from --port")
+            }
         }
 
         func run() throws {

@@ -145,6 +145,15 @@ struct WebSocketRelayTests {
         }
     }
 
+    @Test func serveParsesTheWebSocketPort() throws {
+        let serve = try RelayCommand.Serve.parse(["--port", "7070", "--websocket-port", "7071"])
+        #expect(serve.websocketPort == 7071 && serve.port == 7070)
+        #expect(try RelayCommand.Serve.parse([]).websocketPort == nil)
+        #expect(throws: (any Error).self) {
+            try RelayCommand.Serve.parse(["--port", "7070", "--websocket-port", "7070"])
+        }
+    }
+
     /// A connection that never completes the upgrade (silent, or stuck inside its request) is closed
     /// after the login timeout.
     @Test func anUnfinishedUpgradeIsClosedAtTheLoginTimeout() async throws {
