@@ -31,6 +31,7 @@ import tempfile
 import time
 
 from websockets.asyncio.client import connect
+from websockets.exceptions import WebSocketException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from google_reference import load_pool, message_class  # noqa: E402
@@ -206,8 +207,8 @@ def main():
     Frame = message_class(pool, pool.FindMessageTypeByName("imcodec.v1.Frame"))
     try:
         asyncio.run(run(args, Frame))
-    except Failure as failure:
-        print(f"FAIL {failure}", flush=True)
+    except (Failure, OSError, WebSocketException) as failure:
+        print(f"FAIL {type(failure).__name__}: {failure}", flush=True)
         sys.exit(1)
     print("OK done", flush=True)
 
