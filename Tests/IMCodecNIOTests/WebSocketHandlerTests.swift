@@ -81,6 +81,7 @@ struct WebSocketHandlerTests {
         try channel.writeInbound(clientFrame(.connectionClose, [0x03, 0xF0]))
         #expect(!channel.isActive)
         try closed.wait()
+        _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
     @Test func thePeersCloseIsEchoedAndErrorsChooseTheCloseCode() throws {
@@ -90,6 +91,7 @@ struct WebSocketHandlerTests {
         let echo = try #require(try channel.readOutbound(as: WebSocketFrame.self))
         #expect(echo.opcode == .connectionClose && echo.data.getInteger(at: echo.data.readerIndex) == UInt16(1001))
         #expect(!channel.isActive)
+        _ = try channel.finish(acceptAlreadyClosed: true)
 
         // A frame that does not decode: the error goes down the pipeline, and the close says 1007.
         let second = EmbeddedChannel(handler: WebSocketFrameHandler())
@@ -100,9 +102,14 @@ struct WebSocketHandlerTests {
         second.close(promise: nil)
         let close = try #require(try second.readOutbound(as: WebSocketFrame.self))
         #expect(close.data.getInteger(at: close.data.readerIndex) == UInt16(1007))
+        // No answer from the peer: the close timeout ends the connection.
+        second.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(!second.isActive)
+        _ = try second.finish(acceptAlreadyClosed: true)
         // A text message is a WebSocketFrameError.
         let third = EmbeddedChannel(handler: WebSocketFrameHandler())
         #expect(throws: WebSocketFrameError.self) { try third.writeInbound(clientFrame(.text, Array("hi".utf8))) }
+        _ = try third.finish(acceptAlreadyClosed: true)
     }
 
     @Test func theDeadlineFollowsFramesAndFragments() throws {
