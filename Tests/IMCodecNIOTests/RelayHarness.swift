@@ -205,10 +205,16 @@ enum RelayExecutable {
     }
 
     static let url: URL? = {
-        var folders = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        folders += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        return folders.map { $0.appendingPathComponent("imcodec-relay") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        // Next to the test bundle; Bundle.allBundles only when that fails (swift-corelibs-foundation
+        // leaks the array it copies, which LeakSanitizer reports).
+        func relay(in folder: URL) -> URL? {
+            let url = folder.appendingPathComponent("imcodec-relay")
+            return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
+        }
+        if let url = relay(in: URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()) {
+            return url
+        }
+        return Bundle.allBundles.lazy.compactMap { relay(in: $0.bundleURL.deletingLastPathComponent()) }.first
     }()
 
     static func run(_ arguments: [String]) throws -> Result {

@@ -535,14 +535,17 @@ enum CLI {
     }
 
     static let executable: URL? = {
-        // The test bundle sits in the build products folder, next to the executable.
-        var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        for folder in candidates {
+        // The test bundle sits in the build products folder, next to the executable. Bundle.allBundles
+        // is asked only when that fails (swift-corelibs-foundation leaks the array it copies, which
+        // LeakSanitizer reports).
+        func imcodec(in folder: URL) -> URL? {
             let url = folder.appendingPathComponent("imcodec")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+            return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
         }
-        return nil
+        if let url = imcodec(in: URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()) {
+            return url
+        }
+        return Bundle.allBundles.lazy.compactMap { imcodec(in: $0.bundleURL.deletingLastPathComponent()) }.first
     }()
 
     /// Runs `script` with bash (`set -e -o pipefail`) in the repository's root, with `$BIN` the folder
