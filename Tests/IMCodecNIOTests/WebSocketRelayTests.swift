@@ -161,7 +161,11 @@ struct WebSocketRelayTests {
             try await withWebSocketRelay({ $0.loginTimeout = .milliseconds(300) }) { server in
                 let silent = try await RawWebSocketClient.connectRaw(to: server, group: group)
                 let partial = try await RawWebSocketClient.connectRaw(to: server, group: group)
-                try await partial.write(Array("GET / HTTP/1.1\r\nUpgrade: websocket\r\n".utf8))
+                do {
+                    try await partial.write(Array("GET / HTTP/1.1\r\nUpgrade: websocket\r\n".utf8))
+                } catch ChannelError.ioOnClosedChannel {
+                    // On a slow machine the login timeout may close it first: unfinished either way.
+                }
                 #expect(await silent.closedByPeer(within: 10))
                 #expect(await partial.closedByPeer(within: 10))
                 #expect(silent.collector.bytes.isEmpty && partial.collector.bytes.isEmpty)
