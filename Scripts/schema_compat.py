@@ -214,7 +214,7 @@ def field_changes(old_schema, new_schema, old_msg, new_msg, old, new):
         else:
             out.append("moved from oneof %s to oneof %s (unsafe)" % (oo, no))
     if old.name == new.name and old.json_name != new.json_name:
-        out.append("JSON name changed %r -> %r (JSON break)" % (old.json_name, new.json_name))
+        out.append("JSON name changed \"%s\" -> \"%s\" (JSON break)" % (old.json_name, new.json_name))
     return out
 
 
@@ -262,7 +262,7 @@ def reserved_changes(kind, old_ranges, new_ranges, old_names, new_names, new_ite
         out.append(line)
     by_name = {name: num for num, name in new_items.items()}
     for name in sorted(set(old_names) - set(new_names)):
-        line = "reserved name %r no longer reserved" % name
+        line = "reserved name \"%s\" no longer reserved" % name
         if name in by_name:
             line += "; now used by %s %s = %d (JSON break)" % (kind, name, by_name[name])
         else:
@@ -299,7 +299,7 @@ def compare_message(old_schema, new_schema, full, old_msg, new_msg):
                 out.append((subject, "field %d removed; its number is now used by field %s (wire break)"
                             % (f.number, by_num.name)))
             else:
-                out.append((subject, "field %d renamed to %s (JSON name %r -> %r; JSON break)"
+                out.append((subject, "field %d renamed to %s (JSON name \"%s\" -> \"%s\"; JSON break)"
                             % (f.number, by_num.name, f.json_name, by_num.json_name)))
                 for change in field_changes(old_schema, new_schema, old_msg, new_msg, f, by_num):
                     out.append((subject, change))
@@ -312,7 +312,7 @@ def compare_message(old_schema, new_schema, full, old_msg, new_msg):
             elif not num_ok:
                 out.append((subject, "field %d removed without reserving its number (wire break)" % f.number))
             elif not name_ok:
-                out.append((subject, "field %d removed without reserving its name %r (JSON break)"
+                out.append((subject, "field %d removed without reserving its name \"%s\" (JSON break)"
                             % (f.number, f.name)))
     new_items = {f.number: f.name for f in new_msg.field if f.number not in old_num}
     for line in reserved_changes("field", old_ranges, new_ranges, old_msg.reserved_name,
@@ -357,7 +357,7 @@ def compare_enum(full, old_enum, new_enum):
             elif not num_ok:
                 out.append((subject, "enum value %d removed without reserving its number (wire break)" % v.number))
             elif not name_ok:
-                out.append((subject, "enum value %d removed without reserving its name %r (JSON break)"
+                out.append((subject, "enum value %d removed without reserving its name \"%s\" (JSON break)"
                             % (v.number, v.name)))
     new_items = {}
     for v in new_enum.value:
@@ -463,10 +463,12 @@ def main(argv):
         print("schema-compat: wrote baseline %s from %s" % (display(args.baseline), display(args.schemas)))
         return 0
 
-    print("schema-compat: %s is compatible with the baseline %s (%d messages, %d enums; "
-          "%d fields, %d values and %d types added)"
-          % (display(args.schemas), display(args.baseline), stats["messages"], stats["enums"],
-             stats["fields_added"], stats["values_added"], stats["types_added"]))
+    def count(n, noun):
+        return "%d %s%s" % (n, noun, "" if n == 1 else "s")
+    print("schema-compat: %s is compatible with the baseline %s (%s, %s; %s, %s and %s added)"
+          % (display(args.schemas), display(args.baseline), count(stats["messages"], "message"),
+             count(stats["enums"], "enum"), count(stats["fields_added"], "field"),
+             count(stats["values_added"], "value"), count(stats["types_added"], "type")))
     return 0
 
 
