@@ -8,5 +8,6 @@
 #include "imcodec/v1/frame.pb-c.h"
 #include "imcodec/v1/message.pb-c.h"
 #include "imcodec/v1/receipts.pb-c.h"
+#include "imcodec/v1/session.pb-c.h"
 
 #endif

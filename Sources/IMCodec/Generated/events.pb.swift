@@ -99,6 +99,54 @@ public enum TypingState: RawRepresentable, CaseIterable, Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// The order of a history page (QuickBlox sort_asc / sort_desc on date_sent).
+public enum HistorySort: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `HISTORY_SORT_UNSPECIFIED = 0`
+    case unspecified
+    /// `HISTORY_SORT_OLDEST_FIRST = 1`
+    case oldestFirst
+    /// `HISTORY_SORT_NEWEST_FIRST = 2`
+    case newestFirst
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [HistorySort] = [.unspecified, .oldestFirst, .newestFirst]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .oldestFirst
+        case 2: self = .newestFirst
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .oldestFirst: 1
+        case .newestFirst: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`HISTORY_SORT_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "HISTORY_SORT_UNSPECIFIED"
+        case .oldestFirst: "HISTORY_SORT_OLDEST_FIRST"
+        case .newestFirst: "HISTORY_SORT_NEWEST_FIRST"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// The `imcodec.v1.HistoryDirection` enum.
 public enum HistoryDirection: RawRepresentable, CaseIterable, Sendable, Hashable {
     /// `HISTORY_DIRECTION_UNSPECIFIED = 0`
@@ -139,6 +187,110 @@ public enum HistoryDirection: RawRepresentable, CaseIterable, Sendable, Hashable
         case .unspecified: "HISTORY_DIRECTION_UNSPECIFIED"
         case .older: "HISTORY_DIRECTION_OLDER"
         case .newer: "HISTORY_DIRECTION_NEWER"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// The `imcodec.v1.ReactionAction` enum.
+public enum ReactionAction: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `REACTION_ACTION_UNSPECIFIED = 0`
+    case unspecified
+    /// `REACTION_ACTION_ADD = 1`
+    case add
+    /// `REACTION_ACTION_REMOVE = 2`
+    case remove
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [ReactionAction] = [.unspecified, .add, .remove]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .add
+        case 2: self = .remove
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .add: 1
+        case .remove: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`REACTION_ACTION_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "REACTION_ACTION_UNSPECIFIED"
+        case .add: "REACTION_ACTION_ADD"
+        case .remove: "REACTION_ACTION_REMOVE"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// How a user receives a conversation's messages (Tencent V2TIMReceiveMessageOpt).
+public enum ReceiveOption: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `RECEIVE_OPTION_UNSPECIFIED = 0`
+    case unspecified
+    /// Online delivery and offline push.
+    /// Wire name `RECEIVE_OPTION_RECEIVE`, number 1.
+    case receive
+    /// Nothing, online or offline.
+    /// Wire name `RECEIVE_OPTION_NOT_RECEIVE`, number 2.
+    case notReceive
+    /// Online delivery, no offline push ("mute notifications", do not disturb).
+    /// Wire name `RECEIVE_OPTION_RECEIVE_NOT_NOTIFY`, number 3.
+    case receiveNotNotify
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [ReceiveOption] = [.unspecified, .receive, .notReceive, .receiveNotNotify]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .receive
+        case 2: self = .notReceive
+        case 3: self = .receiveNotNotify
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .receive: 1
+        case .notReceive: 2
+        case .receiveNotNotify: 3
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`RECEIVE_OPTION_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "RECEIVE_OPTION_UNSPECIFIED"
+        case .receive: "RECEIVE_OPTION_RECEIVE"
+        case .notReceive: "RECEIVE_OPTION_NOT_RECEIVE"
+        case .receiveNotNotify: "RECEIVE_OPTION_RECEIVE_NOT_NOTIFY"
         case .unrecognized(let number): String(number)
         }
     }
@@ -284,6 +436,9 @@ public struct SystemNotice: IMCodecMessage {
     /// Field `time_ms` (4).
     public var timeMs: Int64 = 0
 
+    /// The user it is for (QuickBlox recipientID); empty: the receiving connection's user.
+    public var recipientID: String = ""
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -343,6 +498,18 @@ public struct HistoryRequest: IMCodecMessage {
     /// Field `direction` (4).
     public var direction: HistoryDirection = .unspecified
 
+    /// QuickBlox-style filters: skip this many matches first (offset paging, with count as limit)...
+    public var skip: UInt32 = 0
+
+    /// ...order the page...
+    public var sort: HistorySort = .unspecified
+
+    /// ...and keep messages sent in [start_time_ms, end_time_ms] (server time, epoch ms; 0: open).
+    public var startTimeMs: Int64 = 0
+
+    /// Field `end_time_ms` (8).
+    public var endTimeMs: Int64 = 0
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -366,6 +533,197 @@ public struct HistoryResponse: IMCodecMessage {
 
     /// No more pages in this direction.
     public var finished: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A user added or removed an emoji reaction on a message. The server forwards it to the
+/// conversation with summary filled in.
+public struct ReactionEvent: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ReactionEvent"
+
+    /// Field `message` (1).
+    public var message: MessageRef? = nil
+
+    /// Field `user_id` (2).
+    public var userID: String = ""
+
+    /// One emoji (see ReactionSummary.emoji).
+    public var emoji: String = ""
+
+    /// Field `action` (4).
+    public var action: ReactionAction = .unspecified
+
+    /// Field `time_ms` (5).
+    public var timeMs: Int64 = 0
+
+    /// The message's reactions after the change (server to clients).
+    public var summary: [ReactionSummary] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A message was pinned in (or unpinned from) its conversation.
+public struct PinEvent: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.PinEvent"
+
+    /// Field `conversation` (1).
+    public var conversation: Conversation? = nil
+
+    /// Field `message` (2).
+    public var message: MessageRef? = nil
+
+    /// false: unpinned.
+    public var pinned: Bool = false
+
+    /// Field `operator_id` (4).
+    public var operatorID: String = ""
+
+    /// Field `time_ms` (5).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A vote on a poll (PollElement). Sending it again replaces the voter's earlier choice; no
+/// option_ids withdraws the vote.
+public struct PollVoteEvent: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.PollVoteEvent"
+
+    /// The message that carries the poll.
+    public var pollMessage: MessageRef? = nil
+
+    /// Field `poll_id` (2).
+    public var pollID: String = ""
+
+    /// Field `voter_id` (3).
+    public var voterID: String = ""
+
+    /// PollOption ids; at most one unless the poll is multiple_choice.
+    public var optionIDs: [UInt32] = []
+
+    /// Field `time_ms` (5).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The votes for one option.
+public struct PollOptionResult: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.PollOptionResult"
+
+    /// Field `option_id` (1).
+    public var optionID: UInt32 = 0
+
+    /// Field `votes` (2).
+    public var votes: UInt32 = 0
+
+    /// Who voted for it; empty for anonymous polls.
+    public var voterIDs: [String] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A poll's results (server to the conversation, after votes), or its closing: the creator sends
+/// closed = true, and the server answers everyone with the final results.
+public struct PollUpdate: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.PollUpdate"
+
+    /// Field `poll_message` (1).
+    public var pollMessage: MessageRef? = nil
+
+    /// Field `poll_id` (2).
+    public var pollID: String = ""
+
+    /// Field `closed` (3).
+    public var closed: Bool = false
+
+    /// Who closed it.
+    public var closedBy: String = ""
+
+    /// Field `results` (5).
+    public var results: [PollOptionResult] = []
+
+    /// Distinct voters (a multiple-choice voter counts once).
+    public var voterCount: UInt32 = 0
+
+    /// Field `time_ms` (7).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A conversation's disappearing-message timer was set. Messages sent afterwards carry it
+/// (Message.expire_after_s).
+public struct DisappearingTimerEvent: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.DisappearingTimerEvent"
+
+    /// Field `conversation` (1).
+    public var conversation: Conversation? = nil
+
+    /// 0 turns disappearing messages off.
+    public var expireAfterS: UInt32 = 0
+
+    /// Field `operator_id` (3).
+    public var operatorID: String = ""
+
+    /// Field `time_ms` (4).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Sets a conversation's receive option (Tencent setC2CReceiveMessageOpt, setGroupReceiveMessageOpt).
+/// The server answers with RequestResult and syncs it to the user's other devices.
+public struct ReceiveOptionChange: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ReceiveOptionChange"
+
+    /// Field `conversation` (1).
+    public var conversation: Conversation? = nil
+
+    /// Field `option` (2).
+    public var option: ReceiveOption = .unspecified
+
+    /// Field `user_id` (3).
+    public var userID: String = ""
+
+    /// Field `time_ms` (4).
+    public var timeMs: Int64 = 0
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -511,6 +869,10 @@ extension SystemNotice {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.recipientID.isEmpty {
+            w.writeString(self.recipientID)
+            w.writeVarint(42)
+        }
         if self.timeMs != 0 {
             w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
             w.writeVarint(32)
@@ -578,6 +940,22 @@ extension HistoryRequest {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.endTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.endTimeMs)))
+            w.writeVarint(64)
+        }
+        if self.startTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.startTimeMs)))
+            w.writeVarint(56)
+        }
+        if self.sort.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.sort.rawValue)))
+            w.writeVarint(48)
+        }
+        if self.skip != 0 {
+            w.writeVarint(UInt64(self.skip))
+            w.writeVarint(40)
+        }
         if self.direction.rawValue != 0 {
             w.writeVarint(UInt64(bitPattern: Int64(self.direction.rawValue)))
             w.writeVarint(32)
@@ -617,6 +995,218 @@ extension HistoryResponse {
             self.messages[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(18)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ReactionEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.summary.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.summary[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(50)
+        }
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(40)
+        }
+        if self.action.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.action.rawValue)))
+            w.writeVarint(32)
+        }
+        if !self.emoji.isEmpty {
+            w.writeString(self.emoji)
+            w.writeVarint(26)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(18)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension PinEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(40)
+        }
+        if !self.operatorID.isEmpty {
+            w.writeString(self.operatorID)
+            w.writeVarint(34)
+        }
+        if self.pinned {
+            w.writeVarint(self.pinned ? 1 : 0)
+            w.writeVarint(24)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension PollVoteEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(40)
+        }
+        if !self.optionIDs.isEmpty {
+            let mark = w.count
+            for element in self.optionIDs.reversed() { w.writeVarint(UInt64(element)) }
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(34)
+        }
+        if !self.voterID.isEmpty {
+            w.writeString(self.voterID)
+            w.writeVarint(26)
+        }
+        if !self.pollID.isEmpty {
+            w.writeString(self.pollID)
+            w.writeVarint(18)
+        }
+        if let value = self.pollMessage {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension PollOptionResult {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.voterIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.voterIDs[i])
+            w.writeVarint(26)
+        }
+        if self.votes != 0 {
+            w.writeVarint(UInt64(self.votes))
+            w.writeVarint(16)
+        }
+        if self.optionID != 0 {
+            w.writeVarint(UInt64(self.optionID))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension PollUpdate {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(56)
+        }
+        if self.voterCount != 0 {
+            w.writeVarint(UInt64(self.voterCount))
+            w.writeVarint(48)
+        }
+        for i in stride(from: self.results.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.results[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(42)
+        }
+        if !self.closedBy.isEmpty {
+            w.writeString(self.closedBy)
+            w.writeVarint(34)
+        }
+        if self.closed {
+            w.writeVarint(self.closed ? 1 : 0)
+            w.writeVarint(24)
+        }
+        if !self.pollID.isEmpty {
+            w.writeString(self.pollID)
+            w.writeVarint(18)
+        }
+        if let value = self.pollMessage {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension DisappearingTimerEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.operatorID.isEmpty {
+            w.writeString(self.operatorID)
+            w.writeVarint(26)
+        }
+        if self.expireAfterS != 0 {
+            w.writeVarint(UInt64(self.expireAfterS))
+            w.writeVarint(16)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ReceiveOptionChange {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(26)
+        }
+        if self.option.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.option.rawValue)))
+            w.writeVarint(16)
         }
         if let value = self.conversation {
             let mark = w.count

@@ -6,11 +6,16 @@ public struct Frame: IMCodecMessage {
     /// The message's full name in Schemas/.
     public static let protoMessageName = "imcodec.v1.Frame"
 
-    /// Version of this schema the writer used (today 1).
+    /// Version of this schema the writer used (today 2).
     public var schemaVersion: UInt32 = 0
 
-    /// The lowest schema version a reader must understand to act on this frame.
+    /// The lowest schema version a reader must understand to act on this frame. A reader whose
+    /// version is lower refuses the frame (IMCodec: error unsupportedVersion). When each one moves:
+    /// Sources/IMCodec/IMCodec.docc/SchemaVersions.md.
     public var minReaderVersion: UInt32 = 0
+
+    /// Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
+    public var requestID: UInt64 = 0
 
     /// The `payload` oneof: at most one of its members is set.
     public var payload: Payload? = nil
@@ -53,6 +58,52 @@ public struct Frame: IMCodecMessage {
         case historyResponse(HistoryResponse)
         /// Field `merger_payload` (33).
         case mergerPayload(MergerPayload)
+        /// Field `read_receipt_request` (15).
+        case readReceiptRequest(ReadReceiptRequest)
+        /// Field `group_read_members_request` (16).
+        case groupReadMembersRequest(GroupReadMembersRequest)
+        /// Session layer (session.proto).
+        /// Field `login_request` (40).
+        case loginRequest(LoginRequest)
+        /// Field `login_result` (41).
+        case loginResult(LoginResult)
+        /// Field `ping` (42).
+        case ping(Ping)
+        /// Field `pong` (43).
+        case pong(Pong)
+        /// Field `logout` (44).
+        case logout(Logout)
+        /// Field `kicked_offline` (45).
+        case kickedOffline(KickedOffline)
+        /// Field `max_seq_request` (46).
+        case maxSeqRequest(MaxSeqRequest)
+        /// Field `max_seq_response` (47).
+        case maxSeqResponse(MaxSeqResponse)
+        /// Field `sync_request` (48).
+        case syncRequest(SyncRequest)
+        /// Field `sync_response` (49).
+        case syncResponse(SyncResponse)
+        /// Field `presence` (50).
+        case presence(PresenceUpdate)
+        /// Field `presence_subscription` (51).
+        case presenceSubscription(PresenceSubscription)
+        /// Field `membership` (52).
+        case membership(MembershipChange)
+        /// Field `request_result` (53).
+        case requestResult(RequestResult)
+        /// Message features (events.proto).
+        /// Field `reaction` (60).
+        case reaction(ReactionEvent)
+        /// Field `pin` (61).
+        case pin(PinEvent)
+        /// Field `poll_vote` (62).
+        case pollVote(PollVoteEvent)
+        /// Field `poll_update` (63).
+        case pollUpdate(PollUpdate)
+        /// Field `disappearing_timer` (64).
+        case disappearingTimer(DisappearingTimerEvent)
+        /// Field `receive_option` (65).
+        case receiveOption(ReceiveOptionChange)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -86,6 +137,50 @@ public struct Frame: IMCodecMessage {
             case historyResponse = 32
             /// Field `merger_payload`.
             case mergerPayload = 33
+            /// Field `read_receipt_request`.
+            case readReceiptRequest = 15
+            /// Field `group_read_members_request`.
+            case groupReadMembersRequest = 16
+            /// Field `login_request`.
+            case loginRequest = 40
+            /// Field `login_result`.
+            case loginResult = 41
+            /// Field `ping`.
+            case ping = 42
+            /// Field `pong`.
+            case pong = 43
+            /// Field `logout`.
+            case logout = 44
+            /// Field `kicked_offline`.
+            case kickedOffline = 45
+            /// Field `max_seq_request`.
+            case maxSeqRequest = 46
+            /// Field `max_seq_response`.
+            case maxSeqResponse = 47
+            /// Field `sync_request`.
+            case syncRequest = 48
+            /// Field `sync_response`.
+            case syncResponse = 49
+            /// Field `presence`.
+            case presence = 50
+            /// Field `presence_subscription`.
+            case presenceSubscription = 51
+            /// Field `membership`.
+            case membership = 52
+            /// Field `request_result`.
+            case requestResult = 53
+            /// Field `reaction`.
+            case reaction = 60
+            /// Field `pin`.
+            case pin = 61
+            /// Field `poll_vote`.
+            case pollVote = 62
+            /// Field `poll_update`.
+            case pollUpdate = 63
+            /// Field `disappearing_timer`.
+            case disappearingTimer = 64
+            /// Field `receive_option`.
+            case receiveOption = 65
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -105,6 +200,28 @@ public struct Frame: IMCodecMessage {
                 case .historyRequest: "history_request"
                 case .historyResponse: "history_response"
                 case .mergerPayload: "merger_payload"
+                case .readReceiptRequest: "read_receipt_request"
+                case .groupReadMembersRequest: "group_read_members_request"
+                case .loginRequest: "login_request"
+                case .loginResult: "login_result"
+                case .ping: "ping"
+                case .pong: "pong"
+                case .logout: "logout"
+                case .kickedOffline: "kicked_offline"
+                case .maxSeqRequest: "max_seq_request"
+                case .maxSeqResponse: "max_seq_response"
+                case .syncRequest: "sync_request"
+                case .syncResponse: "sync_response"
+                case .presence: "presence"
+                case .presenceSubscription: "presence_subscription"
+                case .membership: "membership"
+                case .requestResult: "request_result"
+                case .reaction: "reaction"
+                case .pin: "pin"
+                case .pollVote: "poll_vote"
+                case .pollUpdate: "poll_update"
+                case .disappearingTimer: "disappearing_timer"
+                case .receiveOption: "receive_option"
                 }
             }
         }
@@ -127,6 +244,28 @@ public struct Frame: IMCodecMessage {
             case .historyRequest: .historyRequest
             case .historyResponse: .historyResponse
             case .mergerPayload: .mergerPayload
+            case .readReceiptRequest: .readReceiptRequest
+            case .groupReadMembersRequest: .groupReadMembersRequest
+            case .loginRequest: .loginRequest
+            case .loginResult: .loginResult
+            case .ping: .ping
+            case .pong: .pong
+            case .logout: .logout
+            case .kickedOffline: .kickedOffline
+            case .maxSeqRequest: .maxSeqRequest
+            case .maxSeqResponse: .maxSeqResponse
+            case .syncRequest: .syncRequest
+            case .syncResponse: .syncResponse
+            case .presence: .presence
+            case .presenceSubscription: .presenceSubscription
+            case .membership: .membership
+            case .requestResult: .requestResult
+            case .reaction: .reaction
+            case .pin: .pin
+            case .pollVote: .pollVote
+            case .pollUpdate: .pollUpdate
+            case .disappearingTimer: .disappearingTimer
+            case .receiveOption: .receiveOption
             }
         }
     }
@@ -137,6 +276,126 @@ extension Frame {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if case .receiveOption(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(522)
+        }
+        if case .disappearingTimer(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(514)
+        }
+        if case .pollUpdate(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(506)
+        }
+        if case .pollVote(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(498)
+        }
+        if case .pin(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(490)
+        }
+        if case .reaction(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(482)
+        }
+        if case .requestResult(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(426)
+        }
+        if case .membership(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(418)
+        }
+        if case .presenceSubscription(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(410)
+        }
+        if case .presence(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(402)
+        }
+        if case .syncResponse(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(394)
+        }
+        if case .syncRequest(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(386)
+        }
+        if case .maxSeqResponse(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(378)
+        }
+        if case .maxSeqRequest(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(370)
+        }
+        if case .kickedOffline(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(362)
+        }
+        if case .logout(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(354)
+        }
+        if case .pong(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(346)
+        }
+        if case .ping(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(338)
+        }
+        if case .loginResult(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(330)
+        }
+        if case .loginRequest(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(322)
+        }
         if case .mergerPayload(let value)? = self.payload {
             let mark = w.count
             value._encode(to: &w)
@@ -197,6 +456,18 @@ extension Frame {
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(162)
         }
+        if case .groupReadMembersRequest(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(130)
+        }
+        if case .readReceiptRequest(let value)? = self.payload {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(122)
+        }
         if case .groupReadMembers(let value)? = self.payload {
             let mark = w.count
             value._encode(to: &w)
@@ -226,6 +497,10 @@ extension Frame {
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(82)
+        }
+        if self.requestID != 0 {
+            w.writeVarint(UInt64(self.requestID))
+            w.writeVarint(24)
         }
         if self.minReaderVersion != 0 {
             w.writeVarint(UInt64(self.minReaderVersion))

@@ -70,11 +70,14 @@ public enum MessageStatus: RawRepresentable, CaseIterable, Sendable, Hashable {
     case imported
     /// `MESSAGE_STATUS_RECALLED = 6`
     case recalled
+    /// The sender canceled it before it was sent (RongCloud SentStatus_CANCELED).
+    /// Wire name `MESSAGE_STATUS_CANCELED`, number 7.
+    case canceled
     /// A number this version of the schema does not know; it survives a round trip.
     case unrecognized(Int32)
 
     /// Every value the schema names.
-    public static let allCases: [MessageStatus] = [.unspecified, .sending, .sent, .failed, .deleted, .imported, .recalled]
+    public static let allCases: [MessageStatus] = [.unspecified, .sending, .sent, .failed, .deleted, .imported, .recalled, .canceled]
 
     /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
     public init(rawValue: Int32) {
@@ -86,6 +89,7 @@ public enum MessageStatus: RawRepresentable, CaseIterable, Sendable, Hashable {
         case 4: self = .deleted
         case 5: self = .imported
         case 6: self = .recalled
+        case 7: self = .canceled
         default: self = .unrecognized(rawValue)
         }
     }
@@ -100,6 +104,7 @@ public enum MessageStatus: RawRepresentable, CaseIterable, Sendable, Hashable {
         case .deleted: 4
         case .imported: 5
         case .recalled: 6
+        case .canceled: 7
         case .unrecognized(let number): number
         }
     }
@@ -114,6 +119,118 @@ public enum MessageStatus: RawRepresentable, CaseIterable, Sendable, Hashable {
         case .deleted: "MESSAGE_STATUS_DELETED"
         case .imported: "MESSAGE_STATUS_IMPORTED"
         case .recalled: "MESSAGE_STATUS_RECALLED"
+        case .canceled: "MESSAGE_STATUS_CANCELED"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// Whether a message was sent or received by the device holding it (RongCloud messageDirection).
+/// Multi-device: the server forwards a user's sent message to the user's other devices with
+/// direction SENT, so every device shows it on the sender's side.
+public enum MessageDirection: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `MESSAGE_DIRECTION_UNSPECIFIED = 0`
+    case unspecified
+    /// `MESSAGE_DIRECTION_SENT = 1`
+    case sent
+    /// `MESSAGE_DIRECTION_RECEIVED = 2`
+    case received
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [MessageDirection] = [.unspecified, .sent, .received]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .sent
+        case 2: self = .received
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .sent: 1
+        case .received: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`MESSAGE_DIRECTION_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "MESSAGE_DIRECTION_UNSPECIFIED"
+        case .sent: "MESSAGE_DIRECTION_SENT"
+        case .received: "MESSAGE_DIRECTION_RECEIVED"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// Bits of Message.received_status (RongCloud ReceivedStatus). 0: unread.
+public enum ReceivedStatusFlag: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `RECEIVED_STATUS_FLAG_UNSPECIFIED = 0`
+    case unspecified
+    /// `RECEIVED_STATUS_FLAG_READ = 1`
+    case read
+    /// A voice message was played.
+    /// Wire name `RECEIVED_STATUS_FLAG_LISTENED`, number 2.
+    case listened
+    /// A media message's file was downloaded.
+    /// Wire name `RECEIVED_STATUS_FLAG_DOWNLOADED`, number 4.
+    case downloaded
+    /// The message was received by another of the user's devices and fetched here.
+    /// Wire name `RECEIVED_STATUS_FLAG_RETRIEVED`, number 8.
+    case retrieved
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [ReceivedStatusFlag] = [.unspecified, .read, .listened, .downloaded, .retrieved]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .read
+        case 2: self = .listened
+        case 4: self = .downloaded
+        case 8: self = .retrieved
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .read: 1
+        case .listened: 2
+        case .downloaded: 4
+        case .retrieved: 8
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`RECEIVED_STATUS_FLAG_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "RECEIVED_STATUS_FLAG_UNSPECIFIED"
+        case .read: "RECEIVED_STATUS_FLAG_READ"
+        case .listened: "RECEIVED_STATUS_FLAG_LISTENED"
+        case .downloaded: "RECEIVED_STATUS_FLAG_DOWNLOADED"
+        case .retrieved: "RECEIVED_STATUS_FLAG_RETRIEVED"
         case .unrecognized(let number): String(number)
         }
     }
@@ -676,6 +793,105 @@ public struct Message: IMCodecMessage {
     /// Field `sender_nickname` (22).
     public var senderNickname: String = ""
 
+    /// Multi-device: the sending device (LoginRequest.device_id).
+    public var senderDeviceID: String = ""
+
+    /// SENT on the sender's devices, RECEIVED elsewhere; set by whoever stores the message.
+    public var direction: MessageDirection = .unspecified
+
+    /// Bitwise OR of ReceivedStatusFlag values, for a received message.
+    public var receivedStatus: UInt32 = 0
+
+    /// The content type's name (RongCloud objectName, e.g. "RC:TxtMsg"; custom types "App:Name").
+    /// Empty: derived from the first element.
+    public var objectName: String = ""
+
+    /// Extra data sent along with the content (RongCloud content.extra), unlike local-only extras.
+    public var extra: String = ""
+
+    /// The dialog the message belongs to (QuickBlox dialog id), distinct from the peer or group id.
+    public var dialogID: String = ""
+
+    /// Users the message was delivered to, and who read it (QuickBlox delivered_ids, read_ids).
+    public var deliveredIDs: [String] = []
+
+    /// Field `read_ids` (30).
+    public var readIDs: [String] = []
+
+    /// The last change to the message (edit, reaction, read state), epoch ms (QuickBlox updated_at).
+    public var updatedAtMs: Int64 = 0
+
+    /// Reactions on this message, one summary per emoji, most used first.
+    public var reactions: [ReactionSummary] = []
+
+    /// A reply in a thread: the thread's root message. Unset outside threads.
+    public var threadRoot: MessageRef? = nil
+
+    /// On a thread's root message: its replies so far.
+    public var thread: ThreadSummary? = nil
+
+    /// Disappearing messages: seconds after it was sent that every device deletes it; 0 never.
+    /// Copied from the conversation's timer (DisappearingTimerEvent) when the message is sent.
+    public var expireAfterS: UInt32 = 0
+
+    /// When receivers delete it, epoch ms; set by the server from server_time_ms + expire_after_s.
+    public var expireAtMs: Int64 = 0
+
+    /// View-once media: receivers show the media once, then delete it and keep no copy.
+    public var viewOnce: Bool = false
+
+    /// How many times the content was forwarded before this copy: 0 original, 1 forwarded once.
+    /// Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
+    public var forwardScore: UInt32 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The reactions with one emoji on a message.
+public struct ReactionSummary: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ReactionSummary"
+
+    /// One emoji: at most 8 Unicode scalars (a flag, a skin tone or a ZWJ sequence), 32 UTF-8 bytes.
+    public var emoji: String = ""
+
+    /// Field `count` (2).
+    public var count: UInt32 = 0
+
+    /// The first users who reacted (at most 10); count holds the total.
+    public var userIDs: [String] = []
+
+    /// Whether the user receiving this summary is among them.
+    public var reactedByMe: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The replies to a thread's root message.
+public struct ThreadSummary: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ThreadSummary"
+
+    /// Field `reply_count` (1).
+    public var replyCount: UInt32 = 0
+
+    /// Field `last_reply_seq` (2).
+    public var lastReplySeq: UInt64 = 0
+
+    /// Field `last_reply_time_ms` (3).
+    public var lastReplyTimeMs: Int64 = 0
+
+    /// The first users who replied (at most 10).
+    public var participantIDs: [String] = []
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -719,6 +935,8 @@ public struct MessageElement: IMCodecMessage {
         case groupTips(GroupTipsElement)
         /// Field `merger` (10).
         case merger(MergerElement)
+        /// Field `poll` (11).
+        case poll(PollElement)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -742,6 +960,8 @@ public struct MessageElement: IMCodecMessage {
             case groupTips = 9
             /// Field `merger`.
             case merger = 10
+            /// Field `poll`.
+            case poll = 11
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -756,6 +976,7 @@ public struct MessageElement: IMCodecMessage {
                 case .face: "face"
                 case .groupTips: "group_tips"
                 case .merger: "merger"
+                case .poll: "poll"
                 }
             }
         }
@@ -773,6 +994,7 @@ public struct MessageElement: IMCodecMessage {
             case .face: .face
             case .groupTips: .groupTips
             case .merger: .merger
+            case .poll: .poll
             }
         }
     }
@@ -784,6 +1006,119 @@ public struct TextElement: IMCodecMessage {
     public static let protoMessageName = "imcodec.v1.TextElement"
 
     /// Field `text` (1).
+    public var text: String = ""
+
+    /// Mentions inside text, by position. Offsets and lengths count UTF-16 code units, as Apple's
+    /// NSString and NSRange, Java, JavaScript, Signal and Telegram count them; a range may not split
+    /// a surrogate pair and must lie inside text.
+    public var mentions: [MentionRange] = []
+
+    /// Previews of links in text, made by the sender.
+    public var linkPreviews: [LinkPreview] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One mention in a TextElement's text (UTF-16 code units).
+public struct MentionRange: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.MentionRange"
+
+    /// Field `offset` (1).
+    public var offset: UInt32 = 0
+
+    /// Field `length` (2).
+    public var length: UInt32 = 0
+
+    /// The mentioned user; empty when all is set.
+    public var userID: String = ""
+
+    /// "@all": every member.
+    public var all: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A preview of a URL (Open Graph data fetched by the sender).
+public struct LinkPreview: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.LinkPreview"
+
+    /// Field `url` (1).
+    public var url: String = ""
+
+    /// Field `title` (2).
+    public var title: String = ""
+
+    /// Field `description` (3).
+    public var description: String = ""
+
+    /// Field `image_url` (4).
+    public var imageURL: String = ""
+
+    /// Field `image_width` (5).
+    public var imageWidth: UInt32 = 0
+
+    /// Field `image_height` (6).
+    public var imageHeight: UInt32 = 0
+
+    /// Field `site_name` (7).
+    public var siteName: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A poll. Votes arrive as PollVoteEvent; the results and closing as PollUpdate.
+public struct PollElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.PollElement"
+
+    /// Unique per poll; votes name it.
+    public var pollID: String = ""
+
+    /// Field `question` (2).
+    public var question: String = ""
+
+    /// 2 to 12 options, each with a distinct id.
+    public var options: [PollOption] = []
+
+    /// A voter may choose several options.
+    public var multipleChoice: Bool = false
+
+    /// Results name no voters.
+    public var anonymous: Bool = false
+
+    /// When voting ends, epoch ms; 0: when the creator closes it.
+    public var closeTimeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.PollOption` message.
+public struct PollOption: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.PollOption"
+
+    /// Field `id` (1).
+    public var id: UInt32 = 0
+
+    /// Field `text` (2).
     public var text: String = ""
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
@@ -923,6 +1258,9 @@ public struct SoundElement: IMCodecMessage {
 
     /// Field `url` (4).
     public var url: String = ""
+
+    /// The receiver has played it (Tencent shows a red dot until then).
+    public var played: Bool = false
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1195,6 +1533,76 @@ extension Message {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.forwardScore != 0 {
+            w.writeVarint(UInt64(self.forwardScore))
+            w.writeVarint(304)
+        }
+        if self.viewOnce {
+            w.writeVarint(self.viewOnce ? 1 : 0)
+            w.writeVarint(296)
+        }
+        if self.expireAtMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.expireAtMs)))
+            w.writeVarint(288)
+        }
+        if self.expireAfterS != 0 {
+            w.writeVarint(UInt64(self.expireAfterS))
+            w.writeVarint(280)
+        }
+        if let value = self.thread {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(274)
+        }
+        if let value = self.threadRoot {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(266)
+        }
+        for i in stride(from: self.reactions.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.reactions[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(258)
+        }
+        if self.updatedAtMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.updatedAtMs)))
+            w.writeVarint(248)
+        }
+        for i in stride(from: self.readIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.readIDs[i])
+            w.writeVarint(242)
+        }
+        for i in stride(from: self.deliveredIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.deliveredIDs[i])
+            w.writeVarint(234)
+        }
+        if !self.dialogID.isEmpty {
+            w.writeString(self.dialogID)
+            w.writeVarint(226)
+        }
+        if !self.extra.isEmpty {
+            w.writeString(self.extra)
+            w.writeVarint(218)
+        }
+        if !self.objectName.isEmpty {
+            w.writeString(self.objectName)
+            w.writeVarint(210)
+        }
+        if self.receivedStatus != 0 {
+            w.writeVarint(UInt64(self.receivedStatus))
+            w.writeVarint(200)
+        }
+        if self.direction.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.direction.rawValue)))
+            w.writeVarint(192)
+        }
+        if !self.senderDeviceID.isEmpty {
+            w.writeString(self.senderDeviceID)
+            w.writeVarint(186)
+        }
         if !self.senderNickname.isEmpty {
             w.writeString(self.senderNickname)
             w.writeVarint(178)
@@ -1306,11 +1714,65 @@ extension Message {
     }
 }
 
+extension ReactionSummary {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.reactedByMe {
+            w.writeVarint(self.reactedByMe ? 1 : 0)
+            w.writeVarint(32)
+        }
+        for i in stride(from: self.userIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.userIDs[i])
+            w.writeVarint(26)
+        }
+        if self.count != 0 {
+            w.writeVarint(UInt64(self.count))
+            w.writeVarint(16)
+        }
+        if !self.emoji.isEmpty {
+            w.writeString(self.emoji)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ThreadSummary {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.participantIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.participantIDs[i])
+            w.writeVarint(34)
+        }
+        if self.lastReplyTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.lastReplyTimeMs)))
+            w.writeVarint(24)
+        }
+        if self.lastReplySeq != 0 {
+            w.writeVarint(UInt64(self.lastReplySeq))
+            w.writeVarint(16)
+        }
+        if self.replyCount != 0 {
+            w.writeVarint(UInt64(self.replyCount))
+            w.writeVarint(8)
+        }
+    }
+}
+
 extension MessageElement {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if case .poll(let value)? = self.content {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(90)
+        }
         if case .merger(let value)? = self.content {
             let mark = w.count
             value._encode(to: &w)
@@ -1379,9 +1841,131 @@ extension TextElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.linkPreviews.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.linkPreviews[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(26)
+        }
+        for i in stride(from: self.mentions.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.mentions[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
         if !self.text.isEmpty {
             w.writeString(self.text)
             w.writeVarint(10)
+        }
+    }
+}
+
+extension MentionRange {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.all {
+            w.writeVarint(self.all ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(26)
+        }
+        if self.length != 0 {
+            w.writeVarint(UInt64(self.length))
+            w.writeVarint(16)
+        }
+        if self.offset != 0 {
+            w.writeVarint(UInt64(self.offset))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension LinkPreview {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.siteName.isEmpty {
+            w.writeString(self.siteName)
+            w.writeVarint(58)
+        }
+        if self.imageHeight != 0 {
+            w.writeVarint(UInt64(self.imageHeight))
+            w.writeVarint(48)
+        }
+        if self.imageWidth != 0 {
+            w.writeVarint(UInt64(self.imageWidth))
+            w.writeVarint(40)
+        }
+        if !self.imageURL.isEmpty {
+            w.writeString(self.imageURL)
+            w.writeVarint(34)
+        }
+        if !self.description.isEmpty {
+            w.writeString(self.description)
+            w.writeVarint(26)
+        }
+        if !self.title.isEmpty {
+            w.writeString(self.title)
+            w.writeVarint(18)
+        }
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension PollElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.closeTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.closeTimeMs)))
+            w.writeVarint(48)
+        }
+        if self.anonymous {
+            w.writeVarint(self.anonymous ? 1 : 0)
+            w.writeVarint(40)
+        }
+        if self.multipleChoice {
+            w.writeVarint(self.multipleChoice ? 1 : 0)
+            w.writeVarint(32)
+        }
+        for i in stride(from: self.options.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.options[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(26)
+        }
+        if !self.question.isEmpty {
+            w.writeString(self.question)
+            w.writeVarint(18)
+        }
+        if !self.pollID.isEmpty {
+            w.writeString(self.pollID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension PollOption {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.text.isEmpty {
+            w.writeString(self.text)
+            w.writeVarint(18)
+        }
+        if self.id != 0 {
+            w.writeVarint(UInt64(self.id))
+            w.writeVarint(8)
         }
     }
 }
@@ -1513,6 +2097,10 @@ extension SoundElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.played {
+            w.writeVarint(self.played ? 1 : 0)
+            w.writeVarint(40)
+        }
         if !self.url.isEmpty {
             w.writeString(self.url)
             w.writeVarint(34)

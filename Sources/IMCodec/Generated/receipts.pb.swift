@@ -49,7 +49,57 @@ public enum ReceiptKind: RawRepresentable, CaseIterable, Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// The `imcodec.v1.ReadMembersFilter` enum.
+public enum ReadMembersFilter: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `READ_MEMBERS_FILTER_UNSPECIFIED = 0`
+    case unspecified
+    /// `READ_MEMBERS_FILTER_READ = 1`
+    case read
+    /// `READ_MEMBERS_FILTER_UNREAD = 2`
+    case unread
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [ReadMembersFilter] = [.unspecified, .read, .unread]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .read
+        case 2: self = .unread
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .read: 1
+        case .unread: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`READ_MEMBERS_FILTER_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "READ_MEMBERS_FILTER_UNSPECIFIED"
+        case .read: "READ_MEMBERS_FILTER_READ"
+        case .unread: "READ_MEMBERS_FILTER_UNREAD"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// One-to-one conversation read receipt: the peer has read everything up to read_time_ms.
+/// Every time in the schema is epoch milliseconds. Tencent's C2C receipt timestamp is in seconds:
+/// multiply by 1000 (IMCodec: C2CReadReceipt(userID:tencentTimestamp:)).
 public struct C2CReadReceipt: IMCodecMessage {
     /// The message's full name in Schemas/.
     public static let protoMessageName = "imcodec.v1.C2CReadReceipt"
@@ -96,6 +146,9 @@ public struct MessageReceipt: IMCodecMessage {
     /// Field `time_ms` (8).
     public var timeMs: Int64 = 0
 
+    /// Multi-device: the device that delivered or read it (LoginRequest.device_id).
+    public var deviceID: String = ""
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -141,6 +194,70 @@ public struct GroupReadMembers: IMCodecMessage {
     /// No more pages.
     public var finished: Bool = false
 
+    /// The same members with their profile (Tencent V2TIMGroupMemberInfo), in member_ids order.
+    public var members: [GroupMemberInfo] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A group member as read-member pages show it.
+public struct GroupMemberInfo: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.GroupMemberInfo"
+
+    /// Field `user_id` (1).
+    public var userID: String = ""
+
+    /// Field `nickname` (2).
+    public var nickname: String = ""
+
+    /// Field `face_url` (3).
+    public var faceURL: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Pulls the receipts of messages (Tencent getMessageReadReceipts); the answer is a ReceiptBatch.
+public struct ReadReceiptRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ReadReceiptRequest"
+
+    /// Field `messages` (1).
+    public var messages: [MessageRef] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Pulls one page of the members who have (or have not) read a group message (Tencent
+/// getGroupMessageReadMemberList); the answer is a GroupReadMembers.
+public struct GroupReadMembersRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.GroupReadMembersRequest"
+
+    /// Field `message` (1).
+    public var message: MessageRef? = nil
+
+    /// Field `filter` (2).
+    public var filter: ReadMembersFilter = .unspecified
+
+    /// 0 for the first page, then GroupReadMembers.next_seq.
+    public var nextSeq: UInt64 = 0
+
+    /// Members per page; Tencent allows at most 100.
+    public var count: UInt32 = 0
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -169,6 +286,10 @@ extension MessageReceipt {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.deviceID.isEmpty {
+            w.writeString(self.deviceID)
+            w.writeVarint(74)
+        }
         if self.timeMs != 0 {
             w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
             w.writeVarint(64)
@@ -231,6 +352,12 @@ extension GroupReadMembers {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.members.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.members[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(50)
+        }
         if self.finished {
             w.writeVarint(self.finished ? 1 : 0)
             w.writeVarint(40)
@@ -245,6 +372,66 @@ extension GroupReadMembers {
         }
         if self.read {
             w.writeVarint(self.read ? 1 : 0)
+            w.writeVarint(16)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension GroupMemberInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.faceURL.isEmpty {
+            w.writeString(self.faceURL)
+            w.writeVarint(26)
+        }
+        if !self.nickname.isEmpty {
+            w.writeString(self.nickname)
+            w.writeVarint(18)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ReadReceiptRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.messages.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.messages[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension GroupReadMembersRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.count != 0 {
+            w.writeVarint(UInt64(self.count))
+            w.writeVarint(32)
+        }
+        if self.nextSeq != 0 {
+            w.writeVarint(UInt64(self.nextSeq))
+            w.writeVarint(24)
+        }
+        if self.filter.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.filter.rawValue)))
             w.writeVarint(16)
         }
         if let value = self.message {

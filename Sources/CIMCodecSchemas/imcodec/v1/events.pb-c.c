@@ -419,6 +419,321 @@ void   imcodec__v1__history_response__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__history_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__reaction_event__init
+                     (Imcodec__V1__ReactionEvent         *message)
+{
+  static const Imcodec__V1__ReactionEvent init_value = IMCODEC__V1__REACTION_EVENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__reaction_event__get_packed_size
+                     (const Imcodec__V1__ReactionEvent *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__reaction_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__reaction_event__pack
+                     (const Imcodec__V1__ReactionEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__reaction_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__reaction_event__pack_to_buffer
+                     (const Imcodec__V1__ReactionEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__reaction_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ReactionEvent *
+       imcodec__v1__reaction_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ReactionEvent *)
+     protobuf_c_message_unpack (&imcodec__v1__reaction_event__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__reaction_event__free_unpacked
+                     (Imcodec__V1__ReactionEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__reaction_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__pin_event__init
+                     (Imcodec__V1__PinEvent         *message)
+{
+  static const Imcodec__V1__PinEvent init_value = IMCODEC__V1__PIN_EVENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__pin_event__get_packed_size
+                     (const Imcodec__V1__PinEvent *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__pin_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__pin_event__pack
+                     (const Imcodec__V1__PinEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__pin_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__pin_event__pack_to_buffer
+                     (const Imcodec__V1__PinEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__pin_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__PinEvent *
+       imcodec__v1__pin_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__PinEvent *)
+     protobuf_c_message_unpack (&imcodec__v1__pin_event__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__pin_event__free_unpacked
+                     (Imcodec__V1__PinEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__pin_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__poll_vote_event__init
+                     (Imcodec__V1__PollVoteEvent         *message)
+{
+  static const Imcodec__V1__PollVoteEvent init_value = IMCODEC__V1__POLL_VOTE_EVENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__poll_vote_event__get_packed_size
+                     (const Imcodec__V1__PollVoteEvent *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_vote_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__poll_vote_event__pack
+                     (const Imcodec__V1__PollVoteEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_vote_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__poll_vote_event__pack_to_buffer
+                     (const Imcodec__V1__PollVoteEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_vote_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__PollVoteEvent *
+       imcodec__v1__poll_vote_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__PollVoteEvent *)
+     protobuf_c_message_unpack (&imcodec__v1__poll_vote_event__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__poll_vote_event__free_unpacked
+                     (Imcodec__V1__PollVoteEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__poll_vote_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__poll_option_result__init
+                     (Imcodec__V1__PollOptionResult         *message)
+{
+  static const Imcodec__V1__PollOptionResult init_value = IMCODEC__V1__POLL_OPTION_RESULT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__poll_option_result__get_packed_size
+                     (const Imcodec__V1__PollOptionResult *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_option_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__poll_option_result__pack
+                     (const Imcodec__V1__PollOptionResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_option_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__poll_option_result__pack_to_buffer
+                     (const Imcodec__V1__PollOptionResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_option_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__PollOptionResult *
+       imcodec__v1__poll_option_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__PollOptionResult *)
+     protobuf_c_message_unpack (&imcodec__v1__poll_option_result__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__poll_option_result__free_unpacked
+                     (Imcodec__V1__PollOptionResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__poll_option_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__poll_update__init
+                     (Imcodec__V1__PollUpdate         *message)
+{
+  static const Imcodec__V1__PollUpdate init_value = IMCODEC__V1__POLL_UPDATE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__poll_update__get_packed_size
+                     (const Imcodec__V1__PollUpdate *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_update__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__poll_update__pack
+                     (const Imcodec__V1__PollUpdate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_update__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__poll_update__pack_to_buffer
+                     (const Imcodec__V1__PollUpdate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_update__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__PollUpdate *
+       imcodec__v1__poll_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__PollUpdate *)
+     protobuf_c_message_unpack (&imcodec__v1__poll_update__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__poll_update__free_unpacked
+                     (Imcodec__V1__PollUpdate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__poll_update__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__disappearing_timer_event__init
+                     (Imcodec__V1__DisappearingTimerEvent         *message)
+{
+  static const Imcodec__V1__DisappearingTimerEvent init_value = IMCODEC__V1__DISAPPEARING_TIMER_EVENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__disappearing_timer_event__get_packed_size
+                     (const Imcodec__V1__DisappearingTimerEvent *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__disappearing_timer_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__disappearing_timer_event__pack
+                     (const Imcodec__V1__DisappearingTimerEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__disappearing_timer_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__disappearing_timer_event__pack_to_buffer
+                     (const Imcodec__V1__DisappearingTimerEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__disappearing_timer_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__DisappearingTimerEvent *
+       imcodec__v1__disappearing_timer_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__DisappearingTimerEvent *)
+     protobuf_c_message_unpack (&imcodec__v1__disappearing_timer_event__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__disappearing_timer_event__free_unpacked
+                     (Imcodec__V1__DisappearingTimerEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__disappearing_timer_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__receive_option_change__init
+                     (Imcodec__V1__ReceiveOptionChange         *message)
+{
+  static const Imcodec__V1__ReceiveOptionChange init_value = IMCODEC__V1__RECEIVE_OPTION_CHANGE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__receive_option_change__get_packed_size
+                     (const Imcodec__V1__ReceiveOptionChange *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__receive_option_change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__receive_option_change__pack
+                     (const Imcodec__V1__ReceiveOptionChange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__receive_option_change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__receive_option_change__pack_to_buffer
+                     (const Imcodec__V1__ReceiveOptionChange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__receive_option_change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ReceiveOptionChange *
+       imcodec__v1__receive_option_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ReceiveOptionChange *)
+     protobuf_c_message_unpack (&imcodec__v1__receive_option_change__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__receive_option_change__free_unpacked
+                     (Imcodec__V1__ReceiveOptionChange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__receive_option_change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__recall_event__field_descriptors[4] =
 {
   {
@@ -855,7 +1170,7 @@ const ProtobufCMessageDescriptor imcodec__v1__system_notice__params_entry__descr
   (ProtobufCMessageInit) imcodec__v1__system_notice__params_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__system_notice__field_descriptors[4] =
+static const ProtobufCFieldDescriptor imcodec__v1__system_notice__field_descriptors[5] =
 {
   {
     "type",
@@ -905,9 +1220,22 @@ static const ProtobufCFieldDescriptor imcodec__v1__system_notice__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "recipient_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SystemNotice, recipient_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__system_notice__field_indices_by_name[] = {
   1,   /* field[1] = params */
+  4,   /* field[4] = recipient_id */
   2,   /* field[2] = text */
   3,   /* field[3] = time_ms */
   0,   /* field[0] = type */
@@ -915,7 +1243,7 @@ static const unsigned imcodec__v1__system_notice__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__system_notice__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__system_notice__descriptor =
 {
@@ -925,7 +1253,7 @@ const ProtobufCMessageDescriptor imcodec__v1__system_notice__descriptor =
   "Imcodec__V1__SystemNotice",
   "imcodec.v1",
   sizeof(Imcodec__V1__SystemNotice),
-  4,
+  5,
   imcodec__v1__system_notice__field_descriptors,
   imcodec__v1__system_notice__field_indices_by_name,
   1,  imcodec__v1__system_notice__number_ranges,
@@ -1048,7 +1376,7 @@ const ProtobufCMessageDescriptor imcodec__v1__send_ack__descriptor =
   (ProtobufCMessageInit) imcodec__v1__send_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__history_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor imcodec__v1__history_request__field_descriptors[8] =
 {
   {
     "conversation",
@@ -1098,17 +1426,69 @@ static const ProtobufCFieldDescriptor imcodec__v1__history_request__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "skip",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, skip),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sort",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, sort),
+    &imcodec__v1__history_sort__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_time_ms",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, start_time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "end_time_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, end_time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__history_request__field_indices_by_name[] = {
   0,   /* field[0] = conversation */
   1,   /* field[1] = count */
   2,   /* field[2] = cursor */
   3,   /* field[3] = direction */
+  7,   /* field[7] = end_time_ms */
+  4,   /* field[4] = skip */
+  5,   /* field[5] = sort */
+  6,   /* field[6] = start_time_ms */
 };
 static const ProtobufCIntRange imcodec__v1__history_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__history_request__descriptor =
 {
@@ -1118,7 +1498,7 @@ const ProtobufCMessageDescriptor imcodec__v1__history_request__descriptor =
   "Imcodec__V1__HistoryRequest",
   "imcodec.v1",
   sizeof(Imcodec__V1__HistoryRequest),
-  4,
+  8,
   imcodec__v1__history_request__field_descriptors,
   imcodec__v1__history_request__field_indices_by_name,
   1,  imcodec__v1__history_request__number_ranges,
@@ -1202,6 +1582,623 @@ const ProtobufCMessageDescriptor imcodec__v1__history_response__descriptor =
   (ProtobufCMessageInit) imcodec__v1__history_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor imcodec__v1__reaction_event__field_descriptors[6] =
+{
+  {
+    "message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionEvent, message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionEvent, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "emoji",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionEvent, emoji),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionEvent, action),
+    &imcodec__v1__reaction_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionEvent, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "summary",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ReactionEvent, n_summary),
+    offsetof(Imcodec__V1__ReactionEvent, summary),
+    &imcodec__v1__reaction_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__reaction_event__field_indices_by_name[] = {
+  3,   /* field[3] = action */
+  2,   /* field[2] = emoji */
+  0,   /* field[0] = message */
+  5,   /* field[5] = summary */
+  4,   /* field[4] = time_ms */
+  1,   /* field[1] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__reaction_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__reaction_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReactionEvent",
+  "ReactionEvent",
+  "Imcodec__V1__ReactionEvent",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ReactionEvent),
+  6,
+  imcodec__v1__reaction_event__field_descriptors,
+  imcodec__v1__reaction_event__field_indices_by_name,
+  1,  imcodec__v1__reaction_event__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__reaction_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__pin_event__field_descriptors[5] =
+{
+  {
+    "conversation",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PinEvent, conversation),
+    &imcodec__v1__conversation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "message",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PinEvent, message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pinned",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PinEvent, pinned),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operator_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PinEvent, operator_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PinEvent, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__pin_event__field_indices_by_name[] = {
+  0,   /* field[0] = conversation */
+  1,   /* field[1] = message */
+  3,   /* field[3] = operator_id */
+  2,   /* field[2] = pinned */
+  4,   /* field[4] = time_ms */
+};
+static const ProtobufCIntRange imcodec__v1__pin_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__pin_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.PinEvent",
+  "PinEvent",
+  "Imcodec__V1__PinEvent",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__PinEvent),
+  5,
+  imcodec__v1__pin_event__field_descriptors,
+  imcodec__v1__pin_event__field_indices_by_name,
+  1,  imcodec__v1__pin_event__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__pin_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__poll_vote_event__field_descriptors[5] =
+{
+  {
+    "poll_message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollVoteEvent, poll_message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "poll_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollVoteEvent, poll_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "voter_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollVoteEvent, voter_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "option_ids",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Imcodec__V1__PollVoteEvent, n_option_ids),
+    offsetof(Imcodec__V1__PollVoteEvent, option_ids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollVoteEvent, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__poll_vote_event__field_indices_by_name[] = {
+  3,   /* field[3] = option_ids */
+  1,   /* field[1] = poll_id */
+  0,   /* field[0] = poll_message */
+  4,   /* field[4] = time_ms */
+  2,   /* field[2] = voter_id */
+};
+static const ProtobufCIntRange imcodec__v1__poll_vote_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__poll_vote_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.PollVoteEvent",
+  "PollVoteEvent",
+  "Imcodec__V1__PollVoteEvent",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__PollVoteEvent),
+  5,
+  imcodec__v1__poll_vote_event__field_descriptors,
+  imcodec__v1__poll_vote_event__field_indices_by_name,
+  1,  imcodec__v1__poll_vote_event__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__poll_vote_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__poll_option_result__field_descriptors[3] =
+{
+  {
+    "option_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollOptionResult, option_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "votes",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollOptionResult, votes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "voter_ids",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__PollOptionResult, n_voter_ids),
+    offsetof(Imcodec__V1__PollOptionResult, voter_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__poll_option_result__field_indices_by_name[] = {
+  0,   /* field[0] = option_id */
+  2,   /* field[2] = voter_ids */
+  1,   /* field[1] = votes */
+};
+static const ProtobufCIntRange imcodec__v1__poll_option_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__poll_option_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.PollOptionResult",
+  "PollOptionResult",
+  "Imcodec__V1__PollOptionResult",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__PollOptionResult),
+  3,
+  imcodec__v1__poll_option_result__field_descriptors,
+  imcodec__v1__poll_option_result__field_indices_by_name,
+  1,  imcodec__v1__poll_option_result__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__poll_option_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__poll_update__field_descriptors[7] =
+{
+  {
+    "poll_message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollUpdate, poll_message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "poll_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollUpdate, poll_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "closed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollUpdate, closed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "closed_by",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollUpdate, closed_by),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "results",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__PollUpdate, n_results),
+    offsetof(Imcodec__V1__PollUpdate, results),
+    &imcodec__v1__poll_option_result__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "voter_count",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollUpdate, voter_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollUpdate, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__poll_update__field_indices_by_name[] = {
+  2,   /* field[2] = closed */
+  3,   /* field[3] = closed_by */
+  1,   /* field[1] = poll_id */
+  0,   /* field[0] = poll_message */
+  4,   /* field[4] = results */
+  6,   /* field[6] = time_ms */
+  5,   /* field[5] = voter_count */
+};
+static const ProtobufCIntRange imcodec__v1__poll_update__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__poll_update__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.PollUpdate",
+  "PollUpdate",
+  "Imcodec__V1__PollUpdate",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__PollUpdate),
+  7,
+  imcodec__v1__poll_update__field_descriptors,
+  imcodec__v1__poll_update__field_indices_by_name,
+  1,  imcodec__v1__poll_update__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__poll_update__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__disappearing_timer_event__field_descriptors[4] =
+{
+  {
+    "conversation",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__DisappearingTimerEvent, conversation),
+    &imcodec__v1__conversation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expire_after_s",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__DisappearingTimerEvent, expire_after_s),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operator_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__DisappearingTimerEvent, operator_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__DisappearingTimerEvent, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__disappearing_timer_event__field_indices_by_name[] = {
+  0,   /* field[0] = conversation */
+  1,   /* field[1] = expire_after_s */
+  2,   /* field[2] = operator_id */
+  3,   /* field[3] = time_ms */
+};
+static const ProtobufCIntRange imcodec__v1__disappearing_timer_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__disappearing_timer_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.DisappearingTimerEvent",
+  "DisappearingTimerEvent",
+  "Imcodec__V1__DisappearingTimerEvent",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__DisappearingTimerEvent),
+  4,
+  imcodec__v1__disappearing_timer_event__field_descriptors,
+  imcodec__v1__disappearing_timer_event__field_indices_by_name,
+  1,  imcodec__v1__disappearing_timer_event__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__disappearing_timer_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__receive_option_change__field_descriptors[4] =
+{
+  {
+    "conversation",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReceiveOptionChange, conversation),
+    &imcodec__v1__conversation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "option",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReceiveOptionChange, option),
+    &imcodec__v1__receive_option__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReceiveOptionChange, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReceiveOptionChange, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__receive_option_change__field_indices_by_name[] = {
+  0,   /* field[0] = conversation */
+  1,   /* field[1] = option */
+  3,   /* field[3] = time_ms */
+  2,   /* field[2] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__receive_option_change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__receive_option_change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReceiveOptionChange",
+  "ReceiveOptionChange",
+  "Imcodec__V1__ReceiveOptionChange",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ReceiveOptionChange),
+  4,
+  imcodec__v1__receive_option_change__field_descriptors,
+  imcodec__v1__receive_option_change__field_indices_by_name,
+  1,  imcodec__v1__receive_option_change__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__receive_option_change__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue imcodec__v1__delete_scope__enum_values_by_number[3] =
 {
   { "DELETE_SCOPE_UNSPECIFIED", "IMCODEC__V1__DELETE_SCOPE__DELETE_SCOPE_UNSPECIFIED", 0 },
@@ -1262,6 +2259,36 @@ const ProtobufCEnumDescriptor imcodec__v1__typing_state__descriptor =
   imcodec__v1__typing_state__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
+static const ProtobufCEnumValue imcodec__v1__history_sort__enum_values_by_number[3] =
+{
+  { "HISTORY_SORT_UNSPECIFIED", "IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_UNSPECIFIED", 0 },
+  { "HISTORY_SORT_OLDEST_FIRST", "IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_OLDEST_FIRST", 1 },
+  { "HISTORY_SORT_NEWEST_FIRST", "IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_NEWEST_FIRST", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__history_sort__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__history_sort__enum_values_by_name[3] =
+{
+  { "HISTORY_SORT_NEWEST_FIRST", 2 },
+  { "HISTORY_SORT_OLDEST_FIRST", 1 },
+  { "HISTORY_SORT_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__history_sort__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.HistorySort",
+  "HistorySort",
+  "Imcodec__V1__HistorySort",
+  "imcodec.v1",
+  3,
+  imcodec__v1__history_sort__enum_values_by_number,
+  3,
+  imcodec__v1__history_sort__enum_values_by_name,
+  1,
+  imcodec__v1__history_sort__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
 static const ProtobufCEnumValue imcodec__v1__history_direction__enum_values_by_number[3] =
 {
   { "HISTORY_DIRECTION_UNSPECIFIED", "IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_UNSPECIFIED", 0 },
@@ -1290,5 +2317,67 @@ const ProtobufCEnumDescriptor imcodec__v1__history_direction__descriptor =
   imcodec__v1__history_direction__enum_values_by_name,
   1,
   imcodec__v1__history_direction__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__reaction_action__enum_values_by_number[3] =
+{
+  { "REACTION_ACTION_UNSPECIFIED", "IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_UNSPECIFIED", 0 },
+  { "REACTION_ACTION_ADD", "IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_ADD", 1 },
+  { "REACTION_ACTION_REMOVE", "IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_REMOVE", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__reaction_action__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__reaction_action__enum_values_by_name[3] =
+{
+  { "REACTION_ACTION_ADD", 1 },
+  { "REACTION_ACTION_REMOVE", 2 },
+  { "REACTION_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__reaction_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReactionAction",
+  "ReactionAction",
+  "Imcodec__V1__ReactionAction",
+  "imcodec.v1",
+  3,
+  imcodec__v1__reaction_action__enum_values_by_number,
+  3,
+  imcodec__v1__reaction_action__enum_values_by_name,
+  1,
+  imcodec__v1__reaction_action__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__receive_option__enum_values_by_number[4] =
+{
+  { "RECEIVE_OPTION_UNSPECIFIED", "IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_UNSPECIFIED", 0 },
+  { "RECEIVE_OPTION_RECEIVE", "IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_RECEIVE", 1 },
+  { "RECEIVE_OPTION_NOT_RECEIVE", "IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_NOT_RECEIVE", 2 },
+  { "RECEIVE_OPTION_RECEIVE_NOT_NOTIFY", "IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_RECEIVE_NOT_NOTIFY", 3 },
+};
+static const ProtobufCIntRange imcodec__v1__receive_option__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__receive_option__enum_values_by_name[4] =
+{
+  { "RECEIVE_OPTION_NOT_RECEIVE", 2 },
+  { "RECEIVE_OPTION_RECEIVE", 1 },
+  { "RECEIVE_OPTION_RECEIVE_NOT_NOTIFY", 3 },
+  { "RECEIVE_OPTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__receive_option__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReceiveOption",
+  "ReceiveOption",
+  "Imcodec__V1__ReceiveOption",
+  "imcodec.v1",
+  4,
+  imcodec__v1__receive_option__enum_values_by_number,
+  4,
+  imcodec__v1__receive_option__enum_values_by_name,
+  1,
+  imcodec__v1__receive_option__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

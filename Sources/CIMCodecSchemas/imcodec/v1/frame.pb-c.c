@@ -52,7 +52,7 @@ void   imcodec__v1__frame__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[17] =
+static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[40] =
 {
   {
     "schema_version",
@@ -73,6 +73,18 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[17] 
     PROTOBUF_C_TYPE_UINT32,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__Frame, min_reader_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Frame, request_id),
     NULL,
     NULL,
     0,             /* flags */
@@ -134,6 +146,30 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[17] 
     offsetof(Imcodec__V1__Frame, payload_case),
     offsetof(Imcodec__V1__Frame, group_read_members),
     &imcodec__v1__group_read_members__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "read_receipt_request",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, read_receipt_request),
+    &imcodec__v1__read_receipt_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "group_read_members_request",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, group_read_members_request),
+    &imcodec__v1__group_read_members_request__descriptor,
     NULL,
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -258,33 +294,298 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[17] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "login_request",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, login_request),
+    &imcodec__v1__login_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "login_result",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, login_result),
+    &imcodec__v1__login_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ping",
+    42,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, ping),
+    &imcodec__v1__ping__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pong",
+    43,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, pong),
+    &imcodec__v1__pong__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "logout",
+    44,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, logout),
+    &imcodec__v1__logout__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kicked_offline",
+    45,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, kicked_offline),
+    &imcodec__v1__kicked_offline__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_seq_request",
+    46,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, max_seq_request),
+    &imcodec__v1__max_seq_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_seq_response",
+    47,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, max_seq_response),
+    &imcodec__v1__max_seq_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sync_request",
+    48,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, sync_request),
+    &imcodec__v1__sync_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sync_response",
+    49,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, sync_response),
+    &imcodec__v1__sync_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "presence",
+    50,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, presence),
+    &imcodec__v1__presence_update__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "presence_subscription",
+    51,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, presence_subscription),
+    &imcodec__v1__presence_subscription__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "membership",
+    52,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, membership),
+    &imcodec__v1__membership_change__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_result",
+    53,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, request_result),
+    &imcodec__v1__request_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reaction",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, reaction),
+    &imcodec__v1__reaction_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pin",
+    61,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, pin),
+    &imcodec__v1__pin_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "poll_vote",
+    62,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, poll_vote),
+    &imcodec__v1__poll_vote_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "poll_update",
+    63,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, poll_update),
+    &imcodec__v1__poll_update__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "disappearing_timer",
+    64,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, disappearing_timer),
+    &imcodec__v1__disappearing_timer_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "receive_option",
+    65,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, receive_option),
+    &imcodec__v1__receive_option_change__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
-  5,   /* field[5] = c2c_read_receipt */
-  9,   /* field[9] = delete */
-  8,   /* field[8] = edit */
-  6,   /* field[6] = group_read_members */
-  14,   /* field[14] = history_request */
-  15,   /* field[15] = history_response */
-  11,   /* field[11] = mark_read */
-  16,   /* field[16] = merger_payload */
-  2,   /* field[2] = message */
+  6,   /* field[6] = c2c_read_receipt */
+  12,   /* field[12] = delete */
+  38,   /* field[38] = disappearing_timer */
+  11,   /* field[11] = edit */
+  7,   /* field[7] = group_read_members */
+  9,   /* field[9] = group_read_members_request */
+  17,   /* field[17] = history_request */
+  18,   /* field[18] = history_response */
+  25,   /* field[25] = kicked_offline */
+  20,   /* field[20] = login_request */
+  21,   /* field[21] = login_result */
+  24,   /* field[24] = logout */
+  14,   /* field[14] = mark_read */
+  26,   /* field[26] = max_seq_request */
+  27,   /* field[27] = max_seq_response */
+  32,   /* field[32] = membership */
+  19,   /* field[19] = merger_payload */
+  3,   /* field[3] = message */
   1,   /* field[1] = min_reader_version */
-  7,   /* field[7] = recall */
-  3,   /* field[3] = receipt */
-  4,   /* field[4] = receipts */
+  35,   /* field[35] = pin */
+  22,   /* field[22] = ping */
+  37,   /* field[37] = poll_update */
+  36,   /* field[36] = poll_vote */
+  23,   /* field[23] = pong */
+  30,   /* field[30] = presence */
+  31,   /* field[31] = presence_subscription */
+  34,   /* field[34] = reaction */
+  8,   /* field[8] = read_receipt_request */
+  10,   /* field[10] = recall */
+  4,   /* field[4] = receipt */
+  5,   /* field[5] = receipts */
+  39,   /* field[39] = receive_option */
+  2,   /* field[2] = request_id */
+  33,   /* field[33] = request_result */
   0,   /* field[0] = schema_version */
-  13,   /* field[13] = send_ack */
-  12,   /* field[12] = system_notice */
-  10,   /* field[10] = typing */
+  16,   /* field[16] = send_ack */
+  28,   /* field[28] = sync_request */
+  29,   /* field[29] = sync_response */
+  15,   /* field[15] = system_notice */
+  13,   /* field[13] = typing */
 };
-static const ProtobufCIntRange imcodec__v1__frame__number_ranges[4 + 1] =
+static const ProtobufCIntRange imcodec__v1__frame__number_ranges[6 + 1] =
 {
   { 1, 0 },
-  { 10, 2 },
-  { 20, 7 },
-  { 30, 13 },
-  { 0, 17 }
+  { 10, 3 },
+  { 20, 10 },
+  { 30, 16 },
+  { 40, 20 },
+  { 60, 34 },
+  { 0, 40 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
 {
@@ -294,10 +595,10 @@ const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
   "Imcodec__V1__Frame",
   "imcodec.v1",
   sizeof(Imcodec__V1__Frame),
-  17,
+  40,
   imcodec__v1__frame__field_descriptors,
   imcodec__v1__frame__field_indices_by_name,
-  4,  imcodec__v1__frame__number_ranges,
+  6,  imcodec__v1__frame__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

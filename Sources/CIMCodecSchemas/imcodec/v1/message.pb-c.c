@@ -155,6 +155,96 @@ void   imcodec__v1__message__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__message__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__reaction_summary__init
+                     (Imcodec__V1__ReactionSummary         *message)
+{
+  static const Imcodec__V1__ReactionSummary init_value = IMCODEC__V1__REACTION_SUMMARY__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__reaction_summary__get_packed_size
+                     (const Imcodec__V1__ReactionSummary *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__reaction_summary__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__reaction_summary__pack
+                     (const Imcodec__V1__ReactionSummary *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__reaction_summary__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__reaction_summary__pack_to_buffer
+                     (const Imcodec__V1__ReactionSummary *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__reaction_summary__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ReactionSummary *
+       imcodec__v1__reaction_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ReactionSummary *)
+     protobuf_c_message_unpack (&imcodec__v1__reaction_summary__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__reaction_summary__free_unpacked
+                     (Imcodec__V1__ReactionSummary *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__reaction_summary__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__thread_summary__init
+                     (Imcodec__V1__ThreadSummary         *message)
+{
+  static const Imcodec__V1__ThreadSummary init_value = IMCODEC__V1__THREAD_SUMMARY__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__thread_summary__get_packed_size
+                     (const Imcodec__V1__ThreadSummary *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__thread_summary__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__thread_summary__pack
+                     (const Imcodec__V1__ThreadSummary *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__thread_summary__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__thread_summary__pack_to_buffer
+                     (const Imcodec__V1__ThreadSummary *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__thread_summary__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ThreadSummary *
+       imcodec__v1__thread_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ThreadSummary *)
+     protobuf_c_message_unpack (&imcodec__v1__thread_summary__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__thread_summary__free_unpacked
+                     (Imcodec__V1__ThreadSummary *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__thread_summary__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   imcodec__v1__message_element__init
                      (Imcodec__V1__MessageElement         *message)
 {
@@ -243,6 +333,186 @@ void   imcodec__v1__text_element__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &imcodec__v1__text_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__mention_range__init
+                     (Imcodec__V1__MentionRange         *message)
+{
+  static const Imcodec__V1__MentionRange init_value = IMCODEC__V1__MENTION_RANGE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__mention_range__get_packed_size
+                     (const Imcodec__V1__MentionRange *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__mention_range__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__mention_range__pack
+                     (const Imcodec__V1__MentionRange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__mention_range__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__mention_range__pack_to_buffer
+                     (const Imcodec__V1__MentionRange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__mention_range__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__MentionRange *
+       imcodec__v1__mention_range__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__MentionRange *)
+     protobuf_c_message_unpack (&imcodec__v1__mention_range__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__mention_range__free_unpacked
+                     (Imcodec__V1__MentionRange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__mention_range__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__link_preview__init
+                     (Imcodec__V1__LinkPreview         *message)
+{
+  static const Imcodec__V1__LinkPreview init_value = IMCODEC__V1__LINK_PREVIEW__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__link_preview__get_packed_size
+                     (const Imcodec__V1__LinkPreview *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__link_preview__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__link_preview__pack
+                     (const Imcodec__V1__LinkPreview *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__link_preview__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__link_preview__pack_to_buffer
+                     (const Imcodec__V1__LinkPreview *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__link_preview__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__LinkPreview *
+       imcodec__v1__link_preview__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__LinkPreview *)
+     protobuf_c_message_unpack (&imcodec__v1__link_preview__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__link_preview__free_unpacked
+                     (Imcodec__V1__LinkPreview *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__link_preview__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__poll_element__init
+                     (Imcodec__V1__PollElement         *message)
+{
+  static const Imcodec__V1__PollElement init_value = IMCODEC__V1__POLL_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__poll_element__get_packed_size
+                     (const Imcodec__V1__PollElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__poll_element__pack
+                     (const Imcodec__V1__PollElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__poll_element__pack_to_buffer
+                     (const Imcodec__V1__PollElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__PollElement *
+       imcodec__v1__poll_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__PollElement *)
+     protobuf_c_message_unpack (&imcodec__v1__poll_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__poll_element__free_unpacked
+                     (Imcodec__V1__PollElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__poll_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__poll_option__init
+                     (Imcodec__V1__PollOption         *message)
+{
+  static const Imcodec__V1__PollOption init_value = IMCODEC__V1__POLL_OPTION__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__poll_option__get_packed_size
+                     (const Imcodec__V1__PollOption *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_option__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__poll_option__pack
+                     (const Imcodec__V1__PollOption *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_option__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__poll_option__pack_to_buffer
+                     (const Imcodec__V1__PollOption *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__poll_option__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__PollOption *
+       imcodec__v1__poll_option__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__PollOption *)
+     protobuf_c_message_unpack (&imcodec__v1__poll_option__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__poll_option__free_unpacked
+                     (Imcodec__V1__PollOption *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__poll_option__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   imcodec__v1__custom_element__init
@@ -1131,7 +1401,7 @@ const ProtobufCMessageDescriptor imcodec__v1__message__expansion_entry__descript
   (ProtobufCMessageInit) imcodec__v1__message__expansion_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[22] =
+static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[38] =
 {
   {
     "client_msg_id",
@@ -1397,6 +1667,198 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[22
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "sender_device_id",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, sender_device_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "direction",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, direction),
+    &imcodec__v1__message_direction__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "received_status",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, received_status),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "object_name",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, object_name),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "extra",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, extra),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "dialog_id",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, dialog_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "delivered_ids",
+    29,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__Message, n_delivered_ids),
+    offsetof(Imcodec__V1__Message, delivered_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "read_ids",
+    30,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__Message, n_read_ids),
+    offsetof(Imcodec__V1__Message, read_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updated_at_ms",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, updated_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reactions",
+    32,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Message, n_reactions),
+    offsetof(Imcodec__V1__Message, reactions),
+    &imcodec__v1__reaction_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "thread_root",
+    33,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, thread_root),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "thread",
+    34,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, thread),
+    &imcodec__v1__thread_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expire_after_s",
+    35,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, expire_after_s),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expire_at_ms",
+    36,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, expire_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "view_once",
+    37,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, view_once),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "forward_score",
+    38,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, forward_score),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   12,   /* field[12] = at */
@@ -1405,14 +1867,26 @@ static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   14,   /* field[14] = cloud_custom_data */
   5,   /* field[5] = conversation */
   15,   /* field[15] = custom_params */
+  28,   /* field[28] = delivered_ids */
+  27,   /* field[27] = dialog_id */
+  23,   /* field[23] = direction */
   20,   /* field[20] = edit_version */
   19,   /* field[19] = elements */
   16,   /* field[16] = expansion */
+  34,   /* field[34] = expire_after_s */
+  35,   /* field[35] = expire_at_ms */
+  26,   /* field[26] = extra */
   10,   /* field[10] = flags */
+  37,   /* field[37] = forward_score */
+  25,   /* field[25] = object_name */
   13,   /* field[13] = offline_push */
   8,   /* field[8] = priority */
   18,   /* field[18] = quote */
   3,   /* field[3] = random */
+  31,   /* field[31] = reactions */
+  29,   /* field[29] = read_ids */
+  24,   /* field[24] = received_status */
+  22,   /* field[22] = sender_device_id */
   4,   /* field[4] = sender_id */
   21,   /* field[21] = sender_nickname */
   2,   /* field[2] = seq */
@@ -1421,11 +1895,15 @@ static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   9,   /* field[9] = status */
   17,   /* field[17] = storage_policy */
   11,   /* field[11] = target_receivers */
+  33,   /* field[33] = thread */
+  32,   /* field[32] = thread_root */
+  30,   /* field[30] = updated_at_ms */
+  36,   /* field[36] = view_once */
 };
 static const ProtobufCIntRange imcodec__v1__message__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 22 }
+  { 0, 38 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__message__descriptor =
 {
@@ -1435,14 +1913,168 @@ const ProtobufCMessageDescriptor imcodec__v1__message__descriptor =
   "Imcodec__V1__Message",
   "imcodec.v1",
   sizeof(Imcodec__V1__Message),
-  22,
+  38,
   imcodec__v1__message__field_descriptors,
   imcodec__v1__message__field_indices_by_name,
   1,  imcodec__v1__message__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__message__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__message_element__field_descriptors[10] =
+static const ProtobufCFieldDescriptor imcodec__v1__reaction_summary__field_descriptors[4] =
+{
+  {
+    "emoji",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionSummary, emoji),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionSummary, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_ids",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__ReactionSummary, n_user_ids),
+    offsetof(Imcodec__V1__ReactionSummary, user_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reacted_by_me",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReactionSummary, reacted_by_me),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__reaction_summary__field_indices_by_name[] = {
+  1,   /* field[1] = count */
+  0,   /* field[0] = emoji */
+  3,   /* field[3] = reacted_by_me */
+  2,   /* field[2] = user_ids */
+};
+static const ProtobufCIntRange imcodec__v1__reaction_summary__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__reaction_summary__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReactionSummary",
+  "ReactionSummary",
+  "Imcodec__V1__ReactionSummary",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ReactionSummary),
+  4,
+  imcodec__v1__reaction_summary__field_descriptors,
+  imcodec__v1__reaction_summary__field_indices_by_name,
+  1,  imcodec__v1__reaction_summary__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__reaction_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__thread_summary__field_descriptors[4] =
+{
+  {
+    "reply_count",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ThreadSummary, reply_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_reply_seq",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ThreadSummary, last_reply_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_reply_time_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ThreadSummary, last_reply_time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "participant_ids",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__ThreadSummary, n_participant_ids),
+    offsetof(Imcodec__V1__ThreadSummary, participant_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__thread_summary__field_indices_by_name[] = {
+  1,   /* field[1] = last_reply_seq */
+  2,   /* field[2] = last_reply_time_ms */
+  3,   /* field[3] = participant_ids */
+  0,   /* field[0] = reply_count */
+};
+static const ProtobufCIntRange imcodec__v1__thread_summary__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__thread_summary__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ThreadSummary",
+  "ThreadSummary",
+  "Imcodec__V1__ThreadSummary",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ThreadSummary),
+  4,
+  imcodec__v1__thread_summary__field_descriptors,
+  imcodec__v1__thread_summary__field_indices_by_name,
+  1,  imcodec__v1__thread_summary__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__thread_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__message_element__field_descriptors[11] =
 {
   {
     "text",
@@ -1564,6 +2196,18 @@ static const ProtobufCFieldDescriptor imcodec__v1__message_element__field_descri
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "poll",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, poll),
+    &imcodec__v1__poll_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__message_element__field_indices_by_name[] = {
   1,   /* field[1] = custom */
@@ -1573,6 +2217,7 @@ static const unsigned imcodec__v1__message_element__field_indices_by_name[] = {
   2,   /* field[2] = image */
   6,   /* field[6] = location */
   9,   /* field[9] = merger */
+  10,   /* field[10] = poll */
   4,   /* field[4] = sound */
   0,   /* field[0] = text */
   3,   /* field[3] = video */
@@ -1580,7 +2225,7 @@ static const unsigned imcodec__v1__message_element__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__message_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__message_element__descriptor =
 {
@@ -1590,14 +2235,14 @@ const ProtobufCMessageDescriptor imcodec__v1__message_element__descriptor =
   "Imcodec__V1__MessageElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__MessageElement),
-  10,
+  11,
   imcodec__v1__message_element__field_descriptors,
   imcodec__v1__message_element__field_indices_by_name,
   1,  imcodec__v1__message_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__message_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__text_element__field_descriptors[1] =
+static const ProtobufCFieldDescriptor imcodec__v1__text_element__field_descriptors[3] =
 {
   {
     "text",
@@ -1611,14 +2256,40 @@ static const ProtobufCFieldDescriptor imcodec__v1__text_element__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mentions",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__TextElement, n_mentions),
+    offsetof(Imcodec__V1__TextElement, mentions),
+    &imcodec__v1__mention_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "link_previews",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__TextElement, n_link_previews),
+    offsetof(Imcodec__V1__TextElement, link_previews),
+    &imcodec__v1__link_preview__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__text_element__field_indices_by_name[] = {
+  2,   /* field[2] = link_previews */
+  1,   /* field[1] = mentions */
   0,   /* field[0] = text */
 };
 static const ProtobufCIntRange imcodec__v1__text_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__text_element__descriptor =
 {
@@ -1628,11 +2299,358 @@ const ProtobufCMessageDescriptor imcodec__v1__text_element__descriptor =
   "Imcodec__V1__TextElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__TextElement),
-  1,
+  3,
   imcodec__v1__text_element__field_descriptors,
   imcodec__v1__text_element__field_indices_by_name,
   1,  imcodec__v1__text_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__text_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__mention_range__field_descriptors[4] =
+{
+  {
+    "offset",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MentionRange, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "length",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MentionRange, length),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MentionRange, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "all",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MentionRange, all),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__mention_range__field_indices_by_name[] = {
+  3,   /* field[3] = all */
+  1,   /* field[1] = length */
+  0,   /* field[0] = offset */
+  2,   /* field[2] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__mention_range__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__mention_range__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.MentionRange",
+  "MentionRange",
+  "Imcodec__V1__MentionRange",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__MentionRange),
+  4,
+  imcodec__v1__mention_range__field_descriptors,
+  imcodec__v1__mention_range__field_indices_by_name,
+  1,  imcodec__v1__mention_range__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__mention_range__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__link_preview__field_descriptors[7] =
+{
+  {
+    "url",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "title",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, title),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, description),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_url",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, image_url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_width",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, image_width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_height",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, image_height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "site_name",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LinkPreview, site_name),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__link_preview__field_indices_by_name[] = {
+  2,   /* field[2] = description */
+  5,   /* field[5] = image_height */
+  3,   /* field[3] = image_url */
+  4,   /* field[4] = image_width */
+  6,   /* field[6] = site_name */
+  1,   /* field[1] = title */
+  0,   /* field[0] = url */
+};
+static const ProtobufCIntRange imcodec__v1__link_preview__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__link_preview__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.LinkPreview",
+  "LinkPreview",
+  "Imcodec__V1__LinkPreview",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__LinkPreview),
+  7,
+  imcodec__v1__link_preview__field_descriptors,
+  imcodec__v1__link_preview__field_indices_by_name,
+  1,  imcodec__v1__link_preview__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__link_preview__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__poll_element__field_descriptors[6] =
+{
+  {
+    "poll_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollElement, poll_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "question",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollElement, question),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "options",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__PollElement, n_options),
+    offsetof(Imcodec__V1__PollElement, options),
+    &imcodec__v1__poll_option__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "multiple_choice",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollElement, multiple_choice),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "anonymous",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollElement, anonymous),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "close_time_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollElement, close_time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__poll_element__field_indices_by_name[] = {
+  4,   /* field[4] = anonymous */
+  5,   /* field[5] = close_time_ms */
+  3,   /* field[3] = multiple_choice */
+  2,   /* field[2] = options */
+  0,   /* field[0] = poll_id */
+  1,   /* field[1] = question */
+};
+static const ProtobufCIntRange imcodec__v1__poll_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__poll_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.PollElement",
+  "PollElement",
+  "Imcodec__V1__PollElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__PollElement),
+  6,
+  imcodec__v1__poll_element__field_descriptors,
+  imcodec__v1__poll_element__field_indices_by_name,
+  1,  imcodec__v1__poll_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__poll_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__poll_option__field_descriptors[2] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollOption, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__PollOption, text),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__poll_option__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = text */
+};
+static const ProtobufCIntRange imcodec__v1__poll_option__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__poll_option__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.PollOption",
+  "PollOption",
+  "Imcodec__V1__PollOption",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__PollOption),
+  2,
+  imcodec__v1__poll_option__field_descriptors,
+  imcodec__v1__poll_option__field_indices_by_name,
+  1,  imcodec__v1__poll_option__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__poll_option__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor imcodec__v1__custom_element__field_descriptors[3] =
@@ -2021,7 +3039,7 @@ const ProtobufCMessageDescriptor imcodec__v1__video_element__descriptor =
   (ProtobufCMessageInit) imcodec__v1__video_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__sound_element__field_descriptors[4] =
+static const ProtobufCFieldDescriptor imcodec__v1__sound_element__field_descriptors[5] =
 {
   {
     "uuid",
@@ -2071,9 +3089,22 @@ static const ProtobufCFieldDescriptor imcodec__v1__sound_element__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "played",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SoundElement, played),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__sound_element__field_indices_by_name[] = {
   2,   /* field[2] = duration_s */
+  4,   /* field[4] = played */
   1,   /* field[1] = size */
   3,   /* field[3] = url */
   0,   /* field[0] = uuid */
@@ -2081,7 +3112,7 @@ static const unsigned imcodec__v1__sound_element__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__sound_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__sound_element__descriptor =
 {
@@ -2091,7 +3122,7 @@ const ProtobufCMessageDescriptor imcodec__v1__sound_element__descriptor =
   "Imcodec__V1__SoundElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__SoundElement),
-  4,
+  5,
   imcodec__v1__sound_element__field_descriptors,
   imcodec__v1__sound_element__field_indices_by_name,
   1,  imcodec__v1__sound_element__number_ranges,
@@ -2797,7 +3828,7 @@ const ProtobufCEnumDescriptor imcodec__v1__priority__descriptor =
   imcodec__v1__priority__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue imcodec__v1__message_status__enum_values_by_number[7] =
+static const ProtobufCEnumValue imcodec__v1__message_status__enum_values_by_number[8] =
 {
   { "MESSAGE_STATUS_UNSPECIFIED", "IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED", 0 },
   { "MESSAGE_STATUS_SENDING", "IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_SENDING", 1 },
@@ -2806,12 +3837,14 @@ static const ProtobufCEnumValue imcodec__v1__message_status__enum_values_by_numb
   { "MESSAGE_STATUS_DELETED", "IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_DELETED", 4 },
   { "MESSAGE_STATUS_IMPORTED", "IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_IMPORTED", 5 },
   { "MESSAGE_STATUS_RECALLED", "IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_RECALLED", 6 },
+  { "MESSAGE_STATUS_CANCELED", "IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_CANCELED", 7 },
 };
 static const ProtobufCIntRange imcodec__v1__message_status__value_ranges[] = {
-{0, 0},{0, 7}
+{0, 0},{0, 8}
 };
-static const ProtobufCEnumValueIndex imcodec__v1__message_status__enum_values_by_name[7] =
+static const ProtobufCEnumValueIndex imcodec__v1__message_status__enum_values_by_name[8] =
 {
+  { "MESSAGE_STATUS_CANCELED", 7 },
   { "MESSAGE_STATUS_DELETED", 4 },
   { "MESSAGE_STATUS_FAILED", 3 },
   { "MESSAGE_STATUS_IMPORTED", 5 },
@@ -2827,12 +3860,76 @@ const ProtobufCEnumDescriptor imcodec__v1__message_status__descriptor =
   "MessageStatus",
   "Imcodec__V1__MessageStatus",
   "imcodec.v1",
-  7,
+  8,
   imcodec__v1__message_status__enum_values_by_number,
-  7,
+  8,
   imcodec__v1__message_status__enum_values_by_name,
   1,
   imcodec__v1__message_status__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__message_direction__enum_values_by_number[3] =
+{
+  { "MESSAGE_DIRECTION_UNSPECIFIED", "IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED", 0 },
+  { "MESSAGE_DIRECTION_SENT", "IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_SENT", 1 },
+  { "MESSAGE_DIRECTION_RECEIVED", "IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_RECEIVED", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__message_direction__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__message_direction__enum_values_by_name[3] =
+{
+  { "MESSAGE_DIRECTION_RECEIVED", 2 },
+  { "MESSAGE_DIRECTION_SENT", 1 },
+  { "MESSAGE_DIRECTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__message_direction__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.MessageDirection",
+  "MessageDirection",
+  "Imcodec__V1__MessageDirection",
+  "imcodec.v1",
+  3,
+  imcodec__v1__message_direction__enum_values_by_number,
+  3,
+  imcodec__v1__message_direction__enum_values_by_name,
+  1,
+  imcodec__v1__message_direction__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__received_status_flag__enum_values_by_number[5] =
+{
+  { "RECEIVED_STATUS_FLAG_UNSPECIFIED", "IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_UNSPECIFIED", 0 },
+  { "RECEIVED_STATUS_FLAG_READ", "IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_READ", 1 },
+  { "RECEIVED_STATUS_FLAG_LISTENED", "IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_LISTENED", 2 },
+  { "RECEIVED_STATUS_FLAG_DOWNLOADED", "IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_DOWNLOADED", 4 },
+  { "RECEIVED_STATUS_FLAG_RETRIEVED", "IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_RETRIEVED", 8 },
+};
+static const ProtobufCIntRange imcodec__v1__received_status_flag__value_ranges[] = {
+{0, 0},{4, 3},{8, 4},{0, 5}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__received_status_flag__enum_values_by_name[5] =
+{
+  { "RECEIVED_STATUS_FLAG_DOWNLOADED", 3 },
+  { "RECEIVED_STATUS_FLAG_LISTENED", 2 },
+  { "RECEIVED_STATUS_FLAG_READ", 1 },
+  { "RECEIVED_STATUS_FLAG_RETRIEVED", 4 },
+  { "RECEIVED_STATUS_FLAG_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__received_status_flag__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReceivedStatusFlag",
+  "ReceivedStatusFlag",
+  "Imcodec__V1__ReceivedStatusFlag",
+  "imcodec.v1",
+  5,
+  imcodec__v1__received_status_flag__enum_values_by_number,
+  5,
+  imcodec__v1__received_status_flag__enum_values_by_name,
+  3,
+  imcodec__v1__received_status_flag__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue imcodec__v1__message_flag__enum_values_by_number[8] =

@@ -188,6 +188,141 @@ void   imcodec__v1__group_read_members__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__group_read_members__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__group_member_info__init
+                     (Imcodec__V1__GroupMemberInfo         *message)
+{
+  static const Imcodec__V1__GroupMemberInfo init_value = IMCODEC__V1__GROUP_MEMBER_INFO__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__group_member_info__get_packed_size
+                     (const Imcodec__V1__GroupMemberInfo *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__group_member_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__group_member_info__pack
+                     (const Imcodec__V1__GroupMemberInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__group_member_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__group_member_info__pack_to_buffer
+                     (const Imcodec__V1__GroupMemberInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__group_member_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__GroupMemberInfo *
+       imcodec__v1__group_member_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__GroupMemberInfo *)
+     protobuf_c_message_unpack (&imcodec__v1__group_member_info__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__group_member_info__free_unpacked
+                     (Imcodec__V1__GroupMemberInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__group_member_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__read_receipt_request__init
+                     (Imcodec__V1__ReadReceiptRequest         *message)
+{
+  static const Imcodec__V1__ReadReceiptRequest init_value = IMCODEC__V1__READ_RECEIPT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__read_receipt_request__get_packed_size
+                     (const Imcodec__V1__ReadReceiptRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__read_receipt_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__read_receipt_request__pack
+                     (const Imcodec__V1__ReadReceiptRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__read_receipt_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__read_receipt_request__pack_to_buffer
+                     (const Imcodec__V1__ReadReceiptRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__read_receipt_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ReadReceiptRequest *
+       imcodec__v1__read_receipt_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ReadReceiptRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__read_receipt_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__read_receipt_request__free_unpacked
+                     (Imcodec__V1__ReadReceiptRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__read_receipt_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__group_read_members_request__init
+                     (Imcodec__V1__GroupReadMembersRequest         *message)
+{
+  static const Imcodec__V1__GroupReadMembersRequest init_value = IMCODEC__V1__GROUP_READ_MEMBERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__group_read_members_request__get_packed_size
+                     (const Imcodec__V1__GroupReadMembersRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__group_read_members_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__group_read_members_request__pack
+                     (const Imcodec__V1__GroupReadMembersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__group_read_members_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__group_read_members_request__pack_to_buffer
+                     (const Imcodec__V1__GroupReadMembersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__group_read_members_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__GroupReadMembersRequest *
+       imcodec__v1__group_read_members_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__GroupReadMembersRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__group_read_members_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__group_read_members_request__free_unpacked
+                     (Imcodec__V1__GroupReadMembersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__group_read_members_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__c2_cread_receipt__field_descriptors[2] =
 {
   {
@@ -239,7 +374,7 @@ const ProtobufCMessageDescriptor imcodec__v1__c2_cread_receipt__descriptor =
   (ProtobufCMessageInit) imcodec__v1__c2_cread_receipt__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__message_receipt__field_descriptors[8] =
+static const ProtobufCFieldDescriptor imcodec__v1__message_receipt__field_descriptors[9] =
 {
   {
     "kind",
@@ -337,8 +472,21 @@ static const ProtobufCFieldDescriptor imcodec__v1__message_receipt__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "device_id",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MessageReceipt, device_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__message_receipt__field_indices_by_name[] = {
+  8,   /* field[8] = device_id */
   4,   /* field[4] = group_id */
   3,   /* field[3] = is_peer_read */
   0,   /* field[0] = kind */
@@ -351,7 +499,7 @@ static const unsigned imcodec__v1__message_receipt__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__message_receipt__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__message_receipt__descriptor =
 {
@@ -361,7 +509,7 @@ const ProtobufCMessageDescriptor imcodec__v1__message_receipt__descriptor =
   "Imcodec__V1__MessageReceipt",
   "imcodec.v1",
   sizeof(Imcodec__V1__MessageReceipt),
-  8,
+  9,
   imcodec__v1__message_receipt__field_descriptors,
   imcodec__v1__message_receipt__field_indices_by_name,
   1,  imcodec__v1__message_receipt__number_ranges,
@@ -419,7 +567,7 @@ const ProtobufCMessageDescriptor imcodec__v1__receipt_batch__descriptor =
   (ProtobufCMessageInit) imcodec__v1__receipt_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__group_read_members__field_descriptors[5] =
+static const ProtobufCFieldDescriptor imcodec__v1__group_read_members__field_descriptors[6] =
 {
   {
     "message",
@@ -481,10 +629,23 @@ static const ProtobufCFieldDescriptor imcodec__v1__group_read_members__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "members",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__GroupReadMembers, n_members),
+    offsetof(Imcodec__V1__GroupReadMembers, members),
+    &imcodec__v1__group_member_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__group_read_members__field_indices_by_name[] = {
   4,   /* field[4] = finished */
   2,   /* field[2] = member_ids */
+  5,   /* field[5] = members */
   0,   /* field[0] = message */
   3,   /* field[3] = next_seq */
   1,   /* field[1] = read */
@@ -492,7 +653,7 @@ static const unsigned imcodec__v1__group_read_members__field_indices_by_name[] =
 static const ProtobufCIntRange imcodec__v1__group_read_members__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__group_read_members__descriptor =
 {
@@ -502,11 +663,190 @@ const ProtobufCMessageDescriptor imcodec__v1__group_read_members__descriptor =
   "Imcodec__V1__GroupReadMembers",
   "imcodec.v1",
   sizeof(Imcodec__V1__GroupReadMembers),
-  5,
+  6,
   imcodec__v1__group_read_members__field_descriptors,
   imcodec__v1__group_read_members__field_indices_by_name,
   1,  imcodec__v1__group_read_members__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__group_read_members__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__group_member_info__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupMemberInfo, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "nickname",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupMemberInfo, nickname),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "face_url",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupMemberInfo, face_url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__group_member_info__field_indices_by_name[] = {
+  2,   /* field[2] = face_url */
+  1,   /* field[1] = nickname */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__group_member_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__group_member_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.GroupMemberInfo",
+  "GroupMemberInfo",
+  "Imcodec__V1__GroupMemberInfo",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__GroupMemberInfo),
+  3,
+  imcodec__v1__group_member_info__field_descriptors,
+  imcodec__v1__group_member_info__field_indices_by_name,
+  1,  imcodec__v1__group_member_info__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__group_member_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__read_receipt_request__field_descriptors[1] =
+{
+  {
+    "messages",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ReadReceiptRequest, n_messages),
+    offsetof(Imcodec__V1__ReadReceiptRequest, messages),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__read_receipt_request__field_indices_by_name[] = {
+  0,   /* field[0] = messages */
+};
+static const ProtobufCIntRange imcodec__v1__read_receipt_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__read_receipt_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReadReceiptRequest",
+  "ReadReceiptRequest",
+  "Imcodec__V1__ReadReceiptRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ReadReceiptRequest),
+  1,
+  imcodec__v1__read_receipt_request__field_descriptors,
+  imcodec__v1__read_receipt_request__field_indices_by_name,
+  1,  imcodec__v1__read_receipt_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__read_receipt_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__group_read_members_request__field_descriptors[4] =
+{
+  {
+    "message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupReadMembersRequest, message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "filter",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupReadMembersRequest, filter),
+    &imcodec__v1__read_members_filter__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_seq",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupReadMembersRequest, next_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupReadMembersRequest, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__group_read_members_request__field_indices_by_name[] = {
+  3,   /* field[3] = count */
+  1,   /* field[1] = filter */
+  0,   /* field[0] = message */
+  2,   /* field[2] = next_seq */
+};
+static const ProtobufCIntRange imcodec__v1__group_read_members_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__group_read_members_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.GroupReadMembersRequest",
+  "GroupReadMembersRequest",
+  "Imcodec__V1__GroupReadMembersRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__GroupReadMembersRequest),
+  4,
+  imcodec__v1__group_read_members_request__field_descriptors,
+  imcodec__v1__group_read_members_request__field_indices_by_name,
+  1,  imcodec__v1__group_read_members_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__group_read_members_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue imcodec__v1__receipt_kind__enum_values_by_number[3] =
@@ -537,5 +877,35 @@ const ProtobufCEnumDescriptor imcodec__v1__receipt_kind__descriptor =
   imcodec__v1__receipt_kind__enum_values_by_name,
   1,
   imcodec__v1__receipt_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__read_members_filter__enum_values_by_number[3] =
+{
+  { "READ_MEMBERS_FILTER_UNSPECIFIED", "IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_UNSPECIFIED", 0 },
+  { "READ_MEMBERS_FILTER_READ", "IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_READ", 1 },
+  { "READ_MEMBERS_FILTER_UNREAD", "IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_UNREAD", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__read_members_filter__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__read_members_filter__enum_values_by_name[3] =
+{
+  { "READ_MEMBERS_FILTER_READ", 1 },
+  { "READ_MEMBERS_FILTER_UNREAD", 2 },
+  { "READ_MEMBERS_FILTER_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__read_members_filter__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReadMembersFilter",
+  "ReadMembersFilter",
+  "Imcodec__V1__ReadMembersFilter",
+  "imcodec.v1",
+  3,
+  imcodec__v1__read_members_filter__enum_values_by_number,
+  3,
+  imcodec__v1__read_members_filter__enum_values_by_name,
+  1,
+  imcodec__v1__read_members_filter__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -107,6 +107,7 @@ extension SystemNotice {
         params = _CRead.map(c.pointee.n_params, c.pointee.params) { ($0.pointee.key, $0.pointee.value) }
         text = _CRead.string(c.pointee.text)
         timeMs = c.pointee.time_ms
+        recipientID = _CRead.string(c.pointee.recipient_id)
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
@@ -146,6 +147,10 @@ extension HistoryRequest {
         count = c.pointee.count
         cursor = _CRead.string(c.pointee.cursor)
         direction = HistoryDirection(rawValue: Int32(bitPattern: c.pointee.direction.rawValue))
+        skip = c.pointee.skip
+        sort = HistorySort(rawValue: Int32(bitPattern: c.pointee.sort.rawValue))
+        startTimeMs = c.pointee.start_time_ms
+        endTimeMs = c.pointee.end_time_ms
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
@@ -164,6 +169,138 @@ extension HistoryResponse {
         messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { Message(_c: $0) }
         nextCursor = _CRead.string(c.pointee.next_cursor)
         finished = c.pointee.finished != 0
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension ReactionEvent {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReactionEvent.self, imcodec__v1__reaction_event__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__ReactionEvent.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__ReactionEvent>) {
+        self.init()
+        message = c.pointee.message.map { MessageRef(_c: $0) }
+        userID = _CRead.string(c.pointee.user_id)
+        emoji = _CRead.string(c.pointee.emoji)
+        action = ReactionAction(rawValue: Int32(bitPattern: c.pointee.action.rawValue))
+        timeMs = c.pointee.time_ms
+        summary = _CRead.messages(c.pointee.n_summary, c.pointee.summary) { ReactionSummary(_c: $0) }
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension PinEvent {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PinEvent.self, imcodec__v1__pin_event__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__PinEvent.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__PinEvent>) {
+        self.init()
+        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
+        message = c.pointee.message.map { MessageRef(_c: $0) }
+        pinned = c.pointee.pinned != 0
+        operatorID = _CRead.string(c.pointee.operator_id)
+        timeMs = c.pointee.time_ms
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension PollVoteEvent {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollVoteEvent.self, imcodec__v1__poll_vote_event__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__PollVoteEvent.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__PollVoteEvent>) {
+        self.init()
+        pollMessage = c.pointee.poll_message.map { MessageRef(_c: $0) }
+        pollID = _CRead.string(c.pointee.poll_id)
+        voterID = _CRead.string(c.pointee.voter_id)
+        optionIDs = _CRead.scalars(c.pointee.n_option_ids, c.pointee.option_ids) { $0 }
+        timeMs = c.pointee.time_ms
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension PollOptionResult {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollOptionResult.self, imcodec__v1__poll_option_result__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__PollOptionResult.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__PollOptionResult>) {
+        self.init()
+        optionID = c.pointee.option_id
+        votes = c.pointee.votes
+        voterIDs = _CRead.strings(c.pointee.n_voter_ids, c.pointee.voter_ids)
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension PollUpdate {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollUpdate.self, imcodec__v1__poll_update__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__PollUpdate.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__PollUpdate>) {
+        self.init()
+        pollMessage = c.pointee.poll_message.map { MessageRef(_c: $0) }
+        pollID = _CRead.string(c.pointee.poll_id)
+        closed = c.pointee.closed != 0
+        closedBy = _CRead.string(c.pointee.closed_by)
+        results = _CRead.messages(c.pointee.n_results, c.pointee.results) { PollOptionResult(_c: $0) }
+        voterCount = c.pointee.voter_count
+        timeMs = c.pointee.time_ms
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension DisappearingTimerEvent {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__DisappearingTimerEvent.self, imcodec__v1__disappearing_timer_event__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__DisappearingTimerEvent.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__DisappearingTimerEvent>) {
+        self.init()
+        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
+        expireAfterS = c.pointee.expire_after_s
+        operatorID = _CRead.string(c.pointee.operator_id)
+        timeMs = c.pointee.time_ms
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension ReceiveOptionChange {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReceiveOptionChange.self, imcodec__v1__receive_option_change__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__ReceiveOptionChange.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__ReceiveOptionChange>) {
+        self.init()
+        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
+        option = ReceiveOption(rawValue: Int32(bitPattern: c.pointee.option.rawValue))
+        userID = _CRead.string(c.pointee.user_id)
+        timeMs = c.pointee.time_ms
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 

@@ -15,6 +15,7 @@ extension Frame {
         self.init()
         schemaVersion = c.pointee.schema_version
         minReaderVersion = c.pointee.min_reader_version
+        requestID = c.pointee.request_id
         switch c.pointee.payload_case.rawValue {
         case 10: payload = .message(c.pointee.message.map { Message(_c: $0) } ?? Message())
         case 11: payload = .receipt(c.pointee.receipt.map { MessageReceipt(_c: $0) } ?? MessageReceipt())
@@ -31,6 +32,28 @@ extension Frame {
         case 31: payload = .historyRequest(c.pointee.history_request.map { HistoryRequest(_c: $0) } ?? HistoryRequest())
         case 32: payload = .historyResponse(c.pointee.history_response.map { HistoryResponse(_c: $0) } ?? HistoryResponse())
         case 33: payload = .mergerPayload(c.pointee.merger_payload.map { MergerPayload(_c: $0) } ?? MergerPayload())
+        case 15: payload = .readReceiptRequest(c.pointee.read_receipt_request.map { ReadReceiptRequest(_c: $0) } ?? ReadReceiptRequest())
+        case 16: payload = .groupReadMembersRequest(c.pointee.group_read_members_request.map { GroupReadMembersRequest(_c: $0) } ?? GroupReadMembersRequest())
+        case 40: payload = .loginRequest(c.pointee.login_request.map { LoginRequest(_c: $0) } ?? LoginRequest())
+        case 41: payload = .loginResult(c.pointee.login_result.map { LoginResult(_c: $0) } ?? LoginResult())
+        case 42: payload = .ping(c.pointee.ping.map { Ping(_c: $0) } ?? Ping())
+        case 43: payload = .pong(c.pointee.pong.map { Pong(_c: $0) } ?? Pong())
+        case 44: payload = .logout(c.pointee.logout.map { Logout(_c: $0) } ?? Logout())
+        case 45: payload = .kickedOffline(c.pointee.kicked_offline.map { KickedOffline(_c: $0) } ?? KickedOffline())
+        case 46: payload = .maxSeqRequest(c.pointee.max_seq_request.map { MaxSeqRequest(_c: $0) } ?? MaxSeqRequest())
+        case 47: payload = .maxSeqResponse(c.pointee.max_seq_response.map { MaxSeqResponse(_c: $0) } ?? MaxSeqResponse())
+        case 48: payload = .syncRequest(c.pointee.sync_request.map { SyncRequest(_c: $0) } ?? SyncRequest())
+        case 49: payload = .syncResponse(c.pointee.sync_response.map { SyncResponse(_c: $0) } ?? SyncResponse())
+        case 50: payload = .presence(c.pointee.presence.map { PresenceUpdate(_c: $0) } ?? PresenceUpdate())
+        case 51: payload = .presenceSubscription(c.pointee.presence_subscription.map { PresenceSubscription(_c: $0) } ?? PresenceSubscription())
+        case 52: payload = .membership(c.pointee.membership.map { MembershipChange(_c: $0) } ?? MembershipChange())
+        case 53: payload = .requestResult(c.pointee.request_result.map { RequestResult(_c: $0) } ?? RequestResult())
+        case 60: payload = .reaction(c.pointee.reaction.map { ReactionEvent(_c: $0) } ?? ReactionEvent())
+        case 61: payload = .pin(c.pointee.pin.map { PinEvent(_c: $0) } ?? PinEvent())
+        case 62: payload = .pollVote(c.pointee.poll_vote.map { PollVoteEvent(_c: $0) } ?? PollVoteEvent())
+        case 63: payload = .pollUpdate(c.pointee.poll_update.map { PollUpdate(_c: $0) } ?? PollUpdate())
+        case 64: payload = .disappearingTimer(c.pointee.disappearing_timer.map { DisappearingTimerEvent(_c: $0) } ?? DisappearingTimerEvent())
+        case 65: payload = .receiveOption(c.pointee.receive_option.map { ReceiveOptionChange(_c: $0) } ?? ReceiveOptionChange())
         default: payload = nil
         }
         unknownFields = _CRead.unknownFields(c.pointee.base)

@@ -71,6 +71,58 @@ extension Message {
         elements = _CRead.messages(c.pointee.n_elements, c.pointee.elements) { MessageElement(_c: $0) }
         editVersion = c.pointee.edit_version
         senderNickname = _CRead.string(c.pointee.sender_nickname)
+        senderDeviceID = _CRead.string(c.pointee.sender_device_id)
+        direction = MessageDirection(rawValue: Int32(bitPattern: c.pointee.direction.rawValue))
+        receivedStatus = c.pointee.received_status
+        objectName = _CRead.string(c.pointee.object_name)
+        extra = _CRead.string(c.pointee.extra)
+        dialogID = _CRead.string(c.pointee.dialog_id)
+        deliveredIDs = _CRead.strings(c.pointee.n_delivered_ids, c.pointee.delivered_ids)
+        readIDs = _CRead.strings(c.pointee.n_read_ids, c.pointee.read_ids)
+        updatedAtMs = c.pointee.updated_at_ms
+        reactions = _CRead.messages(c.pointee.n_reactions, c.pointee.reactions) { ReactionSummary(_c: $0) }
+        threadRoot = c.pointee.thread_root.map { MessageRef(_c: $0) }
+        thread = c.pointee.thread.map { ThreadSummary(_c: $0) }
+        expireAfterS = c.pointee.expire_after_s
+        expireAtMs = c.pointee.expire_at_ms
+        viewOnce = c.pointee.view_once != 0
+        forwardScore = c.pointee.forward_score
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension ReactionSummary {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReactionSummary.self, imcodec__v1__reaction_summary__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__ReactionSummary.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__ReactionSummary>) {
+        self.init()
+        emoji = _CRead.string(c.pointee.emoji)
+        count = c.pointee.count
+        userIDs = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
+        reactedByMe = c.pointee.reacted_by_me != 0
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension ThreadSummary {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ThreadSummary.self, imcodec__v1__thread_summary__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__ThreadSummary.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__ThreadSummary>) {
+        self.init()
+        replyCount = c.pointee.reply_count
+        lastReplySeq = c.pointee.last_reply_seq
+        lastReplyTimeMs = c.pointee.last_reply_time_ms
+        participantIDs = _CRead.strings(c.pointee.n_participant_ids, c.pointee.participant_ids)
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
@@ -96,6 +148,7 @@ extension MessageElement {
         case 8: content = .face(c.pointee.face.map { FaceElement(_c: $0) } ?? FaceElement())
         case 9: content = .groupTips(c.pointee.group_tips.map { GroupTipsElement(_c: $0) } ?? GroupTipsElement())
         case 10: content = .merger(c.pointee.merger.map { MergerElement(_c: $0) } ?? MergerElement())
+        case 11: content = .poll(c.pointee.poll.map { PollElement(_c: $0) } ?? PollElement())
         default: content = nil
         }
         unknownFields = _CRead.unknownFields(c.pointee.base)
@@ -112,6 +165,83 @@ extension TextElement {
 
     init(_c c: UnsafePointer<Imcodec__V1__TextElement>) {
         self.init()
+        text = _CRead.string(c.pointee.text)
+        mentions = _CRead.messages(c.pointee.n_mentions, c.pointee.mentions) { MentionRange(_c: $0) }
+        linkPreviews = _CRead.messages(c.pointee.n_link_previews, c.pointee.link_previews) { LinkPreview(_c: $0) }
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension MentionRange {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MentionRange.self, imcodec__v1__mention_range__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__MentionRange.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__MentionRange>) {
+        self.init()
+        offset = c.pointee.offset
+        length = c.pointee.length
+        userID = _CRead.string(c.pointee.user_id)
+        all = c.pointee.all != 0
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension LinkPreview {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__LinkPreview.self, imcodec__v1__link_preview__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__LinkPreview.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__LinkPreview>) {
+        self.init()
+        url = _CRead.string(c.pointee.url)
+        title = _CRead.string(c.pointee.title)
+        description = _CRead.string(c.pointee.description)
+        imageURL = _CRead.string(c.pointee.image_url)
+        imageWidth = c.pointee.image_width
+        imageHeight = c.pointee.image_height
+        siteName = _CRead.string(c.pointee.site_name)
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension PollElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollElement.self, imcodec__v1__poll_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__PollElement.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__PollElement>) {
+        self.init()
+        pollID = _CRead.string(c.pointee.poll_id)
+        question = _CRead.string(c.pointee.question)
+        options = _CRead.messages(c.pointee.n_options, c.pointee.options) { PollOption(_c: $0) }
+        multipleChoice = c.pointee.multiple_choice != 0
+        anonymous = c.pointee.anonymous != 0
+        closeTimeMs = c.pointee.close_time_ms
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension PollOption {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollOption.self, imcodec__v1__poll_option__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__PollOption.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__PollOption>) {
+        self.init()
+        id = c.pointee.id
         text = _CRead.string(c.pointee.text)
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
@@ -209,6 +339,7 @@ extension SoundElement {
         size = c.pointee.size
         durationS = c.pointee.duration_s
         url = _CRead.string(c.pointee.url)
+        played = c.pointee.played != 0
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 

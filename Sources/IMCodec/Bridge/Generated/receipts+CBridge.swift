@@ -37,6 +37,7 @@ extension MessageReceipt {
         readCount = c.pointee.read_count
         unreadCount = c.pointee.unread_count
         timeMs = c.pointee.time_ms
+        deviceID = _CRead.string(c.pointee.device_id)
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 
@@ -72,6 +73,57 @@ extension GroupReadMembers {
         memberIDs = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
         nextSeq = c.pointee.next_seq
         finished = c.pointee.finished != 0
+        members = _CRead.messages(c.pointee.n_members, c.pointee.members) { GroupMemberInfo(_c: $0) }
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension GroupMemberInfo {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupMemberInfo.self, imcodec__v1__group_member_info__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__GroupMemberInfo.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__GroupMemberInfo>) {
+        self.init()
+        userID = _CRead.string(c.pointee.user_id)
+        nickname = _CRead.string(c.pointee.nickname)
+        faceURL = _CRead.string(c.pointee.face_url)
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension ReadReceiptRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReadReceiptRequest.self, imcodec__v1__read_receipt_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__ReadReceiptRequest.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__ReadReceiptRequest>) {
+        self.init()
+        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { MessageRef(_c: $0) }
+        unknownFields = _CRead.unknownFields(c.pointee.base)
+    }
+
+}
+
+extension GroupReadMembersRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupReadMembersRequest.self, imcodec__v1__group_read_members_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_c: message.pointer(to: Imcodec__V1__GroupReadMembersRequest.self))
+    }
+
+    init(_c c: UnsafePointer<Imcodec__V1__GroupReadMembersRequest>) {
+        self.init()
+        message = c.pointee.message.map { MessageRef(_c: $0) }
+        filter = ReadMembersFilter(rawValue: Int32(bitPattern: c.pointee.filter.rawValue))
+        nextSeq = c.pointee.next_seq
+        count = c.pointee.count
         unknownFields = _CRead.unknownFields(c.pointee.base)
     }
 

@@ -27,6 +27,13 @@ typedef struct Imcodec__V1__SystemNotice__ParamsEntry Imcodec__V1__SystemNotice_
 typedef struct Imcodec__V1__SendAck Imcodec__V1__SendAck;
 typedef struct Imcodec__V1__HistoryRequest Imcodec__V1__HistoryRequest;
 typedef struct Imcodec__V1__HistoryResponse Imcodec__V1__HistoryResponse;
+typedef struct Imcodec__V1__ReactionEvent Imcodec__V1__ReactionEvent;
+typedef struct Imcodec__V1__PinEvent Imcodec__V1__PinEvent;
+typedef struct Imcodec__V1__PollVoteEvent Imcodec__V1__PollVoteEvent;
+typedef struct Imcodec__V1__PollOptionResult Imcodec__V1__PollOptionResult;
+typedef struct Imcodec__V1__PollUpdate Imcodec__V1__PollUpdate;
+typedef struct Imcodec__V1__DisappearingTimerEvent Imcodec__V1__DisappearingTimerEvent;
+typedef struct Imcodec__V1__ReceiveOptionChange Imcodec__V1__ReceiveOptionChange;
 
 
 /* --- enums --- */
@@ -49,12 +56,46 @@ typedef enum _Imcodec__V1__TypingState {
   IMCODEC__V1__TYPING_STATE__TYPING_STATE_STOPPED = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__TYPING_STATE)
 } Imcodec__V1__TypingState;
+/*
+ * The order of a history page (QuickBlox sort_asc / sort_desc on date_sent).
+ */
+typedef enum _Imcodec__V1__HistorySort {
+  IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_UNSPECIFIED = 0,
+  IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_OLDEST_FIRST = 1,
+  IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_NEWEST_FIRST = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__HISTORY_SORT)
+} Imcodec__V1__HistorySort;
 typedef enum _Imcodec__V1__HistoryDirection {
   IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_UNSPECIFIED = 0,
   IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_OLDER = 1,
   IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_NEWER = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__HISTORY_DIRECTION)
 } Imcodec__V1__HistoryDirection;
+typedef enum _Imcodec__V1__ReactionAction {
+  IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_UNSPECIFIED = 0,
+  IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_ADD = 1,
+  IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_REMOVE = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__REACTION_ACTION)
+} Imcodec__V1__ReactionAction;
+/*
+ * How a user receives a conversation's messages (Tencent V2TIMReceiveMessageOpt).
+ */
+typedef enum _Imcodec__V1__ReceiveOption {
+  IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_UNSPECIFIED = 0,
+  /*
+   * Online delivery and offline push.
+   */
+  IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_RECEIVE = 1,
+  /*
+   * Nothing, online or offline.
+   */
+  IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_NOT_RECEIVE = 2,
+  /*
+   * Online delivery, no offline push ("mute notifications", do not disturb).
+   */
+  IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_RECEIVE_NOT_NOTIFY = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__RECEIVE_OPTION)
+} Imcodec__V1__ReceiveOption;
 
 /* --- messages --- */
 
@@ -164,10 +205,14 @@ struct  Imcodec__V1__SystemNotice
   Imcodec__V1__SystemNotice__ParamsEntry **params;
   ProtobufCBinaryData text;
   int64_t time_ms;
+  /*
+   * The user it is for (QuickBlox recipientID); empty: the receiving connection's user.
+   */
+  ProtobufCBinaryData recipient_id;
 };
 #define IMCODEC__V1__SYSTEM_NOTICE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__system_notice__descriptor) \
-    , {0,NULL}, 0,NULL, {0,NULL}, 0 }
+    , {0,NULL}, 0,NULL, {0,NULL}, 0, {0,NULL} }
 
 
 /*
@@ -207,10 +252,23 @@ struct  Imcodec__V1__HistoryRequest
    */
   ProtobufCBinaryData cursor;
   Imcodec__V1__HistoryDirection direction;
+  /*
+   * QuickBlox-style filters: skip this many matches first (offset paging, with count as limit)...
+   */
+  uint32_t skip;
+  /*
+   * ...order the page...
+   */
+  Imcodec__V1__HistorySort sort;
+  /*
+   * ...and keep messages sent in [start_time_ms, end_time_ms] (server time, epoch ms; 0: open).
+   */
+  int64_t start_time_ms;
+  int64_t end_time_ms;
 };
 #define IMCODEC__V1__HISTORY_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__history_request__descriptor) \
-    , NULL, 0, {0,NULL}, IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_UNSPECIFIED }
+    , NULL, 0, {0,NULL}, IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_UNSPECIFIED, 0, IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_UNSPECIFIED, 0, 0 }
 
 
 struct  Imcodec__V1__HistoryResponse
@@ -228,6 +286,160 @@ struct  Imcodec__V1__HistoryResponse
 #define IMCODEC__V1__HISTORY_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__history_response__descriptor) \
     , NULL, 0,NULL, {0,NULL}, 0 }
+
+
+/*
+ * A user added or removed an emoji reaction on a message. The server forwards it to the
+ * conversation with summary filled in.
+ */
+struct  Imcodec__V1__ReactionEvent
+{
+  ProtobufCMessage base;
+  Imcodec__V1__MessageRef *message;
+  ProtobufCBinaryData user_id;
+  /*
+   * One emoji (see ReactionSummary.emoji).
+   */
+  ProtobufCBinaryData emoji;
+  Imcodec__V1__ReactionAction action;
+  int64_t time_ms;
+  /*
+   * The message's reactions after the change (server to clients).
+   */
+  size_t n_summary;
+  Imcodec__V1__ReactionSummary **summary;
+};
+#define IMCODEC__V1__REACTION_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__reaction_event__descriptor) \
+    , NULL, {0,NULL}, {0,NULL}, IMCODEC__V1__REACTION_ACTION__REACTION_ACTION_UNSPECIFIED, 0, 0,NULL }
+
+
+/*
+ * A message was pinned in (or unpinned from) its conversation.
+ */
+struct  Imcodec__V1__PinEvent
+{
+  ProtobufCMessage base;
+  Imcodec__V1__Conversation *conversation;
+  Imcodec__V1__MessageRef *message;
+  /*
+   * false: unpinned.
+   */
+  protobuf_c_boolean pinned;
+  ProtobufCBinaryData operator_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__PIN_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__pin_event__descriptor) \
+    , NULL, NULL, 0, {0,NULL}, 0 }
+
+
+/*
+ * A vote on a poll (PollElement). Sending it again replaces the voter's earlier choice; no
+ * option_ids withdraws the vote.
+ */
+struct  Imcodec__V1__PollVoteEvent
+{
+  ProtobufCMessage base;
+  /*
+   * The message that carries the poll.
+   */
+  Imcodec__V1__MessageRef *poll_message;
+  ProtobufCBinaryData poll_id;
+  ProtobufCBinaryData voter_id;
+  /*
+   * PollOption ids; at most one unless the poll is multiple_choice.
+   */
+  size_t n_option_ids;
+  uint32_t *option_ids;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__POLL_VOTE_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__poll_vote_event__descriptor) \
+    , NULL, {0,NULL}, {0,NULL}, 0,NULL, 0 }
+
+
+/*
+ * The votes for one option.
+ */
+struct  Imcodec__V1__PollOptionResult
+{
+  ProtobufCMessage base;
+  uint32_t option_id;
+  uint32_t votes;
+  /*
+   * Who voted for it; empty for anonymous polls.
+   */
+  size_t n_voter_ids;
+  ProtobufCBinaryData *voter_ids;
+};
+#define IMCODEC__V1__POLL_OPTION_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__poll_option_result__descriptor) \
+    , 0, 0, 0,NULL }
+
+
+/*
+ * A poll's results (server to the conversation, after votes), or its closing: the creator sends
+ * closed = true, and the server answers everyone with the final results.
+ */
+struct  Imcodec__V1__PollUpdate
+{
+  ProtobufCMessage base;
+  Imcodec__V1__MessageRef *poll_message;
+  ProtobufCBinaryData poll_id;
+  protobuf_c_boolean closed;
+  /*
+   * Who closed it.
+   */
+  ProtobufCBinaryData closed_by;
+  size_t n_results;
+  Imcodec__V1__PollOptionResult **results;
+  /*
+   * Distinct voters (a multiple-choice voter counts once).
+   */
+  uint32_t voter_count;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__POLL_UPDATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__poll_update__descriptor) \
+    , NULL, {0,NULL}, 0, {0,NULL}, 0,NULL, 0, 0 }
+
+
+/*
+ * A conversation's disappearing-message timer was set. Messages sent afterwards carry it
+ * (Message.expire_after_s).
+ */
+struct  Imcodec__V1__DisappearingTimerEvent
+{
+  ProtobufCMessage base;
+  Imcodec__V1__Conversation *conversation;
+  /*
+   * 0 turns disappearing messages off.
+   */
+  uint32_t expire_after_s;
+  ProtobufCBinaryData operator_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__DISAPPEARING_TIMER_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__disappearing_timer_event__descriptor) \
+    , NULL, 0, {0,NULL}, 0 }
+
+
+/*
+ * Sets a conversation's receive option (Tencent setC2CReceiveMessageOpt, setGroupReceiveMessageOpt).
+ * The server answers with RequestResult and syncs it to the user's other devices.
+ */
+struct  Imcodec__V1__ReceiveOptionChange
+{
+  ProtobufCMessage base;
+  Imcodec__V1__Conversation *conversation;
+  Imcodec__V1__ReceiveOption option;
+  ProtobufCBinaryData user_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__RECEIVE_OPTION_CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__receive_option_change__descriptor) \
+    , NULL, IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_UNSPECIFIED, {0,NULL}, 0 }
 
 
 /* Imcodec__V1__RecallEvent methods */
@@ -404,6 +616,139 @@ Imcodec__V1__HistoryResponse *
 void   imcodec__v1__history_response__free_unpacked
                      (Imcodec__V1__HistoryResponse *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__ReactionEvent methods */
+void   imcodec__v1__reaction_event__init
+                     (Imcodec__V1__ReactionEvent         *message);
+size_t imcodec__v1__reaction_event__get_packed_size
+                     (const Imcodec__V1__ReactionEvent   *message);
+size_t imcodec__v1__reaction_event__pack
+                     (const Imcodec__V1__ReactionEvent   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__reaction_event__pack_to_buffer
+                     (const Imcodec__V1__ReactionEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ReactionEvent *
+       imcodec__v1__reaction_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__reaction_event__free_unpacked
+                     (Imcodec__V1__ReactionEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__PinEvent methods */
+void   imcodec__v1__pin_event__init
+                     (Imcodec__V1__PinEvent         *message);
+size_t imcodec__v1__pin_event__get_packed_size
+                     (const Imcodec__V1__PinEvent   *message);
+size_t imcodec__v1__pin_event__pack
+                     (const Imcodec__V1__PinEvent   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__pin_event__pack_to_buffer
+                     (const Imcodec__V1__PinEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__PinEvent *
+       imcodec__v1__pin_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__pin_event__free_unpacked
+                     (Imcodec__V1__PinEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__PollVoteEvent methods */
+void   imcodec__v1__poll_vote_event__init
+                     (Imcodec__V1__PollVoteEvent         *message);
+size_t imcodec__v1__poll_vote_event__get_packed_size
+                     (const Imcodec__V1__PollVoteEvent   *message);
+size_t imcodec__v1__poll_vote_event__pack
+                     (const Imcodec__V1__PollVoteEvent   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__poll_vote_event__pack_to_buffer
+                     (const Imcodec__V1__PollVoteEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__PollVoteEvent *
+       imcodec__v1__poll_vote_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__poll_vote_event__free_unpacked
+                     (Imcodec__V1__PollVoteEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__PollOptionResult methods */
+void   imcodec__v1__poll_option_result__init
+                     (Imcodec__V1__PollOptionResult         *message);
+size_t imcodec__v1__poll_option_result__get_packed_size
+                     (const Imcodec__V1__PollOptionResult   *message);
+size_t imcodec__v1__poll_option_result__pack
+                     (const Imcodec__V1__PollOptionResult   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__poll_option_result__pack_to_buffer
+                     (const Imcodec__V1__PollOptionResult   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__PollOptionResult *
+       imcodec__v1__poll_option_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__poll_option_result__free_unpacked
+                     (Imcodec__V1__PollOptionResult *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__PollUpdate methods */
+void   imcodec__v1__poll_update__init
+                     (Imcodec__V1__PollUpdate         *message);
+size_t imcodec__v1__poll_update__get_packed_size
+                     (const Imcodec__V1__PollUpdate   *message);
+size_t imcodec__v1__poll_update__pack
+                     (const Imcodec__V1__PollUpdate   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__poll_update__pack_to_buffer
+                     (const Imcodec__V1__PollUpdate   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__PollUpdate *
+       imcodec__v1__poll_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__poll_update__free_unpacked
+                     (Imcodec__V1__PollUpdate *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__DisappearingTimerEvent methods */
+void   imcodec__v1__disappearing_timer_event__init
+                     (Imcodec__V1__DisappearingTimerEvent         *message);
+size_t imcodec__v1__disappearing_timer_event__get_packed_size
+                     (const Imcodec__V1__DisappearingTimerEvent   *message);
+size_t imcodec__v1__disappearing_timer_event__pack
+                     (const Imcodec__V1__DisappearingTimerEvent   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__disappearing_timer_event__pack_to_buffer
+                     (const Imcodec__V1__DisappearingTimerEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__DisappearingTimerEvent *
+       imcodec__v1__disappearing_timer_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__disappearing_timer_event__free_unpacked
+                     (Imcodec__V1__DisappearingTimerEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ReceiveOptionChange methods */
+void   imcodec__v1__receive_option_change__init
+                     (Imcodec__V1__ReceiveOptionChange         *message);
+size_t imcodec__v1__receive_option_change__get_packed_size
+                     (const Imcodec__V1__ReceiveOptionChange   *message);
+size_t imcodec__v1__receive_option_change__pack
+                     (const Imcodec__V1__ReceiveOptionChange   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__receive_option_change__pack_to_buffer
+                     (const Imcodec__V1__ReceiveOptionChange   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ReceiveOptionChange *
+       imcodec__v1__receive_option_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__receive_option_change__free_unpacked
+                     (Imcodec__V1__ReceiveOptionChange *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__RecallEvent_Closure)
@@ -436,6 +781,27 @@ typedef void (*Imcodec__V1__HistoryRequest_Closure)
 typedef void (*Imcodec__V1__HistoryResponse_Closure)
                  (const Imcodec__V1__HistoryResponse *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__ReactionEvent_Closure)
+                 (const Imcodec__V1__ReactionEvent *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__PinEvent_Closure)
+                 (const Imcodec__V1__PinEvent *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__PollVoteEvent_Closure)
+                 (const Imcodec__V1__PollVoteEvent *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__PollOptionResult_Closure)
+                 (const Imcodec__V1__PollOptionResult *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__PollUpdate_Closure)
+                 (const Imcodec__V1__PollUpdate *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__DisappearingTimerEvent_Closure)
+                 (const Imcodec__V1__DisappearingTimerEvent *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ReceiveOptionChange_Closure)
+                 (const Imcodec__V1__ReceiveOptionChange *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -444,7 +810,10 @@ typedef void (*Imcodec__V1__HistoryResponse_Closure)
 
 extern const ProtobufCEnumDescriptor    imcodec__v1__delete_scope__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__typing_state__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__history_sort__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__history_direction__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__reaction_action__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__receive_option__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__recall_event__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__edit_event__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__delete_event__descriptor;
@@ -455,6 +824,13 @@ extern const ProtobufCMessageDescriptor imcodec__v1__system_notice__params_entry
 extern const ProtobufCMessageDescriptor imcodec__v1__send_ack__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__history_request__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__history_response__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__reaction_event__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__pin_event__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__poll_vote_event__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__poll_option_result__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__poll_update__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__disappearing_timer_event__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__receive_option_change__descriptor;
 
 PROTOBUF_C__END_DECLS
 

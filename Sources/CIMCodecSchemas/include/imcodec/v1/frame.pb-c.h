@@ -17,6 +17,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "imcodec/v1/message.pb-c.h"
 #include "imcodec/v1/receipts.pb-c.h"
 #include "imcodec/v1/events.pb-c.h"
+#include "imcodec/v1/session.pb-c.h"
 
 typedef struct Imcodec__V1__Frame Imcodec__V1__Frame;
 
@@ -42,7 +43,29 @@ typedef enum {
   IMCODEC__V1__FRAME__PAYLOAD_SEND_ACK = 30,
   IMCODEC__V1__FRAME__PAYLOAD_HISTORY_REQUEST = 31,
   IMCODEC__V1__FRAME__PAYLOAD_HISTORY_RESPONSE = 32,
-  IMCODEC__V1__FRAME__PAYLOAD_MERGER_PAYLOAD = 33
+  IMCODEC__V1__FRAME__PAYLOAD_MERGER_PAYLOAD = 33,
+  IMCODEC__V1__FRAME__PAYLOAD_READ_RECEIPT_REQUEST = 15,
+  IMCODEC__V1__FRAME__PAYLOAD_GROUP_READ_MEMBERS_REQUEST = 16,
+  IMCODEC__V1__FRAME__PAYLOAD_LOGIN_REQUEST = 40,
+  IMCODEC__V1__FRAME__PAYLOAD_LOGIN_RESULT = 41,
+  IMCODEC__V1__FRAME__PAYLOAD_PING = 42,
+  IMCODEC__V1__FRAME__PAYLOAD_PONG = 43,
+  IMCODEC__V1__FRAME__PAYLOAD_LOGOUT = 44,
+  IMCODEC__V1__FRAME__PAYLOAD_KICKED_OFFLINE = 45,
+  IMCODEC__V1__FRAME__PAYLOAD_MAX_SEQ_REQUEST = 46,
+  IMCODEC__V1__FRAME__PAYLOAD_MAX_SEQ_RESPONSE = 47,
+  IMCODEC__V1__FRAME__PAYLOAD_SYNC_REQUEST = 48,
+  IMCODEC__V1__FRAME__PAYLOAD_SYNC_RESPONSE = 49,
+  IMCODEC__V1__FRAME__PAYLOAD_PRESENCE = 50,
+  IMCODEC__V1__FRAME__PAYLOAD_PRESENCE_SUBSCRIPTION = 51,
+  IMCODEC__V1__FRAME__PAYLOAD_MEMBERSHIP = 52,
+  IMCODEC__V1__FRAME__PAYLOAD_REQUEST_RESULT = 53,
+  IMCODEC__V1__FRAME__PAYLOAD_REACTION = 60,
+  IMCODEC__V1__FRAME__PAYLOAD_PIN = 61,
+  IMCODEC__V1__FRAME__PAYLOAD_POLL_VOTE = 62,
+  IMCODEC__V1__FRAME__PAYLOAD_POLL_UPDATE = 63,
+  IMCODEC__V1__FRAME__PAYLOAD_DISAPPEARING_TIMER = 64,
+  IMCODEC__V1__FRAME__PAYLOAD_RECEIVE_OPTION = 65
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__FRAME__PAYLOAD__CASE)
 } Imcodec__V1__Frame__PayloadCase;
 
@@ -50,13 +73,19 @@ struct  Imcodec__V1__Frame
 {
   ProtobufCMessage base;
   /*
-   * Version of this schema the writer used (today 1).
+   * Version of this schema the writer used (today 2).
    */
   uint32_t schema_version;
   /*
-   * The lowest schema version a reader must understand to act on this frame.
+   * The lowest schema version a reader must understand to act on this frame. A reader whose
+   * version is lower refuses the frame (IMCodec: error unsupportedVersion). When each one moves:
+   * Sources/IMCodec/IMCodec.docc/SchemaVersions.md.
    */
   uint32_t min_reader_version;
+  /*
+   * Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
+   */
+  uint64_t request_id;
   Imcodec__V1__Frame__PayloadCase payload_case;
   union {
     Imcodec__V1__Message *message;
@@ -74,11 +103,39 @@ struct  Imcodec__V1__Frame
     Imcodec__V1__HistoryRequest *history_request;
     Imcodec__V1__HistoryResponse *history_response;
     Imcodec__V1__MergerPayload *merger_payload;
+    Imcodec__V1__ReadReceiptRequest *read_receipt_request;
+    Imcodec__V1__GroupReadMembersRequest *group_read_members_request;
+    /*
+     * Session layer (session.proto).
+     */
+    Imcodec__V1__LoginRequest *login_request;
+    Imcodec__V1__LoginResult *login_result;
+    Imcodec__V1__Ping *ping;
+    Imcodec__V1__Pong *pong;
+    Imcodec__V1__Logout *logout;
+    Imcodec__V1__KickedOffline *kicked_offline;
+    Imcodec__V1__MaxSeqRequest *max_seq_request;
+    Imcodec__V1__MaxSeqResponse *max_seq_response;
+    Imcodec__V1__SyncRequest *sync_request;
+    Imcodec__V1__SyncResponse *sync_response;
+    Imcodec__V1__PresenceUpdate *presence;
+    Imcodec__V1__PresenceSubscription *presence_subscription;
+    Imcodec__V1__MembershipChange *membership;
+    Imcodec__V1__RequestResult *request_result;
+    /*
+     * Message features (events.proto).
+     */
+    Imcodec__V1__ReactionEvent *reaction;
+    Imcodec__V1__PinEvent *pin;
+    Imcodec__V1__PollVoteEvent *poll_vote;
+    Imcodec__V1__PollUpdate *poll_update;
+    Imcodec__V1__DisappearingTimerEvent *disappearing_timer;
+    Imcodec__V1__ReceiveOptionChange *receive_option;
   };
 };
 #define IMCODEC__V1__FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__frame__descriptor) \
-    , 0, 0, IMCODEC__V1__FRAME__PAYLOAD__NOT_SET, {0} }
+    , 0, 0, 0, IMCODEC__V1__FRAME__PAYLOAD__NOT_SET, {0} }
 
 
 /* Imcodec__V1__Frame methods */

@@ -21,8 +21,14 @@ typedef struct Imcodec__V1__OfflinePushInfo Imcodec__V1__OfflinePushInfo;
 typedef struct Imcodec__V1__Message Imcodec__V1__Message;
 typedef struct Imcodec__V1__Message__CustomParamsEntry Imcodec__V1__Message__CustomParamsEntry;
 typedef struct Imcodec__V1__Message__ExpansionEntry Imcodec__V1__Message__ExpansionEntry;
+typedef struct Imcodec__V1__ReactionSummary Imcodec__V1__ReactionSummary;
+typedef struct Imcodec__V1__ThreadSummary Imcodec__V1__ThreadSummary;
 typedef struct Imcodec__V1__MessageElement Imcodec__V1__MessageElement;
 typedef struct Imcodec__V1__TextElement Imcodec__V1__TextElement;
+typedef struct Imcodec__V1__MentionRange Imcodec__V1__MentionRange;
+typedef struct Imcodec__V1__LinkPreview Imcodec__V1__LinkPreview;
+typedef struct Imcodec__V1__PollElement Imcodec__V1__PollElement;
+typedef struct Imcodec__V1__PollOption Imcodec__V1__PollOption;
 typedef struct Imcodec__V1__CustomElement Imcodec__V1__CustomElement;
 typedef struct Imcodec__V1__ImageInfo Imcodec__V1__ImageInfo;
 typedef struct Imcodec__V1__ImageElement Imcodec__V1__ImageElement;
@@ -61,9 +67,44 @@ typedef enum _Imcodec__V1__MessageStatus {
   IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_FAILED = 3,
   IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_DELETED = 4,
   IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_IMPORTED = 5,
-  IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_RECALLED = 6
+  IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_RECALLED = 6,
+  /*
+   * The sender canceled it before it was sent (RongCloud SentStatus_CANCELED).
+   */
+  IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_CANCELED = 7
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__MESSAGE_STATUS)
 } Imcodec__V1__MessageStatus;
+/*
+ * Whether a message was sent or received by the device holding it (RongCloud messageDirection).
+ * Multi-device: the server forwards a user's sent message to the user's other devices with
+ * direction SENT, so every device shows it on the sender's side.
+ */
+typedef enum _Imcodec__V1__MessageDirection {
+  IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED = 0,
+  IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_SENT = 1,
+  IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_RECEIVED = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__MESSAGE_DIRECTION)
+} Imcodec__V1__MessageDirection;
+/*
+ * Bits of Message.received_status (RongCloud ReceivedStatus). 0: unread.
+ */
+typedef enum _Imcodec__V1__ReceivedStatusFlag {
+  IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_UNSPECIFIED = 0,
+  IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_READ = 1,
+  /*
+   * A voice message was played.
+   */
+  IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_LISTENED = 2,
+  /*
+   * A media message's file was downloaded.
+   */
+  IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_DOWNLOADED = 4,
+  /*
+   * The message was received by another of the user's devices and fetched here.
+   */
+  IMCODEC__V1__RECEIVED_STATUS_FLAG__RECEIVED_STATUS_FLAG_RETRIEVED = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__RECEIVED_STATUS_FLAG)
+} Imcodec__V1__ReceivedStatusFlag;
 /*
  * Bits of Message.flags. Each value is one bit; a message carries their bitwise OR.
  */
@@ -313,10 +354,123 @@ struct  Imcodec__V1__Message
    */
   uint32_t edit_version;
   ProtobufCBinaryData sender_nickname;
+  /*
+   * Multi-device: the sending device (LoginRequest.device_id).
+   */
+  ProtobufCBinaryData sender_device_id;
+  /*
+   * SENT on the sender's devices, RECEIVED elsewhere; set by whoever stores the message.
+   */
+  Imcodec__V1__MessageDirection direction;
+  /*
+   * Bitwise OR of ReceivedStatusFlag values, for a received message.
+   */
+  uint32_t received_status;
+  /*
+   * The content type's name (RongCloud objectName, e.g. "RC:TxtMsg"; custom types "App:Name").
+   * Empty: derived from the first element.
+   */
+  ProtobufCBinaryData object_name;
+  /*
+   * Extra data sent along with the content (RongCloud content.extra), unlike local-only extras.
+   */
+  ProtobufCBinaryData extra;
+  /*
+   * The dialog the message belongs to (QuickBlox dialog id), distinct from the peer or group id.
+   */
+  ProtobufCBinaryData dialog_id;
+  /*
+   * Users the message was delivered to, and who read it (QuickBlox delivered_ids, read_ids).
+   */
+  size_t n_delivered_ids;
+  ProtobufCBinaryData *delivered_ids;
+  size_t n_read_ids;
+  ProtobufCBinaryData *read_ids;
+  /*
+   * The last change to the message (edit, reaction, read state), epoch ms (QuickBlox updated_at).
+   */
+  int64_t updated_at_ms;
+  /*
+   * Reactions on this message, one summary per emoji, most used first.
+   */
+  size_t n_reactions;
+  Imcodec__V1__ReactionSummary **reactions;
+  /*
+   * A reply in a thread: the thread's root message. Unset outside threads.
+   */
+  Imcodec__V1__MessageRef *thread_root;
+  /*
+   * On a thread's root message: its replies so far.
+   */
+  Imcodec__V1__ThreadSummary *thread;
+  /*
+   * Disappearing messages: seconds after it was sent that every device deletes it; 0 never.
+   * Copied from the conversation's timer (DisappearingTimerEvent) when the message is sent.
+   */
+  uint32_t expire_after_s;
+  /*
+   * When receivers delete it, epoch ms; set by the server from server_time_ms + expire_after_s.
+   */
+  int64_t expire_at_ms;
+  /*
+   * View-once media: receivers show the media once, then delete it and keep no copy.
+   */
+  protobuf_c_boolean view_once;
+  /*
+   * How many times the content was forwarded before this copy: 0 original, 1 forwarded once.
+   * Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
+   */
+  uint32_t forward_score;
 };
 #define IMCODEC__V1__MESSAGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message__descriptor) \
-    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, NULL, 0, 0, IMCODEC__V1__PRIORITY__PRIORITY_UNSPECIFIED, IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED, 0, 0,NULL, NULL, NULL, {0,NULL}, 0,NULL, 0,NULL, IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_UNSPECIFIED, NULL, 0,NULL, 0, {0,NULL} }
+    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, NULL, 0, 0, IMCODEC__V1__PRIORITY__PRIORITY_UNSPECIFIED, IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED, 0, 0,NULL, NULL, NULL, {0,NULL}, 0,NULL, 0,NULL, IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_UNSPECIFIED, NULL, 0,NULL, 0, {0,NULL}, {0,NULL}, IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0, 0,NULL, NULL, NULL, 0, 0, 0, 0 }
+
+
+/*
+ * The reactions with one emoji on a message.
+ */
+struct  Imcodec__V1__ReactionSummary
+{
+  ProtobufCMessage base;
+  /*
+   * One emoji: at most 8 Unicode scalars (a flag, a skin tone or a ZWJ sequence), 32 UTF-8 bytes.
+   */
+  ProtobufCBinaryData emoji;
+  uint32_t count;
+  /*
+   * The first users who reacted (at most 10); count holds the total.
+   */
+  size_t n_user_ids;
+  ProtobufCBinaryData *user_ids;
+  /*
+   * Whether the user receiving this summary is among them.
+   */
+  protobuf_c_boolean reacted_by_me;
+};
+#define IMCODEC__V1__REACTION_SUMMARY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__reaction_summary__descriptor) \
+    , {0,NULL}, 0, 0,NULL, 0 }
+
+
+/*
+ * The replies to a thread's root message.
+ */
+struct  Imcodec__V1__ThreadSummary
+{
+  ProtobufCMessage base;
+  uint32_t reply_count;
+  uint64_t last_reply_seq;
+  int64_t last_reply_time_ms;
+  /*
+   * The first users who replied (at most 10).
+   */
+  size_t n_participant_ids;
+  ProtobufCBinaryData *participant_ids;
+};
+#define IMCODEC__V1__THREAD_SUMMARY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__thread_summary__descriptor) \
+    , 0, 0, 0, 0,NULL }
 
 
 typedef enum {
@@ -330,7 +484,8 @@ typedef enum {
   IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_LOCATION = 7,
   IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_FACE = 8,
   IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_GROUP_TIPS = 9,
-  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_MERGER = 10
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_MERGER = 10,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_POLL = 11
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__MESSAGE_ELEMENT__CONTENT__CASE)
 } Imcodec__V1__MessageElement__ContentCase;
 
@@ -352,6 +507,7 @@ struct  Imcodec__V1__MessageElement
     Imcodec__V1__FaceElement *face;
     Imcodec__V1__GroupTipsElement *group_tips;
     Imcodec__V1__MergerElement *merger;
+    Imcodec__V1__PollElement *poll;
   };
 };
 #define IMCODEC__V1__MESSAGE_ELEMENT__INIT \
@@ -363,10 +519,108 @@ struct  Imcodec__V1__TextElement
 {
   ProtobufCMessage base;
   ProtobufCBinaryData text;
+  /*
+   * Mentions inside text, by position. Offsets and lengths count UTF-16 code units, as Apple's
+   * NSString and NSRange, Java, JavaScript, Signal and Telegram count them; a range may not split
+   * a surrogate pair and must lie inside text.
+   */
+  size_t n_mentions;
+  Imcodec__V1__MentionRange **mentions;
+  /*
+   * Previews of links in text, made by the sender.
+   */
+  size_t n_link_previews;
+  Imcodec__V1__LinkPreview **link_previews;
 };
 #define IMCODEC__V1__TEXT_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__text_element__descriptor) \
-    , {0,NULL} }
+    , {0,NULL}, 0,NULL, 0,NULL }
+
+
+/*
+ * One mention in a TextElement's text (UTF-16 code units).
+ */
+struct  Imcodec__V1__MentionRange
+{
+  ProtobufCMessage base;
+  uint32_t offset;
+  uint32_t length;
+  /*
+   * The mentioned user; empty when all is set.
+   */
+  ProtobufCBinaryData user_id;
+  /*
+   * "@all": every member.
+   */
+  protobuf_c_boolean all;
+};
+#define IMCODEC__V1__MENTION_RANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__mention_range__descriptor) \
+    , 0, 0, {0,NULL}, 0 }
+
+
+/*
+ * A preview of a URL (Open Graph data fetched by the sender).
+ */
+struct  Imcodec__V1__LinkPreview
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData url;
+  ProtobufCBinaryData title;
+  ProtobufCBinaryData description;
+  ProtobufCBinaryData image_url;
+  uint32_t image_width;
+  uint32_t image_height;
+  ProtobufCBinaryData site_name;
+};
+#define IMCODEC__V1__LINK_PREVIEW__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__link_preview__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, 0, 0, {0,NULL} }
+
+
+/*
+ * A poll. Votes arrive as PollVoteEvent; the results and closing as PollUpdate.
+ */
+struct  Imcodec__V1__PollElement
+{
+  ProtobufCMessage base;
+  /*
+   * Unique per poll; votes name it.
+   */
+  ProtobufCBinaryData poll_id;
+  ProtobufCBinaryData question;
+  /*
+   * 2 to 12 options, each with a distinct id.
+   */
+  size_t n_options;
+  Imcodec__V1__PollOption **options;
+  /*
+   * A voter may choose several options.
+   */
+  protobuf_c_boolean multiple_choice;
+  /*
+   * Results name no voters.
+   */
+  protobuf_c_boolean anonymous;
+  /*
+   * When voting ends, epoch ms; 0: when the creator closes it.
+   */
+  int64_t close_time_ms;
+};
+#define IMCODEC__V1__POLL_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__poll_element__descriptor) \
+    , {0,NULL}, {0,NULL}, 0,NULL, 0, 0, 0 }
+
+
+struct  Imcodec__V1__PollOption
+{
+  ProtobufCMessage base;
+  uint32_t id;
+  ProtobufCBinaryData text;
+};
+#define IMCODEC__V1__POLL_OPTION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__poll_option__descriptor) \
+    , 0, {0,NULL} }
 
 
 /*
@@ -456,10 +710,14 @@ struct  Imcodec__V1__SoundElement
   uint64_t size;
   uint32_t duration_s;
   ProtobufCBinaryData url;
+  /*
+   * The receiver has played it (Tencent shows a red dot until then).
+   */
+  protobuf_c_boolean played;
 };
 #define IMCODEC__V1__SOUND_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__sound_element__descriptor) \
-    , {0,NULL}, 0, 0, {0,NULL} }
+    , {0,NULL}, 0, 0, {0,NULL}, 0 }
 
 
 /*
@@ -731,6 +989,44 @@ Imcodec__V1__Message *
 void   imcodec__v1__message__free_unpacked
                      (Imcodec__V1__Message *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__ReactionSummary methods */
+void   imcodec__v1__reaction_summary__init
+                     (Imcodec__V1__ReactionSummary         *message);
+size_t imcodec__v1__reaction_summary__get_packed_size
+                     (const Imcodec__V1__ReactionSummary   *message);
+size_t imcodec__v1__reaction_summary__pack
+                     (const Imcodec__V1__ReactionSummary   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__reaction_summary__pack_to_buffer
+                     (const Imcodec__V1__ReactionSummary   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ReactionSummary *
+       imcodec__v1__reaction_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__reaction_summary__free_unpacked
+                     (Imcodec__V1__ReactionSummary *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ThreadSummary methods */
+void   imcodec__v1__thread_summary__init
+                     (Imcodec__V1__ThreadSummary         *message);
+size_t imcodec__v1__thread_summary__get_packed_size
+                     (const Imcodec__V1__ThreadSummary   *message);
+size_t imcodec__v1__thread_summary__pack
+                     (const Imcodec__V1__ThreadSummary   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__thread_summary__pack_to_buffer
+                     (const Imcodec__V1__ThreadSummary   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ThreadSummary *
+       imcodec__v1__thread_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__thread_summary__free_unpacked
+                     (Imcodec__V1__ThreadSummary *message,
+                      ProtobufCAllocator *allocator);
 /* Imcodec__V1__MessageElement methods */
 void   imcodec__v1__message_element__init
                      (Imcodec__V1__MessageElement         *message);
@@ -768,6 +1064,82 @@ Imcodec__V1__TextElement *
                       const uint8_t       *data);
 void   imcodec__v1__text_element__free_unpacked
                      (Imcodec__V1__TextElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__MentionRange methods */
+void   imcodec__v1__mention_range__init
+                     (Imcodec__V1__MentionRange         *message);
+size_t imcodec__v1__mention_range__get_packed_size
+                     (const Imcodec__V1__MentionRange   *message);
+size_t imcodec__v1__mention_range__pack
+                     (const Imcodec__V1__MentionRange   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__mention_range__pack_to_buffer
+                     (const Imcodec__V1__MentionRange   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__MentionRange *
+       imcodec__v1__mention_range__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__mention_range__free_unpacked
+                     (Imcodec__V1__MentionRange *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__LinkPreview methods */
+void   imcodec__v1__link_preview__init
+                     (Imcodec__V1__LinkPreview         *message);
+size_t imcodec__v1__link_preview__get_packed_size
+                     (const Imcodec__V1__LinkPreview   *message);
+size_t imcodec__v1__link_preview__pack
+                     (const Imcodec__V1__LinkPreview   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__link_preview__pack_to_buffer
+                     (const Imcodec__V1__LinkPreview   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__LinkPreview *
+       imcodec__v1__link_preview__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__link_preview__free_unpacked
+                     (Imcodec__V1__LinkPreview *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__PollElement methods */
+void   imcodec__v1__poll_element__init
+                     (Imcodec__V1__PollElement         *message);
+size_t imcodec__v1__poll_element__get_packed_size
+                     (const Imcodec__V1__PollElement   *message);
+size_t imcodec__v1__poll_element__pack
+                     (const Imcodec__V1__PollElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__poll_element__pack_to_buffer
+                     (const Imcodec__V1__PollElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__PollElement *
+       imcodec__v1__poll_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__poll_element__free_unpacked
+                     (Imcodec__V1__PollElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__PollOption methods */
+void   imcodec__v1__poll_option__init
+                     (Imcodec__V1__PollOption         *message);
+size_t imcodec__v1__poll_option__get_packed_size
+                     (const Imcodec__V1__PollOption   *message);
+size_t imcodec__v1__poll_option__pack
+                     (const Imcodec__V1__PollOption   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__poll_option__pack_to_buffer
+                     (const Imcodec__V1__PollOption   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__PollOption *
+       imcodec__v1__poll_option__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__poll_option__free_unpacked
+                     (Imcodec__V1__PollOption *message,
                       ProtobufCAllocator *allocator);
 /* Imcodec__V1__CustomElement methods */
 void   imcodec__v1__custom_element__init
@@ -1052,11 +1424,29 @@ typedef void (*Imcodec__V1__Message__ExpansionEntry_Closure)
 typedef void (*Imcodec__V1__Message_Closure)
                  (const Imcodec__V1__Message *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__ReactionSummary_Closure)
+                 (const Imcodec__V1__ReactionSummary *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ThreadSummary_Closure)
+                 (const Imcodec__V1__ThreadSummary *message,
+                  void *closure_data);
 typedef void (*Imcodec__V1__MessageElement_Closure)
                  (const Imcodec__V1__MessageElement *message,
                   void *closure_data);
 typedef void (*Imcodec__V1__TextElement_Closure)
                  (const Imcodec__V1__TextElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__MentionRange_Closure)
+                 (const Imcodec__V1__MentionRange *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__LinkPreview_Closure)
+                 (const Imcodec__V1__LinkPreview *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__PollElement_Closure)
+                 (const Imcodec__V1__PollElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__PollOption_Closure)
+                 (const Imcodec__V1__PollOption *message,
                   void *closure_data);
 typedef void (*Imcodec__V1__CustomElement_Closure)
                  (const Imcodec__V1__CustomElement *message,
@@ -1108,6 +1498,8 @@ typedef void (*Imcodec__V1__MergerPayload_Closure)
 
 extern const ProtobufCEnumDescriptor    imcodec__v1__priority__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__message_status__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__message_direction__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__received_status_flag__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__message_flag__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__storage_policy__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__image_format__descriptor;
@@ -1119,8 +1511,14 @@ extern const ProtobufCMessageDescriptor imcodec__v1__offline_push_info__descript
 extern const ProtobufCMessageDescriptor imcodec__v1__message__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message__custom_params_entry__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message__expansion_entry__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__reaction_summary__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__thread_summary__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__text_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__mention_range__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__link_preview__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__poll_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__poll_option__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__custom_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__image_info__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__image_element__descriptor;

@@ -20,6 +20,9 @@ typedef struct Imcodec__V1__C2CReadReceipt Imcodec__V1__C2CReadReceipt;
 typedef struct Imcodec__V1__MessageReceipt Imcodec__V1__MessageReceipt;
 typedef struct Imcodec__V1__ReceiptBatch Imcodec__V1__ReceiptBatch;
 typedef struct Imcodec__V1__GroupReadMembers Imcodec__V1__GroupReadMembers;
+typedef struct Imcodec__V1__GroupMemberInfo Imcodec__V1__GroupMemberInfo;
+typedef struct Imcodec__V1__ReadReceiptRequest Imcodec__V1__ReadReceiptRequest;
+typedef struct Imcodec__V1__GroupReadMembersRequest Imcodec__V1__GroupReadMembersRequest;
 
 
 /* --- enums --- */
@@ -30,11 +33,19 @@ typedef enum _Imcodec__V1__ReceiptKind {
   IMCODEC__V1__RECEIPT_KIND__RECEIPT_KIND_READ = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__RECEIPT_KIND)
 } Imcodec__V1__ReceiptKind;
+typedef enum _Imcodec__V1__ReadMembersFilter {
+  IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_UNSPECIFIED = 0,
+  IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_READ = 1,
+  IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_UNREAD = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__READ_MEMBERS_FILTER)
+} Imcodec__V1__ReadMembersFilter;
 
 /* --- messages --- */
 
 /*
  * One-to-one conversation read receipt: the peer has read everything up to read_time_ms.
+ * Every time in the schema is epoch milliseconds. Tencent's C2C receipt timestamp is in seconds:
+ * multiply by 1000 (IMCodec: C2CReadReceipt(userID:tencentTimestamp:)).
  */
 struct  Imcodec__V1__C2CReadReceipt
 {
@@ -73,10 +84,14 @@ struct  Imcodec__V1__MessageReceipt
   uint64_t read_count;
   uint64_t unread_count;
   int64_t time_ms;
+  /*
+   * Multi-device: the device that delivered or read it (LoginRequest.device_id).
+   */
+  ProtobufCBinaryData device_id;
 };
 #define IMCODEC__V1__MESSAGE_RECEIPT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message_receipt__descriptor) \
-    , IMCODEC__V1__RECEIPT_KIND__RECEIPT_KIND_UNSPECIFIED, NULL, {0,NULL}, 0, {0,NULL}, 0, 0, 0 }
+    , IMCODEC__V1__RECEIPT_KIND__RECEIPT_KIND_UNSPECIFIED, NULL, {0,NULL}, 0, {0,NULL}, 0, 0, 0, {0,NULL} }
 
 
 /*
@@ -116,10 +131,67 @@ struct  Imcodec__V1__GroupReadMembers
    * No more pages.
    */
   protobuf_c_boolean finished;
+  /*
+   * The same members with their profile (Tencent V2TIMGroupMemberInfo), in member_ids order.
+   */
+  size_t n_members;
+  Imcodec__V1__GroupMemberInfo **members;
 };
 #define IMCODEC__V1__GROUP_READ_MEMBERS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__group_read_members__descriptor) \
-    , NULL, 0, 0,NULL, 0, 0 }
+    , NULL, 0, 0,NULL, 0, 0, 0,NULL }
+
+
+/*
+ * A group member as read-member pages show it.
+ */
+struct  Imcodec__V1__GroupMemberInfo
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData user_id;
+  ProtobufCBinaryData nickname;
+  ProtobufCBinaryData face_url;
+};
+#define IMCODEC__V1__GROUP_MEMBER_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__group_member_info__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL} }
+
+
+/*
+ * Pulls the receipts of messages (Tencent getMessageReadReceipts); the answer is a ReceiptBatch.
+ */
+struct  Imcodec__V1__ReadReceiptRequest
+{
+  ProtobufCMessage base;
+  size_t n_messages;
+  Imcodec__V1__MessageRef **messages;
+};
+#define IMCODEC__V1__READ_RECEIPT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__read_receipt_request__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * Pulls one page of the members who have (or have not) read a group message (Tencent
+ * getGroupMessageReadMemberList); the answer is a GroupReadMembers.
+ */
+struct  Imcodec__V1__GroupReadMembersRequest
+{
+  ProtobufCMessage base;
+  Imcodec__V1__MessageRef *message;
+  Imcodec__V1__ReadMembersFilter filter;
+  /*
+   * 0 for the first page, then GroupReadMembers.next_seq.
+   */
+  uint64_t next_seq;
+  /*
+   * Members per page; Tencent allows at most 100.
+   */
+  uint32_t count;
+};
+#define IMCODEC__V1__GROUP_READ_MEMBERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__group_read_members_request__descriptor) \
+    , NULL, IMCODEC__V1__READ_MEMBERS_FILTER__READ_MEMBERS_FILTER_UNSPECIFIED, 0, 0 }
 
 
 /* Imcodec__V1__C2CReadReceipt methods */
@@ -198,6 +270,63 @@ Imcodec__V1__GroupReadMembers *
 void   imcodec__v1__group_read_members__free_unpacked
                      (Imcodec__V1__GroupReadMembers *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__GroupMemberInfo methods */
+void   imcodec__v1__group_member_info__init
+                     (Imcodec__V1__GroupMemberInfo         *message);
+size_t imcodec__v1__group_member_info__get_packed_size
+                     (const Imcodec__V1__GroupMemberInfo   *message);
+size_t imcodec__v1__group_member_info__pack
+                     (const Imcodec__V1__GroupMemberInfo   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__group_member_info__pack_to_buffer
+                     (const Imcodec__V1__GroupMemberInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__GroupMemberInfo *
+       imcodec__v1__group_member_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__group_member_info__free_unpacked
+                     (Imcodec__V1__GroupMemberInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ReadReceiptRequest methods */
+void   imcodec__v1__read_receipt_request__init
+                     (Imcodec__V1__ReadReceiptRequest         *message);
+size_t imcodec__v1__read_receipt_request__get_packed_size
+                     (const Imcodec__V1__ReadReceiptRequest   *message);
+size_t imcodec__v1__read_receipt_request__pack
+                     (const Imcodec__V1__ReadReceiptRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__read_receipt_request__pack_to_buffer
+                     (const Imcodec__V1__ReadReceiptRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ReadReceiptRequest *
+       imcodec__v1__read_receipt_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__read_receipt_request__free_unpacked
+                     (Imcodec__V1__ReadReceiptRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__GroupReadMembersRequest methods */
+void   imcodec__v1__group_read_members_request__init
+                     (Imcodec__V1__GroupReadMembersRequest         *message);
+size_t imcodec__v1__group_read_members_request__get_packed_size
+                     (const Imcodec__V1__GroupReadMembersRequest   *message);
+size_t imcodec__v1__group_read_members_request__pack
+                     (const Imcodec__V1__GroupReadMembersRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__group_read_members_request__pack_to_buffer
+                     (const Imcodec__V1__GroupReadMembersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__GroupReadMembersRequest *
+       imcodec__v1__group_read_members_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__group_read_members_request__free_unpacked
+                     (Imcodec__V1__GroupReadMembersRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__C2CReadReceipt_Closure)
@@ -212,6 +341,15 @@ typedef void (*Imcodec__V1__ReceiptBatch_Closure)
 typedef void (*Imcodec__V1__GroupReadMembers_Closure)
                  (const Imcodec__V1__GroupReadMembers *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__GroupMemberInfo_Closure)
+                 (const Imcodec__V1__GroupMemberInfo *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ReadReceiptRequest_Closure)
+                 (const Imcodec__V1__ReadReceiptRequest *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__GroupReadMembersRequest_Closure)
+                 (const Imcodec__V1__GroupReadMembersRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -219,10 +357,14 @@ typedef void (*Imcodec__V1__GroupReadMembers_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    imcodec__v1__receipt_kind__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__read_members_filter__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__c2_cread_receipt__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message_receipt__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__receipt_batch__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__group_read_members__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__group_member_info__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__read_receipt_request__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__group_read_members_request__descriptor;
 
 PROTOBUF_C__END_DECLS
 
