@@ -30,6 +30,13 @@ public struct DecodingOptions: Sendable, Hashable {
     /// amplification a hostile input can cause.
     public var maxDecodedMemory: Int? = nil
 
+    /// Whether to decode a ``Frame`` whose `min_reader_version` is above the schema version this
+    /// library implements (``Frame/currentSchemaVersion``). Default `false`: such a frame is
+    /// refused with ``IMCodecError/Code/unsupportedVersion``, because its writer declared that a
+    /// reader this old cannot act on it correctly (see the SchemaVersions article). A relay that
+    /// only forwards bytes, or a tool that inspects them, may opt in.
+    public var acceptsNewerFrames = false
+
     /// The highest ``maxDepth`` honoured (the pre-scan's explicit stack has this many frames).
     public static let maxDepthCap = 512
 
@@ -37,7 +44,11 @@ public struct DecodingOptions: Sendable, Hashable {
     public init() {}
 
     /// Creates options with the given limits; omitted ones keep their defaults.
-    public init(maxInputSize: Int? = nil, maxDepth: Int? = nil, maxFieldCount: Int? = nil, maxDecodedMemory: Int? = nil) {
+    public init(
+        maxInputSize: Int? = nil, maxDepth: Int? = nil, maxFieldCount: Int? = nil, maxDecodedMemory: Int? = nil,
+        acceptsNewerFrames: Bool = false
+    ) {
+        self.acceptsNewerFrames = acceptsNewerFrames
         if let maxInputSize { self.maxInputSize = maxInputSize }
         if let maxDepth { self.maxDepth = maxDepth }
         if let maxFieldCount { self.maxFieldCount = maxFieldCount }

@@ -62,6 +62,12 @@ public struct IMCodecError: Error, Hashable, Sendable, CustomStringConvertible {
         /// stamps only frames whose payload is a `message`).
         public static let payloadMismatch = Code(rawValue: "payloadMismatch")
 
+        /// A ``Frame`` whose `min_reader_version` is above the schema version this library implements
+        /// (``Frame/currentSchemaVersion``): its writer declared that this reader cannot act on it
+        /// correctly. The reason names both versions. ``DecodingOptions/acceptsNewerFrames`` decodes
+        /// it anyway.
+        public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
+
         public var description: String { rawValue }
     }
 

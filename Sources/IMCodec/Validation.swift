@@ -102,7 +102,7 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         ///
         /// Source: IMCodec (message.proto: every MessageElement holds one content kind).
         public static let emptyElement = Rule(rawValue: "emptyElement")
-        /// An element kind that must be alone in its chain (merger, group tips, sound, video, file)
+        /// An element kind that must be alone in its chain (merger, group tips, sound, video, file, poll)
         /// shares it with others.
         ///
         /// Source: IMCodec. Tencent chains several elements (text and custom in its example); media
@@ -210,6 +210,110 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         /// participant: it stays the same message); IMCodec (message.proto: `edit_version` is
         /// incremented by every edit, 0 only for a message never edited).
         public static let editedMessageMismatch = Rule(rawValue: "editedMessageMismatch")
+        /// A C2C read receipt's or a mark-read event's read time is below 100,000,000,000 (March
+        /// 1973 in milliseconds): almost certainly seconds.
+        ///
+        /// Source: IMCodec (common.proto: every time is epoch milliseconds); Tencent (the C2C read
+        /// receipt's `timestamp` is in seconds: convert with `C2CReadReceipt(userID:tencentTimestamp:)`).
+        public static let timeNotMilliseconds = Rule(rawValue: "timeNotMilliseconds")
+
+        // MARK: Session layer
+
+        /// A login without a user id, token or device id.
+        ///
+        /// Source: Tencent (login takes the UserID and its UserSig); RongCloud (connect takes the
+        /// token the app server obtained); IMCodec (session.proto: the device id is the key of
+        /// multi-device delivery).
+        public static let loginCredentials = Rule(rawValue: "loginCredentials")
+        /// A login result that succeeded (error code 0) without a session id, or failed with one or
+        /// without saying why.
+        ///
+        /// Source: IMCodec (session.proto: a session id names the session that a successful login
+        /// opened); Tencent (a failed call returns a code and a description).
+        public static let loginResultSession = Rule(rawValue: "loginResultSession")
+        /// A conversation listed twice in a login's `lastSeen`, a max-seq request or response.
+        ///
+        /// Source: IMCodec (session.proto: one highest seq per conversation).
+        public static let duplicateConversation = Rule(rawValue: "duplicateConversation")
+        /// A sync request whose range is empty or starts at seq 0 (seqs start at 1), or a sync
+        /// response whose messages are not in strictly increasing seq order inside 1...maxSeq, or
+        /// that has more without a `nextFromSeq` after its last message.
+        ///
+        /// Source: IMCodec (session.proto: a SyncResponse holds messages in seq order without
+        /// duplicates, and is continued from next_from_seq); Tencent (messages are pulled page by
+        /// page with a sequence cursor).
+        public static let syncRange = Rule(rawValue: "syncRange")
+        /// A presence update that is offline or away without a last-seen time.
+        ///
+        /// Source: IMCodec (session.proto: last_seen_ms is set with OFFLINE and AWAY).
+        public static let presenceLastSeen = Rule(rawValue: "presenceLastSeen")
+        /// A presence subscription with no user, or more than ``ValidationLimits/maxPresenceUsers``.
+        ///
+        /// Source: IMCodec (the limit bounds what one request makes the server track).
+        public static let presenceSubscriptionSize = Rule(rawValue: "presenceSubscriptionSize")
+        /// A join or leave of a conversation that is not a group, chatroom or ultra group.
+        ///
+        /// Source: RongCloud (chatrooms and ultra-group channels are joined and left; one-to-one and
+        /// system conversations have no membership); Tencent (groups are joined and quit).
+        public static let membershipConversation = Rule(rawValue: "membershipConversation")
+
+        // MARK: Message features
+
+        /// A reaction's emoji is empty, longer than ``ValidationLimits/maxEmojiScalars`` Unicode
+        /// scalars or 32 UTF-8 bytes, or holds ASCII.
+        ///
+        /// Source: IMCodec (message.proto ReactionSummary: one emoji, which a flag, a skin tone or
+        /// a ZWJ sequence makes up to 8 scalars); WhatsApp and Signal react with one emoji.
+        public static let reactionEmoji = Rule(rawValue: "reactionEmoji")
+        /// A reaction summary counts fewer reactions than it lists users, lists more than 10 users,
+        /// or repeats an emoji of the same message.
+        ///
+        /// Source: IMCodec (message.proto ReactionSummary: the first users, at most 10; count is the
+        /// total; one summary per emoji).
+        public static let reactionSummary = Rule(rawValue: "reactionSummary")
+        /// A poll without an id or a question, with fewer than 2 or more than
+        /// ``ValidationLimits/maxPollOptions`` options, or with options that repeat an id or have no
+        /// text.
+        ///
+        /// Source: WhatsApp (a poll has up to 12 options); IMCodec (message.proto PollElement: votes
+        /// name options by id).
+        public static let pollOptions = Rule(rawValue: "pollOptions")
+        /// A vote or a poll update that names no poll or voter, repeats an option, closes without
+        /// saying who closed it, or counts more votes for an option than voters.
+        ///
+        /// Source: IMCodec (events.proto PollVoteEvent, PollUpdate).
+        public static let pollVote = Rule(rawValue: "pollVote")
+        /// A mention range outside its text, empty, splitting a surrogate pair, or naming both a
+        /// user and @all (or neither).
+        ///
+        /// Source: IMCodec (message.proto MentionRange: offsets count UTF-16 code units, as NSString,
+        /// Signal and Telegram count them).
+        public static let mentionRange = Rule(rawValue: "mentionRange")
+        /// A link preview whose url is not http or https.
+        ///
+        /// Source: IMCodec (message.proto LinkPreview: the preview of a URL); a client opens it.
+        public static let linkPreviewURL = Rule(rawValue: "linkPreviewURL")
+        /// A disappearing message that expires at or before it was sent, or whose expiry disagrees
+        /// with its timer; a disappearing timer longer than ``ValidationLimits/maxExpireAfterSeconds``.
+        ///
+        /// Source: IMCodec (message.proto: expire_at_ms = server_time_ms + expire_after_s); WhatsApp
+        /// (timers of 24 hours, 7 days or 90 days).
+        public static let expiry = Rule(rawValue: "expiry")
+        /// A view-once message whose content is not an image, video or voice message.
+        ///
+        /// Source: WhatsApp (view once applies to photos, videos and voice messages).
+        public static let viewOnceContent = Rule(rawValue: "viewOnceContent")
+        /// `receivedStatus` sets bits that are not ``ReceivedStatusFlag`` values.
+        ///
+        /// Source: RongCloud (ReceivedStatus: read, listened, downloaded, retrieved).
+        public static let receivedStatusBits = Rule(rawValue: "receivedStatusBits")
+        /// A read-receipt request that names no message, or a read-members request for 0 or more
+        /// than ``ValidationLimits/maxReadMembersPageSize`` members, or a read-members page whose
+        /// profiles are not its member ids.
+        ///
+        /// Source: Tencent (getMessageReadReceipts takes messages; getGroupMessageReadMemberList
+        /// pages at most 100 members; V2TIMGroupMemberInfo carries the member's nickname and face).
+        public static let readMembersPage = Rule(rawValue: "readMembersPage")
     }
 
     /// The broken rule.
@@ -233,8 +337,19 @@ public struct ValidationLimits: Sendable, Hashable {
     public var maxAtUsers = 30
     /// Largest file, in bytes. Default 100 MB (104,857,600).
     public var maxFileSize: UInt64 = 100 * 1024 * 1024
-    /// Most messages one history request asks for and one history page holds. Default 100.
+    /// Most messages one history request asks for and one history page holds (also sync pages).
+    /// Default 100.
     public var maxHistoryPageSize = 100
+    /// Most members one read-members page asks for. Default 100 (Tencent).
+    public var maxReadMembersPageSize = 100
+    /// Most users one presence subscription names. Default 100.
+    public var maxPresenceUsers = 100
+    /// Most options a poll offers. Default 12 (WhatsApp).
+    public var maxPollOptions = 12
+    /// Most Unicode scalars in a reaction's emoji. Default 8.
+    public var maxEmojiScalars = 8
+    /// Longest disappearing-message timer, in seconds. Default 90 days (WhatsApp's longest).
+    public var maxExpireAfterSeconds: UInt32 = 90 * 24 * 3600
 
     /// The default limits.
     public init() {}
@@ -271,7 +386,7 @@ extension Message {
     }
 }
 
-private struct Validator {
+struct Validator {
     let limits: ValidationLimits
     var issues: [ValidationIssue] = []
 
@@ -331,6 +446,10 @@ private struct Validator {
                 report(.missingNextCursor, "groupReadMembers.nextSeq",
                        "the page is not the last one but has no next sequence number to continue from")
             }
+            if !page.members.isEmpty && page.members.map(\.userID) != page.memberIDs {
+                report(.readMembersPage, "groupReadMembers.members",
+                       "the member profiles are not the page's member ids, in the same order")
+            }
         case .recall(let recall):
             checkRef(recall.message, at: "recall.message")
             requireUser(recall.revokerID, at: "recall.revokerID", "the recall does not say who recalled the message")
@@ -372,6 +491,57 @@ private struct Validator {
                 report(.mergerBody, "mergerPayload.messages", "a stored merger body holds no message")
             }
             checkMerged(merged.messages, at: "mergerPayload.messages", mergerDepth: 1)
+        case .readReceiptRequest(let request):
+            check(request)
+        case .groupReadMembersRequest(let request):
+            check(request)
+        case .loginRequest(let login):
+            check(login)
+        case .loginResult(let result):
+            check(result)
+        case .ping, .pong, .logout, .requestResult:
+            // Any id, time, session id or result is well-formed: nothing to judge.
+            break
+        case .kickedOffline(let kicked):
+            if kicked.reason == .unspecified {
+                report(.unspecifiedEnum, "kickedOffline.reason", "the kick does not say why the session ended")
+            }
+        case .maxSeqRequest(let request):
+            checkConversations(request.conversations, at: "maxSeqRequest.conversations")
+        case .maxSeqResponse(let response):
+            checkSeqs(response.maxSeqs, at: "maxSeqResponse.maxSeqs")
+        case .syncRequest(let request):
+            check(request)
+        case .syncResponse(let response):
+            check(response)
+        case .presence(let update):
+            check(update)
+        case .presenceSubscription(let subscription):
+            check(subscription)
+        case .membership(let change):
+            check(change)
+        case .reaction(let reaction):
+            check(reaction)
+        case .pin(let pin):
+            checkConversation(pin.conversation, at: "pin.conversation")
+            checkRef(pin.message, at: "pin.message")
+            requireUser(pin.operatorID, at: "pin.operatorID", "the pin does not say who pinned the message")
+        case .pollVote(let vote):
+            check(vote)
+        case .pollUpdate(let update):
+            check(update)
+        case .disappearingTimer(let timer):
+            checkConversation(timer.conversation, at: "disappearingTimer.conversation")
+            requireUser(timer.operatorID, at: "disappearingTimer.operatorID", "the timer change does not say who set it")
+            if timer.expireAfterS > limits.maxExpireAfterSeconds {
+                report(.expiry, "disappearingTimer.expireAfterS",
+                       "a timer of \(timer.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed")
+            }
+        case .receiveOption(let change):
+            checkConversation(change.conversation, at: "receiveOption.conversation")
+            if change.option == .unspecified {
+                report(.unspecifiedEnum, "receiveOption.option", "the receive option is not set")
+            }
         }
     }
 
@@ -418,6 +588,8 @@ private struct Validator {
         requireUser(receipt.userID, at: Self.join(path, "userID"), "the read receipt does not say who read")
         if receipt.readTimeMs <= 0 {
             report(.missingReadPosition, Self.join(path, "readTimeMs"), "the read receipt has no read time")
+        } else {
+            checkMilliseconds(receipt.readTimeMs, at: Self.join(path, "readTimeMs"))
         }
     }
 
@@ -458,6 +630,8 @@ private struct Validator {
         }
         if event.readTimeMs <= 0 && event.readSeq == 0 {
             report(.missingReadPosition, "markRead", "the mark-read event has neither a read time nor a read sequence")
+        } else if event.readTimeMs > 0 {
+            checkMilliseconds(event.readTimeMs, at: "markRead.readTimeMs")
         }
     }
 
@@ -531,6 +705,7 @@ private struct Validator {
         if message.elements.isEmpty {
             report(.emptyElementChain, Self.join(path, "elements"), "the message has no elements")
         }
+        checkFeatures(message, at: path)
         let chainLength = message.elements.count
         for (i, element) in message.elements.enumerated() {
             let elementPath = Self.join(path, "elements[\(i)]")
@@ -539,7 +714,7 @@ private struct Validator {
                 continue
             }
             switch content {
-            case .merger, .groupTips, .sound, .video, .file:
+            case .merger, .groupTips, .sound, .video, .file, .poll:
                 if chainLength > 1 {
                     report(.elementMustBeAlone, elementPath,
                            "a \(content.kind.protoName) element must be the only element of its message")
@@ -560,6 +735,10 @@ private struct Validator {
                 report(.groupTipsOutsideGroup, elementPath + ".groupTips", "group tips belong in group conversations")
             case .merger(let merger):
                 check(merger, at: elementPath + ".merger", mergerDepth: mergerDepth + 1)
+            case .text(let text):
+                check(text, at: elementPath + ".text")
+            case .poll(let poll):
+                check(poll, at: elementPath + ".poll")
             default:
                 break
             }

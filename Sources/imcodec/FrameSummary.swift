@@ -57,13 +57,92 @@ enum FrameSummary {
         case .mergerPayload(let payload)?:
             out.append("\(i)stored merger payload: \(payload.messages.count) message(s)")
             for message in payload.messages { out += messageLines(message, indent: i + "  ") }
+        case .readReceiptRequest(let request)?:
+            out.append("\(i)read receipts asked for: " + request.messages.map(ref).joined(separator: ", "))
+        case .groupReadMembersRequest(let request)?:
+            out.append("\(i)\(name(request.filter.protoName, dropping: "READ_MEMBERS_FILTER_")) "
+                + "members of \(ref(request.message)) asked for: \(request.count) from seq \(request.nextSeq)")
         case nil:
             break
+        case let payload?:
+            out += sessionLines(payload, indent: i)
         }
+        if frame.requestID != 0 { out.append("\(i)request id \(frame.requestID)") }
         if !frame.unknownFields.isEmpty {
             out.append("\(i)\(frame.unknownFields.bytes.count) bytes of fields this schema does not know")
         }
         return out
+    }
+
+    static func name(_ protoName: String, dropping prefix: String) -> String {
+        protoName.replacingOccurrences(of: prefix, with: "").lowercased().replacingOccurrences(of: "_", with: " ")
+    }
+
+    static func seqs(_ seqs: [ConversationSeq]) -> String {
+        seqs.map { "\(conversation($0.conversation)) seq \($0.seq)" }.joined(separator: ", ")
+    }
+
+    /// The session layer and the events of schema version 2.
+    static func sessionLines(_ payload: Frame.Payload, indent i: String) -> [String] {
+        switch payload {
+        case .loginRequest(let login):
+            return ["\(i)login of \(login.userID) on \(name(login.platform.protoName, dropping: "PLATFORM_")) device \(login.deviceID)"
+                + (login.clientVersion.isEmpty ? "" : ", client \(login.clientVersion)")
+                + (login.lastSeen.isEmpty ? "" : "; resumes from \(seqs(login.lastSeen))")]
+        case .loginResult(let result):
+            return [result.errorCode == 0
+                ? "\(i)logged in: session \(result.sessionID), heartbeat every \(result.heartbeatIntervalS) s"
+                    + (result.maxSeqs.isEmpty ? "" : "; newest \(seqs(result.maxSeqs))")
+                : "\(i)login refused with \(result.errorCode) (\(result.errorDescription))"]
+        case .ping(let ping): return ["\(i)ping \(ping.id)"]
+        case .pong(let pong): return ["\(i)pong \(pong.id)"]
+        case .logout(let logout): return ["\(i)logout" + (logout.sessionID.isEmpty ? "" : " of session \(logout.sessionID)")]
+        case .kickedOffline(let kicked):
+            return ["\(i)kicked offline: \(name(kicked.reason.protoName, dropping: "KICK_REASON_"))"
+                + (kicked.description.isEmpty ? "" : " (\(kicked.description))")]
+        case .maxSeqRequest(let request):
+            return ["\(i)newest seqs asked for: "
+                + (request.conversations.isEmpty ? "every conversation" : request.conversations.map { conversation($0) }.joined(separator: ", "))]
+        case .maxSeqResponse(let response): return ["\(i)newest seqs: \(seqs(response.maxSeqs))"]
+        case .syncRequest(let request):
+            return ["\(i)sync of \(conversation(request.conversation)) from seq \(request.fromSeq)"
+                + (request.toSeq == 0 ? "" : " to \(request.toSeq)") + ", at most \(request.limit)"]
+        case .syncResponse(let response):
+            var out = ["\(i)sync page of \(conversation(response.conversation)): \(response.messages.count) message(s)"
+                + (response.errorCode != 0 ? ", error \(response.errorCode) (\(response.errorDescription))" : "")
+                + (response.hasMore ? ", more from seq \(response.nextFromSeq)" : ", complete") + " (newest seq \(response.maxSeq))"]
+            for message in response.messages { out += messageLines(message, indent: i + "  ") }
+            return out
+        case .presence(let update):
+            return ["\(i)\(update.userID) is \(name(update.status.protoName, dropping: "PRESENCE_STATUS_"))"
+                + (update.lastSeenMs == 0 ? "" : ", last seen \(update.lastSeenMs) ms")
+                + (update.customStatus.isEmpty ? "" : ": \(quoted(update.customStatus))")]
+        case .presenceSubscription(let subscription):
+            return ["\(i)presence \(name(subscription.action.protoName, dropping: "SUBSCRIPTION_ACTION_")): "
+                + subscription.userIDs.joined(separator: ", ")]
+        case .membership(let change):
+            return ["\(i)\(change.userID.isEmpty ? "join/leave" : change.userID) "
+                + "\(name(change.action.protoName, dropping: "MEMBERSHIP_ACTION_")) \(conversation(change.conversation))"]
+        case .requestResult(let result):
+            return [result.errorCode == 0 ? "\(i)request done" : "\(i)request failed with \(result.errorCode) (\(result.errorDescription))"]
+        case .reaction(let reaction):
+            return ["\(i)\(reaction.userID) \(reaction.action == .remove ? "removed" : "reacted") \(reaction.emoji) on \(ref(reaction.message))"]
+        case .pin(let pin):
+            return ["\(i)\(pin.operatorID) \(pin.pinned ? "pinned" : "unpinned") \(ref(pin.message)) in \(conversation(pin.conversation))"]
+        case .pollVote(let vote):
+            return ["\(i)\(vote.voterID) voted \(vote.optionIDs.map { String($0) }.joined(separator: ", ")) in poll \(vote.pollID)"]
+        case .pollUpdate(let update):
+            return ["\(i)poll \(update.pollID)\(update.closed ? " closed" : ""): "
+                + update.results.map { "option \($0.optionID) \($0.votes)" }.joined(separator: ", ")
+                + ", \(update.voterCount) voter(s)"]
+        case .disappearingTimer(let timer):
+            return ["\(i)\(timer.operatorID) set disappearing messages in \(conversation(timer.conversation)) to "
+                + (timer.expireAfterS == 0 ? "off" : "\(timer.expireAfterS) s")]
+        case .receiveOption(let change):
+            return ["\(i)\(conversation(change.conversation)): \(name(change.option.protoName, dropping: "RECEIVE_OPTION_"))"]
+        default:
+            return []
+        }
     }
 
     static func conversation(_ conversation: Conversation?) -> String {
@@ -118,6 +197,17 @@ enum FrameSummary {
         if !message.targetReceivers.isEmpty {
             out.append("\(indent)  only for: \(message.targetReceivers.joined(separator: ", "))")
         }
+        var features: [String] = []
+        if message.viewOnce { features.append("view once") }
+        if message.expireAfterS != 0 { features.append("disappears after \(message.expireAfterS) s") }
+        if message.forwardScore != 0 { features.append(message.forwardScore >= 5 ? "forwarded many times" : "forwarded") }
+        if let root = message.threadRoot { features.append("in the thread of \(ref(root))") }
+        if let thread = message.thread { features.append("\(thread.replyCount) thread replies") }
+        if !message.senderDeviceID.isEmpty { features.append("from device \(message.senderDeviceID)") }
+        if !features.isEmpty { out.append("\(indent)  \(features.joined(separator: ", "))") }
+        if !message.reactions.isEmpty {
+            out.append("\(indent)  reactions: " + message.reactions.map { "\($0.emoji) \($0.count)" }.joined(separator: "  "))
+        }
         if let quote = message.quote { out.append("\(indent)  replying to \(ref(quote))") }
         if !message.customParams.isEmpty {
             out.append("\(indent)  params: " + message.customParams.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
@@ -167,6 +257,10 @@ enum FrameSummary {
                 out += lines.dropFirst().map { indent + "    " + continuation + $0 }
             }
             return out
+        case .poll(let poll)?:
+            return [head + "poll \(quoted(poll.question)), \(size) B: "
+                + poll.options.map { quoted($0.text) }.joined(separator: " / ")
+                + (poll.multipleChoice ? " (several choices)" : "")]
         case nil:
             return [head + "empty element"]
         }

@@ -1,4 +1,5 @@
 import CIMCodecRuntime
+import CIMCodecSchemas
 import CProtobufC
 
 /// The one path from bytes to Swift values:
@@ -47,7 +48,12 @@ enum WireCodec {
             _ = try scan(descriptor, buffer, options: options)
             joined.append(contentsOf: buffer)
         }
-        return (joined, DecodingOptions(maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max))
+        return (
+            joined,
+            DecodingOptions(
+                maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
+                acceptsNewerFrames: options.acceptsNewerFrames)
+        )
     }
 
     /// The pre-scan of `buffer` with `options`; throws its error.
@@ -83,13 +89,30 @@ enum WireCodec {
         let cap = scan.estimated != 0 ? scan.arena_bytes &+ 64 : limit
         arena.setMaxBytes(cap)
         // protobuf-c (and the transcoder) recurse once per level: deep input runs where the stack allows.
-        return try _DecodeStack.run(depth: Int(scan.max_depth_seen)) { () throws(IMCodecError) -> _ProtobufCMessage in
+        let message = try _DecodeStack.run(depth: Int(scan.max_depth_seen)) { () throws(IMCodecError) -> _ProtobufCMessage in
             guard scan.wrap_count == 0 && scan.merge_count == 0 else {
                 return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
             }
             let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
             return try result(unpacked, arena: arena, scan: scan)
         }
+        if !options.acceptsNewerFrames { try checkReaderVersion(descriptor, message.raw) }
+        return message
+    }
+
+    /// Refuses a ``Frame`` whose `min_reader_version` is above ``Frame/currentSchemaVersion``
+    /// (binary and JSON decoding; other message types pass). 0, proto3's default, means 1.
+    static func checkReaderVersion(
+        _ descriptor: _ProtobufCDescriptor, _ message: UnsafeRawPointer
+    ) throws(IMCodecError) {
+        guard descriptor.pointer == Frame._protobufCDescriptor.pointer else { return }
+        let needed = message.assumingMemoryBound(to: Imcodec__V1__Frame.self).pointee.min_reader_version
+        guard needed > Frame.currentSchemaVersion else { return }
+        throw IMCodecError(
+            code: .unsupportedVersion,
+            reason: "the frame needs a reader of schema version \(needed) or newer (min_reader_version \(needed)); "
+                + "this reader implements schema version \(Frame.currentSchemaVersion) "
+                + "(DecodingOptions.acceptsNewerFrames decodes it anyway)")
     }
 
     /// The slow path, for input protobuf-c would decode differently from Google's parsers (a

@@ -218,6 +218,16 @@ public struct FrameView: ~Copyable {
         case .edit?: pointer = f.edit?.pointee.message?.pointee.conversation
         case .receipt?: pointer = f.receipt?.pointee.message?.pointee.conversation
         case .groupReadMembers?: pointer = f.group_read_members?.pointee.message?.pointee.conversation
+        case .groupReadMembersRequest?: pointer = f.group_read_members_request?.pointee.message?.pointee.conversation
+        case .reaction?: pointer = f.reaction?.pointee.message?.pointee.conversation
+        case .pollVote?: pointer = f.poll_vote?.pointee.poll_message?.pointee.conversation
+        case .pollUpdate?: pointer = f.poll_update?.pointee.poll_message?.pointee.conversation
+        case .pin?: pointer = f.pin?.pointee.conversation
+        case .disappearingTimer?: pointer = f.disappearing_timer?.pointee.conversation
+        case .receiveOption?: pointer = f.receive_option?.pointee.conversation
+        case .membership?: pointer = f.membership?.pointee.conversation
+        case .syncRequest?: pointer = f.sync_request?.pointee.conversation
+        case .syncResponse?: pointer = f.sync_response?.pointee.conversation
         case .delete?:
             if let event = f.delete_, event.pointee.n_messages > 0, let first = event.pointee.messages[0] {
                 pointer = first.pointee.conversation
@@ -315,6 +325,11 @@ public struct FrameView: ~Copyable {
         case .groupReadMembers?: pointer = f.group_read_members?.pointee.message
         case .recall?: pointer = f.recall?.pointee.message
         case .edit?: pointer = f.edit?.pointee.message
+        case .groupReadMembersRequest?: pointer = f.group_read_members_request?.pointee.message
+        case .reaction?: pointer = f.reaction?.pointee.message
+        case .pin?: pointer = f.pin?.pointee.message
+        case .pollVote?: pointer = f.poll_vote?.pointee.poll_message
+        case .pollUpdate?: pointer = f.poll_update?.pointee.poll_message
         case .delete?:
             if let event = f.delete_, event.pointee.n_messages > 0 { pointer = event.pointee.messages[0] } else { pointer = nil }
         default: pointer = nil
@@ -362,13 +377,38 @@ public struct FrameView: ~Copyable {
             }
             guard let sender else { return batch.n_c2c_read_receipts > 0 ? .client : .unroutable }
             return batch.n_c2c_read_receipts > 0 ? .eachReferencedSender : .referencedSender(sender)
-        case .historyRequest?, .mergerPayload?, .systemNotice?:
+        case .pin?, .disappearingTimer?:
+            return conversationRoute
+        case .reaction?:
+            return peerRoute(actor: f.reaction.map { _CRead.string($0.pointee.user_id) } ?? "")
+        case .pollVote?:
+            return peerRoute(actor: f.poll_vote.map { _CRead.string($0.pointee.voter_id) } ?? "")
+        case .pollUpdate?:
+            return peerRoute(actor: f.poll_update.map { _CRead.string($0.pointee.closed_by) } ?? "")
+        case .receiveOption?:
+            let user = f.receive_option.map { _CRead.string($0.pointee.user_id) } ?? ""
+            return user.isEmpty ? .server : .ownDevices(user)
+        case .historyRequest?, .mergerPayload?, .systemNotice?, .readReceiptRequest?, .groupReadMembersRequest?,
+            .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
+            .membership?:
             return .server
-        case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?:
+        case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?, .loginResult?, .pong?,
+            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?:
             return .client
         case nil:
             return .unroutable
         }
+    }
+
+    /// Where an event about a referenced message goes (a reaction, a vote, a poll update): to the
+    /// message's conversation; in a one-to-one conversation to the other party, which is the
+    /// message's sender unless the actor is that sender (then the conversation's target).
+    private func peerRoute(actor: String) -> FrameRoute {
+        guard let ref = referencePointer, let c = ref.pointee.conversation else { return .unroutable }
+        guard c.pointee.type == IMCODEC__V1__CONVERSATION_TYPE__CONVERSATION_TYPE_ONE_TO_ONE else { return conversationRoute }
+        let sender = _CRead.string(ref.pointee.sender_id)
+        if sender.isEmpty || actor == sender { return conversationRoute }
+        return .referencedSender(sender)
     }
 
     private var conversationRoute: FrameRoute {

@@ -40,6 +40,10 @@ public struct JSONDecodingOptions: Sendable, Hashable {
     /// Largest JSON text accepted, in UTF-8 bytes. Default 16 MiB.
     public var maxInputSize = 16 << 20
 
+    /// Whether to accept a ``Frame`` whose `minReaderVersion` is above
+    /// ``Frame/currentSchemaVersion`` (``DecodingOptions/acceptsNewerFrames``). Default `false`.
+    public var acceptsNewerFrames = false
+
     /// Creates the default options.
     public init() {}
 }

@@ -71,6 +71,9 @@ struct ProtoJSONParser {
             try _DecodeStack.run(depth: tape.deepest + 1) { () throws(IMCodecError) -> M in
                 let parser = ProtoJSONParser(tape: tape, arena: arena, options: options, maxDepth: maxDepth)
                 let message = try parser.parseMessage(node: 0, M._protobufCDescriptor.pointer, depth: 1)
+                if !options.acceptsNewerFrames {
+                    try WireCodec.checkReaderVersion(M._protobufCDescriptor, UnsafeRawPointer(message))
+                }
                 return M(_protobufCMessage: _ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
             }
         }
