@@ -32,6 +32,9 @@ struct Decode: ParsableCommand {
     @Option(name: .long, help: "Deepest message nesting accepted.")
     var maxDepth = DecodingOptions().maxDepth
 
+    @Flag(name: .long, help: "Decode frames whose min_reader_version is above this schema version (refused by default).")
+    var acceptNewerFrames = false
+
     @OptionGroup var input: InputOptions
 
     func validate() throws {
@@ -42,7 +45,7 @@ struct Decode: ParsableCommand {
 
     func run() throws {
         let bytes = allowEmpty ? try input.read() : try input.readBinary()
-        let options = DecodingOptions(maxInputSize: maxInputSize, maxDepth: maxDepth)
+        let options = DecodingOptions(maxInputSize: maxInputSize, maxDepth: maxDepth, acceptsNewerFrames: acceptNewerFrames)
         var json = JSONEncodingOptions()
         guard delimited else {
             json.prettyPrinted = true

@@ -9,9 +9,12 @@ struct Demo: ParsableCommand {
         discussion: """
             Builds a conversation (a C2C text, its send ack and read receipt, a group @ message and its \
             group receipt, an image, a multi-element chain, a merger holding a nested merger, a recall, \
-            an edit, a rejected send), encodes every frame, writes them as varint-length-prefixed records \
-            to a file, reads the file back, routes each frame with the fast path, decodes it, checks it \
-            equals what was written, validates it, and prints a transcript with byte sizes.
+            an edit, a rejected send; then a reconnect that resumes from the last seq held and fills the \
+            gap with a sync, presence changes, a reaction, a thread reply and a poll), encodes every frame, \
+            writes them as varint-length-prefixed records to a file with a last frame that needs a newer \
+            reader, reads the file back, routes each frame with the fast path, decodes it, checks it \
+            equals what was written, validates it, shows that the last frame is refused, and prints a \
+            transcript with byte sizes.
             """
     )
 
@@ -29,6 +32,9 @@ struct Demo: ParsableCommand {
             Delimited.append(frame, to: &stream)
             sizes.append(stream.count - before)
         }
+        // Last, a frame this reader must refuse: it needs schema version 3.
+        let future = DemoConversation.fromTheFuture()
+        Delimited.append(future, to: &stream)
         guard FileManager.default.createFile(atPath: path, contents: Data(stream)) else {
             throw IMCodecError(code: .io, reason: "cannot write \(path)")
         }
@@ -42,9 +48,24 @@ struct Demo: ParsableCommand {
         let router = WireDecoder()
         var decoded: [Frame] = []
         var issues = 0
+        var refused = 0
         while let range = try records.next() {
             let n = decoded.count
             let record = bytes[range]
+            if n == frames.count {
+                // The frame from a newer writer: refused, and decoded only when the caller opts in.
+                do {
+                    _ = try router.decode(Frame.self, from: record)
+                    text += "#\(n + 1)  \(range.count) B  DECODED, but it needs a newer reader\n\n"
+                } catch {
+                    refused += 1
+                    let anyway = try Frame(serializedBytes: record, options: DecodingOptions(acceptsNewerFrames: true))
+                    text += "#\(n + 1)  \(range.count) B  refused as it must be: \(error)\n"
+                    text += "    with acceptsNewerFrames: \(anyway.payload?.kind.protoName ?? "none") from "
+                        + "\(anyway.schemaVersion == future.schemaVersion ? "a schema-\(anyway.schemaVersion) writer" : "?")\n\n"
+                }
+                continue
+            }
             let route = try router.withFrameView(record) { view in
                 "route: \(view.payloadKind?.protoName ?? "none") → "
                     + "\(FrameSummary.conversation(view.conversation))"
@@ -67,10 +88,15 @@ struct Demo: ParsableCommand {
         let allEqual = decoded == frames
         text += "Read back \(decoded.count) of \(frames.count) frames from \(path): "
             + (allEqual ? "every frame decodes equal to what was encoded" : "MISMATCH") + "; "
-            + (issues == 0 ? "no validation issues" : "\(issues) validation issue(s)") + ".\n"
+            + (issues == 0 ? "no validation issues" : "\(issues) validation issue(s)") + "; "
+            + (refused == 1 ? "the frame for a schema-3 reader was refused" : "the frame for a schema-3 reader was NOT refused")
+            + ".\n"
         writeStandardOutput(text)
         if !allEqual {
             throw InputRejected(message: "the frames read back differ from the frames written")
+        }
+        if refused != 1 {
+            throw InputRejected(message: "a frame that needs a schema-3 reader was not refused")
         }
     }
 }
@@ -190,7 +216,82 @@ enum DemoConversation {
         return [
             Frame(hello), ack, read, Frame(groupAt), groupReceipt, Frame(image), Frame(chain), Frame(merger),
             recall, edit, Frame(rejected), reject,
-        ]
+        ] + session(groupAt: groupAt, image: image, chain: chain)
+    }
+
+    /// Schema version 2: Bob's phone dropped after message 4 and reconnects; the gap is filled by
+    /// seq; then a reaction, a thread reply, a poll and presence changes.
+    static func session(groupAt: Message, image: Message, chain: Message) -> [Frame] {
+        let team = Conversation.group("team-apollo")
+        func request(_ id: UInt64, _ payload: Frame.Payload) -> Frame {
+            var frame = Frame(payload)
+            frame.requestID = id
+            return frame
+        }
+        // 13. Bob logs in again, resuming from the last seq he holds in the group (5001).
+        let login = request(1, .loginRequest(LoginRequest.with {
+            $0.userID = "bob"; $0.token = "bob-token-demo"; $0.deviceID = "bob-iphone"; $0.platform = .ios
+            $0.clientVersion = "2.4.0"; $0.readerVersion = Frame.currentSchemaVersion
+            $0.lastSeen = [ConversationSeq.with { $0.conversation = team; $0.seq = groupAt.seq }]
+        }))
+        // 14. The server's answer: the group has reached 5003, so 5002 and 5003 are missing.
+        let loggedIn = request(1, .loginResult(LoginResult.with {
+            $0.sessionID = "sess-bob-2"; $0.heartbeatIntervalS = 30; $0.serverTimeMs = start + 600_000
+            $0.maxSeqs = [ConversationSeq.with { $0.conversation = team; $0.seq = chain.seq }]
+        }))
+        // 15–16. Bob pulls the gap; one page holds it all.
+        let sync = request(2, .syncRequest(SyncRequest.with {
+            $0.conversation = team; $0.fromSeq = groupAt.seq + 1; $0.limit = 100
+        }))
+        let synced = request(2, .syncResponse(SyncResponse.with {
+            $0.conversation = team; $0.messages = [image, chain]; $0.maxSeq = chain.seq; $0.nextFromSeq = chain.seq + 1
+        }))
+        // 17. Alice, subscribed to Bob's presence, learns that he is online.
+        let online = Frame(.presence(PresenceUpdate.with {
+            $0.userID = "bob"; $0.status = .online; $0.deviceID = "bob-iphone"; $0.platform = .ios
+            $0.timeMs = start + 600_200
+        }))
+        // 18. Carol reacts to Alice's chain.
+        let reaction = Frame(.reaction(ReactionEvent.with {
+            $0.message = chain.reference; $0.userID = "carol"; $0.emoji = "🎉"; $0.action = .add
+            $0.timeMs = start + 610_000
+            $0.summary = [ReactionSummary.with { $0.emoji = "🎉"; $0.count = 1; $0.userIDs = ["carol"] }]
+        }))
+        // 19. Carol replies in the thread of Bob's announcement.
+        var reply = Message.groupText(from: "carol", group: "team-apollo", "Verified on staging too 👍")
+        reply.threadRoot = groupAt.reference
+        stamp(&reply, minute: 11, id: "c-0008", server: "group-apollo-5004", seq: 5004)
+        // 20–22. Alice asks where to celebrate; Bob votes; Alice closes the poll.
+        var poll = Message(from: "alice", in: team, elements: [MessageElement.with {
+            $0.content = .poll(PollElement.with {
+                $0.pollID = "poll-launch"; $0.question = "Launch dinner?"
+                $0.options = [PollOption.with { $0.id = 1; $0.text = "Hotpot" }, PollOption.with { $0.id = 2; $0.text = "Dim sum" }]
+            })
+        }])
+        stamp(&poll, minute: 12, id: "a-0004", server: "group-apollo-5005", seq: 5005)
+        let vote = Frame(.pollVote(PollVoteEvent.with {
+            $0.pollMessage = poll.reference; $0.pollID = "poll-launch"; $0.voterID = "bob"; $0.optionIDs = [1]
+            $0.timeMs = start + 730_000
+        }))
+        let closed = Frame(.pollUpdate(PollUpdate.with {
+            $0.pollMessage = poll.reference; $0.pollID = "poll-launch"; $0.closed = true; $0.closedBy = "alice"
+            $0.voterCount = 2; $0.timeMs = start + 790_000
+            $0.results = [PollOptionResult.with { $0.optionID = 1; $0.votes = 2; $0.voterIDs = ["bob", "carol"] },
+                          PollOptionResult.with { $0.optionID = 2; $0.votes = 0 }]
+        }))
+        // 23. Bob steps away.
+        let away = Frame(.presence(PresenceUpdate.with {
+            $0.userID = "bob"; $0.status = .away; $0.lastSeenMs = start + 800_000; $0.deviceID = "bob-iphone"
+            $0.platform = .ios; $0.timeMs = start + 860_000
+        }))
+        return [login, loggedIn, sync, synced, online, reaction, Frame(reply), Frame(poll), vote, closed, away]
+    }
+
+    /// A frame from a future writer that a version-2 reader must not act on (min_reader_version 3).
+    static func fromTheFuture() -> Frame {
+        var message = Message.c2cText(from: "alice", to: "bob", "This needs a schema-3 reader")
+        stamp(&message, minute: 15, id: "a-0005", server: "144115233-1795252500-1003", seq: 1003)
+        return Frame.with { $0.schemaVersion = 3; $0.minReaderVersion = 3; $0.payload = .message(message) }
     }
 }
 #endif

@@ -155,9 +155,9 @@ enum BinaryInput {
 
     /// Decodes a ``Frame`` from `bytes`.
     /// - Throws: the decoding error, or, for input that looks like JSON, an ``InputRejected`` that says so.
-    static func frame(_ bytes: [UInt8]) throws -> Frame {
+    static func frame(_ bytes: [UInt8], options: DecodingOptions = DecodingOptions()) throws -> Frame {
         do {
-            return try Frame(serializedBytes: bytes)
+            return try Frame(serializedBytes: bytes, options: options)
         } catch {
             throw explain(error, for: bytes)
         }

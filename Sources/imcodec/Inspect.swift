@@ -16,11 +16,15 @@ struct Inspect: ParsableCommand {
     @Flag(name: .long, help: "Input is varint-length-prefixed frames.")
     var delimited = false
 
+    @Flag(name: .long, help: "Inspect frames whose min_reader_version is above this schema version (refused by default).")
+    var acceptNewerFrames = false
+
     @OptionGroup var input: InputOptions
 
     func run() throws {
         let bytes = try input.readBinary()
         var frames: [(offset: Int, size: Int, frame: Frame)] = []
+        let options = DecodingOptions(acceptsNewerFrames: acceptNewerFrames)
         if delimited {
             var records = Delimited.RecordReader(bytes, maxLength: DecodingOptions().maxInputSize)
             while true {
@@ -32,14 +36,14 @@ struct Inspect: ParsableCommand {
                 }
                 guard let range = next else { break }
                 do {
-                    frames.append((range.lowerBound, range.count, try Frame(serializedBytes: bytes[range])))
+                    frames.append((range.lowerBound, range.count, try Frame(serializedBytes: bytes[range], options: options)))
                 } catch {
                     throw IMCodecError(
                         code: error.code, reason: error.reason, offset: error.offset.map { $0 + range.lowerBound })
                 }
             }
         } else {
-            frames.append((0, bytes.count, try BinaryInput.frame(bytes)))
+            frames.append((0, bytes.count, try BinaryInput.frame(bytes, options: options)))
         }
         var text = ""
         var withoutPayload = 0

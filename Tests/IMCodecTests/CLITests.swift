@@ -129,11 +129,28 @@ struct CLITests {
             #expect(text.contains(expected), "demo transcript lacks \(expected)")
         }
         #expect(!text.contains("DIFFERS"))
+        for expected in ["login of bob", "resumes from group team-apollo seq 5001", "newest group team-apollo seq 5003",
+                         "sync page of group team-apollo: 2 message(s), complete", "bob is online", "carol reacted 🎉",
+                         "in the thread of message group-apollo-5001", "poll \"Launch dinner?\"", "bob voted 1",
+                         "poll poll-launch closed", "bob is away", "refused as it must be: unsupportedVersion",
+                         "the frame for a schema-3 reader was refused"] {
+            #expect(text.contains(expected), "demo transcript lacks \(expected)")
+        }
         let written = try FixtureFiles.bytes(output)
+        // 23 frames a version-2 reader acts on, and the last one, which needs a schema-3 reader.
         var reader = Delimited.Reader<Frame>(written)
         var count = 0
-        while try reader.next() != nil { count += 1 }
-        #expect(count == 12)
+        do {
+            while try reader.next() != nil { count += 1 }
+            Issue.record("the demo's last frame decoded without acceptsNewerFrames")
+        } catch {
+            #expect(error.code == .unsupportedVersion)
+        }
+        #expect(count == 23)
+        var lenient = Delimited.Reader<Frame>(written, options: DecodingOptions(acceptsNewerFrames: true))
+        count = 0
+        while try lenient.next() != nil { count += 1 }
+        #expect(count == 24)
     }
 
     @Test("--version prints the library's version and the schema's")
@@ -289,7 +306,7 @@ struct CLITests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty, "\(result.stderr)")
         for expected in ["imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
-                         "every frame decodes equal to what was encoded", "{\"schemaVersion\":1,",
+                         "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
                          "\"senderId\": \"alice\""] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
         }

@@ -133,7 +133,9 @@ enum Differential {
             do {
                 var merged = try Frame(serializedBytes: Array(bytes[..<split]), options: options)
                 try merged.merge(serializedBytes: bytes[split...], options: options)
-                if merged != frame { return (.mergeDiffers, "the merged value differs") }
+                // Compared by canonical bytes, not `==`: a NaN (random frames carry some) is not
+                // equal to itself, so two equal decodes of a NaN compare unequal.
+                if merged.serializedBytes() != reencoded { return (.mergeDiffers, "the merged value differs") }
             } catch {
                 return (.mergeDiffers, "\(error)")
             }
@@ -166,7 +168,10 @@ struct DifferentialTests {
         #expect(byCategory["pair"]?.count == Self.pairs)
         #expect(byCategory["mutation"]?.count == Self.mutations)
 
-        let options = DecodingOptions()
+        // The reader rule (a frame whose min_reader_version is above this reader's schema version is
+        // refused) is IMCodec's, not protobuf's: Google's parsers know nothing of it, and mutated
+        // fixtures raise the field at random. Here the codec is compared; VersionTests test the rule.
+        let options = DecodingOptions(acceptsNewerFrames: true)
         var counts: [DifferentialBucket: Int] = [:]
         var perCategory: [String: [DifferentialBucket: Int]] = [:]
         var examples: [DifferentialBucket: [String]] = [:]

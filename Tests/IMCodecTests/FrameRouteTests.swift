@@ -117,6 +117,88 @@ enum RouteCases {
                   route: .client),
         RouteCase(name: "stored merger body: the server",
                   frame: Frame(.mergerPayload(MergerPayload.with { $0.messages = [toTeam] })), route: .server),
+        RouteCase(name: "read receipt request: the server",
+                  frame: Frame(.readReceiptRequest(ReadReceiptRequest.with { $0.messages = [toTeam.reference] })),
+                  route: .server),
+        RouteCase(name: "group read members request: the server",
+                  frame: Frame(.groupReadMembersRequest(GroupReadMembersRequest.with {
+                      $0.message = toTeam.reference; $0.filter = .read; $0.count = 100
+                  })),
+                  route: .server),
+        // Session layer: requests go to the server, answers to the client that asked.
+        RouteCase(name: "login request: the server",
+                  frame: Frame(.loginRequest(LoginRequest.with { $0.userID = "alice"; $0.token = "t"; $0.deviceID = "d" })),
+                  route: .server),
+        RouteCase(name: "login result: the client", frame: Frame(.loginResult(LoginResult.with { $0.sessionID = "s" })),
+                  route: .client),
+        RouteCase(name: "ping: the peer (server)", frame: Frame(.ping(Ping.with { $0.id = 1 })), route: .server),
+        RouteCase(name: "pong: the client", frame: Frame(.pong(Pong.with { $0.id = 1 })), route: .client),
+        RouteCase(name: "logout: the server", frame: Frame(.logout(Logout())), route: .server),
+        RouteCase(name: "kicked offline: the client",
+                  frame: Frame(.kickedOffline(KickedOffline.with { $0.reason = .loggedInElsewhere })), route: .client),
+        RouteCase(name: "max seq request: the server",
+                  frame: Frame(.maxSeqRequest(MaxSeqRequest.with { $0.conversations = [.group("team")] })), route: .server),
+        RouteCase(name: "max seq response: the client",
+                  frame: Frame(.maxSeqResponse(MaxSeqResponse.with {
+                      $0.maxSeqs = [ConversationSeq.with { $0.conversation = .group("team"); $0.seq = 9 }]
+                  })),
+                  route: .client),
+        RouteCase(name: "sync request: the server",
+                  frame: Frame(.syncRequest(SyncRequest.with { $0.conversation = .group("team"); $0.fromSeq = 3; $0.limit = 50 })),
+                  route: .server),
+        RouteCase(name: "sync response: the client",
+                  frame: Frame(.syncResponse(SyncResponse.with { $0.conversation = .group("team"); $0.messages = [toTeam] })),
+                  route: .client),
+        RouteCase(name: "presence update: the server (it knows the subscribers)",
+                  frame: Frame(.presence(PresenceUpdate.with { $0.userID = "alice"; $0.status = .online })), route: .server),
+        RouteCase(name: "presence subscription: the server",
+                  frame: Frame(.presenceSubscription(PresenceSubscription.with { $0.action = .subscribe; $0.userIDs = ["bob"] })),
+                  route: .server),
+        RouteCase(name: "membership change: the server",
+                  frame: Frame(.membership(MembershipChange.with { $0.action = .join; $0.conversation = .group("team") })),
+                  route: .server),
+        RouteCase(name: "request result: the client", frame: Frame(.requestResult(RequestResult())), route: .client),
+        // Message features.
+        RouteCase(name: "reaction in a group: the group",
+                  frame: Frame(.reaction(ReactionEvent.with {
+                      $0.message = toTeam.reference; $0.userID = "carol"; $0.emoji = "👍"; $0.action = .add
+                  })),
+                  route: .group("team")),
+        RouteCase(name: "reaction by the reader of a one-to-one message: its sender",
+                  frame: Frame(.reaction(ReactionEvent.with {
+                      $0.message = toAlice.reference; $0.userID = "alice"; $0.emoji = "👍"; $0.action = .add
+                  })),
+                  route: .referencedSender("bob")),
+        RouteCase(name: "reaction by the sender of a one-to-one message: the peer",
+                  frame: Frame(.reaction(ReactionEvent.with {
+                      $0.message = toAlice.reference; $0.userID = "bob"; $0.emoji = "🎉"; $0.action = .add
+                  })),
+                  route: .user("alice")),
+        RouteCase(name: "pin: the conversation",
+                  frame: Frame(.pin(PinEvent.with {
+                      $0.conversation = .group("team"); $0.message = toTeam.reference; $0.pinned = true; $0.operatorID = "carol"
+                  })),
+                  route: .group("team")),
+        RouteCase(name: "poll vote: the poll's conversation",
+                  frame: Frame(.pollVote(PollVoteEvent.with {
+                      $0.pollMessage = toTeam.reference; $0.pollID = "p"; $0.voterID = "carol"; $0.optionIDs = [1]
+                  })),
+                  route: .group("team")),
+        RouteCase(name: "poll update: the poll's conversation",
+                  frame: Frame(.pollUpdate(PollUpdate.with {
+                      $0.pollMessage = toTeam.reference; $0.pollID = "p"; $0.closed = true; $0.closedBy = "bob"
+                  })),
+                  route: .group("team")),
+        RouteCase(name: "disappearing timer: the conversation",
+                  frame: Frame(.disappearingTimer(DisappearingTimerEvent.with {
+                      $0.conversation = chatroom; $0.expireAfterS = 86_400; $0.operatorID = "bob"
+                  })),
+                  route: .chatroom("room-7")),
+        RouteCase(name: "receive option: the user's own devices",
+                  frame: Frame(.receiveOption(ReceiveOptionChange.with {
+                      $0.conversation = .group("team"); $0.option = .receiveNotNotify; $0.userID = "alice"
+                  })),
+                  route: .ownDevices("alice")),
         RouteCase(name: "no payload", frame: Frame(), route: .unroutable),
     ]
 }

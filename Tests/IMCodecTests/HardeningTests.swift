@@ -448,7 +448,7 @@ struct HardeningMismatchTests {
         where name.hasSuffix(".binpb") && (name.hasPrefix("wire_type_mismatch") || name.hasPrefix("unknown_")) {
             inputs.append([UInt8](try Data(contentsOf: valid.appendingPathComponent(name))))
         }
-        inputs.append(H.fixed32(1, 1) + H.uint(2, 3) + H.len(10, Self.envelope + H.fixed64(3, 9) + H.uint(4, 5)))
+        inputs.append(H.fixed32(1, 1) + H.uint(2, 2) + H.len(10, Self.envelope + H.fixed64(3, 9) + H.uint(4, 5)))
         inputs.append(H.len(536_870_911, [1, 2]) + H.uint(1, 1) + H.uint(536_870_911, 3))  // the wrapper's number itself
         for bytes in inputs {
             let ours = try Frame(serializedBytes: bytes).serializedBytes()

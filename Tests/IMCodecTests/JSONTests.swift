@@ -188,8 +188,8 @@ struct JSONPrintingTests {
     }
 
     @Test func unknownFieldsAreNotPrinted() throws {
-        // schema_version = 1, then unknown field 3 (varint 5) and field 99 (length-delimited "hi").
-        let bytes: [UInt8] = [0x08, 0x01, 0x18, 0x05, 0x9A, 0x06, 0x02, 0x68, 0x69]
+        // schema_version = 1, then unknown field 7 (varint 5) and field 99 (length-delimited "hi").
+        let bytes: [UInt8] = [0x08, 0x01, 0x38, 0x05, 0x9A, 0x06, 0x02, 0x68, 0x69]
         let frame = try Frame(serializedBytes: bytes)
         #expect(!frame.unknownFields.isEmpty)
         #expect(try compact(frame) == #"{"schemaVersion":1}"#)

@@ -207,8 +207,8 @@ struct PrescanTests {
 
     @Test("unknown fields are skipped, never descended into")
     func unknownFieldsAreSkipped() {
-        // Field 50 is unknown in Frame; its payload is not protobuf at all.
-        let bytes = W.len(50, [0x00, 0x0B, 0xFF, 0xFF]) + W.int(1, 1)
+        // Field 90 is unknown in Frame; its payload is not protobuf at all.
+        let bytes = W.len(90, [0x00, 0x0B, 0xFF, 0xFF]) + W.int(1, 1)
         let r = scan(frameDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 2)
@@ -434,7 +434,7 @@ struct PrescanTests {
         r = scan(frameDescriptor, W.len(10, W.int(12, 1)))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 2, field: 12)
         // The same wire types on unknown fields are fine.
-        let unknown = W.int(60, 1) + W.fixed32(61, 1) + W.fixed64(62, 1) + W.len(63, [1])
+        let unknown = W.int(90, 1) + W.fixed32(91, 1) + W.fixed64(92, 1) + W.len(93, [1])
         expectScan(scan(frameDescriptor, unknown), IMCODEC_SCAN_OK, at: unknown.count)
     }
 

@@ -150,9 +150,9 @@ struct StampTests {
         }
         #expect(again.serverMsgUID == "srv-1" && again.seq == 43 && again.serverTimeMs == 6 && again.status == .sent)
         // The stamp sets only message fields: the sender's schema versions stay.
-        let versions = Frame.with { $0.schemaVersion = 7; $0.minReaderVersion = 3; $0.payload = sent.payload }
+        let versions = Frame.with { $0.schemaVersion = 7; $0.minReaderVersion = 2; $0.payload = sent.payload }
         #expect(try Frame(serializedBytes: first.applied(to: bytes(versions))).schemaVersion == 7)
-        #expect(try Frame(serializedBytes: first.applied(to: bytes(versions))).minReaderVersion == 3)
+        #expect(try Frame(serializedBytes: first.applied(to: bytes(versions))).minReaderVersion == 2)
         // An empty stamp appends an empty message: the frame decodes unchanged.
         #expect(try Frame(serializedBytes: ServerStamp().applied(to: bytes(sent))) == sent)
     }

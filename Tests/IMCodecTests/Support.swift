@@ -674,6 +674,50 @@ enum ValidFrames {
     }
     static let mergerPayload = MergerPayload.with { $0.messages = [message(in: c2c), message(in: c2c, "b")] }
 
+    // Schema version 2: the session layer and the message features.
+    static let seqs = [ConversationSeq.with { $0.conversation = group; $0.seq = 131 },
+                       ConversationSeq.with { $0.conversation = c2c; $0.seq = 7 }]
+    static let loginRequest = LoginRequest.with {
+        $0.userID = "user_10010"; $0.token = "eJyrVgrxCdYrSy1SslIy0jNQ0gHzM1NS84ozM3PLMvMywlJzs"
+        $0.deviceID = "ios-3F2504E0"; $0.platform = .ios; $0.clientVersion = "5.3.425"; $0.lastSeen = seqs
+        $0.readerVersion = 2
+    }
+    static let loginResult = LoginResult.with {
+        $0.serverTimeMs = 1_732_188_060_133; $0.sessionID = "sess-7b1c"; $0.heartbeatIntervalS = 30; $0.maxSeqs = seqs
+    }
+    static let syncRequest = SyncRequest.with { $0.conversation = group; $0.fromSeq = 130; $0.toSeq = 131; $0.limit = 100 }
+    static var syncResponse: SyncResponse {
+        var second = message(in: group, "second")
+        second.seq = 132
+        return SyncResponse.with {
+            $0.conversation = group; $0.messages = [message(), second]; $0.hasMore = true; $0.nextFromSeq = 133
+            $0.maxSeq = 140
+        }
+    }
+    static let presence = PresenceUpdate.with {
+        $0.userID = "user_10086"; $0.status = .away; $0.lastSeenMs = 1_732_188_000_000; $0.platform = .android
+    }
+    static let reaction = ReactionEvent.with {
+        $0.message = ref(); $0.userID = "user_10086"; $0.emoji = "👍🏽"; $0.action = .add; $0.timeMs = 1_732_188_070_000
+        $0.summary = [ReactionSummary.with { $0.emoji = "👍🏽"; $0.count = 3; $0.userIDs = ["user_10086", "user_20001"] }]
+    }
+    static var poll: Message {
+        Message(from: "user_10010", in: group, elements: [MessageElement.with {
+            $0.content = .poll(PollElement.with {
+                $0.pollID = "poll-1"; $0.question = "Lunch?"; $0.multipleChoice = true
+                $0.options = [PollOption.with { $0.id = 1; $0.text = "Noodles" }, PollOption.with { $0.id = 2; $0.text = "Dumplings" }]
+            })
+        }], clientMsgID: "cli-poll-1", clientTimeMs: 1_732_188_060_000)
+    }
+    static let pollVote = PollVoteEvent.with {
+        $0.pollMessage = ref(); $0.pollID = "poll-1"; $0.voterID = "user_10086"; $0.optionIDs = [1, 2]
+    }
+    static let pollUpdate = PollUpdate.with {
+        $0.pollMessage = ref(); $0.pollID = "poll-1"; $0.closed = true; $0.closedBy = "user_10010"; $0.voterCount = 3
+        $0.results = [PollOptionResult.with { $0.optionID = 1; $0.votes = 2; $0.voterIDs = ["user_10086", "user_20001"] },
+                      PollOptionResult.with { $0.optionID = 2; $0.votes = 3 }]
+    }
+
     static let frames: [String: Frame] = [
         "message": Frame(message()),
         "merger": Frame(merger(layers: 2, leaf: message(in: c2c))),
@@ -694,6 +738,42 @@ enum ValidFrames {
         "historyRequest": Frame(.historyRequest(historyRequest)),
         "historyResponse": Frame(.historyResponse(historyResponse)),
         "mergerPayload": Frame(.mergerPayload(mergerPayload)),
+        "readReceiptRequest": Frame(.readReceiptRequest(ReadReceiptRequest.with { $0.messages = [ref(), ref(in: c2c)] })),
+        "groupReadMembersRequest": Frame(.groupReadMembersRequest(GroupReadMembersRequest.with {
+            $0.message = ref(); $0.filter = .unread; $0.count = 100
+        })),
+        "loginRequest": Frame(.loginRequest(loginRequest)),
+        "loginResult": Frame(.loginResult(loginResult)),
+        "loginFailed": Frame(.loginResult(LoginResult.with { $0.errorCode = 70001; $0.errorDescription = "token expired" })),
+        "ping": Frame(.ping(Ping.with { $0.id = 9; $0.timeMs = 1_732_188_060_133 })),
+        "pong": Frame(.pong(Pong.with { $0.id = 9; $0.timeMs = 1_732_188_060_140 })),
+        "logout": Frame(.logout(Logout.with { $0.sessionID = "sess-7b1c" })),
+        "kickedOffline": Frame(.kickedOffline(KickedOffline.with {
+            $0.reason = .loggedInElsewhere; $0.otherDeviceID = "android-9"; $0.otherPlatform = .android
+        })),
+        "maxSeqRequest": Frame(.maxSeqRequest(MaxSeqRequest.with { $0.conversations = [group, c2c] })),
+        "maxSeqResponse": Frame(.maxSeqResponse(MaxSeqResponse.with { $0.maxSeqs = seqs })),
+        "syncRequest": Frame(.syncRequest(syncRequest)),
+        "syncResponse": Frame(.syncResponse(syncResponse)),
+        "presence": Frame(.presence(presence)),
+        "presenceSubscription": Frame(.presenceSubscription(PresenceSubscription.with {
+            $0.action = .subscribe; $0.userIDs = ["user_10086", "user_20001"]
+        })),
+        "membership": Frame(.membership(MembershipChange.with { $0.action = .join; $0.conversation = group })),
+        "requestResult": Frame(.requestResult(RequestResult.with { $0.serverTimeMs = 1_732_188_060_133 })),
+        "reaction": Frame(.reaction(reaction)),
+        "pin": Frame(.pin(PinEvent.with {
+            $0.conversation = group; $0.message = ref(); $0.pinned = true; $0.operatorID = "user_10010"
+        })),
+        "poll": Frame(poll),
+        "pollVote": Frame(.pollVote(pollVote)),
+        "pollUpdate": Frame(.pollUpdate(pollUpdate)),
+        "disappearingTimer": Frame(.disappearingTimer(DisappearingTimerEvent.with {
+            $0.conversation = c2c; $0.expireAfterS = 604_800; $0.operatorID = "user_10010"
+        })),
+        "receiveOption": Frame(.receiveOption(ReceiveOptionChange.with {
+            $0.conversation = group; $0.option = .receiveNotNotify; $0.userID = "user_10010"
+        })),
     ]
 
     /// `layers` nested merger layers of realistic messages around `leaf`, as Tencent's clients make

@@ -118,9 +118,9 @@ struct SwiftProtobufHabitsTests {
             FixtureFiles.valid.appendingPathComponent("unknown_fields_future_message.binpb"))
         let frame = try Frame(serializedBytes: binary)
         #expect(!frame.unknownFields.isEmpty)
-        #expect(frame.debugDescription.hasSuffix("3: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n4: 0xdeadbeef\n"))
+        #expect(frame.debugDescription.hasSuffix("4: 0xdeadbeef\n6: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n"))
         #expect(String(describing: frame.unknownFields)
-            == "UnknownFields:\n3: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n4: 0xdeadbeef\n")
+            == "UnknownFields:\n4: 0xdeadbeef\n6: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n")
         #expect(String(describing: Frame().unknownFields) == "UnknownFields()")
     }
 }

@@ -302,9 +302,23 @@ public enum FuzzChecks {
         case .receipt(let e)?: reference = e.message
         case .groupReadMembers(let e)?: reference = e.message
         case .delete(let e)?: reference = e.messages.first
+        case .groupReadMembersRequest(let e)?: reference = e.message
+        case .reaction(let e)?: reference = e.message
+        case .pollVote(let e)?: reference = e.pollMessage
+        case .pollUpdate(let e)?: reference = e.pollMessage
+        case .disappearingTimer(let e)?: conversation = e.conversation
+        case .receiveOption(let e)?: conversation = e.conversation
+        case .membership(let e)?: conversation = e.conversation
+        case .syncRequest(let e)?: conversation = e.conversation
+        case .syncResponse(let e)?: conversation = e.conversation
         default: break
         }
         if let reference { conversation = reference.conversation }
+        // A pin names its conversation and the pinned message.
+        if case .pin(let e)? = frame.payload {
+            conversation = e.conversation
+            reference = e.message
+        }
         if view.schemaVersion != frame.schemaVersion { return "schemaVersion" }
         if view.minReaderVersion != frame.minReaderVersion { return "minReaderVersion" }
         if view.payloadKind != frame.payload?.kind { return "payloadKind" }

@@ -59,10 +59,11 @@ extension IMCodecMessage {
     ///   ``DecodingOptions/maxDepthCap`` (``IMCodecError/Code/tooDeep``).
     public func jsonString(options: JSONEncodingOptions = JSONEncodingOptions()) throws(IMCodecError) -> String {
         let bytes = serializedBytes()
-        // The bytes are our own, so only the stack-depth cap applies.
+        // The bytes are our own, so only the stack-depth cap applies (and a value is printed whatever
+        // reader version it asks for).
         let decoding = DecodingOptions(
             maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
-            maxDecodedMemory: Int.max)
+            maxDecodedMemory: Int.max, acceptsNewerFrames: true)
         return try ProtoJSONPrinter.print(binary: bytes, descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
     }
 
@@ -88,7 +89,7 @@ extension IMCodecMessage {
     func _jsonUTF8Bytes(options: JSONEncodingOptions) throws(IMCodecError) -> [UInt8] {
         let decoding = DecodingOptions(
             maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
-            maxDecodedMemory: Int.max)
+            maxDecodedMemory: Int.max, acceptsNewerFrames: true)
         return try ProtoJSONPrinter.printUTF8(
             binary: serializedBytes(), descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
     }
