@@ -358,11 +358,12 @@ public struct ValidationLimits: Sendable, Hashable {
 extension Frame {
     /// Checks the product rules for the payload and reports every violation (empty when none).
     ///
-    /// Every payload kind has rules (see ``ValidationIssue/Rule``), and so does a frame without a
-    /// payload. The frame is also encoded and the bytes decoded with the default
-    /// ``DecodingOptions``: when that decode refuses them, ``ValidationIssue/Rule/notDecodable`` is
-    /// reported, so a frame `validate()` accepts always decodes. That check costs one encode and one
-    /// decode of the frame.
+    /// Every payload kind has rules (see ``ValidationIssue/Rule``) except ping, pong, logout and
+    /// request results, whose every value is well-formed; so does a frame without a payload. The
+    /// frame is also encoded and the bytes decoded with the default ``DecodingOptions``: when that
+    /// decode refuses them, ``ValidationIssue/Rule/notDecodable`` is reported, so a frame
+    /// `validate()` accepts always decodes (a frame that needs a newer reader than this library is
+    /// reported so too). That check costs one encode and one decode of the frame.
     public func validate(limits: ValidationLimits = ValidationLimits()) -> [ValidationIssue] {
         var validator = Validator(limits: limits)
         validator.check(self)

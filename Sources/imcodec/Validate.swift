@@ -11,7 +11,9 @@ struct Validate: ParsableCommand {
             Earth, chain rules (merger, group tips, sound, video and file elements stand alone), and rules \
             for every payload kind: a payload at all, receipts, recalls, edits and deletes that name their \
             message and who acted, typing and mark-read events, system notice types, send acks, history \
-            pages of 1 to 100 messages with a cursor, stored merger bodies. A frame whose encoding the \
+            pages of 1 to 100 messages with a cursor, stored merger bodies, and the session layer and \
+            message features of schema version 2 (logins, sync ranges, presence, reactions, polls, mention \
+            ranges, link previews, disappearing and view-once messages). A frame whose encoding the \
             decoder would refuse with the default limits is reported too (notDecodable). The \
             "Limits and Errors" article lists every rule with its source. A frame with no payload exits 1 \
             (missingPayload); empty input (0 bytes) exits 1 too.
