@@ -80,25 +80,14 @@ extension Validator {
     }
 
     mutating func check(_ response: SyncResponse) {
-        checkConversation(response.conversation, at: "syncResponse.conversation")
-        if response.messages.count > limits.maxHistoryPageSize {
-            report(.historyPageSize, "syncResponse.messages",
-                   "the page holds \(response.messages.count) messages; at most \(limits.maxHistoryPageSize) are allowed")
-        }
+        checkPage(response.conversation, response.messages, at: "syncResponse")
         var previous: UInt64 = 0
         for (i, message) in response.messages.enumerated() {
-            let path = "syncResponse.messages[\(i)]"
-            check(message, at: path, mergerDepth: 0)
             if message.seq == 0 || message.seq <= previous || (response.maxSeq != 0 && message.seq > response.maxSeq) {
-                report(.syncRange, Self.join(path, "seq"),
+                report(.syncRange, "syncResponse.messages[\(i)].seq",
                        "seq \(message.seq) is not after \(previous) and within 1...\(response.maxSeq)")
             }
             previous = max(previous, message.seq)
-            if let conversation = response.conversation, let other = message.conversation,
-               !Self.sameConversation(page: conversation, message: other, sender: message.senderID) {
-                report(.historyConversationMismatch, Self.join(path, "conversation"),
-                       "the message belongs to another conversation than the page")
-            }
         }
         if response.hasMore && response.nextFromSeq <= previous {
             report(.syncRange, "syncResponse.nextFromSeq",

@@ -649,19 +649,25 @@ struct Validator {
     }
 
     mutating func check(_ page: HistoryResponse) {
-        checkConversation(page.conversation, at: "historyResponse.conversation")
-        if page.messages.count > limits.maxHistoryPageSize {
-            report(.historyPageSize, "historyResponse.messages",
-                   "the page holds \(page.messages.count) messages; at most \(limits.maxHistoryPageSize) are allowed")
-        }
+        checkPage(page.conversation, page.messages, at: "historyResponse")
         if !page.finished && page.nextCursor.isEmpty {
             report(.missingNextCursor, "historyResponse.nextCursor",
                    "the page is not the last one but has no cursor for the next")
         }
-        for (i, message) in page.messages.enumerated() {
-            let path = "historyResponse.messages[\(i)]"
+    }
+
+    /// A page of one conversation's messages (history, sync): its conversation, at most
+    /// ``ValidationLimits/maxHistoryPageSize`` messages, each valid and of that conversation.
+    mutating func checkPage(_ conversation: Conversation?, _ messages: [Message], at name: String) {
+        checkConversation(conversation, at: "\(name).conversation")
+        if messages.count > limits.maxHistoryPageSize {
+            report(.historyPageSize, "\(name).messages",
+                   "the page holds \(messages.count) messages; at most \(limits.maxHistoryPageSize) are allowed")
+        }
+        for (i, message) in messages.enumerated() {
+            let path = "\(name).messages[\(i)]"
             check(message, at: path, mergerDepth: 0)
-            if let conversation = page.conversation, let other = message.conversation,
+            if let conversation, let other = message.conversation,
                !Self.sameConversation(page: conversation, message: other, sender: message.senderID) {
                 report(.historyConversationMismatch, Self.join(path, "conversation"),
                        "the message belongs to another conversation than the page")
