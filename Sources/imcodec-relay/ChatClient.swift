@@ -240,10 +240,12 @@ final class ChatClientHandler: ChannelInboundHandler {
             }
             output("* logged in as \(user)")
             startHeartbeat(context: context, seconds: result.heartbeatIntervalS)
-            for request in resume.loggedIn(result) {
+            let requests = resume.loggedIn(result)
+            for request in requests {
                 send(Frame(.syncRequest(request)))
             }
-            loggedIn.succeed()
+            // Ready once what was missed is shown, so that scripted commands (--send) come after it.
+            if requests.isEmpty { loggedIn.succeed() }
         case .syncResponse(let response)?:
             if response.errorCode != 0 {
                 output("! sync of \(response.conversation?.targetID ?? "?") failed: \(response.errorDescription)")
@@ -251,6 +253,7 @@ final class ChatClientHandler: ChannelInboundHandler {
             let (messages, next) = resume.synced(response)
             for message in messages { show(message) }
             if let next { send(Frame(.syncRequest(next))) }
+            if !resume.isSyncing { loggedIn.succeed() }
         case .requestResult(let result)?:
             guard let request = requests.removeValue(forKey: frame.requestID) else { break }
             if result.errorCode != 0 {
@@ -349,7 +352,8 @@ final class ChatClient: Sendable {
         self.handler = handler
     }
 
-    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in.
+    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in and
+    /// the messages missed meanwhile (sync) are shown.
     static func connect(
         host: String, port: Int, user: String, joins: [String], output: @escaping @Sendable (String) -> Void
     ) -> EventLoopFuture<ChatClient> {
