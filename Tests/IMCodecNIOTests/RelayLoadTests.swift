@@ -68,8 +68,9 @@ struct RelayLoadTests {
         // Every message was stored and routed once, although unacknowledged ones were sent again.
         #expect(stats.messagesRouted == plan.clients * plan.messages)
         #expect(stats.acksSent >= plan.clients * plan.messages)
-        // A client that closes with a frame half written leaves a truncated frame; nothing else.
-        #expect(Set(stats.closedByError.keys).isSubset(of: ["truncated"]), "\(stats.closedByError)")
+        // A client that closes abruptly may leave a frame half written (truncated), or unread bytes
+        // that make its socket reset the connection (io); nothing else.
+        #expect(Set(stats.closedByError.keys).isSubset(of: ["truncated", "io"]), "\(stats.closedByError)")
     }
 
     @Test func hostileClientsAreClosedWhileEveryoneElseLosesNothing() async throws {

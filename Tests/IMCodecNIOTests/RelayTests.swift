@@ -87,6 +87,7 @@ struct RelayTests {
         #expect(ChatCommand.parse("plain", defaultTarget: nil) == .help)
         #expect(ChatCommand.parse("/edit new words", defaultTarget: nil) == .edit("new words"))
         #expect(ChatCommand.parse("/recall", defaultTarget: nil) == .recall)
+        #expect(ChatCommand.parse("/react 👍", defaultTarget: nil) == .react("👍"))
         #expect(ChatCommand.parse("   ", defaultTarget: nil) == nil)
     }
 
@@ -214,6 +215,10 @@ struct RelayTests {
                     && lines.all.contains { $0.hasPrefix("bob: * alice recalled a message") }
                     && lines.all.contains { $0.hasPrefix("alice: ✓✓ bob read your message") }
             }, "\(lines.all)")
+            // bob reacts to the last message he received (alice's group message): alice sees it.
+            #expect(try await bob.perform(.react("👍")).get())
+            #expect(await eventually { lines.all.contains("alice: * bob reacted 👍 (seq 1)") }, "\(lines.all)")
+            #expect(lines.all.contains("bob: * reacted 👍 to: hi team"))
             await alice.close()
             await bob.close()
         }
