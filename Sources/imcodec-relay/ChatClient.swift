@@ -108,14 +108,20 @@ final class ChatClientHandler: ChannelInboundHandler {
     /// How many sent messages the relay refused (a send ack with a non-zero error code).
     private(set) var refusedSends = 0
 
-    init(user: String, joins: [String], loggedIn: EventLoopPromise<Void>, output: @escaping @Sendable (String) -> Void) {
+    init(
+        user: String, joins: [String], resume: ResumeTracker? = nil, loggedIn: EventLoopPromise<Void>,
+        output: @escaping @Sendable (String) -> Void
+    ) {
         self.user = user
         self.joins = joins
         self.loggedIn = loggedIn
         self.output = output
-        self.resume = ResumeTracker(user: user)
+        self.resume = resume ?? ResumeTracker(user: user)
         self.deviceID = "chat-\(getpid())"
     }
+
+    /// What this client has shown per conversation: give it to a new connection to resume.
+    var resumeState: ResumeTracker { resume }
 
     private func requestID() -> UInt64 {
         nextRequestID += 1
@@ -354,15 +360,20 @@ final class ChatClient: Sendable {
 
     /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in and
     /// the messages missed meanwhile (sync) are shown.
+    ///
+    /// With `resume` (``resumeState()`` of an earlier client of `user`), the login names what that
+    /// client had shown (`last_seen`) and only what it missed is synced and shown, each message once.
     static func connect(
-        host: String, port: Int, user: String, joins: [String], output: @escaping @Sendable (String) -> Void
+        host: String, port: Int, user: String, joins: [String], resume: ResumeTracker? = nil,
+        output: @escaping @Sendable (String) -> Void
     ) -> EventLoopFuture<ChatClient> {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         return loop.flatSubmit {
             let loggedIn = loop.makePromise(of: Void.self)
             let handler = NIOLoopBound(
-                ChatClientHandler(user: user, joins: joins, loggedIn: loggedIn, output: output), eventLoop: loop)
+                ChatClientHandler(user: user, joins: joins, resume: resume, loggedIn: loggedIn, output: output),
+                eventLoop: loop)
             return connect(host: host, port: port, group: group, loop: loop, handler: handler, loggedIn: loggedIn)
         }
     }
@@ -395,6 +406,11 @@ final class ChatClient: Sendable {
     /// Carries out `command` on the client's event loop; the future is `false` after `/quit`.
     func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
         channel.eventLoop.flatSubmit { self.handler.value.perform(command) }
+    }
+
+    /// What the client has shown per conversation, for ``connect(host:port:user:joins:resume:output:)``.
+    func resumeState() -> EventLoopFuture<ResumeTracker> {
+        channel.eventLoop.submit { self.handler.value.resumeState }
     }
 
     /// How many sent messages the relay has refused so far.

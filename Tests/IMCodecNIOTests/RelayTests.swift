@@ -225,6 +225,44 @@ struct RelayTests {
     }
 }
 
+extension RelayTests {
+    /// A chat client whose connection ends comes back with what it had shown (last_seen): it shows
+    /// what it missed once, in order, and nothing twice; then live messages follow.
+    @Test func theChatClientResumesWhereItLeftOff() async throws {
+        let lines = NIOLockedLines()
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                func send(_ k: Int) async throws {
+                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "m-\(k)")))
+                }
+                let bob = try await ChatClient.connect(
+                    host: "127.0.0.1", port: server.port, user: "bob", joins: [], output: { lines.append("bob", $0) }
+                ).get()
+                for k in 1...3 { try await send(k) }
+                #expect(await eventually { lines.all.contains("bob: [alice] m3  (seq 3)") })
+                let state = try await bob.resumeState().get()
+                await bob.close()
+                #expect(await eventually { (try? server.stats().wait().usersOnline) == 1 })
+                for k in 4...6 { try await send(k) }
+                #expect(await eventually { alice.collector.acks.count == 6 })
+                // connect completes once the sync is done: m4...m6 are shown by then.
+                let again = try await ChatClient.connect(
+                    host: "127.0.0.1", port: server.port, user: "bob", joins: [], resume: state,
+                    output: { lines.append("bob2", $0) }
+                ).get()
+                let shown = { lines.all.filter { $0.hasPrefix("bob2: [alice]") } }
+                #expect(shown() == (4...6).map { "bob2: [alice] m\($0)  (seq \($0))" })
+                try await send(7)
+                #expect(await eventually { shown().count == 4 })
+                #expect(shown().last == "bob2: [alice] m7  (seq 7)")
+                await again.close()
+                await alice.close()
+            }
+        }
+    }
+}
+
 /// Output lines of several chat clients, tagged by user.
 final class NIOLockedLines: Sendable {
     private let box = NIOLockedValueBox<[String]>([])
