@@ -687,9 +687,17 @@ final class Router {
             answer.nextFromSeq = max(first, last + 1)
             return answer
         }
-        let end = min(last, first + limit - 1)
+        var end = min(last, first + limit - 1)
+        // The answer must fit the frame size limit too: a message takes at most its stamped record's
+        // size (plus its tag and length); the rest waits for the next page.
+        var budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
         for seq in first...end {
             guard let entry = log.entry(seq) else { continue }
+            budget -= entry.record.readableBytes + 6
+            if budget < 0, !answer.messages.isEmpty {
+                end = seq - 1
+                break
+            }
             var record = entry.record
             // The records were decoded once when they arrived; decoding them again cannot fail.
             if let frame = try? record.readFrame(options: configuration.codec, decoder: wireDecoder),

@@ -197,6 +197,41 @@ struct RelaySessionTests {
         }
     }
 
+    @Test func aSyncResponseFitsTheFrameSizeLimit() async throws {
+        let maxFrameSize = 4096
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = FrameCodecOptions(maxFrameSize: maxFrameSize) }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let text = String(repeating: "x", count: 1000)
+                for k in 1...10 {
+                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "\(k) \(text)", clientMsgID: "b-\(k)")))
+                }
+                #expect(await eventually { alice.collector.acks.count == 10 })
+                #expect(alice.collector.acks.allSatisfy { $0.errorCode == 0 })
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var seqs: [UInt64] = []
+                var from: UInt64 = 1
+                var requestID: UInt64 = 0
+                var pages = 0
+                while pages < 20 {
+                    requestID += 1
+                    let frame = try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: from, requestID: requestID))
+                    let page = try #require(syncResponse(frame))
+                    #expect(frame.map { $0.serializedBytes().count <= maxFrameSize } == true)
+                    pages += 1
+                    seqs += page.messages.map(\.seq)
+                    guard page.hasMore else { break }
+                    from = page.nextFromSeq
+                }
+                #expect(seqs == (1...10).map { UInt64($0) })
+                #expect(pages > 1, "ten 1 KB messages do not fit one 4 KB frame")
+                #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     @Test func theStoreKeepsTheNewestMessagesAndASyncFromBelowStartsAtTheOldestKept() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.maxMessagesPerConversation = 100 }) { server in
