@@ -383,6 +383,40 @@ struct RelaySessionTests {
         }
     }
 
+    /// Chatrooms and ultra-group channels are joined like groups; an ultra group's channels are
+    /// separate conversations (own members, own seqs).
+    @Test func chatroomsAndUltraGroupChannelsWorkLikeGroups() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let channel1 = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
+                let channel2 = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c2" }
+                let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+                var requestID: UInt64 = 0
+                for (client, conversation) in [(alice, channel1), (bob, channel1), (alice, room), (bob, room)] {
+                    requestID += 1
+                    let join = request(.membership(MembershipChange.with { $0.action = .join; $0.conversation = conversation }), requestID)
+                    #expect(try await ask(client, join) != nil)
+                    #expect(client.collector.result(of: requestID)?.errorCode == 0)
+                }
+                for (k, conversation) in [channel1, room, channel2, channel1].enumerated() {
+                    try await alice.send(Frame(Message(
+                        from: "alice", in: conversation, elements: [.text("t\(k)")], clientMsgID: "u-\(k)")))
+                }
+                #expect(await eventually { alice.collector.acks.count == 4 && bob.collector.messages.count == 3 })
+                #expect(alice.collector.acks.map(\.errorCode) == [0, 0, RelayProtocol.AckError.notAGroupMember, 0])
+                #expect(alice.collector.acks.map(\.seq) == [1, 1, 0, 2])
+                #expect(alice.collector.acks[0].conversation == channel1)
+                #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["t0", "t1", "t3"])
+                let sync = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(channel1, from: 1, requestID: 50))))
+                #expect(sync.messages.map { $0.firstText ?? "" } == ["t0", "t3"] && sync.conversation == channel1)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     @Test func presenceIsToldToSubscribers() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
