@@ -128,6 +128,32 @@ struct WebSocketRelayTests {
         }
     }
 
+    /// A logout is answered, then the connection closes with 1000; a session replaced by a newer
+    /// login gets kicked_offline and close code 1008. Neither counts as an error.
+    @Test func logoutClosesWith1000AndAKickWith1008() async throws {
+        try await withClientGroup { group in
+            try await withWebSocketRelay { server in
+                let leaving = try await RawWebSocketClient.connect(to: server, group: group)
+                try await leaving.login("alice")
+                try await leaving.send(RelayProtocol.answer(.logout(Logout()), requestID: 77))
+                #expect(await leaving.closedByPeer(within: 10))
+                #expect(leaving.messages.contains { $0.requestID == 77 && $0.payload?.kind == .requestResult })
+                #expect(leaving.closeCode == 1000)
+
+                let first = try await RawWebSocketClient.connect(to: server, group: group)
+                try await first.login("bob")
+                let second = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tcp")
+                #expect(await first.closedByPeer(within: 10))
+                #expect(first.messages.contains { $0.payload?.kind == .kickedOffline })
+                #expect(first.closeCode == 1008)
+                #expect(second.channel.isActive)
+                let stats = try await server.stats().get()
+                #expect(stats.closedByError.isEmpty, "\(stats.closedByError)")
+                await second.close()
+            }
+        }
+    }
+
     @Test func stoppingTheRelaySendsGoingAway() async throws {
         try await withClientGroup { group in
             var configuration = RelayConfiguration()
