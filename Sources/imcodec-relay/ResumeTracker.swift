@@ -62,7 +62,13 @@ struct ResumeTracker: Sendable {
             guard let conversation = max.conversation else { continue }
             let id = Self.id(conversation)
             conversations[id] = conversation
-            let have = delivered[id] ?? 0
+            var have = delivered[id] ?? 0
+            if max.seq < have {
+                // The relay has fewer messages than this client holds: it restarted and lost its store
+                // (it keeps messages in memory only). What it has now is new: start from its seq 1.
+                have = 0
+                delivered[id] = 0
+            }
             guard max.seq > have else { continue }
             syncing[id] = max.seq
             requests.append(SyncRequest.with {

@@ -139,6 +139,39 @@ struct RelaySessionTests {
         }
     }
 
+    /// ResumeTracker alone: held live messages, duplicates, paging, and a relay that lost its store.
+    @Test func theResumeTrackerHoldsLiveMessagesUntilTheSyncIsDone() {
+        func message(_ seq: UInt64, from sender: String = "alice") -> Message {
+            var message = Message.c2cText(from: sender, to: "bob", "m\(seq)", clientMsgID: "\(sender)-\(seq)")
+            message.seq = seq
+            return message
+        }
+        func seqs(_ messages: [Message]) -> [UInt64] { messages.map(\.seq) }
+        var tracker = ResumeTracker(user: "bob")
+        #expect(seqs(tracker.received(message(1))) == [1])
+        #expect(seqs(tracker.received(message(1))).isEmpty, "a duplicate is dropped")
+        let max = { (seq: UInt64) in LoginResult.with {
+            $0.maxSeqs = [ConversationSeq.with { $0.conversation = .oneToOne("alice"); $0.seq = seq }]
+        } }
+        let requests = tracker.loggedIn(max(5), limit: 2)
+        #expect(requests.map(\.fromSeq) == [2] && requests.map(\.toSeq) == [5] && tracker.isSyncing)
+        #expect(seqs(tracker.received(message(6))).isEmpty && seqs(tracker.received(message(7))).isEmpty, "held")
+        let page = { (messages: [UInt64], more: Bool, next: UInt64) in SyncResponse.with {
+            $0.conversation = .oneToOne("alice")
+            $0.messages = messages.map { message($0) }
+            $0.hasMore = more
+            $0.nextFromSeq = next
+        } }
+        let first = tracker.synced(page([2, 3], true, 4), limit: 2)
+        #expect(seqs(first.messages) == [2, 3] && first.next?.fromSeq == 4 && first.next?.toSeq == 5)
+        let last = tracker.synced(page([4, 5], false, 6), limit: 2)
+        #expect(seqs(last.messages) == [4, 5, 6, 7] && last.next == nil && !tracker.isSyncing)
+        #expect(tracker.lastSeen.map(\.seq) == [7] && tracker.lastSeen.first?.conversation == .oneToOne("alice"))
+        // A relay that restarted has fewer messages (all new): the client syncs them from seq 1.
+        #expect(tracker.loggedIn(max(2)).map(\.fromSeq) == [1])
+        #expect(tracker.delivered.values.first == 0)
+    }
+
     @Test func syncPagesWithHasMoreAndTheLimitCap() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["ops": ["carol"]] }) { server in
