@@ -5,9 +5,9 @@ import IMCodec
 /// requests that fill the gap a reconnect left, and the order in which messages are handed on.
 ///
 /// - Log in with ``lastSeen`` (the highest seq delivered per conversation).
-/// - Give the `login_result` to ``loggedIn(_:)``: it returns a sync request (from the last seq
+/// - Give the `login_result` to ``loggedIn(_:limit:)``: it returns a sync request (from the last seq
 ///   delivered + 1 to the relay's max seq at login) for every conversation with a gap.
-/// - Give every live message to ``received(_:)``, every sync response to ``synced(_:)``: they
+/// - Give every live message to ``received(_:)``, every sync response to ``synced(_:limit:)``: they
 ///   return the messages to hand on, each exactly once and in seq order. A live message for a
 ///   conversation whose sync is under way is held back until the sync is done (it is newer than
 ///   everything the sync returns), and a message at or below the last seq delivered is dropped.
