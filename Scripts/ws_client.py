@@ -8,12 +8,15 @@ Google's protobuf builds the message classes from Schemas/ at run time (protoc -
 as Scripts/google_reference.py does) and the `websockets` package carries one Frame per binary
 message. Two users, alice and bob, connect over WebSocket and:
 
-1. log in (each gets `logged_in`);
+1. log in with a `login_request` (each gets a `login_result`: error 0, a session id, a heartbeat
+   interval), then alice joins the group "pyteam" with a `membership` request (request_result with
+   the same request_id), bob joins it too (alice sees bob's `membership`), and alice pings (a `pong`
+   with the same id);
 2. alice sends bob a one-to-one text; alice gets the send ack (error 0, a server uid, seq 1) and bob
    the delivery, carrying the sender's fields and the server's uid, seq and time (ServerStamp);
 3. bob sends a read receipt for it, which reaches alice;
 4. alice recalls it, and the recall reaches bob;
-5. alice pings and gets the pong;
+5. alice sends a WebSocket ping and gets the pong;
 6. with --tcp-peer USER (a client on the relay's length-prefixed TCP port, which answers every
    message with a text), alice sends USER a text, gets the ack and USER's answer;
 7. both close with the close handshake (the relay echoes code 1000).
@@ -78,6 +81,8 @@ class Client:
             self.seen.append(kind if kind != "system_notice" else f"notice:{frame.system_notice.type}")
             if kind == "system_notice" and frame.system_notice.type == "error":
                 raise Failure(f"{self.user}: the relay reported {dict(frame.system_notice.params)}")
+            if kind == "login_result" and frame.login_result.error_code != 0:
+                raise Failure(f"{self.user}: login refused: {frame.login_result.error_description}")
             if predicate(frame):
                 return frame
 
@@ -89,16 +94,46 @@ async def run(args, Frame):
         alice = Client(alice_ws, "alice", Frame, args.timeout)
         bob = Client(bob_ws, "bob", Frame, args.timeout)
 
-        # 1. Login.
-        for client in (alice, bob):
+        # 1. Login (session layer), join a group, ping.
+        for number, client in enumerate((alice, bob), start=1):
             login = Frame()
-            login.system_notice.type = "login"
-            login.system_notice.params["user_id"] = client.user
+            login.request_id = number
+            login.login_request.user_id = client.user
+            login.login_request.token = "loopback-demo"  # the relay checks no credential
+            login.login_request.device_id = f"py-{client.user}"
+            login.login_request.platform = 6  # PLATFORM_LINUX
             await client.send(login)
-            answer = await client.expect("logged_in", lambda f: f.WhichOneof("payload") == "system_notice")
-            check(answer.system_notice.type == "logged_in", f"{client.user}: {answer.system_notice.type}")
-            check(answer.system_notice.params["user_id"] == client.user, f"{client.user}: wrong user_id")
-            print(f"OK login {client.user}", flush=True)
+            answer = await client.expect("login_result", lambda f: f.WhichOneof("payload") == "login_result")
+            result = answer.login_result
+            check(answer.request_id == number, f"{client.user}: login_result request_id {answer.request_id}")
+            check(result.error_code == 0, f"{client.user}: login error {result.error_code}")
+            check(result.session_id != "" and result.heartbeat_interval_s > 0, f"{client.user}: {result}")
+            check(result.server_time_ms > 0, f"{client.user}: no server time")
+            print(f"OK login {client.user} session={result.session_id}", flush=True)
+
+        group = 2  # CONVERSATION_TYPE_GROUP
+        for client, request_id in ((alice, 10), (bob, 20)):
+            join = Frame()
+            join.request_id = request_id
+            join.membership.action = 1  # MEMBERSHIP_ACTION_JOIN
+            join.membership.conversation.type = group
+            join.membership.conversation.target_id = "pyteam"
+            await client.send(join)
+            done = await client.expect("request_result", lambda f: f.WhichOneof("payload") == "request_result")
+            check(done.request_id == request_id, f"{client.user}: request_result for {done.request_id}")
+            check(done.request_result.error_code == 0, f"{client.user}: join error {done.request_result}")
+            print(f"OK join {client.user} #pyteam", flush=True)
+        seen = (await alice.expect("bob's join", lambda f: f.WhichOneof("payload") == "membership")).membership
+        check(seen.user_id == "bob" and seen.action == 1 and seen.conversation.target_id == "pyteam", f"{seen}")
+        print("OK membership alice saw bob join #pyteam", flush=True)
+
+        ping = Frame()
+        ping.request_id = 30
+        ping.ping.id = 7
+        await alice.send(ping)
+        pong = await alice.expect("pong", lambda f: f.WhichOneof("payload") == "pong")
+        check(pong.pong.id == 7 and pong.request_id == 30, f"pong {pong}")
+        print("OK heartbeat alice pong id=7", flush=True)
 
         # 2. A one-to-one text, its ack and its delivery.
         text = Frame()
@@ -162,7 +197,7 @@ async def run(args, Frame):
         check(gone.revoker_id == "alice" and gone.message.server_msg_uid == ack.server_msg_uid, f"recall {gone}")
         print(f"OK recall bob uid={gone.message.server_msg_uid}", flush=True)
 
-        # 5. Ping, pong.
+        # 5. WebSocket ping, pong.
         pong = await alice_ws.ping(b"imcodec")
         await asyncio.wait_for(pong, args.timeout)
         print("OK pong alice", flush=True)

@@ -25,6 +25,8 @@ enum ChatCommand: Sendable, Equatable {
     case recall
     /// `/edit text`: replace the text of the last message this client sent.
     case edit(String)
+    /// `/react emoji`: react to the last message this client received.
+    case react(String)
     /// `/quit`.
     case quit
     /// `/help`, or a line that is none of the above.
@@ -53,6 +55,7 @@ enum ChatCommand: Sendable, Equatable {
             case "leave" where !rest.isEmpty: return .leave(rest)
             case "recall": return .recall
             case "edit" where !rest.isEmpty: return .edit(rest)
+            case "react" where !rest.isEmpty: return .react(rest)
             case "quit", "exit": return .quit
             default: return .help
             }
@@ -66,7 +69,8 @@ enum ChatCommand: Sendable, Equatable {
     /// What the client understands.
     static let usage = """
         commands: @PEER TEXT (one-to-one) | #GROUP TEXT (group) | /join GROUP | /leave GROUP
-                  /recall (your last message) | /edit TEXT (your last message) | /quit
+                  /recall (your last message) | /edit TEXT (your last message)
+                  /react EMOJI (the last message you received) | /quit
         """
 }
 
@@ -80,8 +84,9 @@ extension StringProtocol {
     }
 }
 
-/// The chat client's protocol logic: logs in, prints what arrives, answers messages that ask for a
-/// read receipt, and turns ``ChatCommand``s into frames.
+/// The chat client's protocol logic: logs in (login_request with a device id and last_seen), syncs
+/// what it missed (``ResumeTracker``), pings at the heartbeat interval, prints what arrives,
+/// answers messages that ask for a read receipt, and turns ``ChatCommand``s into frames.
 final class ChatClientHandler: ChannelInboundHandler {
     typealias InboundIn = Frame
     typealias OutboundOut = Frame
@@ -93,14 +98,40 @@ final class ChatClientHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var unacked: [String: (message: Message, acked: EventLoopPromise<Void>)] = [:]
     private var lastSent: Message?
+    private var lastReceived: Message?
+    private var resume: ResumeTracker
+    private let deviceID: String
+    private var nextRequestID: UInt64 = 0
+    /// What each request waiting for its answer was: a join or leave of a group.
+    private var requests: [UInt64: (joining: Bool, group: String)] = [:]
+    private var heartbeat: RepeatedTask?
     /// How many sent messages the relay refused (a send ack with a non-zero error code).
     private(set) var refusedSends = 0
 
-    init(user: String, joins: [String], loggedIn: EventLoopPromise<Void>, output: @escaping @Sendable (String) -> Void) {
+    init(
+        user: String, joins: [String], resume: ResumeTracker? = nil, loggedIn: EventLoopPromise<Void>,
+        output: @escaping @Sendable (String) -> Void
+    ) {
         self.user = user
         self.joins = joins
         self.loggedIn = loggedIn
         self.output = output
+        self.resume = resume ?? ResumeTracker(user: user)
+        self.deviceID = "chat-\(getpid())"
+    }
+
+    /// What this client has shown per conversation: give it to a new connection to resume.
+    var resumeState: ResumeTracker { resume }
+
+    private func requestID() -> UInt64 {
+        nextRequestID += 1
+        return nextRequestID
+    }
+
+    private func membership(_ action: MembershipAction, _ group: String) -> Frame {
+        let id = requestID()
+        requests[id] = (action == .join, group)
+        return RelayProtocol.membershipFrame(action, group: group, requestID: id)
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -108,14 +139,18 @@ final class ChatClientHandler: ChannelInboundHandler {
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func channelActive(context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(RelayProtocol.loginFrame(user)), promise: nil)
-        for group in joins { context.write(wrapOutboundOut(RelayProtocol.joinFrame(group)), promise: nil) }
+        let login = RelayProtocol.loginFrame(
+            user, deviceID: deviceID, platform: .linux, lastSeen: resume.lastSeen, requestID: requestID())
+        context.write(wrapOutboundOut(login), promise: nil)
+        for group in joins { context.write(wrapOutboundOut(membership(.join, group)), promise: nil) }
         context.flush()
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         loggedIn.fail(ChannelError.ioOnClosedChannel)
+        heartbeat?.cancel()
+        heartbeat = nil
         for (_, pending) in unacked { pending.acked.succeed() }
         unacked = [:]
         context.fireChannelInactive()
@@ -144,9 +179,9 @@ final class ChatClientHandler: ChannelInboundHandler {
             return sendText(Message(
                 from: user, in: .group(group), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
         case .join(let group):
-            send(RelayProtocol.joinFrame(group))
+            send(membership(.join, group))
         case .leave(let group):
-            send(RelayProtocol.leaveFrame(group))
+            send(membership(.leave, group))
         case .recall:
             guard let last = lastSent else { output("! nothing to recall yet"); break }
             send(Frame.recall(last.reference, by: user))
@@ -164,6 +199,16 @@ final class ChatClientHandler: ChannelInboundHandler {
             })))
             lastSent = last
             output("* edited to: \(text)")
+        case .react(let emoji):
+            guard let last = lastReceived else { output("! nothing to react to yet"); break }
+            send(Frame(.reaction(ReactionEvent.with {
+                $0.message = last.reference
+                $0.userID = user
+                $0.emoji = emoji
+                $0.action = .add
+                $0.timeMs = RelayProtocol.nowMs()
+            })))
+            output("* reacted \(emoji) to: \(last.previewText)")
         case .quit:
             return loop.makeSucceededFuture(false)
         case .help:
@@ -193,22 +238,49 @@ final class ChatClientHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
-        case .systemNotice(let notice)?:
-            switch notice.type {
-            case RelayProtocol.loggedIn:
-                output("* logged in as \(notice.params["user_id"] ?? user)")
-                loggedIn.succeed()
-            case RelayProtocol.joined:
-                output("* joined #\(notice.params["group_id"] ?? "")")
-            case RelayProtocol.left:
-                output("* left #\(notice.params["group_id"] ?? "")")
-            case RelayProtocol.error:
-                output("! relay error \(notice.params["code"] ?? ""): \(notice.params["reason"] ?? notice.text)")
-            case RelayProtocol.kickedOffline:
-                output("! logged out: \(user) logged in elsewhere")
-            default:
-                output("* notice \(notice.type): \(notice.text)")
+        case .loginResult(let result)?:
+            guard result.errorCode == 0 else {
+                output("! login refused: error \(result.errorCode): \(result.errorDescription)")
+                loggedIn.fail(ChannelError.ioOnClosedChannel)
+                return
             }
+            output("* logged in as \(user)")
+            startHeartbeat(context: context, seconds: result.heartbeatIntervalS)
+            let requests = resume.loggedIn(result)
+            for request in requests {
+                send(Frame(.syncRequest(request)))
+            }
+            // Ready once what was missed is shown, so that scripted commands (--send) come after it.
+            if requests.isEmpty { loggedIn.succeed() }
+        case .syncResponse(let response)?:
+            if response.errorCode != 0 {
+                output("! sync of \(response.conversation?.targetID ?? "?") failed: \(response.errorDescription)")
+            }
+            let (messages, next) = resume.synced(response)
+            for message in messages { show(message) }
+            if let next { send(Frame(.syncRequest(next))) }
+            if !resume.isSyncing { loggedIn.succeed() }
+        case .requestResult(let result)?:
+            guard let request = requests.removeValue(forKey: frame.requestID) else { break }
+            if result.errorCode != 0 {
+                output("! could not \(request.joining ? "join" : "leave") #\(request.group): \(result.errorDescription)")
+            } else {
+                output("* \(request.joining ? "joined" : "left") #\(request.group)")
+            }
+        case .pong?:
+            break
+        case .kickedOffline(let kicked)?:
+            let device = kicked.otherDeviceID.isEmpty ? "" : " (device \(kicked.otherDeviceID))"
+            output("! logged out: \(user) logged in elsewhere\(device)")
+        case .membership(let change)?:
+            let what = change.action == .join ? "joined" : "left"
+            output("* \(change.userID) \(what) #\(change.conversation?.targetID ?? "")")
+        case .presence(let presence)?:
+            output("* \(presence.userID) is \(presence.status == .online ? "online" : "offline")")
+        case .systemNotice(let notice)? where notice.type == RelayProtocol.error:
+            output("! relay error \(notice.params["code"] ?? ""): \(notice.params["reason"] ?? notice.text)")
+        case .systemNotice(let notice)?:
+            output("* notice \(notice.type): \(notice.text)")
         case .sendAck(let ack)?:
             guard let (sent, acked) = unacked.removeValue(forKey: ack.clientMsgID) else { break }
             defer { acked.succeed() }
@@ -225,10 +297,7 @@ final class ChatClientHandler: ChannelInboundHandler {
                 output("✗ not sent to \(target): error \(ack.errorCode): \(ack.errorDescription)")
             }
         case .message(let message)?:
-            output("[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))")
-            if message.messageFlags.contains(.needReadReceipt), message.senderID != user {
-                send(Frame.readReceipt(for: message.reference, by: user))
-            }
+            for message in resume.received(message) { show(message) }
         case .receipt(let receipt)?:
             let what = receipt.kind == .delivered ? "received" : "read"
             output("✓✓ \(receipt.userID) \(what) your message (seq \(receipt.message?.seq ?? 0))")
@@ -242,8 +311,36 @@ final class ChatClientHandler: ChannelInboundHandler {
             output("* \(edit.editorID) edited a message (seq \(edit.message?.seq ?? 0)): \(edit.newMessage?.previewText ?? "")")
         case .typing(let typing)?:
             output("* \(typing.userID) is \(typing.state == .started ? "typing" : "not typing")")
+        case .reaction(let reaction)?:
+            let verb = reaction.action == .remove ? "removed" : "reacted"
+            output("* \(reaction.userID) \(verb) \(reaction.emoji) (seq \(reaction.message?.seq ?? 0))")
         case let other:
             output("* frame: \(other?.kind.protoName ?? "empty")")
+        }
+    }
+
+    /// Prints a message (live or synced; the client's own, returned by a sync, are not printed) and
+    /// answers it with a read receipt when it asks for one.
+    private func show(_ message: Message) {
+        guard message.senderID != user else { return }
+        lastReceived = message
+        output("[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))")
+        if message.messageFlags.contains(.needReadReceipt) {
+            send(Frame.readReceipt(for: message.reference, by: user))
+        }
+    }
+
+    private func startHeartbeat(context: ChannelHandlerContext, seconds: UInt32) {
+        heartbeat?.cancel()
+        guard seconds > 0 else { return }
+        let interval = TimeAmount.seconds(Int64(seconds))
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            let me = handler.value
+            me.send(RelayProtocol.answer(.ping(Ping.with {
+                $0.id = me.requestID()
+                $0.timeMs = RelayProtocol.nowMs()
+            }), requestID: 0))
         }
     }
 }
@@ -261,16 +358,22 @@ final class ChatClient: Sendable {
         self.handler = handler
     }
 
-    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in.
+    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in and
+    /// the messages missed meanwhile (sync) are shown.
+    ///
+    /// With `resume` (``resumeState()`` of an earlier client of `user`), the login names what that
+    /// client had shown (`last_seen`) and only what it missed is synced and shown, each message once.
     static func connect(
-        host: String, port: Int, user: String, joins: [String], output: @escaping @Sendable (String) -> Void
+        host: String, port: Int, user: String, joins: [String], resume: ResumeTracker? = nil,
+        output: @escaping @Sendable (String) -> Void
     ) -> EventLoopFuture<ChatClient> {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         return loop.flatSubmit {
             let loggedIn = loop.makePromise(of: Void.self)
             let handler = NIOLoopBound(
-                ChatClientHandler(user: user, joins: joins, loggedIn: loggedIn, output: output), eventLoop: loop)
+                ChatClientHandler(user: user, joins: joins, resume: resume, loggedIn: loggedIn, output: output),
+                eventLoop: loop)
             return connect(host: host, port: port, group: group, loop: loop, handler: handler, loggedIn: loggedIn)
         }
     }
@@ -303,6 +406,11 @@ final class ChatClient: Sendable {
     /// Carries out `command` on the client's event loop; the future is `false` after `/quit`.
     func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
         channel.eventLoop.flatSubmit { self.handler.value.perform(command) }
+    }
+
+    /// What the client has shown per conversation, for ``connect(host:port:user:joins:resume:output:)``.
+    func resumeState() -> EventLoopFuture<ResumeTracker> {
+        channel.eventLoop.submit { self.handler.value.resumeState }
     }
 
     /// How many sent messages the relay has refused so far.

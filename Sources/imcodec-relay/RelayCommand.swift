@@ -20,7 +20,8 @@ import NIOCore
 /// ```
 ///
 /// The wire is IMCodec `Frame`s in Google's delimited format (a varint length before each frame).
-/// The relay protocol on top of it (login and join frames, acks, error notices) is described on
+/// The relay protocol on top of it (the session layer: login, sync, ping, join and leave, presence;
+/// acks, error notices) is described on
 /// ``RelayProtocol`` and in README.md beside this file.
 @main
 struct RelayCommand: ParsableCommand {
@@ -113,11 +114,18 @@ extension RelayCommand {
         @Option(help: "The most bytes queued for one client before it is dropped as a slow consumer.")
         var maxOutboundBytes = 8 << 20
 
+        @Option(help: "The heartbeat interval, in seconds, the login result asks clients to ping at.")
+        var heartbeatInterval: UInt32 = 30
+
+        @Option(help: "The most messages kept per conversation for sync (the oldest are dropped past it).")
+        var maxStoredMessages = 10_000
+
         @Flag(help: "Do not log connections and logins.")
         var quiet = false
 
         func validate() throws {
             guard RelayServer.isLoopback(host) else { throw ValidationError("the relay listens on loopback only") }
+            guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             if let websocketPort, websocketPort != 0, websocketPort == port {
                 throw ValidationError("--websocket-port must differ from --port")
             }
@@ -132,6 +140,8 @@ extension RelayCommand {
             configuration.maxFrameWait = .milliseconds(Int64(frameWaitMs))
             configuration.loginTimeout = .milliseconds(Int64(loginTimeoutMs))
             configuration.maxOutboundBytes = maxOutboundBytes
+            configuration.heartbeatIntervalS = heartbeatInterval
+            configuration.maxMessagesPerConversation = maxStoredMessages
             if let groups { configuration.groups = try parseGroups(try readTextFile(groups)) }
             if !quiet { configuration.log = { emit("relay: \($0)") } }
             let server = try RelayServer.start(configuration).wait()

@@ -11,78 +11,127 @@ import IMCodecNIO
 import NIOCore
 import NIOWebSocket
 
-/// The small control protocol the relay speaks on top of ``IMCodec/Frame``s. The schema has no
-/// login or join frame, so the relay uses `SystemNotice` frames for them; everything else is an
-/// ordinary frame. See README.md beside this file for the whole protocol.
+/// The relay's protocol: IMCodec's session layer (session.proto) plus ordinary frames. See
+/// README.md beside this file for the whole protocol.
 ///
-/// Client to relay:
-/// - `SystemNotice{type: "login", params: {"user_id": U}}` — must be the connection's first frame.
-/// - `SystemNotice{type: "join_group" | "leave_group", params: {"group_id": G}}`.
-/// - `Message` frames (one-to-one or group), receipts, recalls, edits, deletes and typing events.
+/// A session:
+/// - client → `login_request` (user_id and a non-empty token — the relay is a loopback demo and
+///   checks no credential; device_id and platform are recorded; last_seen: the highest seq the
+///   client holds per conversation). It must be the connection's first frame.
+/// - relay → `login_result` (error_code 0, session_id, heartbeat_interval_s, server_time_ms,
+///   max_seqs: the relay's highest seq for every conversation named in last_seen and every
+///   conversation the user belongs to). A bad login gets a `login_result` with a non-zero
+///   ``LoginError`` code and the description `notLoggedIn: ...`, then the connection closes.
+/// - client → `sync_request` per conversation with a gap, until `!has_more`; `max_seq_request`.
+/// - `Message` frames both ways (relay → `send_ack` for each), receipts, recalls, edits, deletes,
+///   typing, reactions, pins, poll votes and updates, disappearing timers.
+/// - `ping` → `pong` (same id); `membership` join/leave and `presence_subscription` →
+///   `request_result`; `logout` → `request_result`, then the relay closes the connection.
+/// - relay → `kicked_offline` (LOGGED_IN_ELSEWHERE) when the same user logs in on another
+///   connection, then close; `presence` to subscribers; `membership` to a group's other members.
 ///
-/// Relay to client:
-/// - `SystemNotice{type: "logged_in", params: {"user_id": U}}`, `"joined"` / `"left"` with `group_id`.
-/// - `SendAck` for every `Message` (server uid, per-conversation seq, server time, or an error code).
-/// - The original bytes of every frame routed to the client; in a forwarded `Message` the server's
-///   uid, seq and time are appended (see ``RelayProtocol/stampedRecord(body:stamp:decoder:allocator:)``).
-/// - `SystemNotice{type: "error", params: {"code": ..., "reason": ...}}` before the relay closes a
-///   connection for a protocol violation, and for a request it cannot serve (connection kept).
-/// - `SystemNotice{type: "kicked_offline"}` when the same user logs in on another connection.
+/// Every answer repeats the request's `Frame.request_id`. A forwarded `Message` carries the sender's
+/// bytes with the server's uid, seq and time appended (see
+/// ``RelayProtocol/stampedRecord(body:stamp:decoder:allocator:)``); the relay keeps these stamped
+/// records per conversation for sync. A `SystemNotice{type: "error", params: {"code", "reason"}}`
+/// reports a protocol violation before the relay closes a connection, and a frame it cannot serve
+/// that has no request id (connection kept).
 enum RelayProtocol {
-    /// `SystemNotice.type` of the login request.
-    static let login = "login"
-    /// `SystemNotice.type` of the login answer.
-    static let loggedIn = "logged_in"
-    /// `SystemNotice.type` of a request to join a group.
-    static let joinGroup = "join_group"
-    /// `SystemNotice.type` of the answer to ``joinGroup``.
-    static let joined = "joined"
-    /// `SystemNotice.type` of a request to leave a group.
-    static let leaveGroup = "leave_group"
-    /// `SystemNotice.type` of the answer to ``leaveGroup``.
-    static let left = "left"
     /// `SystemNotice.type` of an error report.
     static let error = "error"
-    /// `SystemNotice.type` sent to a connection replaced by a newer login of the same user.
-    static let kickedOffline = "kicked_offline"
 
     /// `SendAck.error_code` values (0 is success).
     enum AckError {
         /// The message's `sender_id` is not the logged-in user.
         static let senderMismatch: Int32 = 1001
-        /// A one-to-one receiver is not connected (the relay stores nothing).
-        static let receiverOffline: Int32 = 1002
-        /// The sender is not a member of the group.
+        // 1002 is reserved: it meant "a one-to-one receiver is offline" before the relay stored
+        // messages; such a message is now accepted, stored and delivered by sync.
+        /// The sender is not a member of the group (chatroom, ultra-group channel).
         static let notAGroupMember: Int32 = 1003
-        /// The conversation type is not one-to-one or group, or the target id is empty.
+        /// The conversation type is not one-to-one, group, chatroom or ultra group, or the target id is empty.
         static let unsupportedConversation: Int32 = 1004
         /// The message cannot be stamped: with the server's fields appended, the frame would pass the
         /// relay's frame size or field count limit.
         static let cannotStamp: Int32 = 1005
     }
 
-    /// A system notice frame.
-    static func notice(_ type: String, _ params: [String: String] = [:], text: String = "") -> Frame {
-        Frame(.systemNotice(SystemNotice.with {
-            $0.type = type
-            $0.params = params
-            $0.text = text
-            $0.timeMs = nowMs()
-        }))
+    /// `LoginResult.error_code` values (0 is success).
+    enum LoginError {
+        /// The login_request has no user_id or no token.
+        static let missingCredentials: Int32 = 2001
+        /// The connection is already logged in (a second login_request on it; the connection is kept).
+        static let alreadyLoggedIn: Int32 = 2002
+        /// The first frame was not a login_request (the connection is closed).
+        static let notLoggedIn: Int32 = 2003
     }
 
-    /// The login frame for `userID`.
-    static func loginFrame(_ userID: String) -> Frame { notice(login, ["user_id": userID]) }
+    /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).
+    enum RequestError {
+        /// The user is not a member of the conversation (sync, max seq).
+        static let notAMember: Int32 = 3001
+        /// Membership of a conversation that is not a group, chatroom or ultra group, or a sync or
+        /// max seq of a conversation type the relay does not keep.
+        static let unsupportedConversation: Int32 = 3002
+        /// A required field is missing or an action is unspecified.
+        static let badRequest: Int32 = 3003
+        /// The relay does not serve this payload kind.
+        static let unsupported: Int32 = 3004
+    }
 
-    /// The join-group frame.
-    static func joinFrame(_ groupID: String) -> Frame { notice(joinGroup, ["group_id": groupID]) }
+    /// The most messages one sync_response carries (a larger or zero limit is capped to it).
+    static let maxSyncLimit: UInt32 = 100
 
-    /// The leave-group frame.
-    static func leaveFrame(_ groupID: String) -> Frame { notice(leaveGroup, ["group_id": groupID]) }
+    /// A frame carrying `payload` that answers the request `requestID`.
+    static func answer(_ payload: Frame.Payload, requestID: UInt64) -> Frame {
+        var frame = Frame(payload)
+        frame.requestID = requestID
+        return frame
+    }
+
+    /// The login request of `userID` (a loopback demo: any non-empty token is accepted).
+    static func loginFrame(
+        _ userID: String, deviceID: String = "", platform: Platform = .unspecified, lastSeen: [ConversationSeq] = [],
+        requestID: UInt64 = 0
+    ) -> Frame {
+        answer(.loginRequest(LoginRequest.with {
+            $0.userID = userID
+            $0.token = "loopback-demo"
+            $0.deviceID = deviceID
+            $0.platform = platform
+            $0.lastSeen = lastSeen
+            $0.readerVersion = Frame.currentSchemaVersion
+        }), requestID: requestID)
+    }
+
+    /// A request to join (or leave) the group `groupID`.
+    static func membershipFrame(_ action: MembershipAction, group groupID: String, requestID: UInt64) -> Frame {
+        answer(.membership(MembershipChange.with {
+            $0.action = action
+            $0.conversation = .group(groupID)
+            $0.timeMs = nowMs()
+        }), requestID: requestID)
+    }
+
+    /// A sync request for `conversation` from `fromSeq` (inclusive) to `toSeq` (0: the newest).
+    static func syncFrame(
+        _ conversation: Conversation, from fromSeq: UInt64, to toSeq: UInt64 = 0, limit: UInt32 = 0, requestID: UInt64
+    ) -> Frame {
+        answer(.syncRequest(SyncRequest.with {
+            $0.conversation = conversation
+            $0.fromSeq = fromSeq
+            $0.toSeq = toSeq
+            $0.limit = limit
+        }), requestID: requestID)
+    }
 
     /// An error notice carrying an ``IMCodec/IMCodecError``-style code and reason.
     static func errorFrame(code: String, reason: String) -> Frame {
-        notice(error, ["code": code, "reason": reason], text: "\(code): \(reason)")
+        Frame(.systemNotice(SystemNotice.with {
+            $0.type = error
+            $0.params = ["code": code, "reason": reason]
+            $0.text = "\(code): \(reason)"
+            $0.timeMs = nowMs()
+        }))
     }
 
     /// The record a receiver gets for a message frame `body`: the sender's bytes unchanged, followed
@@ -121,7 +170,8 @@ enum RelayProtocol {
     /// 1009 (message too big), the other decoding errors 1007 (invalid payload data), as
     /// ``IMCodecNIO/WebSocketFrameHandler/closeCode(for:)`` maps them; a text message 1003, a broken
     /// WebSocket rule 1002; the relay's own failures (`io`, `internal`, `outOfMemory`) 1011; a broken
-    /// session rule (`notLoggedIn`, `loginTimeout`, `slowConsumer`, `pingFlood`, ...) 1008 (policy).
+    /// session rule (`notLoggedIn`, `loginTimeout`, `slowConsumer`, `pingFlood`, ...) 1008 (policy); a
+    /// `logout` 1000 (normal closure).
     static func webSocketCloseCode(for code: String) -> WebSocketErrorCode {
         switch code {
         case "tooLarge", "truncated", "malformed", "wireTypeMismatch", "invalidUTF8", "tooDeep", "tooManyFields",
@@ -130,6 +180,7 @@ enum RelayProtocol {
         case "textMessage": return .unacceptableData
         case "protocolError": return .protocolError
         case "io", "internal", "outOfMemory": return .unexpectedServerError
+        case "logout": return .normalClosure
         default: return .policyViolation
         }
     }

@@ -26,8 +26,14 @@ struct RelayConfiguration: Sendable {
     var loginTimeout: TimeAmount = .seconds(10)
     /// The most bytes queued for one client before it is closed as a slow consumer.
     var maxOutboundBytes = 8 << 20
-    /// Static group membership: group id to member user ids (join frames add to it).
+    /// Static group membership: group id to member user ids (membership frames change it).
     var groups: [String: Set<String>] = [:]
+    /// `LoginResult.heartbeat_interval_s`: how often clients are asked to ping. The relay answers
+    /// pings but does not close silent sessions.
+    var heartbeatIntervalS: UInt32 = 30
+    /// The most messages kept per conversation; past it the oldest is dropped, and a sync from below
+    /// the oldest kept seq starts at the oldest kept message.
+    var maxMessagesPerConversation = 10_000
     /// Where the relay reports connections, logins and errors.
     var log: @Sendable (String) -> Void = { _ in }
 }
@@ -54,9 +60,12 @@ struct RelayStats: Sendable {
     var peakOutboundBufferedBytes = 0
 }
 
-/// The loopback relay server: logs clients in, routes one-to-one and group messages on the
-/// fast path (``IMCodecNIO/InboundFrame``), acknowledges every message, and forwards receipts,
-/// recalls, edits, deletes and typing events. See ``RelayProtocol`` and README.md.
+/// The loopback relay server: logs clients in (session.proto), routes one-to-one and group messages
+/// on the fast path (``IMCodecNIO/InboundFrame``), acknowledges every message, keeps the stamped
+/// messages of each conversation in memory for sync (resume after a reconnect, offline delivery),
+/// answers pings, joins and leaves, tells presence to subscribers, and forwards receipts, recalls,
+/// edits, deletes, typing, reactions, pins, poll votes and updates and disappearing timers. See
+/// ``RelayProtocol`` and README.md.
 ///
 /// All connections share one event loop, so the routing table needs no lock and every
 /// conversation's frames leave the relay in the order their sequence numbers were assigned.
@@ -235,6 +244,13 @@ final class Session {
     let decoderStats = FrameDecoderStats()
     /// The logged-in user, once the login frame arrived.
     var userID: String?
+    /// The device and platform the login named, and the session id the relay gave it.
+    var deviceID = ""
+    var platform = Platform.unspecified
+    var sessionID = ""
+    /// Set when the session stopped being its user's current one other than by a newer login
+    /// (subscribers learn the user is offline when the connection has closed).
+    var wentOffline = false
     /// Set when the relay has decided to close this connection.
     var closing = false
     /// Whether a write awaits a flush.
@@ -260,15 +276,25 @@ final class Session {
     }
 }
 
-/// The routing table and the routing rules. Lives on the relay's event loop.
+/// The routing table, the message store and the routing rules. Lives on the relay's event loop.
 final class Router {
     let eventLoop: any EventLoop
     let configuration: RelayConfiguration
+    /// The logged-in connection of each user.
     private var sessions: [String: Session] = [:]
     private var connections: [ObjectIdentifier: Session] = [:]
-    private var groups: [String: Set<String>]
-    private var seqs: [String: UInt64] = [:]
+    /// Members of each group, chatroom and ultra-group channel.
+    private var members: [ConversationKey: Set<String>] = [:]
+    /// The conversations each user belongs to: one-to-one ones with history, shared ones it is a member of.
+    private var belongs: [String: Set<ConversationKey>] = [:]
+    /// The kept messages of each conversation.
+    private var logs: [ConversationKey: ConversationLog] = [:]
+    /// Who subscribed to each user's presence.
+    private var subscribers: [String: Set<String>] = [:]
+    /// When each user that went offline was last online.
+    private var lastOnlineMs: [String: Int64] = [:]
     private var uidCounter: UInt64 = 0
+    private var sessionCounter: UInt64 = 0
     private let uidPrefix: String
     private var stats = RelayStats()
     private var toFlush: [Session] = []
@@ -278,9 +304,13 @@ final class Router {
     init(eventLoop: any EventLoop, configuration: RelayConfiguration) {
         self.eventLoop = eventLoop
         self.configuration = configuration
-        self.groups = configuration.groups
         self.uidPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
         self.wireDecoder = configuration.codec.makeWireDecoder()
+        for (group, users) in configuration.groups {
+            let key = ConversationKey.group(group)
+            members[key, default: []].formUnion(users)
+            for user in users { belongs[user, default: []].insert(key) }
+        }
     }
 
     private func log(_ line: String) { configuration.log(line) }
@@ -299,12 +329,21 @@ final class Router {
         stats.peakInboundBufferedBytes = max(stats.peakInboundBufferedBytes, session.decoderStats.peakBufferedBytes)
         unregister(session)
         log("closed \(session.label)")
+        if session.wentOffline, let user = session.userID {
+            // Told here, once the connection is gone, whatever closed it (error, logout, the peer).
+            broadcastPresence(of: user)
+            flush()
+        }
     }
 
+    /// Removes `session` from the routing table if it is its user's current session; the user is
+    /// then offline (subscribers are told when the connection has closed).
     private func unregister(_ session: Session) {
         if let user = session.userID, sessions[user] === session {
             sessions[user] = nil
             stats.usersOnline -= 1
+            lastOnlineMs[user] = RelayProtocol.nowMs()
+            session.wentOffline = true
         }
     }
 
@@ -326,13 +365,19 @@ final class Router {
         }
     }
 
-    /// Closes `session` after telling it why (where the socket still takes bytes).
-    func fail(_ session: Session, code: String, reason: String) {
+    /// Closes `session` after telling it why (where the socket still takes bytes): with `last`
+    /// when given, else with an error notice carrying `code` and `reason`.
+    func fail(_ session: Session, code: String, reason: String, last: Frame? = nil) {
         guard !session.closing else { return }
         session.closing = true
         stats.closedByError[code, default: 0] += 1
         log("closing \(session.label): \(code): \(reason)")
         unregister(session)
+        closeAfterWriting(last ?? RelayProtocol.errorFrame(code: code, reason: reason), session, code: code, reason: reason)
+    }
+
+    /// Writes `frame`, flushes, and closes `session` (announcing `code` to a WebSocket peer).
+    private func closeAfterWriting(_ frame: Frame, _ session: Session, code: String, reason: String) {
         session.announceClose(code: code, reason: reason)
         let channel = session.channel
         guard channel.isActive else {
@@ -340,7 +385,7 @@ final class Router {
             return
         }
         var buffer = allocator.buffer(capacity: 128)
-        buffer.writeFrame(RelayProtocol.errorFrame(code: code, reason: reason))
+        buffer.writeFrame(frame)
         channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
         // A peer that does not read cannot hold the connection open.
         channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
@@ -419,6 +464,24 @@ final class Router {
         write(RelayProtocol.errorFrame(code: code, reason: reason), to: session)
     }
 
+    /// Answers `requestID` with a request result (error_code 0: success).
+    private func result(_ session: Session, _ requestID: UInt64, _ code: Int32 = 0, _ description: String = "") {
+        write(RelayProtocol.answer(.requestResult(RequestResult.with {
+            $0.errorCode = code
+            $0.errorDescription = description
+            $0.serverTimeMs = RelayProtocol.nowMs()
+        }), requestID: requestID), to: session)
+    }
+
+    /// Refuses a frame: with a request result when it carries a request id, else with an error notice.
+    private func refuse(_ session: Session, _ requestID: UInt64, _ code: Int32, notice: String, _ reason: String) {
+        if requestID != 0 {
+            result(session, requestID, code, "\(notice): \(reason)")
+        } else {
+            self.notice(session, code: notice, reason: reason)
+        }
+    }
+
     // MARK: Routing
 
     func handle(_ frame: InboundFrame, from session: Session) {
@@ -430,14 +493,19 @@ final class Router {
         switch frame.payloadKind {
         case .message?:
             routeMessage(frame, from: session, user: user)
-        case .recall?, .edit?, .delete?, .typing?:
+        case .recall?, .edit?, .delete?, .typing?, .reaction?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?:
             routeEvent(frame, from: session, user: user)
         case .receipt?, .receipts?:
             routeReceipts(frame, from: session, user: user)
-        case .systemNotice?:
-            control(frame, from: session, user: user)
+        case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
+            .membership?:
+            request(frame, from: session, user: user)
         case let kind:
-            notice(session, code: "unsupported", reason: "the relay does not route \(kind?.protoName ?? "empty") frames")
+            let requestID = decoded(frame, session)?.requestID ?? 0
+            guard !session.closing else { return }
+            refuse(
+                session, requestID, RelayProtocol.RequestError.unsupported, notice: "unsupported",
+                "the relay does not route \(kind?.protoName ?? "empty") frames")
         }
     }
 
@@ -450,92 +518,289 @@ final class Router {
         }
     }
 
+    /// Closes a connection whose first frame is not a good login, with a failed login result.
+    private func refuseLogin(_ session: Session, requestID: UInt64, code: Int32, reason: String) {
+        let answer = RelayProtocol.answer(.loginResult(LoginResult.with {
+            $0.errorCode = code
+            $0.errorDescription = "notLoggedIn: \(reason)"
+            $0.serverTimeMs = RelayProtocol.nowMs()
+        }), requestID: requestID)
+        fail(session, code: "notLoggedIn", reason: reason, last: answer)
+    }
+
     private func login(_ frame: InboundFrame, _ session: Session) {
-        guard frame.payloadKind == .systemNotice, let decoded = decoded(frame, session) else {
-            if !session.closing {
-                fail(session, code: "notLoggedIn", reason: "the first frame must be a \"login\" system notice")
-            }
+        guard frame.payloadKind == .loginRequest else {
+            refuseLogin(
+                session, requestID: 0, code: RelayProtocol.LoginError.notLoggedIn,
+                reason: "the first frame must be a login_request")
             return
         }
-        guard case .systemNotice(let notice)? = decoded.payload, notice.type == RelayProtocol.login,
-            let user = notice.params["user_id"], !user.isEmpty
-        else {
-            fail(session, code: "notLoggedIn", reason: "the first frame must be a \"login\" system notice with a user_id")
+        guard let decoded = decoded(frame, session), case .loginRequest(let request)? = decoded.payload else { return }
+        guard !request.userID.isEmpty, !request.token.isEmpty else {
+            refuseLogin(
+                session, requestID: decoded.requestID, code: RelayProtocol.LoginError.missingCredentials,
+                reason: "a login_request needs a user_id and a token")
             return
         }
+        let user = request.userID
         if let previous = sessions[user] {
             log("\(user) logged in again; closing the older connection \(previous.label)")
-            unregister(previous)
+            sessions[user] = nil
+            stats.usersOnline -= 1
             previous.closing = true
-            var buffer = allocator.buffer(capacity: 64)
-            buffer.writeFrame(RelayProtocol.notice(RelayProtocol.kickedOffline, ["user_id": user]))
-            let channel = previous.channel
-            channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
+            let kicked = Frame(.kickedOffline(KickedOffline.with {
+                $0.reason = .loggedInElsewhere
+                $0.description = "\(user) logged in on another connection"
+                $0.otherDeviceID = request.deviceID
+                $0.otherPlatform = request.platform
+                $0.timeMs = RelayProtocol.nowMs()
+            }))
+            closeAfterWriting(kicked, previous, code: "kickedOffline", reason: "logged in elsewhere")
         }
+        sessionCounter += 1
         session.userID = user
+        session.deviceID = request.deviceID
+        session.platform = request.platform
+        session.sessionID = "\(uidPrefix)-s\(sessionCounter)"
         sessions[user] = session
         stats.usersOnline += 1
-        log("\(session.label) logged in")
-        write(RelayProtocol.notice(RelayProtocol.loggedIn, ["user_id": user]), to: session)
+        log("\(session.label) logged in (device \"\(request.deviceID)\", \(request.platform.protoName))")
+        var answer = LoginResult.with {
+            $0.serverTimeMs = RelayProtocol.nowMs()
+            $0.sessionID = session.sessionID
+            $0.heartbeatIntervalS = configuration.heartbeatIntervalS
+        }
+        var named = Set<ConversationKey>()
+        for seen in request.lastSeen {
+            guard let conversation = seen.conversation, let key = ConversationKey(conversation, user: user),
+                isMember(user, key), named.insert(key).inserted
+            else { continue }
+            answer.maxSeqs.append(maxSeq(key, for: user))
+        }
+        for key in (belongs[user] ?? []).sorted(by: { "\($0)" < "\($1)" }) where named.insert(key).inserted {
+            answer.maxSeqs.append(maxSeq(key, for: user))
+        }
+        write(RelayProtocol.answer(.loginResult(answer), requestID: decoded.requestID), to: session)
+        broadcastPresence(of: user)
     }
 
-    private func control(_ frame: InboundFrame, from session: Session, user: String) {
-        guard let decoded = decoded(frame, session), case .systemNotice(let notice)? = decoded.payload else { return }
-        let groupID = notice.params["group_id"] ?? ""
-        switch notice.type {
-        case RelayProtocol.joinGroup where !groupID.isEmpty:
-            groups[groupID, default: []].insert(user)
-            write(RelayProtocol.notice(RelayProtocol.joined, ["group_id": groupID, "user_id": user]), to: session)
-        case RelayProtocol.leaveGroup where !groupID.isEmpty:
-            groups[groupID]?.remove(user)
-            write(RelayProtocol.notice(RelayProtocol.left, ["group_id": groupID, "user_id": user]), to: session)
-        case RelayProtocol.login:
-            self.notice(session, code: "alreadyLoggedIn", reason: "this connection is logged in as \(user)")
+    private func maxSeq(_ key: ConversationKey, for user: String) -> ConversationSeq {
+        ConversationSeq.with {
+            $0.conversation = key.conversation(for: user)
+            $0.seq = logs[key]?.maxSeq ?? 0
+        }
+    }
+
+    /// Whether `user` may read `key`: its own one-to-one conversations, the shared ones it is a member of.
+    private func isMember(_ user: String, _ key: ConversationKey) -> Bool {
+        switch key {
+        case .direct(let a, let b): return a == user || b == user
+        case .shared: return members[key]?.contains(user) == true
+        }
+    }
+
+    // MARK: Session requests
+
+    private func request(_ frame: InboundFrame, from session: Session, user: String) {
+        guard let decoded = decoded(frame, session), let payload = decoded.payload else { return }
+        let requestID = decoded.requestID
+        switch payload {
+        case .loginRequest:
+            write(RelayProtocol.answer(.loginResult(LoginResult.with {
+                $0.errorCode = RelayProtocol.LoginError.alreadyLoggedIn
+                $0.errorDescription = "alreadyLoggedIn: this connection is logged in as \(user)"
+                $0.serverTimeMs = RelayProtocol.nowMs()
+            }), requestID: requestID), to: session)
+        case .ping(let ping):
+            write(RelayProtocol.answer(.pong(Pong.with {
+                $0.id = ping.id
+                $0.timeMs = RelayProtocol.nowMs()
+            }), requestID: requestID), to: session)
+        case .logout:
+            log("\(session.label) logged out")
+            session.closing = true
+            unregister(session)
+            let answer = RelayProtocol.answer(.requestResult(RequestResult.with {
+                $0.serverTimeMs = RelayProtocol.nowMs()
+            }), requestID: requestID)
+            closeAfterWriting(answer, session, code: "logout", reason: "logged out")
+        case .maxSeqRequest(let request):
+            var answer = MaxSeqResponse.with { $0.serverTimeMs = RelayProtocol.nowMs() }
+            if request.conversations.isEmpty {
+                for key in (belongs[user] ?? []).sorted(by: { "\($0)" < "\($1)" }) {
+                    answer.maxSeqs.append(maxSeq(key, for: user))
+                }
+            } else {
+                for conversation in request.conversations {
+                    // A conversation the user may not read is answered with seq 0.
+                    guard let key = ConversationKey(conversation, user: user), isMember(user, key) else {
+                        answer.maxSeqs.append(ConversationSeq.with { $0.conversation = conversation })
+                        continue
+                    }
+                    answer.maxSeqs.append(maxSeq(key, for: user))
+                }
+            }
+            write(RelayProtocol.answer(.maxSeqResponse(answer), requestID: requestID), to: session)
+        case .syncRequest(let request):
+            write(RelayProtocol.answer(.syncResponse(sync(request, user: user)), requestID: requestID), to: session)
+        case .presenceSubscription(let subscription):
+            subscribe(subscription, requestID: requestID, session: session, user: user)
+        case .presence(let update):
+            // A client sets its own status (e.g. AWAY): its subscribers are told.
+            var update = update
+            update.userID = user
+            update.deviceID = session.deviceID
+            update.platform = session.platform
+            update.timeMs = RelayProtocol.nowMs()
+            for subscriber in subscribers[user] ?? [] {
+                if let other = sessions[subscriber] { write(Frame(.presence(update)), to: other) }
+            }
+            if requestID != 0 { result(session, requestID) }
+        case .membership(let change):
+            membership(change, requestID: requestID, session: session, user: user)
         default:
-            self.notice(session, code: "unsupported", reason: "unknown request \"\(notice.type)\"")
+            break
         }
     }
 
-    /// The sessions a conversation reaches from `user`, or an ack error.
-    private func receivers(
-        _ type: ConversationType, _ target: String, user: String
-    ) -> Result<(key: String, sessions: [Session]), AckFailure> {
-        switch type {
-        case .oneToOne where !target.isEmpty:
-            guard let peer = sessions[target] else {
-                return .failure(AckFailure(RelayProtocol.AckError.receiverOffline, "\(target) is not online"))
+    /// Answers a sync request from the kept records (``RelayConfiguration/maxMessagesPerConversation``).
+    private func sync(_ request: SyncRequest, user: String) -> SyncResponse {
+        var answer = SyncResponse.with { $0.conversation = request.conversation ?? Conversation() }
+        guard let conversation = request.conversation, let key = ConversationKey(conversation, user: user) else {
+            answer.errorCode = RelayProtocol.RequestError.unsupportedConversation
+            answer.errorDescription = "the relay keeps one-to-one, group, chatroom and ultra-group conversations only"
+            return answer
+        }
+        guard isMember(user, key) else {
+            answer.errorCode = RelayProtocol.RequestError.notAMember
+            answer.errorDescription = "\(user) is not a member of \(conversation.targetID)"
+            return answer
+        }
+        let log = logs[key]
+        let maxSeq = log?.maxSeq ?? 0
+        answer.maxSeq = maxSeq
+        let limit = UInt64(request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit))
+        let last = request.toSeq == 0 ? maxSeq : min(request.toSeq, maxSeq)
+        // Below the oldest kept message: from the oldest kept one.
+        let first = max(request.fromSeq, log?.oldestSeq ?? 1, 1)
+        guard let log, first <= last else {
+            answer.nextFromSeq = max(first, last + 1)
+            return answer
+        }
+        var end = min(last, first + limit - 1)
+        // The answer must fit the frame size limit too: a message takes at most its stamped record's
+        // size (plus its tag and length); the rest waits for the next page.
+        var budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
+        for seq in first...end {
+            guard let entry = log.entry(seq) else { continue }
+            budget -= entry.record.readableBytes + 6
+            if budget < 0, !answer.messages.isEmpty {
+                end = seq - 1
+                break
             }
-            let key = user < target ? "c\u{0}\(user)\u{0}\(target)" : "c\u{0}\(target)\u{0}\(user)"
-            return .success((key, [peer]))
-        case .group where !target.isEmpty:
-            guard let members = groups[target], members.contains(user) else {
-                return .failure(AckFailure(RelayProtocol.AckError.notAGroupMember, "\(user) is not a member of \(target)"))
+            var record = entry.record
+            // The records were decoded once when they arrived; decoding them again cannot fail.
+            if let frame = try? record.readFrame(options: configuration.codec, decoder: wireDecoder),
+                case .message(let message)? = frame.payload
+            {
+                answer.messages.append(message)
             }
-            var reached: [Session] = []
-            reached.reserveCapacity(members.count)
-            for member in members where member != user {
-                if let session = sessions[member] { reached.append(session) }
+        }
+        answer.hasMore = end < last
+        answer.nextFromSeq = end + 1
+        return answer
+    }
+
+    private func subscribe(_ subscription: PresenceSubscription, requestID: UInt64, session: Session, user: String) {
+        switch subscription.action {
+        case .subscribe:
+            result(session, requestID)
+            for watched in subscription.userIDs where !watched.isEmpty {
+                subscribers[watched, default: []].insert(user)
+                write(Frame(.presence(presence(of: watched))), to: session)
             }
-            return .success(("g\u{0}\(target)", reached))
+        case .unsubscribe:
+            for watched in subscription.userIDs { subscribers[watched]?.remove(user) }
+            result(session, requestID)
         default:
-            return .failure(AckFailure(
-                RelayProtocol.AckError.unsupportedConversation,
-                "conversation type \(type) with target \"\(target)\" cannot be routed"))
+            refuse(
+                session, requestID, RelayProtocol.RequestError.badRequest, notice: "badRequest",
+                "a presence_subscription must subscribe or unsubscribe")
         }
     }
 
-    struct AckFailure: Error {
-        let code: Int32
-        let description: String
-        init(_ code: Int32, _ description: String) {
-            self.code = code
-            self.description = description
+    /// The presence of `user` now.
+    private func presence(of user: String) -> PresenceUpdate {
+        PresenceUpdate.with {
+            $0.userID = user
+            $0.timeMs = RelayProtocol.nowMs()
+            if let session = sessions[user] {
+                $0.status = .online
+                $0.deviceID = session.deviceID
+                $0.platform = session.platform
+            } else {
+                $0.status = .offline
+                $0.lastSeenMs = lastOnlineMs[user] ?? 0
+            }
         }
     }
 
-    /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes.
+    /// Tells the online subscribers of `user` its presence now.
+    private func broadcastPresence(of user: String) {
+        guard let watchers = subscribers[user], !watchers.isEmpty else { return }
+        let frame = Frame(.presence(presence(of: user)))
+        for watcher in watchers {
+            if let session = sessions[watcher] { write(frame, to: session) }
+        }
+    }
+
+    private func membership(_ change: MembershipChange, requestID: UInt64, session: Session, user: String) {
+        guard let conversation = change.conversation, change.action != .unspecified else {
+            refuse(
+                session, requestID, RelayProtocol.RequestError.badRequest, notice: "badRequest",
+                "a membership change needs an action and a conversation")
+            return
+        }
+        guard let key = ConversationKey(conversation, user: user), key.isShared else {
+            refuse(
+                session, requestID, RelayProtocol.RequestError.unsupportedConversation, notice: "unsupported",
+                "only groups, chatrooms and ultra-group channels are joined and left")
+            return
+        }
+        var told = change
+        told.conversation = key.conversation(for: user)
+        told.userID = user
+        told.timeMs = RelayProtocol.nowMs()
+        let changed: Bool
+        if change.action == .join {
+            changed = members[key, default: []].insert(user).inserted
+            belongs[user, default: []].insert(key)
+        } else {
+            changed = members[key]?.remove(user) != nil
+            belongs[user]?.remove(key)
+        }
+        result(session, requestID)
+        log("\(user) \(change.action == .join ? "joined" : "left") \(conversation.targetID)")
+        guard changed else { return }
+        // The other members (and, for a leave, no longer the one who left) see the change.
+        let frame = Frame(.membership(told))
+        for member in members[key] ?? [] where member != user {
+            if let other = sessions[member] { write(frame, to: other) }
+        }
+    }
+
+    // MARK: Messages and events
+
+    /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes
+    /// with the stamp appended, and keeps the stamped record for sync.
     private func routeMessage(_ frame: InboundFrame, from session: Session, user: String) {
-        let conversation = Conversation.with { $0.type = frame.conversationType; $0.targetID = frame.targetID }
+        let type = frame.conversationType
+        var conversation = Conversation.with { $0.type = type; $0.targetID = frame.targetID }
+        if type == .ultraGroup {
+            conversation.channelID = (try? frame.body.withUnsafeReadableBytes { raw in
+                try wireDecoder.withFrameView(raw) { $0.channelID }
+            }) ?? ""
+        }
         var ack = SendAck.with { $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation }
         defer {
             stats.acksSent += 1
@@ -546,35 +811,59 @@ final class Router {
             ack.errorDescription = "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)"
             return
         }
-        let route: (key: String, sessions: [Session])
-        switch receivers(frame.conversationType, frame.targetID, user: user) {
-        case .success(let found): route = found
-        case .failure(let failure):
-            ack.errorCode = failure.code
-            ack.errorDescription = failure.description
+        guard let key = ConversationKey(conversation, user: user) else {
+            ack.errorCode = RelayProtocol.AckError.unsupportedConversation
+            ack.errorDescription = "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
             return
         }
-        let seq = seqs[route.key, default: 0] + 1
+        guard isMember(user, key) else {
+            ack.errorCode = RelayProtocol.AckError.notAGroupMember
+            ack.errorDescription = "\(user) is not a member of \(frame.targetID)"
+            return
+        }
+        let log = logs[key] ?? ConversationLog(capacity: configuration.maxMessagesPerConversation)
+        if let first = log.stamp(sender: user, clientMsgID: frame.clientMsgID) {
+            // Sent again (its ack was lost with a connection): acknowledged as the first time, not routed again.
+            ack = first.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
+            return
+        }
         let stamp = ServerStamp(
-            serverMsgUID: "\(uidPrefix)-\(uidCounter + 1)", seq: seq, serverTimeMs: RelayProtocol.nowMs())
-        // Stamped once for every receiver: the sender's bytes with the server's fields appended.
-        var out: ByteBuffer?
-        if !route.sessions.isEmpty {
-            do {
-                out = try RelayProtocol.stampedRecord(
-                    body: frame.body, stamp: stamp, decoder: wireDecoder, allocator: allocator)
-            } catch {
-                ack.errorCode = RelayProtocol.AckError.cannotStamp
-                ack.errorDescription = "\(error.code): \(error.reason)"
-                return
+            serverMsgUID: "\(uidPrefix)-\(uidCounter + 1)", seq: log.nextSeq, serverTimeMs: RelayProtocol.nowMs())
+        // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
+        let out: ByteBuffer
+        do {
+            out = try RelayProtocol.stampedRecord(body: frame.body, stamp: stamp, decoder: wireDecoder, allocator: allocator)
+        } catch {
+            ack.errorCode = RelayProtocol.AckError.cannotStamp
+            ack.errorDescription = "\(error.code): \(error.reason)"
+            return
+        }
+        if logs[key] == nil {
+            logs[key] = log
+            if case .direct(let a, let b) = key {
+                belongs[a, default: []].insert(key)
+                belongs[b, default: []].insert(key)
             }
         }
-        seqs[route.key] = seq
+        log.append(out, stamp: stamp, sender: user, clientMsgID: frame.clientMsgID)
         uidCounter += 1
         ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
         stats.messagesRouted += 1
-        guard let out else { return }
-        for receiver in route.sessions { forward(out, to: receiver) }
+        for receiver in receivers(key, from: user) { forward(out, to: receiver) }
+    }
+
+    /// The online sessions a conversation reaches from `user` (a one-to-one note to oneself reaches oneself).
+    private func receivers(_ key: ConversationKey, from user: String) -> [Session] {
+        switch key {
+        case .direct(let a, let b):
+            return sessions[a == user ? b : a].map { [$0] } ?? []
+        case .shared:
+            var reached: [Session] = []
+            for member in members[key] ?? [] where member != user {
+                if let session = sessions[member] { reached.append(session) }
+            }
+            return reached
+        }
     }
 
     private func forward(_ buffer: ByteBuffer, to session: Session) {
@@ -583,19 +872,38 @@ final class Router {
         stats.framesForwarded += 1
     }
 
-    /// Recall, edit, delete and typing: forwarded unchanged to the conversation's other side.
+    /// Recall, edit, delete, typing, reaction, pin, poll vote and update, disappearing timer: forwarded
+    /// unchanged where ``IMCodec/FrameView/route`` says (online receivers only; events are not kept).
     private func routeEvent(_ frame: InboundFrame, from session: Session, user: String) {
-        if frame.conversationType == .oneToOne, frame.targetID == user {
-            notice(session, code: "unroutable", reason: "a one-to-one event must name the peer as its target")
+        let route: FrameRoute
+        do {
+            route = try frame.body.withUnsafeReadableBytes { raw in try wireDecoder.withFrameView(raw) { $0.route } }
+        } catch {
+            fail(session, error: error)
             return
         }
-        switch receivers(frame.conversationType, frame.targetID, user: user) {
-        case .success(let route):
-            for receiver in route.sessions { forward(frame.record, to: receiver) }
-        case .failure(let failure):
-            if failure.code != RelayProtocol.AckError.receiverOffline {
-                notice(session, code: "unroutable", reason: failure.description)
+        switch route {
+        case .user(let peer) where peer == user:
+            notice(session, code: "unroutable", reason: "a one-to-one event must name the peer as its target")
+        case .user(let peer), .referencedSender(let peer):
+            if peer != user, let receiver = sessions[peer] { forward(frame.record, to: receiver) }
+        case .group(let id), .chatroom(let id), .ultraGroup(let id, _):
+            let type: ConversationType
+            let channel: String
+            switch route {
+            case .chatroom: (type, channel) = (.chatroom, "")
+            case .ultraGroup(_, let channelID): (type, channel) = (.ultraGroup, channelID)
+            default: (type, channel) = (.group, "")
             }
+            guard let key = ConversationKey(type, id, channelID: channel, user: user), isMember(user, key) else {
+                notice(session, code: "unroutable", reason: "\(user) is not a member of \(id)")
+                return
+            }
+            for receiver in receivers(key, from: user) { forward(frame.record, to: receiver) }
+        case .ownDevices:
+            break  // One connection per user: there are no other devices to tell.
+        default:
+            notice(session, code: "unroutable", reason: "the \(frame.payloadKind?.protoName ?? "empty") frame names no receiver")
         }
     }
 

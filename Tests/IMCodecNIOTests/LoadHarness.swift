@@ -16,6 +16,11 @@ struct LoadPlan: Sendable {
     var groupEvery = 10
     var groupCount = 5
     var window = 32
+    /// Clients whose connection is closed abruptly (from the client side) when they have received
+    /// this many messages: each then reconnects with `last_seen`, syncs the gap, and goes on.
+    var drops: [Int: [Int]] = [:]
+    /// The sync limit resuming clients ask for (0: the relay's cap).
+    var syncLimit: UInt32 = 0
 
     func user(_ i: Int) -> String { "\(prefix)\(i)" }
     func group(of i: Int) -> String { "\(prefix)g\(i % groupCount)" }
@@ -53,12 +58,21 @@ struct LoadClientResult: Sendable {
     /// Per sender and conversation ("c:u3" or "g:ug1:u3"), the message indices in arrival order.
     var received: [String: [Int]] = [:]
     var seqViolations = 0
+    /// Messages whose text is not the one their client_msg_id names.
+    var contentMismatches = 0
     var deliveries = 0
+    /// Connections closed on purpose and resumed.
+    var reconnects = 0
+    /// Messages that came by sync rather than live.
+    var synced = 0
     var latenciesNs: [UInt64] = []
     var ackLatenciesNs: [UInt64] = []
 }
 
-/// A load client: logs in, sends its plan with a window, checks acks and what arrives.
+/// A load client: logs in, sends its plan with a window, checks acks and what arrives. When the
+/// plan drops it, it closes its connection, reconnects (the same handler on a new channel) with
+/// `last_seen`, syncs the gap (``ResumeTracker``), and sends again what was not acknowledged (the
+/// relay acknowledges a message it already has with its first stamp).
 final class LoadClientHandler: ChannelInboundHandler {
     typealias InboundIn = Frame
     typealias OutboundOut = Frame
@@ -76,6 +90,17 @@ final class LoadClientHandler: ChannelInboundHandler {
     private var ackSeq: [String: UInt64] = [:]
     private var lastSeq: [String: UInt64] = [:]
     private let expected: Int
+    private var tracker: ResumeTracker
+    private var dropsLeft: [Int]
+    private var dropping = false
+    /// Whether frames from the current channel count: not once the client decided to drop it.
+    private var connected = false
+    private var aborted = false
+    private var started = false
+    /// Opens a new connection with this handler (set by ``runLoad``).
+    var reconnect: (() -> Void)?
+    /// The channel the handler is on now.
+    var channel: (any Channel)? { context?.channel }
 
     init(plan: LoadPlan, index: Int, loggedIn: EventLoopPromise<Void>, finished: EventLoopPromise<LoadClientResult>) {
         self.plan = plan
@@ -83,6 +108,8 @@ final class LoadClientHandler: ChannelInboundHandler {
         self.loggedIn = loggedIn
         self.finished = finished
         self.expected = plan.expectedDeliveries(for: index)
+        self.tracker = ResumeTracker(user: plan.user(index))
+        self.dropsLeft = plan.drops[index] ?? []
         result.index = index
         result.latenciesNs.reserveCapacity(expected)
     }
@@ -90,14 +117,42 @@ final class LoadClientHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     /// Drops the context, which holds this handler: keeping it would leak both (a retain cycle).
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    /// (After a drop, the old channel may remove it after the new one added it: only its own context goes.)
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if self.context === context { self.context = nil }
+    }
 
     func channelActive(context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(RelayProtocol.loginFrame(plan.user(index))), promise: nil)
+        if aborted {
+            context.close(promise: nil)
+            return
+        }
+        connected = true
+        let login = RelayProtocol.loginFrame(
+            plan.user(index), deviceID: "load-\(index)-\(result.reconnects)", lastSeen: tracker.lastSeen, requestID: 1)
+        context.writeAndFlush(wrapOutboundOut(login), promise: nil)
         context.fireChannelActive()
     }
 
+    /// Stops the client (the run's time is up): its connection closes and it does not reconnect.
+    func abort() {
+        aborted = true
+        context?.close(promise: nil)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        if dropping, !aborted, let reconnect {
+            // Closed on purpose: come back, without what was in flight.
+            dropping = false
+            result.reconnects += 1
+            nextToSend = result.acked
+            unackedOrder = []
+            unackedHead = 0
+            context.fireChannelInactive()
+            reconnect()
+            return
+        }
+        reconnect = nil  // It holds this handler.
         loggedIn.fail(ChannelError.ioOnClosedChannel)
         finished.fail(LoadIncomplete(
             description: "\(plan.user(index)) closed after \(result.acked)/\(plan.messages) acks and "
@@ -105,14 +160,48 @@ final class LoadClientHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Dropping a connection mid-frame ends its stream inside a frame: expected, not a failure.
+        if dropping || context !== self.context { return }
         finished.fail(error)
         context.close(promise: nil)
     }
 
     /// Starts sending (on the channel's event loop).
     func start() {
+        started = true
         fill()
         checkDone()
+    }
+
+    private func deliver(_ message: Message, now: UInt64, bySync: Bool) {
+        // A sync returns the client's own group messages too; only what others sent is counted.
+        guard message.senderID != plan.user(index) else { return }
+        result.deliveries += 1
+        if bySync { result.synced += 1 }
+        let k = Int(message.clientMsgID.split(separator: "-").last ?? "") ?? -1
+        if message.firstText != "m\(k)" { result.contentMismatches += 1 }
+        let conversation = message.conversation
+        let key =
+            conversation?.type == .group
+            ? "g:\(conversation?.targetID ?? ""):\(message.senderID)" : "c:\(message.senderID)"
+        result.received[key, default: []].append(k)
+        let seqKey = conversation?.type == .group ? "g:\(conversation?.targetID ?? "")" : key
+        let previous = lastSeq[seqKey, default: 0]
+        let inOrder = conversation?.type == .group ? message.seq > previous : message.seq == previous + 1
+        if !inOrder { result.seqViolations += 1 }
+        lastSeq[seqKey] = message.seq
+        if message.cloudCustomData.count == 8 {
+            let sent = message.cloudCustomData.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+            result.latenciesNs.append(now &- sent)
+        }
+        if connected, let next = dropsLeft.first, result.deliveries >= next, let context {
+            dropsLeft.removeFirst()
+            dropping = true
+            connected = false
+            // The dropped channel is no longer this client's: what it still reports is ignored.
+            self.context = nil
+            context.close(promise: nil)
+        }
     }
 
     private func fill() {
@@ -144,11 +233,26 @@ final class LoadClientHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Frames still arriving on a connection being dropped are lost with it (the resume fetches them).
+        guard connected, context === self.context else { return }
         let frame = unwrapInboundIn(data)
         let now = NIODeadline.now().uptimeNanoseconds
         switch frame.payload {
-        case .systemNotice(let notice)?:
-            if notice.type == RelayProtocol.loggedIn { loggedIn.succeed() }
+        case .loginResult(let login)?:
+            guard login.errorCode == 0 else {
+                finished.fail(LoadIncomplete(description: "\(plan.user(index)): login refused: \(login.errorDescription)"))
+                return
+            }
+            for request in tracker.loggedIn(login, limit: plan.syncLimit) {
+                context.write(wrapOutboundOut(Frame(.syncRequest(request))), promise: nil)
+            }
+            context.flush()
+            loggedIn.succeed()
+            if started { fill() }
+        case .syncResponse(let response)?:
+            let (messages, next) = tracker.synced(response, limit: plan.syncLimit)
+            if let next { context.writeAndFlush(wrapOutboundOut(Frame(.syncRequest(next))), promise: nil) }
+            for message in messages { deliver(message, now: now, bySync: true) }
         case .sendAck(let ack)?:
             result.acked += 1
             if unackedHead < unackedOrder.count, unackedOrder[unackedHead] == ack.clientMsgID {
@@ -167,22 +271,7 @@ final class LoadClientHandler: ChannelInboundHandler {
             if let sent = sentTimes.removeValue(forKey: ack.clientMsgID) { result.ackLatenciesNs.append(now &- sent) }
             fill()
         case .message(let message)?:
-            result.deliveries += 1
-            let k = Int(message.clientMsgID.split(separator: "-").last ?? "") ?? -1
-            let conversation = message.conversation
-            let key =
-                conversation?.type == .group
-                ? "g:\(conversation?.targetID ?? ""):\(message.senderID)" : "c:\(message.senderID)"
-            result.received[key, default: []].append(k)
-            let seqKey = conversation?.type == .group ? "g:\(conversation?.targetID ?? "")" : key
-            let previous = lastSeq[seqKey, default: 0]
-            let inOrder = conversation?.type == .group ? message.seq > previous : message.seq == previous + 1
-            if !inOrder { result.seqViolations += 1 }
-            lastSeq[seqKey] = message.seq
-            if message.cloudCustomData.count == 8 {
-                let sent = message.cloudCustomData.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
-                result.latenciesNs.append(now &- sent)
-            }
+            for message in tracker.received(message) { deliver(message, now: now, bySync: false) }
         default:
             break
         }
@@ -225,6 +314,11 @@ struct LoadRunResult: Sendable {
             if !result.ackErrors.isEmpty { problems.append("\(plan.user(i)): ack errors \(result.ackErrors.prefix(3))") }
             if result.ackOrderViolations > 0 { problems.append("\(plan.user(i)): \(result.ackOrderViolations) acks out of order") }
             if result.seqViolations > 0 { problems.append("\(plan.user(i)): \(result.seqViolations) seq out of order") }
+            if result.contentMismatches > 0 {
+                problems.append("\(plan.user(i)): \(result.contentMismatches) messages with the wrong text")
+            }
+            let drops = plan.drops[i]?.count ?? 0
+            if result.reconnects != drops { problems.append("\(plan.user(i)): \(result.reconnects)/\(drops) reconnects") }
             let predecessor = (i + plan.clients - 1) % plan.clients
             if result.received["c:\(plan.user(predecessor))"] ?? [] != plan.directIndices {
                 problems.append("\(plan.user(i)): one-to-one from \(plan.user(predecessor)) not exactly once in order")
@@ -242,6 +336,21 @@ struct LoadRunResult: Sendable {
     }
 }
 
+/// Opens a connection for `handler` (the first, or one after a drop) to the relay on `port`.
+func connectLoadClient(
+    _ handler: NIOLoopBound<LoadClientHandler>, loop: any EventLoop, port: Int
+) -> EventLoopFuture<any Channel> {
+    ClientBootstrap(group: loop)
+        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addFrameCodec()
+                try channel.pipeline.syncOperations.addHandler(handler.value)
+            }
+        }
+        .connect(host: "127.0.0.1", port: port)
+}
+
 /// Connects the plan's clients to `server`, logs them in, runs the plan, and collects the results.
 /// `whileRunning` runs once everyone is logged in, concurrently with the traffic.
 func runLoad(
@@ -256,17 +365,16 @@ func runLoad(
             let loggedIn = loop.makePromise(of: Void.self)
             let finished = loop.makePromise(of: LoadClientResult.self)
             let handler = LoadClientHandler(plan: plan, index: i, loggedIn: loggedIn, finished: finished)
-            return (NIOLoopBound(handler, eventLoop: loop), finished.futureResult, loggedIn.futureResult)
-        }.get()
-        let channel = try await ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addFrameCodec()
-                    try channel.pipeline.syncOperations.addHandler(handler.value)
+            let bound = NIOLoopBound(handler, eventLoop: loop)
+            let port = server.port
+            handler.reconnect = {
+                connectLoadClient(bound, loop: loop, port: port).whenFailure { error in
+                    bound.value.finished.fail(error)
                 }
             }
-            .connect(host: "127.0.0.1", port: server.port).get()
+            return (bound, finished.futureResult, loggedIn.futureResult)
+        }.get()
+        let channel = try await connectLoadClient(handler, loop: loop, port: server.port).get()
         channels.append((channel, handler, finished))
         logins.append(loggedIn)
     }
@@ -278,9 +386,9 @@ func runLoad(
     }
     async let sideShow: Void = whileRunning()
     let loop = group.next()
-    let opened = channels.map { $0.0 }
+    let handlers = channels.map { $0.1 }
     let timeout = loop.scheduleTask(in: .seconds(timeoutSeconds)) {
-        for channel in opened { channel.close(promise: nil) }
+        for handler in handlers { handler.eventLoop.execute { handler.value.abort() } }
     }
     var results: [LoadClientResult] = []
     var failure: (any Error)?
@@ -290,7 +398,13 @@ func runLoad(
     let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
     timeout.cancel()
     try await sideShow
-    for (channel, _, _) in channels { try? await channel.close() }
+    for (_, handler, _) in channels {
+        let current = try? await handler.eventLoop.submit { () -> (any Channel)? in
+            handler.value.abort()
+            return handler.value.channel
+        }.get()
+        if let current { try? await current.closeFuture.get() }
+    }
     if let failure { throw failure }
     return LoadRunResult(
         clients: results, seconds: seconds, messages: plan.clients * plan.messages,

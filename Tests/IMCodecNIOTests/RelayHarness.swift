@@ -76,6 +76,29 @@ final class FrameCollector: ChannelInboundHandler, Sendable {
         frames.compactMap { if case .systemNotice(let n)? = $0.payload { n } else { nil } }
     }
 
+    /// The login results received.
+    var loginResults: [LoginResult] {
+        frames.compactMap { if case .loginResult(let r)? = $0.payload { r } else { nil } }
+    }
+
+    /// The frame answering request `requestID`, if it arrived.
+    func answer(to requestID: UInt64) -> Frame? {
+        frames.first { $0.requestID == requestID }
+    }
+
+    /// The request result answering `requestID`, if it arrived.
+    func result(of requestID: UInt64) -> RequestResult? {
+        if case .requestResult(let r)? = answer(to: requestID)?.payload { r } else { nil }
+    }
+
+    /// The presence updates received.
+    var presences: [PresenceUpdate] {
+        frames.compactMap { if case .presence(let p)? = $0.payload { p } else { nil } }
+    }
+
+    /// The payload kinds received, in order.
+    var kinds: [Frame.Payload.Kind?] { frames.map { $0.payload?.kind } }
+
     /// The send acks received.
     var acks: [SendAck] {
         frames.compactMap { if case .sendAck(let a)? = $0.payload { a } else { nil } }
@@ -92,8 +115,11 @@ struct TestClient: Sendable {
     let channel: any Channel
     let collector: FrameCollector
 
-    /// Connects to `server`; logs in as `user` unless `user` is `nil`.
-    static func connect(to server: RelayServer, as user: String?, group: any EventLoopGroup) async throws -> TestClient {
+    /// Connects to `server`; logs in as `user` (with `deviceID` and `lastSeen`) unless `user` is `nil`.
+    static func connect(
+        to server: RelayServer, as user: String?, group: any EventLoopGroup, deviceID: String = "",
+        lastSeen: [ConversationSeq] = []
+    ) async throws -> TestClient {
         let collector = FrameCollector()
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
@@ -105,8 +131,8 @@ struct TestClient: Sendable {
             .connect(host: "127.0.0.1", port: server.port).get()
         let client = TestClient(channel: channel, collector: collector)
         if let user {
-            try await client.send(RelayProtocol.loginFrame(user))
-            let ok = await eventually { collector.notices.contains { $0.type == RelayProtocol.loggedIn } }
+            try await client.send(RelayProtocol.loginFrame(user, deviceID: deviceID, lastSeen: lastSeen))
+            let ok = await eventually { collector.loginResults.contains { $0.errorCode == 0 } }
             #expect(ok, "\(user) was not logged in")
         }
         return client
@@ -144,15 +170,24 @@ final class RawCollector: ChannelInboundHandler, Sendable {
         return frames
     }
 
-    /// The `code` of the first error notice received, if any.
-    var errorCode: String? {
-        for frame in frames {
-            if case .systemNotice(let notice)? = frame.payload, notice.type == RelayProtocol.error {
-                return notice.params["code"]
-            }
+    /// The `code` of the first error notice (or refused login) received, if any.
+    var errorCode: String? { relayErrorCode(in: frames) }
+}
+
+/// The code the relay closed a connection with, from `frames`: an error notice's `code`, or the
+/// code before the first colon of a refused login's description (`notLoggedIn: ...`).
+func relayErrorCode(in frames: [Frame]) -> String? {
+    for frame in frames {
+        switch frame.payload {
+        case .systemNotice(let notice)? where notice.type == RelayProtocol.error:
+            return notice.params["code"]
+        case .loginResult(let result)? where result.errorCode != 0:
+            return result.errorDescription.split(separator: ":").first.map(String.init)
+        default:
+            continue
         }
-        return nil
     }
+    return nil
 }
 
 /// A raw-bytes client.

@@ -87,6 +87,7 @@ struct RelayTests {
         #expect(ChatCommand.parse("plain", defaultTarget: nil) == .help)
         #expect(ChatCommand.parse("/edit new words", defaultTarget: nil) == .edit("new words"))
         #expect(ChatCommand.parse("/recall", defaultTarget: nil) == .recall)
+        #expect(ChatCommand.parse("/react 👍", defaultTarget: nil) == .react("👍"))
         #expect(ChatCommand.parse("   ", defaultTarget: nil) == nil)
     }
 
@@ -128,8 +129,9 @@ struct RelayTests {
 
             // Group: config membership, then carol joins by frame; the sender is not echoed.
             try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "team 1", clientMsgID: "a-2")))
-            try await carol.send(RelayProtocol.joinFrame("team"))
-            #expect(await eventually { carol.collector.notices.contains { $0.type == RelayProtocol.joined } })
+            try await carol.send(RelayProtocol.membershipFrame(.join, group: "team", requestID: 7))
+            #expect(await eventually { carol.collector.result(of: 7) != nil })
+            #expect(carol.collector.result(of: 7)?.errorCode == 0)
             try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "team 2", clientMsgID: "a-3")))
             #expect(await eventually { bob.collector.messages.count == 3 && carol.collector.messages.count == 1 })
             #expect(bob.collector.messages.map(\.seq) == [1, 1, 2])
@@ -148,21 +150,24 @@ struct RelayTests {
                     && bob.collector.frames.contains { $0.payload?.kind == .edit }
             })
 
-            // Errors that keep the connection: wrong sender, offline receiver, not a member.
+            // Errors that keep the connection: wrong sender, not a member. A message to a user who is
+            // not online is accepted (stored for sync).
             try await carol.send(Frame(Message.c2cText(from: "mallory", to: "bob", "x", clientMsgID: "c-1")))
             try await carol.send(Frame(Message.c2cText(from: "carol", to: "nobody", "x", clientMsgID: "c-2")))
             try await carol.send(Frame(Message.groupText(from: "carol", group: "ops", "x", clientMsgID: "c-3")))
             #expect(await eventually { carol.collector.acks.count == 3 })
             #expect(carol.collector.acks.map(\.errorCode) == [
-                RelayProtocol.AckError.senderMismatch, RelayProtocol.AckError.receiverOffline,
-                RelayProtocol.AckError.notAGroupMember,
+                RelayProtocol.AckError.senderMismatch, 0, RelayProtocol.AckError.notAGroupMember,
             ])
+            #expect(carol.collector.acks[1].seq == 1)
             #expect(carol.channel.isActive)
 
             // A second login of the same user replaces the first connection.
-            let bob2 = try await TestClient.connect(to: server, as: "bob", group: group)
+            let bob2 = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
             #expect(await eventually { !bob.channel.isActive })
-            #expect(bob.collector.notices.contains { $0.type == RelayProtocol.kickedOffline })
+            let kicked = bob.collector.frames.compactMap { if case .kickedOffline(let k)? = $0.payload { k } else { nil } }
+            #expect(kicked.count == 1)
+            #expect(kicked.first?.reason == .loggedInElsewhere && kicked.first?.otherDeviceID == "bob-phone")
             try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "a-4")))
             #expect(await eventually { bob2.collector.messages.count == 1 })
             #expect(bob2.collector.messages.first?.seq == 2)
@@ -210,8 +215,50 @@ struct RelayTests {
                     && lines.all.contains { $0.hasPrefix("bob: * alice recalled a message") }
                     && lines.all.contains { $0.hasPrefix("alice: ✓✓ bob read your message") }
             }, "\(lines.all)")
+            // bob reacts to the last message he received (alice's group message): alice sees it.
+            #expect(try await bob.perform(.react("👍")).get())
+            #expect(await eventually { lines.all.contains("alice: * bob reacted 👍 (seq 1)") }, "\(lines.all)")
+            #expect(lines.all.contains("bob: * reacted 👍 to: hi team"))
             await alice.close()
             await bob.close()
+        }
+    }
+}
+
+extension RelayTests {
+    /// A chat client whose connection ends comes back with what it had shown (last_seen): it shows
+    /// what it missed once, in order, and nothing twice; then live messages follow.
+    @Test func theChatClientResumesWhereItLeftOff() async throws {
+        let lines = NIOLockedLines()
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                func send(_ k: Int) async throws {
+                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "m-\(k)")))
+                }
+                let bob = try await ChatClient.connect(
+                    host: "127.0.0.1", port: server.port, user: "bob", joins: [], output: { lines.append("bob", $0) }
+                ).get()
+                for k in 1...3 { try await send(k) }
+                #expect(await eventually { lines.all.contains("bob: [alice] m3  (seq 3)") })
+                let state = try await bob.resumeState().get()
+                await bob.close()
+                #expect(await eventually { (try? server.stats().wait().usersOnline) == 1 })
+                for k in 4...6 { try await send(k) }
+                #expect(await eventually { alice.collector.acks.count == 6 })
+                // connect completes once the sync is done: m4...m6 are shown by then.
+                let again = try await ChatClient.connect(
+                    host: "127.0.0.1", port: server.port, user: "bob", joins: [], resume: state,
+                    output: { lines.append("bob2", $0) }
+                ).get()
+                let shown = { lines.all.filter { $0.hasPrefix("bob2: [alice]") } }
+                #expect(shown() == (4...6).map { "bob2: [alice] m\($0)  (seq \($0))" })
+                try await send(7)
+                #expect(await eventually { shown().count == 4 })
+                #expect(shown().last == "bob2: [alice] m7  (seq 7)")
+                await again.close()
+                await alice.close()
+            }
         }
     }
 }

@@ -139,15 +139,8 @@ struct RawWebSocketClient: Sendable {
         return UInt16(close.payload[0]) << 8 | UInt16(close.payload[1])
     }
 
-    /// The `code` of the first error notice received, if any.
-    var errorCode: String? {
-        for frame in messages {
-            if case .systemNotice(let notice)? = frame.payload, notice.type == RelayProtocol.error {
-                return notice.params["code"]
-            }
-        }
-        return nil
-    }
+    /// The `code` of the first error notice (or refused login) received, if any.
+    var errorCode: String? { relayErrorCode(in: messages) }
 
     /// The messages (IMCodec `Message` payloads) received.
     var chatMessages: [Message] {
@@ -192,7 +185,7 @@ struct RawWebSocketClient: Sendable {
         try await send(RelayProtocol.loginFrame(user))
         let ok = await eventually {
             messages.contains {
-                if case .systemNotice(let n)? = $0.payload { n.type == RelayProtocol.loggedIn } else { false }
+                if case .loginResult(let r)? = $0.payload { r.errorCode == 0 } else { false }
             }
         }
         #expect(ok, "\(user) was not logged in over WebSocket")

@@ -25,7 +25,9 @@ struct WebSocketRelayTests {
     }
 
     /// Scripts/ws_client.py (Python's `websockets` and Google's protobuf, installed by Scripts/bootstrap)
-    /// logs alice and bob in over WebSocket; alice sends bob a text, gets the ack, bob gets the delivery,
+    /// logs alice and bob in over WebSocket (login_request → login_result), both join a group
+    /// (membership → request_result, alice sees bob join), alice pings (pong with the same id);
+    /// alice sends bob a text, gets the ack, bob gets the delivery,
     /// sends a read receipt, alice recalls; then alice talks with carol, a Swift client on the TCP port.
     @Test func anIndependentPythonClientSpeaksTheProtocol() async throws {
         try await withClientGroup { group in
@@ -49,7 +51,8 @@ struct WebSocketRelayTests {
                     status == 0,
                     "Scripts/ws_client.py failed (install its packages with Scripts/bootstrap):\n\(output)")
                 let expected = [
-                    "OK login alice", "OK login bob", "OK ack py-1 seq=1 uid=",
+                    "OK login alice session=", "OK login bob session=", "OK join alice #pyteam", "OK join bob #pyteam",
+                    "OK membership alice saw bob join #pyteam", "OK heartbeat alice pong id=7", "OK ack py-1 seq=1 uid=",
                     "OK delivery bob text='hello bob, from Python 🐍' seq=1 uid=", "OK receipt alice from=bob uid=",
                     "OK recall bob uid=", "OK pong alice", "OK ack py-2 seq=1 uid=",
                     "OK answer alice from=carol text='hi alice, from TCP' seq=2", "OK close alice code=1000",
@@ -121,6 +124,32 @@ struct WebSocketRelayTests {
                 let stats = try await server.stats().get()
                 #expect(stats.closedByError.isEmpty, "\(stats.closedByError)")
                 await bob.close()
+            }
+        }
+    }
+
+    /// A logout is answered, then the connection closes with 1000; a session replaced by a newer
+    /// login gets kicked_offline and close code 1008. Neither counts as an error.
+    @Test func logoutClosesWith1000AndAKickWith1008() async throws {
+        try await withClientGroup { group in
+            try await withWebSocketRelay { server in
+                let leaving = try await RawWebSocketClient.connect(to: server, group: group)
+                try await leaving.login("alice")
+                try await leaving.send(RelayProtocol.answer(.logout(Logout()), requestID: 77))
+                #expect(await leaving.closedByPeer(within: 10))
+                #expect(leaving.messages.contains { $0.requestID == 77 && $0.payload?.kind == .requestResult })
+                #expect(leaving.closeCode == 1000)
+
+                let first = try await RawWebSocketClient.connect(to: server, group: group)
+                try await first.login("bob")
+                let second = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tcp")
+                #expect(await first.closedByPeer(within: 10))
+                #expect(first.messages.contains { $0.payload?.kind == .kickedOffline })
+                #expect(first.closeCode == 1008)
+                #expect(second.channel.isActive)
+                let stats = try await server.stats().get()
+                #expect(stats.closedByError.isEmpty, "\(stats.closedByError)")
+                await second.close()
             }
         }
     }

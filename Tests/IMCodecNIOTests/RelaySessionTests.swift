@@ -1,0 +1,565 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// The relay's session layer (session.proto): login, kick, ping, logout, join and leave, presence,
+/// max seq and sync, offline delivery, and the routing of the newer events.
+@Suite("Relay session layer", .timeLimit(.minutes(2)))
+struct RelaySessionTests {
+    private func request(_ payload: Frame.Payload, _ requestID: UInt64) -> Frame {
+        RelayProtocol.answer(payload, requestID: requestID)
+    }
+
+    /// Sends `frame` (with a request id) and waits for the frame answering it.
+    private func ask(_ client: TestClient, _ frame: Frame) async throws -> Frame? {
+        try await client.send(frame)
+        _ = await eventually { client.collector.answer(to: frame.requestID) != nil }
+        return client.collector.answer(to: frame.requestID)
+    }
+
+    private func syncResponse(_ frame: Frame?) -> SyncResponse? {
+        if case .syncResponse(let r)? = frame?.payload { r } else { nil }
+    }
+
+    @Test func aMessageToAnOfflineUserIsStoredAndDeliveredBySyncAfterLogin() async throws {
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["team": ["alice", "bob"]]
+                $0.heartbeatIntervalS = 17
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                for k in 1...3 {
+                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "offline \(k)", clientMsgID: "o-\(k)")))
+                }
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "to the team", clientMsgID: "g-1")))
+                #expect(await eventually { alice.collector.acks.count == 4 })
+                #expect(alice.collector.acks.map(\.errorCode) == [0, 0, 0, 0])
+                #expect(alice.collector.acks.map(\.seq) == [1, 2, 3, 1])
+
+                let bob = try await TestClient.connect(
+                    to: server, as: "bob", group: group, deviceID: "bob-laptop",
+                    lastSeen: [ConversationSeq.with { $0.conversation = .oneToOne("alice"); $0.seq = 0 }])
+                let login = try #require(bob.collector.loginResults.first)
+                #expect(login.errorCode == 0 && !login.sessionID.isEmpty && login.heartbeatIntervalS == 17)
+                #expect(login.serverTimeMs > 0)
+                let maxSeqs = Dictionary(uniqueKeysWithValues: login.maxSeqs.map {
+                    ("\($0.conversation?.type == .group ? "#" : "")\($0.conversation?.targetID ?? "")", $0.seq)
+                })
+                #expect(maxSeqs == ["alice": 3, "#team": 1])
+                // Nothing arrived live: it is all in the store.
+                #expect(bob.collector.messages.isEmpty)
+
+                let answer = try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 9))
+                let sync = try #require(syncResponse(answer))
+                #expect(sync.errorCode == 0 && !sync.hasMore && sync.maxSeq == 3 && sync.nextFromSeq == 4)
+                #expect(sync.conversation == .oneToOne("alice"))
+                #expect(sync.messages.map(\.seq) == [1, 2, 3])
+                #expect(sync.messages.map { $0.firstText ?? "" } == ["offline 1", "offline 2", "offline 3"])
+                // The stored message is the stamped one: the uid and time of the sender's ack.
+                #expect(sync.messages.map(\.serverMsgUID) == alice.collector.acks.prefix(3).map(\.serverMsgUID))
+                #expect(sync.messages.map(\.serverTimeMs) == alice.collector.acks.prefix(3).map(\.serverTimeMs))
+                let team = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 10))))
+                #expect(team.messages.map { $0.firstText ?? "" } == ["to the team"])
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// Resume, step by step: bob holds 1...50, drops, misses 51...300, logs in again with last_seen,
+    /// syncs the gap in pages of 30 while 301...400 arrive live, and ends with 1...400 once, in order.
+    @Test func aClientThatDropsResumesWithEveryMessageOnceInOrder() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                func send(_ range: ClosedRange<Int>) {
+                    for k in range {
+                        alice.channel.write(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "a-\(k)")), promise: nil)
+                    }
+                    alice.channel.flush()
+                }
+                var tracker = ResumeTracker(user: "bob")
+                var out: [Message] = []
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                send(1...50)
+                #expect(await eventually { bob.collector.messages.count == 50 })
+                for message in bob.collector.messages { out += tracker.received(message) }
+                await bob.close()
+                #expect(await eventually { (try? server.stats().wait().usersOnline) == 1 })
+                send(51...300)
+                #expect(await eventually { alice.collector.acks.count == 300 })
+
+                let lastSeen = tracker.lastSeen
+                #expect(lastSeen.map(\.seq) == [50] && lastSeen.first?.conversation == .oneToOne("alice"))
+                let again = try await TestClient.connect(to: server, as: "bob", group: group, lastSeen: lastSeen)
+                let login = try #require(again.collector.loginResults.first)
+                #expect(login.maxSeqs.map(\.seq) == [300])
+                let requests = tracker.loggedIn(login, limit: 30)
+                #expect(requests.map(\.fromSeq) == [51] && requests.map(\.toSeq) == [300])
+                send(301...400)  // Live while the sync runs.
+                var requestID: UInt64 = 100
+                for request in requests {
+                    requestID += 1
+                    try await again.send(RelayProtocol.answer(.syncRequest(request), requestID: requestID))
+                }
+                var index = 0
+                var pages = 0
+                while out.count < 400 {
+                    let more = await eventually { again.collector.frames.count > index }
+                    guard more else { break }
+                    let frame = again.collector.frames[index]
+                    index += 1
+                    switch frame.payload {
+                    case .message(let message)?:
+                        out += tracker.received(message)
+                    case .syncResponse(let response)?:
+                        pages += 1
+                        let (messages, next) = tracker.synced(response, limit: 30)
+                        out += messages
+                        if let next {
+                            requestID += 1
+                            try await again.send(RelayProtocol.answer(.syncRequest(next), requestID: requestID))
+                        }
+                    default:
+                        break
+                    }
+                }
+                #expect(out.map(\.seq) == (1...400).map { UInt64($0) })
+                #expect(out.map { $0.firstText ?? "" } == (1...400).map { "m\($0)" })
+                #expect(pages == 9, "250 messages in pages of 30")
+                #expect(!tracker.isSyncing && tracker.delivered.values.first == 400)
+                await alice.close()
+                await again.close()
+            }
+        }
+    }
+
+    /// ResumeTracker alone: held live messages, duplicates, paging, and a relay that lost its store.
+    @Test func theResumeTrackerHoldsLiveMessagesUntilTheSyncIsDone() {
+        func message(_ seq: UInt64, from sender: String = "alice") -> Message {
+            var message = Message.c2cText(from: sender, to: "bob", "m\(seq)", clientMsgID: "\(sender)-\(seq)")
+            message.seq = seq
+            return message
+        }
+        func seqs(_ messages: [Message]) -> [UInt64] { messages.map(\.seq) }
+        var tracker = ResumeTracker(user: "bob")
+        #expect(seqs(tracker.received(message(1))) == [1])
+        #expect(seqs(tracker.received(message(1))).isEmpty, "a duplicate is dropped")
+        let max = { (seq: UInt64) in LoginResult.with {
+            $0.maxSeqs = [ConversationSeq.with { $0.conversation = .oneToOne("alice"); $0.seq = seq }]
+        } }
+        let requests = tracker.loggedIn(max(5), limit: 2)
+        #expect(requests.map(\.fromSeq) == [2] && requests.map(\.toSeq) == [5] && tracker.isSyncing)
+        #expect(seqs(tracker.received(message(6))).isEmpty && seqs(tracker.received(message(7))).isEmpty, "held")
+        let page = { (messages: [UInt64], more: Bool, next: UInt64) in SyncResponse.with {
+            $0.conversation = .oneToOne("alice")
+            $0.messages = messages.map { message($0) }
+            $0.hasMore = more
+            $0.nextFromSeq = next
+        } }
+        let first = tracker.synced(page([2, 3], true, 4), limit: 2)
+        #expect(seqs(first.messages) == [2, 3] && first.next?.fromSeq == 4 && first.next?.toSeq == 5)
+        let last = tracker.synced(page([4, 5], false, 6), limit: 2)
+        #expect(seqs(last.messages) == [4, 5, 6, 7] && last.next == nil && !tracker.isSyncing)
+        #expect(tracker.lastSeen.map(\.seq) == [7] && tracker.lastSeen.first?.conversation == .oneToOne("alice"))
+        // A relay that restarted has fewer messages (all new): the client syncs them from seq 1.
+        #expect(tracker.loggedIn(max(2)).map(\.fromSeq) == [1])
+        #expect(tracker.delivered.values.first == 0)
+    }
+
+    @Test func syncPagesWithHasMoreAndTheLimitCap() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["ops": ["carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                for k in 1...250 {
+                    alice.channel.write(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "s-\(k)")), promise: nil)
+                }
+                alice.channel.flush()
+                #expect(await eventually { alice.collector.acks.count == 250 && bob.collector.messages.count == 250 })
+
+                // limit 0: the cap, 100.
+                let first = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
+                #expect(first.messages.map(\.seq) == Array(1...100))
+                #expect(first.hasMore && first.nextFromSeq == 101 && first.maxSeq == 250)
+                // A limit above the cap is capped.
+                let capped = try #require(syncResponse(try await ask(
+                    bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, limit: 500, requestID: 2))))
+                #expect(capped.messages.map(\.seq) == Array(101...200) && capped.hasMore && capped.nextFromSeq == 201)
+                let small = try #require(syncResponse(try await ask(
+                    bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 201, limit: 30, requestID: 3))))
+                #expect(small.messages.map(\.seq) == Array(201...230) && small.hasMore && small.nextFromSeq == 231)
+                // to_seq is inclusive.
+                let ranged = try #require(syncResponse(try await ask(
+                    bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, to: 120, limit: 50, requestID: 4))))
+                #expect(ranged.messages.map(\.seq) == Array(101...120) && !ranged.hasMore && ranged.nextFromSeq == 121)
+                #expect(ranged.messages.map { $0.firstText ?? "" } == (101...120).map { "m\($0)" })
+                // The sync returns what bob got live.
+                #expect(ranged.messages == Array(bob.collector.messages[100..<120]))
+                // Past the end: nothing, no more.
+                let past = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 251, requestID: 5))))
+                #expect(past.messages.isEmpty && !past.hasMore && past.maxSeq == 250)
+                // A group bob is not in: refused.
+                let refused = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.group("ops"), from: 1, requestID: 6))))
+                #expect(refused.errorCode == RelayProtocol.RequestError.notAMember && refused.messages.isEmpty)
+
+                // max_seq_request: named conversations, and every conversation when none is named.
+                let named = try await ask(bob, request(.maxSeqRequest(MaxSeqRequest.with {
+                    $0.conversations = [.oneToOne("alice"), .oneToOne("nobody")]
+                }), 7))
+                guard case .maxSeqResponse(let max)? = named?.payload else {
+                    Issue.record("no max_seq_response: \(String(describing: named))")
+                    return
+                }
+                #expect(max.maxSeqs.map(\.seq) == [250, 0] && max.serverTimeMs > 0)
+                let all = try await ask(bob, request(.maxSeqRequest(MaxSeqRequest()), 8))
+                guard case .maxSeqResponse(let everything)? = all?.payload else {
+                    Issue.record("no max_seq_response")
+                    return
+                }
+                #expect(everything.maxSeqs.map(\.conversation) == [.oneToOne("alice")])
+                #expect(everything.maxSeqs.map(\.seq) == [250])
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test func aSyncResponseFitsTheFrameSizeLimit() async throws {
+        let maxFrameSize = 4096
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = FrameCodecOptions(maxFrameSize: maxFrameSize) }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let text = String(repeating: "x", count: 1000)
+                for k in 1...10 {
+                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "\(k) \(text)", clientMsgID: "b-\(k)")))
+                }
+                #expect(await eventually { alice.collector.acks.count == 10 })
+                #expect(alice.collector.acks.allSatisfy { $0.errorCode == 0 })
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var seqs: [UInt64] = []
+                var from: UInt64 = 1
+                var requestID: UInt64 = 0
+                var pages = 0
+                while pages < 20 {
+                    requestID += 1
+                    let frame = try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: from, requestID: requestID))
+                    let page = try #require(syncResponse(frame))
+                    #expect(frame.map { $0.serializedBytes().count <= maxFrameSize } == true)
+                    pages += 1
+                    seqs += page.messages.map(\.seq)
+                    guard page.hasMore else { break }
+                    from = page.nextFromSeq
+                }
+                #expect(seqs == (1...10).map { UInt64($0) })
+                #expect(pages > 1, "ten 1 KB messages do not fit one 4 KB frame")
+                #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test func theStoreKeepsTheNewestMessagesAndASyncFromBelowStartsAtTheOldestKept() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.maxMessagesPerConversation = 100 }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                for k in 1...150 {
+                    alice.channel.write(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "k-\(k)")), promise: nil)
+                }
+                alice.channel.flush()
+                #expect(await eventually { alice.collector.acks.count == 150 })
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let sync = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
+                #expect(sync.messages.map(\.seq) == Array(51...150) && !sync.hasMore && sync.maxSeq == 150)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test func aMessageSentAgainIsAcknowledgedWithItsFirstStampAndDeliveredOnce() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let once = Frame(Message.c2cText(from: "alice", to: "bob", "once", clientMsgID: "same"))
+                try await alice.send(once)
+                try await alice.send(once)
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "next", clientMsgID: "other")))
+                #expect(await eventually { alice.collector.acks.count == 3 && bob.collector.messages.count == 2 })
+                let acks = alice.collector.acks
+                #expect(acks.map(\.seq) == [1, 1, 2] && acks[0].serverMsgUID == acks[1].serverMsgUID)
+                #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["once", "next"])
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test func badLoginsGetAFailedLoginResultAndAreClosed() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let noToken = try await RawClient.connect(to: server, group: group)
+                try await noToken.write(frame: request(.loginRequest(LoginRequest.with { $0.userID = "alice" }), 3))
+                #expect(await noToken.closedByPeer(within: 20))
+                let frames = noToken.collector.frames
+                guard case .loginResult(let result)? = frames.first?.payload else {
+                    Issue.record("no login_result: \(frames)")
+                    return
+                }
+                #expect(frames.first?.requestID == 3)
+                #expect(result.errorCode == RelayProtocol.LoginError.missingCredentials)
+                #expect(result.errorDescription.hasPrefix("notLoggedIn: "))
+                #expect(noToken.collector.errorCode == "notLoggedIn")
+
+                let notALogin = try await RawClient.connect(to: server, group: group)
+                try await notALogin.write(frame: request(.ping(Ping.with { $0.id = 1 }), 1))
+                #expect(await notALogin.closedByPeer(within: 20))
+                guard case .loginResult(let refused)? = notALogin.collector.frames.first?.payload else {
+                    Issue.record("no login_result")
+                    return
+                }
+                #expect(refused.errorCode == RelayProtocol.LoginError.notLoggedIn)
+                let stats = try await server.stats().get()
+                #expect(stats.closedByError == ["notLoggedIn": 2])
+            }
+        }
+    }
+
+    @Test func aSecondLoginKicksTheFirstWithLoggedInElsewhere() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let first = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let second = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                #expect(await eventually { !first.channel.isActive })
+                let kicks = first.collector.frames.compactMap { if case .kickedOffline(let k)? = $0.payload { k } else { nil } }
+                #expect(kicks.count == 1)
+                #expect(kicks.first?.reason == .loggedInElsewhere && kicks.first?.otherDeviceID == "laptop")
+                #expect(kicks.first?.timeMs ?? 0 > 0)
+                #expect(second.channel.isActive)
+                let stats = try await server.stats().get()
+                #expect(stats.usersOnline == 1 && stats.closedByError.isEmpty)
+                await second.close()
+            }
+        }
+    }
+
+    @Test func pingIsAnsweredWithPongAndLogoutClosesCleanly() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let pong = try await ask(alice, request(.ping(Ping.with { $0.id = 42; $0.timeMs = 1 }), 5))
+                guard case .pong(let answer)? = pong?.payload else {
+                    Issue.record("no pong: \(String(describing: pong))")
+                    return
+                }
+                #expect(answer.id == 42 && answer.timeMs > 0)
+                let sessionID = alice.collector.loginResults.first?.sessionID ?? ""
+                let bye = try await ask(alice, request(.logout(Logout.with { $0.sessionID = sessionID }), 6))
+                guard case .requestResult(let result)? = bye?.payload else {
+                    Issue.record("no request_result")
+                    return
+                }
+                #expect(result.errorCode == 0)
+                #expect(await eventually { !alice.channel.isActive })
+                #expect(await eventually { (try? server.stats().wait().connectionsOpen) == 0 })
+                let stats = try await server.stats().get()
+                #expect(stats.usersOnline == 0 && stats.closedByError.isEmpty, "\(stats.closedByError)")
+            }
+        }
+    }
+
+    @Test func joinAndLeaveAreAnsweredByRequestIDAndToldToTheOtherMembers() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                #expect(try await ask(alice, RelayProtocol.membershipFrame(.join, group: "team", requestID: 11))?.requestID == 11)
+                #expect(alice.collector.result(of: 11)?.errorCode == 0)
+                #expect(try await ask(bob, RelayProtocol.membershipFrame(.join, group: "team", requestID: 12)) != nil)
+                #expect(bob.collector.result(of: 12)?.errorCode == 0)
+                let joined = { alice.collector.frames.compactMap { if case .membership(let m)? = $0.payload { m } else { nil } } }
+                #expect(await eventually { joined().count == 1 })
+                #expect(joined().first?.action == .join && joined().first?.userID == "bob")
+                #expect(joined().first?.conversation == .group("team"))
+
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "both", clientMsgID: "t-1")))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                #expect(try await ask(bob, RelayProtocol.membershipFrame(.leave, group: "team", requestID: 13)) != nil)
+                #expect(bob.collector.result(of: 13)?.errorCode == 0)
+                #expect(await eventually { joined().count == 2 })
+                #expect(joined().last?.action == .leave && joined().last?.userID == "bob")
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "alone", clientMsgID: "t-2")))
+                #expect(await eventually { alice.collector.acks.count == 2 })
+                #expect(bob.collector.messages.count == 1)
+
+                // One-to-one conversations are not joined.
+                let refused = try await ask(alice, request(.membership(MembershipChange.with {
+                    $0.action = .join
+                    $0.conversation = .oneToOne("bob")
+                }), 14))
+                guard case .requestResult(let result)? = refused?.payload else {
+                    Issue.record("no request_result")
+                    return
+                }
+                #expect(result.errorCode == RelayProtocol.RequestError.unsupportedConversation)
+                #expect(alice.channel.isActive)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// Chatrooms and ultra-group channels are joined like groups; an ultra group's channels are
+    /// separate conversations (own members, own seqs).
+    @Test func chatroomsAndUltraGroupChannelsWorkLikeGroups() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let channel1 = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
+                let channel2 = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c2" }
+                let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+                var requestID: UInt64 = 0
+                for (client, conversation) in [(alice, channel1), (bob, channel1), (alice, room), (bob, room)] {
+                    requestID += 1
+                    let join = request(.membership(MembershipChange.with { $0.action = .join; $0.conversation = conversation }), requestID)
+                    #expect(try await ask(client, join) != nil)
+                    #expect(client.collector.result(of: requestID)?.errorCode == 0)
+                }
+                for (k, conversation) in [channel1, room, channel2, channel1].enumerated() {
+                    try await alice.send(Frame(Message(
+                        from: "alice", in: conversation, elements: [.text("t\(k)")], clientMsgID: "u-\(k)")))
+                }
+                #expect(await eventually { alice.collector.acks.count == 4 && bob.collector.messages.count == 3 })
+                #expect(alice.collector.acks.map(\.errorCode) == [0, 0, RelayProtocol.AckError.notAGroupMember, 0])
+                #expect(alice.collector.acks.map(\.seq) == [1, 1, 0, 2])
+                #expect(alice.collector.acks[0].conversation == channel1)
+                #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["t0", "t1", "t3"])
+                let sync = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(channel1, from: 1, requestID: 50))))
+                #expect(sync.messages.map { $0.firstText ?? "" } == ["t0", "t3"] && sync.conversation == channel1)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test func presenceIsToldToSubscribers() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let subscribe = request(.presenceSubscription(PresenceSubscription.with {
+                    $0.action = .subscribe
+                    $0.userIDs = ["bob"]
+                }), 21)
+                #expect(try await ask(alice, subscribe) != nil)
+                #expect(alice.collector.result(of: 21)?.errorCode == 0)
+                #expect(await eventually { alice.collector.presences.count == 1 })
+                #expect(alice.collector.presences.first?.userID == "bob" && alice.collector.presences.first?.status == .offline)
+
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
+                #expect(await eventually { alice.collector.presences.count == 2 })
+                let online = alice.collector.presences[1]
+                #expect(online.userID == "bob" && online.status == .online && online.deviceID == "bob-phone")
+                await bob.close()
+                #expect(await eventually { alice.collector.presences.count == 3 })
+                let offline = alice.collector.presences[2]
+                #expect(offline.status == .offline && offline.lastSeenMs > 0)
+
+                // Subscribing again tells the current state at once (offline, with the time).
+                #expect(try await ask(alice, RelayProtocol.answer(subscribe.payload!, requestID: 22)) != nil)
+                #expect(await eventually { alice.collector.presences.count == 4 })
+                #expect(alice.collector.presences[3].lastSeenMs == offline.lastSeenMs)
+
+                let unsubscribe = request(.presenceSubscription(PresenceSubscription.with {
+                    $0.action = .unsubscribe
+                    $0.userIDs = ["bob"]
+                }), 23)
+                #expect(try await ask(alice, unsubscribe) != nil)
+                #expect(alice.collector.result(of: 23)?.errorCode == 0)
+                let bob2 = try await TestClient.connect(to: server, as: "bob", group: group)
+                // A ping round trip after bob's login: anything told about bob would have come first.
+                #expect(try await ask(alice, request(.ping(Ping.with { $0.id = 1 }), 24)) != nil)
+                #expect(alice.collector.presences.count == 4)
+                await bob2.close()
+                await alice.close()
+            }
+        }
+    }
+
+    @Test func reactionsPinsPollsAndTimersAreForwardedUnchanged() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "react to me", clientMsgID: "r-1")))
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "a poll", clientMsgID: "p-1")))
+                #expect(await eventually { bob.collector.messages.count == 2 && carol.collector.messages.count == 1 })
+                let direct = bob.collector.messages[0]
+                let poll = bob.collector.messages[1]
+
+                // One-to-one: bob's reaction goes back to the sender of the message (alice).
+                let reaction = Frame(.reaction(ReactionEvent.with {
+                    $0.message = direct.reference
+                    $0.userID = "bob"
+                    $0.emoji = "👍"
+                    $0.action = .add
+                    $0.timeMs = 1
+                }))
+                try await bob.send(reaction)
+                // A disappearing timer in the one-to-one conversation, from alice: to bob.
+                let timer = Frame(.disappearingTimer(DisappearingTimerEvent.with {
+                    $0.conversation = .oneToOne("bob")
+                    $0.expireAfterS = 60
+                    $0.operatorID = "alice"
+                }))
+                try await alice.send(timer)
+                // Group: a pin, a vote and a poll update reach the other members.
+                let pin = Frame(.pin(PinEvent.with {
+                    $0.conversation = .group("team")
+                    $0.message = poll.reference
+                    $0.pinned = true
+                    $0.operatorID = "bob"
+                }))
+                let vote = Frame(.pollVote(PollVoteEvent.with {
+                    $0.pollMessage = poll.reference
+                    $0.pollID = "poll-1"
+                    $0.voterID = "bob"
+                    $0.optionIDs = [2]
+                }))
+                let update = Frame(.pollUpdate(PollUpdate.with {
+                    $0.pollMessage = poll.reference
+                    $0.pollID = "poll-1"
+                    $0.closed = true
+                    $0.closedBy = "alice"
+                    $0.voterCount = 1
+                }))
+                let events: Set<Frame.Payload.Kind?> = [.reaction, .disappearingTimer, .pin, .pollVote, .pollUpdate]
+                func received(_ client: TestClient) -> [Frame] { client.collector.frames.filter { events.contains($0.payload?.kind) } }
+                try await bob.send(pin)
+                try await bob.send(vote)
+                // Once alice has bob's vote, carol has it too: alice's update comes after it everywhere.
+                #expect(await eventually { received(alice).count == 3 })
+                try await alice.send(update)
+                #expect(await eventually { received(alice).count == 3 && received(bob).count == 2 && received(carol).count == 3 })
+                #expect(received(alice) == [reaction, pin, vote])
+                #expect(received(bob) == [timer, update])
+                #expect(received(carol) == [pin, vote, update])
+                // Not a member: refused with a notice, the connection kept.
+                let outsider = try await TestClient.connect(to: server, as: "dave", group: group)
+                try await outsider.send(Frame(.pin(PinEvent.with { $0.conversation = .group("team"); $0.pinned = true })))
+                #expect(await eventually { outsider.collector.notices.contains { $0.params["code"] == "unroutable" } })
+                #expect(received(alice).count == 3 && outsider.channel.isActive)
+                for client in [alice, bob, carol, outsider] { await client.close() }
+            }
+        }
+    }
+}
+#endif
