@@ -114,40 +114,48 @@
 static inline size_t utf8_scan(const uint8_t *s, size_t len, int reject_nul) {
     size_t i = 0;
     while (i < len) {
-        // ASCII fast path, 8 bytes at a time. For C strings a byte must also be non-zero:
-        // (w - 0x01..01) sets a byte's high bit for the lowest zero byte (the borrow), and never
-        // when every byte is 0x01 ... 0x7F.
-        if (reject_nul) {
-            while (len - i >= 8) {
-                uint64_t w;
-                memcpy(&w, s + i, 8);
-                if (((w | (w - LOW_ONES)) & HIGH_BITS) != 0) {
-                    break;
-                }
-                i += 8;
-            }
-        } else {
-            while (len - i >= 8) {
-                uint64_t w;
-                memcpy(&w, s + i, 8);
-                if ((w & HIGH_BITS) != 0) {
-                    break;
-                }
-                i += 8;
-            }
-        }
-        if (i == len) {
-            break;
-        }
-
-        const uint8_t c = s[i];
+        uint8_t c = s[i];
         if (c < 0x80) {
-            if (c == 0 && reject_nul) {
-                return i;
+            // An ASCII run: 8 bytes at a time while whole words are ASCII, then byte by byte up to
+            // the first byte that is not. For C strings a byte must also be non-zero:
+            // (w - 0x01..01) sets a byte's high bit for the lowest zero byte (the borrow), and
+            // never when every byte is 0x01 ... 0x7F. A word that fails is left to the byte loop,
+            // which finds the exact byte. Non-ASCII text (e.g. CJK) never enters this branch
+            // between its multi-byte sequences, so it pays nothing for the fast path.
+            if (reject_nul) {
+                while (len - i >= 8) {
+                    uint64_t w;
+                    memcpy(&w, s + i, 8);
+                    if (((w | (w - LOW_ONES)) & HIGH_BITS) != 0) {
+                        break;
+                    }
+                    i += 8;
+                }
+            } else {
+                while (len - i >= 8) {
+                    uint64_t w;
+                    memcpy(&w, s + i, 8);
+                    if ((w & HIGH_BITS) != 0) {
+                        break;
+                    }
+                    i += 8;
+                }
             }
-            i += 1;
-            continue;
+            for (;;) {
+                if (i == len) {
+                    return len;
+                }
+                c = s[i];
+                if (c >= 0x80) {
+                    break;
+                }
+                if (c == 0 && reject_nul) {
+                    return i;
+                }
+                i++;
+            }
         }
+        // c = s[i] >= 0x80: the lead byte of a multi-byte sequence (or an ill-formed byte).
         const size_t left = len - i;
         if (c < 0xC2) {
             // 80..BF: a continuation byte without a lead; C0, C1: overlong 2-byte forms.
