@@ -304,14 +304,21 @@ static inline int read_length(const uint8_t *data, size_t *pos, size_t end, size
     return READ_TOO_LONG;
 }
 
-/// Finds field `number` in `desc`: first where it sits when numbers are dense from 1, else by
-/// protobuf-c's binary search over the number ranges.
+/// Finds field `number` (>= 1) in `desc` and sets *index to its index in desc->fields: first where
+/// it sits when numbers are dense from 1 (IMCodec's schemas, almost always), else by protobuf-c's
+/// binary search over the number ranges. The index is what the per-message bitmaps are keyed by;
+/// the dense case gets it without a pointer difference (a division by the descriptor's size).
 static inline const ProtobufCFieldDescriptor *find_field(const ProtobufCMessageDescriptor *desc,
-                                                          uint32_t number) {
+                                                          uint32_t number, size_t *index) {
     if (number - 1 < desc->n_fields && desc->fields[number - 1].id == number) {
+        *index = number - 1;
         return &desc->fields[number - 1];
     }
-    return protobuf_c_message_descriptor_get_field(desc, number);
+    const ProtobufCFieldDescriptor *field = protobuf_c_message_descriptor_get_field(desc, number);
+    if (field != NULL) {
+        *index = (size_t)(field - desc->fields);
+    }
+    return field;
 }
 
 // MARK: - Memory estimate
@@ -410,9 +417,10 @@ typedef struct {
 // input is either refused (UNSUPPORTED) or, with IMCODEC_SCAN_MERGE_REPEATS, counted for
 // imcodec_transcode, which merges the occurrences before protobuf-c sees them.
 // A oneof member resets the record of its siblings, since setting another member clears the oneof.
-static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescriptor *field) {
+// Only a oneof member or a message field can change anything here: the caller skips the call for
+// other fields. `index` is field's index in frame->descriptor->fields.
+static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescriptor *field, size_t index) {
     const ProtobufCMessageDescriptor *desc = frame->descriptor;
-    const size_t index = (size_t)(field - desc->fields);
     if ((field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && frame->singular_messages_seen != 0) {
         // (Nothing to reset while no message field has been seen: the common case.)
         for (unsigned i = 0; i < desc->n_fields && i < 64; i++) {
@@ -433,10 +441,10 @@ static int singular_message_repeats(scan_frame *frame, const ProtobufCFieldDescr
     return 0;
 }
 
-/// Whether this is the first occurrence of repeated `field` in the message of `frame` (its array
-/// and the caller's array are charged once). Fields past the 64th always count as first.
-static inline int repeated_first(scan_frame *frame, const ProtobufCFieldDescriptor *field) {
-    const size_t index = (size_t)(field - frame->descriptor->fields);
+/// Whether this is the first occurrence of the repeated field descriptor->fields[index] in the
+/// message of `frame` (its array and the caller's array are charged once). Fields past the 64th
+/// always count as first.
+static inline int repeated_first(scan_frame *frame, size_t index) {
     if (index >= 64) {
         return 1;
     }
@@ -608,7 +616,8 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
         }
 
         // -- Field and wire type --------------------------------------------------------------
-        const ProtobufCFieldDescriptor *field = find_field(cur, number);
+        size_t index = 0;  // field's index in cur->fields
+        const ProtobufCFieldDescriptor *field = find_field(cur, number, &index);
         unsigned expected = WT_NONE;
         int wrap = 0;
         int duplicate = 0;  // a repeated singular sub-message, merged into its first occurrence
@@ -624,14 +633,16 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
                          mismatch_detail[wire_index(wire_type)][wire_index(expected)]);
                 }
                 // Kept as an unknown field, as Google's parsers do: imcodec_transcode wraps it.
-                if (find_field(cur, IMCODEC_WRAPPER_FIELD_NUMBER) != NULL) {
+                size_t wrapper_index;
+                if (find_field(cur, IMCODEC_WRAPPER_FIELD_NUMBER, &wrapper_index) != NULL) {
                     FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
                          "a wire type mismatch in a message that declares field 536870911");
                 }
                 field = NULL;
                 wrap = 1;
                 wraps++;
-            } else if (singular_message_repeats(top, field)) {
+            } else if (((field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) || field->type == PROTOBUF_C_TYPE_MESSAGE) &&
+                       singular_message_repeats(top, field, index)) {
                 if (!merge_repeats) {
                     FAIL(IMCODEC_SCAN_UNSUPPORTED, tag_at,
                          "a singular sub-message occurs twice (merging it is not supported)");
@@ -693,7 +704,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
             }
 
             const int repeated = field->label == PROTOBUF_C_LABEL_REPEATED;
-            if (estimate && repeated && repeated_first(top, field)) {
+            if (estimate && repeated && repeated_first(top, index)) {
                 arena += 16;
                 value += 48;
             }
@@ -832,7 +843,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
             value += field_bytes;
         } else if (wire_type != WT_LEN && field->label == PROTOBUF_C_LABEL_REPEATED) {
             // One element of a repeated scalar that is not packed.
-            if (repeated_first(top, field)) {
+            if (repeated_first(top, index)) {
                 arena += 16;
                 value += 48;
             }
