@@ -116,8 +116,10 @@ static inline size_t utf8_scan(const uint8_t *s, size_t len, int reject_nul) {
     while (i < len) {
         uint8_t c = s[i];
         if (c < 0x80) {
-            // An ASCII run: 8 bytes at a time while whole words are ASCII, then byte by byte up to
-            // the first byte that is not. For C strings a byte must also be non-zero:
+            // An ASCII run: 8 bytes at a time while whole words are ASCII; then, for the last 1 to
+            // 7 bytes of a string of at least 8, the word of its last 8 bytes (it overlaps bytes
+            // already read: if they are all ASCII, so is the rest of the string); then byte by
+            // byte up to the first byte that is not. For C strings a byte must also be non-zero:
             // (w - 0x01..01) sets a byte's high bit for the lowest zero byte (the borrow), and
             // never when every byte is 0x01 ... 0x7F. A word that fails is left to the byte loop,
             // which finds the exact byte. Non-ASCII text (e.g. CJK) never enters this branch
@@ -131,6 +133,13 @@ static inline size_t utf8_scan(const uint8_t *s, size_t len, int reject_nul) {
                     }
                     i += 8;
                 }
+                if (len - i < 8 && len >= 8) {
+                    uint64_t w;
+                    memcpy(&w, s + len - 8, 8);
+                    if (((w | (w - LOW_ONES)) & HIGH_BITS) == 0) {
+                        return len;
+                    }
+                }
             } else {
                 while (len - i >= 8) {
                     uint64_t w;
@@ -139,6 +148,13 @@ static inline size_t utf8_scan(const uint8_t *s, size_t len, int reject_nul) {
                         break;
                     }
                     i += 8;
+                }
+                if (len - i < 8 && len >= 8) {
+                    uint64_t w;
+                    memcpy(&w, s + len - 8, 8);
+                    if ((w & HIGH_BITS) == 0) {
+                        return len;
+                    }
                 }
             }
             for (;;) {
