@@ -403,6 +403,28 @@ static inline size_t element_cost(const imcodec_scan_options *o, const ProtobufC
     return o->default_element_cost;
 }
 
+/// element_cost() of the last two message types asked for, most recent first: a list of messages
+/// with lists of elements alternates between two types, which then need no binary search.
+typedef struct {
+    const ProtobufCMessageDescriptor *descriptor[2];
+    size_t cost[2];
+} element_cost_cache;
+
+/// element_cost(o, desc) through `cache` (out of line: it is not on every field's path, and the
+/// pass keeps its registers).
+static __attribute__((noinline)) size_t cached_element_cost(element_cost_cache *cache, const imcodec_scan_options *o,
+                                                           const ProtobufCMessageDescriptor *desc) {
+    if (desc == cache->descriptor[0]) {
+        return cache->cost[0];
+    }
+    const size_t cost = desc == cache->descriptor[1] ? cache->cost[1] : element_cost(o, desc);
+    cache->descriptor[1] = cache->descriptor[0];
+    cache->cost[1] = cache->cost[0];
+    cache->descriptor[0] = desc;
+    cache->cost[0] = cost;
+    return cost;
+}
+
 /// Bytes of a varint holding `v`.
 static inline size_t varint_size(uint64_t v) {
     size_t n = 1;
@@ -525,6 +547,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     size_t messages = 0;
     size_t arena = 0;  // memory estimate, see above
     size_t value = 0;
+    element_cost_cache costs = {{NULL, NULL}, {0, 0}};
 
     // Filled before `goto fail`.
     imcodec_scan_status status;
@@ -738,7 +761,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
                         arena += message_struct_bytes(cur);
                         if (repeated) {
                             arena += 8;
-                            value += element_cost(o, cur);
+                            value += cached_element_cost(&costs, o, cur);
                         }
                     }
                     messages++;
