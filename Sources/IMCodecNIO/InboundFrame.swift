@@ -5,8 +5,8 @@ import NIOCore
 /// A frame received but not materialized: its bytes exactly as they arrived, plus the routing facts
 /// read through a ``IMCodec/FrameView`` while the frame was validated.
 ///
-/// A router reads ``payloadKind``, ``conversationType``, ``targetID`` and ``messageFlags`` and
-/// forwards ``record`` (prefix and body, byte for byte) without building a ``IMCodec/Frame``. The
+/// A router reads ``payloadKind``, ``route`` (or ``conversationType``, ``targetID`` and
+/// ``channelID``) and ``messageFlags`` and forwards ``record`` (prefix and body, byte for byte) without building a ``IMCodec/Frame``. The
 /// body has been fully decoded once by protobuf-c, so it is known to be a valid frame within the
 /// channel's limits; ``decode(with:)`` builds the Swift value when a handler needs it.
 public struct InboundFrame: Sendable, Hashable {
@@ -20,6 +20,11 @@ public struct InboundFrame: Sendable, Hashable {
     public let conversationType: ConversationType
     /// The conversation's target: the peer's user id or the group id ("" when none).
     public let targetID: String
+    /// The conversation's ultra-group channel id ("" when none).
+    public let channelID: String
+    /// Where the frame goes (``IMCodec/FrameView/route``): for a receipt or a reaction, for example,
+    /// the sender of the message it refers to rather than ``targetID``.
+    public let route: FrameRoute
     /// The sender of a message payload ("" for other payloads).
     public let senderID: String
     /// The client message id of a message or send-ack payload ("" for others).
@@ -30,13 +35,16 @@ public struct InboundFrame: Sendable, Hashable {
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
         record: ByteBuffer, prefixSize: Int, payloadKind: Frame.Payload.Kind?, conversationType: ConversationType,
-        targetID: String, senderID: String, clientMsgID: String, messageFlags: MessageFlags
+        targetID: String, channelID: String = "", route: FrameRoute, senderID: String, clientMsgID: String,
+        messageFlags: MessageFlags
     ) {
         self.record = record
         self.prefixSize = prefixSize
         self.payloadKind = payloadKind
         self.conversationType = conversationType
         self.targetID = targetID
+        self.channelID = channelID
+        self.route = route
         self.senderID = senderID
         self.clientMsgID = clientMsgID
         self.messageFlags = messageFlags
@@ -69,8 +77,9 @@ extension InboundFrame {
             self = try decoder.withFrameView(record.body.readableBytesView) { view in
                 InboundFrame(
                     record: record.record, prefixSize: record.prefixSize, payloadKind: view.payloadKind,
-                    conversationType: view.conversationType, targetID: view.targetID, senderID: view.senderID,
-                    clientMsgID: view.clientMsgID, messageFlags: view.messageFlags)
+                    conversationType: view.conversationType, targetID: view.targetID, channelID: view.channelID,
+                    route: view.route, senderID: view.senderID, clientMsgID: view.clientMsgID,
+                    messageFlags: view.messageFlags)
             }
         } catch let error as IMCodecError {
             throw error

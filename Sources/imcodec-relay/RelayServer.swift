@@ -795,11 +795,8 @@ final class Router {
     /// with the stamp appended, and keeps the stamped record for sync.
     private func routeMessage(_ frame: InboundFrame, from session: Session, user: String) {
         let type = frame.conversationType
-        var conversation = Conversation.with { $0.type = type; $0.targetID = frame.targetID }
-        if type == .ultraGroup {
-            conversation.channelID = (try? frame.body.withUnsafeReadableBytes { raw in
-                try wireDecoder.withFrameView(raw) { $0.channelID }
-            }) ?? ""
+        let conversation = Conversation.with {
+            $0.type = type; $0.targetID = frame.targetID; $0.channelID = frame.channelID
         }
         var ack = SendAck.with { $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation }
         defer {
@@ -875,13 +872,7 @@ final class Router {
     /// Recall, edit, delete, typing, reaction, pin, poll vote and update, disappearing timer: forwarded
     /// unchanged where ``IMCodec/FrameView/route`` says (online receivers only; events are not kept).
     private func routeEvent(_ frame: InboundFrame, from session: Session, user: String) {
-        let route: FrameRoute
-        do {
-            route = try frame.body.withUnsafeReadableBytes { raw in try wireDecoder.withFrameView(raw) { $0.route } }
-        } catch {
-            fail(session, error: error)
-            return
-        }
+        let route = frame.route
         switch route {
         case .user(let peer) where peer == user:
             notice(session, code: "unroutable", reason: "a one-to-one event must name the peer as its target")

@@ -29,7 +29,7 @@ struct FrameCodecTests {
     }
 
     @Test func inboundFrameDecoderPassesTheVerifier() throws {
-        let pairs = SampleFrames.all.map { frame -> (ByteBuffer, [InboundFrame]) in
+        let pairs = try SampleFrames.all.map { frame throws -> (ByteBuffer, [InboundFrame]) in
             let record = delimited([frame])
             let body = frame.serializedBytes()
             let message: Message? = if case .message(let m)? = frame.payload { m } else { nil }
@@ -43,7 +43,8 @@ struct FrameCodecTests {
             let expected = InboundFrame(
                 record: record, prefixSize: record.readableBytes - body.count, payloadKind: frame.payload?.kind,
                 conversationType: conversation?.type ?? .unspecified, targetID: conversation?.targetID ?? "",
-                senderID: message?.senderID ?? "", clientMsgID: message?.clientMsgID ?? "",
+                channelID: conversation?.channelID ?? "",
+                route: try WireDecoder().withFrameView(body) { $0.route }, senderID: message?.senderID ?? "", clientMsgID: message?.clientMsgID ?? "",
                 messageFlags: message?.messageFlags ?? [])
             return (record, [expected])
         }
