@@ -121,13 +121,7 @@ final class RelayServer: Sendable {
         let router = NIOLoopBound(Router(eventLoop: loop, configuration: configuration), eventLoop: loop)
         let codec = configuration.codec
         let frameWait = configuration.maxFrameWait
-        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
-            low: max(1, configuration.maxOutboundBytes / 2), high: max(2, configuration.maxOutboundBytes))
-        let bootstrap = ServerBootstrap(group: loop)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: watermark)
+        let bootstrap = serverBootstrap(configuration, loop: loop)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let router = router.value
@@ -154,6 +148,18 @@ final class RelayServer: Sendable {
             }
     }
 
+    /// The socket options both listeners share: a backlog, address reuse, no Nagle delay, and the
+    /// write-buffer high-water mark at which a client becomes a slow consumer.
+    private static func serverBootstrap(_ configuration: RelayConfiguration, loop: any EventLoop) -> ServerBootstrap {
+        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
+            low: max(1, configuration.maxOutboundBytes / 2), high: max(2, configuration.maxOutboundBytes))
+        return ServerBootstrap(group: loop)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: watermark)
+    }
+
     /// The WebSocket listener: an HTTP/1.1 server that only upgrades to WebSocket, then the same
     /// ``RelayConnectionHandler`` as on TCP behind a ``IMCodecNIO/WebSocketFrameHandler`` (one
     /// frame per binary message).
@@ -164,13 +170,7 @@ final class RelayServer: Sendable {
         let limits = configuration.webSocket
         let frameWait = configuration.maxFrameWait
         let upgradeTimeout = configuration.loginTimeout
-        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
-            low: max(1, configuration.maxOutboundBytes / 2), high: max(2, configuration.maxOutboundBytes))
-        let bootstrap = ServerBootstrap(group: loop)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: watermark)
+        let bootstrap = serverBootstrap(configuration, loop: loop)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let upgrader = NIOWebSocketServerUpgrader(
