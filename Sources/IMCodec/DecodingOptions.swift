@@ -55,6 +55,15 @@ public struct DecodingOptions: Sendable, Hashable {
         self.maxDecodedMemory = maxDecodedMemory
     }
 
+    /// Options for bytes this library wrote itself (a value's own encoding, decoded again to print it
+    /// or to merge into it): no size or field limit, the depth cap (the stack still bounds the
+    /// recursion), `maxDecodedMemory` as given (`nil`: the default estimate for the input).
+    static func ownBytes(maxDecodedMemory: Int? = nil, acceptsNewerFrames: Bool) -> DecodingOptions {
+        DecodingOptions(
+            maxInputSize: Int.max, maxDepth: maxDepthCap, maxFieldCount: Int.max, maxDecodedMemory: maxDecodedMemory,
+            acceptsNewerFrames: acceptsNewerFrames)
+    }
+
     /// The memory cap for an input of `inputSize` bytes.
     func decodedMemoryLimit(forInputSize inputSize: Int) -> Int {
         if let maxDecodedMemory { return max(0, maxDecodedMemory) }

@@ -48,12 +48,7 @@ enum WireCodec {
             _ = try scan(descriptor, buffer, options: options)
             joined.append(contentsOf: buffer)
         }
-        return (
-            joined,
-            DecodingOptions(
-                maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
-                acceptsNewerFrames: options.acceptsNewerFrames)
-        )
+        return (joined, .ownBytes(acceptsNewerFrames: options.acceptsNewerFrames))
     }
 
     /// The pre-scan of `buffer` with `options`; throws its error.

@@ -61,9 +61,7 @@ extension IMCodecMessage {
         let bytes = serializedBytes()
         // The bytes are our own, so only the stack-depth cap applies (and a value is printed whatever
         // reader version it asks for).
-        let decoding = DecodingOptions(
-            maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
-            maxDecodedMemory: Int.max, acceptsNewerFrames: true)
+        let decoding = DecodingOptions.ownBytes(maxDecodedMemory: Int.max, acceptsNewerFrames: true)
         return try ProtoJSONPrinter.print(binary: bytes, descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
     }
 
@@ -87,9 +85,7 @@ extension IMCodecMessage {
 
     /// The UTF-8 bytes of ``jsonString(options:)`` (implementation of `jsonUTF8Data(options:)`).
     func _jsonUTF8Bytes(options: JSONEncodingOptions) throws(IMCodecError) -> [UInt8] {
-        let decoding = DecodingOptions(
-            maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
-            maxDecodedMemory: Int.max, acceptsNewerFrames: true)
+        let decoding = DecodingOptions.ownBytes(maxDecodedMemory: Int.max, acceptsNewerFrames: true)
         return try ProtoJSONPrinter.printUTF8(
             binary: serializedBytes(), descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
     }

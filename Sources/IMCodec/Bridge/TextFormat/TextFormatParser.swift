@@ -60,9 +60,7 @@ struct TextFormatParser {
         do {
             // The bytes are ours: only the depth (already checked) and the memory estimate apply.
             // Text format is for people and tools, not the wire: min_reader_version is not enforced.
-            return try M(serializedBytes: bytes, options: DecodingOptions(
-                maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max,
-                acceptsNewerFrames: true))
+            return try M(serializedBytes: bytes, options: .ownBytes(acceptsNewerFrames: true))
         } catch {
             throw IMCodecError(
                 code: error.code, reason: "the text reads as a message IMCodec cannot decode: \(error.reason)")
