@@ -56,7 +56,10 @@ extension C2CReadReceipt {
     }
 
     /// The read time in seconds, as Tencent's C2C receipt gives it (rounded down).
-    public var tencentTimestamp: Int64 { readTimeMs >= 0 ? readTimeMs / 1000 : (readTimeMs - 999) / 1000 }
+    public var tencentTimestamp: Int64 {
+        let (seconds, rest) = readTimeMs.quotientAndRemainder(dividingBy: 1000)
+        return rest < 0 ? seconds - 1 : seconds
+    }
 }
 
 extension MessageElement {

@@ -220,5 +220,7 @@ struct SessionValidationTests {
             == ["timeNotMilliseconds @ markRead.readTimeMs"])
         #expect(C2CReadReceipt(userID: "u", tencentTimestamp: .max).readTimeMs == .max)
         #expect(C2CReadReceipt(userID: "u", tencentTimestamp: -1).tencentTimestamp == -1)
+        #expect(C2CReadReceipt(userID: "u", tencentTimestamp: .min).tencentTimestamp == Int64.min / 1000 - 1)
+        #expect(C2CReadReceipt.with { $0.readTimeMs = -1 }.tencentTimestamp == -1)
     }
 }
