@@ -38,20 +38,19 @@ extension Validator {
     }
 
     mutating func checkConversations(_ conversations: [Conversation], at path: String) {
-        var seen = Set<Conversation>()
-        for (i, conversation) in conversations.enumerated() {
-            checkConversation(conversation, at: "\(path)[\(i)]")
-            if !seen.insert(Self.key(conversation)).inserted {
-                report(.duplicateConversation, "\(path)[\(i)]", "the conversation is listed twice")
-            }
-        }
+        checkDistinct(conversations, at: path, field: "")
     }
 
     mutating func checkSeqs(_ seqs: [ConversationSeq], at path: String) {
+        checkDistinct(seqs.map(\.conversation), at: path, field: ".conversation")
+    }
+
+    /// Each conversation of a list is valid (`path[i]` + `field`) and listed once (`path[i]`).
+    private mutating func checkDistinct(_ conversations: [Conversation?], at path: String, field: String) {
         var seen = Set<Conversation>()
-        for (i, entry) in seqs.enumerated() {
-            checkConversation(entry.conversation, at: "\(path)[\(i)].conversation")
-            if let conversation = entry.conversation, !seen.insert(Self.key(conversation)).inserted {
+        for (i, conversation) in conversations.enumerated() {
+            checkConversation(conversation, at: "\(path)[\(i)]\(field)")
+            if let conversation, !seen.insert(Self.key(conversation)).inserted {
                 report(.duplicateConversation, "\(path)[\(i)]", "the conversation is listed twice")
             }
         }
