@@ -304,21 +304,28 @@ def compare_message(old_schema, new_schema, full, old_msg, new_msg):
                 for change in field_changes(old_schema, new_schema, old_msg, new_msg, f, by_num):
                     out.append((subject, change))
         else:
-            num_ok = in_ranges(f.number, new_ranges)
-            name_ok = f.name in new_reserved_names
-            if not num_ok and not name_ok:
-                out.append((subject, "field %d removed without reserving its number or name "
-                                     "(wire and JSON break)" % f.number))
-            elif not num_ok:
-                out.append((subject, "field %d removed without reserving its number (wire break)" % f.number))
-            elif not name_ok:
-                out.append((subject, "field %d removed without reserving its name \"%s\" (JSON break)"
-                            % (f.number, f.name)))
+            line = removal("field", f.number, f.name, new_ranges, new_reserved_names)
+            if line:
+                out.append((subject, line))
     new_items = {f.number: f.name for f in new_msg.field if f.number not in old_num}
     for line in reserved_changes("field", old_ranges, new_ranges, old_msg.reserved_name,
                                  new_msg.reserved_name, new_items, MAX_FIELD_NUMBER):
         out.append((full, line))
     return out
+
+
+def removal(kind, number, name, new_ranges, new_reserved_names):
+    """The break line for a field or enum value that is gone, or None when both its number and its
+    name are reserved in the new schema."""
+    num_ok = in_ranges(number, new_ranges)
+    name_ok = name in new_reserved_names
+    if not num_ok and not name_ok:
+        return "%s %d removed without reserving its number or name (wire and JSON break)" % (kind, number)
+    if not num_ok:
+        return "%s %d removed without reserving its number (wire break)" % (kind, number)
+    if not name_ok:
+        return "%s %d removed without reserving its name \"%s\" (JSON break)" % (kind, number, name)
+    return None
 
 
 def compare_enum(full, old_enum, new_enum):
@@ -349,16 +356,9 @@ def compare_enum(full, old_enum, new_enum):
             out.append((subject, "enum value %d removed; its number is now used by %s (wire and JSON break)"
                         % (v.number, holders[0].name)))
         else:
-            num_ok = in_ranges(v.number, new_ranges)
-            name_ok = v.name in new_reserved_names
-            if not num_ok and not name_ok:
-                out.append((subject, "enum value %d removed without reserving its number or name "
-                                     "(wire and JSON break)" % v.number))
-            elif not num_ok:
-                out.append((subject, "enum value %d removed without reserving its number (wire break)" % v.number))
-            elif not name_ok:
-                out.append((subject, "enum value %d removed without reserving its name \"%s\" (JSON break)"
-                            % (v.number, v.name)))
+            line = removal("enum value", v.number, v.name, new_ranges, new_reserved_names)
+            if line:
+                out.append((subject, line))
     new_items = {}
     for v in new_enum.value:
         if v.number not in old_numbers:
