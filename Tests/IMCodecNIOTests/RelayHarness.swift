@@ -41,12 +41,26 @@ func withClientGroup<R>(threads: Int = 1, _ body: (MultiThreadedEventLoopGroup) 
     }
 }
 
-/// Polls `condition` every 10 ms until it holds or `seconds` pass; returns whether it held.
+/// How many reads every test client has had so far (frames or byte buffers): the progress that
+/// ``eventually(_:_:)`` watches.
+let testClientReads = NIOLockedValueBox(0)
+
+/// Polls `condition` every 10 ms until it holds; returns whether it held. It gives up after
+/// `seconds` in which no test client read anything (a stalled relay or a lost frame), not after
+/// `seconds` in all: a machine slowed by a sanitizer or by other suites still makes progress, and
+/// a wait measured in wall-clock time alone failed there by chance.
 func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = NIODeadline.now() + .milliseconds(Int64(seconds * 1000))
+    let quiet = TimeAmount.milliseconds(Int64(seconds * 1000))
+    var reads = testClientReads.withLockedValue { $0 }
+    var deadline = NIODeadline.now() + quiet
     while NIODeadline.now() < deadline {
         if try condition() { return true }
         try? await Task.sleep(nanoseconds: 10_000_000)
+        let now = testClientReads.withLockedValue { $0 }
+        if now != reads {
+            reads = now
+            deadline = NIODeadline.now() + quiet
+        }
     }
     return try condition()
 }
@@ -64,6 +78,7 @@ final class FrameCollector: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = Self.unwrapInboundIn(data)
         box.withLockedValue { $0.append(frame) }
+        testClientReads.withLockedValue { $0 += 1 }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -156,6 +171,7 @@ final class RawCollector: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = Self.unwrapInboundIn(data)
         box.withLockedValue { _ = $0.writeBuffer(&buffer) }
+        testClientReads.withLockedValue { $0 += 1 }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

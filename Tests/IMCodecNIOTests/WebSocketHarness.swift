@@ -37,6 +37,7 @@ final class ByteCollector: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = Self.unwrapInboundIn(data)
         box.withLockedValue { $0.append(contentsOf: buffer.readableBytesView) }
+        testClientReads.withLockedValue { $0 += 1 }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
