@@ -58,7 +58,10 @@ let package = Package(
         // The Swift library. Only Sources/IMCodec/Bridge/ imports the C modules.
         .target(
             name: "IMCodec",
-            dependencies: ["CProtobufC", "CIMCodecRuntime", "CIMCodecSchemas"]
+            dependencies: ["CProtobufC", "CIMCodecRuntime", "CIMCodecSchemas"],
+            // The generated views (`Frame.View`, ...) are `~Escapable`; their accessors say how
+            // long what they return may live (`@_lifetime`).
+            swiftSettings: [.enableExperimentalFeature("Lifetimes")]
         ),
         // The `imcodec` command-line tool.
         .executableTarget(

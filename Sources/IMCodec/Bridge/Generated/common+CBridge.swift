@@ -8,35 +8,355 @@ extension Conversation {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Conversation.self, imcodec__v1__conversation__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__Conversation.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__Conversation>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Conversation`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        type = ConversationType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
-        targetID = _CRead.string(c.pointee.target_id)
-        channelID = _CRead.string(c.pointee.channel_id)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        type = v.type
+        targetID = v.targetID.materialize()
+        channelID = v.channelID.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.Conversation`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Conversation` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Conversation`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Conversation> { _raw.assumingMemoryBound(to: Imcodec__V1__Conversation.self) }
+
+        /// Field `type` (1).
+        public var type: ConversationType { ConversationType(rawValue: Int32(bitPattern: _c.pointee.type.rawValue)) }
+
+        /// Peer user id (one-to-one) or group / chatroom / ultra group id. Empty for system conversations.
+        public var targetID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.target_id), copying: self)
+            }
+        }
+
+        /// Ultra group channel id; empty elsewhere.
+        public var channelID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.channel_id), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> Conversation {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { Conversation(_viewOf: raw, depth: depth) })
+                ?? Conversation(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Conversation`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Conversation>.allocate(capacity: 1)
+        imcodec__v1__conversation__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MessageRef {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MessageRef.self, imcodec__v1__message_ref__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MessageRef.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MessageRef>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MessageRef`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        clientMsgID = _CRead.string(c.pointee.client_msg_id)
-        serverMsgUID = _CRead.string(c.pointee.server_msg_uid)
-        seq = c.pointee.seq
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        senderID = _CRead.string(c.pointee.sender_id)
-        serverTimeMs = c.pointee.server_time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        clientMsgID = v.clientMsgID.materialize()
+        serverMsgUID = v.serverMsgUID.materialize()
+        seq = v.seq
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        senderID = v.senderID.materialize()
+        serverTimeMs = v.serverTimeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MessageRef`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MessageRef` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MessageRef`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MessageRef> { _raw.assumingMemoryBound(to: Imcodec__V1__MessageRef.self) }
+
+        /// The id the sending client gave the message.
+        public var clientMsgID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.client_msg_id), copying: self)
+            }
+        }
+
+        /// The id the server assigned (see SendAck).
+        public var serverMsgUID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.server_msg_uid), copying: self)
+            }
+        }
+
+        /// Per-conversation sequence number assigned by the server.
+        public var seq: UInt64 { _c.pointee.seq }
+
+        /// Field `conversation` (4).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `sender_id` (5).
+        public var senderID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.sender_id), copying: self)
+            }
+        }
+
+        /// Field `server_time_ms` (6).
+        public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MessageRef {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MessageRef(_viewOf: raw, depth: depth) })
+                ?? MessageRef(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MessageRef`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MessageRef>.allocate(capacity: 1)
+        imcodec__v1__message_ref__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension Conversation.View {
+    /// The elements of a repeated `imcodec.v1.Conversation` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> Conversation.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(Conversation.View(_raw: element ?? Conversation._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: Conversation.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: Conversation.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (Conversation.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [Conversation] {
+            var out: [Conversation] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(Conversation(_viewOf: element ?? Conversation._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension MessageRef.View {
+    /// The elements of a repeated `imcodec.v1.MessageRef` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> MessageRef.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(MessageRef.View(_raw: element ?? MessageRef._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: MessageRef.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: MessageRef.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (MessageRef.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [MessageRef] {
+            var out: [MessageRef] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(MessageRef(_viewOf: element ?? MessageRef._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension WireDecoder {
+    /// Decodes a `imcodec.v1.Conversation` and lends `body` a view of it (``Conversation/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: Conversation.Type, _ bytes: Bytes, _ body: (Conversation.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(Conversation._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(Conversation.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MessageRef` and lends `body` a view of it (``MessageRef/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MessageRef.Type, _ bytes: Bytes, _ body: (MessageRef.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MessageRef._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MessageRef.View(_message: message))
+    }
 }

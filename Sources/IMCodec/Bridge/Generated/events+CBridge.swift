@@ -8,300 +8,1881 @@ extension RecallEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__RecallEvent.self, imcodec__v1__recall_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__RecallEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__RecallEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__RecallEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        revokerID = _CRead.string(c.pointee.revoker_id)
-        reason = _CRead.string(c.pointee.reason)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        revokerID = v.revokerID.materialize()
+        reason = v.reason.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.RecallEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__RecallEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__RecallEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__RecallEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__RecallEvent.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `revoker_id` (2).
+        public var revokerID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.revoker_id), copying: self)
+            }
+        }
+
+        /// Field `reason` (3).
+        public var reason: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.reason), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> RecallEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { RecallEvent(_viewOf: raw, depth: depth) })
+                ?? RecallEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__RecallEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__RecallEvent>.allocate(capacity: 1)
+        imcodec__v1__recall_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension EditEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__EditEvent.self, imcodec__v1__edit_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__EditEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__EditEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__EditEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        newMessage = c.pointee.new_message.map { Message(_c: $0) }
-        editorID = _CRead.string(c.pointee.editor_id)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        if let field = v.newMessage { newMessage = Message(_viewOf: field._raw, depth: depth) }
+        editorID = v.editorID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.EditEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__EditEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__EditEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__EditEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__EditEvent.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `new_message` (2).
+        public var newMessage: Message.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.new_message else { return nil }
+                return _overrideLifetime(Message.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `editor_id` (3).
+        public var editorID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.editor_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> EditEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { EditEvent(_viewOf: raw, depth: depth) })
+                ?? EditEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__EditEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__EditEvent>.allocate(capacity: 1)
+        imcodec__v1__edit_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension DeleteEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__DeleteEvent.self, imcodec__v1__delete_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__DeleteEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__DeleteEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__DeleteEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { MessageRef(_c: $0) }
-        scope = DeleteScope(rawValue: Int32(bitPattern: c.pointee.scope.rawValue))
-        operatorID = _CRead.string(c.pointee.operator_id)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        messages = v.messages.materialize()
+        scope = v.scope
+        operatorID = v.operatorID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.DeleteEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__DeleteEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__DeleteEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__DeleteEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__DeleteEvent.self) }
+
+        /// Field `messages` (1).
+        public var messages: MessageRef.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageRef.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `scope` (2).
+        public var scope: DeleteScope { DeleteScope(rawValue: Int32(bitPattern: _c.pointee.scope.rawValue)) }
+
+        /// Field `operator_id` (3).
+        public var operatorID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.operator_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> DeleteEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { DeleteEvent(_viewOf: raw, depth: depth) })
+                ?? DeleteEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__DeleteEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__DeleteEvent>.allocate(capacity: 1)
+        imcodec__v1__delete_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension TypingEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__TypingEvent.self, imcodec__v1__typing_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__TypingEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__TypingEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__TypingEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        userID = _CRead.string(c.pointee.user_id)
-        state = TypingState(rawValue: Int32(bitPattern: c.pointee.state.rawValue))
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        userID = v.userID.materialize()
+        state = v.state
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.TypingEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__TypingEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__TypingEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__TypingEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__TypingEvent.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `user_id` (2).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `state` (3).
+        public var state: TypingState { TypingState(rawValue: Int32(bitPattern: _c.pointee.state.rawValue)) }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> TypingEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { TypingEvent(_viewOf: raw, depth: depth) })
+                ?? TypingEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__TypingEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__TypingEvent>.allocate(capacity: 1)
+        imcodec__v1__typing_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MarkReadEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MarkReadEvent.self, imcodec__v1__mark_read_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MarkReadEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MarkReadEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MarkReadEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        userID = _CRead.string(c.pointee.user_id)
-        readTimeMs = c.pointee.read_time_ms
-        readSeq = c.pointee.read_seq
-        allConversations = c.pointee.all_conversations != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        userID = v.userID.materialize()
+        readTimeMs = v.readTimeMs
+        readSeq = v.readSeq
+        allConversations = v.allConversations
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MarkReadEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MarkReadEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MarkReadEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MarkReadEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__MarkReadEvent.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `user_id` (2).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `read_time_ms` (3).
+        public var readTimeMs: Int64 { _c.pointee.read_time_ms }
+
+        /// Field `read_seq` (4).
+        public var readSeq: UInt64 { _c.pointee.read_seq }
+
+        /// Every conversation of user_id; conversation is then unset.
+        public var allConversations: Bool { _c.pointee.all_conversations != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MarkReadEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MarkReadEvent(_viewOf: raw, depth: depth) })
+                ?? MarkReadEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MarkReadEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MarkReadEvent>.allocate(capacity: 1)
+        imcodec__v1__mark_read_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension SystemNotice {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__SystemNotice.self, imcodec__v1__system_notice__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__SystemNotice.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__SystemNotice>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__SystemNotice`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        type = _CRead.string(c.pointee.type)
-        params = _CRead.map(c.pointee.n_params, c.pointee.params) { ($0.pointee.key, $0.pointee.value) }
-        text = _CRead.string(c.pointee.text)
-        timeMs = c.pointee.time_ms
-        recipientID = _CRead.string(c.pointee.recipient_id)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        type = v.type.materialize()
+        params = v.params.materialize()
+        text = v.text.materialize()
+        timeMs = v.timeMs
+        recipientID = v.recipientID.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.SystemNotice`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__SystemNotice` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__SystemNotice`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__SystemNotice> { _raw.assumingMemoryBound(to: Imcodec__V1__SystemNotice.self) }
+
+        /// Machine-readable kind, e.g. "kicked_offline".
+        public var type: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.type), copying: self)
+            }
+        }
+
+        /// Field `params` (2).
+        public var params: StringMapView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringMapView(_entries: UnsafeRawPointer(_c.pointee.params), count: _c.pointee.n_params, keyOffset: MemoryLayout<Imcodec__V1__SystemNotice__ParamsEntry>.offset(of: \.key)!, valueOffset: MemoryLayout<Imcodec__V1__SystemNotice__ParamsEntry>.offset(of: \.value)!), copying: self)
+            }
+        }
+
+        /// Field `text` (3).
+        public var text: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// The user it is for (QuickBlox recipientID); empty: the receiving connection's user.
+        public var recipientID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.recipient_id), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> SystemNotice {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { SystemNotice(_viewOf: raw, depth: depth) })
+                ?? SystemNotice(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__SystemNotice`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__SystemNotice>.allocate(capacity: 1)
+        imcodec__v1__system_notice__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension SendAck {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__SendAck.self, imcodec__v1__send_ack__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__SendAck.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__SendAck>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__SendAck`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        clientMsgID = _CRead.string(c.pointee.client_msg_id)
-        serverMsgUID = _CRead.string(c.pointee.server_msg_uid)
-        seq = c.pointee.seq
-        serverTimeMs = c.pointee.server_time_ms
-        errorCode = c.pointee.error_code
-        errorDescription = _CRead.string(c.pointee.error_description)
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        clientMsgID = v.clientMsgID.materialize()
+        serverMsgUID = v.serverMsgUID.materialize()
+        seq = v.seq
+        serverTimeMs = v.serverTimeMs
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.SendAck`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__SendAck` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__SendAck`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__SendAck> { _raw.assumingMemoryBound(to: Imcodec__V1__SendAck.self) }
+
+        /// Field `client_msg_id` (1).
+        public var clientMsgID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.client_msg_id), copying: self)
+            }
+        }
+
+        /// Field `server_msg_uid` (2).
+        public var serverMsgUID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.server_msg_uid), copying: self)
+            }
+        }
+
+        /// Field `seq` (3).
+        public var seq: UInt64 { _c.pointee.seq }
+
+        /// Field `server_time_ms` (4).
+        public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Field `error_code` (5).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (6).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Field `conversation` (7).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> SendAck {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { SendAck(_viewOf: raw, depth: depth) })
+                ?? SendAck(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__SendAck`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__SendAck>.allocate(capacity: 1)
+        imcodec__v1__send_ack__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension HistoryRequest {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__HistoryRequest.self, imcodec__v1__history_request__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__HistoryRequest.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__HistoryRequest>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__HistoryRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        count = c.pointee.count
-        cursor = _CRead.string(c.pointee.cursor)
-        direction = HistoryDirection(rawValue: Int32(bitPattern: c.pointee.direction.rawValue))
-        skip = c.pointee.skip
-        sort = HistorySort(rawValue: Int32(bitPattern: c.pointee.sort.rawValue))
-        startTimeMs = c.pointee.start_time_ms
-        endTimeMs = c.pointee.end_time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        count = v.count
+        cursor = v.cursor.materialize()
+        direction = v.direction
+        skip = v.skip
+        sort = v.sort
+        startTimeMs = v.startTimeMs
+        endTimeMs = v.endTimeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.HistoryRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__HistoryRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__HistoryRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__HistoryRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__HistoryRequest.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Messages wanted; servers cap it (Tencent: 20 per page for groups).
+        public var count: UInt32 { _c.pointee.count }
+
+        /// Opaque cursor from the previous HistoryResponse; empty for the newest page.
+        public var cursor: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.cursor), copying: self)
+            }
+        }
+
+        /// Field `direction` (4).
+        public var direction: HistoryDirection { HistoryDirection(rawValue: Int32(bitPattern: _c.pointee.direction.rawValue)) }
+
+        /// QuickBlox-style filters: skip this many matches first (offset paging, with count as limit)...
+        public var skip: UInt32 { _c.pointee.skip }
+
+        /// ...order the page...
+        public var sort: HistorySort { HistorySort(rawValue: Int32(bitPattern: _c.pointee.sort.rawValue)) }
+
+        /// ...and keep messages sent in [start_time_ms, end_time_ms] (server time, epoch ms; 0: open).
+        public var startTimeMs: Int64 { _c.pointee.start_time_ms }
+
+        /// Field `end_time_ms` (8).
+        public var endTimeMs: Int64 { _c.pointee.end_time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> HistoryRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { HistoryRequest(_viewOf: raw, depth: depth) })
+                ?? HistoryRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__HistoryRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__HistoryRequest>.allocate(capacity: 1)
+        imcodec__v1__history_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension HistoryResponse {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__HistoryResponse.self, imcodec__v1__history_response__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__HistoryResponse.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__HistoryResponse>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__HistoryResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { Message(_c: $0) }
-        nextCursor = _CRead.string(c.pointee.next_cursor)
-        finished = c.pointee.finished != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        messages = v.messages.materialize()
+        nextCursor = v.nextCursor.materialize()
+        finished = v.finished
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.HistoryResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__HistoryResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__HistoryResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__HistoryResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__HistoryResponse.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `messages` (2).
+        public var messages: Message.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(Message.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `next_cursor` (3).
+        public var nextCursor: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.next_cursor), copying: self)
+            }
+        }
+
+        /// No more pages in this direction.
+        public var finished: Bool { _c.pointee.finished != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> HistoryResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { HistoryResponse(_viewOf: raw, depth: depth) })
+                ?? HistoryResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__HistoryResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__HistoryResponse>.allocate(capacity: 1)
+        imcodec__v1__history_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ReactionEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReactionEvent.self, imcodec__v1__reaction_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ReactionEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ReactionEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ReactionEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        userID = _CRead.string(c.pointee.user_id)
-        emoji = _CRead.string(c.pointee.emoji)
-        action = ReactionAction(rawValue: Int32(bitPattern: c.pointee.action.rawValue))
-        timeMs = c.pointee.time_ms
-        summary = _CRead.messages(c.pointee.n_summary, c.pointee.summary) { ReactionSummary(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        userID = v.userID.materialize()
+        emoji = v.emoji.materialize()
+        action = v.action
+        timeMs = v.timeMs
+        summary = v.summary.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ReactionEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ReactionEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ReactionEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ReactionEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__ReactionEvent.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `user_id` (2).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// One emoji (see ReactionSummary.emoji).
+        public var emoji: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.emoji), copying: self)
+            }
+        }
+
+        /// Field `action` (4).
+        public var action: ReactionAction { ReactionAction(rawValue: Int32(bitPattern: _c.pointee.action.rawValue)) }
+
+        /// Field `time_ms` (5).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// The message's reactions after the change (server to clients).
+        public var summary: ReactionSummary.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ReactionSummary.View.List(_base: UnsafeRawPointer(_c.pointee.summary), count: _c.pointee.n_summary, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ReactionEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ReactionEvent(_viewOf: raw, depth: depth) })
+                ?? ReactionEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ReactionEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ReactionEvent>.allocate(capacity: 1)
+        imcodec__v1__reaction_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PinEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PinEvent.self, imcodec__v1__pin_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PinEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PinEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PinEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        pinned = c.pointee.pinned != 0
-        operatorID = _CRead.string(c.pointee.operator_id)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        pinned = v.pinned
+        operatorID = v.operatorID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PinEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PinEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PinEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PinEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__PinEvent.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `message` (2).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// false: unpinned.
+        public var pinned: Bool { _c.pointee.pinned != 0 }
+
+        /// Field `operator_id` (4).
+        public var operatorID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.operator_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (5).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PinEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PinEvent(_viewOf: raw, depth: depth) })
+                ?? PinEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PinEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PinEvent>.allocate(capacity: 1)
+        imcodec__v1__pin_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PollVoteEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollVoteEvent.self, imcodec__v1__poll_vote_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PollVoteEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PollVoteEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PollVoteEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        pollMessage = c.pointee.poll_message.map { MessageRef(_c: $0) }
-        pollID = _CRead.string(c.pointee.poll_id)
-        voterID = _CRead.string(c.pointee.voter_id)
-        optionIDs = _CRead.scalars(c.pointee.n_option_ids, c.pointee.option_ids) { $0 }
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.pollMessage { pollMessage = MessageRef(_viewOf: field._raw, depth: depth) }
+        pollID = v.pollID.materialize()
+        voterID = v.voterID.materialize()
+        optionIDs = v.optionIDs.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PollVoteEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PollVoteEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PollVoteEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PollVoteEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__PollVoteEvent.self) }
+
+        /// The message that carries the poll.
+        public var pollMessage: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.poll_message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `poll_id` (2).
+        public var pollID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.poll_id), copying: self)
+            }
+        }
+
+        /// Field `voter_id` (3).
+        public var voterID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.voter_id), copying: self)
+            }
+        }
+
+        /// PollOption ids; at most one unless the poll is multiple_choice.
+        public var optionIDs: ScalarListView<UInt32> {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ScalarListView(_base: UnsafeRawPointer(_c.pointee.option_ids), count: _c.pointee.n_option_ids), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (5).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PollVoteEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PollVoteEvent(_viewOf: raw, depth: depth) })
+                ?? PollVoteEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PollVoteEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PollVoteEvent>.allocate(capacity: 1)
+        imcodec__v1__poll_vote_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PollOptionResult {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollOptionResult.self, imcodec__v1__poll_option_result__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PollOptionResult.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PollOptionResult>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PollOptionResult`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        optionID = c.pointee.option_id
-        votes = c.pointee.votes
-        voterIDs = _CRead.strings(c.pointee.n_voter_ids, c.pointee.voter_ids)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        optionID = v.optionID
+        votes = v.votes
+        voterIDs = v.voterIDs.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PollOptionResult`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PollOptionResult` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PollOptionResult`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PollOptionResult> { _raw.assumingMemoryBound(to: Imcodec__V1__PollOptionResult.self) }
+
+        /// Field `option_id` (1).
+        public var optionID: UInt32 { _c.pointee.option_id }
+
+        /// Field `votes` (2).
+        public var votes: UInt32 { _c.pointee.votes }
+
+        /// Who voted for it; empty for anonymous polls.
+        public var voterIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.voter_ids, count: _c.pointee.n_voter_ids), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PollOptionResult {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PollOptionResult(_viewOf: raw, depth: depth) })
+                ?? PollOptionResult(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PollOptionResult`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PollOptionResult>.allocate(capacity: 1)
+        imcodec__v1__poll_option_result__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PollUpdate {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollUpdate.self, imcodec__v1__poll_update__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PollUpdate.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PollUpdate>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PollUpdate`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        pollMessage = c.pointee.poll_message.map { MessageRef(_c: $0) }
-        pollID = _CRead.string(c.pointee.poll_id)
-        closed = c.pointee.closed != 0
-        closedBy = _CRead.string(c.pointee.closed_by)
-        results = _CRead.messages(c.pointee.n_results, c.pointee.results) { PollOptionResult(_c: $0) }
-        voterCount = c.pointee.voter_count
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.pollMessage { pollMessage = MessageRef(_viewOf: field._raw, depth: depth) }
+        pollID = v.pollID.materialize()
+        closed = v.closed
+        closedBy = v.closedBy.materialize()
+        results = v.results.materialize()
+        voterCount = v.voterCount
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PollUpdate`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PollUpdate` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PollUpdate`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PollUpdate> { _raw.assumingMemoryBound(to: Imcodec__V1__PollUpdate.self) }
+
+        /// Field `poll_message` (1).
+        public var pollMessage: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.poll_message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `poll_id` (2).
+        public var pollID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.poll_id), copying: self)
+            }
+        }
+
+        /// Field `closed` (3).
+        public var closed: Bool { _c.pointee.closed != 0 }
+
+        /// Who closed it.
+        public var closedBy: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.closed_by), copying: self)
+            }
+        }
+
+        /// Field `results` (5).
+        public var results: PollOptionResult.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(PollOptionResult.View.List(_base: UnsafeRawPointer(_c.pointee.results), count: _c.pointee.n_results, depth: _depth), copying: self)
+            }
+        }
+
+        /// Distinct voters (a multiple-choice voter counts once).
+        public var voterCount: UInt32 { _c.pointee.voter_count }
+
+        /// Field `time_ms` (7).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PollUpdate {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PollUpdate(_viewOf: raw, depth: depth) })
+                ?? PollUpdate(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PollUpdate`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PollUpdate>.allocate(capacity: 1)
+        imcodec__v1__poll_update__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension DisappearingTimerEvent {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__DisappearingTimerEvent.self, imcodec__v1__disappearing_timer_event__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__DisappearingTimerEvent.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__DisappearingTimerEvent>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__DisappearingTimerEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        expireAfterS = c.pointee.expire_after_s
-        operatorID = _CRead.string(c.pointee.operator_id)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        expireAfterS = v.expireAfterS
+        operatorID = v.operatorID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.DisappearingTimerEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__DisappearingTimerEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__DisappearingTimerEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__DisappearingTimerEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__DisappearingTimerEvent.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// 0 turns disappearing messages off.
+        public var expireAfterS: UInt32 { _c.pointee.expire_after_s }
+
+        /// Field `operator_id` (3).
+        public var operatorID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.operator_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> DisappearingTimerEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { DisappearingTimerEvent(_viewOf: raw, depth: depth) })
+                ?? DisappearingTimerEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__DisappearingTimerEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__DisappearingTimerEvent>.allocate(capacity: 1)
+        imcodec__v1__disappearing_timer_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ReceiveOptionChange {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReceiveOptionChange.self, imcodec__v1__receive_option_change__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ReceiveOptionChange.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ReceiveOptionChange>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ReceiveOptionChange`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        option = ReceiveOption(rawValue: Int32(bitPattern: c.pointee.option.rawValue))
-        userID = _CRead.string(c.pointee.user_id)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        option = v.option
+        userID = v.userID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ReceiveOptionChange`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ReceiveOptionChange` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ReceiveOptionChange`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ReceiveOptionChange> { _raw.assumingMemoryBound(to: Imcodec__V1__ReceiveOptionChange.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `option` (2).
+        public var option: ReceiveOption { ReceiveOption(rawValue: Int32(bitPattern: _c.pointee.option.rawValue)) }
+
+        /// Field `user_id` (3).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ReceiveOptionChange {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ReceiveOptionChange(_viewOf: raw, depth: depth) })
+                ?? ReceiveOptionChange(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ReceiveOptionChange`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ReceiveOptionChange>.allocate(capacity: 1)
+        imcodec__v1__receive_option_change__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension PollOptionResult.View {
+    /// The elements of a repeated `imcodec.v1.PollOptionResult` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> PollOptionResult.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(PollOptionResult.View(_raw: element ?? PollOptionResult._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: PollOptionResult.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: PollOptionResult.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (PollOptionResult.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [PollOptionResult] {
+            var out: [PollOptionResult] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(PollOptionResult(_viewOf: element ?? PollOptionResult._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension WireDecoder {
+    /// Decodes a `imcodec.v1.RecallEvent` and lends `body` a view of it (``RecallEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: RecallEvent.Type, _ bytes: Bytes, _ body: (RecallEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(RecallEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(RecallEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.EditEvent` and lends `body` a view of it (``EditEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: EditEvent.Type, _ bytes: Bytes, _ body: (EditEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(EditEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(EditEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.DeleteEvent` and lends `body` a view of it (``DeleteEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: DeleteEvent.Type, _ bytes: Bytes, _ body: (DeleteEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(DeleteEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(DeleteEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.TypingEvent` and lends `body` a view of it (``TypingEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: TypingEvent.Type, _ bytes: Bytes, _ body: (TypingEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(TypingEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(TypingEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MarkReadEvent` and lends `body` a view of it (``MarkReadEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MarkReadEvent.Type, _ bytes: Bytes, _ body: (MarkReadEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MarkReadEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MarkReadEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.SystemNotice` and lends `body` a view of it (``SystemNotice/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: SystemNotice.Type, _ bytes: Bytes, _ body: (SystemNotice.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(SystemNotice._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(SystemNotice.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.SendAck` and lends `body` a view of it (``SendAck/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: SendAck.Type, _ bytes: Bytes, _ body: (SendAck.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(SendAck._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(SendAck.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.HistoryRequest` and lends `body` a view of it (``HistoryRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: HistoryRequest.Type, _ bytes: Bytes, _ body: (HistoryRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(HistoryRequest._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(HistoryRequest.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.HistoryResponse` and lends `body` a view of it (``HistoryResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: HistoryResponse.Type, _ bytes: Bytes, _ body: (HistoryResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(HistoryResponse._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(HistoryResponse.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ReactionEvent` and lends `body` a view of it (``ReactionEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ReactionEvent.Type, _ bytes: Bytes, _ body: (ReactionEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ReactionEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ReactionEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PinEvent` and lends `body` a view of it (``PinEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PinEvent.Type, _ bytes: Bytes, _ body: (PinEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PinEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PinEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PollVoteEvent` and lends `body` a view of it (``PollVoteEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PollVoteEvent.Type, _ bytes: Bytes, _ body: (PollVoteEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PollVoteEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PollVoteEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PollOptionResult` and lends `body` a view of it (``PollOptionResult/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PollOptionResult.Type, _ bytes: Bytes, _ body: (PollOptionResult.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PollOptionResult._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PollOptionResult.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PollUpdate` and lends `body` a view of it (``PollUpdate/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PollUpdate.Type, _ bytes: Bytes, _ body: (PollUpdate.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PollUpdate._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PollUpdate.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.DisappearingTimerEvent` and lends `body` a view of it (``DisappearingTimerEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: DisappearingTimerEvent.Type, _ bytes: Bytes, _ body: (DisappearingTimerEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(DisappearingTimerEvent._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(DisappearingTimerEvent.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ReceiveOptionChange` and lends `body` a view of it (``ReceiveOptionChange/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ReceiveOptionChange.Type, _ bytes: Bytes, _ body: (ReceiveOptionChange.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ReceiveOptionChange._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ReceiveOptionChange.View(_message: message))
+    }
 }

@@ -8,55 +8,306 @@ extension Frame {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Frame.self, imcodec__v1__frame__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__Frame.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__Frame>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Frame`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        schemaVersion = c.pointee.schema_version
-        minReaderVersion = c.pointee.min_reader_version
-        requestID = c.pointee.request_id
-        switch c.pointee.payload_case.rawValue {
-        case 10: payload = .message(c.pointee.message.map { Message(_c: $0) } ?? Message())
-        case 11: payload = .receipt(c.pointee.receipt.map { MessageReceipt(_c: $0) } ?? MessageReceipt())
-        case 12: payload = .receipts(c.pointee.receipts.map { ReceiptBatch(_c: $0) } ?? ReceiptBatch())
-        case 13: payload = .c2cReadReceipt(c.pointee.c2c_read_receipt.map { C2CReadReceipt(_c: $0) } ?? C2CReadReceipt())
-        case 14: payload = .groupReadMembers(c.pointee.group_read_members.map { GroupReadMembers(_c: $0) } ?? GroupReadMembers())
-        case 20: payload = .recall(c.pointee.recall.map { RecallEvent(_c: $0) } ?? RecallEvent())
-        case 21: payload = .edit(c.pointee.edit.map { EditEvent(_c: $0) } ?? EditEvent())
-        case 22: payload = .delete(c.pointee.delete_.map { DeleteEvent(_c: $0) } ?? DeleteEvent())
-        case 23: payload = .typing(c.pointee.typing.map { TypingEvent(_c: $0) } ?? TypingEvent())
-        case 24: payload = .markRead(c.pointee.mark_read.map { MarkReadEvent(_c: $0) } ?? MarkReadEvent())
-        case 25: payload = .systemNotice(c.pointee.system_notice.map { SystemNotice(_c: $0) } ?? SystemNotice())
-        case 30: payload = .sendAck(c.pointee.send_ack.map { SendAck(_c: $0) } ?? SendAck())
-        case 31: payload = .historyRequest(c.pointee.history_request.map { HistoryRequest(_c: $0) } ?? HistoryRequest())
-        case 32: payload = .historyResponse(c.pointee.history_response.map { HistoryResponse(_c: $0) } ?? HistoryResponse())
-        case 33: payload = .mergerPayload(c.pointee.merger_payload.map { MergerPayload(_c: $0) } ?? MergerPayload())
-        case 15: payload = .readReceiptRequest(c.pointee.read_receipt_request.map { ReadReceiptRequest(_c: $0) } ?? ReadReceiptRequest())
-        case 16: payload = .groupReadMembersRequest(c.pointee.group_read_members_request.map { GroupReadMembersRequest(_c: $0) } ?? GroupReadMembersRequest())
-        case 40: payload = .loginRequest(c.pointee.login_request.map { LoginRequest(_c: $0) } ?? LoginRequest())
-        case 41: payload = .loginResult(c.pointee.login_result.map { LoginResult(_c: $0) } ?? LoginResult())
-        case 42: payload = .ping(c.pointee.ping.map { Ping(_c: $0) } ?? Ping())
-        case 43: payload = .pong(c.pointee.pong.map { Pong(_c: $0) } ?? Pong())
-        case 44: payload = .logout(c.pointee.logout.map { Logout(_c: $0) } ?? Logout())
-        case 45: payload = .kickedOffline(c.pointee.kicked_offline.map { KickedOffline(_c: $0) } ?? KickedOffline())
-        case 46: payload = .maxSeqRequest(c.pointee.max_seq_request.map { MaxSeqRequest(_c: $0) } ?? MaxSeqRequest())
-        case 47: payload = .maxSeqResponse(c.pointee.max_seq_response.map { MaxSeqResponse(_c: $0) } ?? MaxSeqResponse())
-        case 48: payload = .syncRequest(c.pointee.sync_request.map { SyncRequest(_c: $0) } ?? SyncRequest())
-        case 49: payload = .syncResponse(c.pointee.sync_response.map { SyncResponse(_c: $0) } ?? SyncResponse())
-        case 50: payload = .presence(c.pointee.presence.map { PresenceUpdate(_c: $0) } ?? PresenceUpdate())
-        case 51: payload = .presenceSubscription(c.pointee.presence_subscription.map { PresenceSubscription(_c: $0) } ?? PresenceSubscription())
-        case 52: payload = .membership(c.pointee.membership.map { MembershipChange(_c: $0) } ?? MembershipChange())
-        case 53: payload = .requestResult(c.pointee.request_result.map { RequestResult(_c: $0) } ?? RequestResult())
-        case 60: payload = .reaction(c.pointee.reaction.map { ReactionEvent(_c: $0) } ?? ReactionEvent())
-        case 61: payload = .pin(c.pointee.pin.map { PinEvent(_c: $0) } ?? PinEvent())
-        case 62: payload = .pollVote(c.pointee.poll_vote.map { PollVoteEvent(_c: $0) } ?? PollVoteEvent())
-        case 63: payload = .pollUpdate(c.pointee.poll_update.map { PollUpdate(_c: $0) } ?? PollUpdate())
-        case 64: payload = .disappearingTimer(c.pointee.disappearing_timer.map { DisappearingTimerEvent(_c: $0) } ?? DisappearingTimerEvent())
-        case 65: payload = .receiveOption(c.pointee.receive_option.map { ReceiveOptionChange(_c: $0) } ?? ReceiveOptionChange())
-        default: payload = nil
+        schemaVersion = v.schemaVersion
+        minReaderVersion = v.minReaderVersion
+        requestID = v.requestID
+        switch v.payload {
+        case .message(let member)?: payload = .message(Message(_viewOf: member._raw, depth: depth))
+        case .receipt(let member)?: payload = .receipt(MessageReceipt(_viewOf: member._raw, depth: depth))
+        case .receipts(let member)?: payload = .receipts(ReceiptBatch(_viewOf: member._raw, depth: depth))
+        case .c2cReadReceipt(let member)?: payload = .c2cReadReceipt(C2CReadReceipt(_viewOf: member._raw, depth: depth))
+        case .groupReadMembers(let member)?: payload = .groupReadMembers(GroupReadMembers(_viewOf: member._raw, depth: depth))
+        case .recall(let member)?: payload = .recall(RecallEvent(_viewOf: member._raw, depth: depth))
+        case .edit(let member)?: payload = .edit(EditEvent(_viewOf: member._raw, depth: depth))
+        case .delete(let member)?: payload = .delete(DeleteEvent(_viewOf: member._raw, depth: depth))
+        case .typing(let member)?: payload = .typing(TypingEvent(_viewOf: member._raw, depth: depth))
+        case .markRead(let member)?: payload = .markRead(MarkReadEvent(_viewOf: member._raw, depth: depth))
+        case .systemNotice(let member)?: payload = .systemNotice(SystemNotice(_viewOf: member._raw, depth: depth))
+        case .sendAck(let member)?: payload = .sendAck(SendAck(_viewOf: member._raw, depth: depth))
+        case .historyRequest(let member)?: payload = .historyRequest(HistoryRequest(_viewOf: member._raw, depth: depth))
+        case .historyResponse(let member)?: payload = .historyResponse(HistoryResponse(_viewOf: member._raw, depth: depth))
+        case .mergerPayload(let member)?: payload = .mergerPayload(MergerPayload(_viewOf: member._raw, depth: depth))
+        case .readReceiptRequest(let member)?: payload = .readReceiptRequest(ReadReceiptRequest(_viewOf: member._raw, depth: depth))
+        case .groupReadMembersRequest(let member)?: payload = .groupReadMembersRequest(GroupReadMembersRequest(_viewOf: member._raw, depth: depth))
+        case .loginRequest(let member)?: payload = .loginRequest(LoginRequest(_viewOf: member._raw, depth: depth))
+        case .loginResult(let member)?: payload = .loginResult(LoginResult(_viewOf: member._raw, depth: depth))
+        case .ping(let member)?: payload = .ping(Ping(_viewOf: member._raw, depth: depth))
+        case .pong(let member)?: payload = .pong(Pong(_viewOf: member._raw, depth: depth))
+        case .logout(let member)?: payload = .logout(Logout(_viewOf: member._raw, depth: depth))
+        case .kickedOffline(let member)?: payload = .kickedOffline(KickedOffline(_viewOf: member._raw, depth: depth))
+        case .maxSeqRequest(let member)?: payload = .maxSeqRequest(MaxSeqRequest(_viewOf: member._raw, depth: depth))
+        case .maxSeqResponse(let member)?: payload = .maxSeqResponse(MaxSeqResponse(_viewOf: member._raw, depth: depth))
+        case .syncRequest(let member)?: payload = .syncRequest(SyncRequest(_viewOf: member._raw, depth: depth))
+        case .syncResponse(let member)?: payload = .syncResponse(SyncResponse(_viewOf: member._raw, depth: depth))
+        case .presence(let member)?: payload = .presence(PresenceUpdate(_viewOf: member._raw, depth: depth))
+        case .presenceSubscription(let member)?: payload = .presenceSubscription(PresenceSubscription(_viewOf: member._raw, depth: depth))
+        case .membership(let member)?: payload = .membership(MembershipChange(_viewOf: member._raw, depth: depth))
+        case .requestResult(let member)?: payload = .requestResult(RequestResult(_viewOf: member._raw, depth: depth))
+        case .reaction(let member)?: payload = .reaction(ReactionEvent(_viewOf: member._raw, depth: depth))
+        case .pin(let member)?: payload = .pin(PinEvent(_viewOf: member._raw, depth: depth))
+        case .pollVote(let member)?: payload = .pollVote(PollVoteEvent(_viewOf: member._raw, depth: depth))
+        case .pollUpdate(let member)?: payload = .pollUpdate(PollUpdate(_viewOf: member._raw, depth: depth))
+        case .disappearingTimer(let member)?: payload = .disappearingTimer(DisappearingTimerEvent(_viewOf: member._raw, depth: depth))
+        case .receiveOption(let member)?: payload = .receiveOption(ReceiveOptionChange(_viewOf: member._raw, depth: depth))
+        case nil: payload = nil
         }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.Frame`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Frame` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Frame`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Frame> { _raw.assumingMemoryBound(to: Imcodec__V1__Frame.self) }
+
+        /// Version of this schema the writer used (today 2).
+        public var schemaVersion: UInt32 { _c.pointee.schema_version }
+
+        /// The lowest schema version a reader must understand to act on this frame. A reader whose
+        /// version is lower refuses the frame (IMCodec: error unsupportedVersion). When each one moves:
+        /// Sources/IMCodec/IMCodec.docc/SchemaVersions.md.
+        public var minReaderVersion: UInt32 { _c.pointee.min_reader_version }
+
+        /// Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
+        public var requestID: UInt64 { _c.pointee.request_id }
+
+        /// The members of the `payload` oneof, as views.
+        public enum Payload: ~Escapable {
+            /// Field `message` (10).
+            case message(Message.View)
+            /// Field `receipt` (11).
+            case receipt(MessageReceipt.View)
+            /// Field `receipts` (12).
+            case receipts(ReceiptBatch.View)
+            /// Field `c2c_read_receipt` (13).
+            case c2cReadReceipt(C2CReadReceipt.View)
+            /// Field `group_read_members` (14).
+            case groupReadMembers(GroupReadMembers.View)
+            /// Field `recall` (20).
+            case recall(RecallEvent.View)
+            /// Field `edit` (21).
+            case edit(EditEvent.View)
+            /// Field `delete` (22).
+            case delete(DeleteEvent.View)
+            /// Field `typing` (23).
+            case typing(TypingEvent.View)
+            /// Field `mark_read` (24).
+            case markRead(MarkReadEvent.View)
+            /// Field `system_notice` (25).
+            case systemNotice(SystemNotice.View)
+            /// Field `send_ack` (30).
+            case sendAck(SendAck.View)
+            /// Field `history_request` (31).
+            case historyRequest(HistoryRequest.View)
+            /// Field `history_response` (32).
+            case historyResponse(HistoryResponse.View)
+            /// Field `merger_payload` (33).
+            case mergerPayload(MergerPayload.View)
+            /// Field `read_receipt_request` (15).
+            case readReceiptRequest(ReadReceiptRequest.View)
+            /// Field `group_read_members_request` (16).
+            case groupReadMembersRequest(GroupReadMembersRequest.View)
+            /// Field `login_request` (40).
+            case loginRequest(LoginRequest.View)
+            /// Field `login_result` (41).
+            case loginResult(LoginResult.View)
+            /// Field `ping` (42).
+            case ping(Ping.View)
+            /// Field `pong` (43).
+            case pong(Pong.View)
+            /// Field `logout` (44).
+            case logout(Logout.View)
+            /// Field `kicked_offline` (45).
+            case kickedOffline(KickedOffline.View)
+            /// Field `max_seq_request` (46).
+            case maxSeqRequest(MaxSeqRequest.View)
+            /// Field `max_seq_response` (47).
+            case maxSeqResponse(MaxSeqResponse.View)
+            /// Field `sync_request` (48).
+            case syncRequest(SyncRequest.View)
+            /// Field `sync_response` (49).
+            case syncResponse(SyncResponse.View)
+            /// Field `presence` (50).
+            case presence(PresenceUpdate.View)
+            /// Field `presence_subscription` (51).
+            case presenceSubscription(PresenceSubscription.View)
+            /// Field `membership` (52).
+            case membership(MembershipChange.View)
+            /// Field `request_result` (53).
+            case requestResult(RequestResult.View)
+            /// Field `reaction` (60).
+            case reaction(ReactionEvent.View)
+            /// Field `pin` (61).
+            case pin(PinEvent.View)
+            /// Field `poll_vote` (62).
+            case pollVote(PollVoteEvent.View)
+            /// Field `poll_update` (63).
+            case pollUpdate(PollUpdate.View)
+            /// Field `disappearing_timer` (64).
+            case disappearingTimer(DisappearingTimerEvent.View)
+            /// Field `receive_option` (65).
+            case receiveOption(ReceiveOptionChange.View)
+
+            /// Which member is set, without its value.
+            public var kind: Frame.Payload.Kind {
+                switch self {
+                case .message: .message
+                case .receipt: .receipt
+                case .receipts: .receipts
+                case .c2cReadReceipt: .c2cReadReceipt
+                case .groupReadMembers: .groupReadMembers
+                case .recall: .recall
+                case .edit: .edit
+                case .delete: .delete
+                case .typing: .typing
+                case .markRead: .markRead
+                case .systemNotice: .systemNotice
+                case .sendAck: .sendAck
+                case .historyRequest: .historyRequest
+                case .historyResponse: .historyResponse
+                case .mergerPayload: .mergerPayload
+                case .readReceiptRequest: .readReceiptRequest
+                case .groupReadMembersRequest: .groupReadMembersRequest
+                case .loginRequest: .loginRequest
+                case .loginResult: .loginResult
+                case .ping: .ping
+                case .pong: .pong
+                case .logout: .logout
+                case .kickedOffline: .kickedOffline
+                case .maxSeqRequest: .maxSeqRequest
+                case .maxSeqResponse: .maxSeqResponse
+                case .syncRequest: .syncRequest
+                case .syncResponse: .syncResponse
+                case .presence: .presence
+                case .presenceSubscription: .presenceSubscription
+                case .membership: .membership
+                case .requestResult: .requestResult
+                case .reaction: .reaction
+                case .pin: .pin
+                case .pollVote: .pollVote
+                case .pollUpdate: .pollUpdate
+                case .disappearingTimer: .disappearingTimer
+                case .receiveOption: .receiveOption
+                }
+            }
+        }
+
+        /// Which member of the `payload` oneof is set, or `nil` for none (or one this schema does not know).
+        public var payloadKind: Frame.Payload.Kind? {
+            Frame.Payload.Kind(rawValue: Int32(bitPattern: _c.pointee.payload_case.rawValue))
+        }
+
+        /// The `payload` oneof: the member that is set, as a view, or `nil`.
+        public var payload: Payload? {
+            @_lifetime(copy self)
+            get {
+                switch _c.pointee.payload_case.rawValue {
+                case 10: return _overrideLifetime(Payload.message(Message.View(_raw: _c.pointee.message.map { UnsafeRawPointer($0) } ?? Message._empty, depth: _depth)), copying: self)
+                case 11: return _overrideLifetime(Payload.receipt(MessageReceipt.View(_raw: _c.pointee.receipt.map { UnsafeRawPointer($0) } ?? MessageReceipt._empty, depth: _depth)), copying: self)
+                case 12: return _overrideLifetime(Payload.receipts(ReceiptBatch.View(_raw: _c.pointee.receipts.map { UnsafeRawPointer($0) } ?? ReceiptBatch._empty, depth: _depth)), copying: self)
+                case 13: return _overrideLifetime(Payload.c2cReadReceipt(C2CReadReceipt.View(_raw: _c.pointee.c2c_read_receipt.map { UnsafeRawPointer($0) } ?? C2CReadReceipt._empty, depth: _depth)), copying: self)
+                case 14: return _overrideLifetime(Payload.groupReadMembers(GroupReadMembers.View(_raw: _c.pointee.group_read_members.map { UnsafeRawPointer($0) } ?? GroupReadMembers._empty, depth: _depth)), copying: self)
+                case 20: return _overrideLifetime(Payload.recall(RecallEvent.View(_raw: _c.pointee.recall.map { UnsafeRawPointer($0) } ?? RecallEvent._empty, depth: _depth)), copying: self)
+                case 21: return _overrideLifetime(Payload.edit(EditEvent.View(_raw: _c.pointee.edit.map { UnsafeRawPointer($0) } ?? EditEvent._empty, depth: _depth)), copying: self)
+                case 22: return _overrideLifetime(Payload.delete(DeleteEvent.View(_raw: _c.pointee.delete_.map { UnsafeRawPointer($0) } ?? DeleteEvent._empty, depth: _depth)), copying: self)
+                case 23: return _overrideLifetime(Payload.typing(TypingEvent.View(_raw: _c.pointee.typing.map { UnsafeRawPointer($0) } ?? TypingEvent._empty, depth: _depth)), copying: self)
+                case 24: return _overrideLifetime(Payload.markRead(MarkReadEvent.View(_raw: _c.pointee.mark_read.map { UnsafeRawPointer($0) } ?? MarkReadEvent._empty, depth: _depth)), copying: self)
+                case 25: return _overrideLifetime(Payload.systemNotice(SystemNotice.View(_raw: _c.pointee.system_notice.map { UnsafeRawPointer($0) } ?? SystemNotice._empty, depth: _depth)), copying: self)
+                case 30: return _overrideLifetime(Payload.sendAck(SendAck.View(_raw: _c.pointee.send_ack.map { UnsafeRawPointer($0) } ?? SendAck._empty, depth: _depth)), copying: self)
+                case 31: return _overrideLifetime(Payload.historyRequest(HistoryRequest.View(_raw: _c.pointee.history_request.map { UnsafeRawPointer($0) } ?? HistoryRequest._empty, depth: _depth)), copying: self)
+                case 32: return _overrideLifetime(Payload.historyResponse(HistoryResponse.View(_raw: _c.pointee.history_response.map { UnsafeRawPointer($0) } ?? HistoryResponse._empty, depth: _depth)), copying: self)
+                case 33: return _overrideLifetime(Payload.mergerPayload(MergerPayload.View(_raw: _c.pointee.merger_payload.map { UnsafeRawPointer($0) } ?? MergerPayload._empty, depth: _depth)), copying: self)
+                case 15: return _overrideLifetime(Payload.readReceiptRequest(ReadReceiptRequest.View(_raw: _c.pointee.read_receipt_request.map { UnsafeRawPointer($0) } ?? ReadReceiptRequest._empty, depth: _depth)), copying: self)
+                case 16: return _overrideLifetime(Payload.groupReadMembersRequest(GroupReadMembersRequest.View(_raw: _c.pointee.group_read_members_request.map { UnsafeRawPointer($0) } ?? GroupReadMembersRequest._empty, depth: _depth)), copying: self)
+                case 40: return _overrideLifetime(Payload.loginRequest(LoginRequest.View(_raw: _c.pointee.login_request.map { UnsafeRawPointer($0) } ?? LoginRequest._empty, depth: _depth)), copying: self)
+                case 41: return _overrideLifetime(Payload.loginResult(LoginResult.View(_raw: _c.pointee.login_result.map { UnsafeRawPointer($0) } ?? LoginResult._empty, depth: _depth)), copying: self)
+                case 42: return _overrideLifetime(Payload.ping(Ping.View(_raw: _c.pointee.ping.map { UnsafeRawPointer($0) } ?? Ping._empty, depth: _depth)), copying: self)
+                case 43: return _overrideLifetime(Payload.pong(Pong.View(_raw: _c.pointee.pong.map { UnsafeRawPointer($0) } ?? Pong._empty, depth: _depth)), copying: self)
+                case 44: return _overrideLifetime(Payload.logout(Logout.View(_raw: _c.pointee.logout.map { UnsafeRawPointer($0) } ?? Logout._empty, depth: _depth)), copying: self)
+                case 45: return _overrideLifetime(Payload.kickedOffline(KickedOffline.View(_raw: _c.pointee.kicked_offline.map { UnsafeRawPointer($0) } ?? KickedOffline._empty, depth: _depth)), copying: self)
+                case 46: return _overrideLifetime(Payload.maxSeqRequest(MaxSeqRequest.View(_raw: _c.pointee.max_seq_request.map { UnsafeRawPointer($0) } ?? MaxSeqRequest._empty, depth: _depth)), copying: self)
+                case 47: return _overrideLifetime(Payload.maxSeqResponse(MaxSeqResponse.View(_raw: _c.pointee.max_seq_response.map { UnsafeRawPointer($0) } ?? MaxSeqResponse._empty, depth: _depth)), copying: self)
+                case 48: return _overrideLifetime(Payload.syncRequest(SyncRequest.View(_raw: _c.pointee.sync_request.map { UnsafeRawPointer($0) } ?? SyncRequest._empty, depth: _depth)), copying: self)
+                case 49: return _overrideLifetime(Payload.syncResponse(SyncResponse.View(_raw: _c.pointee.sync_response.map { UnsafeRawPointer($0) } ?? SyncResponse._empty, depth: _depth)), copying: self)
+                case 50: return _overrideLifetime(Payload.presence(PresenceUpdate.View(_raw: _c.pointee.presence.map { UnsafeRawPointer($0) } ?? PresenceUpdate._empty, depth: _depth)), copying: self)
+                case 51: return _overrideLifetime(Payload.presenceSubscription(PresenceSubscription.View(_raw: _c.pointee.presence_subscription.map { UnsafeRawPointer($0) } ?? PresenceSubscription._empty, depth: _depth)), copying: self)
+                case 52: return _overrideLifetime(Payload.membership(MembershipChange.View(_raw: _c.pointee.membership.map { UnsafeRawPointer($0) } ?? MembershipChange._empty, depth: _depth)), copying: self)
+                case 53: return _overrideLifetime(Payload.requestResult(RequestResult.View(_raw: _c.pointee.request_result.map { UnsafeRawPointer($0) } ?? RequestResult._empty, depth: _depth)), copying: self)
+                case 60: return _overrideLifetime(Payload.reaction(ReactionEvent.View(_raw: _c.pointee.reaction.map { UnsafeRawPointer($0) } ?? ReactionEvent._empty, depth: _depth)), copying: self)
+                case 61: return _overrideLifetime(Payload.pin(PinEvent.View(_raw: _c.pointee.pin.map { UnsafeRawPointer($0) } ?? PinEvent._empty, depth: _depth)), copying: self)
+                case 62: return _overrideLifetime(Payload.pollVote(PollVoteEvent.View(_raw: _c.pointee.poll_vote.map { UnsafeRawPointer($0) } ?? PollVoteEvent._empty, depth: _depth)), copying: self)
+                case 63: return _overrideLifetime(Payload.pollUpdate(PollUpdate.View(_raw: _c.pointee.poll_update.map { UnsafeRawPointer($0) } ?? PollUpdate._empty, depth: _depth)), copying: self)
+                case 64: return _overrideLifetime(Payload.disappearingTimer(DisappearingTimerEvent.View(_raw: _c.pointee.disappearing_timer.map { UnsafeRawPointer($0) } ?? DisappearingTimerEvent._empty, depth: _depth)), copying: self)
+                case 65: return _overrideLifetime(Payload.receiveOption(ReceiveOptionChange.View(_raw: _c.pointee.receive_option.map { UnsafeRawPointer($0) } ?? ReceiveOptionChange._empty, depth: _depth)), copying: self)
+                default: return nil
+                }
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> Frame {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { Frame(_viewOf: raw, depth: depth) })
+                ?? Frame(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Frame`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Frame>.allocate(capacity: 1)
+        imcodec__v1__frame__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension WireDecoder {
+    /// Decodes a `imcodec.v1.Frame` and lends `body` a view of it (``Frame/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: Frame.Type, _ bytes: Bytes, _ body: (Frame.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(Frame._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(Frame.View(_message: message))
+    }
 }

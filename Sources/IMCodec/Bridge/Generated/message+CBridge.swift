@@ -8,499 +8,3604 @@ extension AtInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__AtInfo.self, imcodec__v1__at_info__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__AtInfo.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__AtInfo>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__AtInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        userIDs = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
-        atAll = c.pointee.at_all != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        userIDs = v.userIDs.materialize()
+        atAll = v.atAll
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.AtInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__AtInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__AtInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__AtInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__AtInfo.self) }
+
+        /// Field `user_ids` (1).
+        public var userIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.user_ids, count: _c.pointee.n_user_ids), copying: self)
+            }
+        }
+
+        /// @all members.
+        public var atAll: Bool { _c.pointee.at_all != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> AtInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { AtInfo(_viewOf: raw, depth: depth) })
+                ?? AtInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__AtInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__AtInfo>.allocate(capacity: 1)
+        imcodec__v1__at_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension OfflinePushInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__OfflinePushInfo.self, imcodec__v1__offline_push_info__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__OfflinePushInfo.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__OfflinePushInfo>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__OfflinePushInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        title = _CRead.string(c.pointee.title)
-        description = _CRead.string(c.pointee.description)
-        ext = _CRead.string(c.pointee.ext)
-        iosSound = _CRead.string(c.pointee.ios_sound)
-        androidSound = _CRead.string(c.pointee.android_sound)
-        disabled = c.pointee.disabled != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        title = v.title.materialize()
+        description = v.description.materialize()
+        ext = v.ext.materialize()
+        iosSound = v.iosSound.materialize()
+        androidSound = v.androidSound.materialize()
+        disabled = v.disabled
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.OfflinePushInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__OfflinePushInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__OfflinePushInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__OfflinePushInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__OfflinePushInfo.self) }
+
+        /// Field `title` (1).
+        public var title: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.title), copying: self)
+            }
+        }
+
+        /// Field `description` (2).
+        public var description: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.description), copying: self)
+            }
+        }
+
+        /// Opaque extension handed to the app when the user opens the notification.
+        public var ext: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.ext), copying: self)
+            }
+        }
+
+        /// Field `ios_sound` (4).
+        public var iosSound: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.ios_sound), copying: self)
+            }
+        }
+
+        /// Field `android_sound` (5).
+        public var androidSound: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.android_sound), copying: self)
+            }
+        }
+
+        /// No offline push for this message.
+        public var disabled: Bool { _c.pointee.disabled != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> OfflinePushInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { OfflinePushInfo(_viewOf: raw, depth: depth) })
+                ?? OfflinePushInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__OfflinePushInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__OfflinePushInfo>.allocate(capacity: 1)
+        imcodec__v1__offline_push_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension Message {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Message.self, imcodec__v1__message__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__Message.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__Message>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Message`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        clientMsgID = _CRead.string(c.pointee.client_msg_id)
-        serverMsgUID = _CRead.string(c.pointee.server_msg_uid)
-        seq = c.pointee.seq
-        random = c.pointee.random
-        senderID = _CRead.string(c.pointee.sender_id)
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        clientTimeMs = c.pointee.client_time_ms
-        serverTimeMs = c.pointee.server_time_ms
-        priority = Priority(rawValue: Int32(bitPattern: c.pointee.priority.rawValue))
-        status = MessageStatus(rawValue: Int32(bitPattern: c.pointee.status.rawValue))
-        flags = c.pointee.flags
-        targetReceivers = _CRead.strings(c.pointee.n_target_receivers, c.pointee.target_receivers)
-        at = c.pointee.at.map { AtInfo(_c: $0) }
-        offlinePush = c.pointee.offline_push.map { OfflinePushInfo(_c: $0) }
-        cloudCustomData = _CRead.bytes(c.pointee.cloud_custom_data)
-        customParams = _CRead.map(c.pointee.n_custom_params, c.pointee.custom_params) { ($0.pointee.key, $0.pointee.value) }
-        expansion = _CRead.map(c.pointee.n_expansion, c.pointee.expansion) { ($0.pointee.key, $0.pointee.value) }
-        storagePolicy = StoragePolicy(rawValue: Int32(bitPattern: c.pointee.storage_policy.rawValue))
-        quote = c.pointee.quote.map { MessageRef(_c: $0) }
-        elements = _CRead.messages(c.pointee.n_elements, c.pointee.elements) { MessageElement(_c: $0) }
-        editVersion = c.pointee.edit_version
-        senderNickname = _CRead.string(c.pointee.sender_nickname)
-        senderDeviceID = _CRead.string(c.pointee.sender_device_id)
-        direction = MessageDirection(rawValue: Int32(bitPattern: c.pointee.direction.rawValue))
-        receivedStatus = c.pointee.received_status
-        objectName = _CRead.string(c.pointee.object_name)
-        extra = _CRead.string(c.pointee.extra)
-        dialogID = _CRead.string(c.pointee.dialog_id)
-        deliveredIDs = _CRead.strings(c.pointee.n_delivered_ids, c.pointee.delivered_ids)
-        readIDs = _CRead.strings(c.pointee.n_read_ids, c.pointee.read_ids)
-        updatedAtMs = c.pointee.updated_at_ms
-        reactions = _CRead.messages(c.pointee.n_reactions, c.pointee.reactions) { ReactionSummary(_c: $0) }
-        threadRoot = c.pointee.thread_root.map { MessageRef(_c: $0) }
-        thread = c.pointee.thread.map { ThreadSummary(_c: $0) }
-        expireAfterS = c.pointee.expire_after_s
-        expireAtMs = c.pointee.expire_at_ms
-        viewOnce = c.pointee.view_once != 0
-        forwardScore = c.pointee.forward_score
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        clientMsgID = v.clientMsgID.materialize()
+        serverMsgUID = v.serverMsgUID.materialize()
+        seq = v.seq
+        random = v.random
+        senderID = v.senderID.materialize()
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        clientTimeMs = v.clientTimeMs
+        serverTimeMs = v.serverTimeMs
+        priority = v.priority
+        status = v.status
+        flags = v.flags
+        targetReceivers = v.targetReceivers.materialize()
+        if let field = v.at { at = AtInfo(_viewOf: field._raw, depth: depth) }
+        if let field = v.offlinePush { offlinePush = OfflinePushInfo(_viewOf: field._raw, depth: depth) }
+        cloudCustomData = v.cloudCustomData.materialize()
+        customParams = v.customParams.materialize()
+        expansion = v.expansion.materialize()
+        storagePolicy = v.storagePolicy
+        if let field = v.quote { quote = MessageRef(_viewOf: field._raw, depth: depth) }
+        elements = v.elements.materialize()
+        editVersion = v.editVersion
+        senderNickname = v.senderNickname.materialize()
+        senderDeviceID = v.senderDeviceID.materialize()
+        direction = v.direction
+        receivedStatus = v.receivedStatus
+        objectName = v.objectName.materialize()
+        extra = v.extra.materialize()
+        dialogID = v.dialogID.materialize()
+        deliveredIDs = v.deliveredIDs.materialize()
+        readIDs = v.readIDs.materialize()
+        updatedAtMs = v.updatedAtMs
+        reactions = v.reactions.materialize()
+        if let field = v.threadRoot { threadRoot = MessageRef(_viewOf: field._raw, depth: depth) }
+        if let field = v.thread { thread = ThreadSummary(_viewOf: field._raw, depth: depth) }
+        expireAfterS = v.expireAfterS
+        expireAtMs = v.expireAtMs
+        viewOnce = v.viewOnce
+        forwardScore = v.forwardScore
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.Message`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Message` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Message`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Message> { _raw.assumingMemoryBound(to: Imcodec__V1__Message.self) }
+
+        /// Id chosen by the sending client (unique per sender).
+        public var clientMsgID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.client_msg_id), copying: self)
+            }
+        }
+
+        /// Id assigned by the server; empty until acknowledged.
+        public var serverMsgUID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.server_msg_uid), copying: self)
+            }
+        }
+
+        /// Per-conversation sequence number assigned by the server.
+        public var seq: UInt64 { _c.pointee.seq }
+
+        /// Random number chosen by the client, used with client_time_ms to de-duplicate resends.
+        public var random: UInt32 { _c.pointee.random }
+
+        /// Field `sender_id` (5).
+        public var senderID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.sender_id), copying: self)
+            }
+        }
+
+        /// Field `conversation` (6).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `client_time_ms` (7).
+        public var clientTimeMs: Int64 { _c.pointee.client_time_ms }
+
+        /// Field `server_time_ms` (8).
+        public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Field `priority` (9).
+        public var priority: Priority { Priority(rawValue: Int32(bitPattern: _c.pointee.priority.rawValue)) }
+
+        /// Field `status` (10).
+        public var status: MessageStatus { MessageStatus(rawValue: Int32(bitPattern: _c.pointee.status.rawValue)) }
+
+        /// Bitwise OR of MessageFlag values.
+        public var flags: UInt32 { _c.pointee.flags }
+
+        /// Targeted group message: only these members receive it. Group conversations only.
+        public var targetReceivers: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.target_receivers, count: _c.pointee.n_target_receivers), copying: self)
+            }
+        }
+
+        /// Field `at` (13).
+        public var at: AtInfo.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.at else { return nil }
+                return _overrideLifetime(AtInfo.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `offline_push` (14).
+        public var offlinePush: OfflinePushInfo.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.offline_push else { return nil }
+                return _overrideLifetime(OfflinePushInfo.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Opaque data stored and roamed with the message (Tencent cloudCustomData).
+        public var cloudCustomData: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.cloud_custom_data), copying: self)
+            }
+        }
+
+        /// Free-form key/value parameters set by the sender.
+        public var customParams: StringMapView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringMapView(_entries: UnsafeRawPointer(_c.pointee.custom_params), count: _c.pointee.n_custom_params, keyOffset: MemoryLayout<Imcodec__V1__Message__CustomParamsEntry>.offset(of: \.key)!, valueOffset: MemoryLayout<Imcodec__V1__Message__CustomParamsEntry>.offset(of: \.value)!), copying: self)
+            }
+        }
+
+        /// Message extension key/values, changeable after sending (MESSAGE_FLAG_SUPPORT_EXTENSION).
+        public var expansion: StringMapView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringMapView(_entries: UnsafeRawPointer(_c.pointee.expansion), count: _c.pointee.n_expansion, keyOffset: MemoryLayout<Imcodec__V1__Message__ExpansionEntry>.offset(of: \.key)!, valueOffset: MemoryLayout<Imcodec__V1__Message__ExpansionEntry>.offset(of: \.value)!), copying: self)
+            }
+        }
+
+        /// Field `storage_policy` (18).
+        public var storagePolicy: StoragePolicy { StoragePolicy(rawValue: Int32(bitPattern: _c.pointee.storage_policy.rawValue)) }
+
+        /// The message this one replies to or quotes.
+        public var quote: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.quote else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The content, in display order.
+        public var elements: MessageElement.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageElement.View.List(_base: UnsafeRawPointer(_c.pointee.elements), count: _c.pointee.n_elements, depth: _depth), copying: self)
+            }
+        }
+
+        /// Incremented by every edit; 0 for a message never edited.
+        public var editVersion: UInt32 { _c.pointee.edit_version }
+
+        /// Field `sender_nickname` (22).
+        public var senderNickname: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.sender_nickname), copying: self)
+            }
+        }
+
+        /// Multi-device: the sending device (LoginRequest.device_id).
+        public var senderDeviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.sender_device_id), copying: self)
+            }
+        }
+
+        /// SENT on the sender's devices, RECEIVED elsewhere; set by whoever stores the message.
+        public var direction: MessageDirection { MessageDirection(rawValue: Int32(bitPattern: _c.pointee.direction.rawValue)) }
+
+        /// Bitwise OR of ReceivedStatusFlag values, for a received message.
+        public var receivedStatus: UInt32 { _c.pointee.received_status }
+
+        /// The content type's name (RongCloud objectName, e.g. "RC:TxtMsg"; custom types "App:Name").
+        /// Empty: derived from the first element.
+        public var objectName: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.object_name), copying: self)
+            }
+        }
+
+        /// Extra data sent along with the content (RongCloud content.extra), unlike local-only extras.
+        public var extra: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.extra), copying: self)
+            }
+        }
+
+        /// The dialog the message belongs to (QuickBlox dialog id), distinct from the peer or group id.
+        public var dialogID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.dialog_id), copying: self)
+            }
+        }
+
+        /// Users the message was delivered to, and who read it (QuickBlox delivered_ids, read_ids).
+        public var deliveredIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.delivered_ids, count: _c.pointee.n_delivered_ids), copying: self)
+            }
+        }
+
+        /// Field `read_ids` (30).
+        public var readIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.read_ids, count: _c.pointee.n_read_ids), copying: self)
+            }
+        }
+
+        /// The last change to the message (edit, reaction, read state), epoch ms (QuickBlox updated_at).
+        public var updatedAtMs: Int64 { _c.pointee.updated_at_ms }
+
+        /// Reactions on this message, one summary per emoji, most used first.
+        public var reactions: ReactionSummary.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ReactionSummary.View.List(_base: UnsafeRawPointer(_c.pointee.reactions), count: _c.pointee.n_reactions, depth: _depth), copying: self)
+            }
+        }
+
+        /// A reply in a thread: the thread's root message. Unset outside threads.
+        public var threadRoot: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.thread_root else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// On a thread's root message: its replies so far.
+        public var thread: ThreadSummary.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.thread else { return nil }
+                return _overrideLifetime(ThreadSummary.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Disappearing messages: seconds after it was sent that every device deletes it; 0 never.
+        /// Copied from the conversation's timer (DisappearingTimerEvent) when the message is sent.
+        public var expireAfterS: UInt32 { _c.pointee.expire_after_s }
+
+        /// When receivers delete it, epoch ms; set by the server from server_time_ms + expire_after_s.
+        public var expireAtMs: Int64 { _c.pointee.expire_at_ms }
+
+        /// View-once media: receivers show the media once, then delete it and keep no copy.
+        public var viewOnce: Bool { _c.pointee.view_once != 0 }
+
+        /// How many times the content was forwarded before this copy: 0 original, 1 forwarded once.
+        /// Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
+        public var forwardScore: UInt32 { _c.pointee.forward_score }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> Message {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { Message(_viewOf: raw, depth: depth) })
+                ?? Message(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Message`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Message>.allocate(capacity: 1)
+        imcodec__v1__message__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ReactionSummary {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReactionSummary.self, imcodec__v1__reaction_summary__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ReactionSummary.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ReactionSummary>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ReactionSummary`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        emoji = _CRead.string(c.pointee.emoji)
-        count = c.pointee.count
-        userIDs = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
-        reactedByMe = c.pointee.reacted_by_me != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        emoji = v.emoji.materialize()
+        count = v.count
+        userIDs = v.userIDs.materialize()
+        reactedByMe = v.reactedByMe
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ReactionSummary`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ReactionSummary` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ReactionSummary`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ReactionSummary> { _raw.assumingMemoryBound(to: Imcodec__V1__ReactionSummary.self) }
+
+        /// One emoji: at most 8 Unicode scalars (a flag, a skin tone or a ZWJ sequence), 32 UTF-8 bytes.
+        public var emoji: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.emoji), copying: self)
+            }
+        }
+
+        /// Field `count` (2).
+        public var count: UInt32 { _c.pointee.count }
+
+        /// The first users who reacted (at most 10); count holds the total.
+        public var userIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.user_ids, count: _c.pointee.n_user_ids), copying: self)
+            }
+        }
+
+        /// Whether the user receiving this summary is among them.
+        public var reactedByMe: Bool { _c.pointee.reacted_by_me != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ReactionSummary {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ReactionSummary(_viewOf: raw, depth: depth) })
+                ?? ReactionSummary(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ReactionSummary`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ReactionSummary>.allocate(capacity: 1)
+        imcodec__v1__reaction_summary__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ThreadSummary {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ThreadSummary.self, imcodec__v1__thread_summary__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ThreadSummary.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ThreadSummary>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ThreadSummary`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        replyCount = c.pointee.reply_count
-        lastReplySeq = c.pointee.last_reply_seq
-        lastReplyTimeMs = c.pointee.last_reply_time_ms
-        participantIDs = _CRead.strings(c.pointee.n_participant_ids, c.pointee.participant_ids)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        replyCount = v.replyCount
+        lastReplySeq = v.lastReplySeq
+        lastReplyTimeMs = v.lastReplyTimeMs
+        participantIDs = v.participantIDs.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ThreadSummary`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ThreadSummary` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ThreadSummary`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ThreadSummary> { _raw.assumingMemoryBound(to: Imcodec__V1__ThreadSummary.self) }
+
+        /// Field `reply_count` (1).
+        public var replyCount: UInt32 { _c.pointee.reply_count }
+
+        /// Field `last_reply_seq` (2).
+        public var lastReplySeq: UInt64 { _c.pointee.last_reply_seq }
+
+        /// Field `last_reply_time_ms` (3).
+        public var lastReplyTimeMs: Int64 { _c.pointee.last_reply_time_ms }
+
+        /// The first users who replied (at most 10).
+        public var participantIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.participant_ids, count: _c.pointee.n_participant_ids), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ThreadSummary {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ThreadSummary(_viewOf: raw, depth: depth) })
+                ?? ThreadSummary(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ThreadSummary`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ThreadSummary>.allocate(capacity: 1)
+        imcodec__v1__thread_summary__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MessageElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MessageElement.self, imcodec__v1__message_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MessageElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MessageElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MessageElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        switch c.pointee.content_case.rawValue {
-        case 1: content = .text(c.pointee.text.map { TextElement(_c: $0) } ?? TextElement())
-        case 2: content = .custom(c.pointee.custom.map { CustomElement(_c: $0) } ?? CustomElement())
-        case 3: content = .image(c.pointee.image.map { ImageElement(_c: $0) } ?? ImageElement())
-        case 4: content = .video(c.pointee.video.map { VideoElement(_c: $0) } ?? VideoElement())
-        case 5: content = .sound(c.pointee.sound.map { SoundElement(_c: $0) } ?? SoundElement())
-        case 6: content = .file(c.pointee.file.map { FileElement(_c: $0) } ?? FileElement())
-        case 7: content = .location(c.pointee.location.map { LocationElement(_c: $0) } ?? LocationElement())
-        case 8: content = .face(c.pointee.face.map { FaceElement(_c: $0) } ?? FaceElement())
-        case 9: content = .groupTips(c.pointee.group_tips.map { GroupTipsElement(_c: $0) } ?? GroupTipsElement())
-        case 10: content = .merger(c.pointee.merger.map { MergerElement(_c: $0) } ?? MergerElement())
-        case 11: content = .poll(c.pointee.poll.map { PollElement(_c: $0) } ?? PollElement())
-        default: content = nil
+        switch v.content {
+        case .text(let member)?: content = .text(TextElement(_viewOf: member._raw, depth: depth))
+        case .custom(let member)?: content = .custom(CustomElement(_viewOf: member._raw, depth: depth))
+        case .image(let member)?: content = .image(ImageElement(_viewOf: member._raw, depth: depth))
+        case .video(let member)?: content = .video(VideoElement(_viewOf: member._raw, depth: depth))
+        case .sound(let member)?: content = .sound(SoundElement(_viewOf: member._raw, depth: depth))
+        case .file(let member)?: content = .file(FileElement(_viewOf: member._raw, depth: depth))
+        case .location(let member)?: content = .location(LocationElement(_viewOf: member._raw, depth: depth))
+        case .face(let member)?: content = .face(FaceElement(_viewOf: member._raw, depth: depth))
+        case .groupTips(let member)?: content = .groupTips(GroupTipsElement(_viewOf: member._raw, depth: depth))
+        case .merger(let member)?: content = .merger(MergerElement(_viewOf: member._raw, depth: depth))
+        case .poll(let member)?: content = .poll(PollElement(_viewOf: member._raw, depth: depth))
+        case nil: content = nil
         }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MessageElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MessageElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MessageElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MessageElement> { _raw.assumingMemoryBound(to: Imcodec__V1__MessageElement.self) }
+
+        /// The members of the `content` oneof, as views.
+        public enum Content: ~Escapable {
+            /// Field `text` (1).
+            case text(TextElement.View)
+            /// Field `custom` (2).
+            case custom(CustomElement.View)
+            /// Field `image` (3).
+            case image(ImageElement.View)
+            /// Field `video` (4).
+            case video(VideoElement.View)
+            /// Field `sound` (5).
+            case sound(SoundElement.View)
+            /// Field `file` (6).
+            case file(FileElement.View)
+            /// Field `location` (7).
+            case location(LocationElement.View)
+            /// Field `face` (8).
+            case face(FaceElement.View)
+            /// Field `group_tips` (9).
+            case groupTips(GroupTipsElement.View)
+            /// Field `merger` (10).
+            case merger(MergerElement.View)
+            /// Field `poll` (11).
+            case poll(PollElement.View)
+
+            /// Which member is set, without its value.
+            public var kind: MessageElement.Content.Kind {
+                switch self {
+                case .text: .text
+                case .custom: .custom
+                case .image: .image
+                case .video: .video
+                case .sound: .sound
+                case .file: .file
+                case .location: .location
+                case .face: .face
+                case .groupTips: .groupTips
+                case .merger: .merger
+                case .poll: .poll
+                }
+            }
+        }
+
+        /// Which member of the `content` oneof is set, or `nil` for none (or one this schema does not know).
+        public var contentKind: MessageElement.Content.Kind? {
+            MessageElement.Content.Kind(rawValue: Int32(bitPattern: _c.pointee.content_case.rawValue))
+        }
+
+        /// The `content` oneof: the member that is set, as a view, or `nil`.
+        public var content: Content? {
+            @_lifetime(copy self)
+            get {
+                switch _c.pointee.content_case.rawValue {
+                case 1: return _overrideLifetime(Content.text(TextElement.View(_raw: _c.pointee.text.map { UnsafeRawPointer($0) } ?? TextElement._empty, depth: _depth)), copying: self)
+                case 2: return _overrideLifetime(Content.custom(CustomElement.View(_raw: _c.pointee.custom.map { UnsafeRawPointer($0) } ?? CustomElement._empty, depth: _depth)), copying: self)
+                case 3: return _overrideLifetime(Content.image(ImageElement.View(_raw: _c.pointee.image.map { UnsafeRawPointer($0) } ?? ImageElement._empty, depth: _depth)), copying: self)
+                case 4: return _overrideLifetime(Content.video(VideoElement.View(_raw: _c.pointee.video.map { UnsafeRawPointer($0) } ?? VideoElement._empty, depth: _depth)), copying: self)
+                case 5: return _overrideLifetime(Content.sound(SoundElement.View(_raw: _c.pointee.sound.map { UnsafeRawPointer($0) } ?? SoundElement._empty, depth: _depth)), copying: self)
+                case 6: return _overrideLifetime(Content.file(FileElement.View(_raw: _c.pointee.file.map { UnsafeRawPointer($0) } ?? FileElement._empty, depth: _depth)), copying: self)
+                case 7: return _overrideLifetime(Content.location(LocationElement.View(_raw: _c.pointee.location.map { UnsafeRawPointer($0) } ?? LocationElement._empty, depth: _depth)), copying: self)
+                case 8: return _overrideLifetime(Content.face(FaceElement.View(_raw: _c.pointee.face.map { UnsafeRawPointer($0) } ?? FaceElement._empty, depth: _depth)), copying: self)
+                case 9: return _overrideLifetime(Content.groupTips(GroupTipsElement.View(_raw: _c.pointee.group_tips.map { UnsafeRawPointer($0) } ?? GroupTipsElement._empty, depth: _depth)), copying: self)
+                case 10: return _overrideLifetime(Content.merger(MergerElement.View(_raw: _c.pointee.merger.map { UnsafeRawPointer($0) } ?? MergerElement._empty, depth: _depth)), copying: self)
+                case 11: return _overrideLifetime(Content.poll(PollElement.View(_raw: _c.pointee.poll.map { UnsafeRawPointer($0) } ?? PollElement._empty, depth: _depth)), copying: self)
+                default: return nil
+                }
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MessageElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MessageElement(_viewOf: raw, depth: depth) })
+                ?? MessageElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MessageElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MessageElement>.allocate(capacity: 1)
+        imcodec__v1__message_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension TextElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__TextElement.self, imcodec__v1__text_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__TextElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__TextElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__TextElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        text = _CRead.string(c.pointee.text)
-        mentions = _CRead.messages(c.pointee.n_mentions, c.pointee.mentions) { MentionRange(_c: $0) }
-        linkPreviews = _CRead.messages(c.pointee.n_link_previews, c.pointee.link_previews) { LinkPreview(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        text = v.text.materialize()
+        mentions = v.mentions.materialize()
+        linkPreviews = v.linkPreviews.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.TextElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__TextElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__TextElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__TextElement> { _raw.assumingMemoryBound(to: Imcodec__V1__TextElement.self) }
+
+        /// Field `text` (1).
+        public var text: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text), copying: self)
+            }
+        }
+
+        /// Mentions inside text, by position. Offsets and lengths count UTF-16 code units, as Apple's
+        /// NSString and NSRange, Java, JavaScript, Signal and Telegram count them; a range may not split
+        /// a surrogate pair and must lie inside text.
+        public var mentions: MentionRange.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MentionRange.View.List(_base: UnsafeRawPointer(_c.pointee.mentions), count: _c.pointee.n_mentions, depth: _depth), copying: self)
+            }
+        }
+
+        /// Previews of links in text, made by the sender.
+        public var linkPreviews: LinkPreview.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(LinkPreview.View.List(_base: UnsafeRawPointer(_c.pointee.link_previews), count: _c.pointee.n_link_previews, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> TextElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { TextElement(_viewOf: raw, depth: depth) })
+                ?? TextElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__TextElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__TextElement>.allocate(capacity: 1)
+        imcodec__v1__text_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MentionRange {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MentionRange.self, imcodec__v1__mention_range__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MentionRange.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MentionRange>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MentionRange`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        offset = c.pointee.offset
-        length = c.pointee.length
-        userID = _CRead.string(c.pointee.user_id)
-        all = c.pointee.all != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        offset = v.offset
+        length = v.length
+        userID = v.userID.materialize()
+        all = v.all
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MentionRange`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MentionRange` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MentionRange`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MentionRange> { _raw.assumingMemoryBound(to: Imcodec__V1__MentionRange.self) }
+
+        /// Field `offset` (1).
+        public var offset: UInt32 { _c.pointee.offset }
+
+        /// Field `length` (2).
+        public var length: UInt32 { _c.pointee.length }
+
+        /// The mentioned user; empty when all is set.
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// "@all": every member.
+        public var all: Bool { _c.pointee.all != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MentionRange {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MentionRange(_viewOf: raw, depth: depth) })
+                ?? MentionRange(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MentionRange`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MentionRange>.allocate(capacity: 1)
+        imcodec__v1__mention_range__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension LinkPreview {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__LinkPreview.self, imcodec__v1__link_preview__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__LinkPreview.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__LinkPreview>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__LinkPreview`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        url = _CRead.string(c.pointee.url)
-        title = _CRead.string(c.pointee.title)
-        description = _CRead.string(c.pointee.description)
-        imageURL = _CRead.string(c.pointee.image_url)
-        imageWidth = c.pointee.image_width
-        imageHeight = c.pointee.image_height
-        siteName = _CRead.string(c.pointee.site_name)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        url = v.url.materialize()
+        title = v.title.materialize()
+        description = v.description.materialize()
+        imageURL = v.imageURL.materialize()
+        imageWidth = v.imageWidth
+        imageHeight = v.imageHeight
+        siteName = v.siteName.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.LinkPreview`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__LinkPreview` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__LinkPreview`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__LinkPreview> { _raw.assumingMemoryBound(to: Imcodec__V1__LinkPreview.self) }
+
+        /// Field `url` (1).
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// Field `title` (2).
+        public var title: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.title), copying: self)
+            }
+        }
+
+        /// Field `description` (3).
+        public var description: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.description), copying: self)
+            }
+        }
+
+        /// Field `image_url` (4).
+        public var imageURL: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.image_url), copying: self)
+            }
+        }
+
+        /// Field `image_width` (5).
+        public var imageWidth: UInt32 { _c.pointee.image_width }
+
+        /// Field `image_height` (6).
+        public var imageHeight: UInt32 { _c.pointee.image_height }
+
+        /// Field `site_name` (7).
+        public var siteName: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.site_name), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> LinkPreview {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { LinkPreview(_viewOf: raw, depth: depth) })
+                ?? LinkPreview(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__LinkPreview`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__LinkPreview>.allocate(capacity: 1)
+        imcodec__v1__link_preview__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PollElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollElement.self, imcodec__v1__poll_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PollElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PollElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PollElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        pollID = _CRead.string(c.pointee.poll_id)
-        question = _CRead.string(c.pointee.question)
-        options = _CRead.messages(c.pointee.n_options, c.pointee.options) { PollOption(_c: $0) }
-        multipleChoice = c.pointee.multiple_choice != 0
-        anonymous = c.pointee.anonymous != 0
-        closeTimeMs = c.pointee.close_time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        pollID = v.pollID.materialize()
+        question = v.question.materialize()
+        options = v.options.materialize()
+        multipleChoice = v.multipleChoice
+        anonymous = v.anonymous
+        closeTimeMs = v.closeTimeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PollElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PollElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PollElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PollElement> { _raw.assumingMemoryBound(to: Imcodec__V1__PollElement.self) }
+
+        /// Unique per poll; votes name it.
+        public var pollID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.poll_id), copying: self)
+            }
+        }
+
+        /// Field `question` (2).
+        public var question: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.question), copying: self)
+            }
+        }
+
+        /// 2 to 12 options, each with a distinct id.
+        public var options: PollOption.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(PollOption.View.List(_base: UnsafeRawPointer(_c.pointee.options), count: _c.pointee.n_options, depth: _depth), copying: self)
+            }
+        }
+
+        /// A voter may choose several options.
+        public var multipleChoice: Bool { _c.pointee.multiple_choice != 0 }
+
+        /// Results name no voters.
+        public var anonymous: Bool { _c.pointee.anonymous != 0 }
+
+        /// When voting ends, epoch ms; 0: when the creator closes it.
+        public var closeTimeMs: Int64 { _c.pointee.close_time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PollElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PollElement(_viewOf: raw, depth: depth) })
+                ?? PollElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PollElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PollElement>.allocate(capacity: 1)
+        imcodec__v1__poll_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PollOption {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PollOption.self, imcodec__v1__poll_option__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PollOption.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PollOption>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PollOption`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        id = c.pointee.id
-        text = _CRead.string(c.pointee.text)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        id = v.id
+        text = v.text.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PollOption`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PollOption` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PollOption`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PollOption> { _raw.assumingMemoryBound(to: Imcodec__V1__PollOption.self) }
+
+        /// Field `id` (1).
+        public var id: UInt32 { _c.pointee.id }
+
+        /// Field `text` (2).
+        public var text: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PollOption {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PollOption(_viewOf: raw, depth: depth) })
+                ?? PollOption(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PollOption`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PollOption>.allocate(capacity: 1)
+        imcodec__v1__poll_option__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension CustomElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__CustomElement.self, imcodec__v1__custom_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__CustomElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__CustomElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__CustomElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        data = _CRead.bytes(c.pointee.data)
-        description = _CRead.string(c.pointee.description)
-        ext = _CRead.string(c.pointee.ext)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        data = v.data.materialize()
+        description = v.description.materialize()
+        ext = v.ext.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.CustomElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__CustomElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__CustomElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__CustomElement> { _raw.assumingMemoryBound(to: Imcodec__V1__CustomElement.self) }
+
+        /// Field `data` (1).
+        public var data: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.data), copying: self)
+            }
+        }
+
+        /// Field `description` (2).
+        public var description: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.description), copying: self)
+            }
+        }
+
+        /// Field `ext` (3).
+        public var ext: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.ext), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> CustomElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { CustomElement(_viewOf: raw, depth: depth) })
+                ?? CustomElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__CustomElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__CustomElement>.allocate(capacity: 1)
+        imcodec__v1__custom_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ImageInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ImageInfo.self, imcodec__v1__image_info__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ImageInfo.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ImageInfo>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ImageInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        uuid = _CRead.string(c.pointee.uuid)
-        type = ImageType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
-        size = c.pointee.size
-        width = c.pointee.width
-        height = c.pointee.height
-        url = _CRead.string(c.pointee.url)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        uuid = v.uuid.materialize()
+        type = v.type
+        size = v.size
+        width = v.width
+        height = v.height
+        url = v.url.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ImageInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ImageInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ImageInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ImageInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__ImageInfo.self) }
+
+        /// Field `uuid` (1).
+        public var uuid: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.uuid), copying: self)
+            }
+        }
+
+        /// Field `type` (2).
+        public var type: ImageType { ImageType(rawValue: Int32(bitPattern: _c.pointee.type.rawValue)) }
+
+        /// Size in bytes.
+        public var size: UInt64 { _c.pointee.size }
+
+        /// Field `width` (4).
+        public var width: UInt32 { _c.pointee.width }
+
+        /// Field `height` (5).
+        public var height: UInt32 { _c.pointee.height }
+
+        /// Field `url` (6).
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ImageInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ImageInfo(_viewOf: raw, depth: depth) })
+                ?? ImageInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ImageInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ImageInfo>.allocate(capacity: 1)
+        imcodec__v1__image_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ImageElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ImageElement.self, imcodec__v1__image_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ImageElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ImageElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ImageElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        format = ImageFormat(rawValue: Int32(bitPattern: c.pointee.format.rawValue))
-        images = _CRead.messages(c.pointee.n_images, c.pointee.images) { ImageInfo(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        format = v.format
+        images = v.images.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ImageElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ImageElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ImageElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ImageElement> { _raw.assumingMemoryBound(to: Imcodec__V1__ImageElement.self) }
+
+        /// Field `format` (1).
+        public var format: ImageFormat { ImageFormat(rawValue: Int32(bitPattern: _c.pointee.format.rawValue)) }
+
+        /// Field `images` (2).
+        public var images: ImageInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ImageInfo.View.List(_base: UnsafeRawPointer(_c.pointee.images), count: _c.pointee.n_images, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ImageElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ImageElement(_viewOf: raw, depth: depth) })
+                ?? ImageElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ImageElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ImageElement>.allocate(capacity: 1)
+        imcodec__v1__image_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension VideoElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__VideoElement.self, imcodec__v1__video_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__VideoElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__VideoElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__VideoElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        videoUUID = _CRead.string(c.pointee.video_uuid)
-        videoType = _CRead.string(c.pointee.video_type)
-        videoSize = c.pointee.video_size
-        durationS = c.pointee.duration_s
-        videoURL = _CRead.string(c.pointee.video_url)
-        snapshotUUID = _CRead.string(c.pointee.snapshot_uuid)
-        snapshotType = _CRead.string(c.pointee.snapshot_type)
-        snapshotSize = c.pointee.snapshot_size
-        snapshotWidth = c.pointee.snapshot_width
-        snapshotHeight = c.pointee.snapshot_height
-        snapshotURL = _CRead.string(c.pointee.snapshot_url)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        videoUUID = v.videoUUID.materialize()
+        videoType = v.videoType.materialize()
+        videoSize = v.videoSize
+        durationS = v.durationS
+        videoURL = v.videoURL.materialize()
+        snapshotUUID = v.snapshotUUID.materialize()
+        snapshotType = v.snapshotType.materialize()
+        snapshotSize = v.snapshotSize
+        snapshotWidth = v.snapshotWidth
+        snapshotHeight = v.snapshotHeight
+        snapshotURL = v.snapshotURL.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.VideoElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__VideoElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__VideoElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__VideoElement> { _raw.assumingMemoryBound(to: Imcodec__V1__VideoElement.self) }
+
+        /// Field `video_uuid` (1).
+        public var videoUUID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.video_uuid), copying: self)
+            }
+        }
+
+        /// Container format, e.g. "mp4".
+        public var videoType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.video_type), copying: self)
+            }
+        }
+
+        /// Field `video_size` (3).
+        public var videoSize: UInt64 { _c.pointee.video_size }
+
+        /// Field `duration_s` (4).
+        public var durationS: UInt32 { _c.pointee.duration_s }
+
+        /// Field `video_url` (5).
+        public var videoURL: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.video_url), copying: self)
+            }
+        }
+
+        /// Field `snapshot_uuid` (6).
+        public var snapshotUUID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.snapshot_uuid), copying: self)
+            }
+        }
+
+        /// Image format of the snapshot, e.g. "jpg".
+        public var snapshotType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.snapshot_type), copying: self)
+            }
+        }
+
+        /// Field `snapshot_size` (8).
+        public var snapshotSize: UInt64 { _c.pointee.snapshot_size }
+
+        /// Field `snapshot_width` (9).
+        public var snapshotWidth: UInt32 { _c.pointee.snapshot_width }
+
+        /// Field `snapshot_height` (10).
+        public var snapshotHeight: UInt32 { _c.pointee.snapshot_height }
+
+        /// Field `snapshot_url` (11).
+        public var snapshotURL: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.snapshot_url), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> VideoElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { VideoElement(_viewOf: raw, depth: depth) })
+                ?? VideoElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__VideoElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__VideoElement>.allocate(capacity: 1)
+        imcodec__v1__video_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension SoundElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__SoundElement.self, imcodec__v1__sound_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__SoundElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__SoundElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__SoundElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        uuid = _CRead.string(c.pointee.uuid)
-        size = c.pointee.size
-        durationS = c.pointee.duration_s
-        url = _CRead.string(c.pointee.url)
-        played = c.pointee.played != 0
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        uuid = v.uuid.materialize()
+        size = v.size
+        durationS = v.durationS
+        url = v.url.materialize()
+        played = v.played
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.SoundElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__SoundElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__SoundElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__SoundElement> { _raw.assumingMemoryBound(to: Imcodec__V1__SoundElement.self) }
+
+        /// Field `uuid` (1).
+        public var uuid: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.uuid), copying: self)
+            }
+        }
+
+        /// Field `size` (2).
+        public var size: UInt64 { _c.pointee.size }
+
+        /// Field `duration_s` (3).
+        public var durationS: UInt32 { _c.pointee.duration_s }
+
+        /// Field `url` (4).
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// The receiver has played it (Tencent shows a red dot until then).
+        public var played: Bool { _c.pointee.played != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> SoundElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { SoundElement(_viewOf: raw, depth: depth) })
+                ?? SoundElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__SoundElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__SoundElement>.allocate(capacity: 1)
+        imcodec__v1__sound_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension FileElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__FileElement.self, imcodec__v1__file_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__FileElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__FileElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__FileElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        uuid = _CRead.string(c.pointee.uuid)
-        name = _CRead.string(c.pointee.name)
-        size = c.pointee.size
-        url = _CRead.string(c.pointee.url)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        uuid = v.uuid.materialize()
+        name = v.name.materialize()
+        size = v.size
+        url = v.url.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.FileElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__FileElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__FileElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__FileElement> { _raw.assumingMemoryBound(to: Imcodec__V1__FileElement.self) }
+
+        /// Field `uuid` (1).
+        public var uuid: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.uuid), copying: self)
+            }
+        }
+
+        /// Field `name` (2).
+        public var name: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.name), copying: self)
+            }
+        }
+
+        /// Field `size` (3).
+        public var size: UInt64 { _c.pointee.size }
+
+        /// Field `url` (4).
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> FileElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { FileElement(_viewOf: raw, depth: depth) })
+                ?? FileElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__FileElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__FileElement>.allocate(capacity: 1)
+        imcodec__v1__file_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension LocationElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__LocationElement.self, imcodec__v1__location_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__LocationElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__LocationElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__LocationElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        description = _CRead.string(c.pointee.description)
-        longitude = c.pointee.longitude
-        latitude = c.pointee.latitude
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        description = v.description.materialize()
+        longitude = v.longitude
+        latitude = v.latitude
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.LocationElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__LocationElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__LocationElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__LocationElement> { _raw.assumingMemoryBound(to: Imcodec__V1__LocationElement.self) }
+
+        /// Field `description` (1).
+        public var description: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.description), copying: self)
+            }
+        }
+
+        /// -180 ... 180.
+        public var longitude: Double { _c.pointee.longitude }
+
+        /// -90 ... 90.
+        public var latitude: Double { _c.pointee.latitude }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> LocationElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { LocationElement(_viewOf: raw, depth: depth) })
+                ?? LocationElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__LocationElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__LocationElement>.allocate(capacity: 1)
+        imcodec__v1__location_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension FaceElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__FaceElement.self, imcodec__v1__face_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__FaceElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__FaceElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__FaceElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        index = c.pointee.index
-        data = _CRead.bytes(c.pointee.data)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        index = v.index
+        data = v.data.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.FaceElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__FaceElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__FaceElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__FaceElement> { _raw.assumingMemoryBound(to: Imcodec__V1__FaceElement.self) }
+
+        /// Field `index` (1).
+        public var index: Int32 { _c.pointee.index }
+
+        /// Field `data` (2).
+        public var data: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.data), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> FaceElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { FaceElement(_viewOf: raw, depth: depth) })
+                ?? FaceElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__FaceElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__FaceElement>.allocate(capacity: 1)
+        imcodec__v1__face_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension GroupChangeInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupChangeInfo.self, imcodec__v1__group_change_info__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__GroupChangeInfo.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__GroupChangeInfo>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__GroupChangeInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        type = GroupInfoChangeType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
-        value = _CRead.string(c.pointee.value)
-        key = _CRead.string(c.pointee.key)
-        boolValue = c.pointee.bool_value != 0
-        intValue = c.pointee.int_value
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        type = v.type
+        value = v.value.materialize()
+        key = v.key.materialize()
+        boolValue = v.boolValue
+        intValue = v.intValue
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.GroupChangeInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__GroupChangeInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__GroupChangeInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__GroupChangeInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__GroupChangeInfo.self) }
+
+        /// Field `type` (1).
+        public var type: GroupInfoChangeType { GroupInfoChangeType(rawValue: Int32(bitPattern: _c.pointee.type.rawValue)) }
+
+        /// The new value of a string property (name, introduction, owner id, custom value...).
+        public var value: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.value), copying: self)
+            }
+        }
+
+        /// The key of a custom property (type CUSTOM).
+        public var key: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.key), copying: self)
+            }
+        }
+
+        /// The new value of a boolean property (SHUT_UP_ALL).
+        public var boolValue: Bool { _c.pointee.bool_value != 0 }
+
+        /// The new value of an integer property (options).
+        public var intValue: UInt32 { _c.pointee.int_value }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> GroupChangeInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { GroupChangeInfo(_viewOf: raw, depth: depth) })
+                ?? GroupChangeInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__GroupChangeInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__GroupChangeInfo>.allocate(capacity: 1)
+        imcodec__v1__group_change_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MemberChangeInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MemberChangeInfo.self, imcodec__v1__member_change_info__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MemberChangeInfo.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MemberChangeInfo>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MemberChangeInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        userID = _CRead.string(c.pointee.user_id)
-        muteTimeS = c.pointee.mute_time_s
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        userID = v.userID.materialize()
+        muteTimeS = v.muteTimeS
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MemberChangeInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MemberChangeInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MemberChangeInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MemberChangeInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__MemberChangeInfo.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Seconds the member is muted for; 0 lifts the mute.
+        public var muteTimeS: UInt32 { _c.pointee.mute_time_s }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MemberChangeInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MemberChangeInfo(_viewOf: raw, depth: depth) })
+                ?? MemberChangeInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MemberChangeInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MemberChangeInfo>.allocate(capacity: 1)
+        imcodec__v1__member_change_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension GroupTipsElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupTipsElement.self, imcodec__v1__group_tips_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__GroupTipsElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__GroupTipsElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__GroupTipsElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        type = GroupTipsType(rawValue: Int32(bitPattern: c.pointee.type.rawValue))
-        groupID = _CRead.string(c.pointee.group_id)
-        operatorID = _CRead.string(c.pointee.operator_id)
-        memberIDs = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
-        groupChanges = _CRead.messages(c.pointee.n_group_changes, c.pointee.group_changes) { GroupChangeInfo(_c: $0) }
-        memberChanges = _CRead.messages(c.pointee.n_member_changes, c.pointee.member_changes) { MemberChangeInfo(_c: $0) }
-        memberCount = c.pointee.member_count
-        pinnedMessage = c.pointee.pinned_message.map { MessageRef(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        type = v.type
+        groupID = v.groupID.materialize()
+        operatorID = v.operatorID.materialize()
+        memberIDs = v.memberIDs.materialize()
+        groupChanges = v.groupChanges.materialize()
+        memberChanges = v.memberChanges.materialize()
+        memberCount = v.memberCount
+        if let field = v.pinnedMessage { pinnedMessage = MessageRef(_viewOf: field._raw, depth: depth) }
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.GroupTipsElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__GroupTipsElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__GroupTipsElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__GroupTipsElement> { _raw.assumingMemoryBound(to: Imcodec__V1__GroupTipsElement.self) }
+
+        /// Field `type` (1).
+        public var type: GroupTipsType { GroupTipsType(rawValue: Int32(bitPattern: _c.pointee.type.rawValue)) }
+
+        /// Field `group_id` (2).
+        public var groupID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.group_id), copying: self)
+            }
+        }
+
+        /// Who did it.
+        public var operatorID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.operator_id), copying: self)
+            }
+        }
+
+        /// Who it was done to (joined, kicked, made admin...).
+        public var memberIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.member_ids, count: _c.pointee.n_member_ids), copying: self)
+            }
+        }
+
+        /// Field `group_changes` (5).
+        public var groupChanges: GroupChangeInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(GroupChangeInfo.View.List(_base: UnsafeRawPointer(_c.pointee.group_changes), count: _c.pointee.n_group_changes, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `member_changes` (6).
+        public var memberChanges: MemberChangeInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MemberChangeInfo.View.List(_base: UnsafeRawPointer(_c.pointee.member_changes), count: _c.pointee.n_member_changes, depth: _depth), copying: self)
+            }
+        }
+
+        /// Member count after the event.
+        public var memberCount: UInt32 { _c.pointee.member_count }
+
+        /// The pinned or unpinned message (PINNED_MESSAGE_* types).
+        public var pinnedMessage: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.pinned_message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> GroupTipsElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { GroupTipsElement(_viewOf: raw, depth: depth) })
+                ?? GroupTipsElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__GroupTipsElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__GroupTipsElement>.allocate(capacity: 1)
+        imcodec__v1__group_tips_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MergerRef {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MergerRef.self, imcodec__v1__merger_ref__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MergerRef.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MergerRef>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MergerRef`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        key = _CRead.string(c.pointee.key)
-        size = c.pointee.size
-        sha256 = _CRead.bytes(c.pointee.sha256)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        key = v.key.materialize()
+        size = v.size
+        sha256 = v.sha256.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MergerRef`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MergerRef` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MergerRef`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MergerRef> { _raw.assumingMemoryBound(to: Imcodec__V1__MergerRef.self) }
+
+        /// Storage key of the separately stored MergerPayload.
+        public var key: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.key), copying: self)
+            }
+        }
+
+        /// Size of the stored payload in bytes.
+        public var size: UInt64 { _c.pointee.size }
+
+        /// SHA-256 of the stored payload.
+        public var sha256: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.sha256), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MergerRef {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MergerRef(_viewOf: raw, depth: depth) })
+                ?? MergerRef(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MergerRef`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MergerRef>.allocate(capacity: 1)
+        imcodec__v1__merger_ref__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MergerElement {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MergerElement.self, imcodec__v1__merger_element__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MergerElement.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MergerElement>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MergerElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        title = _CRead.string(c.pointee.title)
-        abstracts = _CRead.strings(c.pointee.n_abstracts, c.pointee.abstracts)
-        compatibleText = _CRead.string(c.pointee.compatible_text)
-        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { Message(_c: $0) }
-        ref = c.pointee.ref.map { MergerRef(_c: $0) }
-        messageCount = c.pointee.message_count
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        title = v.title.materialize()
+        abstracts = v.abstracts.materialize()
+        compatibleText = v.compatibleText.materialize()
+        messages = v.messages.materialize()
+        if let field = v.ref { ref = MergerRef(_viewOf: field._raw, depth: depth) }
+        messageCount = v.messageCount
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MergerElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MergerElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MergerElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MergerElement> { _raw.assumingMemoryBound(to: Imcodec__V1__MergerElement.self) }
+
+        /// Field `title` (1).
+        public var title: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.title), copying: self)
+            }
+        }
+
+        /// The preview lines shown in the conversation.
+        public var abstracts: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.abstracts, count: _c.pointee.n_abstracts), copying: self)
+            }
+        }
+
+        /// Text shown by clients that cannot display mergers.
+        public var compatibleText: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.compatible_text), copying: self)
+            }
+        }
+
+        /// The combined messages, inline. Empty when they are stored separately (see ref).
+        public var messages: Message.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(Message.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// The separately stored MergerPayload, when messages is empty.
+        public var ref: MergerRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.ref else { return nil }
+                return _overrideLifetime(MergerRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// How many messages the merger holds (inline or stored).
+        public var messageCount: UInt32 { _c.pointee.message_count }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MergerElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MergerElement(_viewOf: raw, depth: depth) })
+                ?? MergerElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MergerElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MergerElement>.allocate(capacity: 1)
+        imcodec__v1__merger_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MergerPayload {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MergerPayload.self, imcodec__v1__merger_payload__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MergerPayload.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MergerPayload>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MergerPayload`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { Message(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        messages = v.messages.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MergerPayload`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MergerPayload` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MergerPayload`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MergerPayload> { _raw.assumingMemoryBound(to: Imcodec__V1__MergerPayload.self) }
+
+        /// Field `messages` (1).
+        public var messages: Message.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(Message.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MergerPayload {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MergerPayload(_viewOf: raw, depth: depth) })
+                ?? MergerPayload(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MergerPayload`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MergerPayload>.allocate(capacity: 1)
+        imcodec__v1__merger_payload__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension Message.View {
+    /// The elements of a repeated `imcodec.v1.Message` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> Message.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(Message.View(_raw: element ?? Message._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: Message.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: Message.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (Message.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [Message] {
+            var out: [Message] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(Message(_viewOf: element ?? Message._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension ReactionSummary.View {
+    /// The elements of a repeated `imcodec.v1.ReactionSummary` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ReactionSummary.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ReactionSummary.View(_raw: element ?? ReactionSummary._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ReactionSummary.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ReactionSummary.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ReactionSummary.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ReactionSummary] {
+            var out: [ReactionSummary] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ReactionSummary(_viewOf: element ?? ReactionSummary._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension MessageElement.View {
+    /// The elements of a repeated `imcodec.v1.MessageElement` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> MessageElement.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(MessageElement.View(_raw: element ?? MessageElement._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: MessageElement.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: MessageElement.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (MessageElement.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [MessageElement] {
+            var out: [MessageElement] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(MessageElement(_viewOf: element ?? MessageElement._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension MentionRange.View {
+    /// The elements of a repeated `imcodec.v1.MentionRange` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> MentionRange.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(MentionRange.View(_raw: element ?? MentionRange._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: MentionRange.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: MentionRange.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (MentionRange.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [MentionRange] {
+            var out: [MentionRange] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(MentionRange(_viewOf: element ?? MentionRange._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension LinkPreview.View {
+    /// The elements of a repeated `imcodec.v1.LinkPreview` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> LinkPreview.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(LinkPreview.View(_raw: element ?? LinkPreview._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: LinkPreview.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: LinkPreview.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (LinkPreview.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [LinkPreview] {
+            var out: [LinkPreview] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(LinkPreview(_viewOf: element ?? LinkPreview._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension PollOption.View {
+    /// The elements of a repeated `imcodec.v1.PollOption` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> PollOption.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(PollOption.View(_raw: element ?? PollOption._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: PollOption.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: PollOption.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (PollOption.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [PollOption] {
+            var out: [PollOption] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(PollOption(_viewOf: element ?? PollOption._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension ImageInfo.View {
+    /// The elements of a repeated `imcodec.v1.ImageInfo` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ImageInfo.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ImageInfo.View(_raw: element ?? ImageInfo._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ImageInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ImageInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ImageInfo.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ImageInfo] {
+            var out: [ImageInfo] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ImageInfo(_viewOf: element ?? ImageInfo._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension GroupChangeInfo.View {
+    /// The elements of a repeated `imcodec.v1.GroupChangeInfo` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> GroupChangeInfo.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(GroupChangeInfo.View(_raw: element ?? GroupChangeInfo._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: GroupChangeInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: GroupChangeInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (GroupChangeInfo.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [GroupChangeInfo] {
+            var out: [GroupChangeInfo] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(GroupChangeInfo(_viewOf: element ?? GroupChangeInfo._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension MemberChangeInfo.View {
+    /// The elements of a repeated `imcodec.v1.MemberChangeInfo` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> MemberChangeInfo.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(MemberChangeInfo.View(_raw: element ?? MemberChangeInfo._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: MemberChangeInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: MemberChangeInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (MemberChangeInfo.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [MemberChangeInfo] {
+            var out: [MemberChangeInfo] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(MemberChangeInfo(_viewOf: element ?? MemberChangeInfo._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension WireDecoder {
+    /// Decodes a `imcodec.v1.AtInfo` and lends `body` a view of it (``AtInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: AtInfo.Type, _ bytes: Bytes, _ body: (AtInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(AtInfo._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(AtInfo.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.OfflinePushInfo` and lends `body` a view of it (``OfflinePushInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: OfflinePushInfo.Type, _ bytes: Bytes, _ body: (OfflinePushInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(OfflinePushInfo._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(OfflinePushInfo.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.Message` and lends `body` a view of it (``Message/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: Message.Type, _ bytes: Bytes, _ body: (Message.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(Message._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(Message.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ReactionSummary` and lends `body` a view of it (``ReactionSummary/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ReactionSummary.Type, _ bytes: Bytes, _ body: (ReactionSummary.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ReactionSummary._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ReactionSummary.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ThreadSummary` and lends `body` a view of it (``ThreadSummary/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ThreadSummary.Type, _ bytes: Bytes, _ body: (ThreadSummary.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ThreadSummary._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ThreadSummary.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MessageElement` and lends `body` a view of it (``MessageElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MessageElement.Type, _ bytes: Bytes, _ body: (MessageElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MessageElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MessageElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.TextElement` and lends `body` a view of it (``TextElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: TextElement.Type, _ bytes: Bytes, _ body: (TextElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(TextElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(TextElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MentionRange` and lends `body` a view of it (``MentionRange/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MentionRange.Type, _ bytes: Bytes, _ body: (MentionRange.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MentionRange._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MentionRange.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.LinkPreview` and lends `body` a view of it (``LinkPreview/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: LinkPreview.Type, _ bytes: Bytes, _ body: (LinkPreview.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(LinkPreview._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(LinkPreview.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PollElement` and lends `body` a view of it (``PollElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PollElement.Type, _ bytes: Bytes, _ body: (PollElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PollElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PollElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PollOption` and lends `body` a view of it (``PollOption/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PollOption.Type, _ bytes: Bytes, _ body: (PollOption.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PollOption._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PollOption.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.CustomElement` and lends `body` a view of it (``CustomElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: CustomElement.Type, _ bytes: Bytes, _ body: (CustomElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(CustomElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(CustomElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ImageInfo` and lends `body` a view of it (``ImageInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ImageInfo.Type, _ bytes: Bytes, _ body: (ImageInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ImageInfo._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ImageInfo.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ImageElement` and lends `body` a view of it (``ImageElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ImageElement.Type, _ bytes: Bytes, _ body: (ImageElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ImageElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ImageElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.VideoElement` and lends `body` a view of it (``VideoElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: VideoElement.Type, _ bytes: Bytes, _ body: (VideoElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(VideoElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(VideoElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.SoundElement` and lends `body` a view of it (``SoundElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: SoundElement.Type, _ bytes: Bytes, _ body: (SoundElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(SoundElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(SoundElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.FileElement` and lends `body` a view of it (``FileElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: FileElement.Type, _ bytes: Bytes, _ body: (FileElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(FileElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(FileElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.LocationElement` and lends `body` a view of it (``LocationElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: LocationElement.Type, _ bytes: Bytes, _ body: (LocationElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(LocationElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(LocationElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.FaceElement` and lends `body` a view of it (``FaceElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: FaceElement.Type, _ bytes: Bytes, _ body: (FaceElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(FaceElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(FaceElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.GroupChangeInfo` and lends `body` a view of it (``GroupChangeInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: GroupChangeInfo.Type, _ bytes: Bytes, _ body: (GroupChangeInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(GroupChangeInfo._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(GroupChangeInfo.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MemberChangeInfo` and lends `body` a view of it (``MemberChangeInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MemberChangeInfo.Type, _ bytes: Bytes, _ body: (MemberChangeInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MemberChangeInfo._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MemberChangeInfo.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.GroupTipsElement` and lends `body` a view of it (``GroupTipsElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: GroupTipsElement.Type, _ bytes: Bytes, _ body: (GroupTipsElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(GroupTipsElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(GroupTipsElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MergerRef` and lends `body` a view of it (``MergerRef/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MergerRef.Type, _ bytes: Bytes, _ body: (MergerRef.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MergerRef._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MergerRef.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MergerElement` and lends `body` a view of it (``MergerElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MergerElement.Type, _ bytes: Bytes, _ body: (MergerElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MergerElement._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MergerElement.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MergerPayload` and lends `body` a view of it (``MergerPayload/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MergerPayload.Type, _ bytes: Bytes, _ body: (MergerPayload.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MergerPayload._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MergerPayload.View(_message: message))
+    }
 }

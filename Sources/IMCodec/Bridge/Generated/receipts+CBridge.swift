@@ -8,123 +8,934 @@ extension C2CReadReceipt {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__C2CReadReceipt.self, imcodec__v1__c2_cread_receipt__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__C2CReadReceipt.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__C2CReadReceipt>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__C2CReadReceipt`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        userID = _CRead.string(c.pointee.user_id)
-        readTimeMs = c.pointee.read_time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        userID = v.userID.materialize()
+        readTimeMs = v.readTimeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.C2CReadReceipt`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__C2CReadReceipt` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__C2CReadReceipt`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__C2CReadReceipt> { _raw.assumingMemoryBound(to: Imcodec__V1__C2CReadReceipt.self) }
+
+        /// The peer who read.
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `read_time_ms` (2).
+        public var readTimeMs: Int64 { _c.pointee.read_time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> C2CReadReceipt {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { C2CReadReceipt(_viewOf: raw, depth: depth) })
+                ?? C2CReadReceipt(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__C2CReadReceipt`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__C2CReadReceipt>.allocate(capacity: 1)
+        imcodec__v1__c2_cread_receipt__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MessageReceipt {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MessageReceipt.self, imcodec__v1__message_receipt__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MessageReceipt.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MessageReceipt>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MessageReceipt`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        kind = ReceiptKind(rawValue: Int32(bitPattern: c.pointee.kind.rawValue))
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        userID = _CRead.string(c.pointee.user_id)
-        isPeerRead = c.pointee.is_peer_read != 0
-        groupID = _CRead.string(c.pointee.group_id)
-        readCount = c.pointee.read_count
-        unreadCount = c.pointee.unread_count
-        timeMs = c.pointee.time_ms
-        deviceID = _CRead.string(c.pointee.device_id)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        kind = v.kind
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        userID = v.userID.materialize()
+        isPeerRead = v.isPeerRead
+        groupID = v.groupID.materialize()
+        readCount = v.readCount
+        unreadCount = v.unreadCount
+        timeMs = v.timeMs
+        deviceID = v.deviceID.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MessageReceipt`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MessageReceipt` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MessageReceipt`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MessageReceipt> { _raw.assumingMemoryBound(to: Imcodec__V1__MessageReceipt.self) }
+
+        /// Field `kind` (1).
+        public var kind: ReceiptKind { ReceiptKind(rawValue: Int32(bitPattern: _c.pointee.kind.rawValue)) }
+
+        /// Field `message` (2).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The user the receipt is about (one-to-one: the peer).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// One-to-one: whether the peer has read the message.
+        public var isPeerRead: Bool { _c.pointee.is_peer_read != 0 }
+
+        /// Group receipts: the group, and how many members have and have not read the message.
+        public var groupID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.group_id), copying: self)
+            }
+        }
+
+        /// Field `read_count` (6).
+        public var readCount: UInt64 { _c.pointee.read_count }
+
+        /// Field `unread_count` (7).
+        public var unreadCount: UInt64 { _c.pointee.unread_count }
+
+        /// Field `time_ms` (8).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Multi-device: the device that delivered or read it (LoginRequest.device_id).
+        public var deviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.device_id), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MessageReceipt {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MessageReceipt(_viewOf: raw, depth: depth) })
+                ?? MessageReceipt(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MessageReceipt`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MessageReceipt>.allocate(capacity: 1)
+        imcodec__v1__message_receipt__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ReceiptBatch {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReceiptBatch.self, imcodec__v1__receipt_batch__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ReceiptBatch.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ReceiptBatch>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ReceiptBatch`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        receipts = _CRead.messages(c.pointee.n_receipts, c.pointee.receipts) { MessageReceipt(_c: $0) }
-        c2cReadReceipts = _CRead.messages(c.pointee.n_c2c_read_receipts, c.pointee.c2c_read_receipts) { C2CReadReceipt(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        receipts = v.receipts.materialize()
+        c2cReadReceipts = v.c2cReadReceipts.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ReceiptBatch`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ReceiptBatch` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ReceiptBatch`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ReceiptBatch> { _raw.assumingMemoryBound(to: Imcodec__V1__ReceiptBatch.self) }
+
+        /// Field `receipts` (1).
+        public var receipts: MessageReceipt.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageReceipt.View.List(_base: UnsafeRawPointer(_c.pointee.receipts), count: _c.pointee.n_receipts, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `c2c_read_receipts` (2).
+        public var c2cReadReceipts: C2CReadReceipt.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(C2CReadReceipt.View.List(_base: UnsafeRawPointer(_c.pointee.c2c_read_receipts), count: _c.pointee.n_c2c_read_receipts, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ReceiptBatch {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ReceiptBatch(_viewOf: raw, depth: depth) })
+                ?? ReceiptBatch(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ReceiptBatch`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ReceiptBatch>.allocate(capacity: 1)
+        imcodec__v1__receipt_batch__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension GroupReadMembers {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupReadMembers.self, imcodec__v1__group_read_members__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__GroupReadMembers.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__GroupReadMembers>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__GroupReadMembers`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        read = c.pointee.read != 0
-        memberIDs = _CRead.strings(c.pointee.n_member_ids, c.pointee.member_ids)
-        nextSeq = c.pointee.next_seq
-        finished = c.pointee.finished != 0
-        members = _CRead.messages(c.pointee.n_members, c.pointee.members) { GroupMemberInfo(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        read = v.read
+        memberIDs = v.memberIDs.materialize()
+        nextSeq = v.nextSeq
+        finished = v.finished
+        members = v.members.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.GroupReadMembers`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__GroupReadMembers` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__GroupReadMembers`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__GroupReadMembers> { _raw.assumingMemoryBound(to: Imcodec__V1__GroupReadMembers.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// true: members who read it; false: members who did not.
+        public var read: Bool { _c.pointee.read != 0 }
+
+        /// Field `member_ids` (3).
+        public var memberIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.member_ids, count: _c.pointee.n_member_ids), copying: self)
+            }
+        }
+
+        /// Cursor for the next page.
+        public var nextSeq: UInt64 { _c.pointee.next_seq }
+
+        /// No more pages.
+        public var finished: Bool { _c.pointee.finished != 0 }
+
+        /// The same members with their profile (Tencent V2TIMGroupMemberInfo), in member_ids order.
+        public var members: GroupMemberInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(GroupMemberInfo.View.List(_base: UnsafeRawPointer(_c.pointee.members), count: _c.pointee.n_members, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> GroupReadMembers {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { GroupReadMembers(_viewOf: raw, depth: depth) })
+                ?? GroupReadMembers(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__GroupReadMembers`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__GroupReadMembers>.allocate(capacity: 1)
+        imcodec__v1__group_read_members__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension GroupMemberInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupMemberInfo.self, imcodec__v1__group_member_info__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__GroupMemberInfo.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__GroupMemberInfo>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__GroupMemberInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        userID = _CRead.string(c.pointee.user_id)
-        nickname = _CRead.string(c.pointee.nickname)
-        faceURL = _CRead.string(c.pointee.face_url)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        userID = v.userID.materialize()
+        nickname = v.nickname.materialize()
+        faceURL = v.faceURL.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.GroupMemberInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__GroupMemberInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__GroupMemberInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__GroupMemberInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__GroupMemberInfo.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `nickname` (2).
+        public var nickname: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.nickname), copying: self)
+            }
+        }
+
+        /// Field `face_url` (3).
+        public var faceURL: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.face_url), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> GroupMemberInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { GroupMemberInfo(_viewOf: raw, depth: depth) })
+                ?? GroupMemberInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__GroupMemberInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__GroupMemberInfo>.allocate(capacity: 1)
+        imcodec__v1__group_member_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension ReadReceiptRequest {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReadReceiptRequest.self, imcodec__v1__read_receipt_request__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ReadReceiptRequest.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ReadReceiptRequest>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ReadReceiptRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { MessageRef(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        messages = v.messages.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ReadReceiptRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ReadReceiptRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ReadReceiptRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ReadReceiptRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__ReadReceiptRequest.self) }
+
+        /// Field `messages` (1).
+        public var messages: MessageRef.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageRef.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ReadReceiptRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ReadReceiptRequest(_viewOf: raw, depth: depth) })
+                ?? ReadReceiptRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ReadReceiptRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ReadReceiptRequest>.allocate(capacity: 1)
+        imcodec__v1__read_receipt_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension GroupReadMembersRequest {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__GroupReadMembersRequest.self, imcodec__v1__group_read_members_request__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__GroupReadMembersRequest.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__GroupReadMembersRequest>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__GroupReadMembersRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        message = c.pointee.message.map { MessageRef(_c: $0) }
-        filter = ReadMembersFilter(rawValue: Int32(bitPattern: c.pointee.filter.rawValue))
-        nextSeq = c.pointee.next_seq
-        count = c.pointee.count
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        filter = v.filter
+        nextSeq = v.nextSeq
+        count = v.count
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.GroupReadMembersRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__GroupReadMembersRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__GroupReadMembersRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__GroupReadMembersRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__GroupReadMembersRequest.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `filter` (2).
+        public var filter: ReadMembersFilter { ReadMembersFilter(rawValue: Int32(bitPattern: _c.pointee.filter.rawValue)) }
+
+        /// 0 for the first page, then GroupReadMembers.next_seq.
+        public var nextSeq: UInt64 { _c.pointee.next_seq }
+
+        /// Members per page; Tencent allows at most 100.
+        public var count: UInt32 { _c.pointee.count }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> GroupReadMembersRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { GroupReadMembersRequest(_viewOf: raw, depth: depth) })
+                ?? GroupReadMembersRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__GroupReadMembersRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__GroupReadMembersRequest>.allocate(capacity: 1)
+        imcodec__v1__group_read_members_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension C2CReadReceipt.View {
+    /// The elements of a repeated `imcodec.v1.C2CReadReceipt` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> C2CReadReceipt.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(C2CReadReceipt.View(_raw: element ?? C2CReadReceipt._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: C2CReadReceipt.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: C2CReadReceipt.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (C2CReadReceipt.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [C2CReadReceipt] {
+            var out: [C2CReadReceipt] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(C2CReadReceipt(_viewOf: element ?? C2CReadReceipt._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension MessageReceipt.View {
+    /// The elements of a repeated `imcodec.v1.MessageReceipt` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> MessageReceipt.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(MessageReceipt.View(_raw: element ?? MessageReceipt._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: MessageReceipt.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: MessageReceipt.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (MessageReceipt.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [MessageReceipt] {
+            var out: [MessageReceipt] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(MessageReceipt(_viewOf: element ?? MessageReceipt._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension GroupMemberInfo.View {
+    /// The elements of a repeated `imcodec.v1.GroupMemberInfo` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> GroupMemberInfo.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(GroupMemberInfo.View(_raw: element ?? GroupMemberInfo._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: GroupMemberInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: GroupMemberInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (GroupMemberInfo.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [GroupMemberInfo] {
+            var out: [GroupMemberInfo] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(GroupMemberInfo(_viewOf: element ?? GroupMemberInfo._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension WireDecoder {
+    /// Decodes a `imcodec.v1.C2CReadReceipt` and lends `body` a view of it (``C2CReadReceipt/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: C2CReadReceipt.Type, _ bytes: Bytes, _ body: (C2CReadReceipt.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(C2CReadReceipt._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(C2CReadReceipt.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MessageReceipt` and lends `body` a view of it (``MessageReceipt/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MessageReceipt.Type, _ bytes: Bytes, _ body: (MessageReceipt.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MessageReceipt._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MessageReceipt.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ReceiptBatch` and lends `body` a view of it (``ReceiptBatch/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ReceiptBatch.Type, _ bytes: Bytes, _ body: (ReceiptBatch.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ReceiptBatch._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ReceiptBatch.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.GroupReadMembers` and lends `body` a view of it (``GroupReadMembers/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: GroupReadMembers.Type, _ bytes: Bytes, _ body: (GroupReadMembers.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(GroupReadMembers._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(GroupReadMembers.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.GroupMemberInfo` and lends `body` a view of it (``GroupMemberInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: GroupMemberInfo.Type, _ bytes: Bytes, _ body: (GroupMemberInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(GroupMemberInfo._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(GroupMemberInfo.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.ReadReceiptRequest` and lends `body` a view of it (``ReadReceiptRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ReadReceiptRequest.Type, _ bytes: Bytes, _ body: (ReadReceiptRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ReadReceiptRequest._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ReadReceiptRequest.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.GroupReadMembersRequest` and lends `body` a view of it (``GroupReadMembersRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: GroupReadMembersRequest.Type, _ bytes: Bytes, _ body: (GroupReadMembersRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(GroupReadMembersRequest._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(GroupReadMembersRequest.View(_message: message))
+    }
 }

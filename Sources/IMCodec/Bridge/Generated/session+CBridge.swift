@@ -8,263 +8,1603 @@ extension ConversationSeq {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ConversationSeq.self, imcodec__v1__conversation_seq__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__ConversationSeq.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__ConversationSeq>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ConversationSeq`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        seq = c.pointee.seq
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        seq = v.seq
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.ConversationSeq`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ConversationSeq` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ConversationSeq`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ConversationSeq> { _raw.assumingMemoryBound(to: Imcodec__V1__ConversationSeq.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `seq` (2).
+        public var seq: UInt64 { _c.pointee.seq }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> ConversationSeq {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { ConversationSeq(_viewOf: raw, depth: depth) })
+                ?? ConversationSeq(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ConversationSeq`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ConversationSeq>.allocate(capacity: 1)
+        imcodec__v1__conversation_seq__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension LoginRequest {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__LoginRequest.self, imcodec__v1__login_request__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__LoginRequest.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__LoginRequest>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__LoginRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        userID = _CRead.string(c.pointee.user_id)
-        token = _CRead.string(c.pointee.token)
-        deviceID = _CRead.string(c.pointee.device_id)
-        platform = Platform(rawValue: Int32(bitPattern: c.pointee.platform.rawValue))
-        clientVersion = _CRead.string(c.pointee.client_version)
-        lastSeen = _CRead.messages(c.pointee.n_last_seen, c.pointee.last_seen) { ConversationSeq(_c: $0) }
-        readerVersion = c.pointee.reader_version
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        userID = v.userID.materialize()
+        token = v.token.materialize()
+        deviceID = v.deviceID.materialize()
+        platform = v.platform
+        clientVersion = v.clientVersion.materialize()
+        lastSeen = v.lastSeen.materialize()
+        readerVersion = v.readerVersion
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.LoginRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__LoginRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__LoginRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__LoginRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__LoginRequest.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// An opaque credential the app server issued (Tencent UserSig, RongCloud token).
+        public var token: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.token), copying: self)
+            }
+        }
+
+        /// Stable per installation; the key of multi-device delivery (Message.sender_device_id,
+        /// MessageReceipt.device_id).
+        public var deviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.device_id), copying: self)
+            }
+        }
+
+        /// Field `platform` (4).
+        public var platform: Platform { Platform(rawValue: Int32(bitPattern: _c.pointee.platform.rawValue)) }
+
+        /// The app's version, free-form (e.g. "5.3.425").
+        public var clientVersion: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.client_version), copying: self)
+            }
+        }
+
+        /// Resume: the highest seq this device holds per conversation. The server answers with its own
+        /// highest seq for each (LoginResult.max_seqs); the client pulls what lies between (SyncRequest).
+        public var lastSeen: ConversationSeq.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ConversationSeq.View.List(_base: UnsafeRawPointer(_c.pointee.last_seen), count: _c.pointee.n_last_seen, depth: _depth), copying: self)
+            }
+        }
+
+        /// The newest schema version this client reads (see Frame.min_reader_version).
+        public var readerVersion: UInt32 { _c.pointee.reader_version }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> LoginRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { LoginRequest(_viewOf: raw, depth: depth) })
+                ?? LoginRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__LoginRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__LoginRequest>.allocate(capacity: 1)
+        imcodec__v1__login_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension LoginResult {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__LoginResult.self, imcodec__v1__login_result__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__LoginResult.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__LoginResult>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__LoginResult`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        errorCode = c.pointee.error_code
-        errorDescription = _CRead.string(c.pointee.error_description)
-        serverTimeMs = c.pointee.server_time_ms
-        sessionID = _CRead.string(c.pointee.session_id)
-        heartbeatIntervalS = c.pointee.heartbeat_interval_s
-        maxSeqs = _CRead.messages(c.pointee.n_max_seqs, c.pointee.max_seqs) { ConversationSeq(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        serverTimeMs = v.serverTimeMs
+        sessionID = v.sessionID.materialize()
+        heartbeatIntervalS = v.heartbeatIntervalS
+        maxSeqs = v.maxSeqs.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.LoginResult`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__LoginResult` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__LoginResult`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__LoginResult> { _raw.assumingMemoryBound(to: Imcodec__V1__LoginResult.self) }
+
+        /// Field `error_code` (1).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (2).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Field `server_time_ms` (3).
+        public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Names this session in logs and in a later Logout.
+        public var sessionID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.session_id), copying: self)
+            }
+        }
+
+        /// How often the client sends a Ping; the server closes a session silent for 3 intervals.
+        public var heartbeatIntervalS: UInt32 { _c.pointee.heartbeat_interval_s }
+
+        /// The server's highest seq in each conversation the login named in last_seen, and in every
+        /// other conversation the user belongs to.
+        public var maxSeqs: ConversationSeq.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ConversationSeq.View.List(_base: UnsafeRawPointer(_c.pointee.max_seqs), count: _c.pointee.n_max_seqs, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> LoginResult {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { LoginResult(_viewOf: raw, depth: depth) })
+                ?? LoginResult(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__LoginResult`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__LoginResult>.allocate(capacity: 1)
+        imcodec__v1__login_result__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension Ping {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Ping.self, imcodec__v1__ping__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__Ping.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__Ping>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Ping`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        id = c.pointee.id
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        id = v.id
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.Ping`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Ping` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Ping`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Ping> { _raw.assumingMemoryBound(to: Imcodec__V1__Ping.self) }
+
+        /// Field `id` (1).
+        public var id: UInt64 { _c.pointee.id }
+
+        /// Field `time_ms` (2).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> Ping {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { Ping(_viewOf: raw, depth: depth) })
+                ?? Ping(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Ping`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Ping>.allocate(capacity: 1)
+        imcodec__v1__ping__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension Pong {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Pong.self, imcodec__v1__pong__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__Pong.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__Pong>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Pong`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        id = c.pointee.id
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        id = v.id
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.Pong`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Pong` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Pong`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Pong> { _raw.assumingMemoryBound(to: Imcodec__V1__Pong.self) }
+
+        /// Field `id` (1).
+        public var id: UInt64 { _c.pointee.id }
+
+        /// Field `time_ms` (2).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> Pong {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { Pong(_viewOf: raw, depth: depth) })
+                ?? Pong(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Pong`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Pong>.allocate(capacity: 1)
+        imcodec__v1__pong__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension Logout {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Logout.self, imcodec__v1__logout__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__Logout.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__Logout>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Logout`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        sessionID = _CRead.string(c.pointee.session_id)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        sessionID = v.sessionID.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.Logout`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Logout` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Logout`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Logout> { _raw.assumingMemoryBound(to: Imcodec__V1__Logout.self) }
+
+        /// Field `session_id` (1).
+        public var sessionID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.session_id), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> Logout {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { Logout(_viewOf: raw, depth: depth) })
+                ?? Logout(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Logout`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Logout>.allocate(capacity: 1)
+        imcodec__v1__logout__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension KickedOffline {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__KickedOffline.self, imcodec__v1__kicked_offline__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__KickedOffline.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__KickedOffline>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__KickedOffline`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        reason = KickReason(rawValue: Int32(bitPattern: c.pointee.reason.rawValue))
-        description = _CRead.string(c.pointee.description)
-        otherDeviceID = _CRead.string(c.pointee.other_device_id)
-        otherPlatform = Platform(rawValue: Int32(bitPattern: c.pointee.other_platform.rawValue))
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        reason = v.reason
+        description = v.description.materialize()
+        otherDeviceID = v.otherDeviceID.materialize()
+        otherPlatform = v.otherPlatform
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.KickedOffline`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__KickedOffline` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__KickedOffline`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__KickedOffline> { _raw.assumingMemoryBound(to: Imcodec__V1__KickedOffline.self) }
+
+        /// Field `reason` (1).
+        public var reason: KickReason { KickReason(rawValue: Int32(bitPattern: _c.pointee.reason.rawValue)) }
+
+        /// Field `description` (2).
+        public var description: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.description), copying: self)
+            }
+        }
+
+        /// LOGGED_IN_ELSEWHERE: the device that took over.
+        public var otherDeviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.other_device_id), copying: self)
+            }
+        }
+
+        /// Field `other_platform` (4).
+        public var otherPlatform: Platform { Platform(rawValue: Int32(bitPattern: _c.pointee.other_platform.rawValue)) }
+
+        /// Field `time_ms` (5).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> KickedOffline {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { KickedOffline(_viewOf: raw, depth: depth) })
+                ?? KickedOffline(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__KickedOffline`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__KickedOffline>.allocate(capacity: 1)
+        imcodec__v1__kicked_offline__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MaxSeqRequest {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MaxSeqRequest.self, imcodec__v1__max_seq_request__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MaxSeqRequest.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MaxSeqRequest>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MaxSeqRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversations = _CRead.messages(c.pointee.n_conversations, c.pointee.conversations) { Conversation(_c: $0) }
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        conversations = v.conversations.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MaxSeqRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MaxSeqRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MaxSeqRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MaxSeqRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__MaxSeqRequest.self) }
+
+        /// Empty: every conversation the user belongs to.
+        public var conversations: Conversation.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(Conversation.View.List(_base: UnsafeRawPointer(_c.pointee.conversations), count: _c.pointee.n_conversations, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MaxSeqRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MaxSeqRequest(_viewOf: raw, depth: depth) })
+                ?? MaxSeqRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MaxSeqRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MaxSeqRequest>.allocate(capacity: 1)
+        imcodec__v1__max_seq_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MaxSeqResponse {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MaxSeqResponse.self, imcodec__v1__max_seq_response__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MaxSeqResponse.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MaxSeqResponse>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MaxSeqResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        maxSeqs = _CRead.messages(c.pointee.n_max_seqs, c.pointee.max_seqs) { ConversationSeq(_c: $0) }
-        serverTimeMs = c.pointee.server_time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        maxSeqs = v.maxSeqs.materialize()
+        serverTimeMs = v.serverTimeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MaxSeqResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MaxSeqResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MaxSeqResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MaxSeqResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__MaxSeqResponse.self) }
+
+        /// Field `max_seqs` (1).
+        public var maxSeqs: ConversationSeq.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ConversationSeq.View.List(_base: UnsafeRawPointer(_c.pointee.max_seqs), count: _c.pointee.n_max_seqs, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `server_time_ms` (2).
+        public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MaxSeqResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MaxSeqResponse(_viewOf: raw, depth: depth) })
+                ?? MaxSeqResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MaxSeqResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MaxSeqResponse>.allocate(capacity: 1)
+        imcodec__v1__max_seq_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension SyncRequest {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__SyncRequest.self, imcodec__v1__sync_request__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__SyncRequest.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__SyncRequest>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__SyncRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        fromSeq = c.pointee.from_seq
-        toSeq = c.pointee.to_seq
-        limit = c.pointee.limit
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        fromSeq = v.fromSeq
+        toSeq = v.toSeq
+        limit = v.limit
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.SyncRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__SyncRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__SyncRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__SyncRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__SyncRequest.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// First seq wanted, inclusive.
+        public var fromSeq: UInt64 { _c.pointee.from_seq }
+
+        /// Last seq wanted, inclusive; 0: up to the newest.
+        public var toSeq: UInt64 { _c.pointee.to_seq }
+
+        /// Most messages in one answer; servers cap it (imcodec-relay: 100).
+        public var limit: UInt32 { _c.pointee.limit }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> SyncRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { SyncRequest(_viewOf: raw, depth: depth) })
+                ?? SyncRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__SyncRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__SyncRequest>.allocate(capacity: 1)
+        imcodec__v1__sync_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension SyncResponse {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__SyncResponse.self, imcodec__v1__sync_response__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__SyncResponse.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__SyncResponse>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__SyncResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        messages = _CRead.messages(c.pointee.n_messages, c.pointee.messages) { Message(_c: $0) }
-        hasMore = c.pointee.has_more != 0
-        nextFromSeq = c.pointee.next_from_seq
-        maxSeq = c.pointee.max_seq
-        errorCode = c.pointee.error_code
-        errorDescription = _CRead.string(c.pointee.error_description)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        messages = v.messages.materialize()
+        hasMore = v.hasMore
+        nextFromSeq = v.nextFromSeq
+        maxSeq = v.maxSeq
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.SyncResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__SyncResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__SyncResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__SyncResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__SyncResponse.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// In seq order, without duplicates. Seqs with no message (deleted, expired, not visible to this
+        /// user) are skipped.
+        public var messages: Message.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(Message.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// More messages lie in the requested range; ask again from next_from_seq.
+        public var hasMore: Bool { _c.pointee.has_more != 0 }
+
+        /// Field `next_from_seq` (4).
+        public var nextFromSeq: UInt64 { _c.pointee.next_from_seq }
+
+        /// The conversation's highest seq when the answer was made.
+        public var maxSeq: UInt64 { _c.pointee.max_seq }
+
+        /// Field `error_code` (6).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (7).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> SyncResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { SyncResponse(_viewOf: raw, depth: depth) })
+                ?? SyncResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__SyncResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__SyncResponse>.allocate(capacity: 1)
+        imcodec__v1__sync_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PresenceUpdate {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PresenceUpdate.self, imcodec__v1__presence_update__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PresenceUpdate.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PresenceUpdate>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PresenceUpdate`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        userID = _CRead.string(c.pointee.user_id)
-        status = PresenceStatus(rawValue: Int32(bitPattern: c.pointee.status.rawValue))
-        lastSeenMs = c.pointee.last_seen_ms
-        deviceID = _CRead.string(c.pointee.device_id)
-        platform = Platform(rawValue: Int32(bitPattern: c.pointee.platform.rawValue))
-        customStatus = _CRead.string(c.pointee.custom_status)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        userID = v.userID.materialize()
+        status = v.status
+        lastSeenMs = v.lastSeenMs
+        deviceID = v.deviceID.materialize()
+        platform = v.platform
+        customStatus = v.customStatus.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PresenceUpdate`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PresenceUpdate` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PresenceUpdate`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PresenceUpdate> { _raw.assumingMemoryBound(to: Imcodec__V1__PresenceUpdate.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `status` (2).
+        public var status: PresenceStatus { PresenceStatus(rawValue: Int32(bitPattern: _c.pointee.status.rawValue)) }
+
+        /// When the user was last online; set with OFFLINE and AWAY.
+        public var lastSeenMs: Int64 { _c.pointee.last_seen_ms }
+
+        /// The device whose state changed, and its platform.
+        public var deviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.device_id), copying: self)
+            }
+        }
+
+        /// Field `platform` (5).
+        public var platform: Platform { Platform(rawValue: Int32(bitPattern: _c.pointee.platform.rawValue)) }
+
+        /// A status text the user set ("In a meeting").
+        public var customStatus: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.custom_status), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (7).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PresenceUpdate {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PresenceUpdate(_viewOf: raw, depth: depth) })
+                ?? PresenceUpdate(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PresenceUpdate`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PresenceUpdate>.allocate(capacity: 1)
+        imcodec__v1__presence_update__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension PresenceSubscription {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__PresenceSubscription.self, imcodec__v1__presence_subscription__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__PresenceSubscription.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__PresenceSubscription>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__PresenceSubscription`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        action = SubscriptionAction(rawValue: Int32(bitPattern: c.pointee.action.rawValue))
-        userIDs = _CRead.strings(c.pointee.n_user_ids, c.pointee.user_ids)
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        action = v.action
+        userIDs = v.userIDs.materialize()
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.PresenceSubscription`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__PresenceSubscription` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__PresenceSubscription`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__PresenceSubscription> { _raw.assumingMemoryBound(to: Imcodec__V1__PresenceSubscription.self) }
+
+        /// Field `action` (1).
+        public var action: SubscriptionAction { SubscriptionAction(rawValue: Int32(bitPattern: _c.pointee.action.rawValue)) }
+
+        /// Field `user_ids` (2).
+        public var userIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: _c.pointee.user_ids, count: _c.pointee.n_user_ids), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> PresenceSubscription {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { PresenceSubscription(_viewOf: raw, depth: depth) })
+                ?? PresenceSubscription(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__PresenceSubscription`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__PresenceSubscription>.allocate(capacity: 1)
+        imcodec__v1__presence_subscription__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension MembershipChange {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MembershipChange.self, imcodec__v1__membership_change__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__MembershipChange.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__MembershipChange>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MembershipChange`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        action = MembershipAction(rawValue: Int32(bitPattern: c.pointee.action.rawValue))
-        conversation = c.pointee.conversation.map { Conversation(_c: $0) }
-        userID = _CRead.string(c.pointee.user_id)
-        timeMs = c.pointee.time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        action = v.action
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        userID = v.userID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.MembershipChange`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MembershipChange` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MembershipChange`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MembershipChange> { _raw.assumingMemoryBound(to: Imcodec__V1__MembershipChange.self) }
+
+        /// Field `action` (1).
+        public var action: MembershipAction { MembershipAction(rawValue: Int32(bitPattern: _c.pointee.action.rawValue)) }
+
+        /// Field `conversation` (2).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Who joins or leaves; a client's own request may leave it empty.
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> MembershipChange {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { MembershipChange(_viewOf: raw, depth: depth) })
+                ?? MembershipChange(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MembershipChange`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MembershipChange>.allocate(capacity: 1)
+        imcodec__v1__membership_change__init(message)
+        return UnsafeRawPointer(message)
+    }()
 }
 
 extension RequestResult {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__RequestResult.self, imcodec__v1__request_result__init)
 
     public init(_protobufCMessage message: _ProtobufCMessage) {
-        self.init(_c: message.pointer(to: Imcodec__V1__RequestResult.self))
+        self.init(_viewOf: message.raw, depth: message.depth)
     }
 
-    init(_c c: UnsafePointer<Imcodec__V1__RequestResult>) {
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__RequestResult`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
         self.init()
-        errorCode = c.pointee.error_code
-        errorDescription = _CRead.string(c.pointee.error_description)
-        serverTimeMs = c.pointee.server_time_ms
-        unknownFields = _CRead.unknownFields(c.pointee.base)
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        serverTimeMs = v.serverTimeMs
+        unknownFields = v.unknownFields
     }
 
+    /// A read-only view of a decoded `imcodec.v1.RequestResult`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__RequestResult` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__RequestResult`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__RequestResult> { _raw.assumingMemoryBound(to: Imcodec__V1__RequestResult.self) }
+
+        /// Field `error_code` (1).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (2).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Field `server_time_ms` (3).
+        public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> RequestResult {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { RequestResult(_viewOf: raw, depth: depth) })
+                ?? RequestResult(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__RequestResult`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__RequestResult>.allocate(capacity: 1)
+        imcodec__v1__request_result__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ConversationSeq.View {
+    /// The elements of a repeated `imcodec.v1.ConversationSeq` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ConversationSeq.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ConversationSeq.View(_raw: element ?? ConversationSeq._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ConversationSeq.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ConversationSeq.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ConversationSeq.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ConversationSeq] {
+            var out: [ConversationSeq] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ConversationSeq(_viewOf: element ?? ConversationSeq._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension WireDecoder {
+    /// Decodes a `imcodec.v1.ConversationSeq` and lends `body` a view of it (``ConversationSeq/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: ConversationSeq.Type, _ bytes: Bytes, _ body: (ConversationSeq.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(ConversationSeq._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(ConversationSeq.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.LoginRequest` and lends `body` a view of it (``LoginRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: LoginRequest.Type, _ bytes: Bytes, _ body: (LoginRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(LoginRequest._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(LoginRequest.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.LoginResult` and lends `body` a view of it (``LoginResult/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: LoginResult.Type, _ bytes: Bytes, _ body: (LoginResult.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(LoginResult._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(LoginResult.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.Ping` and lends `body` a view of it (``Ping/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: Ping.Type, _ bytes: Bytes, _ body: (Ping.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(Ping._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(Ping.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.Pong` and lends `body` a view of it (``Pong/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: Pong.Type, _ bytes: Bytes, _ body: (Pong.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(Pong._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(Pong.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.Logout` and lends `body` a view of it (``Logout/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: Logout.Type, _ bytes: Bytes, _ body: (Logout.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(Logout._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(Logout.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.KickedOffline` and lends `body` a view of it (``KickedOffline/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: KickedOffline.Type, _ bytes: Bytes, _ body: (KickedOffline.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(KickedOffline._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(KickedOffline.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MaxSeqRequest` and lends `body` a view of it (``MaxSeqRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MaxSeqRequest.Type, _ bytes: Bytes, _ body: (MaxSeqRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MaxSeqRequest._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MaxSeqRequest.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MaxSeqResponse` and lends `body` a view of it (``MaxSeqResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MaxSeqResponse.Type, _ bytes: Bytes, _ body: (MaxSeqResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MaxSeqResponse._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MaxSeqResponse.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.SyncRequest` and lends `body` a view of it (``SyncRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: SyncRequest.Type, _ bytes: Bytes, _ body: (SyncRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(SyncRequest._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(SyncRequest.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.SyncResponse` and lends `body` a view of it (``SyncResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: SyncResponse.Type, _ bytes: Bytes, _ body: (SyncResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(SyncResponse._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(SyncResponse.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PresenceUpdate` and lends `body` a view of it (``PresenceUpdate/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PresenceUpdate.Type, _ bytes: Bytes, _ body: (PresenceUpdate.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PresenceUpdate._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PresenceUpdate.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.PresenceSubscription` and lends `body` a view of it (``PresenceSubscription/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: PresenceSubscription.Type, _ bytes: Bytes, _ body: (PresenceSubscription.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(PresenceSubscription._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(PresenceSubscription.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.MembershipChange` and lends `body` a view of it (``MembershipChange/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: MembershipChange.Type, _ bytes: Bytes, _ body: (MembershipChange.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(MembershipChange._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(MembershipChange.View(_message: message))
+    }
+
+    /// Decodes a `imcodec.v1.RequestResult` and lends `body` a view of it (``RequestResult/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    public func withView<Bytes: Collection, R>(
+        _ type: RequestResult.Type, _ bytes: Bytes, _ body: (RequestResult.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        let message = try _unpack(RequestResult._protobufCDescriptor, bytes)
+        defer { _reset() }
+        return try body(RequestResult.View(_message: message))
+    }
 }
