@@ -1,72 +1,8 @@
 import CIMCodecRuntime
 import CProtobufC
 
-/// Copies protobuf-c values into Swift values (used by the generated conversions).
-///
-/// Strings were checked as UTF-8 by the pre-scan before protobuf-c ran, so they are taken as they
-/// are; `String(decoding:as:)` would repair, never trap, if that ever failed to hold.
+/// Reads what protobuf-c keeps beside a message's fields (used by the generated views).
 enum _CRead {
-    @inline(__always)
-    static func string(_ data: ProtobufCBinaryData) -> String {
-        guard data.len > 0, let base = data.data else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: base, count: data.len), as: UTF8.self)
-    }
-
-    @inline(__always)
-    static func bytes(_ data: ProtobufCBinaryData) -> [UInt8] {
-        guard data.len > 0, let base = data.data else { return [] }
-        return Array(UnsafeBufferPointer(start: base, count: data.len))
-    }
-
-    @inline(__always)
-    static func scalars<C, S>(_ count: Int, _ p: UnsafePointer<C>?, _ transform: (C) -> S) -> [S] {
-        guard count > 0, let p else { return [] }
-        return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
-            for i in 0..<count { (buffer.baseAddress! + i).initialize(to: transform(p[i])) }
-            initialized = count
-        }
-    }
-
-    @inline(__always)
-    static func strings(_ count: Int, _ p: UnsafePointer<ProtobufCBinaryData>?) -> [String] {
-        scalars(count, p) { string($0) }
-    }
-
-    @inline(__always)
-    static func byteArrays(_ count: Int, _ p: UnsafePointer<ProtobufCBinaryData>?) -> [[UInt8]] {
-        scalars(count, p) { bytes($0) }
-    }
-
-    @inline(__always)
-    static func messages<C, S>(
-        _ count: Int, _ p: UnsafePointer<UnsafeMutablePointer<C>?>?, _ transform: (UnsafePointer<C>) -> S
-    ) -> [S] {
-        guard count > 0, let p else { return [] }
-        var out: [S] = []
-        out.reserveCapacity(count)
-        for i in 0..<count {
-            if let element = p[i] { out.append(transform(element)) }
-        }
-        return out
-    }
-
-    /// A map from its entries; a key that repeats keeps its last value, as protobuf specifies. Keys
-    /// and values are bytes, so U+0000 survives (Scripts/postprocess-protoc-c.py, change 2).
-    static func map<E>(
-        _ count: Int, _ p: UnsafePointer<UnsafeMutablePointer<E>?>?,
-        _ keyValue: (UnsafeMutablePointer<E>) -> (ProtobufCBinaryData, ProtobufCBinaryData)
-    ) -> [String: String] {
-        guard count > 0, let p else { return [:] }
-        var out: [String: String] = [:]
-        out.reserveCapacity(count)
-        for i in 0..<count {
-            guard let entry = p[i] else { continue }
-            let (key, value) = keyValue(entry)
-            out[string(key)] = string(value)
-        }
-        return out
-    }
-
     /// The unknown fields protobuf-c kept, as wire bytes (tag, then the value as it came).
     ///
     /// A field numbered `IMCODEC_WRAPPER_FIELD_NUMBER` is a wrapper made by imcodec_transcode (see

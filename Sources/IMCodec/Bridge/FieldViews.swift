@@ -121,7 +121,11 @@ public struct StringListView: ~Escapable {
 
     /// The elements as Swift strings.
     public func materialize() -> [String] {
-        _CRead.strings(count, _base)
+        guard count > 0 else { return [] }
+        return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
+            for index in 0..<count { (buffer.baseAddress! + index).initialize(to: self[index].materialize()) }
+            initialized = count
+        }
     }
 }
 
