@@ -23,6 +23,9 @@ extension Frame {
         case .historyRequest(let v)?: d.add(UInt32(31)); v.digest(into: &d)
         case .historyResponse(let v)?: d.add(UInt32(32)); v.digest(into: &d)
         case .mergerPayload(let v)?: d.add(UInt32(33)); v.digest(into: &d)
+        case let other?:
+            // Payload kinds the swift-protobuf schemas here do not have; the corpus holds none.
+            d.add(UInt32(other.kind.rawValue).addingReportingOverflow(1 << 31).partialValue)
         }
         d.add(bytes: unknownFields.bytes)
     }
@@ -139,6 +142,9 @@ extension MessageElement {
             for m in v.messages { m.digest(into: &d) }
             digestOptional(v.ref, &d) { r, d in d.add(r.key); d.add(r.size); d.add(bytes: r.sha256) }
             d.add(v.messageCount)
+        case let other?:
+            // Element kinds the swift-protobuf schemas here do not have; the corpus holds none.
+            d.add(UInt32(other.kind.rawValue).addingReportingOverflow(1 << 31).partialValue)
         }
     }
 }
