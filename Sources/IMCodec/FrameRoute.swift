@@ -1,7 +1,7 @@
-/// Where a frame goes: the destination a server reads from ``FrameView/route`` for every payload kind.
+/// Where a frame goes: the destination a server reads from ``Frame/View/route`` for every payload kind.
 ///
 /// A frame's conversation does not always say where it goes. A read receipt carries the conversation
-/// of the message it acknowledges: for a one-to-one message from Bob to Alice, ``FrameView/targetID``
+/// of the message it acknowledges: for a one-to-one message from Bob to Alice, ``Frame/View/targetID``
 /// is "alice", the reader, while the receipt must go back to Bob, the sender of the referenced
 /// message. `route` answers the question for each payload kind:
 ///
@@ -38,7 +38,7 @@ public enum FrameRoute: Hashable, Sendable {
     /// may be empty).
     case system(String)
     /// Back to the sender of the message the frame refers to (that sender's user id): where a
-    /// receipt goes, whoever wrote it. ``FrameView/referencedSenderID`` gives the same id.
+    /// receipt goes, whoever wrote it. ``Frame/View/referencedSenderID`` gives the same id.
     case referencedSender(String)
     /// A receipt batch whose receipts go back to more than one sender, or that mixes message receipts
     /// with C2C read receipts: split it, each `MessageReceipt` to the sender of its `message`.

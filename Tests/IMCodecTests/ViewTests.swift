@@ -124,6 +124,18 @@ struct ViewTests {
         }
     }
 
+    @Test func readmeExample() throws {
+        // README's Usage: the first text element of a message frame, read in place.
+        let bytes = Frame(Message.groupText(from: "alice", group: "team-apollo", "@bob ship it", atUserIDs: ["bob"]))
+            .serializedBytes()
+        let firstText = try decoder.withView(Frame.self, bytes) { frame -> String? in
+            guard case .message(let message)? = frame.payload, let first = message.elements.first,
+                  case .text(let text)? = first.content else { return nil }
+            return text.text.materialize()
+        }
+        #expect(firstText == "@bob ship it")
+    }
+
     @Test func repeatedNumbersReadInPlace() throws {
         let vote = PollVoteEvent.with { $0.pollID = "p"; $0.voterID = "bob"; $0.optionIDs = [3, 0, .max]; $0.timeMs = 5 }
         try decoder.withView(PollVoteEvent.self, vote.serializedBytes()) { view in

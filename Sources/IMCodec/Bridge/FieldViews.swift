@@ -45,9 +45,17 @@ public struct StringView: ~Escapable {
     }
 
     /// The string as a Swift `String` (allocates unless it is short).
+    ///
+    /// The pre-scan checked the bytes as UTF-8 before protobuf-c ran, so where the standard library
+    /// can take them without checking again (`UTF8Span(unchecked:)`, Swift 6.2's runtime) it does;
+    /// elsewhere `String(decoding:as:)` checks them once more (and would repair, never trap).
     public func materialize() -> String {
         guard let base = _base else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
+        let buffer = UnsafeBufferPointer(start: base, count: count)
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            return String(copying: UTF8Span(unchecked: buffer.span))
+        }
+        return String(decoding: buffer, as: UTF8.self)
     }
 }
 

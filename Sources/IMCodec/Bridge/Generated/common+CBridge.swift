@@ -341,6 +341,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.Conversation` and lends `body` a view of it (``Conversation/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: Conversation.Type, _ bytes: Bytes, _ body: (Conversation.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -352,6 +353,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MessageRef` and lends `body` a view of it (``MessageRef/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MessageRef.Type, _ bytes: Bytes, _ body: (MessageRef.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {

@@ -1713,6 +1713,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.RecallEvent` and lends `body` a view of it (``RecallEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: RecallEvent.Type, _ bytes: Bytes, _ body: (RecallEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1724,6 +1725,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.EditEvent` and lends `body` a view of it (``EditEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: EditEvent.Type, _ bytes: Bytes, _ body: (EditEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1735,6 +1737,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.DeleteEvent` and lends `body` a view of it (``DeleteEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: DeleteEvent.Type, _ bytes: Bytes, _ body: (DeleteEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1746,6 +1749,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.TypingEvent` and lends `body` a view of it (``TypingEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: TypingEvent.Type, _ bytes: Bytes, _ body: (TypingEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1757,6 +1761,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MarkReadEvent` and lends `body` a view of it (``MarkReadEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MarkReadEvent.Type, _ bytes: Bytes, _ body: (MarkReadEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1768,6 +1773,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.SystemNotice` and lends `body` a view of it (``SystemNotice/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: SystemNotice.Type, _ bytes: Bytes, _ body: (SystemNotice.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1779,6 +1785,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.SendAck` and lends `body` a view of it (``SendAck/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: SendAck.Type, _ bytes: Bytes, _ body: (SendAck.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1790,6 +1797,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.HistoryRequest` and lends `body` a view of it (``HistoryRequest/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: HistoryRequest.Type, _ bytes: Bytes, _ body: (HistoryRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1801,6 +1809,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.HistoryResponse` and lends `body` a view of it (``HistoryResponse/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: HistoryResponse.Type, _ bytes: Bytes, _ body: (HistoryResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1812,6 +1821,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ReactionEvent` and lends `body` a view of it (``ReactionEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ReactionEvent.Type, _ bytes: Bytes, _ body: (ReactionEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1823,6 +1833,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PinEvent` and lends `body` a view of it (``PinEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PinEvent.Type, _ bytes: Bytes, _ body: (PinEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1834,6 +1845,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PollVoteEvent` and lends `body` a view of it (``PollVoteEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PollVoteEvent.Type, _ bytes: Bytes, _ body: (PollVoteEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1845,6 +1857,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PollOptionResult` and lends `body` a view of it (``PollOptionResult/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PollOptionResult.Type, _ bytes: Bytes, _ body: (PollOptionResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1856,6 +1869,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PollUpdate` and lends `body` a view of it (``PollUpdate/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PollUpdate.Type, _ bytes: Bytes, _ body: (PollUpdate.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1867,6 +1881,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.DisappearingTimerEvent` and lends `body` a view of it (``DisappearingTimerEvent/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: DisappearingTimerEvent.Type, _ bytes: Bytes, _ body: (DisappearingTimerEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1878,6 +1893,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ReceiveOptionChange` and lends `body` a view of it (``ReceiveOptionChange/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ReceiveOptionChange.Type, _ bytes: Bytes, _ body: (ReceiveOptionChange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {

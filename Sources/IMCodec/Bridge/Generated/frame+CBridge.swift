@@ -303,6 +303,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.Frame` and lends `body` a view of it (``Frame/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: Frame.Type, _ bytes: Bytes, _ body: (Frame.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {

@@ -3337,6 +3337,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.AtInfo` and lends `body` a view of it (``AtInfo/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: AtInfo.Type, _ bytes: Bytes, _ body: (AtInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3348,6 +3349,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.OfflinePushInfo` and lends `body` a view of it (``OfflinePushInfo/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: OfflinePushInfo.Type, _ bytes: Bytes, _ body: (OfflinePushInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3359,6 +3361,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.Message` and lends `body` a view of it (``Message/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: Message.Type, _ bytes: Bytes, _ body: (Message.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3370,6 +3373,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ReactionSummary` and lends `body` a view of it (``ReactionSummary/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ReactionSummary.Type, _ bytes: Bytes, _ body: (ReactionSummary.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3381,6 +3385,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ThreadSummary` and lends `body` a view of it (``ThreadSummary/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ThreadSummary.Type, _ bytes: Bytes, _ body: (ThreadSummary.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3392,6 +3397,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MessageElement` and lends `body` a view of it (``MessageElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MessageElement.Type, _ bytes: Bytes, _ body: (MessageElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3403,6 +3409,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.TextElement` and lends `body` a view of it (``TextElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: TextElement.Type, _ bytes: Bytes, _ body: (TextElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3414,6 +3421,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MentionRange` and lends `body` a view of it (``MentionRange/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MentionRange.Type, _ bytes: Bytes, _ body: (MentionRange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3425,6 +3433,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.LinkPreview` and lends `body` a view of it (``LinkPreview/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: LinkPreview.Type, _ bytes: Bytes, _ body: (LinkPreview.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3436,6 +3445,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PollElement` and lends `body` a view of it (``PollElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PollElement.Type, _ bytes: Bytes, _ body: (PollElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3447,6 +3457,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PollOption` and lends `body` a view of it (``PollOption/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PollOption.Type, _ bytes: Bytes, _ body: (PollOption.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3458,6 +3469,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.CustomElement` and lends `body` a view of it (``CustomElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: CustomElement.Type, _ bytes: Bytes, _ body: (CustomElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3469,6 +3481,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ImageInfo` and lends `body` a view of it (``ImageInfo/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ImageInfo.Type, _ bytes: Bytes, _ body: (ImageInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3480,6 +3493,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ImageElement` and lends `body` a view of it (``ImageElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ImageElement.Type, _ bytes: Bytes, _ body: (ImageElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3491,6 +3505,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.VideoElement` and lends `body` a view of it (``VideoElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: VideoElement.Type, _ bytes: Bytes, _ body: (VideoElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3502,6 +3517,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.SoundElement` and lends `body` a view of it (``SoundElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: SoundElement.Type, _ bytes: Bytes, _ body: (SoundElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3513,6 +3529,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.FileElement` and lends `body` a view of it (``FileElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: FileElement.Type, _ bytes: Bytes, _ body: (FileElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3524,6 +3541,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.LocationElement` and lends `body` a view of it (``LocationElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: LocationElement.Type, _ bytes: Bytes, _ body: (LocationElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3535,6 +3553,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.FaceElement` and lends `body` a view of it (``FaceElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: FaceElement.Type, _ bytes: Bytes, _ body: (FaceElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3546,6 +3565,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.GroupChangeInfo` and lends `body` a view of it (``GroupChangeInfo/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: GroupChangeInfo.Type, _ bytes: Bytes, _ body: (GroupChangeInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3557,6 +3577,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MemberChangeInfo` and lends `body` a view of it (``MemberChangeInfo/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MemberChangeInfo.Type, _ bytes: Bytes, _ body: (MemberChangeInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3568,6 +3589,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.GroupTipsElement` and lends `body` a view of it (``GroupTipsElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: GroupTipsElement.Type, _ bytes: Bytes, _ body: (GroupTipsElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3579,6 +3601,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MergerRef` and lends `body` a view of it (``MergerRef/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MergerRef.Type, _ bytes: Bytes, _ body: (MergerRef.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3590,6 +3613,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MergerElement` and lends `body` a view of it (``MergerElement/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MergerElement.Type, _ bytes: Bytes, _ body: (MergerElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -3601,6 +3625,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MergerPayload` and lends `body` a view of it (``MergerPayload/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MergerPayload.Type, _ bytes: Bytes, _ body: (MergerPayload.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {

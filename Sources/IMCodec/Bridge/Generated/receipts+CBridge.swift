@@ -865,6 +865,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.C2CReadReceipt` and lends `body` a view of it (``C2CReadReceipt/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: C2CReadReceipt.Type, _ bytes: Bytes, _ body: (C2CReadReceipt.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -876,6 +877,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MessageReceipt` and lends `body` a view of it (``MessageReceipt/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MessageReceipt.Type, _ bytes: Bytes, _ body: (MessageReceipt.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -887,6 +889,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ReceiptBatch` and lends `body` a view of it (``ReceiptBatch/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ReceiptBatch.Type, _ bytes: Bytes, _ body: (ReceiptBatch.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -898,6 +901,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.GroupReadMembers` and lends `body` a view of it (``GroupReadMembers/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: GroupReadMembers.Type, _ bytes: Bytes, _ body: (GroupReadMembers.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -909,6 +913,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.GroupMemberInfo` and lends `body` a view of it (``GroupMemberInfo/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: GroupMemberInfo.Type, _ bytes: Bytes, _ body: (GroupMemberInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -920,6 +925,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ReadReceiptRequest` and lends `body` a view of it (``ReadReceiptRequest/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ReadReceiptRequest.Type, _ bytes: Bytes, _ body: (ReadReceiptRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -931,6 +937,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.GroupReadMembersRequest` and lends `body` a view of it (``GroupReadMembersRequest/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: GroupReadMembersRequest.Type, _ bytes: Bytes, _ body: (GroupReadMembersRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {

@@ -1446,6 +1446,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.ConversationSeq` and lends `body` a view of it (``ConversationSeq/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: ConversationSeq.Type, _ bytes: Bytes, _ body: (ConversationSeq.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1457,6 +1458,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.LoginRequest` and lends `body` a view of it (``LoginRequest/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: LoginRequest.Type, _ bytes: Bytes, _ body: (LoginRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1468,6 +1470,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.LoginResult` and lends `body` a view of it (``LoginResult/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: LoginResult.Type, _ bytes: Bytes, _ body: (LoginResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1479,6 +1482,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.Ping` and lends `body` a view of it (``Ping/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: Ping.Type, _ bytes: Bytes, _ body: (Ping.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1490,6 +1494,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.Pong` and lends `body` a view of it (``Pong/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: Pong.Type, _ bytes: Bytes, _ body: (Pong.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1501,6 +1506,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.Logout` and lends `body` a view of it (``Logout/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: Logout.Type, _ bytes: Bytes, _ body: (Logout.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1512,6 +1518,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.KickedOffline` and lends `body` a view of it (``KickedOffline/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: KickedOffline.Type, _ bytes: Bytes, _ body: (KickedOffline.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1523,6 +1530,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MaxSeqRequest` and lends `body` a view of it (``MaxSeqRequest/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MaxSeqRequest.Type, _ bytes: Bytes, _ body: (MaxSeqRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1534,6 +1542,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MaxSeqResponse` and lends `body` a view of it (``MaxSeqResponse/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MaxSeqResponse.Type, _ bytes: Bytes, _ body: (MaxSeqResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1545,6 +1554,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.SyncRequest` and lends `body` a view of it (``SyncRequest/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: SyncRequest.Type, _ bytes: Bytes, _ body: (SyncRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1556,6 +1566,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.SyncResponse` and lends `body` a view of it (``SyncResponse/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: SyncResponse.Type, _ bytes: Bytes, _ body: (SyncResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1567,6 +1578,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PresenceUpdate` and lends `body` a view of it (``PresenceUpdate/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PresenceUpdate.Type, _ bytes: Bytes, _ body: (PresenceUpdate.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1578,6 +1590,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.PresenceSubscription` and lends `body` a view of it (``PresenceSubscription/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: PresenceSubscription.Type, _ bytes: Bytes, _ body: (PresenceSubscription.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1589,6 +1602,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.MembershipChange` and lends `body` a view of it (``MembershipChange/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: MembershipChange.Type, _ bytes: Bytes, _ body: (MembershipChange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
@@ -1600,6 +1614,7 @@ extension WireDecoder {
     /// Decodes a `imcodec.v1.RequestResult` and lends `body` a view of it (``RequestResult/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
     public func withView<Bytes: Collection, R>(
         _ type: RequestResult.Type, _ bytes: Bytes, _ body: (RequestResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
