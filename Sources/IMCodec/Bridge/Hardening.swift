@@ -78,20 +78,23 @@ public enum DecodeProbe {
     /// inputs than the limit allows by this bound are scanned without the estimate.
     public static var bound: (perByte: Int, fixed: Int) { _ValueCost.bound }
 
-    /// Decodes like `M(serializedBytes:options:)` and reports the estimate and the arena's use.
+    /// Decodes like `M(serializedBytes:options:)`, through the same pipeline, and reports the
+    /// estimate (made even for input too short to pass the limit) and the arena's use.
     public static func decode<M: IMCodecMessage>(
         _ type: M.Type, from bytes: [UInt8], options: DecodingOptions = DecodingOptions()
     ) throws(IMCodecError) -> (M, DecodeAccounting) {
         try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> (M, DecodeAccounting) in
-            let descriptor = M._protobufCDescriptor
-            let scan = try WireCodec.scan(descriptor, buffer, options: options, alwaysEstimate: true)
-            let arena = try _Arena(firstBlockSize: max(scan.arena_bytes, 256))
-            let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
-            let accounting = DecodeAccounting(
-                estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
-                arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
-                wrappedFields: scan.wrap_count, mergedFields: scan.merge_count, arenaCap: arena.maxBytes)
-            return (try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }, accounting)
+            try _DecodePipeline.withUnpacked(M._protobufCDescriptor, buffer, options: options, arena: nil, alwaysEstimate: true) {
+                (unpacked) throws(IMCodecError) -> (M, DecodeAccounting) in
+                let scan = unpacked.scan
+                let arena = unpacked.arena
+                let accounting = DecodeAccounting(
+                    estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
+                    arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
+                    wrappedFields: scan.wrap_count, mergedFields: scan.merge_count, arenaCap: arena.maxBytes)
+                let value: M = try _DecodePipeline.value(unpacked.message)
+                return (value, accounting)
+            }
         }
     }
 }
