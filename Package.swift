@@ -23,6 +23,8 @@ let package = Package(
         .executable(name: "imcodec", targets: ["imcodec"]),
         .library(name: "IMCodecNIO", targets: ["IMCodecNIO"]),
         .executable(name: "imcodec-relay", targets: ["imcodec-relay"]),
+        // The test oracles, for this repository's tests and the fuzz package in Fuzz/.
+        .library(name: "IMCodecTestSupport", targets: ["IMCodecTestSupport"]),
     ],
     traits: [
         .trait(name: "NIO", description: "The IMCodecNIO library: SwiftNIO frame handlers (depends on swift-nio)."),
@@ -59,6 +61,12 @@ let package = Package(
         .target(
             name: "IMCodec",
             dependencies: ["CProtobufC", "CIMCodecRuntime", "CIMCodecSchemas"]
+        ),
+        // The test oracles (FuzzChecks): what every input must satisfy, for Tests/IMCodecTests and
+        // the fuzz targets in Fuzz/. Not part of the codec.
+        .target(
+            name: "IMCodecTestSupport",
+            dependencies: ["IMCodec"]
         ),
         // The `imcodec` command-line tool.
         .executableTarget(
@@ -119,7 +127,8 @@ let package = Package(
             // `imcodec` and `imcodec-heap-probe` are built for the tests that run them (CLITests,
             // HardeningTests).
             dependencies: [
-                "IMCodec", "imcodec", "imcodec-heap-probe", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas",
+                "IMCodec", "IMCodecTestSupport", "imcodec", "imcodec-heap-probe", "CIMCodecRuntime", "CProtobufC",
+                "CIMCodecSchemas",
             ]
         ),
     ]
