@@ -10,9 +10,9 @@ import CProtobufC
 ///   estimates what decoding it takes.
 /// - Arena: a new one whose first block is sized from the estimate (`firstBlockSize`), or a
 ///   ``WireDecoder``'s, which it reuses from input to input.
-/// - Unpack: `WireCodec.unpack` caps the arena, runs protobuf-c (through
-///   the transcoder when the input needs it) where the stack is deep enough (``_DecodeStack``), and
-///   refuses a frame for newer readers unless ``DecodingOptions/acceptsNewerFrames``.
+/// - Unpack: `WireCodec.unpack` caps the arena, runs protobuf-c (through the transcoder when the
+///   input needs it) where the stack is deep enough (``_DecodeStack``), and refuses a frame for
+///   newer readers unless ``DecodingOptions/acceptsNewerFrames``.
 /// - Hand-over: `body` gets the message, which lives in the arena and is valid only during the
 ///   call. Afterwards a reused arena is reset, whether `body` returned or threw, and a new one is
 ///   released.
