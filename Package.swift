@@ -23,6 +23,8 @@ let package = Package(
         .executable(name: "imcodec", targets: ["imcodec"]),
         .library(name: "IMCodecNIO", targets: ["IMCodecNIO"]),
         .executable(name: "imcodec-relay", targets: ["imcodec-relay"]),
+        // The test oracles, for this repository's tests and the fuzz package in Fuzz/.
+        .library(name: "IMCodecTestSupport", targets: ["IMCodecTestSupport"]),
     ],
     traits: [
         .trait(name: "NIO", description: "The IMCodecNIO library: SwiftNIO frame handlers (depends on swift-nio)."),
@@ -62,6 +64,12 @@ let package = Package(
             // The generated views (`Frame.View`, ...) are `~Escapable`; their accessors say how
             // long what they return may live (`@_lifetime`).
             swiftSettings: [.enableExperimentalFeature("Lifetimes")]
+        ),
+        // The test oracles (FuzzChecks): what every input must satisfy, for Tests/IMCodecTests and
+        // the fuzz targets in Fuzz/. Not part of the codec.
+        .target(
+            name: "IMCodecTestSupport",
+            dependencies: ["IMCodec"]
         ),
         // The `imcodec` command-line tool.
         .executableTarget(
@@ -122,7 +130,8 @@ let package = Package(
             // `imcodec` and `imcodec-heap-probe` are built for the tests that run them (CLITests,
             // HardeningTests).
             dependencies: [
-                "IMCodec", "imcodec", "imcodec-heap-probe", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas",
+                "IMCodec", "IMCodecTestSupport", "imcodec", "imcodec-heap-probe", "CIMCodecRuntime", "CProtobufC",
+                "CIMCodecSchemas",
             ]
         ),
     ]

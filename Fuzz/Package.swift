@@ -5,25 +5,33 @@
 import PackageDescription
 
 let imcodec = Target.Dependency.product(name: "IMCodec", package: "IMCodec")
+// The checks every fuzz input must pass (FuzzChecks).
+let testSupport = Target.Dependency.product(name: "IMCodecTestSupport", package: "IMCodec")
 
 // The library under test: this checkout (".."), or another one named by IMCODEC_FUZZ_LIBRARY (an
 // absolute path; `Fuzz/run --heap` only, to compare the heap of two versions).
 let libraryPath = Context.environment["IMCODEC_FUZZ_LIBRARY"].flatMap { $0.isEmpty ? nil : $0 } ?? ".."
+
+// The fuzz targets and the checks they run (the library's IMCodecTestSupport). They are left out
+// when another library is named: --heap and --bench build only HeapProbe and DecodeBench, and an
+// older checkout may have no IMCodecTestSupport.
+let fuzzTargets: [Target] = [
+    // The sanitizer allocator's statistics, when the build has AddressSanitizer.
+    .target(name: "FuzzSupport"),
+    // Frame from arbitrary bytes: every decoding path, re-encoding, routing view, JSON, memory.
+    .executableTarget(name: "FuzzBinaryDecode", dependencies: [testSupport, "FuzzSupport"]),
+    // Frame(jsonString:) on arbitrary text, and the round trips of what parses.
+    .executableTarget(name: "FuzzJSONDecode", dependencies: [testSupport, "FuzzSupport"]),
+    // Delimited.Reader<Frame> over arbitrary bytes.
+    .executableTarget(name: "FuzzDelimited", dependencies: [testSupport, "FuzzSupport"]),
+]
 
 let package = Package(
     name: "IMCodecFuzz",
     dependencies: [
         .package(name: "IMCodec", path: libraryPath),
     ],
-    targets: [
-        // The sanitizer allocator's statistics, when the build has AddressSanitizer.
-        .target(name: "FuzzSupport"),
-        // Frame from arbitrary bytes: every decoding path, re-encoding, routing view, JSON, memory.
-        .executableTarget(name: "FuzzBinaryDecode", dependencies: [imcodec, "FuzzSupport"]),
-        // Frame(jsonString:) on arbitrary text, and the round trips of what parses.
-        .executableTarget(name: "FuzzJSONDecode", dependencies: [imcodec, "FuzzSupport"]),
-        // Delimited.Reader<Frame> over arbitrary bytes.
-        .executableTarget(name: "FuzzDelimited", dependencies: [imcodec, "FuzzSupport"]),
+    targets: (libraryPath == ".." ? fuzzTargets : []) + [
         // Counts live heap bytes and their peak (interposes malloc; never linked into the fuzzers).
         .target(name: "HeapCounter"),
         // Measures the peak heap of decoding adversarial and realistic inputs (Fuzz/run --heap).

@@ -14,6 +14,7 @@ import CIMCodecRuntime
 import Dispatch
 import Foundation
 @_spi(Hardening) import IMCodec
+import IMCodecTestSupport
 import Testing
 
 // MARK: - Helpers

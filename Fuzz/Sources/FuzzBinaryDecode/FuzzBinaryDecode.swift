@@ -3,7 +3,7 @@
 // and from the value agree, and the memory estimate bounds what decoding takes (the Swift value's
 // heap measured with AddressSanitizer's allocator statistics). See FuzzChecks.binaryDecode.
 import FuzzSupport
-@_spi(Hardening) import IMCodec
+import IMCodecTestSupport
 
 #if canImport(Glibc)
 import Glibc

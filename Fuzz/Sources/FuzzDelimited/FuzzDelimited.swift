@@ -1,7 +1,7 @@
 // libFuzzer target: Delimited.Reader<Frame> over arbitrary bytes. It splits records like
 // RecordReader, makes progress, stops, and decodes each record as Frame(serializedBytes:) does.
 // See FuzzChecks.delimited.
-@_spi(Hardening) import IMCodec
+import IMCodecTestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 // libFuzzer target: Frame(jsonString:) on arbitrary text. What parses prints JSON that parses back
 // to the same JSON and bytes, and its binary form decodes back to both. See FuzzChecks.jsonDecode.
-@_spi(Hardening) import IMCodec
+import IMCodecTestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,8 @@ import CIMCodecRuntime
 import CIMCodecSchemas
 import CProtobufC
 
-/// The one path from bytes to Swift values:
+/// The steps of a decode, from bytes to a protobuf-c message (``_DecodePipeline`` runs them, in
+/// this order, for every caller):
 ///
 ///     bytes ──size check──▶ imcodec_prescan_ex ──▶ protobuf_c_message_unpack(arena) ──▶ Swift value
 ///                                │ wire-type mismatches, repeated   ▲
@@ -28,14 +29,6 @@ import CProtobufC
 ///
 /// (Encoding is generated Swift: see ``_WireWriter``.)
 enum WireCodec {
-    /// Checks `buffer` and unpacks it into `arena`. The result lives until the arena is reset.
-    static func unpack(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena
-    ) throws(IMCodecError) -> _ProtobufCMessage {
-        let scan = try self.scan(descriptor, buffer, options: options)
-        return try unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
-    }
-
     /// What ``IMCodecMessage/merge(serializedBytes:options:)`` decodes: a value's own (trusted)
     /// bytes followed by `bytes`, which are first checked against `options` by the pre-scan (so
     /// errors carry offsets into them, and nothing is decoded when they fail), and the options for

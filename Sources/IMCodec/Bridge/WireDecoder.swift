@@ -32,55 +32,17 @@ public final class WireDecoder {
     }
 
     // The entry points below are @inlinable so that the conversion to `M` (or the call of `body`)
-    // is specialized in the caller's module; the work with C pointers stays behind these two
-    // non-generic functions. `_unpack` leaves the message in the arena until `_reset`.
+    // is specialized in the caller's module; they decode through _DecodePipeline, in the arena
+    // this decoder reuses.
 
-    /// Implementation detail: checks and unpacks `buffer` into the arena.
+    /// Implementation detail: the arena this decoder reuses (made by the first decode).
     @usableFromInline
-    func _unpack(_ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer) throws(IMCodecError)
-    -> _ProtobufCMessage {
-        let arena: _Arena
-        if let existing = self.arena {
-            arena = existing
-        } else {
-            arena = try _Arena(firstBlockSize: firstBlockSize)
-            self.arena = arena
-        }
-        do {
-            return try WireCodec.unpack(descriptor, buffer, options: options, arena: arena)
-        } catch {
-            arena.reset()
-            throw error
-        }
+    func _arena() throws(IMCodecError) -> _Arena {
+        if let arena { return arena }
+        let made = try _DecodePipeline.reusableArena(blockSize: firstBlockSize)
+        arena = made
+        return made
     }
-
-    /// Implementation detail: checks and unpacks `bytes` into the arena.
-    @usableFromInline
-    func _unpack(_ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8]) throws(IMCodecError) -> _ProtobufCMessage {
-        var failure: IMCodecError?
-        let message: _ProtobufCMessage? = bytes.withUnsafeBytes { raw in
-            do throws(IMCodecError) {
-                return try _unpack(descriptor, raw)
-            } catch {
-                failure = error
-                return nil
-            }
-        }
-        guard let message else { throw failure ?? .malformed("the input could not be read") }
-        return message
-    }
-
-    /// Implementation detail: checks and unpacks any collection of bytes (copied when it is not
-    /// contiguous).
-    @usableFromInline
-    func _unpack<Bytes: Collection>(_ descriptor: _ProtobufCDescriptor, _ bytes: Bytes) throws(IMCodecError)
-    -> _ProtobufCMessage where Bytes.Element == UInt8 {
-        try withContiguousBytes(bytes) { (raw) throws(IMCodecError) in try _unpack(descriptor, raw) }
-    }
-
-    /// Implementation detail: forgets the last unpacked message.
-    @usableFromInline
-    func _reset() { arena?.reset() }
 
     /// Checks and unpacks `buffer` as a ``Frame`` exactly as ``withFrameView(_:_:)-([UInt8],_)`` does, and
     /// passes `body` the view and the number of fields the pre-scan counted (for ``ServerStamp``,
@@ -88,27 +50,16 @@ public final class WireDecoder {
     func withCheckedFrame<R>(
         _ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView, _ fieldCount: Int) -> R
     ) throws(IMCodecError) -> R {
-        let arena: _Arena
-        if let existing = self.arena {
-            arena = existing
-        } else {
-            arena = try _Arena(firstBlockSize: firstBlockSize)
-            self.arena = arena
+        try _DecodePipeline.withUnpacked(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
+            body(FrameView(_message: $0.message), $0.scan.field_count)
         }
-        defer { arena.reset() }
-        let descriptor = Frame._protobufCDescriptor
-        let scan = try WireCodec.scan(descriptor, buffer, options: options)
-        let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
-        return body(FrameView(_message: message), scan.field_count)
     }
 
     /// Decodes one message of type `type`.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
     public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from bytes: [UInt8]) throws(IMCodecError) -> M {
-        let message = try _unpack(M._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
+        try _DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
     }
 
     /// Decodes one message of type `type` from raw memory (a NIO `ByteBuffer`'s readable bytes).
@@ -116,9 +67,7 @@ public final class WireDecoder {
     @inlinable
     public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from buffer: UnsafeRawBufferPointer)
     throws(IMCodecError) -> M {
-        let message = try _unpack(M._protobufCDescriptor, buffer)
-        defer { _reset() }
-        return try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
+        try _DecodePipeline.decode(M.self, buffer, options: options, arena: _arena())
     }
 
     /// Decodes one message of type `type` from any collection of bytes.
@@ -126,9 +75,7 @@ public final class WireDecoder {
     @inlinable
     public func decode<M: IMCodecMessage, Bytes: Collection>(_ type: M.Type = M.self, from bytes: Bytes)
     throws(IMCodecError) -> M where Bytes.Element == UInt8 {
-        let message = try _unpack(M._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
+        try _DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
     }
 
     /// Decodes a ``Frame`` and passes a read-only view of it to `body`, without building Swift values
@@ -137,26 +84,26 @@ public final class WireDecoder {
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
     @inlinable
     public func withFrameView<R>(_ bytes: [UInt8], _ body: (borrowing FrameView) throws -> R) throws -> R {
-        let message = try _unpack(Frame._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(FrameView(_message: message))
+        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
+            Result { try body(FrameView(_message: message)) }
+        }.get()
     }
 
     /// ``withFrameView(_:_:)-([UInt8],_)`` over raw memory (a NIO `ByteBuffer`'s readable bytes).
     @inlinable
     public func withFrameView<R>(_ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView) throws -> R) throws -> R {
-        let message = try _unpack(Frame._protobufCDescriptor, buffer)
-        defer { _reset() }
-        return try body(FrameView(_message: message))
+        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) { message in
+            Result { try body(FrameView(_message: message)) }
+        }.get()
     }
 
     /// ``withFrameView(_:_:)-([UInt8],_)`` over any collection of bytes.
     @inlinable
     public func withFrameView<Bytes: Collection, R>(_ bytes: Bytes, _ body: (borrowing FrameView) throws -> R) throws -> R
     where Bytes.Element == UInt8 {
-        let message = try _unpack(Frame._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(FrameView(_message: message))
+        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
+            Result { try body(FrameView(_message: message)) }
+        }.get()
     }
 }
 

@@ -62,21 +62,15 @@ struct ProtoJSONParser {
         // Every message level can add at most one object and one array (a repeated field or map),
         // so valid input never nests deeper than this; the tokenizer stops hostile input here.
         let tape = try JSONTokenizer.parse(buffer, maxNesting: 2 * maxDepth + 2)
-        // protobuf-c structs are larger than their JSON; cap the arena as binary decoding does.
-        let arena = try _Arena(
-            firstBlockSize: min(max(size * 2, 1 << 10), 64 << 10),
-            maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: size))
-        // The parser and the conversion recurse once per message level (at most once per JSON level).
-        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> M in
-            try _DecodeStack.run(depth: tape.deepest + 1) { () throws(IMCodecError) -> M in
+        // The parser builds the protobuf-c message in an arena the pipeline makes and caps; the
+        // parser and the conversion recurse once per message level (at most once per JSON level).
+        return try _DecodePipeline.withParsed(
+            M._protobufCDescriptor, inputSize: size, depth: tape.deepest + 1, acceptsNewerFrames: options.acceptsNewerFrames,
+            build: { (arena) throws(IMCodecError) in
                 let parser = ProtoJSONParser(tape: tape, arena: arena, options: options, maxDepth: maxDepth)
-                let message = try parser.parseMessage(node: 0, M._protobufCDescriptor.pointer, depth: 1)
-                if !options.acceptsNewerFrames {
-                    try WireCodec.checkReaderVersion(M._protobufCDescriptor, UnsafeRawPointer(message))
-                }
-                return M(_protobufCMessage: _ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
-            }
-        }
+                return try parser.parseMessage(node: 0, M._protobufCDescriptor.pointer, depth: 1)
+            },
+            { M(_protobufCMessage: $0) })
     }
 
     // MARK: Errors

@@ -31,21 +31,11 @@ struct ProtoJSONPrinter {
         protoNames = options.preserveProtoFieldNames
     }
 
-    /// Decodes `bytes` with protobuf-c (after the pre-scan) and prints the message.
+    /// Decodes `bytes` (through ``_DecodePipeline``) and prints the message.
     static func print(
         binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
     ) throws(IMCodecError) -> String {
-        let arena = try _Arena(firstBlockSize: min(max(bytes.count * 4, 1 << 10), 64 << 10))
-        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> String in
-            try bytes.withUnsafeBytes { (buffer) -> Result<String, IMCodecError> in
-                Result { () throws(IMCodecError) -> String in
-                    let message = try WireCodec.unpack(descriptor, buffer, options: decoding, arena: arena)
-                    return try _DecodeStack.run(depth: message.depth) {
-                        print(message.raw, descriptor: descriptor.pointer, options: options)
-                    }
-                }
-            }.get()
-        }
+        String(decoding: try printUTF8(binary: bytes, descriptor: descriptor, decoding: decoding, options: options), as: UTF8.self)
     }
 
     /// Prints a protobuf-c message of type `descriptor`.
@@ -65,20 +55,15 @@ struct ProtoJSONPrinter {
         return printer.out
     }
 
-    /// Decodes `bytes` with protobuf-c (after the pre-scan) and prints the message as UTF-8 bytes.
+    /// Decodes `bytes` (through ``_DecodePipeline``) and prints the message as UTF-8 bytes.
     static func printUTF8(
         binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
     ) throws(IMCodecError) -> [UInt8] {
-        let arena = try _Arena(firstBlockSize: min(max(bytes.count * 4, 1 << 10), 64 << 10))
-        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> [UInt8] in
-            try bytes.withUnsafeBytes { (buffer) -> Result<[UInt8], IMCodecError> in
-                Result { () throws(IMCodecError) -> [UInt8] in
-                    let message = try WireCodec.unpack(descriptor, buffer, options: decoding, arena: arena)
-                    return try _DecodeStack.run(depth: message.depth) {
-                        printUTF8(message.raw, descriptor: descriptor.pointer, options: options)
-                    }
-                }
-            }.get()
+        try _DecodePipeline.withMessage(descriptor, bytes, options: decoding, arena: nil) { (message) throws(IMCodecError) in
+            // The printer recurses once per level, as the conversion to a Swift value does.
+            try _DecodeStack.run(depth: message.depth) {
+                printUTF8(message.raw, descriptor: descriptor.pointer, options: options)
+            }
         }
     }
 

@@ -1,0 +1,186 @@
+import CIMCodecRuntime
+import CProtobufC
+
+/// The one decode pipeline: every path from input to a protobuf-c message goes through it, and it
+/// hands the message over to a closure.
+///
+///     limits + pre-scan ──▶ arena ──▶ unpack ──▶ body(message) ──▶ arena reset (reused) or released (new)
+///
+/// - Limits and pre-scan: `WireCodec.scan` checks the input against the ``DecodingOptions`` and
+///   estimates what decoding it takes.
+/// - Arena: a new one whose first block is sized from the estimate (`firstBlockSize`), or a
+///   ``WireDecoder``'s, which it reuses from input to input.
+/// - Unpack: `WireCodec.unpack` caps the arena, runs protobuf-c (through the transcoder when the
+///   input needs it) where the stack is deep enough (``_DecodeStack``), and refuses a frame for
+///   newer readers unless ``DecodingOptions/acceptsNewerFrames``.
+/// - Hand-over: `body` gets the message, which lives in the arena and is valid only during the
+///   call. Afterwards a reused arena is reset, whether `body` returned or threw, and a new one is
+///   released.
+///
+/// Its callers: `IMCodecMessage.init(serializedBytes:options:)` (and through it `merge` and
+/// ``Delimited``), ``WireDecoder`` (`decode`, `withFrameView`, and the check ``ServerStamp`` makes;
+/// IMCodecNIO decodes with a `WireDecoder`), JSON printed from binary (`ProtoJSONPrinter`), and
+/// the accounting decode of the fuzz oracles (`DecodeProbe`). JSON parsing has no wire bytes to
+/// scan: `ProtoJSONParser` builds the message itself, in an arena made and capped here
+/// (`withParsed`), which hands it over the same way.
+///
+/// The entry points that take a body are generic in what the body returns, so that the
+/// conversion to a Swift value (or the body of `withFrameView`) is specialized in the caller's
+/// module; the work with C pointers stays behind them.
+@usableFromInline
+enum _DecodePipeline {
+    /// What the pre-scan and protobuf-c made of an input (for callers inside the library that need
+    /// more than the message: ``ServerStamp``'s field count, `DecodeProbe`'s accounting).
+    struct Unpacked {
+        /// The message, valid until the arena is reset or released.
+        let message: _ProtobufCMessage
+        /// The pre-scan of the input.
+        let scan: imcodec_scan_result
+        /// The arena the message lives in.
+        let arena: _Arena
+    }
+
+    // MARK: Arenas
+
+    /// The first block of a new arena for input the pre-scan checked: with the estimate, one block
+    /// that holds everything protobuf-c will allocate; without (the input is too short to pass the
+    /// memory limit), a block that usually suffices.
+    static func firstBlockSize(scan: imcodec_scan_result, inputSize: Int) -> Int {
+        scan.estimated != 0 ? max(scan.arena_bytes, 256) : usualBlockSize(inputSize: inputSize, bytesPerInputByte: 4)
+    }
+
+    /// A first block of `bytesPerInputByte` bytes per input byte, from 1 KiB to 64 KiB.
+    private static func usualBlockSize(inputSize: Int, bytesPerInputByte: Int) -> Int {
+        inputSize > (64 << 10) / bytesPerInputByte ? 64 << 10 : max(inputSize * bytesPerInputByte, 1 << 10)
+    }
+
+    /// The arena a ``WireDecoder`` keeps between inputs: a first block of `blockSize` bytes, no cap
+    /// until an input sets one.
+    static func reusableArena(blockSize: Int) throws(IMCodecError) -> _Arena {
+        try _Arena(firstBlockSize: blockSize)
+    }
+
+    // MARK: Wire bytes
+
+    /// Checks and unpacks `buffer` as a message of type `descriptor`, and passes `body` what came
+    /// out. `arena` is a decoder's arena, reset afterwards; `nil` makes a new one for this input.
+    /// `alwaysEstimate` makes the pre-scan estimate even input too short to pass the memory limit
+    /// (for `DecodeProbe`).
+    static func withUnpacked<R>(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
+        arena reused: _Arena?, alwaysEstimate: Bool = false, _ body: (Unpacked) throws(IMCodecError) -> R
+    ) throws(IMCodecError) -> R {
+        defer { reused?.reset() }
+        let scan = try WireCodec.scan(descriptor, buffer, options: options, alwaysEstimate: alwaysEstimate)
+        let arena: _Arena
+        if let reused {
+            arena = reused
+        } else {
+            arena = try _Arena(firstBlockSize: firstBlockSize(scan: scan, inputSize: buffer.count))
+        }
+        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in
+            let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+            return try body(Unpacked(message: message, scan: scan, arena: arena))
+        }
+    }
+
+    /// Checks and unpacks `buffer` as a message of type `descriptor` and passes `body` the message
+    /// (see `withUnpacked`).
+    @usableFromInline
+    static func withMessage<R>(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
+        arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+    ) throws(IMCodecError) -> R {
+        try withUnpacked(descriptor, buffer, options: options, arena: arena) { (unpacked) throws(IMCodecError) -> R in
+            try body(unpacked.message)
+        }
+    }
+
+    /// `withMessage` over the bytes of an array.
+    @usableFromInline
+    static func withMessage<R>(
+        _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions,
+        arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+    ) throws(IMCodecError) -> R {
+        var failure: IMCodecError?
+        let result: R? = bytes.withUnsafeBytes { buffer in
+            do throws(IMCodecError) {
+                return try withMessage(descriptor, buffer, options: options, arena: arena, body)
+            } catch {
+                failure = error
+                return nil
+            }
+        }
+        guard let result else { throw failure ?? .malformed("the input could not be read") }
+        return result
+    }
+
+    /// `withMessage` over any collection of bytes (copied when it is not contiguous).
+    @usableFromInline
+    static func withMessage<Bytes: Collection, R>(
+        _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions,
+        arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+    ) throws(IMCodecError) -> R where Bytes.Element == UInt8 {
+        try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> R in
+            try withMessage(descriptor, buffer, options: options, arena: arena, body)
+        }
+    }
+
+    /// Decodes `bytes` into a value of type `M`: the pipeline, with a body that converts the
+    /// message where the stack is deep enough for it.
+    @inlinable
+    static func decode<M: IMCodecMessage>(
+        _ type: M.Type, _ bytes: [UInt8], options: DecodingOptions, arena: _Arena?
+    ) throws(IMCodecError) -> M {
+        try withMessage(M._protobufCDescriptor, bytes, options: options, arena: arena, value)
+    }
+
+    /// `decode` from raw memory.
+    @inlinable
+    static func decode<M: IMCodecMessage>(
+        _ type: M.Type, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena?
+    ) throws(IMCodecError) -> M {
+        try withMessage(M._protobufCDescriptor, buffer, options: options, arena: arena, value)
+    }
+
+    /// `decode` from any collection of bytes.
+    @inlinable
+    static func decode<M: IMCodecMessage, Bytes: Collection>(
+        _ type: M.Type, _ bytes: Bytes, options: DecodingOptions, arena: _Arena?
+    ) throws(IMCodecError) -> M where Bytes.Element == UInt8 {
+        try withMessage(M._protobufCDescriptor, bytes, options: options, arena: arena, value)
+    }
+
+    /// The Swift value of `message`, converted where the stack is deep enough for it.
+    @inlinable
+    static func value<M: IMCodecMessage>(_ message: _ProtobufCMessage) throws(IMCodecError) -> M {
+        try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
+    }
+
+    // MARK: JSON
+
+    /// Makes the arena for a message that `build` assembles from JSON text of `inputSize` bytes,
+    /// runs `build` and then `body` where the stack allows `depth` levels, refuses a frame for
+    /// newer readers unless `acceptsNewerFrames`, and passes `body` the message.
+    ///
+    /// There is no pre-scan, so no estimate: the arena starts at 2 bytes per byte of JSON (a
+    /// message's structs take fewer bytes than its JSON, which spells out names, quotes and
+    /// digits; binary input starts at 4 per byte), and is capped at the memory limit the default
+    /// ``DecodingOptions`` give input of that size.
+    static func withParsed<R>(
+        _ descriptor: _ProtobufCDescriptor, inputSize: Int, depth: Int, acceptsNewerFrames: Bool,
+        build: (_Arena) throws(IMCodecError) -> UnsafeMutableRawPointer,
+        _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+    ) throws(IMCodecError) -> R {
+        let arena = try _Arena(
+            firstBlockSize: usualBlockSize(inputSize: inputSize, bytesPerInputByte: 2),
+            maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: inputSize))
+        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in
+            try _DecodeStack.run(depth: depth) { () throws(IMCodecError) -> R in
+                let message = try build(arena)
+                if !acceptsNewerFrames { try WireCodec.checkReaderVersion(descriptor, UnsafeRawPointer(message)) }
+                return try body(_ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
+            }
+        }
+    }
+}
