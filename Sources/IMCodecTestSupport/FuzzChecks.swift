@@ -13,12 +13,13 @@ public enum FuzzChecks {
         maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max, maxDecodedMemory: Int.max / 4)
 
     /// Binary decoding of a Frame from arbitrary bytes:
-    /// - every decoding path (Frame(serializedBytes:), WireDecoder, WireDecoder.withFrameView,
+    /// - every decoding path (Frame(serializedBytes:), WireDecoder, WireDecoder.withFrameView and withView,
     ///   ProtoJSON.jsonString(fromBinary:)) accepts the same inputs and fails with the same code and
     ///   offset;
     /// - what decodes re-encodes to bytes that decode again and re-encode identically (bytes are
     ///   compared, not values: NaN is not equal to itself);
-    /// - the routing view (FrameView) reports what the full decode holds;
+    /// - the routing view (FrameView) reports what the full decode holds, and every field read
+    ///   through the generated views gives the decoded frame;
     /// - the JSON printed from the bytes equals the JSON of the value, and parses back to itself;
     /// - the memory estimate bounds protobuf-c's arena, and `allocatedBytes` (when given: the
     ///   allocator's live bytes) shows the Swift value within the value estimate.
@@ -42,6 +43,19 @@ public enum FuzzChecks {
             }
         } catch {
             return "withFrameView rejects what Frame(serializedBytes:) decodes: \(error)"
+        }
+        // Every field read through the generated views (materialize() reads each one through its
+        // view's accessor) gives the decoded frame; the payload enum of views names the payload kind.
+        do {
+            let problem = try decoder.withView(Frame.self, bytes) { view -> String? in
+                if view.payload?.kind != view.payloadKind { return "payload and payloadKind disagree" }
+                if view.hasUnknownFields == frame.unknownFields.isEmpty { return "hasUnknownFields" }
+                if view.materialize().serializedBytes() != encoded { return "materialize() gives another frame" }
+                return nil
+            }
+            if let problem { return "Frame.View: \(problem)" }
+        } catch {
+            return "withView rejects what Frame(serializedBytes:) decodes: \(error)"
         }
 
         // Canonical re-encoding is stable.
@@ -167,6 +181,14 @@ public enum FuzzChecks {
             if let problem = compare("withFrameView", other) { return problem }
         } catch {
             return "withFrameView throws \(error)"
+        }
+        do {
+            try decoder.withView(Frame.self, bytes) { _ in }
+            return "withView decodes what Frame(serializedBytes:) rejects: \(error)"
+        } catch let other as IMCodecError {
+            if let problem = compare("withView", other) { return problem }
+        } catch {
+            return "withView throws \(error)"
         }
         do {
             _ = try ProtoJSON.jsonString(fromBinary: bytes, messageType: Frame.protoMessageName)

@@ -345,9 +345,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Conversation.Type, _ bytes: Bytes, _ body: (Conversation.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(Conversation._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(Conversation.View(_message: message))
+        try _DecodePipeline.withMessage(Conversation._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Conversation.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MessageRef` and lends `body` a view of it (``MessageRef/View``), read in place
@@ -357,8 +357,8 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MessageRef.Type, _ bytes: Bytes, _ body: (MessageRef.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MessageRef._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MessageRef.View(_message: message))
+        try _DecodePipeline.withMessage(MessageRef._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MessageRef.View(_message: message)) }
+        }.get()
     }
 }

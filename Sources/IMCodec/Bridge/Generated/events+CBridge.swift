@@ -1717,9 +1717,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: RecallEvent.Type, _ bytes: Bytes, _ body: (RecallEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(RecallEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(RecallEvent.View(_message: message))
+        try _DecodePipeline.withMessage(RecallEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(RecallEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.EditEvent` and lends `body` a view of it (``EditEvent/View``), read in place
@@ -1729,9 +1729,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: EditEvent.Type, _ bytes: Bytes, _ body: (EditEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(EditEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(EditEvent.View(_message: message))
+        try _DecodePipeline.withMessage(EditEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(EditEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.DeleteEvent` and lends `body` a view of it (``DeleteEvent/View``), read in place
@@ -1741,9 +1741,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: DeleteEvent.Type, _ bytes: Bytes, _ body: (DeleteEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(DeleteEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(DeleteEvent.View(_message: message))
+        try _DecodePipeline.withMessage(DeleteEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(DeleteEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.TypingEvent` and lends `body` a view of it (``TypingEvent/View``), read in place
@@ -1753,9 +1753,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: TypingEvent.Type, _ bytes: Bytes, _ body: (TypingEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(TypingEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(TypingEvent.View(_message: message))
+        try _DecodePipeline.withMessage(TypingEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(TypingEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MarkReadEvent` and lends `body` a view of it (``MarkReadEvent/View``), read in place
@@ -1765,9 +1765,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MarkReadEvent.Type, _ bytes: Bytes, _ body: (MarkReadEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MarkReadEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MarkReadEvent.View(_message: message))
+        try _DecodePipeline.withMessage(MarkReadEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MarkReadEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.SystemNotice` and lends `body` a view of it (``SystemNotice/View``), read in place
@@ -1777,9 +1777,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SystemNotice.Type, _ bytes: Bytes, _ body: (SystemNotice.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(SystemNotice._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(SystemNotice.View(_message: message))
+        try _DecodePipeline.withMessage(SystemNotice._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(SystemNotice.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.SendAck` and lends `body` a view of it (``SendAck/View``), read in place
@@ -1789,9 +1789,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SendAck.Type, _ bytes: Bytes, _ body: (SendAck.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(SendAck._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(SendAck.View(_message: message))
+        try _DecodePipeline.withMessage(SendAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(SendAck.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.HistoryRequest` and lends `body` a view of it (``HistoryRequest/View``), read in place
@@ -1801,9 +1801,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: HistoryRequest.Type, _ bytes: Bytes, _ body: (HistoryRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(HistoryRequest._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(HistoryRequest.View(_message: message))
+        try _DecodePipeline.withMessage(HistoryRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(HistoryRequest.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.HistoryResponse` and lends `body` a view of it (``HistoryResponse/View``), read in place
@@ -1813,9 +1813,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: HistoryResponse.Type, _ bytes: Bytes, _ body: (HistoryResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(HistoryResponse._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(HistoryResponse.View(_message: message))
+        try _DecodePipeline.withMessage(HistoryResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(HistoryResponse.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ReactionEvent` and lends `body` a view of it (``ReactionEvent/View``), read in place
@@ -1825,9 +1825,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReactionEvent.Type, _ bytes: Bytes, _ body: (ReactionEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ReactionEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ReactionEvent.View(_message: message))
+        try _DecodePipeline.withMessage(ReactionEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ReactionEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PinEvent` and lends `body` a view of it (``PinEvent/View``), read in place
@@ -1837,9 +1837,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PinEvent.Type, _ bytes: Bytes, _ body: (PinEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PinEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PinEvent.View(_message: message))
+        try _DecodePipeline.withMessage(PinEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PinEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PollVoteEvent` and lends `body` a view of it (``PollVoteEvent/View``), read in place
@@ -1849,9 +1849,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollVoteEvent.Type, _ bytes: Bytes, _ body: (PollVoteEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PollVoteEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PollVoteEvent.View(_message: message))
+        try _DecodePipeline.withMessage(PollVoteEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PollVoteEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PollOptionResult` and lends `body` a view of it (``PollOptionResult/View``), read in place
@@ -1861,9 +1861,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollOptionResult.Type, _ bytes: Bytes, _ body: (PollOptionResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PollOptionResult._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PollOptionResult.View(_message: message))
+        try _DecodePipeline.withMessage(PollOptionResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PollOptionResult.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PollUpdate` and lends `body` a view of it (``PollUpdate/View``), read in place
@@ -1873,9 +1873,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollUpdate.Type, _ bytes: Bytes, _ body: (PollUpdate.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PollUpdate._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PollUpdate.View(_message: message))
+        try _DecodePipeline.withMessage(PollUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PollUpdate.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.DisappearingTimerEvent` and lends `body` a view of it (``DisappearingTimerEvent/View``), read in place
@@ -1885,9 +1885,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: DisappearingTimerEvent.Type, _ bytes: Bytes, _ body: (DisappearingTimerEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(DisappearingTimerEvent._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(DisappearingTimerEvent.View(_message: message))
+        try _DecodePipeline.withMessage(DisappearingTimerEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(DisappearingTimerEvent.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ReceiveOptionChange` and lends `body` a view of it (``ReceiveOptionChange/View``), read in place
@@ -1897,8 +1897,8 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReceiveOptionChange.Type, _ bytes: Bytes, _ body: (ReceiveOptionChange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ReceiveOptionChange._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ReceiveOptionChange.View(_message: message))
+        try _DecodePipeline.withMessage(ReceiveOptionChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ReceiveOptionChange.View(_message: message)) }
+        }.get()
     }
 }

@@ -307,8 +307,8 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Frame.Type, _ bytes: Bytes, _ body: (Frame.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(Frame._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(Frame.View(_message: message))
+        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Frame.View(_message: message)) }
+        }.get()
     }
 }

@@ -3341,9 +3341,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: AtInfo.Type, _ bytes: Bytes, _ body: (AtInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(AtInfo._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(AtInfo.View(_message: message))
+        try _DecodePipeline.withMessage(AtInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(AtInfo.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.OfflinePushInfo` and lends `body` a view of it (``OfflinePushInfo/View``), read in place
@@ -3353,9 +3353,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: OfflinePushInfo.Type, _ bytes: Bytes, _ body: (OfflinePushInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(OfflinePushInfo._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(OfflinePushInfo.View(_message: message))
+        try _DecodePipeline.withMessage(OfflinePushInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(OfflinePushInfo.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.Message` and lends `body` a view of it (``Message/View``), read in place
@@ -3365,9 +3365,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Message.Type, _ bytes: Bytes, _ body: (Message.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(Message._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(Message.View(_message: message))
+        try _DecodePipeline.withMessage(Message._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Message.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ReactionSummary` and lends `body` a view of it (``ReactionSummary/View``), read in place
@@ -3377,9 +3377,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReactionSummary.Type, _ bytes: Bytes, _ body: (ReactionSummary.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ReactionSummary._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ReactionSummary.View(_message: message))
+        try _DecodePipeline.withMessage(ReactionSummary._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ReactionSummary.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ThreadSummary` and lends `body` a view of it (``ThreadSummary/View``), read in place
@@ -3389,9 +3389,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ThreadSummary.Type, _ bytes: Bytes, _ body: (ThreadSummary.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ThreadSummary._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ThreadSummary.View(_message: message))
+        try _DecodePipeline.withMessage(ThreadSummary._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ThreadSummary.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MessageElement` and lends `body` a view of it (``MessageElement/View``), read in place
@@ -3401,9 +3401,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MessageElement.Type, _ bytes: Bytes, _ body: (MessageElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MessageElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MessageElement.View(_message: message))
+        try _DecodePipeline.withMessage(MessageElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MessageElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.TextElement` and lends `body` a view of it (``TextElement/View``), read in place
@@ -3413,9 +3413,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: TextElement.Type, _ bytes: Bytes, _ body: (TextElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(TextElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(TextElement.View(_message: message))
+        try _DecodePipeline.withMessage(TextElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(TextElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MentionRange` and lends `body` a view of it (``MentionRange/View``), read in place
@@ -3425,9 +3425,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MentionRange.Type, _ bytes: Bytes, _ body: (MentionRange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MentionRange._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MentionRange.View(_message: message))
+        try _DecodePipeline.withMessage(MentionRange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MentionRange.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.LinkPreview` and lends `body` a view of it (``LinkPreview/View``), read in place
@@ -3437,9 +3437,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LinkPreview.Type, _ bytes: Bytes, _ body: (LinkPreview.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(LinkPreview._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(LinkPreview.View(_message: message))
+        try _DecodePipeline.withMessage(LinkPreview._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(LinkPreview.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PollElement` and lends `body` a view of it (``PollElement/View``), read in place
@@ -3449,9 +3449,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollElement.Type, _ bytes: Bytes, _ body: (PollElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PollElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PollElement.View(_message: message))
+        try _DecodePipeline.withMessage(PollElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PollElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PollOption` and lends `body` a view of it (``PollOption/View``), read in place
@@ -3461,9 +3461,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollOption.Type, _ bytes: Bytes, _ body: (PollOption.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PollOption._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PollOption.View(_message: message))
+        try _DecodePipeline.withMessage(PollOption._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PollOption.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.CustomElement` and lends `body` a view of it (``CustomElement/View``), read in place
@@ -3473,9 +3473,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: CustomElement.Type, _ bytes: Bytes, _ body: (CustomElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(CustomElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(CustomElement.View(_message: message))
+        try _DecodePipeline.withMessage(CustomElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(CustomElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ImageInfo` and lends `body` a view of it (``ImageInfo/View``), read in place
@@ -3485,9 +3485,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ImageInfo.Type, _ bytes: Bytes, _ body: (ImageInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ImageInfo._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ImageInfo.View(_message: message))
+        try _DecodePipeline.withMessage(ImageInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ImageInfo.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ImageElement` and lends `body` a view of it (``ImageElement/View``), read in place
@@ -3497,9 +3497,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ImageElement.Type, _ bytes: Bytes, _ body: (ImageElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ImageElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ImageElement.View(_message: message))
+        try _DecodePipeline.withMessage(ImageElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ImageElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.VideoElement` and lends `body` a view of it (``VideoElement/View``), read in place
@@ -3509,9 +3509,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: VideoElement.Type, _ bytes: Bytes, _ body: (VideoElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(VideoElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(VideoElement.View(_message: message))
+        try _DecodePipeline.withMessage(VideoElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(VideoElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.SoundElement` and lends `body` a view of it (``SoundElement/View``), read in place
@@ -3521,9 +3521,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SoundElement.Type, _ bytes: Bytes, _ body: (SoundElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(SoundElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(SoundElement.View(_message: message))
+        try _DecodePipeline.withMessage(SoundElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(SoundElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.FileElement` and lends `body` a view of it (``FileElement/View``), read in place
@@ -3533,9 +3533,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: FileElement.Type, _ bytes: Bytes, _ body: (FileElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(FileElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(FileElement.View(_message: message))
+        try _DecodePipeline.withMessage(FileElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(FileElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.LocationElement` and lends `body` a view of it (``LocationElement/View``), read in place
@@ -3545,9 +3545,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LocationElement.Type, _ bytes: Bytes, _ body: (LocationElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(LocationElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(LocationElement.View(_message: message))
+        try _DecodePipeline.withMessage(LocationElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(LocationElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.FaceElement` and lends `body` a view of it (``FaceElement/View``), read in place
@@ -3557,9 +3557,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: FaceElement.Type, _ bytes: Bytes, _ body: (FaceElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(FaceElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(FaceElement.View(_message: message))
+        try _DecodePipeline.withMessage(FaceElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(FaceElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.GroupChangeInfo` and lends `body` a view of it (``GroupChangeInfo/View``), read in place
@@ -3569,9 +3569,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupChangeInfo.Type, _ bytes: Bytes, _ body: (GroupChangeInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(GroupChangeInfo._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(GroupChangeInfo.View(_message: message))
+        try _DecodePipeline.withMessage(GroupChangeInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(GroupChangeInfo.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MemberChangeInfo` and lends `body` a view of it (``MemberChangeInfo/View``), read in place
@@ -3581,9 +3581,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MemberChangeInfo.Type, _ bytes: Bytes, _ body: (MemberChangeInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MemberChangeInfo._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MemberChangeInfo.View(_message: message))
+        try _DecodePipeline.withMessage(MemberChangeInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MemberChangeInfo.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.GroupTipsElement` and lends `body` a view of it (``GroupTipsElement/View``), read in place
@@ -3593,9 +3593,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupTipsElement.Type, _ bytes: Bytes, _ body: (GroupTipsElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(GroupTipsElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(GroupTipsElement.View(_message: message))
+        try _DecodePipeline.withMessage(GroupTipsElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(GroupTipsElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MergerRef` and lends `body` a view of it (``MergerRef/View``), read in place
@@ -3605,9 +3605,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MergerRef.Type, _ bytes: Bytes, _ body: (MergerRef.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MergerRef._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MergerRef.View(_message: message))
+        try _DecodePipeline.withMessage(MergerRef._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MergerRef.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MergerElement` and lends `body` a view of it (``MergerElement/View``), read in place
@@ -3617,9 +3617,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MergerElement.Type, _ bytes: Bytes, _ body: (MergerElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MergerElement._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MergerElement.View(_message: message))
+        try _DecodePipeline.withMessage(MergerElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MergerElement.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MergerPayload` and lends `body` a view of it (``MergerPayload/View``), read in place
@@ -3629,8 +3629,8 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MergerPayload.Type, _ bytes: Bytes, _ body: (MergerPayload.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MergerPayload._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MergerPayload.View(_message: message))
+        try _DecodePipeline.withMessage(MergerPayload._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MergerPayload.View(_message: message)) }
+        }.get()
     }
 }

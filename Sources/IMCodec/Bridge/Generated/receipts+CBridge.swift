@@ -869,9 +869,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: C2CReadReceipt.Type, _ bytes: Bytes, _ body: (C2CReadReceipt.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(C2CReadReceipt._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(C2CReadReceipt.View(_message: message))
+        try _DecodePipeline.withMessage(C2CReadReceipt._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(C2CReadReceipt.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MessageReceipt` and lends `body` a view of it (``MessageReceipt/View``), read in place
@@ -881,9 +881,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MessageReceipt.Type, _ bytes: Bytes, _ body: (MessageReceipt.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MessageReceipt._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MessageReceipt.View(_message: message))
+        try _DecodePipeline.withMessage(MessageReceipt._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MessageReceipt.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ReceiptBatch` and lends `body` a view of it (``ReceiptBatch/View``), read in place
@@ -893,9 +893,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReceiptBatch.Type, _ bytes: Bytes, _ body: (ReceiptBatch.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ReceiptBatch._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ReceiptBatch.View(_message: message))
+        try _DecodePipeline.withMessage(ReceiptBatch._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ReceiptBatch.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.GroupReadMembers` and lends `body` a view of it (``GroupReadMembers/View``), read in place
@@ -905,9 +905,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupReadMembers.Type, _ bytes: Bytes, _ body: (GroupReadMembers.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(GroupReadMembers._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(GroupReadMembers.View(_message: message))
+        try _DecodePipeline.withMessage(GroupReadMembers._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(GroupReadMembers.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.GroupMemberInfo` and lends `body` a view of it (``GroupMemberInfo/View``), read in place
@@ -917,9 +917,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupMemberInfo.Type, _ bytes: Bytes, _ body: (GroupMemberInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(GroupMemberInfo._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(GroupMemberInfo.View(_message: message))
+        try _DecodePipeline.withMessage(GroupMemberInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(GroupMemberInfo.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.ReadReceiptRequest` and lends `body` a view of it (``ReadReceiptRequest/View``), read in place
@@ -929,9 +929,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReadReceiptRequest.Type, _ bytes: Bytes, _ body: (ReadReceiptRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ReadReceiptRequest._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ReadReceiptRequest.View(_message: message))
+        try _DecodePipeline.withMessage(ReadReceiptRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ReadReceiptRequest.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.GroupReadMembersRequest` and lends `body` a view of it (``GroupReadMembersRequest/View``), read in place
@@ -941,8 +941,8 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupReadMembersRequest.Type, _ bytes: Bytes, _ body: (GroupReadMembersRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(GroupReadMembersRequest._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(GroupReadMembersRequest.View(_message: message))
+        try _DecodePipeline.withMessage(GroupReadMembersRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(GroupReadMembersRequest.View(_message: message)) }
+        }.get()
     }
 }

@@ -1450,9 +1450,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ConversationSeq.Type, _ bytes: Bytes, _ body: (ConversationSeq.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(ConversationSeq._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(ConversationSeq.View(_message: message))
+        try _DecodePipeline.withMessage(ConversationSeq._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ConversationSeq.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.LoginRequest` and lends `body` a view of it (``LoginRequest/View``), read in place
@@ -1462,9 +1462,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LoginRequest.Type, _ bytes: Bytes, _ body: (LoginRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(LoginRequest._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(LoginRequest.View(_message: message))
+        try _DecodePipeline.withMessage(LoginRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(LoginRequest.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.LoginResult` and lends `body` a view of it (``LoginResult/View``), read in place
@@ -1474,9 +1474,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LoginResult.Type, _ bytes: Bytes, _ body: (LoginResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(LoginResult._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(LoginResult.View(_message: message))
+        try _DecodePipeline.withMessage(LoginResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(LoginResult.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.Ping` and lends `body` a view of it (``Ping/View``), read in place
@@ -1486,9 +1486,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Ping.Type, _ bytes: Bytes, _ body: (Ping.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(Ping._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(Ping.View(_message: message))
+        try _DecodePipeline.withMessage(Ping._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Ping.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.Pong` and lends `body` a view of it (``Pong/View``), read in place
@@ -1498,9 +1498,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Pong.Type, _ bytes: Bytes, _ body: (Pong.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(Pong._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(Pong.View(_message: message))
+        try _DecodePipeline.withMessage(Pong._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Pong.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.Logout` and lends `body` a view of it (``Logout/View``), read in place
@@ -1510,9 +1510,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Logout.Type, _ bytes: Bytes, _ body: (Logout.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(Logout._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(Logout.View(_message: message))
+        try _DecodePipeline.withMessage(Logout._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Logout.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.KickedOffline` and lends `body` a view of it (``KickedOffline/View``), read in place
@@ -1522,9 +1522,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: KickedOffline.Type, _ bytes: Bytes, _ body: (KickedOffline.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(KickedOffline._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(KickedOffline.View(_message: message))
+        try _DecodePipeline.withMessage(KickedOffline._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(KickedOffline.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MaxSeqRequest` and lends `body` a view of it (``MaxSeqRequest/View``), read in place
@@ -1534,9 +1534,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MaxSeqRequest.Type, _ bytes: Bytes, _ body: (MaxSeqRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MaxSeqRequest._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MaxSeqRequest.View(_message: message))
+        try _DecodePipeline.withMessage(MaxSeqRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MaxSeqRequest.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MaxSeqResponse` and lends `body` a view of it (``MaxSeqResponse/View``), read in place
@@ -1546,9 +1546,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MaxSeqResponse.Type, _ bytes: Bytes, _ body: (MaxSeqResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MaxSeqResponse._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MaxSeqResponse.View(_message: message))
+        try _DecodePipeline.withMessage(MaxSeqResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MaxSeqResponse.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.SyncRequest` and lends `body` a view of it (``SyncRequest/View``), read in place
@@ -1558,9 +1558,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SyncRequest.Type, _ bytes: Bytes, _ body: (SyncRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(SyncRequest._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(SyncRequest.View(_message: message))
+        try _DecodePipeline.withMessage(SyncRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(SyncRequest.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.SyncResponse` and lends `body` a view of it (``SyncResponse/View``), read in place
@@ -1570,9 +1570,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SyncResponse.Type, _ bytes: Bytes, _ body: (SyncResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(SyncResponse._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(SyncResponse.View(_message: message))
+        try _DecodePipeline.withMessage(SyncResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(SyncResponse.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PresenceUpdate` and lends `body` a view of it (``PresenceUpdate/View``), read in place
@@ -1582,9 +1582,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PresenceUpdate.Type, _ bytes: Bytes, _ body: (PresenceUpdate.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PresenceUpdate._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PresenceUpdate.View(_message: message))
+        try _DecodePipeline.withMessage(PresenceUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PresenceUpdate.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.PresenceSubscription` and lends `body` a view of it (``PresenceSubscription/View``), read in place
@@ -1594,9 +1594,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PresenceSubscription.Type, _ bytes: Bytes, _ body: (PresenceSubscription.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(PresenceSubscription._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(PresenceSubscription.View(_message: message))
+        try _DecodePipeline.withMessage(PresenceSubscription._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(PresenceSubscription.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.MembershipChange` and lends `body` a view of it (``MembershipChange/View``), read in place
@@ -1606,9 +1606,9 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MembershipChange.Type, _ bytes: Bytes, _ body: (MembershipChange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(MembershipChange._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(MembershipChange.View(_message: message))
+        try _DecodePipeline.withMessage(MembershipChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MembershipChange.View(_message: message)) }
+        }.get()
     }
 
     /// Decodes a `imcodec.v1.RequestResult` and lends `body` a view of it (``RequestResult/View``), read in place
@@ -1618,8 +1618,8 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: RequestResult.Type, _ bytes: Bytes, _ body: (RequestResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        let message = try _unpack(RequestResult._protobufCDescriptor, bytes)
-        defer { _reset() }
-        return try body(RequestResult.View(_message: message))
+        try _DecodePipeline.withMessage(RequestResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(RequestResult.View(_message: message)) }
+        }.get()
     }
 }
