@@ -57,7 +57,7 @@ let package = Package(
             name: "CIMCodecSchemas",
             dependencies: ["CProtobufC", "CIMCodecRuntime"]
         ),
-        // The Swift library. Only Sources/IMCodec/Bridge/ imports the C modules.
+        // The Swift library. Only Sources/IMCodec/CSeam/ imports the C modules.
         .target(
             name: "IMCodec",
             dependencies: ["CProtobufC", "CIMCodecRuntime", "CIMCodecSchemas"],

@@ -1,7 +1,7 @@
 // The test oracles: what every input must satisfy, checked by the fuzz targets in Fuzz/ and by
 // IMCodecTests. They are not part of the codec: only Tests/ and Fuzz/ depend on this target. The
 // one thing they need from inside IMCodec, decoding with its memory accounting, is the
-// `@_spi(Hardening)` DecodeProbe (Sources/IMCodec/Bridge/Hardening.swift).
+// `@_spi(Hardening)` DecodeProbe (Sources/IMCodec/CSeam/DecodeProbe.swift).
 @_spi(Hardening) import IMCodec
 
 /// The properties every input must have, as checked by the fuzz targets (Fuzz/Sources/*) and by

@@ -3,7 +3,7 @@ import IMCodec
 import Testing
 
 /// Deep input: the default limits admit the 100 nested merger layers Tencent allows, and decoding
-/// them never risks the stack, whatever thread it runs on (see Bridge/DecodeStack.swift).
+/// them never risks the stack, whatever thread it runs on (see Sources/IMCodec/CSeam/DecodeStack.swift).
 @Suite("Depth: 100 merger layers on any thread")
 struct DepthTests {
     /// Encodes, decodes with the default options (binary, WireDecoder, the routing view, JSON) and

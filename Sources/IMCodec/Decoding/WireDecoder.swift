@@ -1,6 +1,3 @@
-import CIMCodecRuntime
-import CIMCodecSchemas
-import CProtobufC
 
 /// A reusable decoder for servers: decodes into one arena that it resets between inputs, so a
 /// decode costs no `malloc` per field, and lets a router read a frame's routing facts through a

@@ -1,5 +1,5 @@
-import CIMCodecRuntime
-import CProtobufC
+internal import CIMCodecRuntime
+internal import CProtobufC
 
 /// The one decode pipeline: every path from input to a protobuf-c message goes through it, and it
 /// hands the message over to a closure.

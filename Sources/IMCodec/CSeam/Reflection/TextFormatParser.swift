@@ -1,5 +1,5 @@
-import CIMCodecRuntime
-import CProtobufC
+internal import CIMCodecRuntime
+internal import CProtobufC
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

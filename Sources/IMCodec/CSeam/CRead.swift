@@ -1,5 +1,5 @@
-import CIMCodecRuntime
-import CProtobufC
+internal import CIMCodecRuntime
+internal import CProtobufC
 
 /// Reads what protobuf-c keeps beside a message's fields (used by the generated views).
 enum _CRead {

@@ -1,5 +1,3 @@
-import CProtobufC
-
 // The views of string, bytes, repeated and map fields that the generated message views
 // (`Message.View`, `Frame.View`, ...) hand out. Like the message views they read protobuf-c's
 // structs in place, allocate nothing, and are `~Escapable`: they live only as long as the view
@@ -11,10 +9,10 @@ public struct StringView: ~Escapable {
     /// The number of UTF-8 bytes.
     public let count: Int
 
-    @_lifetime(borrow data)
-    init(_ data: ProtobufCBinaryData) {
-        _base = data.len > 0 ? UnsafePointer(data.data) : nil
-        count = _base == nil ? 0 : data.len
+    @_lifetime(borrow base)
+    init(_base base: UnsafePointer<UInt8>?, count: Int) {
+        _base = count > 0 ? base : nil
+        self.count = _base == nil ? 0 : count
     }
 
     /// Whether the string is empty.
@@ -65,10 +63,10 @@ public struct BytesView: ~Escapable {
     /// The number of bytes.
     public let count: Int
 
-    @_lifetime(borrow data)
-    init(_ data: ProtobufCBinaryData) {
-        _base = data.len > 0 ? UnsafePointer(data.data) : nil
-        count = _base == nil ? 0 : data.len
+    @_lifetime(borrow base)
+    init(_base base: UnsafePointer<UInt8>?, count: Int) {
+        _base = count > 0 ? base : nil
+        self.count = _base == nil ? 0 : count
     }
 
     /// Whether there are no bytes.
@@ -97,12 +95,13 @@ public struct BytesView: ~Escapable {
 
 /// The elements of a repeated string field, read in place.
 public struct StringListView: ~Escapable {
-    let _base: UnsafePointer<ProtobufCBinaryData>?
+    /// protobuf-c's array of `ProtobufCBinaryData` (see `_BinaryData`).
+    let _base: UnsafeRawPointer?
     /// The number of elements.
     public let count: Int
 
     @_lifetime(borrow base)
-    init(_base base: UnsafePointer<ProtobufCBinaryData>?, count: Int) {
+    init(_base base: UnsafeRawPointer?, count: Int) {
         _base = base
         self.count = base == nil ? 0 : count
     }
@@ -118,7 +117,8 @@ public struct StringListView: ~Escapable {
         @_lifetime(copy self)
         get {
             precondition(index >= 0 && index < count, "index out of range")
-            return _overrideLifetime(StringView(_base.unsafelyUnwrapped[index]), copying: self)
+            let (base, length) = _BinaryData.read(_base.unsafelyUnwrapped, at: index * _BinaryData.stride)
+            return _overrideLifetime(StringView(_base: base, count: length), copying: self)
         }
     }
 
@@ -192,24 +192,26 @@ public struct StringMapView: ~Escapable {
     /// The positions of the entries, `0..<count`.
     public var indices: Range<Int> { 0..<count }
 
-    private func data(_ index: Int, _ offset: Int) -> ProtobufCBinaryData {
+    private func data(_ index: Int, _ offset: Int) -> (UnsafePointer<UInt8>?, Int) {
         precondition(index >= 0 && index < count, "index out of range")
         guard let entry = _entries.unsafelyUnwrapped.load(
             fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
-        else { return ProtobufCBinaryData(len: 0, data: nil) }
-        return entry.load(fromByteOffset: offset, as: ProtobufCBinaryData.self)
+        else { return (nil, 0) }
+        return _BinaryData.read(entry, at: offset)
     }
 
     /// The key of entry `index`, which must be in `indices`.
     @_lifetime(copy self)
     public func key(at index: Int) -> StringView {
-        _overrideLifetime(StringView(data(index, keyOffset)), copying: self)
+        let (base, length) = data(index, keyOffset)
+        return _overrideLifetime(StringView(_base: base, count: length), copying: self)
     }
 
     /// The value of entry `index`, which must be in `indices`.
     @_lifetime(copy self)
     public func value(at index: Int) -> StringView {
-        _overrideLifetime(StringView(data(index, valueOffset)), copying: self)
+        let (base, length) = data(index, valueOffset)
+        return _overrideLifetime(StringView(_base: base, count: length), copying: self)
     }
 
     /// The value of the last entry whose key is `key`, as protobuf parsing keeps it; `nil` when
@@ -231,5 +233,23 @@ public struct StringMapView: ~Escapable {
         out.reserveCapacity(count)
         for index in 0..<count { out[key(at: index).materialize()] = value(at: index).materialize() }
         return out
+    }
+}
+
+/// How protobuf-c lays out a string or bytes value (`ProtobufCBinaryData`: `size_t len;
+/// uint8_t *data;`), so that the views above read lists and map entries without importing C.
+/// Sources/CIMCodecRuntime/include/imcodec_string_field.h checks the C declaration against it when
+/// it compiles (`_Static_assert`).
+enum _BinaryData {
+    static let stride = 2 * MemoryLayout<Int>.stride
+    static let lengthOffset = 0
+    static let dataOffset = MemoryLayout<Int>.stride
+
+    /// The bytes and length of the `ProtobufCBinaryData` at `offset` bytes past `base`.
+    @inline(__always)
+    static func read(_ base: UnsafeRawPointer, at offset: Int) -> (UnsafePointer<UInt8>?, Int) {
+        let length = base.load(fromByteOffset: offset + lengthOffset, as: Int.self)
+        let data = base.load(fromByteOffset: offset + dataOffset, as: UnsafePointer<UInt8>?.self)
+        return (length > 0 ? data : nil, length)
     }
 }

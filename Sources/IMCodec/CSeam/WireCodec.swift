@@ -1,6 +1,6 @@
-import CIMCodecRuntime
-import CIMCodecSchemas
-import CProtobufC
+internal import CIMCodecRuntime
+internal import CIMCodecSchemas
+internal import CProtobufC
 
 /// The steps of a decode, from bytes to a protobuf-c message (``_DecodePipeline`` runs them, in
 /// this order, for every caller):

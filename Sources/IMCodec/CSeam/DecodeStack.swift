@@ -1,4 +1,4 @@
-import CIMCodecRuntime
+internal import CIMCodecRuntime
 
 #if canImport(Glibc)
 import Glibc

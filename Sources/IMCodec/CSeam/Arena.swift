@@ -1,5 +1,5 @@
-import CIMCodecRuntime
-import CProtobufC
+internal import CIMCodecRuntime
+internal import CProtobufC
 
 /// An arena that protobuf-c allocates from while IMCodec decodes or encodes (implementation detail).
 ///
