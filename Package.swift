@@ -63,7 +63,12 @@ let package = Package(
             dependencies: ["CProtobufC", "CIMCodecRuntime", "CIMCodecSchemas"],
             // The generated views (`Frame.View`, ...) are `~Escapable`; their accessors say how
             // long what they return may live (`@_lifetime`).
-            swiftSettings: [.enableExperimentalFeature("Lifetimes")]
+            swiftSettings: [
+                .enableExperimentalFeature("Lifetimes"),
+                // A file sees the members of only the modules it imports: code outside CSeam/,
+                // which imports no C module, cannot touch a C struct's fields either.
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
         ),
         // The test oracles (FuzzChecks): what every input must satisfy, for Tests/IMCodecTests and
         // the fuzz targets in Fuzz/. Not part of the codec.

@@ -184,3 +184,16 @@ enum _DecodePipeline {
         }
     }
 }
+
+extension WireDecoder {
+    /// Checks and unpacks `buffer` as a ``Frame`` exactly as ``withFrameView(_:_:)-([UInt8],_)`` does, and
+    /// passes `body` the view and the number of fields the pre-scan counted (for ``ServerStamp``,
+    /// which must know how many fields the input holds to keep the stamped frame within the limits).
+    func withCheckedFrame<R>(
+        _ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView, _ fieldCount: Int) -> R
+    ) throws(IMCodecError) -> R {
+        try _DecodePipeline.withUnpacked(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
+            body(FrameView(_message: $0.message), $0.scan.field_count)
+        }
+    }
+}

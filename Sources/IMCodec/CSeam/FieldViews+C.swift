@@ -1,3 +1,4 @@
+internal import CIMCodecRuntime
 internal import CProtobufC
 
 // The field views (Views/FieldViews.swift) made from protobuf-c's values, for the generated views.

@@ -41,17 +41,6 @@ public final class WireDecoder {
         return made
     }
 
-    /// Checks and unpacks `buffer` as a ``Frame`` exactly as ``withFrameView(_:_:)-([UInt8],_)`` does, and
-    /// passes `body` the view and the number of fields the pre-scan counted (for ``ServerStamp``,
-    /// which must know how many fields the input holds to keep the stamped frame within the limits).
-    func withCheckedFrame<R>(
-        _ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView, _ fieldCount: Int) -> R
-    ) throws(IMCodecError) -> R {
-        try _DecodePipeline.withUnpacked(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
-            body(FrameView(_message: $0.message), $0.scan.field_count)
-        }
-    }
-
     /// Decodes one message of type `type`.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
@@ -76,8 +65,9 @@ public final class WireDecoder {
     }
 
     /// Decodes a ``Frame`` and passes a read-only view of it to `body`, without building Swift values
-    /// for the parts `body` does not read. The view cannot leave `body` (it is non-copyable and
-    /// borrowed), so nothing can reach the arena after the call.
+    /// for the parts `body` does not read. The view cannot leave `body` (it is `~Escapable`, and so
+    /// is every view it hands out), so nothing can reach the arena after the call. Every message
+    /// type has such a view: `withView(Message.self, bytes) { ... }`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
     @inlinable
     public func withFrameView<R>(_ bytes: [UInt8], _ body: (borrowing FrameView) throws -> R) throws -> R {

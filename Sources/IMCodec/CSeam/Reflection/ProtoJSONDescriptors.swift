@@ -1,4 +1,5 @@
 internal import CIMCodecRuntime
+internal import CIMCodecSchemas
 internal import CProtobufC
 
 // MARK: - Descriptor metadata shared by the printer and the parser

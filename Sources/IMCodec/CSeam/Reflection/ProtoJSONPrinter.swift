@@ -1,4 +1,5 @@
 internal import CIMCodecRuntime
+internal import CIMCodecSchemas
 internal import CProtobufC
 #if canImport(Glibc)
 import Glibc
