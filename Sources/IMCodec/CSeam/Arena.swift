@@ -23,6 +23,7 @@ public final class _Arena {
     deinit { imcodec_arena_destroy(raw) }
 
     /// Frees every allocation at once; keeps the first block.
+    @usableFromInline
     func reset() { imcodec_arena_reset(raw) }
 
     /// Caps the bytes handed out from now until the next reset.

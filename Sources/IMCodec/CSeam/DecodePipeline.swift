@@ -62,42 +62,68 @@ enum _DecodePipeline {
 
     // MARK: Wire bytes
 
-    /// Checks and unpacks `buffer` as a message of type `descriptor`, and passes `body` what came
-    /// out. `arena` is a decoder's arena, reset afterwards; `nil` makes a new one for this input.
+    /// Checks `buffer` and unpacks it as a message of type `descriptor` into `reused` (a decoder's
+    /// arena, which is reset if this fails) or, when `reused` is `nil`, into a new arena sized from
+    /// the pre-scan. Returns the message, the scan and the arena it lives in. Not generic, so that
+    /// the generic entry points below, specialized in the caller's module, stay thin around it.
     /// `alwaysEstimate` makes the pre-scan estimate even input too short to pass the memory limit
     /// (for `DecodeProbe`).
+    static func unpack(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
+        arena reused: _Arena?, alwaysEstimate: Bool = false
+    ) throws(IMCodecError) -> Unpacked {
+        do throws(IMCodecError) {
+            let scan = try WireCodec.scan(descriptor, buffer, options: options, alwaysEstimate: alwaysEstimate)
+            let arena: _Arena
+            if let reused {
+                arena = reused
+            } else {
+                arena = try _Arena(firstBlockSize: firstBlockSize(scan: scan, inputSize: buffer.count))
+            }
+            let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
+            return Unpacked(message: message, scan: scan, arena: arena)
+        } catch {
+            reused?.reset()
+            throw error
+        }
+    }
+
+    /// ``unpack(_:_:options:arena:alwaysEstimate:)`` for the inlinable entry points: the message
+    /// and the arena that holds it.
+    @usableFromInline
+    static func unpackMessage(
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena?
+    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: _Arena) {
+        let unpacked = try unpack(descriptor, buffer, options: options, arena: arena)
+        return (unpacked.message, unpacked.arena)
+    }
+
+    /// Checks and unpacks `buffer` as a message of type `descriptor`, and passes `body` what came
+    /// out. `arena` is a decoder's arena, reset afterwards whether `body` returns or throws; `nil`
+    /// makes a new one for this input, released afterwards.
     static func withUnpacked<R>(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
         arena reused: _Arena?, alwaysEstimate: Bool = false, _ body: (Unpacked) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
+        let unpacked = try unpack(descriptor, buffer, options: options, arena: reused, alwaysEstimate: alwaysEstimate)
         defer { reused?.reset() }
-        let scan = try WireCodec.scan(descriptor, buffer, options: options, alwaysEstimate: alwaysEstimate)
-        let arena: _Arena
-        if let reused {
-            arena = reused
-        } else {
-            arena = try _Arena(firstBlockSize: firstBlockSize(scan: scan, inputSize: buffer.count))
-        }
-        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in
-            let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
-            return try body(Unpacked(message: message, scan: scan, arena: arena))
-        }
+        return try withExtendedLifetime(unpacked.arena) { () throws(IMCodecError) -> R in try body(unpacked) }
     }
 
     /// Checks and unpacks `buffer` as a message of type `descriptor` and passes `body` the message
-    /// (see `withUnpacked`).
-    @usableFromInline
+    /// (see ``withUnpacked(_:_:options:arena:alwaysEstimate:_:)``).
+    @inlinable
     static func withMessage<R>(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
-        try withUnpacked(descriptor, buffer, options: options, arena: arena) { (unpacked) throws(IMCodecError) -> R in
-            try body(unpacked.message)
-        }
+        let (message, arena) = try unpackMessage(descriptor, buffer, options: options, arena: reused)
+        defer { reused?.reset() }
+        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in try body(message) }
     }
 
     /// `withMessage` over the bytes of an array.
-    @usableFromInline
+    @inlinable
     static func withMessage<R>(
         _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions,
         arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
@@ -116,7 +142,7 @@ enum _DecodePipeline {
     }
 
     /// `withMessage` over any collection of bytes (copied when it is not contiguous).
-    @usableFromInline
+    @inlinable
     static func withMessage<Bytes: Collection, R>(
         _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions,
         arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R

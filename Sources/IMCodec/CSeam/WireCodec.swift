@@ -229,7 +229,7 @@ enum WireCodec {
 }
 
 /// Calls `body` with the bytes of `bytes` in contiguous memory, copying only when they are not.
-@inline(__always)
+@inlinable
 func withContiguousBytes<Bytes: Collection, R>(
     _ bytes: Bytes, _ body: (UnsafeRawBufferPointer) throws(IMCodecError) -> R
 ) throws(IMCodecError) -> R where Bytes.Element == UInt8 {
