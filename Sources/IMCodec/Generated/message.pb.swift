@@ -1627,18 +1627,18 @@ extension Message {
             w.writeVarint(UInt64(bitPattern: Int64(self.storagePolicy.rawValue)))
             w.writeVarint(144)
         }
-        for key in self.expansion.keys.sorted(by: _WireWriter.utf8Descending) {
+        w.writeMap(self.expansion) { w, key, value in
             let mark = w.count
-            w.writeString((self.expansion[key] ?? ""))
+            w.writeString(value)
             w.writeVarint(18)
             w.writeString(key)
             w.writeVarint(10)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(138)
         }
-        for key in self.customParams.keys.sorted(by: _WireWriter.utf8Descending) {
+        w.writeMap(self.customParams) { w, key, value in
             let mark = w.count
-            w.writeString((self.customParams[key] ?? ""))
+            w.writeString(value)
             w.writeVarint(18)
             w.writeString(key)
             w.writeVarint(10)
