@@ -1767,71 +1767,64 @@ extension MessageElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
-        if case .poll(let value)? = self.content {
+        switch self.content {
+        case .poll(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(90)
-        }
-        if case .merger(let value)? = self.content {
+        case .merger(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(82)
-        }
-        if case .groupTips(let value)? = self.content {
+        case .groupTips(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(74)
-        }
-        if case .face(let value)? = self.content {
+        case .face(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(66)
-        }
-        if case .location(let value)? = self.content {
+        case .location(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(58)
-        }
-        if case .file(let value)? = self.content {
+        case .file(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(50)
-        }
-        if case .sound(let value)? = self.content {
+        case .sound(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(42)
-        }
-        if case .video(let value)? = self.content {
+        case .video(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(34)
-        }
-        if case .image(let value)? = self.content {
+        case .image(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(26)
-        }
-        if case .custom(let value)? = self.content {
+        case .custom(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(18)
-        }
-        if case .text(let value)? = self.content {
+        case .text(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(10)
+        case nil:
+            break
         }
     }
 }
