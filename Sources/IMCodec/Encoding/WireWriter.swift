@@ -7,13 +7,19 @@
 ///     buffer: [ free space ......... | tag len [ nested bytes ] tag value ... ]
 ///                                     ^ start                                   ^ capacity
 ///
-/// The buffer grows by doubling, copying the written tail to the end of the new buffer.
+/// The buffer grows by doubling, copying the written tail to the end of the new buffer. A writer
+/// made with ``init(sizing:)`` never grows: once its buffer is full it only counts, so that one pass
+/// gives the exact size of a message of any size (see ``IMCodecMessage/serializedBytes()``).
 public struct _WireWriter: ~Copyable {
     private var buffer: UnsafeMutableRawPointer
     private var capacity: Int
+    /// Where the written bytes begin; below 0 once a writer that may not grow has overflowed
+    /// (the bytes are then counted, not stored).
     private var start: Int
     /// Whether `buffer` is ours to grow and free (else it is a caller's scratch buffer).
     private var owned: Bool
+    /// Whether the writer moves to a bigger heap buffer when full (else it goes on counting).
+    private let growable: Bool
 
     /// Creates a writer with room for `capacity` bytes before it first grows.
     init(capacity: Int = 256) {
@@ -22,6 +28,7 @@ public struct _WireWriter: ~Copyable {
         self.capacity = capacity
         start = capacity
         owned = true
+        growable = true
     }
 
     /// Creates a writer that fills `scratch` first (no allocation) and moves to the heap only if
@@ -38,24 +45,45 @@ public struct _WireWriter: ~Copyable {
             owned = true
         }
         start = capacity
+        growable = true
+    }
+
+    /// Creates a writer that fills `buffer` and never allocates: bytes that do not fit are counted
+    /// but not stored, and ``overflowed`` tells. ``count`` is then the exact size of what was
+    /// written. `buffer` must outlive the writer.
+    @usableFromInline
+    init(sizing buffer: UnsafeMutableRawBufferPointer) {
+        // (A 1-byte dummy base for an empty buffer: it is never written, as everything overflows.)
+        self.buffer = buffer.baseAddress ?? UnsafeMutableRawPointer(bitPattern: 1)!
+        capacity = buffer.count
+        start = capacity
+        owned = false
+        growable = false
     }
 
     deinit { if owned { buffer.deallocate() } }
 
-    /// Bytes written so far.
+    /// Bytes written so far (counted, for a writer that has overflowed).
     public var count: Int { capacity - start }
+
+    /// Whether a writer made with ``init(sizing:)`` ran out of room: its bytes are incomplete, and
+    /// only ``count`` is meaningful.
+    @usableFromInline
+    var overflowed: Bool { start < 0 }
 
     /// Forgets what was written; keeps the buffer.
     mutating func removeAll() { start = capacity }
 
     /// The bytes written, front to back.
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try body(UnsafeRawBufferPointer(start: buffer + start, count: count))
+        precondition(!overflowed, "_WireWriter: the bytes did not fit")
+        return try body(UnsafeRawBufferPointer(start: buffer + start, count: count))
     }
 
     /// The bytes written, as an array (one allocation, exactly sized).
     @usableFromInline
     var bytes: [UInt8] {
+        precondition(!overflowed, "_WireWriter: the bytes did not fit")
         let count = count
         // (Never `unsafeUninitializedCapacity: 0`: the standard library then writes the count into
         // the shared empty-array singleton, a data race ThreadSanitizer reports.)
@@ -68,13 +96,42 @@ public struct _WireWriter: ~Copyable {
         }
     }
 
+    /// Encodes `count` bytes (the exact size, from a pass with a writer that overflowed) straight
+    /// into a new array: the one allocation of an encode larger than a scratch buffer.
+    @usableFromInline
+    static func bytes(count: Int, _ write: (inout _WireWriter) -> Void) -> [UInt8] {
+        if count == 0 { return [] }
+        return [UInt8](unsafeUninitializedCapacity: count) { array, initialized in
+            var writer = _WireWriter(sizing: UnsafeMutableRawBufferPointer(array))
+            write(&writer)
+            // A value encodes to the same bytes twice; anything else would leave bytes unwritten.
+            precondition(writer.start == 0, "_WireWriter: the second pass wrote another size")
+            initialized = count
+        }
+    }
+
+    /// Moves `start` back by `n`; whether the `n` bytes at `start` may be stored (false: the writer
+    /// may not grow and is full, so it only counts).
     @inline(__always)
-    private mutating func reserve(_ n: Int) {
-        if _fastPath(start >= n) { return }
-        grow(n)
+    private mutating func claim(_ n: Int) -> Bool {
+        if _fastPath(start >= n) {
+            start -= n
+            return true
+        }
+        return claimSlow(n)
     }
 
     @inline(never)
+    private mutating func claimSlow(_ n: Int) -> Bool {
+        if growable {
+            grow(n)
+            start -= n
+            return true
+        }
+        start -= n
+        return false
+    }
+
     private mutating func grow(_ n: Int) {
         let used = count
         var newCapacity = capacity * 2
@@ -92,14 +149,13 @@ public struct _WireWriter: ~Copyable {
     @inline(__always)
     public mutating func writeVarint(_ value: UInt64) {
         if value < 0x80 {
-            reserve(1)
-            start -= 1
-            buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: start, as: UInt8.self)
+            if claim(1) {
+                buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: start, as: UInt8.self)
+            }
             return
         }
         let n = WireFormat.varintSize(value)
-        reserve(n)
-        start -= n
+        guard claim(n) else { return }
         var v = value
         var i = start
         while v >= 0x80 {
@@ -113,24 +169,20 @@ public struct _WireWriter: ~Copyable {
     /// Writes 8 little-endian bytes.
     @inline(__always)
     public mutating func writeFixed64(_ value: UInt64) {
-        reserve(8)
-        start -= 8
+        guard claim(8) else { return }
         buffer.storeBytes(of: value.littleEndian, toByteOffset: start, as: UInt64.self)
     }
 
     /// Writes 4 little-endian bytes.
     @inline(__always)
     public mutating func writeFixed32(_ value: UInt32) {
-        reserve(4)
-        start -= 4
+        guard claim(4) else { return }
         buffer.storeBytes(of: value.littleEndian, toByteOffset: start, as: UInt32.self)
     }
 
     @inline(__always)
     private mutating func writeRawBuffer(_ source: UnsafeRawBufferPointer) {
-        guard let base = source.baseAddress, !source.isEmpty else { return }
-        reserve(source.count)
-        start -= source.count
+        guard let base = source.baseAddress, !source.isEmpty, claim(source.count) else { return }
         (buffer + start).copyMemory(from: base, byteCount: source.count)
     }
 
@@ -154,6 +206,70 @@ public struct _WireWriter: ~Copyable {
     public mutating func writeBytes(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { writeRawBuffer($0) }
         writeVarint(UInt64(bytes.count))
+    }
+
+    /// Writes a `map<string, V>` field: calls `writeEntry` once per entry (it writes the entry,
+    /// its length and the field's tag), largest key first, so that the entries appear on the wire
+    /// sorted by the UTF-8 of their keys, as Google's deterministic serializer writes them.
+    ///
+    /// Allocates nothing for maps of up to 64 entries: their order is sorted in a stack buffer of
+    /// the dictionary's indices (the most `withUnsafeTemporaryAllocation` always places on the
+    /// stack is 1 KiB). A larger map's buffer may go to the heap, and is sorted by the standard
+    /// library (O(n log n), where the insertion sort of small maps is O(n²)).
+    @inline(__always)
+    public mutating func writeMap<Value>(
+        _ map: [String: Value], _ writeEntry: (inout _WireWriter, String, Value) -> Void
+    ) {
+        switch map.count {
+        case 0:
+            return
+        case 1:
+            let entry = map[map.startIndex]
+            writeEntry(&self, entry.key, entry.value)
+        default:
+            writeSortedMap(map, writeEntry)
+        }
+    }
+
+    private mutating func writeSortedMap<Value>(
+        _ map: [String: Value], _ writeEntry: (inout _WireWriter, String, Value) -> Void
+    ) {
+        let n = map.count
+        withUnsafeTemporaryAllocation(of: Dictionary<String, Value>.Index.self, capacity: n) { order in
+            guard let base = order.baseAddress else { return }
+            defer { base.deinitialize(count: n) }
+            if n > 64 {
+                var index = map.startIndex
+                for position in 0..<n {
+                    (base + position).initialize(to: index)
+                    map.formIndex(after: &index)
+                }
+                var indices = order  // (the same memory; `sort` is declared mutating)
+                indices.sort { map[$0].key.utf8.lexicographicallyPrecedes(map[$1].key.utf8) }
+            } else {
+                // Insertion sort of the indices by key, ascending.
+                var sorted = 0
+                var index = map.startIndex
+                while index != map.endIndex {
+                    let key = map[index].key
+                    var position = sorted
+                    while position > 0, key.utf8.lexicographicallyPrecedes(map[base[position - 1]].key.utf8) {
+                        position -= 1
+                    }
+                    if position < sorted {
+                        (base + position + 1).moveInitialize(from: base + position, count: sorted - position)
+                    }
+                    (base + position).initialize(to: index)
+                    sorted += 1
+                    map.formIndex(after: &index)
+                }
+            }
+            // Back to front: the largest key first.
+            for position in stride(from: n - 1, through: 0, by: -1) {
+                let entry = map[base[position]]
+                writeEntry(&self, entry.key, entry.value)
+            }
+        }
     }
 
     /// Orders map keys so that, written back to front, they appear on the wire sorted by their UTF-8

@@ -881,9 +881,9 @@ extension SystemNotice {
             w.writeString(self.text)
             w.writeVarint(26)
         }
-        for key in self.params.keys.sorted(by: _WireWriter.utf8Descending) {
+        w.writeMap(self.params) { w, key, value in
             let mark = w.count
-            w.writeString((self.params[key] ?? ""))
+            w.writeString(value)
             w.writeVarint(18)
             w.writeString(key)
             w.writeVarint(10)

@@ -276,227 +276,194 @@ extension Frame {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
-        if case .receiveOption(let value)? = self.payload {
+        switch self.payload {
+        case .receiveOption(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(522)
-        }
-        if case .disappearingTimer(let value)? = self.payload {
+        case .disappearingTimer(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(514)
-        }
-        if case .pollUpdate(let value)? = self.payload {
+        case .pollUpdate(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(506)
-        }
-        if case .pollVote(let value)? = self.payload {
+        case .pollVote(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(498)
-        }
-        if case .pin(let value)? = self.payload {
+        case .pin(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(490)
-        }
-        if case .reaction(let value)? = self.payload {
+        case .reaction(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(482)
-        }
-        if case .requestResult(let value)? = self.payload {
+        case .requestResult(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(426)
-        }
-        if case .membership(let value)? = self.payload {
+        case .membership(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(418)
-        }
-        if case .presenceSubscription(let value)? = self.payload {
+        case .presenceSubscription(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(410)
-        }
-        if case .presence(let value)? = self.payload {
+        case .presence(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(402)
-        }
-        if case .syncResponse(let value)? = self.payload {
+        case .syncResponse(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(394)
-        }
-        if case .syncRequest(let value)? = self.payload {
+        case .syncRequest(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(386)
-        }
-        if case .maxSeqResponse(let value)? = self.payload {
+        case .maxSeqResponse(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(378)
-        }
-        if case .maxSeqRequest(let value)? = self.payload {
+        case .maxSeqRequest(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(370)
-        }
-        if case .kickedOffline(let value)? = self.payload {
+        case .kickedOffline(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(362)
-        }
-        if case .logout(let value)? = self.payload {
+        case .logout(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(354)
-        }
-        if case .pong(let value)? = self.payload {
+        case .pong(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(346)
-        }
-        if case .ping(let value)? = self.payload {
+        case .ping(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(338)
-        }
-        if case .loginResult(let value)? = self.payload {
+        case .loginResult(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(330)
-        }
-        if case .loginRequest(let value)? = self.payload {
+        case .loginRequest(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(322)
-        }
-        if case .mergerPayload(let value)? = self.payload {
+        case .mergerPayload(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(266)
-        }
-        if case .historyResponse(let value)? = self.payload {
+        case .historyResponse(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(258)
-        }
-        if case .historyRequest(let value)? = self.payload {
+        case .historyRequest(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(250)
-        }
-        if case .sendAck(let value)? = self.payload {
+        case .sendAck(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(242)
-        }
-        if case .systemNotice(let value)? = self.payload {
+        case .systemNotice(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(202)
-        }
-        if case .markRead(let value)? = self.payload {
+        case .markRead(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(194)
-        }
-        if case .typing(let value)? = self.payload {
+        case .typing(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(186)
-        }
-        if case .delete(let value)? = self.payload {
+        case .delete(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(178)
-        }
-        if case .edit(let value)? = self.payload {
+        case .edit(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(170)
-        }
-        if case .recall(let value)? = self.payload {
+        case .recall(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(162)
-        }
-        if case .groupReadMembersRequest(let value)? = self.payload {
+        case .groupReadMembersRequest(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(130)
-        }
-        if case .readReceiptRequest(let value)? = self.payload {
+        case .readReceiptRequest(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(122)
-        }
-        if case .groupReadMembers(let value)? = self.payload {
+        case .groupReadMembers(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(114)
-        }
-        if case .c2cReadReceipt(let value)? = self.payload {
+        case .c2cReadReceipt(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(106)
-        }
-        if case .receipts(let value)? = self.payload {
+        case .receipts(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(98)
-        }
-        if case .receipt(let value)? = self.payload {
+        case .receipt(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(90)
-        }
-        if case .message(let value)? = self.payload {
+        case .message(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(82)
+        case nil:
+            break
         }
         if self.requestID != 0 {
             w.writeVarint(UInt64(self.requestID))

@@ -1627,18 +1627,18 @@ extension Message {
             w.writeVarint(UInt64(bitPattern: Int64(self.storagePolicy.rawValue)))
             w.writeVarint(144)
         }
-        for key in self.expansion.keys.sorted(by: _WireWriter.utf8Descending) {
+        w.writeMap(self.expansion) { w, key, value in
             let mark = w.count
-            w.writeString((self.expansion[key] ?? ""))
+            w.writeString(value)
             w.writeVarint(18)
             w.writeString(key)
             w.writeVarint(10)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(138)
         }
-        for key in self.customParams.keys.sorted(by: _WireWriter.utf8Descending) {
+        w.writeMap(self.customParams) { w, key, value in
             let mark = w.count
-            w.writeString((self.customParams[key] ?? ""))
+            w.writeString(value)
             w.writeVarint(18)
             w.writeString(key)
             w.writeVarint(10)
@@ -1767,71 +1767,64 @@ extension MessageElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
-        if case .poll(let value)? = self.content {
+        switch self.content {
+        case .poll(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(90)
-        }
-        if case .merger(let value)? = self.content {
+        case .merger(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(82)
-        }
-        if case .groupTips(let value)? = self.content {
+        case .groupTips(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(74)
-        }
-        if case .face(let value)? = self.content {
+        case .face(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(66)
-        }
-        if case .location(let value)? = self.content {
+        case .location(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(58)
-        }
-        if case .file(let value)? = self.content {
+        case .file(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(50)
-        }
-        if case .sound(let value)? = self.content {
+        case .sound(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(42)
-        }
-        if case .video(let value)? = self.content {
+        case .video(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(34)
-        }
-        if case .image(let value)? = self.content {
+        case .image(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(26)
-        }
-        if case .custom(let value)? = self.content {
+        case .custom(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(18)
-        }
-        if case .text(let value)? = self.content {
+        case .text(let value)?:
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(10)
+        case nil:
+            break
         }
     }
 }

@@ -58,13 +58,15 @@ extension IMCodecMessage {
     /// last — the bytes Google's deterministic serializer writes. Encoding cannot fail.
     @inlinable
     public func serializedBytes() -> [UInt8] {
-        // Encode into a stack buffer and copy out once: one allocation, exactly sized, for any
-        // message up to 1 KiB (the most the standard library always places on the stack); larger
-        // ones move to the heap as they grow.
+        // One allocation, exactly sized, for every message. Encode into a stack buffer (1 KiB, the
+        // most the standard library always places on the stack) and copy out. A larger message
+        // overflows it, and the writer then only counts: that pass gave the exact size, so the
+        // message is encoded again, straight into an array of that size.
         withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 16) { scratch in
-            var writer = _WireWriter(scratch: scratch)
+            var writer = _WireWriter(sizing: scratch)
             _encode(to: &writer)
-            return writer.bytes
+            if _fastPath(!writer.overflowed) { return writer.bytes }
+            return _WireWriter.bytes(count: writer.count) { _encode(to: &$0) }
         }
     }
 }
