@@ -110,6 +110,40 @@ enum _DecodePipeline {
         return try withExtendedLifetime(unpacked.arena) { () throws(IMCodecError) -> R in try body(unpacked) }
     }
 
+    /// ``unpackMessage(_:_:options:arena:)-(_,UnsafeRawBufferPointer,_,_)`` over the bytes of an
+    /// array (not generic either).
+    @usableFromInline
+    static func unpackMessage(
+        _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions, arena: _Arena?
+    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: _Arena) {
+        var failure: IMCodecError?
+        let unpacked: (message: _ProtobufCMessage, arena: _Arena)? = bytes.withUnsafeBytes { buffer in
+            do throws(IMCodecError) {
+                return try unpackMessage(descriptor, buffer, options: options, arena: arena)
+            } catch {
+                failure = error
+                return nil
+            }
+        }
+        guard let unpacked else { throw failure ?? .malformed("the input could not be read") }
+        return unpacked
+    }
+
+    /// ``unpackMessage(_:_:options:arena:)-(_,UnsafeRawBufferPointer,_,_)`` over any collection of
+    /// bytes (copied when it is not contiguous).
+    @inlinable
+    static func unpackMessage<Bytes: Collection>(
+        _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions, arena: _Arena?
+    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: _Arena) where Bytes.Element == UInt8 {
+        try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) in
+            try unpackMessage(descriptor, buffer, options: options, arena: arena)
+        }
+    }
+
+    // The entry points below are generic in what `body` returns (or in the message type), and
+    // inlinable, so that they are specialized in the caller's module: the value is built and
+    // returned without generic metadata or extra copies. The C work stays in `unpackMessage`.
+
     /// Checks and unpacks `buffer` as a message of type `descriptor` and passes `body` the message
     /// (see ``withUnpacked(_:_:options:arena:alwaysEstimate:_:)``).
     @inlinable
@@ -118,63 +152,68 @@ enum _DecodePipeline {
         arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let (message, arena) = try unpackMessage(descriptor, buffer, options: options, arena: reused)
-        defer { reused?.reset() }
-        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in try body(message) }
+        defer { release(arena, reused: reused) }
+        return try body(message)
     }
 
     /// `withMessage` over the bytes of an array.
     @inlinable
     static func withMessage<R>(
         _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions,
-        arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
-        var failure: IMCodecError?
-        let result: R? = bytes.withUnsafeBytes { buffer in
-            do throws(IMCodecError) {
-                return try withMessage(descriptor, buffer, options: options, arena: arena, body)
-            } catch {
-                failure = error
-                return nil
-            }
-        }
-        guard let result else { throw failure ?? .malformed("the input could not be read") }
-        return result
+        let (message, arena) = try unpackMessage(descriptor, bytes, options: options, arena: reused)
+        defer { release(arena, reused: reused) }
+        return try body(message)
     }
 
     /// `withMessage` over any collection of bytes (copied when it is not contiguous).
     @inlinable
     static func withMessage<Bytes: Collection, R>(
         _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions,
-        arena: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R where Bytes.Element == UInt8 {
-        try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> R in
-            try withMessage(descriptor, buffer, options: options, arena: arena, body)
-        }
+        let (message, arena) = try unpackMessage(descriptor, bytes, options: options, arena: reused)
+        defer { release(arena, reused: reused) }
+        return try body(message)
+    }
+
+    /// After the hand-over: a decoder's arena is reset; a new one is released (kept alive until
+    /// here, since the message lived in it).
+    @inlinable
+    static func release(_ arena: _Arena, reused: _Arena?) {
+        if let reused { reused.reset() } else { withExtendedLifetime(arena) {} }
     }
 
     /// Decodes `bytes` into a value of type `M`: the pipeline, with a body that converts the
     /// message where the stack is deep enough for it.
     @inlinable
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, _ bytes: [UInt8], options: DecodingOptions, arena: _Arena?
+        _ type: M.Type, _ bytes: [UInt8], options: DecodingOptions, arena reused: _Arena?
     ) throws(IMCodecError) -> M {
-        try withMessage(M._protobufCDescriptor, bytes, options: options, arena: arena, value)
+        let (message, arena) = try unpackMessage(M._protobufCDescriptor, bytes, options: options, arena: reused)
+        defer { release(arena, reused: reused) }
+        return try value(message)
     }
 
     /// `decode` from raw memory.
     @inlinable
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena?
+        _ type: M.Type, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena reused: _Arena?
     ) throws(IMCodecError) -> M {
-        try withMessage(M._protobufCDescriptor, buffer, options: options, arena: arena, value)
+        let (message, arena) = try unpackMessage(M._protobufCDescriptor, buffer, options: options, arena: reused)
+        defer { release(arena, reused: reused) }
+        return try value(message)
     }
 
     /// `decode` from any collection of bytes.
     @inlinable
     static func decode<M: IMCodecMessage, Bytes: Collection>(
-        _ type: M.Type, _ bytes: Bytes, options: DecodingOptions, arena: _Arena?
+        _ type: M.Type, _ bytes: Bytes, options: DecodingOptions, arena reused: _Arena?
     ) throws(IMCodecError) -> M where Bytes.Element == UInt8 {
-        try withMessage(M._protobufCDescriptor, bytes, options: options, arena: arena, value)
+        let (message, arena) = try unpackMessage(M._protobufCDescriptor, bytes, options: options, arena: reused)
+        defer { release(arena, reused: reused) }
+        return try value(message)
     }
 
     /// The Swift value of `message`, converted where the stack is deep enough for it.
