@@ -271,10 +271,4 @@ public struct _WireWriter: ~Copyable {
             }
         }
     }
-
-    /// Orders map keys so that, written back to front, they appear on the wire sorted by their UTF-8
-    /// bytes (the order of Google's deterministic serializer).
-    public static func utf8Descending(_ a: String, _ b: String) -> Bool {
-        b.utf8.lexicographicallyPrecedes(a.utf8)
-    }
 }
