@@ -71,6 +71,10 @@ public enum IMCodecSchema {
         PresenceSubscription.self,
         MembershipChange.self,
         RequestResult.self,
+        StreamSyncRequest.self,
+        StreamFrame.self,
+        StreamSyncResponse.self,
+        StreamAck.self,
     ]
 
     /// The message type with this full name (e.g. `imcodec.v1.Frame`), if the schema has one.

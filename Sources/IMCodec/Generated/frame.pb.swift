@@ -17,6 +17,10 @@ public struct Frame: IMCodecMessage {
     /// Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
     public var requestID: UInt64 = 0
 
+    /// The frame's position in the receiving user's stream (session.proto: StreamSyncRequest), set
+    /// by the server on every kept frame it sends to a user's devices. 0: not kept (live only).
+    public var streamPosition: UInt64 = 0
+
     /// The `payload` oneof: at most one of its members is set.
     public var payload: Payload? = nil
 
@@ -104,6 +108,13 @@ public struct Frame: IMCodecMessage {
         case disappearingTimer(DisappearingTimerEvent)
         /// Field `receive_option` (65).
         case receiveOption(ReceiveOptionChange)
+        /// The user stream (session.proto).
+        /// Field `stream_sync_request` (66).
+        case streamSyncRequest(StreamSyncRequest)
+        /// Field `stream_sync_response` (67).
+        case streamSyncResponse(StreamSyncResponse)
+        /// Field `stream_ack` (68).
+        case streamAck(StreamAck)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -181,6 +192,12 @@ public struct Frame: IMCodecMessage {
             case disappearingTimer = 64
             /// Field `receive_option`.
             case receiveOption = 65
+            /// Field `stream_sync_request`.
+            case streamSyncRequest = 66
+            /// Field `stream_sync_response`.
+            case streamSyncResponse = 67
+            /// Field `stream_ack`.
+            case streamAck = 68
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -222,6 +239,9 @@ public struct Frame: IMCodecMessage {
                 case .pollUpdate: "poll_update"
                 case .disappearingTimer: "disappearing_timer"
                 case .receiveOption: "receive_option"
+                case .streamSyncRequest: "stream_sync_request"
+                case .streamSyncResponse: "stream_sync_response"
+                case .streamAck: "stream_ack"
                 }
             }
         }
@@ -266,6 +286,9 @@ public struct Frame: IMCodecMessage {
             case .pollUpdate: .pollUpdate
             case .disappearingTimer: .disappearingTimer
             case .receiveOption: .receiveOption
+            case .streamSyncRequest: .streamSyncRequest
+            case .streamSyncResponse: .streamSyncResponse
+            case .streamAck: .streamAck
             }
         }
     }
@@ -277,6 +300,21 @@ extension Frame {
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
         switch self.payload {
+        case .streamAck(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(546)
+        case .streamSyncResponse(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(538)
+        case .streamSyncRequest(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(530)
         case .receiveOption(let value)?:
             let mark = w.count
             value._encode(to: &w)
@@ -464,6 +502,10 @@ extension Frame {
             w.writeVarint(82)
         case nil:
             break
+        }
+        if self.streamPosition != 0 {
+            w.writeVarint(UInt64(self.streamPosition))
+            w.writeVarint(32)
         }
         if self.requestID != 0 {
             w.writeVarint(UInt64(self.requestID))

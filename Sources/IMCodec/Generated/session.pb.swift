@@ -338,6 +338,15 @@ public struct LoginRequest: IMCodecMessage {
     /// The newest schema version this client reads (see Frame.min_reader_version).
     public var readerVersion: UInt32 = 0
 
+    /// This device reads its user's stream (StreamSyncRequest): the server holds its live frames
+    /// back until it has caught up. False: live frames from now on, and no catching up.
+    public var streamResume: Bool = false
+
+    /// The position of the last stream frame this device holds (Frame.stream_position). 0: the
+    /// server resumes from the device's last StreamAck, or, for a device it has never seen, from the
+    /// oldest frame it keeps.
+    public var streamPosition: UInt64 = 0
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -368,6 +377,13 @@ public struct LoginResult: IMCodecMessage {
     /// The server's highest seq in each conversation the login named in last_seen, and in every
     /// other conversation the user belongs to.
     public var maxSeqs: [ConversationSeq] = []
+
+    /// The newest position of the user's stream when the login was answered.
+    public var streamPosition: UInt64 = 0
+
+    /// Where this device resumes: the position its first StreamSyncRequest starts after (the
+    /// request's stream_position, else the device's last StreamAck, else 0).
+    public var resumePosition: UInt64 = 0
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -645,6 +661,97 @@ public struct RequestResult: IMCodecMessage {
     public init() {}
 }
 
+/// Pulls the frames of the user's stream after a position (see the top of this file). The answer
+/// is a StreamSyncResponse; a client repeats the request from next_after_position while has_more
+/// is set. The last page (has_more false) makes a device that logged in with stream_resume live.
+public struct StreamSyncRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StreamSyncRequest"
+
+    /// The position of the last frame the device holds; the answer starts after it.
+    public var afterPosition: UInt64 = 0
+
+    /// Most frames in one answer; servers cap it (imcodec-relay: 100).
+    public var limit: UInt32 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One frame of a user's stream, as a StreamSyncResponse carries it.
+public struct StreamFrame: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StreamFrame"
+
+    /// Its position in the stream.
+    public var position: UInt64 = 0
+
+    /// The serialized Frame, as the device would have received it live: its Frame.stream_position
+    /// is set to position, so a client reads it with the same code as a live frame.
+    public var frame: [UInt8] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.StreamSyncResponse` message.
+public struct StreamSyncResponse: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StreamSyncResponse"
+
+    /// In position order. Frames this device sent itself are left out (their positions are covered
+    /// by next_after_position).
+    public var frames: [StreamFrame] = []
+
+    /// More frames lie between next_after_position and head_position; ask again.
+    public var hasMore: Bool = false
+
+    /// The position this answer covers up to; the next request's after_position.
+    public var nextAfterPosition: UInt64 = 0
+
+    /// The stream's newest position when the answer was made.
+    public var headPosition: UInt64 = 0
+
+    /// Frames after after_position were dropped by the server's retention limit before this device
+    /// read them: the answer starts at the oldest one kept. The client re-reads its conversations by
+    /// seq (SyncRequest) to fill what it can.
+    public var truncated: Bool = false
+
+    /// Field `error_code` (6).
+    public var errorCode: Int32 = 0
+
+    /// Field `error_description` (7).
+    public var errorDescription: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A device tells the server the last stream position it holds; the server keeps it as the
+/// device's position (LoginRequest.stream_position 0 resumes from it). No answer.
+public struct StreamAck: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StreamAck"
+
+    /// Field `position` (1).
+    public var position: UInt64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
 extension ConversationSeq {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -668,6 +775,14 @@ extension LoginRequest {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.streamPosition != 0 {
+            w.writeVarint(UInt64(self.streamPosition))
+            w.writeVarint(72)
+        }
+        if self.streamResume {
+            w.writeVarint(self.streamResume ? 1 : 0)
+            w.writeVarint(64)
+        }
         if self.readerVersion != 0 {
             w.writeVarint(UInt64(self.readerVersion))
             w.writeVarint(56)
@@ -706,6 +821,14 @@ extension LoginResult {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.resumePosition != 0 {
+            w.writeVarint(UInt64(self.resumePosition))
+            w.writeVarint(64)
+        }
+        if self.streamPosition != 0 {
+            w.writeVarint(UInt64(self.streamPosition))
+            w.writeVarint(56)
+        }
         for i in stride(from: self.maxSeqs.count - 1, through: 0, by: -1) {
             let mark = w.count
             self.maxSeqs[i]._encode(to: &w)
@@ -998,6 +1121,88 @@ extension RequestResult {
         }
         if self.errorCode != 0 {
             w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension StreamSyncRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.limit != 0 {
+            w.writeVarint(UInt64(self.limit))
+            w.writeVarint(16)
+        }
+        if self.afterPosition != 0 {
+            w.writeVarint(UInt64(self.afterPosition))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension StreamFrame {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.frame.isEmpty {
+            w.writeBytes(self.frame)
+            w.writeVarint(18)
+        }
+        if self.position != 0 {
+            w.writeVarint(UInt64(self.position))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension StreamSyncResponse {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.errorDescription.isEmpty {
+            w.writeString(self.errorDescription)
+            w.writeVarint(58)
+        }
+        if self.errorCode != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(48)
+        }
+        if self.truncated {
+            w.writeVarint(self.truncated ? 1 : 0)
+            w.writeVarint(40)
+        }
+        if self.headPosition != 0 {
+            w.writeVarint(UInt64(self.headPosition))
+            w.writeVarint(32)
+        }
+        if self.nextAfterPosition != 0 {
+            w.writeVarint(UInt64(self.nextAfterPosition))
+            w.writeVarint(24)
+        }
+        if self.hasMore {
+            w.writeVarint(self.hasMore ? 1 : 0)
+            w.writeVarint(16)
+        }
+        for i in stride(from: self.frames.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.frames[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension StreamAck {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.position != 0 {
+            w.writeVarint(UInt64(self.position))
             w.writeVarint(8)
         }
     }

@@ -52,7 +52,7 @@ void   imcodec__v1__frame__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[40] =
+static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[44] =
 {
   {
     "schema_version",
@@ -85,6 +85,18 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[40] 
     PROTOBUF_C_TYPE_UINT64,
     0,   /* quantifier_offset */
     offsetof(Imcodec__V1__Frame, request_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_position",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Frame, stream_position),
     NULL,
     NULL,
     0,             /* flags */
@@ -534,58 +546,98 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[40] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "stream_sync_request",
+    66,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, stream_sync_request),
+    &imcodec__v1__stream_sync_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_sync_response",
+    67,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, stream_sync_response),
+    &imcodec__v1__stream_sync_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_ack",
+    68,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, stream_ack),
+    &imcodec__v1__stream_ack__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
-  6,   /* field[6] = c2c_read_receipt */
-  12,   /* field[12] = delete */
-  38,   /* field[38] = disappearing_timer */
-  11,   /* field[11] = edit */
-  7,   /* field[7] = group_read_members */
-  9,   /* field[9] = group_read_members_request */
-  17,   /* field[17] = history_request */
-  18,   /* field[18] = history_response */
-  25,   /* field[25] = kicked_offline */
-  20,   /* field[20] = login_request */
-  21,   /* field[21] = login_result */
-  24,   /* field[24] = logout */
-  14,   /* field[14] = mark_read */
-  26,   /* field[26] = max_seq_request */
-  27,   /* field[27] = max_seq_response */
-  32,   /* field[32] = membership */
-  19,   /* field[19] = merger_payload */
-  3,   /* field[3] = message */
+  7,   /* field[7] = c2c_read_receipt */
+  13,   /* field[13] = delete */
+  39,   /* field[39] = disappearing_timer */
+  12,   /* field[12] = edit */
+  8,   /* field[8] = group_read_members */
+  10,   /* field[10] = group_read_members_request */
+  18,   /* field[18] = history_request */
+  19,   /* field[19] = history_response */
+  26,   /* field[26] = kicked_offline */
+  21,   /* field[21] = login_request */
+  22,   /* field[22] = login_result */
+  25,   /* field[25] = logout */
+  15,   /* field[15] = mark_read */
+  27,   /* field[27] = max_seq_request */
+  28,   /* field[28] = max_seq_response */
+  33,   /* field[33] = membership */
+  20,   /* field[20] = merger_payload */
+  4,   /* field[4] = message */
   1,   /* field[1] = min_reader_version */
-  35,   /* field[35] = pin */
-  22,   /* field[22] = ping */
-  37,   /* field[37] = poll_update */
-  36,   /* field[36] = poll_vote */
-  23,   /* field[23] = pong */
-  30,   /* field[30] = presence */
-  31,   /* field[31] = presence_subscription */
-  34,   /* field[34] = reaction */
-  8,   /* field[8] = read_receipt_request */
-  10,   /* field[10] = recall */
-  4,   /* field[4] = receipt */
-  5,   /* field[5] = receipts */
-  39,   /* field[39] = receive_option */
+  36,   /* field[36] = pin */
+  23,   /* field[23] = ping */
+  38,   /* field[38] = poll_update */
+  37,   /* field[37] = poll_vote */
+  24,   /* field[24] = pong */
+  31,   /* field[31] = presence */
+  32,   /* field[32] = presence_subscription */
+  35,   /* field[35] = reaction */
+  9,   /* field[9] = read_receipt_request */
+  11,   /* field[11] = recall */
+  5,   /* field[5] = receipt */
+  6,   /* field[6] = receipts */
+  40,   /* field[40] = receive_option */
   2,   /* field[2] = request_id */
-  33,   /* field[33] = request_result */
+  34,   /* field[34] = request_result */
   0,   /* field[0] = schema_version */
-  16,   /* field[16] = send_ack */
-  28,   /* field[28] = sync_request */
-  29,   /* field[29] = sync_response */
-  15,   /* field[15] = system_notice */
-  13,   /* field[13] = typing */
+  17,   /* field[17] = send_ack */
+  43,   /* field[43] = stream_ack */
+  3,   /* field[3] = stream_position */
+  41,   /* field[41] = stream_sync_request */
+  42,   /* field[42] = stream_sync_response */
+  29,   /* field[29] = sync_request */
+  30,   /* field[30] = sync_response */
+  16,   /* field[16] = system_notice */
+  14,   /* field[14] = typing */
 };
 static const ProtobufCIntRange imcodec__v1__frame__number_ranges[6 + 1] =
 {
   { 1, 0 },
-  { 10, 3 },
-  { 20, 10 },
-  { 30, 16 },
-  { 40, 20 },
-  { 60, 34 },
-  { 0, 40 }
+  { 10, 4 },
+  { 20, 11 },
+  { 30, 17 },
+  { 40, 21 },
+  { 60, 35 },
+  { 0, 44 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
 {
@@ -595,7 +647,7 @@ const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
   "Imcodec__V1__Frame",
   "imcodec.v1",
   sizeof(Imcodec__V1__Frame),
-  40,
+  44,
   imcodec__v1__frame__field_descriptors,
   imcodec__v1__frame__field_indices_by_name,
   6,  imcodec__v1__frame__number_ranges,

@@ -683,6 +683,186 @@ void   imcodec__v1__request_result__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__request_result__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__stream_sync_request__init
+                     (Imcodec__V1__StreamSyncRequest         *message)
+{
+  static const Imcodec__V1__StreamSyncRequest init_value = IMCODEC__V1__STREAM_SYNC_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__stream_sync_request__get_packed_size
+                     (const Imcodec__V1__StreamSyncRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__stream_sync_request__pack
+                     (const Imcodec__V1__StreamSyncRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__stream_sync_request__pack_to_buffer
+                     (const Imcodec__V1__StreamSyncRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StreamSyncRequest *
+       imcodec__v1__stream_sync_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StreamSyncRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__stream_sync_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__stream_sync_request__free_unpacked
+                     (Imcodec__V1__StreamSyncRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__stream_frame__init
+                     (Imcodec__V1__StreamFrame         *message)
+{
+  static const Imcodec__V1__StreamFrame init_value = IMCODEC__V1__STREAM_FRAME__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__stream_frame__get_packed_size
+                     (const Imcodec__V1__StreamFrame *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_frame__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__stream_frame__pack
+                     (const Imcodec__V1__StreamFrame *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_frame__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__stream_frame__pack_to_buffer
+                     (const Imcodec__V1__StreamFrame *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_frame__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StreamFrame *
+       imcodec__v1__stream_frame__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StreamFrame *)
+     protobuf_c_message_unpack (&imcodec__v1__stream_frame__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__stream_frame__free_unpacked
+                     (Imcodec__V1__StreamFrame *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__stream_frame__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__stream_sync_response__init
+                     (Imcodec__V1__StreamSyncResponse         *message)
+{
+  static const Imcodec__V1__StreamSyncResponse init_value = IMCODEC__V1__STREAM_SYNC_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__stream_sync_response__get_packed_size
+                     (const Imcodec__V1__StreamSyncResponse *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__stream_sync_response__pack
+                     (const Imcodec__V1__StreamSyncResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__stream_sync_response__pack_to_buffer
+                     (const Imcodec__V1__StreamSyncResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StreamSyncResponse *
+       imcodec__v1__stream_sync_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StreamSyncResponse *)
+     protobuf_c_message_unpack (&imcodec__v1__stream_sync_response__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__stream_sync_response__free_unpacked
+                     (Imcodec__V1__StreamSyncResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__stream_sync_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__stream_ack__init
+                     (Imcodec__V1__StreamAck         *message)
+{
+  static const Imcodec__V1__StreamAck init_value = IMCODEC__V1__STREAM_ACK__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__stream_ack__get_packed_size
+                     (const Imcodec__V1__StreamAck *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_ack__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__stream_ack__pack
+                     (const Imcodec__V1__StreamAck *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_ack__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__stream_ack__pack_to_buffer
+                     (const Imcodec__V1__StreamAck *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_ack__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StreamAck *
+       imcodec__v1__stream_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StreamAck *)
+     protobuf_c_message_unpack (&imcodec__v1__stream_ack__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__stream_ack__free_unpacked
+                     (Imcodec__V1__StreamAck *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__stream_ack__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__conversation_seq__field_descriptors[2] =
 {
   {
@@ -734,7 +914,7 @@ const ProtobufCMessageDescriptor imcodec__v1__conversation_seq__descriptor =
   (ProtobufCMessageInit) imcodec__v1__conversation_seq__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__login_request__field_descriptors[7] =
+static const ProtobufCFieldDescriptor imcodec__v1__login_request__field_descriptors[9] =
 {
   {
     "user_id",
@@ -820,6 +1000,30 @@ static const ProtobufCFieldDescriptor imcodec__v1__login_request__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "stream_resume",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LoginRequest, stream_resume),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_position",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LoginRequest, stream_position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__login_request__field_indices_by_name[] = {
   4,   /* field[4] = client_version */
@@ -827,13 +1031,15 @@ static const unsigned imcodec__v1__login_request__field_indices_by_name[] = {
   5,   /* field[5] = last_seen */
   3,   /* field[3] = platform */
   6,   /* field[6] = reader_version */
+  8,   /* field[8] = stream_position */
+  7,   /* field[7] = stream_resume */
   1,   /* field[1] = token */
   0,   /* field[0] = user_id */
 };
 static const ProtobufCIntRange imcodec__v1__login_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__login_request__descriptor =
 {
@@ -843,14 +1049,14 @@ const ProtobufCMessageDescriptor imcodec__v1__login_request__descriptor =
   "Imcodec__V1__LoginRequest",
   "imcodec.v1",
   sizeof(Imcodec__V1__LoginRequest),
-  7,
+  9,
   imcodec__v1__login_request__field_descriptors,
   imcodec__v1__login_request__field_indices_by_name,
   1,  imcodec__v1__login_request__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__login_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__login_result__field_descriptors[6] =
+static const ProtobufCFieldDescriptor imcodec__v1__login_result__field_descriptors[8] =
 {
   {
     "error_code",
@@ -924,19 +1130,45 @@ static const ProtobufCFieldDescriptor imcodec__v1__login_result__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "stream_position",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LoginResult, stream_position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resume_position",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LoginResult, resume_position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__login_result__field_indices_by_name[] = {
   0,   /* field[0] = error_code */
   1,   /* field[1] = error_description */
   4,   /* field[4] = heartbeat_interval_s */
   5,   /* field[5] = max_seqs */
+  7,   /* field[7] = resume_position */
   2,   /* field[2] = server_time_ms */
   3,   /* field[3] = session_id */
+  6,   /* field[6] = stream_position */
 };
 static const ProtobufCIntRange imcodec__v1__login_result__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__login_result__descriptor =
 {
@@ -946,7 +1178,7 @@ const ProtobufCMessageDescriptor imcodec__v1__login_result__descriptor =
   "Imcodec__V1__LoginResult",
   "imcodec.v1",
   sizeof(Imcodec__V1__LoginResult),
-  6,
+  8,
   imcodec__v1__login_result__field_descriptors,
   imcodec__v1__login_result__field_indices_by_name,
   1,  imcodec__v1__login_result__number_ranges,
@@ -1771,6 +2003,262 @@ const ProtobufCMessageDescriptor imcodec__v1__request_result__descriptor =
   imcodec__v1__request_result__field_indices_by_name,
   1,  imcodec__v1__request_result__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__request_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__stream_sync_request__field_descriptors[2] =
+{
+  {
+    "after_position",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncRequest, after_position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__stream_sync_request__field_indices_by_name[] = {
+  0,   /* field[0] = after_position */
+  1,   /* field[1] = limit */
+};
+static const ProtobufCIntRange imcodec__v1__stream_sync_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__stream_sync_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StreamSyncRequest",
+  "StreamSyncRequest",
+  "Imcodec__V1__StreamSyncRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StreamSyncRequest),
+  2,
+  imcodec__v1__stream_sync_request__field_descriptors,
+  imcodec__v1__stream_sync_request__field_indices_by_name,
+  1,  imcodec__v1__stream_sync_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__stream_sync_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__stream_frame__field_descriptors[2] =
+{
+  {
+    "position",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamFrame, position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "frame",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamFrame, frame),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__stream_frame__field_indices_by_name[] = {
+  1,   /* field[1] = frame */
+  0,   /* field[0] = position */
+};
+static const ProtobufCIntRange imcodec__v1__stream_frame__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__stream_frame__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StreamFrame",
+  "StreamFrame",
+  "Imcodec__V1__StreamFrame",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StreamFrame),
+  2,
+  imcodec__v1__stream_frame__field_descriptors,
+  imcodec__v1__stream_frame__field_indices_by_name,
+  1,  imcodec__v1__stream_frame__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__stream_frame__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__stream_sync_response__field_descriptors[7] =
+{
+  {
+    "frames",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__StreamSyncResponse, n_frames),
+    offsetof(Imcodec__V1__StreamSyncResponse, frames),
+    &imcodec__v1__stream_frame__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "has_more",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncResponse, has_more),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_after_position",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncResponse, next_after_position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "head_position",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncResponse, head_position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "truncated",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncResponse, truncated),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_code",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncResponse, error_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_description",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamSyncResponse, error_description),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__stream_sync_response__field_indices_by_name[] = {
+  5,   /* field[5] = error_code */
+  6,   /* field[6] = error_description */
+  0,   /* field[0] = frames */
+  1,   /* field[1] = has_more */
+  3,   /* field[3] = head_position */
+  2,   /* field[2] = next_after_position */
+  4,   /* field[4] = truncated */
+};
+static const ProtobufCIntRange imcodec__v1__stream_sync_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__stream_sync_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StreamSyncResponse",
+  "StreamSyncResponse",
+  "Imcodec__V1__StreamSyncResponse",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StreamSyncResponse),
+  7,
+  imcodec__v1__stream_sync_response__field_descriptors,
+  imcodec__v1__stream_sync_response__field_indices_by_name,
+  1,  imcodec__v1__stream_sync_response__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__stream_sync_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__stream_ack__field_descriptors[1] =
+{
+  {
+    "position",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamAck, position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__stream_ack__field_indices_by_name[] = {
+  0,   /* field[0] = position */
+};
+static const ProtobufCIntRange imcodec__v1__stream_ack__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__stream_ack__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StreamAck",
+  "StreamAck",
+  "Imcodec__V1__StreamAck",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StreamAck),
+  1,
+  imcodec__v1__stream_ack__field_descriptors,
+  imcodec__v1__stream_ack__field_indices_by_name,
+  1,  imcodec__v1__stream_ack__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__stream_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue imcodec__v1__platform__enum_values_by_number[9] =

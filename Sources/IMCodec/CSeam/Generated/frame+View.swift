@@ -25,6 +25,7 @@ extension Frame {
         schemaVersion = v.schemaVersion
         minReaderVersion = v.minReaderVersion
         requestID = v.requestID
+        streamPosition = v.streamPosition
         switch v.payload {
         case .message(let member)?: payload = .message(Message(_viewOf: member._raw, depth: depth))
         case .receipt(let member)?: payload = .receipt(MessageReceipt(_viewOf: member._raw, depth: depth))
@@ -63,6 +64,9 @@ extension Frame {
         case .pollUpdate(let member)?: payload = .pollUpdate(PollUpdate(_viewOf: member._raw, depth: depth))
         case .disappearingTimer(let member)?: payload = .disappearingTimer(DisappearingTimerEvent(_viewOf: member._raw, depth: depth))
         case .receiveOption(let member)?: payload = .receiveOption(ReceiveOptionChange(_viewOf: member._raw, depth: depth))
+        case .streamSyncRequest(let member)?: payload = .streamSyncRequest(StreamSyncRequest(_viewOf: member._raw, depth: depth))
+        case .streamSyncResponse(let member)?: payload = .streamSyncResponse(StreamSyncResponse(_viewOf: member._raw, depth: depth))
+        case .streamAck(let member)?: payload = .streamAck(StreamAck(_viewOf: member._raw, depth: depth))
         case nil: payload = nil
         }
         unknownFields = v.unknownFields
@@ -103,6 +107,10 @@ extension Frame {
 
         /// Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
         public var requestID: UInt64 { _c.pointee.request_id }
+
+        /// The frame's position in the receiving user's stream (session.proto: StreamSyncRequest), set
+        /// by the server on every kept frame it sends to a user's devices. 0: not kept (live only).
+        public var streamPosition: UInt64 { _c.pointee.stream_position }
 
         /// The members of the `payload` oneof, as views.
         public enum Payload: ~Escapable {
@@ -180,6 +188,12 @@ extension Frame {
             case disappearingTimer(DisappearingTimerEvent.View)
             /// Field `receive_option` (65).
             case receiveOption(ReceiveOptionChange.View)
+            /// Field `stream_sync_request` (66).
+            case streamSyncRequest(StreamSyncRequest.View)
+            /// Field `stream_sync_response` (67).
+            case streamSyncResponse(StreamSyncResponse.View)
+            /// Field `stream_ack` (68).
+            case streamAck(StreamAck.View)
 
             /// Which member is set, without its value.
             public var kind: Frame.Payload.Kind {
@@ -221,6 +235,9 @@ extension Frame {
                 case .pollUpdate: .pollUpdate
                 case .disappearingTimer: .disappearingTimer
                 case .receiveOption: .receiveOption
+                case .streamSyncRequest: .streamSyncRequest
+                case .streamSyncResponse: .streamSyncResponse
+                case .streamAck: .streamAck
                 }
             }
         }
@@ -272,6 +289,9 @@ extension Frame {
                 case 63: return _overrideLifetime(Payload.pollUpdate(PollUpdate.View(_raw: _c.pointee.poll_update.map { UnsafeRawPointer($0) } ?? PollUpdate._empty, depth: _depth)), copying: self)
                 case 64: return _overrideLifetime(Payload.disappearingTimer(DisappearingTimerEvent.View(_raw: _c.pointee.disappearing_timer.map { UnsafeRawPointer($0) } ?? DisappearingTimerEvent._empty, depth: _depth)), copying: self)
                 case 65: return _overrideLifetime(Payload.receiveOption(ReceiveOptionChange.View(_raw: _c.pointee.receive_option.map { UnsafeRawPointer($0) } ?? ReceiveOptionChange._empty, depth: _depth)), copying: self)
+                case 66: return _overrideLifetime(Payload.streamSyncRequest(StreamSyncRequest.View(_raw: _c.pointee.stream_sync_request.map { UnsafeRawPointer($0) } ?? StreamSyncRequest._empty, depth: _depth)), copying: self)
+                case 67: return _overrideLifetime(Payload.streamSyncResponse(StreamSyncResponse.View(_raw: _c.pointee.stream_sync_response.map { UnsafeRawPointer($0) } ?? StreamSyncResponse._empty, depth: _depth)), copying: self)
+                case 68: return _overrideLifetime(Payload.streamAck(StreamAck.View(_raw: _c.pointee.stream_ack.map { UnsafeRawPointer($0) } ?? StreamAck._empty, depth: _depth)), copying: self)
                 default: return nil
                 }
             }

@@ -111,6 +111,8 @@ extension LoginRequest {
         clientVersion = v.clientVersion.materialize()
         lastSeen = v.lastSeen.materialize()
         readerVersion = v.readerVersion
+        streamResume = v.streamResume
+        streamPosition = v.streamPosition
         unknownFields = v.unknownFields
     }
 
@@ -187,6 +189,15 @@ extension LoginRequest {
         /// The newest schema version this client reads (see Frame.min_reader_version).
         public var readerVersion: UInt32 { _c.pointee.reader_version }
 
+        /// This device reads its user's stream (StreamSyncRequest): the server holds its live frames
+        /// back until it has caught up. False: live frames from now on, and no catching up.
+        public var streamResume: Bool { _c.pointee.stream_resume != 0 }
+
+        /// The position of the last stream frame this device holds (Frame.stream_position). 0: the
+        /// server resumes from the device's last StreamAck, or, for a device it has never seen, from the
+        /// oldest frame it keeps.
+        public var streamPosition: UInt64 { _c.pointee.stream_position }
+
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
@@ -233,6 +244,8 @@ extension LoginResult {
         sessionID = v.sessionID.materialize()
         heartbeatIntervalS = v.heartbeatIntervalS
         maxSeqs = v.maxSeqs.materialize()
+        streamPosition = v.streamPosition
+        resumePosition = v.resumePosition
         unknownFields = v.unknownFields
     }
 
@@ -294,6 +307,13 @@ extension LoginResult {
                 _overrideLifetime(ConversationSeq.View.List(_base: UnsafeRawPointer(_c.pointee.max_seqs), count: _c.pointee.n_max_seqs, depth: _depth), copying: self)
             }
         }
+
+        /// The newest position of the user's stream when the login was answered.
+        public var streamPosition: UInt64 { _c.pointee.stream_position }
+
+        /// Where this device resumes: the position its first StreamSyncRequest starts after (the
+        /// request's stream_position, else the device's last StreamAck, else 0).
+        public var resumePosition: UInt64 { _c.pointee.resume_position }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
@@ -1378,6 +1398,345 @@ extension RequestResult {
     }()
 }
 
+extension StreamSyncRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StreamSyncRequest.self, imcodec__v1__stream_sync_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StreamSyncRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        afterPosition = v.afterPosition
+        limit = v.limit
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StreamSyncRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StreamSyncRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StreamSyncRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StreamSyncRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__StreamSyncRequest.self) }
+
+        /// The position of the last frame the device holds; the answer starts after it.
+        public var afterPosition: UInt64 { _c.pointee.after_position }
+
+        /// Most frames in one answer; servers cap it (imcodec-relay: 100).
+        public var limit: UInt32 { _c.pointee.limit }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> StreamSyncRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { StreamSyncRequest(_viewOf: raw, depth: depth) })
+                ?? StreamSyncRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StreamSyncRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StreamSyncRequest>.allocate(capacity: 1)
+        imcodec__v1__stream_sync_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StreamFrame {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StreamFrame.self, imcodec__v1__stream_frame__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StreamFrame`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        position = v.position
+        frame = v.frame.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StreamFrame`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StreamFrame` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StreamFrame`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StreamFrame> { _raw.assumingMemoryBound(to: Imcodec__V1__StreamFrame.self) }
+
+        /// Its position in the stream.
+        public var position: UInt64 { _c.pointee.position }
+
+        /// The serialized Frame, as the device would have received it live: its Frame.stream_position
+        /// is set to position, so a client reads it with the same code as a live frame.
+        public var frame: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.frame), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> StreamFrame {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { StreamFrame(_viewOf: raw, depth: depth) })
+                ?? StreamFrame(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StreamFrame`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StreamFrame>.allocate(capacity: 1)
+        imcodec__v1__stream_frame__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StreamSyncResponse {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StreamSyncResponse.self, imcodec__v1__stream_sync_response__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StreamSyncResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        frames = v.frames.materialize()
+        hasMore = v.hasMore
+        nextAfterPosition = v.nextAfterPosition
+        headPosition = v.headPosition
+        truncated = v.truncated
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StreamSyncResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StreamSyncResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StreamSyncResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StreamSyncResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__StreamSyncResponse.self) }
+
+        /// In position order. Frames this device sent itself are left out (their positions are covered
+        /// by next_after_position).
+        public var frames: StreamFrame.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StreamFrame.View.List(_base: UnsafeRawPointer(_c.pointee.frames), count: _c.pointee.n_frames, depth: _depth), copying: self)
+            }
+        }
+
+        /// More frames lie between next_after_position and head_position; ask again.
+        public var hasMore: Bool { _c.pointee.has_more != 0 }
+
+        /// The position this answer covers up to; the next request's after_position.
+        public var nextAfterPosition: UInt64 { _c.pointee.next_after_position }
+
+        /// The stream's newest position when the answer was made.
+        public var headPosition: UInt64 { _c.pointee.head_position }
+
+        /// Frames after after_position were dropped by the server's retention limit before this device
+        /// read them: the answer starts at the oldest one kept. The client re-reads its conversations by
+        /// seq (SyncRequest) to fill what it can.
+        public var truncated: Bool { _c.pointee.truncated != 0 }
+
+        /// Field `error_code` (6).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (7).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> StreamSyncResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { StreamSyncResponse(_viewOf: raw, depth: depth) })
+                ?? StreamSyncResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StreamSyncResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StreamSyncResponse>.allocate(capacity: 1)
+        imcodec__v1__stream_sync_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StreamAck {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StreamAck.self, imcodec__v1__stream_ack__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StreamAck`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        position = v.position
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StreamAck`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StreamAck` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StreamAck`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StreamAck> { _raw.assumingMemoryBound(to: Imcodec__V1__StreamAck.self) }
+
+        /// Field `position` (1).
+        public var position: UInt64 { _c.pointee.position }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        public func materialize() -> StreamAck {
+            let raw = _raw
+            let depth = _depth
+            return (try? _DecodeStack.run(depth: depth) { StreamAck(_viewOf: raw, depth: depth) })
+                ?? StreamAck(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StreamAck`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StreamAck>.allocate(capacity: 1)
+        imcodec__v1__stream_ack__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
 extension ConversationSeq.View {
     /// The elements of a repeated `imcodec.v1.ConversationSeq` field, read in place; as long-lived as the view
     /// that lends them.
@@ -1437,6 +1796,71 @@ extension ConversationSeq.View {
                 let element = _base.unsafelyUnwrapped.load(
                     fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
                 out.append(ConversationSeq(_viewOf: element ?? ConversationSeq._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension StreamFrame.View {
+    /// The elements of a repeated `imcodec.v1.StreamFrame` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> StreamFrame.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(StreamFrame.View(_raw: element ?? StreamFrame._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: StreamFrame.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: StreamFrame.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (StreamFrame.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [StreamFrame] {
+            var out: [StreamFrame] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(StreamFrame(_viewOf: element ?? StreamFrame._empty, depth: _depth))
             }
             return out
         }
@@ -1621,6 +2045,54 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try _DecodePipeline.withMessage(RequestResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(RequestResult.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StreamSyncRequest` and lends `body` a view of it (``StreamSyncRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StreamSyncRequest.Type, _ bytes: Bytes, _ body: (StreamSyncRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try _DecodePipeline.withMessage(StreamSyncRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StreamSyncRequest.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StreamFrame` and lends `body` a view of it (``StreamFrame/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StreamFrame.Type, _ bytes: Bytes, _ body: (StreamFrame.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try _DecodePipeline.withMessage(StreamFrame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StreamFrame.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StreamSyncResponse` and lends `body` a view of it (``StreamSyncResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StreamSyncResponse.Type, _ bytes: Bytes, _ body: (StreamSyncResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try _DecodePipeline.withMessage(StreamSyncResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StreamSyncResponse.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StreamAck` and lends `body` a view of it (``StreamAck/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StreamAck.Type, _ bytes: Bytes, _ body: (StreamAck.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try _DecodePipeline.withMessage(StreamAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StreamAck.View(_message: message)) }
         }.get()
     }
 }

@@ -65,7 +65,10 @@ typedef enum {
   IMCODEC__V1__FRAME__PAYLOAD_POLL_VOTE = 62,
   IMCODEC__V1__FRAME__PAYLOAD_POLL_UPDATE = 63,
   IMCODEC__V1__FRAME__PAYLOAD_DISAPPEARING_TIMER = 64,
-  IMCODEC__V1__FRAME__PAYLOAD_RECEIVE_OPTION = 65
+  IMCODEC__V1__FRAME__PAYLOAD_RECEIVE_OPTION = 65,
+  IMCODEC__V1__FRAME__PAYLOAD_STREAM_SYNC_REQUEST = 66,
+  IMCODEC__V1__FRAME__PAYLOAD_STREAM_SYNC_RESPONSE = 67,
+  IMCODEC__V1__FRAME__PAYLOAD_STREAM_ACK = 68
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__FRAME__PAYLOAD__CASE)
 } Imcodec__V1__Frame__PayloadCase;
 
@@ -86,6 +89,11 @@ struct  Imcodec__V1__Frame
    * Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
    */
   uint64_t request_id;
+  /*
+   * The frame's position in the receiving user's stream (session.proto: StreamSyncRequest), set
+   * by the server on every kept frame it sends to a user's devices. 0: not kept (live only).
+   */
+  uint64_t stream_position;
   Imcodec__V1__Frame__PayloadCase payload_case;
   union {
     Imcodec__V1__Message *message;
@@ -131,11 +139,17 @@ struct  Imcodec__V1__Frame
     Imcodec__V1__PollUpdate *poll_update;
     Imcodec__V1__DisappearingTimerEvent *disappearing_timer;
     Imcodec__V1__ReceiveOptionChange *receive_option;
+    /*
+     * The user stream (session.proto).
+     */
+    Imcodec__V1__StreamSyncRequest *stream_sync_request;
+    Imcodec__V1__StreamSyncResponse *stream_sync_response;
+    Imcodec__V1__StreamAck *stream_ack;
   };
 };
 #define IMCODEC__V1__FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__frame__descriptor) \
-    , 0, 0, 0, IMCODEC__V1__FRAME__PAYLOAD__NOT_SET, {0} }
+    , 0, 0, 0, 0, IMCODEC__V1__FRAME__PAYLOAD__NOT_SET, {0} }
 
 
 /* Imcodec__V1__Frame methods */

@@ -32,6 +32,10 @@ typedef struct Imcodec__V1__PresenceUpdate Imcodec__V1__PresenceUpdate;
 typedef struct Imcodec__V1__PresenceSubscription Imcodec__V1__PresenceSubscription;
 typedef struct Imcodec__V1__MembershipChange Imcodec__V1__MembershipChange;
 typedef struct Imcodec__V1__RequestResult Imcodec__V1__RequestResult;
+typedef struct Imcodec__V1__StreamSyncRequest Imcodec__V1__StreamSyncRequest;
+typedef struct Imcodec__V1__StreamFrame Imcodec__V1__StreamFrame;
+typedef struct Imcodec__V1__StreamSyncResponse Imcodec__V1__StreamSyncResponse;
+typedef struct Imcodec__V1__StreamAck Imcodec__V1__StreamAck;
 
 
 /* --- enums --- */
@@ -142,10 +146,21 @@ struct  Imcodec__V1__LoginRequest
    * The newest schema version this client reads (see Frame.min_reader_version).
    */
   uint32_t reader_version;
+  /*
+   * This device reads its user's stream (StreamSyncRequest): the server holds its live frames
+   * back until it has caught up. False: live frames from now on, and no catching up.
+   */
+  protobuf_c_boolean stream_resume;
+  /*
+   * The position of the last stream frame this device holds (Frame.stream_position). 0: the
+   * server resumes from the device's last StreamAck, or, for a device it has never seen, from the
+   * oldest frame it keeps.
+   */
+  uint64_t stream_position;
 };
 #define IMCODEC__V1__LOGIN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__login_request__descriptor) \
-    , {0,NULL}, {0,NULL}, {0,NULL}, IMCODEC__V1__PLATFORM__PLATFORM_UNSPECIFIED, {0,NULL}, 0,NULL, 0 }
+    , {0,NULL}, {0,NULL}, {0,NULL}, IMCODEC__V1__PLATFORM__PLATFORM_UNSPECIFIED, {0,NULL}, 0,NULL, 0, 0, 0 }
 
 
 /*
@@ -171,10 +186,19 @@ struct  Imcodec__V1__LoginResult
    */
   size_t n_max_seqs;
   Imcodec__V1__ConversationSeq **max_seqs;
+  /*
+   * The newest position of the user's stream when the login was answered.
+   */
+  uint64_t stream_position;
+  /*
+   * Where this device resumes: the position its first StreamSyncRequest starts after (the
+   * request's stream_position, else the device's last StreamAck, else 0).
+   */
+  uint64_t resume_position;
 };
 #define IMCODEC__V1__LOGIN_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__login_result__descriptor) \
-    , 0, {0,NULL}, 0, {0,NULL}, 0, 0,NULL }
+    , 0, {0,NULL}, 0, {0,NULL}, 0, 0,NULL, 0, 0 }
 
 
 /*
@@ -395,6 +419,98 @@ struct  Imcodec__V1__RequestResult
 #define IMCODEC__V1__REQUEST_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__request_result__descriptor) \
     , 0, {0,NULL}, 0 }
+
+
+/*
+ * Pulls the frames of the user's stream after a position (see the top of this file). The answer
+ * is a StreamSyncResponse; a client repeats the request from next_after_position while has_more
+ * is set. The last page (has_more false) makes a device that logged in with stream_resume live.
+ */
+struct  Imcodec__V1__StreamSyncRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The position of the last frame the device holds; the answer starts after it.
+   */
+  uint64_t after_position;
+  /*
+   * Most frames in one answer; servers cap it (imcodec-relay: 100).
+   */
+  uint32_t limit;
+};
+#define IMCODEC__V1__STREAM_SYNC_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__stream_sync_request__descriptor) \
+    , 0, 0 }
+
+
+/*
+ * One frame of a user's stream, as a StreamSyncResponse carries it.
+ */
+struct  Imcodec__V1__StreamFrame
+{
+  ProtobufCMessage base;
+  /*
+   * Its position in the stream.
+   */
+  uint64_t position;
+  /*
+   * The serialized Frame, as the device would have received it live: its Frame.stream_position
+   * is set to position, so a client reads it with the same code as a live frame.
+   */
+  ProtobufCBinaryData frame;
+};
+#define IMCODEC__V1__STREAM_FRAME__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__stream_frame__descriptor) \
+    , 0, {0,NULL} }
+
+
+struct  Imcodec__V1__StreamSyncResponse
+{
+  ProtobufCMessage base;
+  /*
+   * In position order. Frames this device sent itself are left out (their positions are covered
+   * by next_after_position).
+   */
+  size_t n_frames;
+  Imcodec__V1__StreamFrame **frames;
+  /*
+   * More frames lie between next_after_position and head_position; ask again.
+   */
+  protobuf_c_boolean has_more;
+  /*
+   * The position this answer covers up to; the next request's after_position.
+   */
+  uint64_t next_after_position;
+  /*
+   * The stream's newest position when the answer was made.
+   */
+  uint64_t head_position;
+  /*
+   * Frames after after_position were dropped by the server's retention limit before this device
+   * read them: the answer starts at the oldest one kept. The client re-reads its conversations by
+   * seq (SyncRequest) to fill what it can.
+   */
+  protobuf_c_boolean truncated;
+  int32_t error_code;
+  ProtobufCBinaryData error_description;
+};
+#define IMCODEC__V1__STREAM_SYNC_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__stream_sync_response__descriptor) \
+    , 0,NULL, 0, 0, 0, 0, 0, {0,NULL} }
+
+
+/*
+ * A device tells the server the last stream position it holds; the server keeps it as the
+ * device's position (LoginRequest.stream_position 0 resumes from it). No answer.
+ */
+struct  Imcodec__V1__StreamAck
+{
+  ProtobufCMessage base;
+  uint64_t position;
+};
+#define IMCODEC__V1__STREAM_ACK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__stream_ack__descriptor) \
+    , 0 }
 
 
 /* Imcodec__V1__ConversationSeq methods */
@@ -682,6 +798,82 @@ Imcodec__V1__RequestResult *
 void   imcodec__v1__request_result__free_unpacked
                      (Imcodec__V1__RequestResult *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__StreamSyncRequest methods */
+void   imcodec__v1__stream_sync_request__init
+                     (Imcodec__V1__StreamSyncRequest         *message);
+size_t imcodec__v1__stream_sync_request__get_packed_size
+                     (const Imcodec__V1__StreamSyncRequest   *message);
+size_t imcodec__v1__stream_sync_request__pack
+                     (const Imcodec__V1__StreamSyncRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__stream_sync_request__pack_to_buffer
+                     (const Imcodec__V1__StreamSyncRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StreamSyncRequest *
+       imcodec__v1__stream_sync_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__stream_sync_request__free_unpacked
+                     (Imcodec__V1__StreamSyncRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__StreamFrame methods */
+void   imcodec__v1__stream_frame__init
+                     (Imcodec__V1__StreamFrame         *message);
+size_t imcodec__v1__stream_frame__get_packed_size
+                     (const Imcodec__V1__StreamFrame   *message);
+size_t imcodec__v1__stream_frame__pack
+                     (const Imcodec__V1__StreamFrame   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__stream_frame__pack_to_buffer
+                     (const Imcodec__V1__StreamFrame   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StreamFrame *
+       imcodec__v1__stream_frame__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__stream_frame__free_unpacked
+                     (Imcodec__V1__StreamFrame *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__StreamSyncResponse methods */
+void   imcodec__v1__stream_sync_response__init
+                     (Imcodec__V1__StreamSyncResponse         *message);
+size_t imcodec__v1__stream_sync_response__get_packed_size
+                     (const Imcodec__V1__StreamSyncResponse   *message);
+size_t imcodec__v1__stream_sync_response__pack
+                     (const Imcodec__V1__StreamSyncResponse   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__stream_sync_response__pack_to_buffer
+                     (const Imcodec__V1__StreamSyncResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StreamSyncResponse *
+       imcodec__v1__stream_sync_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__stream_sync_response__free_unpacked
+                     (Imcodec__V1__StreamSyncResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__StreamAck methods */
+void   imcodec__v1__stream_ack__init
+                     (Imcodec__V1__StreamAck         *message);
+size_t imcodec__v1__stream_ack__get_packed_size
+                     (const Imcodec__V1__StreamAck   *message);
+size_t imcodec__v1__stream_ack__pack
+                     (const Imcodec__V1__StreamAck   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__stream_ack__pack_to_buffer
+                     (const Imcodec__V1__StreamAck   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StreamAck *
+       imcodec__v1__stream_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__stream_ack__free_unpacked
+                     (Imcodec__V1__StreamAck *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__ConversationSeq_Closure)
@@ -729,6 +921,18 @@ typedef void (*Imcodec__V1__MembershipChange_Closure)
 typedef void (*Imcodec__V1__RequestResult_Closure)
                  (const Imcodec__V1__RequestResult *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__StreamSyncRequest_Closure)
+                 (const Imcodec__V1__StreamSyncRequest *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StreamFrame_Closure)
+                 (const Imcodec__V1__StreamFrame *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StreamSyncResponse_Closure)
+                 (const Imcodec__V1__StreamSyncResponse *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StreamAck_Closure)
+                 (const Imcodec__V1__StreamAck *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -755,6 +959,10 @@ extern const ProtobufCMessageDescriptor imcodec__v1__presence_update__descriptor
 extern const ProtobufCMessageDescriptor imcodec__v1__presence_subscription__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__membership_change__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__request_result__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__stream_sync_request__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__stream_frame__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__stream_sync_response__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__stream_ack__descriptor;
 
 PROTOBUF_C__END_DECLS
 
