@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
 """Tests for the Swift generator, Scripts/protoc-gen-imcodec-swift:
-python3 Scripts/test_protoc_gen_imcodec_swift.py
+python3 Scripts/test_protoc_gen_imcodec_swift.py            run them
+python3 Scripts/test_protoc_gen_imcodec_swift.py --update   rewrite the golden output, then run them
+
+Golden output: the generator's output for Scripts/testdata/golden.proto (a small schema with every
+field kind it supports) is committed under Scripts/testdata/golden/. The test regenerates it and
+fails with a unified diff when anything differs, so every change to the generator shows up as a
+diff of Swift; after an intended change, `--update` rewrites the files, and the diff is reviewed
+with the change.
 
 Each test writes a small .proto into a temporary directory and runs protoc with the plugin on it.
 What the generated Swift must hold is checked as text: the value type, the view of every field kind
@@ -12,7 +19,9 @@ itself is compiled and run by `swift test`, and `Scripts/generate-schemas --chec
 current.)
 """
 
+import difflib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +29,9 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = os.path.join(ROOT, "Scripts", "protoc-gen-imcodec-swift")
+TESTDATA = os.path.join(ROOT, "Scripts", "testdata")
+GOLDEN_PROTO = "golden.proto"
+GOLDEN_DIR = os.path.join(TESTDATA, "golden")
 
 HEADER = '''syntax = "proto3";
 package gen.v1;
@@ -55,6 +67,25 @@ message Every {
 '''
 
 
+def read_tree(folder):
+    """{path relative to folder: text} for every file under folder."""
+    files = {}
+    for parent, _, names in os.walk(folder):
+        for n in names:
+            full = os.path.join(parent, n)
+            with open(full) as f:
+                files[os.path.relpath(full, folder)] = f.read()
+    return files
+
+
+def run_protoc(include, name, out):
+    """Runs protoc with the plugin on include/name, writing into out; returns protoc's run."""
+    return subprocess.run(
+        ["protoc", "-I" + include, "-I/usr/include", "--plugin=protoc-gen-imcodec-swift=" + PLUGIN,
+         "--imcodec-swift_out=" + out, name],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+
+
 def generate(proto_text, name="gen/v1/test.proto"):
     """Runs protoc with the plugin; returns (exit status, {output file: text}, stderr)."""
     with tempfile.TemporaryDirectory(prefix="protoc-gen-test.") as tmp:
@@ -64,17 +95,51 @@ def generate(proto_text, name="gen/v1/test.proto"):
             f.write(proto_text)
         out = os.path.join(tmp, "out")
         os.makedirs(out)
-        run = subprocess.run(
-            ["protoc", "-I" + tmp, "-I/usr/include", "--plugin=protoc-gen-imcodec-swift=" + PLUGIN,
-             "--imcodec-swift_out=" + out, name],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-        files = {}
-        for folder, _, names in os.walk(out):
-            for n in names:
-                full = os.path.join(folder, n)
-                with open(full) as f:
-                    files[os.path.relpath(full, out)] = f.read()
-        return run.returncode, files, run.stderr
+        run = run_protoc(tmp, name, out)
+        return run.returncode, read_tree(out), run.stderr
+
+
+def generate_golden():
+    """The generator's output for Scripts/testdata/golden.proto, as {output file: text}."""
+    with tempfile.TemporaryDirectory(prefix="protoc-gen-golden.") as out:
+        run = run_protoc(TESTDATA, GOLDEN_PROTO, out)
+        if run.returncode != 0:
+            raise AssertionError("protoc failed on %s:\n%s" % (GOLDEN_PROTO, run.stderr))
+        return read_tree(out)
+
+
+def update_golden():
+    """Rewrites Scripts/testdata/golden/ with what the generator makes now."""
+    files = generate_golden()
+    shutil.rmtree(GOLDEN_DIR, ignore_errors=True)
+    for rel, text in files.items():
+        path = os.path.join(GOLDEN_DIR, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    print("rewrote %s (%d files)" % (os.path.relpath(GOLDEN_DIR, ROOT), len(files)))
+
+
+def golden_diff():
+    """A unified diff from the committed golden output to what the generator makes now ("" if equal)."""
+    want, got = read_tree(GOLDEN_DIR), generate_golden()
+    base = os.path.relpath(GOLDEN_DIR, ROOT)
+    diff = []
+    for rel in sorted(set(want) | set(got)):
+        diff += difflib.unified_diff(
+            want.get(rel, "").splitlines(True), got.get(rel, "").splitlines(True),
+            fromfile="%s/%s%s" % (base, rel, "" if rel in want else " (missing)"),
+            tofile="generated/%s%s" % (rel, "" if rel in got else " (not generated)"))
+    return "".join(diff)
+
+
+class GoldenOutputTests(unittest.TestCase):
+    def test_the_golden_schema_generates_the_committed_swift(self):
+        diff = golden_diff()
+        if diff:
+            self.fail("the generator's output for Scripts/testdata/%s changed; review the diff, then "
+                      "run `python3 Scripts/test_protoc_gen_imcodec_swift.py --update`:\n%s"
+                      % (GOLDEN_PROTO, diff))
 
 
 class GeneratedCodeTests(unittest.TestCase):
@@ -186,6 +251,9 @@ class RefusedSchemaTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if "--update" in sys.argv:
+        sys.argv.remove("--update")
+        update_golden()
     result = unittest.main(exit=False, verbosity=0).result
     total = result.testsRun
     failed = len(result.failures) + len(result.errors)
