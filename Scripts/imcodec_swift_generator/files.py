@@ -1,6 +1,6 @@
 """The generated files: for each .proto a file of value types and encoders and a file of views and
 decoder entry points, plus one registry of every message type; and `generate`, which answers
-protoc's request."""
+protoc's request (refused schemas become `CodeGeneratorResponse.error`)."""
 
 from google.protobuf.compiler import plugin_pb2
 
@@ -14,13 +14,14 @@ from .views import print_view_extension, print_view_list
 
 
 def generate(request):
-    """The CodeGeneratorResponse for a CodeGeneratorRequest; exits with the message that names why
-    a schema is refused."""
+    """The CodeGeneratorResponse for a CodeGeneratorRequest: the files, or the error that names
+    why the schema is refused (protoc prints it and fails)."""
     response = plugin_pb2.CodeGeneratorResponse()
     try:
         files = generate_files(request)
     except GeneratorError as error:
-        raise SystemExit(str(error))
+        response.error = str(error)
+        return response
     for name, content in files:
         out = response.file.add()
         out.name = name
