@@ -37,6 +37,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The relay's durable store (SQLite, Debian's libsqlite3-dev) and its login tokens (JWT).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         // `swift package generate-documentation --target IMCodec` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -106,6 +109,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: tools),
                 .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
+                .product(name: "GRDB", package: "GRDB.swift", condition: tools),
+                .product(name: "JWTKit", package: "jwt-kit", condition: tools),
             ],
             exclude: ["README.md"]
         ),

@@ -31,12 +31,16 @@ public struct InboundFrame: Sendable, Hashable {
     public let clientMsgID: String
     /// The flags of a message payload (empty for others).
     public let messageFlags: MessageFlags
+    /// A targeted group message's receivers (`Message.target_receivers`; empty for other frames).
+    public let targetReceivers: [String]
+    /// How a message payload is to be stored (``IMCodec/StoragePolicy/unspecified`` for other frames).
+    public let storagePolicy: StoragePolicy
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
         record: ByteBuffer, prefixSize: Int, payloadKind: Frame.Payload.Kind?, conversationType: ConversationType,
         targetID: String, channelID: String = "", route: FrameRoute, senderID: String, clientMsgID: String,
-        messageFlags: MessageFlags
+        messageFlags: MessageFlags, targetReceivers: [String] = [], storagePolicy: StoragePolicy = .unspecified
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -48,6 +52,8 @@ public struct InboundFrame: Sendable, Hashable {
         self.senderID = senderID
         self.clientMsgID = clientMsgID
         self.messageFlags = messageFlags
+        self.targetReceivers = targetReceivers
+        self.storagePolicy = storagePolicy
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -75,11 +81,21 @@ extension InboundFrame {
     init(inspecting record: FrameRecord, with decoder: WireDecoder) throws(IMCodecError) {
         do {
             self = try decoder.withFrameView(record.body.readableBytesView) { view in
-                InboundFrame(
+                var receivers: [String] = []
+                var storagePolicy = StoragePolicy.unspecified
+                if case .message(let message)? = view.payload {
+                    storagePolicy = message.storagePolicy
+                    let targets = message.targetReceivers
+                    if targets.count > 0 {
+                        receivers.reserveCapacity(targets.count)
+                        for index in 0..<targets.count { receivers.append(targets[index].materialize()) }
+                    }
+                }
+                return InboundFrame(
                     record: record.record, prefixSize: record.prefixSize, payloadKind: view.payloadKind,
                     conversationType: view.conversationType, targetID: view.targetID, channelID: view.channelID,
                     route: view.route, senderID: view.senderID, clientMsgID: view.clientMsgID,
-                    messageFlags: view.messageFlags)
+                    messageFlags: view.messageFlags, targetReceivers: receivers, storagePolicy: storagePolicy)
             }
         } catch let error as IMCodecError {
             throw error

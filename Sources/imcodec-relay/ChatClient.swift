@@ -84,14 +84,16 @@ extension StringProtocol {
     }
 }
 
-/// The chat client's protocol logic: logs in (login_request with a device id and last_seen), syncs
-/// what it missed (``ResumeTracker``), pings at the heartbeat interval, prints what arrives,
-/// answers messages that ask for a read receipt, and turns ``ChatCommand``s into frames.
+/// The chat client's protocol logic: logs in (login_request with a JWT, a device id and its stream
+/// position), catches up with its stream (``ResumeTracker``: the messages and events it missed, each
+/// once), pings at the heartbeat interval, prints what arrives, answers messages that ask for a read
+/// receipt, acknowledges its stream position, and turns ``ChatCommand``s into frames.
 final class ChatClientHandler: ChannelInboundHandler {
     typealias InboundIn = Frame
     typealias OutboundOut = Frame
 
     let user: String
+    private let token: String
     private let joins: [String]
     private let output: @Sendable (String) -> Void
     private let loggedIn: EventLoopPromise<Void>
@@ -108,16 +110,20 @@ final class ChatClientHandler: ChannelInboundHandler {
     /// How many sent messages the relay refused (a send ack with a non-zero error code).
     private(set) var refusedSends = 0
 
+    /// Kept frames handed on since the last stream ack.
+    private var unackedFrames = 0
+
     init(
-        user: String, joins: [String], resume: ResumeTracker? = nil, loggedIn: EventLoopPromise<Void>,
-        output: @escaping @Sendable (String) -> Void
+        user: String, token: String, deviceID: String, joins: [String], resume: ResumeTracker? = nil,
+        loggedIn: EventLoopPromise<Void>, output: @escaping @Sendable (String) -> Void
     ) {
         self.user = user
+        self.token = token
         self.joins = joins
         self.loggedIn = loggedIn
         self.output = output
         self.resume = resume ?? ResumeTracker(user: user)
-        self.deviceID = "chat-\(getpid())"
+        self.deviceID = deviceID
     }
 
     /// What this client has shown per conversation: give it to a new connection to resume.
@@ -140,7 +146,8 @@ final class ChatClientHandler: ChannelInboundHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         let login = RelayProtocol.loginFrame(
-            user, deviceID: deviceID, platform: .linux, lastSeen: resume.lastSeen, requestID: requestID())
+            user, token: token, deviceID: deviceID, platform: .linux, lastSeen: resume.lastSeen, streamResume: true,
+            streamPosition: resume.streamPosition, requestID: requestID())
         context.write(wrapOutboundOut(login), promise: nil)
         for group in joins { context.write(wrapOutboundOut(membership(.join, group)), promise: nil) }
         context.flush()
@@ -244,22 +251,38 @@ final class ChatClientHandler: ChannelInboundHandler {
                 loggedIn.fail(ChannelError.ioOnClosedChannel)
                 return
             }
-            output("* logged in as \(user)")
+            output("* logged in as \(user) (device \(deviceID))")
             startHeartbeat(context: context, seconds: result.heartbeatIntervalS)
-            let requests = resume.loggedIn(result)
-            for request in requests {
-                send(Frame(.syncRequest(request)))
+            send(Frame(.streamSyncRequest(resume.streamLoggedIn(result))))
+        case .streamSyncResponse(let response)?:
+            if response.errorCode != 0 { output("! stream sync failed: \(response.errorDescription)") }
+            if response.truncated { output("! the relay dropped some of what this device missed (retention)") }
+            let (frames, next) = resume.streamSynced(response)
+            for frame in frames { display(frame) }
+            if let next {
+                send(Frame(.streamSyncRequest(next)))
+            } else {
+                // Caught up: ready, so that scripted commands (--send) come after what was missed.
+                send(Frame(.streamAck(resume.streamAck)))
+                unackedFrames = 0
+                loggedIn.succeed()
             }
-            // Ready once what was missed is shown, so that scripted commands (--send) come after it.
-            if requests.isEmpty { loggedIn.succeed() }
-        case .syncResponse(let response)?:
-            if response.errorCode != 0 {
-                output("! sync of \(response.conversation?.targetID ?? "?") failed: \(response.errorDescription)")
+        default:
+            guard resume.accept(frame) else { return }  // Already handed on by the stream sync.
+            display(frame)
+            if frame.streamPosition != 0 {
+                unackedFrames += 1
+                if unackedFrames >= 20 {
+                    send(Frame(.streamAck(resume.streamAck)))
+                    unackedFrames = 0
+                }
             }
-            let (messages, next) = resume.synced(response)
-            for message in messages { show(message) }
-            if let next { send(Frame(.syncRequest(next))) }
-            if !resume.isSyncing { loggedIn.succeed() }
+        }
+    }
+
+    /// Prints a frame that arrived (live or through the stream sync).
+    private func display(_ frame: Frame) {
+        switch frame.payload {
         case .requestResult(let result)?:
             guard let request = requests.removeValue(forKey: frame.requestID) else { break }
             if result.errorCode != 0 {
@@ -269,6 +292,8 @@ final class ChatClientHandler: ChannelInboundHandler {
             }
         case .pong?:
             break
+        case .kickedOffline(let kicked)? where kicked.reason == .tokenExpired:
+            output("! logged out: the login token expired")
         case .kickedOffline(let kicked)?:
             let device = kicked.otherDeviceID.isEmpty ? "" : " (device \(kicked.otherDeviceID))"
             output("! logged out: \(user) logged in elsewhere\(device)")
@@ -297,7 +322,7 @@ final class ChatClientHandler: ChannelInboundHandler {
                 output("✗ not sent to \(target): error \(ack.errorCode): \(ack.errorDescription)")
             }
         case .message(let message)?:
-            for message in resume.received(message) { show(message) }
+            show(message)
         case .receipt(let receipt)?:
             let what = receipt.kind == .delivered ? "received" : "read"
             output("✓✓ \(receipt.userID) \(what) your message (seq \(receipt.message?.seq ?? 0))")
@@ -314,15 +339,21 @@ final class ChatClientHandler: ChannelInboundHandler {
         case .reaction(let reaction)?:
             let verb = reaction.action == .remove ? "removed" : "reacted"
             output("* \(reaction.userID) \(verb) \(reaction.emoji) (seq \(reaction.message?.seq ?? 0))")
+        case .markRead(let read)?:
+            output("* read up to seq \(read.readSeq) in \(read.conversation?.targetID ?? "?") on another device")
         case let other:
             output("* frame: \(other?.kind.protoName ?? "empty")")
         }
     }
 
-    /// Prints a message (live or synced; the client's own, returned by a sync, are not printed) and
-    /// answers it with a read receipt when it asks for one.
+    /// Prints a message (live or synced) and answers it with a read receipt when it asks for one;
+    /// one this user sent from another device is printed as sent.
     private func show(_ message: Message) {
-        guard message.senderID != user else { return }
+        guard message.senderID != user else {
+            let target = message.conversation.map { $0.type == .group ? "#\($0.targetID)" : $0.targetID } ?? "?"
+            output("[me → \(target), from another device] \(message.previewText)  (seq \(message.seq))")
+            return
+        }
         lastReceived = message
         output("[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))")
         if message.messageFlags.contains(.needReadReceipt) {
@@ -361,18 +392,21 @@ final class ChatClient: Sendable {
     /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in and
     /// the messages missed meanwhile (sync) are shown.
     ///
-    /// With `resume` (``resumeState()`` of an earlier client of `user`), the login names what that
-    /// client had shown (`last_seen`) and only what it missed is synced and shown, each message once.
+    /// With `resume` (``resumeState()`` of an earlier client of `user` on the same device), the login
+    /// names the stream position that client had reached, and only what it missed is synced and
+    /// shown, each frame once.
     static func connect(
-        host: String, port: Int, user: String, joins: [String], resume: ResumeTracker? = nil,
-        output: @escaping @Sendable (String) -> Void
+        host: String, port: Int, user: String, token: String, deviceID: String, joins: [String],
+        resume: ResumeTracker? = nil, output: @escaping @Sendable (String) -> Void
     ) -> EventLoopFuture<ChatClient> {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         return loop.flatSubmit {
             let loggedIn = loop.makePromise(of: Void.self)
             let handler = NIOLoopBound(
-                ChatClientHandler(user: user, joins: joins, resume: resume, loggedIn: loggedIn, output: output),
+                ChatClientHandler(
+                    user: user, token: token, deviceID: deviceID, joins: joins, resume: resume, loggedIn: loggedIn,
+                    output: output),
                 eventLoop: loop)
             return connect(host: host, port: port, group: group, loop: loop, handler: handler, loggedIn: loggedIn)
         }
@@ -408,7 +442,7 @@ final class ChatClient: Sendable {
         channel.eventLoop.flatSubmit { self.handler.value.perform(command) }
     }
 
-    /// What the client has shown per conversation, for ``connect(host:port:user:joins:resume:output:)``.
+    /// What the client has shown per conversation, for ``connect(host:port:user:token:deviceID:joins:resume:output:)``.
     func resumeState() -> EventLoopFuture<ResumeTracker> {
         channel.eventLoop.submit { self.handler.value.resumeState }
     }

@@ -7,6 +7,7 @@ import Musl
 import Darwin
 #endif
 import ArgumentParser
+import Foundation
 import IMCodec
 import IMCodecNIO
 import NIOConcurrencyHelpers
@@ -15,8 +16,9 @@ import NIOCore
 /// `imcodec-relay`: a loopback relay server for IMCodec frames and a chat client for it.
 ///
 /// ```
-/// imcodec-relay serve --port 7070 [--groups groups.txt]
-/// imcodec-relay chat --port 7070 --user alice [--join team] [--to bob] [--send "@bob hi"]...
+/// imcodec-relay serve --port 7070 [--data-dir imcodec-relay-data] [--auth-secret-file FILE] [--groups groups.txt]
+/// imcodec-relay token --user alice [--ttl 86400] [--data-dir imcodec-relay-data | --auth-secret-file FILE]
+/// imcodec-relay chat --port 7070 --user alice [--token JWT] [--join team] [--to bob] [--send "@bob hi"]...
 /// ```
 ///
 /// The wire is IMCodec `Frame`s in Google's delimited format (a varint length before each frame).
@@ -28,7 +30,7 @@ struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imcodec-relay",
         abstract: "A loopback relay server for IMCodec frames, and a chat client for it.",
-        subcommands: [Serve.self, Chat.self]
+        subcommands: [Serve.self, Token.self, Chat.self]
     )
 }
 
@@ -120,12 +122,32 @@ extension RelayCommand {
         @Option(help: "The most messages kept per conversation for sync (the oldest are dropped past it).")
         var maxStoredMessages = 10_000
 
+        @Option(help: "The most frames kept in each user's stream (the oldest are dropped past it).")
+        var maxStreamEntries = 10_000
+
+        @Option(help: "The directory of the relay's database (relay.sqlite) and, unless --auth-secret-file is given, its auth secret.")
+        var dataDir = RelayFiles.defaultDataDirectory
+
+        @Option(help: "Where the relay keeps what it promises: sqlite (in --data-dir, durable) or memory (lost on exit).")
+        var store = "sqlite"
+
+        @Option(help: "SQLite's synchronous setting: FULL (a commit survives a power loss) or NORMAL (it survives a killed process).")
+        var synchronous = "FULL"
+
+        @Option(help: "A file whose first line (at least 32 characters) is the HMAC key login tokens are signed with; default: DATA-DIR/auth-secret, created if missing.")
+        var authSecretFile: String?
+
         @Flag(help: "Do not log connections and logins.")
         var quiet = false
 
         func validate() throws {
             guard RelayServer.isLoopback(host) else { throw ValidationError("the relay listens on loopback only") }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
+            guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
+            guard store == "sqlite" || store == "memory" else { throw ValidationError("--store is sqlite or memory") }
+            guard synchronous == "FULL" || synchronous == "NORMAL" else {
+                throw ValidationError("--synchronous is FULL or NORMAL")
+            }
             if let websocketPort, websocketPort != 0, websocketPort == port {
                 throw ValidationError("--websocket-port must differ from --port")
             }
@@ -142,9 +164,38 @@ extension RelayCommand {
             configuration.maxOutboundBytes = maxOutboundBytes
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
+            configuration.maxStreamEntries = maxStreamEntries
             if let groups { configuration.groups = try parseGroups(try readTextFile(groups)) }
             if !quiet { configuration.log = { emit("relay: \($0)") } }
-            let server = try RelayServer.start(configuration).wait()
+            configuration.onFatal = { reason in
+                emitError("imcodec-relay: \(reason); stopping (clients resend what was not acknowledged)")
+                Glibc.exit(1)
+            }
+            let files = RelayFiles(dataDirectory: dataDir)
+            let secret: String
+            do {
+                try files.createDataDirectory()
+                if store == "sqlite" {
+                    try files.lock()
+                    configuration.store = .sqlite(path: files.databasePath, synchronous: synchronous)
+                }
+                let loaded = try RelayAuthenticator.loadOrCreateSecret(
+                    at: authSecretFile ?? files.secretPath, create: authSecretFile == nil)
+                secret = loaded.secret
+                if loaded.created { emit("relay: created the auth secret \(files.secretPath) (mode 0600)") }
+            } catch {
+                emitError("imcodec-relay: \(error)")
+                throw ExitCode.failure
+            }
+            configuration.authenticator = try runAsync { try await RelayAuthenticator(secret: secret) }
+            let server: RelayServer
+            do {
+                server = try RelayServer.start(configuration).wait()
+            } catch let error as RelayStoreError {
+                emitError("imcodec-relay: \(error.description); the relay stops and leaves the file as it is (restore it from a backup, or move it away to start empty)")
+                throw ExitCode.failure
+            }
+            emit("relay store: \(store == "sqlite" ? files.databasePath : "memory (lost on exit)")")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit("relay listening on \(host):\(server.port)" + (groupList.isEmpty ? "" : "; groups \(groupList)"))
             if let webSocketPort = server.webSocketPort {
@@ -174,6 +225,18 @@ extension RelayCommand {
         @Option(help: "The user id to log in as.")
         var user: String
 
+        @Option(help: "The login token (a JWT); default: one minted for --user from the relay's secret (--data-dir or --auth-secret-file).")
+        var token: String?
+
+        @Option(help: "The relay's data directory, whose auth secret mints a token when --token is not given.")
+        var dataDir = RelayFiles.defaultDataDirectory
+
+        @Option(help: "The relay's auth secret file, to mint a token when --token is not given.")
+        var authSecretFile: String?
+
+        @Option(help: "The device id to log in with (default: chat-PID).")
+        var device: String?
+
         @Option(help: "A group to join after logging in (repeatable).")
         var join: [String] = []
 
@@ -192,10 +255,20 @@ extension RelayCommand {
         }
 
         func run() throws {
+            let token: String
+            do {
+                token = try self.token ?? mintToken(
+                    user: user, ttl: 86_400, secretFile: authSecretFile ?? RelayFiles(dataDirectory: dataDir).secretPath)
+            } catch {
+                emitError("imcodec-relay: \(error) (give --token, or the relay's --data-dir or --auth-secret-file)")
+                throw ExitCode.failure
+            }
             let client: ChatClient
             do {
-                client = try ChatClient.connect(host: host, port: port, user: user, joins: join, output: { emit($0) })
-                    .wait()
+                client = try ChatClient.connect(
+                    host: host, port: port, user: user, token: token, deviceID: device ?? "chat-\(getpid())",
+                    joins: join, output: { emit($0) }
+                ).wait()
             } catch {
                 emitError("imcodec-relay: " + ChatClient.connectFailure(error, host: host, port: port))
                 throw ExitCode.failure
@@ -232,6 +305,95 @@ extension RelayCommand {
                 throw ExitCode.failure
             }
         }
+    }
+}
+
+extension RelayCommand {
+    /// `imcodec-relay token`.
+    struct Token: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a login token (a JWT, HS256) for a user, signed with the relay's auth secret.")
+
+        @Option(help: "The user id the token logs in as (its sub claim).")
+        var user: String
+
+        @Option(help: "Seconds until the token expires (its exp claim).")
+        var ttl = 86_400
+
+        @Option(help: "The relay's data directory, whose auth-secret file signs the token.")
+        var dataDir = RelayFiles.defaultDataDirectory
+
+        @Option(help: "The auth secret file to sign with (instead of DATA-DIR/auth-secret).")
+        var authSecretFile: String?
+
+        func validate() throws {
+            guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
+            guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+        }
+
+        func run() throws {
+            do {
+                emit(try mintToken(
+                    user: user, ttl: TimeInterval(ttl),
+                    secretFile: authSecretFile ?? RelayFiles(dataDirectory: dataDir).secretPath))
+            } catch {
+                emitError("imcodec-relay: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+/// A token for `user`, valid for `ttl` seconds, signed with the secret in `secretFile`.
+func mintToken(user: String, ttl: TimeInterval, secretFile: String) throws -> String {
+    let secret = try RelayAuthenticator.readSecret(secretFile)
+    return try runAsync {
+        try await RelayAuthenticator(secret: secret).mint(user: user, ttl: ttl)
+    }
+}
+
+/// Runs `body` to completion from synchronous code (the commands' `run()`).
+func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = NIOLockedValueBox<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        result.withLockedValue { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLockedValue { $0! }.get()
+}
+
+/// The files of a relay's data directory: its database, its auth secret and its lock.
+struct RelayFiles {
+    /// `imcodec-relay-data`, in the working directory.
+    static let defaultDataDirectory = "imcodec-relay-data"
+
+    let dataDirectory: String
+    var databasePath: String { "\(dataDirectory)/relay.sqlite" }
+    var secretPath: String { RelayAuthenticator.defaultSecretPath(dataDirectory: dataDirectory) }
+    var lockPath: String { "\(dataDirectory)/relay.lock" }
+
+    /// Creates the directory (mode 0700) if it does not exist.
+    func createDataDirectory() throws {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw RelayStoreError(description: "cannot create the data directory \(dataDirectory): \(error)")
+        }
+    }
+
+    /// Holds an exclusive lock on the directory for the life of the process, so that two relays
+    /// never give out the same seqs from one database.
+    func lock() throws {
+        let fd = open(lockPath, O_RDWR | O_CREAT, 0o600)
+        guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            throw RelayStoreError(description: "another relay is using \(dataDirectory) (\(lockPath) is locked)")
+        }
+        // The descriptor stays open (and locked) until the process exits.
     }
 }
 

@@ -15,27 +15,34 @@ import NIOWebSocket
 /// README.md beside this file for the whole protocol.
 ///
 /// A session:
-/// - client → `login_request` (user_id and a non-empty token — the relay is a loopback demo and
-///   checks no credential; device_id and platform are recorded; last_seen: the highest seq the
-///   client holds per conversation). It must be the connection's first frame.
+/// - client → `login_request` (user_id; token: a JWT, HS256 under the relay's secret, `sub` the user
+///   id, `exp` required (``RelayAuthenticator``); device_id and platform; last_seen: the highest seq
+///   the client holds per conversation; stream_resume and stream_position: where this device's
+///   stream resumes). It must be the connection's first frame.
 /// - relay → `login_result` (error_code 0, session_id, heartbeat_interval_s, server_time_ms,
 ///   max_seqs: the relay's highest seq for every conversation named in last_seen and every
-///   conversation the user belongs to). A bad login gets a `login_result` with a non-zero
-///   ``LoginError`` code and the description `notLoggedIn: ...`, then the connection closes.
-/// - client → `sync_request` per conversation with a gap, until `!has_more`; `max_seq_request`.
-/// - `Message` frames both ways (relay → `send_ack` for each), receipts, recalls, edits, deletes,
-///   typing, reactions, pins, poll votes and updates, disappearing timers.
+///   conversation the user belongs to; stream_position: the stream's head; resume_position). A bad
+///   login gets a `login_result` with a non-zero ``LoginError`` code and the description
+///   `notLoggedIn: ...`, then the connection closes; a refused token is ``LoginError/refused``,
+///   whatever check failed.
+/// - client → `stream_sync_request` from the resume position until `!has_more` (the device is
+///   live from then on); `stream_ack` now and then. Or, per conversation, `sync_request` until
+///   `!has_more`; `max_seq_request`.
+/// - `Message` frames both ways (relay → `send_ack` for each, once it is committed), receipts,
+///   recalls, edits, deletes, typing, reactions, pins, poll votes and updates, disappearing timers,
+///   mark-reads; `system_notice` with a `recipient_id` to that user's online devices.
 /// - `ping` → `pong` (same id); `membership` join/leave and `presence_subscription` →
 ///   `request_result`; `logout` → `request_result`, then the relay closes the connection.
-/// - relay → `kicked_offline` (LOGGED_IN_ELSEWHERE) when the same user logs in on another
-///   connection, then close; `presence` to subscribers; `membership` to a group's other members.
+/// - relay → `kicked_offline` (LOGGED_IN_ELSEWHERE) when the same user logs in again with the same
+///   device id (other devices stay online), (TOKEN_EXPIRED) when the token expires; `presence` to
+///   subscribers; `membership` to a group's members.
 ///
 /// Every answer repeats the request's `Frame.request_id`. A forwarded `Message` carries the sender's
 /// bytes with the server's uid, seq and time appended (see
-/// ``RelayProtocol/stampedRecord(body:stamp:decoder:allocator:)``); the relay keeps these stamped
-/// records per conversation for sync. A `SystemNotice{type: "error", params: {"code", "reason"}}`
-/// reports a protocol violation before the relay closes a connection, and a frame it cannot serve
-/// that has no request id (connection kept).
+/// ``RelayProtocol/stampedFrame(body:stamp:decoder:)``), then its direction and its stream position
+/// for the receiving user. A `SystemNotice{type: "error", params: {"code", "reason"}}` reports a
+/// protocol violation before the relay closes a connection, and a frame it cannot serve that has
+/// no request id (connection kept).
 enum RelayProtocol {
     /// `SystemNotice.type` of an error report.
     static let error = "error"
@@ -53,6 +60,10 @@ enum RelayProtocol {
         /// The message cannot be stamped: with the server's fields appended, the frame would pass the
         /// relay's frame size or field count limit.
         static let cannotStamp: Int32 = 1005
+        /// A targeted message (`target_receivers`) outside a group conversation (Tencent: targeted
+        /// messages are for groups; AVChatRoom-like chatrooms do not support them), or with a receiver
+        /// id holding U+0000.
+        static let targetedOutsideGroup: Int32 = 1006
     }
 
     /// `LoginResult.error_code` values (0 is success).
@@ -63,6 +74,9 @@ enum RelayProtocol {
         static let alreadyLoggedIn: Int32 = 2002
         /// The first frame was not a login_request (the connection is closed).
         static let notLoggedIn: Int32 = 2003
+        /// The token was refused: malformed, not HS256, a bad signature, expired or without `exp`, or
+        /// issued to another user (which check failed is not said); the connection is closed.
+        static let refused: Int32 = 2004
     }
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).
@@ -76,7 +90,14 @@ enum RelayProtocol {
         static let badRequest: Int32 = 3003
         /// The relay does not serve this payload kind.
         static let unsupported: Int32 = 3004
+        /// An edit, reaction or delete names a message that was recalled or deleted for everyone.
+        static let messageRemoved: Int32 = 3005
+        /// A recall, edit or delete for everyone names a message another user sent.
+        static let notTheSender: Int32 = 3006
     }
+
+    /// The most frames a connection may send before its login is answered (they wait for it).
+    static let maxFramesDuringLogin = 256
 
     /// The most messages one sync_response carries (a larger or zero limit is capped to it).
     static let maxSyncLimit: UInt32 = 100
@@ -88,18 +109,22 @@ enum RelayProtocol {
         return frame
     }
 
-    /// The login request of `userID` (a loopback demo: any non-empty token is accepted).
+    /// The login request of `userID` with `token` (a JWT the relay's secret signed, see
+    /// ``RelayAuthenticator``). With `streamResume`, the device catches up with its stream from
+    /// `streamPosition` before it gets live frames.
     static func loginFrame(
-        _ userID: String, deviceID: String = "", platform: Platform = .unspecified, lastSeen: [ConversationSeq] = [],
-        requestID: UInt64 = 0
+        _ userID: String, token: String, deviceID: String = "", platform: Platform = .unspecified,
+        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0, requestID: UInt64 = 0
     ) -> Frame {
         answer(.loginRequest(LoginRequest.with {
             $0.userID = userID
-            $0.token = "loopback-demo"
+            $0.token = token
             $0.deviceID = deviceID
             $0.platform = platform
             $0.lastSeen = lastSeen
             $0.readerVersion = Frame.currentSchemaVersion
+            $0.streamResume = streamResume
+            $0.streamPosition = streamPosition
         }), requestID: requestID)
     }
 
@@ -134,35 +159,24 @@ enum RelayProtocol {
         }))
     }
 
-    /// The record a receiver gets for a message frame `body`: the sender's bytes unchanged, followed
-    /// by the stamp (``IMCodec/ServerStamp``: `Frame{message: {server_msg_uid, seq, server_time_ms}}`),
-    /// behind a length prefix that covers both. Protobuf merges the repeated `message` field and
-    /// keeps the last value of each scalar, so a receiver decodes the sender's message with the
-    /// server's uid, seq and time set, and nothing is decoded or re-encoded here.
+    /// The frame a receiver gets for a message frame `body`: the sender's bytes unchanged, followed
+    /// by the stamp (``IMCodec/ServerStamp``: `Frame{message: {server_msg_uid, seq, server_time_ms}}`).
+    /// Protobuf merges the repeated `message` field and keeps the last value of each scalar, so a
+    /// receiver decodes the sender's message with the server's uid, seq and time set, and nothing is
+    /// decoded or re-encoded here. The relay keeps this frame, and appends to it what differs per
+    /// receiver (the message's direction, the stream position) when it sends it.
     /// - Parameters:
     ///   - body: The frame as received, without its length prefix.
     ///   - stamp: The fields the relay assigns.
     ///   - decoder: The relay's decoder: `body` is checked with its limits (which include the
     ///     frame size limit), and so is the stamped frame's size and field count.
-    ///   - allocator: Makes the record's buffer.
-    /// - Returns: The length-prefixed record to write to every receiver.
+    /// - Returns: The stamped frame, without a length prefix.
     /// - Throws: ``IMCodec/IMCodecError``: `payloadMismatch` when `body` carries no message,
     ///   `tooLarge` or `tooManyFields` when the stamped frame would pass the limits, or the decoding
     ///   error of `body`.
-    static func stampedRecord(
-        body: ByteBuffer, stamp: ServerStamp, decoder: WireDecoder, allocator: ByteBufferAllocator
-    ) throws(IMCodecError) -> ByteBuffer {
+    static func stampedFrame(body: ByteBuffer, stamp: ServerStamp, decoder: WireDecoder) throws(IMCodecError) -> [UInt8] {
         try body.withUnsafeReadableBytes { raw in
-            Result { () throws(IMCodecError) -> ByteBuffer in
-                try stamp.withBytesToAppend(to: raw, decoder: decoder) { appended in
-                    let length = raw.count + appended.count
-                    var out = allocator.buffer(capacity: length + 5)
-                    out.writeLengthPrefix(length)
-                    out.writeBytes(raw)
-                    out.writeBytes(appended)
-                    return out
-                }
-            }
+            Result { () throws(IMCodecError) -> [UInt8] in try stamp.applied(to: raw, decoder: decoder) }
         }.get()
     }
 

@@ -1,9 +1,20 @@
 #if Tools
 import IMCodec
 
-/// The client side of resuming (session.proto): what a client holds per conversation, the sync
-/// requests that fill the gap a reconnect left, and the order in which messages are handed on.
+/// The client side of resuming (session.proto): the position this device holds in its user's
+/// stream, and what it holds per conversation; the requests that fill the gap a reconnect left, and
+/// the order in which frames are handed on.
 ///
+/// The stream (every kept frame: messages and events, each device exactly once):
+/// - Log in with `stream_resume` and ``streamPosition``.
+/// - Give the `login_result` to ``streamLoggedIn(_:limit:)``: it returns the first stream sync request.
+/// - Give every `stream_sync_response` to ``streamSynced(_:limit:)``: it returns the frames to hand
+///   on, in position order, and the next request until the device has caught up.
+/// - Give every other frame to ``accept(_:)``: a kept frame at or below ``streamPosition`` (one a
+///   sync already handed on) is refused; frames that are not kept (no stream position) pass.
+/// - Send ``streamAck`` now and then, so that a login without a position resumes where this device was.
+///
+/// Per conversation (messages only, by seq):
 /// - Log in with ``lastSeen`` (the highest seq delivered per conversation).
 /// - Give the `login_result` to ``loggedIn(_:limit:)``: it returns a sync request (from the last seq
 ///   delivered + 1 to the relay's max seq at login) for every conversation with a gap.
@@ -21,6 +32,12 @@ struct ResumeTracker: Sendable {
     private var syncing: [String: UInt64] = [:]
     /// Live messages held back while their conversation syncs.
     private var held: [String: [Message]] = [:]
+    /// The position of the last stream frame handed on.
+    private(set) var streamPosition: UInt64 = 0
+    /// Whether the stream sync after a login is under way.
+    private(set) var isCatchingUp = false
+    /// Set when the relay dropped stream frames this device had not read (retention).
+    private(set) var missedFrames = false
 
     init(user: String) {
         self.user = user
@@ -64,8 +81,8 @@ struct ResumeTracker: Sendable {
             conversations[id] = conversation
             var have = delivered[id] ?? 0
             if max.seq < have {
-                // The relay has fewer messages than this client holds: it restarted and lost its store
-                // (it keeps messages in memory only). What it has now is new: start from its seq 1.
+                // The relay has fewer messages than this client holds: it lost its store (a relay
+                // run with --store memory restarted). What it has now is new: start from its seq 1.
                 have = 0
                 delivered[id] = 0
             }
@@ -79,6 +96,66 @@ struct ResumeTracker: Sendable {
             })
         }
         return requests
+    }
+
+    /// The stream sync request that starts catching up after `result` (always one: its last answer
+    /// makes this device live).
+    mutating func streamLoggedIn(_ result: LoginResult, limit: UInt32 = 0) -> StreamSyncRequest {
+        // Without a position of its own, the device resumes where the relay last saw it.
+        if streamPosition == 0 { streamPosition = result.resumePosition }
+        isCatchingUp = true
+        return StreamSyncRequest.with {
+            $0.afterPosition = streamPosition
+            $0.limit = limit
+        }
+    }
+
+    /// A stream sync response: the frames to hand on, in position order, and the next request
+    /// while the device has not caught up.
+    mutating func streamSynced(_ response: StreamSyncResponse, limit: UInt32 = 0)
+        -> (frames: [Frame], next: StreamSyncRequest?)
+    {
+        if response.truncated { missedFrames = true }
+        var frames: [Frame] = []
+        for item in response.frames where item.position > streamPosition {
+            // The relay sent these bytes itself; a frame that does not decode is skipped.
+            guard let frame = try? Frame(serializedBytes: item.frame, options: DecodingOptions(acceptsNewerFrames: true))
+            else { continue }
+            streamPosition = item.position
+            noteDelivered(frame)
+            frames.append(frame)
+        }
+        streamPosition = max(streamPosition, response.nextAfterPosition)
+        guard response.errorCode == 0, response.hasMore else {
+            isCatchingUp = false
+            return (frames, nil)
+        }
+        return (frames, StreamSyncRequest.with {
+            $0.afterPosition = streamPosition
+            $0.limit = limit
+        })
+    }
+
+    /// Whether a frame that arrived live is to be handed on: not when it is a kept frame this
+    /// device already has (at or below ``streamPosition``).
+    mutating func accept(_ frame: Frame) -> Bool {
+        guard frame.streamPosition != 0 else { return true }
+        guard frame.streamPosition > streamPosition else { return false }
+        streamPosition = frame.streamPosition
+        noteDelivered(frame)
+        return true
+    }
+
+    /// The ack that tells the relay this device's position.
+    var streamAck: StreamAck { StreamAck.with { $0.position = streamPosition } }
+
+    /// Keeps the per-conversation seq of a message that came through the stream.
+    private mutating func noteDelivered(_ frame: Frame) {
+        guard case .message(let message)? = frame.payload, message.seq != 0 else { return }
+        let conversation = conversation(of: message)
+        let id = Self.id(conversation)
+        conversations[id] = conversation
+        delivered[id] = max(delivered[id] ?? 0, message.seq)
     }
 
     /// A live message: the messages to hand on now (none while its conversation syncs, or for a duplicate).

@@ -75,10 +75,11 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         /// Source: Tencent (@ messages are group messages: "someone @ me" and "@ all members" are
         /// group features).
         public static let atOutsideGroup = Rule(rawValue: "atOutsideGroup")
-        /// Targeted receivers outside a group conversation.
+        /// Targeted receivers outside a group or ultra-group conversation (a chatroom too).
         ///
-        /// Source: Tencent (a targeted group message goes to chosen members of a group); RongCloud
-        /// (`directedUserIds`).
+        /// Source: Tencent (a targeted group message goes to chosen members of a group, and is "not
+        /// supported" in AVChatRoom, Tencent's chatroom); RongCloud (`directedUserIds`, for groups and
+        /// ultra groups).
         public static let targetedReceiversOutsideGroup = Rule(rawValue: "targetedReceiversOutsideGroup")
         /// Group tips outside a group conversation.
         ///
@@ -314,6 +315,12 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         /// Source: Tencent (getMessageReadReceipts takes messages; getGroupMessageReadMemberList
         /// pages at most 100 members; V2TIMGroupMemberInfo carries the member's nickname and face).
         public static let readMembersPage = Rule(rawValue: "readMembersPage")
+        /// A stream sync page whose frames are not in increasing position order, lie past its
+        /// `next_after_position`, or do not decode as frames.
+        ///
+        /// Source: session.proto (the user stream: each device sees every kept frame once, in
+        /// position order), after Matrix's `next_batch` and XEP-0198's stanza counts.
+        public static let streamPage = Rule(rawValue: "streamPage")
     }
 
     /// The broken rule.
@@ -500,6 +507,24 @@ struct Validator {
             check(login)
         case .loginResult(let result):
             check(result)
+        case .streamSyncResponse(let page):
+            var previous: UInt64 = 0
+            for (i, item) in page.frames.enumerated() {
+                let path = "streamSyncResponse.frames[\(i)]"
+                if item.position <= previous || item.position > page.nextAfterPosition {
+                    report(.streamPage, "\(path).position",
+                           "position \(item.position) does not follow \(previous) up to next_after_position \(page.nextAfterPosition)")
+                }
+                previous = item.position
+                do {
+                    _ = try Frame(serializedBytes: item.frame, options: DecodingOptions(acceptsNewerFrames: true))
+                } catch {
+                    report(.streamPage, "\(path).frame", "the frame does not decode: \(error.code) (\(error.reason))")
+                }
+            }
+        case .streamSyncRequest, .streamAck:
+            // Any position or limit is well-formed: nothing to judge.
+            break
         case .ping, .pong, .logout, .requestResult:
             // Any id, time, session id or result is well-formed: nothing to judge.
             break
@@ -705,9 +730,9 @@ struct Validator {
                        "\(at.userIDs.count) users are @-mentioned; at most \(limits.maxAtUsers) are allowed")
             }
         }
-        if !message.targetReceivers.isEmpty && !Self.isGroupLike(type) {
+        if !message.targetReceivers.isEmpty && type != .group && type != .ultraGroup {
             report(.targetedReceiversOutsideGroup, Self.join(path, "targetReceivers"),
-                   "targeted receivers are only allowed in group conversations")
+                   "targeted receivers are only allowed in group and ultra-group conversations, not chatrooms")
         }
         if message.elements.isEmpty {
             report(.emptyElementChain, Self.join(path, "elements"), "the message has no elements")

@@ -192,10 +192,10 @@ extension Frame.View {
             return event.userID.isEmpty ? .server : .ownDevices(event.userID.materialize())
         case .historyRequest?, .mergerPayload?, .systemNotice?, .readReceiptRequest?, .groupReadMembersRequest?,
             .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
-            .membership?:
+            .membership?, .streamSyncRequest?, .streamAck?:
             return .server
         case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?, .loginResult?, .pong?,
-            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?:
+            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?, .streamSyncResponse?:
             return .client
         case nil:
             return .unroutable

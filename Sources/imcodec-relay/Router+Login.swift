@@ -1,0 +1,167 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+extension Router {
+    /// Closes a connection whose first frame is not a good login, with a failed login result.
+    func refuseLogin(_ session: Session, requestID: UInt64, code: Int32, reason: String) {
+        let answer = RelayProtocol.answer(.loginResult(LoginResult.with {
+            $0.errorCode = code
+            $0.errorDescription = "notLoggedIn: \(reason)"
+            $0.serverTimeMs = RelayProtocol.nowMs()
+        }), requestID: requestID)
+        fail(session, code: "notLoggedIn", reason: reason, last: answer)
+    }
+
+    /// The first frame of a connection: a login request, whose token is checked off the loop.
+    func login(_ frame: InboundFrame, _ session: Session) {
+        guard frame.payloadKind == .loginRequest else {
+            refuseLogin(
+                session, requestID: 0, code: RelayProtocol.LoginError.notLoggedIn,
+                reason: "the first frame must be a login_request")
+            return
+        }
+        guard let decoded = decoded(frame, session), case .loginRequest(let request)? = decoded.payload else { return }
+        guard !request.userID.isEmpty, !request.token.isEmpty else {
+            refuseLogin(
+                session, requestID: decoded.requestID, code: RelayProtocol.LoginError.missingCredentials,
+                reason: "a login_request needs a user_id and a token")
+            return
+        }
+        session.state = .authenticating
+        let authenticator = self.authenticator
+        let bound = NIOLoopBound((router: self, session: session), eventLoop: eventLoop)
+        let loop = eventLoop
+        Task {
+            let expiry = await authenticator.verify(request.token, user: request.userID)
+            loop.execute {
+                bound.value.router.finishLogin(request, requestID: decoded.requestID, expiry: expiry, bound.value.session)
+            }
+        }
+    }
+
+    /// Logs `session` in once its token was checked (`expiry` is `nil` for a refused token), then
+    /// handles the frames that arrived meanwhile.
+    func finishLogin(_ request: LoginRequest, requestID: UInt64, expiry: Date?, _ session: Session) {
+        guard !session.closing else { return }
+        guard let expiry, !request.userID.unicodeScalars.contains("\u{0}"),
+            !request.deviceID.unicodeScalars.contains("\u{0}")
+        else {
+            stats.loginsRefused += 1
+            // One answer for every check, so that a refusal tells nothing about which one failed.
+            refuseLogin(
+                session, requestID: requestID, code: RelayProtocol.LoginError.refused,
+                reason: "the credentials were refused")
+            return
+        }
+        let user = request.userID
+        let device = DeviceKey(user: user, device: request.deviceID)
+        // The same device logged in again: the older connection goes (other devices stay online).
+        for previous in sessions[user] ?? [] where previous.deviceID == request.deviceID {
+            log("\(user) logged in again on device \"\(request.deviceID)\"; closing the older connection \(previous.label)")
+            unregister(previous)
+            previous.closing = true
+            let kicked = Frame(.kickedOffline(KickedOffline.with {
+                $0.reason = .loggedInElsewhere
+                $0.description = "\(user) logged in on another connection with the same device id"
+                $0.otherDeviceID = request.deviceID
+                $0.otherPlatform = request.platform
+                $0.timeMs = RelayProtocol.nowMs()
+            }))
+            closeAfterWriting(kicked, previous, code: "kickedOffline", reason: "logged in elsewhere")
+        }
+        sessionCounter += 1
+        session.state = .loggedIn
+        session.userID = user
+        session.deviceID = request.deviceID
+        session.platform = request.platform
+        session.sessionID = "\(uidPrefix)-s\(sessionCounter)"
+        session.live = !request.streamResume
+        let firstDevice = sessions[user] == nil
+        sessions[user, default: []].append(session)
+        if firstDevice { stats.usersOnline += 1 }
+        stats.logins += 1
+        scheduleExpiry(session, at: expiry)
+        log("\(session.label) logged in (\(request.platform.protoName)\(request.streamResume ? ", resuming its stream" : ""))")
+        let stream = streams[user] ?? StreamState()
+        var answer = LoginResult.with {
+            $0.serverTimeMs = RelayProtocol.nowMs()
+            $0.sessionID = session.sessionID
+            $0.heartbeatIntervalS = configuration.heartbeatIntervalS
+            $0.streamPosition = stream.head
+            $0.resumePosition = request.streamPosition != 0 ? request.streamPosition : devicePositions[device] ?? 0
+        }
+        var named = Set<ConversationKey>()
+        for seen in request.lastSeen {
+            guard let conversation = seen.conversation, let key = ConversationKey(conversation, user: user),
+                isMember(user, key), named.insert(key).inserted
+            else { continue }
+            answer.maxSeqs.append(maxSeq(key, for: user))
+        }
+        for key in (belongs[user] ?? []).sorted(by: { $0.storageID < $1.storageID }) where named.insert(key).inserted {
+            answer.maxSeqs.append(maxSeq(key, for: user))
+        }
+        write(RelayProtocol.answer(.loginResult(answer), requestID: requestID), to: session)
+        if firstDevice { broadcastPresence(of: user) }
+        let held = session.held
+        session.held = []
+        for frame in held { handle(frame, from: session) }
+        flush()
+    }
+
+    /// Kicks `session` with `KICK_REASON_TOKEN_EXPIRED` when its token expires.
+    private func scheduleExpiry(_ session: Session, at expiry: Date) {
+        let delay = max(0, expiry.timeIntervalSinceNow)
+        let bound = NIOLoopBound((router: self, session: session), eventLoop: eventLoop)
+        session.expiry = eventLoop.scheduleTask(in: .milliseconds(Int64(min(delay, 365 * 86_400) * 1000))) {
+            let (router, session) = bound.value
+            guard !session.closing else { return }
+            router.log("\(session.label): token expired")
+            router.unregister(session)
+            session.closing = true
+            let kicked = Frame(.kickedOffline(KickedOffline.with {
+                $0.reason = .tokenExpired
+                $0.description = "the login token expired; log in again with a new one"
+                $0.timeMs = RelayProtocol.nowMs()
+            }))
+            router.closeAfterWriting(kicked, session, code: "tokenExpired", reason: "the login token expired")
+        }
+    }
+
+    func maxSeq(_ key: ConversationKey, for user: String) -> ConversationSeq {
+        ConversationSeq.with {
+            $0.conversation = key.conversation(for: user)
+            $0.seq = conversations[key]?.maxSeq ?? 0
+        }
+    }
+
+    // MARK: Presence
+
+    /// The presence of `user` now.
+    func presence(of user: String) -> PresenceUpdate {
+        PresenceUpdate.with {
+            $0.userID = user
+            $0.timeMs = RelayProtocol.nowMs()
+            if let session = sessions[user]?.last {
+                $0.status = .online
+                $0.deviceID = session.deviceID
+                $0.platform = session.platform
+            } else {
+                $0.status = .offline
+                $0.lastSeenMs = lastOnlineMs[user] ?? 0
+            }
+        }
+    }
+
+    /// Tells the online subscribers of `user` its presence now.
+    func broadcastPresence(of user: String) {
+        guard let watchers = subscribers[user], !watchers.isEmpty else { return }
+        let frame = Frame(.presence(presence(of: user)))
+        for watcher in watchers {
+            for session in sessions[watcher] ?? [] { write(frame, to: session) }
+        }
+    }
+}
+#endif

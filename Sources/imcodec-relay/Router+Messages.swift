@@ -1,0 +1,269 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+extension Router {
+    /// Whether a message is kept (stored, given a seq, synced) or only sent to who is online now:
+    /// `MESSAGE_FLAG_ONLINE_USER_ONLY` (Tencent's online messages "cannot be stored offline") and
+    /// `STORAGE_POLICY_STATUS_ONLY` (RongCloud's status messages) are not kept; everything else is.
+    static func isKept(_ frame: InboundFrame) -> Bool {
+        !frame.messageFlags.contains(.onlineUserOnly) && frame.storagePolicy != .statusOnly
+    }
+
+    /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes
+    /// with the stamp appended. A kept message is acknowledged and forwarded once it is committed.
+    func routeMessage(_ frame: InboundFrame, from session: Session, user: String) {
+        let type = frame.conversationType
+        let conversation = Conversation.with {
+            $0.type = type; $0.targetID = frame.targetID; $0.channelID = frame.channelID
+        }
+        var ack = SendAck.with { $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation }
+        func refuse(_ code: Int32, _ description: String) {
+            ack.errorCode = code
+            ack.errorDescription = description
+            stats.acksSent += 1
+            answer(Frame(.sendAck(ack)), to: session)
+        }
+        guard frame.senderID == user else {
+            return refuse(
+                RelayProtocol.AckError.senderMismatch, "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)")
+        }
+        guard let key = ConversationKey(conversation, user: user) else {
+            return refuse(
+                RelayProtocol.AckError.unsupportedConversation,
+                "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed")
+        }
+        guard isMember(user, key) else {
+            return refuse(RelayProtocol.AckError.notAGroupMember, "\(user) is not a member of \(frame.targetID)")
+        }
+        // Targeted messages (Tencent: "sent only to specified members") exist in groups only.
+        let targeted = !frame.targetReceivers.isEmpty
+        if targeted {
+            guard case .shared(.group, _, _) = key else {
+                return refuse(
+                    RelayProtocol.AckError.targetedOutsideGroup,
+                    "target_receivers is for group conversations only, not \(type.protoName)")
+            }
+            guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
+                return refuse(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
+            }
+        }
+        var state = conversations[key] ?? ConversationState()
+        if !frame.clientMsgID.isEmpty,
+            let first = state.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
+        {
+            // Sent again (its ack was lost with a connection): acknowledged as the first time, not routed again.
+            ack.serverMsgUID = first.serverMsgUID
+            ack.seq = first.seq
+            ack.serverTimeMs = first.serverTimeMs
+            stats.acksSent += 1
+            answer(Frame(.sendAck(ack)), to: session)
+            return
+        }
+        let kept = Self.isKept(frame)
+        uidCounter += 1
+        let stamp = ServerStamp(
+            serverMsgUID: "\(uidPrefix)-\(uidCounter)", seq: kept ? state.maxSeq + 1 : nil,
+            serverTimeMs: RelayProtocol.nowMs())
+        // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
+        let stamped: [UInt8]
+        do {
+            stamped = try RelayProtocol.stampedFrame(body: frame.body, stamp: stamp, decoder: wireDecoder)
+        } catch {
+            return refuse(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)")
+        }
+        ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
+        stats.messagesRouted += 1
+        let body = ByteBuffer(bytes: stamped)
+        var users = self.users(of: key)
+        if targeted {
+            let receivers = Set(frame.targetReceivers)
+            users = users.filter { $0 == user || receivers.contains($0) }
+        }
+        guard kept else {
+            store.afterCommit {
+                self.stats.acksSent += 1
+                self.write(Frame(.sendAck(ack)), to: session)
+                self.deliverLive(body, isMessage: true, sender: user, to: users, except: session)
+                self.flush()
+            }
+            return
+        }
+        let message = StoredMessage(
+            conversation: key, seq: state.maxSeq + 1, senderID: user, clientMsgID: frame.clientMsgID,
+            serverMsgUID: stamp.serverMsgUID ?? "", serverTimeMs: stamp.serverTimeMs ?? 0, frame: stamped,
+            receivers: targeted ? frame.targetReceivers : [])
+        state.add(message)
+        if state.count > configuration.maxMessagesPerConversation {
+            state.trim(below: state.maxSeq + 1 - UInt64(configuration.maxMessagesPerConversation))
+            store.batch.trimmedConversations[key] = state.oldestSeq
+        }
+        if conversations[key] == nil, case .direct(let a, let b) = key {
+            belongs[a, default: []].insert(key)
+            belongs[b, default: []].insert(key)
+        }
+        conversations[key] = state
+        store.batch.messages.append(message)
+        let deliveries = keep(
+            .message(key, seq: message.seq, sent: false), for: users,
+            origin: DeviceKey(user: user, device: session.deviceID))
+        store.afterCommit {
+            self.stats.acksSent += 1
+            self.write(Frame(.sendAck(ack)), to: session)
+            self.deliver(body, isMessage: true, to: deliveries, except: session)
+            self.flush()
+        }
+    }
+
+    /// Recall, edit, delete, typing, reaction, pin, poll vote and update, disappearing timer, mark
+    /// read: kept in the stream of every user of their conversation (typing is sent live only), and
+    /// forwarded to their live devices once committed. `FrameView.route` says where each goes.
+    func routeEvent(_ frame: InboundFrame, from session: Session, user: String) {
+        let route = frame.route
+        let users: [String]
+        var key: ConversationKey?
+        switch route {
+        case .user(let peer) where peer == user:
+            notice(session, code: "unroutable", reason: "a one-to-one event must name the peer as its target")
+            return
+        case .user(let peer), .referencedSender(let peer):
+            let direct = ConversationKey(.oneToOne, peer, user: user)!
+            key = direct
+            users = self.users(of: direct)
+        case .group(let id), .chatroom(let id), .ultraGroup(let id, _):
+            let type: ConversationType
+            let channel: String
+            switch route {
+            case .chatroom: (type, channel) = (.chatroom, "")
+            case .ultraGroup(_, let channelID): (type, channel) = (.ultraGroup, channelID)
+            default: (type, channel) = (.group, "")
+            }
+            guard let shared = ConversationKey(type, id, channelID: channel, user: user), isMember(user, shared) else {
+                notice(session, code: "unroutable", reason: "\(user) is not a member of \(id)")
+                return
+            }
+            key = shared
+            users = self.users(of: shared)
+        case .ownDevices:
+            users = [user]
+        default:
+            notice(session, code: "unroutable", reason: "the \(frame.payloadKind?.protoName ?? "empty") frame names no receiver")
+            return
+        }
+        if frame.payloadKind == .typing {
+            deliverLive(frame.body, isMessage: false, sender: user, to: users.filter { $0 != user }, except: session)
+            return
+        }
+        if let key, !checkEvent(frame, in: key, from: session, user: user) { return }
+        let deliveries = keep(
+            .event(Array(buffer: frame.body)), for: users, origin: DeviceKey(user: user, device: session.deviceID))
+        let body = frame.body
+        store.afterCommit {
+            self.deliver(body, isMessage: false, to: deliveries, except: session)
+            self.flush()
+        }
+    }
+
+    /// Applies the rules of events that name a message: a recall or an edit comes from the
+    /// message's sender; nothing edits or reacts to a message recalled or deleted for everyone; a
+    /// recall and a delete for everyone mark their messages removed. Refuses the event otherwise.
+    private func checkEvent(_ frame: InboundFrame, in key: ConversationKey, from session: Session, user: String) -> Bool {
+        switch frame.payloadKind {
+        case .recall?, .edit?, .reaction?, .delete?: break
+        default: return true
+        }
+        guard let decoded = decoded(frame, session) else { return false }
+        let requestID = decoded.requestID
+        var refs: [MessageRef] = []
+        var removes = false
+        var mustBeSender = false
+        switch decoded.payload {
+        case .recall(let event)?: refs = event.message.map { [$0] } ?? []; removes = true; mustBeSender = true
+        case .edit(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
+        case .reaction(let event)?: refs = event.message.map { [$0] } ?? []
+        case .delete(let event)?: refs = event.messages; removes = event.scope == .everyone; mustBeSender = removes
+        default: return true
+        }
+        var state = conversations[key] ?? ConversationState()
+        for ref in refs where ref.seq != 0 {
+            if state.removed.contains(ref.seq), !removes {
+                refuse(
+                    session, requestID, RelayProtocol.RequestError.messageRemoved, notice: "messageRemoved",
+                    "message seq \(ref.seq) was recalled or deleted")
+                return false
+            }
+            if mustBeSender, let sender = state.kept[ref.seq]?.sender, sender != user {
+                refuse(
+                    session, requestID, RelayProtocol.RequestError.notTheSender, notice: "notTheSender",
+                    "message seq \(ref.seq) was sent by another user")
+                return false
+            }
+        }
+        if removes {
+            for ref in refs where ref.seq != 0 && ref.seq <= state.maxSeq && state.removed.insert(ref.seq).inserted {
+                store.batch.removals.append((key, ref.seq))
+            }
+            conversations[key] = state
+        }
+        if requestID != 0 { result(session, requestID) }
+        return true
+    }
+
+    /// Receipts go to the sender of the message they refer to (read from the message reference),
+    /// and to the reader's other devices.
+    func routeReceipts(_ frame: InboundFrame, from session: Session, user: String) {
+        guard let decoded = decoded(frame, session) else { return }
+        let origin = DeviceKey(user: user, device: session.deviceID)
+        switch decoded.payload {
+        case .receipt(let receipt)?:
+            let target = receipt.message?.senderID ?? ""
+            guard !target.isEmpty else { return }
+            let deliveries = keep(.event(Array(buffer: frame.body)), for: target == user ? [user] : [target, user], origin: origin)
+            let body = frame.body
+            store.afterCommit {
+                self.deliver(body, isMessage: false, to: deliveries, except: session)
+                self.flush()
+            }
+        case .receipts(let batch)?:
+            var byTarget: [String: [MessageReceipt]] = [:]
+            for receipt in batch.receipts where !(receipt.message?.senderID ?? "").isEmpty {
+                byTarget[receipt.message!.senderID, default: []].append(receipt)
+            }
+            for (target, receipts) in byTarget.sorted(by: { $0.key < $1.key }) {
+                let body: ByteBuffer
+                if byTarget.count == 1, batch.c2cReadReceipts.isEmpty {
+                    body = frame.body
+                } else {
+                    body = ByteBuffer(bytes: Frame(.receipts(ReceiptBatch.with { $0.receipts = receipts })).serializedBytes())
+                }
+                let deliveries = keep(.event(Array(buffer: body)), for: target == user ? [user] : [target, user], origin: origin)
+                store.afterCommit {
+                    self.deliver(body, isMessage: false, to: deliveries, except: session)
+                    self.flush()
+                }
+            }
+        default:
+            break
+        }
+    }
+
+    /// A system notice with a `recipient_id` goes to that user's online devices (QuickBlox system
+    /// messages); it is not kept. Without a recipient it is refused.
+    func routeNotice(_ frame: InboundFrame, from session: Session, user: String) {
+        guard let decoded = decoded(frame, session), case .systemNotice(let notice)? = decoded.payload else { return }
+        guard !notice.recipientID.isEmpty else {
+            refuse(
+                session, decoded.requestID, RelayProtocol.RequestError.unsupported, notice: "unsupported",
+                "the relay routes a system_notice only to its recipient_id")
+            return
+        }
+        let body = frame.body
+        store.afterCommit {
+            self.deliverLive(body, isMessage: false, sender: user, to: [notice.recipientID], except: session)
+            if decoded.requestID != 0 { self.result(session, decoded.requestID) }
+            self.flush()
+        }
+    }
+}
+#endif

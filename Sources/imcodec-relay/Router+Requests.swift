@@ -1,0 +1,248 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+extension Router {
+    /// The session layer's requests: ping, logout, max seq, sync by seq, stream sync and acks,
+    /// presence and membership.
+    func request(_ frame: InboundFrame, from session: Session, user: String) {
+        guard let decoded = decoded(frame, session), let payload = decoded.payload else { return }
+        let requestID = decoded.requestID
+        switch payload {
+        case .loginRequest:
+            answer(RelayProtocol.answer(.loginResult(LoginResult.with {
+                $0.errorCode = RelayProtocol.LoginError.alreadyLoggedIn
+                $0.errorDescription = "alreadyLoggedIn: this connection is logged in as \(user)"
+                $0.serverTimeMs = RelayProtocol.nowMs()
+            }), requestID: requestID), to: session)
+        case .ping(let ping):
+            answer(RelayProtocol.answer(.pong(Pong.with {
+                $0.id = ping.id
+                $0.timeMs = RelayProtocol.nowMs()
+            }), requestID: requestID), to: session)
+        case .logout:
+            log("\(session.label) logged out")
+            unregister(session)
+            store.afterCommit {
+                guard !session.closing else { return }
+                session.closing = true
+                let answer = RelayProtocol.answer(.requestResult(RequestResult.with {
+                    $0.serverTimeMs = RelayProtocol.nowMs()
+                }), requestID: requestID)
+                self.closeAfterWriting(answer, session, code: "logout", reason: "logged out")
+            }
+        case .maxSeqRequest(let request):
+            var answer = MaxSeqResponse.with { $0.serverTimeMs = RelayProtocol.nowMs() }
+            if request.conversations.isEmpty {
+                for key in (belongs[user] ?? []).sorted(by: { $0.storageID < $1.storageID }) {
+                    answer.maxSeqs.append(maxSeq(key, for: user))
+                }
+            } else {
+                for conversation in request.conversations {
+                    // A conversation the user may not read is answered with seq 0.
+                    guard let key = ConversationKey(conversation, user: user), isMember(user, key) else {
+                        answer.maxSeqs.append(ConversationSeq.with { $0.conversation = conversation })
+                        continue
+                    }
+                    answer.maxSeqs.append(maxSeq(key, for: user))
+                }
+            }
+            self.answer(RelayProtocol.answer(.maxSeqResponse(answer), requestID: requestID), to: session)
+        case .syncRequest(let request):
+            sync(request, requestID: requestID, session: session, user: user)
+        case .streamSyncRequest(let request):
+            streamSync(request, requestID: requestID, session: session, user: user)
+        case .streamAck(let ack):
+            let device = DeviceKey(user: user, device: session.deviceID)
+            let position = min(ack.position, streams[user]?.head ?? 0)
+            if position > devicePositions[device] ?? 0 {
+                devicePositions[device] = position
+                store.batch.devicePositions[device] = position
+            }
+            if requestID != 0 { result(session, requestID) }
+        case .presenceSubscription(let subscription):
+            subscribe(subscription, requestID: requestID, session: session, user: user)
+        case .presence(let update):
+            // A client sets its own status (e.g. AWAY): its subscribers are told.
+            var update = update
+            update.userID = user
+            update.deviceID = session.deviceID
+            update.platform = session.platform
+            update.timeMs = RelayProtocol.nowMs()
+            for subscriber in subscribers[user] ?? [] {
+                for other in sessions[subscriber] ?? [] { write(Frame(.presence(update)), to: other) }
+            }
+            if requestID != 0 { result(session, requestID) }
+        case .membership(let change):
+            membership(change, requestID: requestID, session: session, user: user)
+        default:
+            break
+        }
+    }
+
+    /// Answers a sync request from the kept messages (``RelayConfiguration/maxMessagesPerConversation``),
+    /// up to the conversation's newest seq when it was asked.
+    private func sync(_ request: SyncRequest, requestID: UInt64, session: Session, user: String) {
+        var answer = SyncResponse.with { $0.conversation = request.conversation ?? Conversation() }
+        func reply() { self.answer(RelayProtocol.answer(.syncResponse(answer), requestID: requestID), to: session) }
+        guard let conversation = request.conversation, let key = ConversationKey(conversation, user: user) else {
+            answer.errorCode = RelayProtocol.RequestError.unsupportedConversation
+            answer.errorDescription = "the relay keeps one-to-one, group, chatroom and ultra-group conversations only"
+            return reply()
+        }
+        guard isMember(user, key) else {
+            answer.errorCode = RelayProtocol.RequestError.notAMember
+            answer.errorDescription = "\(user) is not a member of \(conversation.targetID)"
+            return reply()
+        }
+        let state = conversations[key] ?? ConversationState()
+        answer.maxSeq = state.maxSeq
+        let limit = Int(request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit))
+        let last = request.toSeq == 0 ? state.maxSeq : min(request.toSeq, state.maxSeq)
+        // Below the oldest kept message: from the oldest kept one.
+        let first = max(request.fromSeq, state.oldestSeq, 1)
+        guard first <= last else {
+            answer.nextFromSeq = max(first, last + 1)
+            return reply()
+        }
+        // The answer must fit the frame size limit: a message takes at most its stamped frame's
+        // size (plus its tag and length); the rest waits for the next page.
+        let budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
+        store.read({ store in
+            try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
+        }) { messages in
+            var left = budget
+            // A full page ends at its last message; a short one covers the whole range.
+            var end = messages.count == limit ? messages.last!.seq : last
+            for message in messages {
+                left -= message.frame.count + 6
+                if left < 0, !answer.messages.isEmpty {
+                    end = message.seq - 1
+                    break
+                }
+                // The frames were decoded once when they arrived; decoding them again cannot fail.
+                if let frame = try? self.wireDecoder.decode(Frame.self, from: message.frame),
+                    case .message(let decoded)? = frame.payload
+                {
+                    answer.messages.append(decoded)
+                }
+            }
+            answer.hasMore = end < last
+            answer.nextFromSeq = end + 1
+            reply()
+        }
+    }
+
+    /// Answers a stream sync request: the user's kept frames after `after_position`, up to the
+    /// stream's head when it was asked; the last page makes a resuming session live.
+    private func streamSync(_ request: StreamSyncRequest, requestID: UInt64, session: Session, user: String) {
+        let stream = streams[user] ?? StreamState()
+        let head = stream.head
+        let after = min(request.afterPosition, head)
+        let limit = Int(request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit))
+        let truncated = after + 1 < stream.oldest && stream.oldest <= head
+        let budget = configuration.codec.effectiveMaxFrameSize - 512
+        let device = session.deviceID
+        store.read({ store in
+            after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
+        }) { rows in
+            var answer = StreamSyncResponse.with {
+                $0.headPosition = head
+                $0.truncated = truncated
+            }
+            var left = budget
+            var end = rows.count == limit ? rows.last!.position : head
+            for row in rows {
+                if !device.isEmpty, row.originDevice == device {
+                    continue  // This device sent it; its ack answered it.
+                }
+                guard !row.frame.isEmpty else { continue }  // A message dropped by retention.
+                var bytes = row.frame
+                if row.isMessage { bytes += row.sent ? self.sentSuffix : self.receivedSuffix }
+                bytes += Self.positionSuffix(row.position)
+                left -= bytes.count + 16
+                if left < 0, !answer.frames.isEmpty {
+                    end = row.position - 1
+                    break
+                }
+                answer.frames.append(StreamFrame.with {
+                    $0.position = row.position
+                    $0.frame = bytes
+                })
+            }
+            answer.nextAfterPosition = end
+            answer.hasMore = end < head
+            self.write(RelayProtocol.answer(.streamSyncResponse(answer), requestID: requestID), to: session)
+            if !answer.hasMore, !session.live {
+                // Caught up: every kept frame after `head` is committed after this answer, so it is written live.
+                session.live = true
+                self.log("\(session.label) caught up with its stream at \(head)")
+            }
+            self.flush()
+        }
+    }
+
+    private func subscribe(_ subscription: PresenceSubscription, requestID: UInt64, session: Session, user: String) {
+        switch subscription.action {
+        case .subscribe:
+            result(session, requestID)
+            for watched in subscription.userIDs where !watched.isEmpty {
+                subscribers[watched, default: []].insert(user)
+                answer(Frame(.presence(presence(of: watched))), to: session)
+            }
+        case .unsubscribe:
+            for watched in subscription.userIDs { subscribers[watched]?.remove(user) }
+            result(session, requestID)
+        default:
+            refuse(
+                session, requestID, RelayProtocol.RequestError.badRequest, notice: "badRequest",
+                "a presence_subscription must subscribe or unsubscribe")
+        }
+    }
+
+    private func membership(_ change: MembershipChange, requestID: UInt64, session: Session, user: String) {
+        guard let conversation = change.conversation, change.action != .unspecified else {
+            refuse(
+                session, requestID, RelayProtocol.RequestError.badRequest, notice: "badRequest",
+                "a membership change needs an action and a conversation")
+            return
+        }
+        guard let key = ConversationKey(conversation, user: user), key.isShared else {
+            refuse(
+                session, requestID, RelayProtocol.RequestError.unsupportedConversation, notice: "unsupported",
+                "only groups, chatrooms and ultra-group channels are joined and left")
+            return
+        }
+        var told = change
+        told.conversation = key.conversation(for: user)
+        told.userID = user
+        told.timeMs = RelayProtocol.nowMs()
+        let changed: Bool
+        let reached: [String]
+        if change.action == .join {
+            changed = members[key, default: []].insert(user).inserted
+            belongs[user, default: []].insert(key)
+            reached = users(of: key)
+        } else {
+            reached = users(of: key)
+            changed = members[key]?.remove(user) != nil
+            belongs[user]?.remove(key)
+        }
+        log("\(user) \(change.action == .join ? "joined" : "left") \(conversation.targetID)")
+        guard changed else {
+            result(session, requestID)
+            return
+        }
+        store.batch.memberships.append((key, user, change.action == .join))
+        // Every member (and, for a leave, the one who left, on its other devices) keeps the change.
+        let body = ByteBuffer(bytes: Frame(.membership(told)).serializedBytes())
+        let deliveries = keep(.event(Array(buffer: body)), for: reached, origin: DeviceKey(user: user, device: session.deviceID))
+        result(session, requestID)
+        store.afterCommit {
+            self.deliver(body, isMessage: false, to: deliveries, except: session)
+            self.flush()
+        }
+    }
+}
+#endif

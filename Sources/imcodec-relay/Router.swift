@@ -1,0 +1,436 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOWebSocket
+
+/// The routing table and the routing rules. Lives on the relay's event loop; what it promises is
+/// kept in its ``StoreQueue``'s store.
+///
+/// Everything is decided here, in memory, in the order frames arrive: seqs, stream positions, who
+/// gets what. The writes go to the store queue's batch, and what depends on them (acks, forwards,
+/// answers) runs after their commit, in the same order (``StoreQueue/afterCommit(_:)``). So a
+/// client is told of a frame only once it is durable, and every device sees every user's stream in
+/// position order.
+final class Router {
+    let eventLoop: any EventLoop
+    let configuration: RelayConfiguration
+    let store: StoreQueue
+    let authenticator: RelayAuthenticator
+    /// Called once when the store fails: the relay stops.
+    var onFatal: (String) -> Void = { _ in }
+
+    /// The logged-in sessions of each user, one per device.
+    var sessions: [String: [Session]] = [:]
+    var connections: [ObjectIdentifier: Session] = [:]
+    /// Members of each group, chatroom and ultra-group channel.
+    var members: [ConversationKey: Set<String>] = [:]
+    /// The conversations each user belongs to: one-to-one ones with history, shared ones it is a member of.
+    var belongs: [String: Set<ConversationKey>] = [:]
+    /// Seqs, resend de-duplication and removed messages of each conversation.
+    var conversations: [ConversationKey: ConversationState] = [:]
+    /// Each user's stream.
+    var streams: [String: StreamState] = [:]
+    /// The last stream position each device acknowledged.
+    var devicePositions: [DeviceKey: UInt64] = [:]
+    /// Who subscribed to each user's presence.
+    var subscribers: [String: Set<String>] = [:]
+    /// When each user that went offline was last online.
+    var lastOnlineMs: [String: Int64] = [:]
+    var uidCounter: UInt64 = 0
+    var sessionCounter: UInt64 = 0
+    let uidPrefix: String
+    var stats = RelayStats()
+    private var toFlush: [Session] = []
+    let allocator = ByteBufferAllocator()
+    let wireDecoder: WireDecoder
+    /// `Frame{message{direction: SENT}}` and `{direction: RECEIVED}`: appended to a message for its
+    /// sender's other devices and for everyone else.
+    let sentSuffix: [UInt8]
+    let receivedSuffix: [UInt8]
+
+    init(
+        eventLoop: any EventLoop, configuration: RelayConfiguration, store: StoreQueue, state: StoredState,
+        authenticator: RelayAuthenticator
+    ) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.store = store
+        self.authenticator = authenticator
+        self.uidPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+        self.wireDecoder = configuration.codec.makeWireDecoder()
+        self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
+        self.receivedSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .received }) }
+            .serializedBytes()
+        conversations = state.conversations
+        streams = state.streams
+        devicePositions = state.devicePositions
+        members = state.members
+        for (key, users) in members {
+            for user in users { belongs[user, default: []].insert(key) }
+        }
+        for key in conversations.keys {
+            if case .direct(let a, let b) = key {
+                belongs[a, default: []].insert(key)
+                belongs[b, default: []].insert(key)
+            }
+        }
+        // The groups file adds its members at every start (a leave made since is undone by it).
+        for (group, users) in configuration.groups {
+            let key = ConversationKey.group(group)
+            for user in users where members[key, default: []].insert(user).inserted {
+                belongs[user, default: []].insert(key)
+                store.batch.memberships.append((key, user, true))
+            }
+        }
+        store.onFailure = { [unowned self] reason in
+            self.log("fatal: \(reason)")
+            self.closeAll()
+            self.onFatal(reason)
+        }
+    }
+
+    func log(_ line: String) { configuration.log(line) }
+
+    // MARK: Connections
+
+    func opened(_ session: Session) {
+        connections[ObjectIdentifier(session)] = session
+        stats.connectionsAccepted += 1
+        stats.connectionsOpen += 1
+    }
+
+    func closed(_ session: Session) {
+        guard connections.removeValue(forKey: ObjectIdentifier(session)) != nil else { return }
+        stats.connectionsOpen -= 1
+        stats.peakInboundBufferedBytes = max(stats.peakInboundBufferedBytes, session.decoderStats.peakBufferedBytes)
+        unregister(session)
+        session.expiry?.cancel()
+        log("closed \(session.label)")
+        if session.wentOffline, let user = session.userID, sessions[user] == nil {
+            // Told here, once the connection is gone, whatever closed it (error, logout, the peer).
+            broadcastPresence(of: user)
+            flush()
+        }
+    }
+
+    /// Removes `session` from the routing table; its user is offline when it was its last session
+    /// (subscribers are told when the connection has closed).
+    func unregister(_ session: Session) {
+        guard let user = session.userID, var list = sessions[user],
+            let index = list.firstIndex(where: { $0 === session })
+        else { return }
+        list.remove(at: index)
+        sessions[user] = list.isEmpty ? nil : list
+        if list.isEmpty {
+            stats.usersOnline -= 1
+            lastOnlineMs[user] = RelayProtocol.nowMs()
+        }
+        session.wentOffline = true
+    }
+
+    func snapshot() -> RelayStats {
+        var copy = stats
+        for session in connections.values {
+            copy.peakInboundBufferedBytes = max(copy.peakInboundBufferedBytes, session.decoderStats.peakBufferedBytes)
+        }
+        copy.storeCommits = store.commits
+        copy.storeCommitNanoseconds = store.commitNanoseconds
+        return copy
+    }
+
+    func closeAll() {
+        for session in connections.values {
+            if session.transport == .webSocket {
+                let request = WebSocketFrameHandler.CloseRequest(code: .goingAway, reason: "the relay is shutting down")
+                session.channel.triggerUserOutboundEvent(request, promise: nil)
+            }
+            session.channel.close(promise: nil)
+        }
+    }
+
+    /// Closes `session` after telling it why (where the socket still takes bytes): with `last`
+    /// when given, else with an error notice carrying `code` and `reason`.
+    func fail(_ session: Session, code: String, reason: String, last: Frame? = nil) {
+        guard !session.closing else { return }
+        session.closing = true
+        stats.closedByError[code, default: 0] += 1
+        log("closing \(session.label): \(code): \(reason)")
+        unregister(session)
+        closeAfterWriting(last ?? RelayProtocol.errorFrame(code: code, reason: reason), session, code: code, reason: reason)
+    }
+
+    /// Writes `frame`, flushes, and closes `session` (announcing `code` to a WebSocket peer).
+    func closeAfterWriting(_ frame: Frame, _ session: Session, code: String, reason: String) {
+        session.announceClose(code: code, reason: reason)
+        let channel = session.channel
+        guard channel.isActive else {
+            channel.close(promise: nil)
+            return
+        }
+        var buffer = allocator.buffer(capacity: 128)
+        buffer.writeFrame(frame)
+        channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
+        // A peer that does not read cannot hold the connection open.
+        channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+    }
+
+    /// Closes `session` for an error raised in its pipeline (decoder, deadline, ...).
+    func fail(_ session: Session, error: any Error) {
+        switch error {
+        case let error as IMCodecError:
+            fail(session, code: error.code.rawValue, reason: error.reason)
+        case is ByteToMessageDecoderError.PayloadTooLargeError:
+            fail(session, code: IMCodecError.Code.tooLarge.rawValue, reason: "the decode buffer passed its cap")
+        case let error as WebSocketFrameError:
+            fail(session, code: error.code, reason: error.reason)
+        case let error as ByteToMessageDecoderError:
+            // Data after an earlier decode error; the connection is already being closed.
+            if !session.closing { fail(session, code: "internal", reason: "\(error)") }
+        default:
+            fail(session, code: "io", reason: "\(error)")
+        }
+    }
+
+    /// Drops a client whose queued output passed ``RelayConfiguration/maxOutboundBytes``: it stops
+    /// receiving at once and is closed as soon as the current event is handled.
+    func slowConsumer(_ session: Session) {
+        guard !session.closing, !session.channel.isWritable else { return }
+        session.closing = true
+        stats.closedByError["slowConsumer", default: 0] += 1
+        if let pending = try? session.channel.syncOptions?.getOption(.bufferedWritableBytes) {
+            stats.peakOutboundBufferedBytes = max(stats.peakOutboundBufferedBytes, pending)
+        }
+        log("closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued")
+        unregister(session)
+        session.announceClose(code: "slowConsumer", reason: "more than \(configuration.maxOutboundBytes) bytes queued")
+        let channel = session.channel
+        eventLoop.execute { channel.close(promise: nil) }
+    }
+
+    // MARK: Writing
+
+    func write(_ buffer: ByteBuffer, to session: Session) {
+        guard !session.closing else { return }
+        session.channel.write(buffer, promise: nil)
+        if !session.needsFlush {
+            session.needsFlush = true
+            toFlush.append(session)
+        }
+        if !session.channel.isWritable {
+            // Past the high-water mark: nothing more is queued for this client.
+            slowConsumer(session)
+        }
+    }
+
+    func write(_ frame: Frame, to session: Session) {
+        var buffer = allocator.buffer(capacity: 64)
+        buffer.writeFrame(frame)
+        write(buffer, to: session)
+    }
+
+    /// Writes `frame` to `session` once everything queued before it is committed.
+    func answer(_ frame: Frame, to session: Session) {
+        store.afterCommit {
+            self.write(frame, to: session)
+            self.flush()
+        }
+    }
+
+    /// Flushes every connection written to since the last flush.
+    func flush() {
+        for session in toFlush {
+            session.needsFlush = false
+            guard !session.closing else { continue }
+            if let pending = try? session.channel.syncOptions?.getOption(.bufferedWritableBytes),
+                pending > stats.peakOutboundBufferedBytes
+            {
+                stats.peakOutboundBufferedBytes = pending
+            }
+            session.channel.flush()
+        }
+        toFlush.removeAll(keepingCapacity: true)
+    }
+
+    func notice(_ session: Session, code: String, reason: String) {
+        answer(RelayProtocol.errorFrame(code: code, reason: reason), to: session)
+    }
+
+    /// Answers `requestID` with a request result (error_code 0: success).
+    func result(_ session: Session, _ requestID: UInt64, _ code: Int32 = 0, _ description: String = "") {
+        answer(RelayProtocol.answer(.requestResult(RequestResult.with {
+            $0.errorCode = code
+            $0.errorDescription = description
+            $0.serverTimeMs = RelayProtocol.nowMs()
+        }), requestID: requestID), to: session)
+    }
+
+    /// Refuses a frame: with a request result when it carries a request id, else with an error notice.
+    func refuse(_ session: Session, _ requestID: UInt64, _ code: Int32, notice: String, _ reason: String) {
+        if requestID != 0 {
+            result(session, requestID, code, "\(notice): \(reason)")
+        } else {
+            self.notice(session, code: notice, reason: reason)
+        }
+    }
+
+    // MARK: Routing
+
+    func handle(_ frame: InboundFrame, from session: Session) {
+        guard !session.closing else { return }
+        switch session.state {
+        case .new:
+            login(frame, session)
+            return
+        case .authenticating:
+            guard session.held.count < RelayProtocol.maxFramesDuringLogin else {
+                fail(session, code: "tooManyFrames", reason: "more than \(RelayProtocol.maxFramesDuringLogin) frames before the login was answered")
+                return
+            }
+            session.held.append(frame)
+            return
+        case .loggedIn:
+            break
+        }
+        guard let user = session.userID else { return }
+        switch frame.payloadKind {
+        case .message?:
+            routeMessage(frame, from: session, user: user)
+        case .recall?, .edit?, .delete?, .typing?, .reaction?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
+            .markRead?:
+            routeEvent(frame, from: session, user: user)
+        case .receipt?, .receipts?:
+            routeReceipts(frame, from: session, user: user)
+        case .systemNotice?:
+            routeNotice(frame, from: session, user: user)
+        case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
+            .membership?, .streamSyncRequest?, .streamAck?:
+            request(frame, from: session, user: user)
+        case let kind:
+            let requestID = decoded(frame, session)?.requestID ?? 0
+            guard !session.closing else { return }
+            refuse(
+                session, requestID, RelayProtocol.RequestError.unsupported, notice: "unsupported",
+                "the relay does not route \(kind?.protoName ?? "empty") frames")
+        }
+    }
+
+    func decoded(_ frame: InboundFrame, _ session: Session) -> Frame? {
+        do {
+            return try frame.decode(with: wireDecoder)
+        } catch {
+            fail(session, code: error.code.rawValue, reason: error.reason)
+            return nil
+        }
+    }
+
+    /// Whether `user` may read `key`: its own one-to-one conversations, the shared ones it is a member of.
+    func isMember(_ user: String, _ key: ConversationKey) -> Bool {
+        switch key {
+        case .direct(let a, let b): return a == user || b == user
+        case .shared: return members[key]?.contains(user) == true
+        }
+    }
+
+    /// The users a conversation's frames reach: both sides of a one-to-one one, every member of a
+    /// shared one.
+    func users(of key: ConversationKey) -> [String] {
+        switch key {
+        case .direct(let a, let b): return a == b ? [a] : [a, b]
+        case .shared: return members[key].map { Array($0) } ?? []
+        }
+    }
+
+    // MARK: Streams
+
+    /// A kept frame for one user: its position in that user's stream, and whether it is a message
+    /// that user sent.
+    struct Delivery {
+        var user: String
+        var position: UInt64
+        var sent: Bool
+    }
+
+    /// Gives a kept frame the next position of each of `users`' streams and adds the entries to the
+    /// store's batch (dropping the oldest entries past ``RelayConfiguration/maxStreamEntries``).
+    /// - Parameters:
+    ///   - item: What the entry holds; a message's `sent` is set for `origin.user`.
+    ///   - origin: The user and device that sent it: that device is not given it back.
+    func keep(_ item: StreamItem, for users: [String], origin: DeviceKey) -> [Delivery] {
+        var deliveries: [Delivery] = []
+        deliveries.reserveCapacity(users.count)
+        for user in users {
+            var stream = streams[user, default: StreamState()]
+            stream.head += 1
+            var entryItem = item
+            let sent = user == origin.user
+            if case .message(let key, let seq, _) = item { entryItem = .message(key, seq: seq, sent: sent) }
+            store.batch.streamEntries.append(StreamEntry(
+                user: user, position: stream.head, originDevice: sent ? origin.device : "", item: entryItem))
+            if stream.count > configuration.maxStreamEntries {
+                stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)
+                store.batch.trimmedStreams[user] = stream.oldest
+            }
+            streams[user] = stream
+            deliveries.append(Delivery(user: user, position: stream.head, sent: sent))
+        }
+        return deliveries
+    }
+
+    /// The length-prefixed record of a frame `body` with `suffixes` appended (protobuf merges them in).
+    func record(_ body: ByteBuffer, _ suffixes: [UInt8]...) -> ByteBuffer {
+        let length = body.readableBytes + suffixes.reduce(0) { $0 + $1.count }
+        var out = allocator.buffer(capacity: length + 5)
+        out.writeLengthPrefix(length)
+        out.writeImmutableBuffer(body)
+        for suffix in suffixes { out.writeBytes(suffix) }
+        return out
+    }
+
+    /// `Frame{stream_position: position}`.
+    static func positionSuffix(_ position: UInt64) -> [UInt8] {
+        Frame.with { $0.streamPosition = position }.serializedBytes()
+    }
+
+    /// Writes a kept frame `body` to the live sessions of each delivery's user, but not to
+    /// `origin` (the session that sent it). Messages get their direction for each user.
+    func deliver(_ body: ByteBuffer, isMessage: Bool, to deliveries: [Delivery], except origin: Session?) {
+        for delivery in deliveries {
+            guard let list = sessions[delivery.user] else { continue }
+            var out: ByteBuffer?
+            for session in list where session !== origin && session.live && !session.closing {
+                if out == nil {
+                    let position = Self.positionSuffix(delivery.position)
+                    out = isMessage
+                        ? record(body, delivery.sent ? sentSuffix : receivedSuffix, position) : record(body, position)
+                }
+                write(out!, to: session)
+                stats.framesForwarded += 1
+            }
+        }
+    }
+
+    /// Writes a frame that is not kept to the live sessions of `users`, but not to `origin`.
+    func deliverLive(_ body: ByteBuffer, isMessage: Bool, sender: String, to users: [String], except origin: Session?) {
+        var received: ByteBuffer?
+        var sent: ByteBuffer?
+        for user in users {
+            for session in sessions[user] ?? [] where session !== origin && session.live && !session.closing {
+                let out: ByteBuffer
+                if !isMessage {
+                    out = received ?? record(body)
+                    received = out
+                } else if user == sender {
+                    out = sent ?? record(body, sentSuffix)
+                    sent = out
+                } else {
+                    out = received ?? record(body, receivedSuffix)
+                    received = out
+                }
+                write(out, to: session)
+                stats.framesForwarded += 1
+            }
+        }
+    }
+}
+#endif

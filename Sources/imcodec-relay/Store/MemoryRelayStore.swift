@@ -1,0 +1,96 @@
+#if Tools
+import IMCodec
+
+/// A store that keeps everything in memory and loses it with the process: for tests, and as the
+/// relay benchmark's baseline (the same router and group commit, without the disk).
+final class MemoryRelayStore: RelayStore {
+    /// Per conversation, in seq order; per user, in position order (both only grow at the end).
+    private var messages: [ConversationKey: [StoredMessage]] = [:]
+    private var state = StoredState()
+    private var streams: [String: [StreamEntry]] = [:]
+
+    init() {}
+
+    func load() throws -> StoredState { state }
+
+    func commit(_ batch: StoreBatch) throws {
+        for message in batch.messages {
+            messages[message.conversation, default: []].append(message)
+            state.conversations[message.conversation, default: ConversationState()].add(message)
+        }
+        for entry in batch.streamEntries {
+            streams[entry.user, default: []].append(entry)
+            state.streams[entry.user, default: StreamState()].head = entry.position
+        }
+        for change in batch.memberships {
+            if change.joined {
+                state.members[change.conversation, default: []].insert(change.user)
+            } else {
+                state.members[change.conversation]?.remove(change.user)
+            }
+        }
+        for removal in batch.removals { state.conversations[removal.conversation]?.removed.insert(removal.seq) }
+        for (device, position) in batch.devicePositions {
+            state.devicePositions[device] = max(state.devicePositions[device] ?? 0, position)
+        }
+        for (key, seq) in batch.trimmedConversations {
+            let drop = Self.firstIndex(messages[key] ?? [], atLeast: seq, by: \.seq)
+            messages[key]?.removeFirst(drop)
+            state.conversations[key]?.trim(below: seq)
+        }
+        for (user, position) in batch.trimmedStreams {
+            let drop = Self.firstIndex(streams[user] ?? [], atLeast: position, by: \.position)
+            streams[user]?.removeFirst(drop)
+            state.streams[user]?.oldest = position
+        }
+    }
+
+    func messages(
+        in conversation: ConversationKey, from: UInt64, through: UInt64, limit: Int, visibleTo user: String
+    ) throws -> [StoredMessage] {
+        guard let kept = messages[conversation] else { return [] }
+        var out: [StoredMessage] = []
+        for message in kept[Self.firstIndex(kept, atLeast: from, by: \.seq)...] {
+            guard message.seq <= through, out.count < limit else { break }
+            guard message.receivers.isEmpty || message.senderID == user || message.receivers.contains(user) else {
+                continue
+            }
+            out.append(message)
+        }
+        return out
+    }
+
+    func stream(of user: String, after: UInt64, through: UInt64, limit: Int) throws -> [StreamRow] {
+        guard let entries = streams[user] else { return [] }
+        var out: [StreamRow] = []
+        for entry in entries[Self.firstIndex(entries, atLeast: after + 1, by: \.position)...] {
+            guard entry.position <= through, out.count < limit else { break }
+            switch entry.item {
+            case .message(let key, let seq, let sent):
+                let kept = messages[key] ?? []
+                let index = Self.firstIndex(kept, atLeast: seq, by: \.seq)
+                let frame = index < kept.count && kept[index].seq == seq ? kept[index].frame : []
+                out.append(StreamRow(
+                    position: entry.position, originDevice: entry.originDevice, frame: frame, sent: sent,
+                    isMessage: true))
+            case .event(let frame):
+                out.append(StreamRow(
+                    position: entry.position, originDevice: entry.originDevice, frame: frame, sent: false,
+                    isMessage: false))
+            }
+        }
+        return out
+    }
+
+    /// The index of the first element of `sorted` whose `key` is at least `value` (binary search).
+    private static func firstIndex<T>(_ sorted: [T], atLeast value: UInt64, by key: KeyPath<T, UInt64>) -> Int {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid][keyPath: key] < value { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}
+#endif

@@ -1,0 +1,257 @@
+#if Tools
+import IMCodec
+
+/// Where the relay keeps what it promises: messages, events, seq counters, membership, the resend
+/// de-duplication and each device's stream position.
+///
+/// The router decides everything in memory, on its event loop (seqs, stream positions, who gets
+/// what), and hands the store one ``StoreBatch`` per group commit; a frame is acknowledged and
+/// forwarded only after the batch that holds it is committed (``StoreQueue``). Reads page through
+/// what was committed. A store is used from one thread at a time (the ``StoreQueue``'s), so an
+/// implementation needs no lock of its own.
+///
+/// Two stores exist: ``SQLiteRelayStore`` (the default, durable: WAL, one transaction per batch)
+/// and ``MemoryRelayStore`` (for tests and the relay benchmark's baseline). A store for several
+/// relay processes (PostgreSQL) implements the same protocol; the router does not change.
+protocol RelayStore: AnyObject {
+    /// Everything the router keeps in memory, read once at start.
+    /// - Throws: ``RelayStoreError`` when the store is damaged or unreadable.
+    func load() throws -> StoredState
+
+    /// Commits `batch` atomically and durably: once this returns, a crash of the process loses none of it.
+    func commit(_ batch: StoreBatch) throws
+
+    /// The kept messages of `conversation` with seqs in `from...through`, in seq order, at most
+    /// `limit`, leaving out targeted messages that `user` neither sent nor receives.
+    func messages(
+        in conversation: ConversationKey, from: UInt64, through: UInt64, limit: Int, visibleTo user: String
+    ) throws -> [StoredMessage]
+
+    /// The kept entries of `user`'s stream with positions in `after + 1 ... through`, in order, at
+    /// most `limit`, each with the bytes of its frame (an entry whose message was dropped by
+    /// retention comes with an empty frame).
+    func stream(of user: String, after: UInt64, through: UInt64, limit: Int) throws -> [StreamRow]
+}
+
+/// Why a store cannot be used; the relay stops with this message (it never resets a store).
+struct RelayStoreError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// One message as kept: the stamped frame a receiver gets (without its length prefix).
+struct StoredMessage: Sendable {
+    var conversation: ConversationKey
+    var seq: UInt64
+    var senderID: String
+    var clientMsgID: String
+    var serverMsgUID: String
+    var serverTimeMs: Int64
+    /// The sender's frame with the server's stamp appended (``RelayProtocol/stampedFrame(body:stamp:decoder:)``).
+    var frame: [UInt8]
+    /// A targeted group message's receivers; empty: every member.
+    var receivers: [String] = []
+}
+
+/// What an entry of a user's stream holds.
+enum StreamItem: Sendable {
+    /// A kept message, by its conversation and seq; `sent` on the sender's own stream.
+    case message(ConversationKey, seq: UInt64, sent: Bool)
+    /// An event frame, kept as it is sent.
+    case event([UInt8])
+}
+
+/// One entry of a user's stream.
+struct StreamEntry: Sendable {
+    var user: String
+    var position: UInt64
+    /// The device that sent it (it does not get it back); empty: none of the user's.
+    var originDevice: String
+    var item: StreamItem
+}
+
+/// A stream entry read back, with the bytes of its frame.
+struct StreamRow: Sendable {
+    var position: UInt64
+    var originDevice: String
+    /// The frame: a message's stamped record, or an event. Empty when retention dropped the message.
+    var frame: [UInt8]
+    /// A message on its sender's stream (delivered with `direction: SENT`).
+    var sent: Bool
+    /// Whether the entry is a message (else an event).
+    var isMessage: Bool
+}
+
+/// The writes of one group commit.
+struct StoreBatch: Sendable {
+    var messages: [StoredMessage] = []
+    var streamEntries: [StreamEntry] = []
+    /// Membership changes in order: joined (true) or left.
+    var memberships: [(conversation: ConversationKey, user: String, joined: Bool)] = []
+    /// Messages recalled or deleted for everyone: edits and reactions to them are refused.
+    var removals: [(conversation: ConversationKey, seq: UInt64)] = []
+    /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
+    var devicePositions: [DeviceKey: UInt64] = [:]
+    /// Retention: the oldest seq kept per conversation (older messages are deleted).
+    var trimmedConversations: [ConversationKey: UInt64] = [:]
+    /// Retention: the oldest position kept per user stream (older entries are deleted).
+    var trimmedStreams: [String: UInt64] = [:]
+
+    var isEmpty: Bool {
+        messages.isEmpty && streamEntries.isEmpty && memberships.isEmpty && removals.isEmpty
+            && devicePositions.isEmpty && trimmedConversations.isEmpty && trimmedStreams.isEmpty
+    }
+}
+
+/// A user's device.
+struct DeviceKey: Hashable, Sendable {
+    var user: String
+    var device: String
+}
+
+/// What the router keeps in memory, as loaded at start.
+struct StoredState {
+    /// Per conversation: its newest seq, its oldest kept seq and the ids of its kept messages.
+    var conversations: [ConversationKey: ConversationState] = [:]
+    /// Members of each group, chatroom and ultra-group channel.
+    var members: [ConversationKey: Set<String>] = [:]
+    /// Per user: its stream's newest position and oldest kept position.
+    var streams: [String: StreamState] = [:]
+    /// The last stream position each device acknowledged.
+    var devicePositions: [DeviceKey: UInt64] = [:]
+}
+
+/// A user's stream, as the router tracks it.
+struct StreamState: Sendable {
+    /// The newest position given (0: none yet). Positions never go back or repeat.
+    var head: UInt64 = 0
+    /// The oldest position kept (head + 1 when none is kept).
+    var oldest: UInt64 = 1
+    /// The number of entries kept.
+    var count: Int { Int(head + 1 - oldest) }
+}
+
+/// A conversation, as the router tracks it: seqs, de-duplication of resends, removed messages.
+struct ConversationState: Sendable {
+    /// A kept message's server fields, for answering a resend with its first ack.
+    struct Sent: Sendable {
+        var seq: UInt64
+        var serverMsgUID: String
+        var serverTimeMs: Int64
+    }
+
+    /// The newest seq given (0: none yet). Seqs never go back or repeat.
+    var maxSeq: UInt64 = 0
+    /// The oldest seq kept (maxSeq + 1 when none is kept).
+    var oldestSeq: UInt64 = 1
+    /// Kept messages by sender and client message id (``dedupeKey(sender:clientMsgID:)``).
+    var sent: [String: Sent] = [:]
+    /// The sender and client message id of each kept message, by seq.
+    var kept: [UInt64: (sender: String, clientMsgID: String)] = [:]
+    /// Seqs of messages recalled or deleted for everyone.
+    var removed: Set<UInt64> = []
+
+    /// The number of messages kept.
+    var count: Int { Int(maxSeq + 1 - oldestSeq) }
+
+    static func dedupeKey(sender: String, clientMsgID: String) -> String {
+        "\(sender.utf8.count):\(sender)\(clientMsgID)"
+    }
+
+    /// Records a kept message.
+    mutating func add(_ message: StoredMessage) {
+        maxSeq = max(maxSeq, message.seq)
+        kept[message.seq] = (message.senderID, message.clientMsgID)
+        guard !message.clientMsgID.isEmpty else { return }
+        let key = Self.dedupeKey(sender: message.senderID, clientMsgID: message.clientMsgID)
+        sent[key] = Sent(seq: message.seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
+    }
+
+    /// Forgets the messages below `seq` (retention).
+    mutating func trim(below seq: UInt64) {
+        while oldestSeq < seq {
+            if let old = kept.removeValue(forKey: oldestSeq), !old.clientMsgID.isEmpty {
+                let key = Self.dedupeKey(sender: old.sender, clientMsgID: old.clientMsgID)
+                if sent[key]?.seq == oldestSeq { sent[key] = nil }
+            }
+            removed.remove(oldestSeq)
+            oldestSeq += 1
+        }
+    }
+}
+
+/// Where a conversation of the relay is kept, and who may read it.
+enum ConversationKey: Hashable, Sendable {
+    /// A one-to-one conversation between two users (`a < b`, or `a == b` for notes to oneself).
+    case direct(String, String)
+    /// A group, chatroom or ultra-group channel: its conversation with the user-independent fields.
+    case shared(ConversationType, String, String)
+
+    /// The key of `conversation` as `user` names it, or `nil` for a type the relay does not keep.
+    init?(_ conversation: Conversation, user: String) {
+        self.init(conversation.type, conversation.targetID, channelID: conversation.channelID, user: user)
+    }
+
+    /// The key of a conversation of `type` with `targetID` (and ultra-group `channelID`) as `user`
+    /// names it, or `nil` for a type the relay does not keep or an empty target.
+    init?(_ type: ConversationType, _ targetID: String, channelID: String = "", user: String) {
+        guard !targetID.isEmpty else { return nil }
+        switch type {
+        case .oneToOne: self = user <= targetID ? .direct(user, targetID) : .direct(targetID, user)
+        case .group, .chatroom: self = .shared(type, targetID, "")
+        case .ultraGroup: self = .shared(type, targetID, channelID)
+        default: return nil
+        }
+    }
+
+    /// The key of a group (as the groups file names it).
+    static func group(_ id: String) -> ConversationKey { .shared(.group, id, "") }
+
+    /// The conversation as `user` names it (a one-to-one conversation by the other user's id).
+    func conversation(for user: String) -> Conversation {
+        switch self {
+        case .direct(let a, let b):
+            return .oneToOne(a == user ? b : a)
+        case .shared(let type, let target, let channel):
+            return Conversation.with {
+                $0.type = type
+                $0.targetID = target
+                $0.channelID = channel
+            }
+        }
+    }
+
+    /// Whether this is a group, chatroom or ultra-group channel.
+    var isShared: Bool {
+        if case .shared = self { return true }
+        return false
+    }
+
+    /// The key as one string for a store's index: `TYPE:LEN:FIRST` followed by the second id, where
+    /// LEN is the first id's length in UTF-8 bytes, so no two keys share a string whatever the ids hold.
+    var storageID: String {
+        switch self {
+        case .direct(let a, let b): return "1:\(a.utf8.count):\(a)\(b)"
+        case .shared(let type, let target, let channel): return "\(type.rawValue):\(target.utf8.count):\(target)\(channel)"
+        }
+    }
+
+    /// The key a ``storageID`` names, or `nil` for a string no key gives.
+    init?(storageID: String) {
+        let utf8 = Array(storageID.utf8)
+        guard let colon1 = utf8.firstIndex(of: UInt8(ascii: ":")),
+            let type = Int32(String(decoding: utf8[..<colon1], as: UTF8.self)),
+            let colon2 = utf8[(colon1 + 1)...].firstIndex(of: UInt8(ascii: ":")),
+            let length = Int(String(decoding: utf8[(colon1 + 1)..<colon2], as: UTF8.self)),
+            length >= 0, colon2 + 1 + length <= utf8.count
+        else { return nil }
+        let first = String(decoding: utf8[(colon2 + 1)..<(colon2 + 1 + length)], as: UTF8.self)
+        let second = String(decoding: utf8[(colon2 + 1 + length)...], as: UTF8.self)
+        let conversationType = ConversationType(rawValue: type)
+        switch conversationType {
+        case .oneToOne: self = .direct(first, second)
+        case .group, .chatroom, .ultraGroup: self = .shared(conversationType, first, second)
+        default: return nil
+        }
+    }
+}
+#endif

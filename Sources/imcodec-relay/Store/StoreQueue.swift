@@ -1,0 +1,146 @@
+#if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import NIOPosix
+
+/// Runs a ``RelayStore``'s work on a thread of its own, in the order the router asks for it, and
+/// hands the results back on the router's event loop in that same order (group commit).
+///
+/// The router adds writes to ``batch`` and queues what must wait for them with
+/// ``afterCommit(_:)`` (acks, forwards, answers) or ``read(_:then:)``. At the end of the event
+/// loop's current task everything queued so far becomes one job: its batch is committed in one
+/// transaction, its reads run after the commit, then its steps run on the loop, in the order they
+/// were queued. While a job runs, the next one collects everything that arrives meanwhile, so one
+/// commit covers every frame that arrived during the previous one.
+///
+/// ```
+///  event loop:  frame → batch += writes, steps += ack/forward ─┐        ┌─→ steps run in order
+///  store thread:                                     commit(batch); reads ─┘
+/// ```
+///
+/// A failed commit is fatal: nothing of the job is acknowledged, ``onFailure`` is called once, and
+/// every later request is dropped (the relay stops; clients resend what was not acknowledged).
+final class StoreQueue {
+    private struct Job {
+        var batch = StoreBatch()
+        var reads: [(any RelayStore) throws -> Void] = []
+        var steps: [() -> Void] = []
+
+        var isEmpty: Bool { batch.isEmpty && reads.isEmpty && steps.isEmpty }
+    }
+
+    /// Carries a job (and the store) to the store thread; only that thread touches them while the job runs.
+    private struct Handoff: @unchecked Sendable {
+        let store: any RelayStore
+        let job: Job
+    }
+
+    /// Holds a read's result from the store thread until its step runs on the loop.
+    private final class Slot<T>: @unchecked Sendable {
+        var value: T?
+    }
+
+    let store: any RelayStore
+    private let eventLoop: any EventLoop
+    /// The store's thread (``RelayServer/shutdown()`` stops it once the last commit is done).
+    let pool: NIOThreadPool
+    private var pending = Job()
+    private var running = false
+    private var scheduled = false
+    /// Set once a commit failed; nothing more is done.
+    private(set) var failed = false
+    /// Called once, on the loop, with the reason of the first failed commit or read.
+    var onFailure: (String) -> Void = { _ in }
+    /// How long each commit took, in nanoseconds (the newest 1,024), for the relay's statistics.
+    private(set) var commitNanoseconds: [UInt64] = []
+    /// The number of commits and of batches' messages and stream entries committed.
+    private(set) var commits = 0
+
+    init(store: any RelayStore, eventLoop: any EventLoop) {
+        self.store = store
+        self.eventLoop = eventLoop
+        self.pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+    }
+
+    /// The writes of the job being collected.
+    var batch: StoreBatch {
+        get { pending.batch }
+        set {
+            pending.batch = newValue
+            schedule()
+        }
+    }
+
+    /// Runs `body` on the loop once everything queued before it is committed (at once when nothing is).
+    func afterCommit(_ body: @escaping () -> Void) {
+        guard !failed else { return }
+        if !running, pending.isEmpty {
+            body()
+            return
+        }
+        pending.steps.append(body)
+        schedule()
+    }
+
+    /// Runs `work` on the store thread after everything queued before it is committed, then `then`
+    /// on the loop with its result, in order with every other step.
+    func read<T>(_ work: @escaping (any RelayStore) throws -> T, then: @escaping (T) -> Void) {
+        guard !failed else { return }
+        let slot = Slot<T>()
+        pending.reads.append { store in slot.value = try work(store) }
+        pending.steps.append {
+            if let value = slot.value { then(value) }
+        }
+        schedule()
+    }
+
+    private func schedule() {
+        guard !scheduled, !running else { return }
+        scheduled = true
+        let queue = NIOLoopBound(self, eventLoop: eventLoop)
+        eventLoop.execute {
+            queue.value.scheduled = false
+            queue.value.start()
+        }
+    }
+
+    private func start() {
+        guard !running, !failed, !pending.isEmpty else { return }
+        let job = pending
+        pending = Job()
+        running = true
+        let handoff = Handoff(store: store, job: job)
+        pool.runIfActive(eventLoop: eventLoop) { () throws -> UInt64 in
+            var start = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &start)
+            try handoff.store.commit(handoff.job.batch)
+            var end = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &end)
+            for read in handoff.job.reads { try read(handoff.store) }
+            return UInt64((end.tv_sec - start.tv_sec) * 1_000_000_000 + (end.tv_nsec - start.tv_nsec))
+        }.whenComplete { [bound = NIOLoopBound((queue: self, steps: job.steps), eventLoop: eventLoop)] result in
+            let queue = bound.value.queue
+            queue.running = false
+            switch result {
+            case .success(let nanoseconds):
+                queue.commits += 1
+                if queue.commitNanoseconds.count == 1024 { queue.commitNanoseconds.removeFirst() }
+                queue.commitNanoseconds.append(nanoseconds)
+                for step in bound.value.steps { step() }
+                queue.start()
+            case .failure(let error):
+                queue.failed = true
+                queue.pending = Job()
+                queue.onFailure("the store failed: \(error)")
+            }
+        }
+    }
+}
+#endif
