@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """An independent WebSocket client for imcodec-relay, in Python (websockets + Google's protobuf).
 
-usage: ws_client.py --port W [--host 127.0.0.1] [--tcp-peer USER] [--schemas DIR] [--include DIR]
+usage: ws_client.py --port W --auth-secret-file FILE [--host 127.0.0.1] [--tcp-peer USER]
+                    [--schemas DIR] [--include DIR]
 
 It speaks the relay protocol (Sources/imcodec-relay/README.md) with its own encoder and decoder:
 Google's protobuf builds the message classes from Schemas/ at run time (protoc --descriptor_set_out,
 as Scripts/google_reference.py does) and the `websockets` package carries one Frame per binary
-message. Two users, alice and bob, connect over WebSocket and:
+message. Each user's login token is a JWT (HS256, `sub` the user id, `exp` an hour away) minted
+here with the standard library (Scripts/relay_jwt.py) under the relay's secret, the first line of
+--auth-secret-file (`imcodec-relay serve` makes DATA-DIR/auth-secret unless it is given one). Two
+users, alice and bob, connect over WebSocket and:
 
 1. log in with a `login_request` (each gets a `login_result`: error 0, a session id, a heartbeat
    interval), then alice joins the group "pyteam" with a `membership` request (request_result with
@@ -38,6 +42,7 @@ from websockets.exceptions import WebSocketException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from google_reference import load_pool, message_class  # noqa: E402
+from relay_jwt import mint, read_secret  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -99,7 +104,7 @@ async def run(args, Frame):
             login = Frame()
             login.request_id = number
             login.login_request.user_id = client.user
-            login.login_request.token = "loopback-demo"  # the relay checks no credential
+            login.login_request.token = mint(args.secret, client.user, ttl=3600)
             login.login_request.device_id = f"py-{client.user}"
             login.login_request.platform = 6  # PLATFORM_LINUX
             await client.send(login)
@@ -232,11 +237,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--auth-secret-file", required=True,
+                    help="the relay's auth secret file; its first line signs the login tokens")
     ap.add_argument("--tcp-peer", default="")
     ap.add_argument("--schemas", default=os.path.join(ROOT, "Schemas"))
     ap.add_argument("--include", default="/usr/include")
     ap.add_argument("--timeout", type=float, default=20)
     args = ap.parse_args()
+    try:
+        args.secret = read_secret(args.auth_secret_file)
+    except OSError as error:
+        print(f"FAIL cannot read the auth secret file: {error}", flush=True)
+        sys.exit(1)
     with tempfile.TemporaryDirectory() as tmp:
         pool = load_pool(args.schemas, args.include, tmp)
     Frame = message_class(pool, pool.FindMessageTypeByName("imcodec.v1.Frame"))
