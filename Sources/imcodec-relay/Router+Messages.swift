@@ -49,9 +49,9 @@ extension Router {
                 return refuse(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
             }
         }
-        var state = conversations[key] ?? ConversationState()
+        let maxSeq = conversations[key]?.maxSeq ?? 0
         if !frame.clientMsgID.isEmpty,
-            let first = state.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
+            let first = conversations[key]?.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
         {
             // Sent again (its ack was lost with a connection): acknowledged as the first time, not routed again.
             ack.serverMsgUID = first.serverMsgUID
@@ -64,7 +64,7 @@ extension Router {
         let kept = Self.isKept(frame)
         uidCounter += 1
         let stamp = ServerStamp(
-            serverMsgUID: "\(uidPrefix)-\(uidCounter)", seq: kept ? state.maxSeq + 1 : nil,
+            serverMsgUID: "\(uidPrefix)-\(uidCounter)", seq: kept ? maxSeq + 1 : nil,
             serverTimeMs: RelayProtocol.nowMs())
         // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
         let stamped: [UInt8]
@@ -91,19 +91,19 @@ extension Router {
             return
         }
         let message = StoredMessage(
-            conversation: key, seq: state.maxSeq + 1, senderID: user, clientMsgID: frame.clientMsgID,
+            conversation: key, seq: maxSeq + 1, senderID: user, clientMsgID: frame.clientMsgID,
             serverMsgUID: stamp.serverMsgUID ?? "", serverTimeMs: stamp.serverTimeMs ?? 0, frame: stamped,
             receivers: targeted ? frame.targetReceivers : [])
-        state.add(message)
-        if state.count > configuration.maxMessagesPerConversation {
-            state.trim(below: state.maxSeq + 1 - UInt64(configuration.maxMessagesPerConversation))
-            store.batch.trimmedConversations[key] = state.oldestSeq
-        }
         if conversations[key] == nil, case .direct(let a, let b) = key {
             belongs[a, default: []].insert(key)
             belongs[b, default: []].insert(key)
         }
-        conversations[key] = state
+        // Changed in place: a copy of the conversation's indexes per message would cost O(kept messages).
+        conversations[key, default: ConversationState()].add(message)
+        if conversations[key]!.count > configuration.maxMessagesPerConversation {
+            conversations[key]!.trim(below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
+            store.batch.trimmedConversations[key] = conversations[key]!.oldestSeq
+        }
         store.batch.messages.append(message)
         let deliveries = keep(
             .message(key, seq: message.seq, sent: false), for: users,
@@ -155,9 +155,15 @@ extension Router {
             deliverLive(frame.body, isMessage: false, sender: user, to: users.filter { $0 != user }, except: session)
             return
         }
-        if let key, !checkEvent(frame, in: key, from: session, user: user) { return }
+        var requestID: UInt64 = 0
+        if let key {
+            guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
+            requestID = accepted
+        }
         let deliveries = keep(
             .event(Array(buffer: frame.body)), for: users, origin: DeviceKey(user: user, device: session.deviceID))
+        // Answered once the event is committed, like a message's ack.
+        if requestID != 0 { result(session, requestID) }
         let body = frame.body
         store.afterCommit {
             self.deliver(body, isMessage: false, to: deliveries, except: session)
@@ -168,12 +174,15 @@ extension Router {
     /// Applies the rules of events that name a message: a recall or an edit comes from the
     /// message's sender; nothing edits or reacts to a message recalled or deleted for everyone; a
     /// recall and a delete for everyone mark their messages removed. Refuses the event otherwise.
-    private func checkEvent(_ frame: InboundFrame, in key: ConversationKey, from session: Session, user: String) -> Bool {
+    /// - Returns: The event's request id (0: none) when it is accepted, `nil` when it was refused.
+    private func checkEvent(_ frame: InboundFrame, in key: ConversationKey, from session: Session, user: String)
+        -> UInt64?
+    {
         switch frame.payloadKind {
-        case .recall?, .edit?, .reaction?, .delete?: break
-        default: return true
+        case .recall?, .edit?, .reaction?, .delete?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?: break
+        default: return 0
         }
-        guard let decoded = decoded(frame, session) else { return false }
+        guard let decoded = decoded(frame, session) else { return nil }
         let requestID = decoded.requestID
         var refs: [MessageRef] = []
         var removes = false
@@ -183,31 +192,31 @@ extension Router {
         case .edit(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
         case .reaction(let event)?: refs = event.message.map { [$0] } ?? []
         case .delete(let event)?: refs = event.messages; removes = event.scope == .everyone; mustBeSender = removes
-        default: return true
+        default: return requestID
         }
-        var state = conversations[key] ?? ConversationState()
+        let state = conversations[key] ?? ConversationState()
         for ref in refs where ref.seq != 0 {
             if state.removed.contains(ref.seq), !removes {
                 refuse(
                     session, requestID, RelayProtocol.RequestError.messageRemoved, notice: "messageRemoved",
                     "message seq \(ref.seq) was recalled or deleted")
-                return false
+                return nil
             }
             if mustBeSender, let sender = state.kept[ref.seq]?.sender, sender != user {
                 refuse(
                     session, requestID, RelayProtocol.RequestError.notTheSender, notice: "notTheSender",
                     "message seq \(ref.seq) was sent by another user")
-                return false
+                return nil
             }
         }
         if removes {
-            for ref in refs where ref.seq != 0 && ref.seq <= state.maxSeq && state.removed.insert(ref.seq).inserted {
-                store.batch.removals.append((key, ref.seq))
+            for ref in refs where ref.seq != 0 && ref.seq <= state.maxSeq {
+                if conversations[key]?.removed.insert(ref.seq).inserted == true {
+                    store.batch.removals.append((key, ref.seq))
+                }
             }
-            conversations[key] = state
         }
-        if requestID != 0 { result(session, requestID) }
-        return true
+        return requestID
     }
 
     /// Receipts go to the sender of the message they refer to (read from the message reference),

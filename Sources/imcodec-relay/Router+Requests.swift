@@ -123,8 +123,10 @@ extension Router {
                 }
                 // The frames were decoded once when they arrived; decoding them again cannot fail.
                 if let frame = try? self.wireDecoder.decode(Frame.self, from: message.frame),
-                    case .message(let decoded)? = frame.payload
+                    case .message(var decoded)? = frame.payload
                 {
+                    // As delivered live: SENT on the sender's devices, RECEIVED elsewhere.
+                    decoded.direction = message.senderID == user ? .sent : .received
                     answer.messages.append(decoded)
                 }
             }
@@ -154,7 +156,7 @@ extension Router {
             var left = budget
             var end = rows.count == limit ? rows.last!.position : head
             for row in rows {
-                if !device.isEmpty, row.originDevice == device {
+                if row.originDevice == device {
                     continue  // This device sent it; its ack answered it.
                 }
                 guard !row.frame.isEmpty else { continue }  // A message dropped by retention.

@@ -366,12 +366,12 @@ final class Router {
             let sent = user == origin.user
             if case .message(let key, let seq, _) = item { entryItem = .message(key, seq: seq, sent: sent) }
             store.batch.streamEntries.append(StreamEntry(
-                user: user, position: stream.head, originDevice: sent ? origin.device : "", item: entryItem))
+                user: user, position: stream.head, originDevice: sent ? origin.device : nil, item: entryItem))
             if stream.count > configuration.maxStreamEntries {
                 stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)
                 store.batch.trimmedStreams[user] = stream.oldest
             }
-            streams[user] = stream
+            streams[user] = stream  // A small value: copied, not shared.
             deliveries.append(Delivery(user: user, position: stream.head, sent: sent))
         }
         return deliveries

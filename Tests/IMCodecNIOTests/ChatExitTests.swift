@@ -17,14 +17,20 @@ struct ChatExitTests {
     func refusedSendExitsNonZero() async throws {
         try await withRelay({ $0.groups = ["team": ["alice"]] }) { server in
             let port = String(server.port)
+            // chat mints its token from the relay's secret file.
+            let secretFile = "/tmp/imcodec-chat-secret-\(getpid())-\(port)"
+            try writeFile(secretFile, TestAuth.secret + "\n")
+            defer { unlink(secretFile) }
             let refused = try RelayExecutable.run(
-                ["chat", "--port", port, "--user", "alice", "--send", "#ops hello", "--linger", "0"])
+                ["chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send", "#ops hello",
+                 "--linger", "0"])
             #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
             #expect(refused.stdout.contains("✗ not sent to #ops: error 1003"), "\(refused.stdout)")
             #expect(refused.stderr == "imcodec-relay: the relay refused 1 of the messages sent\n")
 
             let accepted = try RelayExecutable.run(
-                ["chat", "--port", port, "--user", "alice", "--send", "#team hello", "--linger", "0"])
+                ["chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send", "#team hello",
+                 "--linger", "0"])
             #expect(accepted.status == 0, "\(accepted.stdout)\(accepted.stderr)")
             #expect(accepted.stdout.contains("✓ sent to #team"), "\(accepted.stdout)")
             #expect(accepted.stderr.isEmpty)
@@ -40,7 +46,8 @@ struct ChatExitTests {
         try await listener.close()
         try await group.shutdownGracefully()
 
-        let result = try RelayExecutable.run(["chat", "--port", String(port), "--user", "alice", "--linger", "0"])
+        let result = try RelayExecutable.run(
+            ["chat", "--port", String(port), "--user", "alice", "--token", "unused", "--linger", "0"])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty, "\(result.stdout)")
         #expect(result.stderr == "imcodec-relay: cannot connect to 127.0.0.1:\(port): connection refused\n")

@@ -45,7 +45,8 @@ struct FrameCodecTests {
                 conversationType: conversation?.type ?? .unspecified, targetID: conversation?.targetID ?? "",
                 channelID: conversation?.channelID ?? "",
                 route: try WireDecoder().withFrameView(body) { $0.route }, senderID: message?.senderID ?? "", clientMsgID: message?.clientMsgID ?? "",
-                messageFlags: message?.messageFlags ?? [])
+                messageFlags: message?.messageFlags ?? [], targetReceivers: message?.targetReceivers ?? [],
+                storagePolicy: message?.storagePolicy ?? .unspecified)
             return (record, [expected])
         }
         try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) { InboundFrameDecoder() }

@@ -102,8 +102,15 @@ final class LoadClientHandler: ChannelInboundHandler {
     /// The channel the handler is on now.
     var channel: (any Channel)? { context?.channel }
 
-    init(plan: LoadPlan, index: Int, loggedIn: EventLoopPromise<Void>, finished: EventLoopPromise<LoadClientResult>) {
+    /// The client's login token.
+    let token: String
+
+    init(
+        plan: LoadPlan, index: Int, token: String, loggedIn: EventLoopPromise<Void>,
+        finished: EventLoopPromise<LoadClientResult>
+    ) {
         self.plan = plan
+        self.token = token
         self.index = index
         self.loggedIn = loggedIn
         self.finished = finished
@@ -129,7 +136,7 @@ final class LoadClientHandler: ChannelInboundHandler {
         }
         connected = true
         let login = RelayProtocol.loginFrame(
-            plan.user(index), deviceID: "load-\(index)-\(result.reconnects)", lastSeen: tracker.lastSeen, requestID: 1)
+            plan.user(index), token: token, deviceID: "load-\(index)-\(result.reconnects)", lastSeen: tracker.lastSeen, requestID: 1)
         context.writeAndFlush(wrapOutboundOut(login), promise: nil)
         context.fireChannelActive()
     }
@@ -361,10 +368,11 @@ func runLoad(
     var logins: [EventLoopFuture<Void>] = []
     for i in 0..<plan.clients {
         let loop = group.next()
+        let token = try await TestAuth.token(plan.user(i))
         let (handler, finished, loggedIn) = try await loop.submit {
             let loggedIn = loop.makePromise(of: Void.self)
             let finished = loop.makePromise(of: LoadClientResult.self)
-            let handler = LoadClientHandler(plan: plan, index: i, loggedIn: loggedIn, finished: finished)
+            let handler = LoadClientHandler(plan: plan, index: i, token: token, loggedIn: loggedIn, finished: finished)
             let bound = NIOLoopBound(handler, eventLoop: loop)
             let port = server.port
             handler.reconnect = {

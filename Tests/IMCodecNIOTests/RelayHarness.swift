@@ -8,7 +8,35 @@ import Testing
 
 @testable import imcodec_relay
 
-/// Starts a relay on 127.0.0.1 and an ephemeral port, runs `body`, and shuts the relay down.
+/// The login tokens of the tests: JWTs signed with one test secret (``secret``), as the relay's
+/// ``RelayAuthenticator`` checks them.
+enum TestAuth {
+    /// The secret every in-process test relay checks tokens with.
+    static let secret = "imcodec-relay-tests-secret-0123456789abcdef"
+
+    /// An authenticator for ``secret``.
+    static func authenticator() async throws -> RelayAuthenticator {
+        try await RelayAuthenticator(secret: secret)
+    }
+
+    /// A token for `user`, valid for `ttl` seconds.
+    static func token(_ user: String, ttl: Double = 3600) async throws -> String {
+        try await authenticator().mint(user: user, ttl: ttl)
+    }
+
+    /// The login frame of `user` with a valid token.
+    static func login(
+        _ user: String, deviceID: String = "", lastSeen: [ConversationSeq] = [], streamResume: Bool = false,
+        streamPosition: UInt64 = 0, requestID: UInt64 = 0
+    ) async throws -> Frame {
+        RelayProtocol.loginFrame(
+            user, token: try await token(user), deviceID: deviceID, lastSeen: lastSeen, streamResume: streamResume,
+            streamPosition: streamPosition, requestID: requestID)
+    }
+}
+
+/// Starts a relay on 127.0.0.1 and an ephemeral port (in-memory store, ``TestAuth``'s secret),
+/// runs `body`, and shuts the relay down.
 func withRelay<R>(
     _ configure: (inout RelayConfiguration) -> Void = { _ in },
     _ body: (RelayServer) async throws -> R
@@ -16,6 +44,7 @@ func withRelay<R>(
     var configuration = RelayConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = 0
+    configuration.authenticator = try await TestAuth.authenticator()
     configure(&configuration)
     let server = try await RelayServer.start(configuration).get()
     do {
@@ -130,10 +159,21 @@ struct TestClient: Sendable {
     let channel: any Channel
     let collector: FrameCollector
 
-    /// Connects to `server`; logs in as `user` (with `deviceID` and `lastSeen`) unless `user` is `nil`.
+    /// Connects to `server`; logs in as `user` (with `deviceID`, `lastSeen` and the stream
+    /// position) unless `user` is `nil`.
     static func connect(
         to server: RelayServer, as user: String?, group: any EventLoopGroup, deviceID: String = "",
-        lastSeen: [ConversationSeq] = []
+        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0
+    ) async throws -> TestClient {
+        try await connect(
+            port: server.port, as: user, group: group, deviceID: deviceID, lastSeen: lastSeen,
+            streamResume: streamResume, streamPosition: streamPosition)
+    }
+
+    /// Connects to a relay on 127.0.0.1:`port` (see ``connect(to:as:group:deviceID:lastSeen:streamResume:streamPosition:)``).
+    static func connect(
+        port: Int, as user: String?, group: any EventLoopGroup, deviceID: String = "",
+        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0
     ) async throws -> TestClient {
         let collector = FrameCollector()
         let channel = try await ClientBootstrap(group: group)
@@ -143,10 +183,13 @@ struct TestClient: Sendable {
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
-            .connect(host: "127.0.0.1", port: server.port).get()
+            .connect(host: "127.0.0.1", port: port).get()
         let client = TestClient(channel: channel, collector: collector)
         if let user {
-            try await client.send(RelayProtocol.loginFrame(user, deviceID: deviceID, lastSeen: lastSeen))
+            try await client.send(
+                try await TestAuth.login(
+                    user, deviceID: deviceID, lastSeen: lastSeen, streamResume: streamResume,
+                    streamPosition: streamPosition))
             let ok = await eventually { collector.loginResults.contains { $0.errorCode == 0 } }
             #expect(ok, "\(user) was not logged in")
         }
@@ -246,6 +289,11 @@ struct RawClient: Sendable {
 
 #if Tools
 import Foundation
+
+/// Writes `text` to the file at `path` (a secret file, a groups file), replacing it.
+func writeFile(_ path: String, _ text: String) throws {
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+}
 
 /// Runs the built `imcodec-relay` executable (it sits next to the test bundle) and collects its output.
 enum RelayExecutable {

@@ -149,7 +149,7 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
     /// Logs in as `user`, writes `bytes`, and waits for the relay to close the connection.
     @Sendable func hostile(_ name: String, user: String?, _ bytes: ByteBuffer) async throws {
         let client = try await RawClient.connect(to: server, group: group)
-        if let user { try await client.write(frame: RelayProtocol.loginFrame(user)) }
+        if let user { try await client.write(frame: try await TestAuth.login(user)) }
         try await client.write(bytes)
         let closed = await client.closedByPeer(within: 10)
         outcomes.record(name, closed ? client.collector.errorCode : "still open")
@@ -184,7 +184,7 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
         }
         tasks.addTask {
             let client = try await RawClient.connect(to: server, group: group)
-            try await client.write(frame: RelayProtocol.loginFrame("bad6"))
+            try await client.write(frame: try await TestAuth.login("bad6"))
             // Wait for the login answer, so that the close below is a clean end of stream.
             _ = await eventually { !client.collector.frames.isEmpty }
             let whole = delimited([Frame(Message.c2cText(from: "bad6", to: "ok0", String(repeating: "x", count: 500)))])
@@ -196,7 +196,7 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
             // A receiver that stops reading, and a sender that floods it: the relay drops the receiver
             // once its queue passes the outbound cap; the sender keeps its connection and gets acks.
             let sloth = try await RawClient.connect(to: server, group: group, receiveBuffer: 4096, autoRead: false)
-            try await sloth.write(frame: RelayProtocol.loginFrame("sloth"))
+            try await sloth.write(frame: try await TestAuth.login("sloth"))
             let flooder = try await TestClient.connect(to: server, as: "flooder", group: group)
             try await Task.sleep(nanoseconds: 200_000_000)  // let the sloth's login land first
             let text = String(repeating: "z", count: 4000)

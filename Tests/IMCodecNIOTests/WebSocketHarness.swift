@@ -183,7 +183,7 @@ struct RawWebSocketClient: Sendable {
 
     /// Logs in as `user` and waits for the answer.
     func login(_ user: String) async throws {
-        try await send(RelayProtocol.loginFrame(user))
+        try await send(try await TestAuth.login(user))
         let ok = await eventually {
             messages.contains {
                 if case .loginResult(let r)? = $0.payload { r.errorCode == 0 } else { false }

@@ -42,8 +42,14 @@ struct WebSocketRelayTests {
                         from: "carol", to: "alice", "hi alice, from TCP", clientMsgID: "tcp-1")))
                     return true
                 }
+                // The Python client mints its own tokens (HS256, standard library) from the relay's secret.
+                let secretFile = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("imcodec-ws-secret-\(UUID().uuidString)")
+                try Data((TestAuth.secret + "\n").utf8).write(to: secretFile)
+                defer { try? FileManager.default.removeItem(at: secretFile) }
                 let (status, output) = try await runProcess([
                     "timeout", "120", "python3", "Scripts/ws_client.py", "--port", "\(wsPort)", "--tcp-peer", "carol",
+                    "--auth-secret-file", secretFile.path,
                 ], environment: ["PYTHONDONTWRITEBYTECODE": "1"])
                 let carolAnswered = try await answered.value
                 let lines = output.split(separator: "\n").map(String.init)
@@ -129,7 +135,7 @@ struct WebSocketRelayTests {
     }
 
     /// A logout is answered, then the connection closes with 1000; a session replaced by a newer
-    /// login gets kicked_offline and close code 1008. Neither counts as an error.
+    /// login of the same device gets kicked_offline and close code 1008. Neither counts as an error.
     @Test func logoutClosesWith1000AndAKickWith1008() async throws {
         try await withClientGroup { group in
             try await withWebSocketRelay { server in
@@ -142,7 +148,8 @@ struct WebSocketRelayTests {
 
                 let first = try await RawWebSocketClient.connect(to: server, group: group)
                 try await first.login("bob")
-                let second = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tcp")
+                // The same device (no device id) logs in again, over TCP.
+                let second = try await TestClient.connect(to: server, as: "bob", group: group)
                 #expect(await first.closedByPeer(within: 10))
                 #expect(first.messages.contains { $0.payload?.kind == .kickedOffline })
                 #expect(first.closeCode == 1008)
@@ -159,6 +166,7 @@ struct WebSocketRelayTests {
             var configuration = RelayConfiguration()
             configuration.port = 0
             configuration.webSocketPort = 0
+            configuration.authenticator = try await TestAuth.authenticator()
             let server = try await RelayServer.start(configuration).get()
             let client: RawWebSocketClient
             do {
@@ -214,7 +222,7 @@ struct WebSocketRelayTests {
                 #expect(http.responseHead?.hasPrefix("HTTP/1.1 426") == true, "\(http.responseHead ?? "")")
                 // A client frame without a mask breaks RFC 6455: close 1002.
                 let unmasked = try await RawWebSocketClient.connect(to: server, group: group)
-                try await unmasked.send(RelayProtocol.loginFrame("mallory"))
+                try await unmasked.send(try await TestAuth.login("mallory"))
                 #expect(await eventually { unmasked.messages.count == 1 })
                 try await unmasked.send(opcode: WSOpcode.binary, payload: [0x08, 0x01], masked: false)
                 #expect(await unmasked.closedByPeer(within: 10))

@@ -64,15 +64,17 @@ enum StreamItem: Sendable {
 struct StreamEntry: Sendable {
     var user: String
     var position: UInt64
-    /// The device that sent it (it does not get it back); empty: none of the user's.
-    var originDevice: String
+    /// On the sender's own stream, the device that sent it (which does not get it back); `nil` on
+    /// everyone else's.
+    var originDevice: String?
     var item: StreamItem
 }
 
 /// A stream entry read back, with the bytes of its frame.
 struct StreamRow: Sendable {
     var position: UInt64
-    var originDevice: String
+    /// The device that sent it, on the sender's own stream (see ``StreamEntry/originDevice``).
+    var originDevice: String?
     /// The frame: a message's stamped record, or an event. Empty when retention dropped the message.
     var frame: [UInt8]
     /// A message on its sender's stream (delivered with `direction: SENT`).

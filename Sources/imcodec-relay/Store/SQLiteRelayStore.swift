@@ -69,7 +69,7 @@ final class SQLiteRelayStore: RelayStore {
                         PRIMARY KEY (conversation, user)) WITHOUT ROWID;
                     CREATE TABLE streams (user TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID;
                     CREATE TABLE stream (
-                        user TEXT NOT NULL, position INTEGER NOT NULL, origin_device TEXT NOT NULL,
+                        user TEXT NOT NULL, position INTEGER NOT NULL, origin_device TEXT,
                         conversation TEXT, seq INTEGER, sent INTEGER NOT NULL DEFAULT 0, frame BLOB,
                         PRIMARY KEY (user, position)) WITHOUT ROWID;
                     CREATE TABLE devices (user TEXT NOT NULL, device TEXT NOT NULL, position INTEGER NOT NULL,
