@@ -179,12 +179,17 @@ struct BenchFigures: Codable, Sendable {
     /// The relay's RSS before the first connection and once every user was logged in, in KiB.
     var idleRSSKiB: Double
     var loggedInRSSKiB: Double
+    /// CPU time (user + system) per message during the send phase, in microseconds: the relay's, and
+    /// the benchmark clients' (this process). The machine's cores are shared by both.
+    var relayCPUMicrosecondsPerMessage: Double
+    var clientCPUMicrosecondsPerMessage: Double
 
     var line: String {
         "\(fixed(messagesPerSecond, 0)) msgs/s (\(fixed(seconds, 2)) s); delivery p50 \(fixed(deliveryP50Ms, 2)) ms, "
             + "p99 \(fixed(deliveryP99Ms, 2)) ms; ack p50 \(fixed(ackP50Ms, 2)) ms, p99 \(fixed(ackP99Ms, 2)) ms; "
             + "RSS \(fixed(idleRSSKiB / 1024, 1)) MiB idle, \(fixed(loggedInRSSKiB / 1024, 1)) MiB logged in "
-            + "(\(fixed(rssPerConnectionKiB, 1)) KiB/conn), peak \(fixed(peakRSSMiB, 1)) MiB"
+            + "(\(fixed(rssPerConnectionKiB, 1)) KiB/conn), peak \(fixed(peakRSSMiB, 1)) MiB; CPU per message "
+            + "\(fixed(relayCPUMicrosecondsPerMessage, 1)) us relay, \(fixed(clientCPUMicrosecondsPerMessage, 1)) us clients"
     }
 
     /// Each figure's median over `runs`.
@@ -199,7 +204,9 @@ struct BenchFigures: Codable, Sendable {
             store: store, messagesPerSecond: m(\.messagesPerSecond), seconds: m(\.seconds),
             deliveryP50Ms: m(\.deliveryP50Ms), deliveryP99Ms: m(\.deliveryP99Ms), ackP50Ms: m(\.ackP50Ms),
             ackP99Ms: m(\.ackP99Ms), rssPerConnectionKiB: m(\.rssPerConnectionKiB), peakRSSMiB: m(\.peakRSSMiB),
-            idleRSSKiB: m(\.idleRSSKiB), loggedInRSSKiB: m(\.loggedInRSSKiB))
+            idleRSSKiB: m(\.idleRSSKiB), loggedInRSSKiB: m(\.loggedInRSSKiB),
+            relayCPUMicrosecondsPerMessage: m(\.relayCPUMicrosecondsPerMessage),
+            clientCPUMicrosecondsPerMessage: m(\.clientCPUMicrosecondsPerMessage))
     }
 
     /// The table of medians, one row per store.
@@ -319,6 +326,8 @@ struct BenchRun {
         let loggedInRSS = try child.memory().rssKiB
 
         // The send phase: everyone starts at once; it ends when every message is acknowledged and delivered.
+        let relayCPUBefore = try cpuSeconds(pid: child.pid)
+        let clientCPUBefore = try cpuSeconds(pid: getpid())
         let start = NIODeadline.now()
         for client in clients { client.eventLoop.execute { client.value.start() } }
         let all = EventLoopFuture.andAllSucceed(dones, on: group.next())
@@ -329,6 +338,8 @@ struct BenchRun {
             throw BenchFailure(description: "\(error); " + Self.problems(reports, plan: plan).prefix(5).joined(separator: "; "))
         }
         let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
+        let relayCPU = try cpuSeconds(pid: child.pid) - relayCPUBefore
+        let clientCPU = try cpuSeconds(pid: getpid()) - clientCPUBefore
         let peak = try child.memory().peakKiB
         // A duplicate would arrive right after the last expected frame: give it a moment.
         usleep(200_000)
@@ -347,7 +358,9 @@ struct BenchRun {
             deliveryP50Ms: percentileMs(deliveries, 0.50), deliveryP99Ms: percentileMs(deliveries, 0.99),
             ackP50Ms: percentileMs(acks, 0.50), ackP99Ms: percentileMs(acks, 0.99),
             rssPerConnectionKiB: Double(loggedInRSS - idleRSS) / Double(plan.users),
-            peakRSSMiB: Double(peak) / 1024, idleRSSKiB: Double(idleRSS), loggedInRSSKiB: Double(loggedInRSS))
+            peakRSSMiB: Double(peak) / 1024, idleRSSKiB: Double(idleRSS), loggedInRSSKiB: Double(loggedInRSS),
+            relayCPUMicrosecondsPerMessage: relayCPU * 1e6 / Double(plan.users * plan.messages),
+            clientCPUMicrosecondsPerMessage: clientCPU * 1e6 / Double(plan.users * plan.messages))
     }
 
     /// Every client's report (bounded: a client whose loop does not answer is left out, and counted as a problem).
@@ -393,6 +406,21 @@ private func percentileMs(_ sorted: [UInt64], _ p: Double) -> Double {
     guard !sorted.isEmpty else { return 0 }
     let index = min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))
     return Double(sorted[index]) / 1_000_000
+}
+
+/// The CPU time (user + system) process `pid` has used so far, in seconds (/proc/PID/stat).
+private func cpuSeconds(pid: pid_t) throws -> Double {
+    let stat = (try? readTextFile("/proc/\(pid)/stat")) ?? ""
+    // The fields after the command name (which is in parentheses and may hold spaces): state is
+    // field 3, utime and stime are fields 14 and 15.
+    guard let close = stat.lastIndex(of: ")") else {
+        throw BenchFailure(description: "cannot read /proc/\(pid)/stat")
+    }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+        throw BenchFailure(description: "cannot read the CPU times in /proc/\(pid)/stat")
+    }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// `value` with `digits` decimals.
