@@ -704,7 +704,7 @@ final class RelayChild: @unchecked Sendable {
             child.stop()
             let said = lines.withLockedValue { $0 }.joined(separator: " / ")
             throw BenchFailure(
-                description: "the relay did not say where it listens within \(timeoutSeconds) s"
+                description: "the relay exited, or did not say where it listens within \(timeoutSeconds) s"
                     + (said.isEmpty ? "" : " (it printed: \(said))"))
         }
         return RelayChild(process: process, port: listening)
