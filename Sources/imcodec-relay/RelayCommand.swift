@@ -30,7 +30,7 @@ struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imcodec-relay",
         abstract: "A loopback relay server for IMCodec frames, and a chat client for it.",
-        subcommands: [Serve.self, Token.self, Chat.self]
+        subcommands: [Serve.self, Token.self, Chat.self, Bench.self]
     )
 }
 

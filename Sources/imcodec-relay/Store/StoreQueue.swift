@@ -70,11 +70,17 @@ final class StoreQueue {
     }
 
     /// The writes of the job being collected.
+    ///
+    /// Changed in place (`_modify`): `store.batch.messages.append(m)` appends to the pending batch
+    /// itself. With a `get`/`set` pair it would copy the whole batch on every append (the getter's
+    /// copy shares its arrays with `pending`, so appending copies them), which makes a group commit
+    /// cost the event loop time quadratic in the batch's size: the longer a commit takes, the
+    /// larger the next batch, the more the loop copies.
     var batch: StoreBatch {
         get { pending.batch }
-        set {
-            pending.batch = newValue
-            schedule()
+        _modify {
+            defer { schedule() }
+            yield &pending.batch
         }
     }
 
