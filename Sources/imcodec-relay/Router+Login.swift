@@ -34,11 +34,17 @@ extension Router {
         let authenticator = self.authenticator
         let bound = NIOLoopBound((router: self, session: session), eventLoop: eventLoop)
         let loop = eventLoop
-        Task {
+        let verify: @Sendable () async -> Void = {
             let expiry = await authenticator.verify(request.token, user: request.userID)
             loop.execute {
                 bound.value.router.finishLogin(request, requestID: decoded.requestID, expiry: expiry, bound.value.session)
             }
+        }
+        // On the relay's own loop: a login never waits for threads of the shared concurrency pool.
+        if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
+            Task(executorPreference: EventLoopTaskExecutor(loop), operation: verify)
+        } else {
+            Task(operation: verify)
         }
     }
 
