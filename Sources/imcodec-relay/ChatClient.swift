@@ -270,14 +270,18 @@ final class ChatClientHandler: ChannelInboundHandler {
         default:
             guard resume.accept(frame) else { return }  // Already handed on by the stream sync.
             display(frame)
-            if frame.streamPosition != 0 {
-                unackedFrames += 1
-                if unackedFrames >= 20 {
-                    send(Frame(.streamAck(resume.streamAck)))
-                    unackedFrames = 0
-                }
-            }
+            if frame.streamPosition != 0 { unackedFrames += 1 }
         }
+    }
+
+    /// Acknowledges the stream position after each read, so that this device's next login without
+    /// a position of its own (a new `chat` process with the same `--device`) resumes after it.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if unackedFrames > 0, !resume.isCatchingUp {
+            send(Frame(.streamAck(resume.streamAck)))
+            unackedFrames = 0
+        }
+        context.fireChannelReadComplete()
     }
 
     /// Prints a frame that arrived (live or through the stream sync).
@@ -324,12 +328,9 @@ final class ChatClientHandler: ChannelInboundHandler {
         case .message(let message)?:
             show(message)
         case .receipt(let receipt)?:
-            let what = receipt.kind == .delivered ? "received" : "read"
-            output("✓✓ \(receipt.userID) \(what) your message (seq \(receipt.message?.seq ?? 0))")
+            showReceipt(receipt)
         case .receipts(let batch)?:
-            for receipt in batch.receipts {
-                output("✓✓ \(receipt.userID) read your message (seq \(receipt.message?.seq ?? 0))")
-            }
+            for receipt in batch.receipts { showReceipt(receipt) }
         case .recall(let recall)?:
             output("* \(recall.revokerID) recalled a message (seq \(recall.message?.seq ?? 0))")
         case .edit(let edit)?:
@@ -343,6 +344,17 @@ final class ChatClientHandler: ChannelInboundHandler {
             output("* read up to seq \(read.readSeq) in \(read.conversation?.targetID ?? "?") on another device")
         case let other:
             output("* frame: \(other?.kind.protoName ?? "empty")")
+        }
+    }
+
+    /// Prints a receipt: another user's for a message of ours, or our own from another device.
+    private func showReceipt(_ receipt: MessageReceipt) {
+        let what = receipt.kind == .delivered ? "received" : "read"
+        let seq = receipt.message?.seq ?? 0
+        if receipt.userID == user {
+            output("✓✓ you \(what) \(receipt.message?.senderID ?? "?")'s message on another device (seq \(seq))")
+        } else {
+            output("✓✓ \(receipt.userID) \(what) your message (seq \(seq))")
         }
     }
 
