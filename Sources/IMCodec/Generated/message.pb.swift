@@ -240,6 +240,12 @@ public enum ReceivedStatusFlag: RawRepresentable, CaseIterable, Sendable, Hashab
 }
 
 /// Bits of Message.flags. Each value is one bit; a message carries their bitwise OR.
+///
+/// What a server keeps: a message is kept (stored, given a seq, synced, placed in its users'
+/// streams) unless it carries MESSAGE_FLAG_ONLINE_USER_ONLY or StoragePolicy STATUS_ONLY; such a
+/// message is sent to the devices online now, with no seq and no stream position, and never
+/// synced. SAVE_TO_HISTORY does not change that (a kept message is in history); with ONLINE_USER_ONLY
+/// it is ignored, as Tencent's online messages "cannot be stored offline".
 public enum MessageFlag: RawRepresentable, CaseIterable, Sendable, Hashable {
     /// `MESSAGE_FLAG_UNSPECIFIED = 0`
     case unspecified
@@ -252,7 +258,7 @@ public enum MessageFlag: RawRepresentable, CaseIterable, Sendable, Hashable {
     /// Does not become the conversation's last message (isExcludedFromLastMessage).
     /// Wire name `MESSAGE_FLAG_EXCLUDED_FROM_LAST_MESSAGE`, number 4.
     case excludedFromLastMessage
-    /// Delivered only to users online now; never stored offline or pushed (onlineUserOnly).
+    /// Delivered only to users online now; never stored offline, synced or pushed (onlineUserOnly).
     /// Wire name `MESSAGE_FLAG_ONLINE_USER_ONLY`, number 8.
     case onlineUserOnly
     /// Kept in server-side roaming history.
@@ -329,7 +335,8 @@ public enum StoragePolicy: RawRepresentable, CaseIterable, Sendable, Hashable {
     /// Stored and counted as unread.
     /// Wire name `STORAGE_POLICY_COUNTED`, number 2.
     case counted
-    /// A status message: neither stored nor counted (typing indicators and the like).
+    /// A status message: neither stored nor counted, delivered to online devices only, never synced
+    /// (typing indicators and the like).
     /// Wire name `STORAGE_POLICY_STATUS_ONLY`, number 3.
     case statusOnly
     /// A number this version of the schema does not know; it survives a round trip.
@@ -760,7 +767,8 @@ public struct Message: IMCodecMessage {
     /// Bitwise OR of MessageFlag values.
     public var flags: UInt32 = 0
 
-    /// Targeted group message: only these members receive it. Group conversations only.
+    /// Targeted group message: only these members (and the sender's other devices) receive it, and
+    /// only they sync it. Group and ultra-group conversations only (not chatrooms).
     public var targetReceivers: [String] = []
 
     /// Field `at` (13).

@@ -340,7 +340,8 @@ extension Message {
         /// Bitwise OR of MessageFlag values.
         public var flags: UInt32 { _c.pointee.flags }
 
-        /// Targeted group message: only these members receive it. Group conversations only.
+        /// Targeted group message: only these members (and the sender's other devices) receive it, and
+        /// only they sync it. Group and ultra-group conversations only (not chatrooms).
         public var targetReceivers: StringListView {
             @_lifetime(copy self)
             get {

@@ -107,6 +107,11 @@ typedef enum _Imcodec__V1__ReceivedStatusFlag {
 } Imcodec__V1__ReceivedStatusFlag;
 /*
  * Bits of Message.flags. Each value is one bit; a message carries their bitwise OR.
+ * What a server keeps: a message is kept (stored, given a seq, synced, placed in its users'
+ * streams) unless it carries MESSAGE_FLAG_ONLINE_USER_ONLY or StoragePolicy STATUS_ONLY; such a
+ * message is sent to the devices online now, with no seq and no stream position, and never
+ * synced. SAVE_TO_HISTORY does not change that (a kept message is in history); with ONLINE_USER_ONLY
+ * it is ignored, as Tencent's online messages "cannot be stored offline".
  */
 typedef enum _Imcodec__V1__MessageFlag {
   IMCODEC__V1__MESSAGE_FLAG__MESSAGE_FLAG_UNSPECIFIED = 0,
@@ -123,7 +128,7 @@ typedef enum _Imcodec__V1__MessageFlag {
    */
   IMCODEC__V1__MESSAGE_FLAG__MESSAGE_FLAG_EXCLUDED_FROM_LAST_MESSAGE = 4,
   /*
-   * Delivered only to users online now; never stored offline or pushed (onlineUserOnly).
+   * Delivered only to users online now; never stored offline, synced or pushed (onlineUserOnly).
    */
   IMCODEC__V1__MESSAGE_FLAG__MESSAGE_FLAG_ONLINE_USER_ONLY = 8,
   /*
@@ -154,7 +159,8 @@ typedef enum _Imcodec__V1__StoragePolicy {
    */
   IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_COUNTED = 2,
   /*
-   * A status message: neither stored nor counted (typing indicators and the like).
+   * A status message: neither stored nor counted, delivered to online devices only, never synced
+   * (typing indicators and the like).
    */
   IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_STATUS_ONLY = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__STORAGE_POLICY)
@@ -319,7 +325,8 @@ struct  Imcodec__V1__Message
    */
   uint32_t flags;
   /*
-   * Targeted group message: only these members receive it. Group conversations only.
+   * Targeted group message: only these members (and the sender's other devices) receive it, and
+   * only they sync it. Group and ultra-group conversations only (not chatrooms).
    */
   size_t n_target_receivers;
   ProtobufCBinaryData *target_receivers;
