@@ -10,7 +10,7 @@
 //    number, wire type and bytes) and writes it back on encode; protobuf-c rejects the message. So
 //    each such field is hidden from protobuf-c inside a length-delimited field numbered
 //    IMCODEC_WRAPPER_FIELD_NUMBER (2^29-1, which no IMCodec schema declares): protobuf-c keeps the
-//    wrapper as an unknown field, and IMCodec's unknown-field reader (Bridge/CRead.swift) unwraps it
+//    wrapper as an unknown field, and IMCodec's unknown-field reader (CSeam/CRead.swift) unwraps it
 //    back to the original bytes. A genuine field with that number is wrapped too, so that every
 //    field of that number protobuf-c sees is a wrapper.
 //
@@ -64,7 +64,7 @@
 // done, so 2 * message_count + 1 entries always suffice. The recursion is as deep as the input's
 // nesting (the pre-scan bounded it), with a small frame per level, which is less than protobuf-c
 // itself takes for the same input right after; the caller runs deep input on a thread with a large
-// stack (Bridge/WireCodec.swift). Offsets in errors are the pre-scan's, on the original input:
+// stack (CSeam/WireCodec.swift). Offsets in errors are the pre-scan's, on the original input:
 // after a successful pre-scan this fails only on a broken invariant (IMCODEC_TRANSCODE_INTERNAL) or
 // a sub-message that would pass protobuf-c's length limit of 2^31-1 (IMCODEC_TRANSCODE_TOO_LARGE).
 #include "imcodec_prescan.h"

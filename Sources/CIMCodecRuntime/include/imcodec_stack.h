@@ -1,4 +1,4 @@
-// How much stack the calling thread has left (for Bridge/DecodeStack.swift, which runs deep
+// How much stack the calling thread has left (for CSeam/DecodeStack.swift, which runs deep
 // input's recursive decode steps where the stack has room for them).
 #ifndef IMCODEC_STACK_H
 #define IMCODEC_STACK_H

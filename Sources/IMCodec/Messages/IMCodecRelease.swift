@@ -17,7 +17,7 @@ public enum IMCodecRelease {
     /// The schema version this library writes (``Frame/currentSchemaVersion``).
     public static let schemaVersion: UInt32 = Frame.currentSchemaVersion
 
-    /// One line for people: `IMCodec 0.1.0, schema imcodec.v1 (schema_version 1)`.
+    /// One line for people: `IMCodec 0.1.0, schema imcodec.v1 (schema_version 2)`.
     public static var description: String {
         "IMCodec \(version), schema \(schemaPackage) (schema_version \(schemaVersion))"
     }
