@@ -158,6 +158,12 @@ enum RouteCases {
                   frame: Frame(.membership(MembershipChange.with { $0.action = .join; $0.conversation = .group("team") })),
                   route: .server),
         RouteCase(name: "request result: the client", frame: Frame(.requestResult(RequestResult())), route: .client),
+        RouteCase(name: "stream sync request: the server",
+                  frame: Frame(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 7 })), route: .server),
+        RouteCase(name: "stream sync response: the client",
+                  frame: Frame(.streamSyncResponse(StreamSyncResponse.with { $0.nextAfterPosition = 7 })), route: .client),
+        RouteCase(name: "stream ack: the server", frame: Frame(.streamAck(StreamAck.with { $0.position = 7 })),
+                  route: .server),
         // Message features.
         RouteCase(name: "reaction in a group: the group",
                   frame: Frame(.reaction(ReactionEvent.with {

@@ -22,6 +22,20 @@ struct SessionValidationTests {
         #expect(kinds == Set(Frame.Payload.Kind.allCases))
     }
 
+    @Test("a stream page: positions increase up to next_after_position, and every frame decodes")
+    func streamPage() {
+        let page = ValidFrames.streamSyncResponse
+        #expect(found(Frame(.streamSyncResponse(page))).isEmpty)
+        // Out of order, and past next_after_position.
+        let reordered = changed(page) { $0.frames.reverse() }
+        #expect(found(Frame(.streamSyncResponse(reordered))) == ["streamPage @ streamSyncResponse.frames[1].position"])
+        let past = changed(page) { $0.nextAfterPosition = 43 }
+        #expect(found(Frame(.streamSyncResponse(past))) == ["streamPage @ streamSyncResponse.frames[1].position"])
+        // A frame that does not decode (a length past the end).
+        let broken = changed(page) { $0.frames[0].frame = [0x52, 0x09, 0x0A] }
+        #expect(found(Frame(.streamSyncResponse(broken))) == ["streamPage @ streamSyncResponse.frames[0].frame"])
+    }
+
     @Test("login: user, token, device and platform; results open a session or say why not")
     func login() {
         let login = ValidFrames.loginRequest

@@ -694,6 +694,20 @@ enum ValidFrames {
             $0.maxSeq = 140
         }
     }
+    /// A page of a user's stream: a message and a recall, each a whole frame at its position.
+    static var streamSyncResponse: StreamSyncResponse {
+        var kept = Frame(message())
+        kept.streamPosition = 42
+        var recall = Frame.recall(ref(), by: "user_10010")
+        recall.streamPosition = 44
+        return StreamSyncResponse.with {
+            $0.frames = [
+                StreamFrame.with { $0.position = 42; $0.frame = kept.serializedBytes() },
+                StreamFrame.with { $0.position = 44; $0.frame = recall.serializedBytes() },
+            ]
+            $0.hasMore = true; $0.nextAfterPosition = 44; $0.headPosition = 60
+        }
+    }
     static let presence = PresenceUpdate.with {
         $0.userID = "user_10086"; $0.status = .away; $0.lastSeenMs = 1_732_188_000_000; $0.platform = .android
     }
@@ -755,6 +769,9 @@ enum ValidFrames {
         "maxSeqResponse": Frame(.maxSeqResponse(MaxSeqResponse.with { $0.maxSeqs = seqs })),
         "syncRequest": Frame(.syncRequest(syncRequest)),
         "syncResponse": Frame(.syncResponse(syncResponse)),
+        "streamSyncRequest": Frame(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 41; $0.limit = 100 })),
+        "streamSyncResponse": Frame(.streamSyncResponse(streamSyncResponse)),
+        "streamAck": Frame(.streamAck(StreamAck.with { $0.position = 44 })),
         "presence": Frame(.presence(presence)),
         "presenceSubscription": Frame(.presenceSubscription(PresenceSubscription.with {
             $0.action = .subscribe; $0.userIDs = ["user_10086", "user_20001"]
