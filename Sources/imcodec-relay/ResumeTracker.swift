@@ -116,6 +116,13 @@ struct ResumeTracker: Sendable {
         -> (frames: [Frame], next: StreamSyncRequest?)
     {
         if response.truncated { missedFrames = true }
+        if response.errorCode == 0, response.headPosition < streamPosition {
+            // The relay's stream is behind this device: it lost its store (a relay run with
+            // --store memory restarted). What it has now is new: read it from the start.
+            streamPosition = 0
+            missedFrames = true
+            return ([], StreamSyncRequest.with { $0.limit = limit })
+        }
         var frames: [Frame] = []
         for item in response.frames where item.position > streamPosition {
             // The relay sent these bytes itself; a frame that does not decode is skipped.

@@ -51,7 +51,8 @@ extension Router {
     /// Logs `session` in once its token was checked (`expiry` is `nil` for a refused token), then
     /// handles the frames that arrived meanwhile.
     func finishLogin(_ request: LoginRequest, requestID: UInt64, expiry: Date?, _ session: Session) {
-        guard !session.closing else { return }
+        // The connection may have closed while the token was checked: nothing to log in.
+        guard !session.closing, connections[ObjectIdentifier(session)] != nil else { return }
         guard let expiry, !request.userID.unicodeScalars.contains("\u{0}"),
             !request.deviceID.unicodeScalars.contains("\u{0}")
         else {
