@@ -37,13 +37,16 @@ extension Router {
         guard isMember(user, key) else {
             return refuse(RelayProtocol.AckError.notAGroupMember, "\(user) is not a member of \(frame.targetID)")
         }
-        // Targeted messages (Tencent: "sent only to specified members") exist in groups only.
+        // Targeted messages (Tencent: "sent only to specified members"; RongCloud's directedUserIds)
+        // exist in groups and ultra groups only, as `validate()` says.
         let targeted = !frame.targetReceivers.isEmpty
         if targeted {
-            guard case .shared(.group, _, _) = key else {
+            switch key {
+            case .shared(.group, _, _), .shared(.ultraGroup, _, _): break
+            default:
                 return refuse(
                     RelayProtocol.AckError.targetedOutsideGroup,
-                    "target_receivers is for group conversations only, not \(type.protoName)")
+                    "target_receivers is for group and ultra-group conversations only, not \(type.protoName)")
             }
             guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
                 return refuse(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
@@ -125,8 +128,18 @@ extension Router {
         var key: ConversationKey?
         switch route {
         case .user(let peer) where peer == user:
-            notice(session, code: "unroutable", reason: "a one-to-one event must name the peer as its target")
-            return
+            // A reference names its one-to-one conversation as the message's sender did (by the
+            // receiver): a recall, edit or delete of a message received from `sender` is in the
+            // conversation with `sender` (and is then refused when `user` is not the sender).
+            guard let sender = referencedSender(frame, session), sender != user else {
+                if !session.closing {
+                    notice(session, code: "unroutable", reason: "a one-to-one event must name the peer as its target")
+                }
+                return
+            }
+            let direct = ConversationKey(.oneToOne, sender, user: user)!
+            key = direct
+            users = self.users(of: direct)
         case .user(let peer), .referencedSender(let peer):
             let direct = ConversationKey(.oneToOne, peer, user: user)!
             key = direct
@@ -159,6 +172,10 @@ extension Router {
         if let key {
             guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
             requestID = accepted
+        } else {
+            // To the user's own devices (a delete for "only me", a mark-read): answered too.
+            guard let decoded = decoded(frame, session) else { return }
+            requestID = decoded.requestID
         }
         let deliveries = keep(
             .event(Array(buffer: frame.body)), for: users, origin: DeviceKey(user: user, device: session.deviceID))
@@ -168,6 +185,18 @@ extension Router {
         store.afterCommit {
             self.deliver(body, isMessage: false, to: deliveries, except: session)
             self.flush()
+        }
+    }
+
+    /// The sender of the message a recall, edit or delete refers to (`nil` for other payloads, or
+    /// when the frame does not decode, which closes the session).
+    private func referencedSender(_ frame: InboundFrame, _ session: Session) -> String? {
+        guard let decoded = decoded(frame, session) else { return nil }
+        switch decoded.payload {
+        case .recall(let event)?: return event.message?.senderID
+        case .edit(let event)?: return event.message?.senderID
+        case .delete(let event)?: return event.messages.first?.senderID
+        default: return nil
         }
     }
 

@@ -489,3 +489,20 @@ struct ValidationTests {
         return limits
     }()
 }
+
+extension ValidationTests {
+    /// Tencent (seed 000, "Sending Targeted Group Messages"): "The targeted group message feature is
+    /// not available for Community and AVChatRoom groups"; targeted receivers stay allowed in groups
+    /// and ultra groups (RongCloud's `directedUserIds`, seed 003).
+    @Test("targeted receivers are refused in chatrooms")
+    func targetedInChatroom() {
+        let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+        var message = Message(from: "a", in: room, elements: [.text("hi")])
+        message.targetReceivers = ["c"]
+        #expect(rules(Frame(message)) == [.targetedReceiversOutsideGroup])
+        let channel = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
+        var ultra = Message(from: "a", in: channel, elements: [.text("hi")])
+        ultra.targetReceivers = ["c"]
+        #expect(Frame(ultra).validate().isEmpty)
+    }
+}

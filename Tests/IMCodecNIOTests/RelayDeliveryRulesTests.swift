@@ -1,0 +1,428 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// The relay's delivery rules as the seeds state them (issue 16, item 5): targeted messages,
+/// online-only and status-only messages, system notices to one user, and events on removed or
+/// foreign messages. Seeds: Tencent IM "Sending and Receiving Messages" (seeds 000-002), RongCloud
+/// IMLib "Message Introduction" (seed 003), QuickBlox "Messaging" (seed 004).
+@Suite("Relay delivery rules", .timeLimit(.minutes(2)))
+struct RelayDeliveryRulesTests {
+    // MARK: Helpers
+
+    /// Sends `frame` (with a request id) and waits for the frame answering it.
+    private func ask(_ client: TestClient, _ frame: Frame) async throws -> Frame? {
+        try await client.send(frame)
+        _ = await eventually { client.collector.answer(to: frame.requestID) != nil }
+        return client.collector.answer(to: frame.requestID)
+    }
+
+    /// Waits for a pong: everything the relay wrote to `client` before it has arrived.
+    private func roundTrip(_ client: TestClient, _ requestID: UInt64) async throws {
+        let pong = try await ask(client, RelayProtocol.answer(.ping(Ping.with { $0.id = requestID }), requestID: requestID))
+        #expect(pong != nil, "no pong for \(requestID)")
+    }
+
+    private func sync(_ client: TestClient, _ conversation: Conversation, _ requestID: UInt64) async throws -> SyncResponse? {
+        let frame = try await ask(client, RelayProtocol.syncFrame(conversation, from: 1, requestID: requestID))
+        if case .syncResponse(let response)? = frame?.payload { return response }
+        return nil
+    }
+
+    /// The frames of the user's stream after position 0, as a device that resumes reads them.
+    private func streamFrames(_ client: TestClient, _ requestID: UInt64) async throws -> StreamSyncResponse? {
+        let frame = try await ask(client, RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest()), requestID: requestID))
+        if case .streamSyncResponse(let response)? = frame?.payload { return response }
+        return nil
+    }
+
+    private func join(_ client: TestClient, _ conversation: Conversation, _ requestID: UInt64) async throws {
+        let frame = RelayProtocol.answer(.membership(MembershipChange.with {
+            $0.action = .join
+            $0.conversation = conversation
+        }), requestID: requestID)
+        _ = try await ask(client, frame)
+        #expect(client.collector.result(of: requestID)?.errorCode == 0)
+    }
+
+    private func targeted(_ text: String, in conversation: Conversation, to receivers: [String], id: String) -> Frame {
+        var message = Message(from: "alice", in: conversation, elements: [.text(text)], clientMsgID: id)
+        message.targetReceivers = receivers
+        return Frame(message)
+    }
+
+    private func texts(_ messages: [Message]) -> [String] { messages.map(\.previewText) }
+
+    // MARK: Targeted messages
+
+    /// Tencent (seed 000, "Sending Targeted Group Messages"): "A targeted group message is a message
+    /// sent only to specified members in a group." The sender's other devices get it too (SENT).
+    @Test func aTargetedGroupMessageReachesOnlyItsReceiversAndTheSendersOtherDevices() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let phone = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                try await phone.send(targeted("for bob", in: .group("team"), to: ["bob"], id: "t-1"))
+                try await phone.send(Frame(Message.groupText(from: "alice", group: "team", "for all", clientMsgID: "t-2")))
+                #expect(await eventually {
+                    phone.collector.acks.count == 2 && bob.collector.messages.count == 2
+                        && laptop.collector.messages.count == 2 && carol.collector.messages.count == 1
+                })
+                #expect(phone.collector.acks.map(\.errorCode) == [0, 0] && phone.collector.acks.map(\.seq) == [1, 2])
+                #expect(texts(bob.collector.messages) == ["for bob", "for all"])
+                #expect(bob.collector.messages.map(\.direction) == [.received, .received])
+                #expect(texts(laptop.collector.messages) == ["for bob", "for all"])
+                #expect(laptop.collector.messages.map(\.direction) == [.sent, .sent])
+                #expect(texts(carol.collector.messages) == ["for all"])
+                try await roundTrip(phone, 90)
+                #expect(phone.collector.messages.isEmpty, "the sending device gets its ack, not the message")
+                for client in [phone, laptop, bob, carol] { await client.close() }
+            }
+        }
+    }
+
+    /// Tencent (seed 000): targeted messages go "only to specified members"; issue 16 item 4: "A
+    /// targeted message is stored and synced only for its receivers and the sender" (sync_request
+    /// and the user stream alike).
+    @Test func aTargetedMessageIsSyncedOnlyToItsReceiversAndTheSender() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                try await alice.send(targeted("for bob", in: .group("team"), to: ["bob"], id: "t-1"))
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "for all", clientMsgID: "t-2")))
+                #expect(await eventually { alice.collector.acks.count == 2 })
+                await alice.close()
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                let bobSync = try #require(try await sync(bob, .group("team"), 1))
+                #expect(texts(bobSync.messages) == ["for bob", "for all"] && bobSync.messages.map(\.seq) == [1, 2])
+                let aliceSync = try #require(try await sync(laptop, .group("team"), 2))
+                #expect(texts(aliceSync.messages) == ["for bob", "for all"])
+                #expect(aliceSync.messages.map(\.direction) == [.sent, .sent])
+                let carolSync = try #require(try await sync(carol, .group("team"), 3))
+                #expect(carolSync.errorCode == 0 && texts(carolSync.messages) == ["for all"])
+                #expect(carolSync.messages.map(\.seq) == [2])
+
+                let bobStream = try #require(try await streamFrames(bob, 4))
+                #expect(bobStream.frames.count == 2)
+                let carolStream = try #require(try await streamFrames(carol, 5))
+                let carolFrames = try carolStream.frames.map { try Frame(serializedBytes: $0.frame) }
+                #expect(carolFrames.compactMap { if case .message(let m)? = $0.payload { m.previewText } else { nil } } == ["for all"])
+                for client in [bob, carol, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// Tencent (seed 000): "The targeted group message feature is not available for Community and
+    /// AVChatRoom groups"; a one-to-one message has no members to pick from. Refused in its ack with
+    /// 1006 (``RelayProtocol/AckError/targetedOutsideGroup``), as `validate()` refuses it.
+    @Test func aTargetedMessageInAChatroomOrAOneToOneConversationIsRefusedWith1006() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+                try await join(alice, room, 1)
+                try await join(bob, room, 2)
+                try await alice.send(targeted("room", in: room, to: ["bob"], id: "r-1"))
+                try await alice.send(targeted("direct", in: .oneToOne("bob"), to: ["bob"], id: "d-1"))
+                #expect(await eventually { alice.collector.acks.count == 2 })
+                let acks = alice.collector.acks
+                #expect(acks.map(\.errorCode) == [RelayProtocol.AckError.targetedOutsideGroup, RelayProtocol.AckError.targetedOutsideGroup])
+                #expect(acks.map(\.seq) == [0, 0] && acks.map(\.clientMsgID) == ["r-1", "d-1"])
+                try await roundTrip(bob, 3)
+                #expect(bob.collector.messages.isEmpty)
+                let sync = try #require(try await sync(bob, room, 4))
+                #expect(sync.messages.isEmpty && sync.maxSeq == 0)
+                #expect(alice.channel.isActive)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// RongCloud (seed 003, RCMessage): `directedUserIds`, "users receiving targeted messages", on a
+    /// message whose `channelId` is an "Ultra group channel ID": targeted messages exist in ultra
+    /// groups as in groups (and `validate()` allows them there).
+    @Test func aTargetedMessageInAnUltraGroupChannelReachesOnlyItsReceivers() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let channel = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                for (k, client) in [alice, bob, carol].enumerated() { try await join(client, channel, UInt64(k + 1)) }
+                try await alice.send(targeted("for bob", in: channel, to: ["bob"], id: "u-1"))
+                try await alice.send(Frame(Message(from: "alice", in: channel, elements: [.text("for all")], clientMsgID: "u-2")))
+                #expect(await eventually {
+                    alice.collector.acks.count == 2 && bob.collector.messages.count == 2 && carol.collector.messages.count == 1
+                })
+                #expect(alice.collector.acks.map(\.errorCode) == [0, 0] && alice.collector.acks.map(\.seq) == [1, 2])
+                #expect(texts(bob.collector.messages) == ["for bob", "for all"])
+                #expect(texts(carol.collector.messages) == ["for all"])
+                let carolSync = try #require(try await sync(carol, channel, 10))
+                #expect(texts(carolSync.messages) == ["for all"])
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
+    // MARK: Messages that are not kept
+
+    /// Sends `message` from alice to bob, whose phone is online and whose laptop is not: the phone
+    /// gets it live without seq or stream position; nothing is kept for the laptop to sync.
+    private func checkNotKept(_ message: Message) async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let aliceLaptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                try await alice.send(Frame(message))
+                #expect(await eventually {
+                    alice.collector.acks.count == 1 && phone.collector.messages.count == 1
+                        && aliceLaptop.collector.messages.count == 1
+                })
+                let ack = try #require(alice.collector.acks.first)
+                #expect(ack.errorCode == 0 && ack.seq == 0, "acknowledged without a seq")
+                let live = try #require(phone.collector.frames.first { $0.payload?.kind == .message })
+                #expect(live.streamPosition == 0, "not in the stream")
+                #expect(phone.collector.messages.first?.seq == 0 && phone.collector.messages.first?.direction == .received)
+                #expect(aliceLaptop.collector.messages.first?.direction == .sent)
+
+                let laptop = try await TestClient.connect(
+                    to: server, as: "bob", group: group, deviceID: "laptop", streamResume: true)
+                let login = try #require(laptop.collector.loginResults.first)
+                #expect(login.streamPosition == 0 && login.maxSeqs.allSatisfy { $0.seq == 0 })
+                let stream = try #require(try await streamFrames(laptop, 1))
+                #expect(stream.frames.isEmpty && stream.headPosition == 0 && !stream.hasMore)
+                let sync = try #require(try await sync(laptop, .oneToOne("alice"), 2))
+                #expect(sync.messages.isEmpty && sync.maxSeq == 0)
+                try await roundTrip(laptop, 3)
+                #expect(laptop.collector.messages.isEmpty)
+                for client in [alice, aliceLaptop, phone, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// Tencent (seed 000, "Setting onlineUserOnly"): such messages "cannot be stored offline, which
+    /// means the recipient cannot receive messages unless the recipient is online", and "Multi-device
+    /// roaming of messages is unavailable".
+    @Test func anOnlineOnlyMessageReachesOnlineDevicesAndIsNeitherStoredNorSynced() async throws {
+        var message = Message.c2cText(from: "alice", to: "bob", "typing...", clientMsgID: "o-1")
+        message.messageFlags = [.onlineUserOnly]
+        try await checkNotKept(message)
+    }
+
+    /// RongCloud (seed 003, "Message Storage Strategy"): the server stores a message or not by its
+    /// `RCMessagePersistent`; a status message (`STORAGE_POLICY_STATUS_ONLY`) is not stored.
+    @Test func aStatusOnlyMessageReachesOnlineDevicesAndIsNeitherStoredNorSynced() async throws {
+        var message = Message.c2cText(from: "alice", to: "bob", "status", clientMsgID: "s-1")
+        message.storagePolicy = .statusOnly
+        try await checkNotKept(message)
+    }
+
+    // MARK: System notices
+
+    /// QuickBlox (seed 004, "Send system messages"): system messages "are not stored on the server.
+    /// This means that these messages will be delivered **only** to online users."
+    @Test func aSystemNoticeWithARecipientReachesThatUsersOnlineDevicesOnly() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let notice = SystemNotice.with {
+                    $0.type = "groupInvite"
+                    $0.params = ["group": "team"]
+                    $0.recipientID = "bob"
+                }
+                #expect(try await ask(alice, RelayProtocol.answer(.systemNotice(notice), requestID: 1)) != nil)
+                #expect(alice.collector.result(of: 1)?.errorCode == 0)
+                func invites(_ client: TestClient) -> [Frame] {
+                    client.collector.frames.filter { if case .systemNotice(let n)? = $0.payload { n.type == "groupInvite" } else { false } }
+                }
+                #expect(await eventually { invites(phone).count == 1 && invites(laptop).count == 1 })
+                #expect(invites(phone).first?.streamPosition == 0, "not kept")
+                if case .systemNotice(let received)? = invites(phone).first?.payload {
+                    #expect(received.params == ["group": "team"] && received.recipientID == "bob")
+                }
+                try await roundTrip(carol, 2)
+                try await roundTrip(alice, 3)
+                #expect(invites(carol).isEmpty && invites(alice).isEmpty)
+
+                let tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tablet", streamResume: true)
+                let stream = try #require(try await streamFrames(tablet, 4))
+                #expect(stream.frames.isEmpty && stream.headPosition == 0)
+                try await roundTrip(tablet, 5)
+                #expect(invites(tablet).isEmpty)
+                for client in [alice, phone, laptop, carol, tablet] { await client.close() }
+            }
+        }
+    }
+
+    /// QuickBlox (seed 004): a system message goes to its `recipientID`; the relay has no other
+    /// receiver for one, so a notice without a recipient is refused with 3004
+    /// (``RelayProtocol/RequestError/unsupported``) and the connection kept.
+    @Test func aSystemNoticeWithoutARecipientIsRefusedWith3004() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let notice = SystemNotice.with { $0.type = "broadcast"; $0.text = "to nobody" }
+                #expect(try await ask(alice, RelayProtocol.answer(.systemNotice(notice), requestID: 7)) != nil)
+                #expect(alice.collector.result(of: 7)?.errorCode == RelayProtocol.RequestError.unsupported)
+                try await roundTrip(bob, 8)
+                #expect(bob.collector.notices.isEmpty && alice.channel.isActive)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    // MARK: Events on removed and foreign messages
+
+    /// Sends a group message from alice to bob and returns it as bob received it.
+    private func sent(_ alice: TestClient, to bob: TestClient, _ text: String, id: String) async throws -> Message {
+        let before = bob.collector.messages.count
+        try await alice.send(Frame(Message.groupText(from: "alice", group: "team", text, clientMsgID: id)))
+        #expect(await eventually { bob.collector.messages.count == before + 1 })
+        return try #require(bob.collector.messages.last)
+    }
+
+    private func edit(_ message: Message, by editor: String, requestID: UInt64) -> Frame {
+        var edited = message
+        edited.elements = [.text("\(message.previewText) (edited)")]
+        return RelayProtocol.answer(.edit(EditEvent.with {
+            $0.message = message.reference
+            $0.newMessage = edited
+            $0.editorID = editor
+        }), requestID: requestID)
+    }
+
+    private func react(_ message: Message, by user: String, requestID: UInt64) -> Frame {
+        RelayProtocol.answer(.reaction(ReactionEvent.with {
+            $0.message = message.reference
+            $0.userID = user
+            $0.emoji = "👍"
+            $0.action = .add
+        }), requestID: requestID)
+    }
+
+    private func kinds(_ client: TestClient, _ kind: Frame.Payload.Kind) -> Int {
+        client.collector.frames.filter { $0.payload?.kind == kind }.count
+    }
+
+    /// Tencent (seed 000, "Recalling Messages"): once recalled, the message shows as "Message
+    /// recalled" on the recipient's side; an edit or a reaction to it is refused with 3005
+    /// (``RelayProtocol/RequestError/messageRemoved``) and reaches no one.
+    @Test func anEditOrReactionToARecalledMessageIsRefusedWith3005() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let message = try await sent(alice, to: bob, "oops", id: "m-1")
+                var recall = Frame.recall(message.reference, by: "alice")
+                recall.requestID = 1
+                #expect(try await ask(alice, recall) != nil)
+                #expect(alice.collector.result(of: 1)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .recall) == 1 })
+
+                #expect(try await ask(alice, edit(message, by: "alice", requestID: 2)) != nil)
+                #expect(alice.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.messageRemoved)
+                #expect(try await ask(bob, react(message, by: "bob", requestID: 3)) != nil)
+                #expect(bob.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.messageRemoved)
+                try await roundTrip(alice, 4)
+                try await roundTrip(bob, 5)
+                #expect(kinds(bob, .edit) == 0 && kinds(alice, .reaction) == 0)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// QuickBlox (seed 004, "Delete message"): with `forAllUsers` the owner can "completely remove
+    /// messages from all users' histories"; an edit or a reaction to such a message is refused with
+    /// 3005 (``RelayProtocol/RequestError/messageRemoved``). A delete for "only me" removes nothing.
+    @Test func anEditOrReactionToAMessageDeletedForEveryoneIsRefusedWith3005() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let kept = try await sent(alice, to: bob, "kept", id: "m-1")
+                let gone = try await sent(alice, to: bob, "gone", id: "m-2")
+                let onlyMe = RelayProtocol.answer(.delete(DeleteEvent.with {
+                    $0.messages = [kept.reference]; $0.scope = .onlyMe; $0.operatorID = "alice"
+                }), requestID: 1)
+                let everyone = RelayProtocol.answer(.delete(DeleteEvent.with {
+                    $0.messages = [gone.reference]; $0.scope = .everyone; $0.operatorID = "alice"
+                }), requestID: 2)
+                #expect(try await ask(alice, onlyMe) != nil && alice.collector.result(of: 1)?.errorCode == 0)
+                #expect(try await ask(alice, everyone) != nil && alice.collector.result(of: 2)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .delete) == 1 }, "a delete for everyone reaches bob")
+
+                #expect(try await ask(alice, edit(gone, by: "alice", requestID: 3)) != nil)
+                #expect(alice.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.messageRemoved)
+                #expect(try await ask(bob, react(gone, by: "bob", requestID: 4)) != nil)
+                #expect(bob.collector.result(of: 4)?.errorCode == RelayProtocol.RequestError.messageRemoved)
+                // The message deleted for alice only can still be reacted to.
+                #expect(try await ask(bob, react(kept, by: "bob", requestID: 5)) != nil)
+                #expect(bob.collector.result(of: 5)?.errorCode == 0)
+                #expect(await eventually { kinds(alice, .reaction) == 1 })
+                try await roundTrip(bob, 6)
+                #expect(kinds(bob, .edit) == 0)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// Tencent (seed 000): "The sender can call revokeMessage to recall a successfully sent message";
+    /// for edits Tencent leaves "restricting only the message sender to modify messages" to the
+    /// business layer, which the relay is. A recall or an edit of another user's message is refused
+    /// with 3006 (``RelayProtocol/RequestError/notTheSender``) and reaches no one.
+    @Test func aRecallOrEditOfAnotherUsersMessageIsRefusedWith3006() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let message = try await sent(alice, to: bob, "mine", id: "m-1")
+                var recall = Frame.recall(message.reference, by: "bob")
+                recall.requestID = 1
+                #expect(try await ask(bob, recall) != nil)
+                #expect(bob.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.notTheSender)
+                #expect(try await ask(bob, edit(message, by: "bob", requestID: 2)) != nil)
+                #expect(bob.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.notTheSender)
+
+                // In a one-to-one conversation, with the reference as bob received it.
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "direct", clientMsgID: "d-1")))
+                #expect(await eventually { bob.collector.messages.count == 2 })
+                let direct = try #require(bob.collector.messages.last)
+                var directRecall = Frame.recall(direct.reference, by: "bob")
+                directRecall.requestID = 3
+                #expect(try await ask(bob, directRecall) != nil)
+                #expect(bob.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.notTheSender)
+                #expect(try await ask(bob, edit(direct, by: "bob", requestID: 4)) != nil)
+                #expect(bob.collector.result(of: 4)?.errorCode == RelayProtocol.RequestError.notTheSender)
+
+                try await roundTrip(alice, 5)
+                #expect(kinds(alice, .recall) == 0 && kinds(alice, .edit) == 0)
+                // The sender may still edit it.
+                #expect(try await ask(alice, edit(message, by: "alice", requestID: 6)) != nil)
+                #expect(alice.collector.result(of: 6)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .edit) == 1 })
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+}
+#endif
