@@ -1,0 +1,217 @@
+#if Tools
+import Crypto
+import Foundation
+import IMCodec
+import IMCodecNIO
+import JWTKit
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Authentication (issue 16, item 4): a login token is a JWT (RFC 7519) signed with HS256 under the
+/// relay's secret, whose `sub` is the user id and which carries `exp` (``RelayAuthenticator``, through
+/// vapor/jwt-kit). Every other token gets one failed `login_result` (2004,
+/// ``RelayProtocol/LoginError/refused``) that does not say which check failed, then the connection
+/// closes; a token that expires during a session ends it with `KICK_REASON_TOKEN_EXPIRED` (Tencent
+/// onUserSigExpired, per session.proto's KickReason); a user reads only its own conversations.
+@Suite("Relay authentication", .timeLimit(.minutes(2)))
+struct RelayAuthTests {
+    /// A token the relay must refuse for a login as "alice".
+    enum BadToken: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// Signed with HS256 under another secret (a forged signature).
+        case forged
+        /// Signed by the relay's secret, but expired a minute ago.
+        case expired
+        /// Signed by the relay's secret for another user ("bob").
+        case foreign
+        /// `alg: none` with an empty signature (RFC 7519 section 6, unsecured JWT).
+        case algNone
+        /// Signed by the relay's secret with HS256, but without `exp`.
+        case noExpiry
+        /// Signed by the relay's secret, but with HS384 (not the relay's one algorithm).
+        case otherAlgorithm
+        /// Not a JWT at all (the issue's `"not-a-real-token"`).
+        case malformed
+
+        var testDescription: String { rawValue }
+
+        /// The claims of a token without `exp`.
+        struct NoExpiryClaims: JWTPayload {
+            var sub: SubjectClaim
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+
+        static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
+            Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+
+        /// The token, made for this test (forged test input, not parsing).
+        func token() async throws -> String {
+            switch self {
+            case .forged:
+                let other = try await RelayAuthenticator(secret: "another-secret-that-is-long-enough-0123456789")
+                return try await other.mint(user: "alice", ttl: 3600)
+            case .expired:
+                return try await TestAuth.token("alice", ttl: -60)
+            case .foreign:
+                return try await TestAuth.token("bob")
+            case .algNone:
+                let header = Self.base64URL(#"{"alg":"none","typ":"JWT"}"#.utf8)
+                let exp = Int(Date().timeIntervalSince1970) + 3600
+                let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
+                return "\(header).\(payload)."
+            case .noExpiry:
+                let keys = JWTKeyCollection()
+                await keys.add(hmac: HMACKey(from: TestAuth.secret), digestAlgorithm: .sha256)
+                return try await keys.sign(NoExpiryClaims(sub: SubjectClaim(value: "alice")))
+            case .otherAlgorithm:
+                // Signed with swift-crypto: jwt-kit asserts that an HS384 key has 48 bytes.
+                let header = Self.base64URL(#"{"alg":"HS384","typ":"JWT"}"#.utf8)
+                let exp = Int(Date().timeIntervalSince1970) + 3600
+                let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
+                let signature = HMAC<SHA384>.authenticationCode(
+                    for: Data("\(header).\(payload)".utf8), using: SymmetricKey(data: Data(TestAuth.secret.utf8)))
+                return "\(header).\(payload).\(Self.base64URL(signature))"
+            case .malformed:
+                return "not-a-real-token"
+            }
+        }
+    }
+
+    /// Logs in as alice with `token` on a raw connection; returns every frame the relay sent before
+    /// it closed the connection (`nil` when it did not close it).
+    private func refusedLogin(_ token: String, server: RelayServer, group: any EventLoopGroup) async throws -> [Frame]? {
+        let client = try await RawClient.connect(to: server, group: group)
+        try await client.write(frame: RelayProtocol.loginFrame("alice", token: token, deviceID: "phone", requestID: 5))
+        guard await client.closedByPeer(within: 20) else {
+            try? await client.channel.close().get()
+            return nil
+        }
+        return client.collector.frames
+    }
+
+    /// Issue 16 item 4 (RFC 7519, HS256, `exp` required, `sub` bound to the user): each bad token
+    /// gets exactly one failed login_result with 2004 and the connection closes.
+    @Test(arguments: BadToken.allCases)
+    func aBadTokenGetsOneRefusedLoginResultAndTheConnectionCloses(_ bad: BadToken) async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let frames = try #require(try await refusedLogin(try await bad.token(), server: server, group: group))
+                #expect(frames.count == 1, "\(frames)")
+                guard case .loginResult(let result)? = frames.first?.payload else {
+                    Issue.record("no login_result: \(frames)")
+                    return
+                }
+                #expect(frames.first?.requestID == 5)
+                #expect(result.errorCode == RelayProtocol.LoginError.refused && result.sessionID.isEmpty)
+                let stats = try await server.stats().get()
+                #expect(stats.logins == 0 && stats.loginsRefused == 1 && stats.usersOnline == 0)
+            }
+        }
+    }
+
+    /// Issue 16 item 4: a refusal "does not say which check failed"; CONVENTIONS: "a failed login
+    /// says no more than 'refused'". Every bad token gets the same code and description.
+    @Test func everyRefusedTokenGetsTheSameAnswer() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                var answers: [String: (Int32, String)] = [:]
+                for bad in BadToken.allCases {
+                    let frames = try await refusedLogin(try await bad.token(), server: server, group: group)
+                    guard case .loginResult(let result)? = frames?.first?.payload else {
+                        Issue.record("\(bad): no login_result")
+                        continue
+                    }
+                    answers[bad.rawValue] = (result.errorCode, result.errorDescription)
+                }
+                #expect(answers.count == BadToken.allCases.count)
+                #expect(Set(answers.values.map(\.0)) == [RelayProtocol.LoginError.refused])
+                let descriptions = Set(answers.values.map(\.1))
+                #expect(descriptions.count == 1, "\(answers)")
+                for word in ["exp", "sign", "alg", "sub", "bob", "none", "HS"] {
+                    #expect(!(descriptions.first ?? "").contains(word), "the description names a check: \(descriptions)")
+                }
+            }
+        }
+    }
+
+    /// The control: a token the relay's secret signed for the user, HS256 with `exp`, logs in.
+    @Test func aValidTokenLogsIn() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let result = try #require(alice.collector.loginResults.first)
+                #expect(result.errorCode == 0 && !result.sessionID.isEmpty && alice.channel.isActive)
+                await alice.close()
+            }
+        }
+    }
+
+    /// Issue 16 item 4: "When a token expires during a session, send kicked_offline with
+    /// KICK_REASON_TOKEN_EXPIRED" (Tencent onUserSigExpired); the user's other devices, whose tokens
+    /// still hold, stay online.
+    @Test func aTokenThatExpiresDuringASessionIsKickedWithTokenExpired() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                let phone = try await TestClient.connect(to: server, as: nil, group: group)
+                let token = try await TestAuth.token("alice", ttl: 3)
+                try await phone.send(RelayProtocol.loginFrame("alice", token: token, deviceID: "phone", requestID: 1))
+                #expect(await eventually { phone.collector.loginResults.first != nil })
+                #expect(phone.collector.loginResults.first?.errorCode == 0, "the token holds at login")
+
+                #expect(await eventually(30) { !phone.channel.isActive }, "kicked once the token expired")
+                let kicks = phone.collector.frames.compactMap { if case .kickedOffline(let k)? = $0.payload { k } else { nil } }
+                #expect(kicks.map(\.reason) == [.tokenExpired])
+                #expect(kicks.first?.timeMs ?? 0 > 0)
+                let pong = RelayProtocol.answer(.ping(Ping.with { $0.id = 2 }), requestID: 2)
+                try await laptop.send(pong)
+                #expect(await eventually { laptop.collector.answer(to: 2) != nil })
+                #expect(laptop.channel.isActive)
+                let stats = try await server.stats().get()
+                #expect(stats.usersOnline == 1)
+                await laptop.close()
+            }
+        }
+    }
+
+    /// Issue 16 item 4: "A user reads and syncs only conversations it belongs to": a sync_request of
+    /// a group it is not in is refused with 3001 (``RelayProtocol/RequestError/notAMember``), and a
+    /// max_seq_request about it is answered with seq 0.
+    @Test func aUserSyncsOnlyConversationsItBelongsTo() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "secret", clientMsgID: "s-1")))
+                #expect(await eventually { alice.collector.acks.count == 1 })
+                let mallory = try await TestClient.connect(to: server, as: "mallory", group: group)
+                try await mallory.send(RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 1))
+                #expect(await eventually { mallory.collector.answer(to: 1) != nil })
+                guard case .syncResponse(let sync)? = mallory.collector.answer(to: 1)?.payload else {
+                    Issue.record("no sync_response")
+                    return
+                }
+                #expect(sync.errorCode == RelayProtocol.RequestError.notAMember && sync.messages.isEmpty && sync.maxSeq == 0)
+                try await mallory.send(RelayProtocol.answer(.maxSeqRequest(MaxSeqRequest.with {
+                    $0.conversations = [.group("team")]
+                }), requestID: 2))
+                #expect(await eventually { mallory.collector.answer(to: 2) != nil })
+                guard case .maxSeqResponse(let max)? = mallory.collector.answer(to: 2)?.payload else {
+                    Issue.record("no max_seq_response")
+                    return
+                }
+                #expect(max.maxSeqs.map(\.seq) == [0])
+                #expect(mallory.collector.loginResults.first?.maxSeqs.isEmpty == true)
+                #expect(mallory.collector.messages.isEmpty)
+                await alice.close()
+                await mallory.close()
+            }
+        }
+    }
+}
+#endif
