@@ -1,0 +1,1218 @@
+#if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// The relay's durability promises, checked on the `imcodec-relay serve` executable run as a child
+/// process: killed with SIGKILL in the middle of a load of messages and events from several users
+/// and devices, restarted on the same data directory, started on a damaged database or on a data
+/// directory another relay holds.
+@Suite("Relay crashes and damaged databases (the relay as a child process)", .serialized, .timeLimit(.minutes(4)))
+struct RelayCrashTests {
+    // MARK: SIGKILL in the middle of a load
+
+    /// 6 users, 3 of them with two devices (9 devices), 5 of them in the group `crew`; every device
+    /// logs in with stream_resume and runs its own seeded script of one-to-one and group messages,
+    /// reactions, edits and recalls of its own messages, mark-reads and read receipts, with up to
+    /// 6 frames unanswered. Once 35% of the script's frames are acknowledged the relay is killed
+    /// with SIGKILL (right after the windows were refilled, so sends are in flight) and restarted on
+    /// the same data directory; every device logs in again with its last stream position, pages its
+    /// stream, resends each message not acknowledged (same client_msg_id) and goes on with its
+    /// script. At 70% the same again, then the script runs to its end. Then every device reads its
+    /// whole stream again from position 0.
+    ///
+    /// Checked: every acknowledged message and event reaches every device it should (the
+    /// receivers' devices; the sender's other devices, messages with direction SENT) exactly once,
+    /// and no device gets a frame it should not (its own, or another conversation's); an event sent
+    /// but not acknowledged before the kill (events carry no de-duplication key, so they are not
+    /// resent) reaches all its devices or none; stream positions only grow on every device, across
+    /// the restart; per conversation, the seqs each device sees only grow, every ack's seq is the
+    /// one the receivers see, and no seq names two messages; the stream read again from 0 is
+    /// exactly what the device was handed, live and by sync.
+    @Test func sigkillInTheMiddleOfALoadLosesAndRepeatsNoAcknowledgedFrame() async throws {
+        let folder = try TemporaryFolder("crash-load")
+        defer { folder.remove() }
+        let run = LoadRun()
+        try await withClientGroup(threads: 2) { group in
+            var relay = try await RelayChild.start(folder: folder, extra: ["--groups", folder.groupsFile])
+            defer { relay.forceKill() }
+            for device in run.devices {
+                try await device.connect(port: relay.port, group: group)
+            }
+            for (number, killPoint) in run.killPoints.enumerated() {
+                // The load, until the kill point.
+                let reached = await eventually(20) {
+                    run.pumpAll()
+                    guard run.acknowledged >= killPoint else { return false }
+                    // Refill every window first: frames are in flight when the relay dies.
+                    run.pumpAll()
+                    run.kills.append((
+                        acknowledged: run.acknowledged,
+                        unanswered: run.devices.reduce(0) { $0 + $1.outstanding.count }))
+                    relay.signal(SIGKILL)
+                    return true
+                }
+                #expect(
+                    reached,
+                    "kill \(number + 1): the load stalled at \(run.acknowledged) of \(killPoint) acks: \(run.progress)")
+                try #require(reached)
+                #expect(await relay.waitForExit(), "the relay did not die after SIGKILL")
+                #expect(relay.terminatedBySignal == SIGKILL)
+                // Whatever the relay wrote before it died still arrives; then the connections close.
+                let closed = await eventually {
+                    run.pumpAll(sending: false)
+                    return run.devices.allSatisfy { !$0.isConnected }
+                }
+                #expect(closed)
+                run.pumpAll(sending: false)
+                run.crashed()
+                // Restart on the same data directory; every device resumes from its last position
+                // and resends what was not acknowledged.
+                relay = try await RelayChild.start(folder: folder, extra: ["--groups", folder.groupsFile])
+                for device in run.devices {
+                    try await device.connect(port: relay.port, group: group)
+                }
+            }
+            let finished = await eventually(20) {
+                run.pumpAll()
+                return run.devices.allSatisfy(\.isFinished)
+            }
+            #expect(finished, "the load stalled after the last restart: \(run.progress)")
+            try #require(finished)
+
+            // Every device reads its whole stream again, from position 0.
+            for device in run.devices { device.startAudit() }
+            let audited = await eventually(20) {
+                run.pumpAll(sending: false)
+                return run.devices.allSatisfy(\.auditDone)
+            }
+            #expect(audited, "the stream audit stalled: \(run.progress)")
+            for device in run.devices { await device.close() }
+            relay.signal(SIGKILL)
+            _ = await relay.waitForExit()
+        }
+        let report = run.check()
+        print(report.summary)
+        for problem in report.problems.prefix(40) {
+            Issue.record("\(problem)")
+        }
+        #expect(report.problems.isEmpty, "\(report.problems.count) problems")
+        // The counts say the test did what it claims.
+        #expect(run.kills.count == run.killPoints.count)
+        for (kill, point) in zip(run.kills, run.killPoints) {
+            #expect(kill.acknowledged >= point && kill.acknowledged < run.plannedFrames)
+            #expect(kill.unanswered > 0, "nothing was in flight when the relay was killed")
+        }
+        #expect(report.ackedMessages == run.plannedMessages, "every message is acknowledged in the end")
+        #expect(report.ackedEvents + report.uncertainEvents == run.plannedEvents)
+        #expect(run.resent > 0, "no message was unacknowledged at a kill")
+        #expect(report.delivered == report.expectedDeliveries + report.uncertainDelivered)
+        #expect(report.sentCopies > 0 && report.groupMessages > 0 && report.directMessages > 0)
+    }
+
+    // MARK: A damaged database
+
+    /// How a database is damaged before the relay is started on it.
+    enum Damage: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        /// A torn copy: the database file (checkpointed, no -wal) cut to half its size.
+        case truncatedToHalf
+        /// A torn copy of a database whose newest commits are in its -wal: the main file cut to half
+        /// its size, the -wal kept (the -shm, which SQLite rebuilds, left out).
+        case truncatedToHalfWithItsWAL
+        /// The first 100 bytes (SQLite's header) overwritten with garbage.
+        case garbageOverTheHeader
+        /// Every page but the first (which holds the schema) overwritten with garbage.
+        case garbageOverThePages
+
+        var testDescription: String { rawValue }
+    }
+
+    /// A database made by a real run (start, a login, a message, stop) is damaged as `damage` says;
+    /// `serve` on it exits with status 1, prints no listening line and one line on stderr naming
+    /// the file and saying it is damaged or cannot be used, and leaves the database (and its -wal)
+    /// byte for byte as it was.
+    @Test(arguments: Damage.allCases)
+    func aDamagedDatabaseStopsTheRelayWithAClearMessageAndIsLeftAsItIs(_ damage: Damage) async throws {
+        let folder = try TemporaryFolder("damaged-\(damage.rawValue)")
+        defer { folder.remove() }
+        let database = folder.dataDir + "/relay.sqlite"
+        let wal = database + "-wal"
+        let shm = database + "-shm"
+        try await withClientGroup { group in
+            // A real run: alice logs in and sends bob a message, then the relay is stopped.
+            let relay = try await RelayChild.start(folder: folder)
+            defer { relay.forceKill() }
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "k-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first?.errorCode == 0)
+            await alice.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+        }
+        // Checkpoint: open the database in this process and close it, so that its pages are in the
+        // main file and the -wal is gone (what a copy of a quiet database holds).
+        do {
+            let store = try SQLiteRelayStore(path: database)
+            let state = try store.load()
+            #expect(state.conversations.values.map(\.maxSeq) == [1], "the real run left its message")
+        }
+        #expect(!FileManager.default.fileExists(atPath: wal) || fileSize(wal) == 0)
+        try? FileManager.default.removeItem(atPath: wal)
+        try? FileManager.default.removeItem(atPath: shm)
+        #expect(fileSize(database) >= 8 * 4096, "a database of several pages")
+
+        var generator = SeededGenerator(seed: 0xDA3A_6ED0)
+        switch damage {
+        case .truncatedToHalf:
+            #expect(truncate(database, off_t(fileSize(database) / 2)) == 0)
+        case .truncatedToHalfWithItsWAL:
+            // More commits, then a kill: they are in the -wal only.
+            try await withClientGroup { group in
+                let relay = try await RelayChild.start(folder: folder)
+                defer { relay.forceKill() }
+                let bob = try await TestClient.connect(port: relay.port, as: "bob", group: group, deviceID: "phone")
+                for k in 1...5 {
+                    let message = Message.c2cText(from: "bob", to: "alice", "wal \(k)", clientMsgID: "w-\(k)")
+                    try await bob.send(Frame(message))
+                }
+                #expect(await eventually { bob.collector.acks.count == 5 })
+                relay.signal(SIGKILL)
+                #expect(await relay.waitForExit())
+            }
+            #expect(fileSize(wal) > 0, "the newest commits are in the -wal")
+            try? FileManager.default.removeItem(atPath: shm)
+            #expect(truncate(database, off_t(fileSize(database) / 2)) == 0)
+        case .garbageOverTheHeader:
+            var bytes = try fileBytes(database)
+            for i in 0..<100 { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
+            try Data(bytes).write(to: URL(fileURLWithPath: database))
+        case .garbageOverThePages:
+            var bytes = try fileBytes(database)
+            let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+            #expect(pageSize == 4096)
+            for i in pageSize..<bytes.count { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
+            try Data(bytes).write(to: URL(fileURLWithPath: database))
+        }
+        let before = try fileBytes(database)
+        let walBefore = FileManager.default.fileExists(atPath: wal) ? try fileBytes(wal) : nil
+
+        let refused = try RelayChild(folder: folder)
+        defer { refused.forceKill() }
+        let exited = await refused.waitForExit()
+        // SIGKILL, if it is still running: nothing more is written to the files.
+        refused.forceKill()
+        #expect(!refused.stdout.contains("relay listening"), "it served the damaged database: \(refused.stdout)")
+        if exited {
+            #expect(
+                refused.exitStatus == 1, "status \(String(describing: refused.exitStatus)); stderr: \(refused.stderr)")
+            let lines = refused.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "one line on stderr, got:\n\(refused.stderr)")
+            let line = String(lines.first ?? "")
+            #expect(line.hasPrefix("imcodec-relay: the database \(database) "), "\(line)")
+            #expect(line.contains(" is damaged") || line.contains(" cannot be used"), "\(line)")
+            #expect(line.contains("leaves the file as it is"), "\(line)")
+        } else {
+            Issue.record(
+                "the relay neither stopped nor served on the damaged database (killed); stderr: \(refused.stderr)")
+        }
+        let after = try fileBytes(database)
+        let unchanged = after == before
+        #expect(unchanged, "the damaged database was modified: \(differences(before, after))")
+        if let walBefore {
+            let walAfter = FileManager.default.fileExists(atPath: wal) ? try fileBytes(wal) : []
+            let walUnchanged = walAfter == walBefore
+            #expect(walUnchanged, "the -wal was modified or removed: \(differences(walBefore, walAfter))")
+        }
+    }
+
+    /// A second `serve` on a data directory a running relay holds exits with status 1 and one line
+    /// naming the directory and its lock; the first relay keeps serving.
+    @Test func aDataDirectoryHeldByARunningRelayIsRefusedWithAClearMessage() async throws {
+        let folder = try TemporaryFolder("locked")
+        defer { folder.remove() }
+        try await withClientGroup { group in
+            let first = try await RelayChild.start(folder: folder)
+            defer { first.forceKill() }
+            let second = try RelayChild(folder: folder)
+            defer { second.forceKill() }
+            #expect(await second.waitForExit(), "the second relay did not stop")
+            #expect(second.exitStatus == 1, "status \(String(describing: second.exitStatus)): \(second.stderr)")
+            #expect(!second.stdout.contains("relay listening"), "\(second.stdout)")
+            let dir = folder.dataDir
+            #expect(second.stderr == "imcodec-relay: another relay is using \(dir) (\(dir)/relay.lock is locked)\n")
+            // The first one still serves.
+            let alice = try await TestClient.connect(port: first.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "still here", clientMsgID: "s-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first.map { $0.errorCode == 0 && $0.seq == 1 } == true)
+            await alice.close()
+            first.signal(SIGKILL)
+            _ = await first.waitForExit()
+        }
+    }
+
+    // MARK: What a restart keeps
+
+    /// How the first relay stops.
+    enum Stop: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case sigterm, sigkill
+        var signal: Int32 { self == .sigterm ? SIGTERM : SIGKILL }
+        var testDescription: String { rawValue.uppercased() }
+    }
+
+    /// Before the stop: bob and alice join `club` with membership frames, alice sends bob a-1...a-3
+    /// and the club g-1, g-2; bob (device phone, reading his stream) acks the position of the last
+    /// one (P); alice sends a-4. After the stop and a restart: alice's login lists club, her seqs go
+    /// on (a-5 is seq 5, g-3 seq 3) and a-4 sent again is acknowledged with its first seq, 4; bob
+    /// may still write to club; bob's phone, logging in with stream_position 0, resumes from P and
+    /// gets a-4, a-5 and g-3, once each, nothing older; the club's log holds g-1, g-2, g-3 and bob's
+    /// message at seqs 1...4.
+    @Test(arguments: Stop.allCases)
+    func aRestartKeepsSeqsMembershipAndDevicePositions(_ stop: Stop) async throws {
+        let folder = try TemporaryFolder("restart-\(stop.rawValue)")
+        defer { folder.remove() }
+        try await withClientGroup { group in
+            var relay = try await RelayChild.start(folder: folder)
+            defer { relay.forceKill() }
+            let bob = try await TestClient.connect(
+                port: relay.port, as: "bob", group: group, deviceID: "phone", streamResume: true)
+            #expect(try await pageStream(bob, after: 0, firstRequestID: 100).isEmpty)
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            for client in [bob, alice] {
+                try await client.send(RelayProtocol.membershipFrame(.join, group: "club", requestID: 1))
+                #expect(await eventually { client.collector.result(of: 1) != nil })
+                #expect(client.collector.result(of: 1)?.errorCode == 0)
+            }
+            for k in 1...3 {
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "a-\(k)", clientMsgID: "a-\(k)")))
+            }
+            for k in 1...2 {
+                let message = Message.groupText(from: "alice", group: "club", "g-\(k)", clientMsgID: "g-\(k)")
+                try await alice.send(Frame(message))
+            }
+            #expect(await eventually { alice.collector.acks.count == 5 })
+            #expect(alice.collector.acks.map(\.seq) == [1, 2, 3, 1, 2])
+            #expect(alice.collector.acks.allSatisfy { $0.errorCode == 0 })
+            #expect(await eventually { bob.collector.messages.count == 5 })
+            let positions = bob.collector.frames.map(\.streamPosition).filter { $0 != 0 }
+            #expect(positions == positions.sorted() && Set(positions).count == positions.count)
+            let acked = try #require(positions.last)
+            try await bob.send(RelayProtocol.answer(.streamAck(StreamAck.with { $0.position = acked }), requestID: 2))
+            #expect(await eventually { bob.collector.result(of: 2) != nil })
+            #expect(bob.collector.result(of: 2)?.errorCode == 0)
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "a-4", clientMsgID: "a-4")))
+            #expect(await eventually { alice.collector.acks.count == 6 && bob.collector.messages.count == 6 })
+            #expect(alice.collector.acks.last?.seq == 4)
+            let a4Position = try #require(bob.collector.frames.last(where: { $0.message != nil })?.streamPosition)
+            #expect(a4Position > acked)
+
+            relay.signal(stop.signal)
+            #expect(await relay.waitForExit())
+            #expect(relay.terminatedBySignal == stop.signal)
+            await alice.close()
+            await bob.close()
+
+            relay = try await RelayChild.start(folder: folder)
+            let alice2 = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            let maxSeqs = Dictionary(
+                (alice2.collector.loginResults.first?.maxSeqs ?? []).map { seq in
+                    ("\(seq.conversation?.type == .group ? "#" : "@")\(seq.conversation?.targetID ?? "")", seq.seq)
+                }, uniquingKeysWith: { a, _ in a })
+            #expect(maxSeqs == ["@bob": 4, "#club": 2], "alice's conversations after the restart")
+            try await alice2.send(Frame(Message.c2cText(from: "alice", to: "bob", "a-5", clientMsgID: "a-5")))
+            try await alice2.send(Frame(Message.groupText(from: "alice", group: "club", "g-3", clientMsgID: "g-3")))
+            // Sent again: acknowledged with its first stamp, not kept twice.
+            try await alice2.send(Frame(Message.c2cText(from: "alice", to: "bob", "a-4", clientMsgID: "a-4")))
+            #expect(await eventually { alice2.collector.acks.count == 3 })
+            #expect(alice2.collector.acks.map(\.seq) == [5, 3, 4], "seqs go on after the restart")
+            #expect(alice2.collector.acks.allSatisfy { $0.errorCode == 0 })
+
+            let bob2 = try await TestClient.connect(
+                port: relay.port, as: "bob", group: group, deviceID: "phone", streamResume: true, streamPosition: 0)
+            let login = try #require(bob2.collector.loginResults.first)
+            #expect(login.resumePosition == acked, "bob's phone resumes from its last stream_ack")
+            let frames = try await pageStream(bob2, after: login.resumePosition, firstRequestID: 200)
+            let texts = frames.compactMap { $0.frame.message.flatMap { $0.firstText } }
+            #expect(texts == ["a-4", "a-5", "g-3"], "exactly what came after the acknowledged position")
+            #expect(frames.count == 3, "\(frames.map { $0.frame.payload?.kind as Any })")
+            #expect(frames.first?.position == a4Position)
+            #expect(frames.allSatisfy { $0.position > acked })
+            #expect(frames.compactMap { $0.frame.message?.seq } == [4, 5, 3])
+            try await bob2.send(Frame(Message.groupText(from: "bob", group: "club", "b-1", clientMsgID: "b-1")))
+            #expect(await eventually { bob2.collector.acks.count == 1 })
+            #expect(bob2.collector.acks.first.map { "\($0.errorCode) \($0.seq)" } == "0 4", "bob is still in club")
+            try await bob2.send(RelayProtocol.syncFrame(.group("club"), from: 1, requestID: 300))
+            #expect(await eventually { bob2.collector.answer(to: 300) != nil })
+            if case .syncResponse(let sync)? = bob2.collector.answer(to: 300)?.payload {
+                #expect(sync.messages.map(\.seq) == [1, 2, 3, 4])
+                #expect(sync.messages.compactMap(\.firstText) == ["g-1", "g-2", "g-3", "b-1"])
+            } else {
+                Issue.record("no sync_response for club")
+            }
+            await alice2.close()
+            await bob2.close()
+            relay.signal(SIGKILL)
+            _ = await relay.waitForExit()
+        }
+    }
+}
+
+// MARK: - The relay as a child process
+
+/// A temporary folder holding a data directory, the auth secret (``TestAuth/secret``) and a groups file.
+private struct TemporaryFolder {
+    let path: String
+    var dataDir: String { path + "/data" }
+    var secretFile: String { path + "/auth-secret" }
+    var groupsFile: String { path + "/groups.txt" }
+
+    init(_ name: String) throws {
+        path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("imcodec-relay-\(name)-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try writeFile(secretFile, TestAuth.secret + "\n")
+        try writeFile(groupsFile, "crew: u0 u1 u2 u3 u4\n")
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// `imcodec-relay serve --port 0 --data-dir DIR --auth-secret-file FILE --quiet` as a child process;
+/// its stdout and stderr go to files. Killed with SIGKILL by ``forceKill()`` (called by a `defer` on
+/// every path) and when released.
+private final class RelayChild {
+    let process = Process()
+    private let outFile: URL
+    private let errFile: URL
+
+    /// Starts the relay; does not wait for it.
+    init(folder: TemporaryFolder, extra: [String] = []) throws {
+        let executable = try #require(
+            RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
+        let id = UUID().uuidString.prefix(8)
+        outFile = URL(fileURLWithPath: folder.path + "/relay-\(id).out")
+        errFile = URL(fileURLWithPath: folder.path + "/relay-\(id).err")
+        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+        process.executableURL = executable
+        process.arguments = [
+            "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile, "--quiet",
+        ] + extra
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: outFile)
+        process.standardError = try FileHandle(forWritingTo: errFile)
+        try runWithNoSignalsBlocked(process)
+    }
+
+    /// Starts the relay and waits until it prints its port.
+    static func start(folder: TemporaryFolder, extra: [String] = []) async throws -> RelayChild {
+        let child = try RelayChild(folder: folder, extra: extra)
+        let started = await eventually(30) { child.listeningPort != nil || !child.process.isRunning }
+        guard started, child.listeningPort != nil else {
+            child.forceKill()
+            throw RelayChildError(description: "the relay did not start: \(child.stdout)\(child.stderr)")
+        }
+        return child
+    }
+
+    var stdout: String { (try? String(contentsOf: outFile, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: errFile, encoding: .utf8)) ?? "" }
+
+    /// The port of `relay listening on 127.0.0.1:PORT`, once printed.
+    var listeningPort: Int? {
+        guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix("relay listening on 127.0.0.1:") })
+        else { return nil }
+        return Int(line.dropFirst("relay listening on 127.0.0.1:".count).prefix { $0.isNumber })
+    }
+
+    var port: Int { listeningPort ?? 0 }
+
+    /// Sends `signal` to the relay if it still runs.
+    func signal(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Waits (while anything makes progress, see ``eventually(_:_:)``, at most 20 s of silence) until the relay exited.
+    func waitForExit() async -> Bool {
+        await eventually(20) { !process.isRunning }
+    }
+
+    /// The exit status, if the relay exited normally.
+    var exitStatus: Int32? {
+        process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
+    }
+
+    /// The signal that ended the relay, if one did.
+    var terminatedBySignal: Int32? {
+        process.isRunning || process.terminationReason != .uncaughtSignal ? nil : process.terminationStatus
+    }
+
+    func forceKill() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { forceKill() }
+}
+
+/// Starts `process` from a thread that blocks no signal. A child inherits the signal mask of the
+/// thread that spawns it, and the threads async tests run on (libdispatch's workers) block nearly
+/// every signal: a relay started from one of them never receives SIGTERM.
+private func runWithNoSignalsBlocked(_ process: Process) throws {
+    let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+        let result = Result { try process.run() }
+        outcome.withLockedValue { $0 = result }
+        done.signal()
+    }
+    thread.start()
+    done.wait()
+    try outcome.withLockedValue { $0! }.get()
+}
+
+private struct RelayChildError: Error, CustomStringConvertible {
+    let description: String
+}
+
+private func fileBytes(_ path: String) throws -> [UInt8] {
+    [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+}
+
+private func fileSize(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.intValue ?? 0
+}
+
+/// Where two byte strings differ, briefly.
+private func differences(_ a: [UInt8], _ b: [UInt8]) -> String {
+    var offsets: [Int] = []
+    for i in 0..<min(a.count, b.count) where a[i] != b[i] {
+        offsets.append(i)
+        if offsets.count == 8 { break }
+    }
+    return "\(a.count) bytes before, \(b.count) after; first differing offsets \(offsets)"
+}
+
+/// Pages `client`'s stream after `after` until `has_more` is false; returns the frames with their positions.
+private func pageStream(_ client: TestClient, after: UInt64, firstRequestID: UInt64) async throws
+    -> [(position: UInt64, frame: Frame)]
+{
+    var out: [(position: UInt64, frame: Frame)] = []
+    var position = after
+    var requestID = firstRequestID
+    while true {
+        try await client.send(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest.with {
+            $0.afterPosition = position
+            $0.limit = 50
+        }), requestID: requestID))
+        let id = requestID
+        let answered = await eventually { client.collector.answer(to: id) != nil }
+        guard answered,
+            case .streamSyncResponse(let page)? = client.collector.answer(to: id)?.payload
+        else {
+            Issue.record("no stream_sync_response to request \(id)")
+            return out
+        }
+        #expect(page.errorCode == 0 && !page.truncated)
+        for frame in page.frames {
+            let decoded = try Frame(serializedBytes: frame.frame)
+            #expect(decoded.streamPosition == frame.position)
+            out.append((frame.position, decoded))
+        }
+        if !page.hasMore { return out }
+        position = page.nextAfterPosition
+        requestID += 1
+    }
+}
+
+extension Frame {
+    fileprivate var message: Message? {
+        if case .message(let m)? = payload { m } else { nil }
+    }
+}
+
+// MARK: - The load
+
+/// What a stream frame is: a message (sender/client_msg_id) or an event (its unique id, carried in
+/// its time field).
+private enum Identity: Hashable, CustomStringConvertible {
+    case message(String)
+    case event(Int64)
+
+    var description: String {
+        switch self {
+        case .message(let key): "message \(key)"
+        case .event(let id): "event \(id)"
+        }
+    }
+}
+
+/// A conversation named the same way from both sides.
+private func conversationKey(_ conversation: Conversation?, sender: String) -> String {
+    guard let conversation else { return "?" }
+    if conversation.type == .group { return "#\(conversation.targetID)" }
+    return [sender, conversation.targetID].sorted().joined(separator: "|")
+}
+
+/// A message of the load: who sent it, who should get it, its ack.
+private final class SentMessage {
+    let message: Message
+    let key: String
+    let conversation: String
+    let origin: Int
+    let expected: Set<Int>
+    var seq: UInt64?
+    var uid: String?
+    var acked = false
+    var resent = false
+    /// A recall of it was sent: no more events name it.
+    var recallSent = false
+
+    init(message: Message, origin: Int, expected: Set<Int>) {
+        self.message = message
+        self.key = "\(message.senderID)/\(message.clientMsgID)"
+        self.conversation = conversationKey(message.conversation, sender: message.senderID)
+        self.origin = origin
+        self.expected = expected
+    }
+}
+
+/// An event of the load.
+private final class SentEvent {
+    let id: Int64
+    let kind: Frame.Payload.Kind
+    let origin: Int
+    let expected: Set<Int>
+    var acked = false
+    /// Sent before the kill and not answered: it may or may not have been kept.
+    var uncertain = false
+
+    init(id: Int64, kind: Frame.Payload.Kind, origin: Int, expected: Set<Int>) {
+        self.id = id
+        self.kind = kind
+        self.origin = origin
+        self.expected = expected
+    }
+}
+
+/// What one device was handed from its stream (live or by sync), in order.
+private struct Seen {
+    let position: UInt64
+    let identity: Identity
+    let kind: Frame.Payload.Kind?
+    let direction: MessageDirection
+    let seq: UInt64
+    let conversation: String
+}
+
+/// The whole load: the users, their devices, every message and event sent, and the checks.
+private final class LoadRun {
+    static let users = ["u0", "u1", "u2", "u3", "u4", "u5"]
+    static let crew: Set<String> = ["u0", "u1", "u2", "u3", "u4"]
+    static let opsPerDevice = 80
+    static let window = 6
+
+    var devices: [LoadDevice] = []
+    var devicesOf: [String: [Int]] = [:]
+    var messages: [String: SentMessage] = [:]
+    var events: [Int64: SentEvent] = [:]
+    var problems: [String] = []
+    /// Every seq given, per conversation: the message it names (from acks and from what devices saw).
+    var seqOwners: [String: [UInt64: String]] = [:]
+    /// The uid prefixes (server_msg_uids are `PREFIX-N`, a new prefix per relay process) of the
+    /// relays killed so far, and of the one running now.
+    var earlierPrefixes: Set<String> = []
+    var currentPrefix: String?
+    var acknowledged = 0
+    /// At each kill: the acks received so far, the frames unanswered.
+    var kills: [(acknowledged: Int, unanswered: Int)] = []
+    var resent = 0
+    var resentAlreadyKept = 0
+
+    var plannedFrames: Int { devices.count * Self.opsPerDevice }
+    /// The relay is killed once this many frames are acknowledged: at 35% of the load, and at 70%.
+    var killPoints: [Int] { [plannedFrames * 35 / 100, plannedFrames * 70 / 100] }
+    var plannedMessages: Int { messages.count }
+    var plannedEvents: Int { events.count }
+
+    init() {
+        var index = 0
+        for user in Self.users {
+            let count = ["u0", "u1", "u2"].contains(user) ? 2 : 1
+            for d in 0..<count {
+                devices.append(LoadDevice(index: index, user: user, device: d == 0 ? "a" : "b", run: self))
+                devicesOf[user, default: []].append(index)
+                index += 1
+            }
+        }
+    }
+
+    func pumpAll(sending: Bool = true) {
+        for device in devices { device.pump(sending: sending) }
+    }
+
+    var progress: String {
+        devices.map {
+            "\($0.name): op \($0.nextOp)/\(Self.opsPerDevice), \($0.outstanding.count) unanswered, "
+                + "caught up \($0.caughtUp)"
+        }.joined(separator: "; ")
+    }
+
+    /// The devices of `users`, but not `origin`.
+    func devices(of users: some Sequence<String>, except origin: Int) -> Set<Int> {
+        var out = Set<Int>()
+        for user in users { for d in devicesOf[user] ?? [] where d != origin { out.insert(d) } }
+        return out
+    }
+
+    /// Who a conversation reaches: both sides of a one-to-one one, every crew member.
+    func users(of conversation: Conversation, sender: String) -> [String] {
+        conversation.type == .group ? Array(Self.crew) : [sender, conversation.targetID]
+    }
+
+    func recordSeq(_ conversation: String, _ seq: UInt64, _ key: String, _ source: String) {
+        if let owner = seqOwners[conversation]?[seq], owner != key {
+            problems.append("seq \(seq) of \(conversation) names two messages: \(owner) and \(key) (\(source))")
+        } else {
+            seqOwners[conversation, default: [:]][seq] = key
+        }
+    }
+
+    /// After the kill: every message not acknowledged is to be resent; every event not answered is uncertain.
+    func crashed() {
+        if let currentPrefix { earlierPrefixes.insert(currentPrefix) }
+        currentPrefix = nil
+        for device in devices {
+            for key in device.outstanding.keys.sorted() {
+                switch device.outstanding[key]! {
+                case .message(let sent):
+                    sent.resent = true
+                    device.resend.append(sent)
+                    resent += 1
+                case .event(let event):
+                    event.uncertain = true
+                }
+            }
+            device.outstanding = [:]
+            device.resend.sort { $0.message.clientTimeMs < $1.message.clientTimeMs }
+        }
+    }
+
+    struct Report {
+        var problems: [String] = []
+        var ackedMessages = 0
+        var ackedEvents = 0
+        var uncertainEvents = 0
+        var uncertainKept = 0
+        var resent = 0
+        var resentAlreadyKept = 0
+        var delivered = 0
+        var expectedDeliveries = 0
+        var uncertainDelivered = 0
+        var sentCopies = 0
+        var groupMessages = 0
+        var directMessages = 0
+        var summary = ""
+    }
+
+    func check() -> Report {
+        var report = Report()
+        // What each device saw, by identity.
+        var seenBy: [Int: [Identity: [Seen]]] = [:]
+        for device in devices {
+            var byIdentity: [Identity: [Seen]] = [:]
+            var lastSeq: [String: UInt64] = [:]
+            var lastPosition: UInt64 = 0
+            for seen in device.seen {
+                if seen.position <= lastPosition {
+                    report.problems.append("\(device.name): position \(seen.position) after \(lastPosition)")
+                }
+                lastPosition = seen.position
+                byIdentity[seen.identity, default: []].append(seen)
+                report.delivered += 1
+                if case .message(let key) = seen.identity {
+                    if let last = lastSeq[seen.conversation], seen.seq <= last {
+                        report.problems.append(
+                            "\(device.name): \(key) has seq \(seen.seq) after seq \(last) in \(seen.conversation)")
+                    }
+                    lastSeq[seen.conversation] = seen.seq
+                    recordSeq(seen.conversation, seen.seq, key, "seen by \(device.name)")
+                }
+            }
+            seenBy[device.index] = byIdentity
+            // Nothing the device should not have.
+            for (identity, copies) in byIdentity {
+                let expected: Set<Int>?
+                switch identity {
+                case .message(let key): expected = messages[key]?.expected
+                case .event(let id): expected = events[id]?.expected
+                }
+                guard let expected else {
+                    report.problems.append("\(device.name) got \(identity), which no device sent")
+                    continue
+                }
+                if !expected.contains(device.index) {
+                    report.problems.append("\(device.name) got \(identity), which is not for it")
+                }
+                if copies.count > 1 {
+                    report.problems.append(
+                        "\(device.name) got \(identity) \(copies.count) times, at positions \(copies.map(\.position))")
+                }
+            }
+            // The stream read again from 0 is exactly what the device was handed.
+            let handed = device.seen.map { "\($0.position):\($0.identity)" }
+            let audit = device.audit.map { "\($0.position):\($0.identity)" }
+            if handed != audit {
+                let missing = Set(audit).subtracting(handed).sorted().prefix(5)
+                let extra = Set(handed).subtracting(audit).sorted().prefix(5)
+                report.problems.append(
+                    "\(device.name): handed \(handed.count) frames, its stream holds \(audit.count); "
+                        + "in the stream only: \(Array(missing)); handed only: \(Array(extra))")
+            }
+        }
+        // Every acknowledged message on every device it should reach, once, with its direction and seq.
+        for key in messages.keys.sorted() {
+            let sent = messages[key]!
+            guard sent.acked, let seq = sent.seq else {
+                report.problems.append("\(key) was never acknowledged")
+                continue
+            }
+            report.ackedMessages += 1
+            if sent.message.conversation?.type == .group {
+                report.groupMessages += 1
+            } else {
+                report.directMessages += 1
+            }
+            recordSeq(sent.conversation, seq, key, "ack")
+            for d in sent.expected.sorted() {
+                report.expectedDeliveries += 1
+                let copies = seenBy[d]?[.message(key)] ?? []
+                guard let copy = copies.first else {
+                    report.problems.append("\(devices[d].name) never got acknowledged \(key) (seq \(seq))")
+                    continue
+                }
+                let direction: MessageDirection = devices[d].user == sent.message.senderID ? .sent : .received
+                if direction == .sent { report.sentCopies += 1 }
+                if copy.direction != direction {
+                    report.problems.append(
+                        "\(devices[d].name) got \(key) with direction \(copy.direction), not \(direction)")
+                }
+                if copy.seq != seq {
+                    report.problems.append("\(devices[d].name) got \(key) with seq \(copy.seq), its ack said \(seq)")
+                }
+            }
+        }
+        for id in events.keys.sorted() {
+            let event = events[id]!
+            let reached = event.expected.filter { seenBy[$0]?[.event(id)]?.isEmpty == false }
+            for d in reached {
+                if let kind = seenBy[d]?[.event(id)]?.first?.kind, kind != event.kind {
+                    report.problems.append(
+                        "\(devices[d].name) got event \(id) as \(kind), it was sent as \(event.kind)")
+                }
+            }
+            if event.acked {
+                report.ackedEvents += 1
+                report.expectedDeliveries += event.expected.count
+                for d in event.expected.subtracting(reached).sorted() {
+                    report.problems.append("\(devices[d].name) never got acknowledged \(event.kind) event \(id)")
+                }
+            } else if event.uncertain {
+                report.uncertainEvents += 1
+                report.uncertainDelivered += reached.count
+                if !reached.isEmpty { report.uncertainKept += 1 }
+                // Kept in one commit for all its users, or not at all.
+                if !reached.isEmpty && reached != event.expected {
+                    report.problems.append(
+                        "unacknowledged \(event.kind) event \(id) reached \(reached.count) of its "
+                            + "\(event.expected.count) devices")
+                }
+            } else {
+                report.problems.append("\(event.kind) event \(id) was never answered")
+            }
+        }
+        // What the load recorded as it ran, and the seqs named twice (recordSeq, above), come first.
+        report.problems = problems + report.problems
+        report.resent = resent
+        report.resentAlreadyKept = resentAlreadyKept
+        let killLines = kills.map { "SIGKILL after \($0.acknowledged) acks with \($0.unanswered) frames unanswered" }
+            .joined(separator: ", then ")
+        let points = killPoints.map(String.init).joined(separator: ", ")
+        report.summary = """
+            relay crash test: \(devices.count) devices of \(Self.users.count) users, \(plannedFrames) frames planned \
+            (\(messages.count) messages: \(report.directMessages) one-to-one, \(report.groupMessages) group; \
+            \(events.count) events); \(killLines) (kill points \(points)); \
+            \(resent) messages resent, \(resentAlreadyKept) of them \
+            already kept (acknowledged with their first stamp); \(report.uncertainEvents) events unanswered at the \
+            kill, \(report.uncertainKept) of them kept; acked \(report.ackedMessages) messages and \
+            \(report.ackedEvents) events; delivered \(report.delivered) stream frames (\(report.expectedDeliveries) \
+            expected for acked frames, \(report.sentCopies) as SENT copies, plus \(report.uncertainDelivered) of \
+            unacknowledged events); \(report.problems.count) problems
+            """
+        return report
+    }
+}
+
+/// A frame a device waits to have answered.
+private enum Outstanding {
+    case message(SentMessage)
+    case event(SentEvent)
+}
+
+/// One device of the load: its seeded script, its connection, and every stream frame it was handed.
+private final class LoadDevice {
+    let index: Int
+    let user: String
+    let device: String
+    unowned let run: LoadRun
+    var name: String { "\(user)/\(device)" }
+
+    private var generator: SeededGenerator
+    private var client: TestClient?
+    private var readIndex = 0
+    private(set) var caughtUp = false
+    private var requestCounter: UInt64 = 0
+    private var syncRequestID: UInt64 = 0
+    /// The last stream position handed on.
+    private(set) var lastPosition: UInt64 = 0
+    /// Every stream frame handed on, in order, live or by sync, before and after the restart.
+    private(set) var seen: [Seen] = []
+    /// The stream read again from 0 at the end.
+    private(set) var audit: [Seen] = []
+    private var auditRequestID: UInt64 = 0
+    private(set) var auditDone = false
+    private(set) var nextOp = 0
+    /// Unanswered frames: by client_msg_id (messages) or request id (events; "r" + id).
+    var outstanding: [String: Outstanding] = [:]
+    /// Messages to send again after the restart.
+    var resend: [SentMessage] = []
+    /// Own messages acknowledged and not recalled: what reactions, edits and recalls name.
+    private var own: [SentMessage] = []
+    /// Messages received from other users: what receipts name.
+    private var received: [Message] = []
+
+    init(index: Int, user: String, device: String, run: LoadRun) {
+        self.index = index
+        self.user = user
+        self.device = device
+        self.run = run
+        self.generator = SeededGenerator(seed: 0xC0FFEE + UInt64(index) * 7919)
+    }
+
+    var isConnected: Bool { client?.channel.isActive == true }
+    var isFinished: Bool { nextOp == LoadRun.opsPerDevice && outstanding.isEmpty && resend.isEmpty && caughtUp }
+
+    func connect(port: Int, group: any EventLoopGroup) async throws {
+        client = try await TestClient.connect(
+            port: port, as: user, group: group, deviceID: device, streamResume: true, streamPosition: lastPosition)
+        readIndex = 0
+        caughtUp = false
+        guard let login = client?.collector.loginResults.first else { return }
+        if login.resumePosition != lastPosition {
+            run.problems.append("\(name): resumes from \(login.resumePosition), it asked for \(lastPosition)")
+        }
+        requestStreamPage(after: lastPosition)
+    }
+
+    func close() async {
+        await client?.close()
+    }
+
+    private func nextRequestID() -> UInt64 {
+        requestCounter += 1
+        return requestCounter
+    }
+
+    private func requestStreamPage(after position: UInt64) {
+        syncRequestID = 1_000_000 + nextRequestID()
+        client?.channel.writeAndFlush(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest.with {
+            $0.afterPosition = position
+            $0.limit = 40
+        }), requestID: syncRequestID), promise: nil)
+    }
+
+    func startAudit() {
+        auditDone = false
+        audit = []
+        requestAuditPage(after: 0)
+    }
+
+    private func requestAuditPage(after position: UInt64) {
+        auditRequestID = 2_000_000 + nextRequestID()
+        client?.channel.writeAndFlush(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest.with {
+            $0.afterPosition = position
+            $0.limit = 100
+        }), requestID: auditRequestID), promise: nil)
+    }
+
+    /// Reads what arrived, then sends up to the window.
+    func pump(sending: Bool) {
+        guard let client else { return }
+        let frames = client.collector.frames
+        while readIndex < frames.count {
+            handle(frames[readIndex])
+            readIndex += 1
+        }
+        guard sending, caughtUp, client.channel.isActive else { return }
+        var wrote = false
+        while outstanding.count < LoadRun.window, !resend.isEmpty {
+            let sent = resend.removeFirst()
+            outstanding[sent.message.clientMsgID] = .message(sent)
+            client.channel.write(Frame(sent.message), promise: nil)
+            wrote = true
+        }
+        while outstanding.count < LoadRun.window, resend.isEmpty, nextOp < LoadRun.opsPerDevice {
+            for frame in makeOp(nextOp) { client.channel.write(frame, promise: nil) }
+            nextOp += 1
+            wrote = true
+        }
+        if wrote { client.channel.flush() }
+    }
+
+    // MARK: Receiving
+
+    private func handle(_ frame: Frame) {
+        switch frame.payload {
+        case .loginResult?:
+            break
+        case .sendAck(let ack)?:
+            guard case .message(let sent)? = outstanding.removeValue(forKey: ack.clientMsgID) else {
+                run.problems.append("\(name): an ack for \(ack.clientMsgID), which it is not waiting for")
+                return
+            }
+            guard ack.errorCode == 0 else {
+                run.problems.append("\(name): \(sent.key) refused: \(ack.errorCode) \(ack.errorDescription)")
+                return
+            }
+            let prefix = String(ack.serverMsgUID.prefix { $0 != "-" })
+            if sent.resent, run.earlierPrefixes.contains(prefix) {
+                run.resentAlreadyKept += 1
+            } else if !sent.resent {
+                run.currentPrefix = run.currentPrefix ?? prefix
+            }
+            if let seq = sent.seq, seq != ack.seq || sent.uid != ack.serverMsgUID {
+                run.problems.append("\(name): \(sent.key) acknowledged twice, as seq \(seq) and seq \(ack.seq)")
+            }
+            sent.seq = ack.seq
+            sent.uid = ack.serverMsgUID
+            sent.acked = true
+            run.acknowledged += 1
+            run.recordSeq(sent.conversation, ack.seq, sent.key, "ack to \(name)")
+            own.append(sent)
+        case .requestResult(let result)?:
+            guard case .event(let event)? = outstanding.removeValue(forKey: "r\(frame.requestID)") else {
+                run.problems.append("\(name): a request_result for \(frame.requestID), which it is not waiting for")
+                return
+            }
+            if result.errorCode != 0 {
+                run.problems.append(
+                    "\(name): \(event.kind) event \(event.id) refused: \(result.errorCode) \(result.errorDescription)")
+                return
+            }
+            event.acked = true
+            run.acknowledged += 1
+        case .pong?:
+            // Answers the ping sent after an event that has no answer of its own (mark_read,
+            // receipt): the relay answers it once everything before it is committed.
+            guard case .event(let event)? = outstanding.removeValue(forKey: "r\(frame.requestID)") else {
+                run.problems.append("\(name): a pong for \(frame.requestID), which it is not waiting for")
+                return
+            }
+            event.acked = true
+            run.acknowledged += 1
+        case .streamSyncResponse(let page)?:
+            if frame.requestID == auditRequestID {
+                for stream in page.frames {
+                    if let decoded = try? Frame(serializedBytes: stream.frame),
+                        let seen = describe(decoded, position: stream.position)
+                    {
+                        audit.append(seen)
+                    }
+                }
+                if page.hasMore { requestAuditPage(after: page.nextAfterPosition) } else { auditDone = true }
+                return
+            }
+            guard frame.requestID == syncRequestID else {
+                run.problems.append("\(name): a stream_sync_response to \(frame.requestID), not asked")
+                return
+            }
+            if page.errorCode != 0 || page.truncated {
+                run.problems.append("\(name): stream sync error \(page.errorCode) truncated \(page.truncated)")
+            }
+            for stream in page.frames {
+                do {
+                    let decoded = try Frame(serializedBytes: stream.frame)
+                    if decoded.streamPosition != stream.position {
+                        run.problems.append(
+                            "\(name): stream frame \(stream.position) carries position \(decoded.streamPosition)")
+                    }
+                    handOn(decoded, position: stream.position, how: "by sync")
+                } catch {
+                    run.problems.append("\(name): stream frame \(stream.position) does not decode: \(error)")
+                }
+            }
+            if page.hasMore {
+                requestStreamPage(after: page.nextAfterPosition)
+            } else {
+                caughtUp = true
+            }
+        default:
+            if frame.streamPosition != 0 {
+                if !caughtUp { run.problems.append("\(name): a live frame before it caught up") }
+                handOn(frame, position: frame.streamPosition, how: "live")
+            } else {
+                run.problems.append("\(name): an unexpected frame \(String(describing: frame.payload?.kind))")
+            }
+        }
+    }
+
+    private func describe(_ frame: Frame, position: UInt64) -> Seen? {
+        let kind = frame.payload?.kind
+        switch frame.payload {
+        case .message(let m)?:
+            return Seen(
+                position: position, identity: .message("\(m.senderID)/\(m.clientMsgID)"), kind: kind,
+                direction: m.direction, seq: m.seq, conversation: conversationKey(m.conversation, sender: m.senderID))
+        case .reaction(let e)?: return event(e.timeMs)
+        case .edit(let e)?: return event(e.timeMs)
+        case .recall(let e)?: return event(e.timeMs)
+        case .markRead(let e)?: return event(e.readTimeMs)
+        case .receipt(let e)?: return event(e.timeMs)
+        default:
+            run.problems.append("\(name): a kept frame of kind \(String(describing: kind)) at \(position)")
+            return nil
+        }
+        func event(_ id: Int64) -> Seen {
+            Seen(
+                position: position, identity: .event(id), kind: kind, direction: .unspecified, seq: 0,
+                conversation: "")
+        }
+    }
+
+    /// A stream frame handed on to the app: positions only grow.
+    private func handOn(_ frame: Frame, position: UInt64, how: String) {
+        if position <= lastPosition {
+            run.problems.append("\(name): position \(position) (\(how)) after \(lastPosition)")
+        }
+        lastPosition = max(lastPosition, position)
+        guard let seen = describe(frame, position: position) else { return }
+        self.seen.append(seen)
+        if case .message(let m)? = frame.payload, m.senderID != user {
+            received.append(m)
+        }
+    }
+
+    // MARK: Sending
+
+    /// The frames of op `k` of this device's script: a message, or an event (followed by a ping
+    /// when the event has no answer of its own).
+    private func makeOp(_ k: Int) -> [Frame] {
+        let roll = Int.random(in: 0..<100, using: &generator)
+        let eligible = own.filter { !$0.recallSent }
+        let eventID = Int64(index + 1) * 1_000_000 + Int64(k)
+        switch roll {
+        case 0..<12 where !eligible.isEmpty:
+            let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
+            return [sendEvent(.reaction, id: eventID, about: target, Frame(.reaction(ReactionEvent.with {
+                $0.message = reference(target)
+                $0.userID = user
+                $0.emoji = ["👍", "🎉", "❤️"][k % 3]
+                $0.action = .add
+                $0.timeMs = eventID
+            })))]
+        case 12..<20 where !eligible.isEmpty:
+            let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
+            var edited = target.message
+            edited.elements = [.text("edited \(k)")]
+            edited.editVersion = UInt32(k)
+            return [sendEvent(.edit, id: eventID, about: target, Frame(.edit(EditEvent.with {
+                $0.message = reference(target)
+                $0.newMessage = edited
+                $0.editorID = user
+                $0.timeMs = eventID
+            })))]
+        case 20..<25 where !eligible.isEmpty:
+            let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
+            target.recallSent = true
+            let recall = Frame.recall(reference(target), by: user, timeMs: eventID)
+            return [sendEvent(.recall, id: eventID, about: target, recall)]
+        case 25..<31:
+            let markRead = Frame(.markRead(MarkReadEvent.with {
+                $0.conversation = .oneToOne(LoadRun.users[(index + k) % LoadRun.users.count])
+                $0.userID = user
+                $0.readTimeMs = eventID
+                $0.readSeq = UInt64(k)
+            }))
+            return unanswered(.markRead, id: eventID, users: [user], markRead)
+        case 31..<38 where !received.isEmpty:
+            let message = received[Int.random(in: 0..<received.count, using: &generator)]
+            let receipt = Frame.readReceipt(for: message.reference, by: user, timeMs: eventID)
+            return unanswered(.receipt, id: eventID, users: [message.senderID, user], receipt)
+        case 38..<62 where LoadRun.crew.contains(user):
+            return [sendMessage(k, in: .group("crew"), to: Array(LoadRun.crew))]
+        default:
+            var peer = LoadRun.users[Int.random(in: 0..<LoadRun.users.count, using: &generator)]
+            if peer == user { peer = LoadRun.users[(LoadRun.users.firstIndex(of: user)! + 1) % LoadRun.users.count] }
+            return [sendMessage(k, in: .oneToOne(peer), to: [user, peer])]
+        }
+    }
+
+    private func reference(_ sent: SentMessage) -> MessageRef {
+        MessageRef.with {
+            $0.clientMsgID = sent.message.clientMsgID
+            $0.serverMsgUID = sent.uid ?? ""
+            $0.seq = sent.seq ?? 0
+            $0.conversation = sent.message.conversation ?? Conversation()
+            $0.senderID = user
+        }
+    }
+
+    private func sendMessage(_ k: Int, in conversation: Conversation, to users: [String]) -> Frame {
+        var message = Message(
+            from: user, in: conversation, elements: [.text("\(name) #\(k)")], clientMsgID: "\(user)-\(device)-\(k)",
+            clientTimeMs: 1_700_000_000_000 + Int64(k))
+        message.random = UInt32(index * 1000 + k)
+        message.senderDeviceID = device
+        let sent = SentMessage(message: message, origin: index, expected: run.devices(of: users, except: index))
+        run.messages[sent.key] = sent
+        outstanding[message.clientMsgID] = .message(sent)
+        return Frame(message)
+    }
+
+    private func sendEvent(_ kind: Frame.Payload.Kind, id: Int64, about target: SentMessage, _ frame: Frame) -> Frame {
+        let users = run.users(of: target.message.conversation ?? Conversation(), sender: user)
+        let event = SentEvent(id: id, kind: kind, origin: index, expected: run.devices(of: users, except: index))
+        run.events[id] = event
+        var frame = frame
+        frame.requestID = nextRequestID()
+        outstanding["r\(frame.requestID)"] = .event(event)
+        return frame
+    }
+
+    /// An event the relay does not answer, followed by a ping: its pong comes once the event is committed.
+    private func unanswered(_ kind: Frame.Payload.Kind, id: Int64, users: [String], _ frame: Frame) -> [Frame] {
+        let event = SentEvent(id: id, kind: kind, origin: index, expected: run.devices(of: users, except: index))
+        run.events[id] = event
+        let ping = RelayProtocol.answer(.ping(Ping.with { $0.id = UInt64(id) }), requestID: nextRequestID())
+        outstanding["r\(ping.requestID)"] = .event(event)
+        return [frame, ping]
+    }
+}
+#endif
