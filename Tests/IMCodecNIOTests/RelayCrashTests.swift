@@ -459,11 +459,13 @@ private final class RelayChild {
         process.isRunning || process.terminationReason != .uncaughtSignal ? nil : process.terminationStatus
     }
 
+    /// Kills the relay with SIGKILL if it still runs, and waits (a few seconds at most) until it is
+    /// gone. (Not with `waitUntilExit()`, which leaks a weak reference's side table, which
+    /// LeakSanitizer reports.)
     func forceKill() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        for _ in 0..<5_000 where process.isRunning { usleep(1_000) }
     }
 
     deinit { forceKill() }
