@@ -133,28 +133,20 @@ final class RelayServer: Sendable {
     }
 
     /// Starts a relay on its own one-thread event loop group: opens and loads its store, then listens.
-    static func start(_ configuration: RelayConfiguration) -> EventLoopFuture<RelayServer> {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
-        func failed(_ error: any Error) -> EventLoopFuture<RelayServer> {
-            group.shutdownGracefully { _ in }
-            return loop.makeFailedFuture(error)
-        }
+    /// - Throws: ``IMCodec/IMCodecError`` (`invalidArgument`) for a host that is not loopback or no
+    ///   authenticator, and ``RelayStoreError`` for a store that is damaged or cannot be opened,
+    ///   before any thread is started; the future fails when the relay cannot listen.
+    static func start(_ configuration: RelayConfiguration) throws -> EventLoopFuture<RelayServer> {
         guard isLoopback(configuration.host) else {
-            return failed(IMCodecError.invalidArgument("the relay listens on loopback only, not \(configuration.host)"))
+            throw IMCodecError.invalidArgument("the relay listens on loopback only, not \(configuration.host)")
         }
         guard let authenticator = configuration.authenticator else {
-            return failed(IMCodecError.invalidArgument("the relay needs an authenticator to check login tokens"))
+            throw IMCodecError.invalidArgument("the relay needs an authenticator to check login tokens")
         }
-        let store: any RelayStore
-        let state: StoredState
-        do {
-            store = try configuration.store.open()
-            state = try store.load()
-        } catch {
-            return failed(error)
-        }
-        let handoff = StoreHandoff(store: store, state: state)
+        let store = try configuration.store.open()
+        let handoff = StoreHandoff(store: store, state: try store.load())
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
         return loop.flatSubmit {
             let queue = StoreQueue(store: handoff.store, eventLoop: loop)
             let router = Router(

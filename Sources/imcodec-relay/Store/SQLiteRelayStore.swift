@@ -35,20 +35,33 @@ final class SQLiteRelayStore: RelayStore {
             try db.execute(sql: "PRAGMA synchronous = \(synchronous == "NORMAL" ? "NORMAL" : "FULL")")
         }
         do {
+            try Self.check(path)
             queue = try DatabaseQueue(path: path, configuration: configuration)
-            try queue.writeWithoutTransaction { db in
-                // A damaged file is refused here, before anything is read or written.
-                let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
-                guard check == ["ok"] else {
-                    throw RelayStoreError(description: check.prefix(3).joined(separator: "; "))
-                }
-            }
             try Self.migrator.migrate(queue)
         } catch let error as RelayStoreError {
             throw RelayStoreError(description: "the database \(path) is damaged: \(error.description)")
         } catch {
             throw RelayStoreError(description: "the database \(path) cannot be used: \(error)")
         }
+    }
+
+    /// Refuses a damaged database before anything writes to it: an existing file is opened
+    /// read-only (which neither converts, migrates nor checkpoints it, so its bytes and its -wal stay
+    /// as they were) and must pass SQLite's `quick_check`.
+    private static func check(_ path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "imcodec-relay (check)"
+        let result: [String]
+        do {
+            let reader = try DatabaseQueue(path: path, configuration: configuration)
+            result = try reader.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+            try reader.close()
+        } catch {
+            throw RelayStoreError(description: "\(error)")
+        }
+        guard result == ["ok"] else { throw RelayStoreError(description: result.prefix(3).joined(separator: "; ")) }
     }
 
     /// The schema, one migration per version; a database made by an older relay is brought up to date.
