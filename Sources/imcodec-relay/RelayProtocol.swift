@@ -60,9 +60,9 @@ enum RelayProtocol {
         /// The message cannot be stamped: with the server's fields appended, the frame would pass the
         /// relay's frame size or field count limit.
         static let cannotStamp: Int32 = 1005
-        /// A targeted message (`target_receivers`) outside a group conversation (Tencent: targeted
-        /// messages are for groups; AVChatRoom-like chatrooms do not support them), or with a receiver
-        /// id holding U+0000.
+        /// A targeted message (`target_receivers`) outside a group or ultra-group conversation
+        /// (Tencent: targeted messages are for groups; AVChatRoom-like chatrooms do not support them),
+        /// or with a receiver id holding U+0000.
         static let targetedOutsideGroup: Int32 = 1006
     }
 
@@ -81,7 +81,8 @@ enum RelayProtocol {
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).
     enum RequestError {
-        /// The user is not a member of the conversation (sync, max seq).
+        /// The user is not a member of the conversation (sync, max seq), or names a targeted message
+        /// that was not sent to it (an event about it).
         static let notAMember: Int32 = 3001
         /// Membership of a conversation that is not a group, chatroom or ultra group, or a sync or
         /// max seq of a conversation type the relay does not keep.

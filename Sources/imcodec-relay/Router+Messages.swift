@@ -124,7 +124,7 @@ extension Router {
     /// forwarded to their live devices once committed. `FrameView.route` says where each goes.
     func routeEvent(_ frame: InboundFrame, from session: Session, user: String) {
         let route = frame.route
-        let users: [String]
+        var users: [String]
         var key: ConversationKey?
         switch route {
         case .user(let peer) where peer == user:
@@ -171,7 +171,9 @@ extension Router {
         var requestID: UInt64 = 0
         if let key {
             guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
-            requestID = accepted
+            requestID = accepted.requestID
+            // An event about a targeted message reaches only that message's receivers and sender.
+            if let audience = accepted.audience { users = users.filter { audience.contains($0) } }
         } else {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
             guard let decoded = decoded(frame, session) else { return }
@@ -203,13 +205,15 @@ extension Router {
     /// Applies the rules of events that name a message: a recall or an edit comes from the
     /// message's sender; nothing edits or reacts to a message recalled or deleted for everyone; a
     /// recall and a delete for everyone mark their messages removed. Refuses the event otherwise.
-    /// - Returns: The event's request id (0: none) when it is accepted, `nil` when it was refused.
+    /// An event about a targeted message may come only from one of its receivers or its sender.
+    /// - Returns: The event's request id (0: none) and, for an event about a targeted message, who
+    ///   may see it, when it is accepted; `nil` when it was refused.
     private func checkEvent(_ frame: InboundFrame, in key: ConversationKey, from session: Session, user: String)
-        -> UInt64?
+        -> (requestID: UInt64, audience: Set<String>?)?
     {
         switch frame.payloadKind {
         case .recall?, .edit?, .reaction?, .delete?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?: break
-        default: return 0
+        default: return (0, nil)
         }
         guard let decoded = decoded(frame, session) else { return nil }
         let requestID = decoded.requestID
@@ -221,10 +225,23 @@ extension Router {
         case .edit(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
         case .reaction(let event)?: refs = event.message.map { [$0] } ?? []
         case .delete(let event)?: refs = event.messages; removes = event.scope == .everyone; mustBeSender = removes
-        default: return requestID
+        case .pin(let event)?: refs = event.message.map { [$0] } ?? []
+        case .pollVote(let event)?: refs = event.pollMessage.map { [$0] } ?? []
+        case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []
+        default: return (requestID, nil)
         }
         let state = conversations[key] ?? ConversationState()
+        var audience: Set<String>?
         for ref in refs where ref.seq != 0 {
+            if let targeted = state.audiences[ref.seq] {
+                guard targeted.contains(user) else {
+                    refuse(
+                        session, requestID, RelayProtocol.RequestError.notAMember, notice: "notAMember",
+                        "message seq \(ref.seq) was sent to other members only")
+                    return nil
+                }
+                audience = audience.map { $0.intersection(targeted) } ?? targeted
+            }
             if state.removed.contains(ref.seq), !removes {
                 refuse(
                     session, requestID, RelayProtocol.RequestError.messageRemoved, notice: "messageRemoved",
@@ -245,7 +262,7 @@ extension Router {
                 }
             }
         }
-        return requestID
+        return (requestID, audience)
     }
 
     /// Receipts go to the sender of the message they refer to (read from the message reference),

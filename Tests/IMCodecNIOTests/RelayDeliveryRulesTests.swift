@@ -91,6 +91,40 @@ struct RelayDeliveryRulesTests {
     /// Tencent (seed 000): targeted messages go "only to specified members"; issue 16 item 4: "A
     /// targeted message is stored and synced only for its receivers and the sender" (sync_request
     /// and the user stream alike).
+    /// An event about a targeted message (a reaction, an edit, a recall) reaches only that
+    /// message's receivers and sender: the other members do not learn that it exists. A member it
+    /// was not sent to cannot name it (3001).
+    @Test func eventsAboutATargetedMessageReachOnlyItsAudience() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                try await alice.send(targeted("for bob", in: .group("team"), to: ["bob"], id: "t-1"))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let message = try #require(bob.collector.messages.first)
+                // bob reacts; alice edits and recalls: carol gets none of it.
+                _ = try await ask(bob, react(message, by: "bob", requestID: 11))
+                #expect(bob.collector.result(of: 11)?.errorCode == 0)
+                _ = try await ask(alice, edit(message, by: "alice", requestID: 12))
+                #expect(alice.collector.result(of: 12)?.errorCode == 0)
+                // carol names the message by its seq: refused, and nothing reaches anyone.
+                _ = try await ask(carol, react(message, by: "carol", requestID: 13))
+                #expect(carol.collector.result(of: 13)?.errorCode == RelayProtocol.RequestError.notAMember)
+                try await alice.send(RelayProtocol.answer(.recall(RecallEvent.with {
+                    $0.message = message.reference; $0.revokerID = "alice"
+                }), requestID: 14))
+                #expect(await eventually { alice.collector.result(of: 14) != nil && kinds(bob, .recall) == 1 })
+                #expect(kinds(alice, .reaction) == 1 && kinds(bob, .edit) == 1)
+                try await roundTrip(carol, 90)
+                #expect(kinds(carol, .reaction) + kinds(carol, .edit) + kinds(carol, .recall) + kinds(carol, .message) == 0)
+                let carolsStream = try #require(try await streamFrames(carol, 91))
+                #expect(carolsStream.frames.isEmpty, "\(carolsStream.frames.count) frames in carol's stream")
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
     @Test func aTargetedMessageIsSyncedOnlyToItsReceiversAndTheSender() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in

@@ -149,6 +149,9 @@ struct ConversationState: Sendable {
     var sent: [String: Sent] = [:]
     /// The sender and client message id of each kept message, by seq.
     var kept: [UInt64: (sender: String, clientMsgID: String)] = [:]
+    /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
+    /// it reach only them.
+    var audiences: [UInt64: Set<String>] = [:]
     /// Seqs of messages recalled or deleted for everyone.
     var removed: Set<UInt64> = []
 
@@ -163,6 +166,7 @@ struct ConversationState: Sendable {
     mutating func add(_ message: StoredMessage) {
         maxSeq = max(maxSeq, message.seq)
         kept[message.seq] = (message.senderID, message.clientMsgID)
+        if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
         guard !message.clientMsgID.isEmpty else { return }
         let key = Self.dedupeKey(sender: message.senderID, clientMsgID: message.clientMsgID)
         sent[key] = Sent(seq: message.seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
@@ -176,6 +180,7 @@ struct ConversationState: Sendable {
                 if sent[key]?.seq == oldestSeq { sent[key] = nil }
             }
             removed.remove(oldestSeq)
+            audiences[oldestSeq] = nil
             oldestSeq += 1
         }
     }

@@ -100,7 +100,11 @@ final class SQLiteRelayStore: RelayStore {
                 state.conversations[key, default: ConversationState()].maxSeq = row[1]
             }
             let messages = try Row.fetchCursor(
-                db, sql: "SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed FROM messages ORDER BY conversation, seq")
+                db,
+                sql: """
+                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers FROM messages
+                    ORDER BY conversation, seq
+                    """)
             var oldest: [ConversationKey: UInt64] = [:]
             while let row = try messages.next() {
                 guard let key = ConversationKey(storageID: row[0]) else { continue }
@@ -109,7 +113,7 @@ final class SQLiteRelayStore: RelayStore {
                 var conversation = state.conversations[key, default: ConversationState()]
                 conversation.add(StoredMessage(
                     conversation: key, seq: seq, senderID: row[2], clientMsgID: row[3], serverMsgUID: row[4],
-                    serverTimeMs: row[5], frame: []))
+                    serverTimeMs: row[5], frame: [], receivers: (row[7] as String?).map(Self.split) ?? []))
                 if (row[6] as Int) != 0 { conversation.removed.insert(seq) }
                 state.conversations[key] = conversation
             }
