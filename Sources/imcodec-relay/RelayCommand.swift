@@ -171,6 +171,13 @@ extension RelayCommand {
                 emitError("imcodec-relay: \(reason); stopping (clients resend what was not acknowledged)")
                 Glibc.exit(1)
             }
+            // A parent that blocked SIGTERM or SIGINT (an async test, a supervisor) passes its mask on:
+            // the relay must still stop when told to.
+            var stopSignals = sigset_t()
+            sigemptyset(&stopSignals)
+            sigaddset(&stopSignals, SIGTERM)
+            sigaddset(&stopSignals, SIGINT)
+            sigprocmask(SIG_UNBLOCK, &stopSignals, nil)
             let files = RelayFiles(dataDirectory: dataDir)
             let secret: String
             do {
