@@ -15,28 +15,17 @@ import Testing
 struct RelayDeliveryRulesTests {
     // MARK: Helpers
 
-    /// Sends `frame` (with a request id) and waits for the frame answering it.
-    private func ask(_ client: TestClient, _ frame: Frame) async throws -> Frame? {
-        try await client.send(frame)
-        _ = await eventually { client.collector.answer(to: frame.requestID) != nil }
-        return client.collector.answer(to: frame.requestID)
-    }
 
-    /// Waits for a pong: everything the relay wrote to `client` before it has arrived.
-    private func roundTrip(_ client: TestClient, _ requestID: UInt64) async throws {
-        let pong = try await ask(client, RelayProtocol.answer(.ping(Ping.with { $0.id = requestID }), requestID: requestID))
-        #expect(pong != nil, "no pong for \(requestID)")
-    }
 
     private func sync(_ client: TestClient, _ conversation: Conversation, _ requestID: UInt64) async throws -> SyncResponse? {
-        let frame = try await ask(client, RelayProtocol.syncFrame(conversation, from: 1, requestID: requestID))
+        let frame = try await client.ask(RelayProtocol.syncFrame(conversation, from: 1, requestID: requestID))
         if case .syncResponse(let response)? = frame?.payload { return response }
         return nil
     }
 
     /// The frames of the user's stream after position 0, as a device that resumes reads them.
     private func streamFrames(_ client: TestClient, _ requestID: UInt64) async throws -> StreamSyncResponse? {
-        let frame = try await ask(client, RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest()), requestID: requestID))
+        let frame = try await client.ask(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest()), requestID: requestID))
         if case .streamSyncResponse(let response)? = frame?.payload { return response }
         return nil
     }
@@ -46,7 +35,7 @@ struct RelayDeliveryRulesTests {
             $0.action = .join
             $0.conversation = conversation
         }), requestID: requestID)
-        _ = try await ask(client, frame)
+        _ = try await client.ask(frame)
         #expect(client.collector.result(of: requestID)?.errorCode == 0)
     }
 
@@ -81,7 +70,7 @@ struct RelayDeliveryRulesTests {
                 #expect(texts(laptop.collector.messages) == ["for bob", "for all"])
                 #expect(laptop.collector.messages.map(\.direction) == [.sent, .sent])
                 #expect(texts(carol.collector.messages) == ["for all"])
-                try await roundTrip(phone, 90)
+                try await phone.roundTrip(90)
                 #expect(phone.collector.messages.isEmpty, "the sending device gets its ack, not the message")
                 for client in [phone, laptop, bob, carol] { await client.close() }
             }
@@ -104,19 +93,19 @@ struct RelayDeliveryRulesTests {
                 #expect(await eventually { bob.collector.messages.count == 1 })
                 let message = try #require(bob.collector.messages.first)
                 // bob reacts; alice edits and recalls: carol gets none of it.
-                _ = try await ask(bob, react(message, by: "bob", requestID: 11))
+                _ = try await bob.ask(react(message, by: "bob", requestID: 11))
                 #expect(bob.collector.result(of: 11)?.errorCode == 0)
-                _ = try await ask(alice, edit(message, by: "alice", requestID: 12))
+                _ = try await alice.ask(edit(message, by: "alice", requestID: 12))
                 #expect(alice.collector.result(of: 12)?.errorCode == 0)
                 // carol names the message by its seq: refused, and nothing reaches anyone.
-                _ = try await ask(carol, react(message, by: "carol", requestID: 13))
+                _ = try await carol.ask(react(message, by: "carol", requestID: 13))
                 #expect(carol.collector.result(of: 13)?.errorCode == RelayProtocol.RequestError.notAMember)
                 try await alice.send(RelayProtocol.answer(.recall(RecallEvent.with {
                     $0.message = message.reference; $0.revokerID = "alice"
                 }), requestID: 14))
                 #expect(await eventually { alice.collector.result(of: 14) != nil && kinds(bob, .recall) == 1 })
                 #expect(kinds(alice, .reaction) == 1 && kinds(bob, .edit) == 1)
-                try await roundTrip(carol, 90)
+                try await carol.roundTrip(90)
                 #expect(kinds(carol, .reaction) + kinds(carol, .edit) + kinds(carol, .recall) + kinds(carol, .message) == 0)
                 let carolsStream = try #require(try await streamFrames(carol, 91))
                 #expect(carolsStream.frames.isEmpty, "\(carolsStream.frames.count) frames in carol's stream")
@@ -172,7 +161,7 @@ struct RelayDeliveryRulesTests {
                 let acks = alice.collector.acks
                 #expect(acks.map(\.errorCode) == [RelayProtocol.AckError.targetedOutsideGroup, RelayProtocol.AckError.targetedOutsideGroup])
                 #expect(acks.map(\.seq) == [0, 0] && acks.map(\.clientMsgID) == ["r-1", "d-1"])
-                try await roundTrip(bob, 3)
+                try await bob.roundTrip(3)
                 #expect(bob.collector.messages.isEmpty)
                 let sync = try #require(try await sync(bob, room, 4))
                 #expect(sync.messages.isEmpty && sync.maxSeq == 0)
@@ -239,7 +228,7 @@ struct RelayDeliveryRulesTests {
                 #expect(stream.frames.isEmpty && stream.headPosition == 0 && !stream.hasMore)
                 let sync = try #require(try await sync(laptop, .oneToOne("alice"), 2))
                 #expect(sync.messages.isEmpty && sync.maxSeq == 0)
-                try await roundTrip(laptop, 3)
+                try await laptop.roundTrip(3)
                 #expect(laptop.collector.messages.isEmpty)
                 for client in [alice, aliceLaptop, phone, laptop] { await client.close() }
             }
@@ -279,7 +268,7 @@ struct RelayDeliveryRulesTests {
                     $0.params = ["group": "team"]
                     $0.recipientID = "bob"
                 }
-                #expect(try await ask(alice, RelayProtocol.answer(.systemNotice(notice), requestID: 1)) != nil)
+                #expect(try await alice.ask(RelayProtocol.answer(.systemNotice(notice), requestID: 1)) != nil)
                 #expect(alice.collector.result(of: 1)?.errorCode == 0)
                 func invites(_ client: TestClient) -> [Frame] {
                     client.collector.frames.filter { if case .systemNotice(let n)? = $0.payload { n.type == "groupInvite" } else { false } }
@@ -289,14 +278,14 @@ struct RelayDeliveryRulesTests {
                 if case .systemNotice(let received)? = invites(phone).first?.payload {
                     #expect(received.params == ["group": "team"] && received.recipientID == "bob")
                 }
-                try await roundTrip(carol, 2)
-                try await roundTrip(alice, 3)
+                try await carol.roundTrip(2)
+                try await alice.roundTrip(3)
                 #expect(invites(carol).isEmpty && invites(alice).isEmpty)
 
                 let tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tablet", streamResume: true)
                 let stream = try #require(try await streamFrames(tablet, 4))
                 #expect(stream.frames.isEmpty && stream.headPosition == 0)
-                try await roundTrip(tablet, 5)
+                try await tablet.roundTrip(5)
                 #expect(invites(tablet).isEmpty)
                 for client in [alice, phone, laptop, carol, tablet] { await client.close() }
             }
@@ -312,9 +301,9 @@ struct RelayDeliveryRulesTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let notice = SystemNotice.with { $0.type = "broadcast"; $0.text = "to nobody" }
-                #expect(try await ask(alice, RelayProtocol.answer(.systemNotice(notice), requestID: 7)) != nil)
+                #expect(try await alice.ask(RelayProtocol.answer(.systemNotice(notice), requestID: 7)) != nil)
                 #expect(alice.collector.result(of: 7)?.errorCode == RelayProtocol.RequestError.unsupported)
-                try await roundTrip(bob, 8)
+                try await bob.roundTrip(8)
                 #expect(bob.collector.notices.isEmpty && alice.channel.isActive)
                 await alice.close()
                 await bob.close()
@@ -366,16 +355,16 @@ struct RelayDeliveryRulesTests {
                 let message = try await sent(alice, to: bob, "oops", id: "m-1")
                 var recall = Frame.recall(message.reference, by: "alice")
                 recall.requestID = 1
-                #expect(try await ask(alice, recall) != nil)
+                #expect(try await alice.ask(recall) != nil)
                 #expect(alice.collector.result(of: 1)?.errorCode == 0)
                 #expect(await eventually { kinds(bob, .recall) == 1 })
 
-                #expect(try await ask(alice, edit(message, by: "alice", requestID: 2)) != nil)
+                #expect(try await alice.ask(edit(message, by: "alice", requestID: 2)) != nil)
                 #expect(alice.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.messageRemoved)
-                #expect(try await ask(bob, react(message, by: "bob", requestID: 3)) != nil)
+                #expect(try await bob.ask(react(message, by: "bob", requestID: 3)) != nil)
                 #expect(bob.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.messageRemoved)
-                try await roundTrip(alice, 4)
-                try await roundTrip(bob, 5)
+                try await alice.roundTrip(4)
+                try await bob.roundTrip(5)
                 #expect(kinds(bob, .edit) == 0 && kinds(alice, .reaction) == 0)
                 await alice.close()
                 await bob.close()
@@ -399,19 +388,19 @@ struct RelayDeliveryRulesTests {
                 let everyone = RelayProtocol.answer(.delete(DeleteEvent.with {
                     $0.messages = [gone.reference]; $0.scope = .everyone; $0.operatorID = "alice"
                 }), requestID: 2)
-                #expect(try await ask(alice, onlyMe) != nil && alice.collector.result(of: 1)?.errorCode == 0)
-                #expect(try await ask(alice, everyone) != nil && alice.collector.result(of: 2)?.errorCode == 0)
+                #expect(try await alice.ask(onlyMe) != nil && alice.collector.result(of: 1)?.errorCode == 0)
+                #expect(try await alice.ask(everyone) != nil && alice.collector.result(of: 2)?.errorCode == 0)
                 #expect(await eventually { kinds(bob, .delete) == 1 }, "a delete for everyone reaches bob")
 
-                #expect(try await ask(alice, edit(gone, by: "alice", requestID: 3)) != nil)
+                #expect(try await alice.ask(edit(gone, by: "alice", requestID: 3)) != nil)
                 #expect(alice.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.messageRemoved)
-                #expect(try await ask(bob, react(gone, by: "bob", requestID: 4)) != nil)
+                #expect(try await bob.ask(react(gone, by: "bob", requestID: 4)) != nil)
                 #expect(bob.collector.result(of: 4)?.errorCode == RelayProtocol.RequestError.messageRemoved)
                 // The message deleted for alice only can still be reacted to.
-                #expect(try await ask(bob, react(kept, by: "bob", requestID: 5)) != nil)
+                #expect(try await bob.ask(react(kept, by: "bob", requestID: 5)) != nil)
                 #expect(bob.collector.result(of: 5)?.errorCode == 0)
                 #expect(await eventually { kinds(alice, .reaction) == 1 })
-                try await roundTrip(bob, 6)
+                try await bob.roundTrip(6)
                 #expect(kinds(bob, .edit) == 0)
                 await alice.close()
                 await bob.close()
@@ -431,9 +420,9 @@ struct RelayDeliveryRulesTests {
                 let message = try await sent(alice, to: bob, "mine", id: "m-1")
                 var recall = Frame.recall(message.reference, by: "bob")
                 recall.requestID = 1
-                #expect(try await ask(bob, recall) != nil)
+                #expect(try await bob.ask(recall) != nil)
                 #expect(bob.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.notTheSender)
-                #expect(try await ask(bob, edit(message, by: "bob", requestID: 2)) != nil)
+                #expect(try await bob.ask(edit(message, by: "bob", requestID: 2)) != nil)
                 #expect(bob.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.notTheSender)
 
                 // In a one-to-one conversation, with the reference as bob received it.
@@ -442,15 +431,15 @@ struct RelayDeliveryRulesTests {
                 let direct = try #require(bob.collector.messages.last)
                 var directRecall = Frame.recall(direct.reference, by: "bob")
                 directRecall.requestID = 3
-                #expect(try await ask(bob, directRecall) != nil)
+                #expect(try await bob.ask(directRecall) != nil)
                 #expect(bob.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.notTheSender)
-                #expect(try await ask(bob, edit(direct, by: "bob", requestID: 4)) != nil)
+                #expect(try await bob.ask(edit(direct, by: "bob", requestID: 4)) != nil)
                 #expect(bob.collector.result(of: 4)?.errorCode == RelayProtocol.RequestError.notTheSender)
 
-                try await roundTrip(alice, 5)
+                try await alice.roundTrip(5)
                 #expect(kinds(alice, .recall) == 0 && kinds(alice, .edit) == 0)
                 // The sender may still edit it.
-                #expect(try await ask(alice, edit(message, by: "alice", requestID: 6)) != nil)
+                #expect(try await alice.ask(edit(message, by: "alice", requestID: 6)) != nil)
                 #expect(alice.collector.result(of: 6)?.errorCode == 0)
                 #expect(await eventually { kinds(bob, .edit) == 1 })
                 await alice.close()

@@ -15,22 +15,10 @@ import Testing
 struct RelayDeviceTests {
     // MARK: Helpers
 
-    private func ask(_ client: TestClient, _ frame: Frame) async throws -> Frame? {
-        try await client.send(frame)
-        _ = await eventually { client.collector.answer(to: frame.requestID) != nil }
-        return client.collector.answer(to: frame.requestID)
-    }
-
-    /// Waits for a pong: everything the relay wrote to `client` before it has arrived.
-    private func roundTrip(_ client: TestClient, _ requestID: UInt64) async throws {
-        let pong = try await ask(client, RelayProtocol.answer(.ping(Ping.with { $0.id = requestID }), requestID: requestID))
-        #expect(pong != nil, "no pong for \(requestID)")
-    }
-
     private func streamSync(_ client: TestClient, _ request: StreamSyncRequest, _ requestID: UInt64) async throws
         -> StreamSyncResponse?
     {
-        let frame = try await ask(client, RelayProtocol.answer(.streamSyncRequest(request), requestID: requestID))
+        let frame = try await client.ask(RelayProtocol.answer(.streamSyncRequest(request), requestID: requestID))
         if case .streamSyncResponse(let response)? = frame?.payload { return response }
         return nil
     }
@@ -85,7 +73,7 @@ struct RelayDeviceTests {
                 let phoneAgain = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
                 #expect(await eventually { !phone.channel.isActive })
                 #expect(kicks(phone).map(\.reason) == [.loggedInElsewhere] && kicks(phone).first?.otherDeviceID == "phone")
-                try await roundTrip(laptop, 1)
+                try await laptop.roundTrip(1)
                 #expect(laptop.channel.isActive && kicks(laptop).isEmpty)
                 #expect(phoneAgain.channel.isActive && kicks(phoneAgain).isEmpty)
                 let stats = try await server.stats().get()
@@ -115,7 +103,7 @@ struct RelayDeviceTests {
                 #expect(bob.collector.messages.map(\.direction) == [.received, .received])
                 let positions = laptop.collector.frames.filter { $0.payload?.kind == .message }.map(\.streamPosition)
                 #expect(positions.allSatisfy { $0 > 0 } && positions == positions.sorted())
-                try await roundTrip(phone, 1)
+                try await phone.roundTrip(1)
                 #expect(phone.collector.messages.isEmpty)
                 for client in [phone, laptop, bob] { await client.close() }
             }
@@ -140,13 +128,13 @@ struct RelayDeviceTests {
                 let edit = RelayProtocol.answer(.edit(EditEvent.with {
                     $0.message = message.reference; $0.newMessage = edited; $0.editorID = "alice"
                 }), requestID: 1)
-                #expect(try await ask(phone, edit) != nil && phone.collector.result(of: 1)?.errorCode == 0)
+                #expect(try await phone.ask(edit) != nil && phone.collector.result(of: 1)?.errorCode == 0)
                 func edits(_ client: TestClient) -> [Frame] { client.collector.frames.filter { $0.payload?.kind == .edit } }
                 #expect(await eventually { [laptop, bobPhone, bobLaptop].allSatisfy { edits($0).count == 1 } })
                 for device in [laptop, bobPhone, bobLaptop] {
                     #expect(edits(device).first?.streamPosition ?? 0 > 0, "kept: it carries its stream position")
                 }
-                try await roundTrip(phone, 2)
+                try await phone.roundTrip(2)
                 #expect(edits(phone).isEmpty)
                 for client in [phone, laptop, bobPhone, bobLaptop] { await client.close() }
             }
@@ -174,7 +162,7 @@ struct RelayDeviceTests {
                 // Sent after the login: not live yet.
                 sendTexts(alice, to: "bob", 6...6)
                 #expect(await eventually { alice.collector.acks.count == 6 })
-                try await roundTrip(bob, 100)
+                try await bob.roundTrip(100)
                 #expect(bob.collector.messages.isEmpty, "nothing live before the stream sync")
 
                 var handed: [Frame] = []
@@ -192,7 +180,7 @@ struct RelayDeviceTests {
                         // Between two pages: still not live.
                         sendTexts(alice, to: "bob", 7...7)
                         #expect(await eventually { alice.collector.acks.count == 7 })
-                        try await roundTrip(bob, 200)
+                        try await bob.roundTrip(200)
                         #expect(bob.collector.messages.isEmpty, "nothing live before the last page")
                     }
                     #expect(pages.count < 10)
@@ -232,7 +220,7 @@ struct RelayDeviceTests {
                 }
                 let ack = RelayProtocol.answer(.streamAck(tracker.streamAck), requestID: 1)
                 #expect(tracker.streamAck.position == 3)
-                #expect(try await ask(phone, ack) != nil && phone.collector.result(of: 1)?.errorCode == 0)
+                #expect(try await phone.ask(ack) != nil && phone.collector.result(of: 1)?.errorCode == 0)
                 await phone.close()
                 sendTexts(alice, to: "bob", 4...5)
                 #expect(await eventually { alice.collector.acks.count == 5 })
@@ -258,7 +246,7 @@ struct RelayDeviceTests {
                 #expect(named.collector.loginResults.first?.resumePosition == 1)
                 // An ack past the head is held to the head.
                 let past = RelayProtocol.answer(.streamAck(StreamAck.with { $0.position = 999 }), requestID: 3)
-                #expect(try await ask(laptop, past) != nil)
+                #expect(try await laptop.ask(past) != nil)
                 await laptop.close()
                 let laptopAgain = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop", streamResume: true)
                 #expect(laptopAgain.collector.loginResults.first?.resumePosition == 5)

@@ -200,6 +200,19 @@ struct TestClient: Sendable {
         try await channel.writeAndFlush(frame).get()
     }
 
+    /// Sends `frame` (with a request id) and waits for the frame answering it.
+    func ask(_ frame: Frame) async throws -> Frame? {
+        try await send(frame)
+        _ = await eventually { collector.answer(to: frame.requestID) != nil }
+        return collector.answer(to: frame.requestID)
+    }
+
+    /// Waits for a pong: everything the relay wrote to this client before it has arrived.
+    func roundTrip(_ requestID: UInt64) async throws {
+        let pong = try await ask(RelayProtocol.answer(.ping(Ping.with { $0.id = requestID }), requestID: requestID))
+        #expect(pong != nil, "no pong for \(requestID)")
+    }
+
     func close() async {
         try? await channel.close().get()
     }

@@ -15,13 +15,6 @@ struct RelaySessionTests {
         RelayProtocol.answer(payload, requestID: requestID)
     }
 
-    /// Sends `frame` (with a request id) and waits for the frame answering it.
-    private func ask(_ client: TestClient, _ frame: Frame) async throws -> Frame? {
-        try await client.send(frame)
-        _ = await eventually { client.collector.answer(to: frame.requestID) != nil }
-        return client.collector.answer(to: frame.requestID)
-    }
-
     private func syncResponse(_ frame: Frame?) -> SyncResponse? {
         if case .syncResponse(let r)? = frame?.payload { r } else { nil }
     }
@@ -54,7 +47,7 @@ struct RelaySessionTests {
                 // Nothing arrived live: it is all in the store.
                 #expect(bob.collector.messages.isEmpty)
 
-                let answer = try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 9))
+                let answer = try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 9))
                 let sync = try #require(syncResponse(answer))
                 #expect(sync.errorCode == 0 && !sync.hasMore && sync.maxSeq == 3 && sync.nextFromSeq == 4)
                 #expect(sync.conversation == .oneToOne("alice"))
@@ -63,7 +56,7 @@ struct RelaySessionTests {
                 // The stored message is the stamped one: the uid and time of the sender's ack.
                 #expect(sync.messages.map(\.serverMsgUID) == alice.collector.acks.prefix(3).map(\.serverMsgUID))
                 #expect(sync.messages.map(\.serverTimeMs) == alice.collector.acks.prefix(3).map(\.serverTimeMs))
-                let team = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 10))))
+                let team = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 10))))
                 #expect(team.messages.map { $0.firstText ?? "" } == ["to the team"])
                 await alice.close()
                 await bob.close()
@@ -184,32 +177,32 @@ struct RelaySessionTests {
                 #expect(await eventually { alice.collector.acks.count == 250 && bob.collector.messages.count == 250 })
 
                 // limit 0: the cap, 100.
-                let first = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
+                let first = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
                 #expect(first.messages.map(\.seq) == Array(1...100))
                 #expect(first.hasMore && first.nextFromSeq == 101 && first.maxSeq == 250)
                 // A limit above the cap is capped.
-                let capped = try #require(syncResponse(try await ask(
-                    bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, limit: 500, requestID: 2))))
+                let capped = try #require(syncResponse(try await bob.ask(
+                    RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, limit: 500, requestID: 2))))
                 #expect(capped.messages.map(\.seq) == Array(101...200) && capped.hasMore && capped.nextFromSeq == 201)
-                let small = try #require(syncResponse(try await ask(
-                    bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 201, limit: 30, requestID: 3))))
+                let small = try #require(syncResponse(try await bob.ask(
+                    RelayProtocol.syncFrame(.oneToOne("alice"), from: 201, limit: 30, requestID: 3))))
                 #expect(small.messages.map(\.seq) == Array(201...230) && small.hasMore && small.nextFromSeq == 231)
                 // to_seq is inclusive.
-                let ranged = try #require(syncResponse(try await ask(
-                    bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, to: 120, limit: 50, requestID: 4))))
+                let ranged = try #require(syncResponse(try await bob.ask(
+                    RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, to: 120, limit: 50, requestID: 4))))
                 #expect(ranged.messages.map(\.seq) == Array(101...120) && !ranged.hasMore && ranged.nextFromSeq == 121)
                 #expect(ranged.messages.map { $0.firstText ?? "" } == (101...120).map { "m\($0)" })
                 // The sync returns what bob got live.
                 #expect(ranged.messages == Array(bob.collector.messages[100..<120]))
                 // Past the end: nothing, no more.
-                let past = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 251, requestID: 5))))
+                let past = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 251, requestID: 5))))
                 #expect(past.messages.isEmpty && !past.hasMore && past.maxSeq == 250)
                 // A group bob is not in: refused.
-                let refused = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.group("ops"), from: 1, requestID: 6))))
+                let refused = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.group("ops"), from: 1, requestID: 6))))
                 #expect(refused.errorCode == RelayProtocol.RequestError.notAMember && refused.messages.isEmpty)
 
                 // max_seq_request: named conversations, and every conversation when none is named.
-                let named = try await ask(bob, request(.maxSeqRequest(MaxSeqRequest.with {
+                let named = try await bob.ask(request(.maxSeqRequest(MaxSeqRequest.with {
                     $0.conversations = [.oneToOne("alice"), .oneToOne("nobody")]
                 }), 7))
                 guard case .maxSeqResponse(let max)? = named?.payload else {
@@ -217,7 +210,7 @@ struct RelaySessionTests {
                     return
                 }
                 #expect(max.maxSeqs.map(\.seq) == [250, 0] && max.serverTimeMs > 0)
-                let all = try await ask(bob, request(.maxSeqRequest(MaxSeqRequest()), 8))
+                let all = try await bob.ask(request(.maxSeqRequest(MaxSeqRequest()), 8))
                 guard case .maxSeqResponse(let everything)? = all?.payload else {
                     Issue.record("no max_seq_response")
                     return
@@ -248,7 +241,7 @@ struct RelaySessionTests {
                 var pages = 0
                 while pages < 20 {
                     requestID += 1
-                    let frame = try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: from, requestID: requestID))
+                    let frame = try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: from, requestID: requestID))
                     let page = try #require(syncResponse(frame))
                     #expect(frame.map { $0.serializedBytes().count <= maxFrameSize } == true)
                     pages += 1
@@ -275,7 +268,7 @@ struct RelaySessionTests {
                 alice.channel.flush()
                 #expect(await eventually { alice.collector.acks.count == 150 })
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let sync = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
+                let sync = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
                 #expect(sync.messages.map(\.seq) == Array(51...150) && !sync.hasMore && sync.maxSeq == 150)
                 await alice.close()
                 await bob.close()
@@ -354,14 +347,14 @@ struct RelaySessionTests {
         try await withClientGroup { group in
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                let pong = try await ask(alice, request(.ping(Ping.with { $0.id = 42; $0.timeMs = 1 }), 5))
+                let pong = try await alice.ask(request(.ping(Ping.with { $0.id = 42; $0.timeMs = 1 }), 5))
                 guard case .pong(let answer)? = pong?.payload else {
                     Issue.record("no pong: \(String(describing: pong))")
                     return
                 }
                 #expect(answer.id == 42 && answer.timeMs > 0)
                 let sessionID = alice.collector.loginResults.first?.sessionID ?? ""
-                let bye = try await ask(alice, request(.logout(Logout.with { $0.sessionID = sessionID }), 6))
+                let bye = try await alice.ask(request(.logout(Logout.with { $0.sessionID = sessionID }), 6))
                 guard case .requestResult(let result)? = bye?.payload else {
                     Issue.record("no request_result")
                     return
@@ -380,9 +373,9 @@ struct RelaySessionTests {
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                #expect(try await ask(alice, RelayProtocol.membershipFrame(.join, group: "team", requestID: 11))?.requestID == 11)
+                #expect(try await alice.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 11))?.requestID == 11)
                 #expect(alice.collector.result(of: 11)?.errorCode == 0)
-                #expect(try await ask(bob, RelayProtocol.membershipFrame(.join, group: "team", requestID: 12)) != nil)
+                #expect(try await bob.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 12)) != nil)
                 #expect(bob.collector.result(of: 12)?.errorCode == 0)
                 let joined = { alice.collector.frames.compactMap { if case .membership(let m)? = $0.payload { m } else { nil } } }
                 #expect(await eventually { joined().count == 1 })
@@ -391,7 +384,7 @@ struct RelaySessionTests {
 
                 try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "both", clientMsgID: "t-1")))
                 #expect(await eventually { bob.collector.messages.count == 1 })
-                #expect(try await ask(bob, RelayProtocol.membershipFrame(.leave, group: "team", requestID: 13)) != nil)
+                #expect(try await bob.ask(RelayProtocol.membershipFrame(.leave, group: "team", requestID: 13)) != nil)
                 #expect(bob.collector.result(of: 13)?.errorCode == 0)
                 #expect(await eventually { joined().count == 2 })
                 #expect(joined().last?.action == .leave && joined().last?.userID == "bob")
@@ -400,7 +393,7 @@ struct RelaySessionTests {
                 #expect(bob.collector.messages.count == 1)
 
                 // One-to-one conversations are not joined.
-                let refused = try await ask(alice, request(.membership(MembershipChange.with {
+                let refused = try await alice.ask(request(.membership(MembershipChange.with {
                     $0.action = .join
                     $0.conversation = .oneToOne("bob")
                 }), 14))
@@ -430,7 +423,7 @@ struct RelaySessionTests {
                 for (client, conversation) in [(alice, channel1), (bob, channel1), (alice, room), (bob, room)] {
                     requestID += 1
                     let join = request(.membership(MembershipChange.with { $0.action = .join; $0.conversation = conversation }), requestID)
-                    #expect(try await ask(client, join) != nil)
+                    #expect(try await client.ask(join) != nil)
                     #expect(client.collector.result(of: requestID)?.errorCode == 0)
                 }
                 for (k, conversation) in [channel1, room, channel2, channel1].enumerated() {
@@ -442,7 +435,7 @@ struct RelaySessionTests {
                 #expect(alice.collector.acks.map(\.seq) == [1, 1, 0, 2])
                 #expect(alice.collector.acks[0].conversation == channel1)
                 #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["t0", "t1", "t3"])
-                let sync = try #require(syncResponse(try await ask(bob, RelayProtocol.syncFrame(channel1, from: 1, requestID: 50))))
+                let sync = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(channel1, from: 1, requestID: 50))))
                 #expect(sync.messages.map { $0.firstText ?? "" } == ["t0", "t3"] && sync.conversation == channel1)
                 await alice.close()
                 await bob.close()
@@ -458,7 +451,7 @@ struct RelaySessionTests {
                     $0.action = .subscribe
                     $0.userIDs = ["bob"]
                 }), 21)
-                #expect(try await ask(alice, subscribe) != nil)
+                #expect(try await alice.ask(subscribe) != nil)
                 #expect(alice.collector.result(of: 21)?.errorCode == 0)
                 #expect(await eventually { alice.collector.presences.count == 1 })
                 #expect(alice.collector.presences.first?.userID == "bob" && alice.collector.presences.first?.status == .offline)
@@ -473,7 +466,7 @@ struct RelaySessionTests {
                 #expect(offline.status == .offline && offline.lastSeenMs > 0)
 
                 // Subscribing again tells the current state at once (offline, with the time).
-                #expect(try await ask(alice, RelayProtocol.answer(subscribe.payload!, requestID: 22)) != nil)
+                #expect(try await alice.ask(RelayProtocol.answer(subscribe.payload!, requestID: 22)) != nil)
                 #expect(await eventually { alice.collector.presences.count == 4 })
                 #expect(alice.collector.presences[3].lastSeenMs == offline.lastSeenMs)
 
@@ -481,11 +474,11 @@ struct RelaySessionTests {
                     $0.action = .unsubscribe
                     $0.userIDs = ["bob"]
                 }), 23)
-                #expect(try await ask(alice, unsubscribe) != nil)
+                #expect(try await alice.ask(unsubscribe) != nil)
                 #expect(alice.collector.result(of: 23)?.errorCode == 0)
                 let bob2 = try await TestClient.connect(to: server, as: "bob", group: group)
                 // A ping round trip after bob's login: anything told about bob would have come first.
-                #expect(try await ask(alice, request(.ping(Ping.with { $0.id = 1 }), 24)) != nil)
+                #expect(try await alice.ask(request(.ping(Ping.with { $0.id = 1 }), 24)) != nil)
                 #expect(alice.collector.presences.count == 4)
                 await bob2.close()
                 await alice.close()
