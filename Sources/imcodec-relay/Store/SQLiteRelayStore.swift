@@ -16,7 +16,9 @@ import IMCodec
 /// - `conversations(id, max_seq)`: each conversation's newest seq, so seqs never go back, even
 ///   when retention has dropped every message;
 /// - `messages(conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers, removed)`:
-///   the stamped frames, unique per (conversation, sender, client_msg_id) for de-duplication;
+///   the stamped frames. Resends are de-duplicated by the router, in memory, from what ``load()``
+///   reads (``ConversationState/sent``); no index on (conversation, sender, client_msg_id) is kept,
+///   since nothing queries it and it cost a B-tree page write per message;
 /// - `members(conversation, user)`;
 /// - `streams(user, head)` and `stream(user, position, origin_device, conversation, seq, sent, frame)`:
 ///   each user's stream (a message by reference, an event with its bytes);
@@ -68,8 +70,6 @@ final class SQLiteRelayStore: RelayStore {
                         client_msg_id TEXT NOT NULL, uid TEXT NOT NULL, time_ms INTEGER NOT NULL,
                         frame BLOB NOT NULL, receivers TEXT, removed INTEGER NOT NULL DEFAULT 0,
                         PRIMARY KEY (conversation, seq)) WITHOUT ROWID;
-                    CREATE UNIQUE INDEX messages_dedupe ON messages (conversation, sender, client_msg_id)
-                        WHERE client_msg_id != '';
                     CREATE TABLE members (conversation TEXT NOT NULL, user TEXT NOT NULL,
                         PRIMARY KEY (conversation, user)) WITHOUT ROWID;
                     CREATE TABLE streams (user TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID;
