@@ -30,8 +30,23 @@ struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imcodec-relay",
         abstract: "A loopback relay server for IMCodec frames, and a chat client for it.",
+        discussion: "Exit status: 0 success, 1 failure (a refused send, no relay, a damaged store), 2 usage.",
+        version: "imcodec-relay \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), schema "
+            + "\(IMCodecRelease.schemaPackage), schema_version \(IMCodecRelease.schemaVersion))",
         subcommands: [Serve.self, Token.self, Chat.self, Bench.self]
     )
+
+    /// Exits 2 on a usage error, as `imcodec` does (ArgumentParser's default is 64).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            emitError(fullMessage(for: error))
+            Glibc.exit(2)
+        }
+    }
 }
 
 /// Writes a line to standard output at once, with one `write(2)` and no stdio lock (the main

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import IMCodec
 import NIOCore
 import NIOPosix
 import Testing
@@ -35,6 +36,19 @@ struct ChatExitTests {
             #expect(accepted.stdout.contains("✓ sent to #team"), "\(accepted.stdout)")
             #expect(accepted.stderr.isEmpty)
         }
+    }
+
+    @Test("--version names the release and the schema; a usage error exits 2, as imcodec's do")
+    func versionAndUsageErrors() throws {
+        let version = try RelayExecutable.run(["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdout.hasPrefix("imcodec-relay \(IMCodecRelease.version) (IMCodec"), "\(version.stdout)")
+        #expect(version.stdout.contains("schema_version \(IMCodecRelease.schemaVersion)"))
+        let unknown = try RelayExecutable.run(["serve", "--no-such-option"])
+        #expect(unknown.status == 2, "\(unknown.stderr)")
+        #expect(unknown.stderr.contains("--no-such-option"))
+        let invalid = try RelayExecutable.run(["serve", "--store", "tape"])
+        #expect(invalid.status == 2 && invalid.stderr.contains("--store is sqlite or memory"), "\(invalid.stderr)")
     }
 
     @Test("with no relay listening, chat prints one line, cannot connect ... connection refused, and exits 1")
