@@ -168,6 +168,7 @@ extension Router {
             deliverLive(frame.body, isMessage: false, sender: user, to: users.filter { $0 != user }, except: session)
             return
         }
+        guard !isResentEvent(frame, from: session, user: user) else { return }
         var requestID: UInt64 = 0
         if let key {
             guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
@@ -268,6 +269,7 @@ extension Router {
     /// Receipts go to the sender of the message they refer to (read from the message reference),
     /// and to the reader's other devices.
     func routeReceipts(_ frame: InboundFrame, from session: Session, user: String) {
+        guard !isResentEvent(frame, from: session, user: user) else { return }
         guard let decoded = decoded(frame, session) else { return }
         let origin = DeviceKey(user: user, device: session.deviceID)
         switch decoded.payload {
@@ -281,6 +283,8 @@ extension Router {
                 self.flush()
             }
         case .receipts(let batch)?:
+            // Split per sender below: the batch as sent is remembered too (until a restart).
+            recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
             var byTarget: [String: [MessageReceipt]] = [:]
             for receipt in batch.receipts where !(receipt.message?.senderID ?? "").isEmpty {
                 byTarget[receipt.message!.senderID, default: []].append(receipt)

@@ -33,6 +33,8 @@ final class Router {
     var streams: [String: StreamState] = [:]
     /// The last stream position each device acknowledged.
     var devicePositions: [DeviceKey: UInt64] = [:]
+    /// The newest events each device sent, so that a resend is not applied twice.
+    var recentEvents: [DeviceKey: RecentEvents] = [:]
     /// Who subscribed to each user's presence.
     var subscribers: [String: Set<String>] = [:]
     /// When each user that went offline was last online.
@@ -65,6 +67,11 @@ final class Router {
         conversations = state.conversations
         streams = state.streams
         devicePositions = state.devicePositions
+        for (device, frames) in state.recentEvents {
+            var recent = RecentEvents()
+            for frame in frames { recent.insert(frame) }
+            recentEvents[device] = recent
+        }
         members = state.members
         for (key, users) in members {
             for user in users { belongs[user, default: []].insert(key) }
@@ -343,6 +350,16 @@ final class Router {
 
     // MARK: Streams
 
+    /// Whether `frame` is an event `session` already sent and the relay kept (a resend after a lost
+    /// answer): then it is answered as the first time (its request id, once everything before it is
+    /// committed) and neither applied nor delivered again.
+    func isResentEvent(_ frame: InboundFrame, from session: Session, user: String) -> Bool {
+        let device = DeviceKey(user: user, device: session.deviceID)
+        guard let recent = recentEvents[device], recent.contains(frame.body.readableBytesView) else { return false }
+        if let requestID = decoded(frame, session)?.requestID, requestID != 0 { result(session, requestID) }
+        return true
+    }
+
     /// A kept frame for one user: its position in that user's stream, and whether it is a message
     /// that user sent.
     struct Delivery {
@@ -357,6 +374,9 @@ final class Router {
     ///   - item: What the entry holds; a message's `sent` is set for `origin.user`.
     ///   - origin: The user and device that sent it: that device is not given it back.
     func keep(_ item: StreamItem, for users: [String], origin: DeviceKey) -> [Delivery] {
+        if case .event(let frame) = item, users.contains(origin.user) {
+            recentEvents[origin, default: RecentEvents()].insert(frame)
+        }
         var deliveries: [Delivery] = []
         deliveries.reserveCapacity(users.count)
         for user in users {

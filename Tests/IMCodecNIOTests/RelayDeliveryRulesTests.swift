@@ -1,4 +1,5 @@
 #if Tools
+import Foundation
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -80,6 +81,50 @@ struct RelayDeliveryRulesTests {
     /// Tencent (seed 000): targeted messages go "only to specified members"; issue 16 item 4: "A
     /// targeted message is stored and synced only for its receivers and the sender" (sync_request
     /// and the user stream alike).
+    /// An event resent byte for byte by the device that sent it (its answer was lost with a
+    /// connection, or with the relay) is answered again but neither applied nor delivered twice,
+    /// as a message resent with its client_msg_id is; across a restart of the relay too.
+    @Test func anEventResentByteForByteIsAnsweredButKeptOnce() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-resend-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = StoreLocation.sqlite(path: folder.appendingPathComponent("relay.sqlite").path)
+        let configure: (inout RelayConfiguration) -> Void = { $0.store = store; $0.groups = ["team": ["alice", "bob"]] }
+        try await withClientGroup { group in
+            var reaction = Frame()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let message = try await sent(alice, to: bob, "react to me", id: "r-1")
+                reaction = react(message, by: "bob", requestID: 21)
+                _ = try await bob.ask(reaction)
+                reaction.requestID = 22
+                _ = try await bob.ask(reaction)  // a new request id: other bytes, another reaction
+                reaction.requestID = 21
+                try await bob.send(reaction)  // the first, byte for byte
+                try await bob.roundTrip(90)
+                #expect(bob.collector.frames.filter { $0.requestID == 21 }.count == 2, "answered both times")
+                #expect(kinds(alice, .reaction) == 2)
+                for client in [alice, bob] { await client.close() }
+            }
+            // Restarted on the same database: the resend is still recognised.
+            try await withRelay(configure) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await bob.send(reaction)
+                try await bob.roundTrip(91)
+                #expect(bob.collector.result(of: 21)?.errorCode == 0)
+                let alice = try await TestClient.connect(
+                    to: server, as: "alice", group: group, deviceID: "phone", streamResume: true)
+                let page = try #require(try await streamFrames(alice, 92))
+                let reactions = try page.frames.map { try Frame(serializedBytes: $0.frame) }.filter {
+                    $0.payload?.kind == .reaction
+                }
+                #expect(reactions.count == 2, "the stream keeps each reaction once: \(reactions.count)")
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// An event about a targeted message (a reaction, an edit, a recall) reaches only that
     /// message's receivers and sender: the other members do not learn that it exists. A member it
     /// was not sent to cannot name it (3001).

@@ -20,6 +20,11 @@ final class MemoryRelayStore: RelayStore {
         }
         for entry in batch.streamEntries {
             streams[entry.user, default: []].append(entry)
+            if let device = entry.originDevice, case .event(let frame) = entry.item {
+                let key = DeviceKey(user: entry.user, device: device)
+                state.recentEvents[key, default: []].append(frame)
+                if state.recentEvents[key]!.count > RecentEvents.capacity { state.recentEvents[key]!.removeFirst() }
+            }
             state.streams[entry.user, default: StreamState()].head = entry.position
         }
         for change in batch.memberships {

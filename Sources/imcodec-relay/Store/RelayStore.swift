@@ -120,6 +120,47 @@ struct StoredState {
     var streams: [String: StreamState] = [:]
     /// The last stream position each device acknowledged.
     var devicePositions: [DeviceKey: UInt64] = [:]
+    /// The newest events each device sent (at most ``RecentEvents/capacity``, oldest first), as
+    /// kept in its user's stream: a resend of one of them is not applied twice.
+    var recentEvents: [DeviceKey: [[UInt8]]] = [:]
+}
+
+/// The newest events a device sent, by a digest of their bytes: an event sent again byte for byte
+/// (a client resends what was not acknowledged when its connection or the relay went away) is
+/// answered as the first time and not applied or delivered again, as a message resent with its
+/// `client_msg_id` is.
+struct RecentEvents: Sendable {
+    /// How many of a device's newest events are remembered.
+    static let capacity = 256
+
+    private var order: [UInt64] = []
+    private var counts: [UInt64: Int] = [:]
+
+    /// Whether an event with these bytes is among the newest remembered.
+    func contains(_ bytes: some Sequence<UInt8>) -> Bool { counts[Self.digest(bytes)] != nil }
+
+    /// Remembers an event, forgetting the oldest past ``capacity``.
+    mutating func insert(_ bytes: some Sequence<UInt8>) {
+        let digest = Self.digest(bytes)
+        order.append(digest)
+        counts[digest, default: 0] += 1
+        if order.count > Self.capacity {
+            let oldest = order.removeFirst()
+            counts[oldest]! -= 1
+            if counts[oldest] == 0 { counts[oldest] = nil }
+        }
+    }
+
+    /// FNV-1a, 64 bits: stable across restarts (unlike `Hasher`), so the set rebuilt at start
+    /// matches what clients resend.
+    static func digest(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
 }
 
 /// A user's stream, as the router tracks it.

@@ -149,6 +149,21 @@ final class SQLiteRelayStore: RelayStore {
             for row in try Row.fetchAll(db, sql: "SELECT user, device, position FROM devices") {
                 state.devicePositions[DeviceKey(user: row[0], device: row[1])] = row[2]
             }
+            // Each device's newest events, oldest first (the window keeps the load bounded).
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT user, origin_device, frame FROM (
+                        SELECT user, origin_device, frame, position, ROW_NUMBER() OVER (
+                            PARTITION BY user, origin_device ORDER BY position DESC) AS newest
+                        FROM stream WHERE origin_device IS NOT NULL AND frame IS NOT NULL)
+                    WHERE newest <= ? ORDER BY position
+                    """,
+                arguments: [RecentEvents.capacity])
+            {
+                let frame: Data = row[2]
+                state.recentEvents[DeviceKey(user: row[0], device: row[1]), default: []].append(Array(frame))
+            }
             return state
         }
     }
