@@ -23,7 +23,11 @@ let package = Package(
         .executable(name: "imcodec", targets: ["imcodec"]),
         .library(name: "IMCodecNIO", targets: ["IMCodecNIO"]),
         .executable(name: "imcodec-relay", targets: ["imcodec-relay"]),
-        // The test oracles, for this repository's tests and the fuzz package in Fuzz/.
+        // Test-only: the test oracles (FuzzChecks) of this repository's tests and fuzz targets. Not
+        // API, with no compatibility promise; do not depend on it. It is a product only because
+        // SwiftPM lets another package use a target solely through a product, and the fuzz package
+        // in Fuzz/ (a package of its own, so that the library's build never pays for libFuzzer)
+        // needs it. Every other piece of test scaffolding is a test target or a plain target.
         .library(name: "IMCodecTestSupport", targets: ["IMCodecTestSupport"]),
     ],
     traits: [
