@@ -68,7 +68,7 @@ Generate code with this folder as the only import path:
 ```sh
 protoc -I . --python_out=OUT imcodec/v1/*.proto     # then: from imcodec.v1 import frame_pb2
 protoc -I . --cpp_out=OUT imcodec/v1/*.proto
-buf generate                                       # buf.yaml: module %s
+buf build                                          # buf.yaml: module %s (add a buf.gen.yaml to buf generate)
 ```
 
 IMCodec's relay carries one `Frame` per WebSocket binary message, or each `Frame` after its length

@@ -67,9 +67,10 @@ class StripTests(unittest.TestCase):
                          'option java_package = "x.y";\nmessage M {\n  int32 a = 1;\n}\n')
 
     def test_comments_and_strings_stay(self):
-        text = ('// Every string carries [(pb_c_field).string_as_bytes = true], see protobuf-c/protobuf-c.proto.\n'
+        text = ('// Every string carries [(pb_c_field).string_as_bytes = true]; protobuf-c/protobuf-c.proto.\n'
                 '/* option (pb_c_file).x = 1; [a, b] */\n'
-                'message M {\n  // keep [start, end]\n  string a = 1 [json_name = "pb_c_field]"]; // [(pb_c_field)]\n}\n')
+                'message M {\n  // keep [start, end]\n'
+                '  string a = 1 [json_name = "pb_c_field]"]; // [(pb_c_field)]\n}\n')
         self.assertEqual(strip_protobuf_c(text), text)
 
     def test_an_option_it_cannot_remove_is_an_error(self):

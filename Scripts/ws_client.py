@@ -10,8 +10,10 @@ as Scripts/google_reference.py does) and the `websockets` package carries one Fr
 message. With --generated DIR it uses instead the modules `protoc --python_out=DIR` wrote, as a
 user of another language would (DIR/imcodec/v1/frame_pb2.py, from the schemas Scripts/export-schemas
 writes: Scripts/check_exported_schemas.py runs it so); it then prints "OK schemas: ..." first and
-fails if protobuf-c's Python module was imported. Each user's login token is a JWT (HS256, `sub` the user id, `exp` an hour away) minted
-here with the standard library (Scripts/relay_jwt.py) under the relay's secret, the first line of
+fails if protobuf-c's Python module was imported.
+
+Each user's login token is a JWT (HS256, `sub` the user id, `exp` an hour away) minted here with
+the standard library (Scripts/relay_jwt.py) under the relay's secret, the first line of
 --auth-secret-file (`imcodec-relay serve` makes DATA-DIR/auth-secret unless it is given one). Two
 users, alice and bob, connect over WebSocket and:
 
