@@ -2,13 +2,18 @@
 """An independent WebSocket client for imcodec-relay, in Python (websockets + Google's protobuf).
 
 usage: ws_client.py --port W --auth-secret-file FILE [--host 127.0.0.1] [--tcp-peer USER]
-                    [--schemas DIR] [--include DIR]
+                    [--schemas DIR] [--include DIR] [--generated DIR]
 
 It speaks the relay protocol (Sources/imcodec-relay/README.md) with its own encoder and decoder:
 Google's protobuf builds the message classes from Schemas/ at run time (protoc --descriptor_set_out,
 as Scripts/google_reference.py does) and the `websockets` package carries one Frame per binary
-message. Each user's login token is a JWT (HS256, `sub` the user id, `exp` an hour away) minted
-here with the standard library (Scripts/relay_jwt.py) under the relay's secret, the first line of
+message. With --generated DIR it uses instead the modules `protoc --python_out=DIR` wrote, as a
+user of another language would (DIR/imcodec/v1/frame_pb2.py, from the schemas Scripts/export-schemas
+writes: Scripts/check_exported_schemas.py runs it so); it then prints "OK schemas: ..." first and
+fails if protobuf-c's Python module was imported.
+
+Each user's login token is a JWT (HS256, `sub` the user id, `exp` an hour away) minted here with
+the standard library (Scripts/relay_jwt.py) under the relay's secret, the first line of
 --auth-secret-file (`imcodec-relay serve` makes DATA-DIR/auth-secret unless it is given one). Two
 users, alice and bob, connect over WebSocket and:
 
@@ -233,6 +238,21 @@ async def run(args, Frame):
             print(f"OK close {client.user} code={client.ws.close_code}", flush=True)
 
 
+def generated_frame(folder):
+    """imcodec.v1.Frame from the modules protoc --python_out wrote into `folder`."""
+    sys.path.insert(0, os.path.abspath(folder))
+    try:
+        from imcodec.v1 import frame_pb2
+    except ImportError as error:
+        print(f"FAIL cannot import the generated imcodec.v1.frame_pb2 from {folder}: {error}", flush=True)
+        sys.exit(1)
+    if any(name.startswith("protobuf_c") for name in sys.modules):
+        print("FAIL the generated modules imported protobuf-c's module", flush=True)
+        sys.exit(1)
+    print(f"OK schemas: generated modules {os.path.relpath(frame_pb2.__file__, folder)}", flush=True)
+    return frame_pb2.Frame
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
@@ -242,6 +262,8 @@ def main():
     ap.add_argument("--tcp-peer", default="")
     ap.add_argument("--schemas", default=os.path.join(ROOT, "Schemas"))
     ap.add_argument("--include", default="/usr/include")
+    ap.add_argument("--generated", default="",
+                    help="import imcodec.v1.frame_pb2 from this folder (protoc --python_out) instead")
     ap.add_argument("--timeout", type=float, default=20)
     args = ap.parse_args()
     try:
@@ -249,9 +271,12 @@ def main():
     except OSError as error:
         print(f"FAIL cannot read the auth secret file: {error}", flush=True)
         sys.exit(1)
-    with tempfile.TemporaryDirectory() as tmp:
-        pool = load_pool(args.schemas, args.include, tmp)
-    Frame = message_class(pool, pool.FindMessageTypeByName("imcodec.v1.Frame"))
+    if args.generated:
+        Frame = generated_frame(args.generated)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            pool = load_pool(args.schemas, args.include, tmp)
+        Frame = message_class(pool, pool.FindMessageTypeByName("imcodec.v1.Frame"))
     try:
         asyncio.run(run(args, Frame))
     except (Failure, OSError, WebSocketException) as failure:
