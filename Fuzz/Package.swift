@@ -22,6 +22,8 @@ let fuzzTargets: [Target] = [
     .executableTarget(name: "FuzzBinaryDecode", dependencies: [testSupport, "FuzzSupport"]),
     // Frame(jsonString:) on arbitrary text, and the round trips of what parses.
     .executableTarget(name: "FuzzJSONDecode", dependencies: [testSupport, "FuzzSupport"]),
+    // Frame(textFormatString:) on arbitrary text, and the round trips of what parses.
+    .executableTarget(name: "FuzzTextFormatDecode", dependencies: [testSupport, "FuzzSupport"]),
     // Delimited.Reader<Frame> over arbitrary bytes.
     .executableTarget(name: "FuzzDelimited", dependencies: [testSupport, "FuzzSupport"]),
 ]

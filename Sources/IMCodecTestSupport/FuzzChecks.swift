@@ -320,6 +320,43 @@ public enum FuzzChecks {
         return nil
     }
 
+    /// Text format of a Frame from arbitrary text (Google's text format, as `protoc --decode`
+    /// prints it):
+    /// - what does not parse fails with one of the documented codes (invalidTextFormat,
+    ///   invalidUTF8, tooLarge, tooDeep), never another;
+    /// - what parses prints text that parses back to the same bytes and prints identically;
+    /// - its binary form decodes to the same bytes and prints the same text;
+    /// - its proto3 JSON parses back to the same bytes.
+    public static func textFormatDecode(_ bytes: [UInt8]) -> String? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let frame: Frame
+        do {
+            frame = try Frame(textFormatString: text)
+        } catch {
+            let documented: [IMCodecError.Code] = [.invalidTextFormat, .invalidUTF8, .tooLarge, .tooDeep]
+            return documented.contains(error.code) ? nil : "Frame(textFormatString:) fails with an undocumented code: \(error)"
+        }
+        let binary = frame.serializedBytes()
+        var unlimitedText = TextFormatDecodingOptions()
+        unlimitedText.maxInputSize = Int.max
+        unlimitedText.maxDepth = DecodingOptions.maxDepthCap
+        do {
+            let printed = frame.textFormatString()
+            let reparsed = try Frame(textFormatString: printed, options: unlimitedText)
+            if reparsed.serializedBytes() != binary { return "text → Frame → text → Frame changes the bytes" }
+            if reparsed.textFormatString() != printed { return "the printed text does not print back identically" }
+            let decoded = try Frame(serializedBytes: binary, options: unlimited)
+            if decoded.serializedBytes() != binary { return "binary round trip changes the bytes" }
+            if decoded.textFormatString() != printed { return "binary round trip changes the text" }
+            if try Frame(jsonString: frame.jsonString()).serializedBytes() != binary {
+                return "the JSON of the parsed text parses to other bytes"
+            }
+        } catch {
+            return "round trip of parsed text fails: \(error)"
+        }
+        return nil
+    }
+
     /// A delimited stream of Frames from arbitrary bytes: Delimited.Reader and RecordReader split it
     /// alike, make progress and stop; each record decodes as Frame(serializedBytes:) decodes it (with
     /// offsets moved to the stream); what was read serializes and reads back to the same bytes.

@@ -646,7 +646,7 @@ struct HardeningThreadTests {
 
 @Suite("Hardening: Fuzz/FailCases replay")
 struct HardeningFailCaseTests {
-    static let targets = ["FuzzBinaryDecode", "FuzzJSONDecode", "FuzzDelimited"]
+    static let targets = ["FuzzBinaryDecode", "FuzzJSONDecode", "FuzzTextFormatDecode", "FuzzDelimited"]
 
     static func cases(_ target: String) -> [URL] {
         let folder = H.root.appendingPathComponent("Fuzz/FailCases/\(target)")
@@ -662,6 +662,7 @@ struct HardeningFailCaseTests {
             switch target {
             case "FuzzBinaryDecode": problem = FuzzChecks.binaryDecode(bytes)
             case "FuzzJSONDecode": problem = FuzzChecks.jsonDecode(bytes)
+            case "FuzzTextFormatDecode": problem = FuzzChecks.textFormatDecode(bytes)
             default: problem = FuzzChecks.delimited(bytes)
             }
             #expect(problem == nil, "\(target)/\(file.lastPathComponent): \(problem ?? "")")
@@ -679,6 +680,8 @@ struct HardeningFailCaseTests {
                 Delimited.appendRecord(bytes, to: &stream)
             } else if name.hasSuffix(".json") && name != "manifest.json" {
                 #expect(FuzzChecks.jsonDecode(bytes) == nil, "\(name)")
+            } else if name.hasSuffix(".txtpb") {
+                #expect(FuzzChecks.textFormatDecode(bytes) == nil, "\(name)")
             }
         }
         #expect(FuzzChecks.delimited(stream) == nil)
