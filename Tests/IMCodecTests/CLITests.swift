@@ -94,6 +94,42 @@ struct CLITests {
         #expect(try CLI.run(["decode", "/no/such/file"]).status == 1)
     }
 
+    @Test("help with a topic that names no subcommand is a usage error (exit 2), in both tools")
+    func unknownHelpTopic() throws {
+        let bogus = try CLI.run(["help", "bogus"])
+        #expect(bogus.status == 2)
+        #expect(bogus.stdout.isEmpty)
+        #expect(bogus.stderr.hasPrefix("imcodec: unknown help topic 'bogus'; the topics are: demo, decode,"),
+                "\(bogus.stderr)")
+        #expect(try CLI.run(["help", "decode", "bogus"]).status == 2)
+        let decode = try CLI.run(["help", "decode"])
+        #expect(decode.status == 0 && decode.text.contains("--delimited") && decode.text.contains("--fail-fast"))
+        #expect(try CLI.run(["help"]).status == 0)
+        let relay = try CLI.run(["help", "bogus"], executable: try CLI.relay())
+        #expect(relay.status == 2)
+        #expect(relay.stderr.hasPrefix("imcodec-relay: unknown help topic 'bogus'"), "\(relay.stderr)")
+        #expect(try CLI.run(["help", "serve"], executable: try CLI.relay()).status == 0)
+    }
+
+    @Test("both tools have --version and document the same exit codes in their help and READMEs")
+    func sameExitCodesAndVersion() throws {
+        let relayVersion = try CLI.run(["--version"], executable: try CLI.relay())
+        #expect(relayVersion.status == 0)
+        #expect(relayVersion.text.hasPrefix("imcodec-relay \(IMCodecRelease.version) ("), "\(relayVersion.text)")
+        #expect(try CLI.run(["--version"]).text.hasPrefix("imcodec \(IMCodecRelease.version) ("))
+        func flat(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let start = "Exit status: 0 success, 1 failure ("
+        let usage = "2 usage (an unknown command, option or help topic, or a bad option value)."
+        let imcodecHelp = flat(try CLI.run(["--help"]).text)
+        let relayHelp = flat(try CLI.run(["--help"], executable: try CLI.relay()).text)
+        for help in [imcodecHelp, relayHelp] {
+            #expect(help.contains(start) && help.contains(usage), "\(help)")
+        }
+        // Usage errors exit 2 in both.
+        #expect(try CLI.run(["--no-such-option"], executable: try CLI.relay()).status == 2)
+        #expect(try CLI.run(["--no-such-option"]).status == 2)
+    }
+
     @Test("inspect summarises a frame and its validate() findings")
     func inspect() throws {
         let bytes = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent("merger_nested_3_levels.binpb"))
@@ -462,3 +498,14 @@ struct CLITests {
 }
 #endif
 
+#if Tools
+extension CLI {
+    /// The built `imcodec-relay`, next to `imcodec`.
+    static func relay() throws -> URL {
+        let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
+        let url = executable.deletingLastPathComponent().appendingPathComponent("imcodec-relay")
+        try #require(FileManager.default.isExecutableFile(atPath: url.path), "imcodec-relay was not built next to imcodec")
+        return url
+    }
+}
+#endif
