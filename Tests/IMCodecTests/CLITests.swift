@@ -161,7 +161,7 @@ struct CLITests {
         let result = try CLI.run(["demo", "--output", output.path])
         #expect(result.status == 0, "\(result.stderr)")
         let text = result.text
-        for expected in ["C2C bob from alice", "@ alice, @carol", "image png", "elements (4)", "merger \"Launch thread\"",
+        for expected in [".user(\"bob\") from alice", "@ alice, @carol", "image png", "elements (4)", "merger \"Launch thread\"",
                          "merger \"Staging test\"", "read receipt", "2 read, 1 unread", "recall of", "edit of",
                          "ack for a-0001: accepted", "rejected with 80001",
                          "every frame decodes equal to what was encoded"] {
@@ -433,6 +433,22 @@ struct CLITests {
         let refused = try CLI.run(["decode"], input: newer.serializedBytes())
         #expect(refused.status == 1)
         #expect(refused.stderr.hasSuffix("(use --accept-newer-frames to read it anyway)\n"), "\(refused.stderr)")
+    }
+
+    @Test("the demo's route: lines are FrameView.route of each frame (a receipt goes back to the referenced sender)")
+    func demoPrintsFrameViewRoute() throws {
+        let demo = try DemoFile()
+        defer { demo.remove() }
+        let routes = demo.transcript.split(separator: "\n").filter { $0.hasPrefix("    route: ") }
+        #expect(routes.count == 23)
+        let decoder = WireDecoder()
+        for (line, record) in zip(routes, demo.records) {
+            let route = try decoder.withFrameView(record) { $0.route }
+            #expect(line.contains(" → .\(route)"), "\(line) is not \(route)")
+        }
+        #expect(routes[2] == "    route: receipt → .referencedSender(\"alice\")", "\(routes[2])")
+        #expect(routes[3].hasPrefix("    route: message → .group(\"team-apollo\") from bob"), "\(routes[3])")
+        #expect(routes[0].hasPrefix("    route: message → .user(\"bob\") from alice"), "\(routes[0])")
     }
 
     /// The records a command printed as good: decode's JSON lines, inspect's summaries, validate's "ok" lines.
