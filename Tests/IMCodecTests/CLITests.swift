@@ -125,6 +125,12 @@ struct CLITests {
         for help in [imcodecHelp, relayHelp] {
             #expect(help.contains(start) && help.contains(usage), "\(help)")
         }
+        let readme = flat(try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8))
+        let relayReadme = flat(try String(
+            contentsOf: Protoc.root.appendingPathComponent("Sources/imcodec-relay/README.md"), encoding: .utf8))
+        for text in [readme, relayReadme] {
+            #expect(text.contains("0 success, 1 failure (") && text.contains(usage))
+        }
         // Usage errors exit 2 in both.
         #expect(try CLI.run(["--no-such-option"], executable: try CLI.relay()).status == 2)
         #expect(try CLI.run(["--no-such-option"]).status == 2)
@@ -451,6 +457,22 @@ struct CLITests {
         #expect(routes[0].hasPrefix("    route: message → .user(\"bob\") from alice"), "\(routes[0])")
     }
 
+    @Test("the README's count of the demo's frames is what the demo says and writes")
+    func demoCountMatchesReadme() throws {
+        let readme = try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readmeCount = try #require(readme.firstMatch(of: #/the demo's (\d+) frames/#).map { Int($0.1)! })
+        let demo = try DemoFile()
+        defer { demo.remove() }
+        let said = try #require(demo.transcript.firstMatch(of: #/^IMCodec demo: (\d+) frames \((\d+) for /#).map {
+            (Int($0.1)!, Int($0.2)!)
+        })
+        #expect(demo.records.count == readmeCount)
+        #expect(said.0 == readmeCount)
+        #expect(said.1 == readmeCount - 1)  // the last needs a schema-3 reader
+        #expect(demo.transcript.contains("Read back \(readmeCount) of \(readmeCount) frames from "))
+        #expect(readme.contains("prints the \(readmeCount - 1) frames"))
+    }
+
     /// The records a command printed as good: decode's JSON lines, inspect's summaries, validate's "ok" lines.
     static func goodRecords(_ text: String, command: String) -> Int {
         let lines = text.split(separator: "\n")
@@ -507,7 +529,7 @@ struct CLITests {
         #expect(result.stderr.isEmpty, "\(result.stderr)")
         for expected in ["imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
                          "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
-                         "\"senderId\": \"alice\""] {
+                         "\"senderId\": \"alice\"", "\n24\n"] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
         }
     }
