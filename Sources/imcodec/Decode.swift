@@ -52,7 +52,8 @@ struct Decode: ParsableCommand {
         json.prettyPrinted = true
         let text: String
         do {
-            text = try ProtoJSON.jsonString(fromBinary: bytes, messageType: type, decoding: decoder.options, options: json)
+            text = try ProtoJSON.jsonString(
+                fromBinary: bytes, messageType: type, decoding: decoder.options, options: json)
         } catch {
             throw BinaryInput.explain(FlagHints.rewrite(error), for: bytes)
         }

@@ -37,7 +37,8 @@ struct Demo: ParsableCommand {
         }
         var transcript = DemoTranscript(written: written, forThisReader: frames.count)
         transcript.text = "IMCodec demo: \(written.count) frames (\(frames.count) for a schema-"
-            + "\(Frame.currentSchemaVersion) reader, 1 that needs a schema-3 reader), \(stream.count) bytes written to \(path)\n\n"
+            + "\(Frame.currentSchemaVersion) reader, 1 that needs a schema-3 reader), "
+            + "\(stream.count) bytes written to \(path)\n\n"
         let bytes = [UInt8](file)
         var records = Delimited.RecordReader(bytes, maxLength: DecodingOptions().maxInputSize)
         var start = records.offset
@@ -100,7 +101,8 @@ struct DemoTranscript {
         for line in FrameSummary.lines(frame, indent: "    ") { text += line + "\n" }
         let findings = frame.validate()
         issues += findings.count
-        text += findings.isEmpty ? "    validate: ok\n" : findings.map { "    validate: " + FlagHints.rewrite("\($0)") + "\n" }.joined()
+        text += findings.isEmpty
+            ? "    validate: ok\n" : findings.map { "    validate: " + FlagHints.rewrite("\($0)") + "\n" }.joined()
         text += "\n"
     }
 

@@ -65,8 +65,9 @@ enum HelpTopic {
         var command = root
         for word in arguments.dropFirst() where !word.hasPrefix("-") {
             let subcommands = command.configuration.subcommands
-            guard let next = subcommands.first(where: { $0._commandName == word || $0.configuration.aliases.contains(word) })
-            else {
+            guard let next = subcommands.first(where: {
+                $0._commandName == word || $0.configuration.aliases.contains(word)
+            }) else {
                 let topics = subcommands.map { $0._commandName }.joined(separator: ", ")
                 throw UsageRejected(description: "unknown help topic '\(word)'"
                     + (topics.isEmpty ? "; \(command._commandName) has no subcommands" : "; the topics are: \(topics)"))

@@ -14,7 +14,8 @@ struct DecoderFlags: ParsableArguments {
     @Option(name: .long, help: "Most fields (each occurrence, each packed element) accepted in one frame.")
     var maxFieldCount = DecodingOptions().maxFieldCount
 
-    @Option(name: .long, help: "Most bytes the decoder may allocate for one frame (default: 16 times its size plus 1 MiB).")
+    @Option(
+        name: .long, help: "Most bytes the decoder may allocate for one frame (default: 16 times its size plus 1 MiB).")
     var maxDecodedMemory: Int?
 
     @Flag(name: .long, help: "Read frames whose min_reader_version is above this schema version (refused by default).")

@@ -391,7 +391,8 @@ struct CLITests {
         #expect(result.stderr == "imcodec: record 2 at byte \(second): \(inner.code): \(inner.reason) (at byte \(at))\n"
             + "imcodec: 1 of 3 record(s) failed\n", "\(result.stderr)")
         if command != "decode" {
-            #expect(result.text.contains("record 3") && result.text.contains("\(third)") && !result.text.contains("record 2"))
+            #expect(result.text.contains("record 3") && result.text.contains("\(third)"))
+            #expect(!result.text.contains("record 2"))
         }
         let fast = try CLI.run([command, "--delimited", "--fail-fast"], input: stream)
         #expect(fast.status == 1)
@@ -435,7 +436,10 @@ struct CLITests {
                 #expect(!result.stderr.contains(api), "\(arguments): \(result.stderr)")
             }
         }
-        let newer = Frame.with { $0.minReaderVersion = Frame.currentSchemaVersion + 1; $0.payload = .message(Message()) }
+        let newer = Frame.with {
+            $0.minReaderVersion = Frame.currentSchemaVersion + 1
+            $0.payload = .message(Message())
+        }
         let refused = try CLI.run(["decode"], input: newer.serializedBytes())
         #expect(refused.status == 1)
         #expect(refused.stderr.hasSuffix("(use --accept-newer-frames to read it anyway)\n"), "\(refused.stderr)")
@@ -542,7 +546,8 @@ extension CLI {
     static func relay() throws -> URL {
         let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
         let url = executable.deletingLastPathComponent().appendingPathComponent("imcodec-relay")
-        try #require(FileManager.default.isExecutableFile(atPath: url.path), "imcodec-relay was not built next to imcodec")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: url.path), "imcodec-relay was not built next to imcodec")
         return url
     }
 }
