@@ -30,15 +30,24 @@ struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imcodec-relay",
         abstract: "A loopback relay server for IMCodec frames, and a chat client for it.",
-        discussion: "Exit status: 0 success, 1 failure (a refused send, no relay, a damaged store), 2 usage.",
+        discussion: """
+            Exit status: 0 success, 1 failure (a refused send, no relay, a damaged store), \
+            2 usage (an unknown command, option or help topic, or a bad option value).
+            """,
         version: "imcodec-relay \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), schema "
             + "\(IMCodecRelease.schemaPackage), schema_version \(IMCodecRelease.schemaVersion))",
         subcommands: [Serve.self, Token.self, Chat.self, Bench.self]
     )
 
-    /// Exits 2 on a usage error, as `imcodec` does (ArgumentParser's default is 64).
+    /// Exits 2 on a usage error, as `imcodec` does (ArgumentParser's default is 64), and for
+    /// `help TOPIC` when TOPIC names no subcommand (ArgumentParser prints the root's help and exits 0).
     static func main() {
         do {
+            if let topic = unknownHelpTopic(Array(CommandLine.arguments.dropFirst())) {
+                emitError("imcodec-relay: unknown help topic '\(topic)'; the topics are: "
+                    + configuration.subcommands.map { $0._commandName }.joined(separator: ", "))
+                Glibc.exit(2)
+            }
             var command = try parseAsRoot()
             try command.run()
         } catch {
@@ -46,6 +55,22 @@ struct RelayCommand: ParsableCommand {
             emitError(fullMessage(for: error))
             Glibc.exit(2)
         }
+    }
+}
+
+extension RelayCommand {
+    /// The first word of `help WORD...` that names no subcommand (`nil` when every word names one,
+    /// or when `arguments` do not ask for help); as `imcodec` checks its own.
+    static func unknownHelpTopic(_ arguments: [String]) -> String? {
+        guard arguments.first == "help" else { return nil }
+        var command: any ParsableCommand.Type = self
+        for word in arguments.dropFirst() where !word.hasPrefix("-") {
+            guard let next = command.configuration.subcommands.first(where: {
+                $0._commandName == word || $0.configuration.aliases.contains(word)
+            }) else { return word }
+            command = next
+        }
+        return nil
     }
 }
 

@@ -7,33 +7,25 @@ struct Decode: ParsableCommand {
         abstract: "Read binary protobuf and print proto3 JSON.",
         discussion: """
             Without --delimited the input is one message and the JSON is indented. With --delimited the \
-            input is a stream of varint-length-prefixed records (Google's delimited format) and each \
+            input is a stream of varint-length-prefixed records (Google's delimited format) and each good \
             record is printed as one compact JSON object per line. Empty input (0 bytes) is bad input \
             unless --allow-empty is given (it is a valid, empty message, which is rarely what was meant); \
             input that looks like JSON is refused with a pointer to `imcodec encode`.
-            """
+            """ + "\n" + StreamFlags.discussion
     )
 
     @Option(name: .long, help: "The fully qualified message type (any message in Schemas/).")
     var type = Frame.protoMessageName
 
-    @Flag(name: .long, help: "Input is varint-length-prefixed records; output is one JSON object per line.")
-    var delimited = false
+    @OptionGroup var stream: StreamFlags
 
-    @Flag(name: .long, help: "Decode and print nothing: only the exit status and, on failure, the error line.")
+    @Flag(name: .long, help: "Decode and print nothing: only the exit status and, on failure, the error lines.")
     var quiet = false
 
     @Flag(name: .long, help: "Accept empty input (0 bytes) as the empty message instead of failing.")
     var allowEmpty = false
 
-    @Option(name: .long, help: "Largest input (or record) accepted, in bytes.")
-    var maxInputSize = DecodingOptions().maxInputSize
-
-    @Option(name: .long, help: "Deepest message nesting accepted.")
-    var maxDepth = DecodingOptions().maxDepth
-
-    @Flag(name: .long, help: "Decode frames whose min_reader_version is above this schema version (refused by default).")
-    var acceptNewerFrames = false
+    @OptionGroup var decoder: DecoderFlags
 
     @OptionGroup var input: InputOptions
 
@@ -44,41 +36,40 @@ struct Decode: ParsableCommand {
     }
 
     func run() throws {
-        let bytes = allowEmpty ? try input.read() : try input.readBinary()
-        let options = DecodingOptions(maxInputSize: maxInputSize, maxDepth: maxDepth, acceptsNewerFrames: acceptNewerFrames)
+        try FlagHints.applying {
+            let bytes = allowEmpty ? try input.read() : try input.readBinary()
+            if stream.delimited {
+                try decodeRecords(bytes)
+            } else {
+                try decodeOne(bytes)
+            }
+        }
+    }
+
+    /// Prints the one message `bytes` holds as indented JSON.
+    private func decodeOne(_ bytes: [UInt8]) throws {
         var json = JSONEncodingOptions()
-        guard delimited else {
-            json.prettyPrinted = true
-            let text: String
-            do {
-                text = try ProtoJSON.jsonString(fromBinary: bytes, messageType: type, decoding: options, options: json)
-            } catch {
-                throw BinaryInput.explain(error, for: bytes)
-            }
-            if !quiet { writeStandardOutput(text + "\n") }
-            return
+        json.prettyPrinted = true
+        let text: String
+        do {
+            text = try ProtoJSON.jsonString(
+                fromBinary: bytes, messageType: type, decoding: decoder.options, options: json)
+        } catch {
+            throw BinaryInput.explain(FlagHints.rewrite(error), for: bytes)
         }
-        var records = Delimited.RecordReader(bytes, maxLength: maxInputSize)
-        var out: [UInt8] = []
-        while true {
-            let next: Range<Int>?
-            do {
-                next = try records.next()
-            } catch {
-                throw BinaryInput.explain(error, for: bytes)
-            }
-            guard let range = next else { break }
-            do {
-                let text = try ProtoJSON.jsonString(
-                    fromBinary: Array(bytes[range]), messageType: type, decoding: options, options: json)
-                if !quiet { out += Array(text.utf8); out.append(0x0A) }
-            } catch {
-                let offset = error.offset.map { $0 + range.lowerBound }
-                throw BinaryInput.explain(IMCodecError(code: error.code, reason: error.reason, offset: offset), for: bytes)
-            }
-            if out.count > 1 << 16 { writeStandardOutput(out); out.removeAll(keepingCapacity: true) }
+        if !quiet { writeStandardOutput(text + "\n") }
+    }
+
+    /// Prints each good record of the stream `bytes` as one line of JSON.
+    private func decodeRecords(_ bytes: [UInt8]) throws {
+        let out = OutputBuffer()
+        let options = decoder.options
+        let records = RecordStream(bytes: bytes, maxLength: decoder.maxInputSize, failFast: stream.failFast)
+        try records.forEach(flush: out.flush) { record in
+            let text = try ProtoJSON.jsonString(
+                fromBinary: Array(record.body), messageType: type, decoding: options, options: JSONEncodingOptions())
+            if !quiet { out.append(text + "\n") }
         }
-        writeStandardOutput(out)
     }
 }
 #endif

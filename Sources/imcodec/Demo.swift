@@ -10,11 +10,13 @@ struct Demo: ParsableCommand {
             Builds a conversation (a C2C text, its send ack and read receipt, a group @ message and its \
             group receipt, an image, a multi-element chain, a merger holding a nested merger, a recall, \
             an edit, a rejected send; then a reconnect that resumes from the last seq held and fills the \
-            gap with a sync, presence changes, a reaction, a thread reply and a poll), encodes every frame, \
-            writes them as varint-length-prefixed records to a file with a last frame that needs a newer \
-            reader, reads the file back, routes each frame with the fast path, decodes it, checks it \
-            equals what was written, validates it, shows that the last frame is refused, and prints a \
-            transcript with byte sizes.
+            gap with a sync, presence changes, a reaction, a thread reply and a poll: 23 frames), encodes \
+            every frame, writes them as varint-length-prefixed records to a file with a 24th frame that \
+            needs a newer reader, reads the file back, routes each frame with the fast path (its "route:" \
+            line is FrameView.route, such as .group("team-apollo") for a group message and \
+            .referencedSender("alice") for a receipt of Alice's message), decodes it, checks it equals \
+            what was written, validates it, shows that the last frame is refused, and prints a transcript \
+            with byte sizes.
             """
     )
 
@@ -23,80 +25,102 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         let frames = DemoConversation.frames()
-        let path = output ?? FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-demo.frames").path
-
-        var stream: [UInt8] = []
-        var sizes: [Int] = []
-        for frame in frames {
-            let before = stream.count
-            Delimited.append(frame, to: &stream)
-            sizes.append(stream.count - before)
-        }
         // Last, a frame this reader must refuse: it needs schema version 3.
-        let future = DemoConversation.fromTheFuture()
-        Delimited.append(future, to: &stream)
+        let written = frames + [DemoConversation.fromTheFuture()]
+        let path = output ?? FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-demo.frames").path
+        let stream = Delimited.serialize(written)
         guard FileManager.default.createFile(atPath: path, contents: Data(stream)) else {
             throw IMCodecError(code: .io, reason: "cannot write \(path)")
         }
-        guard let written = FileManager.default.contents(atPath: path) else {
+        guard let file = FileManager.default.contents(atPath: path) else {
             throw IMCodecError(code: .io, reason: "cannot read \(path) back")
         }
-
-        var text = "IMCodec demo: \(frames.count) frames, \(stream.count) bytes written to \(path)\n\n"
-        let bytes = [UInt8](written)
+        var transcript = DemoTranscript(written: written, forThisReader: frames.count)
+        transcript.text = "IMCodec demo: \(written.count) frames (\(frames.count) for a schema-"
+            + "\(Frame.currentSchemaVersion) reader, 1 that needs a schema-3 reader), "
+            + "\(stream.count) bytes written to \(path)\n\n"
+        let bytes = [UInt8](file)
         var records = Delimited.RecordReader(bytes, maxLength: DecodingOptions().maxInputSize)
-        let router = WireDecoder()
-        var decoded: [Frame] = []
-        var issues = 0
-        var refused = 0
+        var start = records.offset
         while let range = try records.next() {
-            let n = decoded.count
-            let record = bytes[range]
-            if n == frames.count {
-                // The frame from a newer writer: refused, and decoded only when the caller opts in.
-                do {
-                    _ = try router.decode(Frame.self, from: record)
-                    text += "#\(n + 1)  \(range.count) B  DECODED, but it needs a newer reader\n\n"
-                } catch {
-                    refused += 1
-                    let anyway = try Frame(serializedBytes: record, options: DecodingOptions(acceptsNewerFrames: true))
-                    text += "#\(n + 1)  \(range.count) B  refused as it must be: \(error)\n"
-                    text += "    with acceptsNewerFrames: \(anyway.payload?.kind.protoName ?? "none") from a "
-                        + "schema-\(anyway.schemaVersion) writer\n\n"
-                }
-                continue
-            }
-            let route = try router.withFrameView(record) { view in
-                "route: \(view.payloadKind?.protoName ?? "none") → "
-                    + "\(FrameSummary.conversation(view.conversation))"
-                    + (view.senderID.isEmpty ? "" : " from \(view.senderID)")
-                    + (view.elementCount == 0 ? "" : ", elements: "
-                        + (0..<view.elementCount).map { view.elementKind(at: $0)?.protoName ?? "?" }.joined(separator: "+"))
-            }
-            let frame = try router.decode(Frame.self, from: record)
-            decoded.append(frame)
-            let same = n < frames.count && frame == frames[n]
-            text += "#\(n + 1)  \(range.count) B (+\(sizes[min(n, sizes.count - 1)] - range.count) B prefix)  "
-                + (same ? "decoded = written" : "DIFFERS from what was written") + "\n"
-            text += "    \(route)\n"
-            for line in FrameSummary.lines(frame, indent: "    ") { text += line + "\n" }
-            let findings = frame.validate()
-            issues += findings.count
-            text += findings.isEmpty ? "    validate: ok\n" : findings.map { "    validate: \($0)\n" }.joined()
-            text += "\n"
+            try transcript.read(bytes[range], prefixSize: range.lowerBound - start)
+            start = records.offset
         }
-        let allEqual = decoded == frames
-        text += "Read back \(decoded.count) of \(frames.count) frames from \(path): "
+        let allEqual = transcript.decoded == written
+        transcript.text += "Read back \(transcript.decoded.count) of \(written.count) frames from \(path): "
             + (allEqual ? "every frame decodes equal to what was encoded" : "MISMATCH") + "; "
-            + (issues == 0 ? "no validation issues" : "\(issues) validation issue(s)") + "; "
-            + (refused == 1 ? "the frame for a schema-3 reader was refused" : "the frame for a schema-3 reader was NOT refused")
+            + (transcript.issues == 0 ? "no validation issues" : "\(transcript.issues) validation issue(s)") + "; "
+            + (transcript.refused == 1
+                ? "the frame for a schema-3 reader was refused" : "the frame for a schema-3 reader was NOT refused")
             + ".\n"
-        writeStandardOutput(text)
+        writeStandardOutput(transcript.text)
         if !allEqual {
             throw InputRejected(message: "the frames read back differ from the frames written")
         }
-        if refused != 1 {
+        if transcript.refused != 1 {
             throw InputRejected(message: "a frame that needs a schema-3 reader was not refused")
+        }
+    }
+}
+
+/// The demo's transcript, one record at a time: each frame routed with the fast path, decoded,
+/// compared with what was written and validated; the frame for a newer reader refused.
+struct DemoTranscript {
+    /// The frames written, in order.
+    let written: [Frame]
+    /// How many of them (the first ones) this reader acts on; the rest need a newer reader.
+    let forThisReader: Int
+    var text = ""
+    /// The frames read back (those for a newer reader decoded with `acceptsNewerFrames`).
+    var decoded: [Frame] = []
+    var issues = 0
+    var refused = 0
+    private let router = WireDecoder()
+
+    init(written: [Frame], forThisReader: Int) {
+        self.written = written
+        self.forThisReader = forThisReader
+    }
+
+    /// Adds record `decoded.count` (its body `record`, after a length prefix of `prefixSize` bytes)
+    /// to the transcript.
+    mutating func read(_ record: ArraySlice<UInt8>, prefixSize: Int) throws {
+        let n = decoded.count
+        guard n < forThisReader else { return try readNewer(record) }
+        let route = try router.withFrameView(record) { view in
+            "route: \(view.payloadKind?.protoName ?? "none") → \(FrameSummary.route(view.route))"
+                + (view.senderID.isEmpty ? "" : " from \(view.senderID)")
+                + (view.elementCount == 0 ? "" : ", elements: "
+                    + (0..<view.elementCount).map { view.elementKind(at: $0)?.protoName ?? "?" }.joined(separator: "+"))
+        }
+        let frame = try router.decode(Frame.self, from: record)
+        decoded.append(frame)
+        text += "#\(n + 1)  \(record.count) B (+\(prefixSize) B prefix)  "
+            + (n < written.count && frame == written[n] ? "decoded = written" : "DIFFERS from what was written") + "\n"
+        text += "    \(route)\n"
+        for line in FrameSummary.lines(frame, indent: "    ") { text += line + "\n" }
+        let findings = frame.validate()
+        issues += findings.count
+        text += findings.isEmpty
+            ? "    validate: ok\n" : findings.map { "    validate: " + FlagHints.rewrite("\($0)") + "\n" }.joined()
+        text += "\n"
+    }
+
+    /// A frame from a newer writer: refused, and decoded only when the reader opts in.
+    private mutating func readNewer(_ record: ArraySlice<UInt8>) throws {
+        let n = decoded.count
+        do {
+            decoded.append(try router.decode(Frame.self, from: record))
+            text += "#\(n + 1)  \(record.count) B  DECODED, but it needs a newer reader\n\n"
+        } catch {
+            refused += 1
+            let anyway = try Frame(serializedBytes: record, options: DecodingOptions(acceptsNewerFrames: true))
+            decoded.append(anyway)
+            text += "#\(n + 1)  \(record.count) B  refused as it must be: \(FlagHints.rewrite(error))\n"
+            text += "    read anyway (as decode --accept-newer-frames does): "
+                + "\(anyway.payload?.kind.protoName ?? "none") from a schema-\(anyway.schemaVersion) writer, "
+                + (n < written.count && anyway == written[n] ? "decoded = written" : "DIFFERS from what was written")
+                + "\n\n"
         }
     }
 }

@@ -145,6 +145,12 @@ enum FrameSummary {
         }
     }
 
+    /// `route` as ``FrameView/route`` gives it, in Swift's spelling: `.user("bob")`,
+    /// `.referencedSender("alice")`, `.server`.
+    static func route(_ route: FrameRoute) -> String {
+        "." + String(describing: route)
+    }
+
     static func conversation(_ conversation: Conversation?) -> String {
         guard let conversation else { return "(no conversation)" }
         let type: String

@@ -5,8 +5,8 @@ import IMCodec
 
 /// `imcodec`: see, check and produce IMCodec frames from the command line.
 ///
-/// Exit status: 0 success, 1 bad input (one line on standard error: the error code, the reason and
-/// the byte offset where known), 2 usage.
+/// Exit status: 0 success, 1 failure (bad input, one line on standard error: the error code, the
+/// reason and the byte offset where known; with `--delimited`, any record that failed), 2 usage.
 @main
 struct IMCodecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,7 +16,7 @@ struct IMCodecCommand: ParsableCommand {
             Binary input is protobuf wire format (Schemas/imcodec/v1); JSON is canonical proto3 JSON. \
             FILE defaults to standard input. Empty input (0 bytes) is bad input for every command that \
             reads binary.
-            Exit status: 0 success, 1 bad input, 2 usage.
+            \(ExitStatus.imcodec)
             """,
         version: "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), schema "
             + "\(IMCodecRelease.schemaPackage), schema_version \(IMCodecRelease.schemaVersion))",
@@ -25,6 +25,7 @@ struct IMCodecCommand: ParsableCommand {
 
     static func main() {
         do {
+            try HelpTopic.check(Array(CommandLine.arguments.dropFirst()), root: Self.self)
             var command = try parseAsRoot()
             try command.run()
         } catch let error as IMCodecError {
@@ -43,6 +44,35 @@ struct IMCodecCommand: ParsableCommand {
             }
             FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
             Foundation.exit(2)
+        }
+    }
+}
+
+/// What `imcodec --help` says about exit statuses: the same codes as `imcodec-relay`.
+enum ExitStatus {
+    static let imcodec = """
+        Exit status: 0 success, 1 failure (bad input; with --delimited, any record that failed), \
+        2 usage (an unknown command, option or help topic, or a bad option value).
+        """
+}
+
+/// `imcodec help TOPIC`: ArgumentParser prints the root's help, exit status 0, for a topic that
+/// names no subcommand; this refuses it as a usage error instead.
+enum HelpTopic {
+    /// Throws ``UsageRejected`` when `arguments` ask for help on a command `root` does not have.
+    static func check(_ arguments: [String], root: any ParsableCommand.Type) throws {
+        guard arguments.first == "help" else { return }
+        var command = root
+        for word in arguments.dropFirst() where !word.hasPrefix("-") {
+            let subcommands = command.configuration.subcommands
+            guard let next = subcommands.first(where: {
+                $0._commandName == word || $0.configuration.aliases.contains(word)
+            }) else {
+                let topics = subcommands.map { $0._commandName }.joined(separator: ", ")
+                throw UsageRejected(description: "unknown help topic '\(word)'"
+                    + (topics.isEmpty ? "; \(command._commandName) has no subcommands" : "; the topics are: \(topics)"))
+            }
+            command = next
         }
     }
 }

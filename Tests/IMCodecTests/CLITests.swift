@@ -56,10 +56,13 @@ struct CLITests {
         #expect(decoded.text == lines)
         let encoded = try CLI.run(["encode", "--delimited"], input: Array(lines.utf8))
         #expect(encoded.stdout == stream)
-        // A record cut short is bad input, with the offset in the whole stream.
+        // A record cut short is bad input, with its number and the offset in the whole stream; the
+        // records before it are printed.
         let cut = try CLI.run(["decode", "--delimited"], input: Array(stream.dropLast()))
         #expect(cut.status == 1)
-        #expect(cut.stderr.hasPrefix("imcodec: truncated: "))
+        #expect(cut.text == lines.split(separator: "\n").dropLast().map { $0 + "\n" }.joined())
+        #expect(cut.stderr.hasPrefix("imcodec: record 4 at byte "), "\(cut.stderr)")
+        #expect(cut.stderr.contains(": truncated: "), "\(cut.stderr)")
     }
 
     @Test("--type decodes and encodes any schema message")
@@ -89,6 +92,48 @@ struct CLITests {
         #expect(help.status == 0)
         #expect(help.text.contains("decode") && help.text.contains("demo"))
         #expect(try CLI.run(["decode", "/no/such/file"]).status == 1)
+    }
+
+    @Test("help with a topic that names no subcommand is a usage error (exit 2), in both tools")
+    func unknownHelpTopic() throws {
+        let bogus = try CLI.run(["help", "bogus"])
+        #expect(bogus.status == 2)
+        #expect(bogus.stdout.isEmpty)
+        #expect(bogus.stderr.hasPrefix("imcodec: unknown help topic 'bogus'; the topics are: demo, decode,"),
+                "\(bogus.stderr)")
+        #expect(try CLI.run(["help", "decode", "bogus"]).status == 2)
+        let decode = try CLI.run(["help", "decode"])
+        #expect(decode.status == 0 && decode.text.contains("--delimited") && decode.text.contains("--fail-fast"))
+        #expect(try CLI.run(["help"]).status == 0)
+        let relay = try CLI.run(["help", "bogus"], executable: try CLI.relay())
+        #expect(relay.status == 2)
+        #expect(relay.stderr.hasPrefix("imcodec-relay: unknown help topic 'bogus'"), "\(relay.stderr)")
+        #expect(try CLI.run(["help", "serve"], executable: try CLI.relay()).status == 0)
+    }
+
+    @Test("both tools have --version and document the same exit codes in their help and READMEs")
+    func sameExitCodesAndVersion() throws {
+        let relayVersion = try CLI.run(["--version"], executable: try CLI.relay())
+        #expect(relayVersion.status == 0)
+        #expect(relayVersion.text.hasPrefix("imcodec-relay \(IMCodecRelease.version) ("), "\(relayVersion.text)")
+        #expect(try CLI.run(["--version"]).text.hasPrefix("imcodec \(IMCodecRelease.version) ("))
+        func flat(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let start = "Exit status: 0 success, 1 failure ("
+        let usage = "2 usage (an unknown command, option or help topic, or a bad option value)."
+        let imcodecHelp = flat(try CLI.run(["--help"]).text)
+        let relayHelp = flat(try CLI.run(["--help"], executable: try CLI.relay()).text)
+        for help in [imcodecHelp, relayHelp] {
+            #expect(help.contains(start) && help.contains(usage), "\(help)")
+        }
+        let readme = flat(try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8))
+        let relayReadme = flat(try String(
+            contentsOf: Protoc.root.appendingPathComponent("Sources/imcodec-relay/README.md"), encoding: .utf8))
+        for text in [readme, relayReadme] {
+            #expect(text.contains("0 success, 1 failure (") && text.contains(usage))
+        }
+        // Usage errors exit 2 in both.
+        #expect(try CLI.run(["--no-such-option"], executable: try CLI.relay()).status == 2)
+        #expect(try CLI.run(["--no-such-option"]).status == 2)
     }
 
     @Test("inspect summarises a frame and its validate() findings")
@@ -122,7 +167,7 @@ struct CLITests {
         let result = try CLI.run(["demo", "--output", output.path])
         #expect(result.status == 0, "\(result.stderr)")
         let text = result.text
-        for expected in ["C2C bob from alice", "@ alice, @carol", "image png", "elements (4)", "merger \"Launch thread\"",
+        for expected in [".user(\"bob\") from alice", "@ alice, @carol", "image png", "elements (4)", "merger \"Launch thread\"",
                          "merger \"Staging test\"", "read receipt", "2 read, 1 unread", "recall of", "edit of",
                          "ack for a-0001: accepted", "rejected with 80001",
                          "every frame decodes equal to what was encoded"] {
@@ -205,7 +250,9 @@ struct CLITests {
         let delimited = try CLI.run(["inspect", "--delimited"], input: stream)
         #expect(delimited.status == 1)
         #expect(delimited.text.contains("validate: ok") && delimited.text.contains("missing: the payload"))
-        #expect(delimited.stderr == "imcodec: 1 of 2 frames have no payload\n")
+        let second = Delimited.serialize([Frame(Message.c2cText(from: "a", to: "b", "hi"))]).count
+        #expect(delimited.stderr == "imcodec: record 2 at byte \(second): the frame has no payload\n"
+            + "imcodec: 1 of 2 record(s) failed\n", "\(delimited.stderr)")
     }
 
     @Test("decode, validate and inspect of JSON say it looks like JSON and suggest imcodec encode")
@@ -290,6 +337,185 @@ struct CLITests {
         #expect(delimited.stderr.hasSuffix(" (at byte \(at), line 3, column 21)\n"), "\(delimited.stderr)")
     }
 
+    @Test("--delimited on the demo's file: 23 records out, record 24 reported with its offset and flag, exit 1",
+        arguments: ["decode", "inspect", "validate"])
+    func demoFileRecordByRecord(command: String) throws {
+        let demo = try DemoFile()
+        defer { demo.remove() }
+        let result = try CLI.run([command, "--delimited", demo.url.path])
+        #expect(result.status == 1)
+        #expect(Self.goodRecords(result.text, command: command) == 23, "\(result.text)")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result.stderr)")
+        #expect(lines.first?.hasPrefix("imcodec: record 24 at byte \(demo.offsets[23]): unsupportedVersion: ") == true,
+                "\(result.stderr)")
+        #expect(lines.first?.hasSuffix("(use --accept-newer-frames to read it anyway)") == true, "\(result.stderr)")
+        #expect(!result.stderr.contains("DecodingOptions") && !result.stderr.contains("acceptsNewerFrames"))
+        #expect(lines.last == "imcodec: 1 of 24 record(s) failed")
+        if command == "decode" {
+            let json = try demo.records.prefix(23).map { try Frame(serializedBytes: $0).jsonString() + "\n" }.joined()
+            #expect(result.text == json)
+        }
+        let newer = try CLI.run([command, "--delimited", "--accept-newer-frames", demo.url.path])
+        guard command == "validate" else {
+            #expect(newer.status == 0 && newer.stderr.isEmpty, "\(newer.stderr)")
+            #expect(Self.goodRecords(newer.text, command: command) == 24)
+            return
+        }
+        // validate reads it, and still finds that the default options refuse it (notDecodable).
+        #expect(newer.status == 1)
+        #expect(Self.goodRecords(newer.text, command: command) == 23)
+        #expect(newer.text.contains("record 24 at byte \(demo.offsets[23]): 1 violation(s)\n"), "\(newer.text)")
+        #expect(newer.text.contains("(use --accept-newer-frames to read it anyway)) [notDecodable]"), "\(newer.text)")
+        #expect(!newer.text.contains("DecodingOptions"))
+        #expect(newer.stderr == "imcodec: record 24 at byte \(demo.offsets[23]): 1 product rule violation(s)\n"
+            + "imcodec: 1 of 24 record(s) failed\n", "\(newer.stderr)")
+    }
+
+    @Test("--delimited: a bad record is reported by number and offset, the next is read; --fail-fast stops",
+        arguments: ["decode", "inspect", "validate"])
+    func badRecordInTheMiddle(command: String) throws {
+        let good = Frame(Message.c2cText(from: "alice", to: "bob", "hi")).serializedBytes()
+        let bad: [UInt8] = [0x52, 0x05]  // field 10, 5 bytes announced, none there
+        var stream: [UInt8] = []
+        Delimited.appendRecord(good, to: &stream)
+        let second = stream.count
+        Delimited.appendRecord(bad, to: &stream)
+        let third = stream.count
+        Delimited.appendRecord(good, to: &stream)
+        let inner = try #require(#expect(throws: IMCodecError.self) { try Frame(serializedBytes: bad) })
+        let at = try #require(inner.offset) + second + 1  // after the record's 1-byte prefix
+        let result = try CLI.run([command, "--delimited"], input: stream)
+        #expect(result.status == 1)
+        #expect(Self.goodRecords(result.text, command: command) == 2, "\(result.text)")
+        #expect(result.stderr == "imcodec: record 2 at byte \(second): \(inner.code): \(inner.reason) (at byte \(at))\n"
+            + "imcodec: 1 of 3 record(s) failed\n", "\(result.stderr)")
+        if command != "decode" {
+            #expect(result.text.contains("record 3") && result.text.contains("\(third)"))
+            #expect(!result.text.contains("record 2"))
+        }
+        let fast = try CLI.run([command, "--delimited", "--fail-fast"], input: stream)
+        #expect(fast.status == 1)
+        #expect(Self.goodRecords(fast.text, command: command) == 1, "\(fast.text)")
+        #expect(fast.stderr.hasSuffix("imcodec: 1 of 2 record(s) failed; stopped at the first (--fail-fast)\n"),
+                "\(fast.stderr)")
+        // --fail-fast means nothing without --delimited: a usage error.
+        #expect(try CLI.run([command, "--fail-fast"], input: good).status == 2)
+    }
+
+    @Test("--delimited: a length prefix cut short ends the stream after the good records, with its number and offset")
+    func streamEndsInsideALengthPrefix() throws {
+        let good = Frame(Message.c2cText(from: "alice", to: "bob", "hi")).serializedBytes()
+        var stream: [UInt8] = []
+        Delimited.appendRecord(good, to: &stream)
+        stream.append(0x80)
+        let result = try CLI.run(["decode", "--delimited"], input: stream)
+        #expect(result.status == 1)
+        #expect(result.text == (try Frame(serializedBytes: good).jsonString()) + "\n")
+        let end = stream.count - 1
+        #expect(result.stderr == "imcodec: record 2 at byte \(end): truncated: the input ends inside a length prefix "
+            + "(at byte \(end))\nimcodec: 1 of 2 record(s) failed\n", "\(result.stderr)")
+    }
+
+    @Test("hints name the CLI's flags, never a Swift API")
+    func hintsNameFlags() throws {
+        let bytes = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent("merger_nested_3_levels.binpb"))
+        let cases: [(arguments: [String], flag: String)] = [
+            (["decode", "--max-input-size", "10"], "--max-input-size"),
+            (["inspect", "--max-depth", "3"], "--max-depth"),
+            (["validate", "--max-field-count", "3"], "--max-field-count"),
+            (["decode", "--delimited", "--max-depth", "3"], "--max-depth"),
+        ]
+        for (arguments, flag) in cases {
+            var input = bytes
+            if arguments.contains("--delimited") { input = []; Delimited.appendRecord(bytes, to: &input) }
+            let result = try CLI.run(arguments, input: input)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stderr.contains(flag), "\(arguments): \(result.stderr)")
+            for api in ["maxInputSize", "maxDepth", "maxFieldCount", "maxDecodedMemory", "DecodingOptions"] {
+                #expect(!result.stderr.contains(api), "\(arguments): \(result.stderr)")
+            }
+        }
+        let newer = Frame.with {
+            $0.minReaderVersion = Frame.currentSchemaVersion + 1
+            $0.payload = .message(Message())
+        }
+        let refused = try CLI.run(["decode"], input: newer.serializedBytes())
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasSuffix("(use --accept-newer-frames to read it anyway)\n"), "\(refused.stderr)")
+    }
+
+    @Test("the demo's route: lines are FrameView.route of each frame (a receipt goes back to the referenced sender)")
+    func demoPrintsFrameViewRoute() throws {
+        let demo = try DemoFile()
+        defer { demo.remove() }
+        let routes = demo.transcript.split(separator: "\n").filter { $0.hasPrefix("    route: ") }
+        #expect(routes.count == 23)
+        let decoder = WireDecoder()
+        for (line, record) in zip(routes, demo.records) {
+            let route = try decoder.withFrameView(record) { $0.route }
+            #expect(line.contains(" → .\(route)"), "\(line) is not \(route)")
+        }
+        #expect(routes[2] == "    route: receipt → .referencedSender(\"alice\")", "\(routes[2])")
+        #expect(routes[3].hasPrefix("    route: message → .group(\"team-apollo\") from bob"), "\(routes[3])")
+        #expect(routes[0].hasPrefix("    route: message → .user(\"bob\") from alice"), "\(routes[0])")
+    }
+
+    @Test("the README's count of the demo's frames is what the demo says and writes")
+    func demoCountMatchesReadme() throws {
+        let readme = try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readmeCount = try #require(readme.firstMatch(of: #/the demo's (\d+) frames/#).map { Int($0.1)! })
+        let demo = try DemoFile()
+        defer { demo.remove() }
+        let said = try #require(demo.transcript.firstMatch(of: #/^IMCodec demo: (\d+) frames \((\d+) for /#).map {
+            (Int($0.1)!, Int($0.2)!)
+        })
+        #expect(demo.records.count == readmeCount)
+        #expect(said.0 == readmeCount)
+        #expect(said.1 == readmeCount - 1)  // the last needs a schema-3 reader
+        #expect(demo.transcript.contains("Read back \(readmeCount) of \(readmeCount) frames from "))
+        #expect(readme.contains("prints the \(readmeCount - 1) frames"))
+    }
+
+    /// The records a command printed as good: decode's JSON lines, inspect's summaries, validate's "ok" lines.
+    static func goodRecords(_ text: String, command: String) -> Int {
+        let lines = text.split(separator: "\n")
+        switch command {
+        case "decode": return lines.count
+        case "inspect": return lines.filter { $0.hasPrefix("record ") && $0.contains(" bytes at offset ") }.count
+        default: return lines.filter { $0.hasPrefix("record ") && $0.hasSuffix(": ok") }.count
+        }
+    }
+
+    /// The file `imcodec demo --output` writes, its records, where each starts, and the transcript.
+    struct DemoFile {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-demo-\(UUID().uuidString)")
+        let transcript: String
+        let records: [ArraySlice<UInt8>]
+        /// The byte offset of each record's length prefix.
+        let offsets: [Int]
+
+        init() throws {
+            let result = try CLI.run(["demo", "--output", url.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            transcript = result.text
+            let bytes = try FixtureFiles.bytes(url)
+            var reader = Delimited.RecordReader(bytes, maxLength: Int.max)
+            var records: [ArraySlice<UInt8>] = []
+            var offsets: [Int] = []
+            while true {
+                let offset = reader.offset
+                guard let range = try reader.next() else { break }
+                records.append(bytes[range])
+                offsets.append(offset)
+            }
+            self.records = records
+            self.offsets = offsets
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: url) }
+    }
+
     @Test("every command in the README's \"The imcodec tool\" section works as written")
     func readmeCommands() throws {
         let readme = try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8)
@@ -307,9 +533,22 @@ struct CLITests {
         #expect(result.stderr.isEmpty, "\(result.stderr)")
         for expected in ["imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
                          "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
-                         "\"senderId\": \"alice\""] {
+                         "\"senderId\": \"alice\"", "\n24\n"] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
         }
+    }
+}
+#endif
+
+#if Tools
+extension CLI {
+    /// The built `imcodec-relay`, next to `imcodec`.
+    static func relay() throws -> URL {
+        let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
+        let url = executable.deletingLastPathComponent().appendingPathComponent("imcodec-relay")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: url.path), "imcodec-relay was not built next to imcodec")
+        return url
     }
 }
 #endif
