@@ -337,6 +337,14 @@ public enum FuzzChecks {
             return documented.contains(error.code) ? nil : "Frame(textFormatString:) fails with an undocumented code: \(error)"
         }
         let binary = frame.serializedBytes()
+        // Text format reads frames of any schema version (TextFormatParser accepts newer frames, as
+        // a debugging format should), so the binary and JSON decodes of its bytes must too.
+        var ownBytes = unlimited
+        ownBytes.acceptsNewerFrames = true
+        var ownJSON = JSONDecodingOptions()
+        ownJSON.acceptsNewerFrames = true
+        ownJSON.maxInputSize = Int.max
+        ownJSON.maxDepth = DecodingOptions.maxDepthCap
         var unlimitedText = TextFormatDecodingOptions()
         unlimitedText.maxInputSize = Int.max
         unlimitedText.maxDepth = DecodingOptions.maxDepthCap
@@ -345,10 +353,10 @@ public enum FuzzChecks {
             let reparsed = try Frame(textFormatString: printed, options: unlimitedText)
             if reparsed.serializedBytes() != binary { return "text → Frame → text → Frame changes the bytes" }
             if reparsed.textFormatString() != printed { return "the printed text does not print back identically" }
-            let decoded = try Frame(serializedBytes: binary, options: unlimited)
+            let decoded = try Frame(serializedBytes: binary, options: ownBytes)
             if decoded.serializedBytes() != binary { return "binary round trip changes the bytes" }
             if decoded.textFormatString() != printed { return "binary round trip changes the text" }
-            if try Frame(jsonString: frame.jsonString()).serializedBytes() != binary {
+            if try Frame(jsonString: frame.jsonString(), options: ownJSON).serializedBytes() != binary {
                 return "the JSON of the parsed text parses to other bytes"
             }
         } catch {
