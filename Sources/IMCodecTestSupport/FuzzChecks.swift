@@ -1,8 +1,9 @@
 // The test oracles: what every input must satisfy, checked by the fuzz targets in Fuzz/ and by
 // IMCodecTests. They are not part of the codec: only Tests/ and Fuzz/ depend on this target. The
 // one thing they need from inside IMCodec, decoding with its memory accounting, is the
-// `@_spi(Hardening)` DecodeProbe (Sources/IMCodec/CSeam/DecodeProbe.swift).
-@_spi(Hardening) import IMCodec
+// DecodeProbe (Sources/IMCodec/CSeam/DecodeProbe.swift), which has `package` access: this
+// package's targets see it, no client does.
+import IMCodec
 
 /// The properties every input must have, as checked by the fuzz targets (Fuzz/Sources/*) and by
 /// HardeningTests when it replays Fuzz/FailCases. Each returns nil when they hold, else a

@@ -16,7 +16,7 @@
 // e.g. under a sanitizer) and, when decoded, the five DecodeAccounting figures.
 import CIMCodecRuntime
 import Foundation
-@_spi(Hardening) import IMCodec
+import IMCodec
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("imcodec-heap-probe: \(message)\n".utf8))

@@ -13,7 +13,7 @@
 import CIMCodecRuntime
 import Dispatch
 import Foundation
-@_spi(Hardening) import IMCodec
+import IMCodec
 import IMCodecTestSupport
 import Testing
 
