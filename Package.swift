@@ -44,6 +44,9 @@ let package = Package(
         // The relay's durable store (SQLite, Debian's libsqlite3-dev) and its login tokens (JWT).
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // The relay's graceful shutdown on SIGTERM and SIGINT, and its logs.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation --target IMCodec` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -115,6 +118,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
                 .product(name: "GRDB", package: "GRDB.swift", condition: tools),
                 .product(name: "JWTKit", package: "jwt-kit", condition: tools),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: tools),
+                .product(name: "Logging", package: "swift-log", condition: tools),
             ],
             exclude: ["README.md"]
         ),

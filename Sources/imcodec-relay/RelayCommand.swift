@@ -10,8 +10,10 @@ import ArgumentParser
 import Foundation
 import IMCodec
 import IMCodecNIO
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 /// `imcodec-relay`: a loopback relay server for IMCodec frames and a chat client for it.
 ///
@@ -249,7 +251,14 @@ extension RelayCommand {
                 let authority = host.contains(":") ? "[\(host)]:\(webSocketPort)" : "\(host):\(webSocketPort)"
                 emit("relay accepting WebSocket on ws://\(authority)/")
             }
-            try server.closeFuture.wait()
+            // Until SIGTERM or SIGINT: then a graceful shutdown (RelayServer.shutdown()), and exit 0.
+            var logger = Logger(label: "imcodec-relay")
+            logger.logLevel = .warning
+            let services = ServiceGroup(
+                services: [RelayService(server: server)], gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [], logger: logger)
+            try runAsync { try await services.run() }
+            emit("relay stopped: every connection was told kicked_offline (server shutdown); the store is closed")
         }
     }
 

@@ -196,6 +196,7 @@ enum RelayProtocol {
         case "protocolError": return .protocolError
         case "io", "internal", "outOfMemory": return .unexpectedServerError
         case "logout": return .normalClosure
+        case "serverShutdown": return .goingAway
         default: return .policyViolation
         }
     }

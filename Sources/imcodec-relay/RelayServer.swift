@@ -268,18 +268,16 @@ final class RelayServer: Sendable {
     /// Completes when the listening socket closes.
     var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 
-    /// Stops listening, closes every client, waits for the store's last commit, and shuts the event loop down.
+    /// Shuts down gracefully: stops listening; commits everything already accepted and writes its
+    /// acks and forwards; tells every logged-in device `kicked_offline` (server shutdown) and closes
+    /// every connection (``Router/shutDown()``); then stops the store thread and the event loop.
+    /// `serve` runs it on SIGTERM and SIGINT.
     func shutdown() async throws {
         try? await channel.close()
         try? await webSocketChannel?.close()
-        // Lets the loop finish what it queued and the store commit it, then stops the store thread.
         let pool = try? await eventLoop.flatSubmit { () -> EventLoopFuture<NIOThreadPool> in
-            self.router.value.closeAll()
-            let store = self.router.value.store
-            let promise = self.eventLoop.makePromise(of: NIOThreadPool.self)
-            store.afterCommit { promise.succeed(store.pool) }
-            if store.failed { promise.succeed(store.pool) }
-            return promise.futureResult
+            let pool = self.router.value.store.pool
+            return self.router.value.shutDown().map { pool }
         }.get()
         try? await pool?.shutdownGracefully()
         try await group.shutdownGracefully()

@@ -146,13 +146,50 @@ final class Router {
         return copy
     }
 
-    func closeAll() {
+    /// Closes every connection at once (the store failed: nothing more can be acknowledged).
+    private func closeAll() {
         for session in connections.values {
-            if session.transport == .webSocket {
-                let request = WebSocketFrameHandler.CloseRequest(code: .goingAway, reason: "the relay is shutting down")
-                session.channel.triggerUserOutboundEvent(request, promise: nil)
-            }
+            session.announceClose(code: "internal", reason: "the relay's store failed; the relay stops")
             session.channel.close(promise: nil)
+        }
+    }
+
+    /// Set when a graceful shutdown begins. Frames read after it are not acted on: nothing about
+    /// them is acknowledged, so their senders send them again to the relay they reconnect to.
+    private(set) var shuttingDown = false
+
+    /// A graceful shutdown (SIGTERM, ``RelayServer/shutdown()``): stops acting on what arrives and,
+    /// once everything already accepted is committed and its acks and forwards are written, tells
+    /// every logged-in device `kicked_offline` (`KICK_REASON_SERVER_SHUTDOWN`; a WebSocket peer also
+    /// gets close code 1001) and closes every connection.
+    /// - Returns: A future that completes when every connection is closed (a peer that does not
+    ///   read is closed after a second).
+    func shutDown() -> EventLoopFuture<Void> {
+        shuttingDown = true
+        let promise = eventLoop.makePromise(of: Void.self)
+        let finish = {
+            let closed = self.connections.values.map(\.channel.closeFuture)
+            self.kickAllForShutdown()
+            EventLoopFuture.andAllComplete(closed, on: self.eventLoop).cascade(to: promise)
+        }
+        if store.failed { finish() } else { store.afterCommit(finish) }
+        return promise.futureResult
+    }
+
+    private func kickAllForShutdown() {
+        for session in Array(connections.values) where !session.closing {
+            session.closing = true
+            guard session.state == .loggedIn else {
+                session.announceClose(code: "serverShutdown", reason: "the relay is shutting down")
+                session.channel.close(promise: nil)
+                continue
+            }
+            let kicked = Frame(.kickedOffline(KickedOffline.with {
+                $0.reason = .serverShutdown
+                $0.description = "the relay is shutting down; log in again to resume"
+                $0.timeMs = RelayProtocol.nowMs()
+            }))
+            closeAfterWriting(kicked, session, code: "serverShutdown", reason: "the relay is shutting down")
         }
     }
 
@@ -284,7 +321,7 @@ final class Router {
     // MARK: Routing
 
     func handle(_ frame: InboundFrame, from session: Session) {
-        guard !session.closing else { return }
+        guard !session.closing, !shuttingDown else { return }
         switch session.state {
         case .new:
             login(frame, session)

@@ -320,7 +320,20 @@ struct RelayCrashTests {
 
             relay.signal(stop.signal)
             #expect(await relay.waitForExit())
-            #expect(relay.terminatedBySignal == stop.signal)
+            switch stop {
+            case .sigterm:
+                // A graceful shutdown: every device is told why, the store is closed, the status is 0.
+                #expect(relay.exitStatus == 0, "\(relay.stdout)\(relay.stderr)")
+                #expect(relay.stdout.contains("relay stopped"), "\(relay.stdout)")
+                for client in [alice, bob] {
+                    let kicks = client.collector.frames.compactMap { frame -> KickReason? in
+                        if case .kickedOffline(let kicked)? = frame.payload { kicked.reason } else { nil }
+                    }
+                    #expect(kicks == [.serverShutdown], "\(client.collector.frames.map { $0.payload?.kind as Any })")
+                }
+            case .sigkill:
+                #expect(relay.terminatedBySignal == SIGKILL)
+            }
             await alice.close()
             await bob.close()
 
