@@ -425,6 +425,8 @@ struct Validator {
 
     // MARK: Frame payloads
 
+    // One case per payload kind, each handing its payload to the check for its type: the switch is
+    // as long as the schema's list of payloads (the compiler keeps it exhaustive), hence over 80 lines.
     mutating func check(_ frame: Frame) {
         guard let payload = frame.payload else {
             report(.missingPayload, "",
@@ -439,66 +441,31 @@ struct Validator {
         case .receipt(let receipt):
             check(receipt, at: "receipt")
         case .receipts(let batch):
-            if batch.receipts.isEmpty && batch.c2cReadReceipts.isEmpty {
-                report(.emptyReceiptBatch, "receipts", "the receipt batch holds no receipt")
-            }
-            for (i, receipt) in batch.receipts.enumerated() { check(receipt, at: "receipts.receipts[\(i)]") }
-            for (i, receipt) in batch.c2cReadReceipts.enumerated() {
-                check(receipt, at: "receipts.c2cReadReceipts[\(i)]")
-            }
+            check(batch)
         case .c2cReadReceipt(let receipt):
             check(receipt, at: "c2cReadReceipt")
         case .groupReadMembers(let page):
-            checkRef(page.message, at: "groupReadMembers.message")
-            if !page.finished && page.nextSeq == 0 {
-                report(.missingNextCursor, "groupReadMembers.nextSeq",
-                       "the page is not the last one but has no next sequence number to continue from")
-            }
-            if !page.members.isEmpty && page.members.map(\.userID) != page.memberIDs {
-                report(.readMembersPage, "groupReadMembers.members",
-                       "the member profiles are not the page's member ids, in the same order")
-            }
+            check(page)
         case .recall(let recall):
-            checkRef(recall.message, at: "recall.message")
-            requireUser(recall.revokerID, at: "recall.revokerID", "the recall does not say who recalled the message")
+            check(recall)
         case .edit(let edit):
             check(edit)
         case .delete(let delete):
-            if delete.messages.isEmpty {
-                report(.missingMessageRef, "delete.messages", "the delete lists no message")
-            }
-            for (i, ref) in delete.messages.enumerated() { checkRef(ref, at: "delete.messages[\(i)]") }
-            if delete.scope == .unspecified {
-                report(.unspecifiedEnum, "delete.scope", "the delete is neither for everyone nor only for me")
-            }
-            requireUser(delete.operatorID, at: "delete.operatorID", "the delete does not say who deleted")
+            check(delete)
         case .typing(let typing):
-            checkConversation(typing.conversation, at: "typing.conversation")
-            requireUser(typing.userID, at: "typing.userID", "the typing indicator does not say who is typing")
-            if typing.state == .unspecified {
-                report(.unspecifiedEnum, "typing.state", "the typing indicator is neither started nor stopped")
-            }
+            check(typing)
         case .markRead(let event):
             check(event)
         case .systemNotice(let notice):
-            if notice.type.isEmpty {
-                report(.missingNoticeType, "systemNotice.type", "the system notice has no machine-readable type")
-            }
+            check(notice)
         case .sendAck(let ack):
             check(ack)
         case .historyRequest(let request):
-            checkConversation(request.conversation, at: "historyRequest.conversation")
-            if request.count == 0 || Int(request.count) > limits.maxHistoryPageSize {
-                report(.historyPageSize, "historyRequest.count",
-                       "\(request.count) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed")
-            }
+            check(request)
         case .historyResponse(let page):
             check(page)
         case .mergerPayload(let merged):
-            if merged.messages.isEmpty {
-                report(.mergerBody, "mergerPayload.messages", "a stored merger body holds no message")
-            }
-            checkMerged(merged.messages, at: "mergerPayload.messages", mergerDepth: 1)
+            check(merged)
         case .readReceiptRequest(let request):
             check(request)
         case .groupReadMembersRequest(let request):
@@ -508,20 +475,7 @@ struct Validator {
         case .loginResult(let result):
             check(result)
         case .streamSyncResponse(let page):
-            var previous: UInt64 = 0
-            for (i, item) in page.frames.enumerated() {
-                let path = "streamSyncResponse.frames[\(i)]"
-                if item.position <= previous || item.position > page.nextAfterPosition {
-                    report(.streamPage, "\(path).position",
-                           "position \(item.position) does not follow \(previous) up to next_after_position \(page.nextAfterPosition)")
-                }
-                previous = item.position
-                do {
-                    _ = try Frame(serializedBytes: item.frame, options: DecodingOptions(acceptsNewerFrames: true))
-                } catch {
-                    report(.streamPage, "\(path).frame", "the frame does not decode: \(error.code) (\(error.reason))")
-                }
-            }
+            check(page)
         case .streamSyncRequest, .streamAck:
             // Any position or limit is well-formed: nothing to judge.
             break
@@ -529,9 +483,7 @@ struct Validator {
             // Any id, time, session id or result is well-formed: nothing to judge.
             break
         case .kickedOffline(let kicked):
-            if kicked.reason == .unspecified {
-                report(.unspecifiedEnum, "kickedOffline.reason", "the kick does not say why the session ended")
-            }
+            check(kicked)
         case .maxSeqRequest(let request):
             checkConversations(request.conversations, at: "maxSeqRequest.conversations")
         case .maxSeqResponse(let response):
@@ -549,25 +501,129 @@ struct Validator {
         case .reaction(let reaction):
             check(reaction)
         case .pin(let pin):
-            checkConversation(pin.conversation, at: "pin.conversation")
-            checkRef(pin.message, at: "pin.message")
-            requireUser(pin.operatorID, at: "pin.operatorID", "the pin does not say who pinned the message")
+            check(pin)
         case .pollVote(let vote):
             check(vote)
         case .pollUpdate(let update):
             check(update)
         case .disappearingTimer(let timer):
-            checkConversation(timer.conversation, at: "disappearingTimer.conversation")
-            requireUser(timer.operatorID, at: "disappearingTimer.operatorID", "the timer change does not say who set it")
-            if timer.expireAfterS > limits.maxExpireAfterSeconds {
-                report(.expiry, "disappearingTimer.expireAfterS",
-                       "a timer of \(timer.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed")
-            }
+            check(timer)
         case .receiveOption(let change):
-            checkConversation(change.conversation, at: "receiveOption.conversation")
-            if change.option == .unspecified {
-                report(.unspecifiedEnum, "receiveOption.option", "the receive option is not set")
+            check(change)
+        }
+    }
+
+    // MARK: Events and pages checked in the frame switch above
+
+    mutating func check(_ batch: ReceiptBatch) {
+        if batch.receipts.isEmpty && batch.c2cReadReceipts.isEmpty {
+            report(.emptyReceiptBatch, "receipts", "the receipt batch holds no receipt")
+        }
+        for (i, receipt) in batch.receipts.enumerated() { check(receipt, at: "receipts.receipts[\(i)]") }
+        for (i, receipt) in batch.c2cReadReceipts.enumerated() {
+            check(receipt, at: "receipts.c2cReadReceipts[\(i)]")
+        }
+    }
+
+    mutating func check(_ page: GroupReadMembers) {
+        checkRef(page.message, at: "groupReadMembers.message")
+        if !page.finished && page.nextSeq == 0 {
+            report(.missingNextCursor, "groupReadMembers.nextSeq",
+                   "the page is not the last one but has no next sequence number to continue from")
+        }
+        if !page.members.isEmpty && page.members.map(\.userID) != page.memberIDs {
+            report(.readMembersPage, "groupReadMembers.members",
+                   "the member profiles are not the page's member ids, in the same order")
+        }
+    }
+
+    mutating func check(_ recall: RecallEvent) {
+        checkRef(recall.message, at: "recall.message")
+        requireUser(recall.revokerID, at: "recall.revokerID", "the recall does not say who recalled the message")
+    }
+
+    mutating func check(_ delete: DeleteEvent) {
+        if delete.messages.isEmpty {
+            report(.missingMessageRef, "delete.messages", "the delete lists no message")
+        }
+        for (i, ref) in delete.messages.enumerated() { checkRef(ref, at: "delete.messages[\(i)]") }
+        if delete.scope == .unspecified {
+            report(.unspecifiedEnum, "delete.scope", "the delete is neither for everyone nor only for me")
+        }
+        requireUser(delete.operatorID, at: "delete.operatorID", "the delete does not say who deleted")
+    }
+
+    mutating func check(_ typing: TypingEvent) {
+        checkConversation(typing.conversation, at: "typing.conversation")
+        requireUser(typing.userID, at: "typing.userID", "the typing indicator does not say who is typing")
+        if typing.state == .unspecified {
+            report(.unspecifiedEnum, "typing.state", "the typing indicator is neither started nor stopped")
+        }
+    }
+
+    mutating func check(_ notice: SystemNotice) {
+        if notice.type.isEmpty {
+            report(.missingNoticeType, "systemNotice.type", "the system notice has no machine-readable type")
+        }
+    }
+
+    mutating func check(_ request: HistoryRequest) {
+        checkConversation(request.conversation, at: "historyRequest.conversation")
+        if request.count == 0 || Int(request.count) > limits.maxHistoryPageSize {
+            report(.historyPageSize, "historyRequest.count",
+                   "\(request.count) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed")
+        }
+    }
+
+    mutating func check(_ merged: MergerPayload) {
+        if merged.messages.isEmpty {
+            report(.mergerBody, "mergerPayload.messages", "a stored merger body holds no message")
+        }
+        checkMerged(merged.messages, at: "mergerPayload.messages", mergerDepth: 1)
+    }
+
+    mutating func check(_ page: StreamSyncResponse) {
+        var previous: UInt64 = 0
+        for (i, item) in page.frames.enumerated() {
+            let path = "streamSyncResponse.frames[\(i)]"
+            if item.position <= previous || item.position > page.nextAfterPosition {
+                report(.streamPage, "\(path).position",
+                       "position \(item.position) does not follow \(previous) up to next_after_position \(page.nextAfterPosition)")
             }
+            previous = item.position
+            do {
+                _ = try Frame(serializedBytes: item.frame, options: DecodingOptions(acceptsNewerFrames: true))
+            } catch {
+                report(.streamPage, "\(path).frame", "the frame does not decode: \(error.code) (\(error.reason))")
+            }
+        }
+    }
+
+    mutating func check(_ kicked: KickedOffline) {
+        if kicked.reason == .unspecified {
+            report(.unspecifiedEnum, "kickedOffline.reason", "the kick does not say why the session ended")
+        }
+    }
+
+    mutating func check(_ pin: PinEvent) {
+        checkConversation(pin.conversation, at: "pin.conversation")
+        checkRef(pin.message, at: "pin.message")
+        requireUser(pin.operatorID, at: "pin.operatorID", "the pin does not say who pinned the message")
+    }
+
+    mutating func check(_ timer: DisappearingTimerEvent) {
+        checkConversation(timer.conversation, at: "disappearingTimer.conversation")
+        requireUser(timer.operatorID, at: "disappearingTimer.operatorID", "the timer change does not say who set it")
+        if timer.expireAfterS > limits.maxExpireAfterSeconds {
+            report(.expiry, "disappearingTimer.expireAfterS",
+                   "a timer of \(timer.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed")
+        }
+    }
+
+    mutating func check(_ change: ReceiveOptionChange) {
+        checkConversation(change.conversation, at: "receiveOption.conversation")
+        if change.option == .unspecified {
+            report(.unspecifiedEnum, "receiveOption.option", "the receive option is not set")
         }
     }
 
