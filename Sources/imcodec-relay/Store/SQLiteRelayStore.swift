@@ -171,115 +171,129 @@ final class SQLiteRelayStore: RelayStore {
     func commit(_ batch: StoreBatch) throws {
         guard !batch.isEmpty else { return }
         try queue.write { db in
-            // The rows written for every message (the message, its stream entries) and the per-batch
-            // upserts are bound and stepped through SQLite's C API on GRDB's cached statements
-            // (`Statement.sqliteStatement`, see ``RawStatement``): GRDB's `execute(arguments:)` boxes
-            // every value into a `DatabaseValue` of a `StatementArguments`, which was a large share
-            // of the commit's CPU. The rarer writes below still go through GRDB.
-            var maxSeqs: [String: UInt64] = [:]
-            let insertMessage = try RawStatement(db.cachedStatement(
-                sql: """
-                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """))
-            for message in batch.messages {
-                let id = message.conversation.storageID
-                maxSeqs[id] = max(maxSeqs[id] ?? 0, message.seq)
-                try insertMessage.bind(id, at: 1)
-                try insertMessage.bind(message.seq, at: 2)
-                try insertMessage.bind(message.senderID, at: 3)
-                try insertMessage.bind(message.clientMsgID, at: 4)
-                try insertMessage.bind(message.serverMsgUID, at: 5)
-                try insertMessage.bind(message.serverTimeMs, at: 6)
-                if message.receivers.isEmpty {
-                    try insertMessage.bindNull(at: 8)
-                } else {
-                    try insertMessage.bind(Self.joined(message.receivers), at: 8)
-                }
-                try insertMessage.step(withBlob: message.frame, at: 7)
-            }
-            let setMaxSeq = try RawStatement(db.cachedStatement(
-                sql: """
-                    INSERT INTO conversations (id, max_seq) VALUES (?, ?)
-                    ON CONFLICT (id) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)
-                    """))
-            for (id, seq) in maxSeqs {
-                try setMaxSeq.bind(id, at: 1)
-                try setMaxSeq.bind(seq, at: 2)
-                try setMaxSeq.step()
-            }
+            try Self.insertMessages(batch.messages, db)
+            try Self.insertStreamEntries(batch.streamEntries, db)
+            try Self.applyRarerChanges(batch, db)
+        }
+    }
 
-            var heads: [String: UInt64] = [:]
-            let insertEntry = try RawStatement(db.cachedStatement(
-                sql: """
-                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """))
-            for entry in batch.streamEntries {
-                heads[entry.user] = max(heads[entry.user] ?? 0, entry.position)
-                try insertEntry.bind(entry.user, at: 1)
-                try insertEntry.bind(entry.position, at: 2)
-                if let device = entry.originDevice {
-                    try insertEntry.bind(device, at: 3)
-                } else {
-                    try insertEntry.bindNull(at: 3)
-                }
-                switch entry.item {
-                case .message(let key, let seq, let sent):
-                    try insertEntry.bind(key.storageID, at: 4)
-                    try insertEntry.bind(seq, at: 5)
-                    try insertEntry.bind(Int64(sent ? 1 : 0), at: 6)
-                    try insertEntry.bindNull(at: 7)
-                    try insertEntry.step()
-                case .event(let frame):
-                    try insertEntry.bindNull(at: 4)
-                    try insertEntry.bindNull(at: 5)
-                    try insertEntry.bind(Int64(0), at: 6)
-                    try insertEntry.step(withBlob: frame, at: 7)
-                }
-            }
-            let setHead = try RawStatement(db.cachedStatement(
-                sql: """
-                    INSERT INTO streams (user, head) VALUES (?, ?)
-                    ON CONFLICT (user) DO UPDATE SET head = MAX(head, excluded.head)
-                    """))
-            for (user, head) in heads {
-                try setHead.bind(user, at: 1)
-                try setHead.bind(head, at: 2)
-                try setHead.step()
-            }
+    // The rows written for every message (the message, its stream entries) and the per-batch
+    // upserts are bound and stepped through SQLite's C API on GRDB's cached statements
+    // (`Statement.sqliteStatement`, see ``RawStatement``): GRDB's `execute(arguments:)` boxes every
+    // value into a `DatabaseValue` of a `StatementArguments`, which was a large share of the commit's
+    // CPU. The rarer writes (``applyRarerChanges(_:_:)``) still go through GRDB.
 
-            for change in batch.memberships {
-                if change.joined {
-                    try db.execute(
-                        sql: "INSERT OR IGNORE INTO members (conversation, user) VALUES (?, ?)",
-                        arguments: [change.conversation.storageID, change.user])
-                } else {
-                    try db.execute(
-                        sql: "DELETE FROM members WHERE conversation = ? AND user = ?",
-                        arguments: [change.conversation.storageID, change.user])
-                }
+    /// The batch's messages, and each conversation's new max seq.
+    private static func insertMessages(_ messages: [StoredMessage], _ db: Database) throws {
+        var maxSeqs: [String: UInt64] = [:]
+        let insertMessage = try RawStatement(db.cachedStatement(
+            sql: """
+                INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """))
+        for message in messages {
+            let id = message.conversation.storageID
+            maxSeqs[id] = max(maxSeqs[id] ?? 0, message.seq)
+            try insertMessage.bind(id, at: 1)
+            try insertMessage.bind(message.seq, at: 2)
+            try insertMessage.bind(message.senderID, at: 3)
+            try insertMessage.bind(message.clientMsgID, at: 4)
+            try insertMessage.bind(message.serverMsgUID, at: 5)
+            try insertMessage.bind(message.serverTimeMs, at: 6)
+            if message.receivers.isEmpty {
+                try insertMessage.bindNull(at: 8)
+            } else {
+                try insertMessage.bind(Self.joined(message.receivers), at: 8)
             }
-            for removal in batch.removals {
+            try insertMessage.step(withBlob: message.frame, at: 7)
+        }
+        let setMaxSeq = try RawStatement(db.cachedStatement(
+            sql: """
+                INSERT INTO conversations (id, max_seq) VALUES (?, ?)
+                ON CONFLICT (id) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)
+                """))
+        for (id, seq) in maxSeqs {
+            try setMaxSeq.bind(id, at: 1)
+            try setMaxSeq.bind(seq, at: 2)
+            try setMaxSeq.step()
+        }
+    }
+
+    /// The batch's stream entries, and each user's new stream head.
+    private static func insertStreamEntries(_ entries: [StreamEntry], _ db: Database) throws {
+        var heads: [String: UInt64] = [:]
+        let insertEntry = try RawStatement(db.cachedStatement(
+            sql: """
+                INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """))
+        for entry in entries {
+            heads[entry.user] = max(heads[entry.user] ?? 0, entry.position)
+            try insertEntry.bind(entry.user, at: 1)
+            try insertEntry.bind(entry.position, at: 2)
+            if let device = entry.originDevice {
+                try insertEntry.bind(device, at: 3)
+            } else {
+                try insertEntry.bindNull(at: 3)
+            }
+            switch entry.item {
+            case .message(let key, let seq, let sent):
+                try insertEntry.bind(key.storageID, at: 4)
+                try insertEntry.bind(seq, at: 5)
+                try insertEntry.bind(Int64(sent ? 1 : 0), at: 6)
+                try insertEntry.bindNull(at: 7)
+                try insertEntry.step()
+            case .event(let frame):
+                try insertEntry.bindNull(at: 4)
+                try insertEntry.bindNull(at: 5)
+                try insertEntry.bind(Int64(0), at: 6)
+                try insertEntry.step(withBlob: frame, at: 7)
+            }
+        }
+        let setHead = try RawStatement(db.cachedStatement(
+            sql: """
+                INSERT INTO streams (user, head) VALUES (?, ?)
+                ON CONFLICT (user) DO UPDATE SET head = MAX(head, excluded.head)
+                """))
+        for (user, head) in heads {
+            try setHead.bind(user, at: 1)
+            try setHead.bind(head, at: 2)
+            try setHead.step()
+        }
+    }
+
+    /// Membership changes, removed messages, device positions and retention.
+    private static func applyRarerChanges(_ batch: StoreBatch, _ db: Database) throws {
+        for change in batch.memberships {
+            if change.joined {
                 try db.execute(
-                    sql: "UPDATE messages SET removed = 1 WHERE conversation = ? AND seq = ?",
-                    arguments: [removal.conversation.storageID, removal.seq])
-            }
-            for (device, position) in batch.devicePositions {
+                    sql: "INSERT OR IGNORE INTO members (conversation, user) VALUES (?, ?)",
+                    arguments: [change.conversation.storageID, change.user])
+            } else {
                 try db.execute(
-                    sql: """
-                        INSERT INTO devices (user, device, position) VALUES (?, ?, ?)
-                        ON CONFLICT (user, device) DO UPDATE SET position = MAX(position, excluded.position)
-                        """,
-                    arguments: [device.user, device.device, position])
+                    sql: "DELETE FROM members WHERE conversation = ? AND user = ?",
+                    arguments: [change.conversation.storageID, change.user])
             }
-            for (key, seq) in batch.trimmedConversations {
-                try db.execute(
-                    sql: "DELETE FROM messages WHERE conversation = ? AND seq < ?", arguments: [key.storageID, seq])
-            }
-            for (user, position) in batch.trimmedStreams {
-                try db.execute(sql: "DELETE FROM stream WHERE user = ? AND position < ?", arguments: [user, position])
-            }
+        }
+        for removal in batch.removals {
+            try db.execute(
+                sql: "UPDATE messages SET removed = 1 WHERE conversation = ? AND seq = ?",
+                arguments: [removal.conversation.storageID, removal.seq])
+        }
+        for (device, position) in batch.devicePositions {
+            try db.execute(
+                sql: """
+                    INSERT INTO devices (user, device, position) VALUES (?, ?, ?)
+                    ON CONFLICT (user, device) DO UPDATE SET position = MAX(position, excluded.position)
+                    """,
+                arguments: [device.user, device.device, position])
+        }
+        for (key, seq) in batch.trimmedConversations {
+            try db.execute(
+                sql: "DELETE FROM messages WHERE conversation = ? AND seq < ?", arguments: [key.storageID, seq])
+        }
+        for (user, position) in batch.trimmedStreams {
+            try db.execute(sql: "DELETE FROM stream WHERE user = ? AND position < ?", arguments: [user, position])
         }
     }
 
