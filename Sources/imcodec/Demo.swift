@@ -139,6 +139,8 @@ enum DemoConversation {
         message.status = .sent
     }
 
+    // The demo's transcript, in the order its frames are written and numbered as the demo prints
+    // them; kept as one function (over 80 lines) so that it reads top to bottom like the conversation.
     static func frames() -> [Frame] {
         // 1. A C2C text that asks for a read receipt.
         var hello = Message.c2cText(from: "alice", to: "bob", "Hi Bob! Are we still on for the launch review at 3?")

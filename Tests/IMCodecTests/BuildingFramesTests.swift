@@ -13,6 +13,8 @@ import Darwin
 
 @Suite("BuildingFrames article")
 struct BuildingFramesTests {
+    // The article's blocks build on one another (the events name the messages built above them), so
+    // they run in one function, over 80 lines: the article's own length.
     @Test("every element kind and every event: each frame validates, round-trips and survives a file")
     func everyExample() throws {
         let mention = Message.groupText(from: "alice", group: "team-apollo", "@bob review please",
