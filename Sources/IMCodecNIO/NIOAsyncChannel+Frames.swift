@@ -3,7 +3,7 @@ import IMCodec
 import NIOCore
 
 /// A connection that carries IMCodec frames, for Swift concurrency: ``InboundFrame``s in, as an
-/// `AsyncSequence`, and ``IMCodec/Frame`` values out, through an async writer.
+/// `AsyncSequence`, and `Frame` values out, through an async writer.
 ///
 /// Make one in a bootstrap's channel initializer with ``NIOCore/NIOAsyncChannel/framing(_:options:maxFrameWait:configuration:)``
 /// (or, inside an initializer that adds handlers of its own, with
@@ -28,7 +28,7 @@ import NIOCore
 ///   from the socket until the consumer has taken the buffer down to the low watermark, so a slow
 ///   consumer holds at most that many frames plus one read. Outbound, `write(_:)` suspends while the
 ///   channel is not writable (its pending bytes are above the channel's write-buffer watermark).
-/// - **Errors.** A frame the decoder rejects (``IMCodec/IMCodecError``: `malformed`, `tooLarge`,
+/// - **Errors.** A frame the decoder rejects (`IMCodecError`: `malformed`, `tooLarge`,
 ///   `tooDeep`, `truncated`, `frameTimeout`...) ends the inbound sequence by throwing that error;
 ///   the frames before it are delivered first.
 /// - **Cancellation.** Cancelling the task that runs ``NIOCore/NIOAsyncChannel/withFrames(isolation:_:)``
@@ -37,7 +37,7 @@ public typealias IMCodecFrameChannel = NIOAsyncChannel<InboundFrame, Frame>
 
 extension ChannelPipeline.SynchronousOperations {
     /// Adds the handlers of a length-prefixed (TCP) frame connection that reads ``InboundFrame``s
-    /// and is written ``IMCodec/Frame``s: a ``FrameDeadlineHandler`` when `maxFrameWait` is given,
+    /// and is written `Frame`s: a ``FrameDeadlineHandler`` when `maxFrameWait` is given,
     /// an ``InboundFrameDecoder`` and a ``FrameEncoder``.
     ///
     /// ```
@@ -65,7 +65,7 @@ extension ChannelPipeline.SynchronousOperations {
     }
 
     /// Adds the handlers of a WebSocket frame connection (on the server side, after NIOWebSocket's
-    /// frame decoder and encoder) that reads ``InboundFrame``s and is written ``IMCodec/Frame``s: a
+    /// frame decoder and encoder) that reads ``InboundFrame``s and is written `Frame`s: a
     /// ``WebSocketFrameHandler`` and a ``FrameEncoder``, so that the connection reads and writes
     /// the same values as one built by ``addIMCodecFrameHandlers(options:maxFrameWait:stats:)``.
     ///
@@ -145,7 +145,7 @@ extension NIOAsyncChannel where Inbound == InboundFrame, Outbound == Frame {
     /// - Parameters:
     ///   - isolation: The actor `body` runs on (the caller's, by default).
     ///   - body: Reads `inbound` (``InboundFrame``s, in order; it throws the decoder's
-    ///     ``IMCodec/IMCodecError`` for bad input) and writes ``IMCodec/Frame``s with `outbound`.
+    ///     `IMCodecError` for bad input) and writes `Frame`s with `outbound`.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     public func withFrames<Result: Sendable>(
