@@ -6,9 +6,9 @@ import NIOCore
 import NIOPosix
 import Testing
 
-// The code of IMCodecNIO.docc's articles, verbatim: every ```swift block of the catalog appears in
-// this file (the last test checks it), so that every snippet the documentation shows compiles and
-// the complete server and client run.
+// The code of IMCodecNIO.docc's articles, verbatim: every ```swift block of the catalog (and of
+// README's SwiftNIO section) appears in this file (a test below checks it), so that every snippet
+// the documentation shows compiles and the complete server and client run.
 
 // MARK: - The article's code (AsyncServerAndClient.md)
 
@@ -106,7 +106,7 @@ struct AsyncArticleTests {
         #expect(answers.map { $0.message?.previewText } == ["hello", "bye"])
     }
 
-    @Test("every ```swift block of IMCodecNIO.docc appears verbatim in this file")
+    @Test("every ```swift block of IMCodecNIO.docc, and of README's SwiftNIO section, appears verbatim in this file")
     func theArticlesCodeBlocksAreInThisFile() throws {
         let thisFile = URL(fileURLWithPath: #filePath)
         let source = try String(contentsOf: thisFile, encoding: .utf8)
@@ -123,6 +123,18 @@ struct AsyncArticleTests {
             }
         }
         #expect(blocks >= 5)
+        // README's IMCodecNIO section shows the same code.
+        let readme = try String(
+            contentsOf: catalog.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("README.md"),
+            encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## SwiftNIO").dropFirst().first)
+            .components(separatedBy: "\n## ").first ?? ""
+        let readmeBlocks = Self.swiftBlocks(in: section)
+        #expect(!readmeBlocks.isEmpty)
+        for block in readmeBlocks {
+            #expect(source.contains(block), "README.md: this block is not in AsyncArticleTests.swift:\n\(block)")
+        }
     }
 
     /// The contents of the ```swift fences of a Markdown page.
