@@ -5,10 +5,11 @@ import NIOCore
 /// A connection that carries IMCodec frames, for Swift concurrency: ``InboundFrame``s in, as an
 /// `AsyncSequence`, and `Frame` values out, through an async writer.
 ///
-/// Make one in a bootstrap's channel initializer with ``NIOCore/NIOAsyncChannel/framing(_:options:maxFrameWait:configuration:)``
-/// (or, inside an initializer that adds handlers of its own, with
-/// ``NIOCore/NIOAsyncChannel/init(synchronouslyFraming:options:maxFrameWait:configuration:)``), then use it in
-/// ``NIOCore/NIOAsyncChannel/withFrames(isolation:_:)``:
+/// Make one in a bootstrap's channel initializer with
+/// ``NIOCore/NIOAsyncChannel/framing(_:options:maxFrameWait:configuration:)`` (or, inside an
+/// initializer that adds handlers of its own, with
+/// ``NIOCore/NIOAsyncChannel/init(synchronouslyFraming:options:maxFrameWait:configuration:)``),
+/// then use it in ``NIOCore/NIOAsyncChannel/withFrames(isolation:_:)``:
 ///
 /// ```swift
 /// let connection = try await ClientBootstrap(group: group)
@@ -156,7 +157,11 @@ extension NIOAsyncChannel where Inbound == InboundFrame, Outbound == Frame {
     ) async throws -> Result {
         let channel = self.channel
         return try await withTaskCancellationHandler(
-            operation: { try await executeThenClose(isolation: isolation) { inbound, outbound in try await body(inbound, outbound) } },
+            operation: {
+                try await executeThenClose(isolation: isolation) { inbound, outbound in
+                    try await body(inbound, outbound)
+                }
+            },
             onCancel: { channel.close(promise: nil) },
             isolation: isolation)
     }

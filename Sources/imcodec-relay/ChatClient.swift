@@ -407,7 +407,9 @@ final class ChatClient: Sendable {
     private let session: ChatSession
     private let running: Task<Void, Never>
 
-    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, session: ChatSession, running: Task<Void, Never>) {
+    private init(
+        channel: any Channel, group: MultiThreadedEventLoopGroup, session: ChatSession, running: Task<Void, Never>
+    ) {
         self.channel = channel
         self.group = group
         self.session = session

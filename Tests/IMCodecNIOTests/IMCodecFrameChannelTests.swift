@@ -56,7 +56,8 @@ struct IMCodecFrameChannelTests {
                 let serving = Task {
                     try await connection.withFrames { inbound, outbound in
                         for try await frame in inbound {
-                            try await outbound.write(Frame(.sendAck(SendAck.with { $0.clientMsgID = frame.clientMsgID })))
+                            let ack = SendAck.with { $0.clientMsgID = frame.clientMsgID }
+                            try await outbound.write(Frame(.sendAck(ack)))
                         }
                     }
                 }
@@ -215,7 +216,8 @@ struct IMCodecFrameChannelTests {
             var code = ByteBuffer()
             code.writeInteger(UInt16(1000))
             code.webSocketMask(mask)
-            try await channel.writeInbound(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: mask, data: code))
+            try await channel.writeInbound(
+                WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: mask, data: code))
             let answer = try await channel.waitForOutboundWrite(as: WebSocketFrame.self)
             #expect(answer.opcode == .connectionClose)
             #expect(try await iterator.next() == nil)
