@@ -31,7 +31,7 @@ extension ByteBuffer {
     ///
     /// - Parameter maxFrameSize: The largest body accepted.
     /// - Returns: The body, or `nil` when the buffer does not yet hold a whole frame (nothing is consumed then).
-    /// - Throws: ``IMCodec/IMCodecError`` `malformed` for a bad prefix, `tooLarge` for a body above `maxFrameSize`;
+    /// - Throws: `IMCodecError` `malformed` for a bad prefix, `tooLarge` for a body above `maxFrameSize`;
     ///   nothing is consumed.
     public mutating func readFrameBytes(
         maxFrameSize: Int = FrameCodecOptions.defaultMaxFrameSize
@@ -39,13 +39,13 @@ extension ByteBuffer {
         try readFrameRecord(maxFrameSize: maxFrameSize)?.body
     }
 
-    /// Reads and decodes the next length-prefixed ``IMCodec/Frame``.
+    /// Reads and decodes the next length-prefixed `Frame`.
     ///
     /// - Parameters:
     ///   - options: The frame size limit and decoding limits.
     ///   - decoder: A reusable decoder (one per channel or thread); a new one when `nil`.
     /// - Returns: The frame, or `nil` when the buffer does not yet hold a whole frame.
-    /// - Throws: ``IMCodec/IMCodecError`` for a bad or oversize prefix or a body that does not decode;
+    /// - Throws: `IMCodecError` for a bad or oversize prefix or a body that does not decode;
     ///   the buffer is left unchanged then.
     public mutating func readFrame(
         options: FrameCodecOptions = FrameCodecOptions(), decoder: WireDecoder? = nil
@@ -58,7 +58,7 @@ extension ByteBuffer {
         return frame
     }
 
-    /// Writes `message` (usually a ``IMCodec/Frame``) with its varint length prefix.
+    /// Writes `message` (usually a `Frame`) with its varint length prefix.
     /// - Returns: The number of bytes written.
     @discardableResult
     public mutating func writeFrame<M: IMCodecMessage>(_ message: M) -> Int {

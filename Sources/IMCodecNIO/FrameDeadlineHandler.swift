@@ -2,7 +2,7 @@
 import IMCodec
 import NIOCore
 
-/// Fires an ``IMCodec/IMCodecError`` with code ``IMCodec/IMCodecError/Code/frameTimeout`` when a
+/// Fires an `IMCodecError` with code `IMCodecError.Code.frameTimeout` when a
 /// frame stays incomplete for longer than `maxFrameWait`, so a peer that stalls (or trickles a byte
 /// at a time) inside a frame cannot pin a connection and its buffer forever.
 ///
@@ -128,7 +128,7 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
 extension FrameDeadlineHandler: Sendable {}
 
 extension ChannelPipeline.SynchronousOperations {
-    /// Adds a ``FrameDecoder`` and a ``FrameEncoder``: the channel then reads and writes ``IMCodec/Frame`` values.
+    /// Adds a ``FrameDecoder`` and a ``FrameEncoder``: the channel then reads and writes `Frame` values.
     /// - Parameters:
     ///   - options: The frame size limit and decoding limits.
     ///   - stats: Counters for the decoder to update, or `nil`.

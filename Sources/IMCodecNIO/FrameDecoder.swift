@@ -54,7 +54,7 @@ struct FrameSplitter {
     }
 }
 
-/// Decodes varint-length-prefixed ``IMCodec/Frame``s (Google's delimited format) from a byte stream.
+/// Decodes varint-length-prefixed `Frame`s (Google's delimited format) from a byte stream.
 ///
 /// Put it in a `ByteToMessageHandler`, or use
 /// ``NIOCore/ChannelPipeline/SynchronousOperations/addFrameCodec(options:stats:)``:
@@ -63,11 +63,11 @@ struct FrameSplitter {
 /// try channel.pipeline.syncOperations.addFrameCodec()   // reads and writes Frame values
 /// ```
 ///
-/// A prefix that is not a varint below 2^32 is a `malformed` ``IMCodec/IMCodecError``, an announced
+/// A prefix that is not a varint below 2^32 is a `malformed` `IMCodecError`, an announced
 /// length above ``FrameCodecOptions/maxFrameSize`` is `tooLarge` (raised before the body is buffered),
 /// a body that does not decode raises its own code (`tooDeep`, `malformed`, ...), and a stream that
 /// ends inside a frame is `truncated`. Bodies are decoded with one arena-backed
-/// ``IMCodec/WireDecoder`` per decoder, so a decoder belongs to one channel.
+/// `WireDecoder` per decoder, so a decoder belongs to one channel.
 public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     /// Each decoded frame.
     public typealias InboundOut = Frame
@@ -92,14 +92,14 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     }
 
     /// Decodes the next frame, or returns `nil` when the buffer does not yet hold a whole one.
-    /// - Throws: ``IMCodec/IMCodecError`` for a bad or oversize prefix or a body that does not decode.
+    /// - Throws: `IMCodecError` for a bad or oversize prefix or a body that does not decode.
     public mutating func decode(buffer: inout ByteBuffer) throws -> Frame? {
         guard let record = try splitter.next(&buffer) else { return nil }
         return try decodeBody(record)
     }
 
     /// Decodes what is left when the stream ends.
-    /// - Throws: ``IMCodec/IMCodecError`` `truncated` when the stream ended inside a frame.
+    /// - Throws: `IMCodecError` `truncated` when the stream ended inside a frame.
     public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws -> Frame? {
         guard let record = try splitter.nextAtEnd(&buffer, seenEOF: seenEOF) else { return nil }
         return try decodeBody(record)
@@ -107,7 +107,7 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 }
 
 /// Decodes varint-length-prefixed frames into ``InboundFrame``s: each body is validated and its
-/// routing facts read through a ``IMCodec/FrameView``, but no ``IMCodec/Frame`` value is built.
+/// routing facts read through a `FrameView`, but no `Frame` value is built.
 ///
 /// This is the router's fast path: a relay reads kind, conversation, sender and flags, then writes
 /// ``InboundFrame/record`` (the original bytes) to the receivers. Errors are those of
@@ -136,21 +136,21 @@ public struct InboundFrameDecoder: NIOSingleStepByteToMessageDecoder {
     }
 
     /// Validates the next frame and reads its routing facts, or returns `nil` when the buffer does not yet hold a whole one.
-    /// - Throws: ``IMCodec/IMCodecError`` for a bad or oversize prefix or a body that does not decode.
+    /// - Throws: `IMCodecError` for a bad or oversize prefix or a body that does not decode.
     public mutating func decode(buffer: inout ByteBuffer) throws -> InboundFrame? {
         guard let record = try splitter.next(&buffer) else { return nil }
         return try inspect(record)
     }
 
     /// Decodes what is left when the stream ends.
-    /// - Throws: ``IMCodec/IMCodecError`` `truncated` when the stream ended inside a frame.
+    /// - Throws: `IMCodecError` `truncated` when the stream ended inside a frame.
     public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws -> InboundFrame? {
         guard let record = try splitter.nextAtEnd(&buffer, seenEOF: seenEOF) else { return nil }
         return try inspect(record)
     }
 }
 
-/// Encodes ``IMCodec/Frame``s with their varint length prefix, for a `MessageToByteHandler`.
+/// Encodes `Frame`s with their varint length prefix, for a `MessageToByteHandler`.
 public struct FrameEncoder: MessageToByteEncoder {
     /// The frames to write.
     public typealias OutboundIn = Frame

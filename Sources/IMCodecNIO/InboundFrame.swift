@@ -3,10 +3,10 @@ import IMCodec
 import NIOCore
 
 /// A frame received but not materialized: its bytes exactly as they arrived, plus the routing facts
-/// read through a ``IMCodec/FrameView`` while the frame was validated.
+/// read through a `FrameView` while the frame was validated.
 ///
 /// A router reads ``payloadKind``, ``route`` (or ``conversationType``, ``targetID`` and
-/// ``channelID``) and ``messageFlags`` and forwards ``record`` (prefix and body, byte for byte) without building a ``IMCodec/Frame``. The
+/// ``channelID``) and ``messageFlags`` and forwards ``record`` (prefix and body, byte for byte) without building a `Frame`. The
 /// body has been fully decoded once by protobuf-c, so it is known to be a valid frame within the
 /// channel's limits; ``decode(with:)`` builds the Swift value when a handler needs it.
 public struct InboundFrame: Sendable, Hashable {
@@ -16,13 +16,13 @@ public struct InboundFrame: Sendable, Hashable {
     public let prefixSize: Int
     /// Which payload the frame carries, or `nil` for none.
     public let payloadKind: Frame.Payload.Kind?
-    /// The type of the conversation the payload belongs to (``IMCodec/ConversationType/unspecified`` when none).
+    /// The type of the conversation the payload belongs to (`ConversationType.unspecified` when none).
     public let conversationType: ConversationType
     /// The conversation's target: the peer's user id or the group id ("" when none).
     public let targetID: String
     /// The conversation's ultra-group channel id ("" when none).
     public let channelID: String
-    /// Where the frame goes (``IMCodec/FrameView/route``): for a receipt or a reaction, for example,
+    /// Where the frame goes (`FrameView.route`): for a receipt or a reaction, for example,
     /// the sender of the message it refers to rather than ``targetID``.
     public let route: FrameRoute
     /// The sender of a message payload ("" for other payloads).
@@ -33,7 +33,7 @@ public struct InboundFrame: Sendable, Hashable {
     public let messageFlags: MessageFlags
     /// A targeted group message's receivers (`Message.target_receivers`; empty for other frames).
     public let targetReceivers: [String]
-    /// How a message payload is to be stored (``IMCodec/StoragePolicy/unspecified`` for other frames).
+    /// How a message payload is to be stored (`StoragePolicy.unspecified` for other frames).
     public let storagePolicy: StoragePolicy
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
@@ -61,14 +61,14 @@ public struct InboundFrame: Sendable, Hashable {
         record.getSlice(at: record.readerIndex + prefixSize, length: record.readableBytes - prefixSize)!
     }
 
-    /// Builds the full ``IMCodec/Frame`` from ``body``, decoding it again with `decoder`.
-    /// - Throws: ``IMCodec/IMCodecError`` when the body does not decode with `decoder`'s limits.
+    /// Builds the full `Frame` from ``body``, decoding it again with `decoder`.
+    /// - Throws: `IMCodecError` when the body does not decode with `decoder`'s limits.
     public func decode(with decoder: WireDecoder) throws(IMCodecError) -> Frame {
         try decoder.decode(Frame.self, from: body.readableBytesView)
     }
 
-    /// Builds the full ``IMCodec/Frame`` from ``body`` with `options`.
-    /// - Throws: ``IMCodec/IMCodecError`` when the body does not decode within `options`.
+    /// Builds the full `Frame` from ``body`` with `options`.
+    /// - Throws: `IMCodecError` when the body does not decode within `options`.
     public func decode(options: DecodingOptions = DecodingOptions()) throws(IMCodecError) -> Frame {
         try Frame(serializedBytes: body.readableBytesView, options: options)
     }
@@ -76,7 +76,7 @@ public struct InboundFrame: Sendable, Hashable {
 
 extension InboundFrame {
     /// Validates `record`'s body with `decoder` (protobuf-c decodes it once, within the decoder's
-    /// limits) and reads its routing facts through a ``IMCodec/FrameView``. Both transports make
+    /// limits) and reads its routing facts through a `FrameView`. Both transports make
     /// their inbound frames here: ``InboundFrameDecoder`` and ``WebSocketFrameHandler``.
     init(inspecting record: FrameRecord, with decoder: WireDecoder) throws(IMCodecError) {
         do {

@@ -2,8 +2,8 @@
 import IMCodec
 import NIOCore
 
-/// The WebSocket counterpart of ``FrameDeadlineHandler``: fires an ``IMCodec/IMCodecError`` with
-/// code ``IMCodec/IMCodecError/Code/frameTimeout`` when a WebSocket message stays incomplete for
+/// The WebSocket counterpart of ``FrameDeadlineHandler``: fires an `IMCodecError` with
+/// code `IMCodecError.Code.frameTimeout` when a WebSocket message stays incomplete for
 /// longer than `maxMessageWait`, so a peer that stalls (or trickles) inside a frame or between the
 /// fragments of a message cannot pin a connection and its buffer.
 ///

@@ -30,8 +30,8 @@ public struct WebSocketFrameLimits: Sendable, Hashable {
 }
 
 /// A WebSocket protocol violation seen by a ``WebSocketFrameHandler``: the peer broke RFC 6455 or
-/// the one-``IMCodec/Frame``-per-binary-message mapping. Violations of the frame itself (size,
-/// decoding) are ``IMCodec/IMCodecError``s, as on the length-prefixed transport.
+/// the one-`Frame`-per-binary-message mapping. Violations of the frame itself (size,
+/// decoding) are `IMCodecError`s, as on the length-prefixed transport.
 public struct WebSocketFrameError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, as a short name: `textMessage`, `protocolError` or `pingFlood`.
     public let code: String
@@ -51,7 +51,7 @@ public struct WebSocketFrameError: Error, Sendable, Hashable, CustomStringConver
     public var description: String { "\(code): \(reason)" }
 }
 
-/// Carries ``IMCodec/Frame``s over WebSocket: one frame per binary WebSocket message, as the
+/// Carries `Frame`s over WebSocket: one frame per binary WebSocket message, as the
 /// length-prefixed transport carries one frame per varint-prefixed record.
 ///
 /// Add it after NIOWebSocket's frame decoder and encoder (the `upgradePipelineHandler` of a
@@ -62,7 +62,7 @@ public struct WebSocketFrameError: Error, Sendable, Hashable, CustomStringConver
 ///
 /// - **Inbound** it reads `WebSocketFrame`s and passes on ``InboundFrame``s: each binary message
 ///   (fragments joined, at most ``WebSocketFrameLimits/maxFragments`` of them) is validated and its
-///   routing facts read through a ``IMCodec/FrameView``, exactly as ``InboundFrameDecoder`` does,
+///   routing facts read through a `FrameView`, exactly as ``InboundFrameDecoder`` does,
 ///   and its ``InboundFrame/record`` is the body behind a varint length prefix, ready to be written
 ///   to a length-prefixed peer.
 /// - **Outbound** it takes `ByteBuffer`s holding length-prefixed records (``InboundFrame/record``,
@@ -73,7 +73,7 @@ public struct WebSocketFrameError: Error, Sendable, Hashable, CustomStringConver
 /// close frame with a close frame and closes the connection, and turns a `close()` of the channel
 /// into the close handshake: it sends a close frame and closes when the peer answers or after
 /// ``WebSocketFrameLimits/closeTimeout``. A violation is fired down the pipeline as an error
-/// (``IMCodec/IMCodecError`` for the frame: `tooLarge`, `malformed`, `tooDeep`, ...;
+/// (`IMCodecError` for the frame: `tooLarge`, `malformed`, `tooDeep`, ...;
 /// ``WebSocketFrameError`` for the WebSocket protocol: a text message, a bad fragment sequence,
 /// a ping flood); the handler drops any further input and, when the application closes the
 /// channel, sends the close code that fits the error (``closeCode(for:)``). The application may

@@ -84,21 +84,22 @@ extension StringProtocol {
     }
 }
 
-/// The chat client's protocol logic: logs in (login_request with a JWT, a device id and its stream
-/// position), catches up with its stream (``ResumeTracker``: the messages and events it missed, each
-/// once), pings at the heartbeat interval, prints what arrives, answers messages that ask for a read
-/// receipt, acknowledges its stream position, and turns ``ChatCommand``s into frames.
-final class ChatClientHandler: ChannelInboundHandler {
-    typealias InboundIn = Frame
-    typealias OutboundOut = Frame
-
+/// The chat client's protocol logic, on IMCodecNIO's async API (``IMCodecFrameChannel``): logs in
+/// (login_request with a JWT, a device id and its stream position), catches up with its stream
+/// (``ResumeTracker``: the messages and events it missed, each once), pings at the heartbeat
+/// interval, prints what arrives, answers messages that ask for a read receipt, acknowledges its
+/// stream position, and turns ``ChatCommand``s into frames.
+actor ChatSession {
     let user: String
     private let token: String
     private let joins: [String]
     private let output: @Sendable (String) -> Void
-    private let loggedIn: EventLoopPromise<Void>
-    private var context: ChannelHandlerContext?
-    private var unacked: [String: (message: Message, acked: EventLoopPromise<Void>)] = [:]
+    /// Finishes once logged in and caught up; throws when the connection ends before that.
+    nonisolated let loggedIn: AsyncThrowingStream<Void, any Error>
+    private let loggedInContinuation: AsyncThrowingStream<Void, any Error>.Continuation
+    private var outbound: NIOAsyncChannelOutboundWriter<Frame>?
+    /// Each sent message waiting for its send ack, and the stream its sender waits on.
+    private var unacked: [String: (message: Message, acked: AsyncStream<Void>.Continuation)] = [:]
     private var lastSent: Message?
     private var lastReceived: Message?
     private var resume: ResumeTracker
@@ -106,28 +107,61 @@ final class ChatClientHandler: ChannelInboundHandler {
     private var nextRequestID: UInt64 = 0
     /// What each request waiting for its answer was: a join or leave of a group.
     private var requests: [UInt64: (joining: Bool, group: String)] = [:]
-    private var heartbeat: RepeatedTask?
+    private var heartbeat: Task<Void, Never>?
     /// How many sent messages the relay refused (a send ack with a non-zero error code).
     private(set) var refusedSends = 0
-
     /// Kept frames handed on since the last stream ack.
     private var unackedFrames = 0
 
     init(
         user: String, token: String, deviceID: String, joins: [String], resume: ResumeTracker? = nil,
-        loggedIn: EventLoopPromise<Void>, output: @escaping @Sendable (String) -> Void
+        output: @escaping @Sendable (String) -> Void
     ) {
         self.user = user
         self.token = token
         self.joins = joins
-        self.loggedIn = loggedIn
         self.output = output
         self.resume = resume ?? ResumeTracker(user: user)
         self.deviceID = deviceID
+        (loggedIn, loggedInContinuation) = AsyncThrowingStream.makeStream()
     }
 
     /// What this client has shown per conversation: give it to a new connection to resume.
     var resumeState: ResumeTracker { resume }
+
+    /// Runs the session on `connection` until it closes: logs in, then handles each frame that
+    /// arrives. A frame that does not decode ends the session (printed as `! error`).
+    func run(_ connection: IMCodecFrameChannel) async {
+        do {
+            try await connection.withFrames { inbound, outbound in
+                self.outbound = outbound
+                await logIn()
+                for try await received in inbound {
+                    await receive(try received.decode())
+                    // Acknowledges the stream position as frames arrive, so that this device's
+                    // next login without a position of its own (a new `chat` process with the
+                    // same `--device`) resumes after them.
+                    if unackedFrames > 0, !resume.isCatchingUp {
+                        unackedFrames = 0
+                        await send(Frame(.streamAck(resume.streamAck)))
+                    }
+                }
+            }
+        } catch {
+            // A frame that did not decode, or a broken connection (not this client's own close).
+            if !Task.isCancelled { output("! \(error)") }
+        }
+        closed()
+    }
+
+    private func closed() {
+        outbound = nil
+        loggedInContinuation.finish(throwing: ChannelError.ioOnClosedChannel)
+        heartbeat?.cancel()
+        heartbeat = nil
+        for (_, pending) in unacked { pending.acked.finish() }
+        unacked = [:]
+    }
 
     private func requestID() -> UInt64 {
         nextRequestID += 1
@@ -140,75 +174,55 @@ final class ChatClientHandler: ChannelInboundHandler {
         return RelayProtocol.membershipFrame(action, group: group, requestID: id)
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
-
-    func channelActive(context: ChannelHandlerContext) {
+    private func logIn() async {
         let login = RelayProtocol.loginFrame(
             user, token: token, deviceID: deviceID, platform: .linux, lastSeen: resume.lastSeen, streamResume: true,
             streamPosition: resume.streamPosition, requestID: requestID())
-        context.write(wrapOutboundOut(login), promise: nil)
-        for group in joins { context.write(wrapOutboundOut(membership(.join, group)), promise: nil) }
-        context.flush()
-        context.fireChannelActive()
+        await send(login)
+        for group in joins { await send(membership(.join, group)) }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        loggedIn.fail(ChannelError.ioOnClosedChannel)
-        heartbeat?.cancel()
-        heartbeat = nil
-        for (_, pending) in unacked { pending.acked.succeed() }
-        unacked = [:]
-        context.fireChannelInactive()
+    /// Writes `frame`; a write on a closing connection is dropped (the session ends with it).
+    private func send(_ frame: Frame) async {
+        try? await outbound?.write(frame)
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        output("! \(error)")
-        context.close(promise: nil)
-    }
-
-    private func send(_ frame: Frame) {
-        guard let context else { return }
-        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
-    }
-
-    /// Carries out `command`; the future completes (`false` after `/quit`) once a sent message is
-    /// acknowledged, so that scripted commands such as `/recall` see the ack of the message before.
-    func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
-        guard let context else { return loggedIn.futureResult.eventLoop.makeSucceededFuture(false) }
-        let loop = context.eventLoop
+    /// Carries out `command`; returns (`false` after `/quit` or once the connection is closed) once
+    /// a sent message is acknowledged, so that scripted commands such as `/recall` see the ack of
+    /// the message before.
+    func perform(_ command: ChatCommand) async -> Bool {
+        guard outbound != nil else { return false }
         switch command {
         case .sendDirect(let peer, let text):
-            return sendText(Message(
+            return await sendText(Message(
                 from: user, in: .oneToOne(peer), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
         case .sendGroup(let group, let text):
-            return sendText(Message(
+            return await sendText(Message(
                 from: user, in: .group(group), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
         case .join(let group):
-            send(membership(.join, group))
+            await send(membership(.join, group))
         case .leave(let group):
-            send(membership(.leave, group))
+            await send(membership(.leave, group))
         case .recall:
             guard let last = lastSent else { output("! nothing to recall yet"); break }
-            send(Frame.recall(last.reference, by: user))
+            await send(Frame.recall(last.reference, by: user))
             output("* recalled: \(last.previewText)")
         case .edit(let text):
             guard var last = lastSent else { output("! nothing to edit yet"); break }
             let reference = last.reference
             last.elements = [.text(text)]
             last.editVersion += 1
-            send(Frame(.edit(EditEvent.with {
+            lastSent = last
+            await send(Frame(.edit(EditEvent.with {
                 $0.message = reference
                 $0.newMessage = last
                 $0.editorID = user
                 $0.timeMs = RelayProtocol.nowMs()
             })))
-            lastSent = last
             output("* edited to: \(text)")
         case .react(let emoji):
             guard let last = lastReceived else { output("! nothing to react to yet"); break }
-            send(Frame(.reaction(ReactionEvent.with {
+            await send(Frame(.reaction(ReactionEvent.with {
                 $0.message = last.reference
                 $0.userID = user
                 $0.emoji = emoji
@@ -217,24 +231,25 @@ final class ChatClientHandler: ChannelInboundHandler {
             })))
             output("* reacted \(emoji) to: \(last.previewText)")
         case .quit:
-            return loop.makeSucceededFuture(false)
+            return false
         case .help:
             output(ChatCommand.usage)
         }
-        return loop.makeSucceededFuture(true)
+        return true
     }
 
-    private func sendText(_ message: Message) -> EventLoopFuture<Bool> {
-        let loop = context!.eventLoop
-        let acked = loop.makePromise(of: Void.self)
-        unacked[message.clientMsgID] = (message, acked)
-        send(Frame(message))
+    private func sendText(_ message: Message) async -> Bool {
+        let (acked, continuation) = AsyncStream<Void>.makeStream()
+        unacked[message.clientMsgID] = (message, continuation)
+        await send(Frame(message))
         // Do not wait forever for an ack that a closing relay will never send.
-        let timeout = loop.scheduleTask(in: .seconds(5)) { acked.succeed() }
-        return acked.futureResult.map {
-            timeout.cancel()
-            return true
+        let timeout = Task {
+            try? await Task.sleep(nanoseconds: 5_000_000_000)
+            continuation.finish()
         }
+        for await _ in acked { break }
+        timeout.cancel()
+        return true
     }
 
     private static func place(_ conversation: Conversation?, sender: String) -> String {
@@ -242,50 +257,40 @@ final class ChatClientHandler: ChannelInboundHandler {
         return conversation.type == .group ? "\(sender) in #\(conversation.targetID)" : sender
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
+    private func receive(_ frame: Frame) async {
         switch frame.payload {
         case .loginResult(let result)?:
             guard result.errorCode == 0 else {
                 output("! login refused: error \(result.errorCode): \(result.errorDescription)")
-                loggedIn.fail(ChannelError.ioOnClosedChannel)
+                loggedInContinuation.finish(throwing: ChannelError.ioOnClosedChannel)
                 return
             }
             output("* logged in as \(user) (device \(deviceID))")
-            startHeartbeat(context: context, seconds: result.heartbeatIntervalS)
-            send(Frame(.streamSyncRequest(resume.streamLoggedIn(result))))
+            startHeartbeat(seconds: result.heartbeatIntervalS)
+            await send(Frame(.streamSyncRequest(resume.streamLoggedIn(result))))
         case .streamSyncResponse(let response)?:
             if response.errorCode != 0 { output("! stream sync failed: \(response.errorDescription)") }
             if response.truncated { output("! the relay dropped some of what this device missed (retention)") }
             let (frames, next) = resume.streamSynced(response)
-            for frame in frames { display(frame) }
+            for frame in frames { await display(frame) }
             if let next {
-                send(Frame(.streamSyncRequest(next)))
+                await send(Frame(.streamSyncRequest(next)))
             } else {
                 // Caught up: ready, so that scripted commands (--send) come after what was missed.
-                send(Frame(.streamAck(resume.streamAck)))
                 unackedFrames = 0
-                loggedIn.succeed()
+                await send(Frame(.streamAck(resume.streamAck)))
+                loggedInContinuation.yield()
+                loggedInContinuation.finish()
             }
         default:
             guard resume.accept(frame) else { return }  // Already handed on by the stream sync.
-            display(frame)
+            await display(frame)
             if frame.streamPosition != 0 { unackedFrames += 1 }
         }
     }
 
-    /// Acknowledges the stream position after each read, so that this device's next login without
-    /// a position of its own (a new `chat` process with the same `--device`) resumes after it.
-    func channelReadComplete(context: ChannelHandlerContext) {
-        if unackedFrames > 0, !resume.isCatchingUp {
-            send(Frame(.streamAck(resume.streamAck)))
-            unackedFrames = 0
-        }
-        context.fireChannelReadComplete()
-    }
-
     /// Prints a frame that arrived (live or through the stream sync).
-    private func display(_ frame: Frame) {
+    private func display(_ frame: Frame) async {
         switch frame.payload {
         case .requestResult(let result)?:
             guard let request = requests.removeValue(forKey: frame.requestID) else { break }
@@ -312,7 +317,7 @@ final class ChatClientHandler: ChannelInboundHandler {
             output("* notice \(notice.type): \(notice.text)")
         case .sendAck(let ack)?:
             guard let (sent, acked) = unacked.removeValue(forKey: ack.clientMsgID) else { break }
-            defer { acked.succeed() }
+            defer { acked.finish() }
             var message = sent
             let target = ack.conversation.map { $0.type == .group ? "#\($0.targetID)" : $0.targetID } ?? "?"
             if ack.errorCode == 0 {
@@ -326,7 +331,7 @@ final class ChatClientHandler: ChannelInboundHandler {
                 output("✗ not sent to \(target): error \(ack.errorCode): \(ack.errorDescription)")
             }
         case .message(let message)?:
-            show(message)
+            await show(message)
         case .receipt(let receipt)?:
             showReceipt(receipt)
         case .receipts(let batch)?:
@@ -360,7 +365,7 @@ final class ChatClientHandler: ChannelInboundHandler {
 
     /// Prints a message (live or synced) and answers it with a read receipt when it asks for one;
     /// one this user sent from another device is printed as sent.
-    private func show(_ message: Message) {
+    private func show(_ message: Message) async {
         guard message.senderID != user else {
             let target = message.conversation.map { $0.type == .group ? "#\($0.targetID)" : $0.targetID } ?? "?"
             output("[me → \(target), from another device] \(message.previewText)  (seq \(message.seq))")
@@ -369,39 +374,49 @@ final class ChatClientHandler: ChannelInboundHandler {
         lastReceived = message
         output("[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))")
         if message.messageFlags.contains(.needReadReceipt) {
-            send(Frame.readReceipt(for: message.reference, by: user))
+            await send(Frame.readReceipt(for: message.reference, by: user))
         }
     }
 
-    private func startHeartbeat(context: ChannelHandlerContext, seconds: UInt32) {
+    private func startHeartbeat(seconds: UInt32) {
         heartbeat?.cancel()
         guard seconds > 0 else { return }
-        let interval = TimeAmount.seconds(Int64(seconds))
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
-            let me = handler.value
-            me.send(RelayProtocol.answer(.ping(Ping.with {
-                $0.id = me.requestID()
-                $0.timeMs = RelayProtocol.nowMs()
-            }), requestID: 0))
+        let interval = UInt64(seconds) * 1_000_000_000
+        heartbeat = Task {
+            while true {
+                do { try await Task.sleep(nanoseconds: interval) } catch { return }
+                await ping()
+            }
         }
+    }
+
+    private func ping() async {
+        await send(RelayProtocol.answer(.ping(Ping.with {
+            $0.id = requestID()
+            $0.timeMs = RelayProtocol.nowMs()
+        }), requestID: 0))
     }
 }
 
-/// A connected chat client: owns its event loop group and its channel.
+/// A connected chat client: owns its event loop group, its connection (a ``IMCodecFrameChannel``)
+/// and the task that runs its ``ChatSession``.
 final class ChatClient: Sendable {
     /// The client's channel.
     let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
-    private let handler: NIOLoopBound<ChatClientHandler>
+    private let session: ChatSession
+    private let running: Task<Void, Never>
 
-    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, handler: NIOLoopBound<ChatClientHandler>) {
+    private init(
+        channel: any Channel, group: MultiThreadedEventLoopGroup, session: ChatSession, running: Task<Void, Never>
+    ) {
         self.channel = channel
         self.group = group
-        self.handler = handler
+        self.session = session
+        self.running = running
     }
 
-    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; completes once logged in and
+    /// Connects to the relay at `host:port`, logs in as `user`, joins `groups`; returns once logged in and
     /// the messages missed meanwhile (sync) are shown.
     ///
     /// With `resume` (``resumeState()`` of an earlier client of `user` on the same device), the login
@@ -410,58 +425,45 @@ final class ChatClient: Sendable {
     static func connect(
         host: String, port: Int, user: String, token: String, deviceID: String, joins: [String],
         resume: ResumeTracker? = nil, output: @escaping @Sendable (String) -> Void
-    ) -> EventLoopFuture<ChatClient> {
+    ) async throws -> ChatClient {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
-        return loop.flatSubmit {
-            let loggedIn = loop.makePromise(of: Void.self)
-            let handler = NIOLoopBound(
-                ChatClientHandler(
-                    user: user, token: token, deviceID: deviceID, joins: joins, resume: resume, loggedIn: loggedIn,
-                    output: output),
-                eventLoop: loop)
-            return connect(host: host, port: port, group: group, loop: loop, handler: handler, loggedIn: loggedIn)
+        let connection: IMCodecFrameChannel
+        do {
+            connection = try await ClientBootstrap(group: group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: host, port: port) { channel in IMCodecFrameChannel.framing(channel) }
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
         }
+        let session = ChatSession(
+            user: user, token: token, deviceID: deviceID, joins: joins, resume: resume, output: output)
+        let running = Task { await session.run(connection) }
+        do {
+            for try await _ in session.loggedIn {}
+        } catch {
+            // Refused, or closed before the login completed: end the session and the loop.
+            running.cancel()
+            await running.value
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        return ChatClient(channel: connection.channel, group: group, session: session, running: running)
     }
 
-    private static func connect(
-        host: String, port: Int, group: MultiThreadedEventLoopGroup, loop: any EventLoop,
-        handler: NIOLoopBound<ChatClientHandler>, loggedIn: EventLoopPromise<Void>
-    ) -> EventLoopFuture<ChatClient> {
-        ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addFrameCodec()
-                    try channel.pipeline.syncOperations.addHandler(handler.value)
-                }
-            }
-            .connect(host: host, port: port)
-            .flatMap { channel in
-                loggedIn.futureResult.map { ChatClient(channel: channel, group: group, handler: handler) }
-            }
-            .flatMapError { error in
-                // No connection, so no login: complete the promise (NIO treats a promise that is never
-                // completed as a leak and stops the process).
-                loggedIn.fail(error)
-                group.shutdownGracefully { _ in }
-                return loop.makeFailedFuture(error)
-            }
-    }
-
-    /// Carries out `command` on the client's event loop; the future is `false` after `/quit`.
-    func perform(_ command: ChatCommand) -> EventLoopFuture<Bool> {
-        channel.eventLoop.flatSubmit { self.handler.value.perform(command) }
+    /// Carries out `command`; returns `false` after `/quit` or once the connection is closed.
+    func perform(_ command: ChatCommand) async -> Bool {
+        await session.perform(command)
     }
 
     /// What the client has shown per conversation, for ``connect(host:port:user:token:deviceID:joins:resume:output:)``.
-    func resumeState() -> EventLoopFuture<ResumeTracker> {
-        channel.eventLoop.submit { self.handler.value.resumeState }
+    func resumeState() async -> ResumeTracker {
+        await session.resumeState
     }
 
     /// How many sent messages the relay has refused so far.
-    func refusedSends() -> EventLoopFuture<Int> {
-        channel.eventLoop.submit { self.handler.value.refusedSends }
+    func refusedSends() async -> Int {
+        await session.refusedSends
     }
 
     /// One line for people saying why connecting to `host:port` failed: `cannot connect to
@@ -485,16 +487,12 @@ final class ChatClient: Sendable {
         return "cannot connect to \(host):\(port): \(reason)"
     }
 
-    /// Closes the connection and stops the event loop.
+    /// Closes the connection (cancelling the session's task closes it: ``IMCodecFrameChannel``'s
+    /// `withFrames`) and stops the event loop.
     func close() async {
-        try? await channel.close()
+        running.cancel()
+        await running.value
         try? await group.shutdownGracefully()
-    }
-
-    /// Closes the connection and stops the event loop (blocking; not for async contexts).
-    func closeAndWait() {
-        try? channel.close().wait()
-        try? group.syncShutdownGracefully()
     }
 }
 #endif

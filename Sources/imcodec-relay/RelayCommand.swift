@@ -321,10 +321,12 @@ extension RelayCommand {
             }
             let client: ChatClient
             do {
-                client = try ChatClient.connect(
-                    host: host, port: port, user: user, token: token, deviceID: device ?? "chat-\(getpid())",
-                    joins: join, output: { emit($0) }
-                ).wait()
+                let (host, port, user, device, join) = (host, port, user, device ?? "chat-\(getpid())", join)
+                client = try runAsync {
+                    try await ChatClient.connect(
+                        host: host, port: port, user: user, token: token, deviceID: device, joins: join,
+                        output: { emit($0) })
+                }
             } catch {
                 emitError("imcodec-relay: " + ChatClient.connectFailure(error, host: host, port: port))
                 throw ExitCode.failure
@@ -350,12 +352,12 @@ extension RelayCommand {
                     break
                 }
                 guard let command = ChatCommand.parse(line, defaultTarget: to) else { continue }
-                keepGoing = try client.perform(command).wait()
+                keepGoing = try runAsync { await client.perform(command) }
             }
             if linger > 0 { usleep(useconds_t(min(linger, 3600) * 1_000_000)) }
-            let refused = (try? client.refusedSends().wait()) ?? 0
+            let refused = (try? runAsync { await client.refusedSends() }) ?? 0
             quitting.set()
-            client.closeAndWait()
+            try? runAsync { await client.close() }
             if refused > 0 {
                 emitError("imcodec-relay: the relay refused \(refused) of the messages sent")
                 throw ExitCode.failure

@@ -198,16 +198,16 @@ struct RelayTests {
             let bob = try await ChatClient.connect(
                 host: "127.0.0.1", port: server.port, user: "bob", token: try await TestAuth.token("bob"),
                 deviceID: "bob-chat", joins: [], output: { lines.append("bob", $0) }
-            ).get()
+            )
             let alice = try await ChatClient.connect(
                 host: "127.0.0.1", port: server.port, user: "alice", token: try await TestAuth.token("alice"),
                 deviceID: "alice-chat", joins: [], output: { lines.append("alice", $0) }
-            ).get()
+            )
             // alice recalls her one-to-one message; bob then reacts to her group message.
-            #expect(try await alice.perform(.sendDirect(to: "bob", text: "hi bob")).get())
-            #expect(try await alice.perform(.recall).get())
-            #expect(try await alice.perform(.sendGroup(group: "team", text: "hi team")).get())
-            #expect(try await !alice.perform(.quit).get())
+            #expect(await alice.perform(.sendDirect(to: "bob", text: "hi bob")))
+            #expect(await alice.perform(.recall))
+            #expect(await alice.perform(.sendGroup(group: "team", text: "hi team")))
+            #expect(await !alice.perform(.quit))
             #expect(await eventually {
                 lines.all.contains("bob: [alice] hi bob  (seq 1)")
                     && lines.all.contains("bob: [alice in #team] hi team  (seq 1)")
@@ -215,7 +215,7 @@ struct RelayTests {
                     && lines.all.contains { $0.hasPrefix("alice: ✓✓ bob read your message") }
             }, "\(lines.all)")
             // bob reacts to the last message he received (alice's group message): alice sees it.
-            #expect(try await bob.perform(.react("👍")).get())
+            #expect(await bob.perform(.react("👍")))
             #expect(await eventually { lines.all.contains("alice: * bob reacted 👍 (seq 1)") }, "\(lines.all)")
             #expect(lines.all.contains("bob: * reacted 👍 to: hi team"))
             await alice.close()
@@ -238,10 +238,10 @@ extension RelayTests {
                 let bob = try await ChatClient.connect(
                     host: "127.0.0.1", port: server.port, user: "bob", token: try await TestAuth.token("bob"),
                     deviceID: "bob-chat", joins: [], output: { lines.append("bob", $0) }
-                ).get()
+                )
                 for k in 1...3 { try await send(k) }
                 #expect(await eventually { lines.all.contains("bob: [alice] m3  (seq 3)") })
-                let state = try await bob.resumeState().get()
+                let state = await bob.resumeState()
                 await bob.close()
                 #expect(await eventually { (try? server.stats().wait().usersOnline) == 1 })
                 for k in 4...6 { try await send(k) }
@@ -251,7 +251,7 @@ extension RelayTests {
                     host: "127.0.0.1", port: server.port, user: "bob", token: try await TestAuth.token("bob"),
                     deviceID: "bob-chat", joins: [], resume: state,
                     output: { lines.append("bob2", $0) }
-                ).get()
+                )
                 let shown = { lines.all.filter { $0.hasPrefix("bob2: [alice]") } }
                 #expect(shown() == (4...6).map { "bob2: [alice] m\($0)  (seq \($0))" })
                 try await send(7)
