@@ -112,6 +112,13 @@ struct LimitTests {
         #expect(code(bytes)?.code == .malformed)
     }
 
+    @Test("a negative maxDepth is enforced as 0, and the error names that limit")
+    func negativeMaxDepth() {
+        let error = code(Wire.field(10, []), options: DecodingOptions(maxDepth: -3))
+        #expect(error?.code == .tooDeep)
+        #expect(error?.reason.contains("(maxDepth 0)") == true, "\(String(describing: error?.reason))")
+    }
+
     @Test("invalid UTF-8 in a string field is rejected; the same bytes in a bytes field are not")
     func invalidUTF8() throws {
         for bad: [UInt8] in [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0x80], [0xE4, 0xB8], [0xFF], [0xF5, 0x80, 0x80, 0x80]] {

@@ -53,13 +53,11 @@ struct ProtoJSONParser {
         _ type: M.Type, utf8 buffer: UnsafeRawBufferPointer, validated: Bool, options: JSONDecodingOptions
     ) throws(IMCodecError) -> M {
         let size = buffer.count
-        guard size <= options.maxInputSize else {
-            throw .tooLarge("the JSON text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
-        }
+        try DecodingOptions.checkInputSize(size, maxInputSize: options.maxInputSize, input: "JSON text")
         if !validated, let bad = UTF8Check.firstInvalidOffset(buffer) {
             throw IMCodecError(code: .invalidUTF8, reason: "the JSON text is not valid UTF-8", offset: bad)
         }
-        let maxDepth = min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap)
+        let maxDepth = DecodingOptions.effectiveDepth(options.maxDepth)
         // Every message level can add at most one object and one array (a repeated field or map),
         // so valid input never nests deeper than this; the tokenizer stops hostile input here.
         let tape = try JSONTokenizer.parse(buffer, maxNesting: 2 * maxDepth + 2)

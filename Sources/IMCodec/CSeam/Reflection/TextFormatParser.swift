@@ -43,10 +43,8 @@ struct TextFormatParser {
         _ type: M.Type, text: String, options: TextFormatDecodingOptions
     ) throws(IMCodecError) -> M {
         let size = text.utf8.count
-        guard size <= options.maxInputSize else {
-            throw .tooLarge("the text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
-        }
-        let maxDepth = min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap)
+        try DecodingOptions.checkInputSize(size, maxInputSize: options.maxInputSize, input: "text")
+        let maxDepth = DecodingOptions.effectiveDepth(options.maxDepth)
         let bytes = try withContiguousBytes(text.utf8) { (buffer) throws(IMCodecError) -> [UInt8] in
             let input = buffer.bindMemory(to: UInt8.self)
             // Nesting first: hostile depth costs one pass of the lexer and nothing else.
