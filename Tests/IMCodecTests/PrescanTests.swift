@@ -309,6 +309,7 @@ struct PrescanTests {
     func validUTF8(_ text: String) {
         let raw = Array(text.utf8)
         #expect(raw.withUnsafeBufferPointer { imcodec_utf8_valid($0.baseAddress, $0.count) } == 1)
+        #expect(raw.withUnsafeBufferPointer { imcodec_utf8_first_invalid($0.baseAddress, $0.count) } == raw.count)
         let (bytes, _) = frameWithClientMsgID(raw)
         expectScan(scan(frameDescriptor, bytes), IMCODEC_SCAN_OK, at: bytes.count)
     }
@@ -342,6 +343,7 @@ struct PrescanTests {
     @Test("invalid UTF-8 is rejected at the offending byte", arguments: invalidUTF8Cases)
     func invalidUTF8(_ raw: [UInt8], _ badIndex: Int) {
         #expect(raw.withUnsafeBufferPointer { imcodec_utf8_valid($0.baseAddress, $0.count) } == 0)
+        #expect(raw.withUnsafeBufferPointer { imcodec_utf8_first_invalid($0.baseAddress, $0.count) } == badIndex)
         let (bytes, payloadAt) = frameWithClientMsgID(raw)
         let r = scan(frameDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_INVALID_UTF8, at: payloadAt + badIndex, field: 1, message: "imcodec.v1.Message")
