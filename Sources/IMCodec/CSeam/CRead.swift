@@ -12,7 +12,15 @@ enum _CRead {
     /// here is always a wrapper.
     static func unknownFields(_ base: ProtobufCMessage) -> UnknownFields {
         guard base.n_unknown_fields > 0, let fields = base.unknown_fields else { return UnknownFields() }
-        let count = Int(base.n_unknown_fields)
+        return unknownFields(fields, count: Int(base.n_unknown_fields))
+    }
+
+    /// The bytes of `count` unknown fields (out of line: most messages have none, and take the
+    /// early return above without paying for this part's stack frame).
+    @inline(never)
+    private static func unknownFields(
+        _ fields: UnsafeMutablePointer<ProtobufCMessageUnknownField>, count: Int
+    ) -> UnknownFields {
         // Exactly sized (the pre-scan's memory estimate counts on it).
         var total = 0
         for i in 0..<count {

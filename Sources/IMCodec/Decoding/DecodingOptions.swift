@@ -93,9 +93,13 @@ extension DecodingOptions {
     /// Refuses an input of `size` bytes when it is above `maxInputSize`.
     /// - Parameter input: What the input is, for the message: "input", "JSON text", "text".
     /// - Throws: ``IMCodecError/Code/tooLarge``.
-    static func checkInputSize(_ size: Int, maxInputSize: Int, input: String) throws(IMCodecError) {
-        guard size <= maxInputSize else {
-            throw .tooLarge("the \(input) is \(size) bytes; the limit (maxInputSize) is \(maxInputSize)")
-        }
+    @inline(__always)
+    static func checkInputSize(_ size: Int, maxInputSize: Int, input: StaticString) throws(IMCodecError) {
+        if _slowPath(size > maxInputSize) { throw inputTooLarge(size, maxInputSize: maxInputSize, input: input) }
+    }
+
+    @inline(never)
+    private static func inputTooLarge(_ size: Int, maxInputSize: Int, input: StaticString) -> IMCodecError {
+        .tooLarge("the \(input) is \(size) bytes; the limit (maxInputSize) is \(maxInputSize)")
     }
 }

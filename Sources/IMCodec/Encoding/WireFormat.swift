@@ -66,9 +66,10 @@ package enum WireFormat {
             bytes.append(UInt8(truncatingIfNeeded: value))
             return
         }
-        withUnsafeTemporaryAllocation(byteCount: maxVarintSize, alignment: 1) { scratch in
-            let n = storeVarint(value, at: scratch.baseAddress!)
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<n]))
+        var scratch: (UInt64, UInt64) = (0, 0)  // room for maxVarintSize bytes, on the stack
+        withUnsafeMutableBytes(of: &scratch) { raw in
+            let n = storeVarint(value, at: raw.baseAddress!)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<n]))
         }
     }
 

@@ -149,7 +149,8 @@ public struct _WireWriter: ~Copyable {
     @inline(__always)
     public mutating func writeVarint(_ value: UInt64) {
         if value < 0x80 {
-            if claim(1) { WireFormat.storeVarint(value, at: buffer + start) }
+            // A varint below 0x80 is the byte itself.
+            if claim(1) { buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: start, as: UInt8.self) }
             return
         }
         guard claim(WireFormat.varintSize(value)) else { return }
