@@ -240,6 +240,10 @@ int imcodec_utf8_valid(const uint8_t *data, size_t len) {
     return utf8_scan(data, len, 0) == len;
 }
 
+size_t imcodec_utf8_first_invalid(const uint8_t *data, size_t len) {
+    return utf8_scan(data, len, 0);
+}
+
 long long imcodec_heap_bytes_in_use(void) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
     const struct mallinfo2 info = mallinfo2();

@@ -80,15 +80,9 @@ extension ByteBuffer {
     @discardableResult
     public mutating func writeLengthPrefix(_ length: Int) -> Int {
         precondition(length >= 0, "a frame length cannot be negative")
-        var value = UInt64(length)
-        var count = 0
-        while value >= 0x80 {
-            writeInteger(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-            count += 1
+        return writeWithUnsafeMutableBytes(minimumWritableBytes: WireFormat.maxVarintSize) { buffer in
+            WireFormat.storeVarint(UInt64(length), at: buffer.baseAddress!)
         }
-        writeInteger(UInt8(value))
-        return count + 1
     }
 }
 #endif

@@ -97,21 +97,22 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
                     if remainingBody == 0 { completed = true }
                     continue
                 }
-                let byte = bytes[index]
-                index += 1
-                prefixValue |= UInt64(byte & 0x7F) << (7 * UInt64(prefixBytes))
-                prefixBytes += 1
-                if byte < 0x80 {
+                switch WireFormat.continueVarint(
+                    bytes, &index, end: bytes.count, value: &prefixValue, count: &prefixBytes, maxBytes: 5)
+                {
+                case .complete:
                     remainingBody = Int(clamping: prefixValue)
                     prefixValue = 0
                     prefixBytes = 0
                     if remainingBody == 0 { completed = true }
-                } else if prefixBytes >= 5 {
+                case .overlong:
                     // Not a prefix the decoder accepts: it reports that; stop following.
                     lostTrack = true
                     prefixBytes = 0
                     remainingBody = 0
                     return
+                case .truncated:
+                    break  // the prefix goes on in the next read
                 }
             }
         }

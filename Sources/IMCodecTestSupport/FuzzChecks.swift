@@ -132,17 +132,7 @@ public enum FuzzChecks {
     private static func topLevelFieldBoundaries(_ bytes: [UInt8]) -> [Int] {
         var boundaries: [Int] = []
         var i = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            for shift in stride(from: 0, to: 70, by: 7) {
-                guard i < bytes.count else { return nil }
-                let byte = bytes[i]
-                i += 1
-                value |= UInt64(byte & 0x7F) << UInt64(min(shift, 63))
-                if byte < 0x80 { return value }
-            }
-            return nil
-        }
+        func varint() -> UInt64? { WireFormat.readVarint(bytes, &i) }
         while i < bytes.count {
             if i > 0 { boundaries.append(i) }
             guard let tag = varint() else { return [] }

@@ -63,16 +63,9 @@ func delimited(_ frames: [Frame]) -> ByteBuffer {
     return buffer
 }
 
-/// A varint in a buffer.
+/// A varint in a buffer (written by the library's one writer, ``WireFormat``).
 func varintBuffer(_ value: UInt64) -> ByteBuffer {
-    var buffer = ByteBuffer()
-    var v = value
-    while v >= 0x80 {
-        buffer.writeInteger(UInt8(truncatingIfNeeded: v) | 0x80)
-        v >>= 7
-    }
-    buffer.writeInteger(UInt8(v))
-    return buffer
+    ByteBuffer(bytes: WireFormat.varint(value))
 }
 
 /// A small deterministic generator (SplitMix64), so failures reproduce.

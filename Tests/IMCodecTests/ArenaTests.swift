@@ -7,24 +7,12 @@ import Testing
 
 // MARK: - Helpers (file-private)
 
-private func arenaVarint(_ value: UInt64) -> [UInt8] {
-    var v = value
-    var out: [UInt8] = []
-    while v >= 0x80 {
-        out.append(UInt8(v & 0x7F) | 0x80)
-        v >>= 7
-    }
-    out.append(UInt8(v))
-    return out
-}
-
+// The encoding is the library's (``Wire`` calls ``WireFormat``).
 private func arenaInt(_ field: UInt32, _ value: UInt64) -> [UInt8] {
-    arenaVarint(UInt64(field) << 3) + arenaVarint(value)
+    Wire.tag(UInt64(field), 0) + Wire.varint(value)
 }
 
-private func arenaLen(_ field: UInt32, _ payload: [UInt8]) -> [UInt8] {
-    arenaVarint(UInt64(field) << 3 | 2) + arenaVarint(UInt64(payload.count)) + payload
-}
+private func arenaLen(_ field: UInt32, _ payload: [UInt8]) -> [UInt8] { Wire.field(UInt64(field), payload) }
 
 private func arenaStr(_ field: UInt32, _ text: String) -> [UInt8] { arenaLen(field, Array(text.utf8)) }
 

@@ -16,17 +16,7 @@ struct EncodeAllocationTests {
     /// varint and length-delimited fields.
     static func lengthDelimited(_ number: UInt64, in bytes: [UInt8]) throws -> [UInt8] {
         var offset = 0
-        func varint() throws -> UInt64 {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let byte = try #require(offset < bytes.count ? bytes[offset] : nil)
-                offset += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { return value }
-                shift += 7
-            }
-        }
+        func varint() throws -> UInt64 { try #require(WireFormat.readVarint(bytes, &offset)) }
         while offset < bytes.count {
             let tag = try varint()
             switch tag & 7 {

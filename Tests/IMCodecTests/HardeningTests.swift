@@ -24,15 +24,11 @@ private enum H {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     static func varint(_ v: UInt64) -> [UInt8] { Wire.varint(v) }
-    static func tag(_ number: UInt64, _ wireType: UInt64) -> [UInt8] { varint(number << 3 | wireType) }
+    static func tag(_ number: UInt64, _ wireType: UInt64) -> [UInt8] { Wire.tag(number, wireType) }
     static func len(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] { Wire.field(number, payload) }
     static func uint(_ number: UInt64, _ value: UInt64) -> [UInt8] { tag(number, 0) + varint(value) }
-    static func fixed64(_ number: UInt64, _ value: UInt64) -> [UInt8] {
-        tag(number, 1) + withUnsafeBytes(of: value.littleEndian) { Array($0) }
-    }
-    static func fixed32(_ number: UInt64, _ value: UInt32) -> [UInt8] {
-        tag(number, 5) + withUnsafeBytes(of: value.littleEndian) { Array($0) }
-    }
+    static func fixed64(_ number: UInt64, _ value: UInt64) -> [UInt8] { Wire.fixed64(number, value) }
+    static func fixed32(_ number: UInt64, _ value: UInt32) -> [UInt8] { Wire.fixed32(number, value) }
 
     /// `count` copies of `piece`.
     static func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {

@@ -1,19 +1,30 @@
 import IMCodec
 import Testing
 
-/// Wire bytes for tests.
+/// Wire bytes for tests, written by the library's one writer (``WireFormat``).
 enum Wire {
-    static func varint(_ value: UInt64) -> [UInt8] {
-        var v = value
+    static func varint(_ value: UInt64) -> [UInt8] { WireFormat.varint(value) }
+
+    /// The tag of field `number` with `wireType`.
+    static func tag(_ number: UInt64, _ wireType: UInt64) -> [UInt8] { varint(WireFormat.tag(number, wireType)) }
+
+    /// A length-delimited field (wire type 2).
+    static func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] {
+        tag(number, 2) + varint(UInt64(payload.count)) + payload
+    }
+
+    /// `value` little-endian: 8 bytes for a `UInt64`, 4 for a `UInt32`.
+    static func fixed<T: FixedWidthInteger & UnsignedInteger>(_ value: T) -> [UInt8] {
         var out: [UInt8] = []
-        while v >= 0x80 { out.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-        out.append(UInt8(v))
+        WireFormat.appendFixed(value, to: &out)
         return out
     }
 
-    static func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] {
-        varint(number << 3 | 2) + varint(UInt64(payload.count)) + payload
-    }
+    /// A fixed64 field (wire type 1).
+    static func fixed64(_ number: UInt64, _ value: UInt64) -> [UInt8] { tag(number, 1) + fixed(value) }
+
+    /// A fixed32 field (wire type 5).
+    static func fixed32(_ number: UInt64, _ value: UInt32) -> [UInt8] { tag(number, 5) + fixed(value) }
 
     /// Frame.message → (Message.elements → MessageElement.merger → MergerElement.messages)* nested
     /// to `levels` messages in all (the Frame counts as one).
@@ -99,6 +110,13 @@ struct LimitTests {
     ])
     func malformed(bytes: [UInt8]) throws {
         #expect(code(bytes)?.code == .malformed)
+    }
+
+    @Test("a negative maxDepth is enforced as 0, and the error names that limit")
+    func negativeMaxDepth() {
+        let error = code(Wire.field(10, []), options: DecodingOptions(maxDepth: -3))
+        #expect(error?.code == .tooDeep)
+        #expect(error?.reason.contains("(maxDepth 0)") == true, "\(String(describing: error?.reason))")
     }
 
     @Test("invalid UTF-8 in a string field is rejected; the same bytes in a bytes field are not")

@@ -20,10 +20,10 @@ struct MergeTests {
     @Test("scalars: the last occurrence wins, an explicit zero included")
     func scalarsLastWins() throws {
         // Message.seq (field 3) = 5, then 7; then 7 and an explicit 0 on the wire.
-        #expect(try Message(serializedBytes: Wire.varint(3 << 3) + [5] + Wire.varint(3 << 3) + [7]).seq == 7)
-        #expect(try Message(serializedBytes: Wire.varint(3 << 3) + [7] + Wire.varint(3 << 3) + [0]).seq == 0)
+        #expect(try Message(serializedBytes: Wire.tag(3, 0) + [5] + Wire.tag(3, 0) + [7]).seq == 7)
+        #expect(try Message(serializedBytes: Wire.tag(3, 0) + [7] + Wire.tag(3, 0) + [0]).seq == 0)
         // Inside merged sub-messages too: Frame.message{seq 7} + Frame.message{seq 0 (explicit)}.
-        let explicitZero = Wire.field(10, Wire.varint(3 << 3) + [0])
+        let explicitZero = Wire.field(10, Wire.tag(3, 0) + [0])
         let frame = try Frame(serializedBytes: bytes(Frame(.message(.with { $0.seq = 7 }))) + explicitZero)
         #expect(frame.payload == .message(Message()))
     }
@@ -40,12 +40,12 @@ struct MergeTests {
             $0.customParams = ["k": "2"]
             $0.elements = [.text("two"), .text("three")]
         }
-        let input = bytes(first) + Wire.varint(90 << 3) + [1] + bytes(second) + Wire.varint(91 << 3) + [2]
+        let input = bytes(first) + Wire.tag(90, 0) + [1] + bytes(second) + Wire.tag(91, 0) + [2]
         let merged = try Message(serializedBytes: input)
         #expect(merged.targetReceivers == ["a", "b", "c"])
         #expect(merged.customParams == ["k": "2", "x": "first"])
         #expect(merged.elements == [.text("one"), .text("two"), .text("three")])
-        #expect(merged.unknownFields.bytes == Wire.varint(90 << 3) + [1] + Wire.varint(91 << 3) + [2])
+        #expect(merged.unknownFields.bytes == Wire.tag(90, 0) + [1] + Wire.tag(91, 0) + [2])
     }
 
     @Test("oneof: the same member merges, another member replaces, and a member after that starts afresh")
@@ -104,14 +104,14 @@ struct MergeTests {
     @Test("a wire-type mismatch inside a merged message is still kept as an unknown field")
     func mismatchInsideMerge() throws {
         // Frame.message{seq: 1}, then Frame.message{client_msg_id (a string) sent as a varint}.
-        let input = bytes(Frame(.message(.with { $0.seq = 1 }))) + Wire.field(10, Wire.varint(1 << 3) + [5])
+        let input = bytes(Frame(.message(.with { $0.seq = 1 }))) + Wire.field(10, Wire.tag(1, 0) + [5])
         let frame = try Frame(serializedBytes: input)
         guard case .message(let message)? = frame.payload else {
             Issue.record("no message")
             return
         }
         #expect(message.seq == 1)
-        #expect(message.unknownFields.bytes == Wire.varint(1 << 3) + [5])
+        #expect(message.unknownFields.bytes == Wire.tag(1, 0) + [5])
     }
 
     @Test("merge(serializedBytes:) merges into the value; a failure leaves it unchanged")

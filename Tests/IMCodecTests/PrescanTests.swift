@@ -11,36 +11,20 @@ import Testing
 // MARK: - Wire helpers (file-private)
 
 private enum W {
-    static func varint(_ value: UInt64) -> [UInt8] {
-        var v = value
-        var out: [UInt8] = []
-        while v >= 0x80 {
-            out.append(UInt8(v & 0x7F) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-        return out
-    }
+    // The encoding is the library's (``Wire`` calls ``WireFormat``); these take the C field numbers.
+    static func varint(_ value: UInt64) -> [UInt8] { Wire.varint(value) }
 
-    static func tag(_ field: UInt32, _ wireType: UInt8) -> [UInt8] {
-        varint(UInt64(field) << 3 | UInt64(wireType))
-    }
+    static func tag(_ field: UInt32, _ wireType: UInt8) -> [UInt8] { Wire.tag(UInt64(field), UInt64(wireType)) }
 
     static func int(_ field: UInt32, _ value: UInt64) -> [UInt8] { tag(field, 0) + varint(value) }
 
-    static func len(_ field: UInt32, _ payload: [UInt8]) -> [UInt8] {
-        tag(field, 2) + varint(UInt64(payload.count)) + payload
-    }
+    static func len(_ field: UInt32, _ payload: [UInt8]) -> [UInt8] { Wire.field(UInt64(field), payload) }
 
     static func str(_ field: UInt32, _ text: String) -> [UInt8] { len(field, Array(text.utf8)) }
 
-    static func fixed32(_ field: UInt32, _ value: UInt32) -> [UInt8] {
-        tag(field, 5) + withUnsafeBytes(of: value.littleEndian) { Array($0) }
-    }
+    static func fixed32(_ field: UInt32, _ value: UInt32) -> [UInt8] { Wire.fixed32(UInt64(field), value) }
 
-    static func fixed64(_ field: UInt32, _ value: UInt64) -> [UInt8] {
-        tag(field, 1) + withUnsafeBytes(of: value.littleEndian) { Array($0) }
-    }
+    static func fixed64(_ field: UInt32, _ value: UInt64) -> [UInt8] { Wire.fixed64(UInt64(field), value) }
 }
 
 private typealias Descriptor = UnsafePointer<ProtobufCMessageDescriptor>
@@ -325,6 +309,7 @@ struct PrescanTests {
     func validUTF8(_ text: String) {
         let raw = Array(text.utf8)
         #expect(raw.withUnsafeBufferPointer { imcodec_utf8_valid($0.baseAddress, $0.count) } == 1)
+        #expect(raw.withUnsafeBufferPointer { imcodec_utf8_first_invalid($0.baseAddress, $0.count) } == raw.count)
         let (bytes, _) = frameWithClientMsgID(raw)
         expectScan(scan(frameDescriptor, bytes), IMCODEC_SCAN_OK, at: bytes.count)
     }
@@ -358,6 +343,7 @@ struct PrescanTests {
     @Test("invalid UTF-8 is rejected at the offending byte", arguments: invalidUTF8Cases)
     func invalidUTF8(_ raw: [UInt8], _ badIndex: Int) {
         #expect(raw.withUnsafeBufferPointer { imcodec_utf8_valid($0.baseAddress, $0.count) } == 0)
+        #expect(raw.withUnsafeBufferPointer { imcodec_utf8_first_invalid($0.baseAddress, $0.count) } == badIndex)
         let (bytes, payloadAt) = frameWithClientMsgID(raw)
         let r = scan(frameDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_INVALID_UTF8, at: payloadAt + badIndex, field: 1, message: "imcodec.v1.Message")
@@ -584,7 +570,7 @@ nonisolated(unsafe) private let packedDescriptor: Descriptor = {
 
 @Suite("Prescan packed")
 struct PrescanPackedTests {
-    private func le32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+    private func le32(_ v: UInt32) -> [UInt8] { Wire.fixed(v) }
 
     @Test("packed payloads of whole elements are accepted; each element is a field")
     func packedAccepted() {

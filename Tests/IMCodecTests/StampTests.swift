@@ -225,7 +225,7 @@ struct StampTests {
         #expect(usableAfterwards >= 5)
         // Input that needs IMCodec's rewriting (a repeated message, a wire-type mismatch) is stamped too.
         let repeated = valid + bytes(Frame(.message(.with { $0.seq = 3 })))
-        let mismatch = valid + Wire.field(10, Wire.varint(1 << 3) + [5])
+        let mismatch = valid + Wire.field(10, Wire.tag(1, 0) + [5])
         for input in [repeated, mismatch] {
             var expected = try Frame(serializedBytes: input)
             try stamp.apply(to: &expected)

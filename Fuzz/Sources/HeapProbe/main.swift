@@ -11,18 +11,18 @@ import Foundation
 import HeapCounter
 import IMCodec
 
-func varint(_ value: UInt64) -> [UInt8] {
-    var v = value
-    var out: [UInt8] = []
-    while v >= 0x80 {
-        out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-        v >>= 7
-    }
-    out.append(UInt8(v))
+/// The tags (wire type 2) of Frame.message (field 10) and Frame.history_response (field 32), as
+/// literal bytes like the pieces the families below repeat.
+let frameMessage: [UInt8] = [0x52]
+let frameHistoryResponse: [UInt8] = [0x82, 0x02]
+
+/// A length-delimited field: `tag`, then `payload` behind its varint length, written by the
+/// library (`Delimited.appendRecord`: public API, so the probe still builds against older checkouts).
+func field(_ tag: [UInt8], _ payload: [UInt8]) -> [UInt8] {
+    var out = tag
+    Delimited.appendRecord(payload, to: &out)
     return out
 }
-
-func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] { varint(number << 3 | 2) + varint(UInt64(payload.count)) + payload }
 
 func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {
     var out: [UInt8] = []
@@ -34,12 +34,13 @@ func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {
 /// The adversarial families of HardeningTests, `size` bytes each.
 func families(size: Int) -> [(String, [UInt8])] {
     [
-        ("empty map entries", field(10, repeated([0x82, 0x01, 0x00], (size - 8) / 3))),
+        ("empty map entries", field(frameMessage, repeated([0x82, 0x01, 0x00], (size - 8) / 3))),
         ("unknown varints", repeated([0x18, 0x00], size / 2)),
-        ("empty repeated strings", field(10, repeated([0x62, 0x00], (size - 8) / 2))),
-        ("repeated 16-byte strings", field(10, repeated([0x62, 0x10] + Array("0123456789abcdef".utf8), (size - 8) / 18))),
-        ("empty sub-messages", field(32, repeated([0x12, 0x00], (size - 8) / 2))),
-        ("empty elements", field(10, repeated([0xA2, 0x01, 0x00], (size - 8) / 3))),
+        ("empty repeated strings", field(frameMessage, repeated([0x62, 0x00], (size - 8) / 2))),
+        ("repeated 16-byte strings",
+         field(frameMessage, repeated([0x62, 0x10] + Array("0123456789abcdef".utf8), (size - 8) / 18))),
+        ("empty sub-messages", field(frameHistoryResponse, repeated([0x12, 0x00], (size - 8) / 2))),
+        ("empty elements", field(frameMessage, repeated([0xA2, 0x01, 0x00], (size - 8) / 3))),
         ("wire-type mismatches", repeated([0x0A, 0x00], size / 2)),
     ]
 }
@@ -114,8 +115,8 @@ for (name, bytes) in families(size: 64 << 10) {
     rows.append(measure("\(name), 64 KiB, no limit", bytes, options: DecodingOptions(maxDecodedMemory: Int.max / 4), limit: Int.max))
 }
 // Near the limit: the largest inputs of the most amplifying families that are still accepted.
-rows.append(measure("empty sub-messages, 2 KiB", field(32, repeated([0x12, 0x00], 1 << 10))))
-rows.append(measure("empty elements, 12 KiB", field(10, repeated([0xA2, 0x01, 0x00], 4 << 10))))
+rows.append(measure("empty sub-messages, 2 KiB", field(frameHistoryResponse, repeated([0x12, 0x00], 1 << 10))))
+rows.append(measure("empty elements, 12 KiB", field(frameMessage, repeated([0xA2, 0x01, 0x00], 4 << 10))))
 rows.append(measure("unknown varints, 8 KiB", repeated([0x18, 0x00], 4 << 10)))
 rows.append(measure("history page, 64 KiB", historyPage(bytes: 64 << 10)))
 rows.append(measure("history page, 1 MiB", historyPage(bytes: mebibyte)))

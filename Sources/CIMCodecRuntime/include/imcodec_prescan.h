@@ -213,6 +213,11 @@ long long imcodec_heap_bytes_in_use(void);
 /// Whether `data[0..<len]` is valid UTF-8 (RFC 3629).
 int imcodec_utf8_valid(const uint8_t *data, size_t len);
 
+/// The offset of the first byte of the first ill-formed UTF-8 sequence (RFC 3629) in
+/// `data[0..<len]`, or `len` when all of it is valid: the validator the pre-scan runs on string
+/// fields, for text that does not come through it (JSON given as bytes).
+size_t imcodec_utf8_first_invalid(const uint8_t *data, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,15 @@ enum _CRead {
     /// here is always a wrapper.
     static func unknownFields(_ base: ProtobufCMessage) -> UnknownFields {
         guard base.n_unknown_fields > 0, let fields = base.unknown_fields else { return UnknownFields() }
-        let count = Int(base.n_unknown_fields)
+        return unknownFields(fields, count: Int(base.n_unknown_fields))
+    }
+
+    /// The bytes of `count` unknown fields (out of line: most messages have none, and take the
+    /// early return above without paying for this part's stack frame).
+    @inline(never)
+    private static func unknownFields(
+        _ fields: UnsafeMutablePointer<ProtobufCMessageUnknownField>, count: Int
+    ) -> UnknownFields {
         // Exactly sized (the pre-scan's memory estimate counts on it).
         var total = 0
         for i in 0..<count {
@@ -20,7 +28,8 @@ enum _CRead {
             if let payload = wrapped(field) {
                 total += payload.count
             } else {
-                total += WireFormat.varintSize(UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue)) + field.len
+                let tag = WireFormat.tag(UInt64(field.tag), UInt64(field.wire_type.rawValue))
+                total += WireFormat.varintSize(tag) + field.len
             }
         }
         var bytes: [UInt8] = []
@@ -31,7 +40,7 @@ enum _CRead {
                 bytes.append(contentsOf: payload)
                 continue
             }
-            WireFormat.appendVarint(UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue), to: &bytes)
+            WireFormat.appendTag(UInt64(field.tag), UInt64(field.wire_type.rawValue), to: &bytes)
             if field.len > 0, let data = field.data {
                 bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: field.len))
             }
@@ -46,13 +55,10 @@ enum _CRead {
         guard field.tag == IMCODEC_WRAPPER_FIELD_NUMBER, field.wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED,
               let data = field.data
         else { return nil }
+        let bytes = UnsafeBufferPointer(start: data, count: field.len)
         var prefix = 0
-        while prefix < field.len, prefix < 5 {
-            let byte = data[prefix]
-            prefix += 1
-            if byte < 0x80 { return UnsafeBufferPointer(start: data + prefix, count: field.len - prefix) }
-        }
-        return nil
+        guard WireFormat.readVarint(bytes, &prefix, maxBytes: 5) != nil else { return nil }
+        return UnsafeBufferPointer(rebasing: bytes[prefix...])
     }
 }
 

@@ -49,12 +49,10 @@ enum WireCodec {
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
         alwaysEstimate: Bool = false
     ) throws(IMCodecError) -> imcodec_scan_result {
-        guard buffer.count <= options.maxInputSize else {
-            throw .tooLarge("the input is \(buffer.count) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
-        }
+        try DecodingOptions.checkInputSize(buffer.count, maxInputSize: options.maxInputSize, input: "input")
         var scanOptions = _ValueCost.scanOptions
-        scanOptions.max_depth = UInt32(clamping: min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap))
-        scanOptions.max_fields = max(options.maxFieldCount, 0)
+        scanOptions.max_depth = UInt32(clamping: options.effectiveMaxDepth)
+        scanOptions.max_fields = options.effectiveMaxFieldCount
         scanOptions.max_memory = options.decodedMemoryLimit(forInputSize: buffer.count)
         if alwaysEstimate { scanOptions.flags |= IMCODEC_SCAN_ALWAYS_ESTIMATE }
         let scan = withBase(buffer) { imcodec_prescan_ex(descriptor.pointer, $0, buffer.count, &scanOptions) }
@@ -213,7 +211,7 @@ enum WireCodec {
         }
         var reason = scan.detail.map { String(cString: $0) } ?? "invalid input"
         if scan.status == IMCODEC_SCAN_TOO_DEEP {
-            reason += " (maxDepth \(min(options.maxDepth, DecodingOptions.maxDepthCap)))"
+            reason += " (maxDepth \(options.effectiveMaxDepth))"
         } else if scan.status == IMCODEC_SCAN_TOO_MANY_FIELDS {
             reason += " (maxFieldCount \(options.maxFieldCount))"
         } else if scan.status == IMCODEC_SCAN_TOO_MUCH_MEMORY {

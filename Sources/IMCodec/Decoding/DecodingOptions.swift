@@ -64,10 +64,42 @@ public struct DecodingOptions: Sendable, Hashable {
             acceptsNewerFrames: acceptsNewerFrames)
     }
 
+}
+
+// MARK: - The limits as enforced
+
+/// Every decoder (binary, JSON, text format) derives the limits it enforces here, and only here,
+/// from the options it was given.
+extension DecodingOptions {
+    /// The depth limit enforced for a requested `maxDepth` (``DecodingOptions``', or the JSON or
+    /// text-format options'): below 0 counts as 0, above ``maxDepthCap`` as ``maxDepthCap``.
+    static func effectiveDepth(_ maxDepth: Int) -> Int {
+        min(max(maxDepth, 0), maxDepthCap)
+    }
+
+    /// ``maxDepth`` as enforced.
+    var effectiveMaxDepth: Int { Self.effectiveDepth(maxDepth) }
+
+    /// ``maxFieldCount`` as enforced (below 0 counts as 0).
+    var effectiveMaxFieldCount: Int { max(maxFieldCount, 0) }
+
     /// The memory cap for an input of `inputSize` bytes.
     func decodedMemoryLimit(forInputSize inputSize: Int) -> Int {
         if let maxDecodedMemory { return max(0, maxDecodedMemory) }
         let (scaled, overflow) = inputSize.multipliedReportingOverflow(by: 16)
         return overflow ? Int.max : scaled &+ (1 << 20)
+    }
+
+    /// Refuses an input of `size` bytes when it is above `maxInputSize`.
+    /// - Parameter input: What the input is, for the message: "input", "JSON text", "text".
+    /// - Throws: ``IMCodecError/Code/tooLarge``.
+    @inline(__always)
+    static func checkInputSize(_ size: Int, maxInputSize: Int, input: StaticString) throws(IMCodecError) {
+        if _slowPath(size > maxInputSize) { throw inputTooLarge(size, maxInputSize: maxInputSize, input: input) }
+    }
+
+    @inline(never)
+    private static func inputTooLarge(_ size: Int, maxInputSize: Int, input: StaticString) -> IMCodecError {
+        .tooLarge("the \(input) is \(size) bytes; the limit (maxInputSize) is \(maxInputSize)")
     }
 }

@@ -28,22 +28,23 @@ public enum Delimited {
     ///   `tooLarge` for a length above `maxLength`.
     public static func readLengthPrefix(_ buffer: UnsafeRawBufferPointer, maxLength: Int) throws(IMCodecError)
     -> (length: Int, prefixSize: Int)? {
+        var index = 0
         var value: UInt64 = 0
-        for i in 0..<min(buffer.count, 5) {
-            let byte = buffer[i]
-            value |= UInt64(byte & 0x7F) << (7 * UInt64(i))
-            if byte < 0x80 {
-                guard value <= UInt64(UInt32.max) else {
-                    throw .malformed("length prefix above 2^32-1", offset: 0)
-                }
-                guard value <= UInt64(max(maxLength, 0)) else {
-                    throw .tooLarge("a \(value)-byte frame is announced; the limit is \(maxLength)", offset: 0)
-                }
-                return (Int(value), i + 1)
+        var count = 0
+        switch WireFormat.continueVarint(buffer, &index, end: buffer.count, value: &value, count: &count, maxBytes: 5) {
+        case .truncated:
+            return nil
+        case .overlong:
+            throw .malformed("length prefix longer than 5 bytes", offset: 0)
+        case .complete:
+            guard value <= UInt64(UInt32.max) else {
+                throw .malformed("length prefix above 2^32-1", offset: 0)
             }
+            guard value <= UInt64(max(maxLength, 0)) else {
+                throw .tooLarge("a \(value)-byte frame is announced; the limit is \(maxLength)", offset: 0)
+            }
+            return (Int(value), count)
         }
-        if buffer.count >= 5 { throw .malformed("length prefix longer than 5 bytes", offset: 0) }
-        return nil
     }
 
     /// Appends an already encoded record with its length prefix.

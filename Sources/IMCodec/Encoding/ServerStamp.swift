@@ -186,22 +186,22 @@ public struct ServerStamp: Sendable, Hashable {
     private func encode(to writer: inout _WireWriter) {
         if let status {
             writer.writeVarint(UInt64(bitPattern: Int64(status.rawValue)))
-            writer.writeVarint(10 << 3)
+            writer.writeVarint(WireFormat.tag(10, 0))
         }
         if let serverTimeMs {
             writer.writeVarint(UInt64(bitPattern: serverTimeMs))
-            writer.writeVarint(8 << 3)
+            writer.writeVarint(WireFormat.tag(8, 0))
         }
         if let seq {
             writer.writeVarint(seq)
-            writer.writeVarint(3 << 3)
+            writer.writeVarint(WireFormat.tag(3, 0))
         }
         if let serverMsgUID {
             writer.writeString(serverMsgUID)
-            writer.writeVarint(2 << 3 | 2)
+            writer.writeVarint(WireFormat.tag(2, 2))
         }
         writer.writeVarint(UInt64(writer.count))
-        writer.writeVarint(10 << 3 | 2)
+        writer.writeVarint(WireFormat.tag(10, 2))
     }
 
     /// Checks `frame` as decoding it with `decoder` would, that its payload is a message, and that

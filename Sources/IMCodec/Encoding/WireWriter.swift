@@ -149,35 +149,26 @@ public struct _WireWriter: ~Copyable {
     @inline(__always)
     public mutating func writeVarint(_ value: UInt64) {
         if value < 0x80 {
-            if claim(1) {
-                buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: start, as: UInt8.self)
-            }
+            // A varint below 0x80 is the byte itself.
+            if claim(1) { buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: start, as: UInt8.self) }
             return
         }
-        let n = WireFormat.varintSize(value)
-        guard claim(n) else { return }
-        var v = value
-        var i = start
-        while v >= 0x80 {
-            buffer.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: i, as: UInt8.self)
-            v >>= 7
-            i += 1
-        }
-        buffer.storeBytes(of: UInt8(truncatingIfNeeded: v), toByteOffset: i, as: UInt8.self)
+        guard claim(WireFormat.varintSize(value)) else { return }
+        WireFormat.storeVarint(value, at: buffer + start)
     }
 
     /// Writes 8 little-endian bytes.
     @inline(__always)
     public mutating func writeFixed64(_ value: UInt64) {
         guard claim(8) else { return }
-        buffer.storeBytes(of: value.littleEndian, toByteOffset: start, as: UInt64.self)
+        WireFormat.storeFixed(value, at: buffer + start)
     }
 
     /// Writes 4 little-endian bytes.
     @inline(__always)
     public mutating func writeFixed32(_ value: UInt32) {
         guard claim(4) else { return }
-        buffer.storeBytes(of: value.littleEndian, toByteOffset: start, as: UInt32.self)
+        WireFormat.storeFixed(value, at: buffer + start)
     }
 
     @inline(__always)

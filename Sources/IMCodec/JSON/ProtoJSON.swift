@@ -35,7 +35,7 @@ public struct JSONDecodingOptions: Sendable, Hashable {
     public var maxDepth = DecodingOptions().maxDepth
 
     /// Largest JSON text accepted, in UTF-8 bytes. Default 16 MiB.
-    public var maxInputSize = 16 << 20
+    public var maxInputSize = DecodingOptions().maxInputSize
 
     /// Whether to accept a ``Frame`` whose `minReaderVersion` is above
     /// ``Frame/currentSchemaVersion`` (``DecodingOptions/acceptsNewerFrames``). Default `false`.

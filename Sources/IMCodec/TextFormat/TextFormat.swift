@@ -20,7 +20,7 @@ public struct TextFormatDecodingOptions: Sendable, Hashable {
     public var maxDepth = DecodingOptions().maxDepth
 
     /// Largest text accepted, in UTF-8 bytes. Default 16 MiB.
-    public var maxInputSize = 16 << 20
+    public var maxInputSize = DecodingOptions().maxInputSize
 
     /// Creates the default options.
     public init() {}

@@ -53,13 +53,11 @@ struct ProtoJSONParser {
         _ type: M.Type, utf8 buffer: UnsafeRawBufferPointer, validated: Bool, options: JSONDecodingOptions
     ) throws(IMCodecError) -> M {
         let size = buffer.count
-        guard size <= options.maxInputSize else {
-            throw .tooLarge("the JSON text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
-        }
+        try DecodingOptions.checkInputSize(size, maxInputSize: options.maxInputSize, input: "JSON text")
         if !validated, let bad = UTF8Check.firstInvalidOffset(buffer) {
             throw IMCodecError(code: .invalidUTF8, reason: "the JSON text is not valid UTF-8", offset: bad)
         }
-        let maxDepth = min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap)
+        let maxDepth = DecodingOptions.effectiveDepth(options.maxDepth)
         // Every message level can add at most one object and one array (a repeated field or map),
         // so valid input never nests deeper than this; the tokenizer stops hostile input here.
         let tape = try JSONTokenizer.parse(buffer, maxNesting: 2 * maxDepth + 2)
@@ -439,35 +437,11 @@ struct ProtoJSONParser {
 /// UTF-8 validation of bytes that do not come from a Swift string.
 enum UTF8Check {
     /// The offset of the first byte of the first ill-formed sequence (RFC 3629), or nil when all
-    /// of `buffer` is valid UTF-8. The C validator answers the common case; the offset is looked
-    /// for only on failure.
+    /// of `buffer` is valid UTF-8: the pre-scan's validator (Sources/CIMCodecRuntime/prescan.c)
+    /// finds both in one pass.
     static func firstInvalidOffset(_ buffer: UnsafeRawBufferPointer) -> Int? {
-        let bytes = buffer.bindMemory(to: UInt8.self)
-        if bytes.isEmpty || imcodec_utf8_valid(bytes.baseAddress, bytes.count) != 0 { return nil }
-        var i = 0
-        while i < bytes.count {
-            let b = bytes[i]
-            if b < 0x80 {
-                i += 1
-                continue
-            }
-            let length: Int
-            var low: UInt8 = 0x80
-            var high: UInt8 = 0xBF
-            switch b {
-            case 0xC2 ... 0xDF: length = 2
-            case 0xE0: length = 3; low = 0xA0
-            case 0xE1 ... 0xEC, 0xEE ... 0xEF: length = 3
-            case 0xED: length = 3; high = 0x9F
-            case 0xF0: length = 4; low = 0x90
-            case 0xF1 ... 0xF3: length = 4
-            case 0xF4: length = 4; high = 0x8F
-            default: return i
-            }
-            guard i + length <= bytes.count, bytes[i + 1] >= low, bytes[i + 1] <= high else { return i }
-            for k in 2 ..< length where bytes[i + k] & 0xC0 != 0x80 { return i }
-            i += length
-        }
-        return nil
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return nil }
+        let bad = imcodec_utf8_first_invalid(base.assumingMemoryBound(to: UInt8.self), buffer.count)
+        return bad == buffer.count ? nil : bad
     }
 }

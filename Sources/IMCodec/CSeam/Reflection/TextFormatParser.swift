@@ -43,10 +43,8 @@ struct TextFormatParser {
         _ type: M.Type, text: String, options: TextFormatDecodingOptions
     ) throws(IMCodecError) -> M {
         let size = text.utf8.count
-        guard size <= options.maxInputSize else {
-            throw .tooLarge("the text is \(size) bytes; the limit (maxInputSize) is \(options.maxInputSize)")
-        }
-        let maxDepth = min(max(options.maxDepth, 0), DecodingOptions.maxDepthCap)
+        try DecodingOptions.checkInputSize(size, maxInputSize: options.maxInputSize, input: "text")
+        let maxDepth = DecodingOptions.effectiveDepth(options.maxDepth)
         let bytes = try withContiguousBytes(text.utf8) { (buffer) throws(IMCodecError) -> [UInt8] in
             let input = buffer.bindMemory(to: UInt8.self)
             // Nesting first: hostile depth costs one pass of the lexer and nothing else.
@@ -192,33 +190,24 @@ struct TextFormatParser {
         }
         writeTag(field.pointee.id, 2)
         let lengthAt = out.count
-        out.append(contentsOf: [0x80, 0x80, 0x80, 0x80, 0x00])
+        out.append(contentsOf: repeatElement(0, count: 5))
         try parseMessage(sub, closing: closing, depth: depth + 1)
         // A varint padded to 5 bytes: valid protobuf; the decoded value is re-encoded canonically.
         let length = out.count - lengthAt - 5
         guard length < 1 << 35 else { throw .tooLarge("a message in the text is too large") }
-        for k in 0 ..< 5 {
-            out[lengthAt + k] = UInt8(truncatingIfNeeded: length >> (7 * k)) & 0x7F | (k < 4 ? 0x80 : 0)
+        out.withUnsafeMutableBytes { out in
+            WireFormat.storeVarint(UInt64(length), at: out.baseAddress! + lengthAt, paddedTo: 5)
         }
     }
 
     // MARK: Scalars
 
     private mutating func writeVarint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
+        WireFormat.appendVarint(value, to: &out)
     }
 
     private mutating func writeTag(_ number: UInt32, _ wireType: UInt64) {
-        writeVarint(UInt64(number) << 3 | wireType)
-    }
-
-    private mutating func writeFixed(_ value: UInt64, bytes: Int) {
-        for k in 0 ..< bytes { out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * k))) }
+        WireFormat.appendTag(UInt64(number), wireType, to: &out)
     }
 
     private mutating func parseScalar(_ field: UnsafePointer<ProtobufCFieldDescriptor>) throws(IMCodecError) {
@@ -237,7 +226,7 @@ struct TextFormatParser {
                 writeVarint(UInt64(UInt32(bitPattern: (v << 1) ^ (v >> 31))))
             default:
                 writeTag(number, 5)
-                writeFixed(UInt64(UInt32(bitPattern: Int32(value))), bytes: 4)
+                WireFormat.appendFixed(UInt32(bitPattern: Int32(value)), to: &out)
             }
         case PROTOBUF_C_TYPE_INT64, PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_SFIXED64:
             let value = try signedInteger(min: .min, max: .max, field: name)
@@ -250,7 +239,7 @@ struct TextFormatParser {
                 writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
             default:
                 writeTag(number, 1)
-                writeFixed(UInt64(bitPattern: value), bytes: 8)
+                WireFormat.appendFixed(UInt64(bitPattern: value), to: &out)
             }
         case PROTOBUF_C_TYPE_UINT32, PROTOBUF_C_TYPE_FIXED32:
             let value = try unsignedInteger(max: UInt64(UInt32.max), field: name)
@@ -259,7 +248,7 @@ struct TextFormatParser {
                 writeVarint(value)
             } else {
                 writeTag(number, 5)
-                writeFixed(value, bytes: 4)
+                WireFormat.appendFixed(UInt32(truncatingIfNeeded: value), to: &out)
             }
         case PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_FIXED64:
             let value = try unsignedInteger(max: .max, field: name)
@@ -268,16 +257,16 @@ struct TextFormatParser {
                 writeVarint(value)
             } else {
                 writeTag(number, 1)
-                writeFixed(value, bytes: 8)
+                WireFormat.appendFixed(value, to: &out)
             }
         case PROTOBUF_C_TYPE_FLOAT:
             let value = try floatingPoint(field: name)
             writeTag(number, 5)
-            writeFixed(UInt64(Float(value).bitPattern), bytes: 4)
+            WireFormat.appendFixed(Float(value).bitPattern, to: &out)
         case PROTOBUF_C_TYPE_DOUBLE:
             let value = try floatingPoint(field: name)
             writeTag(number, 1)
-            writeFixed(value.bitPattern, bytes: 8)
+            WireFormat.appendFixed(value.bitPattern, to: &out)
         case PROTOBUF_C_TYPE_BOOL:
             let token = try lexer.next()
             let value: Bool

@@ -106,7 +106,7 @@ struct TextFormatPrinter {
                 continue
             }
             let fieldStart = i
-            guard let tag = WireReader.varint(bytes, &i, end: frame.end) else { break }  // never: our own bytes
+            guard let tag = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }  // never: our own bytes
             let number = UInt32(truncatingIfNeeded: tag >> 3)
             let wireType = UInt8(tag & 7)
             guard let field = protobuf_c_message_descriptor_get_field(frame.descriptor, number),
@@ -118,7 +118,7 @@ struct TextFormatPrinter {
             if wireType == expected {
                 if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
                    let sub = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) {
-                    guard let length = WireReader.varint(bytes, &i, end: frame.end) else { break }
+                    guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
                     name(field)
                     ascii(" {\n")
                     indent += 1
@@ -131,7 +131,7 @@ struct TextFormatPrinter {
                 out.append(0x0A)
             } else if wireType == 2 && field.pointee.label == PROTOBUF_C_LABEL_REPEATED && expected != 2 {
                 // A packed repeated scalar: one line per element, as the C++ printer shows them.
-                guard let length = WireReader.varint(bytes, &i, end: frame.end) else { break }
+                guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
                 let end = i + Int(length)
                 while i < end {
                     name(field)
@@ -170,26 +170,26 @@ struct TextFormatPrinter {
         let type = field.pointee.type
         switch type {
         case PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_SFIXED64, PROTOBUF_C_TYPE_DOUBLE:
-            let raw = WireReader.fixed64(bytes, &i, end: end) ?? 0
+            let raw = WireFormat.readFixed(UInt64.self, bytes, &i, end: end) ?? 0
             switch type {
             case PROTOBUF_C_TYPE_FIXED64: ascii(String(raw))
             case PROTOBUF_C_TYPE_SFIXED64: ascii(String(Int64(bitPattern: raw)))
             default: ascii(TextFormatNumbers.double(Double(bitPattern: raw)))
             }
         case PROTOBUF_C_TYPE_FIXED32, PROTOBUF_C_TYPE_SFIXED32, PROTOBUF_C_TYPE_FLOAT:
-            let raw = WireReader.fixed32(bytes, &i, end: end) ?? 0
+            let raw = WireFormat.readFixed(UInt32.self, bytes, &i, end: end) ?? 0
             switch type {
             case PROTOBUF_C_TYPE_FIXED32: ascii(String(raw))
             case PROTOBUF_C_TYPE_SFIXED32: ascii(String(Int32(bitPattern: raw)))
             default: ascii(TextFormatNumbers.float(Float(bitPattern: raw)))
             }
         case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES:
-            let length = Int(WireReader.varint(bytes, &i, end: end) ?? 0)
+            let length = Int(WireFormat.readVarint(bytes, &i, end: end) ?? 0)
             let value = UnsafeBufferPointer(rebasing: bytes[i ..< min(i + length, end)])
             i += value.count
             writeQuoted(value)
         default:
-            let raw = WireReader.varint(bytes, &i, end: end) ?? 0
+            let raw = WireFormat.readVarint(bytes, &i, end: end) ?? 0
             switch type {
             case PROTOBUF_C_TYPE_INT32: ascii(String(Int32(truncatingIfNeeded: raw)))
             case PROTOBUF_C_TYPE_SINT32:
@@ -232,25 +232,27 @@ struct TextFormatPrinter {
     private mutating func printUnknownField(
         _ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int, budget: Int
     ) -> Bool {
-        guard let tag = WireReader.varint(bytes, &i, end: end) else { return false }
+        guard let tag = WireFormat.readVarint(bytes, &i, end: end) else { return false }
         let number = tag >> 3
         beginLine()
         ascii(String(number))
         switch tag & 7 {
         case 0:
-            guard let value = WireReader.varint(bytes, &i, end: end) else { return false }
+            guard let value = WireFormat.readVarint(bytes, &i, end: end) else { return false }
             ascii(": ")
             ascii(String(value))
         case 1:
-            guard let value = WireReader.fixed64(bytes, &i, end: end) else { return false }
+            guard let value = WireFormat.readFixed(UInt64.self, bytes, &i, end: end) else { return false }
             ascii(": 0x")
             hex(value, digits: 16)
         case 5:
-            guard let value = WireReader.fixed32(bytes, &i, end: end) else { return false }
+            guard let value = WireFormat.readFixed(UInt32.self, bytes, &i, end: end) else { return false }
             ascii(": 0x")
             hex(UInt64(value), digits: 8)
         case 2:
-            guard let length = WireReader.varint(bytes, &i, end: end), length <= UInt64(end - i) else { return false }
+            guard let length = WireFormat.readVarint(bytes, &i, end: end), length <= UInt64(end - i) else {
+                return false
+            }
             let valueEnd = i + Int(length)
             if length > 0 && budget > 0 && WireReader.isMessage(bytes, from: i, to: valueEnd, groupBudget: budget) {
                 ascii(" {\n")
@@ -271,7 +273,7 @@ struct TextFormatPrinter {
             indent += 1
             while true {
                 let before = i
-                guard let inner = WireReader.varint(bytes, &i, end: end) else { return false }
+                guard let inner = WireFormat.readVarint(bytes, &i, end: end) else { return false }
                 if inner & 7 == 4 { break }  // the group's end tag
                 i = before
                 if !printUnknownField(bytes, &i, end: end, budget: budget - 1) { return false }
@@ -350,51 +352,20 @@ enum TextFormatNumbers {
     }
 }
 
-/// Reads protobuf wire primitives from a buffer (bounds-checked: nil when the value does not fit).
+/// Whole fields as C++ `UnknownFieldSet::ParseFromString` reads them (the primitives are
+/// ``WireFormat``'s; bounds-checked: false when the bytes are not a field).
 enum WireReader {
-    @inline(__always)
-    static func varint(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int) -> UInt64? {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        var j = i
-        while j < end && shift < 70 {
-            let byte = bytes[j]
-            value |= UInt64(byte & 0x7F) << shift
-            j += 1
-            if byte < 0x80 {
-                i = j
-                return value
-            }
-            shift += 7
-        }
-        return nil
-    }
-
-    static func fixed64(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int) -> UInt64? {
-        guard end - i >= 8 else { return nil }
-        var value: UInt64 = 0
-        for k in 0 ..< 8 { value |= UInt64(bytes[i + k]) << UInt64(8 * k) }
-        i += 8
-        return value
-    }
-
-    static func fixed32(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int) -> UInt32? {
-        guard end - i >= 4 else { return nil }
-        var value: UInt32 = 0
-        for k in 0 ..< 4 { value |= UInt32(bytes[i + k]) << UInt32(8 * k) }
-        i += 4
-        return value
-    }
-
     /// Skips the field at `i` (groups nested at most `groupBudget` deep); false when it is not one.
     static func skipField(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int, groupBudget: Int) -> Bool {
-        guard let tag = varint(bytes, &i, end: end), tag <= UInt64(UInt32.max), tag >> 3 != 0 else { return false }
+        guard let tag = WireFormat.readVarint(bytes, &i, end: end), tag <= UInt64(UInt32.max), tag >> 3 != 0 else {
+            return false
+        }
         switch tag & 7 {
-        case 0: return varint(bytes, &i, end: end) != nil
-        case 1: return fixed64(bytes, &i, end: end) != nil
-        case 5: return fixed32(bytes, &i, end: end) != nil
+        case 0: return WireFormat.readVarint(bytes, &i, end: end) != nil
+        case 1: return WireFormat.readFixed(UInt64.self, bytes, &i, end: end) != nil
+        case 5: return WireFormat.readFixed(UInt32.self, bytes, &i, end: end) != nil
         case 2:
-            guard let length = varint(bytes, &i, end: end), length <= UInt64(Int32.max),
+            guard let length = WireFormat.readVarint(bytes, &i, end: end), length <= UInt64(Int32.max),
                   length <= UInt64(end - i) else { return false }
             i += Int(length)
             return true
@@ -402,7 +373,7 @@ enum WireReader {
             guard groupBudget > 0 else { return false }
             while true {
                 let before = i
-                guard let inner = varint(bytes, &i, end: end) else { return false }
+                guard let inner = WireFormat.readVarint(bytes, &i, end: end) else { return false }
                 if inner & 7 == 4 { return inner >> 3 == tag >> 3 }
                 i = before
                 if !skipField(bytes, &i, end: end, groupBudget: groupBudget - 1) { return false }
