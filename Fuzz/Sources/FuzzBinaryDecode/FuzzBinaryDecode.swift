@@ -5,20 +5,10 @@
 import FuzzSupport
 import IMCodecTestSupport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The sanitizer allocator's live bytes, when the build has AddressSanitizer.
 let allocatedBytes: (@Sendable () -> Int)? = fuzz_allocated_bytes() >= 0 ? { @Sendable in Int(fuzz_allocated_bytes()) } : nil
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
-    if let problem = FuzzChecks.binaryDecode(bytes, allocatedBytes: allocatedBytes) {
-        var line = "FuzzBinaryDecode: \(problem)\n"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-        abort()
-    }
-    return 0
+    FuzzChecks.fuzz("FuzzBinaryDecode", data, size, { FuzzChecks.binaryDecode($0, allocatedBytes: allocatedBytes) })
 }

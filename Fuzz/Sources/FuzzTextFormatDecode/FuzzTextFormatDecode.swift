@@ -3,17 +3,7 @@
 // FuzzChecks.textFormatDecode.
 import IMCodecTestSupport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
-    if let problem = FuzzChecks.textFormatDecode(bytes) {
-        var line = "FuzzTextFormatDecode: \(problem)\n"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-        abort()
-    }
-    return 0
+    FuzzChecks.fuzz("FuzzTextFormatDecode", data, size, FuzzChecks.textFormatDecode)
 }
