@@ -284,7 +284,8 @@ extension RelayCommand {
             // Until SIGTERM or SIGINT: then a graceful shutdown (RelayServer.shutdown()), and exit 0.
             // swift-service-lifecycle's own lines (at info and below) only when debugging.
             var lifecycleLogger = Logger(label: "imcodec-relay.lifecycle")
-            lifecycleLogger.logLevel = effectiveLogLevel <= .debug ? effectiveLogLevel : max(effectiveLogLevel, .warning)
+            let level = effectiveLogLevel
+            lifecycleLogger.logLevel = level <= .debug ? level : max(level, .warning)
             let services = ServiceGroup(
                 services: [RelayService(server: server)], gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [], logger: lifecycleLogger)

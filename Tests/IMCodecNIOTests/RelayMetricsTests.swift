@@ -161,8 +161,10 @@ struct RelayMetricsTests {
             try await withRelay({ $0.metricsPort = 0 }) { first in
                 try await withRelay({ $0.metricsPort = 0 }) { second in
                     let client = try await TestClient.connect(to: first, as: "alice", group: group)
-                    let one = try PrometheusText(try await httpGet(port: first.metricsPort!, path: "/metrics", group: group).body)
-                    let two = try PrometheusText(try await httpGet(port: second.metricsPort!, path: "/metrics", group: group).body)
+                    let one = try PrometheusText(
+                        try await httpGet(port: first.metricsPort!, path: "/metrics", group: group).body)
+                    let two = try PrometheusText(
+                        try await httpGet(port: second.metricsPort!, path: "/metrics", group: group).body)
                     #expect(one.samples[#"imcodec_relay_logins_total{transport="tcp"}"#] == 1)
                     #expect(two.samples[#"imcodec_relay_logins_total{transport="tcp"}"#] == 0)
                     await client.close()
@@ -190,7 +192,9 @@ struct RelayMetricsTests {
         let logged = lines.withLockedValue { $0 }
         if level == .info {
             #expect(logged.contains { $0.hasPrefix("relay: accepted ?@127.0.0.1:") }, "\(logged)")
-            #expect(logged.contains { $0.hasPrefix("relay: alice/phone@127.0.0.1:") && $0.contains(" logged in (") }, "\(logged)")
+            #expect(
+                logged.contains { $0.hasPrefix("relay: alice/phone@127.0.0.1:") && $0.contains(" logged in (") },
+                "\(logged)")
             #expect(logged.contains { $0.hasPrefix("relay: closed alice/phone@127.0.0.1:") }, "\(logged)")
         } else {
             #expect(logged.isEmpty, "\(logged)")
@@ -201,7 +205,8 @@ struct RelayMetricsTests {
     @Test func theLogLineFormat() {
         func line(_ level: Logger.Level, _ metadata: Logger.Metadata? = nil) -> String {
             RelayLogHandler.format(
-                LogEvent(level: level, message: "hello", metadata: metadata, source: "s", file: "f", function: "g", line: 1),
+                LogEvent(
+                    level: level, message: "hello", metadata: metadata, source: "s", file: "f", function: "g", line: 1),
                 metadata: [:], provider: nil)
         }
         #expect(line(.info) == "relay: hello")
@@ -213,7 +218,8 @@ struct RelayMetricsTests {
     /// The relay executable prints where its metrics are, next to its other startup lines, serves
     /// them, and still stops on SIGTERM with `relay stopped`.
     @Test func serveMetricsPortPrintsItsAddress() async throws {
-        let executable = try #require(RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
+        let executable = try #require(
+            RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("relay-metrics-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
