@@ -47,6 +47,9 @@ let package = Package(
         // The relay's graceful shutdown on SIGTERM and SIGINT, and its logs.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The relay's metrics (`serve --metrics-port`): swift-metrics' API, exported in Prometheus' text format.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target IMCodec` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -120,6 +123,8 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit", condition: tools),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: tools),
                 .product(name: "Logging", package: "swift-log", condition: tools),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: tools),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: tools),
             ],
             exclude: ["README.md"]
         ),
@@ -136,6 +141,7 @@ let package = Package(
                 .product(name: "NIOTestUtils", package: "swift-nio", condition: tools),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: tools),
                 .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
+                .product(name: "Logging", package: "swift-log", condition: tools),
             ]
         ),
         // One decode measured in a process of its own, for HardeningTests' heap bounds.

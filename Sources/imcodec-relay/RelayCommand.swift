@@ -179,8 +179,19 @@ extension RelayCommand {
         @Option(help: "A file whose first line (at least 32 characters) is the HMAC key login tokens are signed with; default: DATA-DIR/auth-secret, created if missing.")
         var authSecretFile: String?
 
-        @Flag(help: "Do not log connections and logins.")
+        @Option(help: "Serve metrics in Prometheus' text format at http://HOST:PORT/metrics (0 picks a free port and prints it); default: no metrics endpoint.")
+        var metricsPort: Int?
+
+        @Option(help: "The least severe log level printed: trace, debug, info, notice, warning, error or critical (default info; warning with --quiet).")
+        var logLevel: String?
+
+        @Flag(help: "Do not log connections and logins (the same as --log-level warning; --log-level wins).")
         var quiet = false
+
+        /// The level the relay logs at: `--log-level`, else warning with `--quiet`, else info.
+        var effectiveLogLevel: Logger.Level {
+            logLevel.flatMap(Logger.Level.init(rawValue:)) ?? (quiet ? .warning : .info)
+        }
 
         func validate() throws {
             guard RelayServer.isLoopback(host) else { throw ValidationError("the relay listens on loopback only") }
@@ -193,6 +204,16 @@ extension RelayCommand {
             if let websocketPort, websocketPort != 0, websocketPort == port {
                 throw ValidationError("--websocket-port must differ from --port")
             }
+            if let metricsPort {
+                guard (0...65_535).contains(metricsPort) else { throw ValidationError("--metrics-port is 0...65535") }
+                if metricsPort != 0, metricsPort == port || metricsPort == websocketPort {
+                    throw ValidationError("--metrics-port must differ from --port and --websocket-port")
+                }
+            }
+            if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+                throw ValidationError(
+                    "--log-level is one of " + Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))
+            }
         }
 
         func run() throws {
@@ -200,6 +221,7 @@ extension RelayCommand {
             configuration.host = host
             configuration.port = port
             configuration.webSocketPort = websocketPort
+            configuration.metricsPort = metricsPort
             configuration.codec = FrameCodecOptions(maxFrameSize: maxFrameSize)
             configuration.maxFrameWait = .milliseconds(Int64(frameWaitMs))
             configuration.loginTimeout = .milliseconds(Int64(loginTimeoutMs))
@@ -208,7 +230,12 @@ extension RelayCommand {
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxStreamEntries = maxStreamEntries
             if let groups { configuration.groups = try parseGroups(try readTextFile(groups)) }
-            if !quiet { configuration.log = { emit("relay: \($0)") } }
+            // Every swift-log logger of the process (the relay's, swift-service-lifecycle's) prints
+            // through RelayLogHandler; `serve` is the only code that installs it, once.
+            LoggingSystem.bootstrap { label in RelayLogHandler(label: label) }
+            var logger = Logger(label: "imcodec-relay")
+            logger.logLevel = effectiveLogLevel
+            configuration.logger = logger
             configuration.onFatal = { reason in
                 emitError("imcodec-relay: \(reason); stopping (clients resend what was not acknowledged)")
                 Glibc.exit(1)
@@ -247,16 +274,21 @@ extension RelayCommand {
             emit("relay store: \(store == "sqlite" ? files.databasePath : "memory (lost on exit)")")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit("relay listening on \(host):\(server.port)" + (groupList.isEmpty ? "" : "; groups \(groupList)"))
+            func authority(_ port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
             if let webSocketPort = server.webSocketPort {
-                let authority = host.contains(":") ? "[\(host)]:\(webSocketPort)" : "\(host):\(webSocketPort)"
-                emit("relay accepting WebSocket on ws://\(authority)/")
+                emit("relay accepting WebSocket on ws://\(authority(webSocketPort))/")
+            }
+            if let metricsPort = server.metricsPort {
+                emit("relay metrics on http://\(authority(metricsPort))\(MetricsHTTPHandler.path)")
             }
             // Until SIGTERM or SIGINT: then a graceful shutdown (RelayServer.shutdown()), and exit 0.
-            var logger = Logger(label: "imcodec-relay")
-            logger.logLevel = .warning
+            // swift-service-lifecycle's own lines (at info and below) only when debugging.
+            var lifecycleLogger = Logger(label: "imcodec-relay.lifecycle")
+            let level = effectiveLogLevel
+            lifecycleLogger.logLevel = level <= .debug ? level : max(level, .warning)
             let services = ServiceGroup(
                 services: [RelayService(server: server)], gracefulShutdownSignals: [.sigterm, .sigint],
-                cancellationSignals: [], logger: logger)
+                cancellationSignals: [], logger: lifecycleLogger)
             try runAsync { try await services.run() }
             emit("relay stopped: every connection was told kicked_offline (server shutdown); the store is closed")
         }

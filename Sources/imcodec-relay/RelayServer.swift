@@ -1,6 +1,7 @@
 #if Tools
 import IMCodec
 import IMCodecNIO
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -41,8 +42,12 @@ struct RelayConfiguration: Sendable {
     var store = StoreLocation.memory
     /// Checks login tokens. The relay does not start without one.
     var authenticator: RelayAuthenticator?
-    /// Where the relay reports connections, logins and errors.
-    var log: @Sendable (String) -> Void = { _ in }
+    /// The port of the metrics endpoint (`GET /metrics` on ``host``, Prometheus' text format), or
+    /// `nil` for none; 0 picks a free one (see ``RelayServer/metricsPort``).
+    var metricsPort: Int?
+    /// Where the relay logs connections, logins, closes and errors (swift-log); silent by default.
+    /// `serve` logs to standard output at `--log-level` (``RelayLogHandler``).
+    var logger = Logger.silent(label: "imcodec-relay")
     /// Called once when the store fails and the relay stops (the `serve` command exits with status 1).
     var onFatal: @Sendable (String) -> Void = { _ in }
 }
@@ -87,9 +92,9 @@ struct RelayStats: Sendable {
     /// Logins accepted, and refused for their credentials.
     var logins = 0
     var loginsRefused = 0
-    /// Store commits (each a group of frames), and how long the newest 1,024 took, in nanoseconds.
+    /// Store commits (each a group of frames) completed. How long each took is the histogram
+    /// `imcodec_relay_store_commit_duration_seconds` (``RelayMetrics``).
     var storeCommits = 0
-    var storeCommitNanoseconds: [UInt64] = []
 }
 
 /// The loopback relay server: logs clients in (session.proto), routes one-to-one and group messages
@@ -107,24 +112,29 @@ final class RelayServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
     private let webSocketChannel: (any Channel)?
+    private let metricsChannel: (any Channel)?
     private let router: NIOLoopBound<Router>
 
     /// The port the relay listens on.
     let port: Int
     /// The port the relay accepts WebSocket connections on, if it does.
     let webSocketPort: Int?
+    /// The port of the relay's metrics endpoint (`GET /metrics`), if it has one.
+    let metricsPort: Int?
 
     private init(
         group: MultiThreadedEventLoopGroup, channel: any Channel, webSocketChannel: (any Channel)?,
-        router: NIOLoopBound<Router>
+        metricsChannel: (any Channel)?, router: NIOLoopBound<Router>
     ) {
         self.group = group
         self.eventLoop = channel.eventLoop
         self.channel = channel
         self.webSocketChannel = webSocketChannel
+        self.metricsChannel = metricsChannel
         self.router = router
         self.port = channel.localAddress?.port ?? 0
         self.webSocketPort = webSocketChannel.map { $0.localAddress?.port ?? 0 }
+        self.metricsPort = metricsChannel.map { $0.localAddress?.port ?? 0 }
     }
 
     /// Whether `host` names a loopback address (the relay listens nowhere else).
@@ -132,7 +142,9 @@ final class RelayServer: Sendable {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
-    /// Starts a relay on its own one-thread event loop group: opens and loads its store, then listens.
+    /// Starts a relay on its own one-thread event loop group: opens and loads its store, then listens
+    /// (and serves its metrics when ``RelayConfiguration/metricsPort`` is set). Its metrics are in a
+    /// registry of its own (``RelayMetrics``): relays in one process never share counts.
     /// - Throws: ``IMCodec/IMCodecError`` (`invalidArgument`) for a host that is not loopback or no
     ///   authenticator, and ``RelayStoreError`` for a store that is damaged or cannot be opened,
     ///   before any thread is started; the future fails when the relay cannot listen.
@@ -148,10 +160,11 @@ final class RelayServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         return loop.flatSubmit {
-            let queue = StoreQueue(store: handoff.store, eventLoop: loop)
+            let metrics = RelayMetrics()
+            let queue = StoreQueue(store: handoff.store, eventLoop: loop, commitDuration: metrics.storeCommitDuration)
             let router = Router(
                 eventLoop: loop, configuration: configuration, store: queue, state: handoff.state,
-                authenticator: authenticator)
+                authenticator: authenticator, metrics: metrics)
             return bind(configuration, group: group, loop: loop, router: router)
         }
     }
@@ -180,15 +193,26 @@ final class RelayServer: Sendable {
                     try sync.addHandler(RelayConnectionHandler(router: router, session: session))
                 }
             }
+        let registry = router.value.metrics.registry
         return bootstrap.bind(host: configuration.host, port: configuration.port)
             .flatMap { channel -> EventLoopFuture<RelayServer> in
-                guard let webSocketPort = configuration.webSocketPort else {
-                    return loop.makeSucceededFuture(
-                        RelayServer(group: group, channel: channel, webSocketChannel: nil, router: router))
-                }
-                return bindWebSocket(configuration, port: webSocketPort, loop: loop, router: router)
-                    .map { RelayServer(group: group, channel: channel, webSocketChannel: $0, router: router) }
-                    .flatMapError { error in channel.close().flatMapThrowing { throw error } }
+                let webSocket: EventLoopFuture<(any Channel)?> = configuration.webSocketPort.map {
+                    bindWebSocket(configuration, port: $0, loop: loop, router: router).map { Optional($0) }
+                } ?? loop.makeSucceededFuture(nil)
+                return webSocket.flatMap { webSocketChannel -> EventLoopFuture<RelayServer> in
+                    let metrics: EventLoopFuture<(any Channel)?> = configuration.metricsPort.map {
+                        MetricsHTTPHandler.bind(host: configuration.host, port: $0, loop: loop, registry: registry)
+                            .map { Optional($0) }
+                    } ?? loop.makeSucceededFuture(nil)
+                    return metrics.map { metricsChannel in
+                        RelayServer(
+                            group: group, channel: channel, webSocketChannel: webSocketChannel,
+                            metricsChannel: metricsChannel, router: router)
+                    }.flatMapError { error in
+                        let closed = webSocketChannel?.close() ?? loop.makeSucceededVoidFuture()
+                        return closed.flatMapThrowing { throw error }
+                    }
+                }.flatMapError { error in channel.close().flatMapThrowing { throw error } }
             }
             .flatMapError { error in
                 let pool = router.value.store.pool
@@ -268,13 +292,14 @@ final class RelayServer: Sendable {
     /// Completes when the listening socket closes.
     var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 
-    /// Shuts down gracefully: stops listening; commits everything already accepted and writes its
+    /// Shuts down gracefully: stops listening (and serving metrics); commits everything already accepted and writes its
     /// acks and forwards; tells every logged-in device `kicked_offline` (server shutdown) and closes
     /// every connection (``Router/shutDown()``); then stops the store thread and the event loop.
     /// `serve` runs it on SIGTERM and SIGINT.
     func shutdown() async throws {
         try? await channel.close()
         try? await webSocketChannel?.close()
+        try? await metricsChannel?.close()
         let pool = try? await eventLoop.flatSubmit { () -> EventLoopFuture<NIOThreadPool> in
             let pool = self.router.value.store.pool
             return self.router.value.shutDown().map { pool }
@@ -342,7 +367,7 @@ final class RelayConnectionHandler: ChannelInboundHandler {
         guard !started else { return }
         started = true
         router.opened(session)
-        router.configuration.log("accepted \(session.label)")
+        router.logger.info("accepted \(session.label)")
         let router = NIOLoopBound(self.router, eventLoop: context.eventLoop)
         let session = NIOLoopBound(self.session, eventLoop: context.eventLoop)
         loginTimer = context.eventLoop.scheduleTask(in: router.value.configuration.loginTimeout) {
@@ -352,7 +377,9 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        router.handle(Self.unwrapInboundIn(data), from: session)
+        let frame = Self.unwrapInboundIn(data)
+        router.metrics.frameIn(frame.payloadKind, session.transport)
+        router.handle(frame, from: session)
         if session.userID != nil, let timer = loginTimer {
             timer.cancel()
             loginTimer = nil

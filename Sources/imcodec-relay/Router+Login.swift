@@ -7,6 +7,7 @@ import NIOCore
 extension Router {
     /// Closes a connection whose first frame is not a good login, with a failed login result.
     func refuseLogin(_ session: Session, requestID: UInt64, code: Int32, reason: String) {
+        metrics.loginFailed(code: code)
         let answer = RelayProtocol.answer(.loginResult(LoginResult.with {
             $0.errorCode = code
             $0.errorDescription = "notLoggedIn: \(reason)"
@@ -67,7 +68,7 @@ extension Router {
         let device = DeviceKey(user: user, device: request.deviceID)
         // The same device logged in again: the older connection goes (other devices stay online).
         for previous in sessions[user] ?? [] where previous.deviceID == request.deviceID {
-            log("\(user) logged in again on device \"\(request.deviceID)\"; closing the older connection \(previous.label)")
+            logger.info("\(user) logged in again on device \"\(request.deviceID)\"; closing the older connection \(previous.label)")
             unregister(previous)
             previous.closing = true
             let kicked = Frame(.kickedOffline(KickedOffline.with {
@@ -88,10 +89,14 @@ extension Router {
         session.live = !request.streamResume
         let firstDevice = sessions[user] == nil
         sessions[user, default: []].append(session)
-        if firstDevice { stats.usersOnline += 1 }
+        if firstDevice {
+            stats.usersOnline += 1
+            metrics.usersOnline.increment()
+        }
         stats.logins += 1
+        metrics.loggedIn(session.transport)
         scheduleExpiry(session, at: expiry)
-        log("\(session.label) logged in (\(request.platform.protoName)\(request.streamResume ? ", resuming its stream" : ""))")
+        logger.info("\(session.label) logged in (\(request.platform.protoName)\(request.streamResume ? ", resuming its stream" : ""))")
         let stream = streams[user] ?? StreamState()
         var answer = LoginResult.with {
             $0.serverTimeMs = RelayProtocol.nowMs()
@@ -125,7 +130,7 @@ extension Router {
         session.expiry = eventLoop.scheduleTask(in: .milliseconds(Int64(min(delay, 365 * 86_400) * 1000))) {
             let (router, session) = bound.value
             guard !session.closing else { return }
-            router.log("\(session.label): token expired")
+            router.logger.info("\(session.label): token expired")
             router.unregister(session)
             session.closing = true
             let kicked = Frame(.kickedOffline(KickedOffline.with {

@@ -23,6 +23,7 @@ extension Router {
             ack.errorCode = code
             ack.errorDescription = description
             stats.acksSent += 1
+            metrics.ack(code: code)
             answer(Frame(.sendAck(ack)), to: session)
         }
         guard frame.senderID == user else {
@@ -61,6 +62,7 @@ extension Router {
             ack.seq = first.seq
             ack.serverTimeMs = first.serverTimeMs
             stats.acksSent += 1
+            metrics.ack(code: 0)
             answer(Frame(.sendAck(ack)), to: session)
             return
         }
@@ -87,8 +89,9 @@ extension Router {
         guard kept else {
             store.afterCommit {
                 self.stats.acksSent += 1
+                self.metrics.ack(code: 0)
                 self.write(Frame(.sendAck(ack)), to: session)
-                self.deliverLive(body, isMessage: true, sender: user, to: users, except: session)
+                self.deliverLive(body, kind: .message, sender: user, to: users, except: session)
                 self.flush()
             }
             return
@@ -113,8 +116,9 @@ extension Router {
             origin: DeviceKey(user: user, device: session.deviceID))
         store.afterCommit {
             self.stats.acksSent += 1
+            self.metrics.ack(code: 0)
             self.write(Frame(.sendAck(ack)), to: session)
-            self.deliver(body, isMessage: true, to: deliveries, except: session)
+            self.deliver(body, kind: .message, to: deliveries, except: session)
             self.flush()
         }
     }
@@ -165,7 +169,7 @@ extension Router {
             return
         }
         if frame.payloadKind == .typing {
-            deliverLive(frame.body, isMessage: false, sender: user, to: users.filter { $0 != user }, except: session)
+            deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)
             return
         }
         guard !isResentEvent(frame, from: session, user: user) else { return }
@@ -185,8 +189,9 @@ extension Router {
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }
         let body = frame.body
+        let kind = frame.payloadKind
         store.afterCommit {
-            self.deliver(body, isMessage: false, to: deliveries, except: session)
+            self.deliver(body, kind: kind, to: deliveries, except: session)
             self.flush()
         }
     }
@@ -279,7 +284,7 @@ extension Router {
             let deliveries = keep(.event(Array(buffer: frame.body)), for: target == user ? [user] : [target, user], origin: origin)
             let body = frame.body
             store.afterCommit {
-                self.deliver(body, isMessage: false, to: deliveries, except: session)
+                self.deliver(body, kind: .receipt, to: deliveries, except: session)
                 self.flush()
             }
         case .receipts(let batch)?:
@@ -298,7 +303,7 @@ extension Router {
                 }
                 let deliveries = keep(.event(Array(buffer: body)), for: target == user ? [user] : [target, user], origin: origin)
                 store.afterCommit {
-                    self.deliver(body, isMessage: false, to: deliveries, except: session)
+                    self.deliver(body, kind: .receipts, to: deliveries, except: session)
                     self.flush()
                 }
             }
@@ -319,7 +324,7 @@ extension Router {
         }
         let body = frame.body
         store.afterCommit {
-            self.deliverLive(body, isMessage: false, sender: user, to: [notice.recipientID], except: session)
+            self.deliverLive(body, kind: .systemNotice, sender: user, to: [notice.recipientID], except: session)
             if decoded.requestID != 0 { self.result(session, decoded.requestID) }
             self.flush()
         }

@@ -11,6 +11,7 @@ extension Router {
         let requestID = decoded.requestID
         switch payload {
         case .loginRequest:
+            metrics.loginFailed(code: RelayProtocol.LoginError.alreadyLoggedIn)
             answer(RelayProtocol.answer(.loginResult(LoginResult.with {
                 $0.errorCode = RelayProtocol.LoginError.alreadyLoggedIn
                 $0.errorDescription = "alreadyLoggedIn: this connection is logged in as \(user)"
@@ -22,7 +23,7 @@ extension Router {
                 $0.timeMs = RelayProtocol.nowMs()
             }), requestID: requestID), to: session)
         case .logout:
-            log("\(session.label) logged out")
+            logger.info("\(session.label) logged out")
             unregister(session)
             store.afterCommit {
                 guard !session.closing else { return }
@@ -50,8 +51,10 @@ extension Router {
             }
             self.answer(RelayProtocol.answer(.maxSeqResponse(answer), requestID: requestID), to: session)
         case .syncRequest(let request):
+            metrics.syncRequest(.syncRequest)
             sync(request, requestID: requestID, session: session, user: user)
         case .streamSyncRequest(let request):
+            metrics.syncRequest(.streamSyncRequest)
             streamSync(request, requestID: requestID, session: session, user: user)
         case .streamAck(let ack):
             let device = DeviceKey(user: user, device: session.deviceID)
@@ -179,7 +182,7 @@ extension Router {
             if !answer.hasMore, !session.live {
                 // Caught up: every kept frame after `head` is committed after this answer, so it is written live.
                 session.live = true
-                self.log("\(session.label) caught up with its stream at \(head)")
+                self.logger.debug("\(session.label) caught up with its stream at \(head)")
             }
             self.flush()
         }
@@ -231,7 +234,7 @@ extension Router {
             changed = members[key]?.remove(user) != nil
             belongs[user]?.remove(key)
         }
-        log("\(user) \(change.action == .join ? "joined" : "left") \(conversation.targetID)")
+        logger.info("\(user) \(change.action == .join ? "joined" : "left") \(conversation.targetID)")
         guard changed else {
             result(session, requestID)
             return
@@ -242,7 +245,7 @@ extension Router {
         let deliveries = keep(.event(Array(buffer: body)), for: reached, origin: DeviceKey(user: user, device: session.deviceID))
         result(session, requestID)
         store.afterCommit {
-            self.deliver(body, isMessage: false, to: deliveries, except: session)
+            self.deliver(body, kind: .membership, to: deliveries, except: session)
             self.flush()
         }
     }

@@ -1,6 +1,7 @@
 #if Tools
 import IMCodec
 import IMCodecNIO
+import Logging
 import NIOCore
 import NIOWebSocket
 
@@ -17,6 +18,10 @@ final class Router {
     let configuration: RelayConfiguration
     let store: StoreQueue
     let authenticator: RelayAuthenticator
+    /// The relay's metrics (``RelayMetrics``), updated where the things they count happen.
+    let metrics: RelayMetrics
+    /// Where connections, logins, closes and errors are logged (``RelayConfiguration/logger``).
+    let logger: Logger
     /// Called once when the store fails: the relay stops.
     var onFatal: (String) -> Void = { _ in }
 
@@ -53,12 +58,14 @@ final class Router {
 
     init(
         eventLoop: any EventLoop, configuration: RelayConfiguration, store: StoreQueue, state: StoredState,
-        authenticator: RelayAuthenticator
+        authenticator: RelayAuthenticator, metrics: RelayMetrics
     ) {
         self.eventLoop = eventLoop
         self.configuration = configuration
         self.store = store
         self.authenticator = authenticator
+        self.metrics = metrics
+        self.logger = configuration.logger
         self.uidPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
         self.wireDecoder = configuration.codec.makeWireDecoder()
         self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
@@ -91,13 +98,11 @@ final class Router {
             }
         }
         store.onFailure = { [unowned self] reason in
-            self.log("fatal: \(reason)")
+            self.logger.critical("fatal: \(reason)")
             self.closeAll()
             self.onFatal(reason)
         }
     }
-
-    func log(_ line: String) { configuration.log(line) }
 
     // MARK: Connections
 
@@ -105,15 +110,17 @@ final class Router {
         connections[ObjectIdentifier(session)] = session
         stats.connectionsAccepted += 1
         stats.connectionsOpen += 1
+        metrics.connectionOpened(session.transport)
     }
 
     func closed(_ session: Session) {
         guard connections.removeValue(forKey: ObjectIdentifier(session)) != nil else { return }
         stats.connectionsOpen -= 1
+        metrics.connectionClosed(session.transport)
         stats.peakInboundBufferedBytes = max(stats.peakInboundBufferedBytes, session.decoderStats.peakBufferedBytes)
         unregister(session)
         session.expiry?.cancel()
-        log("closed \(session.label)")
+        logger.info("closed \(session.label)")
         if session.wentOffline, let user = session.userID, sessions[user] == nil {
             // Told here, once the connection is gone, whatever closed it (error, logout, the peer).
             broadcastPresence(of: user)
@@ -131,6 +138,7 @@ final class Router {
         sessions[user] = list.isEmpty ? nil : list
         if list.isEmpty {
             stats.usersOnline -= 1
+            metrics.usersOnline.decrement()
             lastOnlineMs[user] = RelayProtocol.nowMs()
         }
         session.wentOffline = true
@@ -142,7 +150,6 @@ final class Router {
             copy.peakInboundBufferedBytes = max(copy.peakInboundBufferedBytes, session.decoderStats.peakBufferedBytes)
         }
         copy.storeCommits = store.commits
-        copy.storeCommitNanoseconds = store.commitNanoseconds
         return copy
     }
 
@@ -199,7 +206,8 @@ final class Router {
         guard !session.closing else { return }
         session.closing = true
         stats.closedByError[code, default: 0] += 1
-        log("closing \(session.label): \(code): \(reason)")
+        metrics.closedByError(code: code)
+        logger.notice("closing \(session.label): \(code): \(reason)")
         unregister(session)
         closeAfterWriting(last ?? RelayProtocol.errorFrame(code: code, reason: reason), session, code: code, reason: reason)
     }
@@ -214,6 +222,7 @@ final class Router {
         }
         var buffer = allocator.buffer(capacity: 128)
         buffer.writeFrame(frame)
+        metrics.frameOut(frame.payload?.kind, session.transport)
         channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
         // A peer that does not read cannot hold the connection open.
         channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
@@ -242,10 +251,12 @@ final class Router {
         guard !session.closing, !session.channel.isWritable else { return }
         session.closing = true
         stats.closedByError["slowConsumer", default: 0] += 1
+        metrics.closedByError(code: "slowConsumer")
+        metrics.slowConsumer(session.transport)
         if let pending = try? session.channel.syncOptions?.getOption(.bufferedWritableBytes) {
             stats.peakOutboundBufferedBytes = max(stats.peakOutboundBufferedBytes, pending)
         }
-        log("closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued")
+        logger.warning("closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued")
         unregister(session)
         session.announceClose(code: "slowConsumer", reason: "more than \(configuration.maxOutboundBytes) bytes queued")
         let channel = session.channel
@@ -254,9 +265,11 @@ final class Router {
 
     // MARK: Writing
 
-    func write(_ buffer: ByteBuffer, to session: Session) {
+    /// Queues `buffer`, a frame of `kind`, for `session` (flushed by ``flush()``).
+    func write(_ buffer: ByteBuffer, kind: Frame.Payload.Kind?, to session: Session) {
         guard !session.closing else { return }
         session.channel.write(buffer, promise: nil)
+        metrics.frameOut(kind, session.transport)
         if !session.needsFlush {
             session.needsFlush = true
             toFlush.append(session)
@@ -270,7 +283,7 @@ final class Router {
     func write(_ frame: Frame, to session: Session) {
         var buffer = allocator.buffer(capacity: 64)
         buffer.writeFrame(frame)
-        write(buffer, to: session)
+        write(buffer, kind: frame.payload?.kind, to: session)
     }
 
     /// Writes `frame` to `session` once everything queued before it is committed.
@@ -449,9 +462,10 @@ final class Router {
         Frame.with { $0.streamPosition = position }.serializedBytes()
     }
 
-    /// Writes a kept frame `body` to the live sessions of each delivery's user, but not to
+    /// Writes a kept frame `body` (of `kind`) to the live sessions of each delivery's user, but not to
     /// `origin` (the session that sent it). Messages get their direction for each user.
-    func deliver(_ body: ByteBuffer, isMessage: Bool, to deliveries: [Delivery], except origin: Session?) {
+    func deliver(_ body: ByteBuffer, kind: Frame.Payload.Kind?, to deliveries: [Delivery], except origin: Session?) {
+        let isMessage = kind == .message
         for delivery in deliveries {
             guard let list = sessions[delivery.user] else { continue }
             var out: ByteBuffer?
@@ -461,14 +475,17 @@ final class Router {
                     out = isMessage
                         ? record(body, delivery.sent ? sentSuffix : receivedSuffix, position) : record(body, position)
                 }
-                write(out!, to: session)
+                write(out!, kind: kind, to: session)
                 stats.framesForwarded += 1
             }
         }
     }
 
-    /// Writes a frame that is not kept to the live sessions of `users`, but not to `origin`.
-    func deliverLive(_ body: ByteBuffer, isMessage: Bool, sender: String, to users: [String], except origin: Session?) {
+    /// Writes a frame (of `kind`) that is not kept to the live sessions of `users`, but not to `origin`.
+    func deliverLive(
+        _ body: ByteBuffer, kind: Frame.Payload.Kind?, sender: String, to users: [String], except origin: Session?
+    ) {
+        let isMessage = kind == .message
         var received: ByteBuffer?
         var sent: ByteBuffer?
         for user in users {
@@ -484,7 +501,7 @@ final class Router {
                     out = received ?? record(body, receivedSuffix)
                     received = out
                 }
-                write(out, to: session)
+                write(out, kind: kind, to: session)
                 stats.framesForwarded += 1
             }
         }

@@ -6,7 +6,7 @@ import NIOCore
 /// One client connection.
 final class Session {
     /// How a client speaks to the relay.
-    enum Transport: String {
+    enum Transport: String, CaseIterable {
         /// Length-prefixed frames on a TCP connection.
         case tcp
         /// One frame per binary WebSocket message.

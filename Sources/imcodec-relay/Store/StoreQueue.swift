@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CoreMetrics
 import NIOCore
 import NIOPosix
 
@@ -57,14 +58,16 @@ final class StoreQueue {
     private(set) var failed = false
     /// Called once, on the loop, with the reason of the first failed commit or read.
     var onFailure: (String) -> Void = { _ in }
-    /// How long each commit took, in nanoseconds (the newest 1,024), for the relay's statistics.
-    private(set) var commitNanoseconds: [UInt64] = []
-    /// The number of commits and of batches' messages and stream entries committed.
+    /// Records how long each commit took (the histogram `imcodec_relay_store_commit_duration_seconds`),
+    /// on the loop as the commit completes.
+    private let commitDuration: CoreMetrics.Timer
+    /// The number of commits completed.
     private(set) var commits = 0
 
-    init(store: any RelayStore, eventLoop: any EventLoop) {
+    init(store: any RelayStore, eventLoop: any EventLoop, commitDuration: CoreMetrics.Timer) {
         self.store = store
         self.eventLoop = eventLoop
+        self.commitDuration = commitDuration
         self.pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
     }
@@ -137,8 +140,7 @@ final class StoreQueue {
             switch result {
             case .success(let nanoseconds):
                 queue.commits += 1
-                if queue.commitNanoseconds.count == 1024 { queue.commitNanoseconds.removeFirst() }
-                queue.commitNanoseconds.append(nanoseconds)
+                queue.commitDuration.recordNanoseconds(Int64(nanoseconds))
                 for step in bound.value.steps { step() }
                 queue.start()
             case .failure(let error):
