@@ -44,6 +44,8 @@ let package = Package(
         // The relay's durable store (SQLite, Debian's libsqlite3-dev) and its login tokens (JWT).
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // TLS for the relay's TCP and WebSocket listeners.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // The relay's graceful shutdown on SIGTERM and SIGINT, and its logs.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -121,6 +123,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
                 .product(name: "GRDB", package: "GRDB.swift", condition: tools),
                 .product(name: "JWTKit", package: "jwt-kit", condition: tools),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: tools),
                 .product(name: "Logging", package: "swift-log", condition: tools),
                 .product(name: "CoreMetrics", package: "swift-metrics", condition: tools),
@@ -142,6 +145,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: tools),
                 .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
                 .product(name: "Logging", package: "swift-log", condition: tools),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
             ]
         ),
         // One decode measured in a process of its own, for HardeningTests' heap bounds.

@@ -132,10 +132,20 @@ func readTextFile(_ path: String) throws -> String {
 extension RelayCommand {
     /// `imcodec-relay serve`.
     struct Serve: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Run the relay server on loopback.")
+        static let configuration = CommandConfiguration(
+            abstract: "Run the relay server (on loopback, or anywhere with TLS).")
 
-        @Option(help: "The loopback address to listen on.")
+        @Option(help: "The address to listen on. Other than loopback it needs --tls-cert and --tls-key (or --insecure-no-tls).")
         var host = "127.0.0.1"
+
+        @Option(help: "A PEM certificate chain: TLS on the TCP port and wss:// on the WebSocket port (with --tls-key).")
+        var tlsCert: String?
+
+        @Option(help: "The PEM private key of --tls-cert.")
+        var tlsKey: String?
+
+        @Flag(help: "Listen on a non-loopback --host without TLS: every frame and login token crosses the network in the clear.")
+        var insecureNoTls = false
 
         @Option(help: "The port to listen on (0 picks a free one and prints it).")
         var port = 7070
@@ -194,7 +204,11 @@ extension RelayCommand {
         }
 
         func validate() throws {
-            guard RelayServer.isLoopback(host) else { throw ValidationError("the relay listens on loopback only") }
+            guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+            guard RelayServer.isLoopback(host) || tlsCert != nil || insecureNoTls else {
+                throw ValidationError(
+                    "--host \(host) is not loopback: give --tls-cert and --tls-key, or --insecure-no-tls to listen in the clear")
+            }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard store == "sqlite" || store == "memory" else { throw ValidationError("--store is sqlite or memory") }
@@ -219,6 +233,15 @@ extension RelayCommand {
         func run() throws {
             var configuration = RelayConfiguration()
             configuration.host = host
+            configuration.allowsPlaintextOffLoopback = insecureNoTls
+            if let tlsCert, let tlsKey {
+                do {
+                    configuration.tls = try RelayTLS(certificateFile: tlsCert, keyFile: tlsKey)
+                } catch {
+                    emitError("imcodec-relay: \(error)")
+                    throw ExitCode.failure
+                }
+            }
             configuration.port = port
             configuration.webSocketPort = websocketPort
             configuration.metricsPort = metricsPort
@@ -273,10 +296,12 @@ extension RelayCommand {
             }
             emit("relay store: \(store == "sqlite" ? files.databasePath : "memory (lost on exit)")")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
-            emit("relay listening on \(host):\(server.port)" + (groupList.isEmpty ? "" : "; groups \(groupList)"))
+            emit(
+                "relay listening on \(host):\(server.port)" + (configuration.tls == nil ? "" : " (TLS)")
+                    + (groupList.isEmpty ? "" : "; groups \(groupList)"))
             func authority(_ port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
             if let webSocketPort = server.webSocketPort {
-                emit("relay accepting WebSocket on ws://\(authority(webSocketPort))/")
+                emit("relay accepting WebSocket on \(configuration.tls == nil ? "ws" : "wss")://\(authority(webSocketPort))/")
             }
             if let metricsPort = server.metricsPort {
                 emit("relay metrics on http://\(authority(metricsPort))\(MetricsHTTPHandler.path)")
@@ -338,7 +363,7 @@ extension RelayCommand {
         var linger: Double = 1
 
         func validate() throws {
-            guard RelayServer.isLoopback(host) else { throw ValidationError("the relay is on loopback only") }
+            guard RelayServer.isLoopback(host) else { throw ValidationError("chat connects to loopback only (it has no TLS)") }
             guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
         }
 

@@ -9,8 +9,13 @@ import NIOWebSocket
 
 /// How a ``RelayServer`` listens and what it tolerates from a client.
 struct RelayConfiguration: Sendable {
-    /// The address to listen on; only loopback addresses are accepted.
+    /// The address to listen on. An address other than loopback needs ``tls`` (or
+    /// ``allowsPlaintextOffLoopback``).
     var host = "127.0.0.1"
+    /// TLS for both listeners (`--tls-cert`, `--tls-key`), or `nil` for plain TCP and `ws://`.
+    var tls: RelayTLS?
+    /// Listen on an address other than loopback without TLS (`--insecure-no-tls`).
+    var allowsPlaintextOffLoopback = false
     /// The port to listen on; 0 picks a free one (see ``RelayServer/port``).
     var port = 7070
     /// The port to accept WebSocket connections on (same host), or `nil` for none; 0 picks a free
@@ -97,7 +102,7 @@ struct RelayStats: Sendable {
     var storeCommits = 0
 }
 
-/// The loopback relay server: logs clients in (session.proto), routes one-to-one and group messages
+/// The relay server: logs clients in (session.proto), routes one-to-one and group messages
 /// on the fast path (``IMCodecNIO/InboundFrame``), acknowledges every message, keeps the stamped
 /// messages of each conversation in memory for sync (resume after a reconnect, offline delivery),
 /// answers pings, joins and leaves, tells presence to subscribers, and forwards receipts, recalls,
@@ -137,21 +142,31 @@ final class RelayServer: Sendable {
         self.metricsPort = metricsChannel.map { $0.localAddress?.port ?? 0 }
     }
 
-    /// Whether `host` names a loopback address (the relay listens nowhere else).
+    /// Whether `host` names a loopback address (where the relay may listen without TLS).
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Refuses to listen in the clear anywhere but loopback.
+    /// - Throws: ``IMCodec/IMCodecError`` (`invalidArgument`) for a non-loopback host without TLS,
+    ///   unless ``RelayConfiguration/allowsPlaintextOffLoopback``.
+    static func checkTransport(_ configuration: RelayConfiguration) throws {
+        guard isLoopback(configuration.host) || configuration.tls != nil || configuration.allowsPlaintextOffLoopback
+        else {
+            throw IMCodecError.invalidArgument(
+                "listening on \(configuration.host), which is not loopback, needs TLS (--tls-cert and --tls-key), "
+                    + "or --insecure-no-tls to accept clients in the clear")
+        }
     }
 
     /// Starts a relay on its own one-thread event loop group: opens and loads its store, then listens
     /// (and serves its metrics when ``RelayConfiguration/metricsPort`` is set). Its metrics are in a
     /// registry of its own (``RelayMetrics``): relays in one process never share counts.
-    /// - Throws: ``IMCodec/IMCodecError`` (`invalidArgument`) for a host that is not loopback or no
+    /// - Throws: ``IMCodec/IMCodecError`` (`invalidArgument`) for a non-loopback host without TLS or no
     ///   authenticator, and ``RelayStoreError`` for a store that is damaged or cannot be opened,
     ///   before any thread is started; the future fails when the relay cannot listen.
     static func start(_ configuration: RelayConfiguration) throws -> EventLoopFuture<RelayServer> {
-        guard isLoopback(configuration.host) else {
-            throw IMCodecError.invalidArgument("the relay listens on loopback only, not \(configuration.host)")
-        }
+        try checkTransport(configuration)
         guard let authenticator = configuration.authenticator else {
             throw IMCodecError.invalidArgument("the relay needs an authenticator to check login tokens")
         }
@@ -188,6 +203,7 @@ final class RelayServer: Sendable {
                     let router = router.value
                     let session = Session(channel: channel, transport: .tcp)
                     let sync = channel.pipeline.syncOperations
+                    try configuration.tls?.addHandler(to: sync)
                     try sync.addHandler(FrameDeadlineHandler(maxFrameWait: frameWait))
                     try sync.addInboundFrameDecoder(options: codec, stats: session.decoderStats)
                     try sync.addHandler(RelayConnectionHandler(router: router, session: session))
@@ -269,6 +285,7 @@ final class RelayServer: Sendable {
                             }
                         })
                     let sync = channel.pipeline.syncOperations
+                    try configuration.tls?.addHandler(to: sync)
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
                     try sync.addHandler(UpgradeRequiredHandler(), name: UpgradeRequiredHandler.name)

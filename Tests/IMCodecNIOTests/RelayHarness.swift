@@ -4,6 +4,7 @@ import IMCodecNIO
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Testing
 
 @testable import imcodec_relay
@@ -171,14 +172,20 @@ struct TestClient: Sendable {
     }
 
     /// Connects to a relay on 127.0.0.1:`port` (see ``connect(to:as:group:deviceID:lastSeen:streamResume:streamPosition:)``).
+    /// With `tls`, the connection is TLS, checking the relay's certificate for `localhost`.
     static func connect(
         port: Int, as user: String?, group: any EventLoopGroup, deviceID: String = "",
-        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0
+        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0,
+        tls: NIOSSLContext? = nil
     ) async throws -> TestClient {
         let collector = FrameCollector()
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls, serverHostname: "localhost"))
+                    }
                     try channel.pipeline.syncOperations.addFrameCodec()
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }

@@ -5,6 +5,7 @@ import IMCodecNIO
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Testing
 
 @testable import imcodec_relay
@@ -52,10 +53,11 @@ struct RawWebSocketClient: Sendable {
     let collector: ByteCollector
 
     /// Connects to the relay's WebSocket port and completes the upgrade handshake.
+    /// With `tls`, over TLS (`wss://`), checking the relay's certificate for `localhost`.
     static func connect(
-        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil
+        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil, tls: NIOSSLContext? = nil
     ) async throws -> RawWebSocketClient {
-        let client = try await connectRaw(to: server, group: group, receiveBuffer: receiveBuffer)
+        let client = try await connectRaw(to: server, group: group, receiveBuffer: receiveBuffer, tls: tls)
         var request = ByteBuffer()
         request.writeString(
             "GET /chat HTTP/1.1\r\nHost: 127.0.0.1:\(server.webSocketPort ?? 0)\r\nUpgrade: websocket\r\n"
@@ -73,7 +75,7 @@ struct RawWebSocketClient: Sendable {
 
     /// Connects to the WebSocket port without a handshake.
     static func connectRaw(
-        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil
+        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil, tls: NIOSSLContext? = nil
     ) async throws -> RawWebSocketClient {
         let collector = ByteCollector()
         var bootstrap = ClientBootstrap(group: group)
@@ -82,7 +84,13 @@ struct RawWebSocketClient: Sendable {
         }
         let channel = try await bootstrap
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls, serverHostname: "localhost"))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                }
             }
             .connect(host: "127.0.0.1", port: try #require(server.webSocketPort)).get()
         return RawWebSocketClient(channel: channel, collector: collector)
