@@ -2,7 +2,7 @@ internal import CIMCodecRuntime
 internal import CProtobufC
 
 /// Reads what protobuf-c keeps beside a message's fields (used by the generated views).
-enum _CRead {
+enum CRead {
     /// The unknown fields protobuf-c kept, as wire bytes (tag, then the value as it came).
     ///
     /// A field numbered `IMCODEC_WRAPPER_FIELD_NUMBER` is a wrapper made by imcodec_transcode (see
@@ -80,7 +80,7 @@ public struct _ProtobufCDescriptor: @unchecked Sendable {
 /// A protobuf-c message living in an arena (implementation detail of the generated code).
 public struct _ProtobufCMessage {
     let raw: UnsafeMutableRawPointer
-    /// How deep it nests (the top level is 1): what converting it recurses (see ``_DecodeStack``).
+    /// How deep it nests (the top level is 1): what converting it recurses (see ``DecodeStack``).
     @usableFromInline let depth: Int
 
     init<T>(_ pointer: UnsafeMutablePointer<T>, depth: Int = DecodingOptions.maxDepthCap) {

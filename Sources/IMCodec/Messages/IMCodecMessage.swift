@@ -41,7 +41,7 @@ extension IMCodecMessage {
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
     public init(serializedBytes: [UInt8], options: DecodingOptions = DecodingOptions()) throws(IMCodecError) {
-        self = try _DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
+        self = try DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
     }
 
     /// Decodes a message from any collection of bytes (`Data`, `ArraySlice<UInt8>`, ...); see
@@ -50,7 +50,7 @@ extension IMCodecMessage {
     @inlinable
     public init<Bytes: Collection>(serializedBytes: Bytes, options: DecodingOptions = DecodingOptions())
     throws(IMCodecError) where Bytes.Element == UInt8 {
-        self = try _DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
+        self = try DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
     }
 
     /// Encodes the message to canonical protobuf wire bytes: fields in number order, map entries
