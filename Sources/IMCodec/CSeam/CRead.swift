@@ -61,39 +61,3 @@ enum CRead {
         return UnsafeBufferPointer(rebasing: bytes[prefix...])
     }
 }
-
-/// A protobuf-c message descriptor (implementation detail of the generated code).
-public struct _ProtobufCDescriptor: @unchecked Sendable {
-    // Points at a `const` descriptor in the generated C code: immutable static data.
-    let pointer: UnsafePointer<ProtobufCMessageDescriptor>
-
-    /// Finds the descriptor of `T` by running its generated init function on scratch memory: the
-    /// init function stores the address of the real descriptor in the message's `base`.
-    init<T>(_ type: T.Type, _ initialize: (UnsafeMutablePointer<T>?) -> Void) {
-        let scratch = UnsafeMutablePointer<T>.allocate(capacity: 1)
-        defer { scratch.deallocate() }
-        initialize(scratch)
-        pointer = UnsafeRawPointer(scratch).load(as: UnsafePointer<ProtobufCMessageDescriptor>.self)
-    }
-}
-
-/// A protobuf-c message living in an arena (implementation detail of the generated code).
-public struct _ProtobufCMessage {
-    let raw: UnsafeMutableRawPointer
-    /// How deep it nests (the top level is 1): what converting it recurses (see ``DecodeStack``).
-    @usableFromInline let depth: Int
-
-    init<T>(_ pointer: UnsafeMutablePointer<T>, depth: Int = DecodingOptions.maxDepthCap) {
-        raw = UnsafeMutableRawPointer(pointer)
-        self.depth = depth
-    }
-
-    init(_ message: UnsafeMutablePointer<ProtobufCMessage>, depth: Int = DecodingOptions.maxDepthCap) {
-        raw = UnsafeMutableRawPointer(message)
-        self.depth = depth
-    }
-
-    func pointer<T>(to type: T.Type) -> UnsafePointer<T> { UnsafePointer(raw.assumingMemoryBound(to: T.self)) }
-
-    var base: UnsafeMutablePointer<ProtobufCMessage> { raw.assumingMemoryBound(to: ProtobufCMessage.self) }
-}
