@@ -37,7 +37,6 @@ public struct _WireWriter: ~Copyable {
 
     /// Creates a writer that fills `scratch` first (no allocation) and moves to the heap only if
     /// the message outgrows it. `scratch` must outlive the writer.
-    @usableFromInline
     init(scratch: UnsafeMutableRawBufferPointer) {
         if let base = scratch.baseAddress, scratch.count >= 16 {
             buffer = base
