@@ -22,6 +22,6 @@ def _print_with_view(p, schema, full):
     with p.indent():
         p.line("_ type: %s.Type, _ bytes: Bytes, _ body: (%s.View) throws -> R" % (name, name))
     with p.block(") throws -> R where Bytes.Element == UInt8 {"):
-        call = "try _DecodePipeline.withMessage(%s._protobufCDescriptor, bytes, options: options, arena: _arena()) {"
+        call = "try DecodePipeline.withMessage(%s._protobufCDescriptor, bytes, options: options, arena: _arena()) {"
         with p.block(call % name, "}.get()"):
             p.line("message in Result { try body(%s.View(_message: message)) }" % name)

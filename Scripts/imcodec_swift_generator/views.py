@@ -44,7 +44,7 @@ def print_view_extension(p, schema, full):
 def _print_value_from_view(p, schema, m, ctype):
     """`init(_viewOf:depth:)`: every field of the value read through the view's accessors."""
     p.line("/// Copies the message at `raw` (a `%s`) into a value, through its view; recurses" % ctype)
-    p.line("/// once per nesting level (callers run it where ``_DecodeStack`` says).")
+    p.line("/// once per nesting level (callers run it where ``DecodeStack`` says).")
     with p.block("init(_viewOf raw: UnsafeRawPointer, depth: Int) {"):
         p.line("let v = View(_raw: raw, depth: depth)")
         p.line("self.init()")
@@ -86,13 +86,13 @@ def _print_view(p, schema, full):
         p.line("public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }")
         p.line()
         p.line("/// The fields this schema does not know, as wire bytes (copied).")
-        p.line("public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }")
+        p.line("public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }")
         p.line()
-        p.line("/// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).")
+        p.line("/// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).")
         with p.block("public func materialize() -> %s {" % name):
             p.line("let raw = _raw")
             p.line("let depth = _depth")
-            p.line("return (try? _DecodeStack.run(depth: depth) { %s(_viewOf: raw, depth: depth) })" % name)
+            p.line("return (try? DecodeStack.run(depth: depth) { %s(_viewOf: raw, depth: depth) })" % name)
             with p.indent():
                 p.line("?? %s(_viewOf: raw, depth: depth)" % name)
 

@@ -18,14 +18,6 @@ extern "C" {
 
 extern const ProtobufCBinaryData imcodec_string_as_bytes_default;
 
-// The Swift views read strings, lists of strings and map entries without importing C
-// (Sources/IMCodec/Views/FieldViews.swift, `_BinaryData`): they count on this layout.
-#include <stddef.h>
-_Static_assert(sizeof(size_t) == sizeof(void *), "the string views assume size_t and pointers of one size");
-_Static_assert(offsetof(ProtobufCBinaryData, len) == 0, "the string views read len first");
-_Static_assert(offsetof(ProtobufCBinaryData, data) == sizeof(size_t), "the string views read data after len");
-_Static_assert(sizeof(ProtobufCBinaryData) == 2 * sizeof(size_t), "the string views step 2 words per element");
-
 /// Whether `field` is a schema `string` stored as bytes (see above).
 static inline int imcodec_field_is_utf8_bytes(const ProtobufCFieldDescriptor *field) {
     return field->type == PROTOBUF_C_TYPE_BYTES && field->default_value == &imcodec_string_as_bytes_default;

@@ -1,12 +1,16 @@
 internal import CIMCodecRuntime
 internal import CProtobufC
 
-/// An arena that protobuf-c allocates from while IMCodec decodes or encodes (implementation detail).
+/// An arena that protobuf-c allocates from while IMCodec decodes or encodes.
 ///
 /// Wraps `imcodec_arena` (Sources/CIMCodecRuntime/arena.c). Everything allocated in it dies at the
 /// next ``reset()`` or when the arena is released, so nothing that points into it may outlive the
 /// scope that uses it: decoding copies every value out into Swift before it returns.
-public final class _Arena {
+///
+/// `@usableFromInline` (not public): the inlinable decode entry points pass a ``WireDecoder``'s
+/// arena to ``DecodePipeline``, and never look inside it.
+@usableFromInline
+final class Arena {
     let raw: OpaquePointer
     /// The cap last set (``setMaxBytes(_:)``), or the one given at creation.
     private(set) var maxBytes: Int

@@ -2,7 +2,7 @@ internal import CIMCodecRuntime
 internal import CProtobufC
 
 /// Reads what protobuf-c keeps beside a message's fields (used by the generated views).
-enum _CRead {
+enum CRead {
     /// The unknown fields protobuf-c kept, as wire bytes (tag, then the value as it came).
     ///
     /// A field numbered `IMCODEC_WRAPPER_FIELD_NUMBER` is a wrapper made by imcodec_transcode (see
@@ -60,40 +60,4 @@ enum _CRead {
         guard WireFormat.readVarint(bytes, &prefix, maxBytes: 5) != nil else { return nil }
         return UnsafeBufferPointer(rebasing: bytes[prefix...])
     }
-}
-
-/// A protobuf-c message descriptor (implementation detail of the generated code).
-public struct _ProtobufCDescriptor: @unchecked Sendable {
-    // Points at a `const` descriptor in the generated C code: immutable static data.
-    let pointer: UnsafePointer<ProtobufCMessageDescriptor>
-
-    /// Finds the descriptor of `T` by running its generated init function on scratch memory: the
-    /// init function stores the address of the real descriptor in the message's `base`.
-    init<T>(_ type: T.Type, _ initialize: (UnsafeMutablePointer<T>?) -> Void) {
-        let scratch = UnsafeMutablePointer<T>.allocate(capacity: 1)
-        defer { scratch.deallocate() }
-        initialize(scratch)
-        pointer = UnsafeRawPointer(scratch).load(as: UnsafePointer<ProtobufCMessageDescriptor>.self)
-    }
-}
-
-/// A protobuf-c message living in an arena (implementation detail of the generated code).
-public struct _ProtobufCMessage {
-    let raw: UnsafeMutableRawPointer
-    /// How deep it nests (the top level is 1): what converting it recurses (see ``_DecodeStack``).
-    @usableFromInline let depth: Int
-
-    init<T>(_ pointer: UnsafeMutablePointer<T>, depth: Int = DecodingOptions.maxDepthCap) {
-        raw = UnsafeMutableRawPointer(pointer)
-        self.depth = depth
-    }
-
-    init(_ message: UnsafeMutablePointer<ProtobufCMessage>, depth: Int = DecodingOptions.maxDepthCap) {
-        raw = UnsafeMutableRawPointer(message)
-        self.depth = depth
-    }
-
-    func pointer<T>(to type: T.Type) -> UnsafePointer<T> { UnsafePointer(raw.assumingMemoryBound(to: T.self)) }
-
-    var base: UnsafeMutablePointer<ProtobufCMessage> { raw.assumingMemoryBound(to: ProtobufCMessage.self) }
 }

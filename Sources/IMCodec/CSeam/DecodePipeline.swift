@@ -11,7 +11,7 @@ internal import CProtobufC
 /// - Arena: a new one whose first block is sized from the estimate (`firstBlockSize`), or a
 ///   ``WireDecoder``'s, which it reuses from input to input.
 /// - Unpack: `WireCodec.unpack` caps the arena, runs protobuf-c (through the transcoder when the
-///   input needs it) where the stack is deep enough (``_DecodeStack``), and refuses a frame for
+///   input needs it) where the stack is deep enough (``DecodeStack``), and refuses a frame for
 ///   newer readers unless ``DecodingOptions/acceptsNewerFrames``.
 /// - Hand-over: `body` gets the message, which lives in the arena and is valid only during the
 ///   call. Afterwards a reused arena is reset, whether `body` returned or threw, and a new one is
@@ -28,7 +28,7 @@ internal import CProtobufC
 /// conversion to a Swift value (or the body of `withFrameView`) is specialized in the caller's
 /// module; the work with C pointers stays behind them.
 @usableFromInline
-enum _DecodePipeline {
+enum DecodePipeline {
     /// What the pre-scan and protobuf-c made of an input (for callers inside the library that need
     /// more than the message: ``ServerStamp``'s field count, `DecodeProbe`'s accounting).
     struct Unpacked {
@@ -37,7 +37,7 @@ enum _DecodePipeline {
         /// The pre-scan of the input.
         let scan: imcodec_scan_result
         /// The arena the message lives in.
-        let arena: _Arena
+        let arena: Arena
     }
 
     // MARK: Arenas
@@ -56,8 +56,8 @@ enum _DecodePipeline {
 
     /// The arena a ``WireDecoder`` keeps between inputs: a first block of `blockSize` bytes, no cap
     /// until an input sets one.
-    static func reusableArena(blockSize: Int) throws(IMCodecError) -> _Arena {
-        try _Arena(firstBlockSize: blockSize)
+    static func reusableArena(blockSize: Int) throws(IMCodecError) -> Arena {
+        try Arena(firstBlockSize: blockSize)
     }
 
     // MARK: Wire bytes
@@ -70,15 +70,15 @@ enum _DecodePipeline {
     /// (for `DecodeProbe`).
     static func unpack(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena reused: _Arena?, alwaysEstimate: Bool = false
+        arena reused: Arena?, alwaysEstimate: Bool = false
     ) throws(IMCodecError) -> Unpacked {
         do throws(IMCodecError) {
             let scan = try WireCodec.scan(descriptor, buffer, options: options, alwaysEstimate: alwaysEstimate)
-            let arena: _Arena
+            let arena: Arena
             if let reused {
                 arena = reused
             } else {
-                arena = try _Arena(firstBlockSize: firstBlockSize(scan: scan, inputSize: buffer.count))
+                arena = try Arena(firstBlockSize: firstBlockSize(scan: scan, inputSize: buffer.count))
             }
             let message = try WireCodec.unpack(descriptor, buffer, scan: scan, options: options, arena: arena)
             return Unpacked(message: message, scan: scan, arena: arena)
@@ -92,8 +92,8 @@ enum _DecodePipeline {
     /// and the arena that holds it.
     @usableFromInline
     static func unpackMessage(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: _Arena?
-    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: _Arena) {
+        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: Arena?
+    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: Arena) {
         let unpacked = try unpack(descriptor, buffer, options: options, arena: arena)
         return (unpacked.message, unpacked.arena)
     }
@@ -103,7 +103,7 @@ enum _DecodePipeline {
     /// makes a new one for this input, released afterwards.
     static func withUnpacked<R>(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena reused: _Arena?, alwaysEstimate: Bool = false, _ body: (Unpacked) throws(IMCodecError) -> R
+        arena reused: Arena?, alwaysEstimate: Bool = false, _ body: (Unpacked) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let unpacked = try unpack(descriptor, buffer, options: options, arena: reused, alwaysEstimate: alwaysEstimate)
         defer { reused?.reset() }
@@ -114,10 +114,10 @@ enum _DecodePipeline {
     /// array (not generic either).
     @usableFromInline
     static func unpackMessage(
-        _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions, arena: _Arena?
-    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: _Arena) {
+        _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions, arena: Arena?
+    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: Arena) {
         var failure: IMCodecError?
-        let unpacked: (message: _ProtobufCMessage, arena: _Arena)? = bytes.withUnsafeBytes { buffer in
+        let unpacked: (message: _ProtobufCMessage, arena: Arena)? = bytes.withUnsafeBytes { buffer in
             do throws(IMCodecError) {
                 return try unpackMessage(descriptor, buffer, options: options, arena: arena)
             } catch {
@@ -133,8 +133,8 @@ enum _DecodePipeline {
     /// bytes (copied when it is not contiguous).
     @inlinable
     static func unpackMessage<Bytes: Collection>(
-        _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions, arena: _Arena?
-    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: _Arena) where Bytes.Element == UInt8 {
+        _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions, arena: Arena?
+    ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: Arena) where Bytes.Element == UInt8 {
         try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) in
             try unpackMessage(descriptor, buffer, options: options, arena: arena)
         }
@@ -149,7 +149,7 @@ enum _DecodePipeline {
     @inlinable
     static func withMessage<R>(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        arena reused: Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let (message, arena) = try unpackMessage(descriptor, buffer, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -160,7 +160,7 @@ enum _DecodePipeline {
     @inlinable
     static func withMessage<R>(
         _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions,
-        arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        arena reused: Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let (message, arena) = try unpackMessage(descriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -171,7 +171,7 @@ enum _DecodePipeline {
     @inlinable
     static func withMessage<Bytes: Collection, R>(
         _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions,
-        arena reused: _Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        arena reused: Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R where Bytes.Element == UInt8 {
         let (message, arena) = try unpackMessage(descriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -181,7 +181,7 @@ enum _DecodePipeline {
     /// After the hand-over: a decoder's arena is reset; a new one is released (kept alive until
     /// here, since the message lived in it).
     @inlinable
-    static func release(_ arena: _Arena, reused: _Arena?) {
+    static func release(_ arena: Arena, reused: Arena?) {
         if let reused { reused.reset() } else { withExtendedLifetime(arena) {} }
     }
 
@@ -189,7 +189,7 @@ enum _DecodePipeline {
     /// message where the stack is deep enough for it.
     @inlinable
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, _ bytes: [UInt8], options: DecodingOptions, arena reused: _Arena?
+        _ type: M.Type, _ bytes: [UInt8], options: DecodingOptions, arena reused: Arena?
     ) throws(IMCodecError) -> M {
         let (message, arena) = try unpackMessage(M._protobufCDescriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -199,7 +199,7 @@ enum _DecodePipeline {
     /// `decode` from raw memory.
     @inlinable
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena reused: _Arena?
+        _ type: M.Type, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena reused: Arena?
     ) throws(IMCodecError) -> M {
         let (message, arena) = try unpackMessage(M._protobufCDescriptor, buffer, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -209,7 +209,7 @@ enum _DecodePipeline {
     /// `decode` from any collection of bytes.
     @inlinable
     static func decode<M: IMCodecMessage, Bytes: Collection>(
-        _ type: M.Type, _ bytes: Bytes, options: DecodingOptions, arena reused: _Arena?
+        _ type: M.Type, _ bytes: Bytes, options: DecodingOptions, arena reused: Arena?
     ) throws(IMCodecError) -> M where Bytes.Element == UInt8 {
         let (message, arena) = try unpackMessage(M._protobufCDescriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -219,7 +219,7 @@ enum _DecodePipeline {
     /// The Swift value of `message`, converted where the stack is deep enough for it.
     @inlinable
     static func value<M: IMCodecMessage>(_ message: _ProtobufCMessage) throws(IMCodecError) -> M {
-        try _DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
+        try DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
     }
 
     // MARK: JSON
@@ -234,14 +234,14 @@ enum _DecodePipeline {
     /// ``DecodingOptions`` give input of that size.
     static func withParsed<R>(
         _ descriptor: _ProtobufCDescriptor, inputSize: Int, depth: Int, acceptsNewerFrames: Bool,
-        build: (_Arena) throws(IMCodecError) -> UnsafeMutableRawPointer,
+        build: (Arena) throws(IMCodecError) -> UnsafeMutableRawPointer,
         _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
-        let arena = try _Arena(
+        let arena = try Arena(
             firstBlockSize: usualBlockSize(inputSize: inputSize, bytesPerInputByte: 2),
             maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: inputSize))
         return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in
-            try _DecodeStack.run(depth: depth) { () throws(IMCodecError) -> R in
+            try DecodeStack.run(depth: depth) { () throws(IMCodecError) -> R in
                 let message = try build(arena)
                 if !acceptsNewerFrames { try WireCodec.checkReaderVersion(descriptor, UnsafeRawPointer(message)) }
                 return try body(_ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
@@ -257,7 +257,7 @@ extension WireDecoder {
     func withCheckedFrame<R>(
         _ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView, _ fieldCount: Int) -> R
     ) throws(IMCodecError) -> R {
-        try _DecodePipeline.withUnpacked(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
+        try DecodePipeline.withUnpacked(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
             body(FrameView(_message: $0.message), $0.scan.field_count)
         }
     }

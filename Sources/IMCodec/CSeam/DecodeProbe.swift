@@ -34,7 +34,7 @@ package struct DecodeAccounting: Sendable, Hashable {
 package enum DecodeProbe {
     /// No input of `count` bytes has an estimate above `count * perByte + fixed` bytes; shorter
     /// inputs than the limit allows by this bound are scanned without the estimate.
-    package static var bound: (perByte: Int, fixed: Int) { _ValueCost.bound }
+    package static var bound: (perByte: Int, fixed: Int) { ValueCost.bound }
 
     /// Decodes like `M(serializedBytes:options:)`, through the same pipeline, and reports the
     /// estimate (made even for input too short to pass the limit) and the arena's use.
@@ -42,7 +42,7 @@ package enum DecodeProbe {
         _ type: M.Type, from bytes: [UInt8], options: DecodingOptions = DecodingOptions()
     ) throws(IMCodecError) -> (M, DecodeAccounting) {
         try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> (M, DecodeAccounting) in
-            try _DecodePipeline.withUnpacked(M._protobufCDescriptor, buffer, options: options, arena: nil, alwaysEstimate: true) {
+            try DecodePipeline.withUnpacked(M._protobufCDescriptor, buffer, options: options, arena: nil, alwaysEstimate: true) {
                 (unpacked) throws(IMCodecError) -> (M, DecodeAccounting) in
                 let scan = unpacked.scan
                 let arena = unpacked.arena
@@ -50,7 +50,7 @@ package enum DecodeProbe {
                     estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
                     arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
                     wrappedFields: scan.wrap_count, mergedFields: scan.merge_count, arenaCap: arena.maxBytes)
-                let value: M = try _DecodePipeline.value(unpacked.message)
+                let value: M = try DecodePipeline.value(unpacked.message)
                 return (value, accounting)
             }
         }

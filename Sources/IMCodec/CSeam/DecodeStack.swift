@@ -20,7 +20,7 @@ import Darwin
 /// new thread whose stack is made that large, and the caller waits for it. Deep input is rare in
 /// IM traffic, so the common case costs one comparison.
 @usableFromInline
-enum _DecodeStack {
+enum DecodeStack {
     /// Stack one nesting level may take in the recursive steps: protobuf-c takes about 1 KiB, the
     /// Swift conversion of a debug build a few KiB more (DepthTests runs 500 levels on a thread
     /// with a 256 KiB stack); four times that in a build with a sanitizer, whose frames are larger.

@@ -6,7 +6,7 @@ internal import CProtobufC
 /// array (the element type's stride; sub-messages are stored inline), looked up by the element's
 /// protobuf-c descriptor. Message types not in the schema list are map entries, which become
 /// dictionary slots.
-enum _ValueCost {
+enum ValueCost {
     /// A dictionary slot of `[String: String]` (two 16-byte strings at a load factor of at least
     /// 3/8) and its share of the bitmap, rounded up.
     static let mapEntry = 112

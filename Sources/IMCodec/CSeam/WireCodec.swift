@@ -2,7 +2,7 @@ internal import CIMCodecRuntime
 internal import CIMCodecSchemas
 internal import CProtobufC
 
-/// The steps of a decode, from bytes to a protobuf-c message (``_DecodePipeline`` runs them, in
+/// The steps of a decode, from bytes to a protobuf-c message (``DecodePipeline`` runs them, in
 /// this order, for every caller):
 ///
 ///     bytes ──size check──▶ imcodec_prescan_ex ──▶ protobuf_c_message_unpack(arena) ──▶ Swift value
@@ -20,7 +20,7 @@ internal import CProtobufC
 /// parsers do. protobuf-c 1.4.1 would reject the message, so such input (the pre-scan counts these
 /// fields in `wrap_count`) is first rewritten by imcodec_transcode (Sources/CIMCodecRuntime/
 /// transcode.c) into the arena: each such field wrapped in a field numbered
-/// `IMCODEC_WRAPPER_FIELD_NUMBER`, which ``_CRead/unknownFields(_:)`` unwraps again. Likewise a
+/// `IMCODEC_WRAPPER_FIELD_NUMBER`, which ``CRead/unknownFields(_:)`` unwraps again. Likewise a
 /// singular sub-message that occurs more than once must be merged, as protobuf defines parsing
 /// (`merge_count`): protobuf-c 1.4.1 merges such occurrences wrongly, so the transcoder writes
 /// each such field once with its occurrences merged (transcode.c explains how). Input without
@@ -50,7 +50,7 @@ enum WireCodec {
         alwaysEstimate: Bool = false
     ) throws(IMCodecError) -> imcodec_scan_result {
         try DecodingOptions.checkInputSize(buffer.count, maxInputSize: options.maxInputSize, input: "input")
-        var scanOptions = _ValueCost.scanOptions
+        var scanOptions = ValueCost.scanOptions
         scanOptions.max_depth = UInt32(clamping: options.effectiveMaxDepth)
         scanOptions.max_fields = options.effectiveMaxFieldCount
         scanOptions.max_memory = options.decodedMemoryLimit(forInputSize: buffer.count)
@@ -66,7 +66,7 @@ enum WireCodec {
     /// wire-type mismatches).
     static func unpack(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
-        options: DecodingOptions, arena: _Arena
+        options: DecodingOptions, arena: Arena
     ) throws(IMCodecError) -> _ProtobufCMessage {
         let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
         // The estimate bounds protobuf-c's allocations; the cap makes that a guarantee (a little
@@ -75,7 +75,7 @@ enum WireCodec {
         let cap = scan.estimated != 0 ? scan.arena_bytes &+ 64 : limit
         arena.setMaxBytes(cap)
         // protobuf-c (and the transcoder) recurse once per level: deep input runs where the stack allows.
-        let message = try _DecodeStack.run(depth: Int(scan.max_depth_seen)) { () throws(IMCodecError) -> _ProtobufCMessage in
+        let message = try DecodeStack.run(depth: Int(scan.max_depth_seen)) { () throws(IMCodecError) -> _ProtobufCMessage in
             guard scan.wrap_count == 0 && scan.merge_count == 0 else {
                 return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
             }
@@ -109,7 +109,7 @@ enum WireCodec {
     /// checked before protobuf-c runs.
     private static func transcodeAndUnpack(
         _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
-        options: DecodingOptions, arena: _Arena
+        options: DecodingOptions, arena: Arena
     ) throws(IMCodecError) -> _ProtobufCMessage {
         let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
         let stride = MemoryLayout<imcodec_transcode_segment>.stride
@@ -132,7 +132,7 @@ enum WireCodec {
         // Merged messages may need more of protobuf-c's scratch than their parts were charged, so
         // the rewritten bytes (which hold no repeats) are estimated again, and checked against
         // what is left of the limit, before protobuf-c runs.
-        var rescanOptions = _ValueCost.scanOptions
+        var rescanOptions = ValueCost.scanOptions
         rescanOptions.max_depth = UInt32(IMCODEC_PRESCAN_DEPTH_CAP)
         rescanOptions.max_fields = Int.max
         rescanOptions.max_memory = max(0, limit - arena.bytesUsed)
@@ -148,7 +148,7 @@ enum WireCodec {
     }
 
     private static func result(
-        _ unpacked: UnsafeMutablePointer<ProtobufCMessage>?, arena: _Arena, scan: imcodec_scan_result
+        _ unpacked: UnsafeMutablePointer<ProtobufCMessage>?, arena: Arena, scan: imcodec_scan_result
     ) throws(IMCodecError) -> _ProtobufCMessage {
         guard let unpacked else {
             if arena.limitHit {
@@ -164,7 +164,7 @@ enum WireCodec {
         return _ProtobufCMessage(unpacked, depth: Int(scan.max_depth_seen))
     }
 
-    private static func allocate(_ size: Int, in arena: _Arena, limit: Int) throws(IMCodecError) -> UnsafeMutableRawPointer {
+    private static func allocate(_ size: Int, in arena: Arena, limit: Int) throws(IMCodecError) -> UnsafeMutableRawPointer {
         guard let pointer = imcodec_arena_alloc(arena.raw, size) else {
             if arena.limitHit { throw memoryError(limit) }
             throw .outOfMemory("cannot allocate \(size) bytes")

@@ -16,7 +16,7 @@ public final class WireDecoder {
     /// The limits every input is checked against.
     public let options: DecodingOptions
     private let firstBlockSize: Int
-    private var arena: _Arena?
+    private var arena: Arena?
 
     /// Creates a decoder.
     /// - Parameters:
@@ -29,14 +29,14 @@ public final class WireDecoder {
     }
 
     // The entry points below are @inlinable so that the conversion to `M` (or the call of `body`)
-    // is specialized in the caller's module; they decode through _DecodePipeline, in the arena
+    // is specialized in the caller's module; they decode through DecodePipeline, in the arena
     // this decoder reuses.
 
     /// Implementation detail: the arena this decoder reuses (made by the first decode).
     @usableFromInline
-    func _arena() throws(IMCodecError) -> _Arena {
+    func _arena() throws(IMCodecError) -> Arena {
         if let arena { return arena }
-        let made = try _DecodePipeline.reusableArena(blockSize: firstBlockSize)
+        let made = try DecodePipeline.reusableArena(blockSize: firstBlockSize)
         arena = made
         return made
     }
@@ -45,7 +45,7 @@ public final class WireDecoder {
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
     public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from bytes: [UInt8]) throws(IMCodecError) -> M {
-        try _DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
+        try DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
     }
 
     /// Decodes one message of type `type` from raw memory (a NIO `ByteBuffer`'s readable bytes).
@@ -53,7 +53,7 @@ public final class WireDecoder {
     @inlinable
     public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from buffer: UnsafeRawBufferPointer)
     throws(IMCodecError) -> M {
-        try _DecodePipeline.decode(M.self, buffer, options: options, arena: _arena())
+        try DecodePipeline.decode(M.self, buffer, options: options, arena: _arena())
     }
 
     /// Decodes one message of type `type` from any collection of bytes.
@@ -61,7 +61,7 @@ public final class WireDecoder {
     @inlinable
     public func decode<M: IMCodecMessage, Bytes: Collection>(_ type: M.Type = M.self, from bytes: Bytes)
     throws(IMCodecError) -> M where Bytes.Element == UInt8 {
-        try _DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
+        try DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
     }
 
     /// Decodes a ``Frame`` and passes a read-only view of it to `body`, without building Swift values
@@ -71,7 +71,7 @@ public final class WireDecoder {
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
     @inlinable
     public func withFrameView<R>(_ bytes: [UInt8], _ body: (borrowing FrameView) throws -> R) throws -> R {
-        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
             Result { try body(FrameView(_message: message)) }
         }.get()
     }
@@ -79,7 +79,7 @@ public final class WireDecoder {
     /// ``withFrameView(_:_:)-([UInt8],_)`` over raw memory (a NIO `ByteBuffer`'s readable bytes).
     @inlinable
     public func withFrameView<R>(_ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView) throws -> R) throws -> R {
-        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) { message in
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) { message in
             Result { try body(FrameView(_message: message)) }
         }.get()
     }
@@ -88,7 +88,7 @@ public final class WireDecoder {
     @inlinable
     public func withFrameView<Bytes: Collection, R>(_ bytes: Bytes, _ body: (borrowing FrameView) throws -> R) throws -> R
     where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
             Result { try body(FrameView(_message: message)) }
         }.get()
     }

@@ -10,6 +10,10 @@
 /// The buffer grows by doubling, copying the written tail to the end of the new buffer. A writer
 /// made with ``init(sizing:)`` never grows: once its buffer is full it only counts, so that one pass
 /// gives the exact size of a message of any size (see ``IMCodecMessage/serializedBytes()``).
+///
+/// Public only because ``_IMCodecMessageImplementation/_encode(to:)`` names it; its members are
+/// internal (the generated encoders are in this module) or `@usableFromInline` (what the inlinable
+/// `serializedBytes()` calls).
 public struct _WireWriter: ~Copyable {
     private var buffer: UnsafeMutableRawPointer
     private var capacity: Int
@@ -33,7 +37,6 @@ public struct _WireWriter: ~Copyable {
 
     /// Creates a writer that fills `scratch` first (no allocation) and moves to the heap only if
     /// the message outgrows it. `scratch` must outlive the writer.
-    @usableFromInline
     init(scratch: UnsafeMutableRawBufferPointer) {
         if let base = scratch.baseAddress, scratch.count >= 16 {
             buffer = base
@@ -64,7 +67,8 @@ public struct _WireWriter: ~Copyable {
     deinit { if owned { buffer.deallocate() } }
 
     /// Bytes written so far (counted, for a writer that has overflowed).
-    public var count: Int { capacity - start }
+    @usableFromInline
+    var count: Int { capacity - start }
 
     /// Whether a writer made with ``init(sizing:)`` ran out of room: its bytes are incomplete, and
     /// only ``count`` is meaningful.
@@ -147,7 +151,7 @@ public struct _WireWriter: ~Copyable {
 
     /// Writes `value` as a varint in front of what is written.
     @inline(__always)
-    public mutating func writeVarint(_ value: UInt64) {
+    mutating func writeVarint(_ value: UInt64) {
         if value < 0x80 {
             // A varint below 0x80 is the byte itself.
             if claim(1) { buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: start, as: UInt8.self) }
@@ -159,14 +163,14 @@ public struct _WireWriter: ~Copyable {
 
     /// Writes 8 little-endian bytes.
     @inline(__always)
-    public mutating func writeFixed64(_ value: UInt64) {
+    mutating func writeFixed64(_ value: UInt64) {
         guard claim(8) else { return }
         WireFormat.storeFixed(value, at: buffer + start)
     }
 
     /// Writes 4 little-endian bytes.
     @inline(__always)
-    public mutating func writeFixed32(_ value: UInt32) {
+    mutating func writeFixed32(_ value: UInt32) {
         guard claim(4) else { return }
         WireFormat.storeFixed(value, at: buffer + start)
     }
@@ -179,14 +183,14 @@ public struct _WireWriter: ~Copyable {
 
     /// Writes bytes as they are (no length prefix).
     @inline(__always)
-    public mutating func writeRaw(_ bytes: [UInt8]) {
+    mutating func writeRaw(_ bytes: [UInt8]) {
         if bytes.isEmpty { return }
         bytes.withUnsafeBytes { writeRawBuffer($0) }
     }
 
     /// Writes a string's UTF-8 and, in front of it, its length.
     @inline(__always)
-    public mutating func writeString(_ string: String) {
+    mutating func writeString(_ string: String) {
         var string = string
         string.withUTF8 { writeRawBuffer(UnsafeRawBufferPointer($0)) }
         writeVarint(UInt64(string.utf8.count))
@@ -194,7 +198,7 @@ public struct _WireWriter: ~Copyable {
 
     /// Writes bytes and, in front of them, their length.
     @inline(__always)
-    public mutating func writeBytes(_ bytes: [UInt8]) {
+    mutating func writeBytes(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { writeRawBuffer($0) }
         writeVarint(UInt64(bytes.count))
     }
@@ -208,7 +212,7 @@ public struct _WireWriter: ~Copyable {
     /// stack is 1 KiB). A larger map's buffer may go to the heap, and is sorted by the standard
     /// library (O(n log n), where the insertion sort of small maps is O(n²)).
     @inline(__always)
-    public mutating func writeMap<Value>(
+    mutating func writeMap<Value>(
         _ map: [String: Value], _ writeEntry: (inout _WireWriter, String, Value) -> Void
     ) {
         switch map.count {

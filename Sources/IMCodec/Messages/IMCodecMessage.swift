@@ -1,10 +1,14 @@
 /// A message of the IMCodec schema (Schemas/imcodec/v1): a Swift value that encodes to and decodes
 /// from protobuf wire bytes through protobuf-c.
 ///
-/// Every generated type (``Frame``, ``Message``, ``MessageElement``, ...) conforms. Members that
-/// start with an underscore are implementation details of the generated code. `debugDescription`
+/// Every generated type (``Frame``, ``Message``, ``MessageElement``, ...) conforms. `debugDescription`
 /// (and so `print` and `debugPrint`) shows the message in protobuf text format.
-public protocol IMCodecMessage: Sendable, Hashable, CustomDebugStringConvertible {
+///
+/// What users call comes from extensions: ``init(serializedBytes:options:)-([UInt8],_)``,
+/// ``serializedBytes()``, ``with(_:)``, ``merge(serializedBytes:options:)``, and the JSON and
+/// text-format members. The hooks the generated code implements for them are on
+/// `_IMCodecMessageImplementation`, an implementation detail.
+public protocol IMCodecMessage: _IMCodecMessageImplementation, Sendable, Hashable, CustomDebugStringConvertible {
     /// Creates a message with every field at its default.
     init()
 
@@ -13,12 +17,21 @@ public protocol IMCodecMessage: Sendable, Hashable, CustomDebugStringConvertible
 
     /// Fields read from the wire that this schema does not know; written back on encode.
     var unknownFields: UnknownFields { get set }
+}
 
-    /// Implementation detail: the protobuf-c descriptor of the message.
+/// Implementation detail of the generated code: the hooks through which ``IMCodecMessage``'s
+/// methods decode and encode a generated type. Do not conform to it or call its members.
+///
+/// Kept apart from ``IMCodecMessage`` (as swift-protobuf keeps its generated code's hooks on
+/// `_MessageImplementationBase`) so that the public protocol lists only what users call. It is the
+/// protocol ``IMCodecMessage`` refines, not one that refines it, so that every generic API written
+/// against `M: IMCodecMessage` reaches the hooks through the witness table, with no dynamic cast.
+public protocol _IMCodecMessageImplementation {
+    /// The protobuf-c descriptor of the message.
     static var _protobufCDescriptor: _ProtobufCDescriptor { get }
-    /// Implementation detail: copies a protobuf-c message into a Swift value.
+    /// Copies a protobuf-c message into a Swift value.
     init(_protobufCMessage: _ProtobufCMessage)
-    /// Implementation detail: writes the message's fields, back to front (see ``_WireWriter``).
+    /// Writes the message's fields, back to front (see `_WireWriter`).
     func _encode(to writer: inout _WireWriter)
 }
 
@@ -41,7 +54,7 @@ extension IMCodecMessage {
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
     public init(serializedBytes: [UInt8], options: DecodingOptions = DecodingOptions()) throws(IMCodecError) {
-        self = try _DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
+        self = try DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
     }
 
     /// Decodes a message from any collection of bytes (`Data`, `ArraySlice<UInt8>`, ...); see
@@ -50,7 +63,7 @@ extension IMCodecMessage {
     @inlinable
     public init<Bytes: Collection>(serializedBytes: Bytes, options: DecodingOptions = DecodingOptions())
     throws(IMCodecError) where Bytes.Element == UInt8 {
-        self = try _DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
+        self = try DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
     }
 
     /// Encodes the message to canonical protobuf wire bytes: fields in number order, map entries

@@ -18,7 +18,7 @@ extension Conversation {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__Conversation`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -76,13 +76,13 @@ extension Conversation {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Conversation {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Conversation(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Conversation(_viewOf: raw, depth: depth) })
                 ?? Conversation(_viewOf: raw, depth: depth)
         }
     }
@@ -108,7 +108,7 @@ extension MessageRef {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MessageRef`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -189,13 +189,13 @@ extension MessageRef {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MessageRef {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MessageRef(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MessageRef(_viewOf: raw, depth: depth) })
                 ?? MessageRef(_viewOf: raw, depth: depth)
         }
     }
@@ -346,7 +346,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Conversation.Type, _ bytes: Bytes, _ body: (Conversation.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Conversation._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Conversation._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Conversation.View(_message: message)) }
         }.get()
     }
@@ -358,7 +358,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MessageRef.Type, _ bytes: Bytes, _ body: (MessageRef.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MessageRef._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MessageRef._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MessageRef.View(_message: message)) }
         }.get()
     }

@@ -18,7 +18,7 @@ extension RecallEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__RecallEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -86,13 +86,13 @@ extension RecallEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> RecallEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { RecallEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { RecallEvent(_viewOf: raw, depth: depth) })
                 ?? RecallEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -118,7 +118,7 @@ extension EditEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__EditEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -187,13 +187,13 @@ extension EditEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> EditEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { EditEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { EditEvent(_viewOf: raw, depth: depth) })
                 ?? EditEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -219,7 +219,7 @@ extension DeleteEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__DeleteEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -281,13 +281,13 @@ extension DeleteEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> DeleteEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { DeleteEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { DeleteEvent(_viewOf: raw, depth: depth) })
                 ?? DeleteEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -313,7 +313,7 @@ extension TypingEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__TypingEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -372,13 +372,13 @@ extension TypingEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> TypingEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { TypingEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { TypingEvent(_viewOf: raw, depth: depth) })
                 ?? TypingEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -404,7 +404,7 @@ extension MarkReadEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MarkReadEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -471,13 +471,13 @@ extension MarkReadEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MarkReadEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MarkReadEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MarkReadEvent(_viewOf: raw, depth: depth) })
                 ?? MarkReadEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -503,7 +503,7 @@ extension SystemNotice {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__SystemNotice`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -579,13 +579,13 @@ extension SystemNotice {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> SystemNotice {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { SystemNotice(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { SystemNotice(_viewOf: raw, depth: depth) })
                 ?? SystemNotice(_viewOf: raw, depth: depth)
         }
     }
@@ -611,7 +611,7 @@ extension SendAck {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__SendAck`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -696,13 +696,13 @@ extension SendAck {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> SendAck {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { SendAck(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { SendAck(_viewOf: raw, depth: depth) })
                 ?? SendAck(_viewOf: raw, depth: depth)
         }
     }
@@ -728,7 +728,7 @@ extension HistoryRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__HistoryRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -807,13 +807,13 @@ extension HistoryRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> HistoryRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { HistoryRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { HistoryRequest(_viewOf: raw, depth: depth) })
                 ?? HistoryRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -839,7 +839,7 @@ extension HistoryResponse {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__HistoryResponse`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -907,13 +907,13 @@ extension HistoryResponse {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> HistoryResponse {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { HistoryResponse(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { HistoryResponse(_viewOf: raw, depth: depth) })
                 ?? HistoryResponse(_viewOf: raw, depth: depth)
         }
     }
@@ -939,7 +939,7 @@ extension ReactionEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ReactionEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1020,13 +1020,13 @@ extension ReactionEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ReactionEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ReactionEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ReactionEvent(_viewOf: raw, depth: depth) })
                 ?? ReactionEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -1052,7 +1052,7 @@ extension PinEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PinEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1125,13 +1125,13 @@ extension PinEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PinEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PinEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PinEvent(_viewOf: raw, depth: depth) })
                 ?? PinEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -1157,7 +1157,7 @@ extension PollVoteEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PollVoteEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1234,13 +1234,13 @@ extension PollVoteEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PollVoteEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PollVoteEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PollVoteEvent(_viewOf: raw, depth: depth) })
                 ?? PollVoteEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -1266,7 +1266,7 @@ extension PollOptionResult {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PollOptionResult`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1319,13 +1319,13 @@ extension PollOptionResult {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PollOptionResult {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PollOptionResult(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PollOptionResult(_viewOf: raw, depth: depth) })
                 ?? PollOptionResult(_viewOf: raw, depth: depth)
         }
     }
@@ -1351,7 +1351,7 @@ extension PollUpdate {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PollUpdate`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1436,13 +1436,13 @@ extension PollUpdate {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PollUpdate {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PollUpdate(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PollUpdate(_viewOf: raw, depth: depth) })
                 ?? PollUpdate(_viewOf: raw, depth: depth)
         }
     }
@@ -1468,7 +1468,7 @@ extension DisappearingTimerEvent {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__DisappearingTimerEvent`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1531,13 +1531,13 @@ extension DisappearingTimerEvent {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> DisappearingTimerEvent {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { DisappearingTimerEvent(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { DisappearingTimerEvent(_viewOf: raw, depth: depth) })
                 ?? DisappearingTimerEvent(_viewOf: raw, depth: depth)
         }
     }
@@ -1563,7 +1563,7 @@ extension ReceiveOptionChange {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ReceiveOptionChange`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1626,13 +1626,13 @@ extension ReceiveOptionChange {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ReceiveOptionChange {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ReceiveOptionChange(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ReceiveOptionChange(_viewOf: raw, depth: depth) })
                 ?? ReceiveOptionChange(_viewOf: raw, depth: depth)
         }
     }
@@ -1718,7 +1718,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: RecallEvent.Type, _ bytes: Bytes, _ body: (RecallEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(RecallEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(RecallEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(RecallEvent.View(_message: message)) }
         }.get()
     }
@@ -1730,7 +1730,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: EditEvent.Type, _ bytes: Bytes, _ body: (EditEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(EditEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(EditEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(EditEvent.View(_message: message)) }
         }.get()
     }
@@ -1742,7 +1742,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: DeleteEvent.Type, _ bytes: Bytes, _ body: (DeleteEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(DeleteEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(DeleteEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(DeleteEvent.View(_message: message)) }
         }.get()
     }
@@ -1754,7 +1754,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: TypingEvent.Type, _ bytes: Bytes, _ body: (TypingEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(TypingEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(TypingEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(TypingEvent.View(_message: message)) }
         }.get()
     }
@@ -1766,7 +1766,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MarkReadEvent.Type, _ bytes: Bytes, _ body: (MarkReadEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MarkReadEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MarkReadEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MarkReadEvent.View(_message: message)) }
         }.get()
     }
@@ -1778,7 +1778,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SystemNotice.Type, _ bytes: Bytes, _ body: (SystemNotice.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(SystemNotice._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(SystemNotice._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(SystemNotice.View(_message: message)) }
         }.get()
     }
@@ -1790,7 +1790,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SendAck.Type, _ bytes: Bytes, _ body: (SendAck.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(SendAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(SendAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(SendAck.View(_message: message)) }
         }.get()
     }
@@ -1802,7 +1802,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: HistoryRequest.Type, _ bytes: Bytes, _ body: (HistoryRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(HistoryRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(HistoryRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(HistoryRequest.View(_message: message)) }
         }.get()
     }
@@ -1814,7 +1814,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: HistoryResponse.Type, _ bytes: Bytes, _ body: (HistoryResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(HistoryResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(HistoryResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(HistoryResponse.View(_message: message)) }
         }.get()
     }
@@ -1826,7 +1826,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReactionEvent.Type, _ bytes: Bytes, _ body: (ReactionEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ReactionEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ReactionEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ReactionEvent.View(_message: message)) }
         }.get()
     }
@@ -1838,7 +1838,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PinEvent.Type, _ bytes: Bytes, _ body: (PinEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PinEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PinEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PinEvent.View(_message: message)) }
         }.get()
     }
@@ -1850,7 +1850,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollVoteEvent.Type, _ bytes: Bytes, _ body: (PollVoteEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PollVoteEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PollVoteEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PollVoteEvent.View(_message: message)) }
         }.get()
     }
@@ -1862,7 +1862,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollOptionResult.Type, _ bytes: Bytes, _ body: (PollOptionResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PollOptionResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PollOptionResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PollOptionResult.View(_message: message)) }
         }.get()
     }
@@ -1874,7 +1874,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollUpdate.Type, _ bytes: Bytes, _ body: (PollUpdate.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PollUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PollUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PollUpdate.View(_message: message)) }
         }.get()
     }
@@ -1886,7 +1886,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: DisappearingTimerEvent.Type, _ bytes: Bytes, _ body: (DisappearingTimerEvent.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(DisappearingTimerEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(DisappearingTimerEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(DisappearingTimerEvent.View(_message: message)) }
         }.get()
     }
@@ -1898,7 +1898,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReceiveOptionChange.Type, _ bytes: Bytes, _ body: (ReceiveOptionChange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ReceiveOptionChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ReceiveOptionChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ReceiveOptionChange.View(_message: message)) }
         }.get()
     }

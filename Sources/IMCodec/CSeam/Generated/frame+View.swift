@@ -18,7 +18,7 @@ extension Frame {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__Frame`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -301,13 +301,13 @@ extension Frame {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Frame {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Frame(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Frame(_viewOf: raw, depth: depth) })
                 ?? Frame(_viewOf: raw, depth: depth)
         }
     }
@@ -328,7 +328,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Frame.Type, _ bytes: Bytes, _ body: (Frame.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Frame.View(_message: message)) }
         }.get()
     }

@@ -18,7 +18,7 @@ extension AtInfo {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__AtInfo`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -67,13 +67,13 @@ extension AtInfo {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> AtInfo {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { AtInfo(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { AtInfo(_viewOf: raw, depth: depth) })
                 ?? AtInfo(_viewOf: raw, depth: depth)
         }
     }
@@ -99,7 +99,7 @@ extension OfflinePushInfo {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__OfflinePushInfo`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -184,13 +184,13 @@ extension OfflinePushInfo {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> OfflinePushInfo {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { OfflinePushInfo(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { OfflinePushInfo(_viewOf: raw, depth: depth) })
                 ?? OfflinePushInfo(_viewOf: raw, depth: depth)
         }
     }
@@ -216,7 +216,7 @@ extension Message {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__Message`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -524,13 +524,13 @@ extension Message {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Message {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Message(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Message(_viewOf: raw, depth: depth) })
                 ?? Message(_viewOf: raw, depth: depth)
         }
     }
@@ -556,7 +556,7 @@ extension ReactionSummary {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ReactionSummary`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -618,13 +618,13 @@ extension ReactionSummary {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ReactionSummary {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ReactionSummary(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ReactionSummary(_viewOf: raw, depth: depth) })
                 ?? ReactionSummary(_viewOf: raw, depth: depth)
         }
     }
@@ -650,7 +650,7 @@ extension ThreadSummary {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ThreadSummary`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -707,13 +707,13 @@ extension ThreadSummary {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ThreadSummary {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ThreadSummary(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ThreadSummary(_viewOf: raw, depth: depth) })
                 ?? ThreadSummary(_viewOf: raw, depth: depth)
         }
     }
@@ -739,7 +739,7 @@ extension MessageElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MessageElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -858,13 +858,13 @@ extension MessageElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MessageElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MessageElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MessageElement(_viewOf: raw, depth: depth) })
                 ?? MessageElement(_viewOf: raw, depth: depth)
         }
     }
@@ -890,7 +890,7 @@ extension TextElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__TextElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -955,13 +955,13 @@ extension TextElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> TextElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { TextElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { TextElement(_viewOf: raw, depth: depth) })
                 ?? TextElement(_viewOf: raw, depth: depth)
         }
     }
@@ -987,7 +987,7 @@ extension MentionRange {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MentionRange`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1044,13 +1044,13 @@ extension MentionRange {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MentionRange {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MentionRange(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MentionRange(_viewOf: raw, depth: depth) })
                 ?? MentionRange(_viewOf: raw, depth: depth)
         }
     }
@@ -1076,7 +1076,7 @@ extension LinkPreview {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__LinkPreview`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1165,13 +1165,13 @@ extension LinkPreview {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> LinkPreview {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { LinkPreview(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { LinkPreview(_viewOf: raw, depth: depth) })
                 ?? LinkPreview(_viewOf: raw, depth: depth)
         }
     }
@@ -1197,7 +1197,7 @@ extension PollElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PollElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1272,13 +1272,13 @@ extension PollElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PollElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PollElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PollElement(_viewOf: raw, depth: depth) })
                 ?? PollElement(_viewOf: raw, depth: depth)
         }
     }
@@ -1304,7 +1304,7 @@ extension PollOption {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PollOption`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1353,13 +1353,13 @@ extension PollOption {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PollOption {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PollOption(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PollOption(_viewOf: raw, depth: depth) })
                 ?? PollOption(_viewOf: raw, depth: depth)
         }
     }
@@ -1385,7 +1385,7 @@ extension CustomElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__CustomElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1448,13 +1448,13 @@ extension CustomElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> CustomElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { CustomElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { CustomElement(_viewOf: raw, depth: depth) })
                 ?? CustomElement(_viewOf: raw, depth: depth)
         }
     }
@@ -1480,7 +1480,7 @@ extension ImageInfo {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ImageInfo`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1550,13 +1550,13 @@ extension ImageInfo {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ImageInfo {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ImageInfo(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ImageInfo(_viewOf: raw, depth: depth) })
                 ?? ImageInfo(_viewOf: raw, depth: depth)
         }
     }
@@ -1582,7 +1582,7 @@ extension ImageElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ImageElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1631,13 +1631,13 @@ extension ImageElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ImageElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ImageElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ImageElement(_viewOf: raw, depth: depth) })
                 ?? ImageElement(_viewOf: raw, depth: depth)
         }
     }
@@ -1663,7 +1663,7 @@ extension VideoElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__VideoElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1773,13 +1773,13 @@ extension VideoElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> VideoElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { VideoElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { VideoElement(_viewOf: raw, depth: depth) })
                 ?? VideoElement(_viewOf: raw, depth: depth)
         }
     }
@@ -1805,7 +1805,7 @@ extension SoundElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__SoundElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1871,13 +1871,13 @@ extension SoundElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> SoundElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { SoundElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { SoundElement(_viewOf: raw, depth: depth) })
                 ?? SoundElement(_viewOf: raw, depth: depth)
         }
     }
@@ -1903,7 +1903,7 @@ extension FileElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__FileElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1970,13 +1970,13 @@ extension FileElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> FileElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { FileElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { FileElement(_viewOf: raw, depth: depth) })
                 ?? FileElement(_viewOf: raw, depth: depth)
         }
     }
@@ -2002,7 +2002,7 @@ extension LocationElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__LocationElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2055,13 +2055,13 @@ extension LocationElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> LocationElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { LocationElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { LocationElement(_viewOf: raw, depth: depth) })
                 ?? LocationElement(_viewOf: raw, depth: depth)
         }
     }
@@ -2087,7 +2087,7 @@ extension FaceElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__FaceElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2136,13 +2136,13 @@ extension FaceElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> FaceElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { FaceElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { FaceElement(_viewOf: raw, depth: depth) })
                 ?? FaceElement(_viewOf: raw, depth: depth)
         }
     }
@@ -2168,7 +2168,7 @@ extension GroupChangeInfo {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__GroupChangeInfo`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2234,13 +2234,13 @@ extension GroupChangeInfo {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> GroupChangeInfo {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { GroupChangeInfo(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { GroupChangeInfo(_viewOf: raw, depth: depth) })
                 ?? GroupChangeInfo(_viewOf: raw, depth: depth)
         }
     }
@@ -2266,7 +2266,7 @@ extension MemberChangeInfo {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MemberChangeInfo`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2315,13 +2315,13 @@ extension MemberChangeInfo {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MemberChangeInfo {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MemberChangeInfo(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MemberChangeInfo(_viewOf: raw, depth: depth) })
                 ?? MemberChangeInfo(_viewOf: raw, depth: depth)
         }
     }
@@ -2347,7 +2347,7 @@ extension GroupTipsElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__GroupTipsElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2446,13 +2446,13 @@ extension GroupTipsElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> GroupTipsElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { GroupTipsElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { GroupTipsElement(_viewOf: raw, depth: depth) })
                 ?? GroupTipsElement(_viewOf: raw, depth: depth)
         }
     }
@@ -2478,7 +2478,7 @@ extension MergerRef {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MergerRef`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2536,13 +2536,13 @@ extension MergerRef {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MergerRef {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MergerRef(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MergerRef(_viewOf: raw, depth: depth) })
                 ?? MergerRef(_viewOf: raw, depth: depth)
         }
     }
@@ -2568,7 +2568,7 @@ extension MergerElement {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MergerElement`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2654,13 +2654,13 @@ extension MergerElement {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MergerElement {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MergerElement(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MergerElement(_viewOf: raw, depth: depth) })
                 ?? MergerElement(_viewOf: raw, depth: depth)
         }
     }
@@ -2686,7 +2686,7 @@ extension MergerPayload {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MergerPayload`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -2731,13 +2731,13 @@ extension MergerPayload {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MergerPayload {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MergerPayload(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MergerPayload(_viewOf: raw, depth: depth) })
                 ?? MergerPayload(_viewOf: raw, depth: depth)
         }
     }
@@ -3343,7 +3343,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: AtInfo.Type, _ bytes: Bytes, _ body: (AtInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(AtInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(AtInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(AtInfo.View(_message: message)) }
         }.get()
     }
@@ -3355,7 +3355,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: OfflinePushInfo.Type, _ bytes: Bytes, _ body: (OfflinePushInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(OfflinePushInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(OfflinePushInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(OfflinePushInfo.View(_message: message)) }
         }.get()
     }
@@ -3367,7 +3367,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Message.Type, _ bytes: Bytes, _ body: (Message.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Message._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Message._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Message.View(_message: message)) }
         }.get()
     }
@@ -3379,7 +3379,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReactionSummary.Type, _ bytes: Bytes, _ body: (ReactionSummary.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ReactionSummary._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ReactionSummary._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ReactionSummary.View(_message: message)) }
         }.get()
     }
@@ -3391,7 +3391,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ThreadSummary.Type, _ bytes: Bytes, _ body: (ThreadSummary.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ThreadSummary._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ThreadSummary._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ThreadSummary.View(_message: message)) }
         }.get()
     }
@@ -3403,7 +3403,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MessageElement.Type, _ bytes: Bytes, _ body: (MessageElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MessageElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MessageElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MessageElement.View(_message: message)) }
         }.get()
     }
@@ -3415,7 +3415,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: TextElement.Type, _ bytes: Bytes, _ body: (TextElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(TextElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(TextElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(TextElement.View(_message: message)) }
         }.get()
     }
@@ -3427,7 +3427,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MentionRange.Type, _ bytes: Bytes, _ body: (MentionRange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MentionRange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MentionRange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MentionRange.View(_message: message)) }
         }.get()
     }
@@ -3439,7 +3439,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LinkPreview.Type, _ bytes: Bytes, _ body: (LinkPreview.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(LinkPreview._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(LinkPreview._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(LinkPreview.View(_message: message)) }
         }.get()
     }
@@ -3451,7 +3451,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollElement.Type, _ bytes: Bytes, _ body: (PollElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PollElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PollElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PollElement.View(_message: message)) }
         }.get()
     }
@@ -3463,7 +3463,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PollOption.Type, _ bytes: Bytes, _ body: (PollOption.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PollOption._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PollOption._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PollOption.View(_message: message)) }
         }.get()
     }
@@ -3475,7 +3475,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: CustomElement.Type, _ bytes: Bytes, _ body: (CustomElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(CustomElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(CustomElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(CustomElement.View(_message: message)) }
         }.get()
     }
@@ -3487,7 +3487,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ImageInfo.Type, _ bytes: Bytes, _ body: (ImageInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ImageInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ImageInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ImageInfo.View(_message: message)) }
         }.get()
     }
@@ -3499,7 +3499,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ImageElement.Type, _ bytes: Bytes, _ body: (ImageElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ImageElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ImageElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ImageElement.View(_message: message)) }
         }.get()
     }
@@ -3511,7 +3511,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: VideoElement.Type, _ bytes: Bytes, _ body: (VideoElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(VideoElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(VideoElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(VideoElement.View(_message: message)) }
         }.get()
     }
@@ -3523,7 +3523,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SoundElement.Type, _ bytes: Bytes, _ body: (SoundElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(SoundElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(SoundElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(SoundElement.View(_message: message)) }
         }.get()
     }
@@ -3535,7 +3535,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: FileElement.Type, _ bytes: Bytes, _ body: (FileElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(FileElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(FileElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(FileElement.View(_message: message)) }
         }.get()
     }
@@ -3547,7 +3547,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LocationElement.Type, _ bytes: Bytes, _ body: (LocationElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(LocationElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(LocationElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(LocationElement.View(_message: message)) }
         }.get()
     }
@@ -3559,7 +3559,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: FaceElement.Type, _ bytes: Bytes, _ body: (FaceElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(FaceElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(FaceElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(FaceElement.View(_message: message)) }
         }.get()
     }
@@ -3571,7 +3571,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupChangeInfo.Type, _ bytes: Bytes, _ body: (GroupChangeInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(GroupChangeInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(GroupChangeInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(GroupChangeInfo.View(_message: message)) }
         }.get()
     }
@@ -3583,7 +3583,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MemberChangeInfo.Type, _ bytes: Bytes, _ body: (MemberChangeInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MemberChangeInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MemberChangeInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MemberChangeInfo.View(_message: message)) }
         }.get()
     }
@@ -3595,7 +3595,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupTipsElement.Type, _ bytes: Bytes, _ body: (GroupTipsElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(GroupTipsElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(GroupTipsElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(GroupTipsElement.View(_message: message)) }
         }.get()
     }
@@ -3607,7 +3607,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MergerRef.Type, _ bytes: Bytes, _ body: (MergerRef.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MergerRef._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MergerRef._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MergerRef.View(_message: message)) }
         }.get()
     }
@@ -3619,7 +3619,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MergerElement.Type, _ bytes: Bytes, _ body: (MergerElement.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MergerElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MergerElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MergerElement.View(_message: message)) }
         }.get()
     }
@@ -3631,7 +3631,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MergerPayload.Type, _ bytes: Bytes, _ body: (MergerPayload.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MergerPayload._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MergerPayload._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MergerPayload.View(_message: message)) }
         }.get()
     }

@@ -18,7 +18,7 @@ extension C2CReadReceipt {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__C2CReadReceipt`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -67,13 +67,13 @@ extension C2CReadReceipt {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> C2CReadReceipt {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { C2CReadReceipt(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { C2CReadReceipt(_viewOf: raw, depth: depth) })
                 ?? C2CReadReceipt(_viewOf: raw, depth: depth)
         }
     }
@@ -99,7 +99,7 @@ extension MessageReceipt {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MessageReceipt`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -192,13 +192,13 @@ extension MessageReceipt {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MessageReceipt {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MessageReceipt(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MessageReceipt(_viewOf: raw, depth: depth) })
                 ?? MessageReceipt(_viewOf: raw, depth: depth)
         }
     }
@@ -224,7 +224,7 @@ extension ReceiptBatch {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ReceiptBatch`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -278,13 +278,13 @@ extension ReceiptBatch {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ReceiptBatch {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ReceiptBatch(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ReceiptBatch(_viewOf: raw, depth: depth) })
                 ?? ReceiptBatch(_viewOf: raw, depth: depth)
         }
     }
@@ -310,7 +310,7 @@ extension GroupReadMembers {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__GroupReadMembers`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -386,13 +386,13 @@ extension GroupReadMembers {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> GroupReadMembers {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { GroupReadMembers(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { GroupReadMembers(_viewOf: raw, depth: depth) })
                 ?? GroupReadMembers(_viewOf: raw, depth: depth)
         }
     }
@@ -418,7 +418,7 @@ extension GroupMemberInfo {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__GroupMemberInfo`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -481,13 +481,13 @@ extension GroupMemberInfo {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> GroupMemberInfo {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { GroupMemberInfo(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { GroupMemberInfo(_viewOf: raw, depth: depth) })
                 ?? GroupMemberInfo(_viewOf: raw, depth: depth)
         }
     }
@@ -513,7 +513,7 @@ extension ReadReceiptRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ReadReceiptRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -558,13 +558,13 @@ extension ReadReceiptRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ReadReceiptRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ReadReceiptRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ReadReceiptRequest(_viewOf: raw, depth: depth) })
                 ?? ReadReceiptRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -590,7 +590,7 @@ extension GroupReadMembersRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__GroupReadMembersRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -648,13 +648,13 @@ extension GroupReadMembersRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> GroupReadMembersRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { GroupReadMembersRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { GroupReadMembersRequest(_viewOf: raw, depth: depth) })
                 ?? GroupReadMembersRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -870,7 +870,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: C2CReadReceipt.Type, _ bytes: Bytes, _ body: (C2CReadReceipt.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(C2CReadReceipt._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(C2CReadReceipt._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(C2CReadReceipt.View(_message: message)) }
         }.get()
     }
@@ -882,7 +882,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MessageReceipt.Type, _ bytes: Bytes, _ body: (MessageReceipt.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MessageReceipt._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MessageReceipt._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MessageReceipt.View(_message: message)) }
         }.get()
     }
@@ -894,7 +894,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReceiptBatch.Type, _ bytes: Bytes, _ body: (ReceiptBatch.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ReceiptBatch._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ReceiptBatch._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ReceiptBatch.View(_message: message)) }
         }.get()
     }
@@ -906,7 +906,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupReadMembers.Type, _ bytes: Bytes, _ body: (GroupReadMembers.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(GroupReadMembers._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(GroupReadMembers._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(GroupReadMembers.View(_message: message)) }
         }.get()
     }
@@ -918,7 +918,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupMemberInfo.Type, _ bytes: Bytes, _ body: (GroupMemberInfo.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(GroupMemberInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(GroupMemberInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(GroupMemberInfo.View(_message: message)) }
         }.get()
     }
@@ -930,7 +930,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ReadReceiptRequest.Type, _ bytes: Bytes, _ body: (ReadReceiptRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ReadReceiptRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ReadReceiptRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ReadReceiptRequest.View(_message: message)) }
         }.get()
     }
@@ -942,7 +942,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: GroupReadMembersRequest.Type, _ bytes: Bytes, _ body: (GroupReadMembersRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(GroupReadMembersRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(GroupReadMembersRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(GroupReadMembersRequest.View(_message: message)) }
         }.get()
     }

@@ -18,7 +18,7 @@ extension ConversationSeq {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__ConversationSeq`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -68,13 +68,13 @@ extension ConversationSeq {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> ConversationSeq {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { ConversationSeq(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { ConversationSeq(_viewOf: raw, depth: depth) })
                 ?? ConversationSeq(_viewOf: raw, depth: depth)
         }
     }
@@ -100,7 +100,7 @@ extension LoginRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__LoginRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -202,13 +202,13 @@ extension LoginRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> LoginRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { LoginRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { LoginRequest(_viewOf: raw, depth: depth) })
                 ?? LoginRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -234,7 +234,7 @@ extension LoginResult {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__LoginResult`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -319,13 +319,13 @@ extension LoginResult {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> LoginResult {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { LoginResult(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { LoginResult(_viewOf: raw, depth: depth) })
                 ?? LoginResult(_viewOf: raw, depth: depth)
         }
     }
@@ -351,7 +351,7 @@ extension Ping {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__Ping`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -395,13 +395,13 @@ extension Ping {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Ping {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Ping(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Ping(_viewOf: raw, depth: depth) })
                 ?? Ping(_viewOf: raw, depth: depth)
         }
     }
@@ -427,7 +427,7 @@ extension Pong {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__Pong`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -471,13 +471,13 @@ extension Pong {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Pong {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Pong(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Pong(_viewOf: raw, depth: depth) })
                 ?? Pong(_viewOf: raw, depth: depth)
         }
     }
@@ -503,7 +503,7 @@ extension Logout {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__Logout`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -548,13 +548,13 @@ extension Logout {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Logout {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Logout(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Logout(_viewOf: raw, depth: depth) })
                 ?? Logout(_viewOf: raw, depth: depth)
         }
     }
@@ -580,7 +580,7 @@ extension KickedOffline {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__KickedOffline`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -646,13 +646,13 @@ extension KickedOffline {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> KickedOffline {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { KickedOffline(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { KickedOffline(_viewOf: raw, depth: depth) })
                 ?? KickedOffline(_viewOf: raw, depth: depth)
         }
     }
@@ -678,7 +678,7 @@ extension MaxSeqRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MaxSeqRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -723,13 +723,13 @@ extension MaxSeqRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MaxSeqRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MaxSeqRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MaxSeqRequest(_viewOf: raw, depth: depth) })
                 ?? MaxSeqRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -755,7 +755,7 @@ extension MaxSeqResponse {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MaxSeqResponse`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -804,13 +804,13 @@ extension MaxSeqResponse {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MaxSeqResponse {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MaxSeqResponse(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MaxSeqResponse(_viewOf: raw, depth: depth) })
                 ?? MaxSeqResponse(_viewOf: raw, depth: depth)
         }
     }
@@ -836,7 +836,7 @@ extension SyncRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__SyncRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -894,13 +894,13 @@ extension SyncRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> SyncRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { SyncRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { SyncRequest(_viewOf: raw, depth: depth) })
                 ?? SyncRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -926,7 +926,7 @@ extension SyncResponse {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__SyncResponse`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1007,13 +1007,13 @@ extension SyncResponse {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> SyncResponse {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { SyncResponse(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { SyncResponse(_viewOf: raw, depth: depth) })
                 ?? SyncResponse(_viewOf: raw, depth: depth)
         }
     }
@@ -1039,7 +1039,7 @@ extension PresenceUpdate {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PresenceUpdate`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1118,13 +1118,13 @@ extension PresenceUpdate {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PresenceUpdate {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PresenceUpdate(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PresenceUpdate(_viewOf: raw, depth: depth) })
                 ?? PresenceUpdate(_viewOf: raw, depth: depth)
         }
     }
@@ -1150,7 +1150,7 @@ extension PresenceSubscription {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__PresenceSubscription`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1199,13 +1199,13 @@ extension PresenceSubscription {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> PresenceSubscription {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { PresenceSubscription(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { PresenceSubscription(_viewOf: raw, depth: depth) })
                 ?? PresenceSubscription(_viewOf: raw, depth: depth)
         }
     }
@@ -1231,7 +1231,7 @@ extension MembershipChange {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__MembershipChange`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1294,13 +1294,13 @@ extension MembershipChange {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> MembershipChange {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { MembershipChange(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { MembershipChange(_viewOf: raw, depth: depth) })
                 ?? MembershipChange(_viewOf: raw, depth: depth)
         }
     }
@@ -1326,7 +1326,7 @@ extension RequestResult {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__RequestResult`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1379,13 +1379,13 @@ extension RequestResult {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> RequestResult {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { RequestResult(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { RequestResult(_viewOf: raw, depth: depth) })
                 ?? RequestResult(_viewOf: raw, depth: depth)
         }
     }
@@ -1411,7 +1411,7 @@ extension StreamSyncRequest {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__StreamSyncRequest`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1455,13 +1455,13 @@ extension StreamSyncRequest {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> StreamSyncRequest {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { StreamSyncRequest(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { StreamSyncRequest(_viewOf: raw, depth: depth) })
                 ?? StreamSyncRequest(_viewOf: raw, depth: depth)
         }
     }
@@ -1487,7 +1487,7 @@ extension StreamFrame {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__StreamFrame`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1537,13 +1537,13 @@ extension StreamFrame {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> StreamFrame {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { StreamFrame(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { StreamFrame(_viewOf: raw, depth: depth) })
                 ?? StreamFrame(_viewOf: raw, depth: depth)
         }
     }
@@ -1569,7 +1569,7 @@ extension StreamSyncResponse {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__StreamSyncResponse`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1646,13 +1646,13 @@ extension StreamSyncResponse {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> StreamSyncResponse {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { StreamSyncResponse(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { StreamSyncResponse(_viewOf: raw, depth: depth) })
                 ?? StreamSyncResponse(_viewOf: raw, depth: depth)
         }
     }
@@ -1678,7 +1678,7 @@ extension StreamAck {
     }
 
     /// Copies the message at `raw` (a `Imcodec__V1__StreamAck`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -1718,13 +1718,13 @@ extension StreamAck {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> StreamAck {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { StreamAck(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { StreamAck(_viewOf: raw, depth: depth) })
                 ?? StreamAck(_viewOf: raw, depth: depth)
         }
     }
@@ -1875,7 +1875,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: ConversationSeq.Type, _ bytes: Bytes, _ body: (ConversationSeq.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(ConversationSeq._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(ConversationSeq._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ConversationSeq.View(_message: message)) }
         }.get()
     }
@@ -1887,7 +1887,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LoginRequest.Type, _ bytes: Bytes, _ body: (LoginRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(LoginRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(LoginRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(LoginRequest.View(_message: message)) }
         }.get()
     }
@@ -1899,7 +1899,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: LoginResult.Type, _ bytes: Bytes, _ body: (LoginResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(LoginResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(LoginResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(LoginResult.View(_message: message)) }
         }.get()
     }
@@ -1911,7 +1911,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Ping.Type, _ bytes: Bytes, _ body: (Ping.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Ping._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Ping._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Ping.View(_message: message)) }
         }.get()
     }
@@ -1923,7 +1923,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Pong.Type, _ bytes: Bytes, _ body: (Pong.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Pong._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Pong._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Pong.View(_message: message)) }
         }.get()
     }
@@ -1935,7 +1935,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Logout.Type, _ bytes: Bytes, _ body: (Logout.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Logout._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Logout._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Logout.View(_message: message)) }
         }.get()
     }
@@ -1947,7 +1947,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: KickedOffline.Type, _ bytes: Bytes, _ body: (KickedOffline.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(KickedOffline._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(KickedOffline._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(KickedOffline.View(_message: message)) }
         }.get()
     }
@@ -1959,7 +1959,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MaxSeqRequest.Type, _ bytes: Bytes, _ body: (MaxSeqRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MaxSeqRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MaxSeqRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MaxSeqRequest.View(_message: message)) }
         }.get()
     }
@@ -1971,7 +1971,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MaxSeqResponse.Type, _ bytes: Bytes, _ body: (MaxSeqResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MaxSeqResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MaxSeqResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MaxSeqResponse.View(_message: message)) }
         }.get()
     }
@@ -1983,7 +1983,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SyncRequest.Type, _ bytes: Bytes, _ body: (SyncRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(SyncRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(SyncRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(SyncRequest.View(_message: message)) }
         }.get()
     }
@@ -1995,7 +1995,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: SyncResponse.Type, _ bytes: Bytes, _ body: (SyncResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(SyncResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(SyncResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(SyncResponse.View(_message: message)) }
         }.get()
     }
@@ -2007,7 +2007,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PresenceUpdate.Type, _ bytes: Bytes, _ body: (PresenceUpdate.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PresenceUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PresenceUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PresenceUpdate.View(_message: message)) }
         }.get()
     }
@@ -2019,7 +2019,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: PresenceSubscription.Type, _ bytes: Bytes, _ body: (PresenceSubscription.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(PresenceSubscription._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(PresenceSubscription._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(PresenceSubscription.View(_message: message)) }
         }.get()
     }
@@ -2031,7 +2031,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: MembershipChange.Type, _ bytes: Bytes, _ body: (MembershipChange.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(MembershipChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(MembershipChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(MembershipChange.View(_message: message)) }
         }.get()
     }
@@ -2043,7 +2043,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: RequestResult.Type, _ bytes: Bytes, _ body: (RequestResult.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(RequestResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(RequestResult._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(RequestResult.View(_message: message)) }
         }.get()
     }
@@ -2055,7 +2055,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: StreamSyncRequest.Type, _ bytes: Bytes, _ body: (StreamSyncRequest.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(StreamSyncRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(StreamSyncRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(StreamSyncRequest.View(_message: message)) }
         }.get()
     }
@@ -2067,7 +2067,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: StreamFrame.Type, _ bytes: Bytes, _ body: (StreamFrame.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(StreamFrame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(StreamFrame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(StreamFrame.View(_message: message)) }
         }.get()
     }
@@ -2079,7 +2079,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: StreamSyncResponse.Type, _ bytes: Bytes, _ body: (StreamSyncResponse.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(StreamSyncResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(StreamSyncResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(StreamSyncResponse.View(_message: message)) }
         }.get()
     }
@@ -2091,7 +2091,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: StreamAck.Type, _ bytes: Bytes, _ body: (StreamAck.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(StreamAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(StreamAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(StreamAck.View(_message: message)) }
         }.get()
     }

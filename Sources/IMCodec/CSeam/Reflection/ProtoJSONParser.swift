@@ -9,7 +9,7 @@ import Musl
 import Darwin
 #endif
 
-/// Reads proto3 JSON into a protobuf-c message allocated in an ``_Arena``, which the generated
+/// Reads proto3 JSON into a protobuf-c message allocated in an ``Arena``, which the generated
 /// `init(_protobufCMessage:)` then copies into a Swift value (implementation detail of
 /// ``IMCodecMessage/init(jsonString:options:)``).
 ///
@@ -25,12 +25,12 @@ import Darwin
 /// anything that is not strict JSON.
 struct ProtoJSONParser {
     private let tape: JSONTape
-    private let arena: _Arena
+    private let arena: Arena
     private let options: JSONDecodingOptions
     private let maxDepth: Int
     private let descriptors = ProtoJSONDescriptors()
 
-    private init(tape: JSONTape, arena: _Arena, options: JSONDecodingOptions, maxDepth: Int) {
+    private init(tape: JSONTape, arena: Arena, options: JSONDecodingOptions, maxDepth: Int) {
         self.tape = tape
         self.arena = arena
         self.options = options
@@ -63,7 +63,7 @@ struct ProtoJSONParser {
         let tape = try JSONTokenizer.parse(buffer, maxNesting: 2 * maxDepth + 2)
         // The parser builds the protobuf-c message in an arena the pipeline makes and caps; the
         // parser and the conversion recurse once per message level (at most once per JSON level).
-        return try _DecodePipeline.withParsed(
+        return try DecodePipeline.withParsed(
             M._protobufCDescriptor, inputSize: size, depth: tape.deepest + 1, acceptsNewerFrames: options.acceptsNewerFrames,
             build: { (arena) throws(IMCodecError) in
                 let parser = ProtoJSONParser(tape: tape, arena: arena, options: options, maxDepth: maxDepth)

@@ -32,7 +32,7 @@ struct ProtoJSONPrinter {
         protoNames = options.preserveProtoFieldNames
     }
 
-    /// Decodes `bytes` (through ``_DecodePipeline``) and prints the message.
+    /// Decodes `bytes` (through ``DecodePipeline``) and prints the message.
     static func print(
         binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
     ) throws(IMCodecError) -> String {
@@ -56,13 +56,13 @@ struct ProtoJSONPrinter {
         return printer.out
     }
 
-    /// Decodes `bytes` (through ``_DecodePipeline``) and prints the message as UTF-8 bytes.
+    /// Decodes `bytes` (through ``DecodePipeline``) and prints the message as UTF-8 bytes.
     static func printUTF8(
         binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
     ) throws(IMCodecError) -> [UInt8] {
-        try _DecodePipeline.withMessage(descriptor, bytes, options: decoding, arena: nil) { (message) throws(IMCodecError) in
+        try DecodePipeline.withMessage(descriptor, bytes, options: decoding, arena: nil) { (message) throws(IMCodecError) in
             // The printer recurses once per level, as the conversion to a Swift value does.
-            try _DecodeStack.run(depth: message.depth) {
+            try DecodeStack.run(depth: message.depth) {
                 printUTF8(message.raw, descriptor: descriptor.pointer, options: options)
             }
         }

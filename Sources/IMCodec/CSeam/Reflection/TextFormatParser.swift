@@ -51,7 +51,7 @@ struct TextFormatParser {
             let depth = try TextFormatLexer.messageDepth(input, maxDepth: maxDepth)
             var parser = TextFormatParser(input, maxDepth: maxDepth)
             parser.out.reserveCapacity(size)
-            try _DecodeStack.run(depth: depth) { () throws(IMCodecError) in
+            try DecodeStack.run(depth: depth) { () throws(IMCodecError) in
                 try parser.parseMessage(M._protobufCDescriptor.pointer, closing: nil, depth: 1)
             }
             return parser.out

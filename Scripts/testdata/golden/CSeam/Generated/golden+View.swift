@@ -18,7 +18,7 @@ extension Leaf {
     }
 
     /// Copies the message at `raw` (a `Golden__V1__Leaf`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -67,13 +67,13 @@ extension Leaf {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Leaf {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Leaf(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Leaf(_viewOf: raw, depth: depth) })
                 ?? Leaf(_viewOf: raw, depth: depth)
         }
     }
@@ -99,7 +99,7 @@ extension Empty {
     }
 
     /// Copies the message at `raw` (a `Golden__V1__Empty`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -135,13 +135,13 @@ extension Empty {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Empty {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Empty(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Empty(_viewOf: raw, depth: depth) })
                 ?? Empty(_viewOf: raw, depth: depth)
         }
     }
@@ -167,7 +167,7 @@ extension Scalars {
     }
 
     /// Copies the message at `raw` (a `Golden__V1__Scalars`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -259,13 +259,13 @@ extension Scalars {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Scalars {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Scalars(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Scalars(_viewOf: raw, depth: depth) })
                 ?? Scalars(_viewOf: raw, depth: depth)
         }
     }
@@ -291,7 +291,7 @@ extension Every {
     }
 
     /// Copies the message at `raw` (a `Golden__V1__Every`) into a value, through its view; recurses
-    /// once per nesting level (callers run it where ``_DecodeStack`` says).
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
         self.init()
@@ -532,13 +532,13 @@ extension Every {
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
         /// The fields this schema does not know, as wire bytes (copied).
-        public var unknownFields: UnknownFields { _CRead.unknownFields(_c.pointee.base) }
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
 
-        /// The full value. Deep messages are copied where the stack allows (see `_DecodeStack`).
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
         public func materialize() -> Every {
             let raw = _raw
             let depth = _depth
-            return (try? _DecodeStack.run(depth: depth) { Every(_viewOf: raw, depth: depth) })
+            return (try? DecodeStack.run(depth: depth) { Every(_viewOf: raw, depth: depth) })
                 ?? Every(_viewOf: raw, depth: depth)
         }
     }
@@ -689,7 +689,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Leaf.Type, _ bytes: Bytes, _ body: (Leaf.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Leaf._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Leaf._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Leaf.View(_message: message)) }
         }.get()
     }
@@ -701,7 +701,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Empty.Type, _ bytes: Bytes, _ body: (Empty.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Empty._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Empty._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Empty.View(_message: message)) }
         }.get()
     }
@@ -713,7 +713,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Scalars.Type, _ bytes: Bytes, _ body: (Scalars.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Scalars._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Scalars._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Scalars.View(_message: message)) }
         }.get()
     }
@@ -725,7 +725,7 @@ extension WireDecoder {
     public func withView<Bytes: Collection, R>(
         _ type: Every.Type, _ bytes: Bytes, _ body: (Every.View) throws -> R
     ) throws -> R where Bytes.Element == UInt8 {
-        try _DecodePipeline.withMessage(Every._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+        try DecodePipeline.withMessage(Every._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(Every.View(_message: message)) }
         }.get()
     }
