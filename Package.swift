@@ -140,10 +140,15 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
             ]
         ),
+        // Test-only: the C allocator's statistics (mallinfo2), read by imcodec-heap-probe.
+        .target(
+            name: "CHeapStatistics",
+            path: "Tests/HeapStatistics"
+        ),
         // One decode measured in a process of its own, for HardeningTests' heap bounds.
         .executableTarget(
             name: "imcodec-heap-probe",
-            dependencies: ["IMCodec", "CIMCodecRuntime"],
+            dependencies: ["IMCodec", "CHeapStatistics"],
             path: "Tests/HeapProbe"
         ),
         .testTarget(
