@@ -23,11 +23,11 @@ let package = Package(
         .executable(name: "imcodec", targets: ["imcodec"]),
         .library(name: "IMCodecNIO", targets: ["IMCodecNIO"]),
         .executable(name: "imcodec-relay", targets: ["imcodec-relay"]),
-        // Test-only: the test oracles (FuzzChecks) of this repository's tests and fuzz targets. Not
-        // API, with no compatibility promise; do not depend on it. It is a product only because
-        // SwiftPM lets another package use a target solely through a product, and the fuzz package
-        // in Fuzz/ (a package of its own, so that the library's build never pays for libFuzzer)
-        // needs it. Every other piece of test scaffolding is a test target or a plain target.
+        // Test-only: the shared test helpers (FuzzChecks, Wire, SeededGenerator, random frames) of
+        // this repository's tests, fuzz targets and benchmarks. Not API, no compatibility promise; do
+        // not depend on it. A product only because SwiftPM lets another package use a target solely
+        // through a product, and the separate Fuzz/ and Benchmarks/ packages (so that the library's
+        // build never pays for libFuzzer or swift-protobuf) need it.
         .library(name: "IMCodecTestSupport", targets: ["IMCodecTestSupport"]),
     ],
     traits: [
@@ -85,8 +85,9 @@ let package = Package(
                 .enableUpcomingFeature("MemberImportVisibility"),
             ]
         ),
-        // The test oracles (FuzzChecks): what every input must satisfy, for Tests/IMCodecTests and
-        // the fuzz targets in Fuzz/. Not part of the codec.
+        // Test-only helpers shared by both test targets, Fuzz/ and Benchmarks/: the test oracles
+        // (FuzzChecks), the wire builder (Wire), seeded random values (SeededGenerator,
+        // RandomMessages, RandomFrames). Not part of the codec.
         .target(
             name: "IMCodecTestSupport",
             dependencies: ["IMCodec"]
@@ -135,6 +136,7 @@ let package = Package(
             name: "IMCodecNIOTests",
             dependencies: [
                 "IMCodec",
+                "IMCodecTestSupport",
                 "IMCodecNIO",
                 "imcodec-relay",
                 .product(name: "NIOCore", package: "swift-nio", condition: tools),
@@ -148,10 +150,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
             ]
         ),
+        // Test-only: the C allocator's statistics (mallinfo2), read by imcodec-heap-probe.
+        .target(
+            name: "CHeapStatistics",
+            path: "Tests/HeapStatistics"
+        ),
         // One decode measured in a process of its own, for HardeningTests' heap bounds.
         .executableTarget(
             name: "imcodec-heap-probe",
-            dependencies: ["IMCodec", "CIMCodecRuntime"],
+            dependencies: ["IMCodec", "CHeapStatistics"],
             path: "Tests/HeapProbe"
         ),
         .testTarget(

@@ -33,6 +33,8 @@ let package = Package(
             name: "imcodec-bench",
             dependencies: [
                 .product(name: "IMCodec", package: "IMCodec"),
+                // Test-only: the seeded generator the corpus draws from (SeededGenerator).
+                .product(name: "IMCodecTestSupport", package: "IMCodec"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "SwiftProtobufSchemas",
                 "CProtobufCBench",

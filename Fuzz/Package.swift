@@ -5,7 +5,7 @@
 import PackageDescription
 
 let imcodec = Target.Dependency.product(name: "IMCodec", package: "IMCodec")
-// The checks every fuzz input must pass (FuzzChecks).
+// The checks every fuzz input must pass (FuzzChecks), and the heap probe's inputs.
 let testSupport = Target.Dependency.product(name: "IMCodecTestSupport", package: "IMCodec")
 
 // The library under test: this checkout (".."), or another one named by IMCODEC_FUZZ_LIBRARY (an
@@ -13,8 +13,8 @@ let testSupport = Target.Dependency.product(name: "IMCodecTestSupport", package:
 let libraryPath = Context.environment["IMCODEC_FUZZ_LIBRARY"].flatMap { $0.isEmpty ? nil : $0 } ?? ".."
 
 // The fuzz targets and the checks they run (the library's IMCodecTestSupport). They are left out
-// when another library is named: --heap and --bench build only HeapProbe and DecodeBench, and an
-// older checkout may have no IMCodecTestSupport.
+// when another library is named: --heap and --bench build only HeapProbe and DecodeBench (HeapProbe
+// needs that checkout's IMCodecTestSupport to have AdversarialInputs and Wire).
 let fuzzTargets: [Target] = [
     // The sanitizer allocator's statistics, when the build has AddressSanitizer.
     .target(name: "FuzzSupport"),
@@ -37,7 +37,8 @@ let package = Package(
         // Counts live heap bytes and their peak (interposes malloc; never linked into the fuzzers).
         .target(name: "HeapCounter"),
         // Measures the peak heap of decoding adversarial and realistic inputs (Fuzz/run --heap).
-        .executableTarget(name: "HeapProbe", dependencies: [imcodec, "HeapCounter"]),
+        // Its inputs come from IMCodecTestSupport (AdversarialInputs, Wire), shared with HardeningTests.
+        .executableTarget(name: "HeapProbe", dependencies: [imcodec, testSupport, "HeapCounter"]),
         // Decode throughput, to compare two versions of the library (Fuzz/run --bench).
         .executableTarget(name: "DecodeBench", dependencies: [imcodec]),
     ]

@@ -115,9 +115,6 @@
 #include "imcodec_string_field.h"
 
 #include <string.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 // MARK: - UTF-8
 
@@ -242,15 +239,6 @@ int imcodec_utf8_valid(const uint8_t *data, size_t len) {
 
 size_t imcodec_utf8_first_invalid(const uint8_t *data, size_t len) {
     return utf8_scan(data, len, 0);
-}
-
-long long imcodec_heap_bytes_in_use(void) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-    const struct mallinfo2 info = mallinfo2();
-    return (long long)(info.uordblks + info.hblkhd);
-#else
-    return -1;
-#endif
 }
 
 // MARK: - Wire primitives

@@ -10,11 +10,12 @@
 //
 // It reads FILE, decodes it once as a Frame to warm up (the Swift runtime's metadata and caches are
 // made on first use and stay: they are not the value's), then decodes it again with
-// DecodeProbe.decode between two readings of imcodec_heap_bytes_in_use, keeping the value alive
-// until the second. It prints `key=value` lines: result (`decoded` or the error code), heap (bytes
-// allocated and still held by the decode, or `unavailable` where the C library keeps no statistics,
-// e.g. under a sanitizer) and, when decoded, the five DecodeAccounting figures.
-import CIMCodecRuntime
+// DecodeProbe.decode between two readings of heap_statistics_bytes_in_use (Tests/HeapStatistics),
+// keeping the value alive until the second. It prints `key=value` lines: result (`decoded` or the
+// error code), heap (bytes allocated and still held by the decode, or `unavailable` where the C
+// library keeps no statistics, e.g. under a sanitizer) and, when decoded, the five DecodeAccounting
+// figures.
+import CHeapStatistics
 import Foundation
 import IMCodec
 
@@ -43,7 +44,7 @@ guard let data = FileManager.default.contents(atPath: path) else { fail("cannot 
 let bytes = [UInt8](data)
 
 func heapInUse() -> Int? {
-    let bytes = imcodec_heap_bytes_in_use()
+    let bytes = heap_statistics_bytes_in_use()
     return bytes >= 0 ? Int(bytes) : nil
 }
 

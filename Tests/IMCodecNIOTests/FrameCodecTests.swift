@@ -1,5 +1,6 @@
 #if Tools
 import IMCodec
+import IMCodecTestSupport
 import IMCodecNIO
 import NIOCore
 import NIOEmbedded
@@ -94,7 +95,7 @@ struct FrameCodecTests {
         let stats = FrameDecoderStats()
         let channel = try channel(maxFrameSize: 1024, stats: stats)
         // Only the prefix: the frame is refused on its announced length alone.
-        #expect(codecErrorCode { try channel.writeInbound(varintBuffer(1025)) } == .tooLarge)
+        #expect(codecErrorCode { try channel.writeInbound(ByteBuffer(bytes: Wire.varint(1025))) } == .tooLarge)
         #expect(stats.peakBufferedBytes <= 5)
         _ = try? channel.finish()
     }
@@ -123,7 +124,7 @@ struct FrameCodecTests {
 
     @Test func aBodyThatIsNotProtobufIsMalformed() throws {
         let channel = try channel()
-        var bytes = varintBuffer(3)
+        var bytes = ByteBuffer(bytes: Wire.varint(3))
         bytes.writeBytes([0x07, 0xFF, 0xFF])  // wire type 7 does not exist
         #expect(codecErrorCode { try channel.writeInbound(bytes) } == .malformed)
         _ = try? channel.finish()
@@ -188,12 +189,12 @@ struct FrameCodecTests {
     }
 
     @Test func readFrameLeavesTheBufferUnchangedOnError() throws {
-        var buffer = varintBuffer(2)
+        var buffer = ByteBuffer(bytes: Wire.varint(2))
         buffer.writeBytes([0x07, 0x00])
         let before = buffer
         #expect(codecErrorCode { _ = try buffer.readFrame() } == .malformed)
         #expect(buffer == before)
-        var oversize = varintBuffer(5000)
+        var oversize = ByteBuffer(bytes: Wire.varint(5000))
         #expect(codecErrorCode { _ = try oversize.readFrameBytes(maxFrameSize: 4096) } == .tooLarge)
     }
 
@@ -201,7 +202,7 @@ struct FrameCodecTests {
         for (length, size) in [(0, 1), (127, 1), (128, 2), (16_383, 2), (16_384, 3), (1 << 21, 4), (1 << 28, 5)] {
             var buffer = ByteBuffer()
             #expect(buffer.writeLengthPrefix(length) == size)
-            #expect(buffer == varintBuffer(UInt64(length)))
+            #expect(buffer == ByteBuffer(bytes: Wire.varint(UInt64(length))))
         }
     }
 

@@ -6,6 +6,7 @@ import Darwin
 #endif
 import Foundation
 import IMCodec
+import IMCodecTestSupport
 import IMCodecNIO
 import NIOConcurrencyHelpers
 import NIOCore

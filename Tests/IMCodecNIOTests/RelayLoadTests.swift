@@ -1,5 +1,6 @@
 #if Tools
 import IMCodec
+import IMCodecTestSupport
 import IMCodecNIO
 import NIOConcurrencyHelpers
 import NIOCore
@@ -169,13 +170,13 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
             try await hostile("garbageFlood", user: "bad2", bytes)
         }
         tasks.addTask {
-            try await hostile("oversize", user: "bad3", varintBuffer(100_000_000))
+            try await hostile("oversize", user: "bad3", ByteBuffer(bytes: Wire.varint(100_000_000)))
         }
         tasks.addTask {
             try await hostile("depthBomb", user: "bad4", delimited([SampleFrames.depthBomb(layers: 110)]))
         }
         tasks.addTask {
-            var bytes = varintBuffer(200)
+            var bytes = ByteBuffer(bytes: Wire.varint(200))
             bytes.writeRepeatingByte(0x20, count: 10)
             try await hostile("stall", user: "bad5", bytes)
         }

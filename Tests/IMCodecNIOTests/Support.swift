@@ -63,24 +63,6 @@ func delimited(_ frames: [Frame]) -> ByteBuffer {
     return buffer
 }
 
-/// A varint in a buffer (written by the library's one writer, ``WireFormat``).
-func varintBuffer(_ value: UInt64) -> ByteBuffer {
-    ByteBuffer(bytes: WireFormat.varint(value))
-}
-
-/// A small deterministic generator (SplitMix64), so failures reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Expects `body` to throw an ``IMCodecError`` with `code`, possibly wrapped by NIO.
 func codecErrorCode(_ body: () throws -> Void) -> IMCodecError.Code? {
     do {

@@ -3,18 +3,10 @@
 import CIMCodecRuntime
 import CIMCodecSchemas
 import CProtobufC
+import IMCodecTestSupport
 import Testing
 
 // MARK: - Helpers (file-private)
-
-// The encoding is the library's (``Wire`` calls ``WireFormat``).
-private func arenaInt(_ field: UInt32, _ value: UInt64) -> [UInt8] {
-    Wire.tag(UInt64(field), 0) + Wire.varint(value)
-}
-
-private func arenaLen(_ field: UInt32, _ payload: [UInt8]) -> [UInt8] { Wire.field(UInt64(field), payload) }
-
-private func arenaStr(_ field: UInt32, _ text: String) -> [UInt8] { arenaLen(field, Array(text.utf8)) }
 
 /// The real descriptor of imcodec.v1.Frame (its init function stores it in `base.descriptor`).
 nonisolated(unsafe) private let arenaFrameDescriptor: UnsafePointer<ProtobufCMessageDescriptor> = {
@@ -27,13 +19,13 @@ nonisolated(unsafe) private let arenaFrameDescriptor: UnsafePointer<ProtobufCMes
 /// A Frame with a message holding strings, a map, repeated elements and unknown fields: many
 /// allocations of different sizes in protobuf-c.
 private let sampleFrame: [UInt8] = {
-    var message = arenaStr(1, "client-1") + arenaStr(2, "server-1") + arenaInt(3, 99)
-    message += arenaLen(6, arenaInt(1, 2) + arenaStr(2, "group-42"))
-    for i in 0..<5 { message += arenaStr(12, "receiver-\(i)") }
-    for i in 0..<3 { message += arenaLen(16, arenaStr(1, "key\(i)") + arenaStr(2, "value \(i) 😀")) }
-    for i in 0..<4 { message += arenaLen(20, arenaLen(1, arenaStr(1, "text element \(i) 中文"))) }
-    message += arenaInt(99, 1) + arenaLen(98, [1, 2, 3])
-    return arenaInt(1, 1) + arenaLen(10, message)
+    var message = Wire.string(1, "client-1") + Wire.string(2, "server-1") + Wire.uint(3, 99)
+    message += Wire.field(6, Wire.uint(1, 2) + Wire.string(2, "group-42"))
+    for i in 0..<5 { message += Wire.string(12, "receiver-\(i)") }
+    for i in 0..<3 { message += Wire.field(16, Wire.string(1, "key\(i)") + Wire.string(2, "value \(i) 😀")) }
+    for i in 0..<4 { message += Wire.field(20, Wire.field(1, Wire.string(1, "text element \(i) 中文"))) }
+    message += Wire.uint(99, 1) + Wire.field(98, [1, 2, 3])
+    return Wire.uint(1, 1) + Wire.field(10, message)
 }()
 
 private func unpackSample(_ arena: OpaquePointer) -> UnsafeMutablePointer<ProtobufCMessage>? {

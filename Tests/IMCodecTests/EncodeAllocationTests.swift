@@ -1,5 +1,6 @@
 import Foundation
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 /// `serializedBytes()` allocates once per encode (Benchmarks/README.md shows it: the `imcodec

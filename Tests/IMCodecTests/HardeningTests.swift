@@ -20,24 +20,6 @@ import Testing
 // MARK: - Helpers
 
 private enum H {
-    static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static func varint(_ v: UInt64) -> [UInt8] { Wire.varint(v) }
-    static func tag(_ number: UInt64, _ wireType: UInt64) -> [UInt8] { Wire.tag(number, wireType) }
-    static func len(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] { Wire.field(number, payload) }
-    static func uint(_ number: UInt64, _ value: UInt64) -> [UInt8] { tag(number, 0) + varint(value) }
-    static func fixed64(_ number: UInt64, _ value: UInt64) -> [UInt8] { Wire.fixed64(number, value) }
-    static func fixed32(_ number: UInt64, _ value: UInt32) -> [UInt8] { Wire.fixed32(number, value) }
-
-    /// `count` copies of `piece`.
-    static func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(piece.count * count)
-        for _ in 0..<count { out += piece }
-        return out
-    }
-
     static func error(_ body: () throws -> Void) -> IMCodecError? {
         do {
             try body()
@@ -74,7 +56,7 @@ private enum Google {
 
     static let descriptorSet: URL? = {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-hardening-\(UUID().uuidString).pb")
-        let ok = (try? run(["protoc", "--include_imports", "--descriptor_set_out=\(out.path)", "-I", H.root.appendingPathComponent("Schemas").path,
+        let ok = (try? run(["protoc", "--include_imports", "--descriptor_set_out=\(out.path)", "-I", Protoc.root.appendingPathComponent("Schemas").path,
                             "-I", "/usr/include", "imcodec/v1/frame.proto"], input: [])) != nil
         return ok ? out : nil
     }()
@@ -156,7 +138,7 @@ struct HardeningDepthTests {
     @Test("depth is counted per known sub-message only: 100,000 nested unknown fields are one opaque value")
     func unknownNesting() throws {
         var bytes: [UInt8] = []
-        for _ in 0..<100_000 { bytes = H.len(99, bytes) }  // field 99 is unknown in Frame: never entered
+        for _ in 0..<100_000 { bytes = Wire.field(99, bytes) }  // field 99 is unknown in Frame: never entered
         let frame = try Frame(serializedBytes: bytes)
         #expect(frame.unknownFields.bytes == bytes)
     }
@@ -164,64 +146,12 @@ struct HardeningDepthTests {
 
 // MARK: - Memory
 
-/// The adversarial inputs of the issue (empty map entries, unknown varints, repeated strings, empty
-/// sub-messages, and more), `size` bytes each, and the realistic frames they must not hurt.
-private enum Adversarial {
-    /// Each family's name and its input of about `size` bytes.
-    static func families(size: Int) -> [(String, [UInt8])] {
-        [
-            // Frame.message { custom_params: {} × n }: 3 bytes each; a protobuf-c entry struct,
-            // pointer and scan slot, and a Swift dictionary slot each.
-            ("empty map entries", frameMessage(H.repeated([0x82, 0x01, 0x00], (size - 8) / 3))),
-            // Frame field 3 (unknown), varint 0, n times: 2 bytes each; a 24-byte unknown-field
-            // record, a copy and a scan slot each.
-            ("unknown varints", H.repeated([0x18, 0x00], size / 2)),
-            // Frame.message { target_receivers: "" × n }: 2 bytes each.
-            ("empty repeated strings", frameMessage(H.repeated([0x62, 0x00], (size - 8) / 2))),
-            // Frame.history_response { messages: {} × n }: 2 bytes each; a 264-byte protobuf-c
-            // Message and a 472-byte Swift Message each.
-            ("empty sub-messages", H.len(32, H.repeated([0x12, 0x00], (size - 8) / 2))),
-            // Frame.message { elements: {} × n }: 3 bytes each; a 208-byte Swift MessageElement each.
-            ("empty elements", frameMessage(H.repeated([0xA2, 0x01, 0x00], (size - 8) / 3))),
-            // Frame.schema_version (a varint field) sent length-delimited and empty, n times: 2 bytes
-            // each, 8 after transcoding.
-            ("wire-type mismatches", H.repeated([0x0A, 0x00], size / 2)),
-        ]
-    }
-
-    static var names: [String] { families(size: 64).map(\.0) }
-
-    static func input(_ name: String, size: Int) -> [UInt8] { families(size: size).first { $0.0 == name }!.1 }
-
-    /// Frame.message { target_receivers: 16 bytes × n }: heap strings in Swift, about 9 × input.
-    static func repeatedStrings16(size: Int) -> [UInt8] {
-        frameMessage(H.repeated([0x62, 0x10] + Array("0123456789abcdef".utf8), (size - 8) / 18))
-    }
-
-    static func frameMessage(_ payload: [UInt8]) -> [UInt8] { H.len(10, payload) }
-
-    /// A history page of realistic messages of about `size` bytes.
-    static func historyPage(bytes size: Int) -> [UInt8] {
-        var random = RandomMessages(seed: 4)
-        var page = HistoryResponse()
-        page.conversation = .group("@TGS#2J4SZEAEL")
-        var total = 0
-        while total < size {
-            var message = random.message(depth: 1)
-            message.customParams = [:]
-            total += message.serializedBytes().count + 4
-            page.messages.append(message)
-        }
-        return Frame(.historyResponse(page)).serializedBytes()
-    }
-}
-
 @Suite("Hardening: bounded memory", .serialized)
 struct HardeningMemoryTests {
     @Test("1 MiB adversarial inputs are refused by the pre-scan's estimate, before anything is allocated",
-          arguments: Adversarial.names)
+          arguments: AdversarialInputs.names)
     func refusedBeforeAllocating(_ name: String) throws {
-        let bytes = Adversarial.input(name, size: 1 << 20)
+        let bytes = AdversarialInputs.input(name, size: 1 << 20)
         #expect(bytes.count > 1_000_000 && bytes.count <= 1 << 20)
         let clock = ContinuousClock()
         var error: IMCodecError?
@@ -234,7 +164,7 @@ struct HardeningMemoryTests {
 
         // The same family, 64 KiB, with the limit lifted: the estimate shows the amplification
         // that was refused.
-        let small = Adversarial.input(name, size: 64 << 10)
+        let small = AdversarialInputs.input(name, size: 64 << 10)
         let (frame, accounting) = try DecodeProbe.decode(Frame.self, from: small, options: H.limitLifted)
         let estimate = accounting.estimatedArenaBytes + accounting.estimatedValueBytes
         #expect(estimate > 17 * small.count, "\(name): \(estimate) bytes estimated for \(small.count)")
@@ -242,9 +172,9 @@ struct HardeningMemoryTests {
     }
 
     @Test("the estimate bounds protobuf-c's arena exactly and the Swift value's heap",
-          arguments: Adversarial.names)
+          arguments: AdversarialInputs.names)
     func estimateBoundsTheHeap(_ name: String) throws {
-        let bytes = Adversarial.input(name, size: 64 << 10)
+        let bytes = AdversarialInputs.input(name, size: 64 << 10)
         // Measured in a child process that does nothing else (HeapProbe): only this decode's
         // allocations are counted, whatever other suites allocate meanwhile.
         let a = try HeapProbe.decode(bytes, options: H.limitLifted)
@@ -264,11 +194,11 @@ struct HardeningMemoryTests {
         // Inputs just under the default limit (16 × input + 1 MiB) with the highest amplification
         // the adversarial families reach, and realistic pages.
         let cases: [(String, [UInt8])] = [
-            ("repeated 16-byte strings, 1 MiB", Adversarial.repeatedStrings16(size: 1 << 20)),
-            ("empty sub-messages, 24 KiB", H.len(32, H.repeated([0x12, 0x00], 12 << 10))),
-            ("empty elements, 64 KiB", Adversarial.frameMessage(H.repeated([0xA2, 0x01, 0x00], 21 << 10))),
-            ("history page, 256 KiB", Adversarial.historyPage(bytes: 256 << 10)),
-            ("history page, 1 MiB", Adversarial.historyPage(bytes: 1 << 20)),
+            ("repeated 16-byte strings, 1 MiB", AdversarialInputs.repeatedStrings16(size: 1 << 20)),
+            ("empty sub-messages, 24 KiB", Wire.field(32, Wire.repeated([0x12, 0x00], 12 << 10))),
+            ("empty elements, 64 KiB", AdversarialInputs.frameMessage(Wire.repeated([0xA2, 0x01, 0x00], 21 << 10))),
+            ("history page, 256 KiB", AdversarialInputs.historyPage(bytes: 256 << 10)),
+            ("history page, 1 MiB", AdversarialInputs.historyPage(bytes: 1 << 20)),
         ]
         for (name, bytes) in cases {
             let limit = 16 * bytes.count + (1 << 20)
@@ -285,21 +215,21 @@ struct HardeningMemoryTests {
             }
         }
         // Realistic traffic is accepted.
-        #expect(H.decodeError(Adversarial.historyPage(bytes: 1 << 20)) == nil)
+        #expect(H.decodeError(AdversarialInputs.historyPage(bytes: 1 << 20)) == nil)
     }
 
     @Test("the estimate holds for every valid fixture and for random messages, and is tight")
     func estimateOnValidInput() throws {
         var inputs: [[UInt8]] = []
-        let valid = H.root.appendingPathComponent("Fixtures/valid")
+        let valid = Protoc.root.appendingPathComponent("Fixtures/valid")
         for name in try FileManager.default.contentsOfDirectory(atPath: valid.path).sorted() where name.hasSuffix(".binpb") {
             inputs.append([UInt8](try Data(contentsOf: valid.appendingPathComponent(name))))
         }
         var random = RandomMessages(seed: 44)
         for _ in 0..<200 { inputs.append(Frame(.message(random.message(depth: 3))).serializedBytes()) }
         let bound = DecodeProbe.bound
-        for name in Adversarial.names { inputs.append(Adversarial.input(name, size: 4 << 10)) }
-        inputs.append(Adversarial.repeatedStrings16(size: 4 << 10))
+        for name in AdversarialInputs.names { inputs.append(AdversarialInputs.input(name, size: 4 << 10)) }
+        inputs.append(AdversarialInputs.repeatedStrings16(size: 4 << 10))
         for bytes in inputs {
             let (_, a) = try DecodeProbe.decode(Frame.self, from: bytes, options: H.limitLifted)
             // The bound that lets short inputs skip the estimate holds.
@@ -316,7 +246,7 @@ struct HardeningMemoryTests {
 
     @Test("maxDecodedMemory is honoured exactly: the estimate's total passes or fails at the boundary")
     func limitBoundary() throws {
-        let bytes = Adversarial.frameMessage(H.repeated([0x62, 0x00], 1_000))
+        let bytes = AdversarialInputs.frameMessage(Wire.repeated([0x62, 0x00], 1_000))
         let (_, a) = try DecodeProbe.decode(Frame.self, from: bytes, options: H.limitLifted)
         let total = a.estimatedArenaBytes + a.estimatedValueBytes
         #expect(H.decodeError(bytes, options: DecodingOptions(maxDecodedMemory: total)) == nil)
@@ -346,12 +276,12 @@ struct HardeningUTF8Tests {
             // Frame.message.elements.text.text, Frame.message.sender_id, a conversation's target id,
             // a map key and a map value, a repeated string.
             let inputs: [([UInt8], Int)] = [
-                (H.len(10, H.len(20, H.len(1, H.len(1, text)))), 9),
-                (H.len(10, H.len(5, text)), 4),
-                (H.len(10, H.len(6, H.len(2, text))), 6),
-                (H.len(10, H.len(16, H.len(1, text))), 7),
-                (H.len(10, H.len(16, H.len(1, [0x6B]) + H.len(2, text))), 10),
-                (H.len(10, H.len(12, Array("fine".utf8)) + H.len(12, text)), 10),
+                (Wire.field(10, Wire.field(20, Wire.field(1, Wire.field(1, text)))), 9),
+                (Wire.field(10, Wire.field(5, text)), 4),
+                (Wire.field(10, Wire.field(6, Wire.field(2, text))), 6),
+                (Wire.field(10, Wire.field(16, Wire.field(1, text))), 7),
+                (Wire.field(10, Wire.field(16, Wire.field(1, [0x6B]) + Wire.field(2, text))), 10),
+                (Wire.field(10, Wire.field(12, Array("fine".utf8)) + Wire.field(12, text)), 10),
             ]
             for (bytes, payloadAt) in inputs {
                 let error = H.decodeError(bytes)
@@ -359,9 +289,9 @@ struct HardeningUTF8Tests {
                 #expect(error?.offset == payloadAt + prefix.count, "\(bad): \(String(describing: error))")
             }
             // The same bytes in a bytes field (custom element data, cloud custom data) are kept.
-            let custom = H.len(10, H.len(20, H.len(2, H.len(1, text))))
+            let custom = Wire.field(10, Wire.field(20, Wire.field(2, Wire.field(1, text))))
             #expect(H.decodeError(custom) == nil)
-            let cloud = try Frame(serializedBytes: H.len(10, H.len(15, text)))
+            let cloud = try Frame(serializedBytes: Wire.field(10, Wire.field(15, text)))
             guard case .message(let message)? = cloud.payload else { Issue.record("no message"); continue }
             #expect(message.cloudCustomData == text)
         }
@@ -382,7 +312,7 @@ struct HardeningUTF8Tests {
 @Suite("Hardening: wire-type mismatch kept as an unknown field")
 struct HardeningMismatchTests {
     /// Frame.message { client_msg_id: "c-1", sender_id: "alice" }
-    static let envelope = H.len(1, Array("c-1".utf8)) + H.len(5, Array("alice".utf8))
+    static let envelope = Wire.field(1, Array("c-1".utf8)) + Wire.field(5, Array("alice".utf8))
 
     @Test("a known field with each wrong wire type is kept with its number, wire type and bytes")
     func everyWireType() throws {
@@ -391,10 +321,10 @@ struct HardeningMismatchTests {
         // Message.custom_params (map), Message.target_receivers (repeated string),
         // AtInfo.at_all (bool), MessageElement.text (a oneof member).
         let wrongs: [[UInt8]] = [
-            H.len(1, [1, 2, 3]), H.fixed64(1, 7), H.fixed32(1, 7), H.len(1, []),
+            Wire.field(1, [1, 2, 3]), Wire.fixed64(1, 7), Wire.fixed32(1, 7), Wire.field(1, []),
         ]
         for wrong in wrongs {
-            let bytes = H.uint(2, 1) + wrong
+            let bytes = Wire.uint(2, 1) + wrong
             let frame = try Frame(serializedBytes: bytes)
             #expect(frame.schemaVersion == 0)
             #expect(frame.minReaderVersion == 1)
@@ -402,21 +332,21 @@ struct HardeningMismatchTests {
             #expect(frame.serializedBytes() == bytes, "written back as it came, after the known fields")
         }
         let nested: [([UInt8], (Message) -> UnknownFields)] = [
-            (H.fixed64(3, 4021), { $0.unknownFields }),                     // seq as fixed64
-            (H.len(3, [0x01]), { $0.unknownFields }),                       // seq length-delimited
-            (H.uint(16, 5), { $0.unknownFields }),                          // a map field as a varint
-            (H.fixed32(12, 9), { $0.unknownFields }),                       // a repeated string as fixed32
-            (H.len(13, H.fixed64(2, 1)), { $0.at?.unknownFields ?? UnknownFields() }),  // bool as fixed64
-            (H.len(20, H.fixed32(1, 0x6463_6261)),
+            (Wire.fixed64(3, 4021), { $0.unknownFields }),                     // seq as fixed64
+            (Wire.field(3, [0x01]), { $0.unknownFields }),                       // seq length-delimited
+            (Wire.uint(16, 5), { $0.unknownFields }),                          // a map field as a varint
+            (Wire.fixed32(12, 9), { $0.unknownFields }),                       // a repeated string as fixed32
+            (Wire.field(13, Wire.fixed64(2, 1)), { $0.at?.unknownFields ?? UnknownFields() }),  // bool as fixed64
+            (Wire.field(20, Wire.fixed32(1, 0x6463_6261)),
              { $0.elements.first?.unknownFields ?? UnknownFields() }),      // oneof member as fixed32
-            (H.len(20, H.len(7, H.len(1, Array("here".utf8)) + H.uint(2, 2))),
+            (Wire.field(20, Wire.field(7, Wire.field(1, Array("here".utf8)) + Wire.uint(2, 2))),
              { message in
                  guard case .location(let l)? = message.elements.first?.content else { return UnknownFields() }
                  return l.unknownFields
              }),                                                            // double as a varint
         ]
         for (field, unknown) in nested {
-            let bytes = H.len(10, Self.envelope + field)
+            let bytes = Wire.field(10, Self.envelope + field)
             let frame = try Frame(serializedBytes: bytes)
             guard case .message(let message)? = frame.payload else { Issue.record("no message"); continue }
             #expect(message.clientMsgID == "c-1")
@@ -427,26 +357,26 @@ struct HardeningMismatchTests {
             #expect(again.serializedBytes() == frame.serializedBytes())
         }
         // A oneof member that arrives with the wrong wire type does not touch the oneof.
-        let element = H.len(1, H.len(1, Array("hi".utf8))) + H.fixed32(7, 1)  // text, then location as fixed32
-        let frame = try Frame(serializedBytes: H.len(10, H.len(20, element)))
+        let element = Wire.field(1, Wire.field(1, Array("hi".utf8))) + Wire.fixed32(7, 1)  // text, then location as fixed32
+        let frame = try Frame(serializedBytes: Wire.field(10, Wire.field(20, element)))
         guard case .message(let message)? = frame.payload, case .text(let text)? = message.elements.first?.content else {
             Issue.record("the oneof lost its member")
             return
         }
         #expect(text.text == "hi")
-        #expect(message.elements.first?.unknownFields.bytes == H.fixed32(7, 1))
+        #expect(message.elements.first?.unknownFields.bytes == Wire.fixed32(7, 1))
     }
 
     @Test("re-encoding gives the bytes Google's parser and deterministic serializer give")
     func sameAsGoogle() throws {
         var inputs: [[UInt8]] = []
-        let valid = H.root.appendingPathComponent("Fixtures/valid")
+        let valid = Protoc.root.appendingPathComponent("Fixtures/valid")
         for name in try FileManager.default.contentsOfDirectory(atPath: valid.path).sorted()
         where name.hasSuffix(".binpb") && (name.hasPrefix("wire_type_mismatch") || name.hasPrefix("unknown_")) {
             inputs.append([UInt8](try Data(contentsOf: valid.appendingPathComponent(name))))
         }
-        inputs.append(H.fixed32(1, 1) + H.uint(2, 2) + H.len(10, Self.envelope + H.fixed64(3, 9) + H.uint(4, 5)))
-        inputs.append(H.len(536_870_911, [1, 2]) + H.uint(1, 1) + H.uint(536_870_911, 3))  // the wrapper's number itself
+        inputs.append(Wire.fixed32(1, 1) + Wire.uint(2, 2) + Wire.field(10, Self.envelope + Wire.fixed64(3, 9) + Wire.uint(4, 5)))
+        inputs.append(Wire.field(536_870_911, [1, 2]) + Wire.uint(1, 1) + Wire.uint(536_870_911, 3))  // the wrapper's number itself
         for bytes in inputs {
             let ours = try Frame(serializedBytes: bytes).serializedBytes()
             guard let google = Google.reencode(bytes) else { return }  // no python3 protobuf: nothing to compare
@@ -456,8 +386,8 @@ struct HardeningMismatchTests {
 
     @Test("genuine fields numbered 2^29-1 (the wrapper's number) are kept byte for byte, at every wire type")
     func wrapperNumber() throws {
-        let tail = H.len(536_870_911, [9, 9]) + H.uint(536_870_911, 1) + H.fixed32(536_870_911, 2) + H.fixed64(536_870_911, 3)
-        let bytes = H.uint(1, 1) + H.len(10, Self.envelope + tail)
+        let tail = Wire.field(536_870_911, [9, 9]) + Wire.uint(536_870_911, 1) + Wire.fixed32(536_870_911, 2) + Wire.fixed64(536_870_911, 3)
+        let bytes = Wire.uint(1, 1) + Wire.field(10, Self.envelope + tail)
         let frame = try Frame(serializedBytes: bytes)
         guard case .message(let message)? = frame.payload else { Issue.record("no message"); return }
         #expect(message.unknownFields.bytes == tail)
@@ -469,21 +399,21 @@ struct HardeningMismatchTests {
         for padding in [110, 118, 119, 120, 121, 122, 126, 127, 16_360, 16_370, 16_377, 16_383] {
             // A sender id of `padding` bytes makes Frame.message's payload straddle a boundary once
             // the mismatch (2 bytes) is wrapped (+6 bytes).
-            let message = H.len(5, Array(repeating: 0x61, count: padding)) + H.len(3, [])
-            let bytes = H.len(10, message)
+            let message = Wire.field(5, Array(repeating: 0x61, count: padding)) + Wire.field(3, [])
+            let bytes = Wire.field(10, message)
             let frame = try Frame(serializedBytes: bytes)
             guard case .message(let m)? = frame.payload else { Issue.record("no message"); continue }
             #expect(m.senderID.utf8.count == padding)
-            #expect(m.unknownFields.bytes == H.len(3, []))
+            #expect(m.unknownFields.bytes == Wire.field(3, []))
             #expect(frame.serializedBytes() == bytes)
         }
         // Nested to the depth limit, with a mismatch at the bottom and one at every 10th level.
-        var bytes = H.len(1, Array("deep".utf8)) + H.fixed32(3, 1)  // a Message's client id and seq as fixed32
+        var bytes = Wire.field(1, Array("deep".utf8)) + Wire.fixed32(3, 1)  // a Message's client id and seq as fixed32
         for level in 0..<32 {  // Frame, Message, then 32 × (MessageElement, MergerElement, Message): 98 levels
             // Message ← MergerElement.messages ← MessageElement.merger ← Message.elements
-            bytes = H.len(20, H.len(10, H.len(4, bytes) + (level % 3 == 0 ? H.uint(1, 5) : [])))
+            bytes = Wire.field(20, Wire.field(10, Wire.field(4, bytes) + (level % 3 == 0 ? Wire.uint(1, 5) : [])))
         }
-        bytes = H.len(10, bytes)
+        bytes = Wire.field(10, bytes)
         let frame = try Frame(serializedBytes: bytes)
         let again = try Frame(serializedBytes: frame.serializedBytes())
         #expect(again.serializedBytes() == frame.serializedBytes())
@@ -493,12 +423,12 @@ struct HardeningMismatchTests {
     @Test("errors after a mismatch carry offsets into the original input")
     func offsetsInOriginalInput() throws {
         let bad: [UInt8] = [0xFF]
-        let bytes = H.len(3, [1]) + H.len(10, Self.envelope + H.fixed64(3, 1) + H.len(22, bad))
+        let bytes = Wire.field(3, [1]) + Wire.field(10, Self.envelope + Wire.fixed64(3, 1) + Wire.field(22, bad))
         let error = H.decodeError(bytes)
         #expect(error?.code == .invalidUTF8)
         #expect(error?.offset == bytes.count - 1)
         // Refused by the estimate: the offset is where it passes the limit, in the original input.
-        let many = H.repeated([0x0A, 0x00], 300_000)
+        let many = Wire.repeated([0x0A, 0x00], 300_000)
         let tooBig = H.decodeError(many, options: DecodingOptions(maxDecodedMemory: 1 << 20))
         #expect(tooBig?.code == .memoryLimitExceeded)
         #expect((tooBig?.offset ?? .max) < many.count)
@@ -507,12 +437,12 @@ struct HardeningMismatchTests {
     @Test("random frames with a mismatch added at the end of their message decode to the same frame plus that field")
     func randomFrames() throws {
         var random = RandomMessages(seed: 7)
-        let mismatches: [[UInt8]] = [H.fixed32(3, 1), H.len(4, [1, 2]), H.fixed64(5, 3), H.uint(6, 1), H.uint(20, 2)]
+        let mismatches: [[UInt8]] = [Wire.fixed32(3, 1), Wire.field(4, [1, 2]), Wire.fixed64(5, 3), Wire.uint(6, 1), Wire.uint(20, 2)]
         for i in 0..<100 {
             var message = random.message(depth: 2)
             message.unknownFields = UnknownFields()
             let field = mismatches[i % mismatches.count]
-            let bytes = H.uint(1, 1) + H.len(10, message.serializedBytes() + field)
+            let bytes = Wire.uint(1, 1) + Wire.field(10, message.serializedBytes() + field)
             let frame = try Frame(serializedBytes: bytes)
             guard case .message(let decoded)? = frame.payload else { Issue.record("no message"); continue }
             #expect(decoded.unknownFields.bytes == field)
@@ -528,7 +458,7 @@ struct HardeningMismatchTests {
         let bytes = Frame(Samples.message(elements: [.text("hi")])).serializedBytes()
         let (_, accounting) = try DecodeProbe.decode(Frame.self, from: bytes)
         #expect(accounting.wrappedFields == 0)
-        let (_, slow) = try DecodeProbe.decode(Frame.self, from: bytes + H.len(1, []))
+        let (_, slow) = try DecodeProbe.decode(Frame.self, from: bytes + Wire.field(1, []))
         #expect(slow.wrappedFields == 1)
     }
 }
@@ -576,16 +506,16 @@ struct HardeningValueTests {
         #expect(decoded.serializedBytes() == bytes)
         #expect(try Frame(jsonString: decoded.jsonString()) == frame)
         // U+0000 in a map value is kept (map strings are bytes in the generated C).
-        let map = H.len(10, H.len(16, H.len(1, Array("k".utf8)) + H.len(2, [0x61, 0x00])))
+        let map = Wire.field(10, Wire.field(16, Wire.field(1, Array("k".utf8)) + Wire.field(2, [0x61, 0x00])))
         #expect(try Frame(serializedBytes: map).payload == .message(Message.with { $0.customParams = ["k": "a\u{0}"] }))
     }
 
     @Test("documented differences from Google's parsers are what IMCodec does")
     func documentedDifferences() throws {
         // A singular sub-message twice: merged, as Google does (MergeTests has the details).
-        #expect(H.decodeError(H.len(10, []) + H.len(10, [])) == nil)
+        #expect(H.decodeError(Wire.field(10, []) + Wire.field(10, [])) == nil)
         // Groups: refused as malformed.
-        #expect(H.decodeError(H.tag(99, 3) + H.tag(99, 4))?.code == .malformed)
+        #expect(H.decodeError(Wire.tag(99, 3) + Wire.tag(99, 4))?.code == .malformed)
         // Nesting: at most 320 levels by default (upb and swift-protobuf allow 100), so that the 100
         // merger layers Tencent allows decode (DepthTests).
         #expect(H.decodeError(Wire.nestingBomb(levels: 320)) == nil)
@@ -605,7 +535,7 @@ struct HardeningThreadTests {
                 : Frame(.message(random.message()))
         } + [Frame(Samples.message(elements: Array(Samples.elements.values)))]
         let inputs = frames.map { $0.serializedBytes() }
-        let mismatched = inputs.map { H.len(1, [1]) + $0 }  // the slow path too
+        let mismatched = inputs.map { Wire.field(1, [1]) + $0 }  // the slow path too
         let json = try frames.map { try $0.jsonString() }
         let failures = Failures()
         DispatchQueue.concurrentPerform(iterations: 16) { worker in
@@ -615,7 +545,7 @@ struct HardeningThreadTests {
                 do {
                     if try Frame(serializedBytes: inputs[i]).serializedBytes() != inputs[i] { failures.add("decode \(i)") }
                     if frames[i].serializedBytes() != inputs[i] { failures.add("encode \(i)") }
-                    if try decoder.decode(Frame.self, from: mismatched[i]).serializedBytes() != inputs[i] + H.len(1, [1]) {
+                    if try decoder.decode(Frame.self, from: mismatched[i]).serializedBytes() != inputs[i] + Wire.field(1, [1]) {
                         failures.add("slow path \(i)")
                     }
                     let kind = try decoder.withFrameView(inputs[i]) { $0.payloadKind }
@@ -645,7 +575,7 @@ struct HardeningFailCaseTests {
     static let targets = ["FuzzBinaryDecode", "FuzzJSONDecode", "FuzzTextFormatDecode", "FuzzDelimited"]
 
     static func cases(_ target: String) -> [URL] {
-        let folder = H.root.appendingPathComponent("Fuzz/FailCases/\(target)")
+        let folder = Protoc.root.appendingPathComponent("Fuzz/FailCases/\(target)")
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         return names.filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().map { folder.appendingPathComponent($0) }
     }
@@ -667,7 +597,7 @@ struct HardeningFailCaseTests {
 
     @Test("the checks pass on the fixtures (the fuzz seeds)")
     func seeds() throws {
-        let valid = H.root.appendingPathComponent("Fixtures/valid")
+        let valid = Protoc.root.appendingPathComponent("Fixtures/valid")
         var stream: [UInt8] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: valid.path).sorted() {
             let bytes = [UInt8](try Data(contentsOf: valid.appendingPathComponent(name)))

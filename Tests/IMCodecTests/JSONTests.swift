@@ -2,6 +2,7 @@
 // by-name entry points (ProtoJSON). Expected texts are what Python's json_format (protobuf 4.21)
 // prints for the same messages; see Sources/IMCodec/JSON/ and Sources/IMCodec/CSeam/Reflection/.
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 // MARK: - Helpers (file-private)
@@ -656,7 +657,7 @@ struct JSONRoundTripTests {
     }
 
     @Test func randomStringsSurviveJSON() throws {
-        var generator = JSONTestRandom(seed: 0x1234_5678)
+        var generator = SeededGenerator(seed: 0x1234_5678)
         let alphabet: [Unicode.Scalar] = ["a", "\"", "\\", "/", "\u{0}", "\u{1}", "\u{1F}", "\u{7F}", "\u{80}", "é", "\u{2028}", "中", "\u{FFFF}", "\u{10000}", "😀", "\u{10FFFF}"]
         for _ in 0 ..< 200 {
             var text = String.UnicodeScalarView()
@@ -670,18 +671,5 @@ struct JSONRoundTripTests {
                 #expect(try TextElement(jsonString: json) == value)
             }
         }
-    }
-}
-
-/// SplitMix64, file-private so it cannot clash with other test files.
-private struct JSONTestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,43 +1,6 @@
 import IMCodec
+import IMCodecTestSupport
 import Testing
-
-/// Wire bytes for tests, written by the library's one writer (``WireFormat``).
-enum Wire {
-    static func varint(_ value: UInt64) -> [UInt8] { WireFormat.varint(value) }
-
-    /// The tag of field `number` with `wireType`.
-    static func tag(_ number: UInt64, _ wireType: UInt64) -> [UInt8] { varint(WireFormat.tag(number, wireType)) }
-
-    /// A length-delimited field (wire type 2).
-    static func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] {
-        tag(number, 2) + varint(UInt64(payload.count)) + payload
-    }
-
-    /// `value` little-endian: 8 bytes for a `UInt64`, 4 for a `UInt32`.
-    static func fixed<T: FixedWidthInteger & UnsignedInteger>(_ value: T) -> [UInt8] {
-        var out: [UInt8] = []
-        WireFormat.appendFixed(value, to: &out)
-        return out
-    }
-
-    /// A fixed64 field (wire type 1).
-    static func fixed64(_ number: UInt64, _ value: UInt64) -> [UInt8] { tag(number, 1) + fixed(value) }
-
-    /// A fixed32 field (wire type 5).
-    static func fixed32(_ number: UInt64, _ value: UInt32) -> [UInt8] { tag(number, 5) + fixed(value) }
-
-    /// Frame.message → (Message.elements → MessageElement.merger → MergerElement.messages)* nested
-    /// to `levels` messages in all (the Frame counts as one).
-    static func nestingBomb(levels: Int) -> [UInt8] {
-        // Innermost first: build the chain of (field number) from the inside out.
-        var numbers: [UInt64] = [10]  // Frame.message
-        let cycle: [UInt64] = [20, 10, 4]  // Message.elements, MessageElement.merger, MergerElement.messages
-        while numbers.count < levels - 1 { numbers.append(cycle[(numbers.count - 1) % 3]) }
-        var bytes: [UInt8] = []
-        for number in numbers.reversed() { bytes = field(number, bytes) }
-        return bytes
-    }
-}
 
 @Suite("Limits and errors")
 struct LimitTests {

@@ -1,4 +1,5 @@
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 /// Parsing is merging: a singular sub-message that occurs more than once is merged, as Google's

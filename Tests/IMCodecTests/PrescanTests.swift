@@ -6,26 +6,8 @@
 import CIMCodecRuntime
 import CIMCodecSchemas
 import CProtobufC
+import IMCodecTestSupport
 import Testing
-
-// MARK: - Wire helpers (file-private)
-
-private enum W {
-    // The encoding is the library's (``Wire`` calls ``WireFormat``); these take the C field numbers.
-    static func varint(_ value: UInt64) -> [UInt8] { Wire.varint(value) }
-
-    static func tag(_ field: UInt32, _ wireType: UInt8) -> [UInt8] { Wire.tag(UInt64(field), UInt64(wireType)) }
-
-    static func int(_ field: UInt32, _ value: UInt64) -> [UInt8] { tag(field, 0) + varint(value) }
-
-    static func len(_ field: UInt32, _ payload: [UInt8]) -> [UInt8] { Wire.field(UInt64(field), payload) }
-
-    static func str(_ field: UInt32, _ text: String) -> [UInt8] { len(field, Array(text.utf8)) }
-
-    static func fixed32(_ field: UInt32, _ value: UInt32) -> [UInt8] { Wire.fixed32(UInt64(field), value) }
-
-    static func fixed64(_ field: UInt32, _ value: UInt64) -> [UInt8] { Wire.fixed64(UInt64(field), value) }
-}
 
 private typealias Descriptor = UnsafePointer<ProtobufCMessageDescriptor>
 
@@ -66,13 +48,13 @@ private func expectScan(
 
 /// Frame { message: Message { client_msg_id: <raw> } }, and the offset of <raw> in it.
 private func frameWithClientMsgID(_ raw: [UInt8]) -> (bytes: [UInt8], payloadAt: Int) {
-    let bytes = W.len(10, W.len(1, raw))
+    let bytes = Wire.field(10, Wire.field(1, raw))
     return (bytes, bytes.count - raw.count)
 }
 
 /// Frame { message: Message { custom_params: { key: <key>, value: <value> } } }.
 private func frameWithCustomParam(key: [UInt8], value: [UInt8]) -> [UInt8] {
-    W.len(10, W.len(16, W.len(1, key) + W.len(2, value)))
+    Wire.field(10, Wire.field(16, Wire.field(1, key) + Wire.field(2, value)))
 }
 
 // MARK: - Depth chains
@@ -89,11 +71,11 @@ private struct DepthChain {
 
     /// The tag leaving level `level` (1-based) for the next one.
     static func tag(leaving level: Int) -> [UInt8] {
-        if level == 1 { return W.tag(10, 2) }
+        if level == 1 { return Wire.tag(10, 2) }
         switch (level - 2) % 3 {
-        case 0: return W.tag(20, 2)  // Message.elements
-        case 1: return W.tag(10, 2)  // MessageElement.merger
-        default: return W.tag(4, 2)  // MergerElement.messages
+        case 0: return Wire.tag(20, 2)  // Message.elements
+        case 1: return Wire.tag(10, 2)  // MessageElement.merger
+        default: return Wire.tag(4, 2)  // MergerElement.messages
         }
     }
 
@@ -112,7 +94,7 @@ private struct DepthChain {
         if levels >= 2 {
             for k in stride(from: levels - 2, through: 0, by: -1) {
                 let child = contentSize[k + 1]
-                contentSize[k] = Self.tag(leaving: k + 1).count + W.varint(UInt64(child)).count + child
+                contentSize[k] = Self.tag(leaving: k + 1).count + Wire.varint(UInt64(child)).count + child
             }
         }
         bytes.reserveCapacity(contentSize[0])
@@ -120,7 +102,7 @@ private struct DepthChain {
         for k in 0..<(levels - 1) {
             tagOffsets.append(bytes.count)
             bytes += Self.tag(leaving: k + 1)
-            bytes += W.varint(UInt64(contentSize[k + 1]))
+            bytes += Wire.varint(UInt64(contentSize[k + 1]))
         }
         precondition(bytes.count == contentSize[0])
     }
@@ -142,24 +124,24 @@ struct PrescanTests {
     @Test("a valid Frame is accepted, and protobuf-c unpacks it")
     func validFrameAcceptedAndUnpacked() throws {
         let text = "héllo 😀 中文字符"
-        let conversation = W.int(1, 2) + W.str(2, "group-1")  // 2 fields
-        let textElement = W.len(1, W.str(1, text))  // MessageElement.text -> TextElement.text: 2 fields
-        let location = W.len(7, W.str(1, "here") + W.fixed64(2, 0x405E_0000_0000_0000) + W.fixed64(3, 0))  // 4 fields
-        let entry = W.str(1, "k") + W.str(2, "v")  // 2 fields
+        let conversation = Wire.uint(1, 2) + Wire.string(2, "group-1")  // 2 fields
+        let textElement = Wire.field(1, Wire.string(1, text))  // MessageElement.text -> TextElement.text: 2 fields
+        let location = Wire.field(7, Wire.string(1, "here") + Wire.fixed64(2, 0x405E_0000_0000_0000) + Wire.fixed64(3, 0))  // 4 fields
+        let entry = Wire.string(1, "k") + Wire.string(2, "v")  // 2 fields
         let message =
-            W.str(1, "c-1")
-            + W.int(3, 42)
-            + W.int(4, 7)
-            + W.len(6, conversation)
-            + W.int(7, 1_700_000_000_000)
-            + W.str(12, "u1") + W.str(12, "u2")
-            + W.len(15, [0x00, 0xFF, 0xFE])  // bytes: anything goes
-            + W.len(16, entry)
-            + W.len(20, textElement)
-            + W.len(20, location)
-            + W.int(99, 5) + W.fixed32(98, 1) + W.fixed64(97, 2) + W.len(96, [0xFF, 0xFF, 0x0B])  // unknown
+            Wire.string(1, "c-1")
+            + Wire.uint(3, 42)
+            + Wire.uint(4, 7)
+            + Wire.field(6, conversation)
+            + Wire.uint(7, 1_700_000_000_000)
+            + Wire.string(12, "u1") + Wire.string(12, "u2")
+            + Wire.field(15, [0x00, 0xFF, 0xFE])  // bytes: anything goes
+            + Wire.field(16, entry)
+            + Wire.field(20, textElement)
+            + Wire.field(20, location)
+            + Wire.uint(99, 5) + Wire.fixed32(98, 1) + Wire.fixed64(97, 2) + Wire.field(96, [0xFF, 0xFF, 0x0B])  // unknown
         // Message: 1+1+1+(1+2)+1+2+1+(1+2)+(1+2)+(1+4)+4 = 25 fields (nested ones included).
-        let frame = W.int(1, 1) + W.int(2, 1) + W.len(10, message)
+        let frame = Wire.uint(1, 1) + Wire.uint(2, 1) + Wire.field(10, message)
         let r = scan(frameDescriptor, frame)
         expectScan(r, IMCODEC_SCAN_OK, at: frame.count, field: 0, message: "imcodec.v1.Frame")
         #expect(r.field_count == 3 + 25)
@@ -192,7 +174,7 @@ struct PrescanTests {
     @Test("unknown fields are skipped, never descended into")
     func unknownFieldsAreSkipped() {
         // Field 90 is unknown in Frame; its payload is not protobuf at all.
-        let bytes = W.len(90, [0x00, 0x0B, 0xFF, 0xFF]) + W.int(1, 1)
+        let bytes = Wire.field(90, [0x00, 0x0B, 0xFF, 0xFF]) + Wire.uint(1, 1)
         let r = scan(frameDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 2)
@@ -224,9 +206,9 @@ struct PrescanTests {
         expectScan(r, IMCODEC_SCAN_TRUNCATED, at: 1, field: 1)
 
         // fixed64 / fixed32 (unknown fields 99 and 98) with too few bytes.
-        r = scan(frameDescriptor, W.tag(99, 1) + [1, 2, 3, 4, 5, 6, 7])
+        r = scan(frameDescriptor, Wire.tag(99, 1) + [1, 2, 3, 4, 5, 6, 7])
         expectScan(r, IMCODEC_SCAN_TRUNCATED, at: 2, field: 99)
-        r = scan(frameDescriptor, W.tag(98, 5) + [1, 2, 3])
+        r = scan(frameDescriptor, Wire.tag(98, 5) + [1, 2, 3])
         expectScan(r, IMCODEC_SCAN_TRUNCATED, at: 2, field: 98)
 
         // A length prefix cut short, and a length past the end of the input.
@@ -271,10 +253,10 @@ struct PrescanTests {
 
         // Wire types 3 and 4 (groups), 6 and 7.
         for wireType: UInt8 in [3, 4, 6, 7] {
-            r = scan(frameDescriptor, [0x10, 0x01] + W.tag(1, wireType) + [0x00])
+            r = scan(frameDescriptor, [0x10, 0x01] + Wire.tag(1, wireType) + [0x00])
             expectScan(r, IMCODEC_SCAN_MALFORMED, at: 2, field: 1)
         }
-        r = scan(frameDescriptor, W.tag(1, 3))
+        r = scan(frameDescriptor, Wire.tag(1, 3))
         #expect(detail(r) == "group wire type 3 is not supported")
 
         // A tag longer than 5 bytes, and a 5-byte tag whose value needs more than 32 bits
@@ -285,16 +267,16 @@ struct PrescanTests {
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 2, field: 0)
 
         // A length over 2^31-1 (known and unknown field), and a length prefix over 5 bytes.
-        r = scan(frameDescriptor, [0x52] + W.varint(1 << 31))
+        r = scan(frameDescriptor, [0x52] + Wire.varint(1 << 31))
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 1, field: 10)
         #expect(detail(r) == "length over 2^31-1")
-        r = scan(frameDescriptor, W.tag(77, 2) + W.varint(0xFFFF_FFFF))
+        r = scan(frameDescriptor, Wire.tag(77, 2) + Wire.varint(0xFFFF_FFFF))
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 2, field: 77)
         r = scan(frameDescriptor, [0x52, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00])
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 1, field: 10)
 
         // Inside a sub-message, the offset is still absolute.
-        r = scan(frameDescriptor, W.int(1, 1) + W.len(10, W.int(3, 1) + [0x00]))
+        r = scan(frameDescriptor, Wire.uint(1, 1) + Wire.field(10, Wire.uint(3, 1) + [0x00]))
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 6, field: 0, message: "imcodec.v1.Message")
     }
 
@@ -390,7 +372,7 @@ struct PrescanTests {
 
     @Test("a bytes field is not checked for UTF-8")
     func bytesFieldIsNotUTF8Checked() {
-        let bytes = W.len(10, W.len(15, [0xFF, 0xC0, 0x80, 0x00]))  // Message.cloud_custom_data
+        let bytes = Wire.field(10, Wire.field(15, [0xFF, 0xC0, 0x80, 0x00]))  // Message.cloud_custom_data
         expectScan(scan(frameDescriptor, bytes), IMCODEC_SCAN_OK, at: bytes.count)
     }
 
@@ -406,21 +388,21 @@ struct PrescanTests {
         r = scan(frameDescriptor, [0x0A, 0x01, 0x01])
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 0, field: 1)
         // ... and as fixed32 / fixed64.
-        r = scan(frameDescriptor, W.fixed32(1, 1))
+        r = scan(frameDescriptor, Wire.fixed32(1, 1))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 0, field: 1)
-        r = scan(frameDescriptor, W.fixed64(2, 1))
+        r = scan(frameDescriptor, Wire.fixed64(2, 1))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 0, field: 2)
         // LocationElement.longitude (double) as fixed32, deep inside.
-        let location = W.len(10, W.len(20, W.len(7, W.fixed32(2, 0))))
+        let location = Wire.field(10, Wire.field(20, Wire.field(7, Wire.fixed32(2, 0))))
         r = scan(frameDescriptor, location)
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 7, field: 2, message: "imcodec.v1.LocationElement")
         // Repeated non-scalar fields have no packed form: Message.elements and target_receivers as varints.
-        r = scan(frameDescriptor, W.len(10, W.int(20, 1)))
+        r = scan(frameDescriptor, Wire.field(10, Wire.uint(20, 1)))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 2, field: 20)
-        r = scan(frameDescriptor, W.len(10, W.int(12, 1)))
+        r = scan(frameDescriptor, Wire.field(10, Wire.uint(12, 1)))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 2, field: 12)
         // The same wire types on unknown fields are fine.
-        let unknown = W.int(90, 1) + W.fixed32(91, 1) + W.fixed64(92, 1) + W.len(93, [1])
+        let unknown = Wire.uint(90, 1) + Wire.fixed32(91, 1) + Wire.fixed64(92, 1) + Wire.field(93, [1])
         expectScan(scan(frameDescriptor, unknown), IMCODEC_SCAN_OK, at: unknown.count)
     }
 
@@ -480,7 +462,7 @@ struct PrescanTests {
         #expect(IMCODEC_PRESCAN_DEPTH_CAP == 512)
         // Unknown length-delimited fields do not nest, however deep their bytes look.
         let chain = DepthChain(levels: 2_000)
-        let hidden = W.len(70, chain.bytes)
+        let hidden = Wire.field(70, chain.bytes)
         expectScan(scan(frameDescriptor, hidden, maxDepth: 1), IMCODEC_SCAN_OK, at: hidden.count)
     }
 
@@ -488,7 +470,7 @@ struct PrescanTests {
 
     @Test("more than max_fields fields is TOO_MANY_FIELDS at the first field over")
     func tooManyFields() {
-        let bytes = W.int(1, 1) + W.int(2, 2) + W.len(10, W.int(3, 3) + W.int(4, 4))  // 5 fields
+        let bytes = Wire.uint(1, 1) + Wire.uint(2, 2) + Wire.field(10, Wire.uint(3, 3) + Wire.uint(4, 4))  // 5 fields
         var r = scan(frameDescriptor, bytes, maxFields: 5)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 5)
@@ -500,7 +482,7 @@ struct PrescanTests {
         r = scan(frameDescriptor, bytes, maxFields: 0)
         expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 0, field: 1)
         // Unknown fields count too.
-        let unknown = [UInt8](repeating: 0, count: 0) + W.int(90, 1) + W.int(91, 1) + W.int(92, 1)
+        let unknown = [UInt8](repeating: 0, count: 0) + Wire.uint(90, 1) + Wire.uint(91, 1) + Wire.uint(92, 1)
         r = scan(frameDescriptor, unknown, maxFields: 2)
         expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 6, field: 92)
     }
@@ -508,7 +490,7 @@ struct PrescanTests {
     @Test("many fields are counted in one pass")
     func manyFields() {
         var bytes: [UInt8] = []
-        for i in 0..<100_000 { bytes += W.int(1, UInt64(i & 0x7F)) }
+        for i in 0..<100_000 { bytes += Wire.uint(1, UInt64(i & 0x7F)) }
         let r = scan(frameDescriptor, bytes, maxFields: 100_000)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 100_000)
@@ -574,19 +556,19 @@ struct PrescanPackedTests {
 
     @Test("packed payloads of whole elements are accepted; each element is a field")
     func packedAccepted() {
-        let varints = W.varint(1) + W.varint(300) + W.varint(1 << 63)  // 1 + 2 + 10 bytes
-        var bytes = W.len(1, varints)
+        let varints = Wire.varint(1) + Wire.varint(300) + Wire.varint(1 << 63)  // 1 + 2 + 10 bytes
+        var bytes = Wire.field(1, varints)
         var r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count, message: "test.Packed")
         #expect(r.field_count == 3)
 
-        bytes = W.len(2, le32(1) + le32(2)) + W.len(3, [UInt8](repeating: 0, count: 24)) + W.len(6, [1, 0, 1, 1])
+        bytes = Wire.field(2, le32(1) + le32(2)) + Wire.field(3, [UInt8](repeating: 0, count: 24)) + Wire.field(6, [1, 0, 1, 1])
         r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 2 + 3 + 4)
 
         // Unpacked occurrences of the same fields are fine too, and an empty packed payload counts 1.
-        bytes = W.int(1, 7) + W.int(1, 8) + W.fixed32(2, 9) + W.fixed64(3, 10) + W.int(4, 3) + W.len(4, [])
+        bytes = Wire.uint(1, 7) + Wire.uint(1, 8) + Wire.fixed32(2, 9) + Wire.fixed64(3, 10) + Wire.uint(4, 3) + Wire.field(4, [])
         r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 6)
@@ -595,31 +577,31 @@ struct PrescanPackedTests {
     @Test("packed payloads that are not whole elements are MALFORMED at the incomplete element")
     func packedMalformed() {
         // Varints: the payload ends inside the second element.
-        var bytes = W.int(5, 1) + W.len(1, [0x01, 0x96])
+        var bytes = Wire.uint(5, 1) + Wire.field(1, [0x01, 0x96])
         var r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 5, field: 1, message: "test.Packed")
         #expect(detail(r) == "packed payload ends inside a varint")
         // ... even when the input goes on after the payload.
-        bytes = W.len(4, [0x01, 0x96]) + W.int(5, 1)
+        bytes = Wire.field(4, [0x01, 0x96]) + Wire.uint(5, 1)
         expectScan(scan(packedDescriptor, bytes), IMCODEC_SCAN_MALFORMED, at: 3, field: 4)
         // A packed varint over 10 bytes.
-        bytes = W.len(1, [0x05] + [UInt8](repeating: 0x80, count: 10) + [0x01])
+        bytes = Wire.field(1, [0x05] + [UInt8](repeating: 0x80, count: 10) + [0x01])
         r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 3, field: 1)
         #expect(detail(r) == "packed varint longer than 10 bytes")
         // fixed32: 7 bytes; fixed64: 12 bytes.
-        r = scan(packedDescriptor, W.len(2, [UInt8](repeating: 1, count: 7)))
+        r = scan(packedDescriptor, Wire.field(2, [UInt8](repeating: 1, count: 7)))
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 2 + 4, field: 2)
-        r = scan(packedDescriptor, W.len(3, [UInt8](repeating: 1, count: 12)))
+        r = scan(packedDescriptor, Wire.field(3, [UInt8](repeating: 1, count: 12)))
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 2 + 8, field: 3)
-        r = scan(packedDescriptor, W.len(3, [UInt8](repeating: 1, count: 3)))
+        r = scan(packedDescriptor, Wire.field(3, [UInt8](repeating: 1, count: 3)))
         expectScan(r, IMCODEC_SCAN_MALFORMED, at: 2, field: 3)
     }
 
     @Test("packed elements count against max_fields")
     func packedFieldCount() {
         // Field 5 (1 field), then 5 packed varints: elements 1, 2 reach 3; element 3 (offset) is over.
-        var bytes = W.int(5, 1) + W.len(1, [0x01, 0x02, 0x83, 0x01, 0x04, 0x05])
+        var bytes = Wire.uint(5, 1) + Wire.field(1, [0x01, 0x02, 0x83, 0x01, 0x04, 0x05])
         var r = scan(packedDescriptor, bytes, maxFields: 3)
         expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 2 + 2 + 2, field: 1)
         #expect(r.field_count == 4)
@@ -627,7 +609,7 @@ struct PrescanPackedTests {
         expectScan(scan(packedDescriptor, bytes, maxFields: 5), IMCODEC_SCAN_TOO_MANY_FIELDS, at: 9)
 
         // fixed32: 5 elements with max_fields 3: the fourth element (index 3) is over.
-        bytes = W.len(2, [UInt8](repeating: 0, count: 20))
+        bytes = Wire.field(2, [UInt8](repeating: 0, count: 20))
         r = scan(packedDescriptor, bytes, maxFields: 3)
         expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 2 + 3 * 4, field: 2)
         #expect(r.field_count == 4)
@@ -639,16 +621,16 @@ struct PrescanPackedTests {
     @Test("only repeated scalars may be packed; other mismatches are WIRE_TYPE_MISMATCH")
     func packedMismatch() {
         // Non-repeated uint32 as length-delimited.
-        var r = scan(packedDescriptor, W.len(5, [0x01]))
+        var r = scan(packedDescriptor, Wire.field(5, [0x01]))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 0, field: 5)
         #expect(detail(r) == "wire type 2 for a non-repeated varint field")
         // Repeated fixed32 as a varint, repeated double as fixed32, repeated uint32 as fixed64.
-        r = scan(packedDescriptor, W.int(2, 1))
+        r = scan(packedDescriptor, Wire.uint(2, 1))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 0, field: 2)
         #expect(detail(r) == "wire type 0 for a fixed32 field")
-        r = scan(packedDescriptor, W.int(5, 1) + W.fixed32(3, 1))
+        r = scan(packedDescriptor, Wire.uint(5, 1) + Wire.fixed32(3, 1))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 2, field: 3)
-        r = scan(packedDescriptor, W.fixed64(1, 1))
+        r = scan(packedDescriptor, Wire.fixed64(1, 1))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 0, field: 1)
     }
 }

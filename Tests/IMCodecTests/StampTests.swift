@@ -1,4 +1,5 @@
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 /// ServerStamp: server-assigned fields appended to a frame's bytes, relying on merge semantics.

@@ -19,6 +19,7 @@
 //   the text printed without unknown fields to round-trip through both.
 import Foundation
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 @Suite("Text format")

@@ -1,5 +1,6 @@
 import Foundation
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 @Suite("Product rules")

@@ -2,6 +2,7 @@
 // golden fixture and random frames read through the view equal to the decoded value, views of
 // other message types, and the compile-time guarantee that a view cannot leave its scope.
 import IMCodec
+import IMCodecTestSupport
 import Testing
 
 @Suite("Views")

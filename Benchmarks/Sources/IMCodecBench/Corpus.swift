@@ -1,4 +1,5 @@
 import IMCodec
+import IMCodecTestSupport
 
 /// A set of encoded frames that every path of the benchmark runs over: the same bytes for all.
 struct Corpus {

@@ -5,44 +5,20 @@
 //     peak heap during the decode - heap before it (the input already allocated)
 //         <= maxDecodedMemory (default 16 x input + 1 MiB) + 64 KiB
 //
-// Only public API is used for the measured decode, so the probe also builds against an older
-// checkout of the library (IMCODEC_FUZZ_LIBRARY=/path Fuzz/run --heap) for a before/after table.
+// Only public API is used for the measured decode; the inputs come from the library's test-only
+// IMCodecTestSupport (AdversarialInputs, Wire), so another checkout measured with
+// IMCODEC_FUZZ_LIBRARY=/path Fuzz/run --heap must have them too.
 import Foundation
 import HeapCounter
 import IMCodec
+import IMCodecTestSupport
 
-/// The tags (wire type 2) of Frame.message (field 10) and Frame.history_response (field 32), as
-/// literal bytes like the pieces the families below repeat.
-let frameMessage: [UInt8] = [0x52]
-let frameHistoryResponse: [UInt8] = [0x82, 0x02]
-
-/// A length-delimited field: `tag`, then `payload` behind its varint length, written by the
-/// library (`Delimited.appendRecord`: public API, so the probe still builds against older checkouts).
-func field(_ tag: [UInt8], _ payload: [UInt8]) -> [UInt8] {
-    var out = tag
-    Delimited.appendRecord(payload, to: &out)
-    return out
-}
-
-func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(piece.count * count)
-    for _ in 0..<count { out += piece }
-    return out
-}
-
-/// The adversarial families of HardeningTests, `size` bytes each.
+/// The adversarial families of HardeningTests (IMCodecTestSupport's ``AdversarialInputs``), with
+/// 16-byte repeated strings among them, `size` bytes each.
 func families(size: Int) -> [(String, [UInt8])] {
-    [
-        ("empty map entries", field(frameMessage, repeated([0x82, 0x01, 0x00], (size - 8) / 3))),
-        ("unknown varints", repeated([0x18, 0x00], size / 2)),
-        ("empty repeated strings", field(frameMessage, repeated([0x62, 0x00], (size - 8) / 2))),
-        ("repeated 16-byte strings",
-         field(frameMessage, repeated([0x62, 0x10] + Array("0123456789abcdef".utf8), (size - 8) / 18))),
-        ("empty sub-messages", field(frameHistoryResponse, repeated([0x12, 0x00], (size - 8) / 2))),
-        ("empty elements", field(frameMessage, repeated([0xA2, 0x01, 0x00], (size - 8) / 3))),
-        ("wire-type mismatches", repeated([0x0A, 0x00], size / 2)),
-    ]
+    var families = AdversarialInputs.families(size: size)
+    families.insert(("repeated 16-byte strings", AdversarialInputs.repeatedStrings16(size: size)), at: 3)
+    return families
 }
 
 /// A history page of realistic messages of about `size` bytes (texts, ids, conversations).
@@ -115,9 +91,9 @@ for (name, bytes) in families(size: 64 << 10) {
     rows.append(measure("\(name), 64 KiB, no limit", bytes, options: DecodingOptions(maxDecodedMemory: Int.max / 4), limit: Int.max))
 }
 // Near the limit: the largest inputs of the most amplifying families that are still accepted.
-rows.append(measure("empty sub-messages, 2 KiB", field(frameHistoryResponse, repeated([0x12, 0x00], 1 << 10))))
-rows.append(measure("empty elements, 12 KiB", field(frameMessage, repeated([0xA2, 0x01, 0x00], 4 << 10))))
-rows.append(measure("unknown varints, 8 KiB", repeated([0x18, 0x00], 4 << 10)))
+rows.append(measure("empty sub-messages, 2 KiB", Wire.field(32, Wire.repeated([0x12, 0x00], 1 << 10))))
+rows.append(measure("empty elements, 12 KiB", AdversarialInputs.frameMessage(Wire.repeated([0xA2, 0x01, 0x00], 4 << 10))))
+rows.append(measure("unknown varints, 8 KiB", Wire.repeated([0x18, 0x00], 4 << 10)))
 rows.append(measure("history page, 64 KiB", historyPage(bytes: 64 << 10)))
 rows.append(measure("history page, 1 MiB", historyPage(bytes: mebibyte)))
 rows.append(measure("history page, 4 MiB", historyPage(bytes: 4 * mebibyte)))

@@ -205,11 +205,6 @@ imcodec_transcode_status imcodec_transcode(const ProtobufCMessageDescriptor *des
                                            size_t len, imcodec_transcode_segment *scratch, size_t scratch_count,
                                            uint8_t *out, size_t capacity, size_t *out_len);
 
-/// Bytes the C allocator has handed out and not taken back (glibc: mallinfo2's uordblks + hblkhd),
-/// or -1 where that is not known. For the tests that measure the memory estimate against the
-/// real heap; not used when decoding.
-long long imcodec_heap_bytes_in_use(void);
-
 /// Whether `data[0..<len]` is valid UTF-8 (RFC 3629).
 int imcodec_utf8_valid(const uint8_t *data, size_t len);
 

@@ -1,18 +1,8 @@
-/// SplitMix64: a small, fast, seeded generator, so the corpus is the same bytes on every run and
-/// every machine (Swift's `random(in:using:)` algorithms are deterministic for a given generator).
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
+// The corpus's draws on the shared seeded generator (SplitMix64, IMCodecTestSupport's
+// ``SeededGenerator``): the corpus is the same bytes on every run and every machine.
+import IMCodecTestSupport
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SeededGenerator {
     /// A uniform integer in `range`.
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
 

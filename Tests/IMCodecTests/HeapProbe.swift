@@ -1,0 +1,80 @@
+import Foundation
+import IMCodec
+
+/// Runs one decode in a child process, the `imcodec-heap-probe` executable (Tests/HeapProbe), and
+/// returns what it measured. The child does nothing but that decode between its two heap readings,
+/// so the figure counts this decode's allocations only, whatever other tests do meanwhile.
+enum HeapProbe {
+    /// What the child measured.
+    struct Measurement {
+        /// `decoded`, or the IMCodecError code.
+        let result: String
+        /// Heap bytes the decode allocated and still held (the value), or nil where the C library
+        /// keeps no statistics (e.g. under a sanitizer).
+        let heap: Int?
+        let estimatedArenaBytes: Int
+        let estimatedValueBytes: Int
+        let arenaBytesUsed: Int
+        let arenaBytesReserved: Int
+        let wrappedFields: Int
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Built next to `imcodec` (the test target depends on both), which CLI.executable finds.
+    static let executable: URL? = {
+        guard let folder = CLI.executable?.deletingLastPathComponent() else { return nil }
+        let url = folder.appendingPathComponent("imcodec-heap-probe")
+        return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
+    }()
+
+    /// Decodes `bytes` as a Frame with `options` in the child and reports its measurement.
+    static func decode(_ bytes: [UInt8], options: DecodingOptions) throws -> Measurement {
+        guard let executable else { throw Failure(description: "imcodec-heap-probe was not built next to the tests") }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-heap-\(UUID().uuidString)")
+        try Data(bytes).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        var arguments = [input.path, "--max-input-size", "\(options.maxInputSize)", "--max-depth",
+                         "\(options.maxDepth)", "--max-field-count", "\(options.maxFieldCount)"]
+        if let memory = options.maxDecodedMemory { arguments += ["--max-decoded-memory", "\(memory)"] }
+        // Output to files rather than a Pipe, as CLI.run does: Foundation's Process leaks a weak
+        // reference's side table with a Pipe, which LeakSanitizer reports (Scripts/test-sanitizers).
+        let temporary = FileManager.default.temporaryDirectory
+        let outputFile = temporary.appendingPathComponent("imcodec-heap-out-\(UUID().uuidString)")
+        let errorFile = temporary.appendingPathComponent("imcodec-heap-err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outputFile)
+            try? FileManager.default.removeItem(at: errorFile)
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = try FileHandle(forReadingFrom: input)
+        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+        process.standardError = try FileHandle(forWritingTo: errorFile)
+        try process.run()
+        process.waitUntilExit()
+        let text = String(decoding: try Data(contentsOf: outputFile), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            let errors = String(decoding: try Data(contentsOf: errorFile), as: UTF8.self)
+            throw Failure(description: "imcodec-heap-probe exited with \(process.terminationStatus): \(text)\(errors)")
+        }
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { values[parts[0]] = parts[1] }
+        }
+        guard let result = values["result"], let heap = values["heap"] else {
+            throw Failure(description: "imcodec-heap-probe printed \(text)")
+        }
+        func figure(_ key: String) -> Int { values[key].flatMap { Int($0) } ?? 0 }
+        return Measurement(
+            result: result, heap: Int(heap), estimatedArenaBytes: figure("estimatedArenaBytes"),
+            estimatedValueBytes: figure("estimatedValueBytes"), arenaBytesUsed: figure("arenaBytesUsed"),
+            arenaBytesReserved: figure("arenaBytesReserved"), wrappedFields: figure("wrappedFields"))
+    }
+}
