@@ -34,8 +34,10 @@ let package = Package(
         .trait(name: "NIO", description: "The IMCodecNIO library: SwiftNIO frame handlers (depends on swift-nio)."),
         .trait(
             name: "Tools",
-            description: "The imcodec tool and the imcodec-relay example (depend on swift-argument-parser and swift-nio).",
-            enabledTraits: ["NIO"]),
+            description:
+                "The imcodec tool and the imcodec-relay example (depend on swift-argument-parser and swift-nio).",
+            enabledTraits: ["NIO"]
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [

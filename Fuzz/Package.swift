@@ -31,7 +31,7 @@ let fuzzTargets: [Target] = [
 let package = Package(
     name: "IMCodecFuzz",
     dependencies: [
-        .package(name: "IMCodec", path: libraryPath),
+        .package(name: "IMCodec", path: libraryPath)
     ],
     targets: (libraryPath == ".." ? fuzzTargets : []) + [
         // Counts live heap bytes and their peak (interposes malloc; never linked into the fuzzers).

@@ -48,7 +48,8 @@ extension ByteBuffer {
     /// - Throws: `IMCodecError` for a bad or oversize prefix or a body that does not decode;
     ///   the buffer is left unchanged then.
     public mutating func readFrame(
-        options: FrameCodecOptions = FrameCodecOptions(), decoder: WireDecoder? = nil
+        options: FrameCodecOptions = FrameCodecOptions(),
+        decoder: WireDecoder? = nil
     ) throws(IMCodecError) -> Frame? {
         var copy = self
         guard let record = try copy.readFrameRecord(maxFrameSize: options.effectiveMaxFrameSize) else { return nil }

@@ -80,7 +80,9 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
                 IMCodecError(
                     code: .frameTimeout,
                     reason: "a frame stayed incomplete for \(Self.describe(wait))"
-                        + (awaited > 0 ? " (\(awaited) bytes of it still missing)" : " (inside its length prefix)")))
+                        + (awaited > 0 ? " (\(awaited) bytes of it still missing)" : " (inside its length prefix)")
+                )
+            )
         }
     }
 
@@ -98,7 +100,13 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
                     continue
                 }
                 switch WireFormat.continueVarint(
-                    bytes, &index, end: bytes.count, value: &prefixValue, count: &prefixBytes, maxBytes: 5)
+                    bytes,
+                    &index,
+                    end: bytes.count,
+                    value: &prefixValue,
+                    count: &prefixBytes,
+                    maxBytes: 5
+                )
                 {
                 case .complete:
                     remainingBody = Int(clamping: prefixValue)
@@ -133,7 +141,8 @@ extension ChannelPipeline.SynchronousOperations {
     /// - Parameters:
     ///   - options: The frame size limit and decoding limits.
     ///   - stats: Counters for the decoder to update, or `nil`.
-    public func addFrameCodec(options: FrameCodecOptions = FrameCodecOptions(), stats: FrameDecoderStats? = nil) throws {
+    public func addFrameCodec(options: FrameCodecOptions = FrameCodecOptions(), stats: FrameDecoderStats? = nil) throws
+    {
         try addHandler(frameDecoderHandler(FrameDecoder(options: options, stats: stats), options: options))
         try addHandler(MessageToByteHandler(FrameEncoder()))
     }
@@ -143,13 +152,19 @@ extension ChannelPipeline.SynchronousOperations {
     /// - Parameters:
     ///   - options: The frame size limit and decoding limits.
     ///   - stats: Counters for the decoder to update, or `nil`.
-    public func addInboundFrameDecoder(options: FrameCodecOptions = FrameCodecOptions(), stats: FrameDecoderStats? = nil) throws {
+    public func addInboundFrameDecoder(
+        options: FrameCodecOptions = FrameCodecOptions(),
+        stats: FrameDecoderStats? = nil
+    ) throws {
         try addHandler(frameDecoderHandler(InboundFrameDecoder(options: options, stats: stats), options: options))
     }
 }
 
 /// A `ByteToMessageHandler` whose buffer is capped at one maximal frame, as a second line of defence behind the prefix check.
-func frameDecoderHandler<D: NIOSingleStepByteToMessageDecoder>(_ decoder: D, options: FrameCodecOptions) -> ByteToMessageHandler<D> {
+func frameDecoderHandler<D: NIOSingleStepByteToMessageDecoder>(
+    _ decoder: D,
+    options: FrameCodecOptions
+) -> ByteToMessageHandler<D> {
     let (cap, overflow) = options.effectiveMaxFrameSize.addingReportingOverflow(16)
     return ByteToMessageHandler(decoder, maximumBufferSize: overflow ? nil : cap)
 }

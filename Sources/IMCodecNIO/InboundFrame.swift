@@ -38,9 +38,18 @@ public struct InboundFrame: Sendable, Hashable {
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
-        record: ByteBuffer, prefixSize: Int, payloadKind: Frame.Payload.Kind?, conversationType: ConversationType,
-        targetID: String, channelID: String = "", route: FrameRoute, senderID: String, clientMsgID: String,
-        messageFlags: MessageFlags, targetReceivers: [String] = [], storagePolicy: StoragePolicy = .unspecified
+        record: ByteBuffer,
+        prefixSize: Int,
+        payloadKind: Frame.Payload.Kind?,
+        conversationType: ConversationType,
+        targetID: String,
+        channelID: String = "",
+        route: FrameRoute,
+        senderID: String,
+        clientMsgID: String,
+        messageFlags: MessageFlags,
+        targetReceivers: [String] = [],
+        storagePolicy: StoragePolicy = .unspecified
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -92,10 +101,19 @@ extension InboundFrame {
                     }
                 }
                 return InboundFrame(
-                    record: record.record, prefixSize: record.prefixSize, payloadKind: view.payloadKind,
-                    conversationType: view.conversationType, targetID: view.targetID, channelID: view.channelID,
-                    route: view.route, senderID: view.senderID, clientMsgID: view.clientMsgID,
-                    messageFlags: view.messageFlags, targetReceivers: receivers, storagePolicy: storagePolicy)
+                    record: record.record,
+                    prefixSize: record.prefixSize,
+                    payloadKind: view.payloadKind,
+                    conversationType: view.conversationType,
+                    targetID: view.targetID,
+                    channelID: view.channelID,
+                    route: view.route,
+                    senderID: view.senderID,
+                    clientMsgID: view.clientMsgID,
+                    messageFlags: view.messageFlags,
+                    targetReceivers: receivers,
+                    storagePolicy: storagePolicy
+                )
             }
         } catch let error as IMCodecError {
             throw error

@@ -57,7 +57,8 @@ extension ChannelPipeline.SynchronousOperations {
     ///   - stats: Counters for the decoder to update, or `nil`.
     /// - Throws: When a handler cannot be added (the channel is closed).
     public func addIMCodecFrameHandlers(
-        options: FrameCodecOptions = FrameCodecOptions(), maxFrameWait: TimeAmount? = nil,
+        options: FrameCodecOptions = FrameCodecOptions(),
+        maxFrameWait: TimeAmount? = nil,
         stats: FrameDecoderStats? = nil
     ) throws {
         if let maxFrameWait { try addHandler(FrameDeadlineHandler(maxFrameWait: maxFrameWait)) }
@@ -79,7 +80,8 @@ extension ChannelPipeline.SynchronousOperations {
     ///   - stats: Counters for the handler to update, or `nil`.
     /// - Throws: When a handler cannot be added (the channel is closed).
     public func addIMCodecWebSocketFrameHandlers(
-        options: FrameCodecOptions = FrameCodecOptions(), limits: WebSocketFrameLimits = WebSocketFrameLimits(),
+        options: FrameCodecOptions = FrameCodecOptions(),
+        limits: WebSocketFrameLimits = WebSocketFrameLimits(),
         stats: FrameDecoderStats? = nil
     ) throws {
         try addHandler(WebSocketFrameHandler(options: options, limits: limits, stats: stats))
@@ -103,8 +105,10 @@ extension NIOAsyncChannel where Inbound == InboundFrame, Outbound == Frame {
     ///     frames) and outbound half-closure.
     /// - Throws: When a handler cannot be added (the channel is closed).
     public init(
-        synchronouslyFraming channel: any Channel, options: FrameCodecOptions = FrameCodecOptions(),
-        maxFrameWait: TimeAmount? = nil, configuration: Configuration = Configuration()
+        synchronouslyFraming channel: any Channel,
+        options: FrameCodecOptions = FrameCodecOptions(),
+        maxFrameWait: TimeAmount? = nil,
+        configuration: Configuration = Configuration()
     ) throws {
         try channel.pipeline.syncOperations.addIMCodecFrameHandlers(options: options, maxFrameWait: maxFrameWait)
         try self.init(wrappingChannelSynchronously: channel, configuration: configuration)
@@ -126,13 +130,18 @@ extension NIOAsyncChannel where Inbound == InboundFrame, Outbound == Frame {
     ///   - configuration: The inbound backpressure and outbound half-closure.
     /// - Returns: A future for the wrapped channel, completed on the channel's event loop.
     public static func framing(
-        _ channel: any Channel, options: FrameCodecOptions = FrameCodecOptions(), maxFrameWait: TimeAmount? = nil,
+        _ channel: any Channel,
+        options: FrameCodecOptions = FrameCodecOptions(),
+        maxFrameWait: TimeAmount? = nil,
         configuration: Configuration = Configuration()
     ) -> EventLoopFuture<NIOAsyncChannel<InboundFrame, Frame>> {
         channel.eventLoop.makeCompletedFuture {
             try NIOAsyncChannel(
-                synchronouslyFraming: channel, options: options, maxFrameWait: maxFrameWait,
-                configuration: configuration)
+                synchronouslyFraming: channel,
+                options: options,
+                maxFrameWait: maxFrameWait,
+                configuration: configuration
+            )
         }
     }
 
@@ -163,7 +172,8 @@ extension NIOAsyncChannel where Inbound == InboundFrame, Outbound == Frame {
                 }
             },
             onCancel: { channel.close(promise: nil) },
-            isolation: isolation)
+            isolation: isolation
+        )
     }
 }
 #endif

@@ -75,7 +75,8 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
             let ms = wait.nanoseconds / 1_000_000
             let amount = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
             loopBoundContext.value.fireErrorCaught(
-                IMCodecError(code: .frameTimeout, reason: "a WebSocket message stayed incomplete for \(amount)"))
+                IMCodecError(code: .frameTimeout, reason: "a WebSocket message stayed incomplete for \(amount)")
+            )
         }
     }
 

@@ -19,7 +19,9 @@ public struct WebSocketFrameLimits: Sendable, Hashable {
 
     /// Creates limits: by default 32 pings per 10 s, 1,024 fragments per message, a 2 s close wait.
     public init(
-        maxPings: Int = 32, pingWindow: TimeAmount = .seconds(10), maxFragments: Int = 1024,
+        maxPings: Int = 32,
+        pingWindow: TimeAmount = .seconds(10),
+        maxFragments: Int = 1024,
         closeTimeout: TimeAmount = .seconds(2)
     ) {
         self.maxPings = max(0, maxPings)
@@ -145,7 +147,8 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
     ///   - stats: Counters to update (frames and bytes decoded, bytes buffered for a fragmented
     ///     message), or `nil`.
     public init(
-        options: FrameCodecOptions = FrameCodecOptions(), limits: WebSocketFrameLimits = WebSocketFrameLimits(),
+        options: FrameCodecOptions = FrameCodecOptions(),
+        limits: WebSocketFrameLimits = WebSocketFrameLimits(),
         stats: FrameDecoderStats? = nil
     ) {
         self.options = options
@@ -163,20 +166,36 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         guard !closeReceived else { return }
         guard !failed || frame.opcode == .connectionClose else { return }
         if frame.rsv1 || frame.rsv2 || frame.rsv3 {
-            return fail(context, WebSocketFrameError(
-                code: "protocolError", closeCode: .protocolError,
-                reason: "reserved bits set (no extension was agreed)"))
+            return fail(
+                context,
+                WebSocketFrameError(
+                    code: "protocolError",
+                    closeCode: .protocolError,
+                    reason: "reserved bits set (no extension was agreed)"
+                )
+            )
         }
         if frame.maskKey == nil {
-            return fail(context, WebSocketFrameError(
-                code: "protocolError", closeCode: .protocolError, reason: "a client frame must be masked"))
+            return fail(
+                context,
+                WebSocketFrameError(
+                    code: "protocolError",
+                    closeCode: .protocolError,
+                    reason: "a client frame must be masked"
+                )
+            )
         }
         switch frame.opcode {
         case .binary:
             guard fragments == nil else {
-                return fail(context, WebSocketFrameError(
-                    code: "protocolError", closeCode: .protocolError,
-                    reason: "a new message began before the fragmented one ended"))
+                return fail(
+                    context,
+                    WebSocketFrameError(
+                        code: "protocolError",
+                        closeCode: .protocolError,
+                        reason: "a new message began before the fragmented one ended"
+                    )
+                )
             }
             if frame.fin {
                 deliver(context, frame.unmaskedData)
@@ -187,20 +206,34 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
             }
         case .continuation:
             guard var buffer = fragments else {
-                return fail(context, WebSocketFrameError(
-                    code: "protocolError", closeCode: .protocolError,
-                    reason: "a continuation frame outside a fragmented message"))
+                return fail(
+                    context,
+                    WebSocketFrameError(
+                        code: "protocolError",
+                        closeCode: .protocolError,
+                        reason: "a continuation frame outside a fragmented message"
+                    )
+                )
             }
             fragments = nil  // keeps the buffer uniquely referenced while it grows
             fragmentCount += 1
             guard buffer.readableBytes + frame.length <= maxMessageSize else {
-                return fail(context, IMCodecError.tooLarge(
-                    "a fragmented message passed the \(maxMessageSize)-byte limit"))
+                return fail(
+                    context,
+                    IMCodecError.tooLarge(
+                        "a fragmented message passed the \(maxMessageSize)-byte limit"
+                    )
+                )
             }
             guard fragmentCount <= limits.maxFragments else {
-                return fail(context, WebSocketFrameError(
-                    code: "protocolError", closeCode: .policyViolation,
-                    reason: "a message in more than \(limits.maxFragments) fragments"))
+                return fail(
+                    context,
+                    WebSocketFrameError(
+                        code: "protocolError",
+                        closeCode: .policyViolation,
+                        reason: "a message in more than \(limits.maxFragments) fragments"
+                    )
+                )
             }
             var piece = frame.unmaskedData
             buffer.writeBuffer(&piece)
@@ -212,9 +245,14 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
                 fragments = buffer
             }
         case .text:
-            fail(context, WebSocketFrameError(
-                code: "textMessage", closeCode: .unacceptableData,
-                reason: "text messages are not accepted: send each frame as one binary message"))
+            fail(
+                context,
+                WebSocketFrameError(
+                    code: "textMessage",
+                    closeCode: .unacceptableData,
+                    reason: "text messages are not accepted: send each frame as one binary message"
+                )
+            )
         case .ping:
             ping(context, frame)
         case .pong:
@@ -222,8 +260,14 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         case .connectionClose:
             peerClosed(context, frame)
         default:
-            fail(context, WebSocketFrameError(
-                code: "protocolError", closeCode: .protocolError, reason: "unknown opcode \(frame.opcode)"))
+            fail(
+                context,
+                WebSocketFrameError(
+                    code: "protocolError",
+                    closeCode: .protocolError,
+                    reason: "unknown opcode \(frame.opcode)"
+                )
+            )
         }
     }
 
@@ -265,8 +309,12 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
 
     private func deliver(_ context: ChannelHandlerContext, _ body: ByteBuffer) {
         guard body.readableBytes <= maxMessageSize else {
-            return fail(context, IMCodecError.tooLarge(
-                "a message of \(body.readableBytes) bytes passed the \(maxMessageSize)-byte limit"))
+            return fail(
+                context,
+                IMCodecError.tooLarge(
+                    "a message of \(body.readableBytes) bytes passed the \(maxMessageSize)-byte limit"
+                )
+            )
         }
         var record = context.channel.allocator.buffer(capacity: body.readableBytes + 5)
         let prefixSize = record.writeLengthPrefix(body.readableBytes)
@@ -274,7 +322,9 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         let inbound: InboundFrame
         do {
             inbound = try InboundFrame(
-                inspecting: FrameRecord(record: record, prefixSize: prefixSize), with: wireDecoder)
+                inspecting: FrameRecord(record: record, prefixSize: prefixSize),
+                with: wireDecoder
+            )
         } catch {
             return fail(context, error)
         }
@@ -292,9 +342,14 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
             pingsInWindow = 1
         }
         guard pingsInWindow <= limits.maxPings else {
-            return fail(context, WebSocketFrameError(
-                code: "pingFlood", closeCode: .policyViolation,
-                reason: "more than \(limits.maxPings) pings in \(Self.describe(limits.pingWindow))"))
+            return fail(
+                context,
+                WebSocketFrameError(
+                    code: "pingFlood",
+                    closeCode: .policyViolation,
+                    reason: "more than \(limits.maxPings) pings in \(Self.describe(limits.pingWindow))"
+                )
+            )
         }
         guard !closeSent else { return }
         let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
@@ -332,8 +387,10 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         fragments = nil
         switch error {
         case let error as IMCodecError:
-            pendingClose = (UInt16(webSocketErrorCode: Self.closeCode(for: error.code)),
-                            "\(error.code.rawValue): \(error.reason)", true)
+            pendingClose = (
+                UInt16(webSocketErrorCode: Self.closeCode(for: error.code)),
+                "\(error.code.rawValue): \(error.reason)", true
+            )
         case let error as WebSocketFrameError:
             pendingClose = (error.closeCode, error.description, true)
         default:

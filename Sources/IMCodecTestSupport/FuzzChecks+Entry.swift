@@ -17,7 +17,10 @@ extension FuzzChecks {
     ///   - size: The input's length.
     ///   - check: The property the input must have (one of the checks above).
     public static func fuzz(
-        _ target: String, _ data: UnsafePointer<UInt8>?, _ size: Int, _ check: ([UInt8]) -> String?
+        _ target: String,
+        _ data: UnsafePointer<UInt8>?,
+        _ size: Int,
+        _ check: ([UInt8]) -> String?
     ) -> CInt {
         let bytes = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
         if let problem = check(bytes) {

@@ -11,7 +11,11 @@ import IMCodec
 public enum FuzzChecks {
     /// Options without limits, for decoding bytes this code made itself.
     static let unlimited = DecodingOptions(
-        maxInputSize: Int.max, maxDepth: DecodingOptions.maxDepthCap, maxFieldCount: Int.max, maxDecodedMemory: Int.max / 4)
+        maxInputSize: Int.max,
+        maxDepth: DecodingOptions.maxDepthCap,
+        maxFieldCount: Int.max,
+        maxDecodedMemory: Int.max / 4
+    )
 
     /// Binary decoding of a Frame from arbitrary bytes:
     /// - every decoding path (Frame(serializedBytes:), WireDecoder, WireDecoder.withFrameView and withView,
@@ -91,7 +95,9 @@ public enum FuzzChecks {
                 return "protobuf-c used \(accounting.arenaBytesUsed) arena bytes, estimate \(estimate)"
             }
             let bound = DecodeProbe.bound
-            if accounting.estimatedArenaBytes + accounting.estimatedValueBytes > bytes.count * bound.perByte + bound.fixed {
+            if accounting.estimatedArenaBytes + accounting.estimatedValueBytes > bytes.count * bound.perByte
+                + bound.fixed
+            {
                 return "the estimate passes the bound that lets short inputs skip it"
             }
             if value.serializedBytes() != encoded { return "decoding with the estimate gives another frame" }
@@ -101,7 +107,8 @@ public enum FuzzChecks {
                 let (value2, _) = try DecodeProbe.decode(Frame.self, from: bytes, options: unlimitedMemory)
                 let after2 = allocatedBytes()
                 if after2 - before2 > accounting.estimatedValueBytes + 512 {
-                    return "the Swift value took \(after2 - before2) heap bytes, estimate \(accounting.estimatedValueBytes)"
+                    return
+                        "the Swift value took \(after2 - before2) heap bytes, estimate \(accounting.estimatedValueBytes)"
                 }
                 withExtendedLifetime(value2) {}
             }
@@ -258,7 +265,9 @@ public enum FuzzChecks {
         for (i, element) in elements.enumerated() where view.elementKind(at: i) != element.content?.kind {
             return "elementKind(at: \(i))"
         }
-        if view.elementKind(at: elements.count) != nil || view.elementKind(at: -1) != nil { return "elementKind out of range" }
+        if view.elementKind(at: elements.count) != nil || view.elementKind(at: -1) != nil {
+            return "elementKind out of range"
+        }
         if view.referencedMessage?.serializedBytes() != reference?.serializedBytes() { return "referencedMessage" }
         if view.referencedSenderID != (reference?.senderID ?? "") { return "referencedSenderID" }
         if view.atUserCount != (message?.at?.userIDs.count ?? 0) { return "atUserCount" }
@@ -296,7 +305,9 @@ public enum FuzzChecks {
             let decoded = try Frame(serializedBytes: binary, options: unlimited)
             if decoded.serializedBytes() != binary { return "binary round trip changes the bytes" }
             if try decoded.jsonString() != json { return "binary round trip changes the JSON" }
-            if try ProtoJSON.jsonString(fromBinary: binary, messageType: Frame.protoMessageName, decoding: unlimited) != json {
+            if try ProtoJSON.jsonString(fromBinary: binary, messageType: Frame.protoMessageName, decoding: unlimited)
+                != json
+            {
                 return "ProtoJSON.jsonString(fromBinary:) prints other JSON"
             }
             var pretty = JSONEncodingOptions()
@@ -325,7 +336,8 @@ public enum FuzzChecks {
             frame = try Frame(textFormatString: text)
         } catch {
             let documented: [IMCodecError.Code] = [.invalidTextFormat, .invalidUTF8, .tooLarge, .tooDeep]
-            return documented.contains(error.code) ? nil : "Frame(textFormatString:) fails with an undocumented code: \(error)"
+            return documented.contains(error.code)
+                ? nil : "Frame(textFormatString:) fails with an undocumented code: \(error)"
         }
         let binary = frame.serializedBytes()
         // Text format reads frames of any schema version (TextFormatParser accepts newer frames, as
@@ -393,14 +405,18 @@ public enum FuzzChecks {
             if range.lowerBound <= start {
                 return "no progress at offset \(start)"
             }
-            let expected = Result { () throws(IMCodecError) in try Frame(serializedBytes: bytes[range], options: options) }
+            let expected = Result { () throws(IMCodecError) in
+                try Frame(serializedBytes: bytes[range], options: options)
+            }
             do {
                 guard let frame = try reader.next() else { return "Reader ends before the last record" }
                 guard case .success(let direct) = expected else { return "Reader decodes a record Frame rejects" }
                 if direct.serializedBytes() != frame.serializedBytes() { return "Reader decodes a record differently" }
                 frames.append(frame)
             } catch {
-                guard case .failure(let direct) = expected else { return "Reader rejects a record Frame decodes: \(error)" }
+                guard case .failure(let direct) = expected else {
+                    return "Reader rejects a record Frame decodes: \(error)"
+                }
                 if error.code != direct.code || error.offset != direct.offset.map({ $0 + range.lowerBound }) {
                     return "Reader reports \(error) for a record Frame rejects with \(direct)"
                 }

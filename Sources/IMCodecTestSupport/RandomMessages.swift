@@ -30,7 +30,9 @@ public struct RandomMessages {
     }
 
     public mutating func u64() -> UInt64 {
-        [0, 1, 127, 128, UInt64(UInt32.max), .max, UInt64.random(in: 0...UInt64.max, using: &rng)].randomElement(using: &rng)!
+        [0, 1, 127, 128, UInt64(UInt32.max), .max, UInt64.random(in: 0...UInt64.max, using: &rng)].randomElement(
+            using: &rng
+        )!
     }
 
     public mutating func i64() -> Int64 {
@@ -43,8 +45,10 @@ public struct RandomMessages {
     }
 
     public mutating func double() -> Double {
-        [0.0, -0.0, 1.5, -180, 90, .greatestFiniteMagnitude, .leastNonzeroMagnitude, .infinity, -.infinity,
-         Double.random(in: -1e9...1e9, using: &rng)].randomElement(using: &rng)!
+        [
+            0.0, -0.0, 1.5, -180, 90, .greatestFiniteMagnitude, .leastNonzeroMagnitude, .infinity, -.infinity,
+            Double.random(in: -1e9...1e9, using: &rng),
+        ].randomElement(using: &rng)!
     }
 
     public mutating func map() -> [String: String] {
@@ -55,7 +59,8 @@ public struct RandomMessages {
 
     public mutating func conversation() -> Conversation {
         Conversation.with {
-            $0.type = enumValue(ConversationType.self); $0.targetID = string(); $0.channelID = chance(20) ? string() : ""
+            $0.type = enumValue(ConversationType.self); $0.targetID = string();
+            $0.channelID = chance(20) ? string() : ""
         }
     }
 
@@ -70,49 +75,118 @@ public struct RandomMessages {
         var e = MessageElement()
         switch Int.random(in: 0..<(depth > 0 ? 11 : 10), using: &rng) {
         case 0: e.content = .text(TextElement.with { $0.text = string() })
-        case 1: e.content = .custom(CustomElement.with { $0.data = bytes(); $0.description = string(); $0.ext = string() })
-        case 2: e.content = .image(ImageElement.with {
-            $0.format = enumValue(ImageFormat.self)
-            $0.images = (0..<Int.random(in: 0...3, using: &rng)).map { _ in
-                ImageInfo(type: enumValue(ImageType.self), uuid: string(), size: u64(), width: UInt32.random(in: 0...UInt32.max, using: &rng),
-                          height: 198, url: string())
-            }
-        })
-        case 3: e.content = .video(VideoElement.with {
-            $0.videoUUID = string(); $0.videoType = "mp4"; $0.videoSize = u64(); $0.durationS = 3; $0.videoURL = string()
-            $0.snapshotUUID = string(); $0.snapshotSize = u64(); $0.snapshotWidth = 1; $0.snapshotHeight = 2; $0.snapshotURL = string()
-        })
-        case 4: e.content = .sound(SoundElement.with { $0.uuid = string(); $0.size = u64(); $0.durationS = 60; $0.url = string() })
-        case 5: e.content = .file(FileElement.with { $0.uuid = string(); $0.name = string(); $0.size = u64(); $0.url = string() })
-        case 6: e.content = .location(LocationElement.with { $0.description = string(); $0.longitude = double(); $0.latitude = double() })
-        case 7: e.content = .face(FaceElement.with { $0.index = Int32.random(in: Int32.min...Int32.max, using: &rng); $0.data = bytes() })
-        case 8: e.content = .groupTips(GroupTipsElement.with {
-            $0.type = enumValue(GroupTipsType.self); $0.groupID = string(); $0.operatorID = string()
-            $0.memberIDs = (0..<Int.random(in: 0..<4, using: &rng)).map { _ in string() }
-            $0.groupChanges = [GroupChangeInfo.with { $0.type = enumValue(GroupInfoChangeType.self); $0.value = string(); $0.boolValue = chance(50) }]
-            $0.memberChanges = chance(50) ? [MemberChangeInfo.with { $0.userID = string(); $0.muteTimeS = 60 }] : []
-            $0.memberCount = 12; $0.pinnedMessage = chance(30) ? ref() : nil
-        })
+        case 1:
+            e.content = .custom(
+                CustomElement.with {
+                    $0.data = bytes(); $0.description = string(); $0.ext = string()
+                }
+            )
+        case 2:
+            e.content = .image(
+                ImageElement.with {
+                    $0.format = enumValue(ImageFormat.self)
+                    $0.images = (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                        ImageInfo(
+                            type: enumValue(ImageType.self),
+                            uuid: string(),
+                            size: u64(),
+                            width: UInt32.random(in: 0...UInt32.max, using: &rng),
+                            height: 198,
+                            url: string()
+                        )
+                    }
+                }
+            )
+        case 3:
+            e.content = .video(
+                VideoElement.with {
+                    $0.videoUUID = string(); $0.videoType = "mp4"; $0.videoSize = u64(); $0.durationS = 3;
+                    $0.videoURL = string()
+                    $0.snapshotUUID = string(); $0.snapshotSize = u64(); $0.snapshotWidth = 1; $0.snapshotHeight = 2;
+                    $0.snapshotURL = string()
+                }
+            )
+        case 4:
+            e.content = .sound(
+                SoundElement.with {
+                    $0.uuid = string(); $0.size = u64(); $0.durationS = 60; $0.url = string()
+                }
+            )
+        case 5:
+            e.content = .file(
+                FileElement.with {
+                    $0.uuid = string(); $0.name = string(); $0.size = u64(); $0.url = string()
+                }
+            )
+        case 6:
+            e.content = .location(
+                LocationElement.with {
+                    $0.description = string(); $0.longitude = double(); $0.latitude = double()
+                }
+            )
+        case 7:
+            e.content = .face(
+                FaceElement.with {
+                    $0.index = Int32.random(in: Int32.min...Int32.max, using: &rng); $0.data = bytes()
+                }
+            )
+        case 8:
+            e.content = .groupTips(
+                GroupTipsElement.with {
+                    $0.type = enumValue(GroupTipsType.self); $0.groupID = string(); $0.operatorID = string()
+                    $0.memberIDs = (0..<Int.random(in: 0..<4, using: &rng)).map { _ in string() }
+                    $0.groupChanges = [
+                        GroupChangeInfo.with {
+                            $0.type = enumValue(GroupInfoChangeType.self); $0.value = string();
+                            $0.boolValue = chance(50)
+                        }
+                    ]
+                    $0.memberChanges =
+                        chance(50)
+                        ? [
+                            MemberChangeInfo.with {
+                                $0.userID = string(); $0.muteTimeS = 60
+                            }
+                        ] : []
+                    $0.memberCount = 12; $0.pinnedMessage = chance(30) ? ref() : nil
+                }
+            )
         case 9: e.content = chance(10) ? nil : .text(TextElement())
-        default: e.content = .merger(MergerElement.with {
-            $0.title = string(); $0.abstracts = [string(), string()]; $0.compatibleText = string()
-            $0.messages = (0..<Int.random(in: 0..<4, using: &rng)).map { _ in message(depth: depth - 1) }
-            $0.ref = chance(20) ? MergerRef.with { $0.key = string(); $0.size = u64(); $0.sha256 = bytes() } : nil
-            $0.messageCount = UInt32($0.messages.count)
-        })
+        default:
+            e.content = .merger(
+                MergerElement.with {
+                    $0.title = string(); $0.abstracts = [string(), string()]; $0.compatibleText = string()
+                    $0.messages = (0..<Int.random(in: 0..<4, using: &rng)).map { _ in message(depth: depth - 1) }
+                    $0.ref =
+                        chance(20)
+                        ? MergerRef.with {
+                            $0.key = string(); $0.size = u64(); $0.sha256 = bytes()
+                        } : nil
+                    $0.messageCount = UInt32($0.messages.count)
+                }
+            )
         }
         return e
     }
 
     public mutating func message(depth: Int = 3) -> Message {
         Message.with {
-            $0.clientMsgID = string(); $0.serverMsgUID = string(); $0.seq = u64(); $0.random = UInt32.random(in: 0...UInt32.max, using: &rng)
+            $0.clientMsgID = string(); $0.serverMsgUID = string(); $0.seq = u64();
+            $0.random = UInt32.random(in: 0...UInt32.max, using: &rng)
             $0.senderID = string(); $0.conversation = chance(90) ? conversation() : nil
             $0.clientTimeMs = i64(); $0.serverTimeMs = i64(); $0.priority = enumValue(Priority.self)
             $0.status = enumValue(MessageStatus.self); $0.flags = UInt32.random(in: 0...UInt32.max, using: &rng)
             $0.targetReceivers = chance(20) ? [string(), string()] : []
-            $0.at = chance(20) ? AtInfo.with { $0.userIDs = [string()]; $0.atAll = chance(50) } : nil
-            $0.offlinePush = chance(20) ? OfflinePushInfo.with { $0.title = string(); $0.disabled = chance(50) } : nil
+            $0.at =
+                chance(20)
+                ? AtInfo.with {
+                    $0.userIDs = [string()]; $0.atAll = chance(50)
+                } : nil
+            $0.offlinePush =
+                chance(20)
+                ? OfflinePushInfo.with {
+                    $0.title = string(); $0.disabled = chance(50)
+                } : nil
             $0.cloudCustomData = chance(30) ? bytes() : []
             $0.customParams = chance(30) ? map() : [:]
             $0.expansion = chance(10) ? map() : [:]
@@ -137,13 +211,52 @@ extension RandomMessages {
             return frame
         }
         switch Int.random(in: 0..<8, using: &rng) {
-        case 0: frame.payload = .receipt(.with { $0.kind = .read; $0.message = ref(); $0.userID = string() })
-        case 1: frame.payload = .receipts(.with { $0.receipts = [.with { $0.kind = .delivered; $0.userID = "u" }] })
-        case 2: frame.payload = .recall(.with { $0.message = ref(); $0.revokerID = string() })
-        case 3: frame.payload = .typing(.with { $0.conversation = conversation(); $0.userID = string() })
-        case 4: frame.payload = .systemNotice(.with { $0.type = string(); $0.params = map(); $0.text = string() })
-        case 5: frame.payload = .sendAck(.with { $0.clientMsgID = string(); $0.serverMsgUID = "s"; $0.seq = u64() })
-        case 6: frame.payload = .historyResponse(.with { $0.messages = [message(depth: 1)]; $0.finished = chance(50) })
+        case 0:
+            frame.payload = .receipt(
+                .with {
+                    $0.kind = .read; $0.message = ref(); $0.userID = string()
+                }
+            )
+        case 1:
+            frame.payload = .receipts(
+                .with {
+                    $0.receipts = [
+                        .with {
+                            $0.kind = .delivered; $0.userID = "u"
+                        }
+                    ]
+                }
+            )
+        case 2:
+            frame.payload = .recall(
+                .with {
+                    $0.message = ref(); $0.revokerID = string()
+                }
+            )
+        case 3:
+            frame.payload = .typing(
+                .with {
+                    $0.conversation = conversation(); $0.userID = string()
+                }
+            )
+        case 4:
+            frame.payload = .systemNotice(
+                .with {
+                    $0.type = string(); $0.params = map(); $0.text = string()
+                }
+            )
+        case 5:
+            frame.payload = .sendAck(
+                .with {
+                    $0.clientMsgID = string(); $0.serverMsgUID = "s"; $0.seq = u64()
+                }
+            )
+        case 6:
+            frame.payload = .historyResponse(
+                .with {
+                    $0.messages = [message(depth: 1)]; $0.finished = chance(50)
+                }
+            )
         default: frame.payload = nil
         }
         return frame

@@ -24,7 +24,9 @@ public enum Wire {
     }
 
     /// A length-delimited field holding the UTF-8 of `text`.
-    public static func string(_ number: some BinaryInteger, _ text: String) -> [UInt8] { field(number, Array(text.utf8)) }
+    public static func string(_ number: some BinaryInteger, _ text: String) -> [UInt8] {
+        field(number, Array(text.utf8))
+    }
 
     /// `value` little-endian: 8 bytes for a `UInt64`, 4 for a `UInt32`.
     public static func fixed<T: FixedWidthInteger & UnsignedInteger>(_ value: T) -> [UInt8] {
@@ -34,10 +36,14 @@ public enum Wire {
     }
 
     /// A fixed64 field (wire type 1).
-    public static func fixed64(_ number: some BinaryInteger, _ value: UInt64) -> [UInt8] { tag(number, 1) + fixed(value) }
+    public static func fixed64(_ number: some BinaryInteger, _ value: UInt64) -> [UInt8] {
+        tag(number, 1) + fixed(value)
+    }
 
     /// A fixed32 field (wire type 5).
-    public static func fixed32(_ number: some BinaryInteger, _ value: UInt32) -> [UInt8] { tag(number, 5) + fixed(value) }
+    public static func fixed32(_ number: some BinaryInteger, _ value: UInt32) -> [UInt8] {
+        tag(number, 5) + fixed(value)
+    }
 
     /// `count` copies of `piece`.
     public static func repeated(_ piece: [UInt8], _ count: Int) -> [UInt8] {

@@ -114,7 +114,11 @@ actor ChatSession {
     private var unackedFrames = 0
 
     init(
-        user: String, token: String, deviceID: String, joins: [String], resume: ResumeTracker? = nil,
+        user: String,
+        token: String,
+        deviceID: String,
+        joins: [String],
+        resume: ResumeTracker? = nil,
         output: @escaping @Sendable (String) -> Void
     ) {
         self.user = user
@@ -176,8 +180,15 @@ actor ChatSession {
 
     private func logIn() async {
         let login = RelayProtocol.loginFrame(
-            user, token: token, deviceID: deviceID, platform: .linux, lastSeen: resume.lastSeen, streamResume: true,
-            streamPosition: resume.streamPosition, requestID: requestID())
+            user,
+            token: token,
+            deviceID: deviceID,
+            platform: .linux,
+            lastSeen: resume.lastSeen,
+            streamResume: true,
+            streamPosition: resume.streamPosition,
+            requestID: requestID()
+        )
         await send(login)
         for group in joins { await send(membership(.join, group)) }
     }
@@ -194,11 +205,23 @@ actor ChatSession {
         guard outbound != nil else { return false }
         switch command {
         case .sendDirect(let peer, let text):
-            return await sendText(Message(
-                from: user, in: .oneToOne(peer), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
+            return await sendText(
+                Message(
+                    from: user,
+                    in: .oneToOne(peer),
+                    elements: [.text(text)],
+                    flags: [.saveToHistory, .needReadReceipt]
+                )
+            )
         case .sendGroup(let group, let text):
-            return await sendText(Message(
-                from: user, in: .group(group), elements: [.text(text)], flags: [.saveToHistory, .needReadReceipt]))
+            return await sendText(
+                Message(
+                    from: user,
+                    in: .group(group),
+                    elements: [.text(text)],
+                    flags: [.saveToHistory, .needReadReceipt]
+                )
+            )
         case .join(let group):
             await send(membership(.join, group))
         case .leave(let group):
@@ -213,22 +236,34 @@ actor ChatSession {
             last.elements = [.text(text)]
             last.editVersion += 1
             lastSent = last
-            await send(Frame(.edit(EditEvent.with {
-                $0.message = reference
-                $0.newMessage = last
-                $0.editorID = user
-                $0.timeMs = RelayProtocol.nowMs()
-            })))
+            await send(
+                Frame(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = reference
+                            $0.newMessage = last
+                            $0.editorID = user
+                            $0.timeMs = RelayProtocol.nowMs()
+                        }
+                    )
+                )
+            )
             output("* edited to: \(text)")
         case .react(let emoji):
             guard let last = lastReceived else { output("! nothing to react to yet"); break }
-            await send(Frame(.reaction(ReactionEvent.with {
-                $0.message = last.reference
-                $0.userID = user
-                $0.emoji = emoji
-                $0.action = .add
-                $0.timeMs = RelayProtocol.nowMs()
-            })))
+            await send(
+                Frame(
+                    .reaction(
+                        ReactionEvent.with {
+                            $0.message = last.reference
+                            $0.userID = user
+                            $0.emoji = emoji
+                            $0.action = .add
+                            $0.timeMs = RelayProtocol.nowMs()
+                        }
+                    )
+                )
+            )
             output("* reacted \(emoji) to: \(last.previewText)")
         case .quit:
             return false
@@ -295,7 +330,9 @@ actor ChatSession {
         case .requestResult(let result)?:
             guard let request = requests.removeValue(forKey: frame.requestID) else { break }
             if result.errorCode != 0 {
-                output("! could not \(request.joining ? "join" : "leave") #\(request.group): \(result.errorDescription)")
+                output(
+                    "! could not \(request.joining ? "join" : "leave") #\(request.group): \(result.errorDescription)"
+                )
             } else {
                 output("* \(request.joining ? "joined" : "left") #\(request.group)")
             }
@@ -339,7 +376,9 @@ actor ChatSession {
         case .recall(let recall)?:
             output("* \(recall.revokerID) recalled a message (seq \(recall.message?.seq ?? 0))")
         case .edit(let edit)?:
-            output("* \(edit.editorID) edited a message (seq \(edit.message?.seq ?? 0)): \(edit.newMessage?.previewText ?? "")")
+            output(
+                "* \(edit.editorID) edited a message (seq \(edit.message?.seq ?? 0)): \(edit.newMessage?.previewText ?? "")"
+            )
         case .typing(let typing)?:
             output("* \(typing.userID) is \(typing.state == .started ? "typing" : "not typing")")
         case .reaction(let reaction)?:
@@ -372,7 +411,9 @@ actor ChatSession {
             return
         }
         lastReceived = message
-        output("[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))")
+        output(
+            "[\(Self.place(message.conversation, sender: message.senderID))] \(message.previewText)  (seq \(message.seq))"
+        )
         if message.messageFlags.contains(.needReadReceipt) {
             await send(Frame.readReceipt(for: message.reference, by: user))
         }
@@ -391,10 +432,17 @@ actor ChatSession {
     }
 
     private func ping() async {
-        await send(RelayProtocol.answer(.ping(Ping.with {
-            $0.id = requestID()
-            $0.timeMs = RelayProtocol.nowMs()
-        }), requestID: 0))
+        await send(
+            RelayProtocol.answer(
+                .ping(
+                    Ping.with {
+                        $0.id = requestID()
+                        $0.timeMs = RelayProtocol.nowMs()
+                    }
+                ),
+                requestID: 0
+            )
+        )
     }
 }
 
@@ -408,7 +456,10 @@ final class ChatClient: Sendable {
     private let running: Task<Void, Never>
 
     private init(
-        channel: any Channel, group: MultiThreadedEventLoopGroup, session: ChatSession, running: Task<Void, Never>
+        channel: any Channel,
+        group: MultiThreadedEventLoopGroup,
+        session: ChatSession,
+        running: Task<Void, Never>
     ) {
         self.channel = channel
         self.group = group
@@ -423,8 +474,14 @@ final class ChatClient: Sendable {
     /// names the stream position that client had reached, and only what it missed is synced and
     /// shown, each frame once.
     static func connect(
-        host: String, port: Int, user: String, token: String, deviceID: String, joins: [String],
-        resume: ResumeTracker? = nil, output: @escaping @Sendable (String) -> Void
+        host: String,
+        port: Int,
+        user: String,
+        token: String,
+        deviceID: String,
+        joins: [String],
+        resume: ResumeTracker? = nil,
+        output: @escaping @Sendable (String) -> Void
     ) async throws -> ChatClient {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let connection: IMCodecFrameChannel
@@ -437,7 +494,13 @@ final class ChatClient: Sendable {
             throw error
         }
         let session = ChatSession(
-            user: user, token: token, deviceID: deviceID, joins: joins, resume: resume, output: output)
+            user: user,
+            token: token,
+            deviceID: deviceID,
+            joins: joins,
+            resume: resume,
+            output: output
+        )
         let running = Task { await session.run(connection) }
         do {
             for try await _ in session.loggedIn {}

@@ -27,7 +27,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler {
     /// Listens on `host`:`port` (0 picks a free port) on `loop` and serves `registry`.
     /// - Returns: The listening channel (its `localAddress` has the port).
     static func bind(
-        host: String, port: Int, loop: any EventLoop, registry: PrometheusCollectorRegistry
+        host: String,
+        port: Int,
+        loop: any EventLoop,
+        registry: PrometheusCollectorRegistry
     ) -> EventLoopFuture<any Channel> {
         ServerBootstrap(group: loop)
             .serverChannelOption(.backlog, value: 16)
@@ -77,8 +80,18 @@ final class MetricsHTTPHandler: ChannelInboundHandler {
         let keepAlive = head.isKeepAlive
         headers.add(name: "Content-Length", value: "\(body.readableBytes)")
         headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
-        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(
-            version: head.version, status: status, headers: headers))), promise: nil)
+        context.write(
+            Self.wrapOutboundOut(
+                .head(
+                    HTTPResponseHead(
+                        version: head.version,
+                        status: status,
+                        headers: headers
+                    )
+                )
+            ),
+            promise: nil
+        )
         if head.method != .HEAD {
             context.write(Self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }

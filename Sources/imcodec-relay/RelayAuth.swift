@@ -33,7 +33,9 @@ struct RelayAuthenticator: Sendable {
     init(secret: String) async throws {
         guard secret.count >= Self.minimumSecretLength else {
             throw RelayAuthError(
-                description: "the auth secret has \(secret.count) characters; at least \(Self.minimumSecretLength) are needed")
+                description:
+                    "the auth secret has \(secret.count) characters; at least \(Self.minimumSecretLength) are needed"
+            )
         }
         keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
@@ -54,7 +56,9 @@ struct RelayAuthenticator: Sendable {
 
     /// A token for `user` valid for `ttl` seconds from now.
     func mint(user: String, ttl: TimeInterval) async throws -> String {
-        try await keys.sign(RelayClaims(sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date(timeIntervalSinceNow: ttl))))
+        try await keys.sign(
+            RelayClaims(sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date(timeIntervalSinceNow: ttl)))
+        )
     }
 
     /// The secret in the first line of the file at `path`.
@@ -67,7 +71,9 @@ struct RelayAuthenticator: Sendable {
         let secret = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
         guard secret.count >= minimumSecretLength else {
             throw RelayAuthError(
-                description: "the first line of \(path) has \(secret.count) characters; an auth secret needs at least \(minimumSecretLength)")
+                description:
+                    "the first line of \(path) has \(secret.count) characters; an auth secret needs at least \(minimumSecretLength)"
+            )
         }
         return secret
     }
@@ -87,7 +93,9 @@ struct RelayAuthenticator: Sendable {
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         fsync(fd)
         close(fd)
-        guard written == bytes.count else { throw RelayAuthError(description: "cannot write the auth secret file \(path)") }
+        guard written == bytes.count else {
+            throw RelayAuthError(description: "cannot write the auth secret file \(path)")
+        }
         return (secret, true)
     }
 }

@@ -37,7 +37,8 @@ extension RelayCommand {
                 with error 0 and delivered exactly once, with increasing seqs and stream positions.
 
                 Exit status: 0; 1 when a check failed or a run did not finish in --timeout seconds.
-                """)
+                """
+        )
 
         @Option(help: "Users, each on its own connection.")
         var users = 100
@@ -82,7 +83,8 @@ extension RelayCommand {
                 "relay bench: \(users) users x \(messages) one-to-one messages (ring), window \(window), "
                     + "\(rounds) round(s), stores \(stores.joined(separator: " and ")) (sqlite synchronous "
                     + "\(synchronous)); relay \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores"
-                    + Self.loadAverage())
+                    + Self.loadAverage()
+            )
             let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
             defer { try? group.syncShutdownGracefully() }
             var runs: [String: [BenchFigures]] = [:]
@@ -91,8 +93,12 @@ extension RelayCommand {
                 for store in stores {
                     do {
                         let figures = try BenchRun(
-                            plan: plan, store: store, synchronous: synchronous, relay: executable,
-                            timeoutSeconds: timeout, group: group
+                            plan: plan,
+                            store: store,
+                            synchronous: synchronous,
+                            relay: executable,
+                            timeoutSeconds: timeout,
+                            group: group
                         ).run()
                         runs[store, default: []].append(figures)
                         emit("round \(round) \(store.padding(6)): " + figures.line)
@@ -113,12 +119,21 @@ extension RelayCommand {
                 fixed($0.messagesPerSecond / $1.messagesPerSecond, 2)
             }
             emit("")
-            emit("sqlite/memory throughput: \(fixed(ratio, 2)) (target >= 0.80); per round: \(perRound.joined(separator: ", "))")
+            emit(
+                "sqlite/memory throughput: \(fixed(ratio, 2)) (target >= 0.80); per round: \(perRound.joined(separator: ", "))"
+            )
             if let json {
                 let report = BenchReport(
-                    users: users, messages: messages, window: window, rounds: rounds, synchronous: synchronous,
-                    median: medians, runs: stores.flatMap { runs[$0] ?? [] }, sqliteOverMemoryThroughput: ratio,
-                    target: 0.80)
+                    users: users,
+                    messages: messages,
+                    window: window,
+                    rounds: rounds,
+                    synchronous: synchronous,
+                    median: medians,
+                    runs: stores.flatMap { runs[$0] ?? [] },
+                    sqliteOverMemoryThroughput: ratio,
+                    target: 0.80
+                )
                 do {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -201,12 +216,20 @@ struct BenchFigures: Codable, Sendable {
             return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
         }
         return BenchFigures(
-            store: store, messagesPerSecond: m(\.messagesPerSecond), seconds: m(\.seconds),
-            deliveryP50Ms: m(\.deliveryP50Ms), deliveryP99Ms: m(\.deliveryP99Ms), ackP50Ms: m(\.ackP50Ms),
-            ackP99Ms: m(\.ackP99Ms), rssPerConnectionKiB: m(\.rssPerConnectionKiB), peakRSSMiB: m(\.peakRSSMiB),
-            idleRSSKiB: m(\.idleRSSKiB), loggedInRSSKiB: m(\.loggedInRSSKiB),
+            store: store,
+            messagesPerSecond: m(\.messagesPerSecond),
+            seconds: m(\.seconds),
+            deliveryP50Ms: m(\.deliveryP50Ms),
+            deliveryP99Ms: m(\.deliveryP99Ms),
+            ackP50Ms: m(\.ackP50Ms),
+            ackP99Ms: m(\.ackP99Ms),
+            rssPerConnectionKiB: m(\.rssPerConnectionKiB),
+            peakRSSMiB: m(\.peakRSSMiB),
+            idleRSSKiB: m(\.idleRSSKiB),
+            loggedInRSSKiB: m(\.loggedInRSSKiB),
             relayCPUMicrosecondsPerMessage: m(\.relayCPUMicrosecondsPerMessage),
-            clientCPUMicrosecondsPerMessage: m(\.clientCPUMicrosecondsPerMessage))
+            clientCPUMicrosecondsPerMessage: m(\.clientCPUMicrosecondsPerMessage)
+        )
     }
 
     /// The table of medians, one row per store.
@@ -225,13 +248,16 @@ struct BenchFigures: Codable, Sendable {
             ([header[column]] + cells.map { $0[column] }).map(\.count).max() ?? 0
         }
         func row(_ values: [String]) -> String {
-            "| " + values.enumerated().map { column, value in
-                column == 0 ? value.padding(widths[column]) : value.leftPadding(widths[column])
-            }.joined(separator: " | ") + " |"
+            "| "
+                + values.enumerated().map { column, value in
+                    column == 0 ? value.padding(widths[column]) : value.leftPadding(widths[column])
+                }.joined(separator: " | ") + " |"
         }
-        let rule = "| " + widths.enumerated().map { column, width in
-            column == 0 ? String(repeating: "-", count: width) : String(repeating: "-", count: width - 1) + ":"
-        }.joined(separator: " | ") + " |"
+        let rule =
+            "| "
+            + widths.enumerated().map { column, width in
+                column == 0 ? String(repeating: "-", count: width) : String(repeating: "-", count: width - 1) + ":"
+            }.joined(separator: " | ") + " |"
         return ([row(header), rule] + cells.map(row)).joined(separator: "\n")
     }
 }
@@ -274,7 +300,8 @@ struct BenchRun {
                 "serve", "--store", store, "--synchronous", synchronous, "--port", "0", "--data-dir", directory,
                 "--quiet",
             ],
-            timeoutSeconds: min(timeoutSeconds, 60))
+            timeoutSeconds: min(timeoutSeconds, 60)
+        )
         defer { child.stop() }
         let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
 
@@ -299,8 +326,10 @@ struct BenchRun {
             let client = try loop.submit { () -> NIOLoopBound<BenchClient> in
                 NIOLoopBound(BenchClient(plan: plan, index: i, token: token, eventLoop: loop), eventLoop: loop)
             }.wait()
-            let (loggedIn, done) = try loop.submit { (client.value.loggedIn.futureResult, client.value.done.futureResult) }
-                .wait()
+            let (loggedIn, done) = try loop.submit {
+                (client.value.loggedIn.futureResult, client.value.done.futureResult)
+            }
+            .wait()
             let channel = try bounded(
                 ClientBootstrap(group: loop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -312,7 +341,9 @@ struct BenchRun {
                         }
                     }
                     .connect(host: "127.0.0.1", port: child.port),
-                until: deadline, "connecting \(plan.user(i))")
+                until: deadline,
+                "connecting \(plan.user(i))"
+            )
             clients.append(client)
             channels.append(channel)
             logins.append(loggedIn)
@@ -335,7 +366,9 @@ struct BenchRun {
             try bounded(all, until: deadline, "the send phase")
         } catch {
             let reports = collect(clients)
-            throw BenchFailure(description: "\(error); " + Self.problems(reports, plan: plan).prefix(5).joined(separator: "; "))
+            throw BenchFailure(
+                description: "\(error); " + Self.problems(reports, plan: plan).prefix(5).joined(separator: "; ")
+            )
         }
         let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
         let relayCPU = try cpuSeconds(pid: child.pid) - relayCPUBefore
@@ -347,27 +380,38 @@ struct BenchRun {
         let problems = Self.problems(reports, plan: plan)
         guard problems.isEmpty else {
             throw BenchFailure(
-                description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; "))
+                description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; ")
+            )
         }
         guard child.isRunning else { throw BenchFailure(description: "the relay exited during the run") }
 
         let deliveries = reports.flatMap(\.deliveryLatenciesNs).sorted()
         let acks = reports.flatMap(\.ackLatenciesNs).sorted()
         return BenchFigures(
-            store: store, messagesPerSecond: Double(plan.users * plan.messages) / seconds, seconds: seconds,
-            deliveryP50Ms: percentileMs(deliveries, 0.50), deliveryP99Ms: percentileMs(deliveries, 0.99),
-            ackP50Ms: percentileMs(acks, 0.50), ackP99Ms: percentileMs(acks, 0.99),
+            store: store,
+            messagesPerSecond: Double(plan.users * plan.messages) / seconds,
+            seconds: seconds,
+            deliveryP50Ms: percentileMs(deliveries, 0.50),
+            deliveryP99Ms: percentileMs(deliveries, 0.99),
+            ackP50Ms: percentileMs(acks, 0.50),
+            ackP99Ms: percentileMs(acks, 0.99),
             rssPerConnectionKiB: Double(loggedInRSS - idleRSS) / Double(plan.users),
-            peakRSSMiB: Double(peak) / 1024, idleRSSKiB: Double(idleRSS), loggedInRSSKiB: Double(loggedInRSS),
+            peakRSSMiB: Double(peak) / 1024,
+            idleRSSKiB: Double(idleRSS),
+            loggedInRSSKiB: Double(loggedInRSS),
             relayCPUMicrosecondsPerMessage: relayCPU * 1e6 / Double(plan.users * plan.messages),
-            clientCPUMicrosecondsPerMessage: clientCPU * 1e6 / Double(plan.users * plan.messages))
+            clientCPUMicrosecondsPerMessage: clientCPU * 1e6 / Double(plan.users * plan.messages)
+        )
     }
 
     /// Every client's report (bounded: a client whose loop does not answer is left out, and counted as a problem).
     private func collect(_ clients: [NIOLoopBound<BenchClient>]) -> [BenchClientReport] {
         clients.compactMap { client in
             try? bounded(
-                client.eventLoop.submit { client.value.report }, until: .now() + .seconds(10), "collecting a report")
+                client.eventLoop.submit { client.value.report },
+                until: .now() + .seconds(10),
+                "collecting a report"
+            )
         }
     }
 
@@ -391,7 +435,8 @@ struct BenchRun {
 /// Waits for `future` until `deadline`.
 /// - Throws: the future's error, or ``BenchFailure`` when the deadline passes first.
 @discardableResult
-private func bounded<T: Sendable>(_ future: EventLoopFuture<T>, until deadline: NIODeadline, _ what: String) throws -> T {
+private func bounded<T: Sendable>(_ future: EventLoopFuture<T>, until deadline: NIODeadline, _ what: String) throws -> T
+{
     let promise = future.eventLoop.makePromise(of: T.self)
     future.cascade(to: promise)
     let timer = future.eventLoop.scheduleTask(deadline: deadline) {
@@ -553,7 +598,11 @@ final class BenchClient: ChannelInboundHandler {
             nextToSend += 1
             inFlight += 1
             var message = Message.c2cText(
-                from: me, to: peer, plan.text(index, k), clientMsgID: plan.clientMsgID(index, k))
+                from: me,
+                to: peer,
+                plan.text(index, k),
+                clientMsgID: plan.clientMsgID(index, k)
+            )
             let now = NIODeadline.now().uptimeNanoseconds
             withUnsafeBytes(of: now.littleEndian) { message.cloudCustomData = Array($0) }
             sentAt[k] = now
@@ -618,7 +667,9 @@ final class BenchClient: ChannelInboundHandler {
             }
             received[k] = true
             result.delivered += 1
-            if Self.text(of: message) != plan.text(plan.predecessor(of: index), k) { problem("message \(k): wrong text") }
+            if Self.text(of: message) != plan.text(plan.predecessor(of: index), k) {
+                problem("message \(k): wrong text")
+            }
             if message.seq <= lastReceivedSeq { problem("seq \(message.seq) after \(lastReceivedSeq)") }
             lastReceivedSeq = message.seq
             if frame.streamPosition <= lastStreamPosition {
@@ -705,7 +756,8 @@ final class RelayChild: @unchecked Sendable {
             let said = lines.withLockedValue { $0 }.joined(separator: " / ")
             throw BenchFailure(
                 description: "the relay exited, or did not say where it listens within \(timeoutSeconds) s"
-                    + (said.isEmpty ? "" : " (it printed: \(said))"))
+                    + (said.isEmpty ? "" : " (it printed: \(said))")
+            )
         }
         return RelayChild(process: process, port: listening)
     }

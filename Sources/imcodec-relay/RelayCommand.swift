@@ -46,8 +46,10 @@ struct RelayCommand: ParsableCommand {
     static func main() {
         do {
             if let topic = unknownHelpTopic(Array(CommandLine.arguments.dropFirst())) {
-                emitError("imcodec-relay: unknown help topic '\(topic)'; the topics are: "
-                    + configuration.subcommands.map { $0._commandName }.joined(separator: ", "))
+                emitError(
+                    "imcodec-relay: unknown help topic '\(topic)'; the topics are: "
+                        + configuration.subcommands.map { $0._commandName }.joined(separator: ", ")
+                )
                 Glibc.exit(2)
             }
             var command = try parseAsRoot()
@@ -67,9 +69,11 @@ extension RelayCommand {
         guard arguments.first == "help" else { return nil }
         var command: any ParsableCommand.Type = self
         for word in arguments.dropFirst() where !word.hasPrefix("-") {
-            guard let next = command.configuration.subcommands.first(where: {
-                $0._commandName == word || $0.configuration.aliases.contains(word)
-            }) else { return word }
+            guard
+                let next = command.configuration.subcommands.first(where: {
+                    $0._commandName == word || $0.configuration.aliases.contains(word)
+                })
+            else { return word }
             command = next
         }
         return nil
@@ -133,9 +137,13 @@ extension RelayCommand {
     /// `imcodec-relay serve`.
     struct Serve: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Run the relay server (on loopback, or anywhere with TLS).")
+            abstract: "Run the relay server (on loopback, or anywhere with TLS)."
+        )
 
-        @Option(help: "The address to listen on. Other than loopback it needs --tls-cert and --tls-key (or --insecure-no-tls).")
+        @Option(
+            help:
+                "The address to listen on. Other than loopback it needs --tls-cert and --tls-key (or --insecure-no-tls)."
+        )
         var host = "127.0.0.1"
 
         @Option(help: "A PEM certificate chain: TLS on the TCP port and wss:// on the WebSocket port (with --tls-key).")
@@ -144,7 +152,10 @@ extension RelayCommand {
         @Option(help: "The PEM private key of --tls-cert.")
         var tlsKey: String?
 
-        @Flag(help: "Listen on a non-loopback --host without TLS: every frame and login token crosses the network in the clear.")
+        @Flag(
+            help:
+                "Listen on a non-loopback --host without TLS: every frame and login token crosses the network in the clear."
+        )
         var insecureNoTls = false
 
         @Option(help: "The port to listen on (0 picks a free one and prints it).")
@@ -177,22 +188,39 @@ extension RelayCommand {
         @Option(help: "The most frames kept in each user's stream (the oldest are dropped past it).")
         var maxStreamEntries = 10_000
 
-        @Option(help: "The directory of the relay's database (relay.sqlite) and, unless --auth-secret-file is given, its auth secret.")
+        @Option(
+            help:
+                "The directory of the relay's database (relay.sqlite) and, unless --auth-secret-file is given, its auth secret."
+        )
         var dataDir = RelayFiles.defaultDataDirectory
 
-        @Option(help: "Where the relay keeps what it promises: sqlite (in --data-dir, durable) or memory (lost on exit).")
+        @Option(
+            help: "Where the relay keeps what it promises: sqlite (in --data-dir, durable) or memory (lost on exit)."
+        )
         var store = "sqlite"
 
-        @Option(help: "SQLite's synchronous setting: FULL (a commit survives a power loss) or NORMAL (it survives a killed process).")
+        @Option(
+            help:
+                "SQLite's synchronous setting: FULL (a commit survives a power loss) or NORMAL (it survives a killed process)."
+        )
         var synchronous = "FULL"
 
-        @Option(help: "A file whose first line (at least 32 characters) is the HMAC key login tokens are signed with; default: DATA-DIR/auth-secret, created if missing.")
+        @Option(
+            help:
+                "A file whose first line (at least 32 characters) is the HMAC key login tokens are signed with; default: DATA-DIR/auth-secret, created if missing."
+        )
         var authSecretFile: String?
 
-        @Option(help: "Serve metrics in Prometheus' text format at http://HOST:PORT/metrics (0 picks a free port and prints it); default: no metrics endpoint.")
+        @Option(
+            help:
+                "Serve metrics in Prometheus' text format at http://HOST:PORT/metrics (0 picks a free port and prints it); default: no metrics endpoint."
+        )
         var metricsPort: Int?
 
-        @Option(help: "The least severe log level printed: trace, debug, info, notice, warning, error or critical (default info; warning with --quiet).")
+        @Option(
+            help:
+                "The least severe log level printed: trace, debug, info, notice, warning, error or critical (default info; warning with --quiet)."
+        )
         var logLevel: String?
 
         @Flag(help: "Do not log connections and logins (the same as --log-level warning; --log-level wins).")
@@ -204,10 +232,13 @@ extension RelayCommand {
         }
 
         func validate() throws {
-            guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+            guard (tlsCert == nil) == (tlsKey == nil) else {
+                throw ValidationError("--tls-cert and --tls-key go together")
+            }
             guard RelayServer.isLoopback(host) || tlsCert != nil || insecureNoTls else {
                 throw ValidationError(
-                    "--host \(host) is not loopback: give --tls-cert and --tls-key, or --insecure-no-tls to listen in the clear")
+                    "--host \(host) is not loopback: give --tls-cert and --tls-key, or --insecure-no-tls to listen in the clear"
+                )
             }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
@@ -226,7 +257,8 @@ extension RelayCommand {
             }
             if let logLevel, Logger.Level(rawValue: logLevel) == nil {
                 throw ValidationError(
-                    "--log-level is one of " + Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))
+                    "--log-level is one of " + Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+                )
             }
         }
 
@@ -279,7 +311,9 @@ extension RelayCommand {
                     configuration.store = .sqlite(path: files.databasePath, synchronous: synchronous)
                 }
                 let loaded = try RelayAuthenticator.loadOrCreateSecret(
-                    at: authSecretFile ?? files.secretPath, create: authSecretFile == nil)
+                    at: authSecretFile ?? files.secretPath,
+                    create: authSecretFile == nil
+                )
                 secret = loaded.secret
                 if loaded.created { emit("relay: created the auth secret \(files.secretPath) (mode 0600)") }
             } catch {
@@ -291,17 +325,22 @@ extension RelayCommand {
             do {
                 server = try RelayServer.start(configuration).wait()
             } catch let error as RelayStoreError {
-                emitError("imcodec-relay: \(error.description); the relay stops and leaves the file as it is (restore it from a backup, or move it away to start empty)")
+                emitError(
+                    "imcodec-relay: \(error.description); the relay stops and leaves the file as it is (restore it from a backup, or move it away to start empty)"
+                )
                 throw ExitCode.failure
             }
             emit("relay store: \(store == "sqlite" ? files.databasePath : "memory (lost on exit)")")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit(
                 "relay listening on \(host):\(server.port)" + (configuration.tls == nil ? "" : " (TLS)")
-                    + (groupList.isEmpty ? "" : "; groups \(groupList)"))
+                    + (groupList.isEmpty ? "" : "; groups \(groupList)")
+            )
             func authority(_ port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
             if let webSocketPort = server.webSocketPort {
-                emit("relay accepting WebSocket on \(configuration.tls == nil ? "ws" : "wss")://\(authority(webSocketPort))/")
+                emit(
+                    "relay accepting WebSocket on \(configuration.tls == nil ? "ws" : "wss")://\(authority(webSocketPort))/"
+                )
             }
             if let metricsPort = server.metricsPort {
                 emit("relay metrics on http://\(authority(metricsPort))\(MetricsHTTPHandler.path)")
@@ -312,8 +351,11 @@ extension RelayCommand {
             let level = effectiveLogLevel
             lifecycleLogger.logLevel = level <= .debug ? level : max(level, .warning)
             let services = ServiceGroup(
-                services: [RelayService(server: server)], gracefulShutdownSignals: [.sigterm, .sigint],
-                cancellationSignals: [], logger: lifecycleLogger)
+                services: [RelayService(server: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [],
+                logger: lifecycleLogger
+            )
             try runAsync { try await services.run() }
             emit("relay stopped: every connection was told kicked_offline (server shutdown); the store is closed")
         }
@@ -327,7 +369,8 @@ extension RelayCommand {
 
                 Exit status: 0; 1 when the relay refused a message sent (its ack carries an error code) \
                 or cannot be reached (one line on standard error says why).
-                """)
+                """
+        )
 
         @Option(help: "The relay's loopback address.")
         var host = "127.0.0.1"
@@ -338,7 +381,10 @@ extension RelayCommand {
         @Option(help: "The user id to log in as.")
         var user: String
 
-        @Option(help: "The login token (a JWT); default: one minted for --user from the relay's secret (--data-dir or --auth-secret-file).")
+        @Option(
+            help:
+                "The login token (a JWT); default: one minted for --user from the relay's secret (--data-dir or --auth-secret-file)."
+        )
         var token: String?
 
         @Option(help: "The relay's data directory, whose auth secret mints a token when --token is not given.")
@@ -363,15 +409,22 @@ extension RelayCommand {
         var linger: Double = 1
 
         func validate() throws {
-            guard RelayServer.isLoopback(host) else { throw ValidationError("chat connects to loopback only (it has no TLS)") }
+            guard RelayServer.isLoopback(host) else {
+                throw ValidationError("chat connects to loopback only (it has no TLS)")
+            }
             guard !user.isEmpty else { throw ValidationError("--user must not be empty") }
         }
 
         func run() throws {
             let token: String
             do {
-                token = try self.token ?? mintToken(
-                    user: user, ttl: 86_400, secretFile: authSecretFile ?? RelayFiles(dataDirectory: dataDir).secretPath)
+                token =
+                    try self.token
+                    ?? mintToken(
+                        user: user,
+                        ttl: 86_400,
+                        secretFile: authSecretFile ?? RelayFiles(dataDirectory: dataDir).secretPath
+                    )
             } catch {
                 emitError("imcodec-relay: \(error) (give --token, or the relay's --data-dir or --auth-secret-file)")
                 throw ExitCode.failure
@@ -381,8 +434,14 @@ extension RelayCommand {
                 let (host, port, user, device, join) = (host, port, user, device ?? "chat-\(getpid())", join)
                 client = try runAsync {
                     try await ChatClient.connect(
-                        host: host, port: port, user: user, token: token, deviceID: device, joins: join,
-                        output: { emit($0) })
+                        host: host,
+                        port: port,
+                        user: user,
+                        token: token,
+                        deviceID: device,
+                        joins: join,
+                        output: { emit($0) }
+                    )
                 }
             } catch {
                 emitError("imcodec-relay: " + ChatClient.connectFailure(error, host: host, port: port))
@@ -427,7 +486,8 @@ extension RelayCommand {
     /// `imcodec-relay token`.
     struct Token: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a login token (a JWT, HS256) for a user, signed with the relay's auth secret.")
+            abstract: "Print a login token (a JWT, HS256) for a user, signed with the relay's auth secret."
+        )
 
         @Option(help: "The user id the token logs in as (its sub claim).")
         var user: String
@@ -448,9 +508,13 @@ extension RelayCommand {
 
         func run() throws {
             do {
-                emit(try mintToken(
-                    user: user, ttl: TimeInterval(ttl),
-                    secretFile: authSecretFile ?? RelayFiles(dataDirectory: dataDir).secretPath))
+                emit(
+                    try mintToken(
+                        user: user,
+                        ttl: TimeInterval(ttl),
+                        secretFile: authSecretFile ?? RelayFiles(dataDirectory: dataDir).secretPath
+                    )
+                )
             } catch {
                 emitError("imcodec-relay: \(error)")
                 throw ExitCode.failure
@@ -495,7 +559,10 @@ struct RelayFiles {
     func createDataDirectory() throws {
         do {
             try FileManager.default.createDirectory(
-                atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                atPath: dataDirectory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         } catch {
             throw RelayStoreError(description: "cannot create the data directory \(dataDirectory): \(error)")
         }
@@ -533,7 +600,9 @@ import Darwin
 @main
 enum RelayCommand {
     static func main() {
-        let message = Array("imcodec-relay was built without the Tools trait; build it with swift build --traits Tools\n".utf8)
+        let message = Array(
+            "imcodec-relay was built without the Tools trait; build it with swift build --traits Tools\n".utf8
+        )
         _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         exit(2)
     }

@@ -85,7 +85,9 @@ final class RelayMetrics {
         usersOnline = CoreMetrics.Meter(label: Name.usersOnline, dimensions: [], factory: factory)
         storeCommitDuration = CoreMetrics.Timer(label: Name.storeCommitDuration, dimensions: [], factory: factory)
         let empty = [[CoreMetrics.Counter?]](
-            repeating: Array(repeating: nil, count: Self.kindSlots), count: Session.Transport.allCases.count)
+            repeating: Array(repeating: nil, count: Self.kindSlots),
+            count: Session.Transport.allCases.count
+        )
         framesIn = empty
         framesOut = empty
     }
@@ -149,20 +151,27 @@ final class RelayMetrics {
     }
 
     private func frameCounter(
-        _ table: inout [[CoreMetrics.Counter?]], _ name: String, _ kind: Frame.Payload.Kind?,
+        _ table: inout [[CoreMetrics.Counter?]],
+        _ name: String,
+        _ kind: Frame.Payload.Kind?,
         _ transport: Session.Transport
     ) -> CoreMetrics.Counter {
         let slot = Self.kindIndex(kind)
         if let counter = table[transport.index][slot] { return counter }
         let counter = CoreMetrics.Counter(
-            label: name, dimensions: [("kind", Self.kindLabel(kind)), ("transport", transport.metricLabel)],
-            factory: factory)
+            label: name,
+            dimensions: [("kind", Self.kindLabel(kind)), ("transport", transport.metricLabel)],
+            factory: factory
+        )
         table[transport.index][slot] = counter
         return counter
     }
 
     private func counter<Key: Hashable>(
-        _ table: inout [Key: CoreMetrics.Counter], _ key: Key, _ name: String, _ label: (String, String)
+        _ table: inout [Key: CoreMetrics.Counter],
+        _ key: Key,
+        _ name: String,
+        _ label: (String, String)
     ) -> CoreMetrics.Counter {
         if let counter = table[key] { return counter }
         let counter = CoreMetrics.Counter(label: name, dimensions: [label], factory: factory)

@@ -114,50 +114,79 @@ enum RelayProtocol {
     /// ``RelayAuthenticator``). With `streamResume`, the device catches up with its stream from
     /// `streamPosition` before it gets live frames.
     static func loginFrame(
-        _ userID: String, token: String, deviceID: String = "", platform: Platform = .unspecified,
-        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0, requestID: UInt64 = 0
+        _ userID: String,
+        token: String,
+        deviceID: String = "",
+        platform: Platform = .unspecified,
+        lastSeen: [ConversationSeq] = [],
+        streamResume: Bool = false,
+        streamPosition: UInt64 = 0,
+        requestID: UInt64 = 0
     ) -> Frame {
-        answer(.loginRequest(LoginRequest.with {
-            $0.userID = userID
-            $0.token = token
-            $0.deviceID = deviceID
-            $0.platform = platform
-            $0.lastSeen = lastSeen
-            $0.readerVersion = Frame.currentSchemaVersion
-            $0.streamResume = streamResume
-            $0.streamPosition = streamPosition
-        }), requestID: requestID)
+        answer(
+            .loginRequest(
+                LoginRequest.with {
+                    $0.userID = userID
+                    $0.token = token
+                    $0.deviceID = deviceID
+                    $0.platform = platform
+                    $0.lastSeen = lastSeen
+                    $0.readerVersion = Frame.currentSchemaVersion
+                    $0.streamResume = streamResume
+                    $0.streamPosition = streamPosition
+                }
+            ),
+            requestID: requestID
+        )
     }
 
     /// A request to join (or leave) the group `groupID`.
     static func membershipFrame(_ action: MembershipAction, group groupID: String, requestID: UInt64) -> Frame {
-        answer(.membership(MembershipChange.with {
-            $0.action = action
-            $0.conversation = .group(groupID)
-            $0.timeMs = nowMs()
-        }), requestID: requestID)
+        answer(
+            .membership(
+                MembershipChange.with {
+                    $0.action = action
+                    $0.conversation = .group(groupID)
+                    $0.timeMs = nowMs()
+                }
+            ),
+            requestID: requestID
+        )
     }
 
     /// A sync request for `conversation` from `fromSeq` (inclusive) to `toSeq` (0: the newest).
     static func syncFrame(
-        _ conversation: Conversation, from fromSeq: UInt64, to toSeq: UInt64 = 0, limit: UInt32 = 0, requestID: UInt64
+        _ conversation: Conversation,
+        from fromSeq: UInt64,
+        to toSeq: UInt64 = 0,
+        limit: UInt32 = 0,
+        requestID: UInt64
     ) -> Frame {
-        answer(.syncRequest(SyncRequest.with {
-            $0.conversation = conversation
-            $0.fromSeq = fromSeq
-            $0.toSeq = toSeq
-            $0.limit = limit
-        }), requestID: requestID)
+        answer(
+            .syncRequest(
+                SyncRequest.with {
+                    $0.conversation = conversation
+                    $0.fromSeq = fromSeq
+                    $0.toSeq = toSeq
+                    $0.limit = limit
+                }
+            ),
+            requestID: requestID
+        )
     }
 
     /// An error notice carrying an ``IMCodec/IMCodecError``-style code and reason.
     static func errorFrame(code: String, reason: String) -> Frame {
-        Frame(.systemNotice(SystemNotice.with {
-            $0.type = error
-            $0.params = ["code": code, "reason": reason]
-            $0.text = "\(code): \(reason)"
-            $0.timeMs = nowMs()
-        }))
+        Frame(
+            .systemNotice(
+                SystemNotice.with {
+                    $0.type = error
+                    $0.params = ["code": code, "reason": reason]
+                    $0.text = "\(code): \(reason)"
+                    $0.timeMs = nowMs()
+                }
+            )
+        )
     }
 
     /// The frame a receiver gets for a message frame `body`: the sender's bytes unchanged, followed
@@ -175,7 +204,8 @@ enum RelayProtocol {
     /// - Throws: ``IMCodec/IMCodecError``: `payloadMismatch` when `body` carries no message,
     ///   `tooLarge` or `tooManyFields` when the stamped frame would pass the limits, or the decoding
     ///   error of `body`.
-    static func stampedFrame(body: ByteBuffer, stamp: ServerStamp, decoder: WireDecoder) throws(IMCodecError) -> [UInt8] {
+    static func stampedFrame(body: ByteBuffer, stamp: ServerStamp, decoder: WireDecoder) throws(IMCodecError) -> [UInt8]
+    {
         try body.withUnsafeReadableBytes { raw in
             Result { () throws(IMCodecError) -> [UInt8] in try stamp.applied(to: raw, decoder: decoder) }
         }.get()

@@ -128,8 +128,11 @@ final class RelayServer: Sendable {
     let metricsPort: Int?
 
     private init(
-        group: MultiThreadedEventLoopGroup, channel: any Channel, webSocketChannel: (any Channel)?,
-        metricsChannel: (any Channel)?, router: NIOLoopBound<Router>
+        group: MultiThreadedEventLoopGroup,
+        channel: any Channel,
+        webSocketChannel: (any Channel)?,
+        metricsChannel: (any Channel)?,
+        router: NIOLoopBound<Router>
     ) {
         self.group = group
         self.eventLoop = channel.eventLoop
@@ -155,7 +158,8 @@ final class RelayServer: Sendable {
         else {
             throw IMCodecError.invalidArgument(
                 "listening on \(configuration.host), which is not loopback, needs TLS (--tls-cert and --tls-key), "
-                    + "or --insecure-no-tls to accept clients in the clear")
+                    + "or --insecure-no-tls to accept clients in the clear"
+            )
         }
     }
 
@@ -178,8 +182,13 @@ final class RelayServer: Sendable {
             let metrics = RelayMetrics()
             let queue = StoreQueue(store: handoff.store, eventLoop: loop, commitDuration: metrics.storeCommitDuration)
             let router = Router(
-                eventLoop: loop, configuration: configuration, store: queue, state: handoff.state,
-                authenticator: authenticator, metrics: metrics)
+                eventLoop: loop,
+                configuration: configuration,
+                store: queue,
+                state: handoff.state,
+                authenticator: authenticator,
+                metrics: metrics
+            )
             return bind(configuration, group: group, loop: loop, router: router)
         }
     }
@@ -191,7 +200,10 @@ final class RelayServer: Sendable {
     }
 
     private static func bind(
-        _ configuration: RelayConfiguration, group: MultiThreadedEventLoopGroup, loop: any EventLoop, router: Router
+        _ configuration: RelayConfiguration,
+        group: MultiThreadedEventLoopGroup,
+        loop: any EventLoop,
+        router: Router
     ) -> EventLoopFuture<RelayServer> {
         let router = NIOLoopBound(router, eventLoop: loop)
         router.value.onFatal = { reason in configuration.onFatal(reason) }
@@ -212,18 +224,24 @@ final class RelayServer: Sendable {
         let registry = router.value.metrics.registry
         return bootstrap.bind(host: configuration.host, port: configuration.port)
             .flatMap { channel -> EventLoopFuture<RelayServer> in
-                let webSocket: EventLoopFuture<(any Channel)?> = configuration.webSocketPort.map {
-                    bindWebSocket(configuration, port: $0, loop: loop, router: router).map { Optional($0) }
-                } ?? loop.makeSucceededFuture(nil)
-                return webSocket.flatMap { webSocketChannel -> EventLoopFuture<RelayServer> in
-                    let metrics: EventLoopFuture<(any Channel)?> = configuration.metricsPort.map {
-                        MetricsHTTPHandler.bind(host: configuration.host, port: $0, loop: loop, registry: registry)
-                            .map { Optional($0) }
+                let webSocket: EventLoopFuture<(any Channel)?> =
+                    configuration.webSocketPort.map {
+                        bindWebSocket(configuration, port: $0, loop: loop, router: router).map { Optional($0) }
                     } ?? loop.makeSucceededFuture(nil)
+                return webSocket.flatMap { webSocketChannel -> EventLoopFuture<RelayServer> in
+                    let metrics: EventLoopFuture<(any Channel)?> =
+                        configuration.metricsPort.map {
+                            MetricsHTTPHandler.bind(host: configuration.host, port: $0, loop: loop, registry: registry)
+                                .map { Optional($0) }
+                        } ?? loop.makeSucceededFuture(nil)
                     return metrics.map { metricsChannel in
                         RelayServer(
-                            group: group, channel: channel, webSocketChannel: webSocketChannel,
-                            metricsChannel: metricsChannel, router: router)
+                            group: group,
+                            channel: channel,
+                            webSocketChannel: webSocketChannel,
+                            metricsChannel: metricsChannel,
+                            router: router
+                        )
                     }.flatMapError { error in
                         let closed = webSocketChannel?.close() ?? loop.makeSucceededVoidFuture()
                         return closed.flatMapThrowing { throw error }
@@ -243,7 +261,9 @@ final class RelayServer: Sendable {
     /// write-buffer high-water mark at which a client becomes a slow consumer.
     private static func serverBootstrap(_ configuration: RelayConfiguration, loop: any EventLoop) -> ServerBootstrap {
         let watermark = ChannelOptions.Types.WriteBufferWaterMark(
-            low: max(1, configuration.maxOutboundBytes / 2), high: max(2, configuration.maxOutboundBytes))
+            low: max(1, configuration.maxOutboundBytes / 2),
+            high: max(2, configuration.maxOutboundBytes)
+        )
         return ServerBootstrap(group: loop)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -255,7 +275,10 @@ final class RelayServer: Sendable {
     /// ``RelayConnectionHandler`` as on TCP behind a ``IMCodecNIO/WebSocketFrameHandler`` (one
     /// frame per binary message).
     private static func bindWebSocket(
-        _ configuration: RelayConfiguration, port: Int, loop: any EventLoop, router: NIOLoopBound<Router>
+        _ configuration: RelayConfiguration,
+        port: Int,
+        loop: any EventLoop,
+        router: NIOLoopBound<Router>
     ) -> EventLoopFuture<any Channel> {
         let codec = configuration.codec
         let limits = configuration.webSocket
@@ -275,19 +298,24 @@ final class RelayServer: Sendable {
                                 sync.removeHandler(name: UpgradeRequiredHandler.name, promise: nil)
                                 // In front of NIOWebSocket's decoder: a message left incomplete is frameTimeout.
                                 let decoder = try sync.context(
-                                    handlerType: ByteToMessageHandler<WebSocketFrameDecoder>.self)
+                                    handlerType: ByteToMessageHandler<WebSocketFrameDecoder>.self
+                                )
                                 try sync.addHandler(
                                     WebSocketDeadlineHandler(maxMessageWait: frameWait),
-                                    position: .before(decoder.handler))
+                                    position: .before(decoder.handler)
+                                )
                                 try sync.addHandler(
-                                    WebSocketFrameHandler(options: codec, limits: limits, stats: session.decoderStats))
+                                    WebSocketFrameHandler(options: codec, limits: limits, stats: session.decoderStats)
+                                )
                                 try sync.addHandler(RelayConnectionHandler(router: router.value, session: session))
                             }
-                        })
+                        }
+                    )
                     let sync = channel.pipeline.syncOperations
                     try configuration.tls?.addHandler(to: sync)
                     try sync.configureHTTPServerPipeline(
-                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in })
+                    )
                     try sync.addHandler(UpgradeRequiredHandler(), name: UpgradeRequiredHandler.name)
                     // A connection that never completes its upgrade is closed after the login timeout
                     // (once upgraded, the session's own login timer runs).
@@ -344,8 +372,18 @@ final class UpgradeRequiredHandler: ChannelInboundHandler, RemovableChannelHandl
         headers.add(name: "Content-Length", value: "\(body.readableBytes)")
         headers.add(name: "Connection", value: "close")
         headers.add(name: "Upgrade", value: "websocket")
-        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(
-            version: .http1_1, status: .upgradeRequired, headers: headers))), promise: nil)
+        context.write(
+            Self.wrapOutboundOut(
+                .head(
+                    HTTPResponseHead(
+                        version: .http1_1,
+                        status: .upgradeRequired,
+                        headers: headers
+                    )
+                )
+            ),
+            promise: nil
+        )
         context.write(Self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in

@@ -32,13 +32,17 @@ struct RelayTLS: Sendable {
             throw RelayTLSError(description: "cannot read a PEM private key from \(keyFile) (\(error))")
         }
         var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+            certificateChain: chain.map { .certificate($0) },
+            privateKey: .privateKey(key)
+        )
         configuration.minimumTLSVersion = .tlsv12
         do {
             context = try NIOSSLContext(configuration: configuration)
         } catch {
             throw RelayTLSError(
-                description: "the key in \(keyFile) cannot be used with the certificate in \(certificateFile) (\(error))")
+                description:
+                    "the key in \(keyFile) cannot be used with the certificate in \(certificateFile) (\(error))"
+            )
         }
     }
 

@@ -88,12 +88,14 @@ struct ResumeTracker: Sendable {
             }
             guard max.seq > have else { continue }
             syncing[id] = max.seq
-            requests.append(SyncRequest.with {
-                $0.conversation = conversation
-                $0.fromSeq = have + 1
-                $0.toSeq = max.seq
-                $0.limit = limit
-            })
+            requests.append(
+                SyncRequest.with {
+                    $0.conversation = conversation
+                    $0.fromSeq = have + 1
+                    $0.toSeq = max.seq
+                    $0.limit = limit
+                }
+            )
         }
         return requests
     }
@@ -112,7 +114,10 @@ struct ResumeTracker: Sendable {
 
     /// A stream sync response: the frames to hand on, in position order, and the next request
     /// while the device has not caught up.
-    mutating func streamSynced(_ response: StreamSyncResponse, limit: UInt32 = 0)
+    mutating func streamSynced(
+        _ response: StreamSyncResponse,
+        limit: UInt32 = 0
+    )
         -> (frames: [Frame], next: StreamSyncRequest?)
     {
         if response.truncated { missedFrames = true }
@@ -126,7 +131,8 @@ struct ResumeTracker: Sendable {
         var frames: [Frame] = []
         for item in response.frames where item.position > streamPosition {
             // The relay sent these bytes itself; a frame that does not decode is skipped.
-            guard let frame = try? Frame(serializedBytes: item.frame, options: DecodingOptions(acceptsNewerFrames: true))
+            guard
+                let frame = try? Frame(serializedBytes: item.frame, options: DecodingOptions(acceptsNewerFrames: true))
             else { continue }
             streamPosition = item.position
             noteDelivered(frame)
@@ -137,10 +143,13 @@ struct ResumeTracker: Sendable {
             isCatchingUp = false
             return (frames, nil)
         }
-        return (frames, StreamSyncRequest.with {
-            $0.afterPosition = streamPosition
-            $0.limit = limit
-        })
+        return (
+            frames,
+            StreamSyncRequest.with {
+                $0.afterPosition = streamPosition
+                $0.limit = limit
+            }
+        )
     }
 
     /// Whether a frame that arrived live is to be handed on: not when it is a kept frame this

@@ -8,11 +8,16 @@ extension Router {
     /// Closes a connection whose first frame is not a good login, with a failed login result.
     func refuseLogin(_ session: Session, requestID: UInt64, code: Int32, reason: String) {
         metrics.loginFailed(code: code)
-        let answer = RelayProtocol.answer(.loginResult(LoginResult.with {
-            $0.errorCode = code
-            $0.errorDescription = "notLoggedIn: \(reason)"
-            $0.serverTimeMs = RelayProtocol.nowMs()
-        }), requestID: requestID)
+        let answer = RelayProtocol.answer(
+            .loginResult(
+                LoginResult.with {
+                    $0.errorCode = code
+                    $0.errorDescription = "notLoggedIn: \(reason)"
+                    $0.serverTimeMs = RelayProtocol.nowMs()
+                }
+            ),
+            requestID: requestID
+        )
         fail(session, code: "notLoggedIn", reason: reason, last: answer)
     }
 
@@ -20,15 +25,21 @@ extension Router {
     func login(_ frame: InboundFrame, _ session: Session) {
         guard frame.payloadKind == .loginRequest else {
             refuseLogin(
-                session, requestID: 0, code: RelayProtocol.LoginError.notLoggedIn,
-                reason: "the first frame must be a login_request")
+                session,
+                requestID: 0,
+                code: RelayProtocol.LoginError.notLoggedIn,
+                reason: "the first frame must be a login_request"
+            )
             return
         }
         guard let decoded = decoded(frame, session), case .loginRequest(let request)? = decoded.payload else { return }
         guard !request.userID.isEmpty, !request.token.isEmpty else {
             refuseLogin(
-                session, requestID: decoded.requestID, code: RelayProtocol.LoginError.missingCredentials,
-                reason: "a login_request needs a user_id and a token")
+                session,
+                requestID: decoded.requestID,
+                code: RelayProtocol.LoginError.missingCredentials,
+                reason: "a login_request needs a user_id and a token"
+            )
             return
         }
         session.state = .authenticating
@@ -38,7 +49,12 @@ extension Router {
         let verify: @Sendable () async -> Void = {
             let expiry = await authenticator.verify(request.token, user: request.userID)
             loop.execute {
-                bound.value.router.finishLogin(request, requestID: decoded.requestID, expiry: expiry, bound.value.session)
+                bound.value.router.finishLogin(
+                    request,
+                    requestID: decoded.requestID,
+                    expiry: expiry,
+                    bound.value.session
+                )
             }
         }
         // On the relay's own loop: a login never waits for threads of the shared concurrency pool.
@@ -60,24 +76,33 @@ extension Router {
             stats.loginsRefused += 1
             // One answer for every check, so that a refusal tells nothing about which one failed.
             refuseLogin(
-                session, requestID: requestID, code: RelayProtocol.LoginError.refused,
-                reason: "the credentials were refused")
+                session,
+                requestID: requestID,
+                code: RelayProtocol.LoginError.refused,
+                reason: "the credentials were refused"
+            )
             return
         }
         let user = request.userID
         let device = DeviceKey(user: user, device: request.deviceID)
         // The same device logged in again: the older connection goes (other devices stay online).
         for previous in sessions[user] ?? [] where previous.deviceID == request.deviceID {
-            logger.info("\(user) logged in again on device \"\(request.deviceID)\"; closing the older connection \(previous.label)")
+            logger.info(
+                "\(user) logged in again on device \"\(request.deviceID)\"; closing the older connection \(previous.label)"
+            )
             unregister(previous)
             previous.closing = true
-            let kicked = Frame(.kickedOffline(KickedOffline.with {
-                $0.reason = .loggedInElsewhere
-                $0.description = "\(user) logged in on another connection with the same device id"
-                $0.otherDeviceID = request.deviceID
-                $0.otherPlatform = request.platform
-                $0.timeMs = RelayProtocol.nowMs()
-            }))
+            let kicked = Frame(
+                .kickedOffline(
+                    KickedOffline.with {
+                        $0.reason = .loggedInElsewhere
+                        $0.description = "\(user) logged in on another connection with the same device id"
+                        $0.otherDeviceID = request.deviceID
+                        $0.otherPlatform = request.platform
+                        $0.timeMs = RelayProtocol.nowMs()
+                    }
+                )
+            )
             closeAfterWriting(kicked, previous, code: "kickedOffline", reason: "logged in elsewhere")
         }
         sessionCounter += 1
@@ -96,7 +121,9 @@ extension Router {
         stats.logins += 1
         metrics.loggedIn(session.transport)
         scheduleExpiry(session, at: expiry)
-        logger.info("\(session.label) logged in (\(request.platform.protoName)\(request.streamResume ? ", resuming its stream" : ""))")
+        logger.info(
+            "\(session.label) logged in (\(request.platform.protoName)\(request.streamResume ? ", resuming its stream" : ""))"
+        )
         let stream = streams[user] ?? StreamState()
         var answer = LoginResult.with {
             $0.serverTimeMs = RelayProtocol.nowMs()
@@ -133,11 +160,15 @@ extension Router {
             router.logger.info("\(session.label): token expired")
             router.unregister(session)
             session.closing = true
-            let kicked = Frame(.kickedOffline(KickedOffline.with {
-                $0.reason = .tokenExpired
-                $0.description = "the login token expired; log in again with a new one"
-                $0.timeMs = RelayProtocol.nowMs()
-            }))
+            let kicked = Frame(
+                .kickedOffline(
+                    KickedOffline.with {
+                        $0.reason = .tokenExpired
+                        $0.description = "the login token expired; log in again with a new one"
+                        $0.timeMs = RelayProtocol.nowMs()
+                    }
+                )
+            )
             router.closeAfterWriting(kicked, session, code: "tokenExpired", reason: "the login token expired")
         }
     }

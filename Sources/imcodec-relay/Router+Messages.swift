@@ -18,7 +18,9 @@ extension Router {
         let conversation = Conversation.with {
             $0.type = type; $0.targetID = frame.targetID; $0.channelID = frame.channelID
         }
-        var ack = SendAck.with { $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation }
+        var ack = SendAck.with {
+            $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation
+        }
         func refuse(_ code: Int32, _ description: String) {
             ack.errorCode = code
             ack.errorDescription = description
@@ -28,12 +30,15 @@ extension Router {
         }
         guard frame.senderID == user else {
             return refuse(
-                RelayProtocol.AckError.senderMismatch, "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)")
+                RelayProtocol.AckError.senderMismatch,
+                "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)"
+            )
         }
         guard let key = ConversationKey(conversation, user: user) else {
             return refuse(
                 RelayProtocol.AckError.unsupportedConversation,
-                "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed")
+                "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
+            )
         }
         guard isMember(user, key) else {
             return refuse(RelayProtocol.AckError.notAGroupMember, "\(user) is not a member of \(frame.targetID)")
@@ -47,7 +52,8 @@ extension Router {
             default:
                 return refuse(
                     RelayProtocol.AckError.targetedOutsideGroup,
-                    "target_receivers is for group and ultra-group conversations only, not \(type.protoName)")
+                    "target_receivers is for group and ultra-group conversations only, not \(type.protoName)"
+                )
             }
             guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
                 return refuse(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
@@ -55,7 +61,9 @@ extension Router {
         }
         let maxSeq = conversations[key]?.maxSeq ?? 0
         if !frame.clientMsgID.isEmpty,
-            let first = conversations[key]?.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
+            let first = conversations[key]?.sent[
+                ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)
+            ]
         {
             // Sent again (its ack was lost with a connection): acknowledged as the first time, not routed again.
             ack.serverMsgUID = first.serverMsgUID
@@ -69,8 +77,10 @@ extension Router {
         let kept = Self.isKept(frame)
         uidCounter += 1
         let stamp = ServerStamp(
-            serverMsgUID: "\(uidPrefix)-\(uidCounter)", seq: kept ? maxSeq + 1 : nil,
-            serverTimeMs: RelayProtocol.nowMs())
+            serverMsgUID: "\(uidPrefix)-\(uidCounter)",
+            seq: kept ? maxSeq + 1 : nil,
+            serverTimeMs: RelayProtocol.nowMs()
+        )
         // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
         let stamped: [UInt8]
         do {
@@ -97,9 +107,15 @@ extension Router {
             return
         }
         let message = StoredMessage(
-            conversation: key, seq: maxSeq + 1, senderID: user, clientMsgID: frame.clientMsgID,
-            serverMsgUID: stamp.serverMsgUID ?? "", serverTimeMs: stamp.serverTimeMs ?? 0, frame: stamped,
-            receivers: targeted ? frame.targetReceivers : [])
+            conversation: key,
+            seq: maxSeq + 1,
+            senderID: user,
+            clientMsgID: frame.clientMsgID,
+            serverMsgUID: stamp.serverMsgUID ?? "",
+            serverTimeMs: stamp.serverTimeMs ?? 0,
+            frame: stamped,
+            receivers: targeted ? frame.targetReceivers : []
+        )
         if conversations[key] == nil, case .direct(let a, let b) = key {
             belongs[a, default: []].insert(key)
             belongs[b, default: []].insert(key)
@@ -112,8 +128,10 @@ extension Router {
         }
         store.batch.messages.append(message)
         let deliveries = keep(
-            .message(key, seq: message.seq, sent: false), for: users,
-            origin: DeviceKey(user: user, device: session.deviceID))
+            .message(key, seq: message.seq, sent: false),
+            for: users,
+            origin: DeviceKey(user: user, device: session.deviceID)
+        )
         store.afterCommit {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
@@ -165,7 +183,11 @@ extension Router {
         case .ownDevices:
             users = [user]
         default:
-            notice(session, code: "unroutable", reason: "the \(frame.payloadKind?.protoName ?? "empty") frame names no receiver")
+            notice(
+                session,
+                code: "unroutable",
+                reason: "the \(frame.payloadKind?.protoName ?? "empty") frame names no receiver"
+            )
             return
         }
         if frame.payloadKind == .typing {
@@ -185,7 +207,10 @@ extension Router {
             requestID = decoded.requestID
         }
         let deliveries = keep(
-            .event(Array(buffer: frame.body)), for: users, origin: DeviceKey(user: user, device: session.deviceID))
+            .event(Array(buffer: frame.body)),
+            for: users,
+            origin: DeviceKey(user: user, device: session.deviceID)
+        )
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }
         let body = frame.body
@@ -214,7 +239,12 @@ extension Router {
     /// An event about a targeted message may come only from one of its receivers or its sender.
     /// - Returns: The event's request id (0: none) and, for an event about a targeted message, who
     ///   may see it, when it is accepted; `nil` when it was refused.
-    private func checkEvent(_ frame: InboundFrame, in key: ConversationKey, from session: Session, user: String)
+    private func checkEvent(
+        _ frame: InboundFrame,
+        in key: ConversationKey,
+        from session: Session,
+        user: String
+    )
         -> (requestID: UInt64, audience: Set<String>?)?
     {
         switch frame.payloadKind {
@@ -242,22 +272,34 @@ extension Router {
             if let targeted = state.audiences[ref.seq] {
                 guard targeted.contains(user) else {
                     refuse(
-                        session, requestID, RelayProtocol.RequestError.notAMember, notice: "notAMember",
-                        "message seq \(ref.seq) was sent to other members only")
+                        session,
+                        requestID,
+                        RelayProtocol.RequestError.notAMember,
+                        notice: "notAMember",
+                        "message seq \(ref.seq) was sent to other members only"
+                    )
                     return nil
                 }
                 audience = audience.map { $0.intersection(targeted) } ?? targeted
             }
             if state.removed.contains(ref.seq), !removes {
                 refuse(
-                    session, requestID, RelayProtocol.RequestError.messageRemoved, notice: "messageRemoved",
-                    "message seq \(ref.seq) was recalled or deleted")
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.messageRemoved,
+                    notice: "messageRemoved",
+                    "message seq \(ref.seq) was recalled or deleted"
+                )
                 return nil
             }
             if mustBeSender, let sender = state.kept[ref.seq]?.sender, sender != user {
                 refuse(
-                    session, requestID, RelayProtocol.RequestError.notTheSender, notice: "notTheSender",
-                    "message seq \(ref.seq) was sent by another user")
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.notTheSender,
+                    notice: "notTheSender",
+                    "message seq \(ref.seq) was sent by another user"
+                )
                 return nil
             }
         }
@@ -281,7 +323,11 @@ extension Router {
         case .receipt(let receipt)?:
             let target = receipt.message?.senderID ?? ""
             guard !target.isEmpty else { return }
-            let deliveries = keep(.event(Array(buffer: frame.body)), for: target == user ? [user] : [target, user], origin: origin)
+            let deliveries = keep(
+                .event(Array(buffer: frame.body)),
+                for: target == user ? [user] : [target, user],
+                origin: origin
+            )
             let body = frame.body
             store.afterCommit {
                 self.deliver(body, kind: .receipt, to: deliveries, except: session)
@@ -299,9 +345,15 @@ extension Router {
                 if byTarget.count == 1, batch.c2cReadReceipts.isEmpty {
                     body = frame.body
                 } else {
-                    body = ByteBuffer(bytes: Frame(.receipts(ReceiptBatch.with { $0.receipts = receipts })).serializedBytes())
+                    body = ByteBuffer(
+                        bytes: Frame(.receipts(ReceiptBatch.with { $0.receipts = receipts })).serializedBytes()
+                    )
                 }
-                let deliveries = keep(.event(Array(buffer: body)), for: target == user ? [user] : [target, user], origin: origin)
+                let deliveries = keep(
+                    .event(Array(buffer: body)),
+                    for: target == user ? [user] : [target, user],
+                    origin: origin
+                )
                 store.afterCommit {
                     self.deliver(body, kind: .receipts, to: deliveries, except: session)
                     self.flush()
@@ -318,8 +370,12 @@ extension Router {
         guard let decoded = decoded(frame, session), case .systemNotice(let notice)? = decoded.payload else { return }
         guard !notice.recipientID.isEmpty else {
             refuse(
-                session, decoded.requestID, RelayProtocol.RequestError.unsupported, notice: "unsupported",
-                "the relay routes a system_notice only to its recipient_id")
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.unsupported,
+                notice: "unsupported",
+                "the relay routes a system_notice only to its recipient_id"
+            )
             return
         }
         let body = frame.body

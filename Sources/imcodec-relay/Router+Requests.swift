@@ -12,25 +12,46 @@ extension Router {
         switch payload {
         case .loginRequest:
             metrics.loginFailed(code: RelayProtocol.LoginError.alreadyLoggedIn)
-            answer(RelayProtocol.answer(.loginResult(LoginResult.with {
-                $0.errorCode = RelayProtocol.LoginError.alreadyLoggedIn
-                $0.errorDescription = "alreadyLoggedIn: this connection is logged in as \(user)"
-                $0.serverTimeMs = RelayProtocol.nowMs()
-            }), requestID: requestID), to: session)
+            answer(
+                RelayProtocol.answer(
+                    .loginResult(
+                        LoginResult.with {
+                            $0.errorCode = RelayProtocol.LoginError.alreadyLoggedIn
+                            $0.errorDescription = "alreadyLoggedIn: this connection is logged in as \(user)"
+                            $0.serverTimeMs = RelayProtocol.nowMs()
+                        }
+                    ),
+                    requestID: requestID
+                ),
+                to: session
+            )
         case .ping(let ping):
-            answer(RelayProtocol.answer(.pong(Pong.with {
-                $0.id = ping.id
-                $0.timeMs = RelayProtocol.nowMs()
-            }), requestID: requestID), to: session)
+            answer(
+                RelayProtocol.answer(
+                    .pong(
+                        Pong.with {
+                            $0.id = ping.id
+                            $0.timeMs = RelayProtocol.nowMs()
+                        }
+                    ),
+                    requestID: requestID
+                ),
+                to: session
+            )
         case .logout:
             logger.info("\(session.label) logged out")
             unregister(session)
             store.afterCommit {
                 guard !session.closing else { return }
                 session.closing = true
-                let answer = RelayProtocol.answer(.requestResult(RequestResult.with {
-                    $0.serverTimeMs = RelayProtocol.nowMs()
-                }), requestID: requestID)
+                let answer = RelayProtocol.answer(
+                    .requestResult(
+                        RequestResult.with {
+                            $0.serverTimeMs = RelayProtocol.nowMs()
+                        }
+                    ),
+                    requestID: requestID
+                )
                 self.closeAfterWriting(answer, session, code: "logout", reason: "logged out")
             }
         case .maxSeqRequest(let request):
@@ -101,7 +122,9 @@ extension Router {
         }
         let state = conversations[key] ?? ConversationState()
         answer.maxSeq = state.maxSeq
-        let limit = Int(request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit))
+        let limit = Int(
+            request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit)
+        )
         let last = request.toSeq == 0 ? state.maxSeq : min(request.toSeq, state.maxSeq)
         // Below the oldest kept message: from the oldest kept one.
         let first = max(request.fromSeq, state.oldestSeq, 1)
@@ -145,7 +168,9 @@ extension Router {
         let stream = streams[user] ?? StreamState()
         let head = stream.head
         let after = min(request.afterPosition, head)
-        let limit = Int(request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit))
+        let limit = Int(
+            request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit)
+        )
         let truncated = after + 1 < stream.oldest && stream.oldest <= head
         let budget = configuration.codec.effectiveMaxFrameSize - 512
         let device = session.deviceID
@@ -171,10 +196,12 @@ extension Router {
                     end = row.position - 1
                     break
                 }
-                answer.frames.append(StreamFrame.with {
-                    $0.position = row.position
-                    $0.frame = bytes
-                })
+                answer.frames.append(
+                    StreamFrame.with {
+                        $0.position = row.position
+                        $0.frame = bytes
+                    }
+                )
             }
             answer.nextAfterPosition = end
             answer.hasMore = end < head
@@ -201,22 +228,34 @@ extension Router {
             result(session, requestID)
         default:
             refuse(
-                session, requestID, RelayProtocol.RequestError.badRequest, notice: "badRequest",
-                "a presence_subscription must subscribe or unsubscribe")
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "a presence_subscription must subscribe or unsubscribe"
+            )
         }
     }
 
     private func membership(_ change: MembershipChange, requestID: UInt64, session: Session, user: String) {
         guard let conversation = change.conversation, change.action != .unspecified else {
             refuse(
-                session, requestID, RelayProtocol.RequestError.badRequest, notice: "badRequest",
-                "a membership change needs an action and a conversation")
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "a membership change needs an action and a conversation"
+            )
             return
         }
         guard let key = ConversationKey(conversation, user: user), key.isShared else {
             refuse(
-                session, requestID, RelayProtocol.RequestError.unsupportedConversation, notice: "unsupported",
-                "only groups, chatrooms and ultra-group channels are joined and left")
+                session,
+                requestID,
+                RelayProtocol.RequestError.unsupportedConversation,
+                notice: "unsupported",
+                "only groups, chatrooms and ultra-group channels are joined and left"
+            )
             return
         }
         var told = change
@@ -242,7 +281,11 @@ extension Router {
         store.batch.memberships.append((key, user, change.action == .join))
         // Every member (and, for a leave, the one who left, on its other devices) keeps the change.
         let body = ByteBuffer(bytes: Frame(.membership(told)).serializedBytes())
-        let deliveries = keep(.event(Array(buffer: body)), for: reached, origin: DeviceKey(user: user, device: session.deviceID))
+        let deliveries = keep(
+            .event(Array(buffer: body)),
+            for: reached,
+            origin: DeviceKey(user: user, device: session.deviceID)
+        )
         result(session, requestID)
         store.afterCommit {
             self.deliver(body, kind: .membership, to: deliveries, except: session)

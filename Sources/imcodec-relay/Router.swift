@@ -57,8 +57,12 @@ final class Router {
     let receivedSuffix: [UInt8]
 
     init(
-        eventLoop: any EventLoop, configuration: RelayConfiguration, store: StoreQueue, state: StoredState,
-        authenticator: RelayAuthenticator, metrics: RelayMetrics
+        eventLoop: any EventLoop,
+        configuration: RelayConfiguration,
+        store: StoreQueue,
+        state: StoredState,
+        authenticator: RelayAuthenticator,
+        metrics: RelayMetrics
     ) {
         self.eventLoop = eventLoop
         self.configuration = configuration
@@ -191,11 +195,15 @@ final class Router {
                 session.channel.close(promise: nil)
                 continue
             }
-            let kicked = Frame(.kickedOffline(KickedOffline.with {
-                $0.reason = .serverShutdown
-                $0.description = "the relay is shutting down; log in again to resume"
-                $0.timeMs = RelayProtocol.nowMs()
-            }))
+            let kicked = Frame(
+                .kickedOffline(
+                    KickedOffline.with {
+                        $0.reason = .serverShutdown
+                        $0.description = "the relay is shutting down; log in again to resume"
+                        $0.timeMs = RelayProtocol.nowMs()
+                    }
+                )
+            )
             closeAfterWriting(kicked, session, code: "serverShutdown", reason: "the relay is shutting down")
         }
     }
@@ -209,7 +217,12 @@ final class Router {
         metrics.closedByError(code: code)
         logger.notice("closing \(session.label): \(code): \(reason)")
         unregister(session)
-        closeAfterWriting(last ?? RelayProtocol.errorFrame(code: code, reason: reason), session, code: code, reason: reason)
+        closeAfterWriting(
+            last ?? RelayProtocol.errorFrame(code: code, reason: reason),
+            session,
+            code: code,
+            reason: reason
+        )
     }
 
     /// Writes `frame`, flushes, and closes `session` (announcing `code` to a WebSocket peer).
@@ -256,7 +269,9 @@ final class Router {
         if let pending = try? session.channel.syncOptions?.getOption(.bufferedWritableBytes) {
             stats.peakOutboundBufferedBytes = max(stats.peakOutboundBufferedBytes, pending)
         }
-        logger.warning("closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued")
+        logger.warning(
+            "closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued"
+        )
         unregister(session)
         session.announceClose(code: "slowConsumer", reason: "more than \(configuration.maxOutboundBytes) bytes queued")
         let channel = session.channel
@@ -315,11 +330,19 @@ final class Router {
 
     /// Answers `requestID` with a request result (error_code 0: success).
     func result(_ session: Session, _ requestID: UInt64, _ code: Int32 = 0, _ description: String = "") {
-        answer(RelayProtocol.answer(.requestResult(RequestResult.with {
-            $0.errorCode = code
-            $0.errorDescription = description
-            $0.serverTimeMs = RelayProtocol.nowMs()
-        }), requestID: requestID), to: session)
+        answer(
+            RelayProtocol.answer(
+                .requestResult(
+                    RequestResult.with {
+                        $0.errorCode = code
+                        $0.errorDescription = description
+                        $0.serverTimeMs = RelayProtocol.nowMs()
+                    }
+                ),
+                requestID: requestID
+            ),
+            to: session
+        )
     }
 
     /// Refuses a frame: with a request result when it carries a request id, else with an error notice.
@@ -341,7 +364,11 @@ final class Router {
             return
         case .authenticating:
             guard session.held.count < RelayProtocol.maxFramesDuringLogin else {
-                fail(session, code: "tooManyFrames", reason: "more than \(RelayProtocol.maxFramesDuringLogin) frames before the login was answered")
+                fail(
+                    session,
+                    code: "tooManyFrames",
+                    reason: "more than \(RelayProtocol.maxFramesDuringLogin) frames before the login was answered"
+                )
                 return
             }
             session.held.append(frame)
@@ -367,8 +394,12 @@ final class Router {
             let requestID = decoded(frame, session)?.requestID ?? 0
             guard !session.closing else { return }
             refuse(
-                session, requestID, RelayProtocol.RequestError.unsupported, notice: "unsupported",
-                "the relay does not route \(kind?.protoName ?? "empty") frames")
+                session,
+                requestID,
+                RelayProtocol.RequestError.unsupported,
+                notice: "unsupported",
+                "the relay does not route \(kind?.protoName ?? "empty") frames"
+            )
         }
     }
 
@@ -435,8 +466,14 @@ final class Router {
             var entryItem = item
             let sent = user == origin.user
             if case .message(let key, let seq, _) = item { entryItem = .message(key, seq: seq, sent: sent) }
-            store.batch.streamEntries.append(StreamEntry(
-                user: user, position: stream.head, originDevice: sent ? origin.device : nil, item: entryItem))
+            store.batch.streamEntries.append(
+                StreamEntry(
+                    user: user,
+                    position: stream.head,
+                    originDevice: sent ? origin.device : nil,
+                    item: entryItem
+                )
+            )
             if stream.count > configuration.maxStreamEntries {
                 stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)
                 store.batch.trimmedStreams[user] = stream.oldest
@@ -472,7 +509,8 @@ final class Router {
             for session in list where session !== origin && session.live && !session.closing {
                 if out == nil {
                     let position = Self.positionSuffix(delivery.position)
-                    out = isMessage
+                    out =
+                        isMessage
                         ? record(body, delivery.sent ? sentSuffix : receivedSuffix, position) : record(body, position)
                 }
                 write(out!, kind: kind, to: session)
@@ -483,7 +521,11 @@ final class Router {
 
     /// Writes a frame (of `kind`) that is not kept to the live sessions of `users`, but not to `origin`.
     func deliverLive(
-        _ body: ByteBuffer, kind: Frame.Payload.Kind?, sender: String, to users: [String], except origin: Session?
+        _ body: ByteBuffer,
+        kind: Frame.Payload.Kind?,
+        sender: String,
+        to users: [String],
+        except origin: Session?
     ) {
         let isMessage = kind == .message
         var received: ByteBuffer?

@@ -68,7 +68,9 @@ final class Session {
     func announceClose(code: String, reason: String) {
         guard transport == .webSocket else { return }
         let request = WebSocketFrameHandler.CloseRequest(
-            code: RelayProtocol.webSocketCloseCode(for: code), reason: "\(code): \(reason)")
+            code: RelayProtocol.webSocketCloseCode(for: code),
+            reason: "\(code): \(reason)"
+        )
         channel.triggerUserOutboundEvent(request, promise: nil)
     }
 }

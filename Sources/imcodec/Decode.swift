@@ -53,7 +53,11 @@ struct Decode: ParsableCommand {
         let text: String
         do {
             text = try ProtoJSON.jsonString(
-                fromBinary: bytes, messageType: type, decoding: decoder.options, options: json)
+                fromBinary: bytes,
+                messageType: type,
+                decoding: decoder.options,
+                options: json
+            )
         } catch {
             throw BinaryInput.explain(FlagHints.rewrite(error), for: bytes)
         }
@@ -67,7 +71,11 @@ struct Decode: ParsableCommand {
         let records = RecordStream(bytes: bytes, maxLength: decoder.maxInputSize, failFast: stream.failFast)
         try records.forEach(flush: out.flush) { record in
             let text = try ProtoJSON.jsonString(
-                fromBinary: Array(record.body), messageType: type, decoding: options, options: JSONEncodingOptions())
+                fromBinary: Array(record.body),
+                messageType: type,
+                decoding: options,
+                options: JSONEncodingOptions()
+            )
             if !quiet { out.append(text + "\n") }
         }
     }

@@ -5,7 +5,8 @@ import IMCodec
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the main job on built-in data: encode a realistic conversation, write it, read it back, check it.",
+        abstract:
+            "Run the main job on built-in data: encode a realistic conversation, write it, read it back, check it.",
         discussion: """
             Builds a conversation (a C2C text, its send ack and read receipt, a group @ message and its \
             group receipt, an image, a multi-element chain, a merger holding a nested merger, a recall, \
@@ -36,7 +37,8 @@ struct Demo: ParsableCommand {
             throw IMCodecError(code: .io, reason: "cannot read \(path) back")
         }
         var transcript = DemoTranscript(written: written, forThisReader: frames.count)
-        transcript.text = "IMCodec demo: \(written.count) frames (\(frames.count) for a schema-"
+        transcript.text =
+            "IMCodec demo: \(written.count) frames (\(frames.count) for a schema-"
             + "\(Frame.currentSchemaVersion) reader, 1 that needs a schema-3 reader), "
             + "\(stream.count) bytes written to \(path)\n\n"
         let bytes = [UInt8](file)
@@ -47,7 +49,8 @@ struct Demo: ParsableCommand {
             start = records.offset
         }
         let allEqual = transcript.decoded == written
-        transcript.text += "Read back \(transcript.decoded.count) of \(written.count) frames from \(path): "
+        transcript.text +=
+            "Read back \(transcript.decoded.count) of \(written.count) frames from \(path): "
             + (allEqual ? "every frame decodes equal to what was encoded" : "MISMATCH") + "; "
             + (transcript.issues == 0 ? "no validation issues" : "\(transcript.issues) validation issue(s)") + "; "
             + (transcript.refused == 1
@@ -90,18 +93,24 @@ struct DemoTranscript {
         let route = try router.withFrameView(record) { view in
             "route: \(view.payloadKind?.protoName ?? "none") → \(FrameSummary.route(view.route))"
                 + (view.senderID.isEmpty ? "" : " from \(view.senderID)")
-                + (view.elementCount == 0 ? "" : ", elements: "
-                    + (0..<view.elementCount).map { view.elementKind(at: $0)?.protoName ?? "?" }.joined(separator: "+"))
+                + (view.elementCount == 0
+                    ? ""
+                    : ", elements: "
+                        + (0..<view.elementCount).map { view.elementKind(at: $0)?.protoName ?? "?" }.joined(
+                            separator: "+"
+                        ))
         }
         let frame = try router.decode(Frame.self, from: record)
         decoded.append(frame)
-        text += "#\(n + 1)  \(record.count) B (+\(prefixSize) B prefix)  "
+        text +=
+            "#\(n + 1)  \(record.count) B (+\(prefixSize) B prefix)  "
             + (n < written.count && frame == written[n] ? "decoded = written" : "DIFFERS from what was written") + "\n"
         text += "    \(route)\n"
         for line in FrameSummary.lines(frame, indent: "    ") { text += line + "\n" }
         let findings = frame.validate()
         issues += findings.count
-        text += findings.isEmpty
+        text +=
+            findings.isEmpty
             ? "    validate: ok\n" : findings.map { "    validate: " + FlagHints.rewrite("\($0)") + "\n" }.joined()
         text += "\n"
     }
@@ -117,7 +126,8 @@ struct DemoTranscript {
             let anyway = try Frame(serializedBytes: record, options: DecodingOptions(acceptsNewerFrames: true))
             decoded.append(anyway)
             text += "#\(n + 1)  \(record.count) B  refused as it must be: \(FlagHints.rewrite(error))\n"
-            text += "    read anyway (as decode --accept-newer-frames does): "
+            text +=
+                "    read anyway (as decode --accept-newer-frames does): "
                 + "\(anyway.payload?.kind.protoName ?? "none") from a schema-\(anyway.schemaVersion) writer, "
                 + (n < written.count && anyway == written[n] ? "decoded = written" : "DIFFERS from what was written")
                 + "\n\n"
@@ -145,17 +155,23 @@ enum DemoConversation {
         // 1. A C2C text that asks for a read receipt.
         var hello = Message.c2cText(from: "alice", to: "bob", "Hi Bob! Are we still on for the launch review at 3?")
         hello.messageFlags.insert(.needReadReceipt)
-        hello.offlinePush = OfflinePushInfo.with { $0.title = "Alice"; $0.description = "Hi Bob! Are we still on…" }
+        hello.offlinePush = OfflinePushInfo.with {
+            $0.title = "Alice"; $0.description = "Hi Bob! Are we still on…"
+        }
         stamp(&hello, minute: 0, id: "a-0001", server: "144115233-1795251600-1001", seq: 1001)
 
         // 2. The server's ack for it.
-        let ack = Frame(.sendAck(SendAck.with {
-            $0.clientMsgID = hello.clientMsgID
-            $0.serverMsgUID = hello.serverMsgUID
-            $0.seq = hello.seq
-            $0.serverTimeMs = hello.serverTimeMs
-            $0.conversation = hello.conversation
-        }))
+        let ack = Frame(
+            .sendAck(
+                SendAck.with {
+                    $0.clientMsgID = hello.clientMsgID
+                    $0.serverMsgUID = hello.serverMsgUID
+                    $0.seq = hello.seq
+                    $0.serverTimeMs = hello.serverTimeMs
+                    $0.conversation = hello.conversation
+                }
+            )
+        )
 
         // 3. Bob reads it.
         var read = Frame.readReceipt(for: hello.reference, by: "bob", timeMs: start + 90_000)
@@ -166,41 +182,72 @@ enum DemoConversation {
 
         // 4. A group message that @-mentions Alice and Carol.
         var groupAt = Message.groupText(
-            from: "bob", group: "team-apollo", "@alice @carol the release build is green 🚀", atUserIDs: ["alice", "carol"])
+            from: "bob",
+            group: "team-apollo",
+            "@alice @carol the release build is green 🚀",
+            atUserIDs: ["alice", "carol"]
+        )
         groupAt.messageFlags.insert(.needReadReceipt)
         stamp(&groupAt, minute: 2, id: "b-0042", server: "group-apollo-5001", seq: 5001)
 
         // 5. Its group read receipt: two members read it, one has not.
-        let groupReceipt = Frame(.receipt(MessageReceipt.with {
-            $0.kind = .read
-            $0.message = groupAt.reference
-            $0.userID = "carol"
-            $0.groupID = "team-apollo"
-            $0.readCount = 2
-            $0.unreadCount = 1
-            $0.timeMs = start + 200_000
-        }))
+        let groupReceipt = Frame(
+            .receipt(
+                MessageReceipt.with {
+                    $0.kind = .read
+                    $0.message = groupAt.reference
+                    $0.userID = "carol"
+                    $0.groupID = "team-apollo"
+                    $0.readCount = 2
+                    $0.unreadCount = 1
+                    $0.timeMs = start + 200_000
+                }
+            )
+        )
 
         // 6. Carol posts a screenshot: original, large and thumbnail renditions.
         var image = Message.image(
-            from: "carol", in: .group("team-apollo"), format: .png,
+            from: "carol",
+            in: .group("team-apollo"),
+            format: .png,
             renditions: [
-                ImageInfo(type: .original, uuid: "img-7f3a", size: 1_482_331, width: 2880, height: 1800,
-                          url: "https://cdn.example.com/img/7f3a/original.png"),
-                ImageInfo(type: .large, uuid: "img-7f3a-l", size: 312_540, width: 1152, height: 720,
-                          url: "https://cdn.example.com/img/7f3a/large.png"),
-                ImageInfo(type: .thumbnail, uuid: "img-7f3a-t", size: 28_113, width: 317, height: 198,
-                          url: "https://cdn.example.com/img/7f3a/thumb.png"),
-            ])
+                ImageInfo(
+                    type: .original,
+                    uuid: "img-7f3a",
+                    size: 1_482_331,
+                    width: 2880,
+                    height: 1800,
+                    url: "https://cdn.example.com/img/7f3a/original.png"
+                ),
+                ImageInfo(
+                    type: .large,
+                    uuid: "img-7f3a-l",
+                    size: 312_540,
+                    width: 1152,
+                    height: 720,
+                    url: "https://cdn.example.com/img/7f3a/large.png"
+                ),
+                ImageInfo(
+                    type: .thumbnail,
+                    uuid: "img-7f3a-t",
+                    size: 28_113,
+                    width: 317,
+                    height: 198,
+                    url: "https://cdn.example.com/img/7f3a/thumb.png"
+                ),
+            ]
+        )
         stamp(&image, minute: 3, id: "c-0007", server: "group-apollo-5002", seq: 5002)
 
         // 7. A multi-element chain: text, a sticker, text, a location.
         var chain = Message(
-            from: "alice", in: .group("team-apollo"),
+            from: "alice",
+            in: .group("team-apollo"),
             elements: [
                 .text("Ship it! "), .face(index: 12), .text(" Cake in the usual place:"),
                 .location(latitude: 22.5431, longitude: 114.0579, description: "Tencent Binhai Tower, Shenzhen"),
-            ])
+            ]
+        )
         chain.quote = groupAt.reference
         stamp(&chain, minute: 4, id: "a-0002", server: "group-apollo-5003", seq: 5003)
 
@@ -209,10 +256,19 @@ enum DemoConversation {
         stamp(&earlier1, minute: -60, id: "c-0001", server: "group-apollo-4990", seq: 4990)
         var earlier2 = Message.groupText(from: "bob", group: "team-apollo", "Found one bug, fixing")
         stamp(&earlier2, minute: -55, id: "b-0040", server: "group-apollo-4991", seq: 4991)
-        var nested = Message.merger(from: "alice", in: .group("team-apollo"), title: "Staging test", messages: [earlier1, earlier2])
+        var nested = Message.merger(
+            from: "alice",
+            in: .group("team-apollo"),
+            title: "Staging test",
+            messages: [earlier1, earlier2]
+        )
         stamp(&nested, minute: -50, id: "a-0000", server: "group-apollo-4992", seq: 4992)
         var merger = Message.merger(
-            from: "alice", in: .oneToOne("bob"), title: "Launch thread", messages: [nested, groupAt, image])
+            from: "alice",
+            in: .oneToOne("bob"),
+            title: "Launch thread",
+            messages: [nested, groupAt, image]
+        )
         stamp(&merger, minute: 5, id: "a-0003", server: "144115233-1795251900-1002", seq: 1002)
 
         // 9. Carol recalls her screenshot; 10. Bob edits his message.
@@ -220,24 +276,32 @@ enum DemoConversation {
         var edited = groupAt
         edited.elements = [.text("@alice @carol the release build is green ✅ (tagged v2.4.0)")]
         edited.editVersion = 1
-        let edit = Frame(.edit(EditEvent.with {
-            $0.message = groupAt.reference
-            $0.newMessage = edited
-            $0.editorID = "bob"
-            $0.timeMs = start + 420_000
-        }))
+        let edit = Frame(
+            .edit(
+                EditEvent.with {
+                    $0.message = groupAt.reference
+                    $0.newMessage = edited
+                    $0.editorID = "bob"
+                    $0.timeMs = start + 420_000
+                }
+            )
+        )
 
         // 11. A send the server rejects (80001: the text failed the content filter).
         var rejected = Message.c2cText(from: "bob", to: "alice", "buy cheap followers at …")
         stamp(&rejected, minute: 8, id: "b-0043", server: "", seq: 0)
         rejected.status = .failed
-        let reject = Frame(.sendAck(SendAck.with {
-            $0.clientMsgID = rejected.clientMsgID
-            $0.errorCode = 80001
-            $0.errorDescription = "the message contains sensitive words"
-            $0.conversation = rejected.conversation
-            $0.serverTimeMs = start + 480_100
-        }))
+        let reject = Frame(
+            .sendAck(
+                SendAck.with {
+                    $0.clientMsgID = rejected.clientMsgID
+                    $0.errorCode = 80001
+                    $0.errorDescription = "the message contains sensitive words"
+                    $0.conversation = rejected.conversation
+                    $0.serverTimeMs = start + 480_100
+                }
+            )
+        )
 
         return [
             Frame(hello), ack, read, Frame(groupAt), groupReceipt, Frame(image), Frame(chain), Frame(merger),
@@ -255,61 +319,135 @@ enum DemoConversation {
             return frame
         }
         // 13. Bob logs in again, resuming from the last seq he holds in the group (5001).
-        let login = request(1, .loginRequest(LoginRequest.with {
-            $0.userID = "bob"; $0.token = "bob-token-demo"; $0.deviceID = "bob-iphone"; $0.platform = .ios
-            $0.clientVersion = "2.4.0"; $0.readerVersion = Frame.currentSchemaVersion
-            $0.lastSeen = [ConversationSeq.with { $0.conversation = team; $0.seq = groupAt.seq }]
-        }))
+        let login = request(
+            1,
+            .loginRequest(
+                LoginRequest.with {
+                    $0.userID = "bob"; $0.token = "bob-token-demo"; $0.deviceID = "bob-iphone"; $0.platform = .ios
+                    $0.clientVersion = "2.4.0"; $0.readerVersion = Frame.currentSchemaVersion
+                    $0.lastSeen = [
+                        ConversationSeq.with {
+                            $0.conversation = team; $0.seq = groupAt.seq
+                        }
+                    ]
+                }
+            )
+        )
         // 14. The server's answer: the group has reached 5003, so 5002 and 5003 are missing.
-        let loggedIn = request(1, .loginResult(LoginResult.with {
-            $0.sessionID = "sess-bob-2"; $0.heartbeatIntervalS = 30; $0.serverTimeMs = start + 600_000
-            $0.maxSeqs = [ConversationSeq.with { $0.conversation = team; $0.seq = chain.seq }]
-        }))
+        let loggedIn = request(
+            1,
+            .loginResult(
+                LoginResult.with {
+                    $0.sessionID = "sess-bob-2"; $0.heartbeatIntervalS = 30; $0.serverTimeMs = start + 600_000
+                    $0.maxSeqs = [
+                        ConversationSeq.with {
+                            $0.conversation = team; $0.seq = chain.seq
+                        }
+                    ]
+                }
+            )
+        )
         // 15–16. Bob pulls the gap; one page holds it all.
-        let sync = request(2, .syncRequest(SyncRequest.with {
-            $0.conversation = team; $0.fromSeq = groupAt.seq + 1; $0.limit = 100
-        }))
-        let synced = request(2, .syncResponse(SyncResponse.with {
-            $0.conversation = team; $0.messages = [image, chain]; $0.maxSeq = chain.seq; $0.nextFromSeq = chain.seq + 1
-        }))
+        let sync = request(
+            2,
+            .syncRequest(
+                SyncRequest.with {
+                    $0.conversation = team; $0.fromSeq = groupAt.seq + 1; $0.limit = 100
+                }
+            )
+        )
+        let synced = request(
+            2,
+            .syncResponse(
+                SyncResponse.with {
+                    $0.conversation = team; $0.messages = [image, chain]; $0.maxSeq = chain.seq;
+                    $0.nextFromSeq = chain.seq + 1
+                }
+            )
+        )
         // 17. Alice, subscribed to Bob's presence, learns that he is online.
-        let online = Frame(.presence(PresenceUpdate.with {
-            $0.userID = "bob"; $0.status = .online; $0.deviceID = "bob-iphone"; $0.platform = .ios
-            $0.timeMs = start + 600_200
-        }))
+        let online = Frame(
+            .presence(
+                PresenceUpdate.with {
+                    $0.userID = "bob"; $0.status = .online; $0.deviceID = "bob-iphone"; $0.platform = .ios
+                    $0.timeMs = start + 600_200
+                }
+            )
+        )
         // 18. Carol reacts to Alice's chain.
-        let reaction = Frame(.reaction(ReactionEvent.with {
-            $0.message = chain.reference; $0.userID = "carol"; $0.emoji = "🎉"; $0.action = .add
-            $0.timeMs = start + 610_000
-            $0.summary = [ReactionSummary.with { $0.emoji = "🎉"; $0.count = 1; $0.userIDs = ["carol"] }]
-        }))
+        let reaction = Frame(
+            .reaction(
+                ReactionEvent.with {
+                    $0.message = chain.reference; $0.userID = "carol"; $0.emoji = "🎉"; $0.action = .add
+                    $0.timeMs = start + 610_000
+                    $0.summary = [
+                        ReactionSummary.with {
+                            $0.emoji = "🎉"; $0.count = 1; $0.userIDs = ["carol"]
+                        }
+                    ]
+                }
+            )
+        )
         // 19. Carol replies in the thread of Bob's announcement.
         var reply = Message.groupText(from: "carol", group: "team-apollo", "Verified on staging too 👍")
         reply.threadRoot = groupAt.reference
         stamp(&reply, minute: 11, id: "c-0008", server: "group-apollo-5004", seq: 5004)
         // 20–22. Alice asks where to celebrate; Bob votes; Alice closes the poll.
-        var poll = Message(from: "alice", in: team, elements: [MessageElement.with {
-            $0.content = .poll(PollElement.with {
-                $0.pollID = "poll-launch"; $0.question = "Launch dinner?"
-                $0.options = [PollOption.with { $0.id = 1; $0.text = "Hotpot" }, PollOption.with { $0.id = 2; $0.text = "Dim sum" }]
-            })
-        }])
+        var poll = Message(
+            from: "alice",
+            in: team,
+            elements: [
+                MessageElement.with {
+                    $0.content = .poll(
+                        PollElement.with {
+                            $0.pollID = "poll-launch"; $0.question = "Launch dinner?"
+                            $0.options = [
+                                PollOption.with {
+                                    $0.id = 1; $0.text = "Hotpot"
+                                },
+                                PollOption.with {
+                                    $0.id = 2; $0.text = "Dim sum"
+                                },
+                            ]
+                        }
+                    )
+                }
+            ]
+        )
         stamp(&poll, minute: 12, id: "a-0004", server: "group-apollo-5005", seq: 5005)
-        let vote = Frame(.pollVote(PollVoteEvent.with {
-            $0.pollMessage = poll.reference; $0.pollID = "poll-launch"; $0.voterID = "bob"; $0.optionIDs = [1]
-            $0.timeMs = start + 730_000
-        }))
-        let closed = Frame(.pollUpdate(PollUpdate.with {
-            $0.pollMessage = poll.reference; $0.pollID = "poll-launch"; $0.closed = true; $0.closedBy = "alice"
-            $0.voterCount = 2; $0.timeMs = start + 790_000
-            $0.results = [PollOptionResult.with { $0.optionID = 1; $0.votes = 2; $0.voterIDs = ["bob", "carol"] },
-                          PollOptionResult.with { $0.optionID = 2; $0.votes = 0 }]
-        }))
+        let vote = Frame(
+            .pollVote(
+                PollVoteEvent.with {
+                    $0.pollMessage = poll.reference; $0.pollID = "poll-launch"; $0.voterID = "bob"; $0.optionIDs = [1]
+                    $0.timeMs = start + 730_000
+                }
+            )
+        )
+        let closed = Frame(
+            .pollUpdate(
+                PollUpdate.with {
+                    $0.pollMessage = poll.reference; $0.pollID = "poll-launch"; $0.closed = true; $0.closedBy = "alice"
+                    $0.voterCount = 2; $0.timeMs = start + 790_000
+                    $0.results = [
+                        PollOptionResult.with {
+                            $0.optionID = 1; $0.votes = 2; $0.voterIDs = ["bob", "carol"]
+                        },
+                        PollOptionResult.with {
+                            $0.optionID = 2; $0.votes = 0
+                        },
+                    ]
+                }
+            )
+        )
         // 23. Bob steps away.
-        let away = Frame(.presence(PresenceUpdate.with {
-            $0.userID = "bob"; $0.status = .away; $0.lastSeenMs = start + 800_000; $0.deviceID = "bob-iphone"
-            $0.platform = .ios; $0.timeMs = start + 860_000
-        }))
+        let away = Frame(
+            .presence(
+                PresenceUpdate.with {
+                    $0.userID = "bob"; $0.status = .away; $0.lastSeenMs = start + 800_000; $0.deviceID = "bob-iphone"
+                    $0.platform = .ios; $0.timeMs = start + 860_000
+                }
+            )
+        )
         return [login, loggedIn, sync, synced, online, reaction, Frame(reply), Frame(poll), vote, closed, away]
     }
 
@@ -317,7 +455,9 @@ enum DemoConversation {
     static func fromTheFuture() -> Frame {
         var message = Message.c2cText(from: "alice", to: "bob", "This needs a schema-3 reader")
         stamp(&message, minute: 15, id: "a-0005", server: "144115233-1795252500-1003", seq: 1003)
-        return Frame.with { $0.schemaVersion = 3; $0.minReaderVersion = 3; $0.payload = .message(message) }
+        return Frame.with {
+            $0.schemaVersion = 3; $0.minReaderVersion = 3; $0.payload = .message(message)
+        }
     }
 }
 #endif

@@ -44,8 +44,10 @@ struct Encode: ParsableCommand {
 
     func run() throws {
         if output == nil, !Self.mayWriteBinary(toTerminal: isatty(1) != 0, force: force) {
-            throw UsageRejected(description: "refusing to write binary protobuf to a terminal; "
-                + "redirect standard output, use -o FILE, or pass --force")
+            throw UsageRejected(
+                description: "refusing to write binary protobuf to a terminal; "
+                    + "redirect standard output, use -o FILE, or pass --force"
+            )
         }
         let bytes = try input.read()
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -89,8 +91,10 @@ struct Encode: ParsableCommand {
             return InputRejected(message: "\(error.code): line \(lineNumber): \(error.reason)")
         }
         let position = TextPosition(offset: lineStart + offset, in: bytes)
-        return InputRejected(message: "\(error.code): \(error.reason) "
-            + "(at byte \(lineStart + offset), line \(position.line), column \(position.column))")
+        return InputRejected(
+            message: "\(error.code): \(error.reason) "
+                + "(at byte \(lineStart + offset), line \(position.line), column \(position.column))"
+        )
     }
 }
 #endif

@@ -16,7 +16,9 @@ enum FrameSummary {
         case .receipt(let receipt)?:
             out += receiptLines(receipt, indent: i)
         case .receipts(let batch)?:
-            out.append("\(i)\(batch.receipts.count) message receipt(s), \(batch.c2cReadReceipts.count) C2C read receipt(s)")
+            out.append(
+                "\(i)\(batch.receipts.count) message receipt(s), \(batch.c2cReadReceipts.count) C2C read receipt(s)"
+            )
             for receipt in batch.receipts { out += receiptLines(receipt, indent: i + "  ") }
             for receipt in batch.c2cReadReceipts {
                 out.append("\(i)  C2C read: \(receipt.userID) read everything up to \(receipt.readTimeMs) ms")
@@ -24,35 +26,60 @@ enum FrameSummary {
         case .c2cReadReceipt(let receipt)?:
             out.append("\(i)C2C read: \(receipt.userID) read everything up to \(receipt.readTimeMs) ms")
         case .groupReadMembers(let page)?:
-            out.append("\(i)\(page.read ? "read" : "unread") members of \(ref(page.message)): \(page.memberIDs.joined(separator: ", "))"
-                + (page.finished ? " (last page)" : " (next seq \(page.nextSeq))"))
+            out.append(
+                "\(i)\(page.read ? "read" : "unread") members of \(ref(page.message)): \(page.memberIDs.joined(separator: ", "))"
+                    + (page.finished ? " (last page)" : " (next seq \(page.nextSeq))")
+            )
         case .recall(let event)?:
-            out.append("\(i)recall of \(ref(event.message)) by \(event.revokerID)" + (event.reason.isEmpty ? "" : ": \(event.reason)"))
+            out.append(
+                "\(i)recall of \(ref(event.message)) by \(event.revokerID)"
+                    + (event.reason.isEmpty ? "" : ": \(event.reason)")
+            )
         case .edit(let event)?:
             out.append("\(i)edit of \(ref(event.message)) by \(event.editorID)")
             if let message = event.newMessage { out += messageLines(message, indent: i + "  ") }
         case .delete(let event)?:
-            out.append("\(i)delete (\(event.scope.protoName)) by \(event.operatorID): " + event.messages.map(ref).joined(separator: ", "))
+            out.append(
+                "\(i)delete (\(event.scope.protoName)) by \(event.operatorID): "
+                    + event.messages.map(ref).joined(separator: ", ")
+            )
         case .typing(let event)?:
-            out.append("\(i)\(event.userID) \(event.state == .started ? "is typing" : "stopped typing") in \(conversation(event.conversation))")
+            out.append(
+                "\(i)\(event.userID) \(event.state == .started ? "is typing" : "stopped typing") in \(conversation(event.conversation))"
+            )
         case .markRead(let event)?:
-            out.append("\(i)\(event.userID) marked "
-                + (event.allConversations ? "every conversation" : conversation(event.conversation))
-                + " read up to \(event.readTimeMs) ms / seq \(event.readSeq)")
+            out.append(
+                "\(i)\(event.userID) marked "
+                    + (event.allConversations ? "every conversation" : conversation(event.conversation))
+                    + " read up to \(event.readTimeMs) ms / seq \(event.readSeq)"
+            )
         case .systemNotice(let notice)?:
-            out.append("\(i)system notice \(notice.type): \(notice.text)"
-                + (notice.params.isEmpty ? "" : " " + notice.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
+            out.append(
+                "\(i)system notice \(notice.type): \(notice.text)"
+                    + (notice.params.isEmpty
+                        ? ""
+                        : " "
+                            + notice.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                                separator: " "
+                            ))
+            )
         case .sendAck(let ack)?:
-            out.append("\(i)ack for \(ack.clientMsgID): "
-                + (ack.errorCode == 0
-                    ? "accepted as \(ack.serverMsgUID), seq \(ack.seq), at \(ack.serverTimeMs) ms"
-                    : "rejected with \(ack.errorCode) (\(ack.errorDescription))"))
+            out.append(
+                "\(i)ack for \(ack.clientMsgID): "
+                    + (ack.errorCode == 0
+                        ? "accepted as \(ack.serverMsgUID), seq \(ack.seq), at \(ack.serverTimeMs) ms"
+                        : "rejected with \(ack.errorCode) (\(ack.errorDescription))")
+            )
         case .historyRequest(let request)?:
-            out.append("\(i)history request: \(request.count) \(request.direction.protoName) messages of \(conversation(request.conversation))"
-                + (request.cursor.isEmpty ? "" : " from cursor \(request.cursor)"))
+            out.append(
+                "\(i)history request: \(request.count) \(request.direction.protoName) messages of \(conversation(request.conversation))"
+                    + (request.cursor.isEmpty ? "" : " from cursor \(request.cursor)")
+            )
         case .historyResponse(let page)?:
-            out.append("\(i)history page of \(conversation(page.conversation)): \(page.messages.count) message(s)"
-                + (page.finished ? ", last page" : ", next cursor \(page.nextCursor)"))
+            out.append(
+                "\(i)history page of \(conversation(page.conversation)): \(page.messages.count) message(s)"
+                    + (page.finished ? ", last page" : ", next cursor \(page.nextCursor)")
+            )
             for message in page.messages { out += messageLines(message, indent: i + "  ") }
         case .mergerPayload(let payload)?:
             out.append("\(i)stored merger payload: \(payload.messages.count) message(s)")
@@ -60,8 +87,10 @@ enum FrameSummary {
         case .readReceiptRequest(let request)?:
             out.append("\(i)read receipts asked for: " + request.messages.map(ref).joined(separator: ", "))
         case .groupReadMembersRequest(let request)?:
-            out.append("\(i)\(name(request.filter.protoName, dropping: "READ_MEMBERS_FILTER_")) "
-                + "members of \(ref(request.message)) asked for: \(request.count) from seq \(request.nextSeq)")
+            out.append(
+                "\(i)\(name(request.filter.protoName, dropping: "READ_MEMBERS_FILTER_")) "
+                    + "members of \(ref(request.message)) asked for: \(request.count) from seq \(request.nextSeq)"
+            )
         case nil:
             break
         case let payload?:
@@ -86,60 +115,96 @@ enum FrameSummary {
     static func sessionLines(_ payload: Frame.Payload, indent i: String) -> [String] {
         switch payload {
         case .loginRequest(let login):
-            return ["\(i)login of \(login.userID) on \(name(login.platform.protoName, dropping: "PLATFORM_")) device \(login.deviceID)"
-                + (login.clientVersion.isEmpty ? "" : ", client \(login.clientVersion)")
-                + (login.lastSeen.isEmpty ? "" : "; resumes from \(seqs(login.lastSeen))")]
+            return [
+                "\(i)login of \(login.userID) on \(name(login.platform.protoName, dropping: "PLATFORM_")) device \(login.deviceID)"
+                    + (login.clientVersion.isEmpty ? "" : ", client \(login.clientVersion)")
+                    + (login.lastSeen.isEmpty ? "" : "; resumes from \(seqs(login.lastSeen))")
+            ]
         case .loginResult(let result):
-            return [result.errorCode == 0
-                ? "\(i)logged in: session \(result.sessionID), heartbeat every \(result.heartbeatIntervalS) s"
-                    + (result.maxSeqs.isEmpty ? "" : "; newest \(seqs(result.maxSeqs))")
-                : "\(i)login refused with \(result.errorCode) (\(result.errorDescription))"]
+            return [
+                result.errorCode == 0
+                    ? "\(i)logged in: session \(result.sessionID), heartbeat every \(result.heartbeatIntervalS) s"
+                        + (result.maxSeqs.isEmpty ? "" : "; newest \(seqs(result.maxSeqs))")
+                    : "\(i)login refused with \(result.errorCode) (\(result.errorDescription))"
+            ]
         case .ping(let ping): return ["\(i)ping \(ping.id)"]
         case .pong(let pong): return ["\(i)pong \(pong.id)"]
-        case .logout(let logout): return ["\(i)logout" + (logout.sessionID.isEmpty ? "" : " of session \(logout.sessionID)")]
+        case .logout(let logout):
+            return ["\(i)logout" + (logout.sessionID.isEmpty ? "" : " of session \(logout.sessionID)")]
         case .kickedOffline(let kicked):
-            return ["\(i)kicked offline: \(name(kicked.reason.protoName, dropping: "KICK_REASON_"))"
-                + (kicked.description.isEmpty ? "" : " (\(kicked.description))")]
+            return [
+                "\(i)kicked offline: \(name(kicked.reason.protoName, dropping: "KICK_REASON_"))"
+                    + (kicked.description.isEmpty ? "" : " (\(kicked.description))")
+            ]
         case .maxSeqRequest(let request):
-            return ["\(i)newest seqs asked for: "
-                + (request.conversations.isEmpty ? "every conversation" : request.conversations.map { conversation($0) }.joined(separator: ", "))]
+            return [
+                "\(i)newest seqs asked for: "
+                    + (request.conversations.isEmpty
+                        ? "every conversation" : request.conversations.map { conversation($0) }.joined(separator: ", "))
+            ]
         case .maxSeqResponse(let response): return ["\(i)newest seqs: \(seqs(response.maxSeqs))"]
         case .syncRequest(let request):
-            return ["\(i)sync of \(conversation(request.conversation)) from seq \(request.fromSeq)"
-                + (request.toSeq == 0 ? "" : " to \(request.toSeq)") + ", at most \(request.limit)"]
+            return [
+                "\(i)sync of \(conversation(request.conversation)) from seq \(request.fromSeq)"
+                    + (request.toSeq == 0 ? "" : " to \(request.toSeq)") + ", at most \(request.limit)"
+            ]
         case .syncResponse(let response):
-            var out = ["\(i)sync page of \(conversation(response.conversation)): \(response.messages.count) message(s)"
-                + (response.errorCode != 0 ? ", error \(response.errorCode) (\(response.errorDescription))" : "")
-                + (response.hasMore ? ", more from seq \(response.nextFromSeq)" : ", complete") + " (newest seq \(response.maxSeq))"]
+            var out = [
+                "\(i)sync page of \(conversation(response.conversation)): \(response.messages.count) message(s)"
+                    + (response.errorCode != 0 ? ", error \(response.errorCode) (\(response.errorDescription))" : "")
+                    + (response.hasMore ? ", more from seq \(response.nextFromSeq)" : ", complete")
+                    + " (newest seq \(response.maxSeq))"
+            ]
             for message in response.messages { out += messageLines(message, indent: i + "  ") }
             return out
         case .presence(let update):
-            return ["\(i)\(update.userID) is \(name(update.status.protoName, dropping: "PRESENCE_STATUS_"))"
-                + (update.lastSeenMs == 0 ? "" : ", last seen \(update.lastSeenMs) ms")
-                + (update.customStatus.isEmpty ? "" : ": \(quoted(update.customStatus))")]
+            return [
+                "\(i)\(update.userID) is \(name(update.status.protoName, dropping: "PRESENCE_STATUS_"))"
+                    + (update.lastSeenMs == 0 ? "" : ", last seen \(update.lastSeenMs) ms")
+                    + (update.customStatus.isEmpty ? "" : ": \(quoted(update.customStatus))")
+            ]
         case .presenceSubscription(let subscription):
-            return ["\(i)presence \(name(subscription.action.protoName, dropping: "SUBSCRIPTION_ACTION_")): "
-                + subscription.userIDs.joined(separator: ", ")]
+            return [
+                "\(i)presence \(name(subscription.action.protoName, dropping: "SUBSCRIPTION_ACTION_")): "
+                    + subscription.userIDs.joined(separator: ", ")
+            ]
         case .membership(let change):
-            return ["\(i)\(change.userID.isEmpty ? "join/leave" : change.userID) "
-                + "\(name(change.action.protoName, dropping: "MEMBERSHIP_ACTION_")) \(conversation(change.conversation))"]
+            return [
+                "\(i)\(change.userID.isEmpty ? "join/leave" : change.userID) "
+                    + "\(name(change.action.protoName, dropping: "MEMBERSHIP_ACTION_")) \(conversation(change.conversation))"
+            ]
         case .requestResult(let result):
-            return [result.errorCode == 0 ? "\(i)request done" : "\(i)request failed with \(result.errorCode) (\(result.errorDescription))"]
+            return [
+                result.errorCode == 0
+                    ? "\(i)request done" : "\(i)request failed with \(result.errorCode) (\(result.errorDescription))"
+            ]
         case .reaction(let reaction):
-            return ["\(i)\(reaction.userID) \(reaction.action == .remove ? "removed" : "reacted") \(reaction.emoji) on \(ref(reaction.message))"]
+            return [
+                "\(i)\(reaction.userID) \(reaction.action == .remove ? "removed" : "reacted") \(reaction.emoji) on \(ref(reaction.message))"
+            ]
         case .pin(let pin):
-            return ["\(i)\(pin.operatorID) \(pin.pinned ? "pinned" : "unpinned") \(ref(pin.message)) in \(conversation(pin.conversation))"]
+            return [
+                "\(i)\(pin.operatorID) \(pin.pinned ? "pinned" : "unpinned") \(ref(pin.message)) in \(conversation(pin.conversation))"
+            ]
         case .pollVote(let vote):
-            return ["\(i)\(vote.voterID) voted \(vote.optionIDs.map { String($0) }.joined(separator: ", ")) in poll \(vote.pollID)"]
+            return [
+                "\(i)\(vote.voterID) voted \(vote.optionIDs.map { String($0) }.joined(separator: ", ")) in poll \(vote.pollID)"
+            ]
         case .pollUpdate(let update):
-            return ["\(i)poll \(update.pollID)\(update.closed ? " closed" : ""): "
-                + update.results.map { "option \($0.optionID) \($0.votes)" }.joined(separator: ", ")
-                + ", \(update.voterCount) voter(s)"]
+            return [
+                "\(i)poll \(update.pollID)\(update.closed ? " closed" : ""): "
+                    + update.results.map { "option \($0.optionID) \($0.votes)" }.joined(separator: ", ")
+                    + ", \(update.voterCount) voter(s)"
+            ]
         case .disappearingTimer(let timer):
-            return ["\(i)\(timer.operatorID) set disappearing messages in \(conversation(timer.conversation)) to "
-                + (timer.expireAfterS == 0 ? "off" : "\(timer.expireAfterS) s")]
+            return [
+                "\(i)\(timer.operatorID) set disappearing messages in \(conversation(timer.conversation)) to "
+                    + (timer.expireAfterS == 0 ? "off" : "\(timer.expireAfterS) s")
+            ]
         case .receiveOption(let change):
-            return ["\(i)\(conversation(change.conversation)): \(name(change.option.protoName, dropping: "RECEIVE_OPTION_"))"]
+            return [
+                "\(i)\(conversation(change.conversation)): \(name(change.option.protoName, dropping: "RECEIVE_OPTION_"))"
+            ]
         default:
             return []
         }
@@ -172,7 +237,8 @@ enum FrameSummary {
     }
 
     static func receiptLines(_ receipt: MessageReceipt, indent: String) -> [String] {
-        var line = "\(indent)\(receipt.kind.protoName.replacingOccurrences(of: "RECEIPT_KIND_", with: "").lowercased()) receipt"
+        var line =
+            "\(indent)\(receipt.kind.protoName.replacingOccurrences(of: "RECEIPT_KIND_", with: "").lowercased()) receipt"
             + " for \(ref(receipt.message)) from \(receipt.userID)"
         if !receipt.groupID.isEmpty {
             line += " in group \(receipt.groupID): \(receipt.readCount) read, \(receipt.unreadCount) unread"
@@ -184,9 +250,11 @@ enum FrameSummary {
 
     static func messageLines(_ message: Message, indent: String) -> [String] {
         var out: [String] = []
-        out.append("\(indent)\(message.senderID) → \(conversation(message.conversation))"
-            + " [\(message.clientMsgID)\(message.serverMsgUID.isEmpty ? "" : " / \(message.serverMsgUID)")"
-            + (message.seq == 0 ? "" : ", seq \(message.seq)") + "]")
+        out.append(
+            "\(indent)\(message.senderID) → \(conversation(message.conversation))"
+                + " [\(message.clientMsgID)\(message.serverMsgUID.isEmpty ? "" : " / \(message.serverMsgUID)")"
+                + (message.seq == 0 ? "" : ", seq \(message.seq)") + "]"
+        )
         var flags: [String] = []
         let set = message.messageFlags
         if set.contains(.needReadReceipt) { flags.append("needs read receipt") }
@@ -206,17 +274,26 @@ enum FrameSummary {
         var features: [String] = []
         if message.viewOnce { features.append("view once") }
         if message.expireAfterS != 0 { features.append("disappears after \(message.expireAfterS) s") }
-        if message.forwardScore != 0 { features.append(message.forwardScore >= 5 ? "forwarded many times" : "forwarded") }
+        if message.forwardScore != 0 {
+            features.append(message.forwardScore >= 5 ? "forwarded many times" : "forwarded")
+        }
         if let root = message.threadRoot { features.append("in the thread of \(ref(root))") }
         if let thread = message.thread { features.append("\(thread.replyCount) thread replies") }
         if !message.senderDeviceID.isEmpty { features.append("from device \(message.senderDeviceID)") }
         if !features.isEmpty { out.append("\(indent)  \(features.joined(separator: ", "))") }
         if !message.reactions.isEmpty {
-            out.append("\(indent)  reactions: " + message.reactions.map { "\($0.emoji) \($0.count)" }.joined(separator: "  "))
+            out.append(
+                "\(indent)  reactions: " + message.reactions.map { "\($0.emoji) \($0.count)" }.joined(separator: "  ")
+            )
         }
         if let quote = message.quote { out.append("\(indent)  replying to \(ref(quote))") }
         if !message.customParams.isEmpty {
-            out.append("\(indent)  params: " + message.customParams.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            out.append(
+                "\(indent)  params: "
+                    + message.customParams.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                        separator: " "
+                    )
+            )
         }
         out.append("\(indent)  elements (\(message.elements.count)):")
         for (n, element) in message.elements.enumerated() {
@@ -232,29 +309,49 @@ enum FrameSummary {
         case .text(let text)?:
             return [head + "text, \(size) B: \(quoted(text.text))"]
         case .custom(let custom)?:
-            return [head + "custom, \(size) B: \(custom.data.count) bytes of data" + (custom.description.isEmpty ? "" : ", \(quoted(custom.description))")]
+            return [
+                head + "custom, \(size) B: \(custom.data.count) bytes of data"
+                    + (custom.description.isEmpty ? "" : ", \(quoted(custom.description))")
+            ]
         case .image(let image)?:
             let renditions = image.images.map { info in
                 "\(info.type.protoName.replacingOccurrences(of: "IMAGE_TYPE_", with: "").lowercased()) \(info.width)×\(info.height) \(info.size) B"
             }
-            return [head + "image \(image.format.protoName.replacingOccurrences(of: "IMAGE_FORMAT_", with: "").lowercased()), \(size) B: " + renditions.joined(separator: "; ")]
+            return [
+                head
+                    + "image \(image.format.protoName.replacingOccurrences(of: "IMAGE_FORMAT_", with: "").lowercased()), \(size) B: "
+                    + renditions.joined(separator: "; ")
+            ]
         case .video(let video)?:
-            return [head + "video, \(size) B: \(video.durationS) s, \(video.videoSize) B \(video.videoType); snapshot \(video.snapshotWidth)×\(video.snapshotHeight)"]
+            return [
+                head
+                    + "video, \(size) B: \(video.durationS) s, \(video.videoSize) B \(video.videoType); snapshot \(video.snapshotWidth)×\(video.snapshotHeight)"
+            ]
         case .sound(let sound)?:
             return [head + "voice, \(size) B: \(sound.durationS) s, \(sound.size) B"]
         case .file(let file)?:
             return [head + "file, \(size) B: \(quoted(file.name)), \(file.size) B"]
         case .location(let location)?:
-            return [head + "location, \(size) B: \(location.latitude), \(location.longitude) \(quoted(location.description))"]
+            return [
+                head
+                    + "location, \(size) B: \(location.latitude), \(location.longitude) \(quoted(location.description))"
+            ]
         case .face(let face)?:
             return [head + "face #\(face.index), \(size) B"]
         case .groupTips(let tips)?:
-            return [head + "group tips \(tips.type.protoName.replacingOccurrences(of: "GROUP_TIPS_TYPE_", with: "").lowercased()), \(size) B: "
-                + "by \(tips.operatorID)" + (tips.memberIDs.isEmpty ? "" : " on \(tips.memberIDs.joined(separator: ", "))")
-                + (tips.memberCount == 0 ? "" : ", \(tips.memberCount) members")]
+            return [
+                head
+                    + "group tips \(tips.type.protoName.replacingOccurrences(of: "GROUP_TIPS_TYPE_", with: "").lowercased()), \(size) B: "
+                    + "by \(tips.operatorID)"
+                    + (tips.memberIDs.isEmpty ? "" : " on \(tips.memberIDs.joined(separator: ", "))")
+                    + (tips.memberCount == 0 ? "" : ", \(tips.memberCount) members")
+            ]
         case .merger(let merger)?:
-            var out = [head + "merger \(quoted(merger.title)), \(size) B: "
-                + (merger.ref.map { "\(merger.messageCount) messages stored at \($0.key)" } ?? "\(merger.messages.count) messages")]
+            var out = [
+                head + "merger \(quoted(merger.title)), \(size) B: "
+                    + (merger.ref.map { "\(merger.messageCount) messages stored at \($0.key)" }
+                        ?? "\(merger.messages.count) messages")
+            ]
             for (n, message) in merger.messages.enumerated() {
                 let branch = n == merger.messages.count - 1 ? "└─ " : "├─ "
                 let lines = messageLines(message, indent: "")
@@ -264,9 +361,11 @@ enum FrameSummary {
             }
             return out
         case .poll(let poll)?:
-            return [head + "poll \(quoted(poll.question)), \(size) B: "
-                + poll.options.map { quoted($0.text) }.joined(separator: " / ")
-                + (poll.multipleChoice ? " (several choices)" : "")]
+            return [
+                head + "poll \(quoted(poll.question)), \(size) B: "
+                    + poll.options.map { quoted($0.text) }.joined(separator: " / ")
+                    + (poll.multipleChoice ? " (several choices)" : "")
+            ]
         case nil:
             return [head + "empty element"]
         }

@@ -65,12 +65,17 @@ enum HelpTopic {
         var command = root
         for word in arguments.dropFirst() where !word.hasPrefix("-") {
             let subcommands = command.configuration.subcommands
-            guard let next = subcommands.first(where: {
-                $0._commandName == word || $0.configuration.aliases.contains(word)
-            }) else {
+            guard
+                let next = subcommands.first(where: {
+                    $0._commandName == word || $0.configuration.aliases.contains(word)
+                })
+            else {
                 let topics = subcommands.map { $0._commandName }.joined(separator: ", ")
-                throw UsageRejected(description: "unknown help topic '\(word)'"
-                    + (topics.isEmpty ? "; \(command._commandName) has no subcommands" : "; the topics are: \(topics)"))
+                throw UsageRejected(
+                    description: "unknown help topic '\(word)'"
+                        + (topics.isEmpty
+                            ? "; \(command._commandName) has no subcommands" : "; the topics are: \(topics)")
+                )
             }
             command = next
         }
@@ -179,8 +184,10 @@ enum BinaryInput {
     /// `error`, or, when `bytes` look like JSON, a message that says so and suggests `imcodec encode`.
     static func explain(_ error: any Error, for bytes: [UInt8]) -> any Error {
         guard let error = error as? IMCodecError, looksLikeJSON(bytes) else { return error }
-        return InputRejected(message: "\(error.code): the input looks like JSON, not binary protobuf "
-            + "(it starts with '{'); to turn JSON into binary, run: imcodec encode FILE")
+        return InputRejected(
+            message: "\(error.code): the input looks like JSON, not binary protobuf "
+                + "(it starts with '{'); to turn JSON into binary, run: imcodec encode FILE"
+        )
     }
 
     /// Decodes a ``Frame`` from `bytes`.
@@ -237,7 +244,9 @@ import Darwin
 @main
 enum IMCodecCommand {
     static func main() {
-        let message = Array("imcodec was built without the Tools trait; build it with swift build --traits Tools\n".utf8)
+        let message = Array(
+            "imcodec was built without the Tools trait; build it with swift build --traits Tools\n".utf8
+        )
         _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         exit(2)
     }

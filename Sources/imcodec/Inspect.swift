@@ -47,7 +47,8 @@ struct Inspect: ParsableCommand {
         var text = ""
         for line in FrameSummary.lines(frame, indent: "  ") { text += line + "\n" }
         if frame.payload == nil {
-            text += "  missing: the payload; a frame carries one of "
+            text +=
+                "  missing: the payload; a frame carries one of "
                 + Frame.Payload.Kind.allCases.map(\.protoName).joined(separator: ", ") + "\n"
         }
         let issues = frame.validate()

@@ -15,7 +15,9 @@ struct DecoderFlags: ParsableArguments {
     var maxFieldCount = DecodingOptions().maxFieldCount
 
     @Option(
-        name: .long, help: "Most bytes the decoder may allocate for one frame (default: 16 times its size plus 1 MiB).")
+        name: .long,
+        help: "Most bytes the decoder may allocate for one frame (default: 16 times its size plus 1 MiB)."
+    )
     var maxDecodedMemory: Int?
 
     @Flag(name: .long, help: "Read frames whose min_reader_version is above this schema version (refused by default).")
@@ -24,17 +26,24 @@ struct DecoderFlags: ParsableArguments {
     /// The library's options these flags set.
     var options: DecodingOptions {
         DecodingOptions(
-            maxInputSize: maxInputSize, maxDepth: maxDepth, maxFieldCount: maxFieldCount,
-            maxDecodedMemory: maxDecodedMemory, acceptsNewerFrames: acceptNewerFrames)
+            maxInputSize: maxInputSize,
+            maxDepth: maxDepth,
+            maxFieldCount: maxFieldCount,
+            maxDecodedMemory: maxDecodedMemory,
+            acceptsNewerFrames: acceptNewerFrames
+        )
     }
 }
 
 /// `--delimited` and `--fail-fast`, shared by `decode`, `inspect` and `validate`.
 struct StreamFlags: ParsableArguments {
-    @Flag(name: .long, help: """
-        Input is a stream of varint-length-prefixed records (Google's delimited format), each handled \
-        on its own: every good record is output, each bad one is reported on standard error.
-        """)
+    @Flag(
+        name: .long,
+        help: """
+            Input is a stream of varint-length-prefixed records (Google's delimited format), each handled \
+            on its own: every good record is output, each bad one is reported on standard error.
+            """
+    )
     var delimited = false
 
     @Flag(name: .long, help: "With --delimited, stop at the first record that fails (by default every record is read).")

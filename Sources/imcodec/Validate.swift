@@ -44,8 +44,10 @@ struct Validate: ParsableCommand {
             let records = RecordStream(bytes: bytes, maxLength: decoder.maxInputSize, failFast: stream.failFast)
             try records.forEach(flush: out.flush) { record in
                 let issues = try Frame(serializedBytes: record.body, options: options).validate()
-                out.append("record \(record.number) at byte \(record.offset): "
-                    + (issues.isEmpty ? "ok\n" : "\(issues.count) violation(s)\n"))
+                out.append(
+                    "record \(record.number) at byte \(record.offset): "
+                        + (issues.isEmpty ? "ok\n" : "\(issues.count) violation(s)\n")
+                )
                 for issue in issues { out.append("  " + FlagHints.rewrite("\(issue)") + "\n") }
                 if !issues.isEmpty { throw InputRejected(message: "\(issues.count) product rule violation(s)") }
             }

@@ -23,15 +23,20 @@ struct ChatExitTests {
             try writeFile(secretFile, TestAuth.secret + "\n")
             defer { unlink(secretFile) }
             let refused = try RelayExecutable.run(
-                ["chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send", "#ops hello",
-                 "--linger", "0"])
+                [
+                    "chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send", "#ops hello",
+                    "--linger", "0",
+                ])
             #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
             #expect(refused.stdout.contains("✗ not sent to #ops: error 1003"), "\(refused.stdout)")
             #expect(refused.stderr == "imcodec-relay: the relay refused 1 of the messages sent\n")
 
             let accepted = try RelayExecutable.run(
-                ["chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send", "#team hello",
-                 "--linger", "0"])
+                [
+                    "chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send",
+                    "#team hello",
+                    "--linger", "0",
+                ])
             #expect(accepted.status == 0, "\(accepted.stdout)\(accepted.stderr)")
             #expect(accepted.stdout.contains("✓ sent to #team"), "\(accepted.stdout)")
             #expect(accepted.stderr.isEmpty)
@@ -70,10 +75,14 @@ struct ChatExitTests {
     @Test("ChatClient.connectFailure names the address and the system's reason")
     func connectFailureLine() {
         let refused = IOError(errnoCode: ECONNREFUSED, reason: "connect")
-        #expect(ChatClient.connectFailure(refused, host: "127.0.0.1", port: 7070)
-            == "cannot connect to 127.0.0.1:7070: connection refused")
-        #expect(ChatClient.connectFailure(ChannelError.connectTimeout(.seconds(1)), host: "127.0.0.1", port: 1)
-            == "cannot connect to 127.0.0.1:1: timed out")
+        #expect(
+            ChatClient.connectFailure(refused, host: "127.0.0.1", port: 7070)
+                == "cannot connect to 127.0.0.1:7070: connection refused"
+        )
+        #expect(
+            ChatClient.connectFailure(ChannelError.connectTimeout(.seconds(1)), host: "127.0.0.1", port: 1)
+                == "cannot connect to 127.0.0.1:1: timed out"
+        )
     }
 }
 #endif

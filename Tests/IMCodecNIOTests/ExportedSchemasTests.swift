@@ -14,13 +14,17 @@ struct ExportedSchemasTests {
     /// fixture round trips in Python and C++ run in Scripts/test, before the Swift build.)
     @Test func generatedPythonCodeTalksToTheRelay() async throws {
         let relay = try #require(RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
-        let (status, output) = try await runProcess([
-            "timeout", "150", "python3", "Scripts/check_exported_schemas.py", "--relay", relay.path,
-            "--skip-fixtures", "--skip-cpp", "--timeout", "30",
-        ], environment: ["PYTHONDONTWRITEBYTECODE": "1"])
+        let (status, output) = try await runProcess(
+            [
+                "timeout", "150", "python3", "Scripts/check_exported_schemas.py", "--relay", relay.path,
+                "--skip-fixtures", "--skip-cpp", "--timeout", "30",
+            ],
+            environment: ["PYTHONDONTWRITEBYTECODE": "1"]
+        )
         #expect(
             status == 0,
-            "Scripts/check_exported_schemas.py failed (install its packages with Scripts/bootstrap):\n\(output)")
+            "Scripts/check_exported_schemas.py failed (install its packages with Scripts/bootstrap):\n\(output)"
+        )
         let lines = output.split(separator: "\n").map(String.init)
         let expected = [
             "OK export: wrote 6 schemas, buf.yaml and README.md to TMP/export; their descriptors equal",

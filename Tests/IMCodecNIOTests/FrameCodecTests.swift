@@ -42,12 +42,19 @@ struct FrameCodecTests {
                 default: nil
                 }
             let expected = InboundFrame(
-                record: record, prefixSize: record.readableBytes - body.count, payloadKind: frame.payload?.kind,
-                conversationType: conversation?.type ?? .unspecified, targetID: conversation?.targetID ?? "",
+                record: record,
+                prefixSize: record.readableBytes - body.count,
+                payloadKind: frame.payload?.kind,
+                conversationType: conversation?.type ?? .unspecified,
+                targetID: conversation?.targetID ?? "",
                 channelID: conversation?.channelID ?? "",
-                route: try WireDecoder().withFrameView(body) { $0.route }, senderID: message?.senderID ?? "", clientMsgID: message?.clientMsgID ?? "",
-                messageFlags: message?.messageFlags ?? [], targetReceivers: message?.targetReceivers ?? [],
-                storagePolicy: message?.storagePolicy ?? .unspecified)
+                route: try WireDecoder().withFrameView(body) { $0.route },
+                senderID: message?.senderID ?? "",
+                clientMsgID: message?.clientMsgID ?? "",
+                messageFlags: message?.messageFlags ?? [],
+                targetReceivers: message?.targetReceivers ?? [],
+                storagePolicy: message?.storagePolicy ?? .unspecified
+            )
             return (record, [expected])
         }
         try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) { InboundFrameDecoder() }
@@ -79,7 +86,9 @@ struct FrameCodecTests {
     private func channel(maxFrameSize: Int = 1024, stats: FrameDecoderStats? = nil) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addInboundFrameDecoder(
-            options: FrameCodecOptions(maxFrameSize: maxFrameSize), stats: stats)
+            options: FrameCodecOptions(maxFrameSize: maxFrameSize),
+            stats: stats
+        )
         return channel
     }
 

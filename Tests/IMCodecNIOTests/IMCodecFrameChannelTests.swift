@@ -14,7 +14,8 @@ import Testing
 struct IMCodecFrameChannelTests {
     /// Binds a frame server on loopback with `initializer` (default: `framing`).
     static func bind(
-        group: any EventLoopGroup, receiveBuffer: Int? = nil,
+        group: any EventLoopGroup,
+        receiveBuffer: Int? = nil,
         _ initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<IMCodecFrameChannel> = {
             IMCodecFrameChannel.framing($0)
         }
@@ -28,7 +29,9 @@ struct IMCodecFrameChannelTests {
 
     /// Connects a frame client to `server`.
     static func connect(
-        to server: NIOAsyncChannel<IMCodecFrameChannel, Never>, group: any EventLoopGroup, sendBuffer: Int? = nil
+        to server: NIOAsyncChannel<IMCodecFrameChannel, Never>,
+        group: any EventLoopGroup,
+        sendBuffer: Int? = nil
     ) async throws -> IMCodecFrameChannel {
         var bootstrap = ClientBootstrap(group: group).channelOption(.socketOption(.tcp_nodelay), value: 1)
         if let sendBuffer {
@@ -40,8 +43,14 @@ struct IMCodecFrameChannelTests {
     }
 
     static func text(_ k: Int, padding: Int = 0) -> Frame {
-        Frame(Message.c2cText(
-            from: "alice", to: "bob", "m\(k)" + String(repeating: ".", count: padding), clientMsgID: "m-\(k)"))
+        Frame(
+            Message.c2cText(
+                from: "alice",
+                to: "bob",
+                "m\(k)" + String(repeating: ".", count: padding),
+                clientMsgID: "m-\(k)"
+            )
+        )
     }
 
     @Test("a server and a client exchange frames both ways, in order")
@@ -93,7 +102,8 @@ struct IMCodecFrameChannelTests {
                     try channel.pipeline.syncOperations.addIMCodecFrameHandlers(stats: stats)
                     return try IMCodecFrameChannel(
                         wrappingChannelSynchronously: channel,
-                        configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2)))
+                        configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))
+                    )
                 }
             }
             let client = try await Self.connect(to: server, group: group, sendBuffer: 64 << 10)
@@ -217,7 +227,8 @@ struct IMCodecFrameChannelTests {
             code.writeInteger(UInt16(1000))
             code.webSocketMask(mask)
             try await channel.writeInbound(
-                WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: mask, data: code))
+                WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: mask, data: code)
+            )
             let answer = try await channel.waitForOutboundWrite(as: WebSocketFrame.self)
             #expect(answer.opcode == .connectionClose)
             #expect(try await iterator.next() == nil)

@@ -106,7 +106,10 @@ final class LoadClientHandler: ChannelInboundHandler {
     let token: String
 
     init(
-        plan: LoadPlan, index: Int, token: String, loggedIn: EventLoopPromise<Void>,
+        plan: LoadPlan,
+        index: Int,
+        token: String,
+        loggedIn: EventLoopPromise<Void>,
         finished: EventLoopPromise<LoadClientResult>
     ) {
         self.plan = plan
@@ -136,7 +139,12 @@ final class LoadClientHandler: ChannelInboundHandler {
         }
         connected = true
         let login = RelayProtocol.loginFrame(
-            plan.user(index), token: token, deviceID: "load-\(index)-\(result.reconnects)", lastSeen: tracker.lastSeen, requestID: 1)
+            plan.user(index),
+            token: token,
+            deviceID: "load-\(index)-\(result.reconnects)",
+            lastSeen: tracker.lastSeen,
+            requestID: 1
+        )
         context.writeAndFlush(wrapOutboundOut(login), promise: nil)
         context.fireChannelActive()
     }
@@ -161,9 +169,12 @@ final class LoadClientHandler: ChannelInboundHandler {
         }
         reconnect = nil  // It holds this handler.
         loggedIn.fail(ChannelError.ioOnClosedChannel)
-        finished.fail(LoadIncomplete(
-            description: "\(plan.user(index)) closed after \(result.acked)/\(plan.messages) acks and "
-                + "\(result.deliveries)/\(expected) deliveries"))
+        finished.fail(
+            LoadIncomplete(
+                description: "\(plan.user(index)) closed after \(result.acked)/\(plan.messages) acks and "
+                    + "\(result.deliveries)/\(expected) deliveries"
+            )
+        )
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -198,7 +209,9 @@ final class LoadClientHandler: ChannelInboundHandler {
         if !inOrder { result.seqViolations += 1 }
         lastSeq[seqKey] = message.seq
         if message.cloudCustomData.count == 8 {
-            let sent = message.cloudCustomData.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+            let sent = message.cloudCustomData.withUnsafeBytes {
+                UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))
+            }
             result.latenciesNs.append(now &- sent)
         }
         if connected, let next = dropsLeft.first, result.deliveries >= next, let context {
@@ -247,7 +260,9 @@ final class LoadClientHandler: ChannelInboundHandler {
         switch frame.payload {
         case .loginResult(let login)?:
             guard login.errorCode == 0 else {
-                finished.fail(LoadIncomplete(description: "\(plan.user(index)): login refused: \(login.errorDescription)"))
+                finished.fail(
+                    LoadIncomplete(description: "\(plan.user(index)): login refused: \(login.errorDescription)")
+                )
                 return
             }
             for request in tracker.loggedIn(login, limit: plan.syncLimit) {
@@ -271,7 +286,9 @@ final class LoadClientHandler: ChannelInboundHandler {
                 unackedOrder.removeFirst(unackedHead)
                 unackedHead = 0
             }
-            if ack.errorCode != 0 { result.ackErrors.append("\(ack.clientMsgID): \(ack.errorCode) \(ack.errorDescription)") }
+            if ack.errorCode != 0 {
+                result.ackErrors.append("\(ack.clientMsgID): \(ack.errorCode) \(ack.errorDescription)")
+            }
             let key = ack.conversation.map { "\($0.type)/\($0.targetID)" } ?? "?"
             if ack.seq <= ackSeq[key, default: 0] { result.ackOrderViolations += 1 }
             ackSeq[key] = ack.seq
@@ -318,14 +335,20 @@ struct LoadRunResult: Sendable {
         for result in clients {
             let i = result.index
             if result.acked != plan.messages { problems.append("\(plan.user(i)): \(result.acked) acks") }
-            if !result.ackErrors.isEmpty { problems.append("\(plan.user(i)): ack errors \(result.ackErrors.prefix(3))") }
-            if result.ackOrderViolations > 0 { problems.append("\(plan.user(i)): \(result.ackOrderViolations) acks out of order") }
+            if !result.ackErrors.isEmpty {
+                problems.append("\(plan.user(i)): ack errors \(result.ackErrors.prefix(3))")
+            }
+            if result.ackOrderViolations > 0 {
+                problems.append("\(plan.user(i)): \(result.ackOrderViolations) acks out of order")
+            }
             if result.seqViolations > 0 { problems.append("\(plan.user(i)): \(result.seqViolations) seq out of order") }
             if result.contentMismatches > 0 {
                 problems.append("\(plan.user(i)): \(result.contentMismatches) messages with the wrong text")
             }
             let drops = plan.drops[i]?.count ?? 0
-            if result.reconnects != drops { problems.append("\(plan.user(i)): \(result.reconnects)/\(drops) reconnects") }
+            if result.reconnects != drops {
+                problems.append("\(plan.user(i)): \(result.reconnects)/\(drops) reconnects")
+            }
             let predecessor = (i + plan.clients - 1) % plan.clients
             if result.received["c:\(plan.user(predecessor))"] ?? [] != plan.directIndices {
                 problems.append("\(plan.user(i)): one-to-one from \(plan.user(predecessor)) not exactly once in order")
@@ -333,11 +356,15 @@ struct LoadRunResult: Sendable {
             for member in plan.members(of: i) where member != i {
                 let key = "g:\(plan.group(of: i)):\(plan.user(member))"
                 if result.received[key] ?? [] != plan.groupIndices {
-                    problems.append("\(plan.user(i)): group messages from \(plan.user(member)) not exactly once in order")
+                    problems.append(
+                        "\(plan.user(i)): group messages from \(plan.user(member)) not exactly once in order"
+                    )
                 }
             }
             let unexpected = result.received.count - 1 - (plan.members(of: i).count - 1)
-            if unexpected != 0 { problems.append("\(plan.user(i)): messages from \(unexpected) unexpected conversations") }
+            if unexpected != 0 {
+                problems.append("\(plan.user(i)): messages from \(unexpected) unexpected conversations")
+            }
         }
         return problems
     }
@@ -345,7 +372,9 @@ struct LoadRunResult: Sendable {
 
 /// Opens a connection for `handler` (the first, or one after a drop) to the relay on `port`.
 func connectLoadClient(
-    _ handler: NIOLoopBound<LoadClientHandler>, loop: any EventLoop, port: Int
+    _ handler: NIOLoopBound<LoadClientHandler>,
+    loop: any EventLoop,
+    port: Int
 ) -> EventLoopFuture<any Channel> {
     ClientBootstrap(group: loop)
         .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -361,7 +390,10 @@ func connectLoadClient(
 /// Connects the plan's clients to `server`, logs them in, runs the plan, and collects the results.
 /// `whileRunning` runs once everyone is logged in, concurrently with the traffic.
 func runLoad(
-    _ plan: LoadPlan, server: RelayServer, group: any EventLoopGroup, timeoutSeconds: Int64 = 120,
+    _ plan: LoadPlan,
+    server: RelayServer,
+    group: any EventLoopGroup,
+    timeoutSeconds: Int64 = 120,
     whileRunning: @Sendable () async throws -> Void = {}
 ) async throws -> LoadRunResult {
     var channels: [(any Channel, NIOLoopBound<LoadClientHandler>, EventLoopFuture<LoadClientResult>)] = []
@@ -415,7 +447,10 @@ func runLoad(
     }
     if let failure { throw failure }
     return LoadRunResult(
-        clients: results, seconds: seconds, messages: plan.clients * plan.messages,
-        deliveries: results.reduce(0) { $0 + $1.deliveries })
+        clients: results,
+        seconds: seconds,
+        messages: plan.clients * plan.messages,
+        deliveries: results.reduce(0) { $0 + $1.deliveries }
+    )
 }
 #endif

@@ -18,12 +18,16 @@ struct PythonClientTests {
     /// again kicks only the older connection, and resumes from its last stream_ack.
     @Test func survivesAKillAndKeepsEveryPromise() async throws {
         let relay = try #require(RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
-        let (status, output) = try await runProcess([
-            "timeout", "180", "python3", "Scripts/relay_resume_client.py", "--relay", relay.path,
-        ], environment: ["PYTHONDONTWRITEBYTECODE": "1"])
+        let (status, output) = try await runProcess(
+            [
+                "timeout", "180", "python3", "Scripts/relay_resume_client.py", "--relay", relay.path,
+            ],
+            environment: ["PYTHONDONTWRITEBYTECODE": "1"]
+        )
         #expect(
             status == 0,
-            "Scripts/relay_resume_client.py failed (install its packages with Scripts/bootstrap):\n\(output)")
+            "Scripts/relay_resume_client.py failed (install its packages with Scripts/bootstrap):\n\(output)"
+        )
         let lines = output.split(separator: "\n").map(String.init)
         let expected = [
             "OK relay started",

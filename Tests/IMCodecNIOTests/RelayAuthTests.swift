@@ -75,7 +75,9 @@ struct RelayAuthTests {
                 let exp = Int(Date().timeIntervalSince1970) + 3600
                 let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
                 let signature = HMAC<SHA384>.authenticationCode(
-                    for: Data("\(header).\(payload)".utf8), using: SymmetricKey(data: Data(TestAuth.secret.utf8)))
+                    for: Data("\(header).\(payload)".utf8),
+                    using: SymmetricKey(data: Data(TestAuth.secret.utf8))
+                )
                 return "\(header).\(payload).\(Self.base64URL(signature))"
             case .malformed:
                 return "not-a-real-token"
@@ -85,7 +87,8 @@ struct RelayAuthTests {
 
     /// Logs in as alice with `token` on a raw connection; returns every frame the relay sent before
     /// it closed the connection (`nil` when it did not close it).
-    private func refusedLogin(_ token: String, server: RelayServer, group: any EventLoopGroup) async throws -> [Frame]? {
+    private func refusedLogin(_ token: String, server: RelayServer, group: any EventLoopGroup) async throws -> [Frame]?
+    {
         let client = try await RawClient.connect(to: server, group: group)
         try await client.write(frame: RelayProtocol.loginFrame("alice", token: token, deviceID: "phone", requestID: 5))
         guard await client.closedByPeer(within: 20) else {
@@ -134,7 +137,10 @@ struct RelayAuthTests {
                 let descriptions = Set(answers.values.map(\.1))
                 #expect(descriptions.count == 1, "\(answers)")
                 for word in ["exp", "sign", "alg", "sub", "bob", "none", "HS"] {
-                    #expect(!(descriptions.first ?? "").contains(word), "the description names a check: \(descriptions)")
+                    #expect(
+                        !(descriptions.first ?? "").contains(word),
+                        "the description names a check: \(descriptions)"
+                    )
                 }
             }
         }
@@ -166,7 +172,9 @@ struct RelayAuthTests {
                 #expect(phone.collector.loginResults.first?.errorCode == 0, "the token holds at login")
 
                 #expect(await eventually(30) { !phone.channel.isActive }, "kicked once the token expired")
-                let kicks = phone.collector.frames.compactMap { if case .kickedOffline(let k)? = $0.payload { k } else { nil } }
+                let kicks = phone.collector.frames.compactMap {
+                    if case .kickedOffline(let k)? = $0.payload { k } else { nil }
+                }
                 #expect(kicks.map(\.reason) == [.tokenExpired])
                 #expect(kicks.first?.timeMs ?? 0 > 0)
                 let pong = RelayProtocol.answer(.ping(Ping.with { $0.id = 2 }), requestID: 2)
@@ -187,7 +195,9 @@ struct RelayAuthTests {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "secret", clientMsgID: "s-1")))
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "secret", clientMsgID: "s-1"))
+                )
                 #expect(await eventually { alice.collector.acks.count == 1 })
                 let mallory = try await TestClient.connect(to: server, as: "mallory", group: group)
                 try await mallory.send(RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 1))
@@ -196,10 +206,19 @@ struct RelayAuthTests {
                     Issue.record("no sync_response")
                     return
                 }
-                #expect(sync.errorCode == RelayProtocol.RequestError.notAMember && sync.messages.isEmpty && sync.maxSeq == 0)
-                try await mallory.send(RelayProtocol.answer(.maxSeqRequest(MaxSeqRequest.with {
-                    $0.conversations = [.group("team")]
-                }), requestID: 2))
+                #expect(
+                    sync.errorCode == RelayProtocol.RequestError.notAMember && sync.messages.isEmpty && sync.maxSeq == 0
+                )
+                try await mallory.send(
+                    RelayProtocol.answer(
+                        .maxSeqRequest(
+                            MaxSeqRequest.with {
+                                $0.conversations = [.group("team")]
+                            }
+                        ),
+                        requestID: 2
+                    )
+                )
                 #expect(await eventually { mallory.collector.answer(to: 2) != nil })
                 guard case .maxSeqResponse(let max)? = mallory.collector.answer(to: 2)?.payload else {
                     Issue.record("no max_seq_response")

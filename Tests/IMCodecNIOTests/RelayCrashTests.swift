@@ -58,15 +58,19 @@ struct RelayCrashTests {
                     guard run.acknowledged >= killPoint else { return false }
                     // Refill every window first: frames are in flight when the relay dies.
                     run.pumpAll()
-                    run.kills.append((
-                        acknowledged: run.acknowledged,
-                        unanswered: run.devices.reduce(0) { $0 + $1.outstanding.count }))
+                    run.kills.append(
+                        (
+                            acknowledged: run.acknowledged,
+                            unanswered: run.devices.reduce(0) { $0 + $1.outstanding.count }
+                        )
+                    )
                     relay.signal(SIGKILL)
                     return true
                 }
                 #expect(
                     reached,
-                    "kill \(number + 1): the load stalled at \(run.acknowledged) of \(killPoint) acks: \(run.progress)")
+                    "kill \(number + 1): the load stalled at \(run.acknowledged) of \(killPoint) acks: \(run.progress)"
+                )
                 try #require(reached)
                 #expect(await relay.waitForExit(), "the relay did not die after SIGKILL")
                 #expect(relay.terminatedBySignal == SIGKILL)
@@ -217,7 +221,9 @@ struct RelayCrashTests {
         #expect(!refused.stdout.contains("relay listening"), "it served the damaged database: \(refused.stdout)")
         if exited {
             #expect(
-                refused.exitStatus == 1, "status \(String(describing: refused.exitStatus)); stderr: \(refused.stderr)")
+                refused.exitStatus == 1,
+                "status \(String(describing: refused.exitStatus)); stderr: \(refused.stderr)"
+            )
             let lines = refused.stderr.split(separator: "\n")
             #expect(lines.count == 1, "one line on stderr, got:\n\(refused.stderr)")
             let line = String(lines.first ?? "")
@@ -226,7 +232,8 @@ struct RelayCrashTests {
             #expect(line.contains("leaves the file as it is"), "\(line)")
         } else {
             Issue.record(
-                "the relay neither stopped nor served on the damaged database (killed); stderr: \(refused.stderr)")
+                "the relay neither stopped nor served on the damaged database (killed); stderr: \(refused.stderr)"
+            )
         }
         let after = try fileBytes(database)
         let unchanged = after == before
@@ -288,7 +295,12 @@ struct RelayCrashTests {
             var relay = try await RelayChild.start(folder: folder)
             defer { relay.forceKill() }
             let bob = try await TestClient.connect(
-                port: relay.port, as: "bob", group: group, deviceID: "phone", streamResume: true)
+                port: relay.port,
+                as: "bob",
+                group: group,
+                deviceID: "phone",
+                streamResume: true
+            )
             #expect(try await pageStream(bob, after: 0, firstRequestID: 100).isEmpty)
             let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
             for client in [bob, alice] {
@@ -343,7 +355,9 @@ struct RelayCrashTests {
             let maxSeqs = Dictionary(
                 (alice2.collector.loginResults.first?.maxSeqs ?? []).map { seq in
                     ("\(seq.conversation?.type == .group ? "#" : "@")\(seq.conversation?.targetID ?? "")", seq.seq)
-                }, uniquingKeysWith: { a, _ in a })
+                },
+                uniquingKeysWith: { a, _ in a }
+            )
             #expect(maxSeqs == ["@bob": 4, "#club": 2], "alice's conversations after the restart")
             try await alice2.send(Frame(Message.c2cText(from: "alice", to: "bob", "a-5", clientMsgID: "a-5")))
             try await alice2.send(Frame(Message.groupText(from: "alice", group: "club", "g-3", clientMsgID: "g-3")))
@@ -354,7 +368,13 @@ struct RelayCrashTests {
             #expect(alice2.collector.acks.allSatisfy { $0.errorCode == 0 })
 
             let bob2 = try await TestClient.connect(
-                port: relay.port, as: "bob", group: group, deviceID: "phone", streamResume: true, streamPosition: 0)
+                port: relay.port,
+                as: "bob",
+                group: group,
+                deviceID: "phone",
+                streamResume: true,
+                streamPosition: 0
+            )
             let login = try #require(bob2.collector.loginResults.first)
             #expect(login.resumePosition == acked, "bob's phone resumes from its last stream_ack")
             let frames = try await pageStream(bob2, after: login.resumePosition, firstRequestID: 200)
@@ -393,7 +413,8 @@ private struct TemporaryFolder {
     var groupsFile: String { path + "/groups.txt" }
 
     init(_ name: String) throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("imcodec-relay-\(name)-\(getpid())-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         try writeFile(secretFile, TestAuth.secret + "\n")
@@ -414,16 +435,20 @@ private final class RelayChild {
     /// Starts the relay; does not wait for it.
     init(folder: TemporaryFolder, extra: [String] = []) throws {
         let executable = try #require(
-            RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
+            RelayExecutable.url,
+            "the imcodec-relay executable was not built next to the tests"
+        )
         let id = UUID().uuidString.prefix(8)
         outFile = URL(fileURLWithPath: folder.path + "/relay-\(id).out")
         errFile = URL(fileURLWithPath: folder.path + "/relay-\(id).err")
         _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
         process.executableURL = executable
-        process.arguments = [
-            "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile, "--quiet",
-        ] + extra
+        process.arguments =
+            [
+                "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
+                "--quiet",
+            ] + extra
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: outFile)
         process.standardError = try FileHandle(forWritingTo: errFile)
@@ -527,17 +552,28 @@ private func differences(_ a: [UInt8], _ b: [UInt8]) -> String {
 }
 
 /// Pages `client`'s stream after `after` until `has_more` is false; returns the frames with their positions.
-private func pageStream(_ client: TestClient, after: UInt64, firstRequestID: UInt64) async throws
+private func pageStream(
+    _ client: TestClient,
+    after: UInt64,
+    firstRequestID: UInt64
+) async throws
     -> [(position: UInt64, frame: Frame)]
 {
     var out: [(position: UInt64, frame: Frame)] = []
     var position = after
     var requestID = firstRequestID
     while true {
-        try await client.send(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest.with {
-            $0.afterPosition = position
-            $0.limit = 50
-        }), requestID: requestID))
+        try await client.send(
+            RelayProtocol.answer(
+                .streamSyncRequest(
+                    StreamSyncRequest.with {
+                        $0.afterPosition = position
+                        $0.limit = 50
+                    }
+                ),
+                requestID: requestID
+            )
+        )
         let id = requestID
         let answered = await eventually { client.collector.answer(to: id) != nil }
         guard answered,
@@ -766,7 +802,8 @@ private final class LoadRun {
                 if case .message(let key) = seen.identity {
                     if let last = lastSeq[seen.conversation], seen.seq <= last {
                         report.problems.append(
-                            "\(device.name): \(key) has seq \(seen.seq) after seq \(last) in \(seen.conversation)")
+                            "\(device.name): \(key) has seq \(seen.seq) after seq \(last) in \(seen.conversation)"
+                        )
                     }
                     lastSeq[seen.conversation] = seen.seq
                     recordSeq(seen.conversation, seen.seq, key, "seen by \(device.name)")
@@ -789,7 +826,8 @@ private final class LoadRun {
                 }
                 if copies.count > 1 {
                     report.problems.append(
-                        "\(device.name) got \(identity) \(copies.count) times, at positions \(copies.map(\.position))")
+                        "\(device.name) got \(identity) \(copies.count) times, at positions \(copies.map(\.position))"
+                    )
                 }
             }
             // The stream read again from 0 is exactly what the device was handed.
@@ -800,7 +838,8 @@ private final class LoadRun {
                 let extra = Set(handed).subtracting(audit).sorted().prefix(5)
                 report.problems.append(
                     "\(device.name): handed \(handed.count) frames, its stream holds \(audit.count); "
-                        + "in the stream only: \(Array(missing)); handed only: \(Array(extra))")
+                        + "in the stream only: \(Array(missing)); handed only: \(Array(extra))"
+                )
             }
         }
         // Every acknowledged message on every device it should reach, once, with its direction and seq.
@@ -828,7 +867,8 @@ private final class LoadRun {
                 if direction == .sent { report.sentCopies += 1 }
                 if copy.direction != direction {
                     report.problems.append(
-                        "\(devices[d].name) got \(key) with direction \(copy.direction), not \(direction)")
+                        "\(devices[d].name) got \(key) with direction \(copy.direction), not \(direction)"
+                    )
                 }
                 if copy.seq != seq {
                     report.problems.append("\(devices[d].name) got \(key) with seq \(copy.seq), its ack said \(seq)")
@@ -841,7 +881,8 @@ private final class LoadRun {
             for d in reached {
                 if let kind = seenBy[d]?[.event(id)]?.first?.kind, kind != event.kind {
                     report.problems.append(
-                        "\(devices[d].name) got event \(id) as \(kind), it was sent as \(event.kind)")
+                        "\(devices[d].name) got event \(id) as \(kind), it was sent as \(event.kind)"
+                    )
                 }
             }
             if event.acked {
@@ -858,7 +899,8 @@ private final class LoadRun {
                 if !reached.isEmpty && reached != event.expected {
                     report.problems.append(
                         "unacknowledged \(event.kind) event \(id) reached \(reached.count) of its "
-                            + "\(event.expected.count) devices")
+                            + "\(event.expected.count) devices"
+                    )
                 }
             } else {
                 report.problems.append("\(event.kind) event \(id) was never answered")
@@ -937,7 +979,13 @@ private final class LoadDevice {
 
     func connect(port: Int, group: any EventLoopGroup) async throws {
         client = try await TestClient.connect(
-            port: port, as: user, group: group, deviceID: device, streamResume: true, streamPosition: lastPosition)
+            port: port,
+            as: user,
+            group: group,
+            deviceID: device,
+            streamResume: true,
+            streamPosition: lastPosition
+        )
         readIndex = 0
         caughtUp = false
         guard let login = client?.collector.loginResults.first else { return }
@@ -958,10 +1006,18 @@ private final class LoadDevice {
 
     private func requestStreamPage(after position: UInt64) {
         syncRequestID = 1_000_000 + nextRequestID()
-        client?.channel.writeAndFlush(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest.with {
-            $0.afterPosition = position
-            $0.limit = 40
-        }), requestID: syncRequestID), promise: nil)
+        client?.channel.writeAndFlush(
+            RelayProtocol.answer(
+                .streamSyncRequest(
+                    StreamSyncRequest.with {
+                        $0.afterPosition = position
+                        $0.limit = 40
+                    }
+                ),
+                requestID: syncRequestID
+            ),
+            promise: nil
+        )
     }
 
     func startAudit() {
@@ -972,10 +1028,18 @@ private final class LoadDevice {
 
     private func requestAuditPage(after position: UInt64) {
         auditRequestID = 2_000_000 + nextRequestID()
-        client?.channel.writeAndFlush(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest.with {
-            $0.afterPosition = position
-            $0.limit = 100
-        }), requestID: auditRequestID), promise: nil)
+        client?.channel.writeAndFlush(
+            RelayProtocol.answer(
+                .streamSyncRequest(
+                    StreamSyncRequest.with {
+                        $0.afterPosition = position
+                        $0.limit = 100
+                    }
+                ),
+                requestID: auditRequestID
+            ),
+            promise: nil
+        )
     }
 
     /// Reads what arrived, then sends up to the window.
@@ -1039,7 +1103,8 @@ private final class LoadDevice {
             }
             if result.errorCode != 0 {
                 run.problems.append(
-                    "\(name): \(event.kind) event \(event.id) refused: \(result.errorCode) \(result.errorDescription)")
+                    "\(name): \(event.kind) event \(event.id) refused: \(result.errorCode) \(result.errorDescription)"
+                )
                 return
             }
             event.acked = true
@@ -1077,7 +1142,8 @@ private final class LoadDevice {
                     let decoded = try Frame(serializedBytes: stream.frame)
                     if decoded.streamPosition != stream.position {
                         run.problems.append(
-                            "\(name): stream frame \(stream.position) carries position \(decoded.streamPosition)")
+                            "\(name): stream frame \(stream.position) carries position \(decoded.streamPosition)"
+                        )
                     }
                     handOn(decoded, position: stream.position, how: "by sync")
                 } catch {
@@ -1104,8 +1170,13 @@ private final class LoadDevice {
         switch frame.payload {
         case .message(let m)?:
             return Seen(
-                position: position, identity: .message("\(m.senderID)/\(m.clientMsgID)"), kind: kind,
-                direction: m.direction, seq: m.seq, conversation: conversationKey(m.conversation, sender: m.senderID))
+                position: position,
+                identity: .message("\(m.senderID)/\(m.clientMsgID)"),
+                kind: kind,
+                direction: m.direction,
+                seq: m.seq,
+                conversation: conversationKey(m.conversation, sender: m.senderID)
+            )
         case .reaction(let e)?: return event(e.timeMs)
         case .edit(let e)?: return event(e.timeMs)
         case .recall(let e)?: return event(e.timeMs)
@@ -1117,8 +1188,13 @@ private final class LoadDevice {
         }
         func event(_ id: Int64) -> Seen {
             Seen(
-                position: position, identity: .event(id), kind: kind, direction: .unspecified, seq: 0,
-                conversation: "")
+                position: position,
+                identity: .event(id),
+                kind: kind,
+                direction: .unspecified,
+                seq: 0,
+                conversation: ""
+            )
         }
     }
 
@@ -1146,36 +1222,62 @@ private final class LoadDevice {
         switch roll {
         case 0..<12 where !eligible.isEmpty:
             let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
-            return [sendEvent(.reaction, id: eventID, about: target, Frame(.reaction(ReactionEvent.with {
-                $0.message = reference(target)
-                $0.userID = user
-                $0.emoji = ["👍", "🎉", "❤️"][k % 3]
-                $0.action = .add
-                $0.timeMs = eventID
-            })))]
+            return [
+                sendEvent(
+                    .reaction,
+                    id: eventID,
+                    about: target,
+                    Frame(
+                        .reaction(
+                            ReactionEvent.with {
+                                $0.message = reference(target)
+                                $0.userID = user
+                                $0.emoji = ["👍", "🎉", "❤️"][k % 3]
+                                $0.action = .add
+                                $0.timeMs = eventID
+                            }
+                        )
+                    )
+                )
+            ]
         case 12..<20 where !eligible.isEmpty:
             let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
             var edited = target.message
             edited.elements = [.text("edited \(k)")]
             edited.editVersion = UInt32(k)
-            return [sendEvent(.edit, id: eventID, about: target, Frame(.edit(EditEvent.with {
-                $0.message = reference(target)
-                $0.newMessage = edited
-                $0.editorID = user
-                $0.timeMs = eventID
-            })))]
+            return [
+                sendEvent(
+                    .edit,
+                    id: eventID,
+                    about: target,
+                    Frame(
+                        .edit(
+                            EditEvent.with {
+                                $0.message = reference(target)
+                                $0.newMessage = edited
+                                $0.editorID = user
+                                $0.timeMs = eventID
+                            }
+                        )
+                    )
+                )
+            ]
         case 20..<25 where !eligible.isEmpty:
             let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
             target.recallSent = true
             let recall = Frame.recall(reference(target), by: user, timeMs: eventID)
             return [sendEvent(.recall, id: eventID, about: target, recall)]
         case 25..<31:
-            let markRead = Frame(.markRead(MarkReadEvent.with {
-                $0.conversation = .oneToOne(LoadRun.users[(index + k) % LoadRun.users.count])
-                $0.userID = user
-                $0.readTimeMs = eventID
-                $0.readSeq = UInt64(k)
-            }))
+            let markRead = Frame(
+                .markRead(
+                    MarkReadEvent.with {
+                        $0.conversation = .oneToOne(LoadRun.users[(index + k) % LoadRun.users.count])
+                        $0.userID = user
+                        $0.readTimeMs = eventID
+                        $0.readSeq = UInt64(k)
+                    }
+                )
+            )
             return unanswered(.markRead, id: eventID, users: [user], markRead)
         case 31..<38 where !received.isEmpty:
             let message = received[Int.random(in: 0..<received.count, using: &generator)]
@@ -1202,8 +1304,12 @@ private final class LoadDevice {
 
     private func sendMessage(_ k: Int, in conversation: Conversation, to users: [String]) -> Frame {
         var message = Message(
-            from: user, in: conversation, elements: [.text("\(name) #\(k)")], clientMsgID: "\(user)-\(device)-\(k)",
-            clientTimeMs: 1_700_000_000_000 + Int64(k))
+            from: user,
+            in: conversation,
+            elements: [.text("\(name) #\(k)")],
+            clientMsgID: "\(user)-\(device)-\(k)",
+            clientTimeMs: 1_700_000_000_000 + Int64(k)
+        )
         message.random = UInt32(index * 1000 + k)
         message.senderDeviceID = device
         let sent = SentMessage(message: message, origin: index, expected: run.devices(of: users, except: index))

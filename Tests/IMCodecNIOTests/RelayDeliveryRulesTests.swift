@@ -16,9 +16,11 @@ import Testing
 struct RelayDeliveryRulesTests {
     // MARK: Helpers
 
-
-
-    private func sync(_ client: TestClient, _ conversation: Conversation, _ requestID: UInt64) async throws -> SyncResponse? {
+    private func sync(
+        _ client: TestClient,
+        _ conversation: Conversation,
+        _ requestID: UInt64
+    ) async throws -> SyncResponse? {
         let frame = try await client.ask(RelayProtocol.syncFrame(conversation, from: 1, requestID: requestID))
         if case .syncResponse(let response)? = frame?.payload { return response }
         return nil
@@ -26,16 +28,23 @@ struct RelayDeliveryRulesTests {
 
     /// The frames of the user's stream after position 0, as a device that resumes reads them.
     private func streamFrames(_ client: TestClient, _ requestID: UInt64) async throws -> StreamSyncResponse? {
-        let frame = try await client.ask(RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest()), requestID: requestID))
+        let frame = try await client.ask(
+            RelayProtocol.answer(.streamSyncRequest(StreamSyncRequest()), requestID: requestID)
+        )
         if case .streamSyncResponse(let response)? = frame?.payload { return response }
         return nil
     }
 
     private func join(_ client: TestClient, _ conversation: Conversation, _ requestID: UInt64) async throws {
-        let frame = RelayProtocol.answer(.membership(MembershipChange.with {
-            $0.action = .join
-            $0.conversation = conversation
-        }), requestID: requestID)
+        let frame = RelayProtocol.answer(
+            .membership(
+                MembershipChange.with {
+                    $0.action = .join
+                    $0.conversation = conversation
+                }
+            ),
+            requestID: requestID
+        )
         _ = try await client.ask(frame)
         #expect(client.collector.result(of: requestID)?.errorCode == 0)
     }
@@ -60,11 +69,15 @@ struct RelayDeliveryRulesTests {
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group)
                 try await phone.send(targeted("for bob", in: .group("team"), to: ["bob"], id: "t-1"))
-                try await phone.send(Frame(Message.groupText(from: "alice", group: "team", "for all", clientMsgID: "t-2")))
-                #expect(await eventually {
-                    phone.collector.acks.count == 2 && bob.collector.messages.count == 2
-                        && laptop.collector.messages.count == 2 && carol.collector.messages.count == 1
-                })
+                try await phone.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "for all", clientMsgID: "t-2"))
+                )
+                #expect(
+                    await eventually {
+                        phone.collector.acks.count == 2 && bob.collector.messages.count == 2
+                            && laptop.collector.messages.count == 2 && carol.collector.messages.count == 1
+                    }
+                )
                 #expect(phone.collector.acks.map(\.errorCode) == [0, 0] && phone.collector.acks.map(\.seq) == [1, 2])
                 #expect(texts(bob.collector.messages) == ["for bob", "for all"])
                 #expect(bob.collector.messages.map(\.direction) == [.received, .received])
@@ -85,11 +98,15 @@ struct RelayDeliveryRulesTests {
     /// connection, or with the relay) is answered again but neither applied nor delivered twice,
     /// as a message resent with its client_msg_id is; across a restart of the relay too.
     @Test func anEventResentByteForByteIsAnsweredButKeptOnce() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-resend-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-resend-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = StoreLocation.sqlite(path: folder.appendingPathComponent("relay.sqlite").path)
-        let configure: (inout RelayConfiguration) -> Void = { $0.store = store; $0.groups = ["team": ["alice", "bob"]] }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = store; $0.groups = ["team": ["alice", "bob"]]
+        }
         try await withClientGroup { group in
             var reaction = Frame()
             try await withRelay(configure) { server in
@@ -114,7 +131,12 @@ struct RelayDeliveryRulesTests {
                 try await bob.roundTrip(91)
                 #expect(bob.collector.result(of: 21)?.errorCode == 0)
                 let alice = try await TestClient.connect(
-                    to: server, as: "alice", group: group, deviceID: "phone", streamResume: true)
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "phone",
+                    streamResume: true
+                )
                 let page = try #require(try await streamFrames(alice, 92))
                 let reactions = try page.frames.map { try Frame(serializedBytes: $0.frame) }.filter {
                     $0.payload?.kind == .reaction
@@ -145,13 +167,22 @@ struct RelayDeliveryRulesTests {
                 // carol names the message by its seq: refused, and nothing reaches anyone.
                 _ = try await carol.ask(react(message, by: "carol", requestID: 13))
                 #expect(carol.collector.result(of: 13)?.errorCode == RelayProtocol.RequestError.notAMember)
-                try await alice.send(RelayProtocol.answer(.recall(RecallEvent.with {
-                    $0.message = message.reference; $0.revokerID = "alice"
-                }), requestID: 14))
+                try await alice.send(
+                    RelayProtocol.answer(
+                        .recall(
+                            RecallEvent.with {
+                                $0.message = message.reference; $0.revokerID = "alice"
+                            }
+                        ),
+                        requestID: 14
+                    )
+                )
                 #expect(await eventually { alice.collector.result(of: 14) != nil && kinds(bob, .recall) == 1 })
                 #expect(kinds(alice, .reaction) == 1 && kinds(bob, .edit) == 1)
                 try await carol.roundTrip(90)
-                #expect(kinds(carol, .reaction) + kinds(carol, .edit) + kinds(carol, .recall) + kinds(carol, .message) == 0)
+                #expect(
+                    kinds(carol, .reaction) + kinds(carol, .edit) + kinds(carol, .recall) + kinds(carol, .message) == 0
+                )
                 let carolsStream = try #require(try await streamFrames(carol, 91))
                 #expect(carolsStream.frames.isEmpty, "\(carolsStream.frames.count) frames in carol's stream")
                 for client in [alice, bob, carol] { await client.close() }
@@ -164,7 +195,9 @@ struct RelayDeliveryRulesTests {
             try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
                 try await alice.send(targeted("for bob", in: .group("team"), to: ["bob"], id: "t-1"))
-                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "for all", clientMsgID: "t-2")))
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "for all", clientMsgID: "t-2"))
+                )
                 #expect(await eventually { alice.collector.acks.count == 2 })
                 await alice.close()
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
@@ -183,7 +216,11 @@ struct RelayDeliveryRulesTests {
                 #expect(bobStream.frames.count == 2)
                 let carolStream = try #require(try await streamFrames(carol, 5))
                 let carolFrames = try carolStream.frames.map { try Frame(serializedBytes: $0.frame) }
-                #expect(carolFrames.compactMap { if case .message(let m)? = $0.payload { m.previewText } else { nil } } == ["for all"])
+                #expect(
+                    carolFrames.compactMap { if case .message(let m)? = $0.payload { m.previewText } else { nil } } == [
+                        "for all"
+                    ]
+                )
                 for client in [bob, carol, laptop] { await client.close() }
             }
         }
@@ -197,14 +234,20 @@ struct RelayDeliveryRulesTests {
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+                let room = Conversation.with {
+                    $0.type = .chatroom; $0.targetID = "lobby"
+                }
                 try await join(alice, room, 1)
                 try await join(bob, room, 2)
                 try await alice.send(targeted("room", in: room, to: ["bob"], id: "r-1"))
                 try await alice.send(targeted("direct", in: .oneToOne("bob"), to: ["bob"], id: "d-1"))
                 #expect(await eventually { alice.collector.acks.count == 2 })
                 let acks = alice.collector.acks
-                #expect(acks.map(\.errorCode) == [RelayProtocol.AckError.targetedOutsideGroup, RelayProtocol.AckError.targetedOutsideGroup])
+                #expect(
+                    acks.map(\.errorCode) == [
+                        RelayProtocol.AckError.targetedOutsideGroup, RelayProtocol.AckError.targetedOutsideGroup,
+                    ]
+                )
                 #expect(acks.map(\.seq) == [0, 0] && acks.map(\.clientMsgID) == ["r-1", "d-1"])
                 try await bob.roundTrip(3)
                 #expect(bob.collector.messages.isEmpty)
@@ -223,16 +266,23 @@ struct RelayDeliveryRulesTests {
     @Test func aTargetedMessageInAnUltraGroupChannelReachesOnlyItsReceivers() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
-                let channel = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
+                let channel = Conversation.with {
+                    $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1"
+                }
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group)
                 for (k, client) in [alice, bob, carol].enumerated() { try await join(client, channel, UInt64(k + 1)) }
                 try await alice.send(targeted("for bob", in: channel, to: ["bob"], id: "u-1"))
-                try await alice.send(Frame(Message(from: "alice", in: channel, elements: [.text("for all")], clientMsgID: "u-2")))
-                #expect(await eventually {
-                    alice.collector.acks.count == 2 && bob.collector.messages.count == 2 && carol.collector.messages.count == 1
-                })
+                try await alice.send(
+                    Frame(Message(from: "alice", in: channel, elements: [.text("for all")], clientMsgID: "u-2"))
+                )
+                #expect(
+                    await eventually {
+                        alice.collector.acks.count == 2 && bob.collector.messages.count == 2
+                            && carol.collector.messages.count == 1
+                    }
+                )
                 #expect(alice.collector.acks.map(\.errorCode) == [0, 0] && alice.collector.acks.map(\.seq) == [1, 2])
                 #expect(texts(bob.collector.messages) == ["for bob", "for all"])
                 #expect(texts(carol.collector.messages) == ["for all"])
@@ -251,22 +301,36 @@ struct RelayDeliveryRulesTests {
         try await withClientGroup { group in
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
-                let aliceLaptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                let aliceLaptop = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "laptop"
+                )
                 let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
                 try await alice.send(Frame(message))
-                #expect(await eventually {
-                    alice.collector.acks.count == 1 && phone.collector.messages.count == 1
-                        && aliceLaptop.collector.messages.count == 1
-                })
+                #expect(
+                    await eventually {
+                        alice.collector.acks.count == 1 && phone.collector.messages.count == 1
+                            && aliceLaptop.collector.messages.count == 1
+                    }
+                )
                 let ack = try #require(alice.collector.acks.first)
                 #expect(ack.errorCode == 0 && ack.seq == 0, "acknowledged without a seq")
                 let live = try #require(phone.collector.frames.first { $0.payload?.kind == .message })
                 #expect(live.streamPosition == 0, "not in the stream")
-                #expect(phone.collector.messages.first?.seq == 0 && phone.collector.messages.first?.direction == .received)
+                #expect(
+                    phone.collector.messages.first?.seq == 0 && phone.collector.messages.first?.direction == .received
+                )
                 #expect(aliceLaptop.collector.messages.first?.direction == .sent)
 
                 let laptop = try await TestClient.connect(
-                    to: server, as: "bob", group: group, deviceID: "laptop", streamResume: true)
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "laptop",
+                    streamResume: true
+                )
                 let login = try #require(laptop.collector.loginResults.first)
                 #expect(login.streamPosition == 0 && login.maxSeqs.allSatisfy { $0.seq == 0 })
                 let stream = try #require(try await streamFrames(laptop, 1))
@@ -316,7 +380,9 @@ struct RelayDeliveryRulesTests {
                 #expect(try await alice.ask(RelayProtocol.answer(.systemNotice(notice), requestID: 1)) != nil)
                 #expect(alice.collector.result(of: 1)?.errorCode == 0)
                 func invites(_ client: TestClient) -> [Frame] {
-                    client.collector.frames.filter { if case .systemNotice(let n)? = $0.payload { n.type == "groupInvite" } else { false } }
+                    client.collector.frames.filter {
+                        if case .systemNotice(let n)? = $0.payload { n.type == "groupInvite" } else { false }
+                    }
                 }
                 #expect(await eventually { invites(phone).count == 1 && invites(laptop).count == 1 })
                 #expect(invites(phone).first?.streamPosition == 0, "not kept")
@@ -327,7 +393,13 @@ struct RelayDeliveryRulesTests {
                 try await alice.roundTrip(3)
                 #expect(invites(carol).isEmpty && invites(alice).isEmpty)
 
-                let tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tablet", streamResume: true)
+                let tablet = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "tablet",
+                    streamResume: true
+                )
                 let stream = try #require(try await streamFrames(tablet, 4))
                 #expect(stream.frames.isEmpty && stream.headPosition == 0)
                 try await tablet.roundTrip(5)
@@ -345,7 +417,9 @@ struct RelayDeliveryRulesTests {
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let notice = SystemNotice.with { $0.type = "broadcast"; $0.text = "to nobody" }
+                let notice = SystemNotice.with {
+                    $0.type = "broadcast"; $0.text = "to nobody"
+                }
                 #expect(try await alice.ask(RelayProtocol.answer(.systemNotice(notice), requestID: 7)) != nil)
                 #expect(alice.collector.result(of: 7)?.errorCode == RelayProtocol.RequestError.unsupported)
                 try await bob.roundTrip(8)
@@ -369,20 +443,30 @@ struct RelayDeliveryRulesTests {
     private func edit(_ message: Message, by editor: String, requestID: UInt64) -> Frame {
         var edited = message
         edited.elements = [.text("\(message.previewText) (edited)")]
-        return RelayProtocol.answer(.edit(EditEvent.with {
-            $0.message = message.reference
-            $0.newMessage = edited
-            $0.editorID = editor
-        }), requestID: requestID)
+        return RelayProtocol.answer(
+            .edit(
+                EditEvent.with {
+                    $0.message = message.reference
+                    $0.newMessage = edited
+                    $0.editorID = editor
+                }
+            ),
+            requestID: requestID
+        )
     }
 
     private func react(_ message: Message, by user: String, requestID: UInt64) -> Frame {
-        RelayProtocol.answer(.reaction(ReactionEvent.with {
-            $0.message = message.reference
-            $0.userID = user
-            $0.emoji = "👍"
-            $0.action = .add
-        }), requestID: requestID)
+        RelayProtocol.answer(
+            .reaction(
+                ReactionEvent.with {
+                    $0.message = message.reference
+                    $0.userID = user
+                    $0.emoji = "👍"
+                    $0.action = .add
+                }
+            ),
+            requestID: requestID
+        )
     }
 
     private func kinds(_ client: TestClient, _ kind: Frame.Payload.Kind) -> Int {
@@ -427,12 +511,22 @@ struct RelayDeliveryRulesTests {
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let kept = try await sent(alice, to: bob, "kept", id: "m-1")
                 let gone = try await sent(alice, to: bob, "gone", id: "m-2")
-                let onlyMe = RelayProtocol.answer(.delete(DeleteEvent.with {
-                    $0.messages = [kept.reference]; $0.scope = .onlyMe; $0.operatorID = "alice"
-                }), requestID: 1)
-                let everyone = RelayProtocol.answer(.delete(DeleteEvent.with {
-                    $0.messages = [gone.reference]; $0.scope = .everyone; $0.operatorID = "alice"
-                }), requestID: 2)
+                let onlyMe = RelayProtocol.answer(
+                    .delete(
+                        DeleteEvent.with {
+                            $0.messages = [kept.reference]; $0.scope = .onlyMe; $0.operatorID = "alice"
+                        }
+                    ),
+                    requestID: 1
+                )
+                let everyone = RelayProtocol.answer(
+                    .delete(
+                        DeleteEvent.with {
+                            $0.messages = [gone.reference]; $0.scope = .everyone; $0.operatorID = "alice"
+                        }
+                    ),
+                    requestID: 2
+                )
                 #expect(try await alice.ask(onlyMe) != nil && alice.collector.result(of: 1)?.errorCode == 0)
                 #expect(try await alice.ask(everyone) != nil && alice.collector.result(of: 2)?.errorCode == 0)
                 #expect(await eventually { kinds(bob, .delete) == 1 }, "a delete for everyone reaches bob")

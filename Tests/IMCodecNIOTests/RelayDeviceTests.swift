@@ -15,7 +15,11 @@ import Testing
 struct RelayDeviceTests {
     // MARK: Helpers
 
-    private func streamSync(_ client: TestClient, _ request: StreamSyncRequest, _ requestID: UInt64) async throws
+    private func streamSync(
+        _ client: TestClient,
+        _ request: StreamSyncRequest,
+        _ requestID: UInt64
+    ) async throws
         -> StreamSyncResponse?
     {
         let frame = try await client.ask(RelayProtocol.answer(.streamSyncRequest(request), requestID: requestID))
@@ -33,7 +37,10 @@ struct RelayDeviceTests {
 
     private func sendTexts(_ alice: TestClient, to user: String, _ range: ClosedRange<Int>) {
         for k in range {
-            alice.channel.write(Frame(Message.c2cText(from: "alice", to: user, "m\(k)", clientMsgID: "m-\(k)")), promise: nil)
+            alice.channel.write(
+                Frame(Message.c2cText(from: "alice", to: user, "m\(k)", clientMsgID: "m-\(k)")),
+                promise: nil
+            )
         }
         alice.channel.flush()
     }
@@ -49,7 +56,9 @@ struct RelayDeviceTests {
                 let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
                 let tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tablet")
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "to every device", clientMsgID: "a-1")))
+                try await alice.send(
+                    Frame(Message.c2cText(from: "alice", to: "bob", "to every device", clientMsgID: "a-1"))
+                )
                 #expect(await eventually { [phone, laptop, tablet].allSatisfy { $0.collector.messages.count == 1 } })
                 for device in [phone, laptop, tablet] {
                     #expect(device.collector.messages.first?.direction == .received)
@@ -72,7 +81,9 @@ struct RelayDeviceTests {
                 let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
                 let phoneAgain = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
                 #expect(await eventually { !phone.channel.isActive })
-                #expect(kicks(phone).map(\.reason) == [.loggedInElsewhere] && kicks(phone).first?.otherDeviceID == "phone")
+                #expect(
+                    kicks(phone).map(\.reason) == [.loggedInElsewhere] && kicks(phone).first?.otherDeviceID == "phone"
+                )
                 try await laptop.roundTrip(1)
                 #expect(laptop.channel.isActive && kicks(laptop).isEmpty)
                 #expect(phoneAgain.channel.isActive && kicks(phoneAgain).isEmpty)
@@ -94,9 +105,12 @@ struct RelayDeviceTests {
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 try await phone.send(Frame(Message.c2cText(from: "alice", to: "bob", "direct", clientMsgID: "a-1")))
                 try await phone.send(Frame(Message.groupText(from: "alice", group: "team", "team", clientMsgID: "a-2")))
-                #expect(await eventually {
-                    phone.collector.acks.count == 2 && laptop.collector.messages.count == 2 && bob.collector.messages.count == 2
-                })
+                #expect(
+                    await eventually {
+                        phone.collector.acks.count == 2 && laptop.collector.messages.count == 2
+                            && bob.collector.messages.count == 2
+                    }
+                )
                 #expect(laptop.collector.messages.map(\.previewText) == ["direct", "team"])
                 #expect(laptop.collector.messages.map(\.direction) == [.sent, .sent])
                 #expect(laptop.collector.messages.map(\.seq) == phone.collector.acks.map(\.seq))
@@ -120,16 +134,25 @@ struct RelayDeviceTests {
                 let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
                 let bobPhone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
                 let bobLaptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
-                try await phone.send(Frame(Message.groupText(from: "alice", group: "team", "hello", clientMsgID: "a-1")))
+                try await phone.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "hello", clientMsgID: "a-1"))
+                )
                 #expect(await eventually { bobLaptop.collector.messages.count == 1 })
                 let message = try #require(bobLaptop.collector.messages.first)
                 var edited = message
                 edited.elements = [.text("hello (edited)")]
-                let edit = RelayProtocol.answer(.edit(EditEvent.with {
-                    $0.message = message.reference; $0.newMessage = edited; $0.editorID = "alice"
-                }), requestID: 1)
+                let edit = RelayProtocol.answer(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = message.reference; $0.newMessage = edited; $0.editorID = "alice"
+                        }
+                    ),
+                    requestID: 1
+                )
                 #expect(try await phone.ask(edit) != nil && phone.collector.result(of: 1)?.errorCode == 0)
-                func edits(_ client: TestClient) -> [Frame] { client.collector.frames.filter { $0.payload?.kind == .edit } }
+                func edits(_ client: TestClient) -> [Frame] {
+                    client.collector.frames.filter { $0.payload?.kind == .edit }
+                }
                 #expect(await eventually { [laptop, bobPhone, bobLaptop].allSatisfy { edits($0).count == 1 } })
                 for device in [laptop, bobPhone, bobLaptop] {
                     #expect(edits(device).first?.streamPosition ?? 0 > 0, "kept: it carries its stream position")
@@ -152,7 +175,13 @@ struct RelayDeviceTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 sendTexts(alice, to: "bob", 1...5)
                 #expect(await eventually { alice.collector.acks.count == 5 })
-                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone", streamResume: true)
+                let bob = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "phone",
+                    streamResume: true
+                )
                 var tracker = ResumeTracker(user: "bob")
                 let login = try #require(bob.collector.loginResults.first)
                 #expect(login.streamPosition == 5 && login.resumePosition == 0)
@@ -225,7 +254,13 @@ struct RelayDeviceTests {
                 sendTexts(alice, to: "bob", 4...5)
                 #expect(await eventually { alice.collector.acks.count == 5 })
 
-                let again = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone", streamResume: true)
+                let again = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "phone",
+                    streamResume: true
+                )
                 let login = try #require(again.collector.loginResults.first)
                 #expect(login.resumePosition == 3 && login.streamPosition == 5)
                 var fresh = ResumeTracker(user: "bob")
@@ -237,18 +272,36 @@ struct RelayDeviceTests {
                 #expect(texts(resumed) == ["m4", "m5"])
 
                 // Another device of bob never acknowledged anything: it resumes from the start.
-                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop", streamResume: true)
+                let laptop = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "laptop",
+                    streamResume: true
+                )
                 #expect(laptop.collector.loginResults.first?.resumePosition == 0)
                 // A position named in the login wins over the acknowledged one.
                 await again.close()
                 let named = try await TestClient.connect(
-                    to: server, as: "bob", group: group, deviceID: "phone", streamResume: true, streamPosition: 1)
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "phone",
+                    streamResume: true,
+                    streamPosition: 1
+                )
                 #expect(named.collector.loginResults.first?.resumePosition == 1)
                 // An ack past the head is held to the head.
                 let past = RelayProtocol.answer(.streamAck(StreamAck.with { $0.position = 999 }), requestID: 3)
                 #expect(try await laptop.ask(past) != nil)
                 await laptop.close()
-                let laptopAgain = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop", streamResume: true)
+                let laptopAgain = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "laptop",
+                    streamResume: true
+                )
                 #expect(laptopAgain.collector.loginResults.first?.resumePosition == 5)
                 for client in [alice, named, laptopAgain] { await client.close() }
             }
@@ -302,7 +355,13 @@ struct RelayDeviceTests {
                 $0.frame = frame(position, seq: seq).serializedBytes()
             }
         }
-        func page(_ items: [StreamFrame], more: Bool, next: UInt64, head: UInt64, truncated: Bool = false)
+        func page(
+            _ items: [StreamFrame],
+            more: Bool,
+            next: UInt64,
+            head: UInt64,
+            truncated: Bool = false
+        )
             -> StreamSyncResponse
         {
             StreamSyncResponse.with {
@@ -314,11 +373,22 @@ struct RelayDeviceTests {
             }
         }
         var tracker = ResumeTracker(user: "bob")
-        let first = tracker.streamLoggedIn(LoginResult.with { $0.resumePosition = 10; $0.streamPosition = 16 }, limit: 2)
+        let first = tracker.streamLoggedIn(
+            LoginResult.with {
+                $0.resumePosition = 10; $0.streamPosition = 16
+            },
+            limit: 2
+        )
         #expect(first.afterPosition == 10 && first.limit == 2 && tracker.isCatchingUp)
         // A page that repeats a frame the device has (10) and skips one it sent itself (13).
-        let one = tracker.streamSynced(page([item(10, seq: 1), item(11, seq: 2), item(12, seq: 3)], more: true, next: 13, head: 16), limit: 2)
-        #expect(one.frames.map(\.streamPosition) == [11, 12] && one.next?.afterPosition == 13 && tracker.streamPosition == 13)
+        let one = tracker.streamSynced(
+            page([item(10, seq: 1), item(11, seq: 2), item(12, seq: 3)], more: true, next: 13, head: 16),
+            limit: 2
+        )
+        #expect(
+            one.frames.map(\.streamPosition) == [11, 12] && one.next?.afterPosition == 13
+                && tracker.streamPosition == 13
+        )
         let two = tracker.streamSynced(page([item(14, seq: 4), item(15, seq: 5)], more: false, next: 16, head: 16))
         #expect(two.frames.map(\.streamPosition) == [14, 15] && two.next == nil && !tracker.isCatchingUp)
         #expect(tracker.streamPosition == 16 && tracker.streamAck.position == 16)
@@ -327,7 +397,13 @@ struct RelayDeviceTests {
         #expect(duplicates == [false, false])
         let next = tracker.accept(frame(17, seq: 7))
         #expect(next && tracker.streamPosition == 17)
-        var typing = Frame(.typing(TypingEvent.with { $0.conversation = .oneToOne("bob"); $0.state = .started }))
+        var typing = Frame(
+            .typing(
+                TypingEvent.with {
+                    $0.conversation = .oneToOne("bob"); $0.state = .started
+                }
+            )
+        )
         typing.streamPosition = 0
         let unkept = tracker.accept(typing)
         #expect(unkept && tracker.streamPosition == 17)

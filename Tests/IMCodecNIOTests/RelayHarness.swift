@@ -27,12 +27,22 @@ enum TestAuth {
 
     /// The login frame of `user` with a valid token.
     static func login(
-        _ user: String, deviceID: String = "", lastSeen: [ConversationSeq] = [], streamResume: Bool = false,
-        streamPosition: UInt64 = 0, requestID: UInt64 = 0
+        _ user: String,
+        deviceID: String = "",
+        lastSeen: [ConversationSeq] = [],
+        streamResume: Bool = false,
+        streamPosition: UInt64 = 0,
+        requestID: UInt64 = 0
     ) async throws -> Frame {
         RelayProtocol.loginFrame(
-            user, token: try await token(user), deviceID: deviceID, lastSeen: lastSeen, streamResume: streamResume,
-            streamPosition: streamPosition, requestID: requestID)
+            user,
+            token: try await token(user),
+            deviceID: deviceID,
+            lastSeen: lastSeen,
+            streamResume: streamResume,
+            streamPosition: streamPosition,
+            requestID: requestID
+        )
     }
 }
 
@@ -163,19 +173,35 @@ struct TestClient: Sendable {
     /// Connects to `server`; logs in as `user` (with `deviceID`, `lastSeen` and the stream
     /// position) unless `user` is `nil`.
     static func connect(
-        to server: RelayServer, as user: String?, group: any EventLoopGroup, deviceID: String = "",
-        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0
+        to server: RelayServer,
+        as user: String?,
+        group: any EventLoopGroup,
+        deviceID: String = "",
+        lastSeen: [ConversationSeq] = [],
+        streamResume: Bool = false,
+        streamPosition: UInt64 = 0
     ) async throws -> TestClient {
         try await connect(
-            port: server.port, as: user, group: group, deviceID: deviceID, lastSeen: lastSeen,
-            streamResume: streamResume, streamPosition: streamPosition)
+            port: server.port,
+            as: user,
+            group: group,
+            deviceID: deviceID,
+            lastSeen: lastSeen,
+            streamResume: streamResume,
+            streamPosition: streamPosition
+        )
     }
 
     /// Connects to a relay on 127.0.0.1:`port` (see ``connect(to:as:group:deviceID:lastSeen:streamResume:streamPosition:)``).
     /// With `tls`, the connection is TLS, checking the relay's certificate for `localhost`.
     static func connect(
-        port: Int, as user: String?, group: any EventLoopGroup, deviceID: String = "",
-        lastSeen: [ConversationSeq] = [], streamResume: Bool = false, streamPosition: UInt64 = 0,
+        port: Int,
+        as user: String?,
+        group: any EventLoopGroup,
+        deviceID: String = "",
+        lastSeen: [ConversationSeq] = [],
+        streamResume: Bool = false,
+        streamPosition: UInt64 = 0,
         tls: NIOSSLContext? = nil
     ) async throws -> TestClient {
         let collector = FrameCollector()
@@ -184,7 +210,8 @@ struct TestClient: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
                         try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: tls, serverHostname: "localhost"))
+                            NIOSSLClientHandler(context: tls, serverHostname: "localhost")
+                        )
                     }
                     try channel.pipeline.syncOperations.addFrameCodec()
                     try channel.pipeline.syncOperations.addHandler(collector)
@@ -195,8 +222,13 @@ struct TestClient: Sendable {
         if let user {
             try await client.send(
                 try await TestAuth.login(
-                    user, deviceID: deviceID, lastSeen: lastSeen, streamResume: streamResume,
-                    streamPosition: streamPosition))
+                    user,
+                    deviceID: deviceID,
+                    lastSeen: lastSeen,
+                    streamResume: streamResume,
+                    streamPosition: streamPosition
+                )
+            )
             let ok = await eventually { collector.loginResults.contains { $0.errorCode == 0 } }
             #expect(ok, "\(user) was not logged in")
         }
@@ -275,14 +307,18 @@ struct RawClient: Sendable {
     let collector: RawCollector
 
     static func connect(
-        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil, autoRead: Bool = true
+        to server: RelayServer,
+        group: any EventLoopGroup,
+        receiveBuffer: Int? = nil,
+        autoRead: Bool = true
     ) async throws -> RawClient {
         let collector = RawCollector()
         var bootstrap = ClientBootstrap(group: group).channelOption(.autoRead, value: autoRead)
         if let receiveBuffer {
             bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
         }
-        let channel = try await bootstrap
+        let channel =
+            try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
             }
@@ -358,7 +394,8 @@ enum RelayExecutable {
         return Result(
             status: process.terminationStatus,
             stdout: String(decoding: try Data(contentsOf: outFile), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: errFile), as: UTF8.self))
+            stderr: String(decoding: try Data(contentsOf: errFile), as: UTF8.self)
+        )
     }
 }
 #endif

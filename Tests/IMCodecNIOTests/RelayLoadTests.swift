@@ -32,7 +32,8 @@ struct RelayLoadTests {
             max \(fixed2(latency.max)) ms; ack latency p50 \(fixed2(ack.p50)) ms, \
             p99 \(fixed2(ack.p99)) ms; relay peak buffered in \(stats.peakInboundBufferedBytes) B, \
             out \(stats.peakOutboundBufferedBytes) B
-            """)
+            """
+        )
         let problems = result.problems(plan)
         #expect(problems.isEmpty, "\(problems.prefix(10))")
         #expect(result.deliveries == (0..<plan.clients).reduce(0) { $0 + plan.expectedDeliveries(for: $1) })
@@ -61,7 +62,8 @@ struct RelayLoadTests {
         print(
             "relay resume: \(plan.clients) clients x \(plan.messages) messages, \(reconnects) reconnects, "
                 + "\(synced) messages by sync, \(result.deliveries) deliveries in \(fixed2(result.seconds)) s; "
-                + "closed by error \(stats.closedByError)")
+                + "closed by error \(stats.closedByError)"
+        )
         let problems = result.problems(plan)
         #expect(problems.isEmpty, "\(problems.prefix(10))")
         #expect(reconnects == plan.drops.values.reduce(0) { $0 + $1.count })
@@ -97,7 +99,8 @@ struct RelayLoadTests {
                     "relay faults: \(outcomes.lines.joined(separator: "; ")); closed by error \(stats.closedByError); "
                         + "peak buffered in \(stats.peakInboundBufferedBytes) B (cap \(maxFrameSize) + one read), "
                         + "out \(stats.peakOutboundBufferedBytes) B (cap \(maxOutboundBytes) + one frame); "
-                        + "good traffic \(result.messages) messages, \(result.deliveries) deliveries")
+                        + "good traffic \(result.messages) messages, \(result.deliveries) deliveries"
+                )
 
                 let problems = result.problems(plan)
                 #expect(problems.isEmpty, "\(problems.prefix(10))")
@@ -111,9 +114,11 @@ struct RelayLoadTests {
                 #expect(outcomes.code("halfFrameThenDisconnect") == "closed", "\(outcomes.lines)")
                 #expect(outcomes.code("slowConsumer") == "closed", "\(outcomes.lines)")
                 // The half frame is reported when its connection ends (random garbage may add more).
-                #expect(await eventually(5) {
-                    (try? server.stats().wait())?.closedByError["truncated"] ?? 0 >= 1
-                })
+                #expect(
+                    await eventually(5) {
+                        (try? server.stats().wait())?.closedByError["truncated"] ?? 0 >= 1
+                    }
+                )
                 #expect(result.clients.first { $0.index == 2 }?.reconnects == 2)
                 #expect(stats.closedByError["slowConsumer"] == 1)
                 #expect(stats.closedByError["tooLarge"] == 1)
@@ -215,7 +220,10 @@ func runFaults(server: RelayServer, group: any EventLoopGroup, outcomes: FaultOu
             try await sloth.channel.setOption(.autoRead, value: true).get()
             let closed = await sloth.closedByPeer(within: 20) && dropped
             let acked = await eventually(20) { flooder.collector.acks.count == count }
-            outcomes.record("slowConsumer", closed && acked && flooder.channel.isActive ? "closed" : "closed \(closed), acks \(acked)")
+            outcomes.record(
+                "slowConsumer",
+                closed && acked && flooder.channel.isActive ? "closed" : "closed \(closed), acks \(acked)"
+            )
             try? await sloth.channel.close()
         }
         try await tasks.waitForAll()

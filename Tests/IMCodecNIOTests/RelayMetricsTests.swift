@@ -42,10 +42,15 @@ struct RelayMetricsTests {
                 #expect(alice.collector.acks.map(\.errorCode) == [0, 0, 0, RelayProtocol.AckError.senderMismatch])
 
                 // A sync request, answered.
-                let sync = RelayProtocol.answer(.syncRequest(SyncRequest.with {
-                    $0.conversation = .oneToOne("alice")
-                    $0.fromSeq = 1
-                }), requestID: 21)
+                let sync = RelayProtocol.answer(
+                    .syncRequest(
+                        SyncRequest.with {
+                            $0.conversation = .oneToOne("alice")
+                            $0.fromSeq = 1
+                        }
+                    ),
+                    requestID: 21
+                )
                 let synced = try await bob.ask(sync)
                 guard case .syncResponse(let response)? = synced?.payload else {
                     Issue.record("no sync_response: \(String(describing: synced))")
@@ -162,9 +167,11 @@ struct RelayMetricsTests {
                 try await withRelay({ $0.metricsPort = 0 }) { second in
                     let client = try await TestClient.connect(to: first, as: "alice", group: group)
                     let one = try PrometheusText(
-                        try await httpGet(port: first.metricsPort!, path: "/metrics", group: group).body)
+                        try await httpGet(port: first.metricsPort!, path: "/metrics", group: group).body
+                    )
                     let two = try PrometheusText(
-                        try await httpGet(port: second.metricsPort!, path: "/metrics", group: group).body)
+                        try await httpGet(port: second.metricsPort!, path: "/metrics", group: group).body
+                    )
                     #expect(one.samples[#"imcodec_relay_logins_total{transport="tcp"}"#] == 1)
                     #expect(two.samples[#"imcodec_relay_logins_total{transport="tcp"}"#] == 0)
                     await client.close()
@@ -194,7 +201,8 @@ struct RelayMetricsTests {
             #expect(logged.contains { $0.hasPrefix("relay: accepted ?@127.0.0.1:") }, "\(logged)")
             #expect(
                 logged.contains { $0.hasPrefix("relay: alice/phone@127.0.0.1:") && $0.contains(" logged in (") },
-                "\(logged)")
+                "\(logged)"
+            )
             #expect(logged.contains { $0.hasPrefix("relay: closed alice/phone@127.0.0.1:") }, "\(logged)")
         } else {
             #expect(logged.isEmpty, "\(logged)")
@@ -206,8 +214,17 @@ struct RelayMetricsTests {
         func line(_ level: Logger.Level, _ metadata: Logger.Metadata? = nil) -> String {
             RelayLogHandler.format(
                 LogEvent(
-                    level: level, message: "hello", metadata: metadata, source: "s", file: "f", function: "g", line: 1),
-                metadata: [:], provider: nil)
+                    level: level,
+                    message: "hello",
+                    metadata: metadata,
+                    source: "s",
+                    file: "f",
+                    function: "g",
+                    line: 1
+                ),
+                metadata: [:],
+                provider: nil
+            )
         }
         #expect(line(.info) == "relay: hello")
         #expect(line(.notice) == "relay: hello")
@@ -219,7 +236,9 @@ struct RelayMetricsTests {
     /// them, and still stops on SIGTERM with `relay stopped`.
     @Test func serveMetricsPortPrintsItsAddress() async throws {
         let executable = try #require(
-            RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
+            RelayExecutable.url,
+            "the imcodec-relay executable was not built next to the tests"
+        )
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("relay-metrics-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }

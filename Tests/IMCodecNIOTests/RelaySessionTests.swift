@@ -27,22 +27,36 @@ struct RelaySessionTests {
             }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 for k in 1...3 {
-                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "offline \(k)", clientMsgID: "o-\(k)")))
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "offline \(k)", clientMsgID: "o-\(k)"))
+                    )
                 }
-                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "to the team", clientMsgID: "g-1")))
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "to the team", clientMsgID: "g-1"))
+                )
                 #expect(await eventually { alice.collector.acks.count == 4 })
                 #expect(alice.collector.acks.map(\.errorCode) == [0, 0, 0, 0])
                 #expect(alice.collector.acks.map(\.seq) == [1, 2, 3, 1])
 
                 let bob = try await TestClient.connect(
-                    to: server, as: "bob", group: group, deviceID: "bob-laptop",
-                    lastSeen: [ConversationSeq.with { $0.conversation = .oneToOne("alice"); $0.seq = 0 }])
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "bob-laptop",
+                    lastSeen: [
+                        ConversationSeq.with {
+                            $0.conversation = .oneToOne("alice"); $0.seq = 0
+                        }
+                    ]
+                )
                 let login = try #require(bob.collector.loginResults.first)
                 #expect(login.errorCode == 0 && !login.sessionID.isEmpty && login.heartbeatIntervalS == 17)
                 #expect(login.serverTimeMs > 0)
-                let maxSeqs = Dictionary(uniqueKeysWithValues: login.maxSeqs.map {
-                    ("\($0.conversation?.type == .group ? "#" : "")\($0.conversation?.targetID ?? "")", $0.seq)
-                })
+                let maxSeqs = Dictionary(
+                    uniqueKeysWithValues: login.maxSeqs.map {
+                        ("\($0.conversation?.type == .group ? "#" : "")\($0.conversation?.targetID ?? "")", $0.seq)
+                    }
+                )
                 #expect(maxSeqs == ["alice": 3, "#team": 1])
                 // Nothing arrived live: it is all in the store.
                 #expect(bob.collector.messages.isEmpty)
@@ -56,7 +70,9 @@ struct RelaySessionTests {
                 // The stored message is the stamped one: the uid and time of the sender's ack.
                 #expect(sync.messages.map(\.serverMsgUID) == alice.collector.acks.prefix(3).map(\.serverMsgUID))
                 #expect(sync.messages.map(\.serverTimeMs) == alice.collector.acks.prefix(3).map(\.serverTimeMs))
-                let team = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 10))))
+                let team = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(.group("team"), from: 1, requestID: 10)))
+                )
                 #expect(team.messages.map { $0.firstText ?? "" } == ["to the team"])
                 await alice.close()
                 await bob.close()
@@ -72,7 +88,10 @@ struct RelaySessionTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 func send(_ range: ClosedRange<Int>) {
                     for k in range {
-                        alice.channel.write(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "a-\(k)")), promise: nil)
+                        alice.channel.write(
+                            Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "a-\(k)")),
+                            promise: nil
+                        )
                     }
                     alice.channel.flush()
                 }
@@ -143,18 +162,26 @@ struct RelaySessionTests {
         var tracker = ResumeTracker(user: "bob")
         #expect(seqs(tracker.received(message(1))) == [1])
         #expect(seqs(tracker.received(message(1))).isEmpty, "a duplicate is dropped")
-        let max = { (seq: UInt64) in LoginResult.with {
-            $0.maxSeqs = [ConversationSeq.with { $0.conversation = .oneToOne("alice"); $0.seq = seq }]
-        } }
+        let max = { (seq: UInt64) in
+            LoginResult.with {
+                $0.maxSeqs = [
+                    ConversationSeq.with {
+                        $0.conversation = .oneToOne("alice"); $0.seq = seq
+                    }
+                ]
+            }
+        }
         let requests = tracker.loggedIn(max(5), limit: 2)
         #expect(requests.map(\.fromSeq) == [2] && requests.map(\.toSeq) == [5] && tracker.isSyncing)
         #expect(seqs(tracker.received(message(6))).isEmpty && seqs(tracker.received(message(7))).isEmpty, "held")
-        let page = { (messages: [UInt64], more: Bool, next: UInt64) in SyncResponse.with {
-            $0.conversation = .oneToOne("alice")
-            $0.messages = messages.map { message($0) }
-            $0.hasMore = more
-            $0.nextFromSeq = next
-        } }
+        let page = { (messages: [UInt64], more: Bool, next: UInt64) in
+            SyncResponse.with {
+                $0.conversation = .oneToOne("alice")
+                $0.messages = messages.map { message($0) }
+                $0.hasMore = more
+                $0.nextFromSeq = next
+            }
+        }
         let first = tracker.synced(page([2, 3], true, 4), limit: 2)
         #expect(seqs(first.messages) == [2, 3] && first.next?.fromSeq == 4 && first.next?.toSeq == 5)
         let last = tracker.synced(page([4, 5], false, 6), limit: 2)
@@ -171,40 +198,73 @@ struct RelaySessionTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 for k in 1...250 {
-                    alice.channel.write(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "s-\(k)")), promise: nil)
+                    alice.channel.write(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "s-\(k)")),
+                        promise: nil
+                    )
                 }
                 alice.channel.flush()
                 #expect(await eventually { alice.collector.acks.count == 250 && bob.collector.messages.count == 250 })
 
                 // limit 0: the cap, 100.
-                let first = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
+                let first = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1)))
+                )
                 #expect(first.messages.map(\.seq) == Array(1...100))
                 #expect(first.hasMore && first.nextFromSeq == 101 && first.maxSeq == 250)
                 // A limit above the cap is capped.
-                let capped = try #require(syncResponse(try await bob.ask(
-                    RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, limit: 500, requestID: 2))))
+                let capped = try #require(
+                    syncResponse(
+                        try await bob.ask(
+                            RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, limit: 500, requestID: 2)
+                        )
+                    )
+                )
                 #expect(capped.messages.map(\.seq) == Array(101...200) && capped.hasMore && capped.nextFromSeq == 201)
-                let small = try #require(syncResponse(try await bob.ask(
-                    RelayProtocol.syncFrame(.oneToOne("alice"), from: 201, limit: 30, requestID: 3))))
+                let small = try #require(
+                    syncResponse(
+                        try await bob.ask(
+                            RelayProtocol.syncFrame(.oneToOne("alice"), from: 201, limit: 30, requestID: 3)
+                        )
+                    )
+                )
                 #expect(small.messages.map(\.seq) == Array(201...230) && small.hasMore && small.nextFromSeq == 231)
                 // to_seq is inclusive.
-                let ranged = try #require(syncResponse(try await bob.ask(
-                    RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, to: 120, limit: 50, requestID: 4))))
+                let ranged = try #require(
+                    syncResponse(
+                        try await bob.ask(
+                            RelayProtocol.syncFrame(.oneToOne("alice"), from: 101, to: 120, limit: 50, requestID: 4)
+                        )
+                    )
+                )
                 #expect(ranged.messages.map(\.seq) == Array(101...120) && !ranged.hasMore && ranged.nextFromSeq == 121)
                 #expect(ranged.messages.map { $0.firstText ?? "" } == (101...120).map { "m\($0)" })
                 // The sync returns what bob got live.
                 #expect(ranged.messages == Array(bob.collector.messages[100..<120]))
                 // Past the end: nothing, no more.
-                let past = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 251, requestID: 5))))
+                let past = try #require(
+                    syncResponse(
+                        try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 251, requestID: 5))
+                    )
+                )
                 #expect(past.messages.isEmpty && !past.hasMore && past.maxSeq == 250)
                 // A group bob is not in: refused.
-                let refused = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.group("ops"), from: 1, requestID: 6))))
+                let refused = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(.group("ops"), from: 1, requestID: 6)))
+                )
                 #expect(refused.errorCode == RelayProtocol.RequestError.notAMember && refused.messages.isEmpty)
 
                 // max_seq_request: named conversations, and every conversation when none is named.
-                let named = try await bob.ask(request(.maxSeqRequest(MaxSeqRequest.with {
-                    $0.conversations = [.oneToOne("alice"), .oneToOne("nobody")]
-                }), 7))
+                let named = try await bob.ask(
+                    request(
+                        .maxSeqRequest(
+                            MaxSeqRequest.with {
+                                $0.conversations = [.oneToOne("alice"), .oneToOne("nobody")]
+                            }
+                        ),
+                        7
+                    )
+                )
                 guard case .maxSeqResponse(let max)? = named?.payload else {
                     Issue.record("no max_seq_response: \(String(describing: named))")
                     return
@@ -230,7 +290,9 @@ struct RelaySessionTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let text = String(repeating: "x", count: 1000)
                 for k in 1...10 {
-                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "\(k) \(text)", clientMsgID: "b-\(k)")))
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "\(k) \(text)", clientMsgID: "b-\(k)"))
+                    )
                 }
                 #expect(await eventually { alice.collector.acks.count == 10 })
                 #expect(alice.collector.acks.allSatisfy { $0.errorCode == 0 })
@@ -241,7 +303,9 @@ struct RelaySessionTests {
                 var pages = 0
                 while pages < 20 {
                     requestID += 1
-                    let frame = try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: from, requestID: requestID))
+                    let frame = try await bob.ask(
+                        RelayProtocol.syncFrame(.oneToOne("alice"), from: from, requestID: requestID)
+                    )
                     let page = try #require(syncResponse(frame))
                     #expect(frame.map { $0.serializedBytes().count <= maxFrameSize } == true)
                     pages += 1
@@ -263,12 +327,17 @@ struct RelaySessionTests {
             try await withRelay({ $0.maxMessagesPerConversation = 100 }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 for k in 1...150 {
-                    alice.channel.write(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "k-\(k)")), promise: nil)
+                    alice.channel.write(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "k-\(k)")),
+                        promise: nil
+                    )
                 }
                 alice.channel.flush()
                 #expect(await eventually { alice.collector.acks.count == 150 })
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let sync = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1))))
+                let sync = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 1)))
+                )
                 #expect(sync.messages.map(\.seq) == Array(51...150) && !sync.hasMore && sync.maxSeq == 150)
                 await alice.close()
                 await bob.close()
@@ -331,7 +400,9 @@ struct RelaySessionTests {
                 let first = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
                 let second = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
                 #expect(await eventually { !first.channel.isActive })
-                let kicks = first.collector.frames.compactMap { if case .kickedOffline(let k)? = $0.payload { k } else { nil } }
+                let kicks = first.collector.frames.compactMap {
+                    if case .kickedOffline(let k)? = $0.payload { k } else { nil }
+                }
                 #expect(kicks.count == 1)
                 #expect(kicks.first?.reason == .loggedInElsewhere && kicks.first?.otherDeviceID == "phone")
                 #expect(kicks.first?.timeMs ?? 0 > 0)
@@ -347,7 +418,16 @@ struct RelaySessionTests {
         try await withClientGroup { group in
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                let pong = try await alice.ask(request(.ping(Ping.with { $0.id = 42; $0.timeMs = 1 }), 5))
+                let pong = try await alice.ask(
+                    request(
+                        .ping(
+                            Ping.with {
+                                $0.id = 42; $0.timeMs = 1
+                            }
+                        ),
+                        5
+                    )
+                )
                 guard case .pong(let answer)? = pong?.payload else {
                     Issue.record("no pong: \(String(describing: pong))")
                     return
@@ -373,11 +453,16 @@ struct RelaySessionTests {
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                #expect(try await alice.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 11))?.requestID == 11)
+                #expect(
+                    try await alice.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 11))?.requestID
+                        == 11
+                )
                 #expect(alice.collector.result(of: 11)?.errorCode == 0)
                 #expect(try await bob.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 12)) != nil)
                 #expect(bob.collector.result(of: 12)?.errorCode == 0)
-                let joined = { alice.collector.frames.compactMap { if case .membership(let m)? = $0.payload { m } else { nil } } }
+                let joined = {
+                    alice.collector.frames.compactMap { if case .membership(let m)? = $0.payload { m } else { nil } }
+                }
                 #expect(await eventually { joined().count == 1 })
                 #expect(joined().first?.action == .join && joined().first?.userID == "bob")
                 #expect(joined().first?.conversation == .group("team"))
@@ -388,15 +473,24 @@ struct RelaySessionTests {
                 #expect(bob.collector.result(of: 13)?.errorCode == 0)
                 #expect(await eventually { joined().count == 2 })
                 #expect(joined().last?.action == .leave && joined().last?.userID == "bob")
-                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "alone", clientMsgID: "t-2")))
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "alone", clientMsgID: "t-2"))
+                )
                 #expect(await eventually { alice.collector.acks.count == 2 })
                 #expect(bob.collector.messages.count == 1)
 
                 // One-to-one conversations are not joined.
-                let refused = try await alice.ask(request(.membership(MembershipChange.with {
-                    $0.action = .join
-                    $0.conversation = .oneToOne("bob")
-                }), 14))
+                let refused = try await alice.ask(
+                    request(
+                        .membership(
+                            MembershipChange.with {
+                                $0.action = .join
+                                $0.conversation = .oneToOne("bob")
+                            }
+                        ),
+                        14
+                    )
+                )
                 guard case .requestResult(let result)? = refused?.payload else {
                     Issue.record("no request_result")
                     return
@@ -416,26 +510,49 @@ struct RelaySessionTests {
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let channel1 = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
-                let channel2 = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c2" }
-                let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+                let channel1 = Conversation.with {
+                    $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1"
+                }
+                let channel2 = Conversation.with {
+                    $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c2"
+                }
+                let room = Conversation.with {
+                    $0.type = .chatroom; $0.targetID = "lobby"
+                }
                 var requestID: UInt64 = 0
                 for (client, conversation) in [(alice, channel1), (bob, channel1), (alice, room), (bob, room)] {
                     requestID += 1
-                    let join = request(.membership(MembershipChange.with { $0.action = .join; $0.conversation = conversation }), requestID)
+                    let join = request(
+                        .membership(
+                            MembershipChange.with {
+                                $0.action = .join; $0.conversation = conversation
+                            }
+                        ),
+                        requestID
+                    )
                     #expect(try await client.ask(join) != nil)
                     #expect(client.collector.result(of: requestID)?.errorCode == 0)
                 }
                 for (k, conversation) in [channel1, room, channel2, channel1].enumerated() {
-                    try await alice.send(Frame(Message(
-                        from: "alice", in: conversation, elements: [.text("t\(k)")], clientMsgID: "u-\(k)")))
+                    try await alice.send(
+                        Frame(
+                            Message(
+                                from: "alice",
+                                in: conversation,
+                                elements: [.text("t\(k)")],
+                                clientMsgID: "u-\(k)"
+                            )
+                        )
+                    )
                 }
                 #expect(await eventually { alice.collector.acks.count == 4 && bob.collector.messages.count == 3 })
                 #expect(alice.collector.acks.map(\.errorCode) == [0, 0, RelayProtocol.AckError.notAGroupMember, 0])
                 #expect(alice.collector.acks.map(\.seq) == [1, 1, 0, 2])
                 #expect(alice.collector.acks[0].conversation == channel1)
                 #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["t0", "t1", "t3"])
-                let sync = try #require(syncResponse(try await bob.ask(RelayProtocol.syncFrame(channel1, from: 1, requestID: 50))))
+                let sync = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(channel1, from: 1, requestID: 50)))
+                )
                 #expect(sync.messages.map { $0.firstText ?? "" } == ["t0", "t3"] && sync.conversation == channel1)
                 await alice.close()
                 await bob.close()
@@ -447,14 +564,22 @@ struct RelaySessionTests {
         try await withClientGroup { group in
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                let subscribe = request(.presenceSubscription(PresenceSubscription.with {
-                    $0.action = .subscribe
-                    $0.userIDs = ["bob"]
-                }), 21)
+                let subscribe = request(
+                    .presenceSubscription(
+                        PresenceSubscription.with {
+                            $0.action = .subscribe
+                            $0.userIDs = ["bob"]
+                        }
+                    ),
+                    21
+                )
                 #expect(try await alice.ask(subscribe) != nil)
                 #expect(alice.collector.result(of: 21)?.errorCode == 0)
                 #expect(await eventually { alice.collector.presences.count == 1 })
-                #expect(alice.collector.presences.first?.userID == "bob" && alice.collector.presences.first?.status == .offline)
+                #expect(
+                    alice.collector.presences.first?.userID == "bob"
+                        && alice.collector.presences.first?.status == .offline
+                )
 
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
                 #expect(await eventually { alice.collector.presences.count == 2 })
@@ -470,10 +595,15 @@ struct RelaySessionTests {
                 #expect(await eventually { alice.collector.presences.count == 4 })
                 #expect(alice.collector.presences[3].lastSeenMs == offline.lastSeenMs)
 
-                let unsubscribe = request(.presenceSubscription(PresenceSubscription.with {
-                    $0.action = .unsubscribe
-                    $0.userIDs = ["bob"]
-                }), 23)
+                let unsubscribe = request(
+                    .presenceSubscription(
+                        PresenceSubscription.with {
+                            $0.action = .unsubscribe
+                            $0.userIDs = ["bob"]
+                        }
+                    ),
+                    23
+                )
                 #expect(try await alice.ask(unsubscribe) != nil)
                 #expect(alice.collector.result(of: 23)?.errorCode == 0)
                 let bob2 = try await TestClient.connect(to: server, as: "bob", group: group)
@@ -492,70 +622,110 @@ struct RelaySessionTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group)
-                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "react to me", clientMsgID: "r-1")))
-                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "a poll", clientMsgID: "p-1")))
+                try await alice.send(
+                    Frame(Message.c2cText(from: "alice", to: "bob", "react to me", clientMsgID: "r-1"))
+                )
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "a poll", clientMsgID: "p-1"))
+                )
                 #expect(await eventually { bob.collector.messages.count == 2 && carol.collector.messages.count == 1 })
                 let direct = bob.collector.messages[0]
                 let poll = bob.collector.messages[1]
 
                 // One-to-one: bob's reaction goes back to the sender of the message (alice).
-                let reaction = Frame(.reaction(ReactionEvent.with {
-                    $0.message = direct.reference
-                    $0.userID = "bob"
-                    $0.emoji = "👍"
-                    $0.action = .add
-                    $0.timeMs = 1
-                }))
+                let reaction = Frame(
+                    .reaction(
+                        ReactionEvent.with {
+                            $0.message = direct.reference
+                            $0.userID = "bob"
+                            $0.emoji = "👍"
+                            $0.action = .add
+                            $0.timeMs = 1
+                        }
+                    )
+                )
                 try await bob.send(reaction)
                 // A disappearing timer in the one-to-one conversation, from alice: to bob.
-                let timer = Frame(.disappearingTimer(DisappearingTimerEvent.with {
-                    $0.conversation = .oneToOne("bob")
-                    $0.expireAfterS = 60
-                    $0.operatorID = "alice"
-                }))
+                let timer = Frame(
+                    .disappearingTimer(
+                        DisappearingTimerEvent.with {
+                            $0.conversation = .oneToOne("bob")
+                            $0.expireAfterS = 60
+                            $0.operatorID = "alice"
+                        }
+                    )
+                )
                 try await alice.send(timer)
                 // Group: a pin, a vote and a poll update reach the other members.
-                let pin = Frame(.pin(PinEvent.with {
-                    $0.conversation = .group("team")
-                    $0.message = poll.reference
-                    $0.pinned = true
-                    $0.operatorID = "bob"
-                }))
-                let vote = Frame(.pollVote(PollVoteEvent.with {
-                    $0.pollMessage = poll.reference
-                    $0.pollID = "poll-1"
-                    $0.voterID = "bob"
-                    $0.optionIDs = [2]
-                }))
-                let update = Frame(.pollUpdate(PollUpdate.with {
-                    $0.pollMessage = poll.reference
-                    $0.pollID = "poll-1"
-                    $0.closed = true
-                    $0.closedBy = "alice"
-                    $0.voterCount = 1
-                }))
+                let pin = Frame(
+                    .pin(
+                        PinEvent.with {
+                            $0.conversation = .group("team")
+                            $0.message = poll.reference
+                            $0.pinned = true
+                            $0.operatorID = "bob"
+                        }
+                    )
+                )
+                let vote = Frame(
+                    .pollVote(
+                        PollVoteEvent.with {
+                            $0.pollMessage = poll.reference
+                            $0.pollID = "poll-1"
+                            $0.voterID = "bob"
+                            $0.optionIDs = [2]
+                        }
+                    )
+                )
+                let update = Frame(
+                    .pollUpdate(
+                        PollUpdate.with {
+                            $0.pollMessage = poll.reference
+                            $0.pollID = "poll-1"
+                            $0.closed = true
+                            $0.closedBy = "alice"
+                            $0.voterCount = 1
+                        }
+                    )
+                )
                 let events: Set<Frame.Payload.Kind?> = [.reaction, .disappearingTimer, .pin, .pollVote, .pollUpdate]
-                func received(_ client: TestClient) -> [Frame] { client.collector.frames.filter { events.contains($0.payload?.kind) } }
+                func received(_ client: TestClient) -> [Frame] {
+                    client.collector.frames.filter { events.contains($0.payload?.kind) }
+                }
                 try await bob.send(pin)
                 try await bob.send(vote)
                 // Once alice has bob's vote, carol has it too: alice's update comes after it everywhere.
                 #expect(await eventually { received(alice).count == 3 })
                 try await alice.send(update)
-                #expect(await eventually { received(alice).count == 3 && received(bob).count == 2 && received(carol).count == 3 })
+                #expect(
+                    await eventually {
+                        received(alice).count == 3 && received(bob).count == 2 && received(carol).count == 3
+                    }
+                )
                 // Forwarded unchanged but for the receiving user's stream position, which only grows.
                 for client in [alice, bob, carol] {
                     let positions = received(client).map(\.streamPosition)
                     #expect(positions.allSatisfy { $0 > 0 } && positions == positions.sorted(), "\(positions)")
                 }
                 func unstamped(_ frames: [Frame]) -> [Frame] {
-                    frames.map { var frame = $0; frame.streamPosition = 0; return frame }
+                    frames.map {
+                        var frame = $0; frame.streamPosition = 0; return frame
+                    }
                 }
                 #expect(unstamped(received(alice)) == [reaction, pin, vote])
                 #expect(unstamped(received(bob)) == [timer, update])
                 #expect(unstamped(received(carol)) == [pin, vote, update])
                 // Not a member: refused with a notice, the connection kept.
                 let outsider = try await TestClient.connect(to: server, as: "dave", group: group)
-                try await outsider.send(Frame(.pin(PinEvent.with { $0.conversation = .group("team"); $0.pinned = true })))
+                try await outsider.send(
+                    Frame(
+                        .pin(
+                            PinEvent.with {
+                                $0.conversation = .group("team"); $0.pinned = true
+                            }
+                        )
+                    )
+                )
                 #expect(await eventually { outsider.collector.notices.contains { $0.params["code"] == "unroutable" } })
                 #expect(received(alice).count == 3 && outsider.channel.isActive)
                 for client in [alice, bob, carol, outsider] { await client.close() }

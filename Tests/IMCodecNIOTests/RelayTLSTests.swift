@@ -21,7 +21,9 @@ struct RelayTLSTests {
         var key: String { folder.appendingPathComponent("key.pem").path }
 
         static func make() async throws -> Certificate {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-tls-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "imcodec-tls-\(UUID().uuidString)"
+            )
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let made = Certificate(folder: folder)
             let (status, output) = try await runProcess([
@@ -67,11 +69,20 @@ struct RelayTLSTests {
         defer { certificate.remove() }
         let tls = try RelayTLS(certificateFile: certificate.certificate, keyFile: certificate.key)
         try await withClientGroup { group in
-            try await withRelay({ $0.tls = tls; $0.webSocketPort = 0 }) { server in
+            try await withRelay({
+                $0.tls = tls; $0.webSocketPort = 0
+            }) { server in
                 let carol = try await TestClient.connect(
-                    port: server.port, as: "carol", group: group, tls: try certificate.clientContext())
+                    port: server.port,
+                    as: "carol",
+                    group: group,
+                    tls: try certificate.clientContext()
+                )
                 let alice = try await RawWebSocketClient.connect(
-                    to: server, group: group, tls: try certificate.clientContext())
+                    to: server,
+                    group: group,
+                    tls: try certificate.clientContext()
+                )
                 try await alice.login("alice")
                 try await alice.send(Frame(Message.c2cText(from: "alice", to: "carol", "over wss", clientMsgID: "w-1")))
                 #expect(await eventually { carol.collector.messages.count == 1 })
@@ -103,7 +114,9 @@ struct RelayTLSTests {
         defer { certificate.remove() }
         let tls = try RelayTLS(certificateFile: certificate.certificate, keyFile: certificate.key)
         try await withClientGroup { group in
-            try await withRelay({ $0.tls = tls; $0.loginTimeout = .milliseconds(300); $0.webSocketPort = 0 }) { server in
+            try await withRelay({
+                $0.tls = tls; $0.loginTimeout = .milliseconds(300); $0.webSocketPort = 0
+            }) { server in
                 // Connected, silent: no ClientHello, so no login either.
                 let silent = try await TestClient.connect(port: server.port, as: nil, group: group)
                 let silentWebSocket = try await RawWebSocketClient.connectRaw(to: server, group: group)
@@ -153,7 +166,8 @@ struct RelayTLSTests {
         for (cert, key, named) in cases {
             // Under `timeout`: a relay that started anyway would be stopped (status 124), not wait forever.
             let (status, output) = try await runProcess([
-                "timeout", "20", relay.path, "serve", "--port", "0", "--store", "memory", "--data-dir", certificate.folder.path,
+                "timeout", "20", relay.path, "serve", "--port", "0", "--store", "memory", "--data-dir",
+                certificate.folder.path,
                 "--tls-cert", cert, "--tls-key", key,
             ])
             #expect(status == 1, "\(output)")

@@ -34,11 +34,17 @@ struct RelayTests {
         // A frame without a message is refused; so is one the stamp would push past the frame limit.
         #expect(throws: IMCodecError(code: .payloadMismatch, reason: "")) {
             try RelayProtocol.stampedFrame(
-                body: ByteBuffer(bytes: SampleFrames.notice.serializedBytes()), stamp: stamp, decoder: decoder)
+                body: ByteBuffer(bytes: SampleFrames.notice.serializedBytes()),
+                stamp: stamp,
+                decoder: decoder
+            )
         }
         #expect(throws: IMCodecError(code: .tooLarge, reason: "")) {
             try RelayProtocol.stampedFrame(
-                body: body, stamp: stamp, decoder: WireDecoder(options: DecodingOptions(maxInputSize: sent.count)))
+                body: body,
+                stamp: stamp,
+                decoder: WireDecoder(options: DecodingOptions(maxInputSize: sent.count))
+            )
         }
     }
 
@@ -64,13 +70,15 @@ struct RelayTests {
     }
 
     @Test func groupsFilesParse() throws {
-        let groups = try parseGroups("""
+        let groups = try parseGroups(
+            """
             # teams
             team: alice bob, carol
             ops:dave   # on call
 
             team: erin
-            """)
+            """
+        )
         #expect(groups == ["team": ["alice", "bob", "carol", "erin"], "ops": ["dave"]])
         #expect(throws: (any Error).self) { try parseGroups("no colon here") }
     }
@@ -114,12 +122,21 @@ struct RelayTests {
             #expect(ack.serverTimeMs > 0 && ack.conversation == .oneToOne("bob"))
             let received = bob.collector.messages[0]
             #expect(received.clientMsgID == "a-1" && received.previewText == "hello" && received.senderID == "alice")
-            #expect(received.seq == 1 && received.serverMsgUID == ack.serverMsgUID && received.serverTimeMs == ack.serverTimeMs)
+            #expect(
+                received.seq == 1 && received.serverMsgUID == ack.serverMsgUID
+                    && received.serverTimeMs == ack.serverTimeMs
+            )
 
             // Delivery and read receipts go back to the sender.
-            try await bob.send(Frame(.receipt(MessageReceipt.with {
-                $0.kind = .delivered; $0.message = received.reference; $0.userID = "bob"
-            })))
+            try await bob.send(
+                Frame(
+                    .receipt(
+                        MessageReceipt.with {
+                            $0.kind = .delivered; $0.message = received.reference; $0.userID = "bob"
+                        }
+                    )
+                )
+            )
             try await bob.send(Frame.readReceipt(for: received.reference, by: "bob"))
             #expect(await eventually { alice.collector.frames.filter { $0.payload?.kind == .receipt }.count == 2 })
 
@@ -137,14 +154,22 @@ struct RelayTests {
             // An edit and a recall reach the peer unchanged (an edit after the recall would be refused).
             var edited = received
             edited.elements = [.text("hello (edited)")]
-            try await alice.send(Frame(.edit(EditEvent.with {
-                $0.message = received.reference; $0.newMessage = edited; $0.editorID = "alice"
-            })))
+            try await alice.send(
+                Frame(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = received.reference; $0.newMessage = edited; $0.editorID = "alice"
+                        }
+                    )
+                )
+            )
             try await alice.send(Frame.recall(received.reference, by: "alice"))
-            #expect(await eventually {
-                bob.collector.frames.contains { $0.payload?.kind == .recall }
-                    && bob.collector.frames.contains { $0.payload?.kind == .edit }
-            })
+            #expect(
+                await eventually {
+                    bob.collector.frames.contains { $0.payload?.kind == .recall }
+                        && bob.collector.frames.contains { $0.payload?.kind == .edit }
+                }
+            )
 
             // Errors that keep the connection: wrong sender, not a member. A message to a user who is
             // not online is accepted (stored for sync).
@@ -152,16 +177,20 @@ struct RelayTests {
             try await carol.send(Frame(Message.c2cText(from: "carol", to: "nobody", "x", clientMsgID: "c-2")))
             try await carol.send(Frame(Message.groupText(from: "carol", group: "ops", "x", clientMsgID: "c-3")))
             #expect(await eventually { carol.collector.acks.count == 3 })
-            #expect(carol.collector.acks.map(\.errorCode) == [
-                RelayProtocol.AckError.senderMismatch, 0, RelayProtocol.AckError.notAGroupMember,
-            ])
+            #expect(
+                carol.collector.acks.map(\.errorCode) == [
+                    RelayProtocol.AckError.senderMismatch, 0, RelayProtocol.AckError.notAGroupMember,
+                ]
+            )
             #expect(carol.collector.acks[1].seq == 1)
             #expect(carol.channel.isActive)
 
             // A second login of the same user and device (no device id) replaces the first connection.
             let bob2 = try await TestClient.connect(to: server, as: "bob", group: group)
             #expect(await eventually { !bob.channel.isActive })
-            let kicked = bob.collector.frames.compactMap { if case .kickedOffline(let k)? = $0.payload { k } else { nil } }
+            let kicked = bob.collector.frames.compactMap {
+                if case .kickedOffline(let k)? = $0.payload { k } else { nil }
+            }
             #expect(kicked.count == 1)
             #expect(kicked.first?.reason == .loggedInElsewhere && kicked.first?.otherDeviceID == "")
             try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "a-4")))
@@ -196,24 +225,37 @@ struct RelayTests {
         let lines = NIOLockedLines()
         try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
             let bob = try await ChatClient.connect(
-                host: "127.0.0.1", port: server.port, user: "bob", token: try await TestAuth.token("bob"),
-                deviceID: "bob-chat", joins: [], output: { lines.append("bob", $0) }
+                host: "127.0.0.1",
+                port: server.port,
+                user: "bob",
+                token: try await TestAuth.token("bob"),
+                deviceID: "bob-chat",
+                joins: [],
+                output: { lines.append("bob", $0) }
             )
             let alice = try await ChatClient.connect(
-                host: "127.0.0.1", port: server.port, user: "alice", token: try await TestAuth.token("alice"),
-                deviceID: "alice-chat", joins: [], output: { lines.append("alice", $0) }
+                host: "127.0.0.1",
+                port: server.port,
+                user: "alice",
+                token: try await TestAuth.token("alice"),
+                deviceID: "alice-chat",
+                joins: [],
+                output: { lines.append("alice", $0) }
             )
             // alice recalls her one-to-one message; bob then reacts to her group message.
             #expect(await alice.perform(.sendDirect(to: "bob", text: "hi bob")))
             #expect(await alice.perform(.recall))
             #expect(await alice.perform(.sendGroup(group: "team", text: "hi team")))
             #expect(await !alice.perform(.quit))
-            #expect(await eventually {
-                lines.all.contains("bob: [alice] hi bob  (seq 1)")
-                    && lines.all.contains("bob: [alice in #team] hi team  (seq 1)")
-                    && lines.all.contains { $0.hasPrefix("bob: * alice recalled a message") }
-                    && lines.all.contains { $0.hasPrefix("alice: ✓✓ bob read your message") }
-            }, "\(lines.all)")
+            #expect(
+                await eventually {
+                    lines.all.contains("bob: [alice] hi bob  (seq 1)")
+                        && lines.all.contains("bob: [alice in #team] hi team  (seq 1)")
+                        && lines.all.contains { $0.hasPrefix("bob: * alice recalled a message") }
+                        && lines.all.contains { $0.hasPrefix("alice: ✓✓ bob read your message") }
+                },
+                "\(lines.all)"
+            )
             // bob reacts to the last message he received (alice's group message): alice sees it.
             #expect(await bob.perform(.react("👍")))
             #expect(await eventually { lines.all.contains("alice: * bob reacted 👍 (seq 1)") }, "\(lines.all)")
@@ -233,11 +275,18 @@ extension RelayTests {
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 func send(_ k: Int) async throws {
-                    try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "m-\(k)")))
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "m-\(k)"))
+                    )
                 }
                 let bob = try await ChatClient.connect(
-                    host: "127.0.0.1", port: server.port, user: "bob", token: try await TestAuth.token("bob"),
-                    deviceID: "bob-chat", joins: [], output: { lines.append("bob", $0) }
+                    host: "127.0.0.1",
+                    port: server.port,
+                    user: "bob",
+                    token: try await TestAuth.token("bob"),
+                    deviceID: "bob-chat",
+                    joins: [],
+                    output: { lines.append("bob", $0) }
                 )
                 for k in 1...3 { try await send(k) }
                 #expect(await eventually { lines.all.contains("bob: [alice] m3  (seq 3)") })
@@ -248,8 +297,13 @@ extension RelayTests {
                 #expect(await eventually { alice.collector.acks.count == 6 })
                 // connect completes once the sync is done: m4...m6 are shown by then.
                 let again = try await ChatClient.connect(
-                    host: "127.0.0.1", port: server.port, user: "bob", token: try await TestAuth.token("bob"),
-                    deviceID: "bob-chat", joins: [], resume: state,
+                    host: "127.0.0.1",
+                    port: server.port,
+                    user: "bob",
+                    token: try await TestAuth.token("bob"),
+                    deviceID: "bob-chat",
+                    joins: [],
+                    resume: state,
                     output: { lines.append("bob2", $0) }
                 )
                 let shown = { lines.all.filter { $0.hasPrefix("bob2: [alice]") } }

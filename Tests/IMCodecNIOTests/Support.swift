@@ -31,14 +31,22 @@ enum SampleFrames {
     }()
 
     static let notice: Frame = {
-        Frame(.systemNotice(SystemNotice.with { $0.type = "login"; $0.params = ["user_id": alice] }))
+        Frame(
+            .systemNotice(
+                SystemNotice.with {
+                    $0.type = "login"; $0.params = ["user_id": alice]
+                }
+            )
+        )
     }()
 
     static let empty = Frame()
 
     static let merger: Frame = {
         let inner = (0..<5).map { Message.c2cText(from: alice, to: bob, "line \($0)", clientMsgID: "m-\($0)") }
-        return Frame(Message.merger(from: alice, in: .oneToOne(bob), title: "history", messages: inner, clientMsgID: "c-5"))
+        return Frame(
+            Message.merger(from: alice, in: .oneToOne(bob), title: "history", messages: inner, clientMsgID: "c-5")
+        )
     }()
 
     static let all: [Frame] = { [c2c, group, receipt, recall, notice, empty, merger] }()
@@ -48,9 +56,12 @@ enum SampleFrames {
         var message = Message.c2cText(from: alice, to: bob, "core", clientMsgID: "bomb")
         for _ in 0..<layers {
             message = Message(
-                from: alice, in: .oneToOne(bob),
+                from: alice,
+                in: .oneToOne(bob),
                 elements: [.merger(title: "", abstracts: [], compatibleText: "", messages: [message])],
-                clientMsgID: "b", clientTimeMs: 0)
+                clientMsgID: "b",
+                clientTimeMs: 0
+            )
         }
         return Frame(message)
     }

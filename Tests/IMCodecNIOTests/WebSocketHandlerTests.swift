@@ -65,7 +65,9 @@ struct WebSocketHandlerTests {
         // A reason longer than a close frame holds is cut on a character boundary.
         let reason = String(repeating: "é", count: 100)
         channel.pipeline.triggerUserOutboundEvent(
-            WebSocketFrameHandler.CloseRequest(code: .policyViolation, reason: reason), promise: nil)
+            WebSocketFrameHandler.CloseRequest(code: .policyViolation, reason: reason),
+            promise: nil
+        )
         let closed = channel.close()
         let close = try #require(try channel.readOutbound(as: WebSocketFrame.self))
         #expect(close.opcode == .connectionClose)

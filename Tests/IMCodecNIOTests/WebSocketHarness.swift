@@ -55,14 +55,18 @@ struct RawWebSocketClient: Sendable {
     /// Connects to the relay's WebSocket port and completes the upgrade handshake.
     /// With `tls`, over TLS (`wss://`), checking the relay's certificate for `localhost`.
     static func connect(
-        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil, tls: NIOSSLContext? = nil
+        to server: RelayServer,
+        group: any EventLoopGroup,
+        receiveBuffer: Int? = nil,
+        tls: NIOSSLContext? = nil
     ) async throws -> RawWebSocketClient {
         let client = try await connectRaw(to: server, group: group, receiveBuffer: receiveBuffer, tls: tls)
         var request = ByteBuffer()
         request.writeString(
             "GET /chat HTTP/1.1\r\nHost: 127.0.0.1:\(server.webSocketPort ?? 0)\r\nUpgrade: websocket\r\n"
                 + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                + "Sec-WebSocket-Version: 13\r\n\r\n")
+                + "Sec-WebSocket-Version: 13\r\n\r\n"
+        )
         try await client.channel.writeAndFlush(request).get()
         let upgraded = await eventually { client.responseHead != nil }
         #expect(upgraded, "no handshake response")
@@ -75,19 +79,24 @@ struct RawWebSocketClient: Sendable {
 
     /// Connects to the WebSocket port without a handshake.
     static func connectRaw(
-        to server: RelayServer, group: any EventLoopGroup, receiveBuffer: Int? = nil, tls: NIOSSLContext? = nil
+        to server: RelayServer,
+        group: any EventLoopGroup,
+        receiveBuffer: Int? = nil,
+        tls: NIOSSLContext? = nil
     ) async throws -> RawWebSocketClient {
         let collector = ByteCollector()
         var bootstrap = ClientBootstrap(group: group)
         if let receiveBuffer {
             bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
         }
-        let channel = try await bootstrap
+        let channel =
+            try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
                         try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: tls, serverHostname: "localhost"))
+                            NIOSSLClientHandler(context: tls, serverHostname: "localhost")
+                        )
                     }
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }

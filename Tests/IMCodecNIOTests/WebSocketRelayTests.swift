@@ -16,12 +16,16 @@ import Testing
 struct WebSocketRelayTests {
     /// Starts a relay with a WebSocket port too.
     private func withWebSocketRelay<R>(
-        _ configure: (inout RelayConfiguration) -> Void = { _ in }, _ body: (RelayServer) async throws -> R
+        _ configure: (inout RelayConfiguration) -> Void = { _ in },
+        _ body: (RelayServer) async throws -> R
     ) async throws -> R {
-        try await withRelay({ configuration in
-            configuration.webSocketPort = 0
-            configure(&configuration)
-        }, body)
+        try await withRelay(
+            { configuration in
+                configuration.webSocketPort = 0
+                configure(&configuration)
+            },
+            body
+        )
     }
 
     /// Scripts/ws_client.py (Python's `websockets` and Google's protobuf, installed by Scripts/bootstrap)
@@ -38,8 +42,16 @@ struct WebSocketRelayTests {
                 let answered = Task {
                     let got = await eventually(60) { carol.collector.messages.contains { $0.senderID == "alice" } }
                     guard got else { return false }
-                    try await carol.send(Frame(Message.c2cText(
-                        from: "carol", to: "alice", "hi alice, from TCP", clientMsgID: "tcp-1")))
+                    try await carol.send(
+                        Frame(
+                            Message.c2cText(
+                                from: "carol",
+                                to: "alice",
+                                "hi alice, from TCP",
+                                clientMsgID: "tcp-1"
+                            )
+                        )
+                    )
                     return true
                 }
                 // The Python client mints its own tokens (HS256, standard library) from the relay's secret.
@@ -47,18 +59,24 @@ struct WebSocketRelayTests {
                     .appendingPathComponent("imcodec-ws-secret-\(UUID().uuidString)")
                 try Data((TestAuth.secret + "\n").utf8).write(to: secretFile)
                 defer { try? FileManager.default.removeItem(at: secretFile) }
-                let (status, output) = try await runProcess([
-                    "timeout", "120", "python3", "Scripts/ws_client.py", "--port", "\(wsPort)", "--tcp-peer", "carol",
-                    "--auth-secret-file", secretFile.path,
-                ], environment: ["PYTHONDONTWRITEBYTECODE": "1"])
+                let (status, output) = try await runProcess(
+                    [
+                        "timeout", "120", "python3", "Scripts/ws_client.py", "--port", "\(wsPort)", "--tcp-peer",
+                        "carol",
+                        "--auth-secret-file", secretFile.path,
+                    ],
+                    environment: ["PYTHONDONTWRITEBYTECODE": "1"]
+                )
                 let carolAnswered = try await answered.value
                 let lines = output.split(separator: "\n").map(String.init)
                 #expect(
                     status == 0,
-                    "Scripts/ws_client.py failed (install its packages with Scripts/bootstrap):\n\(output)")
+                    "Scripts/ws_client.py failed (install its packages with Scripts/bootstrap):\n\(output)"
+                )
                 let expected = [
                     "OK login alice session=", "OK login bob session=", "OK join alice #pyteam", "OK join bob #pyteam",
-                    "OK membership alice saw bob join #pyteam", "OK heartbeat alice pong id=7", "OK ack py-1 seq=1 uid=",
+                    "OK membership alice saw bob join #pyteam", "OK heartbeat alice pong id=7",
+                    "OK ack py-1 seq=1 uid=",
                     "OK delivery bob text='hello bob, from Python 🐍' seq=1 uid=", "OK receipt alice from=bob uid=",
                     "OK recall bob uid=", "OK pong alice", "OK ack py-2 seq=1 uid=",
                     "OK answer alice from=carol text='hi alice, from TCP' seq=2", "OK close alice code=1000",
@@ -105,7 +123,10 @@ struct WebSocketRelayTests {
                 let third = bytes.count / 3
                 try await alice.send(opcode: WSOpcode.binary, payload: Array(bytes[..<third]), fin: false)
                 try await alice.send(
-                    opcode: WSOpcode.continuation, payload: Array(bytes[third..<2 * third]), fin: false)
+                    opcode: WSOpcode.continuation,
+                    payload: Array(bytes[third..<2 * third]),
+                    fin: false
+                )
                 try await alice.send(opcode: WSOpcode.ping, payload: Array("are you there".utf8))
                 try await alice.send(opcode: WSOpcode.continuation, payload: Array(bytes[(2 * third)...]))
                 #expect(await eventually { bob.collector.messages.count == 1 })
@@ -388,9 +409,11 @@ struct WebSocketRelayTests {
                 }
                 try await traffic(5)
                 let total = sent
-                #expect(await eventually(30) {
-                    bob.chatMessages.count == total && dave.collector.messages.count == total
-                })
+                #expect(
+                    await eventually(30) {
+                        bob.chatMessages.count == total && dave.collector.messages.count == total
+                    }
+                )
                 #expect(bob.chatMessages.map { $0.firstText ?? "" } == (1...total).map { "b\($0)" })
                 #expect(dave.collector.messages.map { $0.firstText ?? "" } == (1...total).map { "d\($0)" })
                 #expect(bob.chatMessages.map(\.seq) == (1...total).map { UInt64($0) })

@@ -185,7 +185,9 @@ struct ArenaTests {
         #expect(message.n_target_receivers == 5)
         #expect(message.n_custom_params == 3)
         let value = message.custom_params[2]!.pointee.value
-        #expect(String(decoding: UnsafeBufferPointer(start: value.data, count: value.len), as: UTF8.self) == "value 2 😀")
+        #expect(
+            String(decoding: UnsafeBufferPointer(start: value.data, count: value.len), as: UTF8.self) == "value 2 😀"
+        )
         #expect(message.n_elements == 4)
         #expect(message.base.n_unknown_fields == 2)
         // Every message protobuf-c made lives in the arena's memory; free_unpacked is a no-op.

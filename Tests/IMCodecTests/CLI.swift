@@ -31,20 +31,30 @@ enum CLI {
         let bin = executable.deletingLastPathComponent().path
         return try run(
             ["-c", "set -e -o pipefail\nBIN='\(bin)'\ncd '\(Protoc.root.path)'\n" + script],
-            executable: URL(fileURLWithPath: "/bin/bash"))
+            executable: URL(fileURLWithPath: "/bin/bash")
+        )
     }
 
     static func run(_ arguments: [String], input: [UInt8] = [], executable: URL? = nil) throws -> Result {
-        let executable = try #require(executable ?? CLI.executable, "the imcodec executable was not built next to the tests")
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-cli-\(UUID().uuidString)")
+        let executable = try #require(
+            executable ?? CLI.executable,
+            "the imcodec executable was not built next to the tests"
+        )
+        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-cli-\(UUID().uuidString)"
+        )
         try Data(input).write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let stdoutFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-out-\(UUID().uuidString)")
-        let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-err-\(UUID().uuidString)")
+        let stdoutFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-out-\(UUID().uuidString)"
+        )
+        let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-err-\(UUID().uuidString)"
+        )
         _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         defer {
@@ -58,6 +68,7 @@ enum CLI {
         return Result(
             status: process.terminationStatus,
             stdout: [UInt8](try Data(contentsOf: stdoutFile)),
-            stderr: String(decoding: try Data(contentsOf: stderrFile), as: UTF8.self))
+            stderr: String(decoding: try Data(contentsOf: stderrFile), as: UTF8.self)
+        )
     }
 }

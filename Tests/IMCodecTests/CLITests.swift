@@ -5,7 +5,10 @@ import Testing
 #if Tools  // the imcodec tool is built with the Tools trait (Package.swift)
 @Suite("The imcodec command-line tool")
 struct CLITests {
-    @Test("decode prints each valid fixture's JSON; encode of that JSON gives its bytes", arguments: FixtureFiles.validNames)
+    @Test(
+        "decode prints each valid fixture's JSON; encode of that JSON gives its bytes",
+        arguments: FixtureFiles.validNames
+    )
     func fixtureThroughExecutable(name: String) throws {
         let binpb = FixtureFiles.valid.appendingPathComponent(name + ".binpb")
         let jsonURL = FixtureFiles.valid.appendingPathComponent(name + ".json")
@@ -24,7 +27,10 @@ struct CLITests {
         #expect(try CLI.run(["encode"], input: Array(expected.utf8)).stdout == encoded.stdout)
     }
 
-    @Test("decode of each invalid fixture exits 1 with one error line: code, reason, offset", arguments: FixtureFiles.invalidNames)
+    @Test(
+        "decode of each invalid fixture exits 1 with one error line: code, reason, offset",
+        arguments: FixtureFiles.invalidNames
+    )
     func invalidThroughExecutable(file: String) throws {
         let testCase = try #require(FixtureFiles.invalidCases[file])
         var arguments = ["decode", FixtureFiles.invalid.appendingPathComponent(file).path]
@@ -99,8 +105,10 @@ struct CLITests {
         let bogus = try CLI.run(["help", "bogus"])
         #expect(bogus.status == 2)
         #expect(bogus.stdout.isEmpty)
-        #expect(bogus.stderr.hasPrefix("imcodec: unknown help topic 'bogus'; the topics are: demo, decode,"),
-                "\(bogus.stderr)")
+        #expect(
+            bogus.stderr.hasPrefix("imcodec: unknown help topic 'bogus'; the topics are: demo, decode,"),
+            "\(bogus.stderr)"
+        )
         #expect(try CLI.run(["help", "decode", "bogus"]).status == 2)
         let decode = try CLI.run(["help", "decode"])
         #expect(decode.status == 0 && decode.text.contains("--delimited") && decode.text.contains("--fail-fast"))
@@ -126,8 +134,12 @@ struct CLITests {
             #expect(help.contains(start) && help.contains(usage), "\(help)")
         }
         let readme = flat(try String(contentsOf: Protoc.root.appendingPathComponent("README.md"), encoding: .utf8))
-        let relayReadme = flat(try String(
-            contentsOf: Protoc.root.appendingPathComponent("Sources/imcodec-relay/README.md"), encoding: .utf8))
+        let relayReadme = flat(
+            try String(
+                contentsOf: Protoc.root.appendingPathComponent("Sources/imcodec-relay/README.md"),
+                encoding: .utf8
+            )
+        )
         for text in [readme, relayReadme] {
             #expect(text.contains("0 success, 1 failure (") && text.contains(usage))
         }
@@ -162,23 +174,29 @@ struct CLITests {
 
     @Test("demo writes, reads back and checks every message kind")
     func demo() throws {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-demo-test-\(UUID().uuidString)")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-demo-test-\(UUID().uuidString)"
+        )
         defer { try? FileManager.default.removeItem(at: output) }
         let result = try CLI.run(["demo", "--output", output.path])
         #expect(result.status == 0, "\(result.stderr)")
         let text = result.text
-        for expected in [".user(\"bob\") from alice", "@ alice, @carol", "image png", "elements (4)", "merger \"Launch thread\"",
-                         "merger \"Staging test\"", "read receipt", "2 read, 1 unread", "recall of", "edit of",
-                         "ack for a-0001: accepted", "rejected with 80001",
-                         "every frame decodes equal to what was encoded"] {
+        for expected in [
+            ".user(\"bob\") from alice", "@ alice, @carol", "image png", "elements (4)", "merger \"Launch thread\"",
+            "merger \"Staging test\"", "read receipt", "2 read, 1 unread", "recall of", "edit of",
+            "ack for a-0001: accepted", "rejected with 80001",
+            "every frame decodes equal to what was encoded",
+        ] {
             #expect(text.contains(expected), "demo transcript lacks \(expected)")
         }
         #expect(!text.contains("DIFFERS"))
-        for expected in ["login of bob", "resumes from group team-apollo seq 5001", "newest group team-apollo seq 5003",
-                         "sync page of group team-apollo: 2 message(s), complete", "bob is online", "carol reacted 🎉",
-                         "in the thread of message group-apollo-5001", "poll \"Launch dinner?\"", "bob voted 1",
-                         "poll poll-launch closed", "bob is away", "refused as it must be: unsupportedVersion",
-                         "the frame for a schema-3 reader was refused"] {
+        for expected in [
+            "login of bob", "resumes from group team-apollo seq 5001", "newest group team-apollo seq 5003",
+            "sync page of group team-apollo: 2 message(s), complete", "bob is online", "carol reacted 🎉",
+            "in the thread of message group-apollo-5001", "poll \"Launch dinner?\"", "bob voted 1",
+            "poll poll-launch closed", "bob is away", "refused as it must be: unsupportedVersion",
+            "the frame for a schema-3 reader was refused",
+        ] {
             #expect(text.contains(expected), "demo transcript lacks \(expected)")
         }
         let written = try FixtureFiles.bytes(output)
@@ -202,8 +220,10 @@ struct CLITests {
     func version() throws {
         let result = try CLI.run(["--version"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.text == "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), "
-            + "schema imcodec.v1, schema_version \(Frame.currentSchemaVersion))\n")
+        #expect(
+            result.text == "imcodec \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), "
+                + "schema imcodec.v1, schema_version \(Frame.currentSchemaVersion))\n"
+        )
         #expect(IMCodecRelease.schemaVersion == Frame(Message()).schemaVersion)
     }
 
@@ -231,7 +251,9 @@ struct CLITests {
 
     @Test("a frame with no payload: validate exits 1 with missingPayload; inspect says what is missing and exits 1")
     func frameWithoutPayload() throws {
-        let versionsOnly = Frame.with { $0.schemaVersion = 1; $0.minReaderVersion = 1 }.serializedBytes()
+        let versionsOnly = Frame.with {
+            $0.schemaVersion = 1; $0.minReaderVersion = 1
+        }.serializedBytes()
         let validate = try CLI.run(["validate"], input: versionsOnly)
         #expect(validate.status == 1)
         #expect(validate.text.contains("[missingPayload]"), "\(validate.text)")
@@ -254,8 +276,11 @@ struct CLITests {
         #expect(delimited.status == 1)
         #expect(delimited.text.contains("validate: ok") && delimited.text.contains("missing: the payload"))
         let second = Delimited.serialize([first]).count
-        #expect(delimited.stderr == "imcodec: record 2 at byte \(second): the frame has no payload\n"
-            + "imcodec: 1 of 2 record(s) failed\n", "\(delimited.stderr)")
+        #expect(
+            delimited.stderr == "imcodec: record 2 at byte \(second): the frame has no payload\n"
+                + "imcodec: 1 of 2 record(s) failed\n",
+            "\(delimited.stderr)"
+        )
     }
 
     @Test("decode, validate and inspect of JSON say it looks like JSON and suggest imcodec encode")
@@ -265,8 +290,10 @@ struct CLITests {
             let result = try CLI.run(arguments)
             #expect(result.status == 1, "\(arguments)")
             #expect(result.stderr.split(separator: "\n").count == 1)
-            #expect(result.stderr.contains("looks like JSON") && result.stderr.contains("imcodec encode"),
-                    "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains("looks like JSON") && result.stderr.contains("imcodec encode"),
+                "\(arguments): \(result.stderr)"
+            )
         }
         // White space before the brace, and --delimited, too.
         let spaced = try CLI.run(["decode"], input: Array(" \n\t{\"message\": {}}".utf8))
@@ -304,9 +331,13 @@ struct CLITests {
         // `script` (util-linux) runs the command with its standard output on a pseudo-terminal.
         let refused = try CLI.shell("script -q -e -c \"$BIN/imcodec encode \(json)\" /dev/null")
         #expect(refused.status == 2)
-        #expect(refused.text.contains(
-            "imcodec: refusing to write binary protobuf to a terminal; redirect standard output, use -o FILE, "
-                + "or pass --force"), "\(refused.text)")
+        #expect(
+            refused.text.contains(
+                "imcodec: refusing to write binary protobuf to a terminal; redirect standard output, use -o FILE, "
+                    + "or pass --force"
+            ),
+            "\(refused.text)"
+        )
         let forced = try CLI.shell("script -q -e -c \"$BIN/imcodec encode --force \(json)\" /dev/null >/dev/null")
         #expect(forced.status == 0, "\(forced.stderr)")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-o-\(UUID().uuidString)")
@@ -340,8 +371,10 @@ struct CLITests {
         #expect(delimited.stderr.hasSuffix(" (at byte \(at), line 3, column 21)\n"), "\(delimited.stderr)")
     }
 
-    @Test("--delimited on the demo's file: 23 records out, record 24 reported with its offset and flag, exit 1",
-        arguments: ["decode", "inspect", "validate"])
+    @Test(
+        "--delimited on the demo's file: 23 records out, record 24 reported with its offset and flag, exit 1",
+        arguments: ["decode", "inspect", "validate"]
+    )
     func demoFileRecordByRecord(command: String) throws {
         let demo = try DemoFile()
         defer { demo.remove() }
@@ -350,8 +383,10 @@ struct CLITests {
         #expect(Self.goodRecords(result.text, command: command) == 23, "\(result.text)")
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.count == 2, "\(result.stderr)")
-        #expect(lines.first?.hasPrefix("imcodec: record 24 at byte \(demo.offsets[23]): unsupportedVersion: ") == true,
-                "\(result.stderr)")
+        #expect(
+            lines.first?.hasPrefix("imcodec: record 24 at byte \(demo.offsets[23]): unsupportedVersion: ") == true,
+            "\(result.stderr)"
+        )
         #expect(lines.first?.hasSuffix("(use --accept-newer-frames to read it anyway)") == true, "\(result.stderr)")
         #expect(!result.stderr.contains("DecodingOptions") && !result.stderr.contains("acceptsNewerFrames"))
         #expect(lines.last == "imcodec: 1 of 24 record(s) failed")
@@ -371,12 +406,17 @@ struct CLITests {
         #expect(newer.text.contains("record 24 at byte \(demo.offsets[23]): 1 violation(s)\n"), "\(newer.text)")
         #expect(newer.text.contains("(use --accept-newer-frames to read it anyway)) [notDecodable]"), "\(newer.text)")
         #expect(!newer.text.contains("DecodingOptions"))
-        #expect(newer.stderr == "imcodec: record 24 at byte \(demo.offsets[23]): 1 product rule violation(s)\n"
-            + "imcodec: 1 of 24 record(s) failed\n", "\(newer.stderr)")
+        #expect(
+            newer.stderr == "imcodec: record 24 at byte \(demo.offsets[23]): 1 product rule violation(s)\n"
+                + "imcodec: 1 of 24 record(s) failed\n",
+            "\(newer.stderr)"
+        )
     }
 
-    @Test("--delimited: a bad record is reported by number and offset, the next is read; --fail-fast stops",
-        arguments: ["decode", "inspect", "validate"])
+    @Test(
+        "--delimited: a bad record is reported by number and offset, the next is read; --fail-fast stops",
+        arguments: ["decode", "inspect", "validate"]
+    )
     func badRecordInTheMiddle(command: String) throws {
         let good = Frame(Message.c2cText(from: "alice", to: "bob", "hi")).serializedBytes()
         let bad: [UInt8] = [0x52, 0x05]  // field 10, 5 bytes announced, none there
@@ -391,8 +431,11 @@ struct CLITests {
         let result = try CLI.run([command, "--delimited"], input: stream)
         #expect(result.status == 1)
         #expect(Self.goodRecords(result.text, command: command) == 2, "\(result.text)")
-        #expect(result.stderr == "imcodec: record 2 at byte \(second): \(inner.code): \(inner.reason) (at byte \(at))\n"
-            + "imcodec: 1 of 3 record(s) failed\n", "\(result.stderr)")
+        #expect(
+            result.stderr == "imcodec: record 2 at byte \(second): \(inner.code): \(inner.reason) (at byte \(at))\n"
+                + "imcodec: 1 of 3 record(s) failed\n",
+            "\(result.stderr)"
+        )
         if command != "decode" {
             #expect(result.text.contains("record 3") && result.text.contains("\(third)"))
             #expect(!result.text.contains("record 2"))
@@ -400,8 +443,10 @@ struct CLITests {
         let fast = try CLI.run([command, "--delimited", "--fail-fast"], input: stream)
         #expect(fast.status == 1)
         #expect(Self.goodRecords(fast.text, command: command) == 1, "\(fast.text)")
-        #expect(fast.stderr.hasSuffix("imcodec: 1 of 2 record(s) failed; stopped at the first (--fail-fast)\n"),
-                "\(fast.stderr)")
+        #expect(
+            fast.stderr.hasSuffix("imcodec: 1 of 2 record(s) failed; stopped at the first (--fail-fast)\n"),
+            "\(fast.stderr)"
+        )
         // --fail-fast means nothing without --delimited: a usage error.
         #expect(try CLI.run([command, "--fail-fast"], input: good).status == 2)
     }
@@ -416,8 +461,11 @@ struct CLITests {
         #expect(result.status == 1)
         #expect(result.text == (try Frame(serializedBytes: good).jsonString()) + "\n")
         let end = stream.count - 1
-        #expect(result.stderr == "imcodec: record 2 at byte \(end): truncated: the input ends inside a length prefix "
-            + "(at byte \(end))\nimcodec: 1 of 2 record(s) failed\n", "\(result.stderr)")
+        #expect(
+            result.stderr == "imcodec: record 2 at byte \(end): truncated: the input ends inside a length prefix "
+                + "(at byte \(end))\nimcodec: 1 of 2 record(s) failed\n",
+            "\(result.stderr)"
+        )
     }
 
     @Test("hints name the CLI's flags, never a Swift API")
@@ -470,9 +518,11 @@ struct CLITests {
         let readmeCount = try #require(readme.firstMatch(of: #/the demo's (\d+) frames/#).map { Int($0.1)! })
         let demo = try DemoFile()
         defer { demo.remove() }
-        let said = try #require(demo.transcript.firstMatch(of: #/^IMCodec demo: (\d+) frames \((\d+) for /#).map {
-            (Int($0.1)!, Int($0.2)!)
-        })
+        let said = try #require(
+            demo.transcript.firstMatch(of: #/^IMCodec demo: (\d+) frames \((\d+) for /#).map {
+                (Int($0.1)!, Int($0.2)!)
+            }
+        )
         #expect(demo.records.count == readmeCount)
         #expect(said.0 == readmeCount)
         #expect(said.1 == readmeCount - 1)  // the last needs a schema-3 reader
@@ -534,9 +584,11 @@ struct CLITests {
         let result = try CLI.shell(lines.joined(separator: "\n"))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty, "\(result.stderr)")
-        for expected in ["imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
-                         "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
-                         "\"senderId\": \"alice\"", "\n24\n"] {
+        for expected in [
+            "imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
+            "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
+            "\"senderId\": \"alice\"", "\n24\n",
+        ] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
         }
     }
@@ -550,7 +602,9 @@ extension CLI {
         let executable = try #require(CLI.executable, "the imcodec executable was not built next to the tests")
         let url = executable.deletingLastPathComponent().appendingPathComponent("imcodec-relay")
         try #require(
-            FileManager.default.isExecutableFile(atPath: url.path), "imcodec-relay was not built next to imcodec")
+            FileManager.default.isExecutableFile(atPath: url.path),
+            "imcodec-relay was not built next to imcodec"
+        )
         return url
     }
 }

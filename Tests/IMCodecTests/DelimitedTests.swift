@@ -35,7 +35,7 @@ struct DelimitedTests {
         var bytes = Delimited.serialize([Frame(Message.c2cText(from: "a", to: "b", "hi"))])
         let first = bytes.count
         bytes += [0x03, 0x08, 0x01, 0x0E]  // a 3-byte record whose third byte is a bad tag
-        bytes += [0x09, 0x00]              // a record cut short
+        bytes += [0x09, 0x00]  // a record cut short
         var reader = Delimited.Reader<Frame>(bytes)
         #expect(try reader.next() != nil)
         do {

@@ -43,7 +43,7 @@ struct DepthTests {
         #expect(result == nil)
     }
 
-#if Tools  // the imcodec tool is built with the Tools trait (Package.swift)
+    #if Tools  // the imcodec tool is built with the Tools trait (Package.swift)
     @Test("a 100-layer merger round-trips on the main thread (the imcodec tool's commands run there)")
     func onMainThread() throws {
         // Swift Testing runs tests off the main thread, so the tool, a synchronous ParsableCommand,
@@ -56,7 +56,7 @@ struct DepthTests {
         #expect(encoded.status == 0, "\(encoded.stderr)")
         #expect(encoded.stdout == frame.serializedBytes())
     }
-#endif
+    #endif
 
     @Test("deep input decodes on a thread with a 256 KiB stack, the deepest the cap allows included")
     func onSmallStack() throws {
@@ -75,11 +75,18 @@ struct DepthTests {
                 results.append(Result { try decoder.decode(Frame.self, from: bytes) })
                 results.append(Result { try decoder.withFrameView(bytes) { $0.materialize() } })
                 results.append(Result { try Frame(jsonString: json, options: jsonOptions) })
-                results.append(Result {
-                    try Frame(jsonString: ProtoJSON.jsonString(
-                        fromBinary: bytes, messageType: Frame.protoMessageName, decoding: DecodingOptions(maxDepth: 512)),
-                              options: jsonOptions)
-                })
+                results.append(
+                    Result {
+                        try Frame(
+                            jsonString: ProtoJSON.jsonString(
+                                fromBinary: bytes,
+                                messageType: Frame.protoMessageName,
+                                decoding: DecodingOptions(maxDepth: 512)
+                            ),
+                            options: jsonOptions
+                        )
+                    }
+                )
                 done.signal()
             }
             thread.stackSize = 256 << 10

@@ -46,7 +46,7 @@ enum DifferentialBucket: Hashable, Comparable, CustomStringConvertible {
     var isFailure: Bool {
         switch self {
         case .acceptedByBoth, .rejectedByBoth, .depthCountsTopLevel, .googleRecursionLimit, .groupsRefused,
-             .tooLarge, .tooManyFields, .memoryLimit:
+            .tooLarge, .tooManyFields, .memoryLimit:
             return false
         default:
             return true
@@ -156,12 +156,18 @@ struct DifferentialTests {
         let clock = ContinuousClock()
         let start = clock.now
         let reference = try GoogleReference.generate(
-            seed: Self.seed, frames: Self.frames, pairs: Self.pairs, mutations: Self.mutations)
+            seed: Self.seed,
+            frames: Self.frames,
+            pairs: Self.pairs,
+            mutations: Self.mutations
+        )
         let generated = clock.now
 
         // The reference is the pinned Google protobuf, and the corpus is the one asked for.
         let requirements = try String(
-            contentsOf: Protoc.root.appendingPathComponent("Scripts/requirements.txt"), encoding: .utf8)
+            contentsOf: Protoc.root.appendingPathComponent("Scripts/requirements.txt"),
+            encoding: .utf8
+        )
         #expect(requirements.contains("protobuf==\(reference.protobuf)\n"), "Google's protobuf \(reference.protobuf)")
         let byCategory = Dictionary(grouping: reference.cases, by: { $0.kind.split(separator: ":")[0] })
         #expect(byCategory["random"]?.count == Self.frames)
@@ -185,11 +191,13 @@ struct DifferentialTests {
         }
         let decoded = clock.now
 
-        var report = ["Differential test against Google's protobuf \(reference.protobuf) "
-            + "(\(reference.implementation)), "
-            + "seed \(reference.seed): \(reference.cases.count) inputs (\(Self.frames) random frames, \(Self.pairs) "
-            + "pairs, \(Self.mutations) mutations of the valid fixtures); Google's script \(generated - start), "
-            + "IMCodec \(decoded - generated)"]
+        var report = [
+            "Differential test against Google's protobuf \(reference.protobuf) "
+                + "(\(reference.implementation)), "
+                + "seed \(reference.seed): \(reference.cases.count) inputs (\(Self.frames) random frames, \(Self.pairs) "
+                + "pairs, \(Self.mutations) mutations of the valid fixtures); Google's script \(generated - start), "
+                + "IMCodec \(decoded - generated)"
+        ]
         for (bucket, count) in counts.sorted(by: { $0.key < $1.key }) {
             report.append("  \(String(count).leftPadded(to: 5))  \(bucket)")
         }

@@ -95,8 +95,10 @@ struct EncodeAllocationTests {
         Self.expectEncodings(frame, bytes, "\(size) bytes")
     }
 
-    @Test("map fixtures with several keys re-encode to Google's bytes",
-          arguments: ["map_key_order", "event_system_notice", "nul_in_custom_params_key_and_expansion_value"])
+    @Test(
+        "map fixtures with several keys re-encode to Google's bytes",
+        arguments: ["map_key_order", "event_system_notice", "nul_in_custom_params_key_and_expansion_value"]
+    )
     func mapFixtures(name: String) throws {
         let expected = try Self.golden(name)
         Self.expectEncodings(try Frame(serializedBytes: expected), expected, name)

@@ -149,7 +149,7 @@ indirect enum FixtureJSON: Equatable {
 
         mutating func hex4() throws -> UInt32 {
             guard bytes.count - position >= 4,
-                  let value = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16)
+                let value = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16)
             else { throw error("bad \\u escape") }
             position += 4
             return value
@@ -185,7 +185,8 @@ indirect enum FixtureJSON: Equatable {
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800..<0xDC00).contains(code), bytes.count - position >= 6,
-                       bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") {
+                        bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u")
+                    {
                         position += 2
                         let low = try hex4()
                         guard (0xDC00..<0xE000).contains(low) else { throw error("unpaired surrogate") }

@@ -23,7 +23,10 @@ struct FixtureTests {
     func validCase(_ name: String) throws {
         let entry = try #require(FixtureFiles.validCases[name])
         let binary = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent(name + ".binpb"))
-        let expectedJSON = try String(contentsOf: FixtureFiles.valid.appendingPathComponent(name + ".json"), encoding: .utf8)
+        let expectedJSON = try String(
+            contentsOf: FixtureFiles.valid.appendingPathComponent(name + ".json"),
+            encoding: .utf8
+        )
 
         let frame = try Frame(serializedBytes: binary)
 

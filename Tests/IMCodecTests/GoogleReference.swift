@@ -58,8 +58,10 @@ struct GoogleReference: Decodable {
         _ = fileManager.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--out", folder.path, "--seed", "\(seed)", "--frames", "\(frames)",
-                             "--pairs", "\(pairs)", "--mutations", "\(mutations)"]
+        process.arguments = [
+            "python3", script, "--out", folder.path, "--seed", "\(seed)", "--frames", "\(frames)",
+            "--pairs", "\(pairs)", "--mutations", "\(mutations)",
+        ]
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         process.environment = environment
@@ -69,8 +71,10 @@ struct GoogleReference: Decodable {
         process.waitUntilExit()
         let output = String(decoding: try Data(contentsOf: log), as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw Failure(description: "python3 Scripts/google_reference.py failed (\(process.terminationStatus)); "
-                + "install Google's protobuf with Scripts/bootstrap:\n\(output)")
+            throw Failure(
+                description: "python3 Scripts/google_reference.py failed (\(process.terminationStatus)); "
+                    + "install Google's protobuf with Scripts/bootstrap:\n\(output)"
+            )
         }
         let data = try Data(contentsOf: folder.appendingPathComponent("cases.json"))
         return try JSONDecoder().decode(GoogleReference.self, from: data)

@@ -35,7 +35,11 @@ private enum H {
         error { _ = try Frame(serializedBytes: bytes, options: options) }
     }
 
-    static let limitLifted = DecodingOptions(maxInputSize: 64 << 20, maxFieldCount: Int.max, maxDecodedMemory: Int.max / 4)
+    static let limitLifted = DecodingOptions(
+        maxInputSize: 64 << 20,
+        maxFieldCount: Int.max,
+        maxDecodedMemory: Int.max / 4
+    )
 }
 
 /// Google's deterministic re-encoding of Frame bytes (Python protobuf, upb), or nil when python3
@@ -55,9 +59,18 @@ private enum Google {
         """
 
     static let descriptorSet: URL? = {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-hardening-\(UUID().uuidString).pb")
-        let ok = (try? run(["protoc", "--include_imports", "--descriptor_set_out=\(out.path)", "-I", Protoc.root.appendingPathComponent("Schemas").path,
-                            "-I", "/usr/include", "imcodec/v1/frame.proto"], input: [])) != nil
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-hardening-\(UUID().uuidString).pb"
+        )
+        let ok =
+            (try? run(
+                [
+                    "protoc", "--include_imports", "--descriptor_set_out=\(out.path)", "-I",
+                    Protoc.root.appendingPathComponent("Schemas").path,
+                    "-I", "/usr/include", "imcodec/v1/frame.proto",
+                ],
+                input: []
+            )) != nil
         return ok ? out : nil
     }()
 
@@ -67,7 +80,9 @@ private enum Google {
     }
 
     static func run(_ arguments: [String], input: [UInt8]) throws -> [UInt8] {
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-hardening-\(UUID().uuidString)")
+        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-hardening-\(UUID().uuidString)"
+        )
         try Data(input).write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
         let process = Process()
@@ -106,8 +121,10 @@ struct HardeningDepthTests {
         for error in errors {
             #expect(error?.code == .tooDeep)
             // The bomb's levels take 4 or 5 bytes each, so the pre-scan stops within maxDepth + 1 of them.
-            #expect((error?.offset ?? .max) < 5 * (DecodingOptions().maxDepth + 1),
-                    "the pre-scan stops at level maxDepth + 1: \(String(describing: error))")
+            #expect(
+                (error?.offset ?? .max) < 5 * (DecodingOptions().maxDepth + 1),
+                "the pre-scan stops at level maxDepth + 1: \(String(describing: error))"
+            )
         }
         do {
             try WireDecoder().withFrameView(bomb) { _ in }
@@ -148,8 +165,10 @@ struct HardeningDepthTests {
 
 @Suite("Hardening: bounded memory", .serialized)
 struct HardeningMemoryTests {
-    @Test("1 MiB adversarial inputs are refused by the pre-scan's estimate, before anything is allocated",
-          arguments: AdversarialInputs.names)
+    @Test(
+        "1 MiB adversarial inputs are refused by the pre-scan's estimate, before anything is allocated",
+        arguments: AdversarialInputs.names
+    )
     func refusedBeforeAllocating(_ name: String) throws {
         let bytes = AdversarialInputs.input(name, size: 1 << 20)
         #expect(bytes.count > 1_000_000 && bytes.count <= 1 << 20)
@@ -171,8 +190,10 @@ struct HardeningMemoryTests {
         withExtendedLifetime(frame) {}
     }
 
-    @Test("the estimate bounds protobuf-c's arena exactly and the Swift value's heap",
-          arguments: AdversarialInputs.names)
+    @Test(
+        "the estimate bounds protobuf-c's arena exactly and the Swift value's heap",
+        arguments: AdversarialInputs.names
+    )
     func estimateBoundsTheHeap(_ name: String) throws {
         let bytes = AdversarialInputs.input(name, size: 64 << 10)
         // Measured in a child process that does nothing else (HeapProbe): only this decode's
@@ -185,8 +206,10 @@ struct HardeningMemoryTests {
             // The arena is one block of the estimated size.
             #expect(a.arenaBytesReserved <= a.estimatedArenaBytes + 4096)
         }
-        #expect(valueHeap <= a.estimatedValueBytes + 64 << 10,
-                "\(name): the Swift value took \(valueHeap) bytes, estimate \(a.estimatedValueBytes)")
+        #expect(
+            valueHeap <= a.estimatedValueBytes + 64 << 10,
+            "\(name): the Swift value took \(valueHeap) bytes, estimate \(a.estimatedValueBytes)"
+        )
     }
 
     @Test("a decode that is accepted stays within input + maxDecodedMemory: arena + value measured")
@@ -208,8 +231,10 @@ struct HardeningMemoryTests {
             if a.result == "decoded" {
                 let peak = a.arenaBytesReserved + valueHeap
                 #expect(a.estimatedArenaBytes + a.estimatedValueBytes <= limit, "\(name)")
-                #expect(peak <= limit + 64 << 10,
-                        "\(name): arena \(a.arenaBytesReserved) + value \(valueHeap) > \(limit)")
+                #expect(
+                    peak <= limit + 64 << 10,
+                    "\(name): arena \(a.arenaBytesReserved) + value \(valueHeap) > \(limit)"
+                )
             } else {
                 #expect(a.result == IMCodecError.Code.memoryLimitExceeded.rawValue, "\(name): \(a.result)")
             }
@@ -222,7 +247,8 @@ struct HardeningMemoryTests {
     func estimateOnValidInput() throws {
         var inputs: [[UInt8]] = []
         let valid = Protoc.root.appendingPathComponent("Fixtures/valid")
-        for name in try FileManager.default.contentsOfDirectory(atPath: valid.path).sorted() where name.hasSuffix(".binpb") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: valid.path).sorted()
+        where name.hasSuffix(".binpb") {
             inputs.append([UInt8](try Data(contentsOf: valid.appendingPathComponent(name))))
         }
         var random = RandomMessages(seed: 44)
@@ -250,7 +276,9 @@ struct HardeningMemoryTests {
         let (_, a) = try DecodeProbe.decode(Frame.self, from: bytes, options: H.limitLifted)
         let total = a.estimatedArenaBytes + a.estimatedValueBytes
         #expect(H.decodeError(bytes, options: DecodingOptions(maxDecodedMemory: total)) == nil)
-        #expect(H.decodeError(bytes, options: DecodingOptions(maxDecodedMemory: total - 1))?.code == .memoryLimitExceeded)
+        #expect(
+            H.decodeError(bytes, options: DecodingOptions(maxDecodedMemory: total - 1))?.code == .memoryLimitExceeded
+        )
     }
 }
 
@@ -259,13 +287,13 @@ struct HardeningMemoryTests {
 @Suite("Hardening: UTF-8")
 struct HardeningUTF8Tests {
     static let bad: [[UInt8]] = [
-        [0xC0, 0x80], [0xC1, 0xBF],                // overlong 2-byte
-        [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF],    // overlong 3-byte
-        [0xED, 0xA0, 0x80], [0xED, 0xBF, 0xBF],    // surrogates
-        [0xF0, 0x80, 0x80, 0x80],                  // overlong 4-byte
+        [0xC0, 0x80], [0xC1, 0xBF],  // overlong 2-byte
+        [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF],  // overlong 3-byte
+        [0xED, 0xA0, 0x80], [0xED, 0xBF, 0xBF],  // surrogates
+        [0xF0, 0x80, 0x80, 0x80],  // overlong 4-byte
         [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80],  // above U+10FFFF
-        [0x80], [0xBF], [0xFF], [0xFE],            // stray bytes
-        [0xE4, 0xB8], [0xF0, 0x9F, 0x98],          // truncated
+        [0x80], [0xBF], [0xFF], [0xFE],  // stray bytes
+        [0xE4, 0xB8], [0xF0, 0x9F, 0x98],  // truncated
     ]
 
     @Test("invalid UTF-8 is refused in string fields at every level and in map keys and values, with its offset")
@@ -332,18 +360,22 @@ struct HardeningMismatchTests {
             #expect(frame.serializedBytes() == bytes, "written back as it came, after the known fields")
         }
         let nested: [([UInt8], (Message) -> UnknownFields)] = [
-            (Wire.fixed64(3, 4021), { $0.unknownFields }),                     // seq as fixed64
-            (Wire.field(3, [0x01]), { $0.unknownFields }),                       // seq length-delimited
-            (Wire.uint(16, 5), { $0.unknownFields }),                          // a map field as a varint
-            (Wire.fixed32(12, 9), { $0.unknownFields }),                       // a repeated string as fixed32
+            (Wire.fixed64(3, 4021), { $0.unknownFields }),  // seq as fixed64
+            (Wire.field(3, [0x01]), { $0.unknownFields }),  // seq length-delimited
+            (Wire.uint(16, 5), { $0.unknownFields }),  // a map field as a varint
+            (Wire.fixed32(12, 9), { $0.unknownFields }),  // a repeated string as fixed32
             (Wire.field(13, Wire.fixed64(2, 1)), { $0.at?.unknownFields ?? UnknownFields() }),  // bool as fixed64
-            (Wire.field(20, Wire.fixed32(1, 0x6463_6261)),
-             { $0.elements.first?.unknownFields ?? UnknownFields() }),      // oneof member as fixed32
-            (Wire.field(20, Wire.field(7, Wire.field(1, Array("here".utf8)) + Wire.uint(2, 2))),
-             { message in
-                 guard case .location(let l)? = message.elements.first?.content else { return UnknownFields() }
-                 return l.unknownFields
-             }),                                                            // double as a varint
+            (
+                Wire.field(20, Wire.fixed32(1, 0x6463_6261)),
+                { $0.elements.first?.unknownFields ?? UnknownFields() }
+            ),  // oneof member as fixed32
+            (
+                Wire.field(20, Wire.field(7, Wire.field(1, Array("here".utf8)) + Wire.uint(2, 2))),
+                { message in
+                    guard case .location(let l)? = message.elements.first?.content else { return UnknownFields() }
+                    return l.unknownFields
+                }
+            ),  // double as a varint
         ]
         for (field, unknown) in nested {
             let bytes = Wire.field(10, Self.envelope + field)
@@ -357,9 +389,11 @@ struct HardeningMismatchTests {
             #expect(again.serializedBytes() == frame.serializedBytes())
         }
         // A oneof member that arrives with the wrong wire type does not touch the oneof.
-        let element = Wire.field(1, Wire.field(1, Array("hi".utf8))) + Wire.fixed32(7, 1)  // text, then location as fixed32
+        // Text, then location as fixed32
+        let element = Wire.field(1, Wire.field(1, Array("hi".utf8))) + Wire.fixed32(7, 1)
         let frame = try Frame(serializedBytes: Wire.field(10, Wire.field(20, element)))
-        guard case .message(let message)? = frame.payload, case .text(let text)? = message.elements.first?.content else {
+        guard case .message(let message)? = frame.payload, case .text(let text)? = message.elements.first?.content
+        else {
             Issue.record("the oneof lost its member")
             return
         }
@@ -375,8 +409,11 @@ struct HardeningMismatchTests {
         where name.hasSuffix(".binpb") && (name.hasPrefix("wire_type_mismatch") || name.hasPrefix("unknown_")) {
             inputs.append([UInt8](try Data(contentsOf: valid.appendingPathComponent(name))))
         }
-        inputs.append(Wire.fixed32(1, 1) + Wire.uint(2, 2) + Wire.field(10, Self.envelope + Wire.fixed64(3, 9) + Wire.uint(4, 5)))
-        inputs.append(Wire.field(536_870_911, [1, 2]) + Wire.uint(1, 1) + Wire.uint(536_870_911, 3))  // the wrapper's number itself
+        inputs.append(
+            Wire.fixed32(1, 1) + Wire.uint(2, 2) + Wire.field(10, Self.envelope + Wire.fixed64(3, 9) + Wire.uint(4, 5))
+        )
+        // The wrapper's number itself
+        inputs.append(Wire.field(536_870_911, [1, 2]) + Wire.uint(1, 1) + Wire.uint(536_870_911, 3))
         for bytes in inputs {
             let ours = try Frame(serializedBytes: bytes).serializedBytes()
             guard let google = Google.reencode(bytes) else { return }  // no python3 protobuf: nothing to compare
@@ -386,7 +423,9 @@ struct HardeningMismatchTests {
 
     @Test("genuine fields numbered 2^29-1 (the wrapper's number) are kept byte for byte, at every wire type")
     func wrapperNumber() throws {
-        let tail = Wire.field(536_870_911, [9, 9]) + Wire.uint(536_870_911, 1) + Wire.fixed32(536_870_911, 2) + Wire.fixed64(536_870_911, 3)
+        let tail =
+            Wire.field(536_870_911, [9, 9]) + Wire.uint(536_870_911, 1) + Wire.fixed32(536_870_911, 2)
+            + Wire.fixed64(536_870_911, 3)
         let bytes = Wire.uint(1, 1) + Wire.field(10, Self.envelope + tail)
         let frame = try Frame(serializedBytes: bytes)
         guard case .message(let message)? = frame.payload else { Issue.record("no message"); return }
@@ -437,7 +476,9 @@ struct HardeningMismatchTests {
     @Test("random frames with a mismatch added at the end of their message decode to the same frame plus that field")
     func randomFrames() throws {
         var random = RandomMessages(seed: 7)
-        let mismatches: [[UInt8]] = [Wire.fixed32(3, 1), Wire.field(4, [1, 2]), Wire.fixed64(5, 3), Wire.uint(6, 1), Wire.uint(20, 2)]
+        let mismatches: [[UInt8]] = [
+            Wire.fixed32(3, 1), Wire.field(4, [1, 2]), Wire.fixed64(5, 3), Wire.uint(6, 1), Wire.uint(20, 2),
+        ]
         for i in 0..<100 {
             var message = random.message(depth: 2)
             message.unknownFields = UnknownFields()
@@ -469,7 +510,9 @@ struct HardeningMismatchTests {
 struct HardeningValueTests {
     @Test("-0.0 survives binary and JSON round trips; NaN payloads and infinities survive binary ones")
     func negativeZero() throws {
-        for value in [-0.0, .nan, -.nan, Double(bitPattern: 0x7FF0_0000_0000_0001), .infinity, -.infinity, .leastNonzeroMagnitude] {
+        for value in [
+            -0.0, .nan, -.nan, Double(bitPattern: 0x7FF0_0000_0000_0001), .infinity, -.infinity, .leastNonzeroMagnitude,
+        ] {
             let frame = Frame(.message(Message.with { $0.elements = [.location(latitude: value, longitude: -0.0)] }))
             let bytes = frame.serializedBytes()
             let decoded = try Frame(serializedBytes: bytes)
@@ -495,11 +538,15 @@ struct HardeningValueTests {
     @Test("embedded NULs survive in strings and bytes, binary and JSON; in map strings they are refused (documented)")
     func nuls() throws {
         let text = "a\u{0}b\u{0}\u{0}"
-        let frame = Frame(.message(Message.with {
-            $0.senderID = "\u{0}"
-            $0.elements = [.text(text), .custom([0, 0, 1, 0])]
-            $0.targetReceivers = ["\u{0}x", ""]
-        }))
+        let frame = Frame(
+            .message(
+                Message.with {
+                    $0.senderID = "\u{0}"
+                    $0.elements = [.text(text), .custom([0, 0, 1, 0])]
+                    $0.targetReceivers = ["\u{0}x", ""]
+                }
+            )
+        )
         let bytes = frame.serializedBytes()
         let decoded = try Frame(serializedBytes: bytes)
         #expect(decoded == frame)
@@ -530,10 +577,14 @@ struct HardeningThreadTests {
     @Test("shared values and inputs are decoded and encoded from many threads at once")
     func concurrentUse() throws {
         var random = RandomMessages(seed: 99)
-        let frames: [Frame] = (0..<40).map { i in
-            i % 4 == 0 ? Frame(.historyResponse(HistoryResponse.with { $0.messages = [random.message(), random.message()] }))
-                : Frame(.message(random.message()))
-        } + [Frame(Samples.message(elements: Array(Samples.elements.values)))]
+        let frames: [Frame] =
+            (0..<40).map { i in
+                i % 4 == 0
+                    ? Frame(
+                        .historyResponse(HistoryResponse.with { $0.messages = [random.message(), random.message()] })
+                    )
+                    : Frame(.message(random.message()))
+            } + [Frame(Samples.message(elements: Array(Samples.elements.values)))]
         let inputs = frames.map { $0.serializedBytes() }
         let mismatched = inputs.map { Wire.field(1, [1]) + $0 }  // the slow path too
         let json = try frames.map { try $0.jsonString() }
@@ -543,15 +594,21 @@ struct HardeningThreadTests {
             for round in 0..<20 {
                 let i = (worker * 7 + round) % frames.count
                 do {
-                    if try Frame(serializedBytes: inputs[i]).serializedBytes() != inputs[i] { failures.add("decode \(i)") }
+                    if try Frame(serializedBytes: inputs[i]).serializedBytes() != inputs[i] {
+                        failures.add("decode \(i)")
+                    }
                     if frames[i].serializedBytes() != inputs[i] { failures.add("encode \(i)") }
-                    if try decoder.decode(Frame.self, from: mismatched[i]).serializedBytes() != inputs[i] + Wire.field(1, [1]) {
+                    if try decoder.decode(Frame.self, from: mismatched[i]).serializedBytes() != inputs[i]
+                        + Wire.field(1, [1])
+                    {
                         failures.add("slow path \(i)")
                     }
                     let kind = try decoder.withFrameView(inputs[i]) { $0.payloadKind }
                     if kind != frames[i].payload?.kind { failures.add("view \(i)") }
                     if try frames[i].jsonString() != json[i] { failures.add("json \(i)") }
-                    if try Frame(jsonString: json[i]).serializedBytes() != inputs[i] { failures.add("json decode \(i)") }
+                    if try Frame(jsonString: json[i]).serializedBytes() != inputs[i] {
+                        failures.add("json decode \(i)")
+                    }
                 } catch {
                     failures.add("\(i): \(error)")
                 }
@@ -577,7 +634,9 @@ struct HardeningFailCaseTests {
     static func cases(_ target: String) -> [URL] {
         let folder = Protoc.root.appendingPathComponent("Fuzz/FailCases/\(target)")
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        return names.filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().map { folder.appendingPathComponent($0) }
+        return names.filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().map {
+            folder.appendingPathComponent($0)
+        }
     }
 
     @Test("every input that ever failed a fuzz target passes its checks", arguments: targets)

@@ -36,8 +36,10 @@ enum HeapProbe {
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-heap-\(UUID().uuidString)")
         try Data(bytes).write(to: input)
         defer { try? FileManager.default.removeItem(at: input) }
-        var arguments = [input.path, "--max-input-size", "\(options.maxInputSize)", "--max-depth",
-                         "\(options.maxDepth)", "--max-field-count", "\(options.maxFieldCount)"]
+        var arguments = [
+            input.path, "--max-input-size", "\(options.maxInputSize)", "--max-depth",
+            "\(options.maxDepth)", "--max-field-count", "\(options.maxFieldCount)",
+        ]
         if let memory = options.maxDecodedMemory { arguments += ["--max-decoded-memory", "\(memory)"] }
         // Output to files rather than a Pipe, as CLI.run does: Foundation's Process leaks a weak
         // reference's side table with a Pipe, which LeakSanitizer reports (Scripts/test-sanitizers).
@@ -73,8 +75,13 @@ enum HeapProbe {
         }
         func figure(_ key: String) -> Int { values[key].flatMap { Int($0) } ?? 0 }
         return Measurement(
-            result: result, heap: Int(heap), estimatedArenaBytes: figure("estimatedArenaBytes"),
-            estimatedValueBytes: figure("estimatedValueBytes"), arenaBytesUsed: figure("arenaBytesUsed"),
-            arenaBytesReserved: figure("arenaBytesReserved"), wrappedFields: figure("wrappedFields"))
+            result: result,
+            heap: Int(heap),
+            estimatedArenaBytes: figure("estimatedArenaBytes"),
+            estimatedValueBytes: figure("estimatedValueBytes"),
+            arenaBytesUsed: figure("arenaBytesUsed"),
+            arenaBytesReserved: figure("arenaBytesReserved"),
+            wrappedFields: figure("wrappedFields")
+        )
     }
 }

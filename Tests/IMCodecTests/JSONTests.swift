@@ -29,7 +29,9 @@ private func jsonError(_ body: () throws(IMCodecError) -> Void) -> IMCodecError?
 
 /// Parses `json` as `M` and returns the error (nil when parsing succeeds).
 private func parseError<M: IMCodecMessage>(
-    _ type: M.Type, _ json: String, _ options: JSONDecodingOptions = JSONDecodingOptions()
+    _ type: M.Type,
+    _ json: String,
+    _ options: JSONDecodingOptions = JSONDecodingOptions()
 ) -> IMCodecError? {
     jsonError { () throws(IMCodecError) in _ = try M(jsonString: json, options: options) }
 }
@@ -58,7 +60,13 @@ struct JSONPrintingTests {
             $0.targetReceivers = []
         }
         #expect(try compact(defaults) == "{}")
-        #expect(try compact(LocationElement.with { $0.longitude = 0; $0.latitude = 0 }) == "{}")
+        #expect(
+            try compact(
+                LocationElement.with {
+                    $0.longitude = 0; $0.latitude = 0
+                }
+            ) == "{}"
+        )
         #expect(try compact(AtInfo.with { $0.atAll = false }) == "{}")
     }
 
@@ -70,7 +78,10 @@ struct JSONPrintingTests {
             $0.random = 7  // 4
             $0.editVersion = 2  // 21
         }
-        #expect(try compact(value) == #"{"clientMsgId":"c1","random":7,"senderId":"u1","editVersion":2,"senderNickname":"Li Lei"}"#)
+        #expect(
+            try compact(value)
+                == #"{"clientMsgId":"c1","random":7,"senderId":"u1","editVersion":2,"senderNickname":"Li Lei"}"#
+        )
         let frame = Frame.with { $0.payload = .c2cReadReceipt(C2CReadReceipt.with { $0.userID = "p" }) }
         #expect(try compact(frame) == #"{"c2cReadReceipt":{"userId":"p"}}"#)
     }
@@ -80,13 +91,22 @@ struct JSONPrintingTests {
         options.preserveProtoFieldNames = true
         let frame = Frame.with {
             $0.minReaderVersion = 1
-            $0.payload = .c2cReadReceipt(C2CReadReceipt.with { $0.userID = "p"; $0.readTimeMs = 5 })
+            $0.payload = .c2cReadReceipt(
+                C2CReadReceipt.with {
+                    $0.userID = "p"; $0.readTimeMs = 5
+                }
+            )
         }
-        #expect(try frame.jsonString(options: options) == #"{"min_reader_version":1,"c2c_read_receipt":{"user_id":"p","read_time_ms":"5"}}"#)
+        #expect(
+            try frame.jsonString(options: options)
+                == #"{"min_reader_version":1,"c2c_read_receipt":{"user_id":"p","read_time_ms":"5"}}"#
+        )
     }
 
     @Test func sixtyFourBitIntegersAreStringsAndThirtyTwoBitIntegersAreNumbers() throws {
-        let ref = MessageRef.with { $0.seq = .max; $0.serverTimeMs = .min }
+        let ref = MessageRef.with {
+            $0.seq = .max; $0.serverTimeMs = .min
+        }
         #expect(try compact(ref) == #"{"seq":"18446744073709551615","serverTimeMs":"-9223372036854775808"}"#)
         let frame = Frame.with { $0.schemaVersion = .max }
         #expect(try compact(frame) == #"{"schemaVersion":4294967295}"#)
@@ -94,12 +114,16 @@ struct JSONPrintingTests {
         #expect(try compact(FaceElement.with { $0.index = -1 }) == #"{"index":-1}"#)
     }
 
-    @Test("doubles print as Python's repr", arguments: [
-        (-0.0, "-0.0"), (1.0, "1.0"), (-1.0, "-1.0"), (0.1, "0.1"), (1e20, "1e+20"), (1e16, "1e+16"),
-        (1e15, "1000000000000000.0"), (1e-5, "1e-05"), (0.0001, "0.0001"), (123456789.0, "123456789.0"),
-        (Double.leastNonzeroMagnitude, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"), (113.935016, "113.935016"),
-        (-1.5e-7, "-1.5e-07"), (2.5e+100, "2.5e+100"), (9007199254740993.0, "9007199254740992.0"),
-    ])
+    @Test(
+        "doubles print as Python's repr",
+        arguments: [
+            (-0.0, "-0.0"), (1.0, "1.0"), (-1.0, "-1.0"), (0.1, "0.1"), (1e20, "1e+20"), (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"), (1e-5, "1e-05"), (0.0001, "0.0001"), (123456789.0, "123456789.0"),
+            (Double.leastNonzeroMagnitude, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (113.935016, "113.935016"),
+            (-1.5e-7, "-1.5e-07"), (2.5e+100, "2.5e+100"), (9007199254740993.0, "9007199254740992.0"),
+        ]
+    )
     func doublesPrintAsPythonRepr(_ value: Double, _ text: String) throws {
         #expect(try compact(location(longitude: value)) == #"{"longitude":"# + text + "}")
     }
@@ -115,20 +139,32 @@ struct JSONPrintingTests {
         #expect(try compact(location(longitude: -.infinity)) == #"{"longitude":"-Infinity"}"#)
     }
 
-    @Test("bytes are standard base64 with padding", arguments: [
-        ([UInt8](), "{}"), ([0xFF], #"{"data":"/w=="}"#), ([0xFF, 0xFE], #"{"data":"//4="}"#),
-        ([0xFF, 0xFE, 0xFD], #"{"data":"//79"}"#), (Array("hello".utf8), #"{"data":"aGVsbG8="}"#),
-        ([0xFB, 0xEF, 0xBE], #"{"data":"++++"}"#),
-    ])
+    @Test(
+        "bytes are standard base64 with padding",
+        arguments: [
+            ([UInt8](), "{}"), ([0xFF], #"{"data":"/w=="}"#), ([0xFF, 0xFE], #"{"data":"//4="}"#),
+            ([0xFF, 0xFE, 0xFD], #"{"data":"//79"}"#), (Array("hello".utf8), #"{"data":"aGVsbG8="}"#),
+            ([0xFB, 0xEF, 0xBE], #"{"data":"++++"}"#),
+        ]
+    )
     func bytesAreStandardBase64WithPadding(_ bytes: [UInt8], _ json: String) throws {
         #expect(try compact(CustomElement.with { $0.data = bytes }) == json)
     }
 
     @Test func enumsPrintByNameAndUnknownNumbersAsNumbers() throws {
-        #expect(try compact(Message.with { $0.priority = .normal; $0.status = .sent }) == #"{"priority":"PRIORITY_NORMAL","status":"MESSAGE_STATUS_SENT"}"#)
+        #expect(
+            try compact(
+                Message.with {
+                    $0.priority = .normal; $0.status = .sent
+                }
+            ) == #"{"priority":"PRIORITY_NORMAL","status":"MESSAGE_STATUS_SENT"}"#
+        )
         #expect(try compact(Message.with { $0.priority = .unrecognized(99) }) == #"{"priority":99}"#)
         #expect(try compact(Message.with { $0.priority = .unrecognized(-5) }) == #"{"priority":-5}"#)
-        #expect(try compact(GroupChangeInfo.with { $0.type = .shutUpAll }) == #"{"type":"GROUP_INFO_CHANGE_TYPE_SHUT_UP_ALL"}"#)
+        #expect(
+            try compact(GroupChangeInfo.with { $0.type = .shutUpAll })
+                == #"{"type":"GROUP_INFO_CHANGE_TYPE_SHUT_UP_ALL"}"#
+        )
     }
 
     @Test func setOneofMembersAndPresentSubMessagesPrintEvenWhenEmpty() throws {
@@ -142,9 +178,14 @@ struct JSONPrintingTests {
         let value = Message.with {
             $0.targetReceivers = ["b", "a"]
             $0.customParams = ["b": "2", "a": "1", "": "empty", "é": "e-acute", "Z": "upper"]
-            $0.elements = [MessageElement(), MessageElement.with { $0.content = .text(TextElement.with { $0.text = "x" }) }]
+            $0.elements = [
+                MessageElement(), MessageElement.with { $0.content = .text(TextElement.with { $0.text = "x" }) },
+            ]
         }
-        #expect(try compact(value) == #"{"targetReceivers":["b","a"],"customParams":{"":"empty","Z":"upper","a":"1","b":"2","é":"e-acute"},"elements":[{},{"text":{"text":"x"}}]}"#)
+        #expect(
+            try compact(value)
+                == #"{"targetReceivers":["b","a"],"customParams":{"":"empty","Z":"upper","a":"1","b":"2","é":"e-acute"},"elements":[{},{"text":{"text":"x"}}]}"#
+        )
     }
 
     @Test func prettyLayoutMatchesPythonJsonDumpsIndent2() throws {
@@ -156,21 +197,21 @@ struct JSONPrintingTests {
             $0.elements = [MessageElement()]
         }
         let expected = """
-        {
-          "seq": "1",
-          "conversation": {},
-          "targetReceivers": [
-            "a",
-            "b"
-          ],
-          "customParams": {
-            "k": "v"
-          },
-          "elements": [
-            {}
-          ]
-        }
-        """
+            {
+              "seq": "1",
+              "conversation": {},
+              "targetReceivers": [
+                "a",
+                "b"
+              ],
+              "customParams": {
+                "k": "v"
+              },
+              "elements": [
+                {}
+              ]
+            }
+            """
         #expect(try pretty(value) == expected)
     }
 
@@ -185,7 +226,9 @@ struct JSONPrintingTests {
         let text = TextElement.with { $0.text = "a\u{7F}é中😀\u{2028}" }
         #expect(try text.jsonString(options: options) == #"{"text":"a\u007f\u00e9\u4e2d\ud83d\ude00\u2028"}"#)
         let map = Message.with { $0.customParams = ["表情": "👍🏽"] }
-        #expect(try map.jsonString(options: options) == #"{"customParams":{"\u8868\u60c5":"\ud83d\udc4d\ud83c\udffd"}}"#)
+        #expect(
+            try map.jsonString(options: options) == #"{"customParams":{"\u8868\u60c5":"\ud83d\udc4d\ud83c\udffd"}}"#
+        )
     }
 
     @Test func unknownFieldsAreNotPrinted() throws {
@@ -239,15 +282,21 @@ struct JSONPrintingTests {
     @Test func deeplyNestedValuesPrint() throws {
         // 33 merger layers: 1 + 3 × 33 = 100 message levels, the default limit.
         var inner = Message.with { $0.seq = 1 }
-        for _ in 0 ..< 33 {
-            inner = Message.with { $0.elements = [MessageElement.with { $0.content = .merger(MergerElement.with { $0.messages = [inner] }) }] }
+        for _ in 0..<33 {
+            inner = Message.with {
+                $0.elements = [
+                    MessageElement.with { $0.content = .merger(MergerElement.with { $0.messages = [inner] }) }
+                ]
+            }
         }
         let json = try compact(inner)
         let layer = #"{"elements":[{"merger":{"messages":["#
         #expect(json == String(repeating: layer, count: 33) + #"{"seq":"1"}"# + String(repeating: "]}}]}", count: 33))
         #expect(try Message(jsonString: json) == inner)
         // One more layer is past the default JSON limit but still prints (values are trusted).
-        let deeper = Message.with { $0.elements = [MessageElement.with { $0.content = .merger(MergerElement.with { $0.messages = [inner] }) }] }
+        let deeper = Message.with {
+            $0.elements = [MessageElement.with { $0.content = .merger(MergerElement.with { $0.messages = [inner] }) }]
+        }
         #expect(try compact(deeper).hasPrefix(layer + layer))
     }
 }
@@ -261,23 +310,31 @@ struct JSONParsingTests {
         let bySchema = try message(#"{"client_msg_id":"c","sender_nickname":"n","custom_params":{"k":"v"}}"#)
         #expect(byJSON == bySchema)
         #expect(byJSON.clientMsgID == "c" && byJSON.senderNickname == "n" && byJSON.customParams == ["k": "v"])
-        #expect(try Frame(jsonString: #"{"c2c_read_receipt":{"user_id":"u"}}"#) == Frame(jsonString: #"{"c2cReadReceipt":{"userId":"u"}}"#))
+        #expect(
+            try Frame(jsonString: #"{"c2c_read_receipt":{"user_id":"u"}}"#)
+                == Frame(jsonString: #"{"c2cReadReceipt":{"userId":"u"}}"#)
+        )
     }
 
     @Test func nullMeansTheDefault() throws {
-        let value = try message(#"{"seq":null,"senderId":null,"conversation":null,"targetReceivers":null,"customParams":null,"priority":null,"cloudCustomData":null}"#)
+        let value = try message(
+            #"{"seq":null,"senderId":null,"conversation":null,"targetReceivers":null,"customParams":null,"priority":null,"cloudCustomData":null}"#
+        )
         #expect(value == Message())
         // A null oneof member does not count as set.
         let frame = try Frame(jsonString: #"{"message":null,"recall":{}}"#)
         #expect(frame.payload == .recall(RecallEvent()))
     }
 
-    @Test("integers from numbers and numeric strings", arguments: [
-        (#""seq":1"#, UInt64(1)), (#""seq":"1""#, 1), (#""seq":1e2"#, 100), (#""seq":"1e2""#, 100),
-        (#""seq":100.000"#, 100), (#""seq":1.5e1"#, 15), (#""seq":"18446744073709551615""#, .max),
-        (#""seq":18446744073709551615"#, .max), (#""seq":-0"#, 0), (#""seq":0.0e5"#, 0),
-        (#""seq":1844674407370955161.5e1"#, 18_446_744_073_709_551_615),
-    ])
+    @Test(
+        "integers from numbers and numeric strings",
+        arguments: [
+            (#""seq":1"#, UInt64(1)), (#""seq":"1""#, 1), (#""seq":1e2"#, 100), (#""seq":"1e2""#, 100),
+            (#""seq":100.000"#, 100), (#""seq":1.5e1"#, 15), (#""seq":"18446744073709551615""#, .max),
+            (#""seq":18446744073709551615"#, .max), (#""seq":-0"#, 0), (#""seq":0.0e5"#, 0),
+            (#""seq":1844674407370955161.5e1"#, 18_446_744_073_709_551_615),
+        ]
+    )
     func integersFromNumbersAndNumericStrings(_ member: String, _ seq: UInt64) throws {
         #expect(try message("{" + member + "}").seq == seq)
     }
@@ -291,12 +348,15 @@ struct JSONParsingTests {
         #expect(try Frame(jsonString: #"{"schemaVersion":2.147483647e9}"#).schemaVersion == 2_147_483_647)
     }
 
-    @Test("out-of-range and non-integral integers are rejected", arguments: [
-        #"{"index":2147483648}"#, #"{"index":-2147483649}"#, #"{"index":1.5}"#, #"{"index":"1.5"}"#,
-        #"{"index":1e10}"#, #"{"index":1e-2}"#, #"{"index":"abc"}"#, #"{"index":" 1"}"#, #"{"index":"1 "}"#,
-        #"{"index":""}"#, #"{"index":"+1"}"#, #"{"index":"01"}"#, #"{"index":"0x10"}"#, #"{"index":true}"#,
-        #"{"index":[1]}"#, #"{"index":{}}"#, #"{"index":1e999999999999}"#,
-    ])
+    @Test(
+        "out-of-range and non-integral integers are rejected",
+        arguments: [
+            #"{"index":2147483648}"#, #"{"index":-2147483649}"#, #"{"index":1.5}"#, #"{"index":"1.5"}"#,
+            #"{"index":1e10}"#, #"{"index":1e-2}"#, #"{"index":"abc"}"#, #"{"index":" 1"}"#, #"{"index":"1 "}"#,
+            #"{"index":""}"#, #"{"index":"+1"}"#, #"{"index":"01"}"#, #"{"index":"0x10"}"#, #"{"index":true}"#,
+            #"{"index":[1]}"#, #"{"index":{}}"#, #"{"index":1e999999999999}"#,
+        ]
+    )
     func outOfRangeAndNonIntegralIntegersAreRejected(_ json: String) {
         let error = parseError(FaceElement.self, json)
         #expect(error?.code == .invalidJSON)
@@ -313,11 +373,14 @@ struct JSONParsingTests {
         #expect(parseError(Message.self, #"{"seq":1e20}"#)?.code == .invalidJSON)
     }
 
-    @Test("doubles from numbers, numeric strings and the special strings", arguments: [
-        (#"1.5"#, 1.5), (#""1.5""#, 1.5), (#"-0.0"#, -0.0), (#"1e308"#, 1e308), (#""NaN""#, .nan),
-        (#""Infinity""#, .infinity), (#""-Infinity""#, -.infinity), (#"113.935016"#, 113.935016),
-        (#"5e-324"#, Double.leastNonzeroMagnitude), (#"1e-400"#, 0), (#"3"#, 3), (#""-2.5e-3""#, -0.0025),
-    ])
+    @Test(
+        "doubles from numbers, numeric strings and the special strings",
+        arguments: [
+            (#"1.5"#, 1.5), (#""1.5""#, 1.5), (#"-0.0"#, -0.0), (#"1e308"#, 1e308), (#""NaN""#, .nan),
+            (#""Infinity""#, .infinity), (#""-Infinity""#, -.infinity), (#"113.935016"#, 113.935016),
+            (#"5e-324"#, Double.leastNonzeroMagnitude), (#"1e-400"#, 0), (#"3"#, 3), (#""-2.5e-3""#, -0.0025),
+        ]
+    )
     func doublesFromNumbersAndStrings(_ text: String, _ value: Double) throws {
         let parsed = try LocationElement(jsonString: #"{"longitude":"# + text + "}").longitude
         if value.isNaN {
@@ -327,11 +390,14 @@ struct JSONParsingTests {
         }
     }
 
-    @Test("bad doubles are rejected", arguments: [
-        #"{"longitude":1e309}"#, #"{"longitude":-1e309}"#, #"{"longitude":"nan"}"#, #"{"longitude":"inf"}"#,
-        #"{"longitude":"infinity"}"#, #"{"longitude":" 1"}"#, #"{"longitude":"1,5"}"#, #"{"longitude":true}"#,
-        #"{"longitude":"0x1p3"}"#, #"{"longitude":"1e400"}"#, #"{"longitude":[]}"#,
-    ])
+    @Test(
+        "bad doubles are rejected",
+        arguments: [
+            #"{"longitude":1e309}"#, #"{"longitude":-1e309}"#, #"{"longitude":"nan"}"#, #"{"longitude":"inf"}"#,
+            #"{"longitude":"infinity"}"#, #"{"longitude":" 1"}"#, #"{"longitude":"1,5"}"#, #"{"longitude":true}"#,
+            #"{"longitude":"0x1p3"}"#, #"{"longitude":"1e400"}"#, #"{"longitude":[]}"#,
+        ]
+    )
     func badDoublesAreRejected(_ json: String) {
         let error = parseError(LocationElement.self, json)
         #expect(error?.code == .invalidJSON)
@@ -343,19 +409,26 @@ struct JSONParsingTests {
         #expect(bytes == [0x11, 0, 0, 0, 0, 0, 0, 0, 0x80])
     }
 
-    @Test("bytes from standard or URL-safe base64, padded or not", arguments: [
-        ("/w==", [UInt8]([0xFF])), ("/w", [0xFF]), ("_w==", [0xFF]), ("_w", [0xFF]), ("//79", [0xFF, 0xFE, 0xFD]),
-        ("__79", [0xFF, 0xFE, 0xFD]), ("--++", [0xFB, 0xEF, 0xBE]), ("", []), ("aGVsbG8", Array("hello".utf8)),
-        ("aGVsbG8=", Array("hello".utf8)),
-    ])
+    @Test(
+        "bytes from standard or URL-safe base64, padded or not",
+        arguments: [
+            ("/w==", [UInt8]([0xFF])), ("/w", [0xFF]), ("_w==", [0xFF]), ("_w", [0xFF]), ("//79", [0xFF, 0xFE, 0xFD]),
+            ("__79", [0xFF, 0xFE, 0xFD]), ("--++", [0xFB, 0xEF, 0xBE]), ("", []), ("aGVsbG8", Array("hello".utf8)),
+            ("aGVsbG8=", Array("hello".utf8)),
+        ]
+    )
     func bytesFromBase64(_ text: String, _ bytes: [UInt8]) throws {
         #expect(try CustomElement(jsonString: #"{"data":""# + text + #""}"#).data == bytes)
     }
 
-    @Test("invalid base64 is rejected", arguments: [
-        // The offset is the first bad character (the string's contents start at byte 9).
-        ("@@@@", 9), ("A", 10), ("ab=", 11), ("a===", 10), ("ab==c", 11), ("ab c", 11), ("YW=J", 11), ("a\\u003d", 10),
-    ])
+    @Test(
+        "invalid base64 is rejected",
+        arguments: [
+            // The offset is the first bad character (the string's contents start at byte 9).
+            ("@@@@", 9), ("A", 10), ("ab=", 11), ("a===", 10), ("ab==c", 11), ("ab c", 11), ("YW=J", 11),
+            ("a\\u003d", 10),
+        ]
+    )
     func invalidBase64IsRejected(_ text: String, _ offset: Int) {
         let error = parseError(CustomElement.self, #"{"data":""# + text + #""}"#)
         #expect(error?.code == .invalidJSON)
@@ -379,7 +452,10 @@ struct JSONParsingTests {
     @Test func unknownEnumNamesAreSkippedWhenUnknownFieldsAreIgnored() throws {
         var options = JSONDecodingOptions()
         options.ignoreUnknownFields = true
-        #expect(try Message(jsonString: #"{"priority":"PRIORITY_URGENT","seq":"3"}"#, options: options) == Message.with { $0.seq = 3 })
+        #expect(
+            try Message(jsonString: #"{"priority":"PRIORITY_URGENT","seq":"3"}"#, options: options)
+                == Message.with { $0.seq = 3 }
+        )
     }
 
     @Test func stringsDecodeEveryEscape() throws {
@@ -411,8 +487,16 @@ struct JSONParsingTests {
         #expect(error?.offset == 19)
         var options = JSONDecodingOptions()
         options.ignoreUnknownFields = true
-        let frame = try Frame(jsonString: #"{"schemaVersion":1,"traceId":{"deep":[1,{"x":null}]},"message":{"future":1,"seq":"2"}}"#, options: options)
-        #expect(frame == Frame.with { $0.schemaVersion = 1; $0.payload = .message(Message.with { $0.seq = 2 }) })
+        let frame = try Frame(
+            jsonString: #"{"schemaVersion":1,"traceId":{"deep":[1,{"x":null}]},"message":{"future":1,"seq":"2"}}"#,
+            options: options
+        )
+        #expect(
+            frame
+                == Frame.with {
+                    $0.schemaVersion = 1; $0.payload = .message(Message.with { $0.seq = 2 })
+                }
+        )
         // Field names are case-sensitive.
         #expect(parseError(Frame.self, #"{"SchemaVersion":1}"#)?.code == .invalidJSON)
     }
@@ -438,47 +522,61 @@ struct JSONParsingTests {
         #expect(parseError(MessageElement.self, #"{"text":{"text":"a"},"face":{"index":1}}"#)?.code == .invalidJSON)
     }
 
-    @Test("wrong JSON types are rejected", arguments: [
-        (#"{"schemaVersion":"one"}"#, 17), (#"{"message":[]}"#, 11), (#"{"message":"m"}"#, 11), (#"{"message":1}"#, 11),
-        (#"{"receipts":{"receipts":{}}}"#, 24), (#"{"receipts":{"receipts":[null]}}"#, 25),
-        (#"{"receipts":{"receipts":[1]}}"#, 25), (#"{"markRead":{"allConversations":"true"}}"#, 32),
-        (#"{"markRead":{"allConversations":1}}"#, 32), (#"{"markRead":{"userId":1}}"#, 22),
-        (#"{"markRead":{"userId":["u"]}}"#, 22), (#"{"message":{"targetReceivers":"a"}}"#, 30),
-        (#"{"message":{"targetReceivers":[null]}}"#, 31), (#"{"message":{"cloudCustomData":[1]}}"#, 30),
-    ])
+    @Test(
+        "wrong JSON types are rejected",
+        arguments: [
+            (#"{"schemaVersion":"one"}"#, 17), (#"{"message":[]}"#, 11), (#"{"message":"m"}"#, 11),
+            (#"{"message":1}"#, 11),
+            (#"{"receipts":{"receipts":{}}}"#, 24), (#"{"receipts":{"receipts":[null]}}"#, 25),
+            (#"{"receipts":{"receipts":[1]}}"#, 25), (#"{"markRead":{"allConversations":"true"}}"#, 32),
+            (#"{"markRead":{"allConversations":1}}"#, 32), (#"{"markRead":{"userId":1}}"#, 22),
+            (#"{"markRead":{"userId":["u"]}}"#, 22), (#"{"message":{"targetReceivers":"a"}}"#, 30),
+            (#"{"message":{"targetReceivers":[null]}}"#, 31), (#"{"message":{"cloudCustomData":[1]}}"#, 30),
+        ]
+    )
     func wrongJSONTypesAreRejected(_ json: String, _ offset: Int) {
         let error = parseError(Frame.self, json)
         #expect(error?.code == .invalidJSON)
         #expect(error?.offset == offset)
     }
 
-    @Test("the top level must be one object", arguments: [
-        "[]", "null", "1", #""{}""#, "true",
-    ])
+    @Test(
+        "the top level must be one object",
+        arguments: [
+            "[]", "null", "1", #""{}""#, "true",
+        ]
+    )
     func theTopLevelMustBeOneObject(_ json: String) {
         #expect(parseError(Frame.self, json)?.code == .invalidJSON)
     }
 
-    @Test("invalid JSON syntax is rejected with the offset of the problem", arguments: [
-        ("", 0), ("   ", 3), ("{", 1), ("{\"schemaVersion\":1", 18), ("{\"schemaVersion\":1,}", 19), ("{,}", 1),
-        ("{'schemaVersion':1}", 1), ("{schemaVersion:1}", 1), ("{\"schemaVersion\" 1}", 17), ("{\"schemaVersion\":01}", 17),
-        ("{\"schemaVersion\":+1}", 17), ("{\"schemaVersion\":.5}", 17), ("{\"schemaVersion\":1.}", 17),
-        ("{\"schemaVersion\":1e}", 17), ("{\"schemaVersion\":-}", 17), ("{\"schemaVersion\":NaN}", 17),
-        ("{\"schemaVersion\":tru}", 17), ("{\"schemaVersion\":nulll}", 17), ("{} x", 3), ("{}{}", 2), ("{}]", 2),
-        ("{\"a\":[1 2]}", 8), ("{\"a\":[1,]}", 8), ("{\"message\":{}/*c*/}", 13), ("\u{FEFF}{}", 0),
-        ("{\"a\":\"x\ny\"}", 7), ("{\"a\":\"\\x\"}", 6), ("{\"a\":\"\\u12G4\"}", 6), ("{\"a\":\"abc", 5),
-        ("{\"a\":\"\\", 5), ("{\"a\" : [ ] ", 11),
-    ])
+    @Test(
+        "invalid JSON syntax is rejected with the offset of the problem",
+        arguments: [
+            ("", 0), ("   ", 3), ("{", 1), ("{\"schemaVersion\":1", 18), ("{\"schemaVersion\":1,}", 19), ("{,}", 1),
+            ("{'schemaVersion':1}", 1), ("{schemaVersion:1}", 1), ("{\"schemaVersion\" 1}", 17),
+            ("{\"schemaVersion\":01}", 17),
+            ("{\"schemaVersion\":+1}", 17), ("{\"schemaVersion\":.5}", 17), ("{\"schemaVersion\":1.}", 17),
+            ("{\"schemaVersion\":1e}", 17), ("{\"schemaVersion\":-}", 17), ("{\"schemaVersion\":NaN}", 17),
+            ("{\"schemaVersion\":tru}", 17), ("{\"schemaVersion\":nulll}", 17), ("{} x", 3), ("{}{}", 2), ("{}]", 2),
+            ("{\"a\":[1 2]}", 8), ("{\"a\":[1,]}", 8), ("{\"message\":{}/*c*/}", 13), ("\u{FEFF}{}", 0),
+            ("{\"a\":\"x\ny\"}", 7), ("{\"a\":\"\\x\"}", 6), ("{\"a\":\"\\u12G4\"}", 6), ("{\"a\":\"abc", 5),
+            ("{\"a\":\"\\", 5), ("{\"a\" : [ ] ", 11),
+        ]
+    )
     func invalidJSONSyntaxIsRejected(_ json: String, _ offset: Int) {
         let error = parseError(Frame.self, json)
         #expect(error?.code == .invalidJSON)
         #expect(error?.offset == offset)
     }
 
-    @Test("lone surrogates are rejected", arguments: [
-        (#"{"text":"\ud800"}"#, 9), (#"{"text":"\udc00"}"#, 9), (#"{"text":"\ud83d\u0041"}"#, 9),
-        (#"{"text":"ab\ud83dx"}"#, 11), (#"{"text":"\ude00\ud83d"}"#, 9),
-    ])
+    @Test(
+        "lone surrogates are rejected",
+        arguments: [
+            (#"{"text":"\ud800"}"#, 9), (#"{"text":"\udc00"}"#, 9), (#"{"text":"\ud83d\u0041"}"#, 9),
+            (#"{"text":"ab\ud83dx"}"#, 11), (#"{"text":"\ude00\ud83d"}"#, 9),
+        ]
+    )
     func loneSurrogatesAreRejected(_ json: String, _ offset: Int) {
         let error = parseError(TextElement.self, json)
         #expect(error?.code == .invalidJSON)
@@ -486,8 +584,16 @@ struct JSONParsingTests {
     }
 
     @Test func whitespaceAroundTokensIsAccepted() throws {
-        let frame = try Frame(jsonString: " \t\r\n{ \"schemaVersion\" :\n1 , \"message\" : { \"targetReceivers\" : [ \"a\" , \"b\" ] } }\n ")
-        #expect(frame == Frame.with { $0.schemaVersion = 1; $0.payload = .message(Message.with { $0.targetReceivers = ["a", "b"] }) })
+        let frame = try Frame(
+            jsonString:
+                " \t\r\n{ \"schemaVersion\" :\n1 , \"message\" : { \"targetReceivers\" : [ \"a\" , \"b\" ] } }\n "
+        )
+        #expect(
+            frame
+                == Frame.with {
+                    $0.schemaVersion = 1; $0.payload = .message(Message.with { $0.targetReceivers = ["a", "b"] })
+                }
+        )
     }
 
     @Test func offsetsCountUTF8Bytes() {
@@ -539,23 +645,28 @@ struct JSONParsingTests {
         options.maxDepth = maxDepth + 1
         #expect(try Frame(jsonString: tooDeep, options: options).serializedBytes().count > 0)
         options.maxDepth = 2
-        #expect(try Frame(jsonString: #"{"message":{}}"#, options: options) == Frame.with { $0.payload = .message(Message()) })
+        #expect(
+            try Frame(jsonString: #"{"message":{}}"#, options: options)
+                == Frame.with { $0.payload = .message(Message()) }
+        )
         #expect(parseError(Frame.self, #"{"message":{"conversation":{}}}"#, options)?.offset == 27)
         // Empty arrays and maps do not count: only messages do.
-        #expect(try Frame(jsonString: #"{"message":{"elements":[],"customParams":{}}}"#, options: options).payload != nil)
+        #expect(
+            try Frame(jsonString: #"{"message":{"elements":[],"customParams":{}}}"#, options: options).payload != nil
+        )
     }
 
     @Test func largeMapsArraysAndUnknownMembersTakeLinearTime() throws {
         let count = 100_000
-        let map = #"{"customParams":{"# + (0 ..< count).map { #""k\#($0)":"v""# }.joined(separator: ",") + "}}"
+        let map = #"{"customParams":{"# + (0..<count).map { #""k\#($0)":"v""# }.joined(separator: ",") + "}}"
         let value = try message(map)
         #expect(value.customParams.count == count)
         #expect(try message(compact(value)) == value)
-        let array = #"{"targetReceivers":["# + (0 ..< count).map { #""u\#($0)""# }.joined(separator: ",") + "]}"
+        let array = #"{"targetReceivers":["# + (0..<count).map { #""u\#($0)""# }.joined(separator: ",") + "]}"
         #expect(try message(array).targetReceivers.count == count)
         var options = JSONDecodingOptions()
         options.ignoreUnknownFields = true
-        let unknown = "{" + (0 ..< count).map { #""x\#($0)":[{}]"# }.joined(separator: ",") + #","seq":"1"}"#
+        let unknown = "{" + (0..<count).map { #""x\#($0)":[{}]"# }.joined(separator: ",") + #","seq":"1"}"#
         #expect(try Message(jsonString: unknown, options: options).seq == 1)
     }
 
@@ -581,31 +692,59 @@ struct JSONRoundTripTests {
             $0.seq = .max
             $0.random = .max
             $0.senderID = "user_é😀"
-            $0.conversation = Conversation.with { $0.type = .group; $0.targetID = "g"; $0.channelID = "c" }
+            $0.conversation = Conversation.with {
+                $0.type = .group; $0.targetID = "g"; $0.channelID = "c"
+            }
             $0.clientTimeMs = .min
             $0.serverTimeMs = 1_732_186_860_112
             $0.priority = .unrecognized(42)
             $0.status = .recalled
             $0.flags = 127
             $0.targetReceivers = ["a", "", "\"q\"\n"]
-            $0.at = AtInfo.with { $0.userIDs = ["x"]; $0.atAll = true }
-            $0.offlinePush = OfflinePushInfo.with { $0.title = "t"; $0.disabled = true }
-            $0.cloudCustomData = Array(0 ... 255)
+            $0.at = AtInfo.with {
+                $0.userIDs = ["x"]; $0.atAll = true
+            }
+            $0.offlinePush = OfflinePushInfo.with {
+                $0.title = "t"; $0.disabled = true
+            }
+            $0.cloudCustomData = Array(0...255)
             $0.customParams = ["k": "v", "中": "\u{1}\u{7F}", "": "empty"]
             $0.expansion = ["like_count": "12"]
             $0.storagePolicy = .statusOnly
-            $0.quote = MessageRef.with { $0.seq = 1; $0.conversation = Conversation() }
+            $0.quote = MessageRef.with {
+                $0.seq = 1; $0.conversation = Conversation()
+            }
             $0.elements = [
                 MessageElement.with { $0.content = .text(TextElement.with { $0.text = "hi\u{0}\u{2028}" }) },
-                MessageElement.with { $0.content = .location(LocationElement.with { $0.longitude = -0.0; $0.latitude = .infinity }) },
-                MessageElement.with { $0.content = .face(FaceElement.with { $0.index = -3; $0.data = [1] }) },
-                MessageElement.with { $0.content = .image(ImageElement.with { $0.format = .other; $0.images = [ImageInfo(), ImageInfo.with { $0.size = 9 }] }) },
+                MessageElement.with {
+                    $0.content = .location(
+                        LocationElement.with {
+                            $0.longitude = -0.0; $0.latitude = .infinity
+                        }
+                    )
+                },
+                MessageElement.with {
+                    $0.content = .face(
+                        FaceElement.with {
+                            $0.index = -3; $0.data = [1]
+                        }
+                    )
+                },
+                MessageElement.with {
+                    $0.content = .image(
+                        ImageElement.with {
+                            $0.format = .other; $0.images = [ImageInfo(), ImageInfo.with { $0.size = 9 }]
+                        }
+                    )
+                },
                 MessageElement(),
             ]
             $0.editVersion = 3
             $0.senderNickname = "Li Lei"
         }
-        return Frame.with { $0.schemaVersion = 1; $0.minReaderVersion = 1; $0.payload = .message(message) }
+        return Frame.with {
+            $0.schemaVersion = 1; $0.minReaderVersion = 1; $0.payload = .message(message)
+        }
     }()
 
     static let layouts: [JSONEncodingOptions] = {
@@ -635,18 +774,42 @@ struct JSONRoundTripTests {
 
     @Test func everyPayloadKindSurvivesJSON() throws {
         let payloads: [Frame.Payload] = [
-            .receipt(MessageReceipt.with { $0.kind = .read; $0.readCount = 3; $0.isPeerRead = true }),
+            .receipt(
+                MessageReceipt.with {
+                    $0.kind = .read; $0.readCount = 3; $0.isPeerRead = true
+                }
+            ),
             .receipts(ReceiptBatch.with { $0.c2cReadReceipts = [C2CReadReceipt.with { $0.readTimeMs = -1 }] }),
-            .groupReadMembers(GroupReadMembers.with { $0.memberIDs = ["a", "b"]; $0.nextSeq = 5 }),
+            .groupReadMembers(
+                GroupReadMembers.with {
+                    $0.memberIDs = ["a", "b"]; $0.nextSeq = 5
+                }
+            ),
             .recall(RecallEvent.with { $0.reason = "r" }),
             .edit(EditEvent.with { $0.newMessage = Message() }),
-            .delete(DeleteEvent.with { $0.scope = .everyone; $0.messages = [MessageRef()] }),
+            .delete(
+                DeleteEvent.with {
+                    $0.scope = .everyone; $0.messages = [MessageRef()]
+                }
+            ),
             .typing(TypingEvent.with { $0.state = .started }),
             .markRead(MarkReadEvent.with { $0.allConversations = true }),
-            .systemNotice(SystemNotice.with { $0.params = ["a": "b"]; $0.timeMs = 1 }),
+            .systemNotice(
+                SystemNotice.with {
+                    $0.params = ["a": "b"]; $0.timeMs = 1
+                }
+            ),
             .sendAck(SendAck.with { $0.errorCode = -80001 }),
-            .historyRequest(HistoryRequest.with { $0.count = 20; $0.direction = .older }),
-            .historyResponse(HistoryResponse.with { $0.messages = [Message()]; $0.finished = true }),
+            .historyRequest(
+                HistoryRequest.with {
+                    $0.count = 20; $0.direction = .older
+                }
+            ),
+            .historyResponse(
+                HistoryResponse.with {
+                    $0.messages = [Message()]; $0.finished = true
+                }
+            ),
             .mergerPayload(MergerPayload.with { $0.messages = [Message.with { $0.seq = 1 }] }),
         ]
         for payload in payloads {
@@ -658,10 +821,15 @@ struct JSONRoundTripTests {
 
     @Test func randomStringsSurviveJSON() throws {
         var generator = SeededGenerator(seed: 0x1234_5678)
-        let alphabet: [Unicode.Scalar] = ["a", "\"", "\\", "/", "\u{0}", "\u{1}", "\u{1F}", "\u{7F}", "\u{80}", "é", "\u{2028}", "中", "\u{FFFF}", "\u{10000}", "😀", "\u{10FFFF}"]
-        for _ in 0 ..< 200 {
+        let alphabet: [Unicode.Scalar] = [
+            "a", "\"", "\\", "/", "\u{0}", "\u{1}", "\u{1F}", "\u{7F}", "\u{80}", "é", "\u{2028}", "中", "\u{FFFF}",
+            "\u{10000}", "😀", "\u{10FFFF}",
+        ]
+        for _ in 0..<200 {
             var text = String.UnicodeScalarView()
-            for _ in 0 ..< Int(generator.next() % 12) { text.append(alphabet[Int(generator.next() % UInt64(alphabet.count))]) }
+            for _ in 0..<Int(generator.next() % 12) {
+                text.append(alphabet[Int(generator.next() % UInt64(alphabet.count))])
+            }
             let value = TextElement.with { $0.text = String(text) }
             for ascii in [false, true] {
                 var options = JSONEncodingOptions()

@@ -37,7 +37,10 @@ struct LimitTests {
 
     @Test("maxDepth above the cap is treated as the cap")
     func depthCap() throws {
-        let error = code(Wire.nestingBomb(levels: DecodingOptions.maxDepthCap + 1), options: DecodingOptions(maxDepth: 1_000_000))
+        let error = code(
+            Wire.nestingBomb(levels: DecodingOptions.maxDepthCap + 1),
+            options: DecodingOptions(maxDepth: 1_000_000)
+        )
         #expect(error?.code == .tooDeep)
     }
 
@@ -48,29 +51,35 @@ struct LimitTests {
         #expect(code(bytes, options: DecodingOptions(maxInputSize: bytes.count)) == nil)
     }
 
-    @Test("truncated input is reported with its offset", arguments: [
-        ([0x08] as [UInt8], 1),            // tag, then nothing
-        ([0x08, 0x80], 1),                 // varint cut short
-        ([0x52, 0x05, 0x0A], 1),           // length runs past the end (offset of the length)
-        ([0x52], 1),                       // length prefix missing
-        ([0x80], 0),                       // tag cut short
-    ])
+    @Test(
+        "truncated input is reported with its offset",
+        arguments: [
+            ([0x08] as [UInt8], 1),  // tag, then nothing
+            ([0x08, 0x80], 1),  // varint cut short
+            ([0x52, 0x05, 0x0A], 1),  // length runs past the end (offset of the length)
+            ([0x52], 1),  // length prefix missing
+            ([0x80], 0),  // tag cut short
+        ]
+    )
     func truncated(bytes: [UInt8], offset: Int) throws {
         let error = code(bytes)
         #expect(error?.code == .truncated)
         #expect(error?.offset == offset)
     }
 
-    @Test("malformed input is rejected", arguments: [
-        [0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01] as [UInt8],  // 11-byte varint
-        [0x02, 0x00],                      // field number 0
-        [0x80, 0x80, 0x80, 0x80, 0x10, 0x00],  // field number 2^29
-        [0x0B],                            // start group
-        [0x0C],                            // end group
-        [0x0E],                            // wire type 6
-        [0x0F],                            // wire type 7
-        [0x52, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F],  // length 2^32-1
-    ])
+    @Test(
+        "malformed input is rejected",
+        arguments: [
+            [0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01] as [UInt8],  // 11-byte varint
+            [0x02, 0x00],  // field number 0
+            [0x80, 0x80, 0x80, 0x80, 0x10, 0x00],  // field number 2^29
+            [0x0B],  // start group
+            [0x0C],  // end group
+            [0x0E],  // wire type 6
+            [0x0F],  // wire type 7
+            [0x52, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F],  // length 2^32-1
+        ]
+    )
     func malformed(bytes: [UInt8]) throws {
         #expect(code(bytes)?.code == .malformed)
     }
@@ -84,8 +93,11 @@ struct LimitTests {
 
     @Test("invalid UTF-8 in a string field is rejected; the same bytes in a bytes field are not")
     func invalidUTF8() throws {
-        for bad: [UInt8] in [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0x80], [0xE4, 0xB8], [0xFF], [0xF5, 0x80, 0x80, 0x80]] {
-            let text = Wire.field(10, Wire.field(20, Wire.field(1, Wire.field(1, bad))))  // Frame.message.elements.text.text
+        for bad: [UInt8] in [
+            [0xC0, 0x80], [0xED, 0xA0, 0x80], [0x80], [0xE4, 0xB8], [0xFF], [0xF5, 0x80, 0x80, 0x80],
+        ] {
+            // Frame.message.elements.text.text
+            let text = Wire.field(10, Wire.field(20, Wire.field(1, Wire.field(1, bad))))
             #expect(code(text)?.code == .invalidUTF8)
             let custom = Wire.field(10, Wire.field(20, Wire.field(2, Wire.field(1, bad))))  // ... custom.data (bytes)
             #expect(code(custom) == nil)

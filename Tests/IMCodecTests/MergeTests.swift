@@ -14,8 +14,22 @@ struct MergeTests {
         let first = Message.with { $0.conversation = .with { $0.type = .group } }
         let second = Message.with { $0.conversation = .with { $0.targetID = "b" } }
         let merged = try Message(serializedBytes: bytes(first) + bytes(second))
-        #expect(merged.conversation == .with { $0.type = .group; $0.targetID = "b" })
-        #expect(merged.serializedBytes() == bytes(Message.with { $0.conversation = .with { $0.type = .group; $0.targetID = "b" } }))
+        #expect(
+            merged.conversation
+                == .with {
+                    $0.type = .group; $0.targetID = "b"
+                }
+        )
+        #expect(
+            merged.serializedBytes()
+                == bytes(
+                    Message.with {
+                        $0.conversation = .with {
+                            $0.type = .group; $0.targetID = "b"
+                        }
+                    }
+                )
+        )
     }
 
     @Test("scalars: the last occurrence wins, an explicit zero included")
@@ -51,13 +65,36 @@ struct MergeTests {
 
     @Test("oneof: the same member merges, another member replaces, and a member after that starts afresh")
     func oneofMembers() throws {
-        let textA = Frame(.message(.with { $0.clientMsgID = "a"; $0.elements = [.text("x")] }))
-        let textB = Frame(.message(.with { $0.seq = 9; $0.elements = [.text("y")] }))
-        let receipt = Frame(.receipt(.with { $0.kind = .read; $0.userID = "r" }))
+        let textA = Frame(
+            .message(
+                .with {
+                    $0.clientMsgID = "a"; $0.elements = [.text("x")]
+                }
+            )
+        )
+        let textB = Frame(
+            .message(
+                .with {
+                    $0.seq = 9; $0.elements = [.text("y")]
+                }
+            )
+        )
+        let receipt = Frame(
+            .receipt(
+                .with {
+                    $0.kind = .read; $0.userID = "r"
+                }
+            )
+        )
         // Same member twice: merged.
-        #expect(try Frame(serializedBytes: bytes(textA) + bytes(textB)).payload == .message(.with {
-            $0.clientMsgID = "a"; $0.seq = 9; $0.elements = [.text("x"), .text("y")]
-        }))
+        #expect(
+            try Frame(serializedBytes: bytes(textA) + bytes(textB)).payload
+                == .message(
+                    .with {
+                        $0.clientMsgID = "a"; $0.seq = 9; $0.elements = [.text("x"), .text("y")]
+                    }
+                )
+        )
         // Another member after it: replaced.
         #expect(try Frame(serializedBytes: bytes(textA) + bytes(receipt)).payload == receipt.payload)
         // message, receipt, message: only the last message counts.
@@ -77,23 +114,41 @@ struct MergeTests {
         func message(_ build: (inout Message) -> Void) -> [UInt8] { Wire.field(10, bytes(Message.with(build))) }
         let conversationType = Wire.field(6, bytes(Conversation.with { $0.type = .oneToOne }))
         let conversationTarget = Wire.field(6, bytes(Conversation.with { $0.targetID = "bob" }))
-        let inner = bytes(Message.with { $0.quote = .with { $0.clientMsgID = "q1" } })
+        let inner =
+            bytes(Message.with { $0.quote = .with { $0.clientMsgID = "q1" } })
             + Wire.field(19, bytes(MessageRef.with { $0.seq = 4 }))
         let merger = MessageElement.with { $0.content = .merger(.with { $0.title = "t" }) }
-        let mergerBytes = Wire.field(20, Wire.field(10, bytes(MergerElement.with { $0.title = "t" }) + Wire.field(4, inner)))
-        let input = Wire.field(10, conversationType + mergerBytes) + message { $0.senderID = "al" }
+        let mergerBytes = Wire.field(
+            20,
+            Wire.field(10, bytes(MergerElement.with { $0.title = "t" }) + Wire.field(4, inner))
+        )
+        let input =
+            Wire.field(10, conversationType + mergerBytes) + message { $0.senderID = "al" }
             + Wire.field(10, conversationTarget)
         let frame = try Frame(serializedBytes: input)
         var expectedMerger = merger
         if case .merger(var element)? = expectedMerger.content {
-            element.messages = [Message.with { $0.quote = .with { $0.clientMsgID = "q1"; $0.seq = 4 } }]
+            element.messages = [
+                Message.with {
+                    $0.quote = .with {
+                        $0.clientMsgID = "q1"; $0.seq = 4
+                    }
+                }
+            ]
             expectedMerger.content = .merger(element)
         }
-        #expect(frame.payload == .message(.with {
-            $0.conversation = .with { $0.type = .oneToOne; $0.targetID = "bob" }
-            $0.senderID = "al"
-            $0.elements = [expectedMerger]
-        }))
+        #expect(
+            frame.payload
+                == .message(
+                    .with {
+                        $0.conversation = .with {
+                            $0.type = .oneToOne; $0.targetID = "bob"
+                        }
+                        $0.senderID = "al"
+                        $0.elements = [expectedMerger]
+                    }
+                )
+        )
         // Every decoding path sees the same merged frame.
         let decoder = WireDecoder()
         #expect(try decoder.decode(Frame.self, from: input) == frame)
@@ -117,11 +172,32 @@ struct MergeTests {
 
     @Test("merge(serializedBytes:) merges into the value; a failure leaves it unchanged")
     func mergeAPI() throws {
-        var frame = Frame(.message(.with { $0.clientMsgID = "c"; $0.elements = [.text("hi")] }))
-        try frame.merge(serializedBytes: bytes(Frame(.message(.with { $0.seq = 42; $0.serverMsgUID = "s" }))))
-        #expect(frame.payload == .message(.with {
-            $0.clientMsgID = "c"; $0.serverMsgUID = "s"; $0.seq = 42; $0.elements = [.text("hi")]
-        }))
+        var frame = Frame(
+            .message(
+                .with {
+                    $0.clientMsgID = "c"; $0.elements = [.text("hi")]
+                }
+            )
+        )
+        try frame.merge(
+            serializedBytes: bytes(
+                Frame(
+                    .message(
+                        .with {
+                            $0.seq = 42; $0.serverMsgUID = "s"
+                        }
+                    )
+                )
+            )
+        )
+        #expect(
+            frame.payload
+                == .message(
+                    .with {
+                        $0.clientMsgID = "c"; $0.serverMsgUID = "s"; $0.seq = 42; $0.elements = [.text("hi")]
+                    }
+                )
+        )
         let before = frame
         #expect(throws: IMCodecError(code: .truncated, reason: "")) { try frame.merge(serializedBytes: [0x52, 0x05]) }
         #expect(frame == before)
@@ -140,7 +216,13 @@ struct MergeTests {
         func frame() -> Frame {
             random.chance(85)
                 ? Frame(.message(random.message(depth: 2)))
-                : Frame(.receipt(.with { $0.kind = .read; $0.userID = random.string() }))
+                : Frame(
+                    .receipt(
+                        .with {
+                            $0.kind = .read; $0.userID = random.string()
+                        }
+                    )
+                )
         }
         for _ in 0..<300 {
             let a = frame()
@@ -155,7 +237,9 @@ struct MergeTests {
             // Canonical bytes decode back to the same value.
             #expect(try Frame(serializedBytes: decoded.serializedBytes()) == decoded)
             // Properties every merge has: both messages' repeated fields are there, in order.
-            if case .message(let x)? = a.payload, case .message(let y)? = b.payload, case .message(let m)? = decoded.payload {
+            if case .message(let x)? = a.payload, case .message(let y)? = b.payload,
+                case .message(let m)? = decoded.payload
+            {
                 #expect(m.elements == x.elements + y.elements)
                 #expect(m.targetReceivers == x.targetReceivers + y.targetReceivers)
                 #expect(m.customParams == x.customParams.merging(y.customParams) { $1 })
@@ -170,7 +254,9 @@ struct MergeTests {
         // Frame.message occurrences, each adding one target receiver.
         let one = Wire.field(10, Wire.field(12, Array("u".utf8)))
         func receivers(_ input: [UInt8], _ options: DecodingOptions) throws -> Int {
-            guard case .message(let message)? = try Frame(serializedBytes: input, options: options).payload else { return -1 }
+            guard case .message(let message)? = try Frame(serializedBytes: input, options: options).payload else {
+                return -1
+            }
             return message.targetReceivers.count
         }
         let few = Array([[UInt8]](repeating: one, count: 5_000).joined())

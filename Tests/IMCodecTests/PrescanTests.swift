@@ -23,7 +23,10 @@ nonisolated(unsafe) private let frameDescriptor = descriptor(Imcodec__V1__Frame.
 nonisolated(unsafe) private let messageDescriptor = descriptor(Imcodec__V1__Message.self, imcodec__v1__message__init)
 
 private func scan(
-    _ d: Descriptor, _ bytes: [UInt8], maxDepth: UInt32 = 100, maxFields: Int = 1_000_000
+    _ d: Descriptor,
+    _ bytes: [UInt8],
+    maxDepth: UInt32 = 100,
+    maxFields: Int = 1_000_000
 ) -> imcodec_scan_result {
     bytes.withUnsafeBufferPointer { imcodec_prescan(d, $0.baseAddress, $0.count, maxDepth, maxFields) }
 }
@@ -33,11 +36,18 @@ private func detail(_ r: imcodec_scan_result) -> String? { r.detail.map { String
 
 /// Checks status, offset, and optionally field number and message name of a failed scan.
 private func expectScan(
-    _ r: imcodec_scan_result, _ status: imcodec_scan_status, at offset: Int,
-    field: UInt32? = nil, message: String? = nil,
+    _ r: imcodec_scan_result,
+    _ status: imcodec_scan_status,
+    at offset: Int,
+    field: UInt32? = nil,
+    message: String? = nil,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
-    #expect(r.status == status, "status \(r.status.rawValue), detail \(detail(r) ?? "nil")", sourceLocation: sourceLocation)
+    #expect(
+        r.status == status,
+        "status \(r.status.rawValue), detail \(detail(r) ?? "nil")",
+        sourceLocation: sourceLocation
+    )
     #expect(r.offset == offset, "detail \(detail(r) ?? "nil")", sourceLocation: sourceLocation)
     if let field { #expect(r.field_number == field, sourceLocation: sourceLocation) }
     if let message { #expect(name(r) == message, sourceLocation: sourceLocation) }
@@ -126,7 +136,10 @@ struct PrescanTests {
         let text = "héllo 😀 中文字符"
         let conversation = Wire.uint(1, 2) + Wire.string(2, "group-1")  // 2 fields
         let textElement = Wire.field(1, Wire.string(1, text))  // MessageElement.text -> TextElement.text: 2 fields
-        let location = Wire.field(7, Wire.string(1, "here") + Wire.fixed64(2, 0x405E_0000_0000_0000) + Wire.fixed64(3, 0))  // 4 fields
+        let location = Wire.field(
+            7,
+            Wire.string(1, "here") + Wire.fixed64(2, 0x405E_0000_0000_0000) + Wire.fixed64(3, 0)
+        )  // 4 fields
         let entry = Wire.string(1, "k") + Wire.string(2, "v")  // 2 fields
         let message =
             Wire.string(1, "c-1")
@@ -139,7 +152,8 @@ struct PrescanTests {
             + Wire.field(16, entry)
             + Wire.field(20, textElement)
             + Wire.field(20, location)
-            + Wire.uint(99, 5) + Wire.fixed32(98, 1) + Wire.fixed64(97, 2) + Wire.field(96, [0xFF, 0xFF, 0x0B])  // unknown
+            // The last four fields are unknown ones.
+            + Wire.uint(99, 5) + Wire.fixed32(98, 1) + Wire.fixed64(97, 2) + Wire.field(96, [0xFF, 0xFF, 0x0B])
         // Message: 1+1+1+(1+2)+1+2+1+(1+2)+(1+2)+(1+4)+4 = 25 fields (nested ones included).
         let frame = Wire.uint(1, 1) + Wire.uint(2, 1) + Wire.field(10, message)
         let r = scan(frameDescriptor, frame)
@@ -157,7 +171,9 @@ struct PrescanTests {
         #expect(f.schema_version == 1)
         #expect(f.payload_case == IMCODEC__V1__FRAME__PAYLOAD_MESSAGE)
         let m = try #require(f.message).pointee
-        #expect(Array(UnsafeBufferPointer(start: m.client_msg_id.data, count: m.client_msg_id.len)) == Array("c-1".utf8))
+        #expect(
+            Array(UnsafeBufferPointer(start: m.client_msg_id.data, count: m.client_msg_id.len)) == Array("c-1".utf8)
+        )
         #expect(m.seq == 42)
         #expect(m.n_target_receivers == 2)
         #expect(m.cloud_custom_data.len == 3)
@@ -286,8 +302,10 @@ struct PrescanTests {
         "valid UTF-8 passes",
         arguments: [
             "", "hello", "😀", "中文字符", "héllo wörld", "\u{80}", "\u{7FF}", "\u{800}", "\u{D7FF}", "\u{E000}",
-            "\u{FFFF}", "\u{10000}", "\u{10FFFF}", String(repeating: "a", count: 37) + "👨‍👩‍👧" + String(repeating: "b", count: 40),
-        ])
+            "\u{FFFF}", "\u{10000}", "\u{10FFFF}",
+            String(repeating: "a", count: 37) + "👨‍👩‍👧" + String(repeating: "b", count: 40),
+        ]
+    )
     func validUTF8(_ text: String) {
         let raw = Array(text.utf8)
         #expect(raw.withUnsafeBufferPointer { imcodec_utf8_valid($0.baseAddress, $0.count) } == 1)
@@ -340,9 +358,11 @@ struct PrescanTests {
         // string_as_bytes field (Message.client_msg_id): accepted, and protobuf-c keeps all 3 bytes.
         let (bytes, _) = frameWithClientMsgID(raw)
         expectScan(scan(frameDescriptor, bytes), IMCODEC_SCAN_OK, at: bytes.count)
-        let unpacked = try #require(bytes.withUnsafeBufferPointer {
-            protobuf_c_message_unpack(frameDescriptor, nil, $0.count, $0.baseAddress)
-        })
+        let unpacked = try #require(
+            bytes.withUnsafeBufferPointer {
+                protobuf_c_message_unpack(frameDescriptor, nil, $0.count, $0.baseAddress)
+            }
+        )
         let m = UnsafeRawPointer(unpacked).assumingMemoryBound(to: Imcodec__V1__Frame.self).pointee.message!.pointee
         #expect(m.client_msg_id.len == 3)
         protobuf_c_message_free_unpacked(unpacked, nil)
@@ -353,9 +373,11 @@ struct PrescanTests {
         var map = frameWithCustomParam(key: key, value: raw)
         var r = scan(frameDescriptor, map)
         expectScan(r, IMCODEC_SCAN_OK, at: map.count)
-        let entries = try #require(map.withUnsafeBufferPointer {
-            protobuf_c_message_unpack(frameDescriptor, nil, $0.count, $0.baseAddress)
-        })
+        let entries = try #require(
+            map.withUnsafeBufferPointer {
+                protobuf_c_message_unpack(frameDescriptor, nil, $0.count, $0.baseAddress)
+            }
+        )
         let entry = UnsafeRawPointer(entries).assumingMemoryBound(to: Imcodec__V1__Frame.self).pointee.message!.pointee
             .custom_params[0]!.pointee
         #expect(Array(UnsafeBufferPointer(start: entry.key.data, count: entry.key.len)) == key)
@@ -418,8 +440,12 @@ struct PrescanTests {
         }
         let cap = Int(IMCODEC_PRESCAN_DEPTH_CAP)
         expectScan(
-            r, IMCODEC_SCAN_TOO_DEEP, at: chain.tagOffsets[cap - 1],
-            field: DepthChain.field(leaving: cap), message: DepthChain.name(of: cap))
+            r,
+            IMCODEC_SCAN_TOO_DEEP,
+            at: chain.tagOffsets[cap - 1],
+            field: DepthChain.field(leaving: cap),
+            message: DepthChain.name(of: cap)
+        )
         #expect(r.max_depth_seen == UInt32(cap))
         #expect(detail(r) == "nesting deeper than max_depth")
         #expect(elapsed < .seconds(1))
@@ -532,21 +558,43 @@ nonisolated(unsafe) private let packedDescriptor: Descriptor = {
     let fields = UnsafeMutablePointer<ProtobufCFieldDescriptor>.allocate(capacity: specs.count)
     for (i, (id, label, type)) in specs.enumerated() {
         fields[i] = ProtobufCFieldDescriptor(
-            name: cString("f\(id)"), id: id, label: label, type: type,
-            quantifier_offset: 0, offset: 0, descriptor: nil, default_value: nil,
+            name: cString("f\(id)"),
+            id: id,
+            label: label,
+            type: type,
+            quantifier_offset: 0,
+            offset: 0,
+            descriptor: nil,
+            default_value: nil,
             flags: label == PROTOBUF_C_LABEL_REPEATED ? UInt32(PROTOBUF_C_FIELD_FLAG_PACKED.rawValue) : 0,
-            reserved_flags: 0, reserved2: nil, reserved3: nil)
+            reserved_flags: 0,
+            reserved2: nil,
+            reserved3: nil
+        )
     }
     let ranges = UnsafeMutablePointer<ProtobufCIntRange>.allocate(capacity: 2)
     ranges[0] = ProtobufCIntRange(start_value: 1, orig_index: 0)
     ranges[1] = ProtobufCIntRange(start_value: 0, orig_index: UInt32(specs.count))
     let d = UnsafeMutablePointer<ProtobufCMessageDescriptor>.allocate(capacity: 1)
-    d.initialize(to: ProtobufCMessageDescriptor(
-        magic: UInt32(PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC), name: cString("test.Packed"),
-        short_name: cString("Packed"), c_name: cString("Test__Packed"),
-        package_name: cString("test"), sizeof_message: 0, n_fields: UInt32(specs.count),
-        fields: fields, fields_sorted_by_name: nil, n_field_ranges: 1, field_ranges: ranges,
-        message_init: nil, reserved1: nil, reserved2: nil, reserved3: nil))
+    d.initialize(
+        to: ProtobufCMessageDescriptor(
+            magic: UInt32(PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC),
+            name: cString("test.Packed"),
+            short_name: cString("Packed"),
+            c_name: cString("Test__Packed"),
+            package_name: cString("test"),
+            sizeof_message: 0,
+            n_fields: UInt32(specs.count),
+            fields: fields,
+            fields_sorted_by_name: nil,
+            n_field_ranges: 1,
+            field_ranges: ranges,
+            message_init: nil,
+            reserved1: nil,
+            reserved2: nil,
+            reserved3: nil
+        )
+    )
     return UnsafePointer(d)
 }()
 
@@ -562,13 +610,17 @@ struct PrescanPackedTests {
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count, message: "test.Packed")
         #expect(r.field_count == 3)
 
-        bytes = Wire.field(2, le32(1) + le32(2)) + Wire.field(3, [UInt8](repeating: 0, count: 24)) + Wire.field(6, [1, 0, 1, 1])
+        bytes =
+            Wire.field(2, le32(1) + le32(2)) + Wire.field(3, [UInt8](repeating: 0, count: 24))
+            + Wire.field(6, [1, 0, 1, 1])
         r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 2 + 3 + 4)
 
         // Unpacked occurrences of the same fields are fine too, and an empty packed payload counts 1.
-        bytes = Wire.uint(1, 7) + Wire.uint(1, 8) + Wire.fixed32(2, 9) + Wire.fixed64(3, 10) + Wire.uint(4, 3) + Wire.field(4, [])
+        bytes =
+            Wire.uint(1, 7) + Wire.uint(1, 8) + Wire.fixed32(2, 9) + Wire.fixed64(3, 10) + Wire.uint(4, 3)
+            + Wire.field(4, [])
         r = scan(packedDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 6)

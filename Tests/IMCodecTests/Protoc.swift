@@ -14,7 +14,9 @@ enum Protoc {
 
     /// Runs protoc with `arguments`, feeding `input` on standard input; returns standard output.
     static func run(_ arguments: [String], input: [UInt8]) throws -> [UInt8] {
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-test-\(UUID().uuidString)")
+        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "imcodec-test-\(UUID().uuidString)"
+        )
         try Data(input).write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
         let process = Process()

@@ -35,7 +35,9 @@ struct RoundTripTests {
         }
         // One protoc run over all of them: a history page holding the 1,000 messages.
         for chunk in stride(from: 0, to: messages.count, by: 250) {
-            let page = Frame(.historyResponse(HistoryResponse.with { $0.messages = Array(messages[chunk..<chunk + 250]) }))
+            let page = Frame(
+                .historyResponse(HistoryResponse.with { $0.messages = Array(messages[chunk..<chunk + 250]) })
+            )
             let bytes = page.serializedBytes()
             #expect(try Protoc.reencode(bytes) == bytes)
         }
@@ -49,9 +51,11 @@ struct RoundTripTests {
         #expect(try Protoc.reencode(bytes) == bytes)
         let text = try Protoc.run(["--decode=imcodec.v1.Frame", "imcodec/v1/frame.proto"], input: bytes)
         let keys = String(decoding: text, as: UTF8.self).split(separator: "\n").filter { $0.contains("key:") }
-        #expect(keys.map { $0.trimmingCharacters(in: .whitespaces) } == [
-            "key: \"\"", "key: \"B\"", "key: \"_x\"", "key: \"a\"", "key: \"ab\"", "key: \"\\303\\251\"",
-        ])
+        #expect(
+            keys.map { $0.trimmingCharacters(in: .whitespaces) } == [
+                "key: \"\"", "key: \"B\"", "key: \"_x\"", "key: \"a\"", "key: \"ab\"", "key: \"\\303\\251\"",
+            ]
+        )
     }
 
     @Test("-0.0, infinities and NaN keep their bit patterns")
@@ -77,7 +81,8 @@ struct RoundTripTests {
         let text = "a\u{0}b 中文 🙂\u{0}"
         let frame = Frame(Message.c2cText(from: "x\u{0}y", to: "bob", text))
         let back = try Frame(serializedBytes: frame.serializedBytes())
-        guard case .message(let message)? = back.payload, case .text(let element)? = message.elements.first?.content else {
+        guard case .message(let message)? = back.payload, case .text(let element)? = message.elements.first?.content
+        else {
             Issue.record("payload lost")
             return
         }
@@ -102,8 +107,10 @@ struct RoundTripTests {
     @Test("unknown fields are kept and written back after the known ones")
     func unknownFields() throws {
         // Frame{schema_version: 1, field 99: varint 150, field 100: "hi", field 101: fixed32, field 102: fixed64}
-        let bytes: [UInt8] = [0x08, 0x01, 0x98, 0x06, 0x96, 0x01, 0xA2, 0x06, 0x02, 0x68, 0x69,
-                              0xAD, 0x06, 1, 2, 3, 4, 0xB1, 0x06, 1, 2, 3, 4, 5, 6, 7, 8]
+        let bytes: [UInt8] = [
+            0x08, 0x01, 0x98, 0x06, 0x96, 0x01, 0xA2, 0x06, 0x02, 0x68, 0x69,
+            0xAD, 0x06, 1, 2, 3, 4, 0xB1, 0x06, 1, 2, 3, 4, 5, 6, 7, 8,
+        ]
         let frame = try Frame(serializedBytes: bytes)
         #expect(frame.schemaVersion == 1)
         #expect(frame.unknownFields.bytes == Array(bytes[2...]))
@@ -123,8 +130,10 @@ struct RoundTripTests {
     func lastOneWins() throws {
         // Frame{schema_version: 1, schema_version: 2, message{client_msg_id: "a", client_msg_id: "b",
         //       target_receivers: "x", target_receivers: "y"}}
-        let bytes: [UInt8] = [0x08, 0x01, 0x08, 0x02, 0x52, 0x0C, 0x0A, 0x01, 0x61, 0x0A, 0x01, 0x62,
-                              0x62, 0x01, 0x78, 0x62, 0x01, 0x79]
+        let bytes: [UInt8] = [
+            0x08, 0x01, 0x08, 0x02, 0x52, 0x0C, 0x0A, 0x01, 0x61, 0x0A, 0x01, 0x62,
+            0x62, 0x01, 0x78, 0x62, 0x01, 0x79,
+        ]
         let frame = try Frame(serializedBytes: bytes)
         #expect(frame.schemaVersion == 2)
         guard case .message(let message)? = frame.payload else {

@@ -83,7 +83,11 @@ struct StampTests {
         for _ in 0..<12 {
             let original = Frame(.message(random.message(depth: 1)))
             let stamp = ServerStamp(
-                serverMsgUID: "srv-\(random.string())", seq: 9, serverTimeMs: 1_700_000_000_000, status: .sent)
+                serverMsgUID: "srv-\(random.string())",
+                seq: 9,
+                serverTimeMs: 1_700_000_000_000,
+                status: .sent
+            )
             let output = try stamp.applied(to: bytes(original))
             var expected = original
             try stamp.apply(to: &expected)
@@ -112,27 +116,49 @@ struct StampTests {
         }
         #expect(refused == 200)
         // Why: appended blindly, the stamp's message would replace the receipt.
-        let receipt = Frame(.receipt(.with { $0.kind = .read; $0.userID = "r" }))
+        let receipt = Frame(
+            .receipt(
+                .with {
+                    $0.kind = .read; $0.userID = "r"
+                }
+            )
+        )
         #expect(try Frame(serializedBytes: bytes(receipt) + bytes(stamp.frame)).payload == stamp.frame.payload)
         // The payload that counts is the last member: message then receipt is a receipt (refused);
         // receipt then message is a message (stamped, the receipt is gone as in any parser).
-        let message = Frame(.message(.with { $0.clientMsgID = "c"; $0.seq = 5 }))
+        let message = Frame(
+            .message(
+                .with {
+                    $0.clientMsgID = "c"; $0.seq = 5
+                }
+            )
+        )
         let messageThenReceipt = bytes(message) + bytes(receipt)
         #expect(code { () throws(IMCodecError) in _ = try stamp.applied(to: messageThenReceipt) } == .payloadMismatch)
         let replaced = try stamp.applied(to: bytes(receipt) + bytes(message))
-        #expect(try Frame(serializedBytes: replaced).payload == .message(.with {
-            $0.clientMsgID = "c"; $0.seq = 1; $0.serverMsgUID = "s-1"; $0.serverTimeMs = 2
-        }))
+        #expect(
+            try Frame(serializedBytes: replaced).payload
+                == .message(
+                    .with {
+                        $0.clientMsgID = "c"; $0.seq = 1; $0.serverMsgUID = "s-1"; $0.serverTimeMs = 2
+                    }
+                )
+        )
         // An empty frame has no payload.
         #expect(code { () throws(IMCodecError) in _ = try stamp.applied(to: [UInt8]()) } == .payloadMismatch)
     }
 
     @Test("the last value wins: a stamp replaces what the sender wrote; nil fields keep it; stamping twice")
     func lastValueWins() throws {
-        let sent = Frame(.message(.with {
-            $0.clientMsgID = "c-1"; $0.serverMsgUID = "spoofed"; $0.seq = 999; $0.serverTimeMs = 5; $0.status = .sending
-            $0.senderID = "alice"; $0.elements = [.text("hi")]
-        }))
+        let sent = Frame(
+            .message(
+                .with {
+                    $0.clientMsgID = "c-1"; $0.serverMsgUID = "spoofed"; $0.seq = 999; $0.serverTimeMs = 5;
+                    $0.status = .sending
+                    $0.senderID = "alice"; $0.elements = [.text("hi")]
+                }
+            )
+        )
         let first = ServerStamp(serverMsgUID: "srv-1", seq: 42)
         let once = try first.applied(to: bytes(sent))
         guard case .message(let message)? = try Frame(serializedBytes: once).payload else {
@@ -151,7 +177,9 @@ struct StampTests {
         }
         #expect(again.serverMsgUID == "srv-1" && again.seq == 43 && again.serverTimeMs == 6 && again.status == .sent)
         // The stamp sets only message fields: the sender's schema versions stay.
-        let versions = Frame.with { $0.schemaVersion = 7; $0.minReaderVersion = 2; $0.payload = sent.payload }
+        let versions = Frame.with {
+            $0.schemaVersion = 7; $0.minReaderVersion = 2; $0.payload = sent.payload
+        }
         #expect(try Frame(serializedBytes: first.applied(to: bytes(versions))).schemaVersion == 7)
         #expect(try Frame(serializedBytes: first.applied(to: bytes(versions))).minReaderVersion == 2)
         // An empty stamp appends an empty message: the frame decodes unchanged.
@@ -160,7 +188,15 @@ struct StampTests {
 
     @Test("the in-place form appends to the array's own storage when it has room (no copy of the frame)")
     func inPlaceKeepsStorage() throws {
-        var bytes = self.bytes(Frame(.message(.with { $0.senderID = "alice"; $0.elements = [.text("hi")] })))
+        var bytes = self.bytes(
+            Frame(
+                .message(
+                    .with {
+                        $0.senderID = "alice"; $0.elements = [.text("hi")]
+                    }
+                )
+            )
+        )
         let sent = bytes
         bytes.reserveCapacity(bytes.count + 256)
         let before = bytes.withUnsafeBufferPointer { $0.baseAddress }
@@ -172,7 +208,13 @@ struct StampTests {
 
     @Test("zero values cannot be appended: stamping one throws invalidArgument and changes nothing")
     func zeroValues() throws {
-        let sent = Frame(.message(.with { $0.serverMsgUID = "x"; $0.seq = 7; $0.serverTimeMs = 8; $0.status = .sent }))
+        let sent = Frame(
+            .message(
+                .with {
+                    $0.serverMsgUID = "x"; $0.seq = 7; $0.serverTimeMs = 8; $0.status = .sent
+                }
+            )
+        )
         let zeros = [
             ServerStamp(serverMsgUID: ""), ServerStamp(seq: 0), ServerStamp(serverTimeMs: 0),
             ServerStamp(status: .unspecified), ServerStamp(status: .unrecognized(0)),
@@ -193,7 +235,15 @@ struct StampTests {
 
     @Test("hostile input fails with the error decoding gives, before anything is appended")
     func hostileInput() throws {
-        let valid = bytes(Frame(.message(.with { $0.senderID = "alice"; $0.elements = [.text("hi")] })))
+        let valid = bytes(
+            Frame(
+                .message(
+                    .with {
+                        $0.senderID = "alice"; $0.elements = [.text("hi")]
+                    }
+                )
+            )
+        )
         let stamp = ServerStamp(serverMsgUID: "s", seq: 1)
         let cases: [(String, [UInt8], DecodingOptions)] = [
             ("truncated", Array(valid.dropLast()), DecodingOptions()),
@@ -236,7 +286,15 @@ struct StampTests {
 
     @Test("the stamped frame stays within the limits it was checked with")
     func outputLimits() throws {
-        let input = bytes(Frame(.message(.with { $0.senderID = "alice"; $0.elements = [.text("hi")] })))
+        let input = bytes(
+            Frame(
+                .message(
+                    .with {
+                        $0.senderID = "alice"; $0.elements = [.text("hi")]
+                    }
+                )
+            )
+        )
         let stamp = ServerStamp(serverMsgUID: "srv-1", seq: 42, serverTimeMs: 1_700_000_000_123)
         let stampSize = bytes(stamp.frame).count
         // Size: a frame that fits only without the stamp.
@@ -253,12 +311,16 @@ struct StampTests {
         // Fields: the input's plus Frame.message and the three stamped fields.
         // schema_version, min_reader_version, message, sender_id, elements, MessageElement.text, TextElement.text
         let inputFields = 7
-        #expect(code { () throws(IMCodecError) in
-            _ = try Frame(serializedBytes: input, options: DecodingOptions(maxFieldCount: inputFields - 1))
-        } == .tooManyFields)
-        #expect(code { () throws(IMCodecError) in
-            _ = try stamp.applied(to: input, options: DecodingOptions(maxFieldCount: inputFields + 3))
-        } == .tooManyFields)
+        #expect(
+            code { () throws(IMCodecError) in
+                _ = try Frame(serializedBytes: input, options: DecodingOptions(maxFieldCount: inputFields - 1))
+            } == .tooManyFields
+        )
+        #expect(
+            code { () throws(IMCodecError) in
+                _ = try stamp.applied(to: input, options: DecodingOptions(maxFieldCount: inputFields + 3))
+            } == .tooManyFields
+        )
         let fits = DecodingOptions(maxFieldCount: inputFields + 4)
         let stamped = try stamp.applied(to: input, options: fits)
         #expect(code { () throws(IMCodecError) in _ = try Frame(serializedBytes: stamped, options: fits) } == nil)
@@ -266,13 +328,23 @@ struct StampTests {
 
     @Test("the send ack carries the stamp's uid, seq and time")
     func sendAck() {
-        let conversation = Conversation.with { $0.type = .group; $0.targetID = "team" }
+        let conversation = Conversation.with {
+            $0.type = .group; $0.targetID = "team"
+        }
         let stamp = ServerStamp(serverMsgUID: "srv-7", seq: 3, serverTimeMs: 99, status: .sent)
-        #expect(stamp.sendAck(clientMsgID: "c-7", conversation: conversation) == SendAck.with {
-            $0.clientMsgID = "c-7"; $0.serverMsgUID = "srv-7"; $0.seq = 3; $0.serverTimeMs = 99
-            $0.conversation = conversation
-        })
+        #expect(
+            stamp.sendAck(clientMsgID: "c-7", conversation: conversation)
+                == SendAck.with {
+                    $0.clientMsgID = "c-7"; $0.serverMsgUID = "srv-7"; $0.seq = 3; $0.serverTimeMs = 99
+                    $0.conversation = conversation
+                }
+        )
         let partial = ServerStamp(seq: 4).sendAck(clientMsgID: "c", conversation: nil)
-        #expect(partial == SendAck.with { $0.clientMsgID = "c"; $0.seq = 4 })
+        #expect(
+            partial
+                == SendAck.with {
+                    $0.clientMsgID = "c"; $0.seq = 4
+                }
+        )
     }
 }

@@ -6,7 +6,8 @@ import Testing
 @Suite("swift-protobuf habits")
 struct SwiftProtobufHabitsTests {
     static let sample = Frame(
-        Message.groupText(from: "alice", group: "team-apollo", "@bob ship it 🚀", atUserIDs: ["bob"]))
+        Message.groupText(from: "alice", group: "team-apollo", "@bob ship it 🚀", atUserIDs: ["bob"])
+    )
 
     @Test func serializedDataHoldsTheCanonicalBytes() throws {
         let data = Self.sample.serializedData()
@@ -84,8 +85,10 @@ struct SwiftProtobufHabitsTests {
         #expect(fromData?.offset == 20)
     }
 
-    @Test(arguments: [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE4, 0xBD], [0xC0, 0xAF]]
-          as [[UInt8]])
+    @Test(
+        arguments: [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE4, 0xBD], [0xC0, 0xAF]]
+            as [[UInt8]]
+    )
     func jsonUTF8DataRefusesInvalidUTF8(bad: [UInt8]) {
         // {"message": {"clientMsgId": "ab<bad>"}}: the error points at the first bad byte.
         let prefix = Array(#"{"message": {"clientMsgId": "ab"#.utf8)
@@ -115,12 +118,15 @@ struct SwiftProtobufHabitsTests {
 
     @Test func debugDescriptionShowsUnknownFieldsByNumber() throws {
         let binary = try FixtureFiles.bytes(
-            FixtureFiles.valid.appendingPathComponent("unknown_fields_future_message.binpb"))
+            FixtureFiles.valid.appendingPathComponent("unknown_fields_future_message.binpb")
+        )
         let frame = try Frame(serializedBytes: binary)
         #expect(!frame.unknownFields.isEmpty)
         #expect(frame.debugDescription.hasSuffix("4: 0xdeadbeef\n6: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n"))
-        #expect(String(describing: frame.unknownFields)
-            == "UnknownFields:\n4: 0xdeadbeef\n6: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n")
+        #expect(
+            String(describing: frame.unknownFields)
+                == "UnknownFields:\n4: 0xdeadbeef\n6: \"4bf92f3577b34da6a3ce929d0e0e4736\"\n"
+        )
         #expect(String(describing: Frame().unknownFields) == "UnknownFields()")
     }
 }

@@ -29,8 +29,10 @@ struct TextFormatTests {
     /// Fixtures where protoc --decode prints a map key twice (see the file header).
     static let protocKeepsDuplicateMapKeys: Set<String> = ["system_notice_twice"]
 
-    @Test("fixture: textFormatString() is protoc --decode's text; protoc's text reads as protoc --encode reads it",
-          arguments: FixtureFiles.validNames)
+    @Test(
+        "fixture: textFormatString() is protoc --decode's text; protoc's text reads as protoc --encode reads it",
+        arguments: FixtureFiles.validNames
+    )
     func fixtureMatchesProtoc(_ name: String) throws {
         let entry = try #require(FixtureFiles.validCases[name])
         let binary = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent(name + ".binpb"))
@@ -39,9 +41,10 @@ struct TextFormatTests {
         var withoutUnknown = TextFormatEncodingOptions()
         withoutUnknown.printUnknownFields = false
         let knownText = frame.textFormatString(options: withoutUnknown)
-        let canonical = try entry.canonical.map {
-            try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent($0))
-        } ?? binary
+        let canonical =
+            try entry.canonical.map {
+                try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent($0))
+            } ?? binary
 
         if Self.deeperThanGoogle.contains(name) {
             #expect(throws: Protoc.Failure.self, "protoc --decode now reads \(name); compare it like the others") {
@@ -84,8 +87,10 @@ struct TextFormatTests {
         }
     }
 
-    @Test("hand-written fixture text (imcodec.v1.Frame) reads as protoc --encode read it",
-          arguments: FixtureFiles.validNames)
+    @Test(
+        "hand-written fixture text (imcodec.v1.Frame) reads as protoc --encode read it",
+        arguments: FixtureFiles.validNames
+    )
     func handWrittenText(_ name: String) throws {
         let source = try String(contentsOf: FixtureFiles.valid.appendingPathComponent(name + ".txtpb"), encoding: .utf8)
         let binary = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent(name + ".binpb"))
@@ -168,7 +173,10 @@ struct TextFormatTests {
     }
 
     static func bad(
-        _ text: String, _ offset: Int, _ position: String, _ code: IMCodecError.Code = .invalidTextFormat
+        _ text: String,
+        _ offset: Int,
+        _ position: String,
+        _ code: IMCodecError.Code = .invalidTextFormat
     ) -> BadText {
         BadText(text: text, code: code, offset: offset, position: position)
     }
@@ -230,8 +238,10 @@ struct TextFormatTests {
         }
     }
 
-    @Test("truncations and single-byte mutations of protoc's text decode or fail with an offset in the text",
-          arguments: ["text_emoji_cjk", "chain_text_image_text"])
+    @Test(
+        "truncations and single-byte mutations of protoc's text decode or fail with an offset in the text",
+        arguments: ["text_emoji_cjk", "chain_text_image_text"]
+    )
     func mutatedTextFailsCleanly(_ name: String) throws {
         let binary = try FixtureFiles.bytes(FixtureFiles.valid.appendingPathComponent(name + ".binpb"))
         let text = Array(try Protoc.decode(binary).utf8)
@@ -245,10 +255,10 @@ struct TextFormatTests {
                 #expect(again.serializedBytes() == frame.serializedBytes())
             } catch {
                 #expect(allowed.contains(error.code), "\(error)")
-                #expect((0 ... candidate.utf8.count).contains(error.offset ?? -1), "\(error)")
+                #expect((0...candidate.utf8.count).contains(error.offset ?? -1), "\(error)")
             }
         }
-        for end in 0 ..< text.count { check(Array(text[..<end])) }
+        for end in 0..<text.count { check(Array(text[..<end])) }
         for position in stride(from: 0, to: text.count, by: 2) {  // every other byte: a debug build is slow
             for byte in "{}<[:\"\\#-a".utf8 where byte != text[position] {
                 var mutated = text
@@ -293,7 +303,7 @@ struct TextFormatTests {
 
     @Test func randomFramesRoundTripThroughText() throws {
         var random = RandomMessages(seed: 12)
-        for _ in 0 ..< 200 {
+        for _ in 0..<200 {
             let frame = random.frame()
             let text = frame.textFormatString()
             #expect(try Frame(textFormatString: text).serializedBytes() == frame.serializedBytes(), "\(text)")
@@ -302,7 +312,7 @@ struct TextFormatTests {
 
     @Test func randomFramesPrintAsProtocDecodes() throws {
         var random = RandomMessages(seed: 7)
-        for _ in 0 ..< 20 {
+        for _ in 0..<20 {
             let frame = random.frame()
             #expect(frame.textFormatString() == (try Protoc.decode(frame.serializedBytes())))
         }
@@ -310,25 +320,27 @@ struct TextFormatTests {
 
     /// Unknown field 99 (length-delimited) holding `payload`: protoc prints it as a nested block when
     /// the payload parses as protobuf fields (groups included, 10 levels at most), else as a string.
-    static let unknownPayloads: [[UInt8]] = [
-        [],                                                   // empty: a string
-        Array("hello".utf8),                                  // not fields: a string
-        [0x08, 0x01],                                         // field 1 = 1
-        [0x0D, 1, 2, 3, 4, 0x11, 1, 2, 3, 4, 5, 6, 7, 8],     // fixed32, fixed64
-        [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],  // a 10-byte varint
-        [0x0B, 0x10, 0x05, 0x0C],                             // group 1 { 2: 5 }
-        [0x0B, 0x13, 0x18, 0x07, 0x14, 0x0C],                 // nested groups
-        [0x0B, 0x14],                                         // group closed by another number
-        [0x0C],                                               // a stray end-group tag
-        [0x00, 0x01],                                         // field number 0
-        [0x0E, 0x01],                                         // wire type 6
-        [0x12, 0x03, 0x08, 0x01],                             // length past the end
-        [0x12, 0x02, 0x08, 0x96],                             // a truncated varint inside
-    ] + (8 ... 13).map { levels in                            // nesting around the recursion budget
-        var payload: [UInt8] = [0x08, 0x01]
-        for _ in 0 ..< levels { payload = [0x0A, UInt8(payload.count)] + payload }
-        return payload
-    }
+    static let unknownPayloads: [[UInt8]] =
+        [
+            [],  // empty: a string
+            Array("hello".utf8),  // not fields: a string
+            [0x08, 0x01],  // field 1 = 1
+            [0x0D, 1, 2, 3, 4, 0x11, 1, 2, 3, 4, 5, 6, 7, 8],  // fixed32, fixed64
+            [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],  // a 10-byte varint
+            [0x0B, 0x10, 0x05, 0x0C],  // group 1 { 2: 5 }
+            [0x0B, 0x13, 0x18, 0x07, 0x14, 0x0C],  // nested groups
+            [0x0B, 0x14],  // group closed by another number
+            [0x0C],  // a stray end-group tag
+            [0x00, 0x01],  // field number 0
+            [0x0E, 0x01],  // wire type 6
+            [0x12, 0x03, 0x08, 0x01],  // length past the end
+            [0x12, 0x02, 0x08, 0x96],  // a truncated varint inside
+        ]
+        + (8...13).map { levels in  // nesting around the recursion budget
+            var payload: [UInt8] = [0x08, 0x01]
+            for _ in 0..<levels { payload = [0x0A, UInt8(payload.count)] + payload }
+            return payload
+        }
 
     @Test("unknown fields print as protoc --decode prints them", arguments: unknownPayloads)
     func unknownFieldsPrintAsProtoc(_ payload: [UInt8]) throws {

@@ -14,8 +14,13 @@ enum ValidFrames {
     }
 
     static func message(in conversation: Conversation = group, _ text: String = "hello") -> Message {
-        var message = Message(from: "user_10010", in: conversation, elements: [.text(text)],
-                              clientMsgID: "cli-7f3a9c2e-0011", clientTimeMs: 1_732_188_060_000)
+        var message = Message(
+            from: "user_10010",
+            in: conversation,
+            elements: [.text(text)],
+            clientMsgID: "cli-7f3a9c2e-0011",
+            clientTimeMs: 1_732_188_060_000
+        )
         message.serverMsgUID = "144115233874815003-1732188060-783368690"
         message.seq = 131
         message.serverTimeMs = 1_732_188_060_133
@@ -30,7 +35,9 @@ enum ValidFrames {
         $0.kind = .read; $0.message = ref(); $0.groupID = "@TGS#2J4SZEAEL"; $0.readCount = 42; $0.unreadCount = 15
         $0.timeMs = 1_732_188_100_000
     }
-    static let c2cReadReceipt = C2CReadReceipt.with { $0.userID = "user_10086"; $0.readTimeMs = 1_732_188_100_000 }
+    static let c2cReadReceipt = C2CReadReceipt.with {
+        $0.userID = "user_10086"; $0.readTimeMs = 1_732_188_100_000
+    }
 
     static var edited: Message {
         var message = message(in: group, "hello (edited)")
@@ -51,10 +58,17 @@ enum ValidFrames {
         $0.message = ref(); $0.newMessage = edited; $0.editorID = "user_10010"; $0.timeMs = 1_732_188_095_000
     }
     static let delete = DeleteEvent.with {
-        $0.messages = [ref(), MessageRef.with { $0.senderID = "user_20004"; $0.clientMsgID = "cli-9e8d7c6b-0042" }]
+        $0.messages = [
+            ref(),
+            MessageRef.with {
+                $0.senderID = "user_20004"; $0.clientMsgID = "cli-9e8d7c6b-0042"
+            },
+        ]
         $0.scope = .everyone; $0.operatorID = "user_10010"; $0.timeMs = 1_732_190_000_000
     }
-    static let typing = TypingEvent.with { $0.conversation = c2c; $0.userID = "user_10010"; $0.state = .started }
+    static let typing = TypingEvent.with {
+        $0.conversation = c2c; $0.userID = "user_10010"; $0.state = .started
+    }
     static let markRead = MarkReadEvent.with {
         $0.conversation = group; $0.userID = "user_10010"; $0.readTimeMs = 1_732_188_060_133; $0.readSeq = 131
     }
@@ -82,8 +96,14 @@ enum ValidFrames {
     static let mergerPayload = MergerPayload.with { $0.messages = [message(in: c2c), message(in: c2c, "b")] }
 
     // Schema version 2: the session layer and the message features.
-    static let seqs = [ConversationSeq.with { $0.conversation = group; $0.seq = 131 },
-                       ConversationSeq.with { $0.conversation = c2c; $0.seq = 7 }]
+    static let seqs = [
+        ConversationSeq.with {
+            $0.conversation = group; $0.seq = 131
+        },
+        ConversationSeq.with {
+            $0.conversation = c2c; $0.seq = 7
+        },
+    ]
     static let loginRequest = LoginRequest.with {
         $0.userID = "user_10010"; $0.token = "eJyrVgrxCdYrSy1SslIy0jNQ0gHzM1NS84ozM3PLMvMywlJzs"
         $0.deviceID = "ios-3F2504E0"; $0.platform = .ios; $0.clientVersion = "5.3.425"; $0.lastSeen = seqs
@@ -92,7 +112,9 @@ enum ValidFrames {
     static let loginResult = LoginResult.with {
         $0.serverTimeMs = 1_732_188_060_133; $0.sessionID = "sess-7b1c"; $0.heartbeatIntervalS = 30; $0.maxSeqs = seqs
     }
-    static let syncRequest = SyncRequest.with { $0.conversation = group; $0.fromSeq = 130; $0.toSeq = 131; $0.limit = 100 }
+    static let syncRequest = SyncRequest.with {
+        $0.conversation = group; $0.fromSeq = 130; $0.toSeq = 131; $0.limit = 100
+    }
     static var syncResponse: SyncResponse {
         var second = message(in: group, "second")
         second.seq = 132
@@ -109,8 +131,12 @@ enum ValidFrames {
         recall.streamPosition = 44
         return StreamSyncResponse.with {
             $0.frames = [
-                StreamFrame.with { $0.position = 42; $0.frame = kept.serializedBytes() },
-                StreamFrame.with { $0.position = 44; $0.frame = recall.serializedBytes() },
+                StreamFrame.with {
+                    $0.position = 42; $0.frame = kept.serializedBytes()
+                },
+                StreamFrame.with {
+                    $0.position = 44; $0.frame = recall.serializedBytes()
+                },
             ]
             $0.hasMore = true; $0.nextAfterPosition = 44; $0.headPosition = 60
         }
@@ -120,23 +146,50 @@ enum ValidFrames {
     }
     static let reaction = ReactionEvent.with {
         $0.message = ref(); $0.userID = "user_10086"; $0.emoji = "👍🏽"; $0.action = .add; $0.timeMs = 1_732_188_070_000
-        $0.summary = [ReactionSummary.with { $0.emoji = "👍🏽"; $0.count = 3; $0.userIDs = ["user_10086", "user_20001"] }]
+        $0.summary = [
+            ReactionSummary.with {
+                $0.emoji = "👍🏽"; $0.count = 3; $0.userIDs = ["user_10086", "user_20001"]
+            }
+        ]
     }
     static var poll: Message {
-        Message(from: "user_10010", in: group, elements: [MessageElement.with {
-            $0.content = .poll(PollElement.with {
-                $0.pollID = "poll-1"; $0.question = "Lunch?"; $0.multipleChoice = true
-                $0.options = [PollOption.with { $0.id = 1; $0.text = "Noodles" }, PollOption.with { $0.id = 2; $0.text = "Dumplings" }]
-            })
-        }], clientMsgID: "cli-poll-1", clientTimeMs: 1_732_188_060_000)
+        Message(
+            from: "user_10010",
+            in: group,
+            elements: [
+                MessageElement.with {
+                    $0.content = .poll(
+                        PollElement.with {
+                            $0.pollID = "poll-1"; $0.question = "Lunch?"; $0.multipleChoice = true
+                            $0.options = [
+                                PollOption.with {
+                                    $0.id = 1; $0.text = "Noodles"
+                                },
+                                PollOption.with {
+                                    $0.id = 2; $0.text = "Dumplings"
+                                },
+                            ]
+                        }
+                    )
+                }
+            ],
+            clientMsgID: "cli-poll-1",
+            clientTimeMs: 1_732_188_060_000
+        )
     }
     static let pollVote = PollVoteEvent.with {
         $0.pollMessage = ref(); $0.pollID = "poll-1"; $0.voterID = "user_10086"; $0.optionIDs = [1, 2]
     }
     static let pollUpdate = PollUpdate.with {
         $0.pollMessage = ref(); $0.pollID = "poll-1"; $0.closed = true; $0.closedBy = "user_10010"; $0.voterCount = 3
-        $0.results = [PollOptionResult.with { $0.optionID = 1; $0.votes = 2; $0.voterIDs = ["user_10086", "user_20001"] },
-                      PollOptionResult.with { $0.optionID = 2; $0.votes = 3 }]
+        $0.results = [
+            PollOptionResult.with {
+                $0.optionID = 1; $0.votes = 2; $0.voterIDs = ["user_10086", "user_20001"]
+            },
+            PollOptionResult.with {
+                $0.optionID = 2; $0.votes = 3
+            },
+        ]
     }
 
     static let frames: [String: Frame] = [
@@ -159,45 +212,101 @@ enum ValidFrames {
         "historyRequest": Frame(.historyRequest(historyRequest)),
         "historyResponse": Frame(.historyResponse(historyResponse)),
         "mergerPayload": Frame(.mergerPayload(mergerPayload)),
-        "readReceiptRequest": Frame(.readReceiptRequest(ReadReceiptRequest.with { $0.messages = [ref(), ref(in: c2c)] })),
-        "groupReadMembersRequest": Frame(.groupReadMembersRequest(GroupReadMembersRequest.with {
-            $0.message = ref(); $0.filter = .unread; $0.count = 100
-        })),
+        "readReceiptRequest": Frame(
+            .readReceiptRequest(ReadReceiptRequest.with { $0.messages = [ref(), ref(in: c2c)] })
+        ),
+        "groupReadMembersRequest": Frame(
+            .groupReadMembersRequest(
+                GroupReadMembersRequest.with {
+                    $0.message = ref(); $0.filter = .unread; $0.count = 100
+                }
+            )
+        ),
         "loginRequest": Frame(.loginRequest(loginRequest)),
         "loginResult": Frame(.loginResult(loginResult)),
-        "loginFailed": Frame(.loginResult(LoginResult.with { $0.errorCode = 70001; $0.errorDescription = "token expired" })),
-        "ping": Frame(.ping(Ping.with { $0.id = 9; $0.timeMs = 1_732_188_060_133 })),
-        "pong": Frame(.pong(Pong.with { $0.id = 9; $0.timeMs = 1_732_188_060_140 })),
+        "loginFailed": Frame(
+            .loginResult(
+                LoginResult.with {
+                    $0.errorCode = 70001; $0.errorDescription = "token expired"
+                }
+            )
+        ),
+        "ping": Frame(
+            .ping(
+                Ping.with {
+                    $0.id = 9; $0.timeMs = 1_732_188_060_133
+                }
+            )
+        ),
+        "pong": Frame(
+            .pong(
+                Pong.with {
+                    $0.id = 9; $0.timeMs = 1_732_188_060_140
+                }
+            )
+        ),
         "logout": Frame(.logout(Logout.with { $0.sessionID = "sess-7b1c" })),
-        "kickedOffline": Frame(.kickedOffline(KickedOffline.with {
-            $0.reason = .loggedInElsewhere; $0.otherDeviceID = "android-9"; $0.otherPlatform = .android
-        })),
+        "kickedOffline": Frame(
+            .kickedOffline(
+                KickedOffline.with {
+                    $0.reason = .loggedInElsewhere; $0.otherDeviceID = "android-9"; $0.otherPlatform = .android
+                }
+            )
+        ),
         "maxSeqRequest": Frame(.maxSeqRequest(MaxSeqRequest.with { $0.conversations = [group, c2c] })),
         "maxSeqResponse": Frame(.maxSeqResponse(MaxSeqResponse.with { $0.maxSeqs = seqs })),
         "syncRequest": Frame(.syncRequest(syncRequest)),
         "syncResponse": Frame(.syncResponse(syncResponse)),
-        "streamSyncRequest": Frame(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 41; $0.limit = 100 })),
+        "streamSyncRequest": Frame(
+            .streamSyncRequest(
+                StreamSyncRequest.with {
+                    $0.afterPosition = 41; $0.limit = 100
+                }
+            )
+        ),
         "streamSyncResponse": Frame(.streamSyncResponse(streamSyncResponse)),
         "streamAck": Frame(.streamAck(StreamAck.with { $0.position = 44 })),
         "presence": Frame(.presence(presence)),
-        "presenceSubscription": Frame(.presenceSubscription(PresenceSubscription.with {
-            $0.action = .subscribe; $0.userIDs = ["user_10086", "user_20001"]
-        })),
-        "membership": Frame(.membership(MembershipChange.with { $0.action = .join; $0.conversation = group })),
+        "presenceSubscription": Frame(
+            .presenceSubscription(
+                PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["user_10086", "user_20001"]
+                }
+            )
+        ),
+        "membership": Frame(
+            .membership(
+                MembershipChange.with {
+                    $0.action = .join; $0.conversation = group
+                }
+            )
+        ),
         "requestResult": Frame(.requestResult(RequestResult.with { $0.serverTimeMs = 1_732_188_060_133 })),
         "reaction": Frame(.reaction(reaction)),
-        "pin": Frame(.pin(PinEvent.with {
-            $0.conversation = group; $0.message = ref(); $0.pinned = true; $0.operatorID = "user_10010"
-        })),
+        "pin": Frame(
+            .pin(
+                PinEvent.with {
+                    $0.conversation = group; $0.message = ref(); $0.pinned = true; $0.operatorID = "user_10010"
+                }
+            )
+        ),
         "poll": Frame(poll),
         "pollVote": Frame(.pollVote(pollVote)),
         "pollUpdate": Frame(.pollUpdate(pollUpdate)),
-        "disappearingTimer": Frame(.disappearingTimer(DisappearingTimerEvent.with {
-            $0.conversation = c2c; $0.expireAfterS = 604_800; $0.operatorID = "user_10010"
-        })),
-        "receiveOption": Frame(.receiveOption(ReceiveOptionChange.with {
-            $0.conversation = group; $0.option = .receiveNotNotify; $0.userID = "user_10010"
-        })),
+        "disappearingTimer": Frame(
+            .disappearingTimer(
+                DisappearingTimerEvent.with {
+                    $0.conversation = c2c; $0.expireAfterS = 604_800; $0.operatorID = "user_10010"
+                }
+            )
+        ),
+        "receiveOption": Frame(
+            .receiveOption(
+                ReceiveOptionChange.with {
+                    $0.conversation = group; $0.option = .receiveNotNotify; $0.userID = "user_10010"
+                }
+            )
+        ),
     ]
 
     /// `layers` nested merger layers of realistic messages around `leaf`, as Tencent's clients make
@@ -205,9 +314,13 @@ enum ValidFrames {
     static func merger(layers: Int, leaf: Message) -> Message {
         var inner = leaf
         for layer in 0..<layers {
-            var forwarded = Message.merger(from: "user_10010", in: c2c, title: "Chat history, layer \(layer + 1)",
-                                           messages: [inner, message(in: c2c, "see above")],
-                                           clientMsgID: "cli-merger-\(layer)")
+            var forwarded = Message.merger(
+                from: "user_10010",
+                in: c2c,
+                title: "Chat history, layer \(layer + 1)",
+                messages: [inner, message(in: c2c, "see above")],
+                clientMsgID: "cli-merger-\(layer)"
+            )
             forwarded.serverMsgUID = "144115233874815003-1732188060-\(layer)"
             forwarded.clientTimeMs = 1_732_188_060_000
             forwarded.random = UInt32(layer)
@@ -220,11 +333,30 @@ enum ValidFrames {
     /// levels below the message (MessageElement, ImageElement, ImageInfo), quoting another message
     /// (MessageRef, Conversation: 2 levels).
     static var deepestLeaf: Message {
-        var leaf = Message.image(from: "user_10086", in: c2c, format: .jpg, renditions: [
-            ImageInfo(type: .original, uuid: "img-1", size: 1_048_576, width: 4032, height: 3024,
-                      url: "https://x/o.jpg"),
-            ImageInfo(type: .thumbnail, uuid: "img-1t", size: 9_000, width: 264, height: 198, url: "https://x/t.jpg"),
-        ], clientMsgID: "cli-leaf")
+        var leaf = Message.image(
+            from: "user_10086",
+            in: c2c,
+            format: .jpg,
+            renditions: [
+                ImageInfo(
+                    type: .original,
+                    uuid: "img-1",
+                    size: 1_048_576,
+                    width: 4032,
+                    height: 3024,
+                    url: "https://x/o.jpg"
+                ),
+                ImageInfo(
+                    type: .thumbnail,
+                    uuid: "img-1t",
+                    size: 9_000,
+                    width: 264,
+                    height: 198,
+                    url: "https://x/t.jpg"
+                ),
+            ],
+            clientMsgID: "cli-leaf"
+        )
         leaf.quote = ref(in: c2c)
         leaf.clientTimeMs = 1_732_188_000_000
         leaf.random = 7

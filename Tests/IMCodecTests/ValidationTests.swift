@@ -32,7 +32,11 @@ struct ValidationTests {
     @Test("a merger of more than 300 messages is reported")
     func mergerSize() {
         let messages = (0..<301).map { Message.c2cText(from: "a", to: "b", "m\($0)") }
-        #expect(rules(Frame(Message.merger(from: "a", in: .oneToOne("b"), title: "t", messages: messages))) == [.mergerTooManyMessages])
+        #expect(
+            rules(Frame(Message.merger(from: "a", in: .oneToOne("b"), title: "t", messages: messages))) == [
+                .mergerTooManyMessages
+            ]
+        )
         let ok = Array(messages.prefix(300))
         #expect(Frame(Message.merger(from: "a", in: .oneToOne("b"), title: "t", messages: ok)).validate().isEmpty)
     }
@@ -67,9 +71,17 @@ struct ValidationTests {
 
     @Test("files above 100 MB and locations off Earth are reported")
     func sizesAndRanges() {
-        let big = Message(from: "a", in: .oneToOne("b"), elements: [.file(uuid: "f", name: "x", size: 104_857_601, url: "u")])
+        let big = Message(
+            from: "a",
+            in: .oneToOne("b"),
+            elements: [.file(uuid: "f", name: "x", size: 104_857_601, url: "u")]
+        )
         #expect(rules(Frame(big)) == [.fileTooLarge])
-        let limit = Message(from: "a", in: .oneToOne("b"), elements: [.file(uuid: "f", name: "x", size: 104_857_600, url: "u")])
+        let limit = Message(
+            from: "a",
+            in: .oneToOne("b"),
+            elements: [.file(uuid: "f", name: "x", size: 104_857_600, url: "u")]
+        )
         #expect(Frame(limit).validate().isEmpty)
         for (lat, lon) in [(91.0, 0.0), (0.0, -180.5), (Double.nan, 0.0)] {
             let place = Message(from: "a", in: .oneToOne("b"), elements: [.location(latitude: lat, longitude: lon)])
@@ -80,10 +92,18 @@ struct ValidationTests {
     @Test("chain rules: merger, group tips, sound, video and file stand alone; no empty chains or elements")
     func chainRules() {
         let file = MessageElement.file(uuid: "f", name: "x", size: 1, url: "u")
-        #expect(rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [.text("see"), file]))) == [.elementMustBeAlone])
+        #expect(
+            rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [.text("see"), file]))) == [
+                .elementMustBeAlone
+            ]
+        )
         #expect(rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: []))) == [.emptyElementChain])
         #expect(rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [MessageElement()]))) == [.emptyElement])
-        let rich = Message(from: "a", in: .oneToOne("b"), elements: [.text("a"), .face(index: 1), .location(latitude: 1, longitude: 2), .text("b")])
+        let rich = Message(
+            from: "a",
+            in: .oneToOne("b"),
+            elements: [.text("a"), .face(index: 1), .location(latitude: 1, longitude: 2), .text("b")]
+        )
         #expect(Frame(rich).validate().isEmpty)
     }
 
@@ -93,7 +113,11 @@ struct ValidationTests {
         #expect(rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [tips]))) == [.groupTipsOutsideGroup])
         let inGroup = Message(from: "a", in: .group("g"), elements: [tips])
         #expect(Frame(inGroup).validate().isEmpty)
-        #expect(rules(Frame(Message.merger(from: "a", in: .group("g"), title: "t", messages: [inGroup]))) == [.mergerContainsGroupTips])
+        #expect(
+            rules(Frame(Message.merger(from: "a", in: .group("g"), title: "t", messages: [inGroup]))) == [
+                .mergerContainsGroupTips
+            ]
+        )
     }
 
     @Test("every violation is reported, with a path")
@@ -103,7 +127,11 @@ struct ValidationTests {
         message.targetReceivers = ["c"]
         message.elements.append(.file(uuid: "f", name: "x", size: 200_000_000, url: "u"))
         let issues = Frame(message).validate()
-        #expect(Set(issues.map(\.rule)) == [.atOutsideGroup, .atListTooLong, .targetedReceiversOutsideGroup, .elementMustBeAlone, .fileTooLarge])
+        #expect(
+            Set(issues.map(\.rule)) == [
+                .atOutsideGroup, .atListTooLong, .targetedReceiversOutsideGroup, .elementMustBeAlone, .fileTooLarge,
+            ]
+        )
         #expect(issues.contains { $0.path == "message.elements[1].file" })
     }
 
@@ -121,188 +149,319 @@ struct ValidationTests {
         versionsOnly.schemaVersion = 1
         versionsOnly.minReaderVersion = 1
         #expect(found(versionsOnly) == ["missingPayload @ "])
-        let future = try Frame(serializedBytes: try FixtureFiles.bytes(
-            FixtureFiles.valid.appendingPathComponent("unknown_payload_future_event.binpb")))
+        let future = try Frame(
+            serializedBytes: try FixtureFiles.bytes(
+                FixtureFiles.valid.appendingPathComponent("unknown_payload_future_event.binpb")
+            )
+        )
         #expect(found(future) == ["missingPayload @ "])
         #expect(future.validate().first?.message.contains("unknown fields") == true)
     }
 
     @Test("message references: missing, or identifying no message")
     func messageRefs() {
-        #expect(found(Frame(.recall(RecallEvent())))
-                == ["missingMessageRef @ recall.message", "missingUserID @ recall.revokerID"])
-        #expect(found(Frame(.recall(changed(ValidFrames.recall) { $0.message = nil })))
-                == ["missingMessageRef @ recall.message"])
+        #expect(
+            found(Frame(.recall(RecallEvent())))
+                == ["missingMessageRef @ recall.message", "missingUserID @ recall.revokerID"]
+        )
+        #expect(
+            found(Frame(.recall(changed(ValidFrames.recall) { $0.message = nil })))
+                == ["missingMessageRef @ recall.message"]
+        )
         // A server id alone is enough; so are sender and client id together; either alone is not.
         let serverOnly = MessageRef.with { $0.serverMsgUID = "s-1" }
         #expect(found(Frame(.recall(changed(ValidFrames.recall) { $0.message = serverOnly }))) == [])
-        let clientOnly = MessageRef.with { $0.clientMsgID = "c-1"; $0.seq = 3; $0.conversation = ValidFrames.group }
-        #expect(found(Frame(.recall(changed(ValidFrames.recall) { $0.message = clientOnly })))
-                == ["missingMessageRef @ recall.message"])
-        #expect(found(Frame(.receipt(changed(ValidFrames.receipt) { $0.message = nil })))
-                == ["missingMessageRef @ receipt.message"])
-        #expect(found(Frame(.groupReadMembers(changed(ValidFrames.groupReadMembers) { $0.message = MessageRef() })))
-                == ["missingMessageRef @ groupReadMembers.message"])
+        let clientOnly = MessageRef.with {
+            $0.clientMsgID = "c-1"; $0.seq = 3; $0.conversation = ValidFrames.group
+        }
+        #expect(
+            found(Frame(.recall(changed(ValidFrames.recall) { $0.message = clientOnly })))
+                == ["missingMessageRef @ recall.message"]
+        )
+        #expect(
+            found(Frame(.receipt(changed(ValidFrames.receipt) { $0.message = nil })))
+                == ["missingMessageRef @ receipt.message"]
+        )
+        #expect(
+            found(Frame(.groupReadMembers(changed(ValidFrames.groupReadMembers) { $0.message = MessageRef() })))
+                == ["missingMessageRef @ groupReadMembers.message"]
+        )
         let senderOnly = MessageRef.with { $0.senderID = "user_10010" }
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.message = senderOnly })))
-                == ["missingMessageRef @ edit.message"])
-        #expect(found(Frame(.delete(changed(ValidFrames.delete) { $0.messages[1].senderID = "" })))
-                == ["missingMessageRef @ delete.messages[1]"])
-        #expect(found(Frame(.delete(changed(ValidFrames.delete) { $0.messages = [] })))
-                == ["missingMessageRef @ delete.messages"])
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.message = senderOnly })))
+                == ["missingMessageRef @ edit.message"]
+        )
+        #expect(
+            found(Frame(.delete(changed(ValidFrames.delete) { $0.messages[1].senderID = "" })))
+                == ["missingMessageRef @ delete.messages[1]"]
+        )
+        #expect(
+            found(Frame(.delete(changed(ValidFrames.delete) { $0.messages = [] })))
+                == ["missingMessageRef @ delete.messages"]
+        )
     }
 
     @Test("receipts: a kind, a message, and a user or a group; batches are not empty")
     func receipts() {
-        #expect(found(Frame(.receipt(MessageReceipt())))
-                == ["missingMessageRef @ receipt.message", "receiptSubject @ receipt",
-                    "unspecifiedEnum @ receipt.kind"])
-        #expect(found(Frame(.receipt(changed(ValidFrames.receipt) { $0.kind = .unspecified })))
-                == ["unspecifiedEnum @ receipt.kind"])
+        #expect(
+            found(Frame(.receipt(MessageReceipt())))
+                == [
+                    "missingMessageRef @ receipt.message", "receiptSubject @ receipt",
+                    "unspecifiedEnum @ receipt.kind",
+                ]
+        )
+        #expect(
+            found(Frame(.receipt(changed(ValidFrames.receipt) { $0.kind = .unspecified })))
+                == ["unspecifiedEnum @ receipt.kind"]
+        )
         // A kind a later schema version adds is not "unspecified".
         #expect(found(Frame(.receipt(changed(ValidFrames.receipt) { $0.kind = ReceiptKind(rawValue: 3) }))) == [])
         #expect(found(Frame(.receipt(changed(ValidFrames.receipt) { $0.userID = "" }))) == ["receiptSubject @ receipt"])
-        #expect(found(Frame(.receipt(changed(ValidFrames.groupReceipt) { $0.groupID = "" })))
-                == ["receiptSubject @ receipt"])
-        #expect(found(Frame(.receipt(changed(ValidFrames.groupReceipt) { $0.groupID = ""; $0.userID = "user_10086" })))
-                == ["receiptSubject @ receipt.groupID"])
+        #expect(
+            found(Frame(.receipt(changed(ValidFrames.groupReceipt) { $0.groupID = "" })))
+                == ["receiptSubject @ receipt"]
+        )
+        #expect(
+            found(
+                Frame(
+                    .receipt(
+                        changed(ValidFrames.groupReceipt) {
+                            $0.groupID = ""; $0.userID = "user_10086"
+                        }
+                    )
+                )
+            )
+                == ["receiptSubject @ receipt.groupID"]
+        )
         #expect(found(Frame(.receipts(ReceiptBatch()))) == ["emptyReceiptBatch @ receipts"])
-        #expect(found(Frame(.receipts(changed(ValidFrames.receipts) { $0.receipts[1].kind = .unspecified })))
-                == ["unspecifiedEnum @ receipts.receipts[1].kind"])
-        #expect(found(Frame(.receipts(changed(ValidFrames.receipts) { $0.c2cReadReceipts[0].userID = "" })))
-                == ["missingUserID @ receipts.c2cReadReceipts[0].userID"])
+        #expect(
+            found(Frame(.receipts(changed(ValidFrames.receipts) { $0.receipts[1].kind = .unspecified })))
+                == ["unspecifiedEnum @ receipts.receipts[1].kind"]
+        )
+        #expect(
+            found(Frame(.receipts(changed(ValidFrames.receipts) { $0.c2cReadReceipts[0].userID = "" })))
+                == ["missingUserID @ receipts.c2cReadReceipts[0].userID"]
+        )
     }
 
     @Test("C2C read receipts name the reader and the time read up to")
     func c2cReadReceipt() {
-        #expect(found(Frame(.c2cReadReceipt(C2CReadReceipt())))
-                == ["missingReadPosition @ c2cReadReceipt.readTimeMs", "missingUserID @ c2cReadReceipt.userID"])
-        #expect(found(Frame(.c2cReadReceipt(changed(ValidFrames.c2cReadReceipt) { $0.readTimeMs = -5 })))
-                == ["missingReadPosition @ c2cReadReceipt.readTimeMs"])
+        #expect(
+            found(Frame(.c2cReadReceipt(C2CReadReceipt())))
+                == ["missingReadPosition @ c2cReadReceipt.readTimeMs", "missingUserID @ c2cReadReceipt.userID"]
+        )
+        #expect(
+            found(Frame(.c2cReadReceipt(changed(ValidFrames.c2cReadReceipt) { $0.readTimeMs = -5 })))
+                == ["missingReadPosition @ c2cReadReceipt.readTimeMs"]
+        )
     }
 
     @Test("pages that are not the last carry the cursor of the next one")
     func pagingCursors() {
-        #expect(found(Frame(.groupReadMembers(changed(ValidFrames.groupReadMembers) { $0.nextSeq = 0 })))
-                == ["missingNextCursor @ groupReadMembers.nextSeq"])
-        let lastPage = changed(ValidFrames.groupReadMembers) { $0.nextSeq = 0; $0.finished = true }
-        #expect(found(Frame(.groupReadMembers(lastPage)))
-                == [])
-        #expect(found(Frame(.historyResponse(changed(ValidFrames.historyResponse) { $0.nextCursor = "" })))
-                == ["missingNextCursor @ historyResponse.nextCursor"])
-        let lastHistoryPage = changed(ValidFrames.historyResponse) { $0.nextCursor = ""; $0.finished = true }
-        #expect(found(Frame(.historyResponse(lastHistoryPage)))
-                == [])
+        #expect(
+            found(Frame(.groupReadMembers(changed(ValidFrames.groupReadMembers) { $0.nextSeq = 0 })))
+                == ["missingNextCursor @ groupReadMembers.nextSeq"]
+        )
+        let lastPage = changed(ValidFrames.groupReadMembers) {
+            $0.nextSeq = 0; $0.finished = true
+        }
+        #expect(
+            found(Frame(.groupReadMembers(lastPage)))
+                == []
+        )
+        #expect(
+            found(Frame(.historyResponse(changed(ValidFrames.historyResponse) { $0.nextCursor = "" })))
+                == ["missingNextCursor @ historyResponse.nextCursor"]
+        )
+        let lastHistoryPage = changed(ValidFrames.historyResponse) {
+            $0.nextCursor = ""; $0.finished = true
+        }
+        #expect(
+            found(Frame(.historyResponse(lastHistoryPage)))
+                == []
+        )
     }
 
     @Test("recalls, edits and deletes say who acted")
     func actors() {
-        #expect(found(Frame(.recall(changed(ValidFrames.recall) { $0.revokerID = "" })))
-                == ["missingUserID @ recall.revokerID"])
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.editorID = "" })))
-                == ["missingUserID @ edit.editorID"])
-        #expect(found(Frame(.delete(changed(ValidFrames.delete) { $0.operatorID = "" })))
-                == ["missingUserID @ delete.operatorID"])
-        #expect(found(Frame(.delete(changed(ValidFrames.delete) { $0.scope = .unspecified })))
-                == ["unspecifiedEnum @ delete.scope"])
+        #expect(
+            found(Frame(.recall(changed(ValidFrames.recall) { $0.revokerID = "" })))
+                == ["missingUserID @ recall.revokerID"]
+        )
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.editorID = "" })))
+                == ["missingUserID @ edit.editorID"]
+        )
+        #expect(
+            found(Frame(.delete(changed(ValidFrames.delete) { $0.operatorID = "" })))
+                == ["missingUserID @ delete.operatorID"]
+        )
+        #expect(
+            found(Frame(.delete(changed(ValidFrames.delete) { $0.scope = .unspecified })))
+                == ["unspecifiedEnum @ delete.scope"]
+        )
         #expect(found(Frame(.delete(changed(ValidFrames.delete) { $0.scope = .onlyMe }))) == [])
     }
 
     @Test("an edit carries the same message, edited, with an edit version")
     func edits() {
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage = nil })))
-                == ["missingEditedMessage @ edit.newMessage"])
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.editVersion = 0 })))
-                == ["editedMessageMismatch @ edit.newMessage.editVersion"])
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.serverMsgUID = "another" })))
-                == ["editedMessageMismatch @ edit.newMessage"])
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.conversation = .group("other") })))
-                == ["editedMessageMismatch @ edit.newMessage"])
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage = nil })))
+                == ["missingEditedMessage @ edit.newMessage"]
+        )
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.editVersion = 0 })))
+                == ["editedMessageMismatch @ edit.newMessage.editVersion"]
+        )
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.serverMsgUID = "another" })))
+                == ["editedMessageMismatch @ edit.newMessage"]
+        )
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.conversation = .group("other") })))
+                == ["editedMessageMismatch @ edit.newMessage"]
+        )
         // The new message is checked like any message.
-        #expect(found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.elements = [] })))
-                == ["emptyElementChain @ edit.newMessage.elements"])
+        #expect(
+            found(Frame(.edit(changed(ValidFrames.edit) { $0.newMessage!.elements = [] })))
+                == ["emptyElementChain @ edit.newMessage.elements"]
+        )
     }
 
     @Test("typing indicators: a conversation, a user and a state")
     func typing() {
-        #expect(found(Frame(.typing(TypingEvent())))
-                == ["missingConversation @ typing.conversation", "missingUserID @ typing.userID",
-                    "unspecifiedEnum @ typing.state"])
-        #expect(found(Frame(.typing(changed(ValidFrames.typing) { $0.conversation = .oneToOne("") })))
-                == ["missingConversation @ typing.conversation"])
+        #expect(
+            found(Frame(.typing(TypingEvent())))
+                == [
+                    "missingConversation @ typing.conversation", "missingUserID @ typing.userID",
+                    "unspecifiedEnum @ typing.state",
+                ]
+        )
+        #expect(
+            found(Frame(.typing(changed(ValidFrames.typing) { $0.conversation = .oneToOne("") })))
+                == ["missingConversation @ typing.conversation"]
+        )
         #expect(found(Frame(.typing(changed(ValidFrames.typing) { $0.state = .stopped }))) == [])
     }
 
     @Test("mark-read: one conversation or all of them, a user, and a time or sequence number")
     func markRead() {
-        #expect(found(Frame(.markRead(changed(ValidFrames.markReadAll) { $0.conversation = ValidFrames.group })))
-                == ["markReadScope @ markRead.conversation"])
-        #expect(found(Frame(.markRead(changed(ValidFrames.markRead) { $0.conversation = nil })))
-                == ["markReadScope @ markRead"])
-        #expect(found(Frame(.markRead(changed(ValidFrames.markRead) { $0.userID = "" })))
-                == ["missingUserID @ markRead.userID"])
-        #expect(found(Frame(.markRead(changed(ValidFrames.markRead) { $0.readTimeMs = 0; $0.readSeq = 0 })))
-                == ["missingReadPosition @ markRead"])
+        #expect(
+            found(Frame(.markRead(changed(ValidFrames.markReadAll) { $0.conversation = ValidFrames.group })))
+                == ["markReadScope @ markRead.conversation"]
+        )
+        #expect(
+            found(Frame(.markRead(changed(ValidFrames.markRead) { $0.conversation = nil })))
+                == ["markReadScope @ markRead"]
+        )
+        #expect(
+            found(Frame(.markRead(changed(ValidFrames.markRead) { $0.userID = "" })))
+                == ["missingUserID @ markRead.userID"]
+        )
+        #expect(
+            found(
+                Frame(
+                    .markRead(
+                        changed(ValidFrames.markRead) {
+                            $0.readTimeMs = 0; $0.readSeq = 0
+                        }
+                    )
+                )
+            )
+                == ["missingReadPosition @ markRead"]
+        )
         #expect(found(Frame(.markRead(changed(ValidFrames.markRead) { $0.readTimeMs = 0 }))) == [])
-        #expect(found(Frame(.markRead(changed(ValidFrames.markRead) { $0.conversation = Conversation() })))
-                == ["missingConversation @ markRead.conversation"])
+        #expect(
+            found(Frame(.markRead(changed(ValidFrames.markRead) { $0.conversation = Conversation() })))
+                == ["missingConversation @ markRead.conversation"]
+        )
     }
 
     @Test("system notices have a machine-readable type")
     func systemNotice() {
-        #expect(found(Frame(.systemNotice(changed(ValidFrames.systemNotice) { $0.type = "" })))
-                == ["missingNoticeType @ systemNotice.type"])
+        #expect(
+            found(Frame(.systemNotice(changed(ValidFrames.systemNotice) { $0.type = "" })))
+                == ["missingNoticeType @ systemNotice.type"]
+        )
         #expect(found(Frame(.systemNotice(SystemNotice.with { $0.type = "maintenance" }))) == [])
     }
 
     @Test("send acks name the sent message; only successful sends have a server id")
     func sendAcks() {
-        #expect(found(Frame(.sendAck(changed(ValidFrames.sendAck) { $0.clientMsgID = "" })))
-                == ["missingClientMsgID @ sendAck.clientMsgID"])
-        #expect(found(Frame(.sendAck(changed(ValidFrames.sendAck) { $0.serverMsgUID = "" })))
-                == ["sendAckServerUID @ sendAck.serverMsgUID"])
-        #expect(found(Frame(.sendAck(changed(ValidFrames.sendAckFailed) { $0.serverMsgUID = "s-1" })))
-                == ["sendAckServerUID @ sendAck.serverMsgUID"])
-        #expect(found(Frame(.sendAck(SendAck())))
-                == ["missingClientMsgID @ sendAck.clientMsgID", "sendAckServerUID @ sendAck.serverMsgUID"])
+        #expect(
+            found(Frame(.sendAck(changed(ValidFrames.sendAck) { $0.clientMsgID = "" })))
+                == ["missingClientMsgID @ sendAck.clientMsgID"]
+        )
+        #expect(
+            found(Frame(.sendAck(changed(ValidFrames.sendAck) { $0.serverMsgUID = "" })))
+                == ["sendAckServerUID @ sendAck.serverMsgUID"]
+        )
+        #expect(
+            found(Frame(.sendAck(changed(ValidFrames.sendAckFailed) { $0.serverMsgUID = "s-1" })))
+                == ["sendAckServerUID @ sendAck.serverMsgUID"]
+        )
+        #expect(
+            found(Frame(.sendAck(SendAck())))
+                == ["missingClientMsgID @ sendAck.clientMsgID", "sendAckServerUID @ sendAck.serverMsgUID"]
+        )
     }
 
     @Test("history: a conversation, 1 to 100 messages a page, every message from the page's conversation")
     func history() {
-        #expect(found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.count = 0 })))
-                == ["historyPageSize @ historyRequest.count"])
-        #expect(found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.count = 101 })))
-                == ["historyPageSize @ historyRequest.count"])
+        #expect(
+            found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.count = 0 })))
+                == ["historyPageSize @ historyRequest.count"]
+        )
+        #expect(
+            found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.count = 101 })))
+                == ["historyPageSize @ historyRequest.count"]
+        )
         #expect(found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.count = 100 }))) == [])
-        #expect(found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.conversation = nil })))
-                == ["missingConversation @ historyRequest.conversation"])
+        #expect(
+            found(Frame(.historyRequest(changed(ValidFrames.historyRequest) { $0.conversation = nil })))
+                == ["missingConversation @ historyRequest.conversation"]
+        )
         let many = (0..<101).map { ValidFrames.message(in: ValidFrames.group, "m\($0)") }
-        #expect(found(Frame(.historyResponse(changed(ValidFrames.historyResponse) { $0.messages = many })))
-                == ["historyPageSize @ historyResponse.messages"])
+        #expect(
+            found(Frame(.historyResponse(changed(ValidFrames.historyResponse) { $0.messages = many })))
+                == ["historyPageSize @ historyResponse.messages"]
+        )
         let full = changed(ValidFrames.historyResponse) { $0.messages = Array(many.prefix(100)) }
-        #expect(found(Frame(.historyResponse(full)))
-                == [])
-        #expect(found(Frame(.historyResponse(changed(ValidFrames.historyResponse) { $0.conversation = nil })))
-                == ["missingConversation @ historyResponse.conversation"])
+        #expect(
+            found(Frame(.historyResponse(full)))
+                == []
+        )
+        #expect(
+            found(Frame(.historyResponse(changed(ValidFrames.historyResponse) { $0.conversation = nil })))
+                == ["missingConversation @ historyResponse.conversation"]
+        )
         let mixed = changed(ValidFrames.historyResponse) { $0.messages[1].conversation = .group("g2") }
-        #expect(found(Frame(.historyResponse(mixed)))
-                == ["historyConversationMismatch @ historyResponse.messages[1].conversation"])
+        #expect(
+            found(Frame(.historyResponse(mixed)))
+                == ["historyConversationMismatch @ historyResponse.messages[1].conversation"]
+        )
         // One-to-one: the page's peer is the target of what I sent and the sender of what I received.
         let sent = Message.c2cText(from: "me", to: "peer", "hi")
         let received = Message.c2cText(from: "peer", to: "me", "hello")
         let stranger = Message.c2cText(from: "someone", to: "me", "spam")
-        let page = HistoryResponse.with { $0.conversation = .oneToOne("peer"); $0.finished = true }
+        let page = HistoryResponse.with {
+            $0.conversation = .oneToOne("peer"); $0.finished = true
+        }
         #expect(found(Frame(.historyResponse(changed(page) { $0.messages = [sent, received] }))) == [])
-        #expect(found(Frame(.historyResponse(changed(page) { $0.messages = [sent, stranger] })))
-                == ["historyConversationMismatch @ historyResponse.messages[1].conversation"])
+        #expect(
+            found(Frame(.historyResponse(changed(page) { $0.messages = [sent, stranger] })))
+                == ["historyConversationMismatch @ historyResponse.messages[1].conversation"]
+        )
     }
 
     @Test("stored merger bodies: 1 to 300 messages; merger elements: a title, abstracts and the right count")
     func mergerPayloadAndCounts() {
         #expect(found(Frame(.mergerPayload(MergerPayload()))) == ["mergerBody @ mergerPayload.messages"])
         let many = (0..<301).map { ValidFrames.message(in: ValidFrames.c2c, "m\($0)") }
-        #expect(found(Frame(.mergerPayload(MergerPayload.with { $0.messages = many })))
-                == ["mergerTooManyMessages @ mergerPayload.messages"])
+        #expect(
+            found(Frame(.mergerPayload(MergerPayload.with { $0.messages = many })))
+                == ["mergerTooManyMessages @ mergerPayload.messages"]
+        )
         #expect(found(Frame(.mergerPayload(MergerPayload.with { $0.messages = Array(many.prefix(300)) }))) == [])
 
         func mergerFrame(_ change: (inout MergerElement) -> Void) -> Frame {
@@ -312,18 +471,38 @@ struct ValidationTests {
             return Frame(message)
         }
         #expect(found(mergerFrame { _ in }) == [])
-        #expect(found(mergerFrame { $0.messageCount = 5 })
-                == ["mergerMessageCount @ message.elements[0].merger.messageCount"])
+        #expect(
+            found(mergerFrame { $0.messageCount = 5 })
+                == ["mergerMessageCount @ message.elements[0].merger.messageCount"]
+        )
         #expect(found(mergerFrame { $0.title = "" }) == ["mergerDisplay @ message.elements[0].merger"])
         #expect(found(mergerFrame { $0.abstracts = [] }) == ["mergerDisplay @ message.elements[0].merger"])
         let stored = MergerRef.with {
             $0.key = "merger/1"; $0.size = 1_048_576; $0.sha256 = Array(repeating: 7, count: 32)
         }
-        #expect(found(mergerFrame { $0.messages = []; $0.ref = stored; $0.messageCount = 300 }) == [])
-        #expect(found(mergerFrame { $0.messages = []; $0.ref = stored; $0.messageCount = 0 })
-                == ["mergerMessageCount @ message.elements[0].merger.messageCount"])
-        #expect(found(mergerFrame { $0.messages = []; $0.ref = stored; $0.messageCount = 301 })
-                == ["mergerTooManyMessages @ message.elements[0].merger.messageCount"])
+        #expect(
+            found(
+                mergerFrame {
+                    $0.messages = []; $0.ref = stored; $0.messageCount = 300
+                }
+            ) == []
+        )
+        #expect(
+            found(
+                mergerFrame {
+                    $0.messages = []; $0.ref = stored; $0.messageCount = 0
+                }
+            )
+                == ["mergerMessageCount @ message.elements[0].merger.messageCount"]
+        )
+        #expect(
+            found(
+                mergerFrame {
+                    $0.messages = []; $0.ref = stored; $0.messageCount = 301
+                }
+            )
+                == ["mergerTooManyMessages @ message.elements[0].merger.messageCount"]
+        )
     }
 
     // MARK: - Fixtures and decodability
@@ -409,16 +588,38 @@ struct ValidationTests {
         edited.editVersion = 1
         let cases: [(String, Frame, Int)] = [
             ("message", Frame(merger), 305),
-            ("edit", Frame(.edit(EditEvent.with {
-                $0.message = merger.reference; $0.newMessage = edited; $0.editorID = "user_10010"; $0.timeMs = 1
-            })), 306),
-            ("history page", Frame(.historyResponse(HistoryResponse.with {
-                $0.conversation = ValidFrames.c2c; $0.messages = [merger]; $0.finished = true
-            })), 306),
-            ("merger payload", Frame(.mergerPayload(MergerPayload.with {
-                // A stored body is layer 1 itself: it holds 99 more.
-                $0.messages = [ValidFrames.merger(layers: 99, leaf: ValidFrames.deepestLeaf)]
-            })), 303),
+            (
+                "edit",
+                Frame(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = merger.reference; $0.newMessage = edited; $0.editorID = "user_10010";
+                            $0.timeMs = 1
+                        }
+                    )
+                ), 306
+            ),
+            (
+                "history page",
+                Frame(
+                    .historyResponse(
+                        HistoryResponse.with {
+                            $0.conversation = ValidFrames.c2c; $0.messages = [merger]; $0.finished = true
+                        }
+                    )
+                ), 306
+            ),
+            (
+                "merger payload",
+                Frame(
+                    .mergerPayload(
+                        MergerPayload.with {
+                            // A stored body is layer 1 itself: it holds 99 more.
+                            $0.messages = [ValidFrames.merger(layers: 99, leaf: ValidFrames.deepestLeaf)]
+                        }
+                    )
+                ), 303
+            ),
         ]
         for (name, frame, depth) in cases {
             #expect(frame.validate().isEmpty, "\(name): \(frame.validate().prefix(3))")
@@ -497,11 +698,15 @@ extension ValidationTests {
     /// and ultra groups (RongCloud's `directedUserIds`, seed 003).
     @Test("targeted receivers are refused in chatrooms")
     func targetedInChatroom() {
-        let room = Conversation.with { $0.type = .chatroom; $0.targetID = "lobby" }
+        let room = Conversation.with {
+            $0.type = .chatroom; $0.targetID = "lobby"
+        }
         var message = Message(from: "a", in: room, elements: [.text("hi")])
         message.targetReceivers = ["c"]
         #expect(rules(Frame(message)) == [.targetedReceiversOutsideGroup])
-        let channel = Conversation.with { $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1" }
+        let channel = Conversation.with {
+            $0.type = .ultraGroup; $0.targetID = "ug"; $0.channelID = "c1"
+        }
         var ultra = Message(from: "a", in: channel, elements: [.text("hi")])
         ultra.targetReceivers = ["c"]
         #expect(Frame(ultra).validate().isEmpty)

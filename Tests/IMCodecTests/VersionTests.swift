@@ -7,7 +7,9 @@ struct VersionTests {
     static let text = Message.c2cText(from: "alice", to: "bob", "from the future")
 
     static func frame(needing version: UInt32) -> Frame {
-        Frame.with { $0.schemaVersion = version; $0.minReaderVersion = version; $0.payload = .message(text) }
+        Frame.with {
+            $0.schemaVersion = version; $0.minReaderVersion = version; $0.payload = .message(text)
+        }
     }
 
     @Test("this library writes and reads schema version 2")
@@ -37,7 +39,9 @@ struct VersionTests {
         check("WireDecoder.decode") { _ = try WireDecoder().decode(Frame.self, from: bytes) }
         check("withFrameView") { try WireDecoder().withFrameView(bytes) { _ in } }
         check("Frame(jsonString:)") { _ = try Frame(jsonString: try Self.frame(needing: 3).jsonString()) }
-        check("ProtoJSON from binary") { _ = try ProtoJSON.jsonString(fromBinary: bytes, messageType: "imcodec.v1.Frame") }
+        check("ProtoJSON from binary") {
+            _ = try ProtoJSON.jsonString(fromBinary: bytes, messageType: "imcodec.v1.Frame")
+        }
         var stream: [UInt8] = []
         Delimited.append(Self.frame(needing: 3), to: &stream)
         check("Delimited.Reader") {
@@ -58,9 +62,12 @@ struct VersionTests {
         json.acceptsNewerFrames = true
         #expect(try Frame(jsonString: try newer.jsonString(), options: json) == newer)
         for version: UInt32 in [0, 1, 2] {
-            #expect(try Frame(serializedBytes: Self.frame(needing: version).serializedBytes()) == Self.frame(needing: version))
+            #expect(
+                try Frame(serializedBytes: Self.frame(needing: version).serializedBytes())
+                    == Self.frame(needing: version)
+            )
         }
         // Only Frame carries the rule: the same field number in another message type means nothing.
-        #expect(try Conversation(serializedBytes: [0x10, 0x03]).targetID == "" )
+        #expect(try Conversation(serializedBytes: [0x10, 0x03]).targetID == "")
     }
 }

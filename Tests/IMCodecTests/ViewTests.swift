@@ -18,17 +18,27 @@ struct ViewTests {
             $0.senderID = "alice"; $0.conversation = .group("team-apollo")
             $0.clientTimeMs = -1; $0.serverTimeMs = .min; $0.priority = .high; $0.status = .unrecognized(99)
             $0.flags = 0b101; $0.targetReceivers = ["bob", "", "carol 🚀"]
-            $0.at = AtInfo.with { $0.userIDs = ["bob"]; $0.atAll = true }
+            $0.at = AtInfo.with {
+                $0.userIDs = ["bob"]; $0.atAll = true
+            }
             $0.cloudCustomData = [0, 1, 2, 255]
             $0.customParams = ["k": "v", "": "empty key", "nul": "a\u{0}b"]
             $0.elements = [
                 MessageElement.with { $0.content = .text(TextElement.with { $0.text = "hi" }) },
                 MessageElement.with {
-                    $0.content = .location(LocationElement.with {
-                        $0.description = "Shenzhen"; $0.longitude = -0.0; $0.latitude = 22.54
-                    })
+                    $0.content = .location(
+                        LocationElement.with {
+                            $0.description = "Shenzhen"; $0.longitude = -0.0; $0.latitude = 22.54
+                        }
+                    )
                 },
-                MessageElement.with { $0.content = .face(FaceElement.with { $0.index = .min; $0.data = [9, 8] }) },
+                MessageElement.with {
+                    $0.content = .face(
+                        FaceElement.with {
+                            $0.index = .min; $0.data = [9, 8]
+                        }
+                    )
+                },
                 MessageElement(),
             ]
         }
@@ -131,14 +141,17 @@ struct ViewTests {
             .serializedBytes()
         let firstText = try decoder.withView(Frame.self, bytes) { frame -> String? in
             guard case .message(let message)? = frame.payload, let first = message.elements.first,
-                  case .text(let text)? = first.content else { return nil }
+                case .text(let text)? = first.content
+            else { return nil }
             return text.text.materialize()
         }
         #expect(firstText == "@bob ship it")
     }
 
     @Test func repeatedNumbersReadInPlace() throws {
-        let vote = PollVoteEvent.with { $0.pollID = "p"; $0.voterID = "bob"; $0.optionIDs = [3, 0, .max]; $0.timeMs = 5 }
+        let vote = PollVoteEvent.with {
+            $0.pollID = "p"; $0.voterID = "bob"; $0.optionIDs = [3, 0, .max]; $0.timeMs = 5
+        }
         try decoder.withView(PollVoteEvent.self, vote.serializedBytes()) { view in
             #expect(view.optionIDs.count == 3)
             #expect(view.optionIDs[2] == .max)
@@ -171,7 +184,7 @@ struct ViewTests {
     }
 
     @Test func randomFramesReadThroughTheirViews() throws {
-        var random = RandomFrames(seed: 20261123)
+        var random = RandomFrames(seed: 20_261_123)
         for _ in 0..<300 {
             let frame = random.frame()
             let bytes = frame.serializedBytes()
@@ -187,12 +200,16 @@ struct ViewTests {
     @Test func everyMessageTypeHasAView() throws {
         // One entry point per type; each reads its own (here: empty and default) message.
         #expect(try decoder.withView(Conversation.self, [UInt8]()) { $0.type } == .unspecified)
-        #expect(try decoder.withView(LoginRequest.self, LoginRequest.with { $0.userID = "u" }.serializedBytes()) {
-            $0.userID.materialize()
-        } == "u")
-        #expect(try decoder.withView(SyncResponse.self, SyncResponse.with { $0.hasMore = true }.serializedBytes()) {
-            $0.hasMore
-        })
+        #expect(
+            try decoder.withView(LoginRequest.self, LoginRequest.with { $0.userID = "u" }.serializedBytes()) {
+                $0.userID.materialize()
+            } == "u"
+        )
+        #expect(
+            try decoder.withView(SyncResponse.self, SyncResponse.with { $0.hasMore = true }.serializedBytes()) {
+                $0.hasMore
+            }
+        )
     }
 
     @Test func viewsKeepTheDecodersLimitsAndErrors() {

@@ -22,7 +22,10 @@ struct WireDecoderTests {
                 #expect(view.seq == message.seq)
                 #expect(view.messageFlags == message.messageFlags)
                 #expect(view.elementCount == message.elements.count)
-                #expect((0..<view.elementCount).map { view.elementKind(at: $0) } == message.elements.map { $0.content?.kind })
+                #expect(
+                    (0..<view.elementCount).map { view.elementKind(at: $0) }
+                        == message.elements.map { $0.content?.kind }
+                )
                 #expect(view.elementKind(at: view.elementCount) == nil)
                 #expect(view.atAll == (message.at?.atAll ?? false))
                 view.withTargetIDBytes { #expect(Array($0) == Array((message.conversation?.targetID ?? "").utf8)) }
@@ -38,7 +41,10 @@ struct WireDecoderTests {
         for _ in 0..<3 {
             #expect(try decoder.decode(Frame.self, from: big.serializedBytes()) == big)
             #expect(throws: IMCodecError.truncated("")) { try decoder.decode(Frame.self, from: [0x52, 0x05]) }
-            #expect(try decoder.decode(Frame.self, from: Samples.frames["receipt"]!.serializedBytes()) == Samples.frames["receipt"])
+            #expect(
+                try decoder.decode(Frame.self, from: Samples.frames["receipt"]!.serializedBytes())
+                    == Samples.frames["receipt"]
+            )
         }
     }
 

@@ -115,7 +115,7 @@ struct WireFormatTests {
     @Test("a varint split across buffers reads piece by piece")
     func continuedVarint() {
         let bytes = WireFormat.varint(1 << 40 | 12_345)
-        for split in 0 ... bytes.count {
+        for split in 0...bytes.count {
             var value: UInt64 = 0
             var count = 0
             var index = 0

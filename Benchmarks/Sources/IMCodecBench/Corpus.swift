@@ -24,7 +24,9 @@ struct Corpus {
         let s = sizes
         var out = "\(name): \(count) frames, \(totalBytes) bytes, mean \(format(meanBytes, 1)) bytes"
         out += " (min \(s.min), median \(s.median), p90 \(s.p90), max \(s.max))\n"
-        out += "  mix: " + mix.map { "\($0.kind) \(format(100 * Double($0.count) / Double(max(count, 1)), 1))%" }
+        out +=
+            "  mix: "
+            + mix.map { "\($0.kind) \(format(100 * Double($0.count) / Double(max(count, 1)), 1))%" }
             .joined(separator: ", ")
         return out
     }
@@ -48,22 +50,25 @@ struct CorpusGenerator {
         var users: [String] = []
         for i in 0..<3000 {
             switch i % 10 {
-            case 0...6: users.append("u" + rng.digits(10))                     // 11 bytes
-            case 7: users.append("wx_" + rng.hex(12))                           // 15 bytes
-            case 8: users.append("ou_" + rng.hex(24))                           // 27 bytes (Lark style)
-            default: users.append(rng.pick(Text.latinNames).lowercased().split(separator: " ").joined(separator: ".")
-                + "@corp-" + rng.digits(4) + ".example")                        // ~25 bytes
+            case 0...6: users.append("u" + rng.digits(10))  // 11 bytes
+            case 7: users.append("wx_" + rng.hex(12))  // 15 bytes
+            case 8: users.append("ou_" + rng.hex(24))  // 27 bytes (Lark style)
+            default:
+                users.append(
+                    rng.pick(Text.latinNames).lowercased().split(separator: " ").joined(separator: ".")
+                        + "@corp-" + rng.digits(4) + ".example"
+                )  // ~25 bytes
             }
         }
         var groups: [String] = []
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         for i in 0..<400 {
             if i % 3 == 0 {
-                groups.append("grp_" + rng.hex(16))                             // 20 bytes
+                groups.append("grp_" + rng.hex(16))  // 20 bytes
             } else {
                 var id = "@TGS#2"
                 for _ in 0..<9 { id.append(alphabet[rng.int(0...(alphabet.count - 1))]) }
-                groups.append(id)                                               // 15 bytes
+                groups.append(id)  // 15 bytes
             }
         }
         self.users = users
@@ -74,8 +79,10 @@ struct CorpusGenerator {
 
     /// About `count` frames of everyday traffic.
     mutating func traffic(count: Int) -> (frames: [Frame], mix: [(kind: String, count: Int)]) {
-        let kinds = ["text", "merger", "image", "custom signaling", "file", "location",
-                     "receipt", "receipt batch", "c2c read receipt", "typing"]
+        let kinds = [
+            "text", "merger", "image", "custom signaling", "file", "location",
+            "receipt", "receipt batch", "c2c read receipt", "typing",
+        ]
         var counts = [Int](repeating: 0, count: kinds.count)
         var frames: [Frame] = []
         frames.reserveCapacity(count)
@@ -108,14 +115,26 @@ struct CorpusGenerator {
             case 5: frames.append(Frame(.message(locationMessage(in: conversation()))))
             case 6: frames.append(Frame(.receipt(receipt())))
             case 7:
-                frames.append(Frame(.receipts(ReceiptBatch.with { batch in
-                    batch.receipts = (0..<rng.int(2...6)).map { _ in receipt() }
-                })))
+                frames.append(
+                    Frame(
+                        .receipts(
+                            ReceiptBatch.with { batch in
+                                batch.receipts = (0..<rng.int(2...6)).map { _ in receipt() }
+                            }
+                        )
+                    )
+                )
             case 8:
-                frames.append(Frame(.c2cReadReceipt(C2CReadReceipt.with {
-                    $0.userID = rng.pick(users)
-                    $0.readTimeMs = tick()
-                })))
+                frames.append(
+                    Frame(
+                        .c2cReadReceipt(
+                            C2CReadReceipt.with {
+                                $0.userID = rng.pick(users)
+                                $0.readTimeMs = tick()
+                            }
+                        )
+                    )
+                )
             default: frames.append(Frame(.typing(typing())))
             }
         }
@@ -136,24 +155,35 @@ struct CorpusGenerator {
                 continue
             }
             let conversation = conversation()
-            frames.append(Frame(.historyResponse(HistoryResponse.with { page in
-                page.conversation = conversation
-                page.messages = (0..<rng.int(20...100)).map { _ in
-                    let m = Double.random(in: 0..<1, using: &rng)
-                    switch m {
-                    case ..<0.80: return textMessage(in: conversation)
-                    case ..<0.90: return imageMessage(in: conversation)
-                    case ..<0.95: return fileMessage(in: conversation)
-                    default: return locationMessage(in: conversation)
-                    }
-                }
-                page.nextCursor = rng.hex(24)
-                page.finished = false
-            })))
+            frames.append(
+                Frame(
+                    .historyResponse(
+                        HistoryResponse.with { page in
+                            page.conversation = conversation
+                            page.messages = (0..<rng.int(20...100)).map { _ in
+                                let m = Double.random(in: 0..<1, using: &rng)
+                                switch m {
+                                case ..<0.80: return textMessage(in: conversation)
+                                case ..<0.90: return imageMessage(in: conversation)
+                                case ..<0.95: return fileMessage(in: conversation)
+                                default: return locationMessage(in: conversation)
+                                }
+                            }
+                            page.nextCursor = rng.hex(24)
+                            page.finished = false
+                        }
+                    )
+                )
+            )
         }
         let mergerCount = frames.filter { if case .message? = $0.payload { true } else { false } }.count
-        return (frames, [(kind: "history page", count: frames.count - mergerCount),
-                         (kind: "300-message merger", count: mergerCount)])
+        return (
+            frames,
+            [
+                (kind: "history page", count: frames.count - mergerCount),
+                (kind: "300-message merger", count: mergerCount),
+            ]
+        )
     }
 
     // MARK: Envelope
@@ -169,7 +199,9 @@ struct CorpusGenerator {
         case ..<0.55: return .oneToOne(rng.pick(users))
         case ..<0.95: return .group(rng.pick(groups))
         case ..<0.98:
-            return Conversation.with { $0.type = .chatroom; $0.targetID = "@TGS#a" + rng.digits(9) }
+            return Conversation.with {
+                $0.type = .chatroom; $0.targetID = "@TGS#a" + rng.digits(9)
+            }
         default:
             return Conversation.with {
                 $0.type = .ultraGroup
@@ -210,7 +242,11 @@ struct CorpusGenerator {
         if rng.chance(0.7) { message.senderNickname = rng.pick(Text.nicknames) }
         if isGroup, rng.chance(0.1) {
             message.at = AtInfo.with { at in
-                if rng.chance(0.15) { at.atAll = true } else { at.userIDs = (0..<rng.int(1...3)).map { _ in rng.pick(users) } }
+                if rng.chance(0.15) {
+                    at.atAll = true
+                } else {
+                    at.userIDs = (0..<rng.int(1...3)).map { _ in rng.pick(users) }
+                }
             }
         }
         if rng.chance(0.2) {
@@ -230,7 +266,9 @@ struct CorpusGenerator {
             }
         }
         if rng.chance(0.08) {
-            message.cloudCustomData = Array("{\"messageFeature\":{\"needTyping\":1,\"version\":\(rng.int(1...3))}}".utf8)
+            message.cloudCustomData = Array(
+                "{\"messageFeature\":{\"needTyping\":1,\"version\":\(rng.int(1...3))}}".utf8
+            )
         }
         if rng.chance(0.05) {
             message.quote = MessageRef.with {
@@ -266,27 +304,42 @@ struct CorpusGenerator {
         let format = rng.pick([ImageFormat.jpg, .jpg, .jpg, .png, .gif])
         let ext = format == .png ? "png" : format == .gif ? "gif" : "jpg"
         let uuid = rng.hex(32)
-        let width = UInt32(rng.int(800...4032)), height = UInt32(rng.int(600...3024))
+        let width = UInt32(rng.int(800...4032))
+        let height = UInt32(rng.int(600...3024))
         let size = UInt64(rng.int(200_000...6_000_000))
         let base = "https://im-media.example.com/\(rng.digits(10))/\(uuid)"
         let scale = { (side: UInt32) -> (UInt32, UInt32) in
             let shorter = min(width, height)
             return (width * side / shorter, height * side / shorter)
         }
-        let (lw, lh) = scale(720), (tw, th) = scale(198)
+        let (lw, lh) = scale(720)
+        let (tw, th) = scale(198)
         let renditions = [
             ImageInfo(type: .original, uuid: uuid, size: size, width: width, height: height, url: "\(base).\(ext)"),
-            ImageInfo(type: .large, uuid: uuid + "_l", size: size / 6, width: lw, height: lh,
-                      url: "\(base)_720.\(ext)"),
-            ImageInfo(type: .thumbnail, uuid: uuid + "_t", size: size / 40, width: tw, height: th,
-                      url: "\(base)_198.\(ext)"),
+            ImageInfo(
+                type: .large,
+                uuid: uuid + "_l",
+                size: size / 6,
+                width: lw,
+                height: lh,
+                url: "\(base)_720.\(ext)"
+            ),
+            ImageInfo(
+                type: .thumbnail,
+                uuid: uuid + "_t",
+                size: size / 40,
+                width: tw,
+                height: th,
+                url: "\(base)_198.\(ext)"
+            ),
         ]
         return envelope(in: conversation, [.image(format: format, renditions)])
     }
 
     private mutating func signalingMessage(in conversation: Conversation) -> Message {
         let callID = rng.hex(16)
-        let json = "{\"businessID\":\"av_call\",\"version\":4,\"call_type\":\(rng.int(1...2)),"
+        let json =
+            "{\"businessID\":\"av_call\",\"version\":4,\"call_type\":\(rng.int(1...2)),"
             + "\"room_id\":\(rng.digits(8)),\"call_id\":\"\(callID)\",\"action\":\(rng.int(1...6)),"
             + "\"timeout\":30,\"invitee\":[\"\(rng.pick(users))\"]}"
         var message = envelope(in: conversation, [.custom(Array(json.utf8), description: "av_call", ext: "")])
@@ -299,17 +352,31 @@ struct CorpusGenerator {
     private mutating func fileMessage(in conversation: Conversation) -> Message {
         let uuid = rng.hex(32)
         let name = rng.pick(Text.fileNames)
-        return envelope(in: conversation, [
-            .file(uuid: uuid, name: name, size: UInt64(rng.int(10_000...104_857_600)),
-                  url: "https://im-files.example.com/\(rng.digits(10))/\(uuid)/\(name.split(separator: " ").joined(separator: "%20"))"),
-        ])
+        return envelope(
+            in: conversation,
+            [
+                .file(
+                    uuid: uuid,
+                    name: name,
+                    size: UInt64(rng.int(10_000...104_857_600)),
+                    url:
+                        "https://im-files.example.com/\(rng.digits(10))/\(uuid)/\(name.split(separator: " ").joined(separator: "%20"))"
+                )
+            ]
+        )
     }
 
     private mutating func locationMessage(in conversation: Conversation) -> Message {
-        envelope(in: conversation, [
-            .location(latitude: Double.random(in: 22...40, using: &rng), longitude: Double.random(in: 100...122, using: &rng),
-                      description: rng.pick(Text.places)),
-        ])
+        envelope(
+            in: conversation,
+            [
+                .location(
+                    latitude: Double.random(in: 22...40, using: &rng),
+                    longitude: Double.random(in: 100...122, using: &rng),
+                    description: rng.pick(Text.places)
+                )
+            ]
+        )
     }
 
     private mutating func mergerMessage(in conversation: Conversation, count: Int) -> Message {
@@ -320,16 +387,28 @@ struct CorpusGenerator {
             let r = Double.random(in: 0..<1, using: &rng)
             messages.append(r < 0.9 ? textMessage(in: inner) : imageMessage(in: inner))
         }
-        let a = rng.pick(Text.nicknames), b = rng.pick(Text.nicknames)
+        let a = rng.pick(Text.nicknames)
+        let b = rng.pick(Text.nicknames)
         let abstracts = messages.prefix(4).map { m -> String in
             let preview: String
-            if case .text(let t)? = m.elements.first?.content { preview = String(t.text.prefix(30)) } else { preview = "[Image]" }
+            if case .text(let t)? = m.elements.first?.content {
+                preview = String(t.text.prefix(30))
+            } else {
+                preview = "[Image]"
+            }
             return "\(m.senderNickname.isEmpty ? m.senderID : m.senderNickname): \(preview)"
         }
-        return envelope(in: conversation, [
-            .merger(title: "Chat history of \(a) and \(b)", abstracts: abstracts, compatibleText: "[Chat History]",
-                    messages: messages),
-        ])
+        return envelope(
+            in: conversation,
+            [
+                .merger(
+                    title: "Chat history of \(a) and \(b)",
+                    abstracts: abstracts,
+                    compatibleText: "[Chat History]",
+                    messages: messages
+                )
+            ]
+        )
     }
 
     // MARK: Events
@@ -376,10 +455,11 @@ enum Text {
         "Alice Wang", "Bob Li", "Carol Chen", "David Zhang", "Emma Liu", "Frank Yang", "Grace Huang", "Henry Zhao",
         "Ivy Wu", "Jack Zhou", "Kate Xu", "Leo Sun", "Mia Ma", "Noah Zhu", "Olivia Hu", "Peter Guo",
     ]
-    static let nicknames = latinNames + [
-        "张伟", "王芳", "李娜", "刘洋", "陈静", "杨磊", "赵敏", "黄晓明", "周杰", "吴婷婷", "🐱 Mia", "小鱼儿🐟",
-        "产品-王经理", "Kevin (运营)", "Daisy✨",
-    ]
+    static let nicknames =
+        latinNames + [
+            "张伟", "王芳", "李娜", "刘洋", "陈静", "杨磊", "赵敏", "黄晓明", "周杰", "吴婷婷", "🐱 Mia", "小鱼儿🐟",
+            "产品-王经理", "Kevin (运营)", "Daisy✨",
+        ]
     static let phrases = [
         "ok", "👍", "Thanks!", "On my way", "See you at 3pm in the meeting room",
         "Can you send me the latest version of the design doc?", "lol 😂😂",

@@ -49,7 +49,8 @@ struct Digest {
         mix(UInt64(map.count))
         var sum: UInt64 = 0
         for (key, value) in map {
-            sum &+= (UInt64(key.utf8.count) &* 0x9E37_79B9 &+ UInt64(value.utf8.count)) &* 31
+            sum &+=
+                (UInt64(key.utf8.count) &* 0x9E37_79B9 &+ UInt64(value.utf8.count)) &* 31
                 &+ UInt64(key.utf8.first ?? 0) &+ UInt64(value.utf8.first ?? 0) << 8
         }
         mix(sum)

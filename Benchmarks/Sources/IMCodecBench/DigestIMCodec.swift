@@ -113,7 +113,8 @@ extension MessageElement {
             d.add(enum: Int(v.format.rawValue))
             d.add(UInt64(v.images.count))
             for i in v.images {
-                d.add(i.uuid); d.add(enum: Int(i.type.rawValue)); d.add(i.size); d.add(i.width); d.add(i.height); d.add(i.url)
+                d.add(i.uuid); d.add(enum: Int(i.type.rawValue)); d.add(i.size); d.add(i.width); d.add(i.height);
+                d.add(i.url)
             }
         case .video(let v)?:
             d.add(UInt32(4))
@@ -140,7 +141,9 @@ extension MessageElement {
             d.add(v.title); d.add(v.abstracts); d.add(v.compatibleText)
             d.add(UInt64(v.messages.count))
             for m in v.messages { m.digest(into: &d) }
-            digestOptional(v.ref, &d) { r, d in d.add(r.key); d.add(r.size); d.add(bytes: r.sha256) }
+            digestOptional(v.ref, &d) { r, d in
+                d.add(r.key); d.add(r.size); d.add(bytes: r.sha256)
+            }
             d.add(v.messageCount)
         case let other?:
             // Element kinds the swift-protobuf schemas here do not have; the corpus holds none.

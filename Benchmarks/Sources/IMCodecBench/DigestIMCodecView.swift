@@ -28,8 +28,10 @@ extension Digest {
         mix(UInt64(map.count))
         var sum: UInt64 = 0
         for i in map.indices {
-            let key = map.key(at: i), value = map.value(at: i)
-            sum &+= (UInt64(key.count) &* 0x9E37_79B9 &+ UInt64(value.count)) &* 31
+            let key = map.key(at: i)
+            let value = map.value(at: i)
+            sum &+=
+                (UInt64(key.count) &* 0x9E37_79B9 &+ UInt64(value.count)) &* 31
                 &+ UInt64(key.first ?? 0) &+ UInt64(value.first ?? 0) << 8
         }
         mix(sum)
@@ -107,7 +109,8 @@ extension Message.View {
         if let a = at { d.add(true); d.add(a.userIDs); d.add(a.atAll) } else { d.add(false) }
         if let o = offlinePush {
             d.add(true)
-            d.add(o.title); d.add(o.description); d.add(o.ext); d.add(o.iosSound); d.add(o.androidSound); d.add(o.disabled)
+            d.add(o.title); d.add(o.description); d.add(o.ext); d.add(o.iosSound); d.add(o.androidSound);
+            d.add(o.disabled)
         } else {
             d.add(false)
         }
@@ -138,7 +141,8 @@ extension MessageElement.View {
             d.add(UInt64(images.count))
             for n in images.indices {
                 let i = images[n]
-                d.add(i.uuid); d.add(enum: Int(i.type.rawValue)); d.add(i.size); d.add(i.width); d.add(i.height); d.add(i.url)
+                d.add(i.uuid); d.add(enum: Int(i.type.rawValue)); d.add(i.size); d.add(i.width); d.add(i.height);
+                d.add(i.url)
             }
         case .video(let v)?:
             d.add(UInt32(4))

@@ -113,7 +113,8 @@ extension Imcodec_V1_MessageElement {
             d.add(enum: v.format.rawValue)
             d.add(UInt64(v.images.count))
             for i in v.images {
-                d.add(i.uuid); d.add(enum: i.type.rawValue); d.add(i.size); d.add(i.width); d.add(i.height); d.add(i.url)
+                d.add(i.uuid); d.add(enum: i.type.rawValue); d.add(i.size); d.add(i.width); d.add(i.height);
+                d.add(i.url)
             }
         case .video(let v)?:
             d.add(UInt32(4))
@@ -140,7 +141,9 @@ extension Imcodec_V1_MessageElement {
             d.add(v.title); d.add(v.abstracts); d.add(v.compatibleText)
             d.add(UInt64(v.messages.count))
             for m in v.messages { m.digest(into: &d) }
-            digestOptional(v.hasRef ? v.ref : nil, &d) { r, d in d.add(r.key); d.add(r.size); d.add(bytes: r.sha256) }
+            digestOptional(v.hasRef ? v.ref : nil, &d) { r, d in
+                d.add(r.key); d.add(r.size); d.add(bytes: r.sha256)
+            }
             d.add(v.messageCount)
         }
     }

@@ -59,8 +59,12 @@ final class Benchmark {
     private(set) var times: [Double] = []
     private(set) var mallocs: [Double] = []
 
-    init(path: String, corpus: Corpus, warmUpAndSize: @escaping () -> Void,
-         repetition: @escaping () -> (nsPerMsg: Double, mallocsPerMsg: Double)) {
+    init(
+        path: String,
+        corpus: Corpus,
+        warmUpAndSize: @escaping () -> Void,
+        repetition: @escaping () -> (nsPerMsg: Double, mallocsPerMsg: Double)
+    ) {
         self.path = path
         self.corpus = corpus
         self.warmUpAndSize = warmUpAndSize
@@ -77,8 +81,13 @@ final class Benchmark {
 
     var measurement: Measurement {
         let ns = median(times)
-        return Measurement(path: path, nsPerMsg: ns, mbPerS: corpus.meanBytes / ns * 1e3,
-                           mallocsPerMsg: median(mallocs), samples: times)
+        return Measurement(
+            path: path,
+            nsPerMsg: ns,
+            mbPerS: corpus.meanBytes / ns * 1e3,
+            mallocsPerMsg: median(mallocs),
+            samples: times
+        )
     }
 }
 
@@ -98,11 +107,18 @@ private func sizeRepetition(_ settings: MeasureSettings, _ pass: () -> UInt64) -
 /// A path that runs `pass` (one pass over the corpus, returning a checksum) on the calling thread.
 /// Each repetition is one untimed pass (to bring the path's code and data back into the caches
 /// after the other paths ran), then whole passes timed together, with the thread's mallocs counted.
-func singleThreaded(_ path: String, corpus: Corpus, settings: MeasureSettings, _ pass: @escaping () -> UInt64)
--> Benchmark {
+func singleThreaded(
+    _ path: String,
+    corpus: Corpus,
+    settings: MeasureSettings,
+    _ pass: @escaping () -> UInt64
+)
+    -> Benchmark
+{
     var passesPerRep = 1
     return Benchmark(
-        path: path, corpus: corpus,
+        path: path,
+        corpus: corpus,
         warmUpAndSize: { passesPerRep = sizeRepetition(settings, pass) },
         repetition: {
             consume(pass())
@@ -115,7 +131,8 @@ func singleThreaded(_ path: String, corpus: Corpus, settings: MeasureSettings, _
             consume(sum)
             let messages = Double(passesPerRep * corpus.count)
             return (Double(t1 - t0) / messages, Double(m1 - m0) / messages)
-        })
+        }
+    )
 }
 
 /// A path that runs on `threads` threads at once, each over the whole corpus with its own state
@@ -123,7 +140,10 @@ func singleThreaded(_ path: String, corpus: Corpus, settings: MeasureSettings, _
 /// time from releasing all threads together until the last one finishes, divided by all the
 /// messages they handled; and the mallocs of all threads per message.
 func multiThreaded(
-    _ path: String, threads: Int, corpus: Corpus, settings: MeasureSettings,
+    _ path: String,
+    threads: Int,
+    corpus: Corpus,
+    settings: MeasureSettings,
     makeWorker: @escaping @Sendable () -> (() -> UInt64)
 ) -> Benchmark {
     final class Box: @unchecked Sendable {
@@ -147,7 +167,8 @@ func multiThreaded(
     }
     var passesPerRep = 1
     return Benchmark(
-        path: path, corpus: corpus,
+        path: path,
+        corpus: corpus,
         warmUpAndSize: {
             // Size the repetitions on one thread (each thread then does that much work).
             passesPerRep = sizeRepetition(settings, makeWorker())
@@ -178,5 +199,6 @@ func multiThreaded(
             consume(box.sums.reduce(0, &+))
             let messages = Double(passesPerRep * corpus.count * threads)
             return (Double(t1 - t0) / messages, Double(box.mallocs.reduce(0, +)) / messages)
-        })
+        }
+    )
 }

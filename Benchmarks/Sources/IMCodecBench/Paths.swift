@@ -53,13 +53,18 @@ final class Prepared: @unchecked Sendable {
         let messages = Corpus(name: corpus.name + " messages", frames: messageFrames, mix: [])
         let stamps = messageFrames.indices.map { n in
             ServerStamp(
-                serverMsgUID: "5eb3c0de-\(n + 1)", seq: UInt64(n + 1), serverTimeMs: 1_763_000_000_000 + Int64(n))
+                serverMsgUID: "5eb3c0de-\(n + 1)",
+                seq: UInt64(n + 1),
+                serverTimeMs: 1_763_000_000_000 + Int64(n)
+            )
         }
         self.messages = messages
         self.stamps = stamps
         stampedMessages = Corpus(
             name: corpus.name + " messages, stamped",
-            frames: try zip(messageFrames, stamps).map { try $1.applied(to: $0, decoder: decoder) }, mix: [])
+            frames: try zip(messageFrames, stamps).map { try $1.applied(to: $0, decoder: decoder) },
+            mix: []
+        )
     }
 
     deinit {
@@ -90,7 +95,14 @@ enum Paths {
 
     static func protobufCUnpackArena(_ p: Prepared, arena: UnsafeMutableRawPointer) -> UInt64 {
         var sum: UInt64 = 0
-        let failures = pbc_bench_unpack_arena(arena, p.pointers.baseAddress, p.lengths.baseAddress, p.corpus.count, 1, &sum)
+        let failures = pbc_bench_unpack_arena(
+            arena,
+            p.pointers.baseAddress,
+            p.lengths.baseAddress,
+            p.corpus.count,
+            1,
+            &sum
+        )
         precondition(failures == 0)
         return sum
     }
@@ -98,8 +110,14 @@ enum Paths {
     static func protobufCPack(_ p: Prepared) -> UInt64 {
         var sum: UInt64 = 0
         let mismatches = pbc_bench_pack(
-            p.unpacked.baseAddress, p.lengths.baseAddress, p.corpus.count, 1,
-            p.packBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), p.packBuffer.count, &sum)
+            p.unpacked.baseAddress,
+            p.lengths.baseAddress,
+            p.corpus.count,
+            1,
+            p.packBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            p.packBuffer.count,
+            &sum
+        )
         precondition(mismatches == 0)
         return sum
     }
@@ -278,9 +296,14 @@ enum Paths {
     /// protobuf-c re-encode to the same sizes, and the routing view agrees with the full decode.
     static func check(_ p: Prepared) throws -> String {
         let decoder = WireDecoder()
-        var mismatchedDigests = 0, notCanonical = 0, swiftProtobufSizes = 0, routeMismatches = 0, viewDigests = 0
+        var mismatchedDigests = 0
+        var notCanonical = 0
+        var swiftProtobufSizes = 0
+        var routeMismatches = 0
+        var viewDigests = 0
         for (i, bytes) in p.corpus.frames.enumerated() {
-            var a = Digest(), b = Digest()
+            var a = Digest()
+            var b = Digest()
             p.imcodecFrames[i].digest(into: &a)
             p.swiftProtobufFrames[i].digest(into: &b)
             if a.value != b.value { mismatchedDigests += 1 }
@@ -295,11 +318,14 @@ enum Paths {
                 guard view.payloadKind == frame.payload?.kind else { return false }
                 if case .message(let m)? = frame.payload {
                     return view.senderID == m.senderID && view.clientMsgID == m.clientMsgID
-                        && view.serverMsgUID == m.serverMsgUID && view.seq == m.seq && view.messageFlags.rawValue == m.flags
+                        && view.serverMsgUID == m.serverMsgUID && view.seq == m.seq
+                        && view.messageFlags.rawValue == m.flags
                         && view.targetID == (m.conversation?.targetID ?? "")
                         && view.conversationType == (m.conversation?.type ?? .unspecified)
                         && view.elementCount == m.elements.count
-                        && (0..<m.elements.count).allSatisfy { view.elementKind(at: $0) == m.elements[$0].content?.kind }
+                        && (0..<m.elements.count).allSatisfy {
+                            view.elementKind(at: $0) == m.elements[$0].content?.kind
+                        }
                 }
                 return true
             }
@@ -316,8 +342,14 @@ enum Paths {
         }
         var sum: UInt64 = 0
         let packMismatches = pbc_bench_pack(
-            p.unpacked.baseAddress, p.lengths.baseAddress, p.corpus.count, 1,
-            p.packBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), p.packBuffer.count, &sum)
+            p.unpacked.baseAddress,
+            p.lengths.baseAddress,
+            p.corpus.count,
+            1,
+            p.packBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            p.packBuffer.count,
+            &sum
+        )
         let problems = [
             (mismatchedDigests, "frames where IMCodec and swift-protobuf decode differently"),
             (viewDigests, "frames whose views read otherwise than the decoded value"),

@@ -40,7 +40,8 @@ func parseOptions() -> Options {
         case "--profile": options.profilePath = value(arg)
         case "--passes": options.profilePasses = max(1, Int(value(arg)) ?? 3)
         case "-h", "--help":
-            print("""
+            print(
+                """
                 usage: imcodec-bench [--json FILE] [--quick] [--repetitions N] [--min-time SECONDS]
                                      [--frames N] [--seed N] [--no-large]
                   --json FILE       also write the traffic corpus figures as a JSON array of
@@ -54,7 +55,8 @@ func parseOptions() -> Options {
                   --profile PATH    run one path (a name from the table) --passes N times (default 3)
                                     over the traffic corpus, untimed, for valgrind: collect with
                                     --collect-atstart=no --toggle-collect='*profileLoop*'
-                """)
+                """
+            )
             exit(0)
         default: fail("unknown option \(arg) (see --help)")
         }
@@ -120,62 +122,108 @@ func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
     add(singleThreaded(PathName.unpack, corpus: c, settings: settings) { Paths.protobufCUnpack(p) }, .decode)
     let arena = pbc_bench_arena_create()!
     defer { pbc_bench_arena_destroy(arena) }
-    add(singleThreaded(PathName.unpackArena, corpus: c, settings: settings) { Paths.protobufCUnpackArena(p, arena: arena) },
-        .decode)
+    add(
+        singleThreaded(PathName.unpackArena, corpus: c, settings: settings) {
+            Paths.protobufCUnpackArena(p, arena: arena)
+        },
+        .decode
+    )
     add(singleThreaded(PathName.pack, corpus: c, settings: settings) { Paths.protobufCPack(p) }, .encode)
     let decoder = WireDecoder()
     add(singleThreaded(PathName.route, corpus: c, settings: settings) { Paths.imcodecRoute(p, decoder) }, .decode)
     add(singleThreaded(PathName.decode, corpus: c, settings: settings) { Paths.imcodecDecode(p, decoder) }, .decode)
-    add(singleThreaded(PathName.viewReadAll, corpus: c, settings: settings) { Paths.imcodecViewReadAll(p, decoder) },
-        .decode)
+    add(
+        singleThreaded(PathName.viewReadAll, corpus: c, settings: settings) { Paths.imcodecViewReadAll(p, decoder) },
+        .decode
+    )
     add(singleThreaded(PathName.encode, corpus: c, settings: settings) { Paths.imcodecEncode(p) }, .encode)
     add(singleThreaded(PathName.spDecode, corpus: c, settings: settings) { Paths.swiftProtobufDecode(p) }, .decode)
     add(singleThreaded(PathName.spEncode, corpus: c, settings: settings) { Paths.swiftProtobufEncode(p) }, .encode)
-    add(multiThreaded(PathName.route2, threads: 2, corpus: c, settings: settings) {
-        let decoder = WireDecoder()
-        return { Paths.imcodecRoute(p, decoder) }
-    }, .decode)
+    add(
+        multiThreaded(PathName.route2, threads: 2, corpus: c, settings: settings) {
+            let decoder = WireDecoder()
+            return { Paths.imcodecRoute(p, decoder) }
+        },
+        .decode
+    )
     // Stamping runs over the corpus's message frames only (other payloads cannot be stamped), so
     // these rows are per message frame.
     if p.messages.count > 0 {
-        add(singleThreaded(PathName.stamp, corpus: p.messages, settings: settings) {
-            Paths.imcodecStamp(p, decoder)
-        }, .stamp)
-        add(singleThreaded(PathName.decodeModifyEncode, corpus: p.messages, settings: settings) {
-            Paths.imcodecDecodeModifyEncode(p, decoder)
-        }, .stamp)
+        add(
+            singleThreaded(PathName.stamp, corpus: p.messages, settings: settings) {
+                Paths.imcodecStamp(p, decoder)
+            },
+            .stamp
+        )
+        add(
+            singleThreaded(PathName.decodeModifyEncode, corpus: p.messages, settings: settings) {
+                Paths.imcodecDecodeModifyEncode(p, decoder)
+            },
+            .stamp
+        )
     }
-    add(singleThreaded(PathName.routeStrings, corpus: c, settings: settings) { Paths.imcodecRouteWithStrings(p, decoder) },
-        .decode, listed: false)
-    add(singleThreaded(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
-        .decode, listed: false)
+    add(
+        singleThreaded(PathName.routeStrings, corpus: c, settings: settings) {
+            Paths.imcodecRouteWithStrings(p, decoder)
+        },
+        .decode,
+        listed: false
+    )
+    add(
+        singleThreaded(PathName.decodeOneShot, corpus: c, settings: settings) { Paths.imcodecDecodeOneShot(p) },
+        .decode,
+        listed: false
+    )
     let encoder = WireEncoder()
-    add(singleThreaded(PathName.encodeWireEncoder, corpus: c, settings: settings) { Paths.imcodecWireEncoderArray(p, encoder) },
-        .encode, listed: false)
-    add(singleThreaded(PathName.encodeWireEncoderLent, corpus: c, settings: settings) {
-        Paths.imcodecWireEncoderLent(p, encoder)
-    }, .encode, listed: false)
+    add(
+        singleThreaded(PathName.encodeWireEncoder, corpus: c, settings: settings) {
+            Paths.imcodecWireEncoderArray(p, encoder)
+        },
+        .encode,
+        listed: false
+    )
+    add(
+        singleThreaded(PathName.encodeWireEncoderLent, corpus: c, settings: settings) {
+            Paths.imcodecWireEncoderLent(p, encoder)
+        },
+        .encode,
+        listed: false
+    )
     // The receiver's side of stamping: decoding the stamped frames (the repeated message field is
     // merged before protobuf-c runs) against decoding the same frames unstamped.
     if p.messages.count > 0 {
-        add(singleThreaded(PathName.decodeMessages, corpus: p.messages, settings: settings) {
-            Paths.imcodecDecode(p.messages.frames, decoder)
-        }, .stamp, listed: false)
-        add(singleThreaded(PathName.decodeStamped, corpus: p.stampedMessages, settings: settings) {
-            Paths.imcodecDecode(p.stampedMessages.frames, decoder)
-        }, .stamp, listed: false)
+        add(
+            singleThreaded(PathName.decodeMessages, corpus: p.messages, settings: settings) {
+                Paths.imcodecDecode(p.messages.frames, decoder)
+            },
+            .stamp,
+            listed: false
+        )
+        add(
+            singleThreaded(PathName.decodeStamped, corpus: p.stampedMessages, settings: settings) {
+                Paths.imcodecDecode(p.stampedMessages.frames, decoder)
+            },
+            .stamp,
+            listed: false
+        )
     }
     // The control for the 2-thread row: pure C with no shared state scales as far as the machine lets it.
-    add(multiThreaded(PathName.unpackArena2, threads: 2, corpus: c, settings: settings) {
-        let box = ArenaBox()
-        return { Paths.protobufCUnpackArena(p, arena: box.arena) }
-    }, .decode, listed: false)
+    add(
+        multiThreaded(PathName.unpackArena2, threads: 2, corpus: c, settings: settings) {
+            let box = ArenaBox()
+            return { Paths.protobufCUnpackArena(p, arena: box.arena) }
+        },
+        .decode,
+        listed: false
+    )
 
     for (b, _, _) in benchmarks { b.warmUp() }
     for rep in 1...settings.repetitions {
         for (b, _, _) in benchmarks { b.runRepetition() }
         if progress {
-            FileHandle.standardError.write(Data("  \(c.name): repetition \(rep) of \(settings.repetitions) done\n".utf8))
+            FileHandle.standardError.write(
+                Data("  \(c.name): repetition \(rep) of \(settings.repetitions) done\n".utf8)
+            )
         }
     }
     return benchmarks.map { Row(measurement: $0.0.measurement, direction: $0.1, listed: $0.2) }
@@ -200,8 +248,10 @@ func minNs(_ rows: [Row], _ path: String) -> Double {
 }
 
 func table(_ rows: [Row], corpus: Corpus) -> String {
-    let header = [pad("path", 31, left: true), pad("ns/msg", 10), pad("MB/s", 9), pad("mallocs/msg", 12),
-                  pad("vs swift-protobuf", 18), pad("vs protobuf-c", 14), pad("min ns/msg", 11), pad("spread", 7)]
+    let header = [
+        pad("path", 31, left: true), pad("ns/msg", 10), pad("MB/s", 9), pad("mallocs/msg", 12),
+        pad("vs swift-protobuf", 18), pad("vs protobuf-c", 14), pad("min ns/msg", 11), pad("spread", 7),
+    ]
     var lines = [header.joined(separator: " ")]
     lines.append(String(repeating: "-", count: lines[0].count))
     var shownSeparator = false
@@ -214,12 +264,14 @@ func table(_ rows: [Row], corpus: Corpus) -> String {
         var sp = ns(rows, row.direction == .decode ? PathName.spDecode : PathName.spEncode)
         var pc = ns(rows, row.direction == .decode ? PathName.unpackArena : PathName.pack)
         if row.direction == .stamp { (sp, pc) = (.nan, .nan) }
-        lines.append([
-            pad(m.path, 31, left: true), pad(format(m.nsPerMsg, 1), 10), pad(format(m.mbPerS, 1), 9),
-            pad(format(m.mallocsPerMsg, 2), 12), pad(ratio(sp / m.nsPerMsg), 18), pad(ratio(pc / m.nsPerMsg), 14),
-            pad(format(m.samples.min() ?? .nan, 1), 11),
-            pad(format(100 * m.spread, 1) + "%", 7),
-        ].joined(separator: " "))
+        lines.append(
+            [
+                pad(m.path, 31, left: true), pad(format(m.nsPerMsg, 1), 10), pad(format(m.mbPerS, 1), 9),
+                pad(format(m.mallocsPerMsg, 2), 12), pad(ratio(sp / m.nsPerMsg), 18), pad(ratio(pc / m.nsPerMsg), 14),
+                pad(format(m.samples.min() ?? .nan, 1), 11),
+                pad(format(100 * m.spread, 1) + "%", 7),
+            ].joined(separator: " ")
+        )
     }
     return lines.joined(separator: "\n")
 }
@@ -247,7 +299,9 @@ struct Target {
 }
 
 func targets(_ rows: [Row]) -> [Target] {
-    func mallocs(_ path: String) -> Double { rows.first { $0.measurement.path == path }?.measurement.mallocsPerMsg ?? .nan }
+    func mallocs(_ path: String) -> Double {
+        rows.first { $0.measurement.path == path }?.measurement.mallocsPerMsg ?? .nan
+    }
     // Each ratio from the medians (what is judged) and from the fastest repetitions (for context).
     func ratio(_ numerator: String, _ denominator: String) -> (median: Double, best: Double) {
         (ns(rows, numerator) / ns(rows, denominator), minNs(rows, numerator) / minNs(rows, denominator))
@@ -259,32 +313,67 @@ func targets(_ rows: [Row]) -> [Target] {
     let scaling = ratio(PathName.route, PathName.route2)
     func best(_ r: (median: Double, best: Double)) -> String { "fastest repetitions: \(format(r.best, 2))x" }
     return [
-        Target(text: "view read-all >= 4x swift-protobuf decode throughput", measured: format(view.median, 2) + "x",
-               met: view.median >= 4,
-               detail: (view.median >= 4 ? "" : "needs <= \(format(ns(rows, PathName.spDecode) / 4, 0)) ns/msg, "
-                   + "is \(format(ns(rows, PathName.viewReadAll), 0)); ") + best(view)),
-        Target(text: "view read-all <= 1 malloc/msg", measured: format(mallocs(PathName.viewReadAll), 2),
-               met: mallocs(PathName.viewReadAll) <= 1, detail: ""),
-        Target(text: "full decode >= 2.5x swift-protobuf decode throughput", measured: format(decode.median, 2) + "x",
-               met: decode.median >= 2.5,
-               detail: (decode.median >= 2.5 ? "" : "needs <= \(format(ns(rows, PathName.spDecode) / 2.5, 0)) ns/msg, "
-                   + "is \(format(ns(rows, PathName.decode), 0)); ") + best(decode)),
-        Target(text: "route time <= 1.25x protobuf-c arena unpack", measured: format(route.median, 2) + "x",
-               met: route.median <= 1.25,
-               detail: (route.median <= 1.25 ? "" : "needs <= \(format(ns(rows, PathName.unpackArena) * 1.25, 0)) ns/msg, "
-                   + "is \(format(ns(rows, PathName.route), 0)); ") + best(route)),
-        Target(text: "route <= 1 malloc/msg", measured: format(mallocs(PathName.route), 2),
-               met: mallocs(PathName.route) <= 1, detail: ""),
-        Target(text: "encode >= 3x swift-protobuf encode throughput", measured: format(encode.median, 2) + "x",
-               met: encode.median >= 3,
-               detail: (encode.median >= 3 ? "" : "needs <= \(format(ns(rows, PathName.spEncode) / 3, 0)) ns/msg, "
-                   + "is \(format(ns(rows, PathName.encode), 0)); ") + best(encode)),
-        Target(text: "encode <= 1 malloc/msg", measured: format(mallocs(PathName.encode), 2),
-               met: mallocs(PathName.encode) <= 1, detail: ""),
-        Target(text: "route on 2 threads >= 1.8x one thread", measured: format(scaling.median, 2) + "x",
-               met: scaling.median >= 1.8,
-               detail: best(scaling) + "; control, protobuf-c arena unpack on 2 threads: "
-                   + format(ns(rows, PathName.unpackArena) / ns(rows, PathName.unpackArena2), 2) + "x"),
+        Target(
+            text: "view read-all >= 4x swift-protobuf decode throughput",
+            measured: format(view.median, 2) + "x",
+            met: view.median >= 4,
+            detail: (view.median >= 4
+                ? ""
+                : "needs <= \(format(ns(rows, PathName.spDecode) / 4, 0)) ns/msg, "
+                    + "is \(format(ns(rows, PathName.viewReadAll), 0)); ") + best(view)
+        ),
+        Target(
+            text: "view read-all <= 1 malloc/msg",
+            measured: format(mallocs(PathName.viewReadAll), 2),
+            met: mallocs(PathName.viewReadAll) <= 1,
+            detail: ""
+        ),
+        Target(
+            text: "full decode >= 2.5x swift-protobuf decode throughput",
+            measured: format(decode.median, 2) + "x",
+            met: decode.median >= 2.5,
+            detail: (decode.median >= 2.5
+                ? ""
+                : "needs <= \(format(ns(rows, PathName.spDecode) / 2.5, 0)) ns/msg, "
+                    + "is \(format(ns(rows, PathName.decode), 0)); ") + best(decode)
+        ),
+        Target(
+            text: "route time <= 1.25x protobuf-c arena unpack",
+            measured: format(route.median, 2) + "x",
+            met: route.median <= 1.25,
+            detail: (route.median <= 1.25
+                ? ""
+                : "needs <= \(format(ns(rows, PathName.unpackArena) * 1.25, 0)) ns/msg, "
+                    + "is \(format(ns(rows, PathName.route), 0)); ") + best(route)
+        ),
+        Target(
+            text: "route <= 1 malloc/msg",
+            measured: format(mallocs(PathName.route), 2),
+            met: mallocs(PathName.route) <= 1,
+            detail: ""
+        ),
+        Target(
+            text: "encode >= 3x swift-protobuf encode throughput",
+            measured: format(encode.median, 2) + "x",
+            met: encode.median >= 3,
+            detail: (encode.median >= 3
+                ? ""
+                : "needs <= \(format(ns(rows, PathName.spEncode) / 3, 0)) ns/msg, "
+                    + "is \(format(ns(rows, PathName.encode), 0)); ") + best(encode)
+        ),
+        Target(
+            text: "encode <= 1 malloc/msg",
+            measured: format(mallocs(PathName.encode), 2),
+            met: mallocs(PathName.encode) <= 1,
+            detail: ""
+        ),
+        Target(
+            text: "route on 2 threads >= 1.8x one thread",
+            measured: format(scaling.median, 2) + "x",
+            met: scaling.median >= 1.8,
+            detail: best(scaling) + "; control, protobuf-c arena unpack on 2 threads: "
+                + format(ns(rows, PathName.unpackArena) / ns(rows, PathName.unpackArena2), 2) + "x"
+        ),
     ]
 }
 
@@ -301,8 +390,9 @@ func json(_ rows: [Row]) -> String {
 func machineDescription() -> String {
     var cpu = "unknown CPU"
     if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
-       let line = info.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
-       let colon = line.firstIndex(of: ":") {
+        let line = info.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+        let colon = line.firstIndex(of: ":")
+    {
         cpu = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
     }
     return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
@@ -382,16 +472,20 @@ if let name = options.profilePath {
     let perPass = messagePaths.contains(name) ? prepared.messages.count : corpus.count
     let messages = options.profilePasses * perPass
     let mallocs = Double(malloc_counter_thread_count() - m0) / Double(messages)
-    print("profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
-        + "(\(corpus.totalBytes) bytes a pass); \(format(mallocs, 2)) mallocs/msg")
+    print(
+        "profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
+            + "(\(corpus.totalBytes) bytes a pass); \(format(mallocs, 2)) mallocs/msg"
+    )
     exit(0)
 }
 
 print("IMCodec benchmark (issue 5): every path in one process on the same bytes")
 print("machine: \(machineDescription())")
-print("settings: per path \(options.settings.warmUpSeconds) s warm-up, then \(options.settings.repetitions) repetitions "
-    + "(3 or more on the large corpus) of >= \(options.settings.minSecondsPerRepetition) s, run round-robin across paths; "
-    + "figures are medians; mallocs counted per thread (interposed malloc)")
+print(
+    "settings: per path \(options.settings.warmUpSeconds) s warm-up, then \(options.settings.repetitions) repetitions "
+        + "(3 or more on the large corpus) of >= \(options.settings.minSecondsPerRepetition) s, run round-robin across paths; "
+        + "figures are medians; mallocs counted per thread (interposed malloc)"
+)
 print("")
 
 var generator = CorpusGenerator(seed: options.seed)
@@ -416,11 +510,14 @@ for corpus in corpora {
     } catch {
         fail("\(error)")
     }
-    let settings = corpus.name == "traffic" ? options.settings : {
-        var s = options.settings
-        s.repetitions = max(3, s.repetitions / 2)
-        return s
-    }()
+    let settings =
+        corpus.name == "traffic"
+        ? options.settings
+        : {
+            var s = options.settings
+            s.repetitions = max(3, s.repetitions / 2)
+            return s
+        }()
     results.append((corpus, run(prepared, settings: settings, progress: true)))
 }
 print("")
@@ -431,7 +528,8 @@ for (corpus, rows) in results {
     if let line = stampComparison(rows) { print(line) }
     print("")
 }
-print("""
+print(
+    """
     vs swift-protobuf: throughput relative to swift-protobuf decode (decode and route rows) or encode
     (encode and pack rows); vs protobuf-c: relative to protobuf-c unpack arena or pack. Above 1 is faster.
     ns/msg of "imcodec route 2 threads" is wall time per message with both threads busy.
@@ -440,14 +538,17 @@ print("""
     ns/msg, MB/s, mallocs/msg and the ratios are medians over the repetitions; min ns/msg is the fastest
     repetition (the least disturbed by other work on the machine); spread: (slowest - fastest) / median.
 
-    """)
+    """
+)
 
 if let (_, rows) = results.first {
     print("Targets (issue 9), traffic corpus:")
     for t in targets(rows) {
         let status = t.met ? "met" : "MISSED"
-        print("  [\(pad(status, 6, left: true))] \(pad(t.text, 52, left: true)) \(pad(t.measured, 7))"
-            + (t.detail.isEmpty ? "" : "  (\(t.detail))"))
+        print(
+            "  [\(pad(status, 6, left: true))] \(pad(t.text, 52, left: true)) \(pad(t.measured, 7))"
+                + (t.detail.isEmpty ? "" : "  (\(t.detail))")
+        )
     }
     if let path = options.jsonPath {
         do {

@@ -19,8 +19,11 @@ func page(_ size: Int) -> [UInt8] {
     var i = 0
     while total < size {
         var message = Message.groupText(
-            from: "user_\(10_000 + i % 97)", group: "@TGS#2J4SZEAEL",
-            "see you tomorrow at the usual place, message number \(i)", clientMsgID: "cli-7f3a9c2e-\(i)")
+            from: "user_\(10_000 + i % 97)",
+            group: "@TGS#2J4SZEAEL",
+            "see you tomorrow at the usual place, message number \(i)",
+            clientMsgID: "cli-7f3a9c2e-\(i)"
+        )
         message.seq = UInt64(4000 + i)
         total += message.serializedBytes().count + 3
         response.messages.append(message)
@@ -62,9 +65,17 @@ func bench(_ name: String, _ frames: [[UInt8]], minimumSeconds: Double = 0.3, re
         best = min(best, elapsed / Double(rounds))
     }
     let ns = best / Double(frames.count) * 1e9
-    print(name.padding(toLength: 34, withPad: " ", startingAt: 0),
-          String(format: "%6d frames %9d bytes %10.0f ns/frame %8.1f MB/s", frames.count, bytes, ns, Double(bytes) / best / 1e6),
-          sink == -1 ? "" : "")
+    print(
+        name.padding(toLength: 34, withPad: " ", startingAt: 0),
+        String(
+            format: "%6d frames %9d bytes %10.0f ns/frame %8.1f MB/s",
+            frames.count,
+            bytes,
+            ns,
+            Double(bytes) / best / 1e6
+        ),
+        sink == -1 ? "" : ""
+    )
 }
 
 let folder = CommandLine.arguments.dropFirst().first ?? "Fixtures/valid"

@@ -6,7 +6,8 @@ import FuzzSupport
 import IMCodecTestSupport
 
 /// The sanitizer allocator's live bytes, when the build has AddressSanitizer.
-let allocatedBytes: (@Sendable () -> Int)? = fuzz_allocated_bytes() >= 0 ? { @Sendable in Int(fuzz_allocated_bytes()) } : nil
+let allocatedBytes: (@Sendable () -> Int)? =
+    fuzz_allocated_bytes() >= 0 ? { @Sendable in Int(fuzz_allocated_bytes()) } : nil
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

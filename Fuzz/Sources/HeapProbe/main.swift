@@ -29,9 +29,11 @@ func historyPage(bytes size: Int) -> [UInt8] {
     var i = 0
     while total < size {
         var message = Message.groupText(
-            from: "user_\(10_000 + i % 97)", group: "@TGS#2J4SZEAEL",
+            from: "user_\(10_000 + i % 97)",
+            group: "@TGS#2J4SZEAEL",
             i % 3 == 0 ? "好的，明天见 🙂 message \(i)" : "see you tomorrow at the usual place, message number \(i)",
-            clientMsgID: "cli-7f3a9c2e-\(i)")
+            clientMsgID: "cli-7f3a9c2e-\(i)"
+        )
         message.serverMsgUID = "144115233874815003-1732190200-\(i)"
         message.seq = UInt64(4000 + i)
         message.serverTimeMs = 1_732_190_200_000 + Int64(i)
@@ -69,12 +71,19 @@ func measure(_ name: String, _ bytes: [UInt8], options: DecodingOptions = Decodi
         result = error.code.rawValue
     }
     let peak = Int(heap_counter_peak() - before)
-    return Row(name: name, input: bytes.count, result: result, peak: peak, retained: retained,
-               limit: limit ?? 16 * bytes.count + (1 << 20))
+    return Row(
+        name: name,
+        input: bytes.count,
+        result: result,
+        peak: peak,
+        retained: retained,
+        limit: limit ?? 16 * bytes.count + (1 << 20)
+    )
 }
 
 func size(_ bytes: Int) -> String {
-    bytes < 1 << 20 ? String(format: "%.1f KiB", Double(bytes) / 1024) : String(format: "%.2f MiB", Double(bytes) / 1_048_576)
+    bytes < 1 << 20
+        ? String(format: "%.1f KiB", Double(bytes) / 1024) : String(format: "%.2f MiB", Double(bytes) / 1_048_576)
 }
 
 guard heap_counter_is_active() != 0 else {
@@ -88,38 +97,59 @@ for (name, bytes) in families(size: mebibyte) {
     rows.append(measure("\(name), 1 MiB", bytes))
 }
 for (name, bytes) in families(size: 64 << 10) {
-    rows.append(measure("\(name), 64 KiB, no limit", bytes, options: DecodingOptions(maxDecodedMemory: Int.max / 4), limit: Int.max))
+    rows.append(
+        measure(
+            "\(name), 64 KiB, no limit",
+            bytes,
+            options: DecodingOptions(maxDecodedMemory: Int.max / 4),
+            limit: Int.max
+        )
+    )
 }
 // Near the limit: the largest inputs of the most amplifying families that are still accepted.
 rows.append(measure("empty sub-messages, 2 KiB", Wire.field(32, Wire.repeated([0x12, 0x00], 1 << 10))))
-rows.append(measure("empty elements, 12 KiB", AdversarialInputs.frameMessage(Wire.repeated([0xA2, 0x01, 0x00], 4 << 10))))
+rows.append(
+    measure("empty elements, 12 KiB", AdversarialInputs.frameMessage(Wire.repeated([0xA2, 0x01, 0x00], 4 << 10)))
+)
 rows.append(measure("unknown varints, 8 KiB", Wire.repeated([0x18, 0x00], 4 << 10)))
 rows.append(measure("history page, 64 KiB", historyPage(bytes: 64 << 10)))
 rows.append(measure("history page, 1 MiB", historyPage(bytes: mebibyte)))
 rows.append(measure("history page, 4 MiB", historyPage(bytes: 4 * mebibyte)))
 if let path = CommandLine.arguments.dropFirst().first {
     let folder = URL(fileURLWithPath: path)
-    for name in (try? FileManager.default.contentsOfDirectory(atPath: path))?.sorted() ?? [] where name.hasSuffix(".binpb") {
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: path))?.sorted() ?? []
+    where name.hasSuffix(".binpb") {
         if let data = try? Data(contentsOf: folder.appendingPathComponent(name)), data.count >= 4 << 10 {
             rows.append(measure("fixture \(name)", [UInt8](data)))
         }
     }
 }
 
-print("input                                           bytes  result                peak heap peak/input  value kept  limit (16x+1MiB) within")
+print(
+    "input                                           bytes  result                peak heap peak/input  value kept  limit (16x+1MiB) within"
+)
 var failures = 0
 for row in rows {
     let within = row.limit == Int.max ? "-" : (row.peak <= row.limit + (64 << 10) ? "yes" : "NO")
     if within == "NO" { failures += 1 }
     let ratio = String(format: "%.1fx", Double(row.peak) / Double(max(row.input, 1)))
     let limit = row.limit == Int.max ? "none" : size(row.limit)
-    print(row.name.padding(toLength: 44, withPad: " ", startingAt: 0),
-          String(row.input).leftPadded(8), " ", row.result.padding(toLength: 19, withPad: " ", startingAt: 0),
-          size(row.peak).leftPadded(11), ratio.leftPadded(10), size(row.retained).leftPadded(11),
-          limit.leftPadded(17), within.leftPadded(7))
+    print(
+        row.name.padding(toLength: 44, withPad: " ", startingAt: 0),
+        String(row.input).leftPadded(8),
+        " ",
+        row.result.padding(toLength: 19, withPad: " ", startingAt: 0),
+        size(row.peak).leftPadded(11),
+        ratio.leftPadded(10),
+        size(row.retained).leftPadded(11),
+        limit.leftPadded(17),
+        within.leftPadded(7)
+    )
 }
 exit(failures == 0 ? 0 : 1)
 
 extension String {
-    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
 }

@@ -55,7 +55,10 @@ final class Arena {
         guard size >= 0 else { throw .invalidArgument("cannot allocate \(size) bytes") }
         guard let pointer = imcodec_arena_alloc(raw, size) else {
             if limitHit {
-                throw IMCodecError(code: .memoryLimitExceeded, reason: "an arena allocation of \(size) bytes passes the memory cap")
+                throw IMCodecError(
+                    code: .memoryLimitExceeded,
+                    reason: "an arena allocation of \(size) bytes passes the memory cap"
+                )
             }
             throw .outOfMemory("cannot allocate \(size) bytes")
         }

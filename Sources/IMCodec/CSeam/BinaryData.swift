@@ -16,7 +16,9 @@ enum BinaryData {
     /// repeated string or bytes field).
     @inline(__always)
     static func element(_ index: Int, of base: UnsafeRawPointer) -> (UnsafePointer<UInt8>?, Int) {
-        unpack(base.load(fromByteOffset: index * MemoryLayout<ProtobufCBinaryData>.stride, as: ProtobufCBinaryData.self))
+        unpack(
+            base.load(fromByteOffset: index * MemoryLayout<ProtobufCBinaryData>.stride, as: ProtobufCBinaryData.self)
+        )
     }
 
     @inline(__always)

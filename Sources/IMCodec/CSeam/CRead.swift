@@ -19,7 +19,8 @@ enum CRead {
     /// early return above without paying for this part's stack frame).
     @inline(never)
     private static func unknownFields(
-        _ fields: UnsafeMutablePointer<ProtobufCMessageUnknownField>, count: Int
+        _ fields: UnsafeMutablePointer<ProtobufCMessageUnknownField>,
+        count: Int
     ) -> UnknownFields {
         // Exactly sized (the pre-scan's memory estimate counts on it).
         var total = 0
@@ -53,7 +54,7 @@ enum CRead {
     @inline(__always)
     private static func wrapped(_ field: ProtobufCMessageUnknownField) -> UnsafeBufferPointer<UInt8>? {
         guard field.tag == IMCODEC_WRAPPER_FIELD_NUMBER, field.wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED,
-              let data = field.data
+            let data = field.data
         else { return nil }
         let bytes = UnsafeBufferPointer(start: data, count: field.len)
         var prefix = 0

@@ -69,8 +69,11 @@ enum DecodePipeline {
     /// `alwaysEstimate` makes the pre-scan estimate even input too short to pass the memory limit
     /// (for `DecodeProbe`).
     static func unpack(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena reused: Arena?, alwaysEstimate: Bool = false
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        options: DecodingOptions,
+        arena reused: Arena?,
+        alwaysEstimate: Bool = false
     ) throws(IMCodecError) -> Unpacked {
         do throws(IMCodecError) {
             let scan = try WireCodec.scan(descriptor, buffer, options: options, alwaysEstimate: alwaysEstimate)
@@ -92,7 +95,10 @@ enum DecodePipeline {
     /// and the arena that holds it.
     @usableFromInline
     static func unpackMessage(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena: Arena?
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        options: DecodingOptions,
+        arena: Arena?
     ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: Arena) {
         let unpacked = try unpack(descriptor, buffer, options: options, arena: arena)
         return (unpacked.message, unpacked.arena)
@@ -102,8 +108,12 @@ enum DecodePipeline {
     /// out. `arena` is a decoder's arena, reset afterwards whether `body` returns or throws; `nil`
     /// makes a new one for this input, released afterwards.
     static func withUnpacked<R>(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena reused: Arena?, alwaysEstimate: Bool = false, _ body: (Unpacked) throws(IMCodecError) -> R
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        options: DecodingOptions,
+        arena reused: Arena?,
+        alwaysEstimate: Bool = false,
+        _ body: (Unpacked) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let unpacked = try unpack(descriptor, buffer, options: options, arena: reused, alwaysEstimate: alwaysEstimate)
         defer { reused?.reset() }
@@ -114,7 +124,10 @@ enum DecodePipeline {
     /// array (not generic either).
     @usableFromInline
     static func unpackMessage(
-        _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions, arena: Arena?
+        _ descriptor: _ProtobufCDescriptor,
+        _ bytes: [UInt8],
+        options: DecodingOptions,
+        arena: Arena?
     ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: Arena) {
         var failure: IMCodecError?
         let unpacked: (message: _ProtobufCMessage, arena: Arena)? = bytes.withUnsafeBytes { buffer in
@@ -133,7 +146,10 @@ enum DecodePipeline {
     /// bytes (copied when it is not contiguous).
     @inlinable
     static func unpackMessage<Bytes: Collection>(
-        _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions, arena: Arena?
+        _ descriptor: _ProtobufCDescriptor,
+        _ bytes: Bytes,
+        options: DecodingOptions,
+        arena: Arena?
     ) throws(IMCodecError) -> (message: _ProtobufCMessage, arena: Arena) where Bytes.Element == UInt8 {
         try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) in
             try unpackMessage(descriptor, buffer, options: options, arena: arena)
@@ -148,8 +164,11 @@ enum DecodePipeline {
     /// (see ``withUnpacked(_:_:options:arena:alwaysEstimate:_:)``).
     @inlinable
     static func withMessage<R>(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
-        arena reused: Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        options: DecodingOptions,
+        arena reused: Arena?,
+        _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let (message, arena) = try unpackMessage(descriptor, buffer, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -159,8 +178,11 @@ enum DecodePipeline {
     /// `withMessage` over the bytes of an array.
     @inlinable
     static func withMessage<R>(
-        _ descriptor: _ProtobufCDescriptor, _ bytes: [UInt8], options: DecodingOptions,
-        arena reused: Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        _ descriptor: _ProtobufCDescriptor,
+        _ bytes: [UInt8],
+        options: DecodingOptions,
+        arena reused: Arena?,
+        _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let (message, arena) = try unpackMessage(descriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -170,8 +192,11 @@ enum DecodePipeline {
     /// `withMessage` over any collection of bytes (copied when it is not contiguous).
     @inlinable
     static func withMessage<Bytes: Collection, R>(
-        _ descriptor: _ProtobufCDescriptor, _ bytes: Bytes, options: DecodingOptions,
-        arena reused: Arena?, _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+        _ descriptor: _ProtobufCDescriptor,
+        _ bytes: Bytes,
+        options: DecodingOptions,
+        arena reused: Arena?,
+        _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R where Bytes.Element == UInt8 {
         let (message, arena) = try unpackMessage(descriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -189,7 +214,10 @@ enum DecodePipeline {
     /// message where the stack is deep enough for it.
     @inlinable
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, _ bytes: [UInt8], options: DecodingOptions, arena reused: Arena?
+        _ type: M.Type,
+        _ bytes: [UInt8],
+        options: DecodingOptions,
+        arena reused: Arena?
     ) throws(IMCodecError) -> M {
         let (message, arena) = try unpackMessage(M._protobufCDescriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -199,7 +227,10 @@ enum DecodePipeline {
     /// `decode` from raw memory.
     @inlinable
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions, arena reused: Arena?
+        _ type: M.Type,
+        _ buffer: UnsafeRawBufferPointer,
+        options: DecodingOptions,
+        arena reused: Arena?
     ) throws(IMCodecError) -> M {
         let (message, arena) = try unpackMessage(M._protobufCDescriptor, buffer, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -209,7 +240,10 @@ enum DecodePipeline {
     /// `decode` from any collection of bytes.
     @inlinable
     static func decode<M: IMCodecMessage, Bytes: Collection>(
-        _ type: M.Type, _ bytes: Bytes, options: DecodingOptions, arena reused: Arena?
+        _ type: M.Type,
+        _ bytes: Bytes,
+        options: DecodingOptions,
+        arena reused: Arena?
     ) throws(IMCodecError) -> M where Bytes.Element == UInt8 {
         let (message, arena) = try unpackMessage(M._protobufCDescriptor, bytes, options: options, arena: reused)
         defer { release(arena, reused: reused) }
@@ -233,13 +267,17 @@ enum DecodePipeline {
     /// digits; binary input starts at 4 per byte), and is capped at the memory limit the default
     /// ``DecodingOptions`` give input of that size.
     static func withParsed<R>(
-        _ descriptor: _ProtobufCDescriptor, inputSize: Int, depth: Int, acceptsNewerFrames: Bool,
+        _ descriptor: _ProtobufCDescriptor,
+        inputSize: Int,
+        depth: Int,
+        acceptsNewerFrames: Bool,
         build: (Arena) throws(IMCodecError) -> UnsafeMutableRawPointer,
         _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
         let arena = try Arena(
             firstBlockSize: usualBlockSize(inputSize: inputSize, bytesPerInputByte: 2),
-            maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: inputSize))
+            maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: inputSize)
+        )
         return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in
             try DecodeStack.run(depth: depth) { () throws(IMCodecError) -> R in
                 let message = try build(arena)
@@ -255,7 +293,8 @@ extension WireDecoder {
     /// passes `body` the view and the number of fields the pre-scan counted (for ``ServerStamp``,
     /// which must know how many fields the input holds to keep the stamped frame within the limits).
     func withCheckedFrame<R>(
-        _ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView, _ fieldCount: Int) -> R
+        _ buffer: UnsafeRawBufferPointer,
+        _ body: (borrowing FrameView, _ fieldCount: Int) -> R
     ) throws(IMCodecError) -> R {
         try DecodePipeline.withUnpacked(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
             body(FrameView(_message: $0.message), $0.scan.field_count)

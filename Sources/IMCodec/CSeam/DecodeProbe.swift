@@ -39,17 +39,30 @@ package enum DecodeProbe {
     /// Decodes like `M(serializedBytes:options:)`, through the same pipeline, and reports the
     /// estimate (made even for input too short to pass the limit) and the arena's use.
     package static func decode<M: IMCodecMessage>(
-        _ type: M.Type, from bytes: [UInt8], options: DecodingOptions = DecodingOptions()
+        _ type: M.Type,
+        from bytes: [UInt8],
+        options: DecodingOptions = DecodingOptions()
     ) throws(IMCodecError) -> (M, DecodeAccounting) {
         try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> (M, DecodeAccounting) in
-            try DecodePipeline.withUnpacked(M._protobufCDescriptor, buffer, options: options, arena: nil, alwaysEstimate: true) {
+            try DecodePipeline.withUnpacked(
+                M._protobufCDescriptor,
+                buffer,
+                options: options,
+                arena: nil,
+                alwaysEstimate: true
+            ) {
                 (unpacked) throws(IMCodecError) -> (M, DecodeAccounting) in
                 let scan = unpacked.scan
                 let arena = unpacked.arena
                 let accounting = DecodeAccounting(
-                    estimatedArenaBytes: scan.arena_bytes, estimatedValueBytes: scan.value_bytes,
-                    arenaBytesUsed: arena.bytesUsed, arenaBytesReserved: arena.bytesReserved,
-                    wrappedFields: scan.wrap_count, mergedFields: scan.merge_count, arenaCap: arena.maxBytes)
+                    estimatedArenaBytes: scan.arena_bytes,
+                    estimatedValueBytes: scan.value_bytes,
+                    arenaBytesUsed: arena.bytesUsed,
+                    arenaBytesReserved: arena.bytesReserved,
+                    wrappedFields: scan.wrap_count,
+                    mergedFields: scan.merge_count,
+                    arenaCap: arena.maxBytes
+                )
                 let value: M = try DecodePipeline.value(unpacked.message)
                 return (value, accounting)
             }

@@ -50,7 +50,9 @@ enum DecodeStack {
         var result: Result<R, IMCodecError>?
         let ran = onNewThread(stackSize: needed) { result = Result { () throws(IMCodecError) -> R in try body() } }
         guard ran, let result else {
-            throw .outOfMemory("cannot start a thread with a \(needed)-byte stack for input nested \(depth) levels deep")
+            throw .outOfMemory(
+                "cannot start a thread with a \(needed)-byte stack for input nested \(depth) levels deep"
+            )
         }
         return try result.get()
     }
@@ -81,11 +83,16 @@ enum DecodeStack {
             #else
             var thread = pthread_t()
             #endif
-            let started = pthread_create(&thread, &attributes, { context in
-                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-                box.job()
-                return nil
-            }, box.toOpaque())
+            let started = pthread_create(
+                &thread,
+                &attributes,
+                { context in
+                    let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                    box.job()
+                    return nil
+                },
+                box.toOpaque()
+            )
             guard started == 0 else {
                 box.release()
                 return false

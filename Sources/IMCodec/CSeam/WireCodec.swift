@@ -34,7 +34,10 @@ enum WireCodec {
     /// errors carry offsets into them, and nothing is decoded when they fail), and the options for
     /// decoding the two together (only the stack cap on depth and the memory limit still apply).
     static func mergeInput<Bytes: Collection>(
-        _ descriptor: _ProtobufCDescriptor, own: [UInt8], merging bytes: Bytes, options: DecodingOptions
+        _ descriptor: _ProtobufCDescriptor,
+        own: [UInt8],
+        merging bytes: Bytes,
+        options: DecodingOptions
     ) throws(IMCodecError) -> (bytes: [UInt8], options: DecodingOptions) where Bytes.Element == UInt8 {
         var joined = own
         try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) in
@@ -46,7 +49,9 @@ enum WireCodec {
 
     /// The pre-scan of `buffer` with `options`; throws its error.
     static func scan(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, options: DecodingOptions,
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        options: DecodingOptions,
         alwaysEstimate: Bool = false
     ) throws(IMCodecError) -> imcodec_scan_result {
         try DecodingOptions.checkInputSize(buffer.count, maxInputSize: options.maxInputSize, input: "input")
@@ -65,8 +70,11 @@ enum WireCodec {
     /// Unpacks `buffer`, which `scan` accepted, into `arena` (transcoding it first when it has
     /// wire-type mismatches).
     static func unpack(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
-        options: DecodingOptions, arena: Arena
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        scan: imcodec_scan_result,
+        options: DecodingOptions,
+        arena: Arena
     ) throws(IMCodecError) -> _ProtobufCMessage {
         let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
         // The estimate bounds protobuf-c's allocations; the cap makes that a guarantee (a little
@@ -75,11 +83,14 @@ enum WireCodec {
         let cap = scan.estimated != 0 ? scan.arena_bytes &+ 64 : limit
         arena.setMaxBytes(cap)
         // protobuf-c (and the transcoder) recurse once per level: deep input runs where the stack allows.
-        let message = try DecodeStack.run(depth: Int(scan.max_depth_seen)) { () throws(IMCodecError) -> _ProtobufCMessage in
+        let message = try DecodeStack.run(depth: Int(scan.max_depth_seen)) {
+            () throws(IMCodecError) -> _ProtobufCMessage in
             guard scan.wrap_count == 0 && scan.merge_count == 0 else {
                 return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
             }
-            let unpacked = withBase(buffer) { protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0) }
+            let unpacked = withBase(buffer) {
+                protobuf_c_message_unpack(descriptor.pointer, arena.allocator, buffer.count, $0)
+            }
             return try result(unpacked, arena: arena, scan: scan)
         }
         if !options.acceptsNewerFrames { try checkReaderVersion(descriptor, message.raw) }
@@ -89,7 +100,8 @@ enum WireCodec {
     /// Refuses a ``Frame`` whose `min_reader_version` is above ``Frame/currentSchemaVersion``
     /// (binary and JSON decoding; other message types pass). 0, proto3's default, means 1.
     static func checkReaderVersion(
-        _ descriptor: _ProtobufCDescriptor, _ message: UnsafeRawPointer
+        _ descriptor: _ProtobufCDescriptor,
+        _ message: UnsafeRawPointer
     ) throws(IMCodecError) {
         guard descriptor.pointer == Frame._protobufCDescriptor.pointer else { return }
         let needed = message.assumingMemoryBound(to: Imcodec__V1__Frame.self).pointee.min_reader_version
@@ -98,7 +110,8 @@ enum WireCodec {
             code: .unsupportedVersion,
             reason: "the frame needs a reader of schema version \(needed) or newer (min_reader_version \(needed)); "
                 + "this reader implements schema version \(Frame.currentSchemaVersion) "
-                + "(DecodingOptions.acceptsNewerFrames decodes it anyway)")
+                + "(DecodingOptions.acceptsNewerFrames decodes it anyway)"
+        )
     }
 
     /// The slow path, for input protobuf-c would decode differently from Google's parsers (a
@@ -108,8 +121,11 @@ enum WireCodec {
     /// the input's estimate cannot foresee what merging adds) together must fit the memory limit,
     /// checked before protobuf-c runs.
     private static func transcodeAndUnpack(
-        _ descriptor: _ProtobufCDescriptor, _ buffer: UnsafeRawBufferPointer, scan: imcodec_scan_result,
-        options: DecodingOptions, arena: Arena
+        _ descriptor: _ProtobufCDescriptor,
+        _ buffer: UnsafeRawBufferPointer,
+        scan: imcodec_scan_result,
+        options: DecodingOptions,
+        arena: Arena
     ) throws(IMCodecError) -> _ProtobufCMessage {
         let limit = options.decodedMemoryLimit(forInputSize: buffer.count)
         let stride = MemoryLayout<imcodec_transcode_segment>.stride
@@ -123,7 +139,10 @@ enum WireCodec {
         arena.setMaxBytes(Int.max)
         let scratch = try allocate(scratchBytes, in: arena, limit: limit)
             .bindMemory(to: imcodec_transcode_segment.self, capacity: segments | 1)
-        let rewritten = try allocate(max(capacity, 1), in: arena, limit: limit).bindMemory(to: UInt8.self, capacity: max(capacity, 1))
+        let rewritten = try allocate(max(capacity, 1), in: arena, limit: limit).bindMemory(
+            to: UInt8.self,
+            capacity: max(capacity, 1)
+        )
         var length = 0
         let status = withBase(buffer) {
             imcodec_transcode(descriptor.pointer, $0, buffer.count, scratch, segments | 1, rewritten, capacity, &length)
@@ -148,7 +167,9 @@ enum WireCodec {
     }
 
     private static func result(
-        _ unpacked: UnsafeMutablePointer<ProtobufCMessage>?, arena: Arena, scan: imcodec_scan_result
+        _ unpacked: UnsafeMutablePointer<ProtobufCMessage>?,
+        arena: Arena,
+        scan: imcodec_scan_result
     ) throws(IMCodecError) -> _ProtobufCMessage {
         guard let unpacked else {
             if arena.limitHit {
@@ -157,14 +178,19 @@ enum WireCodec {
                     code: .memoryLimitExceeded,
                     reason: scan.estimated != 0
                         ? "protobuf-c needed more than the pre-scan's estimate of \(scan.arena_bytes) bytes"
-                        : "decoding needs more than maxDecodedMemory bytes")
+                        : "decoding needs more than maxDecodedMemory bytes"
+                )
             }
             throw .malformed("protobuf-c rejected input that passed the pre-scan")
         }
         return _ProtobufCMessage(unpacked, depth: Int(scan.max_depth_seen))
     }
 
-    private static func allocate(_ size: Int, in arena: Arena, limit: Int) throws(IMCodecError) -> UnsafeMutableRawPointer {
+    private static func allocate(
+        _ size: Int,
+        in arena: Arena,
+        limit: Int
+    ) throws(IMCodecError) -> UnsafeMutableRawPointer {
         guard let pointer = imcodec_arena_alloc(arena.raw, size) else {
             if arena.limitHit { throw memoryError(limit) }
             throw .outOfMemory("cannot allocate \(size) bytes")
@@ -215,10 +241,12 @@ enum WireCodec {
         } else if scan.status == IMCODEC_SCAN_TOO_MANY_FIELDS {
             reason += " (maxFieldCount \(options.maxFieldCount))"
         } else if scan.status == IMCODEC_SCAN_TOO_MUCH_MEMORY {
-            reason = "decoding needs more than \(options.decodedMemoryLimit(forInputSize: inputSize)) bytes (maxDecodedMemory)"
+            reason =
+                "decoding needs more than \(options.decodedMemoryLimit(forInputSize: inputSize)) bytes (maxDecodedMemory)"
         }
         if let name = scan.message_name {
-            reason += scan.field_number > 0
+            reason +=
+                scan.field_number > 0
                 ? " in field \(scan.field_number) of \(String(cString: name))"
                 : " in \(String(cString: name))"
         }
@@ -229,7 +257,8 @@ enum WireCodec {
 /// Calls `body` with the bytes of `bytes` in contiguous memory, copying only when they are not.
 @inlinable
 func withContiguousBytes<Bytes: Collection, R>(
-    _ bytes: Bytes, _ body: (UnsafeRawBufferPointer) throws(IMCodecError) -> R
+    _ bytes: Bytes,
+    _ body: (UnsafeRawBufferPointer) throws(IMCodecError) -> R
 ) throws(IMCodecError) -> R where Bytes.Element == UInt8 {
     var result: Result<R, IMCodecError>?
     bytes.withContiguousStorageIfAvailable { buffer in

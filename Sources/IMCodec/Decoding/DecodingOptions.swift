@@ -45,7 +45,10 @@ public struct DecodingOptions: Sendable, Hashable {
 
     /// Creates options with the given limits; omitted ones keep their defaults.
     public init(
-        maxInputSize: Int? = nil, maxDepth: Int? = nil, maxFieldCount: Int? = nil, maxDecodedMemory: Int? = nil,
+        maxInputSize: Int? = nil,
+        maxDepth: Int? = nil,
+        maxFieldCount: Int? = nil,
+        maxDecodedMemory: Int? = nil,
         acceptsNewerFrames: Bool = false
     ) {
         self.acceptsNewerFrames = acceptsNewerFrames
@@ -60,8 +63,12 @@ public struct DecodingOptions: Sendable, Hashable {
     /// recursion), `maxDecodedMemory` as given (`nil`: the default estimate for the input).
     static func ownBytes(maxDecodedMemory: Int? = nil, acceptsNewerFrames: Bool) -> DecodingOptions {
         DecodingOptions(
-            maxInputSize: Int.max, maxDepth: maxDepthCap, maxFieldCount: Int.max, maxDecodedMemory: maxDecodedMemory,
-            acceptsNewerFrames: acceptsNewerFrames)
+            maxInputSize: Int.max,
+            maxDepth: maxDepthCap,
+            maxFieldCount: Int.max,
+            maxDecodedMemory: maxDecodedMemory,
+            acceptsNewerFrames: acceptsNewerFrames
+        )
     }
 
 }

@@ -26,8 +26,12 @@ public enum Delimited {
     /// - Returns: The message length and the prefix size, or `nil` when more bytes are needed.
     /// - Throws: ``IMCodecError`` `malformed` for a prefix longer than 5 bytes or above 2^32-1,
     ///   `tooLarge` for a length above `maxLength`.
-    public static func readLengthPrefix(_ buffer: UnsafeRawBufferPointer, maxLength: Int) throws(IMCodecError)
-    -> (length: Int, prefixSize: Int)? {
+    public static func readLengthPrefix(
+        _ buffer: UnsafeRawBufferPointer,
+        maxLength: Int
+    ) throws(IMCodecError)
+        -> (length: Int, prefixSize: Int)?
+    {
         var index = 0
         var value: UInt64 = 0
         var count = 0
@@ -76,7 +80,10 @@ public enum Delimited {
             let maxLength = maxLength
             let prefix = try bytes.withUnsafeBytes { raw in
                 Result { () throws(IMCodecError) in
-                    try Delimited.readLengthPrefix(UnsafeRawBufferPointer(rebasing: raw[start...]), maxLength: maxLength)
+                    try Delimited.readLengthPrefix(
+                        UnsafeRawBufferPointer(rebasing: raw[start...]),
+                        maxLength: maxLength
+                    )
                 }
             }.mapError { IMCodecError(code: $0.code, reason: $0.reason, offset: start) }.get()
             guard let prefix else { throw .truncated("the input ends inside a length prefix", offset: start) }
@@ -114,7 +121,11 @@ public enum Delimited {
             do {
                 return try M(serializedBytes: bytes[range], options: options)
             } catch {
-                throw IMCodecError(code: error.code, reason: error.reason, offset: error.offset.map { $0 + range.lowerBound })
+                throw IMCodecError(
+                    code: error.code,
+                    reason: error.reason,
+                    offset: error.offset.map { $0 + range.lowerBound }
+                )
             }
         }
     }

@@ -103,22 +103,42 @@ public struct IMCodecError: Error, Hashable, Sendable, CustomStringConvertible {
 
 extension IMCodecError {
     /// The input ends inside a value.
-    public static func truncated(_ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line) -> Self {
+    public static func truncated(
+        _ reason: String,
+        offset: Int? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) -> Self {
         Self(code: .truncated, reason: reason, offset: offset, file: file, line: line)
     }
 
     /// The bytes are not well-formed protobuf.
-    public static func malformed(_ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line) -> Self {
+    public static func malformed(
+        _ reason: String,
+        offset: Int? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) -> Self {
         Self(code: .malformed, reason: reason, offset: offset, file: file, line: line)
     }
 
     /// The input or a value is larger than a limit allows.
-    public static func tooLarge(_ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line) -> Self {
+    public static func tooLarge(
+        _ reason: String,
+        offset: Int? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) -> Self {
         Self(code: .tooLarge, reason: reason, offset: offset, file: file, line: line)
     }
 
     /// Valid input that IMCodec cannot represent faithfully.
-    public static func unsupported(_ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line) -> Self {
+    public static func unsupported(
+        _ reason: String,
+        offset: Int? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) -> Self {
         Self(code: .unsupported, reason: reason, offset: offset, file: file, line: line)
     }
 
@@ -133,13 +153,21 @@ extension IMCodecError {
     }
 
     /// A JSON document is not valid proto3 JSON for the type.
-    public static func invalidJSON(_ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line) -> Self {
+    public static func invalidJSON(
+        _ reason: String,
+        offset: Int? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) -> Self {
         Self(code: .invalidJSON, reason: reason, offset: offset, file: file, line: line)
     }
 
     /// A text is not valid protobuf text format for the type.
     public static func invalidTextFormat(
-        _ reason: String, offset: Int? = nil, file: String = #fileID, line: UInt = #line
+        _ reason: String,
+        offset: Int? = nil,
+        file: String = #fileID,
+        line: UInt = #line
     ) -> Self {
         Self(code: .invalidTextFormat, reason: reason, offset: offset, file: file, line: line)
     }

@@ -1,4 +1,3 @@
-
 /// A reusable decoder for servers: decodes into one arena that it resets between inputs, so a
 /// decode costs no `malloc` per field, and lets a router read a frame's routing facts through a
 /// ``FrameView`` without building the Swift value.
@@ -51,16 +50,24 @@ public final class WireDecoder {
     /// Decodes one message of type `type` from raw memory (a NIO `ByteBuffer`'s readable bytes).
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
-    public func decode<M: IMCodecMessage>(_ type: M.Type = M.self, from buffer: UnsafeRawBufferPointer)
-    throws(IMCodecError) -> M {
+    public func decode<M: IMCodecMessage>(
+        _ type: M.Type = M.self,
+        from buffer: UnsafeRawBufferPointer
+    )
+        throws(IMCodecError) -> M
+    {
         try DecodePipeline.decode(M.self, buffer, options: options, arena: _arena())
     }
 
     /// Decodes one message of type `type` from any collection of bytes.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
-    public func decode<M: IMCodecMessage, Bytes: Collection>(_ type: M.Type = M.self, from bytes: Bytes)
-    throws(IMCodecError) -> M where Bytes.Element == UInt8 {
+    public func decode<M: IMCodecMessage, Bytes: Collection>(
+        _ type: M.Type = M.self,
+        from bytes: Bytes
+    )
+        throws(IMCodecError) -> M where Bytes.Element == UInt8
+    {
         try DecodePipeline.decode(M.self, bytes, options: options, arena: _arena())
     }
 
@@ -71,24 +78,33 @@ public final class WireDecoder {
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
     @inlinable
     public func withFrameView<R>(_ bytes: [UInt8], _ body: (borrowing FrameView) throws -> R) throws -> R {
-        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in
             Result { try body(FrameView(_message: message)) }
         }.get()
     }
 
     /// ``withFrameView(_:_:)-([UInt8],_)`` over raw memory (a NIO `ByteBuffer`'s readable bytes).
     @inlinable
-    public func withFrameView<R>(_ buffer: UnsafeRawBufferPointer, _ body: (borrowing FrameView) throws -> R) throws -> R {
-        try DecodePipeline.withMessage(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) { message in
+    public func withFrameView<R>(
+        _ buffer: UnsafeRawBufferPointer,
+        _ body: (borrowing FrameView) throws -> R
+    ) throws -> R {
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, buffer, options: options, arena: _arena()) {
+            message in
             Result { try body(FrameView(_message: message)) }
         }.get()
     }
 
     /// ``withFrameView(_:_:)-([UInt8],_)`` over any collection of bytes.
     @inlinable
-    public func withFrameView<Bytes: Collection, R>(_ bytes: Bytes, _ body: (borrowing FrameView) throws -> R) throws -> R
+    public func withFrameView<Bytes: Collection, R>(
+        _ bytes: Bytes,
+        _ body: (borrowing FrameView) throws -> R
+    ) throws -> R
     where Bytes.Element == UInt8 {
-        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) { message in
+        try DecodePipeline.withMessage(Frame._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in
             Result { try body(FrameView(_message: message)) }
         }.get()
     }

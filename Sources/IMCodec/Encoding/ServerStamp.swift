@@ -48,7 +48,10 @@ public struct ServerStamp: Sendable, Hashable {
     ///   - serverTimeMs: The server time in milliseconds since the Unix epoch (not 0).
     ///   - status: The message's status (not ``MessageStatus/unspecified``).
     public init(
-        serverMsgUID: String? = nil, seq: UInt64? = nil, serverTimeMs: Int64? = nil, status: MessageStatus? = nil
+        serverMsgUID: String? = nil,
+        seq: UInt64? = nil,
+        serverTimeMs: Int64? = nil,
+        status: MessageStatus? = nil
     ) {
         self.serverMsgUID = serverMsgUID
         self.seq = seq
@@ -100,7 +103,8 @@ public struct ServerStamp: Sendable, Hashable {
     private static func zero(_ field: String, _ value: String) -> IMCodecError {
         .invalidArgument(
             "ServerStamp.\(field) is \(value): proto3 does not write zero values, so appending cannot set it; "
-                + "leave the field nil to keep the frame's value")
+                + "leave the field nil to keep the frame's value"
+        )
     }
 
     /// Sets the stamped fields in a decoded message: what decoding a stamped frame gives, for
@@ -143,7 +147,9 @@ public struct ServerStamp: Sendable, Hashable {
     ///   is not a message; `tooLarge` or `tooManyFields` when the stamped frame would pass a limit;
     ///   `invalidArgument` when a field is set to a zero value. `body` is not called then.
     public func withBytesToAppend<R>(
-        to frame: UnsafeRawBufferPointer, decoder: WireDecoder, _ body: (UnsafeRawBufferPointer) -> R
+        to frame: UnsafeRawBufferPointer,
+        decoder: WireDecoder,
+        _ body: (UnsafeRawBufferPointer) -> R
     ) throws(IMCodecError) -> R {
         try withEncoded { (writer) throws(IMCodecError) -> R in
             try checkFrame(frame, stampSize: writer.count, decoder: decoder)
@@ -208,7 +214,9 @@ public struct ServerStamp: Sendable, Hashable {
     /// the frame stamped with `stampSize` bytes of ``stampFieldCount`` fields stays within the
     /// decoder's size and field limits.
     private func checkFrame(
-        _ frame: UnsafeRawBufferPointer, stampSize: Int, decoder: WireDecoder
+        _ frame: UnsafeRawBufferPointer,
+        stampSize: Int,
+        decoder: WireDecoder
     ) throws(IMCodecError) {
         let (kind, fieldCount) = try decoder.withCheckedFrame(frame) { view, count in (view.payloadKind, count) }
         guard kind == .message else { throw Self.mismatch(kind) }
@@ -216,13 +224,15 @@ public struct ServerStamp: Sendable, Hashable {
         guard frame.count + stampSize <= options.maxInputSize else {
             throw .tooLarge(
                 "the stamped frame would be \(frame.count + stampSize) bytes; the limit (maxInputSize) is "
-                    + "\(options.maxInputSize)")
+                    + "\(options.maxInputSize)"
+            )
         }
         guard fieldCount + stampFieldCount <= options.maxFieldCount else {
             throw IMCodecError(
                 code: .tooManyFields,
                 reason: "the stamped frame would hold \(fieldCount + stampFieldCount) fields; the limit "
-                    + "(maxFieldCount) is \(options.maxFieldCount)")
+                    + "(maxFieldCount) is \(options.maxFieldCount)"
+            )
         }
     }
 
@@ -262,8 +272,12 @@ public struct ServerStamp: Sendable, Hashable {
     ///   - options: The limits `frame` is checked against, as when decoding it.
     /// - Returns: `frame` followed by the canonical encoding of ``frame``.
     /// - Throws: ``IMCodecError``, as ``apply(to:decoder:)``.
-    public func applied<Bytes: Collection>(to frame: Bytes, options: DecodingOptions = DecodingOptions())
-    throws(IMCodecError) -> [UInt8] where Bytes.Element == UInt8 {
+    public func applied<Bytes: Collection>(
+        to frame: Bytes,
+        options: DecodingOptions = DecodingOptions()
+    )
+        throws(IMCodecError) -> [UInt8] where Bytes.Element == UInt8
+    {
         try applied(to: frame, decoder: WireDecoder(options: options, arenaBlockSize: 0))
     }
 
@@ -288,6 +302,7 @@ public struct ServerStamp: Sendable, Hashable {
             code: .payloadMismatch,
             reason: "only a frame whose payload is a message can be stamped; this one "
                 + (kind.map { "carries \($0.protoName)" } ?? "has no payload")
-                + " (appending a message would replace it)")
+                + " (appending a message would replace it)"
+        )
     }
 }

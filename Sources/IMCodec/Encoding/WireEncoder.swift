@@ -18,7 +18,10 @@ public final class WireEncoder {
 
     /// Encodes `message` (canonical bytes, as ``IMCodecMessage/serializedBytes()``) and lends the
     /// bytes to `body`; they are valid only during the call.
-    public func withEncoded<M: IMCodecMessage, R>(_ message: M, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    public func withEncoded<M: IMCodecMessage, R>(
+        _ message: M,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R {
         writer.removeAll()
         message._encode(to: &writer)
         return try writer.withBytes(body)
@@ -26,7 +29,10 @@ public final class WireEncoder {
 
     /// Encodes `message` with its varint length prefix (Google's delimited format) and lends the
     /// bytes to `body`; they are valid only during the call.
-    public func withEncodedDelimited<M: IMCodecMessage, R>(_ message: M, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    public func withEncodedDelimited<M: IMCodecMessage, R>(
+        _ message: M,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R {
         writer.removeAll()
         message._encode(to: &writer)
         writer.writeVarint(UInt64(writer.count))

@@ -55,7 +55,7 @@ package enum WireFormat {
         // The last byte written and the padding continue; the final padding byte ends the varint.
         let last = pointer.load(fromByteOffset: n - 1, as: UInt8.self)
         pointer.storeBytes(of: last | 0x80, toByteOffset: n - 1, as: UInt8.self)
-        for k in n ..< size - 1 { pointer.storeBytes(of: UInt8(0x80), toByteOffset: k, as: UInt8.self) }
+        for k in n..<size - 1 { pointer.storeBytes(of: UInt8(0x80), toByteOffset: k, as: UInt8.self) }
         pointer.storeBytes(of: UInt8(0), toByteOffset: size - 1, as: UInt8.self)
     }
 
@@ -96,7 +96,8 @@ package enum WireFormat {
     /// Stores `value` little-endian (a fixed64 or fixed32 value) at `pointer`, unaligned.
     @inlinable @inline(__always)
     package static func storeFixed<T: FixedWidthInteger & UnsignedInteger>(
-        _ value: T, at pointer: UnsafeMutableRawPointer
+        _ value: T,
+        at pointer: UnsafeMutableRawPointer
     ) {
         pointer.storeBytes(of: value.littleEndian, as: T.self)
     }
@@ -126,7 +127,11 @@ package enum WireFormat {
     /// byte read. As protobuf-c and Google's parsers do, bits past the 64th are dropped.
     @inlinable @inline(__always)
     package static func continueVarint<Bytes: RandomAccessCollection<UInt8>>(
-        _ bytes: Bytes, _ index: inout Int, end: Int, value: inout UInt64, count: inout Int,
+        _ bytes: Bytes,
+        _ index: inout Int,
+        end: Int,
+        value: inout UInt64,
+        count: inout Int,
         maxBytes: Int = maxVarintSize
     ) -> VarintStatus where Bytes.Index == Int {
         while count < maxBytes {
@@ -145,7 +150,10 @@ package enum WireFormat {
     /// longer than `maxBytes`.
     @inlinable @inline(__always)
     package static func readVarint<Bytes: RandomAccessCollection<UInt8>>(
-        _ bytes: Bytes, _ index: inout Int, end: Int? = nil, maxBytes: Int = maxVarintSize
+        _ bytes: Bytes,
+        _ index: inout Int,
+        end: Int? = nil,
+        maxBytes: Int = maxVarintSize
     ) -> UInt64? where Bytes.Index == Int {
         var i = index
         var value: UInt64 = 0
@@ -163,12 +171,15 @@ package enum WireFormat {
     /// `index` unchanged, when fewer bytes are left.
     @inlinable @inline(__always)
     package static func readFixed<T: FixedWidthInteger & UnsignedInteger, Bytes: RandomAccessCollection<UInt8>>(
-        _ type: T.Type, _ bytes: Bytes, _ index: inout Int, end: Int? = nil
+        _ type: T.Type,
+        _ bytes: Bytes,
+        _ index: inout Int,
+        end: Int? = nil
     ) -> T? where Bytes.Index == Int {
         let size = MemoryLayout<T>.size
         guard (end ?? bytes.endIndex) - index >= size else { return nil }
         var value: T = 0
-        for k in 0 ..< size { value |= T(truncatingIfNeeded: bytes[index + k]) << (8 * k) }
+        for k in 0..<size { value |= T(truncatingIfNeeded: bytes[index + k]) << (8 * k) }
         index += size
         return value
     }

@@ -213,7 +213,8 @@ public struct _WireWriter: ~Copyable {
     /// library (O(n log n), where the insertion sort of small maps is O(n²)).
     @inline(__always)
     mutating func writeMap<Value>(
-        _ map: [String: Value], _ writeEntry: (inout _WireWriter, String, Value) -> Void
+        _ map: [String: Value],
+        _ writeEntry: (inout _WireWriter, String, Value) -> Void
     ) {
         switch map.count {
         case 0:
@@ -227,7 +228,8 @@ public struct _WireWriter: ~Copyable {
     }
 
     private mutating func writeSortedMap<Value>(
-        _ map: [String: Value], _ writeEntry: (inout _WireWriter, String, Value) -> Void
+        _ map: [String: Value],
+        _ writeEntry: (inout _WireWriter, String, Value) -> Void
     ) {
         let n = map.count
         withUnsafeTemporaryAllocation(of: Dictionary<String, Value>.Index.self, capacity: n) { order in

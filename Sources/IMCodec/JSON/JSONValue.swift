@@ -62,7 +62,7 @@ struct JSONTape {
     @inline(__always)
     func bytes(_ index: Int) -> ArraySlice<UInt8> {
         let node = nodes[index]
-        return text[node.a ..< node.a + node.b]
+        return text[node.a..<node.a + node.b]
     }
 
     /// The string or number node's bytes as a Swift string.
@@ -138,13 +138,20 @@ struct JSONTokenizer {
         while true {
             if expectValue {
                 guard i < input.count else {
-                    throw error(stack.isEmpty ? "the JSON text is empty" : "the JSON text ends where a value should be", at: i)
+                    throw error(
+                        stack.isEmpty ? "the JSON text is empty" : "the JSON text ends where a value should be",
+                        at: i
+                    )
                 }
                 let byte = input[i]
                 switch byte {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     guard stack.count < maxNesting else {
-                        throw IMCodecError(code: .tooDeep, reason: "arrays and objects nest deeper than \(maxNesting) levels", offset: i)
+                        throw IMCodecError(
+                            code: .tooDeep,
+                            reason: "arrays and objects nest deeper than \(maxNesting) levels",
+                            offset: i
+                        )
                     }
                     let isObject = byte == UInt8(ascii: "{")
                     stack.append(tape.nodes.count)
@@ -219,8 +226,12 @@ struct JSONTokenizer {
         try readString()
         skipWhitespace()
         guard i < input.count, input[i] == UInt8(ascii: ":") else {
-            throw error(i < input.count ? "expected ':' after an object key, found \(describe(input[i]))"
-                                        : "the JSON text ends inside an object", at: i)
+            throw error(
+                i < input.count
+                    ? "expected ':' after an object key, found \(describe(input[i]))"
+                    : "the JSON text ends inside an object",
+                at: i
+            )
         }
         i += 1
         skipWhitespace()
@@ -231,7 +242,7 @@ struct JSONTokenizer {
         let start = i
         var matches = i + count <= input.count
         if matches {
-            for k in 0 ..< count where input[i + k] != word.utf8Start[k] { matches = false; break }
+            for k in 0..<count where input[i + k] != word.utf8Start[k] { matches = false; break }
         }
         if matches, i + count < input.count, JSONTokenizer.isIdentifierByte(input[i + count]) { matches = false }
         guard matches else { throw error("invalid literal (expected \(word))", at: start) }
@@ -257,14 +268,16 @@ struct JSONTokenizer {
             throw error("invalid number: JSON numbers are -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?", at: start)
         }
         let textStart = tape.text.count
-        tape.text.append(contentsOf: UnsafeBufferPointer(rebasing: input[start ..< i]))
+        tape.text.append(contentsOf: UnsafeBufferPointer(rebasing: input[start..<i]))
         tape.nodes.append(JSONTape.Node(kind: .number, offset: start, a: textStart, b: i - start))
     }
 
     private mutating func hex4(at position: Int) throws(IMCodecError) -> UInt32 {
-        guard position + 4 <= input.count else { throw error("the JSON text ends inside a \\u escape", at: position - 2) }
+        guard position + 4 <= input.count else {
+            throw error("the JSON text ends inside a \\u escape", at: position - 2)
+        }
         var value: UInt32 = 0
-        for k in 0 ..< 4 {
+        for k in 0..<4 {
             let b = input[position + k]
             let digit: UInt8
             switch b {
@@ -290,7 +303,7 @@ struct JSONTokenizer {
                 if b == JSONTokenizer.quote || b == JSONTokenizer.backslash || b < 0x20 { break }
                 i += 1
             }
-            if i > runStart { tape.text.append(contentsOf: UnsafeBufferPointer(rebasing: input[runStart ..< i])) }
+            if i > runStart { tape.text.append(contentsOf: UnsafeBufferPointer(rebasing: input[runStart..<i])) }
             guard i < input.count else { throw error("unterminated string", at: start) }
             let b = input[i]
             if b == JSONTokenizer.quote {
@@ -298,7 +311,10 @@ struct JSONTokenizer {
                 break
             }
             if b < 0x20 {
-                throw error("control character U+00\(b < 0x10 ? "0" : "")\(String(b, radix: 16, uppercase: true)) must be escaped in a string", at: i)
+                throw error(
+                    "control character U+00\(b < 0x10 ? "0" : "")\(String(b, radix: 16, uppercase: true)) must be escaped in a string",
+                    at: i
+                )
             }
             // A backslash escape.
             guard i + 1 < input.count else { throw error("unterminated string", at: start) }
@@ -318,21 +334,34 @@ struct JSONTokenizer {
                 var scalar = try hex4(at: i)
                 i += 4
                 if scalar >= 0xD800 && scalar <= 0xDBFF {
-                    guard i + 1 < input.count, input[i] == JSONTokenizer.backslash, input[i + 1] == UInt8(ascii: "u") else {
-                        throw error("lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)): a high surrogate must be followed by a \\u escape of a low surrogate", at: escapeStart)
+                    guard i + 1 < input.count, input[i] == JSONTokenizer.backslash, input[i + 1] == UInt8(ascii: "u")
+                    else {
+                        throw error(
+                            "lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)): a high surrogate must be followed by a \\u escape of a low surrogate",
+                            at: escapeStart
+                        )
                     }
                     let low = try hex4(at: i + 2)
                     guard low >= 0xDC00 && low <= 0xDFFF else {
-                        throw error("lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)): a high surrogate must be followed by a low surrogate", at: escapeStart)
+                        throw error(
+                            "lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)): a high surrogate must be followed by a low surrogate",
+                            at: escapeStart
+                        )
                     }
                     i += 6
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                 } else if scalar >= 0xDC00 && scalar <= 0xDFFF {
-                    throw error("lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)): a low surrogate without a high surrogate before it", at: escapeStart)
+                    throw error(
+                        "lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)): a low surrogate without a high surrogate before it",
+                        at: escapeStart
+                    )
                 }
                 appendUTF8(scalar)
             default:
-                throw error("invalid escape \\\(e >= 0x20 && e < 0x7F ? String(Character(Unicode.Scalar(e))) : "x" + String(e, radix: 16))", at: escapeStart)
+                throw error(
+                    "invalid escape \\\(e >= 0x20 && e < 0x7F ? String(Character(Unicode.Scalar(e))) : "x" + String(e, radix: 16))",
+                    at: escapeStart
+                )
             }
         }
         tape.nodes.append(JSONTape.Node(kind: .string, offset: start, a: textStart, b: tape.text.count - textStart))

@@ -59,7 +59,12 @@ extension IMCodecMessage {
         // The bytes are our own, so only the stack-depth cap applies (and a value is printed whatever
         // reader version it asks for).
         let decoding = DecodingOptions.ownBytes(maxDecodedMemory: Int.max, acceptsNewerFrames: true)
-        return try ProtoJSONPrinter.print(binary: bytes, descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
+        return try ProtoJSONPrinter.print(
+            binary: bytes,
+            descriptor: Self._protobufCDescriptor,
+            decoding: decoding,
+            options: options
+        )
     }
 
     /// Reads a message from proto3 JSON.
@@ -84,7 +89,11 @@ extension IMCodecMessage {
     func _jsonUTF8Bytes(options: JSONEncodingOptions) throws(IMCodecError) -> [UInt8] {
         let decoding = DecodingOptions.ownBytes(maxDecodedMemory: Int.max, acceptsNewerFrames: true)
         return try ProtoJSONPrinter.printUTF8(
-            binary: serializedBytes(), descriptor: Self._protobufCDescriptor, decoding: decoding, options: options)
+            binary: serializedBytes(),
+            descriptor: Self._protobufCDescriptor,
+            decoding: decoding,
+            options: options
+        )
     }
 
     /// Reads a message from JSON given as UTF-8 bytes, in place (implementation of
@@ -106,11 +115,18 @@ public enum ProtoJSON {
     /// - Throws: ``IMCodecError/Code/unknownMessageType`` for a name the schema does not have, or
     ///   the error of decoding `bytes`.
     public static func jsonString(
-        fromBinary bytes: [UInt8], messageType: String, decoding: DecodingOptions = DecodingOptions(),
+        fromBinary bytes: [UInt8],
+        messageType: String,
+        decoding: DecodingOptions = DecodingOptions(),
         options: JSONEncodingOptions = JSONEncodingOptions()
     ) throws(IMCodecError) -> String {
         let type = try self.type(named: messageType)
-        return try ProtoJSONPrinter.print(binary: bytes, descriptor: type._protobufCDescriptor, decoding: decoding, options: options)
+        return try ProtoJSONPrinter.print(
+            binary: bytes,
+            descriptor: type._protobufCDescriptor,
+            decoding: decoding,
+            options: options
+        )
     }
 
     /// Reads proto3 JSON of the named message type and returns its canonical protobuf wire bytes.
@@ -121,7 +137,9 @@ public enum ProtoJSON {
     /// - Throws: ``IMCodecError/Code/unknownMessageType`` for a name the schema does not have, or
     ///   the error of reading `json` (see ``IMCodecMessage/init(jsonString:options:)``).
     public static func binary(
-        fromJSON json: String, messageType: String, options: JSONDecodingOptions = JSONDecodingOptions()
+        fromJSON json: String,
+        messageType: String,
+        options: JSONDecodingOptions = JSONDecodingOptions()
     ) throws(IMCodecError) -> [UInt8] {
         let type = try self.type(named: messageType)
         func encode<M: IMCodecMessage>(_ type: M.Type) throws(IMCodecError) -> [UInt8] {

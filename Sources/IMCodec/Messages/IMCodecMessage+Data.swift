@@ -40,7 +40,8 @@ extension IMCodecMessage {
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset; the value
     ///   is then unchanged.
     public mutating func merge(
-        serializedData: Data, options: DecodingOptions = DecodingOptions()
+        serializedData: Data,
+        options: DecodingOptions = DecodingOptions()
     ) throws(IMCodecError) {
         try merge(serializedBytes: serializedData, options: options)
     }

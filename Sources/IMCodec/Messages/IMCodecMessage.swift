@@ -61,8 +61,12 @@ extension IMCodecMessage {
     /// ``init(serializedBytes:options:)-([UInt8],_)``.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     @inlinable
-    public init<Bytes: Collection>(serializedBytes: Bytes, options: DecodingOptions = DecodingOptions())
-    throws(IMCodecError) where Bytes.Element == UInt8 {
+    public init<Bytes: Collection>(
+        serializedBytes: Bytes,
+        options: DecodingOptions = DecodingOptions()
+    )
+        throws(IMCodecError) where Bytes.Element == UInt8
+    {
         self = try DecodePipeline.decode(Self.self, serializedBytes, options: options, arena: nil)
     }
 
@@ -98,10 +102,15 @@ extension IMCodecMessage {
     ///   - options: Limits for hostile input.
     /// - Throws: ``IMCodecError`` with the code of the first problem and its byte offset.
     public mutating func merge<Bytes: Collection>(
-        serializedBytes: Bytes, options: DecodingOptions = DecodingOptions()
+        serializedBytes: Bytes,
+        options: DecodingOptions = DecodingOptions()
     ) throws(IMCodecError) where Bytes.Element == UInt8 {
         let joined = try WireCodec.mergeInput(
-            Self._protobufCDescriptor, own: self.serializedBytes(), merging: serializedBytes, options: options)
+            Self._protobufCDescriptor,
+            own: self.serializedBytes(),
+            merging: serializedBytes,
+            options: options
+        )
         self = try Self(serializedBytes: joined.bytes, options: joined.options)
     }
 }

@@ -17,8 +17,12 @@ extension Message {
     ///   - clientTimeMs: The send time; now when `nil`.
     ///   - flags: Defaults to stored in history.
     public init(
-        from sender: String, in conversation: Conversation, elements: [MessageElement],
-        clientMsgID: String? = nil, clientTimeMs: Int64? = nil, flags: MessageFlags = .saveToHistory
+        from sender: String,
+        in conversation: Conversation,
+        elements: [MessageElement],
+        clientMsgID: String? = nil,
+        clientTimeMs: Int64? = nil,
+        flags: MessageFlags = .saveToHistory
     ) {
         self.init()
         self.senderID = sender
@@ -33,54 +37,88 @@ extension Message {
     }
 
     /// A one-to-one text message.
-    public static func c2cText(from sender: String, to receiver: String, _ text: String, clientMsgID: String? = nil)
-    -> Message {
+    public static func c2cText(
+        from sender: String,
+        to receiver: String,
+        _ text: String,
+        clientMsgID: String? = nil
+    )
+        -> Message
+    {
         Message(from: sender, in: .oneToOne(receiver), elements: [.text(text)], clientMsgID: clientMsgID)
     }
 
     /// A group text message that @-mentions `atUserIDs` (and everyone, with `atAll`).
     public static func groupText(
-        from sender: String, group: String, _ text: String, atUserIDs: [String] = [], atAll: Bool = false,
+        from sender: String,
+        group: String,
+        _ text: String,
+        atUserIDs: [String] = [],
+        atAll: Bool = false,
         clientMsgID: String? = nil
     ) -> Message {
         var message = Message(from: sender, in: .group(group), elements: [.text(text)], clientMsgID: clientMsgID)
         if !atUserIDs.isEmpty || atAll {
-            message.at = AtInfo.with { $0.userIDs = atUserIDs; $0.atAll = atAll }
+            message.at = AtInfo.with {
+                $0.userIDs = atUserIDs; $0.atAll = atAll
+            }
         }
         return message
     }
 
     /// A custom signaling message: online users only, not counted as unread, not stored.
     public static func signaling(
-        from sender: String, in conversation: Conversation, _ data: [UInt8], description: String = "",
+        from sender: String,
+        in conversation: Conversation,
+        _ data: [UInt8],
+        description: String = "",
         clientMsgID: String? = nil
     ) -> Message {
         var message = Message(
-            from: sender, in: conversation, elements: [.custom(data, description: description)],
-            clientMsgID: clientMsgID, flags: [.onlineUserOnly, .excludedFromUnreadCount, .excludedFromLastMessage])
+            from: sender,
+            in: conversation,
+            elements: [.custom(data, description: description)],
+            clientMsgID: clientMsgID,
+            flags: [.onlineUserOnly, .excludedFromUnreadCount, .excludedFromLastMessage]
+        )
         message.storagePolicy = .statusOnly
         return message
     }
 
     /// An image message.
     public static func image(
-        from sender: String, in conversation: Conversation, format: ImageFormat, renditions: [ImageInfo],
+        from sender: String,
+        in conversation: Conversation,
+        format: ImageFormat,
+        renditions: [ImageInfo],
         clientMsgID: String? = nil
     ) -> Message {
-        Message(from: sender, in: conversation, elements: [.image(format: format, renditions)], clientMsgID: clientMsgID)
+        Message(
+            from: sender,
+            in: conversation,
+            elements: [.image(format: format, renditions)],
+            clientMsgID: clientMsgID
+        )
     }
 
     /// A combined-forward message of `messages` (at most 300), with one abstract line per message
     /// for the first few.
     public static func merger(
-        from sender: String, in conversation: Conversation, title: String, messages: [Message],
+        from sender: String,
+        in conversation: Conversation,
+        title: String,
+        messages: [Message],
         clientMsgID: String? = nil
     ) -> Message {
         let abstracts = messages.prefix(4).map { "\($0.senderID): \($0.previewText)" }
         return Message(
-            from: sender, in: conversation,
-            elements: [.merger(title: title, abstracts: abstracts, compatibleText: "[Chat History]", messages: messages)],
-            clientMsgID: clientMsgID)
+            from: sender,
+            in: conversation,
+            elements: [
+                .merger(title: title, abstracts: abstracts, compatibleText: "[Chat History]", messages: messages)
+            ],
+            clientMsgID: clientMsgID
+        )
     }
 
     /// A short plain-text rendering of the chain, for abstracts and notifications.

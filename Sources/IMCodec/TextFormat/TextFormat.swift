@@ -42,7 +42,10 @@ extension IMCodecMessage {
     /// - Returns: The text, ending in a newline unless it is empty.
     public func textFormatString(options: TextFormatEncodingOptions = TextFormatEncodingOptions()) -> String {
         TextFormatPrinter.print(
-            canonical: serializedBytes(), descriptor: Self._protobufCDescriptor.pointer, options: options)
+            canonical: serializedBytes(),
+            descriptor: Self._protobufCDescriptor.pointer,
+            options: options
+        )
     }
 
     /// Reads a message from protobuf text format, as `protoc --encode` reads it.
@@ -64,8 +67,12 @@ extension IMCodecMessage {
     ///   ``IMCodecError/Code/invalidUTF8`` for a `string` field whose escapes make invalid UTF-8;
     ///   ``IMCodecError/Code/tooLarge`` for text over `maxInputSize`; ``IMCodecError/Code/tooDeep``
     ///   for messages nested deeper than `maxDepth`.
-    public init(textFormatString: String, options: TextFormatDecodingOptions = TextFormatDecodingOptions())
-    throws(IMCodecError) {
+    public init(
+        textFormatString: String,
+        options: TextFormatDecodingOptions = TextFormatDecodingOptions()
+    )
+        throws(IMCodecError)
+    {
         self = try TextFormatParser.decode(Self.self, text: textFormatString, options: options)
     }
 

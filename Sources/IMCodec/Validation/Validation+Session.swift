@@ -6,9 +6,12 @@ extension Validator {
     /// Times are epoch milliseconds; a value below 10^11 (March 1973) is almost certainly seconds.
     mutating func checkMilliseconds(_ time: Int64, at path: String) {
         if time > 0 && time < 100_000_000_000 {
-            report(.timeNotMilliseconds, path,
-                   "\(time) looks like seconds; times are epoch milliseconds (Tencent's C2C receipt "
-                       + "timestamp is seconds: multiply by 1000)")
+            report(
+                .timeNotMilliseconds,
+                path,
+                "\(time) looks like seconds; times are epoch milliseconds (Tencent's C2C receipt "
+                    + "timestamp is seconds: multiply by 1000)"
+            )
         }
     }
 
@@ -29,11 +32,17 @@ extension Validator {
         if result.errorCode == 0 && result.sessionID.isEmpty {
             report(.loginResultSession, "loginResult.sessionID", "a successful login opens a session with an id")
         } else if result.errorCode != 0 && !result.sessionID.isEmpty {
-            report(.loginResultSession, "loginResult.sessionID",
-                   "a failed login (error \(result.errorCode)) opens no session")
+            report(
+                .loginResultSession,
+                "loginResult.sessionID",
+                "a failed login (error \(result.errorCode)) opens no session"
+            )
         } else if result.errorCode != 0 && result.errorDescription.isEmpty {
-            report(.loginResultSession, "loginResult.errorDescription",
-                   "a failed login (error \(result.errorCode)) says why")
+            report(
+                .loginResultSession,
+                "loginResult.errorDescription",
+                "a failed login (error \(result.errorCode)) says why"
+            )
         }
     }
 
@@ -73,8 +82,11 @@ extension Validator {
             report(.syncRange, "syncRequest.toSeq", "the range \(request.fromSeq)...\(request.toSeq) is empty")
         }
         if request.limit == 0 || Int(request.limit) > limits.maxHistoryPageSize {
-            report(.historyPageSize, "syncRequest.limit",
-                   "\(request.limit) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed")
+            report(
+                .historyPageSize,
+                "syncRequest.limit",
+                "\(request.limit) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed"
+            )
         }
     }
 
@@ -83,14 +95,20 @@ extension Validator {
         var previous: UInt64 = 0
         for (i, message) in response.messages.enumerated() {
             if message.seq == 0 || message.seq <= previous || (response.maxSeq != 0 && message.seq > response.maxSeq) {
-                report(.syncRange, "syncResponse.messages[\(i)].seq",
-                       "seq \(message.seq) is not after \(previous) and within 1...\(response.maxSeq)")
+                report(
+                    .syncRange,
+                    "syncResponse.messages[\(i)].seq",
+                    "seq \(message.seq) is not after \(previous) and within 1...\(response.maxSeq)"
+                )
             }
             previous = max(previous, message.seq)
         }
         if response.hasMore && response.nextFromSeq <= previous {
-            report(.syncRange, "syncResponse.nextFromSeq",
-                   "the page has more but nextFromSeq \(response.nextFromSeq) is not after its last seq \(previous)")
+            report(
+                .syncRange,
+                "syncResponse.nextFromSeq",
+                "the page has more but nextFromSeq \(response.nextFromSeq) is not after its last seq \(previous)"
+            )
         }
     }
 
@@ -101,7 +119,11 @@ extension Validator {
             report(.unspecifiedEnum, "presence.status", "the presence update has no status")
         case .offline, .away:
             if update.lastSeenMs <= 0 {
-                report(.presenceLastSeen, "presence.lastSeenMs", "an \(update.status.protoName) user has a last-seen time")
+                report(
+                    .presenceLastSeen,
+                    "presence.lastSeenMs",
+                    "an \(update.status.protoName) user has a last-seen time"
+                )
             }
         default:
             break
@@ -113,8 +135,11 @@ extension Validator {
             report(.unspecifiedEnum, "presenceSubscription.action", "neither subscribe nor unsubscribe")
         }
         if subscription.userIDs.isEmpty || subscription.userIDs.count > limits.maxPresenceUsers {
-            report(.presenceSubscriptionSize, "presenceSubscription.userIDs",
-                   "\(subscription.userIDs.count) users; 1 to \(limits.maxPresenceUsers) are allowed")
+            report(
+                .presenceSubscriptionSize,
+                "presenceSubscription.userIDs",
+                "\(subscription.userIDs.count) users; 1 to \(limits.maxPresenceUsers) are allowed"
+            )
         }
     }
 
@@ -124,8 +149,11 @@ extension Validator {
         }
         checkConversation(change.conversation, at: "membership.conversation")
         if let type = change.conversation?.type, type != .unspecified, !Self.isGroupLike(type) {
-            report(.membershipConversation, "membership.conversation",
-                   "a \(type.protoName) conversation has no members to join or leave")
+            report(
+                .membershipConversation,
+                "membership.conversation",
+                "a \(type.protoName) conversation has no members to join or leave"
+            )
         }
     }
 
@@ -144,8 +172,11 @@ extension Validator {
             report(.unspecifiedEnum, "groupReadMembersRequest.filter", "neither read nor unread members are asked for")
         }
         if request.count == 0 || Int(request.count) > limits.maxReadMembersPageSize {
-            report(.readMembersPage, "groupReadMembersRequest.count",
-                   "\(request.count) members are asked for; 1 to \(limits.maxReadMembersPageSize) are allowed")
+            report(
+                .readMembersPage,
+                "groupReadMembersRequest.count",
+                "\(request.count) members are asked for; 1 to \(limits.maxReadMembersPageSize) are allowed"
+            )
         }
     }
 
@@ -154,34 +185,50 @@ extension Validator {
     mutating func checkFeatures(_ message: Message, at path: String) {
         let unknownBits = message.receivedStatus & ~UInt32(15)
         if unknownBits != 0 {
-            report(.receivedStatusBits, Self.join(path, "receivedStatus"),
-                   "bits \(unknownBits) are not ReceivedStatusFlag values")
+            report(
+                .receivedStatusBits,
+                Self.join(path, "receivedStatus"),
+                "bits \(unknownBits) are not ReceivedStatusFlag values"
+            )
         }
         checkSummaries(message.reactions, at: Self.join(path, "reactions"))
         if let root = message.threadRoot { checkRef(root, at: Self.join(path, "threadRoot")) }
         if message.expireAfterS > limits.maxExpireAfterSeconds {
-            report(.expiry, Self.join(path, "expireAfterS"),
-                   "a timer of \(message.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed")
+            report(
+                .expiry,
+                Self.join(path, "expireAfterS"),
+                "a timer of \(message.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed"
+            )
         }
         if message.expireAtMs != 0 {
             let sent = message.serverTimeMs != 0 ? message.serverTimeMs : message.clientTimeMs
             if message.expireAtMs <= sent {
                 report(.expiry, Self.join(path, "expireAtMs"), "the message expires at or before it was sent")
             } else if message.expireAfterS != 0, message.serverTimeMs != 0,
-                      message.expireAtMs != message.serverTimeMs &+ Int64(message.expireAfterS) * 1000 {
-                report(.expiry, Self.join(path, "expireAtMs"),
-                       "expireAtMs is not serverTimeMs + expireAfterS × 1000")
+                message.expireAtMs != message.serverTimeMs &+ Int64(message.expireAfterS) * 1000
+            {
+                report(
+                    .expiry,
+                    Self.join(path, "expireAtMs"),
+                    "expireAtMs is not serverTimeMs + expireAfterS × 1000"
+                )
             }
         }
         if message.viewOnce {
-            let media = !message.elements.isEmpty && message.elements.allSatisfy {
-                switch $0.content {
-                case .image?, .video?, .sound?: true
-                default: false
+            let media =
+                !message.elements.isEmpty
+                && message.elements.allSatisfy {
+                    switch $0.content {
+                    case .image?, .video?, .sound?: true
+                    default: false
+                    }
                 }
-            }
             if !media {
-                report(.viewOnceContent, Self.join(path, "viewOnce"), "only images, videos and voice messages are view-once")
+                report(
+                    .viewOnceContent,
+                    Self.join(path, "viewOnce"),
+                    "only images, videos and voice messages are view-once"
+                )
             }
         }
     }
@@ -189,9 +236,13 @@ extension Validator {
     mutating func checkEmoji(_ emoji: String, at path: String) {
         let scalars = emoji.unicodeScalars
         if emoji.isEmpty || scalars.count > limits.maxEmojiScalars || emoji.utf8.count > 32
-            || scalars.contains(where: \.isASCII) {
-            report(.reactionEmoji, path,
-                   "\"\(emoji)\" is not one emoji (1 to \(limits.maxEmojiScalars) non-ASCII scalars, at most 32 bytes)")
+            || scalars.contains(where: \.isASCII)
+        {
+            report(
+                .reactionEmoji,
+                path,
+                "\"\(emoji)\" is not one emoji (1 to \(limits.maxEmojiScalars) non-ASCII scalars, at most 32 bytes)"
+            )
         }
     }
 
@@ -204,8 +255,11 @@ extension Validator {
                 report(.reactionSummary, item, "\"\(summary.emoji)\" has a summary already")
             }
             if Int(summary.count) < summary.userIDs.count || summary.userIDs.count > 10 {
-                report(.reactionSummary, item,
-                       "count \(summary.count) with \(summary.userIDs.count) users listed (at most 10, at most count)")
+                report(
+                    .reactionSummary,
+                    item,
+                    "count \(summary.count) with \(summary.userIDs.count) users listed (at most 10, at most count)"
+                )
             }
         }
     }
@@ -227,8 +281,11 @@ extension Validator {
             let start = Int(mention.offset)
             let (end, overflow) = start.addingReportingOverflow(Int(mention.length))
             if mention.length == 0 || overflow || end > units.count {
-                report(.mentionRange, item,
-                       "\(mention.offset)+\(mention.length) is not inside the text's \(units.count) UTF-16 code units")
+                report(
+                    .mentionRange,
+                    item,
+                    "\(mention.offset)+\(mention.length) is not inside the text's \(units.count) UTF-16 code units"
+                )
                 continue
             }
             // A range may not start or end between the two halves of a surrogate pair.
@@ -252,8 +309,11 @@ extension Validator {
             report(.pollOptions, path, "a poll has an id and a question")
         }
         if poll.options.count < 2 || poll.options.count > limits.maxPollOptions {
-            report(.pollOptions, Self.join(path, "options"),
-                   "\(poll.options.count) options; 2 to \(limits.maxPollOptions) are allowed")
+            report(
+                .pollOptions,
+                Self.join(path, "options"),
+                "\(poll.options.count) options; 2 to \(limits.maxPollOptions) are allowed"
+            )
         }
         var ids = Set<UInt32>()
         for (i, option) in poll.options.enumerated() {
@@ -281,10 +341,15 @@ extension Validator {
         var ids = Set<UInt32>()
         for (i, result) in update.results.enumerated() {
             let item = "pollUpdate.results[\(i)]"
-            if !ids.insert(result.optionID).inserted { report(.pollVote, item, "option \(result.optionID) is listed twice") }
+            if !ids.insert(result.optionID).inserted {
+                report(.pollVote, item, "option \(result.optionID) is listed twice")
+            }
             if Int(result.votes) < result.voterIDs.count || result.votes > update.voterCount {
-                report(.pollVote, item,
-                       "\(result.votes) votes with \(result.voterIDs.count) voters listed and \(update.voterCount) voters in all")
+                report(
+                    .pollVote,
+                    item,
+                    "\(result.votes) votes with \(result.voterIDs.count) voters listed and \(update.voterCount) voters in all"
+                )
             }
         }
     }

@@ -417,9 +417,12 @@ struct Validator {
         do {
             _ = try M(serializedBytes: bytes, options: DecodingOptions())
         } catch {
-            report(.notDecodable, "",
-                   "its \(bytes.count)-byte encoding is refused by decoding with the default options: "
-                       + "\(error.code) (\(error.reason))")
+            report(
+                .notDecodable,
+                "",
+                "its \(bytes.count)-byte encoding is refused by decoding with the default options: "
+                    + "\(error.code) (\(error.reason))"
+            )
         }
     }
 
@@ -429,10 +432,13 @@ struct Validator {
     // as long as the schema's list of payloads (the compiler keeps it exhaustive), hence over 80 lines.
     mutating func check(_ frame: Frame) {
         guard let payload = frame.payload else {
-            report(.missingPayload, "",
-                   frame.unknownFields.isEmpty
-                       ? "the frame carries no payload"
-                       : "the frame carries no payload this schema version knows (only unknown fields)")
+            report(
+                .missingPayload,
+                "",
+                frame.unknownFields.isEmpty
+                    ? "the frame carries no payload"
+                    : "the frame carries no payload this schema version knows (only unknown fields)"
+            )
             return
         }
         switch payload {
@@ -528,12 +534,18 @@ struct Validator {
     mutating func check(_ page: GroupReadMembers) {
         checkRef(page.message, at: "groupReadMembers.message")
         if !page.finished && page.nextSeq == 0 {
-            report(.missingNextCursor, "groupReadMembers.nextSeq",
-                   "the page is not the last one but has no next sequence number to continue from")
+            report(
+                .missingNextCursor,
+                "groupReadMembers.nextSeq",
+                "the page is not the last one but has no next sequence number to continue from"
+            )
         }
         if !page.members.isEmpty && page.members.map(\.userID) != page.memberIDs {
-            report(.readMembersPage, "groupReadMembers.members",
-                   "the member profiles are not the page's member ids, in the same order")
+            report(
+                .readMembersPage,
+                "groupReadMembers.members",
+                "the member profiles are not the page's member ids, in the same order"
+            )
         }
     }
 
@@ -570,8 +582,11 @@ struct Validator {
     mutating func check(_ request: HistoryRequest) {
         checkConversation(request.conversation, at: "historyRequest.conversation")
         if request.count == 0 || Int(request.count) > limits.maxHistoryPageSize {
-            report(.historyPageSize, "historyRequest.count",
-                   "\(request.count) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed")
+            report(
+                .historyPageSize,
+                "historyRequest.count",
+                "\(request.count) messages are asked for; 1 to \(limits.maxHistoryPageSize) are allowed"
+            )
         }
     }
 
@@ -587,8 +602,11 @@ struct Validator {
         for (i, item) in page.frames.enumerated() {
             let path = "streamSyncResponse.frames[\(i)]"
             if item.position <= previous || item.position > page.nextAfterPosition {
-                report(.streamPage, "\(path).position",
-                       "position \(item.position) does not follow \(previous) up to next_after_position \(page.nextAfterPosition)")
+                report(
+                    .streamPage,
+                    "\(path).position",
+                    "position \(item.position) does not follow \(previous) up to next_after_position \(page.nextAfterPosition)"
+                )
             }
             previous = item.position
             do {
@@ -615,8 +633,11 @@ struct Validator {
         checkConversation(timer.conversation, at: "disappearingTimer.conversation")
         requireUser(timer.operatorID, at: "disappearingTimer.operatorID", "the timer change does not say who set it")
         if timer.expireAfterS > limits.maxExpireAfterSeconds {
-            report(.expiry, "disappearingTimer.expireAfterS",
-                   "a timer of \(timer.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed")
+            report(
+                .expiry,
+                "disappearingTimer.expireAfterS",
+                "a timer of \(timer.expireAfterS) s; at most \(limits.maxExpireAfterSeconds) s are allowed"
+            )
         }
     }
 
@@ -634,8 +655,11 @@ struct Validator {
             return
         }
         if ref.serverMsgUID.isEmpty && (ref.senderID.isEmpty || ref.clientMsgID.isEmpty) {
-            report(.missingMessageRef, path,
-                   "the reference identifies no message: it needs serverMsgUID, or senderID and clientMsgID")
+            report(
+                .missingMessageRef,
+                path,
+                "the reference identifies no message: it needs serverMsgUID, or senderID and clientMsgID"
+            )
         }
     }
 
@@ -694,8 +718,11 @@ struct Validator {
         if ref.seq != 0 && ref.seq != message.seq { differs.append("seq") }
         if let conversation = ref.conversation, conversation != message.conversation { differs.append("conversation") }
         if !differs.isEmpty {
-            report(.editedMessageMismatch, "edit.newMessage",
-                   "the new message is not the referenced one: \(differs.joined(separator: ", ")) differ")
+            report(
+                .editedMessageMismatch,
+                "edit.newMessage",
+                "the new message is not the referenced one: \(differs.joined(separator: ", ")) differ"
+            )
         }
     }
 
@@ -724,16 +751,22 @@ struct Validator {
         if ack.errorCode == 0 && ack.serverMsgUID.isEmpty {
             report(.sendAckServerUID, "sendAck.serverMsgUID", "a successful send has a server-assigned message id")
         } else if ack.errorCode != 0 && !ack.serverMsgUID.isEmpty {
-            report(.sendAckServerUID, "sendAck.serverMsgUID",
-                   "a failed send (error \(ack.errorCode)) has no server-assigned message id")
+            report(
+                .sendAckServerUID,
+                "sendAck.serverMsgUID",
+                "a failed send (error \(ack.errorCode)) has no server-assigned message id"
+            )
         }
     }
 
     mutating func check(_ page: HistoryResponse) {
         checkPage(page.conversation, page.messages, at: "historyResponse")
         if !page.finished && page.nextCursor.isEmpty {
-            report(.missingNextCursor, "historyResponse.nextCursor",
-                   "the page is not the last one but has no cursor for the next")
+            report(
+                .missingNextCursor,
+                "historyResponse.nextCursor",
+                "the page is not the last one but has no cursor for the next"
+            )
         }
     }
 
@@ -742,16 +775,23 @@ struct Validator {
     mutating func checkPage(_ conversation: Conversation?, _ messages: [Message], at name: String) {
         checkConversation(conversation, at: "\(name).conversation")
         if messages.count > limits.maxHistoryPageSize {
-            report(.historyPageSize, "\(name).messages",
-                   "the page holds \(messages.count) messages; at most \(limits.maxHistoryPageSize) are allowed")
+            report(
+                .historyPageSize,
+                "\(name).messages",
+                "the page holds \(messages.count) messages; at most \(limits.maxHistoryPageSize) are allowed"
+            )
         }
         for (i, message) in messages.enumerated() {
             let path = "\(name).messages[\(i)]"
             check(message, at: path, mergerDepth: 0)
             if let conversation, let other = message.conversation,
-               !Self.sameConversation(page: conversation, message: other, sender: message.senderID) {
-                report(.historyConversationMismatch, Self.join(path, "conversation"),
-                       "the message belongs to another conversation than the page")
+                !Self.sameConversation(page: conversation, message: other, sender: message.senderID)
+            {
+                report(
+                    .historyConversationMismatch,
+                    Self.join(path, "conversation"),
+                    "the message belongs to another conversation than the page"
+                )
             }
         }
     }
@@ -774,21 +814,30 @@ struct Validator {
         if message.conversation == nil || type == .unspecified {
             report(.missingConversation, path, "the message has no conversation type")
         } else if type != .system, message.conversation?.targetID.isEmpty ?? true {
-            report(.missingConversation, Self.join(path, "conversation"),
-                   "a \(type.protoName) conversation needs a target id")
+            report(
+                .missingConversation,
+                Self.join(path, "conversation"),
+                "a \(type.protoName) conversation needs a target id"
+            )
         }
         if let at = message.at {
             if !Self.isGroupLike(type) {
                 report(.atOutsideGroup, Self.join(path, "at"), "@ mentions are only allowed in group conversations")
             }
             if at.userIDs.count > limits.maxAtUsers {
-                report(.atListTooLong, Self.join(path, "at.userIDs"),
-                       "\(at.userIDs.count) users are @-mentioned; at most \(limits.maxAtUsers) are allowed")
+                report(
+                    .atListTooLong,
+                    Self.join(path, "at.userIDs"),
+                    "\(at.userIDs.count) users are @-mentioned; at most \(limits.maxAtUsers) are allowed"
+                )
             }
         }
         if !message.targetReceivers.isEmpty && type != .group && type != .ultraGroup {
-            report(.targetedReceiversOutsideGroup, Self.join(path, "targetReceivers"),
-                   "targeted receivers are only allowed in group and ultra-group conversations, not chatrooms")
+            report(
+                .targetedReceiversOutsideGroup,
+                Self.join(path, "targetReceivers"),
+                "targeted receivers are only allowed in group and ultra-group conversations, not chatrooms"
+            )
         }
         if message.elements.isEmpty {
             report(.emptyElementChain, Self.join(path, "elements"), "the message has no elements")
@@ -804,20 +853,29 @@ struct Validator {
             switch content {
             case .merger, .groupTips, .sound, .video, .file, .poll:
                 if chainLength > 1 {
-                    report(.elementMustBeAlone, elementPath,
-                           "a \(content.kind.protoName) element must be the only element of its message")
+                    report(
+                        .elementMustBeAlone,
+                        elementPath,
+                        "a \(content.kind.protoName) element must be the only element of its message"
+                    )
                 }
             case .text, .custom, .image, .location, .face:
                 break
             }
             switch content {
             case .file(let file) where file.size > limits.maxFileSize:
-                report(.fileTooLarge, elementPath + ".file",
-                       "the file is \(file.size) bytes; at most \(limits.maxFileSize) are allowed")
+                report(
+                    .fileTooLarge,
+                    elementPath + ".file",
+                    "the file is \(file.size) bytes; at most \(limits.maxFileSize) are allowed"
+                )
             case .location(let location):
                 if !(-90.0...90.0).contains(location.latitude) || !(-180.0...180.0).contains(location.longitude) {
-                    report(.locationOutOfRange, elementPath + ".location",
-                           "latitude \(location.latitude) / longitude \(location.longitude) is not a place on Earth")
+                    report(
+                        .locationOutOfRange,
+                        elementPath + ".location",
+                        "latitude \(location.latitude) / longitude \(location.longitude) is not a place on Earth"
+                    )
                 }
             case .groupTips where !Self.isGroupLike(type):
                 report(.groupTipsOutsideGroup, elementPath + ".groupTips", "group tips belong in group conversations")
@@ -835,24 +893,36 @@ struct Validator {
 
     mutating func check(_ merger: MergerElement, at path: String, mergerDepth: Int) {
         if merger.messages.isEmpty == (merger.ref == nil) {
-            report(.mergerBody, path,
-                   "a merger holds its messages either inline or by reference, not "
-                       + (merger.ref == nil ? "neither" : "both"))
+            report(
+                .mergerBody,
+                path,
+                "a merger holds its messages either inline or by reference, not "
+                    + (merger.ref == nil ? "neither" : "both")
+            )
         }
         if merger.title.isEmpty || merger.abstracts.isEmpty {
             report(.mergerDisplay, path, "a merger needs a title and abstracts for the chat to show")
         }
         if !merger.messages.isEmpty && Int(merger.messageCount) != merger.messages.count {
-            report(.mergerMessageCount, Self.join(path, "messageCount"),
-                   "messageCount is \(merger.messageCount) but \(merger.messages.count) messages are inline")
+            report(
+                .mergerMessageCount,
+                Self.join(path, "messageCount"),
+                "messageCount is \(merger.messageCount) but \(merger.messages.count) messages are inline"
+            )
         } else if merger.messages.isEmpty && merger.ref != nil {
             if merger.messageCount == 0 {
-                report(.mergerMessageCount, Self.join(path, "messageCount"),
-                       "a stored merger must say how many messages it holds")
+                report(
+                    .mergerMessageCount,
+                    Self.join(path, "messageCount"),
+                    "a stored merger must say how many messages it holds"
+                )
             } else if Int(merger.messageCount) > limits.maxMergerMessages {
-                report(.mergerTooManyMessages, Self.join(path, "messageCount"),
-                       "the stored merger combines \(merger.messageCount) messages; "
-                           + "at most \(limits.maxMergerMessages) are allowed")
+                report(
+                    .mergerTooManyMessages,
+                    Self.join(path, "messageCount"),
+                    "the stored merger combines \(merger.messageCount) messages; "
+                        + "at most \(limits.maxMergerMessages) are allowed"
+                )
             }
         }
         checkMerged(merger.messages, at: path + ".messages", mergerDepth: mergerDepth)
@@ -865,8 +935,11 @@ struct Validator {
             return
         }
         if messages.count > limits.maxMergerMessages {
-            report(.mergerTooManyMessages, path,
-                   "the merger combines \(messages.count) messages; at most \(limits.maxMergerMessages) are allowed")
+            report(
+                .mergerTooManyMessages,
+                path,
+                "the merger combines \(messages.count) messages; at most \(limits.maxMergerMessages) are allowed"
+            )
         }
         for (i, message) in messages.enumerated() {
             let messagePath = "\(path)[\(i)]"

@@ -216,7 +216,9 @@ extension Frame.View {
     private var conversationRoute: FrameRoute {
         guard let conversation = conversationView else { return .unroutable }
         return FrameRoute(
-            conversationType: conversation.type, targetID: conversation.targetID.materialize(),
-            channelID: conversation.channelID.materialize())
+            conversationType: conversation.type,
+            targetID: conversation.targetID.materialize(),
+            channelID: conversation.channelID.materialize()
+        )
     }
 }

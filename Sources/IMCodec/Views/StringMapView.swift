@@ -24,8 +24,11 @@ public struct StringMapView: ~Escapable {
 
     private func data(_ index: Int, _ offset: Int) -> (UnsafePointer<UInt8>?, Int) {
         precondition(index >= 0 && index < count, "index out of range")
-        guard let entry = _entries.unsafelyUnwrapped.load(
-            fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+        guard
+            let entry = _entries.unsafelyUnwrapped.load(
+                fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride,
+                as: UnsafeRawPointer?.self
+            )
         else { return (nil, 0) }
         return BinaryData.read(entry, at: offset)
     }

@@ -51,7 +51,11 @@ final class MemoryRelayStore: RelayStore {
     }
 
     func messages(
-        in conversation: ConversationKey, from: UInt64, through: UInt64, limit: Int, visibleTo user: String
+        in conversation: ConversationKey,
+        from: UInt64,
+        through: UInt64,
+        limit: Int,
+        visibleTo user: String
     ) throws -> [StoredMessage] {
         guard let kept = messages[conversation] else { return [] }
         var out: [StoredMessage] = []
@@ -75,13 +79,25 @@ final class MemoryRelayStore: RelayStore {
                 let kept = messages[key] ?? []
                 let index = Self.firstIndex(kept, atLeast: seq, by: \.seq)
                 let frame = index < kept.count && kept[index].seq == seq ? kept[index].frame : []
-                out.append(StreamRow(
-                    position: entry.position, originDevice: entry.originDevice, frame: frame, sent: sent,
-                    isMessage: true))
+                out.append(
+                    StreamRow(
+                        position: entry.position,
+                        originDevice: entry.originDevice,
+                        frame: frame,
+                        sent: sent,
+                        isMessage: true
+                    )
+                )
             case .event(let frame):
-                out.append(StreamRow(
-                    position: entry.position, originDevice: entry.originDevice, frame: frame, sent: false,
-                    isMessage: false))
+                out.append(
+                    StreamRow(
+                        position: entry.position,
+                        originDevice: entry.originDevice,
+                        frame: frame,
+                        sent: false,
+                        isMessage: false
+                    )
+                )
             }
         }
         return out

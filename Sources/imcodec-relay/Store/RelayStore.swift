@@ -24,7 +24,11 @@ protocol RelayStore: AnyObject {
     /// The kept messages of `conversation` with seqs in `from...through`, in seq order, at most
     /// `limit`, leaving out targeted messages that `user` neither sent nor receives.
     func messages(
-        in conversation: ConversationKey, from: UInt64, through: UInt64, limit: Int, visibleTo user: String
+        in conversation: ConversationKey,
+        from: UInt64,
+        through: UInt64,
+        limit: Int,
+        visibleTo user: String
     ) throws -> [StoredMessage]
 
     /// The kept entries of `user`'s stream with positions in `after + 1 ... through`, in order, at
@@ -279,7 +283,8 @@ enum ConversationKey: Hashable, Sendable {
     var storageID: String {
         switch self {
         case .direct(let a, let b): return "1:\(a.utf8.count):\(a)\(b)"
-        case .shared(let type, let target, let channel): return "\(type.rawValue):\(target.utf8.count):\(target)\(channel)"
+        case .shared(let type, let target, let channel):
+            return "\(type.rawValue):\(target.utf8.count):\(target)\(channel)"
         }
     }
 

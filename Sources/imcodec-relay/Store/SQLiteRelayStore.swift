@@ -100,7 +100,8 @@ final class SQLiteRelayStore: RelayStore {
                         PRIMARY KEY (user, position)) WITHOUT ROWID;
                     CREATE TABLE devices (user TEXT NOT NULL, device TEXT NOT NULL, position INTEGER NOT NULL,
                         PRIMARY KEY (user, device)) WITHOUT ROWID;
-                    """)
+                    """
+            )
         }
         return migrator
     }
@@ -117,16 +118,26 @@ final class SQLiteRelayStore: RelayStore {
                 sql: """
                     SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers FROM messages
                     ORDER BY conversation, seq
-                    """)
+                    """
+            )
             var oldest: [ConversationKey: UInt64] = [:]
             while let row = try messages.next() {
                 guard let key = ConversationKey(storageID: row[0]) else { continue }
                 let seq: UInt64 = row[1]
                 if oldest[key] == nil { oldest[key] = seq }
                 var conversation = state.conversations[key, default: ConversationState()]
-                conversation.add(StoredMessage(
-                    conversation: key, seq: seq, senderID: row[2], clientMsgID: row[3], serverMsgUID: row[4],
-                    serverTimeMs: row[5], frame: [], receivers: (row[7] as String?).map(Self.split) ?? []))
+                conversation.add(
+                    StoredMessage(
+                        conversation: key,
+                        seq: seq,
+                        senderID: row[2],
+                        clientMsgID: row[3],
+                        serverMsgUID: row[4],
+                        serverTimeMs: row[5],
+                        frame: [],
+                        receivers: (row[7] as String?).map(Self.split) ?? []
+                    )
+                )
                 if (row[6] as Int) != 0 { conversation.removed.insert(seq) }
                 state.conversations[key] = conversation
             }
@@ -159,8 +170,8 @@ final class SQLiteRelayStore: RelayStore {
                         FROM stream WHERE origin_device IS NOT NULL AND frame IS NOT NULL)
                     WHERE newest <= ? ORDER BY position
                     """,
-                arguments: [RecentEvents.capacity])
-            {
+                arguments: [RecentEvents.capacity]
+            ) {
                 let frame: Data = row[2]
                 state.recentEvents[DeviceKey(user: row[0], device: row[1]), default: []].append(Array(frame))
             }
@@ -186,11 +197,14 @@ final class SQLiteRelayStore: RelayStore {
     /// The batch's messages, and each conversation's new max seq.
     private static func insertMessages(_ messages: [StoredMessage], _ db: Database) throws {
         var maxSeqs: [String: UInt64] = [:]
-        let insertMessage = try RawStatement(db.cachedStatement(
-            sql: """
-                INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """))
+        let insertMessage = try RawStatement(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
+        )
         for message in messages {
             let id = message.conversation.storageID
             maxSeqs[id] = max(maxSeqs[id] ?? 0, message.seq)
@@ -207,11 +221,14 @@ final class SQLiteRelayStore: RelayStore {
             }
             try insertMessage.step(withBlob: message.frame, at: 7)
         }
-        let setMaxSeq = try RawStatement(db.cachedStatement(
-            sql: """
-                INSERT INTO conversations (id, max_seq) VALUES (?, ?)
-                ON CONFLICT (id) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)
-                """))
+        let setMaxSeq = try RawStatement(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO conversations (id, max_seq) VALUES (?, ?)
+                    ON CONFLICT (id) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)
+                    """
+            )
+        )
         for (id, seq) in maxSeqs {
             try setMaxSeq.bind(id, at: 1)
             try setMaxSeq.bind(seq, at: 2)
@@ -222,11 +239,14 @@ final class SQLiteRelayStore: RelayStore {
     /// The batch's stream entries, and each user's new stream head.
     private static func insertStreamEntries(_ entries: [StreamEntry], _ db: Database) throws {
         var heads: [String: UInt64] = [:]
-        let insertEntry = try RawStatement(db.cachedStatement(
-            sql: """
-                INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """))
+        let insertEntry = try RawStatement(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
+        )
         for entry in entries {
             heads[entry.user] = max(heads[entry.user] ?? 0, entry.position)
             try insertEntry.bind(entry.user, at: 1)
@@ -250,11 +270,14 @@ final class SQLiteRelayStore: RelayStore {
                 try insertEntry.step(withBlob: frame, at: 7)
             }
         }
-        let setHead = try RawStatement(db.cachedStatement(
-            sql: """
-                INSERT INTO streams (user, head) VALUES (?, ?)
-                ON CONFLICT (user) DO UPDATE SET head = MAX(head, excluded.head)
-                """))
+        let setHead = try RawStatement(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO streams (user, head) VALUES (?, ?)
+                    ON CONFLICT (user) DO UPDATE SET head = MAX(head, excluded.head)
+                    """
+            )
+        )
         for (user, head) in heads {
             try setHead.bind(user, at: 1)
             try setHead.bind(head, at: 2)
@@ -268,17 +291,20 @@ final class SQLiteRelayStore: RelayStore {
             if change.joined {
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO members (conversation, user) VALUES (?, ?)",
-                    arguments: [change.conversation.storageID, change.user])
+                    arguments: [change.conversation.storageID, change.user]
+                )
             } else {
                 try db.execute(
                     sql: "DELETE FROM members WHERE conversation = ? AND user = ?",
-                    arguments: [change.conversation.storageID, change.user])
+                    arguments: [change.conversation.storageID, change.user]
+                )
             }
         }
         for removal in batch.removals {
             try db.execute(
                 sql: "UPDATE messages SET removed = 1 WHERE conversation = ? AND seq = ?",
-                arguments: [removal.conversation.storageID, removal.seq])
+                arguments: [removal.conversation.storageID, removal.seq]
+            )
         }
         for (device, position) in batch.devicePositions {
             try db.execute(
@@ -286,11 +312,14 @@ final class SQLiteRelayStore: RelayStore {
                     INSERT INTO devices (user, device, position) VALUES (?, ?, ?)
                     ON CONFLICT (user, device) DO UPDATE SET position = MAX(position, excluded.position)
                     """,
-                arguments: [device.user, device.device, position])
+                arguments: [device.user, device.device, position]
+            )
         }
         for (key, seq) in batch.trimmedConversations {
             try db.execute(
-                sql: "DELETE FROM messages WHERE conversation = ? AND seq < ?", arguments: [key.storageID, seq])
+                sql: "DELETE FROM messages WHERE conversation = ? AND seq < ?",
+                arguments: [key.storageID, seq]
+            )
         }
         for (user, position) in batch.trimmedStreams {
             try db.execute(sql: "DELETE FROM stream WHERE user = ? AND position < ?", arguments: [user, position])
@@ -298,7 +327,11 @@ final class SQLiteRelayStore: RelayStore {
     }
 
     func messages(
-        in conversation: ConversationKey, from: UInt64, through: UInt64, limit: Int, visibleTo user: String
+        in conversation: ConversationKey,
+        from: UInt64,
+        through: UInt64,
+        limit: Int,
+        visibleTo user: String
     ) throws -> [StoredMessage] {
         try queue.read { db in
             let rows = try Row.fetchCursor(
@@ -307,16 +340,26 @@ final class SQLiteRelayStore: RelayStore {
                     SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers FROM messages
                     WHERE conversation = ? AND seq >= ? AND seq <= ? ORDER BY seq
                     """,
-                arguments: [conversation.storageID, from, through])
+                arguments: [conversation.storageID, from, through]
+            )
             var out: [StoredMessage] = []
             while out.count < limit, let row = try rows.next() {
                 let receivers = (row[6] as String?).map(Self.split) ?? []
                 let sender: String = row[1]
                 guard receivers.isEmpty || sender == user || receivers.contains(user) else { continue }
                 let frame: Data = row[5]
-                out.append(StoredMessage(
-                    conversation: conversation, seq: row[0], senderID: sender, clientMsgID: row[2],
-                    serverMsgUID: row[3], serverTimeMs: row[4], frame: Array(frame), receivers: receivers))
+                out.append(
+                    StoredMessage(
+                        conversation: conversation,
+                        seq: row[0],
+                        senderID: sender,
+                        clientMsgID: row[2],
+                        serverMsgUID: row[3],
+                        serverTimeMs: row[4],
+                        frame: Array(frame),
+                        receivers: receivers
+                    )
+                )
             }
             return out
         }
@@ -331,13 +374,18 @@ final class SQLiteRelayStore: RelayStore {
                     FROM stream s LEFT JOIN messages m ON m.conversation = s.conversation AND m.seq = s.seq
                     WHERE s.user = ? AND s.position > ? AND s.position <= ? ORDER BY s.position LIMIT ?
                     """,
-                arguments: [user, after, through, limit])
+                arguments: [user, after, through, limit]
+            )
             return rows.map { row in
                 let isMessage = (row[2] as String?) != nil
                 let frame: Data? = isMessage ? row[5] : row[4]
                 return StreamRow(
-                    position: row[0], originDevice: row[1], frame: frame.map { Array($0) } ?? [],
-                    sent: (row[3] as Int) != 0, isMessage: isMessage)
+                    position: row[0],
+                    originDevice: row[1],
+                    frame: frame.map { Array($0) } ?? [],
+                    sent: (row[3] as Int) != 0,
+                    isMessage: isMessage
+                )
             }
         }
     }

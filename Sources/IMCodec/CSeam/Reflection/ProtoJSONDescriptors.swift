@@ -16,9 +16,11 @@ struct ProtoJSONValueKind {
     init(_ field: UnsafePointer<ProtobufCFieldDescriptor>) {
         type = field.pointee.type
         isUTF8Bytes = imcodec_field_is_utf8_bytes(field) != 0
-        message = type == PROTOBUF_C_TYPE_MESSAGE
+        message =
+            type == PROTOBUF_C_TYPE_MESSAGE
             ? field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) : nil
-        enumeration = type == PROTOBUF_C_TYPE_ENUM
+        enumeration =
+            type == PROTOBUF_C_TYPE_ENUM
             ? field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCEnumDescriptor.self) : nil
     }
 
@@ -26,7 +28,7 @@ struct ProtoJSONValueKind {
     var size: Int {
         switch type {
         case PROTOBUF_C_TYPE_INT64, PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_SFIXED64,
-             PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_DOUBLE:
+            PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_DOUBLE:
             8
         case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_MESSAGE:
             MemoryLayout<UnsafeRawPointer>.size
@@ -108,34 +110,38 @@ final class ProtoJSONMessageInfo {
         var fields: [ProtoJSONField] = []
         let count = Int(descriptor.pointee.n_fields)
         fields.reserveCapacity(count)
-        for index in 0 ..< count {
+        for index in 0..<count {
             let field = descriptor.pointee.fields + index
             let protoName = Array(String(cString: field.pointee.name).utf8)
             var entry: UnsafePointer<ProtobufCMessageDescriptor>?
             var key: UnsafePointer<ProtobufCFieldDescriptor>?
             var value: UnsafePointer<ProtobufCFieldDescriptor>?
             if field.pointee.label == PROTOBUF_C_LABEL_REPEATED && field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
-               let candidate = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self),
-               let (k, v) = ProtoJSONMessageInfo.mapEntryFields(candidate, parent: fullName, field: protoName) {
+                let candidate = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self),
+                let (k, v) = ProtoJSONMessageInfo.mapEntryFields(candidate, parent: fullName, field: protoName)
+            {
                 entry = candidate
                 key = k
                 value = v
             }
-            fields.append(ProtoJSONField(
-                descriptor: field,
-                number: field.pointee.id,
-                protoName: protoName,
-                jsonName: ProtoJSONMessageInfo.jsonName(protoName),
-                label: field.pointee.label,
-                isOneof: field.pointee.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0,
-                offset: Int(field.pointee.offset),
-                quantifierOffset: Int(field.pointee.quantifier_offset),
-                value: ProtoJSONValueKind(field),
-                mapKey: key.map(ProtoJSONValueKind.init),
-                mapValue: value.map(ProtoJSONValueKind.init),
-                mapEntry: entry,
-                mapKeyOffset: key.map { Int($0.pointee.offset) } ?? 0,
-                mapValueOffset: value.map { Int($0.pointee.offset) } ?? 0))
+            fields.append(
+                ProtoJSONField(
+                    descriptor: field,
+                    number: field.pointee.id,
+                    protoName: protoName,
+                    jsonName: ProtoJSONMessageInfo.jsonName(protoName),
+                    label: field.pointee.label,
+                    isOneof: field.pointee.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0,
+                    offset: Int(field.pointee.offset),
+                    quantifierOffset: Int(field.pointee.quantifier_offset),
+                    value: ProtoJSONValueKind(field),
+                    mapKey: key.map(ProtoJSONValueKind.init),
+                    mapValue: value.map(ProtoJSONValueKind.init),
+                    mapEntry: entry,
+                    mapKeyOffset: key.map { Int($0.pointee.offset) } ?? 0,
+                    mapValueOffset: value.map { Int($0.pointee.offset) } ?? 0
+                )
+            )
         }
         fields.sort { $0.number < $1.number }
         self.fields = fields
@@ -171,7 +177,9 @@ final class ProtoJSONMessageInfo {
     /// `parent`: named `<parent>.<FieldNameInUpperCamel>Entry` with exactly key = 1 and value = 2.
     /// (protobuf-c descriptors do not flag map entries.)
     static func mapEntryFields(
-        _ entry: UnsafePointer<ProtobufCMessageDescriptor>, parent: String, field: [UInt8]
+        _ entry: UnsafePointer<ProtobufCMessageDescriptor>,
+        parent: String,
+        field: [UInt8]
     ) -> (UnsafePointer<ProtobufCFieldDescriptor>, UnsafePointer<ProtobufCFieldDescriptor>)? {
         guard entry.pointee.n_fields == 2 else { return nil }
         // protoc's MapEntryName: upper-case the first letter and each letter after '_', drop '_'.
@@ -191,14 +199,15 @@ final class ProtoJSONMessageInfo {
         guard Array(String(cString: entry.pointee.name).utf8) == name else { return nil }
         var key: UnsafePointer<ProtobufCFieldDescriptor>?
         var value: UnsafePointer<ProtobufCFieldDescriptor>?
-        for index in 0 ..< 2 {
+        for index in 0..<2 {
             let f = entry.pointee.fields + index
             let fieldName = String(cString: f.pointee.name)
             if f.pointee.id == 1 && fieldName == "key" { key = f }
             if f.pointee.id == 2 && fieldName == "value" { value = f }
         }
         guard let key, let value, key.pointee.label != PROTOBUF_C_LABEL_REPEATED,
-              value.pointee.label != PROTOBUF_C_LABEL_REPEATED else { return nil }
+            value.pointee.label != PROTOBUF_C_LABEL_REPEATED
+        else { return nil }
         return (key, value)
     }
 }

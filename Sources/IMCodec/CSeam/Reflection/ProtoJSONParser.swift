@@ -1,6 +1,7 @@
 internal import CIMCodecRuntime
 internal import CIMCodecSchemas
 internal import CProtobufC
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -38,7 +39,11 @@ struct ProtoJSONParser {
     }
 
     /// Decodes one message of type `M` from JSON text.
-    static func decode<M: IMCodecMessage>(_ type: M.Type, json: String, options: JSONDecodingOptions) throws(IMCodecError) -> M {
+    static func decode<M: IMCodecMessage>(
+        _ type: M.Type,
+        json: String,
+        options: JSONDecodingOptions
+    ) throws(IMCodecError) -> M {
         // A Swift string is valid UTF-8: it is not checked again.
         try withContiguousBytes(json.utf8) { (buffer) throws(IMCodecError) -> M in
             try decode(type, utf8: buffer, validated: true, options: options)
@@ -50,7 +55,10 @@ struct ProtoJSONParser {
     ///   - validated: Whether the bytes are known to be valid UTF-8 (a Swift string's); when
     ///     false they are checked first (``IMCodecError/Code/invalidUTF8`` at the first bad byte).
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, utf8 buffer: UnsafeRawBufferPointer, validated: Bool, options: JSONDecodingOptions
+        _ type: M.Type,
+        utf8 buffer: UnsafeRawBufferPointer,
+        validated: Bool,
+        options: JSONDecodingOptions
     ) throws(IMCodecError) -> M {
         let size = buffer.count
         try DecodingOptions.checkInputSize(size, maxInputSize: options.maxInputSize, input: "JSON text")
@@ -64,12 +72,16 @@ struct ProtoJSONParser {
         // The parser builds the protobuf-c message in an arena the pipeline makes and caps; the
         // parser and the conversion recurse once per message level (at most once per JSON level).
         return try DecodePipeline.withParsed(
-            M._protobufCDescriptor, inputSize: size, depth: tape.deepest + 1, acceptsNewerFrames: options.acceptsNewerFrames,
+            M._protobufCDescriptor,
+            inputSize: size,
+            depth: tape.deepest + 1,
+            acceptsNewerFrames: options.acceptsNewerFrames,
             build: { (arena) throws(IMCodecError) in
                 let parser = ProtoJSONParser(tape: tape, arena: arena, options: options, maxDepth: maxDepth)
                 return try parser.parseMessage(node: 0, M._protobufCDescriptor.pointer, depth: 1)
             },
-            { M(_protobufCMessage: $0) })
+            { M(_protobufCMessage: $0) }
+        )
     }
 
     // MARK: Errors
@@ -98,7 +110,9 @@ struct ProtoJSONParser {
 
     // MARK: Messages
 
-    private func newMessage(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(IMCodecError) -> UnsafeMutableRawPointer {
+    private func newMessage(
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) throws(IMCodecError) -> UnsafeMutableRawPointer {
         let memory = try arena.allocate(descriptor.pointee.sizeof_message)
         protobuf_c_message_init(descriptor, memory)
         return memory
@@ -106,13 +120,17 @@ struct ProtoJSONParser {
 
     /// Allocates and fills a message from the object at `node`.
     private func parseMessage(
-        node: Int, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depth: Int
+        node: Int,
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        depth: Int
     ) throws(IMCodecError) -> UnsafeMutableRawPointer {
         let info = descriptors.info(descriptor)
         guard depth <= maxDepth else {
             throw IMCodecError(
-                code: .tooDeep, reason: "messages nest deeper than maxDepth (\(maxDepth)) at \(info.fullName)",
-                offset: tape.nodes[node].offset)
+                code: .tooDeep,
+                reason: "messages nest deeper than maxDepth (\(maxDepth)) at \(info.fullName)",
+                offset: tape.nodes[node].offset
+            )
         }
         guard tape.nodes[node].kind == .object else {
             throw error("expected an object for \(info.fullName), found \(show(node))", node: node)
@@ -139,13 +157,19 @@ struct ProtoJSONParser {
             }
             let field = info.fields[index]
             guard !seen[index] else {
-                throw error("\(ProtoJSONParser.describe(field, of: info)) appears twice (json name \"\(String(decoding: field.jsonName, as: UTF8.self))\", schema name \"\(field.protoNameString)\")", node: keyNode)
+                throw error(
+                    "\(ProtoJSONParser.describe(field, of: info)) appears twice (json name \"\(String(decoding: field.jsonName, as: UTF8.self))\", schema name \"\(field.protoNameString)\")",
+                    node: keyNode
+                )
             }
             seen[index] = true
             let isNull = tape.nodes[valueNode].kind == .null
             if field.isOneof && !isNull {
                 if let other = oneofsSet.first(where: { $0.quantifierOffset == field.quantifierOffset }) {
-                    throw error("\(ProtoJSONParser.describe(field, of: info)) and field \"\(info.fields[other.field].protoNameString)\" are members of the same oneof; at most one may be set", node: keyNode)
+                    throw error(
+                        "\(ProtoJSONParser.describe(field, of: info)) and field \"\(info.fields[other.field].protoNameString)\" are members of the same oneof; at most one may be set",
+                        node: keyNode
+                    )
                 }
                 oneofsSet.append((field.quantifierOffset, index))
             }
@@ -156,7 +180,11 @@ struct ProtoJSONParser {
     }
 
     private func parseField(
-        _ field: ProtoJSONField, of info: ProtoJSONMessageInfo, node: Int, into message: UnsafeMutableRawPointer, depth: Int
+        _ field: ProtoJSONField,
+        of info: ProtoJSONMessageInfo,
+        node: Int,
+        into message: UnsafeMutableRawPointer,
+        depth: Int
     ) throws(IMCodecError) {
         if field.isMap {
             try parseMap(field, of: info, node: node, into: message, depth: depth)
@@ -164,43 +192,77 @@ struct ProtoJSONParser {
         }
         if field.isRepeated {
             guard tape.nodes[node].kind == .array else {
-                throw error("\(ProtoJSONParser.describe(field, of: info)) is repeated: expected an array, found \(show(node))", node: node)
+                throw error(
+                    "\(ProtoJSONParser.describe(field, of: info)) is repeated: expected an array, found \(show(node))",
+                    node: node
+                )
             }
             let count = tape.nodes[node].a
             let size = field.value.size
             let array = try arena.allocate(max(count, 1) * size)
             var stored = 0
             var element = node + 1
-            for _ in 0 ..< count {
+            for _ in 0..<count {
                 if tape.nodes[element].kind == .null {
-                    throw error("null is not allowed as an element of repeated \(ProtoJSONParser.describe(field, of: info))", node: element)
+                    throw error(
+                        "null is not allowed as an element of repeated \(ProtoJSONParser.describe(field, of: info))",
+                        node: element
+                    )
                 }
-                if try parseValue(field.value, node: element, into: array + stored * size, depth: depth, context: { ProtoJSONParser.describe(field, of: info) }) {
+                if try parseValue(
+                    field.value,
+                    node: element,
+                    into: array + stored * size,
+                    depth: depth,
+                    context: { ProtoJSONParser.describe(field, of: info) }
+                ) {
                     stored += 1
                 }
                 element = tape.next(after: element)
             }
             message.storeBytes(of: stored, toByteOffset: field.quantifierOffset, as: Int.self)
-            message.storeBytes(of: stored > 0 ? array : nil, toByteOffset: field.offset, as: UnsafeMutableRawPointer?.self)
+            message.storeBytes(
+                of: stored > 0 ? array : nil,
+                toByteOffset: field.offset,
+                as: UnsafeMutableRawPointer?.self
+            )
             return
         }
-        guard try parseValue(field.value, node: node, into: message + field.offset, depth: depth, context: { ProtoJSONParser.describe(field, of: info) }) else {
+        guard
+            try parseValue(
+                field.value,
+                node: node,
+                into: message + field.offset,
+                depth: depth,
+                context: { ProtoJSONParser.describe(field, of: info) }
+            )
+        else {
             return  // an enum name this schema does not know, skipped under ignoreUnknownFields
         }
         if field.isOneof {
             message.storeBytes(of: field.number, toByteOffset: field.quantifierOffset, as: UInt32.self)
         } else if field.label == PROTOBUF_C_LABEL_OPTIONAL && field.value.type != PROTOBUF_C_TYPE_MESSAGE
-                    && field.value.type != PROTOBUF_C_TYPE_STRING {
+            && field.value.type != PROTOBUF_C_TYPE_STRING
+        {
             message.storeBytes(of: 1, toByteOffset: field.quantifierOffset, as: Int32.self)  // has_<field>
         }
     }
 
     private func parseMap(
-        _ field: ProtoJSONField, of info: ProtoJSONMessageInfo, node: Int, into message: UnsafeMutableRawPointer, depth: Int
+        _ field: ProtoJSONField,
+        of info: ProtoJSONMessageInfo,
+        node: Int,
+        into message: UnsafeMutableRawPointer,
+        depth: Int
     ) throws(IMCodecError) {
-        guard let entryDescriptor = field.mapEntry, let keyKind = field.mapKey, let valueKind = field.mapValue else { return }
+        guard let entryDescriptor = field.mapEntry, let keyKind = field.mapKey, let valueKind = field.mapValue else {
+            return
+        }
         guard tape.nodes[node].kind == .object else {
-            throw error("\(ProtoJSONParser.describe(field, of: info)) is a map: expected an object, found \(show(node))", node: node)
+            throw error(
+                "\(ProtoJSONParser.describe(field, of: info)) is a map: expected an object, found \(show(node))",
+                node: node
+            )
         }
         let count = tape.nodes[node].a
         let pointerSize = MemoryLayout<UnsafeMutableRawPointer>.size
@@ -208,20 +270,37 @@ struct ProtoJSONParser {
         var stored = 0
         var keys = Set<ArraySlice<UInt8>>(minimumCapacity: count)
         var child = node + 1
-        for _ in 0 ..< count {
+        for _ in 0..<count {
             let keyNode = child
             let valueNode = child + 1
             child = tape.next(after: valueNode)
             let key = tape.bytes(keyNode)
             guard keys.insert(key).inserted else {
-                throw error("duplicate key \(show(keyNode)) in map \(ProtoJSONParser.describe(field, of: info))", node: keyNode)
+                throw error(
+                    "duplicate key \(show(keyNode)) in map \(ProtoJSONParser.describe(field, of: info))",
+                    node: keyNode
+                )
             }
             if tape.nodes[valueNode].kind == .null {
-                throw error("null is not allowed as a value of map \(ProtoJSONParser.describe(field, of: info))", node: valueNode)
+                throw error(
+                    "null is not allowed as a value of map \(ProtoJSONParser.describe(field, of: info))",
+                    node: valueNode
+                )
             }
             let entry = try newMessage(entryDescriptor)
-            try parseMapKey(keyKind, node: keyNode, into: entry + field.mapKeyOffset, context: { ProtoJSONParser.describe(field, of: info) })
-            if try parseValue(valueKind, node: valueNode, into: entry + field.mapValueOffset, depth: depth, context: { ProtoJSONParser.describe(field, of: info) }) {
+            try parseMapKey(
+                keyKind,
+                node: keyNode,
+                into: entry + field.mapKeyOffset,
+                context: { ProtoJSONParser.describe(field, of: info) }
+            )
+            if try parseValue(
+                valueKind,
+                node: valueNode,
+                into: entry + field.mapValueOffset,
+                depth: depth,
+                context: { ProtoJSONParser.describe(field, of: info) }
+            ) {
                 array.storeBytes(of: entry, toByteOffset: stored * pointerSize, as: UnsafeMutableRawPointer.self)
                 stored += 1
             }
@@ -232,7 +311,10 @@ struct ProtoJSONParser {
 
     /// A map key: always a JSON string, holding the text of the key's type.
     private func parseMapKey(
-        _ kind: ProtoJSONValueKind, node: Int, into destination: UnsafeMutableRawPointer, context: () -> String
+        _ kind: ProtoJSONValueKind,
+        node: Int,
+        into destination: UnsafeMutableRawPointer,
+        context: () -> String
     ) throws(IMCodecError) {
         switch kind.type {
         case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES:
@@ -256,14 +338,21 @@ struct ProtoJSONParser {
     /// Stores the value at `node` (not null) into `destination`, a slot of `kind`. Returns false
     /// when the value is skipped (an unknown enum name under ignoreUnknownFields).
     private func parseValue(
-        _ kind: ProtoJSONValueKind, node: Int, into destination: UnsafeMutableRawPointer, depth: Int, context: () -> String
+        _ kind: ProtoJSONValueKind,
+        node: Int,
+        into destination: UnsafeMutableRawPointer,
+        depth: Int,
+        context: () -> String
     ) throws(IMCodecError) -> Bool {
         let jsonKind = tape.nodes[node].kind
         switch kind.type {
         case PROTOBUF_C_TYPE_MESSAGE:
             guard let descriptor = kind.message else { return false }
             guard jsonKind == .object else {
-                throw error("\(context()) is a message (\(kind.typeName)): expected an object, found \(show(node))", node: node)
+                throw error(
+                    "\(context()) is a message (\(kind.typeName)): expected an object, found \(show(node))",
+                    node: node
+                )
             }
             let sub = try parseMessage(node: node, descriptor, depth: depth + 1)
             destination.storeBytes(of: sub, as: UnsafeMutableRawPointer.self)
@@ -276,8 +365,10 @@ struct ProtoJSONParser {
                 case .success(let bytes):
                     try storeBinary(bytes[...], into: destination)
                 case .failure(let failure):
-                    throw .invalidJSON("\(context()) is bytes: invalid base64 (\(failure.reason))",
-                                       offset: tape.nodes[node].offset + 1 + failure.index)
+                    throw .invalidJSON(
+                        "\(context()) is bytes: invalid base64 (\(failure.reason))",
+                        offset: tape.nodes[node].offset + 1 + failure.index
+                    )
                 }
             } else {
                 try storeText(kind, tape.bytes(node), node: node, into: destination, context: context)
@@ -299,7 +390,10 @@ struct ProtoJSONParser {
             return try parseEnum(kind, node: node, into: destination, context: context)
         default:
             guard jsonKind == .number || jsonKind == .string else {
-                throw error("\(context()) is an \(kind.typeName): expected a number or a numeric string, found \(show(node))", node: node)
+                throw error(
+                    "\(context()) is an \(kind.typeName): expected a number or a numeric string, found \(show(node))",
+                    node: node
+                )
             }
             try storeInteger(kind, tape.bytes(node), node: node, into: destination, context: context)
         }
@@ -307,15 +401,19 @@ struct ProtoJSONParser {
     }
 
     private func parseEnum(
-        _ kind: ProtoJSONValueKind, node: Int, into destination: UnsafeMutableRawPointer, context: () -> String
+        _ kind: ProtoJSONValueKind,
+        node: Int,
+        into destination: UnsafeMutableRawPointer,
+        context: () -> String
     ) throws(IMCodecError) -> Bool {
         let jsonKind = tape.nodes[node].kind
         if jsonKind == .string, let enumeration = kind.enumeration {
             let name = tape.bytes(node)
-            for index in 0 ..< Int(enumeration.pointee.n_values) {
+            for index in 0..<Int(enumeration.pointee.n_values) {
                 let value = enumeration.pointee.values[index]
                 if strlen(value.name) == name.count,
-                   UnsafeRawBufferPointer(start: value.name, count: name.count).elementsEqual(name) {
+                    UnsafeRawBufferPointer(start: value.name, count: name.count).elementsEqual(name)
+                {
                     destination.storeBytes(of: value.value, as: Int32.self)
                     return true
                 }
@@ -325,21 +423,34 @@ struct ProtoJSONParser {
                 throw error("\(context()) is a \(kind.typeName): it has no value named \(show(node))", node: node)
             }
         } else if jsonKind != .number {
-            throw error("\(context()) is an enum (\(kind.typeName)): expected a name or a number, found \(show(node))", node: node)
+            throw error(
+                "\(context()) is an enum (\(kind.typeName)): expected a name or a number, found \(show(node))",
+                node: node
+            )
         }
         // A number (proto3 enums are open: any int32 is kept).
         switch JSONNumber.integer(tape.bytes(node)) {
         case .value(let negative, let magnitude) where negative ? magnitude <= 1 << 31 : magnitude < 1 << 31:
-            destination.storeBytes(of: negative ? Int32(truncatingIfNeeded: 0 &- magnitude) : Int32(magnitude), as: Int32.self)
+            destination.storeBytes(
+                of: negative ? Int32(truncatingIfNeeded: 0 &- magnitude) : Int32(magnitude),
+                as: Int32.self
+            )
             return true
         case .notIntegral:
             throw error("\(context()) is an enum (\(kind.typeName)): \(show(node)) is not an integer", node: node)
         default:
-            throw error("\(context()) is an enum (\(kind.typeName)): \(show(node)) is out of the int32 range", node: node)
+            throw error(
+                "\(context()) is an enum (\(kind.typeName)): \(show(node)) is out of the int32 range",
+                node: node
+            )
         }
     }
 
-    private func floatingPoint(_ kind: ProtoJSONValueKind, node: Int, context: () -> String) throws(IMCodecError) -> Double {
+    private func floatingPoint(
+        _ kind: ProtoJSONValueKind,
+        node: Int,
+        context: () -> String
+    ) throws(IMCodecError) -> Double {
         let text = tape.bytes(node)
         switch tape.nodes[node].kind {
         case .number:
@@ -349,13 +460,22 @@ struct ProtoJSONParser {
             if text.elementsEqual("Infinity".utf8) { return .infinity }
             if text.elementsEqual("-Infinity".utf8) { return -.infinity }
             guard JSONNumber.isNumber(text) else {
-                throw error("\(context()) is a \(kind.typeName): \(show(node)) is not a number, \"NaN\", \"Infinity\" or \"-Infinity\"", node: node)
+                throw error(
+                    "\(context()) is a \(kind.typeName): \(show(node)) is not a number, \"NaN\", \"Infinity\" or \"-Infinity\"",
+                    node: node
+                )
             }
         default:
-            throw error("\(context()) is a \(kind.typeName): expected a number or a string, found \(show(node))", node: node)
+            throw error(
+                "\(context()) is a \(kind.typeName): expected a number or a string, found \(show(node))",
+                node: node
+            )
         }
         guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else {
-            throw error("\(context()) is a \(kind.typeName): \(show(node)) is out of range (use \"Infinity\" or \"-Infinity\" for infinities)", node: node)
+            throw error(
+                "\(context()) is a \(kind.typeName): \(show(node)) is out of range (use \"Infinity\" or \"-Infinity\" for infinities)",
+                node: node
+            )
         }
         if kind.type == PROTOBUF_C_TYPE_FLOAT && value.magnitude > Double(Float.greatestFiniteMagnitude) {
             throw error("\(context()) is a float: \(show(node)) is out of the float range", node: node)
@@ -365,7 +485,10 @@ struct ProtoJSONParser {
 
     /// An integer of the slot's type from the text of a JSON number (or a string holding one).
     private func storeInteger(
-        _ kind: ProtoJSONValueKind, _ text: ArraySlice<UInt8>, node: Int, into destination: UnsafeMutableRawPointer,
+        _ kind: ProtoJSONValueKind,
+        _ text: ArraySlice<UInt8>,
+        node: Int,
+        into destination: UnsafeMutableRawPointer,
         context: () -> String
     ) throws(IMCodecError) {
         let negative: Bool
@@ -405,7 +528,10 @@ struct ProtoJSONParser {
     /// A `string` value: a ProtobufCBinaryData (every string in IMCodec's generated C, map keys and
     /// values included), or a NUL-terminated C string for a PROTOBUF_C_TYPE_STRING field.
     private func storeText(
-        _ kind: ProtoJSONValueKind, _ text: ArraySlice<UInt8>, node: Int, into destination: UnsafeMutableRawPointer,
+        _ kind: ProtoJSONValueKind,
+        _ text: ArraySlice<UInt8>,
+        node: Int,
+        into destination: UnsafeMutableRawPointer,
         context: () -> String
     ) throws(IMCodecError) {
         if kind.type == PROTOBUF_C_TYPE_BYTES {
@@ -415,15 +541,20 @@ struct ProtoJSONParser {
         if let nul = text.firstIndex(of: 0) {
             throw .unsupported(
                 "\(context()) holds U+0000, which protobuf-c cannot keep in a map key or value (a C string)",
-                offset: tape.nodes[node].offset + 1 + (nul - text.startIndex))
+                offset: tape.nodes[node].offset + 1 + (nul - text.startIndex)
+            )
         }
         let memory = try arena.allocate(text.count + 1)
         if !text.isEmpty { text.withUnsafeBytes { memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
         memory.storeBytes(of: 0, toByteOffset: text.count, as: UInt8.self)
-        destination.storeBytes(of: UnsafeMutablePointer<CChar>(memory.assumingMemoryBound(to: CChar.self)), as: UnsafeMutablePointer<CChar>.self)
+        destination.storeBytes(
+            of: UnsafeMutablePointer<CChar>(memory.assumingMemoryBound(to: CChar.self)),
+            as: UnsafeMutablePointer<CChar>.self
+        )
     }
 
-    private func storeBinary(_ bytes: ArraySlice<UInt8>, into destination: UnsafeMutableRawPointer) throws(IMCodecError) {
+    private func storeBinary(_ bytes: ArraySlice<UInt8>, into destination: UnsafeMutableRawPointer) throws(IMCodecError)
+    {
         var data = ProtobufCBinaryData(len: 0, data: nil)
         if !bytes.isEmpty {
             let memory = try arena.allocate(bytes.count)

@@ -1,6 +1,7 @@
 internal import CIMCodecRuntime
 internal import CIMCodecSchemas
 internal import CProtobufC
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -34,21 +35,31 @@ struct ProtoJSONPrinter {
 
     /// Decodes `bytes` (through ``DecodePipeline``) and prints the message.
     static func print(
-        binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
+        binary bytes: [UInt8],
+        descriptor: _ProtobufCDescriptor,
+        decoding: DecodingOptions,
+        options: JSONEncodingOptions
     ) throws(IMCodecError) -> String {
-        String(decoding: try printUTF8(binary: bytes, descriptor: descriptor, decoding: decoding, options: options), as: UTF8.self)
+        String(
+            decoding: try printUTF8(binary: bytes, descriptor: descriptor, decoding: decoding, options: options),
+            as: UTF8.self
+        )
     }
 
     /// Prints a protobuf-c message of type `descriptor`.
     static func print(
-        _ message: UnsafeRawPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, options: JSONEncodingOptions
+        _ message: UnsafeRawPointer,
+        descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        options: JSONEncodingOptions
     ) -> String {
         String(decoding: printUTF8(message, descriptor: descriptor, options: options), as: UTF8.self)
     }
 
     /// Prints a protobuf-c message of type `descriptor` as the UTF-8 bytes of its JSON.
     static func printUTF8(
-        _ message: UnsafeRawPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, options: JSONEncodingOptions
+        _ message: UnsafeRawPointer,
+        descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        options: JSONEncodingOptions
     ) -> [UInt8] {
         var printer = ProtoJSONPrinter(options: options)
         printer.out.reserveCapacity(256)
@@ -58,9 +69,13 @@ struct ProtoJSONPrinter {
 
     /// Decodes `bytes` (through ``DecodePipeline``) and prints the message as UTF-8 bytes.
     static func printUTF8(
-        binary bytes: [UInt8], descriptor: _ProtobufCDescriptor, decoding: DecodingOptions, options: JSONEncodingOptions
+        binary bytes: [UInt8],
+        descriptor: _ProtobufCDescriptor,
+        decoding: DecodingOptions,
+        options: JSONEncodingOptions
     ) throws(IMCodecError) -> [UInt8] {
-        try DecodePipeline.withMessage(descriptor, bytes, options: decoding, arena: nil) { (message) throws(IMCodecError) in
+        try DecodePipeline.withMessage(descriptor, bytes, options: decoding, arena: nil) {
+            (message) throws(IMCodecError) in
             // The printer recurses once per level, as the conversion to a Swift value does.
             try DecodeStack.run(depth: message.depth) {
                 printUTF8(message.raw, descriptor: descriptor.pointer, options: options)
@@ -115,14 +130,18 @@ struct ProtoJSONPrinter {
 
     // MARK: Messages
 
-    private mutating func printMessage(_ message: UnsafeRawPointer, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
+    private mutating func printMessage(
+        _ message: UnsafeRawPointer,
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) {
         let info = descriptors.info(descriptor)
         open(UInt8(ascii: "{"))
         var first = true
         for field in info.fields {
             if field.isRepeated {
                 let count = message.load(fromByteOffset: field.quantifierOffset, as: Int.self)
-                guard count > 0, let array = message.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self) else {
+                guard count > 0, let array = message.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self)
+                else {
                     continue
                 }
                 beginItem(&first)
@@ -132,7 +151,7 @@ struct ProtoJSONPrinter {
                 } else {
                     open(UInt8(ascii: "["))
                     var firstElement = true
-                    for index in 0 ..< count {
+                    for index in 0..<count {
                         beginItem(&firstElement)
                         printValue(array + index * field.value.size, field.value)
                     }
@@ -203,22 +222,33 @@ struct ProtoJSONPrinter {
             if value.load(as: Int32.self) != 0 { ascii("true") } else { ascii("false") }
         case PROTOBUF_C_TYPE_ENUM:
             let number = value.load(as: Int32.self)
-            if let enumeration = kind.enumeration, let known = protobuf_c_enum_descriptor_get_value(enumeration, number) {
+            if let enumeration = kind.enumeration, let known = protobuf_c_enum_descriptor_get_value(enumeration, number)
+            {
                 out.append(UInt8(ascii: "\""))
-                out.append(contentsOf: UnsafeRawBufferPointer(start: known.pointee.name, count: strlen(known.pointee.name)))
+                out.append(
+                    contentsOf: UnsafeRawBufferPointer(start: known.pointee.name, count: strlen(known.pointee.name))
+                )
                 out.append(UInt8(ascii: "\""))
             } else {
                 ascii(String(number))
             }
         case PROTOBUF_C_TYPE_STRING:
             if let string = value.load(as: UnsafePointer<CChar>?.self) {
-                writeString(UnsafeBufferPointer(start: UnsafeRawPointer(string).assumingMemoryBound(to: UInt8.self), count: strlen(string)))
+                writeString(
+                    UnsafeBufferPointer(
+                        start: UnsafeRawPointer(string).assumingMemoryBound(to: UInt8.self),
+                        count: strlen(string)
+                    )
+                )
             } else {
                 ascii("\"\"")
             }
         case PROTOBUF_C_TYPE_BYTES:
             let data = value.load(as: ProtobufCBinaryData.self)
-            let bytes = UnsafeBufferPointer(start: data.len > 0 ? data.data : nil, count: data.data == nil ? 0 : data.len)
+            let bytes = UnsafeBufferPointer(
+                start: data.len > 0 ? data.data : nil,
+                count: data.data == nil ? 0 : data.len
+            )
             if kind.isUTF8Bytes {
                 writeString(bytes)
             } else {
@@ -253,9 +283,14 @@ struct ProtoJSONPrinter {
         guard let keyKind = field.mapKey, let valueKind = field.mapValue else { return }
         var items: [MapItem] = []
         items.reserveCapacity(count)
-        for index in 0 ..< count {
-            let entry = array.load(fromByteOffset: index * MemoryLayout<UnsafeRawPointer>.size, as: UnsafeRawPointer?.self)
-            items.append(MapItem(key: MapKey(entry.map { $0 + field.mapKeyOffset }, keyKind), index: index, entry: entry))
+        for index in 0..<count {
+            let entry = array.load(
+                fromByteOffset: index * MemoryLayout<UnsafeRawPointer>.size,
+                as: UnsafeRawPointer?.self
+            )
+            items.append(
+                MapItem(key: MapKey(entry.map { $0 + field.mapKeyOffset }, keyKind), index: index, entry: entry)
+            )
         }
         items.sort { a, b in a.key == b.key ? a.index < b.index : a.key < b.key }
         open(UInt8(ascii: "{"))
@@ -304,7 +339,8 @@ struct ProtoJSONPrinter {
         init(_ pointer: UnsafeRawPointer?, _ kind: ProtoJSONValueKind) {
             guard let pointer else {
                 switch kind.type {
-                case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES: self = .text(UnsafeBufferPointer(start: nil, count: 0))
+                case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES:
+                    self = .text(UnsafeBufferPointer(start: nil, count: 0))
                 case PROTOBUF_C_TYPE_BOOL: self = .bool(false)
                 default: self = .unsigned(0)
                 }
@@ -313,8 +349,12 @@ struct ProtoJSONPrinter {
             switch kind.type {
             case PROTOBUF_C_TYPE_STRING:
                 let string = pointer.load(as: UnsafePointer<CChar>?.self)
-                self = .text(UnsafeBufferPointer(
-                    start: UnsafeRawPointer(string)?.assumingMemoryBound(to: UInt8.self), count: string.map { strlen($0) } ?? 0))
+                self = .text(
+                    UnsafeBufferPointer(
+                        start: UnsafeRawPointer(string)?.assumingMemoryBound(to: UInt8.self),
+                        count: string.map { strlen($0) } ?? 0
+                    )
+                )
             case PROTOBUF_C_TYPE_BYTES:
                 let data = pointer.load(as: ProtobufCBinaryData.self)
                 self = .text(UnsafeBufferPointer(start: data.data, count: data.data == nil ? 0 : data.len))
@@ -345,20 +385,20 @@ struct ProtoJSONPrinter {
 
         static func < (a: MapKey, b: MapKey) -> Bool {
             switch (a, b) {
-            case let (.text(x), .text(y)): compare(x, y) < 0
-            case let (.signed(x), .signed(y)): x < y
-            case let (.unsigned(x), .unsigned(y)): x < y
-            case let (.bool(x), .bool(y)): !x && y
+            case (.text(let x), .text(let y)): compare(x, y) < 0
+            case (.signed(let x), .signed(let y)): x < y
+            case (.unsigned(let x), .unsigned(let y)): x < y
+            case (.bool(let x), .bool(let y)): !x && y
             default: false
             }
         }
 
         static func == (a: MapKey, b: MapKey) -> Bool {
             switch (a, b) {
-            case let (.text(x), .text(y)): compare(x, y) == 0
-            case let (.signed(x), .signed(y)): x == y
-            case let (.unsigned(x), .unsigned(y)): x == y
-            case let (.bool(x), .bool(y)): x == y
+            case (.text(let x), .text(let y)): compare(x, y) == 0
+            case (.signed(let x), .signed(let y)): x == y
+            case (.unsigned(let x), .unsigned(let y)): x == y
+            case (.bool(let x), .bool(let y)): x == y
             default: false
             }
         }
@@ -410,10 +450,12 @@ struct ProtoJSONPrinter {
                     } else {
                         escapeUnit(scalar)
                     }
-                } else if scalar == 0xFFFD && !(length == 3 && bytes[i] == 0xEF && bytes[i + 1] == 0xBF && bytes[i + 2] == 0xBD) {
+                } else if scalar == 0xFFFD
+                    && !(length == 3 && bytes[i] == 0xEF && bytes[i + 1] == 0xBF && bytes[i + 2] == 0xBD)
+                {
                     out.append(contentsOf: [0xEF, 0xBF, 0xBD])
                 } else {
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[i ..< i + length]))
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[i..<i + length]))
                 }
                 i += length
             }
@@ -506,7 +548,7 @@ enum ProtoJSONNumberFormat {
     static func shortestFloat(_ value: Float) -> Double {
         let original = Double(value)
         guard original.isFinite else { return original }
-        for precision in 6 ... 17 {
+        for precision in 6...17 {
             let rounded = formatG(original, precision: precision)
             if Float(rounded) == value { return rounded }
         }
@@ -526,7 +568,9 @@ enum ProtoJSONNumberFormat {
 
 /// RFC 4648 base64 (implementation detail of the JSON mapping of `bytes`).
 enum Base64 {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8
+    )
 
     /// Appends the standard, padded encoding of `bytes`.
     static func encode(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
@@ -582,7 +626,9 @@ enum Base64 {
             case UInt8(ascii: "+"), UInt8(ascii: "-"): v = 62
             case UInt8(ascii: "/"), UInt8(ascii: "_"): v = 63
             default:
-                return .failure(DecodeError(index: index - text.startIndex, reason: "a character outside the base64 alphabets"))
+                return .failure(
+                    DecodeError(index: index - text.startIndex, reason: "a character outside the base64 alphabets")
+                )
             }
             accumulator = accumulator << 6 | v
             bits += 6

@@ -1,6 +1,7 @@
 internal import CIMCodecRuntime
 internal import CIMCodecSchemas
 internal import CProtobufC
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -40,7 +41,9 @@ struct TextFormatParser {
 
     /// Reads one message of type `M` from text format.
     static func decode<M: IMCodecMessage>(
-        _ type: M.Type, text: String, options: TextFormatDecodingOptions
+        _ type: M.Type,
+        text: String,
+        options: TextFormatDecodingOptions
     ) throws(IMCodecError) -> M {
         let size = text.utf8.count
         try DecodingOptions.checkInputSize(size, maxInputSize: options.maxInputSize, input: "text")
@@ -62,7 +65,9 @@ struct TextFormatParser {
             return try M(serializedBytes: bytes, options: .ownBytes(acceptsNewerFrames: true))
         } catch {
             throw IMCodecError(
-                code: error.code, reason: "the text reads as a message IMCodec cannot decode: \(error.reason)")
+                code: error.code,
+                reason: "the text reads as a message IMCodec cannot decode: \(error.reason)"
+            )
         }
     }
 
@@ -80,7 +85,9 @@ struct TextFormatParser {
 
     /// Reads fields until `closing` (or the end of the text for the top level), writing them to `out`.
     private mutating func parseMessage(
-        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, closing: UInt8?, depth: Int
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        closing: UInt8?,
+        depth: Int
     ) throws(IMCodecError) {
         var seen = Set<UInt32>()
         var oneofs: [UInt32: UnsafePointer<ProtobufCFieldDescriptor>] = [:]  // by quantifier offset
@@ -101,17 +108,25 @@ struct TextFormatParser {
     }
 
     private mutating func parseField(
-        _ nameToken: TextFormatToken, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
-        seen: inout Set<UInt32>, oneofs: inout [UInt32: UnsafePointer<ProtobufCFieldDescriptor>], depth: Int
+        _ nameToken: TextFormatToken,
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        seen: inout Set<UInt32>,
+        oneofs: inout [UInt32: UnsafePointer<ProtobufCFieldDescriptor>],
+        depth: Int
     ) throws(IMCodecError) {
         guard nameToken.kind == .identifier else {
             if lexer.isSymbol(nameToken, UInt8(ascii: "[")) {
-                throw error("extension and Any fields ([…]) are not supported; \(Self.name(descriptor)) has none",
-                            at: nameToken.start)
+                throw error(
+                    "extension and Any fields ([…]) are not supported; \(Self.name(descriptor)) has none",
+                    at: nameToken.start
+                )
             }
             if nameToken.kind == .integer {
-                throw error("fields are given by name, not number (\(lexer.text(nameToken))); "
-                            + "unknown fields cannot be read from text", at: nameToken.start)
+                throw error(
+                    "fields are given by name, not number (\(lexer.text(nameToken))); "
+                        + "unknown fields cannot be read from text",
+                    at: nameToken.start
+                )
             }
             throw expected("a field name", found: nameToken)
         }
@@ -128,8 +143,11 @@ struct TextFormatParser {
             if field.pointee.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0 {
                 if let other = oneofs[field.pointee.quantifier_offset] {
                     let otherName = String(cString: other.pointee.name)
-                    throw error("field \"\(name)\" is specified along with field \"\(otherName)\", "
-                                + "another member of the same oneof", at: nameToken.start)
+                    throw error(
+                        "field \"\(name)\" is specified along with field \"\(otherName)\", "
+                            + "another member of the same oneof",
+                        at: nameToken.start
+                    )
                 }
                 oneofs[field.pointee.quantifier_offset] = field
             }
@@ -168,7 +186,8 @@ struct TextFormatParser {
 
     /// `{ … }` or `< … >`: the tag, a 5-byte length patched when the message ends, the fields.
     private mutating func parseFieldMessage(
-        _ field: UnsafePointer<ProtobufCFieldDescriptor>, depth: Int
+        _ field: UnsafePointer<ProtobufCFieldDescriptor>,
+        depth: Int
     ) throws(IMCodecError) {
         let open = try lexer.next()
         let closing: UInt8
@@ -183,7 +202,8 @@ struct TextFormatParser {
             throw IMCodecError(
                 code: .tooDeep,
                 reason: lexer.position(open.start) + ": messages nest deeper than maxDepth (\(maxDepth))",
-                offset: open.start)
+                offset: open.start
+            )
         }
         guard let sub = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) else {
             throw error("field \"\(String(cString: field.pointee.name))\" has no message descriptor", at: open.start)
@@ -294,7 +314,8 @@ struct TextFormatParser {
                 _ = try lexer.next()
                 let valueName = lexer.text(token)
                 guard let enumeration = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCEnumDescriptor.self),
-                      let value = protobuf_c_enum_descriptor_get_value_by_name(enumeration, valueName) else {
+                    let value = protobuf_c_enum_descriptor_get_value_by_name(enumeration, valueName)
+                else {
                     throw error("unknown enumeration value \"\(valueName)\" for field \"\(name)\"", at: token.start)
                 }
                 writeTag(number, 0)
@@ -319,7 +340,8 @@ struct TextFormatParser {
                     code: .invalidUTF8,
                     reason: lexer.position(first.start)
                         + ": string field \"\(name)\" is not valid UTF-8 once its escapes are read",
-                    offset: first.start)
+                    offset: first.start
+                )
             }
             writeTag(number, 2)
             writeVarint(UInt64(value.count))
@@ -424,7 +446,7 @@ struct TextFormatLexer {
     func position(_ offset: Int) -> String {
         var line = 1
         var column = 1
-        for k in 0 ..< min(offset, input.count) {
+        for k in 0..<min(offset, input.count) {
             let byte = input[k]
             if byte == 0x0A {
                 line += 1
@@ -452,16 +474,18 @@ struct TextFormatLexer {
     }
 
     func text(_ token: TextFormatToken) -> String {
-        String(decoding: UnsafeBufferPointer(rebasing: input[token.start ..< token.end]), as: UTF8.self)
+        String(decoding: UnsafeBufferPointer(rebasing: input[token.start..<token.end]), as: UTF8.self)
     }
 
     /// The field of `descriptor` named by an identifier token: a binary search of protobuf-c's
     /// `fields_sorted_by_name` (sorted by `strcmp`) comparing the token's bytes in place.
     func field(
-        named token: TextFormatToken, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+        named token: TextFormatToken,
+        in descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     ) -> UnsafePointer<ProtobufCFieldDescriptor>? {
         guard let sorted = descriptor.pointee.fields_sorted_by_name, let fields = descriptor.pointee.fields,
-              let base = input.baseAddress else { return nil }
+            let base = input.baseAddress
+        else { return nil }
         let name = base + token.start
         let length = token.end - token.start
         var low = 0
@@ -535,13 +559,15 @@ struct TextFormatLexer {
         let c = input[offset]
         if TextFormatLexer.isLetter(c) {
             while offset < input.count
-                && (TextFormatLexer.isLetter(input[offset]) || TextFormatLexer.isDigit(input[offset])) {
+                && (TextFormatLexer.isLetter(input[offset]) || TextFormatLexer.isDigit(input[offset]))
+            {
                 offset += 1
             }
             return TextFormatToken(kind: .identifier, start: start, end: offset)
         }
         if TextFormatLexer.isDigit(c)
-            || (c == UInt8(ascii: ".") && offset + 1 < input.count && TextFormatLexer.isDigit(input[offset + 1])) {
+            || (c == UInt8(ascii: ".") && offset + 1 < input.count && TextFormatLexer.isDigit(input[offset + 1]))
+        {
             return try number(start)
         }
         if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
@@ -566,7 +592,8 @@ struct TextFormatLexer {
     private mutating func number(_ start: Int) throws(IMCodecError) -> TextFormatToken {
         var isFloat = false
         if input[offset] == UInt8(ascii: "0") && offset + 1 < input.count
-            && (input[offset + 1] == UInt8(ascii: "x") || input[offset + 1] == UInt8(ascii: "X")) {
+            && (input[offset + 1] == UInt8(ascii: "x") || input[offset + 1] == UInt8(ascii: "X"))
+        {
             offset += 2
             let digits = offset
             while offset < input.count && TextFormatLexer.isHex(input[offset]) { offset += 1 }
@@ -617,8 +644,8 @@ struct TextFormatLexer {
             let c = input[i]
             let digit: UInt64
             switch c {
-            case UInt8(ascii: "0") ... UInt8(ascii: "9"): digit = UInt64(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a") ... UInt8(ascii: "f"): digit = UInt64(c - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(c - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(c - UInt8(ascii: "a") + 10)
             default: digit = UInt64(c - UInt8(ascii: "A") + 10)
             }
             guard digit < radix else { return nil }  // 08, 09: not octal
@@ -655,7 +682,7 @@ struct TextFormatLexer {
             case UInt8(ascii: "t"): value.append(0x09)
             case UInt8(ascii: "v"): value.append(0x0B)
             case UInt8(ascii: "\\"), UInt8(ascii: "?"), UInt8(ascii: "'"), UInt8(ascii: "\""): value.append(e)
-            case UInt8(ascii: "0") ... UInt8(ascii: "7"):
+            case UInt8(ascii: "0")...UInt8(ascii: "7"):
                 var code = UInt32(e - UInt8(ascii: "0"))
                 var digits = 1
                 while digits < 3 && i < end && input[i] >= UInt8(ascii: "0") && input[i] <= UInt8(ascii: "7") {
@@ -683,14 +710,18 @@ struct TextFormatLexer {
                 // A UTF-16 surrogate pair written as two \u escapes is one scalar.
                 if scalar >= 0xD800 && scalar < 0xDC00 && i + 6 <= end && input[i] == UInt8(ascii: "\\")
                     && input[i + 1] == UInt8(ascii: "u"), let low = hexDigits(at: i + 2, count: 4, end: end),
-                   low >= 0xDC00 && low < 0xE000 {
+                    low >= 0xDC00 && low < 0xE000
+                {
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
                 }
                 guard let unicode = Unicode.Scalar(scalar) else {
                     let hex = String(scalar, radix: 16)
-                    throw error("\\\(Character(Unicode.Scalar(e))) escape 0x\(hex) is not a Unicode scalar "
-                                + "(a lone surrogate or above U+10FFFF)", at: escape)
+                    throw error(
+                        "\\\(Character(Unicode.Scalar(e))) escape 0x\(hex) is not a Unicode scalar "
+                            + "(a lone surrogate or above U+10FFFF)",
+                        at: escape
+                    )
                 }
                 value.append(contentsOf: UTF8.encode(unicode)!)
             default:
@@ -707,7 +738,7 @@ struct TextFormatLexer {
     private func hexDigits(at i: Int, count: Int, end: Int) -> UInt32? {
         guard end - i >= count else { return nil }
         var value: UInt32 = 0
-        for k in 0 ..< count {
+        for k in 0..<count {
             guard TextFormatLexer.isHex(input[i + k]) else { return nil }
             value = value << 4 | TextFormatLexer.hexValue(input[i + k])
         }
@@ -734,7 +765,8 @@ struct TextFormatLexer {
                     throw IMCodecError(
                         code: .tooDeep,
                         reason: lexer.position(token.start) + ": messages nest deeper than maxDepth (\(maxDepth))",
-                        offset: token.start)
+                        offset: token.start
+                    )
                 }
                 deepest = max(deepest, depth)
             case UInt8(ascii: "}"), UInt8(ascii: ">"):

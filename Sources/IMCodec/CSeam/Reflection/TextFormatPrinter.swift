@@ -1,6 +1,7 @@
 internal import CIMCodecRuntime
 internal import CIMCodecSchemas
 internal import CProtobufC
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -43,7 +44,8 @@ struct TextFormatPrinter {
 
     /// Prints the canonical wire bytes of one message of type `descriptor`.
     static func print(
-        canonical bytes: [UInt8], descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        canonical bytes: [UInt8],
+        descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
         options: TextFormatEncodingOptions
     ) -> String {
         var printer = TextFormatPrinter(printUnknownFields: options.printUnknownFields)
@@ -91,7 +93,8 @@ struct TextFormatPrinter {
 
     /// Prints every field of the message whose canonical bytes are `bytes`.
     private mutating func printMessage(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ top: UnsafePointer<ProtobufCMessageDescriptor>
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ top: UnsafePointer<ProtobufCMessageDescriptor>
     ) {
         // The open messages: their descriptor and where their bytes end.
         var stack: [(descriptor: UnsafePointer<ProtobufCMessageDescriptor>, end: Int)] = [(top, bytes.count)]
@@ -110,14 +113,16 @@ struct TextFormatPrinter {
             let number = UInt32(truncatingIfNeeded: tag >> 3)
             let wireType = UInt8(tag & 7)
             guard let field = protobuf_c_message_descriptor_get_field(frame.descriptor, number),
-                  let expected = TextFormatPrinter.wireType(of: field.pointee.type) else {
+                let expected = TextFormatPrinter.wireType(of: field.pointee.type)
+            else {
                 i = fieldStart
                 printUnknownOrSkip(bytes, &i, end: frame.end)
                 continue
             }
             if wireType == expected {
                 if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
-                   let sub = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) {
+                    let sub = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
+                {
                     guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
                     name(field)
                     ascii(" {\n")
@@ -150,7 +155,7 @@ struct TextFormatPrinter {
     private static func wireType(of type: ProtobufCType) -> UInt8? {
         switch type {
         case PROTOBUF_C_TYPE_INT32, PROTOBUF_C_TYPE_SINT32, PROTOBUF_C_TYPE_UINT32, PROTOBUF_C_TYPE_INT64,
-             PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_BOOL, PROTOBUF_C_TYPE_ENUM:
+            PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_BOOL, PROTOBUF_C_TYPE_ENUM:
             0
         case PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_SFIXED64, PROTOBUF_C_TYPE_DOUBLE:
             1
@@ -165,7 +170,10 @@ struct TextFormatPrinter {
 
     /// Reads one value of `field` at `i` and prints it as the C++ printer does.
     private mutating func printValue(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int, _ field: UnsafePointer<ProtobufCFieldDescriptor>
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ i: inout Int,
+        end: Int,
+        _ field: UnsafePointer<ProtobufCFieldDescriptor>
     ) {
         let type = field.pointee.type
         switch type {
@@ -185,7 +193,7 @@ struct TextFormatPrinter {
             }
         case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES:
             let length = Int(WireFormat.readVarint(bytes, &i, end: end) ?? 0)
-            let value = UnsafeBufferPointer(rebasing: bytes[i ..< min(i + length, end)])
+            let value = UnsafeBufferPointer(rebasing: bytes[i..<min(i + length, end)])
             i += value.count
             writeQuoted(value)
         default:
@@ -202,7 +210,8 @@ struct TextFormatPrinter {
             case PROTOBUF_C_TYPE_ENUM:
                 let number = Int32(truncatingIfNeeded: raw)
                 if let enumeration = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCEnumDescriptor.self),
-                   let known = protobuf_c_enum_descriptor_get_value(enumeration, number) {
+                    let known = protobuf_c_enum_descriptor_get_value(enumeration, number)
+                {
                     let valueName: UnsafePointer<CChar> = known.pointee.name
                     out.append(contentsOf: UnsafeRawBufferPointer(start: valueName, count: strlen(valueName)))
                 } else {
@@ -230,7 +239,10 @@ struct TextFormatPrinter {
     /// protobuf fields (within the recursion budget), else as a C-escaped string, a group as a
     /// nested block. Returns false when the bytes are not a field (never for a value's own bytes).
     private mutating func printUnknownField(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int, budget: Int
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ i: inout Int,
+        end: Int,
+        budget: Int
     ) -> Bool {
         guard let tag = WireFormat.readVarint(bytes, &i, end: end) else { return false }
         let number = tag >> 3
@@ -265,7 +277,7 @@ struct TextFormatPrinter {
                 ascii("}")
             } else {
                 ascii(": ")
-                writeQuoted(UnsafeBufferPointer(rebasing: bytes[i ..< valueEnd]))
+                writeQuoted(UnsafeBufferPointer(rebasing: bytes[i..<valueEnd]))
             }
             i = valueEnd
         case 3:
@@ -310,7 +322,7 @@ struct TextFormatPrinter {
             case UInt8(ascii: "\""): ascii("\\\"")
             case UInt8(ascii: "'"): ascii("\\'")
             case UInt8(ascii: "\\"): ascii("\\\\")
-            case 0x20 ..< 0x7F: out.append(byte)
+            case 0x20..<0x7F: out.append(byte)
             default:
                 out.append(UInt8(ascii: "\\"))
                 out.append(UInt8(ascii: "0") + (byte >> 6))
@@ -366,7 +378,8 @@ enum WireReader {
         case 5: return WireFormat.readFixed(UInt32.self, bytes, &i, end: end) != nil
         case 2:
             guard let length = WireFormat.readVarint(bytes, &i, end: end), length <= UInt64(Int32.max),
-                  length <= UInt64(end - i) else { return false }
+                length <= UInt64(end - i)
+            else { return false }
             i += Int(length)
             return true
         case 3:
