@@ -29,6 +29,9 @@ let package = Package(
         // through a product, and the separate Fuzz/ and Benchmarks/ packages (so that the library's
         // build never pays for libFuzzer or swift-protobuf) need it.
         .library(name: "IMCodecTestSupport", targets: ["IMCodecTestSupport"]),
+        // Test-only: the allocation counter (interposes malloc) of the benchmark's mallocs/msg and of
+        // the heap probe. Link it only into an executable made for measuring; not API.
+        .library(name: "IMCodecAllocationCounter", targets: ["CAllocationCounter"]),
     ],
     traits: [
         .trait(name: "NIO", description: "The IMCodecNIO library: SwiftNIO frame handlers (depends on swift-nio)."),
@@ -152,24 +155,26 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
             ]
         ),
-        // Test-only: the C allocator's statistics (mallinfo2), read by imcodec-heap-probe.
+        // Test-only: counts allocation calls per thread and live heap bytes (interposes malloc).
         .target(
-            name: "CHeapStatistics",
-            path: "Tests/HeapStatistics"
+            name: "CAllocationCounter",
+            path: "Tests/AllocationCounter"
         ),
-        // One decode measured in a process of its own, for HardeningTests' heap bounds.
+        // The heap of decoding, measured in a process of its own: one decode for HardeningTests'
+        // heap bounds, or the report of `Fuzz/run --heap`.
         .executableTarget(
             name: "imcodec-heap-probe",
-            dependencies: ["IMCodec", "CHeapStatistics"],
+            dependencies: ["IMCodec", "IMCodecTestSupport", "CAllocationCounter"],
             path: "Tests/HeapProbe"
         ),
         .testTarget(
             name: "IMCodecTests",
-            // `imcodec` and `imcodec-heap-probe` are built for the tests that run them (CLITests,
-            // HardeningTests).
+            // `imcodec` is built for the tests that run it (CLITests). imcodec-heap-probe, which
+            // HardeningTests runs, is not a dependency: a test target links its executable
+            // dependencies' code, and the probe's allocation counter must not interpose malloc in
+            // the test process. `swift test` and `swift build --build-tests` build every target.
             dependencies: [
-                "IMCodec", "IMCodecTestSupport", "imcodec", "imcodec-heap-probe", "CIMCodecRuntime", "CProtobufC",
-                "CIMCodecSchemas",
+                "IMCodec", "IMCodecTestSupport", "imcodec", "CIMCodecRuntime", "CProtobufC", "CIMCodecSchemas",
             ]
         ),
     ]

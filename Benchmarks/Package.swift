@@ -16,8 +16,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     ],
     targets: [
-        // Counts malloc/calloc/realloc/posix_memalign calls per thread (interposes the allocator).
-        .target(name: "MallocCounter"),
         // Raw protobuf-c loops in C: unpack + free_unpacked, unpack into an arena, get_packed_size + pack.
         .target(
             name: "CProtobufCBench",
@@ -38,7 +36,8 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "SwiftProtobufSchemas",
                 "CProtobufCBench",
-                "MallocCounter",
+                // Test-only: counts allocation calls per thread (interposes the allocator).
+                .product(name: "IMCodecAllocationCounter", package: "IMCodec"),
             ],
             path: "Sources/IMCodecBench"
         ),

@@ -1,20 +1,20 @@
 // swift-tools-version: 6.0
-// IMCodec's fuzz targets (libFuzzer) and the heap probe: a separate package so the library's own
+// IMCodec's fuzz targets (libFuzzer) and a decode benchmark: a separate package so the library's own
 // build stays lean. Build and run them with `Fuzz/run` (see Fuzz/README.md), which also fetches
 // protobuf-c's source and points the build at an instrumented copy of it.
 import PackageDescription
 
 let imcodec = Target.Dependency.product(name: "IMCodec", package: "IMCodec")
-// The checks every fuzz input must pass (FuzzChecks), and the heap probe's inputs.
+// The checks every fuzz input must pass (FuzzChecks).
 let testSupport = Target.Dependency.product(name: "IMCodecTestSupport", package: "IMCodec")
 
 // The library under test: this checkout (".."), or another one named by IMCODEC_FUZZ_LIBRARY (an
-// absolute path; `Fuzz/run --heap` only, to compare the heap of two versions).
+// absolute path; `Fuzz/run --bench` only, to compare the decode throughput of two versions).
 let libraryPath = Context.environment["IMCODEC_FUZZ_LIBRARY"].flatMap { $0.isEmpty ? nil : $0 } ?? ".."
 
 // The fuzz targets and the checks they run (the library's IMCodecTestSupport). They are left out
-// when another library is named: --heap and --bench build only HeapProbe and DecodeBench (HeapProbe
-// needs that checkout's IMCodecTestSupport to have AdversarialInputs and Wire).
+// when another library is named: --bench builds only DecodeBench. (The heap probe of `--heap` is the
+// library's own imcodec-heap-probe, Tests/HeapProbe.)
 let fuzzTargets: [Target] = [
     // The sanitizer allocator's statistics, when the build has AddressSanitizer.
     .target(name: "FuzzSupport"),
@@ -34,12 +34,7 @@ let package = Package(
         .package(name: "IMCodec", path: libraryPath)
     ],
     targets: (libraryPath == ".." ? fuzzTargets : []) + [
-        // Counts live heap bytes and their peak (interposes malloc; never linked into the fuzzers).
-        .target(name: "HeapCounter"),
-        // Measures the peak heap of decoding adversarial and realistic inputs (Fuzz/run --heap).
-        // Its inputs come from IMCodecTestSupport (AdversarialInputs, Wire), shared with HardeningTests.
-        .executableTarget(name: "HeapProbe", dependencies: [imcodec, testSupport, "HeapCounter"]),
         // Decode throughput, to compare two versions of the library (Fuzz/run --bench).
-        .executableTarget(name: "DecodeBench", dependencies: [imcodec]),
+        .executableTarget(name: "DecodeBench", dependencies: [imcodec])
     ]
 )

@@ -1,23 +1,18 @@
-// imcodec-heap-probe: one decode, measured in a process that does nothing else.
-//
-// HardeningTests spawns it for its heap measurements. The test process runs other suites in
-// parallel, so the C allocator's whole-process figures (mallinfo2) it used to read counted their
-// allocations too and failed by chance; here the only allocations between the two readings are
-// this decode's. Not a product: it exists for the tests.
+// imcodec-heap-probe: the heap of decoding, measured in a process that does nothing else, by
+// counting every allocation and free of the process (the test-only allocation counter,
+// Tests/AllocationCounter, interposes the allocator). Not a product for users: it exists for the
+// tests and for `Fuzz/run --heap`.
 //
 //     imcodec-heap-probe FILE [--max-input-size N] [--max-depth N] [--max-field-count N]
 //                             [--max-decoded-memory N]
-//
-// It reads FILE, decodes it once as a Frame to warm up (the Swift runtime's metadata and caches are
-// made on first use and stay: they are not the value's), then decodes it again with
-// DecodeProbe.decode between two readings of heap_statistics_bytes_in_use (Tests/HeapStatistics),
-// keeping the value alive until the second. It prints `key=value` lines: result (`decoded` or the
-// error code), heap (bytes allocated and still held by the decode, or `unavailable` where the C
-// library keeps no statistics, e.g. under a sanitizer) and, when decoded, the five DecodeAccounting
-// figures.
-import CHeapStatistics
+//         One decode of FILE as a Frame (OneDecode.swift); HardeningTests spawns it, so that other
+//         suites running in the test process meanwhile are not counted.
+//     imcodec-heap-probe --report [FIXTURES_DIR]
+//         The peak heap of decoding the adversarial families, inputs near the limit, history pages
+//         and the larger fixtures, one line each, checked against the documented bound
+//         (Report.swift); exits 1 when a decode passes it. `Fuzz/run --heap` runs it.
+import CAllocationCounter
 import Foundation
-import IMCodec
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("imcodec-heap-probe: \(message)\n".utf8))
@@ -25,47 +20,11 @@ func fail(_ message: String) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard !arguments.isEmpty else { fail("usage: imcodec-heap-probe FILE [--max-input-size N] ...") }
-let path = arguments.removeFirst()
-var options = DecodingOptions()
-while !arguments.isEmpty {
-    let name = arguments.removeFirst()
-    guard let text = arguments.first, let value = Int(text) else { fail("\(name) needs an integer") }
-    arguments.removeFirst()
-    switch name {
-    case "--max-input-size": options.maxInputSize = value
-    case "--max-depth": options.maxDepth = value
-    case "--max-field-count": options.maxFieldCount = value
-    case "--max-decoded-memory": options.maxDecodedMemory = value
-    default: fail("unknown option \(name)")
-    }
+guard let first = arguments.first else {
+    fail("usage: imcodec-heap-probe FILE [--max-input-size N] ... | --report [DIR]")
 }
-guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
-let bytes = [UInt8](data)
-
-func heapInUse() -> Int? {
-    let bytes = heap_statistics_bytes_in_use()
-    return bytes >= 0 ? Int(bytes) : nil
+if first == "--report" {
+    guard allocation_counter_is_active() != 0 else { fail("the allocator is not interposed; cannot measure") }
+    exit(Report.run(fixtures: arguments.dropFirst().first))
 }
-
-_ = try? DecodeProbe.decode(Frame.self, from: bytes, options: options)
-
-var lines: [String] = []
-let before = heapInUse()
-do {
-    let (frame, accounting) = try DecodeProbe.decode(Frame.self, from: bytes, options: options)
-    let after = heapInUse()
-    withExtendedLifetime(frame) {}
-    lines.append("result=decoded")
-    lines.append("heap=" + (before.flatMap { b in after.map { String($0 - b) } } ?? "unavailable"))
-    lines.append("estimatedArenaBytes=\(accounting.estimatedArenaBytes)")
-    lines.append("estimatedValueBytes=\(accounting.estimatedValueBytes)")
-    lines.append("arenaBytesUsed=\(accounting.arenaBytesUsed)")
-    lines.append("arenaBytesReserved=\(accounting.arenaBytesReserved)")
-    lines.append("wrappedFields=\(accounting.wrappedFields)")
-} catch {
-    let after = heapInUse()
-    lines.append("result=\(error.code.rawValue)")
-    lines.append("heap=" + (before.flatMap { b in after.map { String($0 - b) } } ?? "unavailable"))
-}
-print(lines.joined(separator: "\n"))
+print(OneDecode.run(arguments))

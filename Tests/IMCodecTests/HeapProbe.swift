@@ -9,9 +9,12 @@ enum HeapProbe {
     struct Measurement {
         /// `decoded`, or the IMCodecError code.
         let result: String
-        /// Heap bytes the decode allocated and still held (the value), or nil where the C library
-        /// keeps no statistics (e.g. under a sanitizer).
+        /// Heap bytes the decode allocated and still held (the value), or nil where the allocator is
+        /// not interposed (under a sanitizer).
         let heap: Int?
+        /// The highest heap above what was live before, during the decode (arena, value and
+        /// everything transient), or nil as `heap`.
+        let peak: Int?
         let estimatedArenaBytes: Int
         let estimatedValueBytes: Int
         let arenaBytesUsed: Int
@@ -70,13 +73,14 @@ enum HeapProbe {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
             if parts.count == 2 { values[parts[0]] = parts[1] }
         }
-        guard let result = values["result"], let heap = values["heap"] else {
+        guard let result = values["result"], let heap = values["heap"], let peak = values["peak"] else {
             throw Failure(description: "imcodec-heap-probe printed \(text)")
         }
         func figure(_ key: String) -> Int { values[key].flatMap { Int($0) } ?? 0 }
         return Measurement(
             result: result,
             heap: Int(heap),
+            peak: Int(peak),
             estimatedArenaBytes: figure("estimatedArenaBytes"),
             estimatedValueBytes: figure("estimatedValueBytes"),
             arenaBytesUsed: figure("arenaBytesUsed"),

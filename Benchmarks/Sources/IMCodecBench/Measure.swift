@@ -1,5 +1,5 @@
+import CAllocationCounter
 import Foundation
-import MallocCounter
 
 /// Monotonic nanoseconds.
 @inline(__always)
@@ -122,12 +122,12 @@ func singleThreaded(
         warmUpAndSize: { passesPerRep = sizeRepetition(settings, pass) },
         repetition: {
             consume(pass())
-            let m0 = malloc_counter_thread_count()
+            let m0 = allocation_counter_thread_calls()
             let t0 = monotonicNanoseconds()
             var sum: UInt64 = 0
             for _ in 0..<passesPerRep { sum &+= pass() }
             let t1 = monotonicNanoseconds()
-            let m1 = malloc_counter_thread_count()
+            let m1 = allocation_counter_thread_calls()
             consume(sum)
             let messages = Double(passesPerRep * corpus.count)
             return (Double(t1 - t0) / messages, Double(m1 - m0) / messages)
@@ -182,9 +182,9 @@ func multiThreaded(
                     var sum = work()  // warm this thread's decoder and caches
                     box.ready.signal()
                     box.go.wait()
-                    let m0 = malloc_counter_thread_count()
+                    let m0 = allocation_counter_thread_calls()
                     for _ in 0..<box.passesPerRep { sum &+= work() }
-                    box.mallocs[index] = malloc_counter_thread_count() - m0
+                    box.mallocs[index] = allocation_counter_thread_calls() - m0
                     box.sums[index] = sum
                     box.done.signal()
                 }

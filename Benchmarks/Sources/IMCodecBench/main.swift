@@ -1,9 +1,9 @@
+import CAllocationCounter
 // imcodec-bench: IMCodec against raw protobuf-c and apple/swift-protobuf, in one process, on the
 // same bytes (issue 5). Run it through `Benchmarks/run`; `--help` lists the options.
 import CProtobufCBench
 import Foundation
 import IMCodec
-import MallocCounter
 
 // MARK: Options
 
@@ -455,7 +455,11 @@ func profileLoop(_ passes: Int, _ body: () -> UInt64) -> UInt64 {
 // MARK: Main
 
 let options = parseOptions()
-guard malloc_counter_is_active() != 0 else { fail("the malloc counter is not interposed; mallocs/msg would be wrong") }
+guard allocation_counter_is_active() != 0 else {
+    fail("the malloc counter is not interposed; mallocs/msg would be wrong")
+}
+// Count calls only: the live-byte tracking the heap probe uses would add to every timed allocation.
+allocation_counter_track_bytes(0)
 
 if let name = options.profilePath {
     var generator = CorpusGenerator(seed: options.seed)
@@ -465,13 +469,13 @@ if let name = options.profilePath {
     do { prepared = try Prepared(corpus) } catch { fail("\(error)") }
     guard let pass = singlePass(name, prepared) else { fail("--profile: no path called \"\(name)\"") }
     consume(pass())  // warm-up, outside the collected function
-    let m0 = malloc_counter_thread_count()
+    let m0 = allocation_counter_thread_calls()
     consume(profileLoop(options.profilePasses, pass))
     // The stamp paths run over the message frames only.
     let messagePaths = [PathName.stamp, PathName.decodeModifyEncode, PathName.decodeMessages, PathName.decodeStamped]
     let perPass = messagePaths.contains(name) ? prepared.messages.count : corpus.count
     let messages = options.profilePasses * perPass
-    let mallocs = Double(malloc_counter_thread_count() - m0) / Double(messages)
+    let mallocs = Double(allocation_counter_thread_calls() - m0) / Double(messages)
     print(
         "profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
             + "(\(corpus.totalBytes) bytes a pass); \(format(mallocs, 2)) mallocs/msg"
