@@ -120,10 +120,13 @@ void allocation_counter_reset_peak(void) {
 }
 
 int allocation_counter_is_active(void) {
-    // strdup allocates inside libc, through the dynamic symbol: it counts only when interposed.
-    const uint64_t before = allocation_counter_thread_calls();
+    // strdup allocates inside libc, through the dynamic symbol: it counts only when interposed. The
+    // counter is read through a volatile access: the compiler knows strdup's semantics and would
+    // otherwise fold the two reads into one (and the check into "not interposed").
+    const volatile uint64_t *calls = &thread_calls;
+    const uint64_t before = *calls;
     char *volatile p = strdup("allocation counter");
-    const uint64_t after = allocation_counter_thread_calls();
+    const uint64_t after = *calls;
     free(p);
     return after != before;
 }
