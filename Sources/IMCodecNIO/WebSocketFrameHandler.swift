@@ -166,36 +166,15 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         guard !closeReceived else { return }
         guard !failed || frame.opcode == .connectionClose else { return }
         if frame.rsv1 || frame.rsv2 || frame.rsv3 {
-            return fail(
-                context,
-                WebSocketFrameError(
-                    code: "protocolError",
-                    closeCode: .protocolError,
-                    reason: "reserved bits set (no extension was agreed)"
-                )
-            )
+            return fail(context, Self.protocolError("reserved bits set (no extension was agreed)"))
         }
         if frame.maskKey == nil {
-            return fail(
-                context,
-                WebSocketFrameError(
-                    code: "protocolError",
-                    closeCode: .protocolError,
-                    reason: "a client frame must be masked"
-                )
-            )
+            return fail(context, Self.protocolError("a client frame must be masked"))
         }
         switch frame.opcode {
         case .binary:
             guard fragments == nil else {
-                return fail(
-                    context,
-                    WebSocketFrameError(
-                        code: "protocolError",
-                        closeCode: .protocolError,
-                        reason: "a new message began before the fragmented one ended"
-                    )
-                )
+                return fail(context, Self.protocolError("a new message began before the fragmented one ended"))
             }
             if frame.fin {
                 deliver(context, frame.unmaskedData)
@@ -205,45 +184,7 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
                 stats?.observe(buffered: frame.length)
             }
         case .continuation:
-            guard var buffer = fragments else {
-                return fail(
-                    context,
-                    WebSocketFrameError(
-                        code: "protocolError",
-                        closeCode: .protocolError,
-                        reason: "a continuation frame outside a fragmented message"
-                    )
-                )
-            }
-            fragments = nil  // keeps the buffer uniquely referenced while it grows
-            fragmentCount += 1
-            guard buffer.readableBytes + frame.length <= maxMessageSize else {
-                return fail(
-                    context,
-                    IMCodecError.tooLarge(
-                        "a fragmented message passed the \(maxMessageSize)-byte limit"
-                    )
-                )
-            }
-            guard fragmentCount <= limits.maxFragments else {
-                return fail(
-                    context,
-                    WebSocketFrameError(
-                        code: "protocolError",
-                        closeCode: .policyViolation,
-                        reason: "a message in more than \(limits.maxFragments) fragments"
-                    )
-                )
-            }
-            var piece = frame.unmaskedData
-            buffer.writeBuffer(&piece)
-            stats?.observe(buffered: buffer.readableBytes)
-            if frame.fin {
-                fragmentCount = 0
-                deliver(context, buffer)
-            } else {
-                fragments = buffer
-            }
+            continueMessage(context, frame)
         case .text:
             fail(
                 context,
@@ -260,15 +201,45 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         case .connectionClose:
             peerClosed(context, frame)
         default:
-            fail(
+            fail(context, Self.protocolError("unknown opcode \(frame.opcode)"))
+        }
+    }
+
+    /// A continuation frame: appended to the fragmented message, which is delivered at its last
+    /// fragment, within the size and fragment-count limits.
+    private func continueMessage(_ context: ChannelHandlerContext, _ frame: WebSocketFrame) {
+        guard var buffer = fragments else {
+            return fail(context, Self.protocolError("a continuation frame outside a fragmented message"))
+        }
+        fragments = nil  // keeps the buffer uniquely referenced while it grows
+        fragmentCount += 1
+        guard buffer.readableBytes + frame.length <= maxMessageSize else {
+            return fail(context, IMCodecError.tooLarge("a fragmented message passed the \(maxMessageSize)-byte limit"))
+        }
+        guard fragmentCount <= limits.maxFragments else {
+            return fail(
                 context,
                 WebSocketFrameError(
                     code: "protocolError",
-                    closeCode: .protocolError,
-                    reason: "unknown opcode \(frame.opcode)"
+                    closeCode: .policyViolation,
+                    reason: "a message in more than \(limits.maxFragments) fragments"
                 )
             )
         }
+        var piece = frame.unmaskedData
+        buffer.writeBuffer(&piece)
+        stats?.observe(buffered: buffer.readableBytes)
+        if frame.fin {
+            fragmentCount = 0
+            deliver(context, buffer)
+        } else {
+            fragments = buffer
+        }
+    }
+
+    /// A violation of RFC 6455, closed with 1002 (protocol error).
+    private static func protocolError(_ reason: String) -> WebSocketFrameError {
+        WebSocketFrameError(code: "protocolError", closeCode: .protocolError, reason: reason)
     }
 
     /// Flushes the pongs written while reading.

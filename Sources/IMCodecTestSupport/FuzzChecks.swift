@@ -35,12 +35,19 @@ public enum FuzzChecks {
         } catch {
             return sameError(error, bytes)
         }
+        let encoded = frame.serializedBytes()
+        return pathsAgree(bytes, frame, encoded) ?? reencodingIsStable(bytes, frame, encoded)
+            ?? jsonRoundTrips(bytes, frame) ?? memoryWithinEstimate(bytes, encoded, allocatedBytes: allocatedBytes)
+            ?? mergingEqualsDecoding(bytes, encoded)
+    }
+
+    /// Every decoding path decodes what Frame(serializedBytes:) decodes, to the same frame.
+    private static func pathsAgree(_ bytes: [UInt8], _ frame: Frame, _ encoded: [UInt8]) -> String? {
         // Other decoding paths agree.
         let decoder = WireDecoder()
         guard let fromDecoder = try? decoder.decode(Frame.self, from: bytes) else {
             return "WireDecoder.decode rejects what Frame(serializedBytes:) decodes"
         }
-        let encoded = frame.serializedBytes()
         if fromDecoder.serializedBytes() != encoded { return "WireDecoder.decode decodes differently" }
         do {
             if let problem = try decoder.withFrameView(bytes, { view in routingDifference(view, frame) }) {
@@ -62,7 +69,11 @@ public enum FuzzChecks {
         } catch {
             return "withView rejects what Frame(serializedBytes:) decodes: \(error)"
         }
+        return nil
+    }
 
+    /// The canonical bytes decode and re-encode to themselves.
+    private static func reencodingIsStable(_ bytes: [UInt8], _ frame: Frame, _ encoded: [UInt8]) -> String? {
         // Canonical re-encoding is stable.
         let again: Frame
         do {
@@ -72,7 +83,10 @@ public enum FuzzChecks {
         }
         if again.serializedBytes() != encoded { return "re-encoding the re-encoded frame gives other bytes" }
         if frame.unknownFields.bytes.count > bytes.count { return "more unknown-field bytes than input bytes" }
+        return nil
+    }
 
+    private static func jsonRoundTrips(_ bytes: [UInt8], _ frame: Frame) -> String? {
         // JSON: printed from the bytes = printed from the value; it parses back to itself.
         do {
             let json = try frame.jsonString()
@@ -83,7 +97,14 @@ public enum FuzzChecks {
         } catch {
             return "JSON of a decoded frame: \(error)"
         }
+        return nil
+    }
 
+    private static func memoryWithinEstimate(
+        _ bytes: [UInt8],
+        _ encoded: [UInt8],
+        allocatedBytes: (() -> Int)?
+    ) -> String? {
         // Memory: the estimate bounds protobuf-c's arena (and never refuses with the limit lifted).
         do {
             let before = allocatedBytes?() ?? 0
@@ -116,7 +137,10 @@ public enum FuzzChecks {
         } catch {
             return "decoding with the memory limit lifted fails: \(error)"
         }
+        return nil
+    }
 
+    private static func mergingEqualsDecoding(_ bytes: [UInt8], _ encoded: [UInt8]) -> String? {
         // Parsing is merging: split at a top-level field boundary the input picks, a + b decodes
         // to b merged into a's value.
         let boundaries = topLevelFieldBoundaries(bytes)

@@ -126,6 +126,7 @@ public struct RandomFrames {
         random.chance(90) ? Int64.random(in: 1...1_900_000_000_000, using: &random.rng) : random.i64()
     }
 
+    // Long on purpose (over 80 lines): one case per payload kind, each a few lines.
     public mutating func frame() -> Frame {
         switch Int.random(in: 0..<16, using: &random.rng) {
         case 0: return Frame(message(mergerLayers: 3))

@@ -71,6 +71,7 @@ public struct RandomMessages {
         }
     }
 
+    // Long on purpose (over 80 lines): one case per element kind, each a few lines.
     public mutating func element(depth: Int) -> MessageElement {
         var e = MessageElement()
         switch Int.random(in: 0..<(depth > 0 ? 11 : 10), using: &rng) {

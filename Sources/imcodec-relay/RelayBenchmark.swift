@@ -316,39 +316,7 @@ struct BenchRun {
         }
 
         // Connect and log in everyone; nobody sends yet.
-        var clients: [NIOLoopBound<BenchClient>] = []
-        var channels: [any Channel] = []
-        var logins: [EventLoopFuture<Void>] = []
-        var dones: [EventLoopFuture<Void>] = []
-        for i in 0..<plan.users {
-            let loop = group.next()
-            let token = tokens[i]
-            let client = try loop.submit { () -> NIOLoopBound<BenchClient> in
-                NIOLoopBound(BenchClient(plan: plan, index: i, token: token, eventLoop: loop), eventLoop: loop)
-            }.wait()
-            let (loggedIn, done) = try loop.submit {
-                (client.value.loggedIn.futureResult, client.value.done.futureResult)
-            }
-            .wait()
-            let channel = try bounded(
-                ClientBootstrap(group: loop)
-                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .connectTimeout(.seconds(10))
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addFrameCodec()
-                            try channel.pipeline.syncOperations.addHandler(client.value)
-                        }
-                    }
-                    .connect(host: "127.0.0.1", port: child.port),
-                until: deadline,
-                "connecting \(plan.user(i))"
-            )
-            clients.append(client)
-            channels.append(channel)
-            logins.append(loggedIn)
-            dones.append(done)
-        }
+        let (clients, channels, logins, dones) = try connect(tokens, to: child.port, until: deadline)
         defer {
             for channel in channels { channel.close(promise: nil) }
             for channel in channels { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
@@ -402,6 +370,52 @@ struct BenchRun {
             relayCPUMicrosecondsPerMessage: relayCPU * 1e6 / Double(plan.users * plan.messages),
             clientCPUMicrosecondsPerMessage: clientCPU * 1e6 / Double(plan.users * plan.messages)
         )
+    }
+
+    /// Connects every user's client (each on its own event loop of the group), which logs in on its
+    /// own: returns the clients, their channels, and the futures of their logins and of their runs.
+    private func connect(
+        _ tokens: [String],
+        to port: Int,
+        until deadline: NIODeadline
+    ) throws -> (
+        [NIOLoopBound<BenchClient>], [any Channel], [EventLoopFuture<Void>], [EventLoopFuture<Void>]
+    ) {
+        let plan = self.plan
+        var clients: [NIOLoopBound<BenchClient>] = []
+        var channels: [any Channel] = []
+        var logins: [EventLoopFuture<Void>] = []
+        var dones: [EventLoopFuture<Void>] = []
+        for i in 0..<plan.users {
+            let loop = group.next()
+            let token = tokens[i]
+            let client = try loop.submit { () -> NIOLoopBound<BenchClient> in
+                NIOLoopBound(BenchClient(plan: plan, index: i, token: token, eventLoop: loop), eventLoop: loop)
+            }.wait()
+            let (loggedIn, done) = try loop.submit {
+                (client.value.loggedIn.futureResult, client.value.done.futureResult)
+            }
+            .wait()
+            let channel = try bounded(
+                ClientBootstrap(group: loop)
+                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .connectTimeout(.seconds(10))
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addFrameCodec()
+                            try channel.pipeline.syncOperations.addHandler(client.value)
+                        }
+                    }
+                    .connect(host: "127.0.0.1", port: port),
+                until: deadline,
+                "connecting \(plan.user(i))"
+            )
+            clients.append(client)
+            channels.append(channel)
+            logins.append(loggedIn)
+            dones.append(done)
+        }
+        return (clients, channels, logins, dones)
     }
 
     /// Every client's report (bounded: a client whose loop does not answer is left out, and counted as a problem).

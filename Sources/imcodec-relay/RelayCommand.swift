@@ -262,7 +262,9 @@ extension RelayCommand {
             }
         }
 
-        func run() throws {
+        /// The relay's configuration from the options (TLS files read, groups parsed, logging
+        /// installed); a TLS file that cannot be used stops `serve` with status 1.
+        private func makeConfiguration() throws -> RelayConfiguration {
             var configuration = RelayConfiguration()
             configuration.host = host
             configuration.allowsPlaintextOffLoopback = insecureNoTls
@@ -295,6 +297,11 @@ extension RelayCommand {
                 emitError("imcodec-relay: \(reason); stopping (clients resend what was not acknowledged)")
                 Glibc.exit(1)
             }
+            return configuration
+        }
+
+        func run() throws {
+            var configuration = try makeConfiguration()
             // A parent that blocked SIGTERM or SIGINT (an async test, a supervisor) passes its mask on:
             // the relay must still stop when told to.
             var stopSignals = sigset_t()
@@ -330,6 +337,24 @@ extension RelayCommand {
                 )
                 throw ExitCode.failure
             }
+            announce(server, configuration, files)
+            // Until SIGTERM or SIGINT: then a graceful shutdown (RelayServer.shutdown()), and exit 0.
+            // swift-service-lifecycle's own lines (at info and below) only when debugging.
+            var lifecycleLogger = Logger(label: "imcodec-relay.lifecycle")
+            let level = effectiveLogLevel
+            lifecycleLogger.logLevel = level <= .debug ? level : max(level, .warning)
+            let services = ServiceGroup(
+                services: [RelayService(server: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [],
+                logger: lifecycleLogger
+            )
+            try runAsync { try await services.run() }
+            emit("relay stopped: every connection was told kicked_offline (server shutdown); the store is closed")
+        }
+
+        /// Prints where the relay keeps its store and where it listens.
+        private func announce(_ server: RelayServer, _ configuration: RelayConfiguration, _ files: RelayFiles) {
             emit("relay store: \(store == "sqlite" ? files.databasePath : "memory (lost on exit)")")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit(
@@ -345,19 +370,6 @@ extension RelayCommand {
             if let metricsPort = server.metricsPort {
                 emit("relay metrics on http://\(authority(metricsPort))\(MetricsHTTPHandler.path)")
             }
-            // Until SIGTERM or SIGINT: then a graceful shutdown (RelayServer.shutdown()), and exit 0.
-            // swift-service-lifecycle's own lines (at info and below) only when debugging.
-            var lifecycleLogger = Logger(label: "imcodec-relay.lifecycle")
-            let level = effectiveLogLevel
-            lifecycleLogger.logLevel = level <= .debug ? level : max(level, .warning)
-            let services = ServiceGroup(
-                services: [RelayService(server: server)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                cancellationSignals: [],
-                logger: lifecycleLogger
-            )
-            try runAsync { try await services.run() }
-            emit("relay stopped: every connection was told kicked_offline (server shutdown); the store is closed")
         }
     }
 

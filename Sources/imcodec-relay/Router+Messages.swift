@@ -11,6 +11,16 @@ extension Router {
         !frame.messageFlags.contains(.onlineUserOnly) && frame.storagePolicy != .statusOnly
     }
 
+    /// Why a message is refused: the ack's error code and description.
+    struct Refusal: Error {
+        let code: Int32
+        let description: String
+        init(_ code: Int32, _ description: String) {
+            self.code = code
+            self.description = description
+        }
+    }
+
     /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes
     /// with the stamp appended. A kept message is acknowledged and forwarded once it is committed.
     func routeMessage(_ frame: InboundFrame, from session: Session, user: String) {
@@ -21,50 +31,19 @@ extension Router {
         var ack = SendAck.with {
             $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation
         }
-        func refuse(_ code: Int32, _ description: String) {
-            ack.errorCode = code
-            ack.errorDescription = description
+        func refuse(_ refusal: Refusal) {
+            ack.errorCode = refusal.code
+            ack.errorDescription = refusal.description
             stats.acksSent += 1
-            metrics.ack(code: code)
+            metrics.ack(code: refusal.code)
             answer(Frame(.sendAck(ack)), to: session)
         }
-        guard frame.senderID == user else {
-            return refuse(
-                RelayProtocol.AckError.senderMismatch,
-                "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)"
-            )
+        let key: ConversationKey
+        switch admit(frame, in: conversation, user: user) {
+        case .success(let admitted): key = admitted
+        case .failure(let refusal): return refuse(refusal)
         }
-        guard let key = ConversationKey(conversation, user: user) else {
-            return refuse(
-                RelayProtocol.AckError.unsupportedConversation,
-                "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
-            )
-        }
-        guard isMember(user, key) else {
-            return refuse(RelayProtocol.AckError.notAGroupMember, "\(user) is not a member of \(frame.targetID)")
-        }
-        // Targeted messages (Tencent: "sent only to specified members"; RongCloud's directedUserIds)
-        // exist in groups and ultra groups only, as `validate()` says.
-        let targeted = !frame.targetReceivers.isEmpty
-        if targeted {
-            switch key {
-            case .shared(.group, _, _), .shared(.ultraGroup, _, _): break
-            default:
-                return refuse(
-                    RelayProtocol.AckError.targetedOutsideGroup,
-                    "target_receivers is for group and ultra-group conversations only, not \(type.protoName)"
-                )
-            }
-            guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
-                return refuse(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
-            }
-        }
-        let maxSeq = conversations[key]?.maxSeq ?? 0
-        if !frame.clientMsgID.isEmpty,
-            let first = conversations[key]?.sent[
-                ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)
-            ]
-        {
+        if let first = firstCopy(of: frame, in: key, user: user) {
             // Sent again (its ack was lost with a connection): acknowledged as the first time, not routed again.
             ack.serverMsgUID = first.serverMsgUID
             ack.seq = first.seq
@@ -74,6 +53,7 @@ extension Router {
             answer(Frame(.sendAck(ack)), to: session)
             return
         }
+        let maxSeq = conversations[key]?.maxSeq ?? 0
         let kept = Self.isKept(frame)
         uidCounter += 1
         let stamp = ServerStamp(
@@ -86,13 +66,13 @@ extension Router {
         do {
             stamped = try RelayProtocol.stampedFrame(body: frame.body, stamp: stamp, decoder: wireDecoder)
         } catch {
-            return refuse(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)")
+            return refuse(Refusal(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)"))
         }
         ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
         stats.messagesRouted += 1
         let body = ByteBuffer(bytes: stamped)
         var users = self.users(of: key)
-        if targeted {
+        if !frame.targetReceivers.isEmpty {
             let receivers = Set(frame.targetReceivers)
             users = users.filter { $0 == user || receivers.contains($0) }
         }
@@ -114,19 +94,9 @@ extension Router {
             serverMsgUID: stamp.serverMsgUID ?? "",
             serverTimeMs: stamp.serverTimeMs ?? 0,
             frame: stamped,
-            receivers: targeted ? frame.targetReceivers : []
+            receivers: frame.targetReceivers
         )
-        if conversations[key] == nil, case .direct(let a, let b) = key {
-            belongs[a, default: []].insert(key)
-            belongs[b, default: []].insert(key)
-        }
-        // Changed in place: a copy of the conversation's indexes per message would cost O(kept messages).
-        conversations[key, default: ConversationState()].add(message)
-        if conversations[key]!.count > configuration.maxMessagesPerConversation {
-            conversations[key]!.trim(below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
-            store.batch.trimmedConversations[key] = conversations[key]!.oldestSeq
-        }
-        store.batch.messages.append(message)
+        addKept(message)
         let deliveries = keep(
             .message(key, seq: message.seq, sent: false),
             for: users,
@@ -139,6 +109,80 @@ extension Router {
             self.deliver(body, kind: .message, to: deliveries, except: session)
             self.flush()
         }
+    }
+
+    /// The conversation a message from `user` goes to, or why it cannot go anywhere: a sender that
+    /// is not the logged-in user, a conversation that cannot be routed, a non-member, targeted
+    /// receivers outside a group.
+    private func admit(
+        _ frame: InboundFrame,
+        in conversation: Conversation,
+        user: String
+    ) -> Result<ConversationKey, Refusal> {
+        let type = frame.conversationType
+        guard frame.senderID == user else {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.senderMismatch,
+                    "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)"
+                )
+            )
+        }
+        guard let key = ConversationKey(conversation, user: user) else {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.unsupportedConversation,
+                    "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
+                )
+            )
+        }
+        guard isMember(user, key) else {
+            return .failure(
+                Refusal(RelayProtocol.AckError.notAGroupMember, "\(user) is not a member of \(frame.targetID)")
+            )
+        }
+        // Targeted messages (Tencent: "sent only to specified members"; RongCloud's directedUserIds)
+        // exist in groups and ultra groups only, as `validate()` says.
+        guard !frame.targetReceivers.isEmpty else { return .success(key) }
+        switch key {
+        case .shared(.group, _, _), .shared(.ultraGroup, _, _): break
+        default:
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.targetedOutsideGroup,
+                    "target_receivers is for group and ultra-group conversations only, not \(type.protoName)"
+                )
+            )
+        }
+        guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
+            return .failure(
+                Refusal(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
+            )
+        }
+        return .success(key)
+    }
+
+    /// The stored first copy of a message sent again with the same `client_msg_id`, if any.
+    private func firstCopy(of frame: InboundFrame, in key: ConversationKey, user: String) -> ConversationState.Sent? {
+        guard !frame.clientMsgID.isEmpty else { return nil }
+        return conversations[key]?.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
+    }
+
+    /// Adds a kept message to its conversation (trimming it to the retention limit) and to the
+    /// store's next batch.
+    private func addKept(_ message: StoredMessage) {
+        let key = message.conversation
+        if conversations[key] == nil, case .direct(let a, let b) = key {
+            belongs[a, default: []].insert(key)
+            belongs[b, default: []].insert(key)
+        }
+        // Changed in place: a copy of the conversation's indexes per message would cost O(kept messages).
+        conversations[key, default: ConversationState()].add(message)
+        if conversations[key]!.count > configuration.maxMessagesPerConversation {
+            conversations[key]!.trim(below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
+            store.batch.trimmedConversations[key] = conversations[key]!.oldestSeq
+        }
+        store.batch.messages.append(message)
     }
 
     /// Recall, edit, delete, typing, reaction, pin, poll vote and update, disappearing timer, mark

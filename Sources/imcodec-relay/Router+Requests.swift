@@ -4,6 +4,7 @@ import IMCodecNIO
 import NIOCore
 
 extension Router {
+    // Long on purpose (over 80 lines): one case per request payload, each a few lines.
     /// The session layer's requests: ping, logout, max seq, sync by seq, stream sync and acks,
     /// presence and membership.
     func request(_ frame: InboundFrame, from session: Session, user: String) {

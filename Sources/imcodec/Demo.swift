@@ -309,6 +309,7 @@ enum DemoConversation {
         ] + session(groupAt: groupAt, image: image, chain: chain)
     }
 
+    // Long on purpose (over 80 lines): the session-layer frames of the demo, in the order it prints them.
     /// Schema version 2: Bob's phone dropped after message 4 and reconnects; the gap is filled by
     /// seq; then a reaction, a thread reply, a poll and presence changes.
     static func session(groupAt: Message, image: Message, chain: Message) -> [Frame] {

@@ -111,6 +111,7 @@ enum FrameSummary {
         seqs.map { "\(conversation($0.conversation)) seq \($0.seq)" }.joined(separator: ", ")
     }
 
+    // Long on purpose (over 80 lines): one case per session-layer payload, each a line or two.
     /// The session layer and the events of schema version 2.
     static func sessionLines(_ payload: Frame.Payload, indent i: String) -> [String] {
         switch payload {

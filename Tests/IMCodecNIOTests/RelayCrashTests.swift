@@ -143,6 +143,7 @@ struct RelayCrashTests {
         var testDescription: String { rawValue }
     }
 
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// A database made by a real run (start, a login, a message, stop) is damaged as `damage` says;
     /// `serve` on it exits with status 1, prints no listening line and one line on stderr naming
     /// the file and saying it is damaged or cannot be used, and leaves the database (and its -wal)
@@ -280,6 +281,7 @@ struct RelayCrashTests {
         var testDescription: String { rawValue.uppercased() }
     }
 
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// Before the stop: bob and alice join `club` with membership frames, alice sends bob a-1...a-3
     /// and the club g-1, g-2; bob (device phone, reading his stream) acks the position of the last
     /// one (P); alice sends a-4. After the stop and a restart: alice's login lists club, her seqs go
@@ -784,6 +786,7 @@ private final class LoadRun {
         var summary = ""
     }
 
+    // Long on purpose (over 80 lines): every invariant of the load, checked in turn on one set of records.
     func check() -> Report {
         var report = Report()
         // What each device saw, by identity.
@@ -1068,6 +1071,7 @@ private final class LoadDevice {
 
     // MARK: Receiving
 
+    // Long on purpose (over 80 lines): one case per payload the load's clients receive.
     private func handle(_ frame: Frame) {
         switch frame.payload {
         case .loginResult?:

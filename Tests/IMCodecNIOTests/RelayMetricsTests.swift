@@ -14,6 +14,7 @@ import Testing
 /// swift-prometheus) and the relay's logs through swift-log.
 @Suite("Relay metrics and logs", .timeLimit(.minutes(2)))
 struct RelayMetricsTests {
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// A scripted session on TCP and WebSocket, then one scrape: every counter has the exact value
     /// the session implies, and the commit histogram has one observation per store commit.
     @Test func aScrapeCountsExactlyWhatTheSessionDid() async throws {

@@ -192,6 +192,7 @@ struct RelaySessionTests {
         #expect(tracker.delivered.values.first == 0)
     }
 
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     @Test func syncPagesWithHasMoreAndTheLimitCap() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["ops": ["carol"]] }) { server in
@@ -616,6 +617,7 @@ struct RelaySessionTests {
         }
     }
 
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     @Test func reactionsPinsPollsAndTimersAreForwardedUnchanged() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in

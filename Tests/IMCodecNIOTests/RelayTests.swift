@@ -106,6 +106,7 @@ struct RelayTests {
         try await withClientGroup { group in try await routing(group) }
     }
 
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     private func routing(_ group: MultiThreadedEventLoopGroup) async throws {
         try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
             let alice = try await TestClient.connect(to: server, as: "alice", group: group)

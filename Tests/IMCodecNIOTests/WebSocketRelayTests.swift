@@ -334,6 +334,7 @@ struct WebSocketRelayTests {
         }
     }
 
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// An oversize message, a text message, bad frame bytes and a ping flood, each from its own
     /// client: each closes that client only, with its close code, while alice (TCP) keeps sending to
     /// bob (WebSocket) and dave (TCP), who receive every message, in order.

@@ -114,6 +114,7 @@ final class ArenaBox {
     deinit { pbc_bench_arena_destroy(arena) }
 }
 
+// Long on purpose (over 80 lines): one registration per measured path, in the order of the table.
 func run(_ p: Prepared, settings: MeasureSettings, progress: Bool) -> [Row] {
     let c = p.corpus
     var benchmarks: [(Benchmark, Direction, Bool)] = []
