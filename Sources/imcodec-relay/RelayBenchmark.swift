@@ -76,6 +76,7 @@ extension RelayCommand {
         }
 
         func run() throws {
+            raiseOpenFileLimit()
             let executable = relay ?? Self.thisExecutable()
             let plan = BenchPlan(users: users, messages: messages, window: window)
             let stores = ["memory", "sqlite"]
@@ -316,7 +317,21 @@ struct BenchRun {
         }
 
         // Connect and log in everyone; nobody sends yet.
-        let (clients, channels, logins, dones) = try connect(tokens, to: child.port, until: deadline)
+        let (clients, channels) = try connectBenchClients(
+            count: plan.users,
+            group: group,
+            port: child.port,
+            until: deadline,
+            name: plan.user
+        ) { i, loop in
+            BenchClient(plan: plan, index: i, token: tokens[i], eventLoop: loop)
+        }
+        let logins = try clients.map { client in
+            try client.eventLoop.submit { client.value.loggedIn.futureResult }.wait()
+        }
+        let dones = try clients.map { client in
+            try client.eventLoop.submit { client.value.done.futureResult }.wait()
+        }
         defer {
             for channel in channels { channel.close(promise: nil) }
             for channel in channels { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
@@ -372,52 +387,6 @@ struct BenchRun {
         )
     }
 
-    /// Connects every user's client (each on its own event loop of the group), which logs in on its
-    /// own: returns the clients, their channels, and the futures of their logins and of their runs.
-    private func connect(
-        _ tokens: [String],
-        to port: Int,
-        until deadline: NIODeadline
-    ) throws -> (
-        [NIOLoopBound<BenchClient>], [any Channel], [EventLoopFuture<Void>], [EventLoopFuture<Void>]
-    ) {
-        let plan = self.plan
-        var clients: [NIOLoopBound<BenchClient>] = []
-        var channels: [any Channel] = []
-        var logins: [EventLoopFuture<Void>] = []
-        var dones: [EventLoopFuture<Void>] = []
-        for i in 0..<plan.users {
-            let loop = group.next()
-            let token = tokens[i]
-            let client = try loop.submit { () -> NIOLoopBound<BenchClient> in
-                NIOLoopBound(BenchClient(plan: plan, index: i, token: token, eventLoop: loop), eventLoop: loop)
-            }.wait()
-            let (loggedIn, done) = try loop.submit {
-                (client.value.loggedIn.futureResult, client.value.done.futureResult)
-            }
-            .wait()
-            let channel = try bounded(
-                ClientBootstrap(group: loop)
-                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .connectTimeout(.seconds(10))
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addFrameCodec()
-                            try channel.pipeline.syncOperations.addHandler(client.value)
-                        }
-                    }
-                    .connect(host: "127.0.0.1", port: port),
-                until: deadline,
-                "connecting \(plan.user(i))"
-            )
-            clients.append(client)
-            channels.append(channel)
-            logins.append(loggedIn)
-            dones.append(done)
-        }
-        return (clients, channels, logins, dones)
-    }
-
     /// Every client's report (bounded: a client whose loop does not answer is left out, and counted as a problem).
     private func collect(_ clients: [NIOLoopBound<BenchClient>]) -> [BenchClientReport] {
         clients.compactMap { client in
@@ -449,8 +418,7 @@ struct BenchRun {
 /// Waits for `future` until `deadline`.
 /// - Throws: the future's error, or ``BenchFailure`` when the deadline passes first.
 @discardableResult
-private func bounded<T: Sendable>(_ future: EventLoopFuture<T>, until deadline: NIODeadline, _ what: String) throws -> T
-{
+func bounded<T: Sendable>(_ future: EventLoopFuture<T>, until deadline: NIODeadline, _ what: String) throws -> T {
     let promise = future.eventLoop.makePromise(of: T.self)
     future.cascade(to: promise)
     let timer = future.eventLoop.scheduleTask(deadline: deadline) {
@@ -460,15 +428,53 @@ private func bounded<T: Sendable>(_ future: EventLoopFuture<T>, until deadline: 
     return try promise.futureResult.wait()
 }
 
+/// Connects `count` benchmark clients over loopback TCP to `port`, each made by `make` on the next
+/// event loop of `group` (it logs in from `channelActive`), within `deadline`: returns the clients
+/// and their channels.
+func connectBenchClients<Client: ChannelInboundHandler & SendableMetatype>(
+    count: Int,
+    group: MultiThreadedEventLoopGroup,
+    port: Int,
+    until deadline: NIODeadline,
+    name: (Int) -> String,
+    make: @escaping @Sendable (Int, any EventLoop) -> Client
+) throws -> ([NIOLoopBound<Client>], [any Channel]) where Client.InboundIn == Frame, Client.OutboundOut == Frame {
+    var clients: [NIOLoopBound<Client>] = []
+    var channels: [any Channel] = []
+    clients.reserveCapacity(count)
+    channels.reserveCapacity(count)
+    for i in 0..<count {
+        let loop = group.next()
+        let client = try loop.submit { NIOLoopBound(make(i, loop), eventLoop: loop) }.wait()
+        let channel = try bounded(
+            ClientBootstrap(group: loop)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(10))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addFrameCodec()
+                        try channel.pipeline.syncOperations.addHandler(client.value)
+                    }
+                }
+                .connect(host: "127.0.0.1", port: port),
+            until: deadline,
+            "connecting \(name(i))"
+        )
+        clients.append(client)
+        channels.append(channel)
+    }
+    return (clients, channels)
+}
+
 /// The `p` percentile of `sorted` (nanoseconds), in milliseconds (nearest rank).
-private func percentileMs(_ sorted: [UInt64], _ p: Double) -> Double {
+func percentileMs(_ sorted: [UInt64], _ p: Double) -> Double {
     guard !sorted.isEmpty else { return 0 }
     let index = min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))
     return Double(sorted[index]) / 1_000_000
 }
 
 /// The CPU time (user + system) process `pid` has used so far, in seconds (/proc/PID/stat).
-private func cpuSeconds(pid: pid_t) throws -> Double {
+func cpuSeconds(pid: pid_t) throws -> Double {
     let stat = (try? readTextFile("/proc/\(pid)/stat")) ?? ""
     // The fields after the command name (which is in parentheses and may hold spaces): state is
     // field 3, utime and stime are fields 14 and 15.
@@ -483,7 +489,7 @@ private func cpuSeconds(pid: pid_t) throws -> Double {
 }
 
 /// `value` with `digits` decimals.
-private func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
 
 extension String {
     fileprivate func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
@@ -491,7 +497,7 @@ extension String {
 }
 
 /// A new, empty directory under the system's temporary directory (mode 0700).
-private func makeTemporaryDirectory() throws -> String {
+func makeTemporaryDirectory() throws -> String {
     var template = Array("\(NSTemporaryDirectory())/imcodec-relay-bench.XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else {
         throw BenchFailure(description: "cannot create a temporary directory: \(String(cString: strerror(errno)))")

@@ -38,7 +38,7 @@ struct RelayCommand: ParsableCommand {
             """,
         version: "imcodec-relay \(IMCodecRelease.version) (IMCodec \(IMCodecRelease.version), schema "
             + "\(IMCodecRelease.schemaPackage), schema_version \(IMCodecRelease.schemaVersion))",
-        subcommands: [Serve.self, Token.self, Chat.self, Bench.self]
+        subcommands: [Serve.self, Token.self, Chat.self, Bench.self, BenchGroup.self]
     )
 
     /// Exits 2 on a usage error, as `imcodec` does (ArgumentParser's default is 64), and for
@@ -118,6 +118,16 @@ func parseGroups(_ text: String) throws -> [String: Set<String>] {
         groups[group, default: []].formUnion(members.map(String.init))
     }
     return groups
+}
+
+/// Raises this process's soft limit on open files to its hard limit (a connection is a file
+/// descriptor: the default soft limit, often 1,024, would cap the relay and the benchmarks' clients
+/// far below what the machine allows). Children inherit it.
+func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
 func readTextFile(_ path: String) throws -> String {
@@ -301,6 +311,7 @@ extension RelayCommand {
         }
 
         func run() throws {
+            raiseOpenFileLimit()
             var configuration = try makeConfiguration()
             // A parent that blocked SIGTERM or SIGINT (an async test, a supervisor) passes its mask on:
             // the relay must still stop when told to.

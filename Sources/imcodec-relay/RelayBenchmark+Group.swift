@@ -1,0 +1,356 @@
+#if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+
+extension RelayCommand {
+    /// `imcodec-relay bench-group`: one message to a large group, and what every member's connection
+    /// costs the relay.
+    struct BenchGroup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "bench-group",
+            abstract: "Benchmark the relay's fan-out: messages to one large group, over loopback, in one run.",
+            discussion: """
+                Starts `imcodec-relay serve --store S --port 0 --data-dir <fresh temp dir> --groups FILE \
+                --quiet` as a child process with one group of --members users (bench0 ... benchN-1), logs \
+                every member in on a connection of its own, then has bench0 send --messages group texts, one \
+                at a time: each is sent once the previous one reached every other member. For each message \
+                it measures the time from the send until the first member and until the last member \
+                (every member's device) had it, and it reports the relay's RSS per connection (VmRSS after \
+                every login minus before the first connection, divided by the members: what an idle \
+                logged-in connection costs), its peak RSS and its CPU time per delivered frame. Checks that \
+                every member received every message exactly once, in seq order, and that every send was \
+                acknowledged with error 0.
+                Exit status: 0; 1 when a check failed or the run did not finish in --timeout seconds.
+                """
+        )
+
+        @Option(help: "Members of the group, each logged in on its own connection.")
+        var members = 1000
+
+        @Option(help: "Group messages bench0 sends, one at a time.")
+        var messages = 20
+
+        @Option(help: "The store the relay runs on: memory or sqlite.")
+        var store = "sqlite"
+
+        @Option(help: "The imcodec-relay executable to start as the server (default: this one).")
+        var relay: String?
+
+        @Option(help: "Seconds the run (start, logins, messages) may take before it counts as failed.")
+        var timeout = 300
+
+        func validate() throws {
+            guard members >= 2 else { throw ValidationError("--members must be at least 2") }
+            guard messages >= 1 else { throw ValidationError("--messages must be positive") }
+            guard store == "memory" || store == "sqlite" else { throw ValidationError("--store is memory or sqlite") }
+            guard timeout >= 1 else { throw ValidationError("--timeout must be positive") }
+        }
+
+        func run() throws {
+            raiseOpenFileLimit()
+            let executable = relay ?? Bench.thisExecutable()
+            emit(
+                "relay bench-group: \(members) members, \(messages) group message(s) one at a time, store \(store); "
+                    + "relay \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores"
+                    + Bench.loadAverage()
+            )
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+            defer { try? group.syncShutdownGracefully() }
+            do {
+                let figures = try GroupBenchRun(
+                    members: members,
+                    messages: messages,
+                    store: store,
+                    relay: executable,
+                    timeoutSeconds: timeout,
+                    group: group
+                ).run()
+                emit(figures.summary)
+            } catch {
+                emitError("relay bench-group: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+/// The figures of one group run.
+struct GroupBenchFigures {
+    var members: Int
+    var messages: Int
+    var store: String
+    /// From the send until the first other member had the message, and until every other member had it.
+    var firstP50Ms: Double
+    var allP50Ms: Double
+    var allP99Ms: Double
+    var allMaxMs: Double
+    var rssPerConnectionKiB: Double
+    var idleRSSKiB: Double
+    var loggedInRSSKiB: Double
+    var peakRSSMiB: Double
+    var loginSeconds: Double
+    var relayCPUMicrosecondsPerDelivery: Double
+
+    var summary: String {
+        """
+        \(members) members, \(messages) message(s), store \(store): every member had a message after \
+        p50 \(fixed(allP50Ms, 2)) ms, p99 \(fixed(allP99Ms, 2)) ms, max \(fixed(allMaxMs, 2)) ms (the first \
+        member after p50 \(fixed(firstP50Ms, 2)) ms); relay CPU \(fixed(relayCPUMicrosecondsPerDelivery, 2)) us \
+        per delivered frame
+        logins: \(members) in \(fixed(loginSeconds, 2)) s; relay RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before \
+        the first connection, \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member logged in: \
+        \(fixed(rssPerConnectionKiB, 1)) KiB per idle connection; peak \(fixed(peakRSSMiB, 1)) MiB
+        """
+    }
+}
+
+/// One group run: a relay child process with one group, every member's connection, the messages.
+struct GroupBenchRun {
+    let members: Int
+    let messages: Int
+    let store: String
+    let relay: String
+    let timeoutSeconds: Int
+    let group: MultiThreadedEventLoopGroup
+
+    static let groupID = "bench"
+    static func user(_ i: Int) -> String { "bench\(i)" }
+
+    func run() throws -> GroupBenchFigures {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let groupsFile = directory + "/groups.txt"
+        let memberList = (0..<members).map(Self.user).joined(separator: " ")
+        try Data("\(Self.groupID): \(memberList)\n".utf8).write(to: URL(fileURLWithPath: groupsFile))
+        let child = try RelayChild.start(
+            relay,
+            arguments: [
+                "serve", "--store", store, "--port", "0", "--data-dir", directory, "--groups", groupsFile, "--quiet",
+            ],
+            timeoutSeconds: min(timeoutSeconds, 60)
+        )
+        defer { child.stop() }
+        let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
+        let idleRSS = try child.memory().rssKiB
+        let secret = try RelayAuthenticator.readSecret(RelayFiles(dataDirectory: directory).secretPath)
+        let count = members
+        let tokens = try runAsync {
+            let authenticator = try await RelayAuthenticator(secret: secret)
+            var tokens: [String] = []
+            for i in 0..<count { tokens.append(try await authenticator.mint(user: Self.user(i), ttl: 86_400)) }
+            return tokens
+        }
+
+        let loginStart = NIODeadline.now()
+        let messages = self.messages
+        let (clients, channels) = try connectBenchClients(
+            count: members,
+            group: group,
+            port: child.port,
+            until: deadline,
+            name: Self.user
+        ) { i, loop in
+            GroupBenchClient(index: i, token: tokens[i], messages: messages, eventLoop: loop)
+        }
+        defer {
+            for channel in channels { channel.close(promise: nil) }
+            for channel in channels { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
+        }
+        let logins = try clients.map { client in
+            try client.eventLoop.submit { client.value.loggedIn.futureResult }.wait()
+        }
+        try bounded(EventLoopFuture.andAllSucceed(logins, on: group.next()), until: deadline, "logging in")
+        let loginSeconds = Double((NIODeadline.now() - loginStart).nanoseconds) / 1e9
+        let loggedInRSS = try child.memory().rssKiB
+
+        // One message at a time: sent once the previous one reached every other member.
+        let relayCPUBefore = try cpuSeconds(pid: child.pid)
+        let sender = clients[0]
+        let receivers = clients.dropFirst()
+        var first: [UInt64] = []
+        var all: [UInt64] = []
+        for k in 0..<messages {
+            let arrivals = try receivers.map { client in
+                try client.eventLoop.submit { client.value.arrival(k) }.wait()
+            }
+            let sentAt = try bounded(
+                sender.eventLoop.submit { sender.value.send(k) },
+                until: deadline,
+                "sending message \(k)"
+            )
+            let times = try bounded(
+                EventLoopFuture.whenAllSucceed(arrivals, on: group.next()),
+                until: deadline,
+                "message \(k) reaching every member"
+            )
+            first.append((times.min() ?? sentAt) &- sentAt)
+            all.append((times.max() ?? sentAt) &- sentAt)
+        }
+        try bounded(sender.eventLoop.submit { sender.value.allAcked.futureResult }.wait(), until: deadline, "acks")
+        let relayCPU = try cpuSeconds(pid: child.pid) - relayCPUBefore
+        // A duplicate would arrive right after the last expected frame: give it a moment.
+        usleep(200_000)
+        let problems = try clients.flatMap { client in
+            try bounded(client.eventLoop.submit { client.value.problems }, until: deadline, "collecting problems")
+        }
+        guard problems.isEmpty else {
+            throw BenchFailure(
+                description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; ")
+            )
+        }
+        guard child.isRunning else { throw BenchFailure(description: "the relay exited during the run") }
+        first.sort()
+        all.sort()
+        return GroupBenchFigures(
+            members: members,
+            messages: messages,
+            store: store,
+            firstP50Ms: percentileMs(first, 0.50),
+            allP50Ms: percentileMs(all, 0.50),
+            allP99Ms: percentileMs(all, 0.99),
+            allMaxMs: percentileMs(all, 1),
+            rssPerConnectionKiB: Double(loggedInRSS - idleRSS) / Double(members),
+            idleRSSKiB: Double(idleRSS),
+            loggedInRSSKiB: Double(loggedInRSS),
+            peakRSSMiB: Double(try child.memory().peakKiB) / 1024,
+            loginSeconds: loginSeconds,
+            relayCPUMicrosecondsPerDelivery: relayCPU * 1e6 / Double(messages * (members - 1))
+        )
+    }
+}
+
+/// One member of the group benchmark: logs in; member 0 sends the group texts (``send(_:)``); every
+/// other member reports when each arrives (``arrival(_:)``) and checks that each arrives once, from
+/// bench0, in seq order.
+final class GroupBenchClient: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    typealias OutboundOut = Frame
+
+    let index: Int
+    let token: String
+    let messages: Int
+    /// Succeeds once the login is accepted.
+    let loggedIn: EventLoopPromise<Void>
+    /// Member 0: succeeds once every message it sent is acknowledged with error 0.
+    let allAcked: EventLoopPromise<Void>
+    private let eventLoop: any EventLoop
+    private var context: ChannelHandlerContext?
+    /// The uptime in nanoseconds at which each message arrived, once it did.
+    private var arrivals: [EventLoopPromise<UInt64>?]
+    private var received: [Bool]
+    private var acked = 0
+    private var lastSeq: UInt64 = 0
+    private(set) var problems: [String] = []
+
+    init(index: Int, token: String, messages: Int, eventLoop: any EventLoop) {
+        self.index = index
+        self.token = token
+        self.messages = messages
+        self.eventLoop = eventLoop
+        self.loggedIn = eventLoop.makePromise()
+        self.allAcked = eventLoop.makePromise()
+        arrivals = Array(repeating: nil, count: messages)
+        received = Array(repeating: false, count: messages)
+    }
+
+    private var me: String { GroupBenchRun.user(index) }
+
+    /// The time message `k` arrives (on the channel's event loop).
+    func arrival(_ k: Int) -> EventLoopFuture<UInt64> {
+        let promise = eventLoop.makePromise(of: UInt64.self)
+        arrivals[k] = promise
+        return promise.futureResult
+    }
+
+    /// Sends group text `k` and returns its send time (member 0, on the channel's event loop).
+    func send(_ k: Int) -> UInt64 {
+        let message = Message.groupText(
+            from: me,
+            group: GroupBenchRun.groupID,
+            "group message \(k): the quick brown fox jumps over the lazy dog, twice on Sundays.",
+            clientMsgID: "\(me)-\(k)"
+        )
+        let now = NIODeadline.now().uptimeNanoseconds
+        context?.writeAndFlush(wrapOutboundOut(Frame(message)), promise: nil)
+        return now
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    /// Drops the context, which holds this handler (a retain cycle otherwise).
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        fail("the handler was removed")
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let login = RelayProtocol.loginFrame(me, token: token, deviceID: "bench-\(index)", requestID: 1)
+        context.writeAndFlush(wrapOutboundOut(login), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail("the connection closed")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail("\(error)")
+        context.close(promise: nil)
+    }
+
+    private func fail(_ reason: String) {
+        let failure = BenchFailure(description: "\(me): \(reason)")
+        loggedIn.fail(failure)
+        allAcked.fail(failure)
+        for promise in arrivals { promise?.fail(failure) }
+    }
+
+    private func problem(_ text: String) {
+        if problems.count < 5 { problems.append("\(me): \(text)") }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let now = NIODeadline.now().uptimeNanoseconds
+        switch frame.payload {
+        case .loginResult(let login)?:
+            guard login.errorCode == 0 else {
+                return fail("login refused: \(login.errorCode) \(login.errorDescription)")
+            }
+            loggedIn.succeed()
+        case .sendAck(let ack)?:
+            guard ack.errorCode == 0 else {
+                return fail("a message was refused: \(ack.errorCode) \(ack.errorDescription)")
+            }
+            acked += 1
+            if acked == messages { allAcked.succeed() }
+        case .message(let message)?:
+            let prefix = GroupBenchRun.user(0) + "-"
+            guard message.senderID == GroupBenchRun.user(0), message.clientMsgID.hasPrefix(prefix),
+                let k = Int(message.clientMsgID.dropFirst(prefix.count)), k < messages
+            else {
+                return problem("an unexpected message \(message.clientMsgID) from \(message.senderID)")
+            }
+            guard !received[k] else { return problem("message \(k) received twice") }
+            received[k] = true
+            if message.seq <= lastSeq { problem("seq \(message.seq) after \(lastSeq)") }
+            lastSeq = message.seq
+            arrivals[k]?.succeed(now)
+        default:
+            break
+        }
+    }
+}
+#endif
