@@ -52,7 +52,7 @@ void   imcodec__v1__frame__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[44] =
+static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[46] =
 {
   {
     "schema_version",
@@ -582,9 +582,34 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[44] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "call",
+    80,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, call),
+    &imcodec__v1__call_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_chunk",
+    81,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, stream_chunk),
+    &imcodec__v1__stream_chunk__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = c2c_read_receipt */
+  44,   /* field[44] = call */
   13,   /* field[13] = delete */
   39,   /* field[39] = disappearing_timer */
   12,   /* field[12] = edit */
@@ -621,6 +646,7 @@ static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   0,   /* field[0] = schema_version */
   17,   /* field[17] = send_ack */
   43,   /* field[43] = stream_ack */
+  45,   /* field[45] = stream_chunk */
   3,   /* field[3] = stream_position */
   41,   /* field[41] = stream_sync_request */
   42,   /* field[42] = stream_sync_response */
@@ -629,7 +655,7 @@ static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   16,   /* field[16] = system_notice */
   14,   /* field[14] = typing */
 };
-static const ProtobufCIntRange imcodec__v1__frame__number_ranges[6 + 1] =
+static const ProtobufCIntRange imcodec__v1__frame__number_ranges[7 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
@@ -637,7 +663,8 @@ static const ProtobufCIntRange imcodec__v1__frame__number_ranges[6 + 1] =
   { 30, 17 },
   { 40, 21 },
   { 60, 35 },
-  { 0, 44 }
+  { 80, 44 },
+  { 0, 46 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
 {
@@ -647,10 +674,10 @@ const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
   "Imcodec__V1__Frame",
   "imcodec.v1",
   sizeof(Imcodec__V1__Frame),
-  44,
+  46,
   imcodec__v1__frame__field_descriptors,
   imcodec__v1__frame__field_indices_by_name,
-  6,  imcodec__v1__frame__number_ranges,
+  7,  imcodec__v1__frame__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
