@@ -381,7 +381,7 @@ final class Router {
         case .message?:
             routeMessage(frame, from: session, user: user)
         case .recall?, .edit?, .delete?, .typing?, .reaction?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
-            .markRead?:
+            .markRead?, .call?, .streamChunk?:
             routeEvent(frame, from: session, user: user)
         case .receipt?, .receipts?:
             routeReceipts(frame, from: session, user: user)
