@@ -212,6 +212,19 @@ enum FrameSummary {
                     + (call.inviteeIDs.isEmpty ? "" : " inviting \(call.inviteeIDs.joined(separator: ", "))")
                     + " in \(conversation(call.conversation))"
             ]
+        case .keyPublish(let publish):
+            let bundle = publish.bundle ?? KeyBundle()
+            return [
+                "\(i)\(name(bundle.kind.protoName, dropping: "KEY_BUNDLE_KIND_")) keys of device \(bundle.deviceID): "
+                    + "\(bundle.bundle.count) B, \(bundle.oneTimeKeys.count) one-time key(s)"
+            ]
+        case .keyFetchRequest(let request):
+            return ["\(i)\(name(request.kind.protoName, dropping: "KEY_BUNDLE_KIND_")) keys of \(request.userID)"]
+        case .keyFetchResponse(let response):
+            return [
+                "\(i)keys of \(response.userID): \(response.bundles.count) device(s)"
+                    + (response.errorCode == 0 ? "" : ", error \(response.errorCode)")
+            ]
         case .streamChunk(let chunk):
             return [
                 "\(i)stream \(chunk.streamID) chunk \(chunk.position)\(chunk.final ? " (final)" : ""): "

@@ -212,6 +212,61 @@ struct RelayContentTests {
             }
         }
     }
+
+    @Test("key bundles: a device publishes, another user fetches; each fetch hands out one one-time key")
+    func keyDistribution() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "alice-phone")
+                var publish = Frame(
+                    .keyPublish(
+                        .with {
+                            $0.bundle = .with {
+                                $0.userID = "mallory"  // the relay sets the session's user and device
+                                $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 7, count: 64)
+                                $0.oneTimeKeys = [.with { $0.key = [1] }, .with { $0.key = [2] }]
+                            }
+                        }
+                    )
+                )
+                publish.requestID = 1
+                let published = try await bob.ask(publish)
+                if case .requestResult(let result)? = published?.payload {
+                    #expect(result.errorCode == 0)
+                } else {
+                    Issue.record("no answer to the publish: \(String(describing: published))")
+                }
+                func fetch(_ id: UInt64, kind: KeyBundleKind = .signalPrekeys) async throws -> KeyFetchResponse? {
+                    var request = Frame(
+                        .keyFetchRequest(
+                            .with {
+                                $0.userID = "bob"; $0.kind = kind
+                            }
+                        )
+                    )
+                    request.requestID = id
+                    guard case .keyFetchResponse(let response)? = try await alice.ask(request)?.payload else {
+                        return nil
+                    }
+                    return response
+                }
+                let first = try #require(try await fetch(2))
+                #expect(first.errorCode == 0 && first.bundles.count == 1)
+                #expect(first.bundles.first?.userID == "bob" && first.bundles.first?.deviceID == "bob-phone")
+                #expect(first.bundles.first?.oneTimeKeys.map(\.key) == [[1]])
+                let second = try #require(try await fetch(3))
+                #expect(second.bundles.first?.oneTimeKeys.map(\.key) == [[2]])
+                let third = try #require(try await fetch(4))
+                #expect(third.bundles.first?.oneTimeKeys.isEmpty == true, "the one-time keys are used up")
+                #expect(third.bundles.first?.bundle == Array(repeating: 7, count: 64))
+                let none = try #require(try await fetch(5, kind: .mlsKeyPackage))
+                #expect(none.errorCode == RelayProtocol.RequestError.noKeys && none.bundles.isEmpty)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
 }
 
 extension Array where Element == UInt8 {

@@ -275,4 +275,137 @@ struct ContentValidationTests {
         #expect(rules(sealed { $0.ciphertext = [] }) == ["encryptedElement"])
         #expect(rules(changed(ValidFrames.encrypted) { $0.elements.append(.text("leak")) }) == ["encryptedElement"])
     }
+
+    // MARK: Seed gaps: group kinds, offline messages, attachment types, group tips profiles
+
+    @Test("group kinds: AVChatRoom is a chatroom, Community a group or ultra group, the others groups")
+    func groupKinds() {
+        func message(_ type: ConversationType, _ kind: GroupKind) -> Message {
+            changed(ValidFrames.message(in: Self.group)) {
+                $0.conversation = .with {
+                    $0.type = type; $0.targetID = "g-1"; $0.groupKind = kind
+                }
+            }
+        }
+        #expect(rules(message(.chatroom, .avChatRoom)).isEmpty)
+        #expect(rules(message(.group, .avChatRoom)) == ["groupKind"])
+        #expect(rules(message(.ultraGroup, .community)).isEmpty)
+        #expect(rules(message(.chatroom, .work)) == ["groupKind"])
+        #expect(rules(message(.oneToOne, .publicDialog)) == ["groupKind"])
+        // Tencent: no targeted messages in Community groups.
+        let targeted = changed(message(.group, .community)) { $0.targetReceivers = ["user_20001"] }
+        #expect(rules(targeted) == ["targetedReceiversOutsideGroup"])
+        var inWork = targeted
+        inWork.conversation?.groupKind = .work
+        #expect(rules(inWork).isEmpty)
+    }
+
+    @Test("RongCloud isOffLine: only on a received message that was stored")
+    func offlineMessages() {
+        let received = changed(ValidFrames.message(in: Self.group)) {
+            $0.isOffline = true; $0.direction = .received
+        }
+        #expect(rules(received).isEmpty)
+        #expect(rules(changed(received) { $0.direction = .sent }) == ["offlineMessage"])
+        #expect(rules(changed(received) { $0.storagePolicy = .statusOnly }) == ["offlineMessage"])
+        #expect(rules(changed(received) { $0.flags = MessageFlags.onlineUserOnly.rawValue }) == ["offlineMessage"])
+    }
+
+    @Test("QuickBlox attachment types: a file may carry the app's own, not image, video or audio")
+    func attachmentTypes() {
+        let file = changed(ValidFrames.message(in: Self.group)) {
+            $0.elements = [
+                .with {
+                    $0.content = .file(
+                        .with {
+                            $0.name = "a.pdf"; $0.attachmentType = "document"
+                        }
+                    )
+                }
+            ]
+        }
+        #expect(rules(file).isEmpty)
+        let image = changed(file) {
+            $0.elements = [
+                .with {
+                    $0.content = .file(
+                        .with {
+                            $0.name = "a.png"; $0.attachmentType = "image"
+                        }
+                    )
+                }
+            ]
+        }
+        #expect(rules(image) == ["attachmentType"])
+    }
+
+    @Test("group tips profiles: the members' in member order, the operator's")
+    func groupTipsProfiles() {
+        let tips = changed(ValidFrames.message(in: Self.group)) {
+            $0.elements = [
+                .with {
+                    $0.content = .groupTips(
+                        .with {
+                            $0.type = .invite; $0.groupID = "g"; $0.operatorID = "a"; $0.memberIDs = ["b", "c"]
+                            $0.memberProfiles = [
+                                .with {
+                                    $0.userID = "b"; $0.nameCard = "B"
+                                }, .with { $0.userID = "c" },
+                            ]
+                            $0.operatorProfile = .with {
+                                $0.userID = "a"; $0.nickname = "A"
+                            }
+                        }
+                    )
+                }
+            ]
+        }
+        #expect(rules(tips).isEmpty)
+        func tipsChanged(_ change: @escaping (inout GroupTipsElement) -> Void) -> Message {
+            changed(tips) {
+                guard case .groupTips(var element)? = $0.elements[0].content else { return }
+                change(&element)
+                $0.elements[0].content = .groupTips(element)
+            }
+        }
+        #expect(rules(tipsChanged { $0.memberProfiles.reverse() }) == ["groupTipsProfiles"])
+        #expect(rules(tipsChanged { $0.operatorProfile?.userID = "b" }) == ["groupTipsProfiles"])
+    }
+
+    @Test("key bundles: a publish names device and kind and holds keys; a fetch answer one one-time key each")
+    func keyBundles() {
+        let bundle = ValidFrames.keyBundle
+        #expect(
+            found(Frame(.keyPublish(.with { $0.bundle = changed(bundle) { $0.deviceID = "" } }))) == [
+                "keyBundle @ keyPublish.bundle"
+            ]
+        )
+        #expect(found(Frame(.keyPublish(KeyPublish()))) == ["keyBundle @ keyPublish.bundle"])
+        #expect(found(Frame(.keyFetchRequest(.with { $0.userID = "u" }))) == ["keyBundle @ keyFetchRequest"])
+        let twoKeys = changed(bundle) { $0.oneTimeKeys.append(.with { $0.key = [9] }) }
+        #expect(
+            found(
+                Frame(
+                    .keyFetchResponse(
+                        .with {
+                            $0.userID = bundle.userID; $0.bundles = [twoKeys]
+                        }
+                    )
+                )
+            )
+                == ["keyBundle @ keyFetchResponse.bundles[0]"]
+        )
+        #expect(
+            found(
+                Frame(
+                    .keyFetchResponse(
+                        .with {
+                            $0.userID = "other"; $0.bundles = [bundle]
+                        }
+                    )
+                )
+            )
+                == ["keyBundle @ keyFetchResponse.bundles[0]"]
+        )
+    }
 }

@@ -489,6 +489,21 @@ enum RouteCases {
             ),
             route: .user("alice")
         ),
+        RouteCase(
+            name: "key publish to the server",
+            frame: Frame(.keyPublish(KeyPublish.with { $0.bundle = .with { $0.kind = .mlsKeyPackage } })),
+            route: .server
+        ),
+        RouteCase(
+            name: "key fetch to the server",
+            frame: Frame(.keyFetchRequest(KeyFetchRequest.with { $0.userID = "bob" })),
+            route: .server
+        ),
+        RouteCase(
+            name: "key fetch answer to the client",
+            frame: Frame(.keyFetchResponse(KeyFetchResponse.with { $0.userID = "bob" })),
+            route: .client
+        ),
         RouteCase(name: "no payload", frame: Frame(), route: .unroutable),
     ]
 }

@@ -312,7 +312,27 @@ enum ValidFrames {
         "richContent": Frame(richContent),
         "encrypted": Frame(encrypted),
         "buttons": Frame(buttons),
+        "keyPublish": Frame(.keyPublish(KeyPublish.with { $0.bundle = keyBundle })),
+        "keyFetchRequest": Frame(
+            .keyFetchRequest(
+                KeyFetchRequest.with {
+                    $0.userID = "user_10086"; $0.kind = .signalPrekeys
+                }
+            )
+        ),
+        "keyFetchResponse": Frame(
+            .keyFetchResponse(
+                KeyFetchResponse.with {
+                    $0.userID = "user_10086"; $0.bundles = [keyBundle]
+                }
+            )
+        ),
     ]
+
+    static let keyBundle = KeyBundle.with {
+        $0.userID = "user_10086"; $0.deviceID = "iphone-8f2c"; $0.kind = .signalPrekeys
+        $0.bundle = Array(repeating: 0x42, count: 64); $0.oneTimeKeys = [.with { $0.key = [1, 2, 3] }]
+    }
 
     static let callInvite = CallEvent.with {
         $0.callID = "call-5b2e0d1c"; $0.signal = .invite; $0.conversation = c2c; $0.userID = "user_10010"

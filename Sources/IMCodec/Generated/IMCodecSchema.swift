@@ -90,6 +90,11 @@ public enum IMCodecSchema {
         StreamFrame.self,
         StreamSyncResponse.self,
         StreamAck.self,
+        KeyBundle.self,
+        OneTimeKey.self,
+        KeyPublish.self,
+        KeyFetchRequest.self,
+        KeyFetchResponse.self,
     ]
 
     /// The message type with this full name (e.g. `imcodec.v1.Frame`), if the schema has one.

@@ -120,6 +120,13 @@ public struct Frame: IMCodecMessage {
         case call(CallEvent)
         /// Field `stream_chunk` (81).
         case streamChunk(StreamChunk)
+        /// End-to-end encryption keys (session.proto).
+        /// Field `key_publish` (82).
+        case keyPublish(KeyPublish)
+        /// Field `key_fetch_request` (83).
+        case keyFetchRequest(KeyFetchRequest)
+        /// Field `key_fetch_response` (84).
+        case keyFetchResponse(KeyFetchResponse)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -207,6 +214,12 @@ public struct Frame: IMCodecMessage {
             case call = 80
             /// Field `stream_chunk`.
             case streamChunk = 81
+            /// Field `key_publish`.
+            case keyPublish = 82
+            /// Field `key_fetch_request`.
+            case keyFetchRequest = 83
+            /// Field `key_fetch_response`.
+            case keyFetchResponse = 84
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -253,6 +266,9 @@ public struct Frame: IMCodecMessage {
                 case .streamAck: "stream_ack"
                 case .call: "call"
                 case .streamChunk: "stream_chunk"
+                case .keyPublish: "key_publish"
+                case .keyFetchRequest: "key_fetch_request"
+                case .keyFetchResponse: "key_fetch_response"
                 }
             }
         }
@@ -302,6 +318,9 @@ public struct Frame: IMCodecMessage {
             case .streamAck: .streamAck
             case .call: .call
             case .streamChunk: .streamChunk
+            case .keyPublish: .keyPublish
+            case .keyFetchRequest: .keyFetchRequest
+            case .keyFetchResponse: .keyFetchResponse
             }
         }
     }
@@ -313,6 +332,21 @@ extension Frame {
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
         switch self.payload {
+        case .keyFetchResponse(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(674)
+        case .keyFetchRequest(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(666)
+        case .keyPublish(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(658)
         case .streamChunk(let value)?:
             let mark = w.count
             value._encode(to: &w)

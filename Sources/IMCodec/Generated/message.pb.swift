@@ -1113,6 +1113,11 @@ public struct Message: IMCodecMessage {
     /// fetching the original (Signal DataMessage.Quote, WhatsApp ContextInfo.quotedMessage).
     public var quoteSnapshot: QuoteSnapshot? = nil
 
+    /// Delivered as an offline message: stored while the receiver was offline and delivered when it
+    /// came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+    /// delivery to a receiver; never on online-only or status-only messages, which are not stored.
+    public var isOffline: Bool = false
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -1735,6 +1740,11 @@ public struct FileElement: IMCodecMessage {
     /// Field `media_key` (8).
     public var mediaKey: MediaKey? = nil
 
+    /// QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+    /// ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+    /// ImageElement, VideoElement and SoundElement instead.
+    public var attachmentType: String = ""
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -2125,6 +2135,13 @@ public struct GroupTipsElement: IMCodecMessage {
     /// The pinned or unpinned message (PINNED_MESSAGE_* types).
     public var pinnedMessage: MessageRef? = nil
 
+    /// The profiles of member_ids, in the same order, and of the operator, so the tip renders
+    /// without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+    public var memberProfiles: [GroupMemberInfo] = []
+
+    /// Field `operator_profile` (10).
+    public var operatorProfile: GroupMemberInfo? = nil
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -2252,6 +2269,10 @@ extension Message {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.isOffline {
+            w.writeVarint(self.isOffline ? 1 : 0)
+            w.writeVarint(320)
+        }
         if let value = self.quoteSnapshot {
             let mark = w.count
             value._encode(to: &w)
@@ -3025,6 +3046,10 @@ extension FileElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.attachmentType.isEmpty {
+            w.writeString(self.attachmentType)
+            w.writeVarint(74)
+        }
         if let value = self.mediaKey {
             let mark = w.count
             value._encode(to: &w)
@@ -3415,6 +3440,18 @@ extension GroupTipsElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if let value = self.operatorProfile {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(82)
+        }
+        for i in stride(from: self.memberProfiles.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.memberProfiles[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(74)
+        }
         if let value = self.pinnedMessage {
             let mark = w.count
             value._encode(to: &w)

@@ -36,6 +36,39 @@ extension ValidationIssue.Rule {
     /// reference: a file, or a merger stored separately).
     public static let messageBodyTooLarge = Self(rawValue: "messageBodyTooLarge")
 
+    /// A group kind on a conversation of the wrong type: AVChatRoom on anything but a chatroom,
+    /// Work, Public, Meeting or a QuickBlox public dialog on anything but a group, Community on
+    /// anything but a group or an ultra group.
+    ///
+    /// Source: Tencent (group types Work, Public, Meeting, AVChatRoom and Community; AVChatRoom is the
+    /// audio-video group, whose members come and go); QuickBlox (public dialogs are group dialogs
+    /// anyone may join); IMCodec (common.proto GroupKind).
+    public static let groupKind = Self(rawValue: "groupKind")
+    /// A message marked offline that is online-only or status-only (never stored, so never
+    /// delivered offline), or that the holder sent.
+    ///
+    /// Source: RongCloud (RCMessage `isOffLine`: whether it is an offline message, reported to the
+    /// receiver); IMCodec (message.proto MessageFlag: online-only messages are never stored).
+    public static let offlineMessage = Self(rawValue: "offlineMessage")
+    /// A file whose QuickBlox attachment type is image, video or audio, which have their own
+    /// elements.
+    ///
+    /// Source: QuickBlox (QBChatAttachment `type`, "image" in its example); IMCodec (message.proto
+    /// FileElement.attachment_type).
+    public static let attachmentType = Self(rawValue: "attachmentType")
+    /// Group tips whose member profiles are not its member ids, in order, or whose operator profile
+    /// names another user than the operator.
+    ///
+    /// Source: Tencent (V2TIMGroupTipsElem: `memberList` holds the members the tip is about,
+    /// `opMember` the operator).
+    public static let groupTipsProfiles = Self(rawValue: "groupTipsProfiles")
+    /// A key publish without a device, kind or bundle, or a fetch without a user or kind; a fetch
+    /// answer with bundles of another user or with more than one one-time key each.
+    ///
+    /// Source: IMCodec (session.proto KeyBundle: a fetch hands out at most one one-time key per
+    /// device), after Signal's prekey service.
+    public static let keyBundle = Self(rawValue: "keyBundle")
+
     // MARK: Content of schema version 3
 
     /// A style range outside its text, empty, splitting a surrogate pair or `UNSPECIFIED`; a link
@@ -129,6 +162,7 @@ extension Validator {
                 "the content is \(size) bytes; at most \(limits.maxMessageBodySize) are allowed (send it by reference)"
             )
         }
+        checkOffline(message, at: path)
         if let snapshot = message.quoteSnapshot {
             if message.quote == nil {
                 report(.quoteSnapshot, Self.join(path, "quoteSnapshot"), "a quote snapshot without a quote")
@@ -159,6 +193,51 @@ extension Validator {
                 "historyRequest.conversation",
                 "a chatroom keeps no history: the request does not take effect"
             )
+        }
+    }
+
+    mutating func checkGroupKind(_ conversation: Conversation?, at path: String) {
+        guard let conversation, conversation.groupKind != .unspecified else { return }
+        let allowed: Set<ConversationType>
+        switch conversation.groupKind {
+        case .avChatRoom: allowed = [.chatroom]
+        case .community: allowed = [.group, .ultraGroup]
+        default: allowed = [.group]
+        }
+        if !allowed.contains(conversation.type) {
+            report(
+                .groupKind,
+                Self.join(path, "groupKind"),
+                "a \(conversation.groupKind.protoName) group is not a \(conversation.type.protoName) conversation"
+            )
+        }
+    }
+
+    mutating func checkOffline(_ message: Message, at path: String) {
+        guard message.isOffline else { return }
+        let flags = MessageFlags(rawValue: message.flags)
+        if flags.contains(.onlineUserOnly) || message.storagePolicy == .statusOnly {
+            report(
+                .offlineMessage,
+                Self.join(path, "isOffline"),
+                "an online-only or status-only message is never stored, so never delivered offline"
+            )
+        }
+        if message.direction == .sent {
+            report(.offlineMessage, Self.join(path, "isOffline"), "only a received message is delivered offline")
+        }
+    }
+
+    mutating func checkProfiles(_ tips: GroupTipsElement, at path: String) {
+        if !tips.memberProfiles.isEmpty && tips.memberProfiles.map(\.userID) != tips.memberIDs {
+            report(
+                .groupTipsProfiles,
+                Self.join(path, "memberProfiles"),
+                "the member profiles are not the tip's member ids, in the same order"
+            )
+        }
+        if let op = tips.operatorProfile, op.userID != tips.operatorID {
+            report(.groupTipsProfiles, Self.join(path, "operatorProfile"), "the operator profile is another user's")
         }
     }
 
@@ -222,7 +301,15 @@ extension Validator {
         case .image(let image): checkMedia(sha256: image.sha256, key: image.mediaKey, at: path + ".image")
         case .video(let video): checkMedia(sha256: video.sha256, key: video.mediaKey, at: path + ".video")
         case .sound(let sound): checkMedia(sha256: sound.sha256, key: sound.mediaKey, at: path + ".sound")
-        case .file(let file): checkMedia(sha256: file.sha256, key: file.mediaKey, at: path + ".file")
+        case .file(let file):
+            checkMedia(sha256: file.sha256, key: file.mediaKey, at: path + ".file")
+            if ["image", "video", "audio"].contains(file.attachmentType.lowercased()) {
+                report(
+                    .attachmentType,
+                    path + ".file.attachmentType",
+                    "a QuickBlox \"\(file.attachmentType)\" attachment is an image, video or sound element"
+                )
+            }
         case .text(let text): checkStyles(text, at: path + ".text")
         case .sticker(let sticker):
             if sticker.packID.isEmpty || sticker.stickerID.isEmpty {
@@ -293,6 +380,37 @@ extension Validator {
             if call.media == .unspecified { report(.call, "call.media", "an invite says audio or video") }
         }
         checkMilliseconds(call.timeMs, at: "call.timeMs")
+    }
+
+    mutating func check(_ publish: KeyPublish) {
+        guard let bundle = publish.bundle else {
+            report(.keyBundle, "keyPublish.bundle", "the publish holds no bundle")
+            return
+        }
+        if bundle.deviceID.isEmpty || bundle.kind == .unspecified || bundle.bundle.isEmpty {
+            report(.keyBundle, "keyPublish.bundle", "a published bundle names its device and kind and holds keys")
+        }
+    }
+
+    mutating func check(_ request: KeyFetchRequest) {
+        if request.userID.isEmpty || request.kind == .unspecified {
+            report(.keyBundle, "keyFetchRequest", "a key fetch names the user and the kind of keys")
+        }
+    }
+
+    mutating func check(_ response: KeyFetchResponse) {
+        for (i, bundle) in response.bundles.enumerated() {
+            if bundle.userID != response.userID || bundle.oneTimeKeys.count > 1 {
+                report(
+                    .keyBundle,
+                    "keyFetchResponse.bundles[\(i)]",
+                    "a fetched bundle is the user's, with at most one one-time key"
+                )
+            }
+        }
+        if response.errorCode != 0 && !response.bundles.isEmpty {
+            report(.keyBundle, "keyFetchResponse.bundles", "a failed fetch returns no bundles")
+        }
     }
 
     mutating func check(_ chunk: StreamChunk) {

@@ -76,11 +76,13 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         /// Source: Tencent (@ messages are group messages: "someone @ me" and "@ all members" are
         /// group features).
         public static let atOutsideGroup = Rule(rawValue: "atOutsideGroup")
-        /// Targeted receivers outside a group or ultra-group conversation (a chatroom too).
+        /// Targeted receivers outside a group or ultra-group conversation (a chatroom too), or in a
+        /// Community group.
         ///
         /// Source: Tencent (a targeted group message goes to chosen members of a group, and is "not
-        /// supported" in AVChatRoom, Tencent's chatroom); RongCloud (`directedUserIds`, for groups and
-        /// ultra groups).
+        /// supported" in AVChatRoom, Tencent's chatroom; "The targeted group message feature is not
+        /// available for Community and AVChatRoom groups"); RongCloud (`directedUserIds`, for groups
+        /// and ultra groups).
         public static let targetedReceiversOutsideGroup = Rule(rawValue: "targetedReceiversOutsideGroup")
         /// Group tips outside a group conversation.
         ///
@@ -529,6 +531,12 @@ struct Validator {
             check(call)
         case .streamChunk(let chunk):
             check(chunk)
+        case .keyPublish(let publish):
+            check(publish)
+        case .keyFetchRequest(let request):
+            check(request)
+        case .keyFetchResponse(let response):
+            check(response)
         }
     }
 
@@ -842,7 +850,14 @@ struct Validator {
         }
         checkAt(message, at: path)
         checkBody(message, at: path)
-        if !message.targetReceivers.isEmpty && type != .group && type != .ultraGroup {
+        checkGroupKind(message.conversation, at: Self.join(path, "conversation"))
+        if !message.targetReceivers.isEmpty && message.conversation?.groupKind == .community {
+            report(
+                .targetedReceiversOutsideGroup,
+                Self.join(path, "targetReceivers"),
+                "targeted messages are not available in Community groups"
+            )
+        } else if !message.targetReceivers.isEmpty && type != .group && type != .ultraGroup {
             report(
                 .targetedReceiversOutsideGroup,
                 Self.join(path, "targetReceivers"),
@@ -898,8 +913,15 @@ struct Validator {
                         "latitude \(location.latitude) / longitude \(location.longitude) is not a place on Earth"
                     )
                 }
-            case .groupTips where !Self.isGroupLike(type):
-                report(.groupTipsOutsideGroup, elementPath + ".groupTips", "group tips belong in group conversations")
+            case .groupTips(let tips):
+                if !Self.isGroupLike(type) {
+                    report(
+                        .groupTipsOutsideGroup,
+                        elementPath + ".groupTips",
+                        "group tips belong in group conversations"
+                    )
+                }
+                checkProfiles(tips, at: elementPath + ".groupTips")
             case .merger(let merger):
                 check(merger, at: elementPath + ".merger", mergerDepth: mergerDepth + 1)
             case .text(let text):

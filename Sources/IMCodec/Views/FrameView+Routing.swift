@@ -197,10 +197,11 @@ extension Frame.View {
             return event.userID.isEmpty ? .server : .ownDevices(event.userID.materialize())
         case .historyRequest?, .mergerPayload?, .systemNotice?, .readReceiptRequest?, .groupReadMembersRequest?,
             .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
-            .membership?, .streamSyncRequest?, .streamAck?:
+            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?:
             return .server
         case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?, .loginResult?, .pong?,
-            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?, .streamSyncResponse?:
+            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?, .streamSyncResponse?,
+            .keyFetchResponse?:
             return .client
         case nil:
             return .unroutable

@@ -52,7 +52,7 @@ void   imcodec__v1__frame__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[46] =
+static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[49] =
 {
   {
     "schema_version",
@@ -606,6 +606,42 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[46] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "key_publish",
+    82,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, key_publish),
+    &imcodec__v1__key_publish__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_fetch_request",
+    83,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, key_fetch_request),
+    &imcodec__v1__key_fetch_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_fetch_response",
+    84,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, key_fetch_response),
+    &imcodec__v1__key_fetch_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = c2c_read_receipt */
@@ -617,6 +653,9 @@ static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   10,   /* field[10] = group_read_members_request */
   18,   /* field[18] = history_request */
   19,   /* field[19] = history_response */
+  47,   /* field[47] = key_fetch_request */
+  48,   /* field[48] = key_fetch_response */
+  46,   /* field[46] = key_publish */
   26,   /* field[26] = kicked_offline */
   21,   /* field[21] = login_request */
   22,   /* field[22] = login_result */
@@ -664,7 +703,7 @@ static const ProtobufCIntRange imcodec__v1__frame__number_ranges[7 + 1] =
   { 40, 21 },
   { 60, 35 },
   { 80, 44 },
-  { 0, 46 }
+  { 0, 49 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
 {
@@ -674,7 +713,7 @@ const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
   "Imcodec__V1__Frame",
   "imcodec.v1",
   sizeof(Imcodec__V1__Frame),
-  46,
+  49,
   imcodec__v1__frame__field_descriptors,
   imcodec__v1__frame__field_indices_by_name,
   7,  imcodec__v1__frame__number_ranges,

@@ -1986,7 +1986,7 @@ const ProtobufCMessageDescriptor imcodec__v1__message__expansion_entry__descript
   (ProtobufCMessageInit) imcodec__v1__message__expansion_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[39] =
+static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[40] =
 {
   {
     "client_msg_id",
@@ -2456,6 +2456,18 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[39
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "is_offline",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, is_offline),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   12,   /* field[12] = at */
@@ -2475,6 +2487,7 @@ static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   26,   /* field[26] = extra */
   10,   /* field[10] = flags */
   37,   /* field[37] = forward_score */
+  39,   /* field[39] = is_offline */
   25,   /* field[25] = object_name */
   13,   /* field[13] = offline_push */
   8,   /* field[8] = priority */
@@ -2501,7 +2514,7 @@ static const unsigned imcodec__v1__message__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__message__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 39 }
+  { 0, 40 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__message__descriptor =
 {
@@ -2511,7 +2524,7 @@ const ProtobufCMessageDescriptor imcodec__v1__message__descriptor =
   "Imcodec__V1__Message",
   "imcodec.v1",
   sizeof(Imcodec__V1__Message),
-  39,
+  40,
   imcodec__v1__message__field_descriptors,
   imcodec__v1__message__field_indices_by_name,
   1,  imcodec__v1__message__number_ranges,
@@ -4270,7 +4283,7 @@ const ProtobufCMessageDescriptor imcodec__v1__sound_element__descriptor =
   (ProtobufCMessageInit) imcodec__v1__sound_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__file_element__field_descriptors[8] =
+static const ProtobufCFieldDescriptor imcodec__v1__file_element__field_descriptors[9] =
 {
   {
     "uuid",
@@ -4368,8 +4381,21 @@ static const ProtobufCFieldDescriptor imcodec__v1__file_element__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "attachment_type",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__FileElement, attachment_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__file_element__field_indices_by_name[] = {
+  8,   /* field[8] = attachment_type */
   6,   /* field[6] = caption */
   7,   /* field[7] = media_key */
   4,   /* field[4] = mime_type */
@@ -4382,7 +4408,7 @@ static const unsigned imcodec__v1__file_element__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__file_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__file_element__descriptor =
 {
@@ -4392,7 +4418,7 @@ const ProtobufCMessageDescriptor imcodec__v1__file_element__descriptor =
   "Imcodec__V1__FileElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__FileElement),
-  8,
+  9,
   imcodec__v1__file_element__field_descriptors,
   imcodec__v1__file_element__field_indices_by_name,
   1,  imcodec__v1__file_element__number_ranges,
@@ -5490,7 +5516,7 @@ const ProtobufCMessageDescriptor imcodec__v1__member_change_info__descriptor =
   (ProtobufCMessageInit) imcodec__v1__member_change_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__group_tips_element__field_descriptors[8] =
+static const ProtobufCFieldDescriptor imcodec__v1__group_tips_element__field_descriptors[10] =
 {
   {
     "type",
@@ -5588,6 +5614,30 @@ static const ProtobufCFieldDescriptor imcodec__v1__group_tips_element__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "member_profiles",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__GroupTipsElement, n_member_profiles),
+    offsetof(Imcodec__V1__GroupTipsElement, member_profiles),
+    &imcodec__v1__group_member_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operator_profile",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupTipsElement, operator_profile),
+    &imcodec__v1__group_member_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__group_tips_element__field_indices_by_name[] = {
   4,   /* field[4] = group_changes */
@@ -5595,14 +5645,16 @@ static const unsigned imcodec__v1__group_tips_element__field_indices_by_name[] =
   5,   /* field[5] = member_changes */
   6,   /* field[6] = member_count */
   3,   /* field[3] = member_ids */
+  8,   /* field[8] = member_profiles */
   2,   /* field[2] = operator_id */
+  9,   /* field[9] = operator_profile */
   7,   /* field[7] = pinned_message */
   0,   /* field[0] = type */
 };
 static const ProtobufCIntRange imcodec__v1__group_tips_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__group_tips_element__descriptor =
 {
@@ -5612,7 +5664,7 @@ const ProtobufCMessageDescriptor imcodec__v1__group_tips_element__descriptor =
   "Imcodec__V1__GroupTipsElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__GroupTipsElement),
-  8,
+  10,
   imcodec__v1__group_tips_element__field_descriptors,
   imcodec__v1__group_tips_element__field_indices_by_name,
   1,  imcodec__v1__group_tips_element__number_ranges,

@@ -69,6 +69,9 @@ extension Frame {
         case .streamAck(let member)?: payload = .streamAck(StreamAck(_viewOf: member._raw, depth: depth))
         case .call(let member)?: payload = .call(CallEvent(_viewOf: member._raw, depth: depth))
         case .streamChunk(let member)?: payload = .streamChunk(StreamChunk(_viewOf: member._raw, depth: depth))
+        case .keyPublish(let member)?: payload = .keyPublish(KeyPublish(_viewOf: member._raw, depth: depth))
+        case .keyFetchRequest(let member)?: payload = .keyFetchRequest(KeyFetchRequest(_viewOf: member._raw, depth: depth))
+        case .keyFetchResponse(let member)?: payload = .keyFetchResponse(KeyFetchResponse(_viewOf: member._raw, depth: depth))
         case nil: payload = nil
         }
         unknownFields = v.unknownFields
@@ -200,6 +203,12 @@ extension Frame {
             case call(CallEvent.View)
             /// Field `stream_chunk` (81).
             case streamChunk(StreamChunk.View)
+            /// Field `key_publish` (82).
+            case keyPublish(KeyPublish.View)
+            /// Field `key_fetch_request` (83).
+            case keyFetchRequest(KeyFetchRequest.View)
+            /// Field `key_fetch_response` (84).
+            case keyFetchResponse(KeyFetchResponse.View)
 
             /// Which member is set, without its value.
             public var kind: Frame.Payload.Kind {
@@ -246,6 +255,9 @@ extension Frame {
                 case .streamAck: .streamAck
                 case .call: .call
                 case .streamChunk: .streamChunk
+                case .keyPublish: .keyPublish
+                case .keyFetchRequest: .keyFetchRequest
+                case .keyFetchResponse: .keyFetchResponse
                 }
             }
         }
@@ -302,6 +314,9 @@ extension Frame {
                 case 68: return _overrideLifetime(Payload.streamAck(StreamAck.View(_raw: _c.pointee.stream_ack.map { UnsafeRawPointer($0) } ?? StreamAck._empty, depth: _depth)), copying: self)
                 case 80: return _overrideLifetime(Payload.call(CallEvent.View(_raw: _c.pointee.call.map { UnsafeRawPointer($0) } ?? CallEvent._empty, depth: _depth)), copying: self)
                 case 81: return _overrideLifetime(Payload.streamChunk(StreamChunk.View(_raw: _c.pointee.stream_chunk.map { UnsafeRawPointer($0) } ?? StreamChunk._empty, depth: _depth)), copying: self)
+                case 82: return _overrideLifetime(Payload.keyPublish(KeyPublish.View(_raw: _c.pointee.key_publish.map { UnsafeRawPointer($0) } ?? KeyPublish._empty, depth: _depth)), copying: self)
+                case 83: return _overrideLifetime(Payload.keyFetchRequest(KeyFetchRequest.View(_raw: _c.pointee.key_fetch_request.map { UnsafeRawPointer($0) } ?? KeyFetchRequest._empty, depth: _depth)), copying: self)
+                case 84: return _overrideLifetime(Payload.keyFetchResponse(KeyFetchResponse.View(_raw: _c.pointee.key_fetch_response.map { UnsafeRawPointer($0) } ?? KeyFetchResponse._empty, depth: _depth)), copying: self)
                 default: return nil
                 }
             }

@@ -259,6 +259,7 @@ extension Message {
         viewOnce = v.viewOnce
         forwardScore = v.forwardScore
         if let field = v.quoteSnapshot { quoteSnapshot = QuoteSnapshot(_viewOf: field._raw, depth: depth) }
+        isOffline = v.isOffline
         unknownFields = v.unknownFields
     }
 
@@ -530,6 +531,11 @@ extension Message {
                 return _overrideLifetime(QuoteSnapshot.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
             }
         }
+
+        /// Delivered as an offline message: stored while the receiver was offline and delivered when it
+        /// came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+        /// delivery to a receiver; never on online-only or status-only messages, which are not stored.
+        public var isOffline: Bool { _c.pointee.is_offline != 0 }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
@@ -2413,6 +2419,7 @@ extension FileElement {
         sha256 = v.sha256.materialize()
         caption = v.caption.materialize()
         if let field = v.mediaKey { mediaKey = MediaKey(_viewOf: field._raw, depth: depth) }
+        attachmentType = v.attachmentType.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -2498,6 +2505,16 @@ extension FileElement {
             get {
                 guard let field = _c.pointee.media_key else { return nil }
                 return _overrideLifetime(MediaKey.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+        /// ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+        /// ImageElement, VideoElement and SoundElement instead.
+        public var attachmentType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.attachment_type), copying: self)
             }
         }
 
@@ -3932,6 +3949,8 @@ extension GroupTipsElement {
         memberChanges = v.memberChanges.materialize()
         memberCount = v.memberCount
         if let field = v.pinnedMessage { pinnedMessage = MessageRef(_viewOf: field._raw, depth: depth) }
+        memberProfiles = v.memberProfiles.materialize()
+        if let field = v.operatorProfile { operatorProfile = GroupMemberInfo(_viewOf: field._raw, depth: depth) }
         unknownFields = v.unknownFields
     }
 
@@ -4012,6 +4031,24 @@ extension GroupTipsElement {
             get {
                 guard let field = _c.pointee.pinned_message else { return nil }
                 return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The profiles of member_ids, in the same order, and of the operator, so the tip renders
+        /// without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+        public var memberProfiles: GroupMemberInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(GroupMemberInfo.View.List(_base: UnsafeRawPointer(_c.pointee.member_profiles), count: _c.pointee.n_member_profiles, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `operator_profile` (10).
+        public var operatorProfile: GroupMemberInfo.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.operator_profile else { return nil }
+                return _overrideLifetime(GroupMemberInfo.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
             }
         }
 

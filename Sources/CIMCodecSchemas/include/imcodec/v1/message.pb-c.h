@@ -15,6 +15,7 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 #include "imcodec/v1/common.pb-c.h"
+#include "imcodec/v1/receipts.pb-c.h"
 
 typedef struct Imcodec__V1__AtInfo Imcodec__V1__AtInfo;
 typedef struct Imcodec__V1__OfflinePushInfo Imcodec__V1__OfflinePushInfo;
@@ -533,10 +534,16 @@ struct  Imcodec__V1__Message
    * fetching the original (Signal DataMessage.Quote, WhatsApp ContextInfo.quotedMessage).
    */
   Imcodec__V1__QuoteSnapshot *quote_snapshot;
+  /*
+   * Delivered as an offline message: stored while the receiver was offline and delivered when it
+   * came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+   * delivery to a receiver; never on online-only or status-only messages, which are not stored.
+   */
+  protobuf_c_boolean is_offline;
 };
 #define IMCODEC__V1__MESSAGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message__descriptor) \
-    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, NULL, 0, 0, IMCODEC__V1__PRIORITY__PRIORITY_UNSPECIFIED, IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED, 0, 0,NULL, NULL, NULL, {0,NULL}, 0,NULL, 0,NULL, IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_UNSPECIFIED, NULL, 0,NULL, 0, {0,NULL}, {0,NULL}, IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0, 0,NULL, NULL, NULL, 0, 0, 0, 0, NULL }
+    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, NULL, 0, 0, IMCODEC__V1__PRIORITY__PRIORITY_UNSPECIFIED, IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED, 0, 0,NULL, NULL, NULL, {0,NULL}, 0,NULL, 0,NULL, IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_UNSPECIFIED, NULL, 0,NULL, 0, {0,NULL}, {0,NULL}, IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0, 0,NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
 
 
 /*
@@ -967,10 +974,16 @@ struct  Imcodec__V1__FileElement
   ProtobufCBinaryData sha256;
   ProtobufCBinaryData caption;
   Imcodec__V1__MediaKey *media_key;
+  /*
+   * QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+   * ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+   * ImageElement, VideoElement and SoundElement instead.
+   */
+  ProtobufCBinaryData attachment_type;
 };
 #define IMCODEC__V1__FILE_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__file_element__descriptor) \
-    , {0,NULL}, {0,NULL}, 0, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, NULL }
+    , {0,NULL}, {0,NULL}, 0, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, NULL, {0,NULL} }
 
 
 /*
@@ -1324,10 +1337,17 @@ struct  Imcodec__V1__GroupTipsElement
    * The pinned or unpinned message (PINNED_MESSAGE_* types).
    */
   Imcodec__V1__MessageRef *pinned_message;
+  /*
+   * The profiles of member_ids, in the same order, and of the operator, so the tip renders
+   * without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+   */
+  size_t n_member_profiles;
+  Imcodec__V1__GroupMemberInfo **member_profiles;
+  Imcodec__V1__GroupMemberInfo *operator_profile;
 };
 #define IMCODEC__V1__GROUP_TIPS_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__group_tips_element__descriptor) \
-    , IMCODEC__V1__GROUP_TIPS_TYPE__GROUP_TIPS_TYPE_UNSPECIFIED, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0,NULL, 0, NULL }
+    , IMCODEC__V1__GROUP_TIPS_TYPE__GROUP_TIPS_TYPE_UNSPECIFIED, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, NULL }
 
 
 /*
