@@ -59,6 +59,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target IMCodec` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Test-only: AES-GCM for the end-to-end envelope test (the library does no cryptography).
+        // jwt-kit already depends on it.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
     ],
     targets: [
         // The system protobuf-c runtime (apt: libprotobuf-c-dev).
@@ -153,6 +156,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
                 .product(name: "Logging", package: "swift-log", condition: tools),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
+                .product(name: "Crypto", package: "swift-crypto", condition: tools),
             ]
         ),
         // Test-only: counts allocation calls per thread and live heap bytes (interposes malloc).

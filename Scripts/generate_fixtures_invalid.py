@@ -418,12 +418,12 @@ case("oversize_nonempty_with_max_0", "tooLarge",
 
 # --- unsupportedVersion ------------------------------------------------------------------------
 # Well-formed protobuf that Google's parsers accept, refused by IMCodec as a reader rule: the
-# writer says readers below schema version 3 cannot act on the frame (Frame.min_reader_version),
-# and this reader implements version 2. DecodingOptions.acceptsNewerFrames decodes it anyway
+# writer says readers below schema version 4 cannot act on the frame (Frame.min_reader_version),
+# and this reader implements version 3. DecodingOptions.acceptsNewerFrames decodes it anyway
 # (Tests/IMCodecTests/VersionTests.swift).
 
-case("min_reader_version_3", "unsupportedVersion",
-     "A text message frame from a schema-version-3 writer with min_reader_version 3: a version-2 "
+case("min_reader_version_4", "unsupportedVersion",
+     "A text message frame from a schema-version-4 writer with min_reader_version 4: a version-3 "
      "reader refuses it (Google's parsers, which know no reader rule, accept it). Offset: null.",
-     data=build([u(1, 3), u(2, 3), Field(10, envelope() + [text_element("from the future")])])[0],
+     data=build([u(1, 4), u(2, 4), Field(10, envelope() + [text_element("from the future")])])[0],
      offset=None)

@@ -95,6 +95,8 @@ enum RelayProtocol {
         static let messageRemoved: Int32 = 3005
         /// A recall, edit or delete for everyone names a message another user sent.
         static let notTheSender: Int32 = 3006
+        /// A key fetch found no published keys of that kind for the user (or the devices named).
+        static let noKeys: Int32 = 3007
     }
 
     /// The most frames a connection may send before its login is answered (they wait for it).

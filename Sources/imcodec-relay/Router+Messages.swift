@@ -292,7 +292,9 @@ extension Router {
         -> (requestID: UInt64, audience: Set<String>?)?
     {
         switch frame.payloadKind {
-        case .recall?, .edit?, .reaction?, .delete?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?: break
+        case .recall?, .edit?, .reaction?, .delete?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
+            .streamChunk?:
+            break
         default: return (0, nil)
         }
         guard let decoded = decoded(frame, session) else { return nil }
@@ -308,6 +310,8 @@ extension Router {
         case .pin(let event)?: refs = event.message.map { [$0] } ?? []
         case .pollVote(let event)?: refs = event.pollMessage.map { [$0] } ?? []
         case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []
+        // Only a streamed message's sender grows it.
+        case .streamChunk(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
         default: return (requestID, nil)
         }
         let state = conversations[key] ?? ConversationState()

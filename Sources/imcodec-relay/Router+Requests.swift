@@ -101,9 +101,69 @@ extension Router {
             if requestID != 0 { result(session, requestID) }
         case .membership(let change):
             membership(change, requestID: requestID, session: session, user: user)
+        case .keyPublish(let publish):
+            publishKeys(publish, requestID: requestID, session: session, user: user)
+        case .keyFetchRequest(let request):
+            fetchKeys(request, requestID: requestID, session: session)
         default:
             break
         }
+    }
+
+    /// Stores a device's key bundle of one kind, replacing the one it published before. The bundle
+    /// is the session's own: its user and device are set from the session, whatever the frame said.
+    private func publishKeys(_ publish: KeyPublish, requestID: UInt64, session: Session, user: String) {
+        guard var bundle = publish.bundle, bundle.kind != .unspecified, !bundle.bundle.isEmpty else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "a key publish holds a bundle of a known kind"
+            )
+            return
+        }
+        let device = session.deviceID.isEmpty ? bundle.deviceID : session.deviceID
+        guard !device.isEmpty else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "keys are published per device: log in with a device id"
+            )
+            return
+        }
+        bundle.userID = user
+        bundle.deviceID = device
+        bundle.publishedAtMs = RelayProtocol.nowMs()
+        keyBundles[DeviceKey(user: user, device: device), default: [:]][bundle.kind] = bundle
+        if requestID != 0 { result(session, requestID) }
+    }
+
+    /// Answers a key fetch with the bundles of the user's devices (those named, or all), each with
+    /// at most one one-time key, which is deleted from the stored bundle (Signal's prekey rule).
+    private func fetchKeys(_ request: KeyFetchRequest, requestID: UInt64, session: Session) {
+        var answer = KeyFetchResponse.with { $0.userID = request.userID }
+        let named = Set(request.deviceIDs)
+        let devices = keyBundles.keys.filter {
+            $0.user == request.userID && (named.isEmpty || named.contains($0.device))
+        }
+        for device in devices.sorted(by: { $0.device < $1.device }) {
+            guard var stored = keyBundles[device]?[request.kind] else { continue }
+            var handed = stored
+            handed.oneTimeKeys = Array(stored.oneTimeKeys.prefix(1))
+            if !stored.oneTimeKeys.isEmpty {
+                stored.oneTimeKeys.removeFirst()
+                keyBundles[device]?[request.kind] = stored
+            }
+            answer.bundles.append(handed)
+        }
+        if answer.bundles.isEmpty {
+            answer.errorCode = RelayProtocol.RequestError.noKeys
+            answer.errorDescription = "noKeys: \(request.userID) has published no keys of that kind"
+        }
+        self.answer(RelayProtocol.answer(.keyFetchResponse(answer), requestID: requestID), to: session)
     }
 
     /// Answers a sync request from the kept messages (``RelayConfiguration/maxMessagesPerConversation``),

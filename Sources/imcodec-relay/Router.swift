@@ -44,6 +44,10 @@ final class Router {
     var subscribers: [String: Set<String>] = [:]
     /// When each user that went offline was last online.
     var lastOnlineMs: [String: Int64] = [:]
+    /// The end-to-end key bundles each device published, by kind (opaque bytes; see
+    /// Router+Requests.swift). Kept in memory: a restarted relay has none until devices publish
+    /// again, which clients do at every login.
+    var keyBundles: [DeviceKey: [KeyBundleKind: KeyBundle]] = [:]
     var uidCounter: UInt64 = 0
     var sessionCounter: UInt64 = 0
     let uidPrefix: String
@@ -381,14 +385,14 @@ final class Router {
         case .message?:
             routeMessage(frame, from: session, user: user)
         case .recall?, .edit?, .delete?, .typing?, .reaction?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
-            .markRead?:
+            .markRead?, .call?, .streamChunk?:
             routeEvent(frame, from: session, user: user)
         case .receipt?, .receipts?:
             routeReceipts(frame, from: session, user: user)
         case .systemNotice?:
             routeNotice(frame, from: session, user: user)
         case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
-            .membership?, .streamSyncRequest?, .streamAck?:
+            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?:
             request(frame, from: session, user: user)
         case let kind:
             let requestID = decoded(frame, session)?.requestID ?? 0

@@ -11,8 +11,9 @@ struct Demo: ParsableCommand {
             Builds a conversation (a C2C text, its send ack and read receipt, a group @ message and its \
             group receipt, an image, a multi-element chain, a merger holding a nested merger, a recall, \
             an edit, a rejected send; then a reconnect that resumes from the last seq held and fills the \
-            gap with a sync, presence changes, a reaction, a thread reply and a poll: 23 frames), encodes \
-            every frame, writes them as varint-length-prefixed records to a file with a 24th frame that \
+            gap with a sync, presence changes, a reaction, a thread reply and a poll; then a video call \
+            (invite, accept, hang up, its call log) and an end-to-end encrypted message: 28 frames), encodes \
+            every frame, writes them as varint-length-prefixed records to a file with a 29th frame that \
             needs a newer reader, reads the file back, routes each frame with the fast path (its "route:" \
             line is FrameView.route, such as .group("team-apollo") for a group message and \
             .referencedSender("alice") for a receipt of Alice's message), decodes it, checks it equals \
@@ -26,7 +27,7 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         let frames = DemoConversation.frames()
-        // Last, a frame this reader must refuse: it needs schema version 3.
+        // Last, a frame this reader must refuse: it needs the next schema version.
         let written = frames + [DemoConversation.fromTheFuture()]
         let path = output ?? FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-demo.frames").path
         let stream = Delimited.serialize(written)
@@ -39,7 +40,7 @@ struct Demo: ParsableCommand {
         var transcript = DemoTranscript(written: written, forThisReader: frames.count)
         transcript.text =
             "IMCodec demo: \(written.count) frames (\(frames.count) for a schema-"
-            + "\(Frame.currentSchemaVersion) reader, 1 that needs a schema-3 reader), "
+            + "\(Frame.currentSchemaVersion) reader, 1 that needs a schema-\(DemoConversation.nextVersion) reader), "
             + "\(stream.count) bytes written to \(path)\n\n"
         let bytes = [UInt8](file)
         var records = Delimited.RecordReader(bytes, maxLength: DecodingOptions().maxInputSize)
@@ -53,15 +54,17 @@ struct Demo: ParsableCommand {
             "Read back \(transcript.decoded.count) of \(written.count) frames from \(path): "
             + (allEqual ? "every frame decodes equal to what was encoded" : "MISMATCH") + "; "
             + (transcript.issues == 0 ? "no validation issues" : "\(transcript.issues) validation issue(s)") + "; "
-            + (transcript.refused == 1
-                ? "the frame for a schema-3 reader was refused" : "the frame for a schema-3 reader was NOT refused")
+            + "the frame for a schema-\(DemoConversation.nextVersion) reader was "
+            + (transcript.refused == 1 ? "refused" : "NOT refused")
             + ".\n"
         writeStandardOutput(transcript.text)
         if !allEqual {
             throw InputRejected(message: "the frames read back differ from the frames written")
         }
         if transcript.refused != 1 {
-            throw InputRejected(message: "a frame that needs a schema-3 reader was not refused")
+            throw InputRejected(
+                message: "a frame that needs a schema-\(DemoConversation.nextVersion) reader was not refused"
+            )
         }
     }
 }
@@ -272,7 +275,7 @@ enum DemoConversation {
         stamp(&merger, minute: 5, id: "a-0003", server: "144115233-1795251900-1002", seq: 1002)
 
         // 9. Carol recalls her screenshot; 10. Bob edits his message.
-        let recall = Frame.recall(image.reference, by: "carol", reason: "wrong screenshot", timeMs: start + 400_000)
+        let recall = Frame.recall(image.reference, by: "carol", reason: "wrong screenshot", timeMs: start + 290_000)
         var edited = groupAt
         edited.elements = [.text("@alice @carol the release build is green ✅ (tagged v2.4.0)")]
         edited.editVersion = 1
@@ -450,14 +453,77 @@ enum DemoConversation {
             )
         )
         return [login, loggedIn, sync, synced, online, reaction, Frame(reply), Frame(poll), vote, closed, away]
+            + content()
     }
 
-    /// A frame from a future writer that a version-2 reader must not act on (min_reader_version 3).
+    /// Schema version 3: Alice calls Bob (invite, accept, hang up, then the call's log entry), and
+    /// Bob answers with an end-to-end encrypted message.
+    static func content() -> [Frame] {
+        func call(_ signal: CallSignal, by user: String, to peer: String, minute: Int64) -> Frame {
+            Frame(
+                .call(
+                    CallEvent.with {
+                        $0.callID = "call-launch"; $0.signal = signal; $0.conversation = .oneToOne(peer)
+                        $0.userID = user; $0.media = .video; $0.timeMs = start + minute * 60_000
+                        if signal == .invite { $0.inviteeIDs = [peer]; $0.timeoutS = 30 }
+                    }
+                )
+            )
+        }
+        // 24–26. Alice calls Bob; he answers; she hangs up 7 minutes later.
+        let invite = call(.invite, by: "alice", to: "bob", minute: 14)
+        let accept = call(.accept, by: "bob", to: "alice", minute: 14)
+        let hangUp = call(.hangUp, by: "alice", to: "bob", minute: 21)
+        // 27. The call's entry in the conversation.
+        var log = Message(
+            from: "alice",
+            in: .oneToOne("bob"),
+            elements: [
+                MessageElement.with {
+                    $0.content = .callLog(
+                        CallLogElement.with {
+                            $0.callID = "call-launch"; $0.media = .video; $0.outcome = .completed
+                            $0.callerID = "alice"; $0.participantIDs = ["alice", "bob"]
+                            $0.startTimeMs = start + 14 * 60_000; $0.durationS = 420
+                        }
+                    )
+                }
+            ]
+        )
+        stamp(&log, minute: 21, id: "a-0006", server: "144115233-1795252500-1003", seq: 1003)
+        // 28. Bob's answer, end-to-end encrypted by his phone: the relay sees the envelope (who, to
+        // whom, ids, times) and opaque bytes. The demo does no cryptography; its bytes stand in for
+        // what a client seals (an AES-GCM test in IMCodecNIOTests seals real content).
+        var sealed = Message(
+            from: "bob",
+            in: .oneToOne("alice"),
+            elements: [
+                MessageElement.with {
+                    $0.content = .encrypted(
+                        EncryptedElement.with {
+                            $0.algorithm = "AES-256-GCM"; $0.senderDeviceID = "bob-iphone"
+                            $0.keyID = Array("session-alice-bob-1".utf8); $0.nonce = Array(repeating: 0x5A, count: 12)
+                            $0.ciphertext = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+                            $0.associatedData = Array("1/alice/bob/b-0044".utf8)
+                        }
+                    )
+                }
+            ]
+        )
+        stamp(&sealed, minute: 22, id: "b-0044", server: "144115233-1795252500-1004", seq: 1004)
+        return [invite, accept, hangUp, Frame(log), Frame(sealed)]
+    }
+
+    /// The schema version after this reader's: the demo's last frame needs it.
+    static let nextVersion = Frame.currentSchemaVersion + 1
+
+    /// A frame from a future writer that this reader must not act on (min_reader_version one above
+    /// ``Frame/currentSchemaVersion``).
     static func fromTheFuture() -> Frame {
-        var message = Message.c2cText(from: "alice", to: "bob", "This needs a schema-3 reader")
-        stamp(&message, minute: 15, id: "a-0005", server: "144115233-1795252500-1003", seq: 1003)
+        var message = Message.c2cText(from: "alice", to: "bob", "This needs a schema-\(nextVersion) reader")
+        stamp(&message, minute: 25, id: "a-0007", server: "144115233-1795252500-1005", seq: 1005)
         return Frame.with {
-            $0.schemaVersion = 3; $0.minReaderVersion = 3; $0.payload = .message(message)
+            $0.schemaVersion = nextVersion; $0.minReaderVersion = nextVersion; $0.payload = .message(message)
         }
     }
 }

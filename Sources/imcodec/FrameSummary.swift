@@ -206,6 +206,31 @@ enum FrameSummary {
             return [
                 "\(i)\(conversation(change.conversation)): \(name(change.option.protoName, dropping: "RECEIVE_OPTION_"))"
             ]
+        case .call(let call):
+            return [
+                "\(i)call \(call.callID) \(name(call.signal.protoName, dropping: "CALL_SIGNAL_")) by \(call.userID)"
+                    + (call.media == .unspecified ? "" : " (\(name(call.media.protoName, dropping: "CALL_MEDIA_")))")
+                    + (call.inviteeIDs.isEmpty ? "" : " inviting \(call.inviteeIDs.joined(separator: ", "))")
+                    + " in \(conversation(call.conversation))"
+            ]
+        case .keyPublish(let publish):
+            let bundle = publish.bundle ?? KeyBundle()
+            return [
+                "\(i)\(name(bundle.kind.protoName, dropping: "KEY_BUNDLE_KIND_")) keys of device \(bundle.deviceID): "
+                    + "\(bundle.bundle.count) B, \(bundle.oneTimeKeys.count) one-time key(s)"
+            ]
+        case .keyFetchRequest(let request):
+            return ["\(i)\(name(request.kind.protoName, dropping: "KEY_BUNDLE_KIND_")) keys of \(request.userID)"]
+        case .keyFetchResponse(let response):
+            return [
+                "\(i)keys of \(response.userID): \(response.bundles.count) device(s)"
+                    + (response.errorCode == 0 ? "" : ", error \(response.errorCode)")
+            ]
+        case .streamChunk(let chunk):
+            return [
+                "\(i)stream \(chunk.streamID) chunk \(chunk.position)\(chunk.final ? " (final)" : ""): "
+                    + quoted(chunk.text)
+            ]
         default:
             return []
         }
@@ -366,6 +391,33 @@ enum FrameSummary {
                 head + "poll \(quoted(poll.question)), \(size) B: "
                     + poll.options.map { quoted($0.text) }.joined(separator: " / ")
                     + (poll.multipleChoice ? " (several choices)" : "")
+            ]
+        case .sticker(let sticker)?:
+            return [head + "sticker \(sticker.emoji) \(sticker.packTitle)/\(sticker.stickerID), \(size) B"]
+        case .contactCard(let card)?:
+            return [head + "contact card \(quoted(card.displayName)), \(size) B"]
+        case .callLog(let log)?:
+            return [
+                head + "call log \(log.callID), \(size) B: "
+                    + "\(log.media.protoName.replacingOccurrences(of: "CALL_MEDIA_", with: "").lowercased()) "
+                    + "\(log.outcome.protoName.replacingOccurrences(of: "CALL_OUTCOME_", with: "").lowercased())"
+                    + (log.durationS == 0 ? "" : ", \(log.durationS) s")
+            ]
+        case .buttons(let buttons)?:
+            return [
+                head + "buttons, \(size) B: "
+                    + buttons.rows.map { $0.buttons.map { quoted($0.label) }.joined(separator: " | ") }
+                    .joined(separator: " / ")
+            ]
+        case .stream(let stream)?:
+            return [
+                head + "stream \(stream.streamID), \(size) B: \(stream.chunkCount) chunks"
+                    + (stream.final ? " (final)" : "") + ", \(quoted(stream.text))"
+            ]
+        case .encrypted(let sealed)?:
+            return [
+                head + "encrypted (\(sealed.algorithm)), \(size) B: \(sealed.ciphertext.count) B of ciphertext "
+                    + "from device \(sealed.senderDeviceID)"
             ]
         case nil:
             return [head + "empty element"]

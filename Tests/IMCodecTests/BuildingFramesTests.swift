@@ -44,6 +44,38 @@ struct BuildingFramesTests {
         let card = MessageElement.custom(Array(#"{"kind":"order","id":42}"#.utf8), description: "Order #42")
         let lunch = MessageElement.poll(id: "poll-1", question: "Lunch?", options: ["Noodles", "Dumplings"])
 
+        let packed = MessageElement.with {
+            $0.content = .sticker(StickerElement.with {
+                $0.packID = "cats-1"; $0.stickerID = "7"; $0.emoji = "😸"; $0.mimeType = "image/webp"
+            })
+        }
+        let contact = MessageElement.with {
+            $0.content = .contactCard(ContactCardElement.with {
+                $0.userID = "carol"; $0.displayName = "Carol"; $0.phoneNumbers = ["+86 138 0013 8000"]
+            })
+        }
+        let missed = MessageElement.with {
+            $0.content = .callLog(CallLogElement.with {
+                $0.callID = "call-1"; $0.media = .video; $0.outcome = .missed; $0.callerID = "alice"
+            })
+        }
+        let choices = MessageElement.with {
+            $0.content = .buttons(ButtonsElement.with {
+                $0.rows = [ButtonRow.with {
+                    $0.buttons = [Button.with { $0.id = "ship"; $0.label = "Ship it"; $0.action = .callback; $0.data = [1] }]
+                }]
+            })
+        }
+        let answer = MessageElement.with {
+            $0.content = .stream(StreamElement.with { $0.streamID = "s-1"; $0.text = "The answer" })
+        }
+        let sealedBytes: [UInt8] = Array(repeating: 0xA5, count: 48)  // what the client's cipher made
+        let sealed = MessageElement.with {
+            $0.content = .encrypted(EncryptedElement.with {
+                $0.algorithm = "AES-256-GCM"; $0.senderDeviceID = "alice-phone"; $0.ciphertext = sealedBytes
+            })
+        }
+
         let chain = Message(from: "alice", in: .group("team-apollo"),
                             elements: [.text("Where we met: "), place, sticker])
         let frame = Frame(chain)
@@ -122,6 +154,14 @@ struct BuildingFramesTests {
             $0.conversation = .group("team-apollo"); $0.option = .receiveNotNotify; $0.userID = "bob"
         }))
 
+        let ring = Frame(.call(CallEvent.with {
+            $0.callID = "call-1"; $0.signal = .invite; $0.conversation = .oneToOne("bob"); $0.userID = "alice"
+            $0.inviteeIDs = ["bob"]; $0.media = .video; $0.timeoutS = 30
+        }))
+        let more = Frame(.streamChunk(StreamChunk.with {
+            $0.message = ref; $0.streamID = "s-1"; $0.position = 0; $0.text = " is 42."; $0.final = true
+        }))
+
         let notice = Frame(.systemNotice(SystemNotice.with {
             $0.type = "maintenance"; $0.params = ["window": "02:00-03:00 UTC"]
             $0.text = "Planned maintenance tonight"
@@ -131,16 +171,17 @@ struct BuildingFramesTests {
         }))
 
         let elementFrames = [mention, chain, forward].map(Frame.init)
-            + [photo, report, voice, clip, place, sticker, card, lunch].map {
+            + [photo, report, voice, clip, place, sticker, card, lunch, packed, contact, missed, choices, answer, sealed].map {
                 Frame(Message(from: "alice", in: .group("team-apollo"), elements: [$0]))
             }
         let elementKinds = Set(([chain, forward, mention].flatMap(\.elements)
-            + [photo, report, voice, clip, card, lunch, joined]).compactMap { $0.content?.kind })
+            + [photo, report, voice, clip, card, lunch, joined, packed, contact, missed, choices, answer, sealed])
+            .compactMap { $0.content?.kind })
         #expect(elementKinds == Set(MessageElement.Content.Kind.allCases), "an element kind has no example")
 
         let eventFrames = [
             read, delivered, c2cRead, recall, askReceipts, askReaders, counts, readers, edit, delete, typing,
-            markRead, reaction, pin, vote, closed, timer, mute, notice, history,
+            markRead, reaction, pin, vote, closed, timer, mute, notice, history, ring, more,
         ]
         // Every payload of events.proto and receipts.proto that a client or server sends about
         // messages (the session layer has its own article).
@@ -148,6 +189,7 @@ struct BuildingFramesTests {
             .receipt, .receipts, .c2cReadReceipt, .groupReadMembers, .readReceiptRequest,
             .groupReadMembersRequest, .recall, .edit, .delete, .typing, .markRead, .systemNotice,
             .historyRequest, .reaction, .pin, .pollVote, .pollUpdate, .disappearingTimer, .receiveOption,
+            .call, .streamChunk,
         ]
         #expect(Set(eventFrames.compactMap { $0.payload?.kind }) == events, "an event has no example")
 

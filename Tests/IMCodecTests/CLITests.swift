@@ -165,6 +165,7 @@ struct CLITests {
         var bad = Message.c2cText(from: "a", to: "b", "hi")
         bad.at = AtInfo.with { $0.atAll = true }
         bad.elements.append(.file(uuid: "f", name: "big.iso", size: 200_000_000, url: "u"))
+        bad.elements.append(.face(index: 1))
         let result = try CLI.run(["validate"], input: Frame(bad).serializedBytes())
         #expect(result.status == 1)
         #expect(result.text.contains("atOutsideGroup"))
@@ -195,12 +196,13 @@ struct CLITests {
             "sync page of group team-apollo: 2 message(s), complete", "bob is online", "carol reacted 🎉",
             "in the thread of message group-apollo-5001", "poll \"Launch dinner?\"", "bob voted 1",
             "poll poll-launch closed", "bob is away", "refused as it must be: unsupportedVersion",
-            "the frame for a schema-3 reader was refused",
+            "the frame for a schema-4 reader was refused", "call call-launch", "call log call-launch",
+            "encrypted (AES-256-GCM)",
         ] {
             #expect(text.contains(expected), "demo transcript lacks \(expected)")
         }
         let written = try FixtureFiles.bytes(output)
-        // 23 frames a version-2 reader acts on, and the last one, which needs a schema-3 reader.
+        // 28 frames a version-3 reader acts on, and the last one, which needs a schema-4 reader.
         var reader = Delimited.Reader<Frame>(written)
         var count = 0
         do {
@@ -209,11 +211,11 @@ struct CLITests {
         } catch {
             #expect(error.code == .unsupportedVersion)
         }
-        #expect(count == 23)
+        #expect(count == 28)
         var lenient = Delimited.Reader<Frame>(written, options: DecodingOptions(acceptsNewerFrames: true))
         count = 0
         while try lenient.next() != nil { count += 1 }
-        #expect(count == 24)
+        #expect(count == 29)
     }
 
     @Test("--version prints the library's version and the schema's")
@@ -372,7 +374,7 @@ struct CLITests {
     }
 
     @Test(
-        "--delimited on the demo's file: 23 records out, record 24 reported with its offset and flag, exit 1",
+        "--delimited on the demo's file: 28 records out, record 29 reported with its offset and flag, exit 1",
         arguments: ["decode", "inspect", "validate"]
     )
     func demoFileRecordByRecord(command: String) throws {
@@ -380,35 +382,35 @@ struct CLITests {
         defer { demo.remove() }
         let result = try CLI.run([command, "--delimited", demo.url.path])
         #expect(result.status == 1)
-        #expect(Self.goodRecords(result.text, command: command) == 23, "\(result.text)")
+        #expect(Self.goodRecords(result.text, command: command) == 28, "\(result.text)")
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.count == 2, "\(result.stderr)")
         #expect(
-            lines.first?.hasPrefix("imcodec: record 24 at byte \(demo.offsets[23]): unsupportedVersion: ") == true,
+            lines.first?.hasPrefix("imcodec: record 29 at byte \(demo.offsets[28]): unsupportedVersion: ") == true,
             "\(result.stderr)"
         )
         #expect(lines.first?.hasSuffix("(use --accept-newer-frames to read it anyway)") == true, "\(result.stderr)")
         #expect(!result.stderr.contains("DecodingOptions") && !result.stderr.contains("acceptsNewerFrames"))
-        #expect(lines.last == "imcodec: 1 of 24 record(s) failed")
+        #expect(lines.last == "imcodec: 1 of 29 record(s) failed")
         if command == "decode" {
-            let json = try demo.records.prefix(23).map { try Frame(serializedBytes: $0).jsonString() + "\n" }.joined()
+            let json = try demo.records.prefix(28).map { try Frame(serializedBytes: $0).jsonString() + "\n" }.joined()
             #expect(result.text == json)
         }
         let newer = try CLI.run([command, "--delimited", "--accept-newer-frames", demo.url.path])
         guard command == "validate" else {
             #expect(newer.status == 0 && newer.stderr.isEmpty, "\(newer.stderr)")
-            #expect(Self.goodRecords(newer.text, command: command) == 24)
+            #expect(Self.goodRecords(newer.text, command: command) == 29)
             return
         }
         // validate reads it, and still finds that the default options refuse it (notDecodable).
         #expect(newer.status == 1)
-        #expect(Self.goodRecords(newer.text, command: command) == 23)
-        #expect(newer.text.contains("record 24 at byte \(demo.offsets[23]): 1 violation(s)\n"), "\(newer.text)")
+        #expect(Self.goodRecords(newer.text, command: command) == 28)
+        #expect(newer.text.contains("record 29 at byte \(demo.offsets[28]): 1 violation(s)\n"), "\(newer.text)")
         #expect(newer.text.contains("(use --accept-newer-frames to read it anyway)) [notDecodable]"), "\(newer.text)")
         #expect(!newer.text.contains("DecodingOptions"))
         #expect(
-            newer.stderr == "imcodec: record 24 at byte \(demo.offsets[23]): 1 product rule violation(s)\n"
-                + "imcodec: 1 of 24 record(s) failed\n",
+            newer.stderr == "imcodec: record 29 at byte \(demo.offsets[28]): 1 product rule violation(s)\n"
+                + "imcodec: 1 of 29 record(s) failed\n",
             "\(newer.stderr)"
         )
     }
@@ -501,7 +503,7 @@ struct CLITests {
         let demo = try DemoFile()
         defer { demo.remove() }
         let routes = demo.transcript.split(separator: "\n").filter { $0.hasPrefix("    route: ") }
-        #expect(routes.count == 23)
+        #expect(routes.count == 28)
         let decoder = WireDecoder()
         for (line, record) in zip(routes, demo.records) {
             let route = try decoder.withFrameView(record) { $0.route }
@@ -525,7 +527,7 @@ struct CLITests {
         )
         #expect(demo.records.count == readmeCount)
         #expect(said.0 == readmeCount)
-        #expect(said.1 == readmeCount - 1)  // the last needs a schema-3 reader
+        #expect(said.1 == readmeCount - 1)  // the last needs a newer reader
         #expect(demo.transcript.contains("Read back \(readmeCount) of \(readmeCount) frames from "))
         #expect(readme.contains("prints the \(readmeCount - 1) frames"))
     }
@@ -587,7 +589,7 @@ struct CLITests {
         for expected in [
             "imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
             "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
-            "\"senderId\": \"alice\"", "\n24\n",
+            "\"senderId\": \"alice\"", "\n29\n",
         ] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
         }

@@ -221,7 +221,9 @@ struct DifferentialTests {
         #expect(counts[.rejectedByBoth, default: 0] > 0)
         let accepted = reference.cases.filter { $0.google == "accept" }
         #expect(accepted.filter(\.duplicateSubmessage).count >= 100)
-        #expect(accepted.filter(\.nulInMap).count >= 100)
+        // (75: schema version 3's new fields spread the random frames over more fields, so fewer
+        // hold a map; 90 with this seed.)
+        #expect(accepted.filter(\.nulInMap).count >= 75)
     }
 }
 

@@ -445,6 +445,65 @@ enum RouteCases {
             ),
             route: .ownDevices("alice")
         ),
+        RouteCase(
+            name: "call signal to its conversation",
+            frame: Frame(
+                .call(
+                    CallEvent.with {
+                        $0.callID = "c-1"; $0.signal = .invite; $0.conversation = .oneToOne("alice")
+                    }
+                )
+            ),
+            route: .user("alice")
+        ),
+        RouteCase(
+            name: "group call signal",
+            frame: Frame(
+                .call(
+                    CallEvent.with {
+                        $0.callID = "c-2"; $0.signal = .hangUp; $0.conversation = .group("team")
+                    }
+                )
+            ),
+            route: .group("team")
+        ),
+        RouteCase(
+            name: "stream chunk of a group message: to the group",
+            frame: Frame(
+                .streamChunk(
+                    StreamChunk.with {
+                        $0.message = toTeam.reference; $0.text = " more"
+                    }
+                )
+            ),
+            route: .group("team")
+        ),
+        RouteCase(
+            name: "stream chunk of a one-to-one message: by its sender, to the peer",
+            frame: Frame(
+                .streamChunk(
+                    StreamChunk.with {
+                        $0.message = toAlice.reference; $0.final = true
+                    }
+                )
+            ),
+            route: .user("alice")
+        ),
+        RouteCase(
+            name: "key publish to the server",
+            frame: Frame(.keyPublish(KeyPublish.with { $0.bundle = .with { $0.kind = .mlsKeyPackage } })),
+            route: .server
+        ),
+        RouteCase(
+            name: "key fetch to the server",
+            frame: Frame(.keyFetchRequest(KeyFetchRequest.with { $0.userID = "bob" })),
+            route: .server
+        ),
+        RouteCase(
+            name: "key fetch answer to the client",
+            frame: Frame(.keyFetchResponse(KeyFetchResponse.with { $0.userID = "bob" })),
+            route: .client
+        ),
         RouteCase(name: "no payload", frame: Frame(), route: .unroutable),
     ]
 }

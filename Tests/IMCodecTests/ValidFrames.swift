@@ -307,7 +307,123 @@ enum ValidFrames {
                 }
             )
         ),
+        "call": Frame(.call(callInvite)),
+        "streamChunk": Frame(.streamChunk(streamChunk)),
+        "richContent": Frame(richContent),
+        "encrypted": Frame(encrypted),
+        "buttons": Frame(buttons),
+        "keyPublish": Frame(.keyPublish(KeyPublish.with { $0.bundle = keyBundle })),
+        "keyFetchRequest": Frame(
+            .keyFetchRequest(
+                KeyFetchRequest.with {
+                    $0.userID = "user_10086"; $0.kind = .signalPrekeys
+                }
+            )
+        ),
+        "keyFetchResponse": Frame(
+            .keyFetchResponse(
+                KeyFetchResponse.with {
+                    $0.userID = "user_10086"; $0.bundles = [keyBundle]
+                }
+            )
+        ),
     ]
+
+    static let keyBundle = KeyBundle.with {
+        $0.userID = "user_10086"; $0.deviceID = "iphone-8f2c"; $0.kind = .signalPrekeys
+        $0.bundle = Array(repeating: 0x42, count: 64); $0.oneTimeKeys = [.with { $0.key = [1, 2, 3] }]
+    }
+
+    static let callInvite = CallEvent.with {
+        $0.callID = "call-5b2e0d1c"; $0.signal = .invite; $0.conversation = c2c; $0.userID = "user_10010"
+        $0.inviteeIDs = ["user_10086"]; $0.media = .video; $0.timeoutS = 30; $0.timeMs = 1_732_188_060_133
+    }
+
+    static let streamChunk = StreamChunk.with {
+        $0.message = ref(in: c2c); $0.streamID = "stream-e41a"; $0.position = 0; $0.text = " Canberra."
+        $0.final = true; $0.timeMs = 1_732_188_061_000
+    }
+
+    /// A reply with styled text and a quote snapshot, and a captioned image with its metadata.
+    static var richContent: Message {
+        var reply = message(in: group, "👍 see parse() docs")
+        reply.quote = ref(in: group, sender: "user_20001")
+        reply.quoteSnapshot = .with {
+            $0.authorID = "user_20001"; $0.text = "who fixes parse()?"
+        }
+        reply.elements = [
+            .with {
+                $0.content = .text(
+                    .with {
+                        $0.text = "👍 see parse() docs"
+                        $0.styles = [
+                            .with {
+                                $0.offset = 7; $0.length = 7; $0.style = .code
+                            },
+                            .with {
+                                $0.offset = 15; $0.length = 4; $0.style = .link; $0.url = "https://docs.example.com"
+                            },
+                        ]
+                    }
+                )
+            },
+            .with {
+                $0.content = .image(
+                    .with {
+                        $0.format = .jpg; $0.mimeType = "image/jpeg"; $0.sha256 = Array(repeating: 7, count: 32)
+                        $0.caption = "the stack trace"
+                        $0.mediaKey = .with {
+                            $0.algorithm = "AES-256-GCM"; $0.key = Array(repeating: 1, count: 32)
+                        }
+                    }
+                )
+            },
+        ]
+        return reply
+    }
+
+    /// An end-to-end encrypted one-to-one message: the envelope in the clear, one sealed element.
+    static var encrypted: Message {
+        var sealed = message(in: c2c)
+        sealed.elements = [
+            .with {
+                $0.content = .encrypted(
+                    .with {
+                        $0.algorithm = "AES-256-GCM"; $0.senderDeviceID = "iphone-8f2c"; $0.keyID = [0, 7]
+                        $0.nonce = Array(repeating: 9, count: 12); $0.ciphertext = Array(repeating: 0xA5, count: 40)
+                    }
+                )
+            }
+        ]
+        return sealed
+    }
+
+    /// A bot's text with a row of buttons.
+    static var buttons: Message {
+        var answer = message(in: c2c, "Ship it?")
+        answer.elements.append(
+            .with {
+                $0.content = .buttons(
+                    .with {
+                        $0.rows = [
+                            .with {
+                                $0.buttons = [
+                                    .with {
+                                        $0.id = "yes"; $0.label = "Yes"; $0.action = .callback; $0.data = [1]
+                                    },
+                                    .with {
+                                        $0.id = "docs"; $0.label = "Docs"; $0.action = .openURL
+                                        $0.url = "https://docs.example.com"
+                                    },
+                                ]
+                            }
+                        ]
+                    }
+                )
+            }
+        )
+        return answer
+    }
 
     /// `layers` nested merger layers of realistic messages around `leaf`, as Tencent's clients make
     /// them: each layer is a merger message forwarding the layer below and a text message.

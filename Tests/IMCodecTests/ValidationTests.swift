@@ -89,11 +89,15 @@ struct ValidationTests {
         }
     }
 
-    @Test("chain rules: merger, group tips, sound, video and file stand alone; no empty chains or elements")
+    @Test(
+        "chain rules: merger, group tips stand alone, sound, video and file with text only; no empty chains or elements"
+    )
     func chainRules() {
         let file = MessageElement.file(uuid: "f", name: "x", size: 1, url: "u")
+        // QuickBlox sends text together with an attachment.
+        #expect(rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [.text("see"), file]))).isEmpty)
         #expect(
-            rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [.text("see"), file]))) == [
+            rules(Frame(Message(from: "a", in: .oneToOne("b"), elements: [.face(index: 1), file]))) == [
                 .elementMustBeAlone
             ]
         )
@@ -126,10 +130,12 @@ struct ValidationTests {
         message.at = AtInfo.with { $0.userIDs = (0..<40).map { "u\($0)" } }
         message.targetReceivers = ["c"]
         message.elements.append(.file(uuid: "f", name: "x", size: 200_000_000, url: "u"))
+        message.elements.append(.file(uuid: "g", name: "y", size: 1, url: "u"))
         let issues = Frame(message).validate()
         #expect(
             Set(issues.map(\.rule)) == [
-                .atOutsideGroup, .atListTooLong, .targetedReceiversOutsideGroup, .elementMustBeAlone, .fileTooLarge,
+                .atOutsideGroup, .atListTooLong, .atNotText, .targetedReceiversOutsideGroup, .elementMustBeAlone,
+                .fileTooLarge,
             ]
         )
         #expect(issues.contains { $0.path == "message.elements[1].file" })
@@ -519,8 +525,9 @@ struct ValidationTests {
         ],
         "explicit_defaults": ["missingConversation", "missingUserID", "unspecifiedEnum"],
         "flags_each_bit": ["missingConversation"],
+        "flags_all_bits": ["onlineOnlyWithHistory"],
         "frame_no_payload": ["missingPayload"],
-        "int_limits": ["elementMustBeAlone", "fileTooLarge"],
+        "int_limits": ["elementMustBeAlone", "fileTooLarge", "onlineOnlyWithHistory"],
         "location_extremes": ["locationOutOfRange"],
         "merger_nested_100_layers": ["mergerDisplay", "missingConversation"],
         "merger_nested_3_levels": ["missingConversation"],

@@ -22,12 +22,16 @@ enum CRead {
         _ fields: UnsafeMutablePointer<ProtobufCMessageUnknownField>,
         count: Int
     ) -> UnknownFields {
-        // Exactly sized (the pre-scan's memory estimate counts on it).
+        // Exactly sized (the pre-scan's memory estimate counts on it; a wrapper's canonical form
+        // is never longer than the original).
         var total = 0
+        var rewritten: [Int: [UInt8]] = [:]
         for i in 0..<count {
             let field = fields[i]
             if let payload = wrapped(field) {
-                total += payload.count
+                let canonical = canonicalField(payload)
+                rewritten[i] = canonical
+                total += canonical.count
             } else {
                 let tag = WireFormat.tag(UInt64(field.tag), UInt64(field.wire_type.rawValue))
                 total += WireFormat.varintSize(tag) + field.len
@@ -37,8 +41,8 @@ enum CRead {
         bytes.reserveCapacity(total)
         for i in 0..<count {
             let field = fields[i]
-            if let payload = wrapped(field) {
-                bytes.append(contentsOf: payload)
+            if let canonical = rewritten[i] {
+                bytes.append(contentsOf: canonical)
                 continue
             }
             WireFormat.appendTag(UInt64(field.tag), UInt64(field.wire_type.rawValue), to: &bytes)
@@ -47,6 +51,20 @@ enum CRead {
             }
         }
         return UnknownFields(bytes: bytes)
+    }
+
+    /// A wrapped original field as Google's serializer writes it back: its tag in the shortest form
+    /// (the input may have padded it, as in `a2 00` for tag 34), its value bytes as they came (a
+    /// padded varint value or length prefix stays padded, as upb keeps it). A field whose tag it
+    /// cannot read is kept as it was.
+    private static func canonicalField(_ field: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var index = 0
+        guard let tag = WireFormat.readVarint(field, &index) else { return Array(field) }
+        var out: [UInt8] = []
+        out.reserveCapacity(field.count)
+        WireFormat.appendVarint(tag, to: &out)
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: field[index...]))
+        return out
     }
 
     /// The original field inside a wrapper (its bytes after the wrapper's length prefix), or nil

@@ -69,6 +69,83 @@ public enum ConversationType: RawRepresentable, CaseIterable, Sendable, Hashable
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// What kind of group a group conversation is (Tencent's group types; QuickBlox dialog types).
+public enum GroupKind: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `GROUP_KIND_UNSPECIFIED = 0`
+    case unspecified
+    /// Tencent Work: invite-only, like WeChat groups. CONVERSATION_TYPE_GROUP.
+    /// Wire name `GROUP_KIND_WORK`, number 1.
+    case work
+    /// Tencent Public: joined by request and approval. CONVERSATION_TYPE_GROUP.
+    /// Wire name `GROUP_KIND_PUBLIC`, number 2.
+    case `public`
+    /// Tencent Meeting: joined freely; new members can pull history from before they joined.
+    /// CONVERSATION_TYPE_GROUP.
+    /// Wire name `GROUP_KIND_MEETING`, number 3.
+    case meeting
+    /// Tencent AVChatRoom: live-streaming rooms, no history, no targeted messages.
+    /// CONVERSATION_TYPE_CHATROOM.
+    /// Wire name `GROUP_KIND_AV_CHAT_ROOM`, number 4.
+    case avChatRoom
+    /// Tencent Community: large groups with topics (channels), no targeted messages.
+    /// CONVERSATION_TYPE_GROUP or CONVERSATION_TYPE_ULTRA_GROUP (topics as channels).
+    /// Wire name `GROUP_KIND_COMMUNITY`, number 5.
+    case community
+    /// QuickBlox public dialog (type 1): anyone may join. CONVERSATION_TYPE_GROUP.
+    /// Wire name `GROUP_KIND_PUBLIC_DIALOG`, number 6.
+    case publicDialog
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [GroupKind] = [.unspecified, .work, .`public`, .meeting, .avChatRoom, .community, .publicDialog]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .work
+        case 2: self = .`public`
+        case 3: self = .meeting
+        case 4: self = .avChatRoom
+        case 5: self = .community
+        case 6: self = .publicDialog
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .work: 1
+        case .`public`: 2
+        case .meeting: 3
+        case .avChatRoom: 4
+        case .community: 5
+        case .publicDialog: 6
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`GROUP_KIND_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "GROUP_KIND_UNSPECIFIED"
+        case .work: "GROUP_KIND_WORK"
+        case .`public`: "GROUP_KIND_PUBLIC"
+        case .meeting: "GROUP_KIND_MEETING"
+        case .avChatRoom: "GROUP_KIND_AV_CHAT_ROOM"
+        case .community: "GROUP_KIND_COMMUNITY"
+        case .publicDialog: "GROUP_KIND_PUBLIC_DIALOG"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// A conversation: its type, the user or group it targets, and an optional ultra-group channel.
 public struct Conversation: IMCodecMessage {
     /// The message's full name in Schemas/.
@@ -82,6 +159,11 @@ public struct Conversation: IMCodecMessage {
 
     /// Ultra group channel id; empty elsewhere.
     public var channelID: String = ""
+
+    /// The group's kind, for group-like conversations, as the server knows it. A property of the
+    /// group, not part of the conversation's identity: receivers match conversations on type,
+    /// target_id and channel_id.
+    public var groupKind: GroupKind = .unspecified
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -126,6 +208,10 @@ extension Conversation {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.groupKind.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.groupKind.rawValue)))
+            w.writeVarint(32)
+        }
         if !self.channelID.isEmpty {
             w.writeString(self.channelID)
             w.writeVarint(26)

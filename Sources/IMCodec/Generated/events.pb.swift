@@ -299,6 +299,95 @@ public enum ReceiveOption: RawRepresentable, CaseIterable, Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// A call signal (Tencent TUICallKit / TRTC signalling invite, accept, reject, cancel, timeout;
+/// OpenIM SignalReq; WhatsApp and Signal call offers). Media flows elsewhere (WebRTC, TRTC): these
+/// frames only set the call up and tear it down. When the call ends the caller's client sends a
+/// message with a CallLogElement.
+public enum CallSignal: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `CALL_SIGNAL_UNSPECIFIED = 0`
+    case unspecified
+    /// The caller invites invitee_ids (data: the offer, e.g. an SDP or a room id).
+    /// Wire name `CALL_SIGNAL_INVITE`, number 1.
+    case invite
+    /// An invitee's device is ringing.
+    /// Wire name `CALL_SIGNAL_RING`, number 2.
+    case ring
+    /// An invitee answered (data: the answer).
+    /// Wire name `CALL_SIGNAL_ACCEPT`, number 3.
+    case accept
+    /// An invitee declined.
+    /// Wire name `CALL_SIGNAL_REJECT`, number 4.
+    case reject
+    /// The caller withdrew the invite before it was answered.
+    /// Wire name `CALL_SIGNAL_CANCEL`, number 5.
+    case cancel
+    /// A participant left a connected call; the call ends when fewer than two remain.
+    /// Wire name `CALL_SIGNAL_HANG_UP`, number 6.
+    case hangUp
+    /// Nobody answered within timeout_s (sent by the caller's client or the server).
+    /// Wire name `CALL_SIGNAL_TIMEOUT`, number 7.
+    case timeout
+    /// An invitee is in another call.
+    /// Wire name `CALL_SIGNAL_BUSY`, number 8.
+    case busy
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [CallSignal] = [.unspecified, .invite, .ring, .accept, .reject, .cancel, .hangUp, .timeout, .busy]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .invite
+        case 2: self = .ring
+        case 3: self = .accept
+        case 4: self = .reject
+        case 5: self = .cancel
+        case 6: self = .hangUp
+        case 7: self = .timeout
+        case 8: self = .busy
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .invite: 1
+        case .ring: 2
+        case .accept: 3
+        case .reject: 4
+        case .cancel: 5
+        case .hangUp: 6
+        case .timeout: 7
+        case .busy: 8
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`CALL_SIGNAL_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "CALL_SIGNAL_UNSPECIFIED"
+        case .invite: "CALL_SIGNAL_INVITE"
+        case .ring: "CALL_SIGNAL_RING"
+        case .accept: "CALL_SIGNAL_ACCEPT"
+        case .reject: "CALL_SIGNAL_REJECT"
+        case .cancel: "CALL_SIGNAL_CANCEL"
+        case .hangUp: "CALL_SIGNAL_HANG_UP"
+        case .timeout: "CALL_SIGNAL_TIMEOUT"
+        case .busy: "CALL_SIGNAL_BUSY"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// A message was recalled (revoked) by its sender or an admin.
 public struct RecallEvent: IMCodecMessage {
     /// The message's full name in Schemas/.
@@ -723,6 +812,81 @@ public struct ReceiveOptionChange: IMCodecMessage {
     public var userID: String = ""
 
     /// Field `time_ms` (4).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One call signal, sent to the conversation. A client ignores an INVITE received after
+/// time_ms + timeout_s (a frame synced late must not ring).
+public struct CallEvent: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.CallEvent"
+
+    /// Chosen by the caller; every signal of the call repeats it.
+    public var callID: String = ""
+
+    /// Field `signal` (2).
+    public var signal: CallSignal = .unspecified
+
+    /// Field `conversation` (3).
+    public var conversation: Conversation? = nil
+
+    /// Who sent this signal.
+    public var userID: String = ""
+
+    /// INVITE: who is invited (a one-to-one call: the peer; a group call: some members).
+    public var inviteeIDs: [String] = []
+
+    /// Field `media` (6).
+    public var media: CallMedia = .unspecified
+
+    /// INVITE: seconds to wait for an answer before TIMEOUT (Tencent's default is 30).
+    public var timeoutS: UInt32 = 0
+
+    /// Opaque call-setup data for the media layer (SDP offer or answer, ICE candidates, room id).
+    public var data: [UInt8] = []
+
+    /// The device that sent it: an ACCEPT on one device stops the others ringing.
+    public var deviceID: String = ""
+
+    /// Field `time_ms` (10).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The next piece of a streamed message (StreamElement; OpenIM StreamMsgTips: startIndex, packets,
+/// end). Sent by the message's sender to its conversation; receivers append chunks in position
+/// order and ignore a position they already have.
+public struct StreamChunk: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StreamChunk"
+
+    /// The message that holds the StreamElement.
+    public var message: MessageRef? = nil
+
+    /// Field `stream_id` (2).
+    public var streamID: String = ""
+
+    /// The chunk's index: 0 is the first chunk after the text the message was sent with.
+    public var position: UInt32 = 0
+
+    /// Field `text` (4).
+    public var text: String = ""
+
+    /// The last chunk: the answer is complete.
+    public var final: Bool = false
+
+    /// Field `time_ms` (6).
     public var timeMs: Int64 = 0
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
@@ -1209,6 +1373,90 @@ extension ReceiveOptionChange {
             w.writeVarint(16)
         }
         if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension CallEvent {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(80)
+        }
+        if !self.deviceID.isEmpty {
+            w.writeString(self.deviceID)
+            w.writeVarint(74)
+        }
+        if !self.data.isEmpty {
+            w.writeBytes(self.data)
+            w.writeVarint(66)
+        }
+        if self.timeoutS != 0 {
+            w.writeVarint(UInt64(self.timeoutS))
+            w.writeVarint(56)
+        }
+        if self.media.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.media.rawValue)))
+            w.writeVarint(48)
+        }
+        for i in stride(from: self.inviteeIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.inviteeIDs[i])
+            w.writeVarint(42)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(34)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(26)
+        }
+        if self.signal.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.signal.rawValue)))
+            w.writeVarint(16)
+        }
+        if !self.callID.isEmpty {
+            w.writeString(self.callID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension StreamChunk {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(48)
+        }
+        if self.final {
+            w.writeVarint(self.final ? 1 : 0)
+            w.writeVarint(40)
+        }
+        if !self.text.isEmpty {
+            w.writeString(self.text)
+            w.writeVarint(34)
+        }
+        if self.position != 0 {
+            w.writeVarint(UInt64(self.position))
+            w.writeVarint(24)
+        }
+        if !self.streamID.isEmpty {
+            w.writeString(self.streamID)
+            w.writeVarint(18)
+        }
+        if let value = self.message {
             let mark = w.count
             value._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))

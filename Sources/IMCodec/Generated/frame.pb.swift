@@ -6,7 +6,7 @@ public struct Frame: IMCodecMessage {
     /// The message's full name in Schemas/.
     public static let protoMessageName = "imcodec.v1.Frame"
 
-    /// Version of this schema the writer used (today 2).
+    /// Version of this schema the writer used (today 3).
     public var schemaVersion: UInt32 = 0
 
     /// The lowest schema version a reader must understand to act on this frame. A reader whose
@@ -115,6 +115,18 @@ public struct Frame: IMCodecMessage {
         case streamSyncResponse(StreamSyncResponse)
         /// Field `stream_ack` (68).
         case streamAck(StreamAck)
+        /// Calls and streamed messages (events.proto).
+        /// Field `call` (80).
+        case call(CallEvent)
+        /// Field `stream_chunk` (81).
+        case streamChunk(StreamChunk)
+        /// End-to-end encryption keys (session.proto).
+        /// Field `key_publish` (82).
+        case keyPublish(KeyPublish)
+        /// Field `key_fetch_request` (83).
+        case keyFetchRequest(KeyFetchRequest)
+        /// Field `key_fetch_response` (84).
+        case keyFetchResponse(KeyFetchResponse)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -198,6 +210,16 @@ public struct Frame: IMCodecMessage {
             case streamSyncResponse = 67
             /// Field `stream_ack`.
             case streamAck = 68
+            /// Field `call`.
+            case call = 80
+            /// Field `stream_chunk`.
+            case streamChunk = 81
+            /// Field `key_publish`.
+            case keyPublish = 82
+            /// Field `key_fetch_request`.
+            case keyFetchRequest = 83
+            /// Field `key_fetch_response`.
+            case keyFetchResponse = 84
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -242,6 +264,11 @@ public struct Frame: IMCodecMessage {
                 case .streamSyncRequest: "stream_sync_request"
                 case .streamSyncResponse: "stream_sync_response"
                 case .streamAck: "stream_ack"
+                case .call: "call"
+                case .streamChunk: "stream_chunk"
+                case .keyPublish: "key_publish"
+                case .keyFetchRequest: "key_fetch_request"
+                case .keyFetchResponse: "key_fetch_response"
                 }
             }
         }
@@ -289,6 +316,11 @@ public struct Frame: IMCodecMessage {
             case .streamSyncRequest: .streamSyncRequest
             case .streamSyncResponse: .streamSyncResponse
             case .streamAck: .streamAck
+            case .call: .call
+            case .streamChunk: .streamChunk
+            case .keyPublish: .keyPublish
+            case .keyFetchRequest: .keyFetchRequest
+            case .keyFetchResponse: .keyFetchResponse
             }
         }
     }
@@ -300,6 +332,31 @@ extension Frame {
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
         switch self.payload {
+        case .keyFetchResponse(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(674)
+        case .keyFetchRequest(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(666)
+        case .keyPublish(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(658)
+        case .streamChunk(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(650)
+        case .call(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(642)
         case .streamAck(let value)?:
             let mark = w.count
             value._encode(to: &w)

@@ -382,6 +382,78 @@ public enum StoragePolicy: RawRepresentable, CaseIterable, Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// How a StyleRange renders its text (Telegram MessageEntity, Signal BodyRange.Style, WhatsApp
+/// markdown).
+public enum TextStyle: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `TEXT_STYLE_UNSPECIFIED = 0`
+    case unspecified
+    /// `TEXT_STYLE_BOLD = 1`
+    case bold
+    /// `TEXT_STYLE_ITALIC = 2`
+    case italic
+    /// `TEXT_STYLE_STRIKETHROUGH = 3`
+    case strikethrough
+    /// Monospaced inline code.
+    /// Wire name `TEXT_STYLE_CODE`, number 4.
+    case code
+    /// Hidden until the reader taps it. A reader that cannot hide it must not show the text.
+    /// Wire name `TEXT_STYLE_SPOILER`, number 5.
+    case spoiler
+    /// A link: StyleRange.url is its target.
+    /// Wire name `TEXT_STYLE_LINK`, number 6.
+    case link
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [TextStyle] = [.unspecified, .bold, .italic, .strikethrough, .code, .spoiler, .link]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .bold
+        case 2: self = .italic
+        case 3: self = .strikethrough
+        case 4: self = .code
+        case 5: self = .spoiler
+        case 6: self = .link
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .bold: 1
+        case .italic: 2
+        case .strikethrough: 3
+        case .code: 4
+        case .spoiler: 5
+        case .link: 6
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`TEXT_STYLE_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "TEXT_STYLE_UNSPECIFIED"
+        case .bold: "TEXT_STYLE_BOLD"
+        case .italic: "TEXT_STYLE_ITALIC"
+        case .strikethrough: "TEXT_STYLE_STRIKETHROUGH"
+        case .code: "TEXT_STYLE_CODE"
+        case .spoiler: "TEXT_STYLE_SPOILER"
+        case .link: "TEXT_STYLE_LINK"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// The `imcodec.v1.ImageFormat` enum.
 public enum ImageFormat: RawRepresentable, CaseIterable, Sendable, Hashable {
     /// `IMAGE_FORMAT_UNSPECIFIED = 0`
@@ -492,6 +564,191 @@ public enum ImageType: RawRepresentable, CaseIterable, Sendable, Hashable {
         case .original: "IMAGE_TYPE_ORIGINAL"
         case .large: "IMAGE_TYPE_LARGE"
         case .thumbnail: "IMAGE_TYPE_THUMBNAIL"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// Whether a call carries audio only or video too.
+public enum CallMedia: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `CALL_MEDIA_UNSPECIFIED = 0`
+    case unspecified
+    /// `CALL_MEDIA_AUDIO = 1`
+    case audio
+    /// `CALL_MEDIA_VIDEO = 2`
+    case video
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [CallMedia] = [.unspecified, .audio, .video]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .audio
+        case 2: self = .video
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .audio: 1
+        case .video: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`CALL_MEDIA_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "CALL_MEDIA_UNSPECIFIED"
+        case .audio: "CALL_MEDIA_AUDIO"
+        case .video: "CALL_MEDIA_VIDEO"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// How a call ended, as its log shows it.
+public enum CallOutcome: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `CALL_OUTCOME_UNSPECIFIED = 0`
+    case unspecified
+    /// Answered; duration_s says for how long.
+    /// Wire name `CALL_OUTCOME_COMPLETED`, number 1.
+    case completed
+    /// Not answered before the invite timed out.
+    /// Wire name `CALL_OUTCOME_MISSED`, number 2.
+    case missed
+    /// An invitee declined it.
+    /// Wire name `CALL_OUTCOME_REJECTED`, number 3.
+    case rejected
+    /// The caller hung up before anyone answered.
+    /// Wire name `CALL_OUTCOME_CANCELED`, number 4.
+    case canceled
+    /// An invitee was in another call.
+    /// Wire name `CALL_OUTCOME_BUSY`, number 5.
+    case busy
+    /// The call failed (network, media).
+    /// Wire name `CALL_OUTCOME_FAILED`, number 6.
+    case failed
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [CallOutcome] = [.unspecified, .completed, .missed, .rejected, .canceled, .busy, .failed]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .completed
+        case 2: self = .missed
+        case 3: self = .rejected
+        case 4: self = .canceled
+        case 5: self = .busy
+        case 6: self = .failed
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .completed: 1
+        case .missed: 2
+        case .rejected: 3
+        case .canceled: 4
+        case .busy: 5
+        case .failed: 6
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`CALL_OUTCOME_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "CALL_OUTCOME_UNSPECIFIED"
+        case .completed: "CALL_OUTCOME_COMPLETED"
+        case .missed: "CALL_OUTCOME_MISSED"
+        case .rejected: "CALL_OUTCOME_REJECTED"
+        case .canceled: "CALL_OUTCOME_CANCELED"
+        case .busy: "CALL_OUTCOME_BUSY"
+        case .failed: "CALL_OUTCOME_FAILED"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// What tapping a Button does.
+public enum ButtonAction: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `BUTTON_ACTION_UNSPECIFIED = 0`
+    case unspecified
+    /// Sends a message back to the conversation: a reply (quote) to the buttons' message holding one
+    /// CustomElement whose data is the button's data (Telegram callback_data, Slack block actions).
+    /// Wire name `BUTTON_ACTION_CALLBACK`, number 1.
+    case callback
+    /// Opens Button.url.
+    /// Wire name `BUTTON_ACTION_OPEN_URL`, number 2.
+    case openURL
+    /// Sends Button.label as a text message (Telegram reply keyboards, quick replies).
+    /// Wire name `BUTTON_ACTION_SEND_TEXT`, number 3.
+    case sendText
+    /// Copies Button.data (as UTF-8 text) to the clipboard.
+    /// Wire name `BUTTON_ACTION_COPY`, number 4.
+    case copy
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [ButtonAction] = [.unspecified, .callback, .openURL, .sendText, .copy]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .callback
+        case 2: self = .openURL
+        case 3: self = .sendText
+        case 4: self = .copy
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .callback: 1
+        case .openURL: 2
+        case .sendText: 3
+        case .copy: 4
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`BUTTON_ACTION_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "BUTTON_ACTION_UNSPECIFIED"
+        case .callback: "BUTTON_ACTION_CALLBACK"
+        case .openURL: "BUTTON_ACTION_OPEN_URL"
+        case .sendText: "BUTTON_ACTION_SEND_TEXT"
+        case .copy: "BUTTON_ACTION_COPY"
         case .unrecognized(let number): String(number)
         }
     }
@@ -852,6 +1109,39 @@ public struct Message: IMCodecMessage {
     /// Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
     public var forwardScore: UInt32 = 0
 
+    /// What the quoted message (quote) showed when this reply was sent, so a reply renders without
+    /// fetching the original (Signal DataMessage.Quote, WhatsApp ContextInfo.quotedMessage).
+    public var quoteSnapshot: QuoteSnapshot? = nil
+
+    /// Delivered as an offline message: stored while the receiver was offline and delivered when it
+    /// came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+    /// delivery to a receiver; never on online-only or status-only messages, which are not stored.
+    public var isOffline: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The author and a text abstract of a quoted message, as the replying client saw it.
+public struct QuoteSnapshot: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.QuoteSnapshot"
+
+    /// Field `author_id` (1).
+    public var authorID: String = ""
+
+    /// Field `author_nickname` (2).
+    public var authorNickname: String = ""
+
+    /// The quoted content as text (its text, or a placeholder such as "[Image]" for media).
+    public var text: String = ""
+
+    /// The kind of the quoted message's first element (MessageElement field name, e.g. "image").
+    public var elementKind: String = ""
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -945,6 +1235,18 @@ public struct MessageElement: IMCodecMessage {
         case merger(MergerElement)
         /// Field `poll` (11).
         case poll(PollElement)
+        /// Field `sticker` (12).
+        case sticker(StickerElement)
+        /// Field `contact_card` (13).
+        case contactCard(ContactCardElement)
+        /// Field `call_log` (14).
+        case callLog(CallLogElement)
+        /// Field `buttons` (15).
+        case buttons(ButtonsElement)
+        /// Field `stream` (16).
+        case stream(StreamElement)
+        /// Field `encrypted` (17).
+        case encrypted(EncryptedElement)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -970,6 +1272,18 @@ public struct MessageElement: IMCodecMessage {
             case merger = 10
             /// Field `poll`.
             case poll = 11
+            /// Field `sticker`.
+            case sticker = 12
+            /// Field `contact_card`.
+            case contactCard = 13
+            /// Field `call_log`.
+            case callLog = 14
+            /// Field `buttons`.
+            case buttons = 15
+            /// Field `stream`.
+            case stream = 16
+            /// Field `encrypted`.
+            case encrypted = 17
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -985,6 +1299,12 @@ public struct MessageElement: IMCodecMessage {
                 case .groupTips: "group_tips"
                 case .merger: "merger"
                 case .poll: "poll"
+                case .sticker: "sticker"
+                case .contactCard: "contact_card"
+                case .callLog: "call_log"
+                case .buttons: "buttons"
+                case .stream: "stream"
+                case .encrypted: "encrypted"
                 }
             }
         }
@@ -1003,6 +1323,12 @@ public struct MessageElement: IMCodecMessage {
             case .groupTips: .groupTips
             case .merger: .merger
             case .poll: .poll
+            case .sticker: .sticker
+            case .contactCard: .contactCard
+            case .callLog: .callLog
+            case .buttons: .buttons
+            case .stream: .stream
+            case .encrypted: .encrypted
             }
         }
     }
@@ -1023,6 +1349,34 @@ public struct TextElement: IMCodecMessage {
 
     /// Previews of links in text, made by the sender.
     public var linkPreviews: [LinkPreview] = []
+
+    /// Rich text: styled ranges of text, in UTF-16 code units like mentions. Ranges may nest and
+    /// overlap; each lies inside text and splits no surrogate pair.
+    public var styles: [StyleRange] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One styled range of a TextElement's text (UTF-16 code units, as MentionRange).
+public struct StyleRange: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StyleRange"
+
+    /// Field `offset` (1).
+    public var offset: UInt32 = 0
+
+    /// Field `length` (2).
+    public var length: UInt32 = 0
+
+    /// Field `style` (3).
+    public var style: TextStyle = .unspecified
+
+    /// TEXT_STYLE_LINK only: the link's target.
+    public var url: String = ""
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1157,6 +1511,28 @@ public struct CustomElement: IMCodecMessage {
     public init() {}
 }
 
+/// The key that decrypts a media file stored encrypted (Signal AttachmentPointer key and digest,
+/// WhatsApp mediaKey): the storage server holds ciphertext only. The library does no cryptography.
+public struct MediaKey: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.MediaKey"
+
+    /// The cipher, e.g. "AES-256-GCM" or "AES-256-CBC-HMAC-SHA256".
+    public var algorithm: String = ""
+
+    /// Field `key` (2).
+    public var key: [UInt8] = []
+
+    /// SHA-256 of the encrypted file as stored, checked before decrypting.
+    public var ciphertextSha256: [UInt8] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
 /// The `imcodec.v1.ImageInfo` message.
 public struct ImageInfo: IMCodecMessage {
     /// The message's full name in Schemas/.
@@ -1197,6 +1573,27 @@ public struct ImageElement: IMCodecMessage {
 
     /// Field `images` (2).
     public var images: [ImageInfo] = []
+
+    /// Media metadata (every media element has these): the MIME type ("image/jpeg"), the SHA-256 of
+    /// the original's plaintext, a caption shown under it, a BlurHash placeholder and a tiny inline
+    /// thumbnail (JPEG, at most a few KB) shown until the download ends, and the key when the file is
+    /// stored encrypted.
+    public var mimeType: String = ""
+
+    /// Field `sha256` (4).
+    public var sha256: [UInt8] = []
+
+    /// Field `caption` (5).
+    public var caption: String = ""
+
+    /// Field `blurhash` (6).
+    public var blurhash: String = ""
+
+    /// Field `thumbnail` (7).
+    public var thumbnail: [UInt8] = []
+
+    /// Field `media_key` (8).
+    public var mediaKey: MediaKey? = nil
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1243,6 +1640,27 @@ public struct VideoElement: IMCodecMessage {
     /// Field `snapshot_url` (11).
     public var snapshotURL: String = ""
 
+    /// Media metadata, as on ImageElement (video_size is the byte size; duration_ms refines duration_s).
+    public var mimeType: String = ""
+
+    /// Field `sha256` (13).
+    public var sha256: [UInt8] = []
+
+    /// Field `caption` (14).
+    public var caption: String = ""
+
+    /// Field `blurhash` (15).
+    public var blurhash: String = ""
+
+    /// Field `thumbnail` (16).
+    public var thumbnail: [UInt8] = []
+
+    /// Field `media_key` (17).
+    public var mediaKey: MediaKey? = nil
+
+    /// Field `duration_ms` (18).
+    public var durationMs: UInt32 = 0
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -1270,6 +1688,22 @@ public struct SoundElement: IMCodecMessage {
     /// The receiver has played it (Tencent shows a red dot until then).
     public var played: Bool = false
 
+    /// Media metadata, as on ImageElement ("audio/aac", "audio/ogg").
+    public var mimeType: String = ""
+
+    /// Field `sha256` (7).
+    public var sha256: [UInt8] = []
+
+    /// Amplitudes for a voice message's waveform, one byte (0 silent ... 255 loudest) per sample,
+    /// samples evenly spread over the duration (WhatsApp, Telegram: at most 100).
+    public var waveform: [UInt8] = []
+
+    /// Field `media_key` (9).
+    public var mediaKey: MediaKey? = nil
+
+    /// The duration in milliseconds (duration_s rounded down keeps older readers right).
+    public var durationMs: UInt32 = 0
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -1293,6 +1727,23 @@ public struct FileElement: IMCodecMessage {
 
     /// Field `url` (4).
     public var url: String = ""
+
+    /// Media metadata, as on ImageElement ("application/pdf").
+    public var mimeType: String = ""
+
+    /// Field `sha256` (6).
+    public var sha256: [UInt8] = []
+
+    /// Field `caption` (7).
+    public var caption: String = ""
+
+    /// Field `media_key` (8).
+    public var mediaKey: MediaKey? = nil
+
+    /// QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+    /// ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+    /// ImageElement, VideoElement and SoundElement instead.
+    public var attachmentType: String = ""
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1332,6 +1783,276 @@ public struct FaceElement: IMCodecMessage {
 
     /// Field `data` (2).
     public var data: [UInt8] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A sticker from a sticker pack (Telegram Sticker and StickerSet, Signal Sticker, WhatsApp sticker
+/// packs). Unlike FaceElement (an index into the app's own faces), a sticker names its pack, so a
+/// receiver without the pack can fetch it.
+public struct StickerElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StickerElement"
+
+    /// Field `pack_id` (1).
+    public var packID: String = ""
+
+    /// The pack's key, when the pack is stored encrypted (Signal packKey).
+    public var packKey: [UInt8] = []
+
+    /// Field `pack_title` (3).
+    public var packTitle: String = ""
+
+    /// The sticker inside its pack.
+    public var stickerID: String = ""
+
+    /// The emoji the sticker stands for (shown by clients that cannot fetch it).
+    public var emoji: String = ""
+
+    /// Field `url` (6).
+    public var url: String = ""
+
+    /// "image/webp", "application/x-tgsticker"...
+    public var mimeType: String = ""
+
+    /// Field `width` (8).
+    public var width: UInt32 = 0
+
+    /// Field `height` (9).
+    public var height: UInt32 = 0
+
+    /// Field `animated` (10).
+    public var animated: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A shared contact (WhatsApp contactMessage with a vCard, Signal DataMessage.Contact, Telegram
+/// messageMediaContact): a user of this service, a phone contact, or both.
+public struct ContactCardElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ContactCardElement"
+
+    /// The contact's user id here; empty for a phone contact who is not a user.
+    public var userID: String = ""
+
+    /// Field `display_name` (2).
+    public var displayName: String = ""
+
+    /// Field `avatar_url` (3).
+    public var avatarURL: String = ""
+
+    /// Field `phone_numbers` (4).
+    public var phoneNumbers: [String] = []
+
+    /// Field `emails` (5).
+    public var emails: [String] = []
+
+    /// The whole card as vCard 3.0 or 4.0 text (RFC 6350), when the sender had one.
+    public var vcard: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A call's entry in the conversation, written when the call ends (Tencent TUICallKit's call
+/// records, WhatsApp's call log, OpenIM's signalling records). The signalling itself is CallEvent.
+public struct CallLogElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.CallLogElement"
+
+    /// Field `call_id` (1).
+    public var callID: String = ""
+
+    /// Field `media` (2).
+    public var media: CallMedia = .unspecified
+
+    /// Field `outcome` (3).
+    public var outcome: CallOutcome = .unspecified
+
+    /// Field `caller_id` (4).
+    public var callerID: String = ""
+
+    /// Field `participant_ids` (5).
+    public var participantIDs: [String] = []
+
+    /// Field `start_time_ms` (6).
+    public var startTimeMs: Int64 = 0
+
+    /// How long it was connected; 0 unless COMPLETED.
+    public var durationS: UInt32 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.Button` message.
+public struct Button: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.Button"
+
+    /// Unique within its ButtonsElement.
+    public var id: String = ""
+
+    /// Field `label` (2).
+    public var label: String = ""
+
+    /// Field `action` (3).
+    public var action: ButtonAction = .unspecified
+
+    /// BUTTON_ACTION_OPEN_URL: the URL to open.
+    public var url: String = ""
+
+    /// What CALLBACK sends back and COPY copies; at most 64 bytes (Telegram callback_data).
+    public var data: [UInt8] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.ButtonRow` message.
+public struct ButtonRow: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ButtonRow"
+
+    /// Field `buttons` (1).
+    public var buttons: [Button] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Buttons a bot attaches to its message, in rows (Telegram InlineKeyboardMarkup, Discord
+/// components, Slack blocks).
+public struct ButtonsElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ButtonsElement"
+
+    /// Field `rows` (1).
+    public var rows: [ButtonRow] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A message that grows after it was sent, chunk by chunk (an AI answer streamed as it is
+/// generated; OpenIM StreamMsgTips). The message is sent with this element (and any text so far);
+/// StreamChunk events with the message's ref carry the rest. Clients show the text so far with a
+/// "still writing" mark until a chunk with final set arrives.
+public struct StreamElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.StreamElement"
+
+    /// Names the stream; StreamChunk.stream_id repeats it.
+    public var streamID: String = ""
+
+    /// The text so far (chunks 0 ... chunk_count - 1 joined).
+    public var text: String = ""
+
+    /// Field `chunk_count` (3).
+    public var chunkCount: UInt32 = 0
+
+    /// The stream has ended: text is the whole answer.
+    public var final: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// End-to-end encrypted content: the message's elements, sealed by the sending device. The
+/// envelope (Message: conversation, sender, ids, flags, seq, times) stays in the clear so a server
+/// routes, stores, orders and syncs the message without reading it; only the receivers' devices
+/// can open it (Signal Envelope, Matrix m.room.encrypted, WhatsApp's Signal-protocol messages).
+/// The IMCodec library does no cryptography: it carries these bytes.
+public struct EncryptedElement: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.EncryptedElement"
+
+    /// The cipher and its mode or protocol, e.g. "AES-256-GCM", "signal-double-ratchet",
+    /// "mls-1.0" (MLS ciphersuite in key_id's group).
+    public var algorithm: String = ""
+
+    /// The device that sealed it (LoginRequest.device_id of the sender).
+    public var senderDeviceID: String = ""
+
+    /// Which key sealed it (a session, prekey or MLS epoch id); opaque to the server.
+    public var keyID: [UInt8] = []
+
+    /// The nonce or IV, when the algorithm takes one separately.
+    public var nonce: [UInt8] = []
+
+    /// The sealed content: a serialized MessagePlaintext, encrypted. Opaque.
+    public var ciphertext: [UInt8] = []
+
+    /// Data authenticated but not encrypted, which the receiver checks when opening (for example the
+    /// conversation and client_msg_id, so a server cannot move the ciphertext to another message).
+    public var associatedData: [UInt8] = []
+
+    /// Per-recipient-device key material (Signal's per-device ciphertexts, Matrix Olm): which device
+    /// it is for and the wrapped content key. Empty when one key serves everyone (MLS, group keys).
+    public var recipientKeys: [RecipientKey] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A content key wrapped for one receiving device.
+public struct RecipientKey: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.RecipientKey"
+
+    /// Field `user_id` (1).
+    public var userID: String = ""
+
+    /// Field `device_id` (2).
+    public var deviceID: String = ""
+
+    /// Field `wrapped_key` (3).
+    public var wrappedKey: [UInt8] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// What EncryptedElement.ciphertext holds once opened: the elements the sender meant.
+public struct MessagePlaintext: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.MessagePlaintext"
+
+    /// Field `elements` (1).
+    public var elements: [MessageElement] = []
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1413,6 +2134,13 @@ public struct GroupTipsElement: IMCodecMessage {
 
     /// The pinned or unpinned message (PINNED_MESSAGE_* types).
     public var pinnedMessage: MessageRef? = nil
+
+    /// The profiles of member_ids, in the same order, and of the operator, so the tip renders
+    /// without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+    public var memberProfiles: [GroupMemberInfo] = []
+
+    /// Field `operator_profile` (10).
+    public var operatorProfile: GroupMemberInfo? = nil
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1541,6 +2269,16 @@ extension Message {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.isOffline {
+            w.writeVarint(self.isOffline ? 1 : 0)
+            w.writeVarint(320)
+        }
+        if let value = self.quoteSnapshot {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(314)
+        }
         if self.forwardScore != 0 {
             w.writeVarint(UInt64(self.forwardScore))
             w.writeVarint(304)
@@ -1722,6 +2460,30 @@ extension Message {
     }
 }
 
+extension QuoteSnapshot {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.elementKind.isEmpty {
+            w.writeString(self.elementKind)
+            w.writeVarint(34)
+        }
+        if !self.text.isEmpty {
+            w.writeString(self.text)
+            w.writeVarint(26)
+        }
+        if !self.authorNickname.isEmpty {
+            w.writeString(self.authorNickname)
+            w.writeVarint(18)
+        }
+        if !self.authorID.isEmpty {
+            w.writeString(self.authorID)
+            w.writeVarint(10)
+        }
+    }
+}
+
 extension ReactionSummary {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -1776,6 +2538,36 @@ extension MessageElement {
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
         switch self.content {
+        case .encrypted(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(138)
+        case .stream(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(130)
+        case .buttons(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(122)
+        case .callLog(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(114)
+        case .contactCard(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(106)
+        case .sticker(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(98)
         case .poll(let value)?:
             let mark = w.count
             value._encode(to: &w)
@@ -1842,6 +2634,12 @@ extension TextElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.styles.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.styles[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(34)
+        }
         for i in stride(from: self.linkPreviews.count - 1, through: 0, by: -1) {
             let mark = w.count
             self.linkPreviews[i]._encode(to: &w)
@@ -1857,6 +2655,30 @@ extension TextElement {
         if !self.text.isEmpty {
             w.writeString(self.text)
             w.writeVarint(10)
+        }
+    }
+}
+
+extension StyleRange {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(34)
+        }
+        if self.style.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.style.rawValue)))
+            w.writeVarint(24)
+        }
+        if self.length != 0 {
+            w.writeVarint(UInt64(self.length))
+            w.writeVarint(16)
+        }
+        if self.offset != 0 {
+            w.writeVarint(UInt64(self.offset))
+            w.writeVarint(8)
         }
     }
 }
@@ -1991,6 +2813,26 @@ extension CustomElement {
     }
 }
 
+extension MediaKey {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.ciphertextSha256.isEmpty {
+            w.writeBytes(self.ciphertextSha256)
+            w.writeVarint(26)
+        }
+        if !self.key.isEmpty {
+            w.writeBytes(self.key)
+            w.writeVarint(18)
+        }
+        if !self.algorithm.isEmpty {
+            w.writeString(self.algorithm)
+            w.writeVarint(10)
+        }
+    }
+}
+
 extension ImageInfo {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -2028,6 +2870,32 @@ extension ImageElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if let value = self.mediaKey {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(66)
+        }
+        if !self.thumbnail.isEmpty {
+            w.writeBytes(self.thumbnail)
+            w.writeVarint(58)
+        }
+        if !self.blurhash.isEmpty {
+            w.writeString(self.blurhash)
+            w.writeVarint(50)
+        }
+        if !self.caption.isEmpty {
+            w.writeString(self.caption)
+            w.writeVarint(42)
+        }
+        if !self.sha256.isEmpty {
+            w.writeBytes(self.sha256)
+            w.writeVarint(34)
+        }
+        if !self.mimeType.isEmpty {
+            w.writeString(self.mimeType)
+            w.writeVarint(26)
+        }
         for i in stride(from: self.images.count - 1, through: 0, by: -1) {
             let mark = w.count
             self.images[i]._encode(to: &w)
@@ -2046,6 +2914,36 @@ extension VideoElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.durationMs != 0 {
+            w.writeVarint(UInt64(self.durationMs))
+            w.writeVarint(144)
+        }
+        if let value = self.mediaKey {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(138)
+        }
+        if !self.thumbnail.isEmpty {
+            w.writeBytes(self.thumbnail)
+            w.writeVarint(130)
+        }
+        if !self.blurhash.isEmpty {
+            w.writeString(self.blurhash)
+            w.writeVarint(122)
+        }
+        if !self.caption.isEmpty {
+            w.writeString(self.caption)
+            w.writeVarint(114)
+        }
+        if !self.sha256.isEmpty {
+            w.writeBytes(self.sha256)
+            w.writeVarint(106)
+        }
+        if !self.mimeType.isEmpty {
+            w.writeString(self.mimeType)
+            w.writeVarint(98)
+        }
         if !self.snapshotURL.isEmpty {
             w.writeString(self.snapshotURL)
             w.writeVarint(90)
@@ -2098,6 +2996,28 @@ extension SoundElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.durationMs != 0 {
+            w.writeVarint(UInt64(self.durationMs))
+            w.writeVarint(80)
+        }
+        if let value = self.mediaKey {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(74)
+        }
+        if !self.waveform.isEmpty {
+            w.writeBytes(self.waveform)
+            w.writeVarint(66)
+        }
+        if !self.sha256.isEmpty {
+            w.writeBytes(self.sha256)
+            w.writeVarint(58)
+        }
+        if !self.mimeType.isEmpty {
+            w.writeString(self.mimeType)
+            w.writeVarint(50)
+        }
         if self.played {
             w.writeVarint(self.played ? 1 : 0)
             w.writeVarint(40)
@@ -2126,6 +3046,28 @@ extension FileElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.attachmentType.isEmpty {
+            w.writeString(self.attachmentType)
+            w.writeVarint(74)
+        }
+        if let value = self.mediaKey {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(66)
+        }
+        if !self.caption.isEmpty {
+            w.writeString(self.caption)
+            w.writeVarint(58)
+        }
+        if !self.sha256.isEmpty {
+            w.writeBytes(self.sha256)
+            w.writeVarint(50)
+        }
+        if !self.mimeType.isEmpty {
+            w.writeString(self.mimeType)
+            w.writeVarint(42)
+        }
         if !self.url.isEmpty {
             w.writeString(self.url)
             w.writeVarint(34)
@@ -2181,6 +3123,274 @@ extension FaceElement {
     }
 }
 
+extension StickerElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.animated {
+            w.writeVarint(self.animated ? 1 : 0)
+            w.writeVarint(80)
+        }
+        if self.height != 0 {
+            w.writeVarint(UInt64(self.height))
+            w.writeVarint(72)
+        }
+        if self.width != 0 {
+            w.writeVarint(UInt64(self.width))
+            w.writeVarint(64)
+        }
+        if !self.mimeType.isEmpty {
+            w.writeString(self.mimeType)
+            w.writeVarint(58)
+        }
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(50)
+        }
+        if !self.emoji.isEmpty {
+            w.writeString(self.emoji)
+            w.writeVarint(42)
+        }
+        if !self.stickerID.isEmpty {
+            w.writeString(self.stickerID)
+            w.writeVarint(34)
+        }
+        if !self.packTitle.isEmpty {
+            w.writeString(self.packTitle)
+            w.writeVarint(26)
+        }
+        if !self.packKey.isEmpty {
+            w.writeBytes(self.packKey)
+            w.writeVarint(18)
+        }
+        if !self.packID.isEmpty {
+            w.writeString(self.packID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ContactCardElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.vcard.isEmpty {
+            w.writeString(self.vcard)
+            w.writeVarint(50)
+        }
+        for i in stride(from: self.emails.count - 1, through: 0, by: -1) {
+            w.writeString(self.emails[i])
+            w.writeVarint(42)
+        }
+        for i in stride(from: self.phoneNumbers.count - 1, through: 0, by: -1) {
+            w.writeString(self.phoneNumbers[i])
+            w.writeVarint(34)
+        }
+        if !self.avatarURL.isEmpty {
+            w.writeString(self.avatarURL)
+            w.writeVarint(26)
+        }
+        if !self.displayName.isEmpty {
+            w.writeString(self.displayName)
+            w.writeVarint(18)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension CallLogElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.durationS != 0 {
+            w.writeVarint(UInt64(self.durationS))
+            w.writeVarint(56)
+        }
+        if self.startTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.startTimeMs)))
+            w.writeVarint(48)
+        }
+        for i in stride(from: self.participantIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.participantIDs[i])
+            w.writeVarint(42)
+        }
+        if !self.callerID.isEmpty {
+            w.writeString(self.callerID)
+            w.writeVarint(34)
+        }
+        if self.outcome.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.outcome.rawValue)))
+            w.writeVarint(24)
+        }
+        if self.media.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.media.rawValue)))
+            w.writeVarint(16)
+        }
+        if !self.callID.isEmpty {
+            w.writeString(self.callID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension Button {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.data.isEmpty {
+            w.writeBytes(self.data)
+            w.writeVarint(42)
+        }
+        if !self.url.isEmpty {
+            w.writeString(self.url)
+            w.writeVarint(34)
+        }
+        if self.action.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.action.rawValue)))
+            w.writeVarint(24)
+        }
+        if !self.label.isEmpty {
+            w.writeString(self.label)
+            w.writeVarint(18)
+        }
+        if !self.id.isEmpty {
+            w.writeString(self.id)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ButtonRow {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.buttons.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.buttons[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ButtonsElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.rows.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.rows[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension StreamElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.final {
+            w.writeVarint(self.final ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if self.chunkCount != 0 {
+            w.writeVarint(UInt64(self.chunkCount))
+            w.writeVarint(24)
+        }
+        if !self.text.isEmpty {
+            w.writeString(self.text)
+            w.writeVarint(18)
+        }
+        if !self.streamID.isEmpty {
+            w.writeString(self.streamID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension EncryptedElement {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.recipientKeys.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.recipientKeys[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(58)
+        }
+        if !self.associatedData.isEmpty {
+            w.writeBytes(self.associatedData)
+            w.writeVarint(50)
+        }
+        if !self.ciphertext.isEmpty {
+            w.writeBytes(self.ciphertext)
+            w.writeVarint(42)
+        }
+        if !self.nonce.isEmpty {
+            w.writeBytes(self.nonce)
+            w.writeVarint(34)
+        }
+        if !self.keyID.isEmpty {
+            w.writeBytes(self.keyID)
+            w.writeVarint(26)
+        }
+        if !self.senderDeviceID.isEmpty {
+            w.writeString(self.senderDeviceID)
+            w.writeVarint(18)
+        }
+        if !self.algorithm.isEmpty {
+            w.writeString(self.algorithm)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension RecipientKey {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.wrappedKey.isEmpty {
+            w.writeBytes(self.wrappedKey)
+            w.writeVarint(26)
+        }
+        if !self.deviceID.isEmpty {
+            w.writeString(self.deviceID)
+            w.writeVarint(18)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MessagePlaintext {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.elements.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.elements[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
 extension GroupChangeInfo {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -2230,6 +3440,18 @@ extension GroupTipsElement {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if let value = self.operatorProfile {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(82)
+        }
+        for i in stride(from: self.memberProfiles.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.memberProfiles[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(74)
+        }
         if let value = self.pinnedMessage {
             let mark = w.count
             value._encode(to: &w)

@@ -204,7 +204,7 @@ public struct GroupReadMembers: IMCodecMessage {
     public init() {}
 }
 
-/// A group member as read-member pages show it.
+/// A group member as read-member pages and group tips show it (Tencent V2TIMGroupMemberInfo).
 public struct GroupMemberInfo: IMCodecMessage {
     /// The message's full name in Schemas/.
     public static let protoMessageName = "imcodec.v1.GroupMemberInfo"
@@ -217,6 +217,12 @@ public struct GroupMemberInfo: IMCodecMessage {
 
     /// Field `face_url` (3).
     public var faceURL: String = ""
+
+    /// The member's name in this group (Tencent nameCard), shown instead of the nickname when set.
+    public var nameCard: String = ""
+
+    /// Tencent friendRemark: the viewer's own note for this user.
+    public var friendRemark: String = ""
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -388,6 +394,14 @@ extension GroupMemberInfo {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.friendRemark.isEmpty {
+            w.writeString(self.friendRemark)
+            w.writeVarint(42)
+        }
+        if !self.nameCard.isEmpty {
+            w.writeString(self.nameCard)
+            w.writeVarint(34)
+        }
         if !self.faceURL.isEmpty {
             w.writeString(self.faceURL)
             w.writeVarint(26)

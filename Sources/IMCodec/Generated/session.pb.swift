@@ -292,6 +292,56 @@ public enum MembershipAction: RawRepresentable, CaseIterable, Sendable, Hashable
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// What an end-to-end encryption key bundle is for.
+public enum KeyBundleKind: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `KEY_BUNDLE_KIND_UNSPECIFIED = 0`
+    case unspecified
+    /// A Signal-protocol prekey bundle (identity key, signed prekey, one-time prekeys).
+    /// Wire name `KEY_BUNDLE_KIND_SIGNAL_PREKEYS`, number 1.
+    case signalPrekeys
+    /// MLS KeyPackages (RFC 9420), one consumed per group a device is added to.
+    /// Wire name `KEY_BUNDLE_KIND_MLS_KEY_PACKAGE`, number 2.
+    case mlsKeyPackage
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [KeyBundleKind] = [.unspecified, .signalPrekeys, .mlsKeyPackage]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .signalPrekeys
+        case 2: self = .mlsKeyPackage
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .signalPrekeys: 1
+        case .mlsKeyPackage: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`KEY_BUNDLE_KIND_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "KEY_BUNDLE_KIND_UNSPECIFIED"
+        case .signalPrekeys: "KEY_BUNDLE_KIND_SIGNAL_PREKEYS"
+        case .mlsKeyPackage: "KEY_BUNDLE_KIND_MLS_KEY_PACKAGE"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// A conversation and a sequence number in it (Message.seq numbering).
 public struct ConversationSeq: IMCodecMessage {
     /// The message's full name in Schemas/.
@@ -752,6 +802,116 @@ public struct StreamAck: IMCodecMessage {
     public init() {}
 }
 
+/// One device's published keys, as opaque bytes: the server stores and hands them out, never
+/// reads them (see EncryptedElement; Signal's prekey service, MLS's delivery service).
+public struct KeyBundle: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.KeyBundle"
+
+    /// Field `user_id` (1).
+    public var userID: String = ""
+
+    /// Field `device_id` (2).
+    public var deviceID: String = ""
+
+    /// Field `kind` (3).
+    public var kind: KeyBundleKind = .unspecified
+
+    /// The long-lived part (Signal: identity key and signed prekey; MLS: a last-resort KeyPackage).
+    public var bundle: [UInt8] = []
+
+    /// Keys used once each (Signal one-time prekeys, MLS KeyPackages): a fetch hands out one and the
+    /// server deletes it.
+    public var oneTimeKeys: [OneTimeKey] = []
+
+    /// Field `published_at_ms` (6).
+    public var publishedAtMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One key of KeyBundle.one_time_keys, opaque.
+public struct OneTimeKey: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.OneTimeKey"
+
+    /// Field `key` (1).
+    public var key: [UInt8] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A device publishes (replaces) its key bundle of one kind. user_id and device_id are the
+/// session's; the server answers with RequestResult.
+public struct KeyPublish: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.KeyPublish"
+
+    /// Field `bundle` (1).
+    public var bundle: KeyBundle? = nil
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Fetches the key bundles of a user's devices, to start encrypted sessions with them. The answer
+/// is a KeyFetchResponse; each bundle in it carries at most one one-time key, which the server has
+/// deleted.
+public struct KeyFetchRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.KeyFetchRequest"
+
+    /// Field `user_id` (1).
+    public var userID: String = ""
+
+    /// Only these devices; empty: every device that published one.
+    public var deviceIDs: [String] = []
+
+    /// Field `kind` (3).
+    public var kind: KeyBundleKind = .unspecified
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.KeyFetchResponse` message.
+public struct KeyFetchResponse: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.KeyFetchResponse"
+
+    /// Field `user_id` (1).
+    public var userID: String = ""
+
+    /// Field `bundles` (2).
+    public var bundles: [KeyBundle] = []
+
+    /// Field `error_code` (3).
+    public var errorCode: Int32 = 0
+
+    /// Field `error_description` (4).
+    public var errorDescription: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
 extension ConversationSeq {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -1204,6 +1364,112 @@ extension StreamAck {
         if self.position != 0 {
             w.writeVarint(UInt64(self.position))
             w.writeVarint(8)
+        }
+    }
+}
+
+extension KeyBundle {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.publishedAtMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.publishedAtMs)))
+            w.writeVarint(48)
+        }
+        for i in stride(from: self.oneTimeKeys.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.oneTimeKeys[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(42)
+        }
+        if !self.bundle.isEmpty {
+            w.writeBytes(self.bundle)
+            w.writeVarint(34)
+        }
+        if self.kind.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.kind.rawValue)))
+            w.writeVarint(24)
+        }
+        if !self.deviceID.isEmpty {
+            w.writeString(self.deviceID)
+            w.writeVarint(18)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension OneTimeKey {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.key.isEmpty {
+            w.writeBytes(self.key)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension KeyPublish {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if let value = self.bundle {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension KeyFetchRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.kind.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.kind.rawValue)))
+            w.writeVarint(24)
+        }
+        for i in stride(from: self.deviceIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.deviceIDs[i])
+            w.writeVarint(18)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension KeyFetchResponse {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.errorDescription.isEmpty {
+            w.writeString(self.errorDescription)
+            w.writeVarint(34)
+        }
+        if self.errorCode != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(24)
+        }
+        for i in stride(from: self.bundles.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.bundles[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
         }
     }
 }

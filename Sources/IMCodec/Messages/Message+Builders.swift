@@ -136,6 +136,12 @@ extension Message {
             case .groupTips?: "[Group tips]"
             case .merger(let merger)?: "[Chat History] \(merger.title)"
             case .poll(let poll)?: "[Poll] \(poll.question)"
+            case .sticker(let sticker)?: sticker.emoji.isEmpty ? "[Sticker]" : "[Sticker] \(sticker.emoji)"
+            case .contactCard(let card)?: "[Contact] \(card.displayName)"
+            case .callLog(let log)?: log.media == .video ? "[Video call]" : "[Voice call]"
+            case .buttons?: ""
+            case .stream(let stream)?: stream.text
+            case .encrypted?: "[Encrypted message]"
             case nil: ""
             }
         }.joined()

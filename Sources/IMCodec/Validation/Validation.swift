@@ -66,20 +66,23 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         /// Source: Tencent (a combined message needs a title and abstracts: the chat shows only
         /// those until the user opens it).
         public static let mergerDisplay = Rule(rawValue: "mergerDisplay")
-        /// More than ``ValidationLimits/maxAtUsers`` users are @-mentioned.
+        /// More than ``ValidationLimits/maxAtUsers`` @ in one message, @ALL counted as one.
         ///
-        /// Source: IMCodec (message.proto AtInfo: at most 30 user ids).
+        /// Source: Tencent (at most 30 @ per message, @ALL included); IMCodec (message.proto AtInfo:
+        /// at most 30 user ids).
         public static let atListTooLong = Rule(rawValue: "atListTooLong")
         /// An @ mention outside a group conversation.
         ///
         /// Source: Tencent (@ messages are group messages: "someone @ me" and "@ all members" are
         /// group features).
         public static let atOutsideGroup = Rule(rawValue: "atOutsideGroup")
-        /// Targeted receivers outside a group or ultra-group conversation (a chatroom too).
+        /// Targeted receivers outside a group or ultra-group conversation (a chatroom too), or in a
+        /// Community group.
         ///
         /// Source: Tencent (a targeted group message goes to chosen members of a group, and is "not
-        /// supported" in AVChatRoom, Tencent's chatroom); RongCloud (`directedUserIds`, for groups and
-        /// ultra groups).
+        /// supported" in AVChatRoom, Tencent's chatroom; "The targeted group message feature is not
+        /// available for Community and AVChatRoom groups"); RongCloud (`directedUserIds`, for groups
+        /// and ultra groups).
         public static let targetedReceiversOutsideGroup = Rule(rawValue: "targetedReceiversOutsideGroup")
         /// Group tips outside a group conversation.
         ///
@@ -103,11 +106,13 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
         ///
         /// Source: IMCodec (message.proto: every MessageElement holds one content kind).
         public static let emptyElement = Rule(rawValue: "emptyElement")
-        /// An element kind that must be alone in its chain (merger, group tips, sound, video, file, poll)
-        /// shares it with others.
+        /// An element kind that must be alone in its chain (merger, group tips, poll, call log) shares
+        /// it with others, or a sound, video or file shares it with anything but text.
         ///
         /// Source: IMCodec. Tencent chains several elements (text and custom in its example); media
-        /// that clients show as one bubble, mergers and group tips stand alone.
+        /// that clients show as one bubble, mergers and group tips stand alone. QuickBlox sends text
+        /// together with an attachment ("Image attachment" with `attachments`), so one sound, video
+        /// or file may come with text.
         public static let elementMustBeAlone = Rule(rawValue: "elementMustBeAlone")
         /// A message, typing indicator, mark-read event, history request or page has no
         /// conversation, or a conversation has no target where its type needs one.
@@ -357,6 +362,12 @@ public struct ValidationLimits: Sendable, Hashable {
     public var maxEmojiScalars = 8
     /// Longest disappearing-message timer, in seconds. Default 90 days (WhatsApp's longest).
     public var maxExpireAfterSeconds: UInt32 = 90 * 24 * 3600
+    /// How long after sending a message its sender may recall it, in milliseconds. Default 2
+    /// minutes (Tencent's default, which an app may change).
+    public var recallWindowMs: Int64 = 2 * 60 * 1000
+    /// Largest message content (its elements, encoded), in bytes. Default 12 KB (12,288: Tencent's
+    /// message body limit). A product rule; the decoder's resource limits are ``DecodingOptions``.
+    public var maxMessageBodySize = 12 * 1024
 
     /// The default limits.
     public init() {}
@@ -516,6 +527,16 @@ struct Validator {
             check(timer)
         case .receiveOption(let change):
             check(change)
+        case .call(let call):
+            check(call)
+        case .streamChunk(let chunk):
+            check(chunk)
+        case .keyPublish(let publish):
+            check(publish)
+        case .keyFetchRequest(let request):
+            check(request)
+        case .keyFetchResponse(let response):
+            check(response)
         }
     }
 
@@ -551,6 +572,7 @@ struct Validator {
 
     mutating func check(_ recall: RecallEvent) {
         checkRef(recall.message, at: "recall.message")
+        checkRecallWindow(recall)
         requireUser(recall.revokerID, at: "recall.revokerID", "the recall does not say who recalled the message")
     }
 
@@ -581,6 +603,7 @@ struct Validator {
 
     mutating func check(_ request: HistoryRequest) {
         checkConversation(request.conversation, at: "historyRequest.conversation")
+        checkHistoryConversation(request)
         if request.count == 0 || Int(request.count) > limits.maxHistoryPageSize {
             report(
                 .historyPageSize,
@@ -824,15 +847,17 @@ struct Validator {
             if !Self.isGroupLike(type) {
                 report(.atOutsideGroup, Self.join(path, "at"), "@ mentions are only allowed in group conversations")
             }
-            if at.userIDs.count > limits.maxAtUsers {
-                report(
-                    .atListTooLong,
-                    Self.join(path, "at.userIDs"),
-                    "\(at.userIDs.count) users are @-mentioned; at most \(limits.maxAtUsers) are allowed"
-                )
-            }
         }
-        if !message.targetReceivers.isEmpty && type != .group && type != .ultraGroup {
+        checkAt(message, at: path)
+        checkBody(message, at: path)
+        checkGroupKind(message.conversation, at: Self.join(path, "conversation"))
+        if !message.targetReceivers.isEmpty && message.conversation?.groupKind == .community {
+            report(
+                .targetedReceiversOutsideGroup,
+                Self.join(path, "targetReceivers"),
+                "targeted messages are not available in Community groups"
+            )
+        } else if !message.targetReceivers.isEmpty && type != .group && type != .ultraGroup {
             report(
                 .targetedReceiversOutsideGroup,
                 Self.join(path, "targetReceivers"),
@@ -844,6 +869,7 @@ struct Validator {
         }
         checkFeatures(message, at: path)
         let chainLength = message.elements.count
+        let nonText = message.elements.count(where: { $0.content?.kind != .text })
         for (i, element) in message.elements.enumerated() {
             let elementPath = Self.join(path, "elements[\(i)]")
             guard let content = element.content else {
@@ -851,7 +877,7 @@ struct Validator {
                 continue
             }
             switch content {
-            case .merger, .groupTips, .sound, .video, .file, .poll:
+            case .merger, .groupTips, .poll, .callLog:
                 if chainLength > 1 {
                     report(
                         .elementMustBeAlone,
@@ -859,9 +885,19 @@ struct Validator {
                         "a \(content.kind.protoName) element must be the only element of its message"
                     )
                 }
-            case .text, .custom, .image, .location, .face:
+            case .sound, .video, .file:
+                // QuickBlox sends text together with an attachment: text may go with one.
+                if nonText > 1 {
+                    report(
+                        .elementMustBeAlone,
+                        elementPath,
+                        "a \(content.kind.protoName) element shares its message with text elements only"
+                    )
+                }
+            case .text, .custom, .image, .location, .face, .sticker, .contactCard, .buttons, .stream, .encrypted:
                 break
             }
+            checkContent(content, chainLength: chainLength, at: elementPath)
             switch content {
             case .file(let file) where file.size > limits.maxFileSize:
                 report(
@@ -877,8 +913,15 @@ struct Validator {
                         "latitude \(location.latitude) / longitude \(location.longitude) is not a place on Earth"
                     )
                 }
-            case .groupTips where !Self.isGroupLike(type):
-                report(.groupTipsOutsideGroup, elementPath + ".groupTips", "group tips belong in group conversations")
+            case .groupTips(let tips):
+                if !Self.isGroupLike(type) {
+                    report(
+                        .groupTipsOutsideGroup,
+                        elementPath + ".groupTips",
+                        "group tips belong in group conversations"
+                    )
+                }
+                checkProfiles(tips, at: elementPath + ".groupTips")
             case .merger(let merger):
                 check(merger, at: elementPath + ".merger", mergerDepth: mergerDepth + 1)
             case .text(let text):

@@ -39,8 +39,9 @@ extension Frame.View {
             case .membership(let e)?: return e.conversation
             case .syncRequest(let e)?: return e.conversation
             case .syncResponse(let e)?: return e.conversation
+            case .call(let e)?: return e.conversation
             case .recall?, .edit?, .receipt?, .groupReadMembers?, .groupReadMembersRequest?, .reaction?, .pollVote?,
-                .pollUpdate?, .delete?:
+                .pollUpdate?, .delete?, .streamChunk?:
                 return referenceView?.conversation
             default: return nil
             }
@@ -48,7 +49,7 @@ extension Frame.View {
     }
 
     /// The message a receipt, group read-member page, recall, edit, delete (the first one),
-    /// reaction, pin, vote or poll update refers to.
+    /// reaction, pin, vote, poll update or stream chunk refers to.
     private var referenceView: MessageRef.View? {
         @_lifetime(copy self)
         get {
@@ -63,6 +64,7 @@ extension Frame.View {
             case .pollVote(let e)?: return e.pollMessage
             case .pollUpdate(let e)?: return e.pollMessage
             case .delete(let e)?: return e.messages.first
+            case .streamChunk(let e)?: return e.message
             default: return nil
             }
         }
@@ -160,8 +162,11 @@ extension Frame.View {
     /// mark-read or a delete for "only me" to the actor's own devices, and so on.
     public var route: FrameRoute {
         switch payload {
-        case .message?, .recall?, .edit?, .typing?, .pin?, .disappearingTimer?:
+        case .message?, .recall?, .edit?, .typing?, .pin?, .disappearingTimer?, .call?:
             return conversationRoute
+        case .streamChunk(let event)?:
+            // Only the streamed message's sender sends its chunks: to the conversation.
+            return peerRoute(actor: event.message?.senderID.materialize() ?? "")
         case .delete(let event)?:
             if event.scope == .everyone { return conversationRoute }
             return event.operatorID.isEmpty ? .unroutable : .ownDevices(event.operatorID.materialize())
@@ -192,17 +197,19 @@ extension Frame.View {
             return event.userID.isEmpty ? .server : .ownDevices(event.userID.materialize())
         case .historyRequest?, .mergerPayload?, .systemNotice?, .readReceiptRequest?, .groupReadMembersRequest?,
             .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
-            .membership?, .streamSyncRequest?, .streamAck?:
+            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?:
             return .server
         case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?, .loginResult?, .pong?,
-            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?, .streamSyncResponse?:
+            .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?, .streamSyncResponse?,
+            .keyFetchResponse?:
             return .client
         case nil:
             return .unroutable
         }
     }
 
-    /// Where an event about a referenced message goes (a reaction, a vote, a poll update): to the
+    /// Where an event about a referenced message goes (a reaction, a vote, a poll update, a stream
+    /// chunk): to the
     /// message's conversation; in a one-to-one conversation to the other party, which is the
     /// message's sender unless the actor is that sender (then the conversation's target).
     private func peerRoute(actor: String) -> FrameRoute {

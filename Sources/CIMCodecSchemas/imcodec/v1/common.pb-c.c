@@ -98,7 +98,7 @@ void   imcodec__v1__message_ref__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__message_ref__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__conversation__field_descriptors[3] =
+static const ProtobufCFieldDescriptor imcodec__v1__conversation__field_descriptors[4] =
 {
   {
     "type",
@@ -136,16 +136,29 @@ static const ProtobufCFieldDescriptor imcodec__v1__conversation__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "group_kind",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Conversation, group_kind),
+    &imcodec__v1__group_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__conversation__field_indices_by_name[] = {
   2,   /* field[2] = channel_id */
+  3,   /* field[3] = group_kind */
   1,   /* field[1] = target_id */
   0,   /* field[0] = type */
 };
 static const ProtobufCIntRange imcodec__v1__conversation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__conversation__descriptor =
 {
@@ -155,7 +168,7 @@ const ProtobufCMessageDescriptor imcodec__v1__conversation__descriptor =
   "Imcodec__V1__Conversation",
   "imcodec.v1",
   sizeof(Imcodec__V1__Conversation),
-  3,
+  4,
   imcodec__v1__conversation__field_descriptors,
   imcodec__v1__conversation__field_indices_by_name,
   1,  imcodec__v1__conversation__number_ranges,
@@ -299,5 +312,43 @@ const ProtobufCEnumDescriptor imcodec__v1__conversation_type__descriptor =
   imcodec__v1__conversation_type__enum_values_by_name,
   1,
   imcodec__v1__conversation_type__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__group_kind__enum_values_by_number[7] =
+{
+  { "GROUP_KIND_UNSPECIFIED", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_UNSPECIFIED", 0 },
+  { "GROUP_KIND_WORK", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_WORK", 1 },
+  { "GROUP_KIND_PUBLIC", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_PUBLIC", 2 },
+  { "GROUP_KIND_MEETING", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_MEETING", 3 },
+  { "GROUP_KIND_AV_CHAT_ROOM", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_AV_CHAT_ROOM", 4 },
+  { "GROUP_KIND_COMMUNITY", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_COMMUNITY", 5 },
+  { "GROUP_KIND_PUBLIC_DIALOG", "IMCODEC__V1__GROUP_KIND__GROUP_KIND_PUBLIC_DIALOG", 6 },
+};
+static const ProtobufCIntRange imcodec__v1__group_kind__value_ranges[] = {
+{0, 0},{0, 7}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__group_kind__enum_values_by_name[7] =
+{
+  { "GROUP_KIND_AV_CHAT_ROOM", 4 },
+  { "GROUP_KIND_COMMUNITY", 5 },
+  { "GROUP_KIND_MEETING", 3 },
+  { "GROUP_KIND_PUBLIC", 2 },
+  { "GROUP_KIND_PUBLIC_DIALOG", 6 },
+  { "GROUP_KIND_UNSPECIFIED", 0 },
+  { "GROUP_KIND_WORK", 1 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__group_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.GroupKind",
+  "GroupKind",
+  "Imcodec__V1__GroupKind",
+  "imcodec.v1",
+  7,
+  imcodec__v1__group_kind__enum_values_by_number,
+  7,
+  imcodec__v1__group_kind__enum_values_by_name,
+  1,
+  imcodec__v1__group_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -734,6 +734,96 @@ void   imcodec__v1__receive_option_change__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__receive_option_change__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__call_event__init
+                     (Imcodec__V1__CallEvent         *message)
+{
+  static const Imcodec__V1__CallEvent init_value = IMCODEC__V1__CALL_EVENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__call_event__get_packed_size
+                     (const Imcodec__V1__CallEvent *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__call_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__call_event__pack
+                     (const Imcodec__V1__CallEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__call_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__call_event__pack_to_buffer
+                     (const Imcodec__V1__CallEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__call_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__CallEvent *
+       imcodec__v1__call_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__CallEvent *)
+     protobuf_c_message_unpack (&imcodec__v1__call_event__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__call_event__free_unpacked
+                     (Imcodec__V1__CallEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__call_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__stream_chunk__init
+                     (Imcodec__V1__StreamChunk         *message)
+{
+  static const Imcodec__V1__StreamChunk init_value = IMCODEC__V1__STREAM_CHUNK__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__stream_chunk__get_packed_size
+                     (const Imcodec__V1__StreamChunk *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_chunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__stream_chunk__pack
+                     (const Imcodec__V1__StreamChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_chunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__stream_chunk__pack_to_buffer
+                     (const Imcodec__V1__StreamChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_chunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StreamChunk *
+       imcodec__v1__stream_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StreamChunk *)
+     protobuf_c_message_unpack (&imcodec__v1__stream_chunk__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__stream_chunk__free_unpacked
+                     (Imcodec__V1__StreamChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__stream_chunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__recall_event__field_descriptors[4] =
 {
   {
@@ -2199,6 +2289,264 @@ const ProtobufCMessageDescriptor imcodec__v1__receive_option_change__descriptor 
   (ProtobufCMessageInit) imcodec__v1__receive_option_change__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor imcodec__v1__call_event__field_descriptors[10] =
+{
+  {
+    "call_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, call_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signal",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, signal),
+    &imcodec__v1__call_signal__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conversation",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, conversation),
+    &imcodec__v1__conversation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "invitee_ids",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__CallEvent, n_invitee_ids),
+    offsetof(Imcodec__V1__CallEvent, invitee_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "media",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, media),
+    &imcodec__v1__call_media__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "timeout_s",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, timeout_s),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, device_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallEvent, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__call_event__field_indices_by_name[] = {
+  0,   /* field[0] = call_id */
+  2,   /* field[2] = conversation */
+  7,   /* field[7] = data */
+  8,   /* field[8] = device_id */
+  4,   /* field[4] = invitee_ids */
+  5,   /* field[5] = media */
+  1,   /* field[1] = signal */
+  9,   /* field[9] = time_ms */
+  6,   /* field[6] = timeout_s */
+  3,   /* field[3] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__call_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__call_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.CallEvent",
+  "CallEvent",
+  "Imcodec__V1__CallEvent",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__CallEvent),
+  10,
+  imcodec__v1__call_event__field_descriptors,
+  imcodec__v1__call_event__field_indices_by_name,
+  1,  imcodec__v1__call_event__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__call_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__stream_chunk__field_descriptors[6] =
+{
+  {
+    "message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamChunk, message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamChunk, stream_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "position",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamChunk, position),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamChunk, text),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "final",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamChunk, final),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamChunk, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__stream_chunk__field_indices_by_name[] = {
+  4,   /* field[4] = final */
+  0,   /* field[0] = message */
+  2,   /* field[2] = position */
+  1,   /* field[1] = stream_id */
+  3,   /* field[3] = text */
+  5,   /* field[5] = time_ms */
+};
+static const ProtobufCIntRange imcodec__v1__stream_chunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__stream_chunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StreamChunk",
+  "StreamChunk",
+  "Imcodec__V1__StreamChunk",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StreamChunk),
+  6,
+  imcodec__v1__stream_chunk__field_descriptors,
+  imcodec__v1__stream_chunk__field_indices_by_name,
+  1,  imcodec__v1__stream_chunk__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__stream_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue imcodec__v1__delete_scope__enum_values_by_number[3] =
 {
   { "DELETE_SCOPE_UNSPECIFIED", "IMCODEC__V1__DELETE_SCOPE__DELETE_SCOPE_UNSPECIFIED", 0 },
@@ -2379,5 +2727,47 @@ const ProtobufCEnumDescriptor imcodec__v1__receive_option__descriptor =
   imcodec__v1__receive_option__enum_values_by_name,
   1,
   imcodec__v1__receive_option__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__call_signal__enum_values_by_number[9] =
+{
+  { "CALL_SIGNAL_UNSPECIFIED", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_UNSPECIFIED", 0 },
+  { "CALL_SIGNAL_INVITE", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_INVITE", 1 },
+  { "CALL_SIGNAL_RING", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_RING", 2 },
+  { "CALL_SIGNAL_ACCEPT", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_ACCEPT", 3 },
+  { "CALL_SIGNAL_REJECT", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_REJECT", 4 },
+  { "CALL_SIGNAL_CANCEL", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_CANCEL", 5 },
+  { "CALL_SIGNAL_HANG_UP", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_HANG_UP", 6 },
+  { "CALL_SIGNAL_TIMEOUT", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_TIMEOUT", 7 },
+  { "CALL_SIGNAL_BUSY", "IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_BUSY", 8 },
+};
+static const ProtobufCIntRange imcodec__v1__call_signal__value_ranges[] = {
+{0, 0},{0, 9}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__call_signal__enum_values_by_name[9] =
+{
+  { "CALL_SIGNAL_ACCEPT", 3 },
+  { "CALL_SIGNAL_BUSY", 8 },
+  { "CALL_SIGNAL_CANCEL", 5 },
+  { "CALL_SIGNAL_HANG_UP", 6 },
+  { "CALL_SIGNAL_INVITE", 1 },
+  { "CALL_SIGNAL_REJECT", 4 },
+  { "CALL_SIGNAL_RING", 2 },
+  { "CALL_SIGNAL_TIMEOUT", 7 },
+  { "CALL_SIGNAL_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__call_signal__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.CallSignal",
+  "CallSignal",
+  "Imcodec__V1__CallSignal",
+  "imcodec.v1",
+  9,
+  imcodec__v1__call_signal__enum_values_by_number,
+  9,
+  imcodec__v1__call_signal__enum_values_by_name,
+  1,
+  imcodec__v1__call_signal__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -52,7 +52,7 @@ void   imcodec__v1__frame__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[44] =
+static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[49] =
 {
   {
     "schema_version",
@@ -582,9 +582,70 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[44] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "call",
+    80,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, call),
+    &imcodec__v1__call_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream_chunk",
+    81,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, stream_chunk),
+    &imcodec__v1__stream_chunk__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_publish",
+    82,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, key_publish),
+    &imcodec__v1__key_publish__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_fetch_request",
+    83,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, key_fetch_request),
+    &imcodec__v1__key_fetch_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_fetch_response",
+    84,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, key_fetch_response),
+    &imcodec__v1__key_fetch_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = c2c_read_receipt */
+  44,   /* field[44] = call */
   13,   /* field[13] = delete */
   39,   /* field[39] = disappearing_timer */
   12,   /* field[12] = edit */
@@ -592,6 +653,9 @@ static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   10,   /* field[10] = group_read_members_request */
   18,   /* field[18] = history_request */
   19,   /* field[19] = history_response */
+  47,   /* field[47] = key_fetch_request */
+  48,   /* field[48] = key_fetch_response */
+  46,   /* field[46] = key_publish */
   26,   /* field[26] = kicked_offline */
   21,   /* field[21] = login_request */
   22,   /* field[22] = login_result */
@@ -621,6 +685,7 @@ static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   0,   /* field[0] = schema_version */
   17,   /* field[17] = send_ack */
   43,   /* field[43] = stream_ack */
+  45,   /* field[45] = stream_chunk */
   3,   /* field[3] = stream_position */
   41,   /* field[41] = stream_sync_request */
   42,   /* field[42] = stream_sync_response */
@@ -629,7 +694,7 @@ static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
   16,   /* field[16] = system_notice */
   14,   /* field[14] = typing */
 };
-static const ProtobufCIntRange imcodec__v1__frame__number_ranges[6 + 1] =
+static const ProtobufCIntRange imcodec__v1__frame__number_ranges[7 + 1] =
 {
   { 1, 0 },
   { 10, 4 },
@@ -637,7 +702,8 @@ static const ProtobufCIntRange imcodec__v1__frame__number_ranges[6 + 1] =
   { 30, 17 },
   { 40, 21 },
   { 60, 35 },
-  { 0, 44 }
+  { 80, 44 },
+  { 0, 49 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
 {
@@ -647,10 +713,10 @@ const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
   "Imcodec__V1__Frame",
   "imcodec.v1",
   sizeof(Imcodec__V1__Frame),
-  44,
+  49,
   imcodec__v1__frame__field_descriptors,
   imcodec__v1__frame__field_indices_by_name,
-  6,  imcodec__v1__frame__number_ranges,
+  7,  imcodec__v1__frame__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

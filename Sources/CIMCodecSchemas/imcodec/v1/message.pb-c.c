@@ -155,6 +155,51 @@ void   imcodec__v1__message__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__message__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__quote_snapshot__init
+                     (Imcodec__V1__QuoteSnapshot         *message)
+{
+  static const Imcodec__V1__QuoteSnapshot init_value = IMCODEC__V1__QUOTE_SNAPSHOT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__quote_snapshot__get_packed_size
+                     (const Imcodec__V1__QuoteSnapshot *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__quote_snapshot__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__quote_snapshot__pack
+                     (const Imcodec__V1__QuoteSnapshot *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__quote_snapshot__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__quote_snapshot__pack_to_buffer
+                     (const Imcodec__V1__QuoteSnapshot *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__quote_snapshot__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__QuoteSnapshot *
+       imcodec__v1__quote_snapshot__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__QuoteSnapshot *)
+     protobuf_c_message_unpack (&imcodec__v1__quote_snapshot__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__quote_snapshot__free_unpacked
+                     (Imcodec__V1__QuoteSnapshot *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__quote_snapshot__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   imcodec__v1__reaction_summary__init
                      (Imcodec__V1__ReactionSummary         *message)
 {
@@ -333,6 +378,51 @@ void   imcodec__v1__text_element__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &imcodec__v1__text_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__style_range__init
+                     (Imcodec__V1__StyleRange         *message)
+{
+  static const Imcodec__V1__StyleRange init_value = IMCODEC__V1__STYLE_RANGE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__style_range__get_packed_size
+                     (const Imcodec__V1__StyleRange *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__style_range__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__style_range__pack
+                     (const Imcodec__V1__StyleRange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__style_range__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__style_range__pack_to_buffer
+                     (const Imcodec__V1__StyleRange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__style_range__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StyleRange *
+       imcodec__v1__style_range__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StyleRange *)
+     protobuf_c_message_unpack (&imcodec__v1__style_range__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__style_range__free_unpacked
+                     (Imcodec__V1__StyleRange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__style_range__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   imcodec__v1__mention_range__init
@@ -558,6 +648,51 @@ void   imcodec__v1__custom_element__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &imcodec__v1__custom_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__media_key__init
+                     (Imcodec__V1__MediaKey         *message)
+{
+  static const Imcodec__V1__MediaKey init_value = IMCODEC__V1__MEDIA_KEY__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__media_key__get_packed_size
+                     (const Imcodec__V1__MediaKey *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__media_key__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__media_key__pack
+                     (const Imcodec__V1__MediaKey *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__media_key__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__media_key__pack_to_buffer
+                     (const Imcodec__V1__MediaKey *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__media_key__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__MediaKey *
+       imcodec__v1__media_key__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__MediaKey *)
+     protobuf_c_message_unpack (&imcodec__v1__media_key__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__media_key__free_unpacked
+                     (Imcodec__V1__MediaKey *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__media_key__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   imcodec__v1__image_info__init
@@ -873,6 +1008,456 @@ void   imcodec__v1__face_element__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &imcodec__v1__face_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__sticker_element__init
+                     (Imcodec__V1__StickerElement         *message)
+{
+  static const Imcodec__V1__StickerElement init_value = IMCODEC__V1__STICKER_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__sticker_element__get_packed_size
+                     (const Imcodec__V1__StickerElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__sticker_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__sticker_element__pack
+                     (const Imcodec__V1__StickerElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__sticker_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__sticker_element__pack_to_buffer
+                     (const Imcodec__V1__StickerElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__sticker_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StickerElement *
+       imcodec__v1__sticker_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StickerElement *)
+     protobuf_c_message_unpack (&imcodec__v1__sticker_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__sticker_element__free_unpacked
+                     (Imcodec__V1__StickerElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__sticker_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__contact_card_element__init
+                     (Imcodec__V1__ContactCardElement         *message)
+{
+  static const Imcodec__V1__ContactCardElement init_value = IMCODEC__V1__CONTACT_CARD_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__contact_card_element__get_packed_size
+                     (const Imcodec__V1__ContactCardElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__contact_card_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__contact_card_element__pack
+                     (const Imcodec__V1__ContactCardElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__contact_card_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__contact_card_element__pack_to_buffer
+                     (const Imcodec__V1__ContactCardElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__contact_card_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ContactCardElement *
+       imcodec__v1__contact_card_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ContactCardElement *)
+     protobuf_c_message_unpack (&imcodec__v1__contact_card_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__contact_card_element__free_unpacked
+                     (Imcodec__V1__ContactCardElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__contact_card_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__call_log_element__init
+                     (Imcodec__V1__CallLogElement         *message)
+{
+  static const Imcodec__V1__CallLogElement init_value = IMCODEC__V1__CALL_LOG_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__call_log_element__get_packed_size
+                     (const Imcodec__V1__CallLogElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__call_log_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__call_log_element__pack
+                     (const Imcodec__V1__CallLogElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__call_log_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__call_log_element__pack_to_buffer
+                     (const Imcodec__V1__CallLogElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__call_log_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__CallLogElement *
+       imcodec__v1__call_log_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__CallLogElement *)
+     protobuf_c_message_unpack (&imcodec__v1__call_log_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__call_log_element__free_unpacked
+                     (Imcodec__V1__CallLogElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__call_log_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__button__init
+                     (Imcodec__V1__Button         *message)
+{
+  static const Imcodec__V1__Button init_value = IMCODEC__V1__BUTTON__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__button__get_packed_size
+                     (const Imcodec__V1__Button *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__button__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__button__pack
+                     (const Imcodec__V1__Button *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__button__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__button__pack_to_buffer
+                     (const Imcodec__V1__Button *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__button__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__Button *
+       imcodec__v1__button__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__Button *)
+     protobuf_c_message_unpack (&imcodec__v1__button__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__button__free_unpacked
+                     (Imcodec__V1__Button *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__button__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__button_row__init
+                     (Imcodec__V1__ButtonRow         *message)
+{
+  static const Imcodec__V1__ButtonRow init_value = IMCODEC__V1__BUTTON_ROW__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__button_row__get_packed_size
+                     (const Imcodec__V1__ButtonRow *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__button_row__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__button_row__pack
+                     (const Imcodec__V1__ButtonRow *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__button_row__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__button_row__pack_to_buffer
+                     (const Imcodec__V1__ButtonRow *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__button_row__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ButtonRow *
+       imcodec__v1__button_row__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ButtonRow *)
+     protobuf_c_message_unpack (&imcodec__v1__button_row__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__button_row__free_unpacked
+                     (Imcodec__V1__ButtonRow *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__button_row__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__buttons_element__init
+                     (Imcodec__V1__ButtonsElement         *message)
+{
+  static const Imcodec__V1__ButtonsElement init_value = IMCODEC__V1__BUTTONS_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__buttons_element__get_packed_size
+                     (const Imcodec__V1__ButtonsElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__buttons_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__buttons_element__pack
+                     (const Imcodec__V1__ButtonsElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__buttons_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__buttons_element__pack_to_buffer
+                     (const Imcodec__V1__ButtonsElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__buttons_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ButtonsElement *
+       imcodec__v1__buttons_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ButtonsElement *)
+     protobuf_c_message_unpack (&imcodec__v1__buttons_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__buttons_element__free_unpacked
+                     (Imcodec__V1__ButtonsElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__buttons_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__stream_element__init
+                     (Imcodec__V1__StreamElement         *message)
+{
+  static const Imcodec__V1__StreamElement init_value = IMCODEC__V1__STREAM_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__stream_element__get_packed_size
+                     (const Imcodec__V1__StreamElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__stream_element__pack
+                     (const Imcodec__V1__StreamElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__stream_element__pack_to_buffer
+                     (const Imcodec__V1__StreamElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__stream_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__StreamElement *
+       imcodec__v1__stream_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__StreamElement *)
+     protobuf_c_message_unpack (&imcodec__v1__stream_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__stream_element__free_unpacked
+                     (Imcodec__V1__StreamElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__stream_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__encrypted_element__init
+                     (Imcodec__V1__EncryptedElement         *message)
+{
+  static const Imcodec__V1__EncryptedElement init_value = IMCODEC__V1__ENCRYPTED_ELEMENT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__encrypted_element__get_packed_size
+                     (const Imcodec__V1__EncryptedElement *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__encrypted_element__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__encrypted_element__pack
+                     (const Imcodec__V1__EncryptedElement *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__encrypted_element__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__encrypted_element__pack_to_buffer
+                     (const Imcodec__V1__EncryptedElement *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__encrypted_element__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__EncryptedElement *
+       imcodec__v1__encrypted_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__EncryptedElement *)
+     protobuf_c_message_unpack (&imcodec__v1__encrypted_element__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__encrypted_element__free_unpacked
+                     (Imcodec__V1__EncryptedElement *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__encrypted_element__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__recipient_key__init
+                     (Imcodec__V1__RecipientKey         *message)
+{
+  static const Imcodec__V1__RecipientKey init_value = IMCODEC__V1__RECIPIENT_KEY__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__recipient_key__get_packed_size
+                     (const Imcodec__V1__RecipientKey *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__recipient_key__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__recipient_key__pack
+                     (const Imcodec__V1__RecipientKey *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__recipient_key__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__recipient_key__pack_to_buffer
+                     (const Imcodec__V1__RecipientKey *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__recipient_key__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__RecipientKey *
+       imcodec__v1__recipient_key__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__RecipientKey *)
+     protobuf_c_message_unpack (&imcodec__v1__recipient_key__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__recipient_key__free_unpacked
+                     (Imcodec__V1__RecipientKey *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__recipient_key__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__message_plaintext__init
+                     (Imcodec__V1__MessagePlaintext         *message)
+{
+  static const Imcodec__V1__MessagePlaintext init_value = IMCODEC__V1__MESSAGE_PLAINTEXT__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__message_plaintext__get_packed_size
+                     (const Imcodec__V1__MessagePlaintext *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__message_plaintext__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__message_plaintext__pack
+                     (const Imcodec__V1__MessagePlaintext *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__message_plaintext__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__message_plaintext__pack_to_buffer
+                     (const Imcodec__V1__MessagePlaintext *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__message_plaintext__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__MessagePlaintext *
+       imcodec__v1__message_plaintext__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__MessagePlaintext *)
+     protobuf_c_message_unpack (&imcodec__v1__message_plaintext__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__message_plaintext__free_unpacked
+                     (Imcodec__V1__MessagePlaintext *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__message_plaintext__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   imcodec__v1__group_change_info__init
@@ -1401,7 +1986,7 @@ const ProtobufCMessageDescriptor imcodec__v1__message__expansion_entry__descript
   (ProtobufCMessageInit) imcodec__v1__message__expansion_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[38] =
+static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[40] =
 {
   {
     "client_msg_id",
@@ -1859,6 +2444,30 @@ static const ProtobufCFieldDescriptor imcodec__v1__message__field_descriptors[38
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "quote_snapshot",
+    39,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, quote_snapshot),
+    &imcodec__v1__quote_snapshot__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "is_offline",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Message, is_offline),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   12,   /* field[12] = at */
@@ -1878,10 +2487,12 @@ static const unsigned imcodec__v1__message__field_indices_by_name[] = {
   26,   /* field[26] = extra */
   10,   /* field[10] = flags */
   37,   /* field[37] = forward_score */
+  39,   /* field[39] = is_offline */
   25,   /* field[25] = object_name */
   13,   /* field[13] = offline_push */
   8,   /* field[8] = priority */
   18,   /* field[18] = quote */
+  38,   /* field[38] = quote_snapshot */
   3,   /* field[3] = random */
   31,   /* field[31] = reactions */
   29,   /* field[29] = read_ids */
@@ -1903,7 +2514,7 @@ static const unsigned imcodec__v1__message__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__message__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 38 }
+  { 0, 40 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__message__descriptor =
 {
@@ -1913,11 +2524,88 @@ const ProtobufCMessageDescriptor imcodec__v1__message__descriptor =
   "Imcodec__V1__Message",
   "imcodec.v1",
   sizeof(Imcodec__V1__Message),
-  38,
+  40,
   imcodec__v1__message__field_descriptors,
   imcodec__v1__message__field_indices_by_name,
   1,  imcodec__v1__message__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__message__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__quote_snapshot__field_descriptors[4] =
+{
+  {
+    "author_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__QuoteSnapshot, author_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "author_nickname",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__QuoteSnapshot, author_nickname),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__QuoteSnapshot, text),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "element_kind",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__QuoteSnapshot, element_kind),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__quote_snapshot__field_indices_by_name[] = {
+  0,   /* field[0] = author_id */
+  1,   /* field[1] = author_nickname */
+  3,   /* field[3] = element_kind */
+  2,   /* field[2] = text */
+};
+static const ProtobufCIntRange imcodec__v1__quote_snapshot__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__quote_snapshot__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.QuoteSnapshot",
+  "QuoteSnapshot",
+  "Imcodec__V1__QuoteSnapshot",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__QuoteSnapshot),
+  4,
+  imcodec__v1__quote_snapshot__field_descriptors,
+  imcodec__v1__quote_snapshot__field_indices_by_name,
+  1,  imcodec__v1__quote_snapshot__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__quote_snapshot__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor imcodec__v1__reaction_summary__field_descriptors[4] =
@@ -2074,7 +2762,7 @@ const ProtobufCMessageDescriptor imcodec__v1__thread_summary__descriptor =
   (ProtobufCMessageInit) imcodec__v1__thread_summary__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__message_element__field_descriptors[11] =
+static const ProtobufCFieldDescriptor imcodec__v1__message_element__field_descriptors[17] =
 {
   {
     "text",
@@ -2208,9 +2896,85 @@ static const ProtobufCFieldDescriptor imcodec__v1__message_element__field_descri
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "sticker",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, sticker),
+    &imcodec__v1__sticker_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "contact_card",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, contact_card),
+    &imcodec__v1__contact_card_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "call_log",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, call_log),
+    &imcodec__v1__call_log_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "buttons",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, buttons),
+    &imcodec__v1__buttons_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stream",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, stream),
+    &imcodec__v1__stream_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "encrypted",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageElement, content_case),
+    offsetof(Imcodec__V1__MessageElement, encrypted),
+    &imcodec__v1__encrypted_element__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__message_element__field_indices_by_name[] = {
+  14,   /* field[14] = buttons */
+  13,   /* field[13] = call_log */
+  12,   /* field[12] = contact_card */
   1,   /* field[1] = custom */
+  16,   /* field[16] = encrypted */
   7,   /* field[7] = face */
   5,   /* field[5] = file */
   8,   /* field[8] = group_tips */
@@ -2219,13 +2983,15 @@ static const unsigned imcodec__v1__message_element__field_indices_by_name[] = {
   9,   /* field[9] = merger */
   10,   /* field[10] = poll */
   4,   /* field[4] = sound */
+  11,   /* field[11] = sticker */
+  15,   /* field[15] = stream */
   0,   /* field[0] = text */
   3,   /* field[3] = video */
 };
 static const ProtobufCIntRange imcodec__v1__message_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__message_element__descriptor =
 {
@@ -2235,14 +3001,14 @@ const ProtobufCMessageDescriptor imcodec__v1__message_element__descriptor =
   "Imcodec__V1__MessageElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__MessageElement),
-  11,
+  17,
   imcodec__v1__message_element__field_descriptors,
   imcodec__v1__message_element__field_indices_by_name,
   1,  imcodec__v1__message_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__message_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__text_element__field_descriptors[3] =
+static const ProtobufCFieldDescriptor imcodec__v1__text_element__field_descriptors[4] =
 {
   {
     "text",
@@ -2280,16 +3046,29 @@ static const ProtobufCFieldDescriptor imcodec__v1__text_element__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "styles",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__TextElement, n_styles),
+    offsetof(Imcodec__V1__TextElement, styles),
+    &imcodec__v1__style_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__text_element__field_indices_by_name[] = {
   2,   /* field[2] = link_previews */
   1,   /* field[1] = mentions */
+  3,   /* field[3] = styles */
   0,   /* field[0] = text */
 };
 static const ProtobufCIntRange imcodec__v1__text_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__text_element__descriptor =
 {
@@ -2299,11 +3078,88 @@ const ProtobufCMessageDescriptor imcodec__v1__text_element__descriptor =
   "Imcodec__V1__TextElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__TextElement),
-  3,
+  4,
   imcodec__v1__text_element__field_descriptors,
   imcodec__v1__text_element__field_indices_by_name,
   1,  imcodec__v1__text_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__text_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__style_range__field_descriptors[4] =
+{
+  {
+    "offset",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StyleRange, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "length",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StyleRange, length),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "style",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StyleRange, style),
+    &imcodec__v1__text_style__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "url",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StyleRange, url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__style_range__field_indices_by_name[] = {
+  1,   /* field[1] = length */
+  0,   /* field[0] = offset */
+  2,   /* field[2] = style */
+  3,   /* field[3] = url */
+};
+static const ProtobufCIntRange imcodec__v1__style_range__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__style_range__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StyleRange",
+  "StyleRange",
+  "Imcodec__V1__StyleRange",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StyleRange),
+  4,
+  imcodec__v1__style_range__field_descriptors,
+  imcodec__v1__style_range__field_indices_by_name,
+  1,  imcodec__v1__style_range__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__style_range__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor imcodec__v1__mention_range__field_descriptors[4] =
@@ -2717,6 +3573,70 @@ const ProtobufCMessageDescriptor imcodec__v1__custom_element__descriptor =
   (ProtobufCMessageInit) imcodec__v1__custom_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor imcodec__v1__media_key__field_descriptors[3] =
+{
+  {
+    "algorithm",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MediaKey, algorithm),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MediaKey, key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ciphertext_sha256",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MediaKey, ciphertext_sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__media_key__field_indices_by_name[] = {
+  0,   /* field[0] = algorithm */
+  2,   /* field[2] = ciphertext_sha256 */
+  1,   /* field[1] = key */
+};
+static const ProtobufCIntRange imcodec__v1__media_key__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__media_key__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.MediaKey",
+  "MediaKey",
+  "Imcodec__V1__MediaKey",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__MediaKey),
+  3,
+  imcodec__v1__media_key__field_descriptors,
+  imcodec__v1__media_key__field_indices_by_name,
+  1,  imcodec__v1__media_key__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__media_key__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor imcodec__v1__image_info__field_descriptors[6] =
 {
   {
@@ -2820,7 +3740,7 @@ const ProtobufCMessageDescriptor imcodec__v1__image_info__descriptor =
   (ProtobufCMessageInit) imcodec__v1__image_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__image_element__field_descriptors[2] =
+static const ProtobufCFieldDescriptor imcodec__v1__image_element__field_descriptors[8] =
 {
   {
     "format",
@@ -2846,15 +3766,93 @@ static const ProtobufCFieldDescriptor imcodec__v1__image_element__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mime_type",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ImageElement, mime_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sha256",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ImageElement, sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "caption",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ImageElement, caption),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blurhash",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ImageElement, blurhash),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "thumbnail",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ImageElement, thumbnail),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "media_key",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ImageElement, media_key),
+    &imcodec__v1__media_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__image_element__field_indices_by_name[] = {
+  5,   /* field[5] = blurhash */
+  4,   /* field[4] = caption */
   0,   /* field[0] = format */
   1,   /* field[1] = images */
+  7,   /* field[7] = media_key */
+  2,   /* field[2] = mime_type */
+  3,   /* field[3] = sha256 */
+  6,   /* field[6] = thumbnail */
 };
 static const ProtobufCIntRange imcodec__v1__image_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__image_element__descriptor =
 {
@@ -2864,14 +3862,14 @@ const ProtobufCMessageDescriptor imcodec__v1__image_element__descriptor =
   "Imcodec__V1__ImageElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__ImageElement),
-  2,
+  8,
   imcodec__v1__image_element__field_descriptors,
   imcodec__v1__image_element__field_indices_by_name,
   1,  imcodec__v1__image_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__image_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__video_element__field_descriptors[11] =
+static const ProtobufCFieldDescriptor imcodec__v1__video_element__field_descriptors[18] =
 {
   {
     "video_uuid",
@@ -3005,15 +4003,106 @@ static const ProtobufCFieldDescriptor imcodec__v1__video_element__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mime_type",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, mime_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sha256",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "caption",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, caption),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blurhash",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, blurhash),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "thumbnail",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, thumbnail),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "media_key",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, media_key),
+    &imcodec__v1__media_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duration_ms",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__VideoElement, duration_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__video_element__field_indices_by_name[] = {
+  14,   /* field[14] = blurhash */
+  13,   /* field[13] = caption */
+  17,   /* field[17] = duration_ms */
   3,   /* field[3] = duration_s */
+  16,   /* field[16] = media_key */
+  11,   /* field[11] = mime_type */
+  12,   /* field[12] = sha256 */
   9,   /* field[9] = snapshot_height */
   7,   /* field[7] = snapshot_size */
   6,   /* field[6] = snapshot_type */
   10,   /* field[10] = snapshot_url */
   5,   /* field[5] = snapshot_uuid */
   8,   /* field[8] = snapshot_width */
+  15,   /* field[15] = thumbnail */
   2,   /* field[2] = video_size */
   1,   /* field[1] = video_type */
   4,   /* field[4] = video_url */
@@ -3022,7 +4111,7 @@ static const unsigned imcodec__v1__video_element__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__video_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__video_element__descriptor =
 {
@@ -3032,14 +4121,14 @@ const ProtobufCMessageDescriptor imcodec__v1__video_element__descriptor =
   "Imcodec__V1__VideoElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__VideoElement),
-  11,
+  18,
   imcodec__v1__video_element__field_descriptors,
   imcodec__v1__video_element__field_indices_by_name,
   1,  imcodec__v1__video_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__video_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__sound_element__field_descriptors[5] =
+static const ProtobufCFieldDescriptor imcodec__v1__sound_element__field_descriptors[10] =
 {
   {
     "uuid",
@@ -3101,18 +4190,83 @@ static const ProtobufCFieldDescriptor imcodec__v1__sound_element__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mime_type",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SoundElement, mime_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sha256",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SoundElement, sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "waveform",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SoundElement, waveform),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "media_key",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SoundElement, media_key),
+    &imcodec__v1__media_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duration_ms",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__SoundElement, duration_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__sound_element__field_indices_by_name[] = {
+  9,   /* field[9] = duration_ms */
   2,   /* field[2] = duration_s */
+  8,   /* field[8] = media_key */
+  5,   /* field[5] = mime_type */
   4,   /* field[4] = played */
+  6,   /* field[6] = sha256 */
   1,   /* field[1] = size */
   3,   /* field[3] = url */
   0,   /* field[0] = uuid */
+  7,   /* field[7] = waveform */
 };
 static const ProtobufCIntRange imcodec__v1__sound_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__sound_element__descriptor =
 {
@@ -3122,14 +4276,14 @@ const ProtobufCMessageDescriptor imcodec__v1__sound_element__descriptor =
   "Imcodec__V1__SoundElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__SoundElement),
-  5,
+  10,
   imcodec__v1__sound_element__field_descriptors,
   imcodec__v1__sound_element__field_indices_by_name,
   1,  imcodec__v1__sound_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__sound_element__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__file_element__field_descriptors[4] =
+static const ProtobufCFieldDescriptor imcodec__v1__file_element__field_descriptors[9] =
 {
   {
     "uuid",
@@ -3179,9 +4333,74 @@ static const ProtobufCFieldDescriptor imcodec__v1__file_element__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mime_type",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__FileElement, mime_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sha256",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__FileElement, sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "caption",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__FileElement, caption),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "media_key",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__FileElement, media_key),
+    &imcodec__v1__media_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "attachment_type",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__FileElement, attachment_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__file_element__field_indices_by_name[] = {
+  8,   /* field[8] = attachment_type */
+  6,   /* field[6] = caption */
+  7,   /* field[7] = media_key */
+  4,   /* field[4] = mime_type */
   1,   /* field[1] = name */
+  5,   /* field[5] = sha256 */
   2,   /* field[2] = size */
   3,   /* field[3] = url */
   0,   /* field[0] = uuid */
@@ -3189,7 +4408,7 @@ static const unsigned imcodec__v1__file_element__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__file_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__file_element__descriptor =
 {
@@ -3199,7 +4418,7 @@ const ProtobufCMessageDescriptor imcodec__v1__file_element__descriptor =
   "Imcodec__V1__FileElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__FileElement),
-  4,
+  9,
   imcodec__v1__file_element__field_descriptors,
   imcodec__v1__file_element__field_indices_by_name,
   1,  imcodec__v1__file_element__number_ranges,
@@ -3319,6 +4538,841 @@ const ProtobufCMessageDescriptor imcodec__v1__face_element__descriptor =
   imcodec__v1__face_element__field_indices_by_name,
   1,  imcodec__v1__face_element__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__face_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__sticker_element__field_descriptors[10] =
+{
+  {
+    "pack_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, pack_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pack_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, pack_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pack_title",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, pack_title),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sticker_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, sticker_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "emoji",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, emoji),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "url",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "mime_type",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, mime_type),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "width",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "animated",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StickerElement, animated),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__sticker_element__field_indices_by_name[] = {
+  9,   /* field[9] = animated */
+  4,   /* field[4] = emoji */
+  8,   /* field[8] = height */
+  6,   /* field[6] = mime_type */
+  0,   /* field[0] = pack_id */
+  1,   /* field[1] = pack_key */
+  2,   /* field[2] = pack_title */
+  3,   /* field[3] = sticker_id */
+  5,   /* field[5] = url */
+  7,   /* field[7] = width */
+};
+static const ProtobufCIntRange imcodec__v1__sticker_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__sticker_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StickerElement",
+  "StickerElement",
+  "Imcodec__V1__StickerElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StickerElement),
+  10,
+  imcodec__v1__sticker_element__field_descriptors,
+  imcodec__v1__sticker_element__field_indices_by_name,
+  1,  imcodec__v1__sticker_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__sticker_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__contact_card_element__field_descriptors[6] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ContactCardElement, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "display_name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ContactCardElement, display_name),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "avatar_url",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ContactCardElement, avatar_url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "phone_numbers",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__ContactCardElement, n_phone_numbers),
+    offsetof(Imcodec__V1__ContactCardElement, phone_numbers),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "emails",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__ContactCardElement, n_emails),
+    offsetof(Imcodec__V1__ContactCardElement, emails),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "vcard",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ContactCardElement, vcard),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__contact_card_element__field_indices_by_name[] = {
+  2,   /* field[2] = avatar_url */
+  1,   /* field[1] = display_name */
+  4,   /* field[4] = emails */
+  3,   /* field[3] = phone_numbers */
+  0,   /* field[0] = user_id */
+  5,   /* field[5] = vcard */
+};
+static const ProtobufCIntRange imcodec__v1__contact_card_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__contact_card_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ContactCardElement",
+  "ContactCardElement",
+  "Imcodec__V1__ContactCardElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ContactCardElement),
+  6,
+  imcodec__v1__contact_card_element__field_descriptors,
+  imcodec__v1__contact_card_element__field_indices_by_name,
+  1,  imcodec__v1__contact_card_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__contact_card_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__call_log_element__field_descriptors[7] =
+{
+  {
+    "call_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallLogElement, call_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "media",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallLogElement, media),
+    &imcodec__v1__call_media__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outcome",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallLogElement, outcome),
+    &imcodec__v1__call_outcome__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "caller_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallLogElement, caller_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "participant_ids",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__CallLogElement, n_participant_ids),
+    offsetof(Imcodec__V1__CallLogElement, participant_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_time_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallLogElement, start_time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duration_s",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__CallLogElement, duration_s),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__call_log_element__field_indices_by_name[] = {
+  0,   /* field[0] = call_id */
+  3,   /* field[3] = caller_id */
+  6,   /* field[6] = duration_s */
+  1,   /* field[1] = media */
+  2,   /* field[2] = outcome */
+  4,   /* field[4] = participant_ids */
+  5,   /* field[5] = start_time_ms */
+};
+static const ProtobufCIntRange imcodec__v1__call_log_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__call_log_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.CallLogElement",
+  "CallLogElement",
+  "Imcodec__V1__CallLogElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__CallLogElement),
+  7,
+  imcodec__v1__call_log_element__field_descriptors,
+  imcodec__v1__call_log_element__field_indices_by_name,
+  1,  imcodec__v1__call_log_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__call_log_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__button__field_descriptors[5] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Button, id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "label",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Button, label),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Button, action),
+    &imcodec__v1__button_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "url",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Button, url),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__Button, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__button__field_indices_by_name[] = {
+  2,   /* field[2] = action */
+  4,   /* field[4] = data */
+  0,   /* field[0] = id */
+  1,   /* field[1] = label */
+  3,   /* field[3] = url */
+};
+static const ProtobufCIntRange imcodec__v1__button__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__button__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.Button",
+  "Button",
+  "Imcodec__V1__Button",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__Button),
+  5,
+  imcodec__v1__button__field_descriptors,
+  imcodec__v1__button__field_indices_by_name,
+  1,  imcodec__v1__button__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__button__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__button_row__field_descriptors[1] =
+{
+  {
+    "buttons",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ButtonRow, n_buttons),
+    offsetof(Imcodec__V1__ButtonRow, buttons),
+    &imcodec__v1__button__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__button_row__field_indices_by_name[] = {
+  0,   /* field[0] = buttons */
+};
+static const ProtobufCIntRange imcodec__v1__button_row__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__button_row__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ButtonRow",
+  "ButtonRow",
+  "Imcodec__V1__ButtonRow",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ButtonRow),
+  1,
+  imcodec__v1__button_row__field_descriptors,
+  imcodec__v1__button_row__field_indices_by_name,
+  1,  imcodec__v1__button_row__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__button_row__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__buttons_element__field_descriptors[1] =
+{
+  {
+    "rows",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ButtonsElement, n_rows),
+    offsetof(Imcodec__V1__ButtonsElement, rows),
+    &imcodec__v1__button_row__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__buttons_element__field_indices_by_name[] = {
+  0,   /* field[0] = rows */
+};
+static const ProtobufCIntRange imcodec__v1__buttons_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__buttons_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ButtonsElement",
+  "ButtonsElement",
+  "Imcodec__V1__ButtonsElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ButtonsElement),
+  1,
+  imcodec__v1__buttons_element__field_descriptors,
+  imcodec__v1__buttons_element__field_indices_by_name,
+  1,  imcodec__v1__buttons_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__buttons_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__stream_element__field_descriptors[4] =
+{
+  {
+    "stream_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamElement, stream_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamElement, text),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "chunk_count",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamElement, chunk_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "final",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__StreamElement, final),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__stream_element__field_indices_by_name[] = {
+  2,   /* field[2] = chunk_count */
+  3,   /* field[3] = final */
+  0,   /* field[0] = stream_id */
+  1,   /* field[1] = text */
+};
+static const ProtobufCIntRange imcodec__v1__stream_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__stream_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.StreamElement",
+  "StreamElement",
+  "Imcodec__V1__StreamElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__StreamElement),
+  4,
+  imcodec__v1__stream_element__field_descriptors,
+  imcodec__v1__stream_element__field_indices_by_name,
+  1,  imcodec__v1__stream_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__stream_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__encrypted_element__field_descriptors[7] =
+{
+  {
+    "algorithm",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__EncryptedElement, algorithm),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sender_device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__EncryptedElement, sender_device_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__EncryptedElement, key_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "nonce",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__EncryptedElement, nonce),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ciphertext",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__EncryptedElement, ciphertext),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "associated_data",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__EncryptedElement, associated_data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recipient_keys",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__EncryptedElement, n_recipient_keys),
+    offsetof(Imcodec__V1__EncryptedElement, recipient_keys),
+    &imcodec__v1__recipient_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__encrypted_element__field_indices_by_name[] = {
+  0,   /* field[0] = algorithm */
+  5,   /* field[5] = associated_data */
+  4,   /* field[4] = ciphertext */
+  2,   /* field[2] = key_id */
+  3,   /* field[3] = nonce */
+  6,   /* field[6] = recipient_keys */
+  1,   /* field[1] = sender_device_id */
+};
+static const ProtobufCIntRange imcodec__v1__encrypted_element__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__encrypted_element__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.EncryptedElement",
+  "EncryptedElement",
+  "Imcodec__V1__EncryptedElement",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__EncryptedElement),
+  7,
+  imcodec__v1__encrypted_element__field_descriptors,
+  imcodec__v1__encrypted_element__field_indices_by_name,
+  1,  imcodec__v1__encrypted_element__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__encrypted_element__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__recipient_key__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__RecipientKey, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__RecipientKey, device_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wrapped_key",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__RecipientKey, wrapped_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__recipient_key__field_indices_by_name[] = {
+  1,   /* field[1] = device_id */
+  0,   /* field[0] = user_id */
+  2,   /* field[2] = wrapped_key */
+};
+static const ProtobufCIntRange imcodec__v1__recipient_key__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__recipient_key__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.RecipientKey",
+  "RecipientKey",
+  "Imcodec__V1__RecipientKey",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__RecipientKey),
+  3,
+  imcodec__v1__recipient_key__field_descriptors,
+  imcodec__v1__recipient_key__field_indices_by_name,
+  1,  imcodec__v1__recipient_key__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__recipient_key__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__message_plaintext__field_descriptors[1] =
+{
+  {
+    "elements",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessagePlaintext, n_elements),
+    offsetof(Imcodec__V1__MessagePlaintext, elements),
+    &imcodec__v1__message_element__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__message_plaintext__field_indices_by_name[] = {
+  0,   /* field[0] = elements */
+};
+static const ProtobufCIntRange imcodec__v1__message_plaintext__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__message_plaintext__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.MessagePlaintext",
+  "MessagePlaintext",
+  "Imcodec__V1__MessagePlaintext",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__MessagePlaintext),
+  1,
+  imcodec__v1__message_plaintext__field_descriptors,
+  imcodec__v1__message_plaintext__field_indices_by_name,
+  1,  imcodec__v1__message_plaintext__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__message_plaintext__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor imcodec__v1__group_change_info__field_descriptors[5] =
@@ -3462,7 +5516,7 @@ const ProtobufCMessageDescriptor imcodec__v1__member_change_info__descriptor =
   (ProtobufCMessageInit) imcodec__v1__member_change_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__group_tips_element__field_descriptors[8] =
+static const ProtobufCFieldDescriptor imcodec__v1__group_tips_element__field_descriptors[10] =
 {
   {
     "type",
@@ -3560,6 +5614,30 @@ static const ProtobufCFieldDescriptor imcodec__v1__group_tips_element__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "member_profiles",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__GroupTipsElement, n_member_profiles),
+    offsetof(Imcodec__V1__GroupTipsElement, member_profiles),
+    &imcodec__v1__group_member_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operator_profile",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupTipsElement, operator_profile),
+    &imcodec__v1__group_member_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__group_tips_element__field_indices_by_name[] = {
   4,   /* field[4] = group_changes */
@@ -3567,14 +5645,16 @@ static const unsigned imcodec__v1__group_tips_element__field_indices_by_name[] =
   5,   /* field[5] = member_changes */
   6,   /* field[6] = member_count */
   3,   /* field[3] = member_ids */
+  8,   /* field[8] = member_profiles */
   2,   /* field[2] = operator_id */
+  9,   /* field[9] = operator_profile */
   7,   /* field[7] = pinned_message */
   0,   /* field[0] = type */
 };
 static const ProtobufCIntRange imcodec__v1__group_tips_element__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__group_tips_element__descriptor =
 {
@@ -3584,7 +5664,7 @@ const ProtobufCMessageDescriptor imcodec__v1__group_tips_element__descriptor =
   "Imcodec__V1__GroupTipsElement",
   "imcodec.v1",
   sizeof(Imcodec__V1__GroupTipsElement),
-  8,
+  10,
   imcodec__v1__group_tips_element__field_descriptors,
   imcodec__v1__group_tips_element__field_indices_by_name,
   1,  imcodec__v1__group_tips_element__number_ranges,
@@ -4004,6 +6084,44 @@ const ProtobufCEnumDescriptor imcodec__v1__storage_policy__descriptor =
   imcodec__v1__storage_policy__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
+static const ProtobufCEnumValue imcodec__v1__text_style__enum_values_by_number[7] =
+{
+  { "TEXT_STYLE_UNSPECIFIED", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_UNSPECIFIED", 0 },
+  { "TEXT_STYLE_BOLD", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_BOLD", 1 },
+  { "TEXT_STYLE_ITALIC", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_ITALIC", 2 },
+  { "TEXT_STYLE_STRIKETHROUGH", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_STRIKETHROUGH", 3 },
+  { "TEXT_STYLE_CODE", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_CODE", 4 },
+  { "TEXT_STYLE_SPOILER", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_SPOILER", 5 },
+  { "TEXT_STYLE_LINK", "IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_LINK", 6 },
+};
+static const ProtobufCIntRange imcodec__v1__text_style__value_ranges[] = {
+{0, 0},{0, 7}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__text_style__enum_values_by_name[7] =
+{
+  { "TEXT_STYLE_BOLD", 1 },
+  { "TEXT_STYLE_CODE", 4 },
+  { "TEXT_STYLE_ITALIC", 2 },
+  { "TEXT_STYLE_LINK", 6 },
+  { "TEXT_STYLE_SPOILER", 5 },
+  { "TEXT_STYLE_STRIKETHROUGH", 3 },
+  { "TEXT_STYLE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__text_style__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.TextStyle",
+  "TextStyle",
+  "Imcodec__V1__TextStyle",
+  "imcodec.v1",
+  7,
+  imcodec__v1__text_style__enum_values_by_number,
+  7,
+  imcodec__v1__text_style__enum_values_by_name,
+  1,
+  imcodec__v1__text_style__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
 static const ProtobufCEnumValue imcodec__v1__image_format__enum_values_by_number[6] =
 {
   { "IMAGE_FORMAT_UNSPECIFIED", "IMCODEC__V1__IMAGE_FORMAT__IMAGE_FORMAT_UNSPECIFIED", 0 },
@@ -4070,6 +6188,108 @@ const ProtobufCEnumDescriptor imcodec__v1__image_type__descriptor =
   imcodec__v1__image_type__enum_values_by_name,
   1,
   imcodec__v1__image_type__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__call_media__enum_values_by_number[3] =
+{
+  { "CALL_MEDIA_UNSPECIFIED", "IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_UNSPECIFIED", 0 },
+  { "CALL_MEDIA_AUDIO", "IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_AUDIO", 1 },
+  { "CALL_MEDIA_VIDEO", "IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_VIDEO", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__call_media__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__call_media__enum_values_by_name[3] =
+{
+  { "CALL_MEDIA_AUDIO", 1 },
+  { "CALL_MEDIA_UNSPECIFIED", 0 },
+  { "CALL_MEDIA_VIDEO", 2 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__call_media__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.CallMedia",
+  "CallMedia",
+  "Imcodec__V1__CallMedia",
+  "imcodec.v1",
+  3,
+  imcodec__v1__call_media__enum_values_by_number,
+  3,
+  imcodec__v1__call_media__enum_values_by_name,
+  1,
+  imcodec__v1__call_media__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__call_outcome__enum_values_by_number[7] =
+{
+  { "CALL_OUTCOME_UNSPECIFIED", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_UNSPECIFIED", 0 },
+  { "CALL_OUTCOME_COMPLETED", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_COMPLETED", 1 },
+  { "CALL_OUTCOME_MISSED", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_MISSED", 2 },
+  { "CALL_OUTCOME_REJECTED", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_REJECTED", 3 },
+  { "CALL_OUTCOME_CANCELED", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_CANCELED", 4 },
+  { "CALL_OUTCOME_BUSY", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_BUSY", 5 },
+  { "CALL_OUTCOME_FAILED", "IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_FAILED", 6 },
+};
+static const ProtobufCIntRange imcodec__v1__call_outcome__value_ranges[] = {
+{0, 0},{0, 7}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__call_outcome__enum_values_by_name[7] =
+{
+  { "CALL_OUTCOME_BUSY", 5 },
+  { "CALL_OUTCOME_CANCELED", 4 },
+  { "CALL_OUTCOME_COMPLETED", 1 },
+  { "CALL_OUTCOME_FAILED", 6 },
+  { "CALL_OUTCOME_MISSED", 2 },
+  { "CALL_OUTCOME_REJECTED", 3 },
+  { "CALL_OUTCOME_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__call_outcome__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.CallOutcome",
+  "CallOutcome",
+  "Imcodec__V1__CallOutcome",
+  "imcodec.v1",
+  7,
+  imcodec__v1__call_outcome__enum_values_by_number,
+  7,
+  imcodec__v1__call_outcome__enum_values_by_name,
+  1,
+  imcodec__v1__call_outcome__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__button_action__enum_values_by_number[5] =
+{
+  { "BUTTON_ACTION_UNSPECIFIED", "IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_UNSPECIFIED", 0 },
+  { "BUTTON_ACTION_CALLBACK", "IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_CALLBACK", 1 },
+  { "BUTTON_ACTION_OPEN_URL", "IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_OPEN_URL", 2 },
+  { "BUTTON_ACTION_SEND_TEXT", "IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_SEND_TEXT", 3 },
+  { "BUTTON_ACTION_COPY", "IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_COPY", 4 },
+};
+static const ProtobufCIntRange imcodec__v1__button_action__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__button_action__enum_values_by_name[5] =
+{
+  { "BUTTON_ACTION_CALLBACK", 1 },
+  { "BUTTON_ACTION_COPY", 4 },
+  { "BUTTON_ACTION_OPEN_URL", 2 },
+  { "BUTTON_ACTION_SEND_TEXT", 3 },
+  { "BUTTON_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__button_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ButtonAction",
+  "ButtonAction",
+  "Imcodec__V1__ButtonAction",
+  "imcodec.v1",
+  5,
+  imcodec__v1__button_action__enum_values_by_number,
+  5,
+  imcodec__v1__button_action__enum_values_by_name,
+  1,
+  imcodec__v1__button_action__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue imcodec__v1__group_tips_type__enum_values_by_number[12] =

@@ -670,7 +670,7 @@ const ProtobufCMessageDescriptor imcodec__v1__group_read_members__descriptor =
   (ProtobufCMessageInit) imcodec__v1__group_read_members__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__group_member_info__field_descriptors[3] =
+static const ProtobufCFieldDescriptor imcodec__v1__group_member_info__field_descriptors[5] =
 {
   {
     "user_id",
@@ -708,16 +708,42 @@ static const ProtobufCFieldDescriptor imcodec__v1__group_member_info__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "name_card",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupMemberInfo, name_card),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "friend_remark",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__GroupMemberInfo, friend_remark),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__group_member_info__field_indices_by_name[] = {
   2,   /* field[2] = face_url */
+  4,   /* field[4] = friend_remark */
+  3,   /* field[3] = name_card */
   1,   /* field[1] = nickname */
   0,   /* field[0] = user_id */
 };
 static const ProtobufCIntRange imcodec__v1__group_member_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__group_member_info__descriptor =
 {
@@ -727,7 +753,7 @@ const ProtobufCMessageDescriptor imcodec__v1__group_member_info__descriptor =
   "Imcodec__V1__GroupMemberInfo",
   "imcodec.v1",
   sizeof(Imcodec__V1__GroupMemberInfo),
-  3,
+  5,
   imcodec__v1__group_member_info__field_descriptors,
   imcodec__v1__group_member_info__field_indices_by_name,
   1,  imcodec__v1__group_member_info__number_ranges,

@@ -863,6 +863,231 @@ void   imcodec__v1__stream_ack__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__stream_ack__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__key_bundle__init
+                     (Imcodec__V1__KeyBundle         *message)
+{
+  static const Imcodec__V1__KeyBundle init_value = IMCODEC__V1__KEY_BUNDLE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__key_bundle__get_packed_size
+                     (const Imcodec__V1__KeyBundle *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_bundle__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__key_bundle__pack
+                     (const Imcodec__V1__KeyBundle *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_bundle__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__key_bundle__pack_to_buffer
+                     (const Imcodec__V1__KeyBundle *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_bundle__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__KeyBundle *
+       imcodec__v1__key_bundle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__KeyBundle *)
+     protobuf_c_message_unpack (&imcodec__v1__key_bundle__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__key_bundle__free_unpacked
+                     (Imcodec__V1__KeyBundle *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__key_bundle__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__one_time_key__init
+                     (Imcodec__V1__OneTimeKey         *message)
+{
+  static const Imcodec__V1__OneTimeKey init_value = IMCODEC__V1__ONE_TIME_KEY__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__one_time_key__get_packed_size
+                     (const Imcodec__V1__OneTimeKey *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__one_time_key__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__one_time_key__pack
+                     (const Imcodec__V1__OneTimeKey *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__one_time_key__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__one_time_key__pack_to_buffer
+                     (const Imcodec__V1__OneTimeKey *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__one_time_key__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__OneTimeKey *
+       imcodec__v1__one_time_key__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__OneTimeKey *)
+     protobuf_c_message_unpack (&imcodec__v1__one_time_key__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__one_time_key__free_unpacked
+                     (Imcodec__V1__OneTimeKey *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__one_time_key__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__key_publish__init
+                     (Imcodec__V1__KeyPublish         *message)
+{
+  static const Imcodec__V1__KeyPublish init_value = IMCODEC__V1__KEY_PUBLISH__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__key_publish__get_packed_size
+                     (const Imcodec__V1__KeyPublish *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_publish__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__key_publish__pack
+                     (const Imcodec__V1__KeyPublish *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_publish__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__key_publish__pack_to_buffer
+                     (const Imcodec__V1__KeyPublish *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_publish__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__KeyPublish *
+       imcodec__v1__key_publish__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__KeyPublish *)
+     protobuf_c_message_unpack (&imcodec__v1__key_publish__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__key_publish__free_unpacked
+                     (Imcodec__V1__KeyPublish *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__key_publish__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__key_fetch_request__init
+                     (Imcodec__V1__KeyFetchRequest         *message)
+{
+  static const Imcodec__V1__KeyFetchRequest init_value = IMCODEC__V1__KEY_FETCH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__key_fetch_request__get_packed_size
+                     (const Imcodec__V1__KeyFetchRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__key_fetch_request__pack
+                     (const Imcodec__V1__KeyFetchRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__key_fetch_request__pack_to_buffer
+                     (const Imcodec__V1__KeyFetchRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__KeyFetchRequest *
+       imcodec__v1__key_fetch_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__KeyFetchRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__key_fetch_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__key_fetch_request__free_unpacked
+                     (Imcodec__V1__KeyFetchRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__key_fetch_response__init
+                     (Imcodec__V1__KeyFetchResponse         *message)
+{
+  static const Imcodec__V1__KeyFetchResponse init_value = IMCODEC__V1__KEY_FETCH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__key_fetch_response__get_packed_size
+                     (const Imcodec__V1__KeyFetchResponse *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__key_fetch_response__pack
+                     (const Imcodec__V1__KeyFetchResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__key_fetch_response__pack_to_buffer
+                     (const Imcodec__V1__KeyFetchResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__KeyFetchResponse *
+       imcodec__v1__key_fetch_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__KeyFetchResponse *)
+     protobuf_c_message_unpack (&imcodec__v1__key_fetch_response__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__key_fetch_response__free_unpacked
+                     (Imcodec__V1__KeyFetchResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__key_fetch_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__conversation_seq__field_descriptors[2] =
 {
   {
@@ -2261,6 +2486,326 @@ const ProtobufCMessageDescriptor imcodec__v1__stream_ack__descriptor =
   (ProtobufCMessageInit) imcodec__v1__stream_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor imcodec__v1__key_bundle__field_descriptors[6] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyBundle, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyBundle, device_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyBundle, kind),
+    &imcodec__v1__key_bundle_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bundle",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyBundle, bundle),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "one_time_keys",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__KeyBundle, n_one_time_keys),
+    offsetof(Imcodec__V1__KeyBundle, one_time_keys),
+    &imcodec__v1__one_time_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "published_at_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyBundle, published_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__key_bundle__field_indices_by_name[] = {
+  3,   /* field[3] = bundle */
+  1,   /* field[1] = device_id */
+  2,   /* field[2] = kind */
+  4,   /* field[4] = one_time_keys */
+  5,   /* field[5] = published_at_ms */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__key_bundle__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__key_bundle__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.KeyBundle",
+  "KeyBundle",
+  "Imcodec__V1__KeyBundle",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__KeyBundle),
+  6,
+  imcodec__v1__key_bundle__field_descriptors,
+  imcodec__v1__key_bundle__field_indices_by_name,
+  1,  imcodec__v1__key_bundle__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__key_bundle__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__one_time_key__field_descriptors[1] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__OneTimeKey, key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__one_time_key__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+};
+static const ProtobufCIntRange imcodec__v1__one_time_key__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__one_time_key__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.OneTimeKey",
+  "OneTimeKey",
+  "Imcodec__V1__OneTimeKey",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__OneTimeKey),
+  1,
+  imcodec__v1__one_time_key__field_descriptors,
+  imcodec__v1__one_time_key__field_indices_by_name,
+  1,  imcodec__v1__one_time_key__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__one_time_key__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__key_publish__field_descriptors[1] =
+{
+  {
+    "bundle",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyPublish, bundle),
+    &imcodec__v1__key_bundle__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__key_publish__field_indices_by_name[] = {
+  0,   /* field[0] = bundle */
+};
+static const ProtobufCIntRange imcodec__v1__key_publish__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__key_publish__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.KeyPublish",
+  "KeyPublish",
+  "Imcodec__V1__KeyPublish",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__KeyPublish),
+  1,
+  imcodec__v1__key_publish__field_descriptors,
+  imcodec__v1__key_publish__field_indices_by_name,
+  1,  imcodec__v1__key_publish__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__key_publish__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__key_fetch_request__field_descriptors[3] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyFetchRequest, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_ids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__KeyFetchRequest, n_device_ids),
+    offsetof(Imcodec__V1__KeyFetchRequest, device_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyFetchRequest, kind),
+    &imcodec__v1__key_bundle_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__key_fetch_request__field_indices_by_name[] = {
+  1,   /* field[1] = device_ids */
+  2,   /* field[2] = kind */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__key_fetch_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__key_fetch_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.KeyFetchRequest",
+  "KeyFetchRequest",
+  "Imcodec__V1__KeyFetchRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__KeyFetchRequest),
+  3,
+  imcodec__v1__key_fetch_request__field_descriptors,
+  imcodec__v1__key_fetch_request__field_indices_by_name,
+  1,  imcodec__v1__key_fetch_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__key_fetch_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__key_fetch_response__field_descriptors[4] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyFetchResponse, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bundles",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__KeyFetchResponse, n_bundles),
+    offsetof(Imcodec__V1__KeyFetchResponse, bundles),
+    &imcodec__v1__key_bundle__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_code",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyFetchResponse, error_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_description",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__KeyFetchResponse, error_description),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__key_fetch_response__field_indices_by_name[] = {
+  1,   /* field[1] = bundles */
+  2,   /* field[2] = error_code */
+  3,   /* field[3] = error_description */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__key_fetch_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__key_fetch_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.KeyFetchResponse",
+  "KeyFetchResponse",
+  "Imcodec__V1__KeyFetchResponse",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__KeyFetchResponse),
+  4,
+  imcodec__v1__key_fetch_response__field_descriptors,
+  imcodec__v1__key_fetch_response__field_indices_by_name,
+  1,  imcodec__v1__key_fetch_response__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__key_fetch_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue imcodec__v1__platform__enum_values_by_number[9] =
 {
   { "PLATFORM_UNSPECIFIED", "IMCODEC__V1__PLATFORM__PLATFORM_UNSPECIFIED", 0 },
@@ -2427,5 +2972,35 @@ const ProtobufCEnumDescriptor imcodec__v1__membership_action__descriptor =
   imcodec__v1__membership_action__enum_values_by_name,
   1,
   imcodec__v1__membership_action__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__key_bundle_kind__enum_values_by_number[3] =
+{
+  { "KEY_BUNDLE_KIND_UNSPECIFIED", "IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_UNSPECIFIED", 0 },
+  { "KEY_BUNDLE_KIND_SIGNAL_PREKEYS", "IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_SIGNAL_PREKEYS", 1 },
+  { "KEY_BUNDLE_KIND_MLS_KEY_PACKAGE", "IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_MLS_KEY_PACKAGE", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__key_bundle_kind__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__key_bundle_kind__enum_values_by_name[3] =
+{
+  { "KEY_BUNDLE_KIND_MLS_KEY_PACKAGE", 2 },
+  { "KEY_BUNDLE_KIND_SIGNAL_PREKEYS", 1 },
+  { "KEY_BUNDLE_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__key_bundle_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.KeyBundleKind",
+  "KeyBundleKind",
+  "Imcodec__V1__KeyBundleKind",
+  "imcodec.v1",
+  3,
+  imcodec__v1__key_bundle_kind__enum_values_by_number,
+  3,
+  imcodec__v1__key_bundle_kind__enum_values_by_name,
+  1,
+  imcodec__v1__key_bundle_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

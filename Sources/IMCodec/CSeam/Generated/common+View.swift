@@ -25,6 +25,7 @@ extension Conversation {
         type = v.type
         targetID = v.targetID.materialize()
         channelID = v.channelID.materialize()
+        groupKind = v.groupKind
         unknownFields = v.unknownFields
     }
 
@@ -71,6 +72,11 @@ extension Conversation {
                 _overrideLifetime(StringView(_c.pointee.channel_id), copying: self)
             }
         }
+
+        /// The group's kind, for group-like conversations, as the server knows it. A property of the
+        /// group, not part of the conversation's identity: receivers match conversations on type,
+        /// target_id and channel_id.
+        public var groupKind: GroupKind { GroupKind(rawValue: Int32(bitPattern: _c.pointee.group_kind.rawValue)) }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }

@@ -1645,6 +1645,253 @@ extension ReceiveOptionChange {
     }()
 }
 
+extension CallEvent {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__CallEvent.self, imcodec__v1__call_event__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__CallEvent`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        callID = v.callID.materialize()
+        signal = v.signal
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        userID = v.userID.materialize()
+        inviteeIDs = v.inviteeIDs.materialize()
+        media = v.media
+        timeoutS = v.timeoutS
+        data = v.data.materialize()
+        deviceID = v.deviceID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.CallEvent`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__CallEvent` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__CallEvent`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__CallEvent> { _raw.assumingMemoryBound(to: Imcodec__V1__CallEvent.self) }
+
+        /// Chosen by the caller; every signal of the call repeats it.
+        public var callID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.call_id), copying: self)
+            }
+        }
+
+        /// Field `signal` (2).
+        public var signal: CallSignal { CallSignal(rawValue: Int32(bitPattern: _c.pointee.signal.rawValue)) }
+
+        /// Field `conversation` (3).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Who sent this signal.
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// INVITE: who is invited (a one-to-one call: the peer; a group call: some members).
+        public var inviteeIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.invitee_ids), count: _c.pointee.n_invitee_ids), copying: self)
+            }
+        }
+
+        /// Field `media` (6).
+        public var media: CallMedia { CallMedia(rawValue: Int32(bitPattern: _c.pointee.media.rawValue)) }
+
+        /// INVITE: seconds to wait for an answer before TIMEOUT (Tencent's default is 30).
+        public var timeoutS: UInt32 { _c.pointee.timeout_s }
+
+        /// Opaque call-setup data for the media layer (SDP offer or answer, ICE candidates, room id).
+        public var data: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.data), copying: self)
+            }
+        }
+
+        /// The device that sent it: an ACCEPT on one device stops the others ringing.
+        public var deviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.device_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (10).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> CallEvent {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { CallEvent(_viewOf: raw, depth: depth) })
+                ?? CallEvent(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__CallEvent`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__CallEvent>.allocate(capacity: 1)
+        imcodec__v1__call_event__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StreamChunk {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StreamChunk.self, imcodec__v1__stream_chunk__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StreamChunk`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        streamID = v.streamID.materialize()
+        position = v.position
+        text = v.text.materialize()
+        final = v.final
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StreamChunk`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StreamChunk` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StreamChunk`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StreamChunk> { _raw.assumingMemoryBound(to: Imcodec__V1__StreamChunk.self) }
+
+        /// The message that holds the StreamElement.
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `stream_id` (2).
+        public var streamID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.stream_id), copying: self)
+            }
+        }
+
+        /// The chunk's index: 0 is the first chunk after the text the message was sent with.
+        public var position: UInt32 { _c.pointee.position }
+
+        /// Field `text` (4).
+        public var text: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text), copying: self)
+            }
+        }
+
+        /// The last chunk: the answer is complete.
+        public var final: Bool { _c.pointee.final != 0 }
+
+        /// Field `time_ms` (6).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> StreamChunk {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { StreamChunk(_viewOf: raw, depth: depth) })
+                ?? StreamChunk(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StreamChunk`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StreamChunk>.allocate(capacity: 1)
+        imcodec__v1__stream_chunk__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
 extension PollOptionResult.View {
     /// The elements of a repeated `imcodec.v1.PollOptionResult` field, read in place; as long-lived as the view
     /// that lends them.
@@ -1900,6 +2147,30 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(ReceiveOptionChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(ReceiveOptionChange.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.CallEvent` and lends `body` a view of it (``CallEvent/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: CallEvent.Type, _ bytes: Bytes, _ body: (CallEvent.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(CallEvent._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(CallEvent.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StreamChunk` and lends `body` a view of it (``StreamChunk/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StreamChunk.Type, _ bytes: Bytes, _ body: (StreamChunk.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(StreamChunk._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StreamChunk.View(_message: message)) }
         }.get()
     }
 }

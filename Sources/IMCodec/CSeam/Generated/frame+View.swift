@@ -67,6 +67,11 @@ extension Frame {
         case .streamSyncRequest(let member)?: payload = .streamSyncRequest(StreamSyncRequest(_viewOf: member._raw, depth: depth))
         case .streamSyncResponse(let member)?: payload = .streamSyncResponse(StreamSyncResponse(_viewOf: member._raw, depth: depth))
         case .streamAck(let member)?: payload = .streamAck(StreamAck(_viewOf: member._raw, depth: depth))
+        case .call(let member)?: payload = .call(CallEvent(_viewOf: member._raw, depth: depth))
+        case .streamChunk(let member)?: payload = .streamChunk(StreamChunk(_viewOf: member._raw, depth: depth))
+        case .keyPublish(let member)?: payload = .keyPublish(KeyPublish(_viewOf: member._raw, depth: depth))
+        case .keyFetchRequest(let member)?: payload = .keyFetchRequest(KeyFetchRequest(_viewOf: member._raw, depth: depth))
+        case .keyFetchResponse(let member)?: payload = .keyFetchResponse(KeyFetchResponse(_viewOf: member._raw, depth: depth))
         case nil: payload = nil
         }
         unknownFields = v.unknownFields
@@ -97,7 +102,7 @@ extension Frame {
 
         private var _c: UnsafePointer<Imcodec__V1__Frame> { _raw.assumingMemoryBound(to: Imcodec__V1__Frame.self) }
 
-        /// Version of this schema the writer used (today 2).
+        /// Version of this schema the writer used (today 3).
         public var schemaVersion: UInt32 { _c.pointee.schema_version }
 
         /// The lowest schema version a reader must understand to act on this frame. A reader whose
@@ -194,6 +199,16 @@ extension Frame {
             case streamSyncResponse(StreamSyncResponse.View)
             /// Field `stream_ack` (68).
             case streamAck(StreamAck.View)
+            /// Field `call` (80).
+            case call(CallEvent.View)
+            /// Field `stream_chunk` (81).
+            case streamChunk(StreamChunk.View)
+            /// Field `key_publish` (82).
+            case keyPublish(KeyPublish.View)
+            /// Field `key_fetch_request` (83).
+            case keyFetchRequest(KeyFetchRequest.View)
+            /// Field `key_fetch_response` (84).
+            case keyFetchResponse(KeyFetchResponse.View)
 
             /// Which member is set, without its value.
             public var kind: Frame.Payload.Kind {
@@ -238,6 +253,11 @@ extension Frame {
                 case .streamSyncRequest: .streamSyncRequest
                 case .streamSyncResponse: .streamSyncResponse
                 case .streamAck: .streamAck
+                case .call: .call
+                case .streamChunk: .streamChunk
+                case .keyPublish: .keyPublish
+                case .keyFetchRequest: .keyFetchRequest
+                case .keyFetchResponse: .keyFetchResponse
                 }
             }
         }
@@ -292,6 +312,11 @@ extension Frame {
                 case 66: return _overrideLifetime(Payload.streamSyncRequest(StreamSyncRequest.View(_raw: _c.pointee.stream_sync_request.map { UnsafeRawPointer($0) } ?? StreamSyncRequest._empty, depth: _depth)), copying: self)
                 case 67: return _overrideLifetime(Payload.streamSyncResponse(StreamSyncResponse.View(_raw: _c.pointee.stream_sync_response.map { UnsafeRawPointer($0) } ?? StreamSyncResponse._empty, depth: _depth)), copying: self)
                 case 68: return _overrideLifetime(Payload.streamAck(StreamAck.View(_raw: _c.pointee.stream_ack.map { UnsafeRawPointer($0) } ?? StreamAck._empty, depth: _depth)), copying: self)
+                case 80: return _overrideLifetime(Payload.call(CallEvent.View(_raw: _c.pointee.call.map { UnsafeRawPointer($0) } ?? CallEvent._empty, depth: _depth)), copying: self)
+                case 81: return _overrideLifetime(Payload.streamChunk(StreamChunk.View(_raw: _c.pointee.stream_chunk.map { UnsafeRawPointer($0) } ?? StreamChunk._empty, depth: _depth)), copying: self)
+                case 82: return _overrideLifetime(Payload.keyPublish(KeyPublish.View(_raw: _c.pointee.key_publish.map { UnsafeRawPointer($0) } ?? KeyPublish._empty, depth: _depth)), copying: self)
+                case 83: return _overrideLifetime(Payload.keyFetchRequest(KeyFetchRequest.View(_raw: _c.pointee.key_fetch_request.map { UnsafeRawPointer($0) } ?? KeyFetchRequest._empty, depth: _depth)), copying: self)
+                case 84: return _overrideLifetime(Payload.keyFetchResponse(KeyFetchResponse.View(_raw: _c.pointee.key_fetch_response.map { UnsafeRawPointer($0) } ?? KeyFetchResponse._empty, depth: _depth)), copying: self)
                 default: return nil
                 }
             }

@@ -258,6 +258,8 @@ extension Message {
         expireAtMs = v.expireAtMs
         viewOnce = v.viewOnce
         forwardScore = v.forwardScore
+        if let field = v.quoteSnapshot { quoteSnapshot = QuoteSnapshot(_viewOf: field._raw, depth: depth) }
+        isOffline = v.isOffline
         unknownFields = v.unknownFields
     }
 
@@ -520,6 +522,21 @@ extension Message {
         /// Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
         public var forwardScore: UInt32 { _c.pointee.forward_score }
 
+        /// What the quoted message (quote) showed when this reply was sent, so a reply renders without
+        /// fetching the original (Signal DataMessage.Quote, WhatsApp ContextInfo.quotedMessage).
+        public var quoteSnapshot: QuoteSnapshot.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.quote_snapshot else { return nil }
+                return _overrideLifetime(QuoteSnapshot.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Delivered as an offline message: stored while the receiver was offline and delivered when it
+        /// came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+        /// delivery to a receiver; never on online-only or status-only messages, which are not stored.
+        public var isOffline: Bool { _c.pointee.is_offline != 0 }
+
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
@@ -539,6 +556,110 @@ extension Message {
     nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
         let message = UnsafeMutablePointer<Imcodec__V1__Message>.allocate(capacity: 1)
         imcodec__v1__message__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension QuoteSnapshot {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__QuoteSnapshot.self, imcodec__v1__quote_snapshot__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__QuoteSnapshot`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        authorID = v.authorID.materialize()
+        authorNickname = v.authorNickname.materialize()
+        text = v.text.materialize()
+        elementKind = v.elementKind.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.QuoteSnapshot`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__QuoteSnapshot` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__QuoteSnapshot`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__QuoteSnapshot> { _raw.assumingMemoryBound(to: Imcodec__V1__QuoteSnapshot.self) }
+
+        /// Field `author_id` (1).
+        public var authorID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.author_id), copying: self)
+            }
+        }
+
+        /// Field `author_nickname` (2).
+        public var authorNickname: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.author_nickname), copying: self)
+            }
+        }
+
+        /// The quoted content as text (its text, or a placeholder such as "[Image]" for media).
+        public var text: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text), copying: self)
+            }
+        }
+
+        /// The kind of the quoted message's first element (MessageElement field name, e.g. "image").
+        public var elementKind: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.element_kind), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> QuoteSnapshot {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { QuoteSnapshot(_viewOf: raw, depth: depth) })
+                ?? QuoteSnapshot(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__QuoteSnapshot`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__QuoteSnapshot>.allocate(capacity: 1)
+        imcodec__v1__quote_snapshot__init(message)
         return UnsafeRawPointer(message)
     }()
 }
@@ -755,6 +876,12 @@ extension MessageElement {
         case .groupTips(let member)?: content = .groupTips(GroupTipsElement(_viewOf: member._raw, depth: depth))
         case .merger(let member)?: content = .merger(MergerElement(_viewOf: member._raw, depth: depth))
         case .poll(let member)?: content = .poll(PollElement(_viewOf: member._raw, depth: depth))
+        case .sticker(let member)?: content = .sticker(StickerElement(_viewOf: member._raw, depth: depth))
+        case .contactCard(let member)?: content = .contactCard(ContactCardElement(_viewOf: member._raw, depth: depth))
+        case .callLog(let member)?: content = .callLog(CallLogElement(_viewOf: member._raw, depth: depth))
+        case .buttons(let member)?: content = .buttons(ButtonsElement(_viewOf: member._raw, depth: depth))
+        case .stream(let member)?: content = .stream(StreamElement(_viewOf: member._raw, depth: depth))
+        case .encrypted(let member)?: content = .encrypted(EncryptedElement(_viewOf: member._raw, depth: depth))
         case nil: content = nil
         }
         unknownFields = v.unknownFields
@@ -809,6 +936,18 @@ extension MessageElement {
             case merger(MergerElement.View)
             /// Field `poll` (11).
             case poll(PollElement.View)
+            /// Field `sticker` (12).
+            case sticker(StickerElement.View)
+            /// Field `contact_card` (13).
+            case contactCard(ContactCardElement.View)
+            /// Field `call_log` (14).
+            case callLog(CallLogElement.View)
+            /// Field `buttons` (15).
+            case buttons(ButtonsElement.View)
+            /// Field `stream` (16).
+            case stream(StreamElement.View)
+            /// Field `encrypted` (17).
+            case encrypted(EncryptedElement.View)
 
             /// Which member is set, without its value.
             public var kind: MessageElement.Content.Kind {
@@ -824,6 +963,12 @@ extension MessageElement {
                 case .groupTips: .groupTips
                 case .merger: .merger
                 case .poll: .poll
+                case .sticker: .sticker
+                case .contactCard: .contactCard
+                case .callLog: .callLog
+                case .buttons: .buttons
+                case .stream: .stream
+                case .encrypted: .encrypted
                 }
             }
         }
@@ -849,6 +994,12 @@ extension MessageElement {
                 case 9: return _overrideLifetime(Content.groupTips(GroupTipsElement.View(_raw: _c.pointee.group_tips.map { UnsafeRawPointer($0) } ?? GroupTipsElement._empty, depth: _depth)), copying: self)
                 case 10: return _overrideLifetime(Content.merger(MergerElement.View(_raw: _c.pointee.merger.map { UnsafeRawPointer($0) } ?? MergerElement._empty, depth: _depth)), copying: self)
                 case 11: return _overrideLifetime(Content.poll(PollElement.View(_raw: _c.pointee.poll.map { UnsafeRawPointer($0) } ?? PollElement._empty, depth: _depth)), copying: self)
+                case 12: return _overrideLifetime(Content.sticker(StickerElement.View(_raw: _c.pointee.sticker.map { UnsafeRawPointer($0) } ?? StickerElement._empty, depth: _depth)), copying: self)
+                case 13: return _overrideLifetime(Content.contactCard(ContactCardElement.View(_raw: _c.pointee.contact_card.map { UnsafeRawPointer($0) } ?? ContactCardElement._empty, depth: _depth)), copying: self)
+                case 14: return _overrideLifetime(Content.callLog(CallLogElement.View(_raw: _c.pointee.call_log.map { UnsafeRawPointer($0) } ?? CallLogElement._empty, depth: _depth)), copying: self)
+                case 15: return _overrideLifetime(Content.buttons(ButtonsElement.View(_raw: _c.pointee.buttons.map { UnsafeRawPointer($0) } ?? ButtonsElement._empty, depth: _depth)), copying: self)
+                case 16: return _overrideLifetime(Content.stream(StreamElement.View(_raw: _c.pointee.stream.map { UnsafeRawPointer($0) } ?? StreamElement._empty, depth: _depth)), copying: self)
+                case 17: return _overrideLifetime(Content.encrypted(EncryptedElement.View(_raw: _c.pointee.encrypted.map { UnsafeRawPointer($0) } ?? EncryptedElement._empty, depth: _depth)), copying: self)
                 default: return nil
                 }
             }
@@ -897,6 +1048,7 @@ extension TextElement {
         text = v.text.materialize()
         mentions = v.mentions.materialize()
         linkPreviews = v.linkPreviews.materialize()
+        styles = v.styles.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -951,6 +1103,15 @@ extension TextElement {
             }
         }
 
+        /// Rich text: styled ranges of text, in UTF-16 code units like mentions. Ranges may nest and
+        /// overlap; each lies inside text and splits no surrogate pair.
+        public var styles: StyleRange.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StyleRange.View.List(_base: UnsafeRawPointer(_c.pointee.styles), count: _c.pointee.n_styles, depth: _depth), copying: self)
+            }
+        }
+
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
@@ -970,6 +1131,95 @@ extension TextElement {
     nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
         let message = UnsafeMutablePointer<Imcodec__V1__TextElement>.allocate(capacity: 1)
         imcodec__v1__text_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StyleRange {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StyleRange.self, imcodec__v1__style_range__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StyleRange`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        offset = v.offset
+        length = v.length
+        style = v.style
+        url = v.url.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StyleRange`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StyleRange` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StyleRange`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StyleRange> { _raw.assumingMemoryBound(to: Imcodec__V1__StyleRange.self) }
+
+        /// Field `offset` (1).
+        public var offset: UInt32 { _c.pointee.offset }
+
+        /// Field `length` (2).
+        public var length: UInt32 { _c.pointee.length }
+
+        /// Field `style` (3).
+        public var style: TextStyle { TextStyle(rawValue: Int32(bitPattern: _c.pointee.style.rawValue)) }
+
+        /// TEXT_STYLE_LINK only: the link's target.
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> StyleRange {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { StyleRange(_viewOf: raw, depth: depth) })
+                ?? StyleRange(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StyleRange`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StyleRange>.allocate(capacity: 1)
+        imcodec__v1__style_range__init(message)
         return UnsafeRawPointer(message)
     }()
 }
@@ -1467,6 +1717,101 @@ extension CustomElement {
     }()
 }
 
+extension MediaKey {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MediaKey.self, imcodec__v1__media_key__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MediaKey`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        algorithm = v.algorithm.materialize()
+        key = v.key.materialize()
+        ciphertextSha256 = v.ciphertextSha256.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.MediaKey`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MediaKey` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MediaKey`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MediaKey> { _raw.assumingMemoryBound(to: Imcodec__V1__MediaKey.self) }
+
+        /// The cipher, e.g. "AES-256-GCM" or "AES-256-CBC-HMAC-SHA256".
+        public var algorithm: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.algorithm), copying: self)
+            }
+        }
+
+        /// Field `key` (2).
+        public var key: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.key), copying: self)
+            }
+        }
+
+        /// SHA-256 of the encrypted file as stored, checked before decrypting.
+        public var ciphertextSha256: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.ciphertext_sha256), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> MediaKey {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { MediaKey(_viewOf: raw, depth: depth) })
+                ?? MediaKey(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MediaKey`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MediaKey>.allocate(capacity: 1)
+        imcodec__v1__media_key__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
 extension ImageInfo {
     public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ImageInfo.self, imcodec__v1__image_info__init)
 
@@ -1588,6 +1933,12 @@ extension ImageElement {
         self.init()
         format = v.format
         images = v.images.materialize()
+        mimeType = v.mimeType.materialize()
+        sha256 = v.sha256.materialize()
+        caption = v.caption.materialize()
+        blurhash = v.blurhash.materialize()
+        thumbnail = v.thumbnail.materialize()
+        if let field = v.mediaKey { mediaKey = MediaKey(_viewOf: field._raw, depth: depth) }
         unknownFields = v.unknownFields
     }
 
@@ -1624,6 +1975,58 @@ extension ImageElement {
             @_lifetime(copy self)
             get {
                 _overrideLifetime(ImageInfo.View.List(_base: UnsafeRawPointer(_c.pointee.images), count: _c.pointee.n_images, depth: _depth), copying: self)
+            }
+        }
+
+        /// Media metadata (every media element has these): the MIME type ("image/jpeg"), the SHA-256 of
+        /// the original's plaintext, a caption shown under it, a BlurHash placeholder and a tiny inline
+        /// thumbnail (JPEG, at most a few KB) shown until the download ends, and the key when the file is
+        /// stored encrypted.
+        public var mimeType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.mime_type), copying: self)
+            }
+        }
+
+        /// Field `sha256` (4).
+        public var sha256: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.sha256), copying: self)
+            }
+        }
+
+        /// Field `caption` (5).
+        public var caption: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.caption), copying: self)
+            }
+        }
+
+        /// Field `blurhash` (6).
+        public var blurhash: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.blurhash), copying: self)
+            }
+        }
+
+        /// Field `thumbnail` (7).
+        public var thumbnail: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.thumbnail), copying: self)
+            }
+        }
+
+        /// Field `media_key` (8).
+        public var mediaKey: MediaKey.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.media_key else { return nil }
+                return _overrideLifetime(MediaKey.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
             }
         }
 
@@ -1678,6 +2081,13 @@ extension VideoElement {
         snapshotWidth = v.snapshotWidth
         snapshotHeight = v.snapshotHeight
         snapshotURL = v.snapshotURL.materialize()
+        mimeType = v.mimeType.materialize()
+        sha256 = v.sha256.materialize()
+        caption = v.caption.materialize()
+        blurhash = v.blurhash.materialize()
+        thumbnail = v.thumbnail.materialize()
+        if let field = v.mediaKey { mediaKey = MediaKey(_viewOf: field._raw, depth: depth) }
+        durationMs = v.durationMs
         unknownFields = v.unknownFields
     }
 
@@ -1769,6 +2179,58 @@ extension VideoElement {
             }
         }
 
+        /// Media metadata, as on ImageElement (video_size is the byte size; duration_ms refines duration_s).
+        public var mimeType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.mime_type), copying: self)
+            }
+        }
+
+        /// Field `sha256` (13).
+        public var sha256: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.sha256), copying: self)
+            }
+        }
+
+        /// Field `caption` (14).
+        public var caption: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.caption), copying: self)
+            }
+        }
+
+        /// Field `blurhash` (15).
+        public var blurhash: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.blurhash), copying: self)
+            }
+        }
+
+        /// Field `thumbnail` (16).
+        public var thumbnail: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.thumbnail), copying: self)
+            }
+        }
+
+        /// Field `media_key` (17).
+        public var mediaKey: MediaKey.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.media_key else { return nil }
+                return _overrideLifetime(MediaKey.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `duration_ms` (18).
+        public var durationMs: UInt32 { _c.pointee.duration_ms }
+
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
@@ -1814,6 +2276,11 @@ extension SoundElement {
         durationS = v.durationS
         url = v.url.materialize()
         played = v.played
+        mimeType = v.mimeType.materialize()
+        sha256 = v.sha256.materialize()
+        waveform = v.waveform.materialize()
+        if let field = v.mediaKey { mediaKey = MediaKey(_viewOf: field._raw, depth: depth) }
+        durationMs = v.durationMs
         unknownFields = v.unknownFields
     }
 
@@ -1867,6 +2334,43 @@ extension SoundElement {
         /// The receiver has played it (Tencent shows a red dot until then).
         public var played: Bool { _c.pointee.played != 0 }
 
+        /// Media metadata, as on ImageElement ("audio/aac", "audio/ogg").
+        public var mimeType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.mime_type), copying: self)
+            }
+        }
+
+        /// Field `sha256` (7).
+        public var sha256: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.sha256), copying: self)
+            }
+        }
+
+        /// Amplitudes for a voice message's waveform, one byte (0 silent ... 255 loudest) per sample,
+        /// samples evenly spread over the duration (WhatsApp, Telegram: at most 100).
+        public var waveform: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.waveform), copying: self)
+            }
+        }
+
+        /// Field `media_key` (9).
+        public var mediaKey: MediaKey.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.media_key else { return nil }
+                return _overrideLifetime(MediaKey.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The duration in milliseconds (duration_s rounded down keeps older readers right).
+        public var durationMs: UInt32 { _c.pointee.duration_ms }
+
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
 
@@ -1911,6 +2415,11 @@ extension FileElement {
         name = v.name.materialize()
         size = v.size
         url = v.url.materialize()
+        mimeType = v.mimeType.materialize()
+        sha256 = v.sha256.materialize()
+        caption = v.caption.materialize()
+        if let field = v.mediaKey { mediaKey = MediaKey(_viewOf: field._raw, depth: depth) }
+        attachmentType = v.attachmentType.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -1963,6 +2472,49 @@ extension FileElement {
             @_lifetime(copy self)
             get {
                 _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// Media metadata, as on ImageElement ("application/pdf").
+        public var mimeType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.mime_type), copying: self)
+            }
+        }
+
+        /// Field `sha256` (6).
+        public var sha256: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.sha256), copying: self)
+            }
+        }
+
+        /// Field `caption` (7).
+        public var caption: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.caption), copying: self)
+            }
+        }
+
+        /// Field `media_key` (8).
+        public var mediaKey: MediaKey.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.media_key else { return nil }
+                return _overrideLifetime(MediaKey.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+        /// ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+        /// ImageElement, VideoElement and SoundElement instead.
+        public var attachmentType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.attachment_type), copying: self)
             }
         }
 
@@ -2151,6 +2703,1044 @@ extension FaceElement {
     nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
         let message = UnsafeMutablePointer<Imcodec__V1__FaceElement>.allocate(capacity: 1)
         imcodec__v1__face_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StickerElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StickerElement.self, imcodec__v1__sticker_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StickerElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        packID = v.packID.materialize()
+        packKey = v.packKey.materialize()
+        packTitle = v.packTitle.materialize()
+        stickerID = v.stickerID.materialize()
+        emoji = v.emoji.materialize()
+        url = v.url.materialize()
+        mimeType = v.mimeType.materialize()
+        width = v.width
+        height = v.height
+        animated = v.animated
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StickerElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StickerElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StickerElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StickerElement> { _raw.assumingMemoryBound(to: Imcodec__V1__StickerElement.self) }
+
+        /// Field `pack_id` (1).
+        public var packID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.pack_id), copying: self)
+            }
+        }
+
+        /// The pack's key, when the pack is stored encrypted (Signal packKey).
+        public var packKey: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.pack_key), copying: self)
+            }
+        }
+
+        /// Field `pack_title` (3).
+        public var packTitle: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.pack_title), copying: self)
+            }
+        }
+
+        /// The sticker inside its pack.
+        public var stickerID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.sticker_id), copying: self)
+            }
+        }
+
+        /// The emoji the sticker stands for (shown by clients that cannot fetch it).
+        public var emoji: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.emoji), copying: self)
+            }
+        }
+
+        /// Field `url` (6).
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// "image/webp", "application/x-tgsticker"...
+        public var mimeType: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.mime_type), copying: self)
+            }
+        }
+
+        /// Field `width` (8).
+        public var width: UInt32 { _c.pointee.width }
+
+        /// Field `height` (9).
+        public var height: UInt32 { _c.pointee.height }
+
+        /// Field `animated` (10).
+        public var animated: Bool { _c.pointee.animated != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> StickerElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { StickerElement(_viewOf: raw, depth: depth) })
+                ?? StickerElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StickerElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StickerElement>.allocate(capacity: 1)
+        imcodec__v1__sticker_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ContactCardElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ContactCardElement.self, imcodec__v1__contact_card_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ContactCardElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userID = v.userID.materialize()
+        displayName = v.displayName.materialize()
+        avatarURL = v.avatarURL.materialize()
+        phoneNumbers = v.phoneNumbers.materialize()
+        emails = v.emails.materialize()
+        vcard = v.vcard.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ContactCardElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ContactCardElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ContactCardElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ContactCardElement> { _raw.assumingMemoryBound(to: Imcodec__V1__ContactCardElement.self) }
+
+        /// The contact's user id here; empty for a phone contact who is not a user.
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `display_name` (2).
+        public var displayName: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.display_name), copying: self)
+            }
+        }
+
+        /// Field `avatar_url` (3).
+        public var avatarURL: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.avatar_url), copying: self)
+            }
+        }
+
+        /// Field `phone_numbers` (4).
+        public var phoneNumbers: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.phone_numbers), count: _c.pointee.n_phone_numbers), copying: self)
+            }
+        }
+
+        /// Field `emails` (5).
+        public var emails: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.emails), count: _c.pointee.n_emails), copying: self)
+            }
+        }
+
+        /// The whole card as vCard 3.0 or 4.0 text (RFC 6350), when the sender had one.
+        public var vcard: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.vcard), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ContactCardElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ContactCardElement(_viewOf: raw, depth: depth) })
+                ?? ContactCardElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ContactCardElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ContactCardElement>.allocate(capacity: 1)
+        imcodec__v1__contact_card_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension CallLogElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__CallLogElement.self, imcodec__v1__call_log_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__CallLogElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        callID = v.callID.materialize()
+        media = v.media
+        outcome = v.outcome
+        callerID = v.callerID.materialize()
+        participantIDs = v.participantIDs.materialize()
+        startTimeMs = v.startTimeMs
+        durationS = v.durationS
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.CallLogElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__CallLogElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__CallLogElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__CallLogElement> { _raw.assumingMemoryBound(to: Imcodec__V1__CallLogElement.self) }
+
+        /// Field `call_id` (1).
+        public var callID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.call_id), copying: self)
+            }
+        }
+
+        /// Field `media` (2).
+        public var media: CallMedia { CallMedia(rawValue: Int32(bitPattern: _c.pointee.media.rawValue)) }
+
+        /// Field `outcome` (3).
+        public var outcome: CallOutcome { CallOutcome(rawValue: Int32(bitPattern: _c.pointee.outcome.rawValue)) }
+
+        /// Field `caller_id` (4).
+        public var callerID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.caller_id), copying: self)
+            }
+        }
+
+        /// Field `participant_ids` (5).
+        public var participantIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.participant_ids), count: _c.pointee.n_participant_ids), copying: self)
+            }
+        }
+
+        /// Field `start_time_ms` (6).
+        public var startTimeMs: Int64 { _c.pointee.start_time_ms }
+
+        /// How long it was connected; 0 unless COMPLETED.
+        public var durationS: UInt32 { _c.pointee.duration_s }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> CallLogElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { CallLogElement(_viewOf: raw, depth: depth) })
+                ?? CallLogElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__CallLogElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__CallLogElement>.allocate(capacity: 1)
+        imcodec__v1__call_log_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension Button {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__Button.self, imcodec__v1__button__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__Button`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        id = v.id.materialize()
+        label = v.label.materialize()
+        action = v.action
+        url = v.url.materialize()
+        data = v.data.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.Button`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__Button` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__Button`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__Button> { _raw.assumingMemoryBound(to: Imcodec__V1__Button.self) }
+
+        /// Unique within its ButtonsElement.
+        public var id: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.id), copying: self)
+            }
+        }
+
+        /// Field `label` (2).
+        public var label: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.label), copying: self)
+            }
+        }
+
+        /// Field `action` (3).
+        public var action: ButtonAction { ButtonAction(rawValue: Int32(bitPattern: _c.pointee.action.rawValue)) }
+
+        /// BUTTON_ACTION_OPEN_URL: the URL to open.
+        public var url: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.url), copying: self)
+            }
+        }
+
+        /// What CALLBACK sends back and COPY copies; at most 64 bytes (Telegram callback_data).
+        public var data: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.data), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> Button {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { Button(_viewOf: raw, depth: depth) })
+                ?? Button(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__Button`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__Button>.allocate(capacity: 1)
+        imcodec__v1__button__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ButtonRow {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ButtonRow.self, imcodec__v1__button_row__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ButtonRow`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        buttons = v.buttons.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ButtonRow`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ButtonRow` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ButtonRow`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ButtonRow> { _raw.assumingMemoryBound(to: Imcodec__V1__ButtonRow.self) }
+
+        /// Field `buttons` (1).
+        public var buttons: Button.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(Button.View.List(_base: UnsafeRawPointer(_c.pointee.buttons), count: _c.pointee.n_buttons, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ButtonRow {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ButtonRow(_viewOf: raw, depth: depth) })
+                ?? ButtonRow(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ButtonRow`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ButtonRow>.allocate(capacity: 1)
+        imcodec__v1__button_row__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ButtonsElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ButtonsElement.self, imcodec__v1__buttons_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ButtonsElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        rows = v.rows.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ButtonsElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ButtonsElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ButtonsElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ButtonsElement> { _raw.assumingMemoryBound(to: Imcodec__V1__ButtonsElement.self) }
+
+        /// Field `rows` (1).
+        public var rows: ButtonRow.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ButtonRow.View.List(_base: UnsafeRawPointer(_c.pointee.rows), count: _c.pointee.n_rows, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ButtonsElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ButtonsElement(_viewOf: raw, depth: depth) })
+                ?? ButtonsElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ButtonsElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ButtonsElement>.allocate(capacity: 1)
+        imcodec__v1__buttons_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension StreamElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__StreamElement.self, imcodec__v1__stream_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__StreamElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        streamID = v.streamID.materialize()
+        text = v.text.materialize()
+        chunkCount = v.chunkCount
+        final = v.final
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.StreamElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__StreamElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__StreamElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__StreamElement> { _raw.assumingMemoryBound(to: Imcodec__V1__StreamElement.self) }
+
+        /// Names the stream; StreamChunk.stream_id repeats it.
+        public var streamID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.stream_id), copying: self)
+            }
+        }
+
+        /// The text so far (chunks 0 ... chunk_count - 1 joined).
+        public var text: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text), copying: self)
+            }
+        }
+
+        /// Field `chunk_count` (3).
+        public var chunkCount: UInt32 { _c.pointee.chunk_count }
+
+        /// The stream has ended: text is the whole answer.
+        public var final: Bool { _c.pointee.final != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> StreamElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { StreamElement(_viewOf: raw, depth: depth) })
+                ?? StreamElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__StreamElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__StreamElement>.allocate(capacity: 1)
+        imcodec__v1__stream_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension EncryptedElement {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__EncryptedElement.self, imcodec__v1__encrypted_element__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__EncryptedElement`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        algorithm = v.algorithm.materialize()
+        senderDeviceID = v.senderDeviceID.materialize()
+        keyID = v.keyID.materialize()
+        nonce = v.nonce.materialize()
+        ciphertext = v.ciphertext.materialize()
+        associatedData = v.associatedData.materialize()
+        recipientKeys = v.recipientKeys.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.EncryptedElement`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__EncryptedElement` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__EncryptedElement`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__EncryptedElement> { _raw.assumingMemoryBound(to: Imcodec__V1__EncryptedElement.self) }
+
+        /// The cipher and its mode or protocol, e.g. "AES-256-GCM", "signal-double-ratchet",
+        /// "mls-1.0" (MLS ciphersuite in key_id's group).
+        public var algorithm: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.algorithm), copying: self)
+            }
+        }
+
+        /// The device that sealed it (LoginRequest.device_id of the sender).
+        public var senderDeviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.sender_device_id), copying: self)
+            }
+        }
+
+        /// Which key sealed it (a session, prekey or MLS epoch id); opaque to the server.
+        public var keyID: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.key_id), copying: self)
+            }
+        }
+
+        /// The nonce or IV, when the algorithm takes one separately.
+        public var nonce: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.nonce), copying: self)
+            }
+        }
+
+        /// The sealed content: a serialized MessagePlaintext, encrypted. Opaque.
+        public var ciphertext: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.ciphertext), copying: self)
+            }
+        }
+
+        /// Data authenticated but not encrypted, which the receiver checks when opening (for example the
+        /// conversation and client_msg_id, so a server cannot move the ciphertext to another message).
+        public var associatedData: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.associated_data), copying: self)
+            }
+        }
+
+        /// Per-recipient-device key material (Signal's per-device ciphertexts, Matrix Olm): which device
+        /// it is for and the wrapped content key. Empty when one key serves everyone (MLS, group keys).
+        public var recipientKeys: RecipientKey.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(RecipientKey.View.List(_base: UnsafeRawPointer(_c.pointee.recipient_keys), count: _c.pointee.n_recipient_keys, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> EncryptedElement {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { EncryptedElement(_viewOf: raw, depth: depth) })
+                ?? EncryptedElement(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__EncryptedElement`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__EncryptedElement>.allocate(capacity: 1)
+        imcodec__v1__encrypted_element__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension RecipientKey {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__RecipientKey.self, imcodec__v1__recipient_key__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__RecipientKey`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userID = v.userID.materialize()
+        deviceID = v.deviceID.materialize()
+        wrappedKey = v.wrappedKey.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.RecipientKey`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__RecipientKey` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__RecipientKey`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__RecipientKey> { _raw.assumingMemoryBound(to: Imcodec__V1__RecipientKey.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `device_id` (2).
+        public var deviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.device_id), copying: self)
+            }
+        }
+
+        /// Field `wrapped_key` (3).
+        public var wrappedKey: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.wrapped_key), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> RecipientKey {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { RecipientKey(_viewOf: raw, depth: depth) })
+                ?? RecipientKey(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__RecipientKey`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__RecipientKey>.allocate(capacity: 1)
+        imcodec__v1__recipient_key__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension MessagePlaintext {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MessagePlaintext.self, imcodec__v1__message_plaintext__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MessagePlaintext`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        elements = v.elements.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.MessagePlaintext`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MessagePlaintext` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MessagePlaintext`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MessagePlaintext> { _raw.assumingMemoryBound(to: Imcodec__V1__MessagePlaintext.self) }
+
+        /// Field `elements` (1).
+        public var elements: MessageElement.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageElement.View.List(_base: UnsafeRawPointer(_c.pointee.elements), count: _c.pointee.n_elements, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> MessagePlaintext {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { MessagePlaintext(_viewOf: raw, depth: depth) })
+                ?? MessagePlaintext(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MessagePlaintext`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MessagePlaintext>.allocate(capacity: 1)
+        imcodec__v1__message_plaintext__init(message)
         return UnsafeRawPointer(message)
     }()
 }
@@ -2359,6 +3949,8 @@ extension GroupTipsElement {
         memberChanges = v.memberChanges.materialize()
         memberCount = v.memberCount
         if let field = v.pinnedMessage { pinnedMessage = MessageRef(_viewOf: field._raw, depth: depth) }
+        memberProfiles = v.memberProfiles.materialize()
+        if let field = v.operatorProfile { operatorProfile = GroupMemberInfo(_viewOf: field._raw, depth: depth) }
         unknownFields = v.unknownFields
     }
 
@@ -2439,6 +4031,24 @@ extension GroupTipsElement {
             get {
                 guard let field = _c.pointee.pinned_message else { return nil }
                 return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The profiles of member_ids, in the same order, and of the operator, so the tip renders
+        /// without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+        public var memberProfiles: GroupMemberInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(GroupMemberInfo.View.List(_base: UnsafeRawPointer(_c.pointee.member_profiles), count: _c.pointee.n_member_profiles, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `operator_profile` (10).
+        public var operatorProfile: GroupMemberInfo.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.operator_profile else { return nil }
+                return _overrideLifetime(GroupMemberInfo.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
             }
         }
 
@@ -2945,6 +4555,71 @@ extension MessageElement.View {
     }
 }
 
+extension StyleRange.View {
+    /// The elements of a repeated `imcodec.v1.StyleRange` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> StyleRange.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(StyleRange.View(_raw: element ?? StyleRange._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: StyleRange.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: StyleRange.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (StyleRange.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [StyleRange] {
+            var out: [StyleRange] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(StyleRange(_viewOf: element ?? StyleRange._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
 extension MentionRange.View {
     /// The elements of a repeated `imcodec.v1.MentionRange` field, read in place; as long-lived as the view
     /// that lends them.
@@ -3205,6 +4880,201 @@ extension ImageInfo.View {
     }
 }
 
+extension Button.View {
+    /// The elements of a repeated `imcodec.v1.Button` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> Button.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(Button.View(_raw: element ?? Button._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: Button.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: Button.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (Button.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [Button] {
+            var out: [Button] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(Button(_viewOf: element ?? Button._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension ButtonRow.View {
+    /// The elements of a repeated `imcodec.v1.ButtonRow` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ButtonRow.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ButtonRow.View(_raw: element ?? ButtonRow._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ButtonRow.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ButtonRow.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ButtonRow.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ButtonRow] {
+            var out: [ButtonRow] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ButtonRow(_viewOf: element ?? ButtonRow._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension RecipientKey.View {
+    /// The elements of a repeated `imcodec.v1.RecipientKey` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> RecipientKey.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(RecipientKey.View(_raw: element ?? RecipientKey._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: RecipientKey.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: RecipientKey.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (RecipientKey.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [RecipientKey] {
+            var out: [RecipientKey] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(RecipientKey(_viewOf: element ?? RecipientKey._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
 extension GroupChangeInfo.View {
     /// The elements of a repeated `imcodec.v1.GroupChangeInfo` field, read in place; as long-lived as the view
     /// that lends them.
@@ -3372,6 +5242,18 @@ extension WireDecoder {
         }.get()
     }
 
+    /// Decodes a `imcodec.v1.QuoteSnapshot` and lends `body` a view of it (``QuoteSnapshot/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: QuoteSnapshot.Type, _ bytes: Bytes, _ body: (QuoteSnapshot.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(QuoteSnapshot._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(QuoteSnapshot.View(_message: message)) }
+        }.get()
+    }
+
     /// Decodes a `imcodec.v1.ReactionSummary` and lends `body` a view of it (``ReactionSummary/View``), read in place
     /// without building values; the view cannot leave `body`.
     /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
@@ -3417,6 +5299,18 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(TextElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(TextElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StyleRange` and lends `body` a view of it (``StyleRange/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StyleRange.Type, _ bytes: Bytes, _ body: (StyleRange.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(StyleRange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StyleRange.View(_message: message)) }
         }.get()
     }
 
@@ -3477,6 +5371,18 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(CustomElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(CustomElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.MediaKey` and lends `body` a view of it (``MediaKey/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: MediaKey.Type, _ bytes: Bytes, _ body: (MediaKey.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(MediaKey._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MediaKey.View(_message: message)) }
         }.get()
     }
 
@@ -3561,6 +5467,126 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(FaceElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(FaceElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StickerElement` and lends `body` a view of it (``StickerElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StickerElement.Type, _ bytes: Bytes, _ body: (StickerElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(StickerElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StickerElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ContactCardElement` and lends `body` a view of it (``ContactCardElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ContactCardElement.Type, _ bytes: Bytes, _ body: (ContactCardElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ContactCardElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ContactCardElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.CallLogElement` and lends `body` a view of it (``CallLogElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: CallLogElement.Type, _ bytes: Bytes, _ body: (CallLogElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(CallLogElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(CallLogElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.Button` and lends `body` a view of it (``Button/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: Button.Type, _ bytes: Bytes, _ body: (Button.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(Button._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(Button.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ButtonRow` and lends `body` a view of it (``ButtonRow/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ButtonRow.Type, _ bytes: Bytes, _ body: (ButtonRow.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ButtonRow._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ButtonRow.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ButtonsElement` and lends `body` a view of it (``ButtonsElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ButtonsElement.Type, _ bytes: Bytes, _ body: (ButtonsElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ButtonsElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ButtonsElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.StreamElement` and lends `body` a view of it (``StreamElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: StreamElement.Type, _ bytes: Bytes, _ body: (StreamElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(StreamElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(StreamElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.EncryptedElement` and lends `body` a view of it (``EncryptedElement/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: EncryptedElement.Type, _ bytes: Bytes, _ body: (EncryptedElement.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(EncryptedElement._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(EncryptedElement.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.RecipientKey` and lends `body` a view of it (``RecipientKey/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: RecipientKey.Type, _ bytes: Bytes, _ body: (RecipientKey.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(RecipientKey._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(RecipientKey.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.MessagePlaintext` and lends `body` a view of it (``MessagePlaintext/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: MessagePlaintext.Type, _ bytes: Bytes, _ body: (MessagePlaintext.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(MessagePlaintext._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MessagePlaintext.View(_message: message)) }
         }.get()
     }
 

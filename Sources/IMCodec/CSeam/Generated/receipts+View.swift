@@ -425,6 +425,8 @@ extension GroupMemberInfo {
         userID = v.userID.materialize()
         nickname = v.nickname.materialize()
         faceURL = v.faceURL.materialize()
+        nameCard = v.nameCard.materialize()
+        friendRemark = v.friendRemark.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -474,6 +476,22 @@ extension GroupMemberInfo {
             @_lifetime(copy self)
             get {
                 _overrideLifetime(StringView(_c.pointee.face_url), copying: self)
+            }
+        }
+
+        /// The member's name in this group (Tencent nameCard), shown instead of the nickname when set.
+        public var nameCard: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.name_card), copying: self)
+            }
+        }
+
+        /// Tencent friendRemark: the viewer's own note for this user.
+        public var friendRemark: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.friend_remark), copying: self)
             }
         }
 

@@ -1737,6 +1737,463 @@ extension StreamAck {
     }()
 }
 
+extension KeyBundle {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__KeyBundle.self, imcodec__v1__key_bundle__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__KeyBundle`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userID = v.userID.materialize()
+        deviceID = v.deviceID.materialize()
+        kind = v.kind
+        bundle = v.bundle.materialize()
+        oneTimeKeys = v.oneTimeKeys.materialize()
+        publishedAtMs = v.publishedAtMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.KeyBundle`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__KeyBundle` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__KeyBundle`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__KeyBundle> { _raw.assumingMemoryBound(to: Imcodec__V1__KeyBundle.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `device_id` (2).
+        public var deviceID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.device_id), copying: self)
+            }
+        }
+
+        /// Field `kind` (3).
+        public var kind: KeyBundleKind { KeyBundleKind(rawValue: Int32(bitPattern: _c.pointee.kind.rawValue)) }
+
+        /// The long-lived part (Signal: identity key and signed prekey; MLS: a last-resort KeyPackage).
+        public var bundle: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.bundle), copying: self)
+            }
+        }
+
+        /// Keys used once each (Signal one-time prekeys, MLS KeyPackages): a fetch hands out one and the
+        /// server deletes it.
+        public var oneTimeKeys: OneTimeKey.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(OneTimeKey.View.List(_base: UnsafeRawPointer(_c.pointee.one_time_keys), count: _c.pointee.n_one_time_keys, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `published_at_ms` (6).
+        public var publishedAtMs: Int64 { _c.pointee.published_at_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> KeyBundle {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { KeyBundle(_viewOf: raw, depth: depth) })
+                ?? KeyBundle(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__KeyBundle`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__KeyBundle>.allocate(capacity: 1)
+        imcodec__v1__key_bundle__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension OneTimeKey {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__OneTimeKey.self, imcodec__v1__one_time_key__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__OneTimeKey`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        key = v.key.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.OneTimeKey`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__OneTimeKey` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__OneTimeKey`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__OneTimeKey> { _raw.assumingMemoryBound(to: Imcodec__V1__OneTimeKey.self) }
+
+        /// Field `key` (1).
+        public var key: BytesView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(BytesView(_c.pointee.key), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> OneTimeKey {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { OneTimeKey(_viewOf: raw, depth: depth) })
+                ?? OneTimeKey(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__OneTimeKey`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__OneTimeKey>.allocate(capacity: 1)
+        imcodec__v1__one_time_key__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension KeyPublish {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__KeyPublish.self, imcodec__v1__key_publish__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__KeyPublish`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        if let field = v.bundle { bundle = KeyBundle(_viewOf: field._raw, depth: depth) }
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.KeyPublish`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__KeyPublish` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__KeyPublish`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__KeyPublish> { _raw.assumingMemoryBound(to: Imcodec__V1__KeyPublish.self) }
+
+        /// Field `bundle` (1).
+        public var bundle: KeyBundle.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.bundle else { return nil }
+                return _overrideLifetime(KeyBundle.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> KeyPublish {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { KeyPublish(_viewOf: raw, depth: depth) })
+                ?? KeyPublish(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__KeyPublish`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__KeyPublish>.allocate(capacity: 1)
+        imcodec__v1__key_publish__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension KeyFetchRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__KeyFetchRequest.self, imcodec__v1__key_fetch_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__KeyFetchRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userID = v.userID.materialize()
+        deviceIDs = v.deviceIDs.materialize()
+        kind = v.kind
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.KeyFetchRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__KeyFetchRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__KeyFetchRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__KeyFetchRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__KeyFetchRequest.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Only these devices; empty: every device that published one.
+        public var deviceIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.device_ids), count: _c.pointee.n_device_ids), copying: self)
+            }
+        }
+
+        /// Field `kind` (3).
+        public var kind: KeyBundleKind { KeyBundleKind(rawValue: Int32(bitPattern: _c.pointee.kind.rawValue)) }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> KeyFetchRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { KeyFetchRequest(_viewOf: raw, depth: depth) })
+                ?? KeyFetchRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__KeyFetchRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__KeyFetchRequest>.allocate(capacity: 1)
+        imcodec__v1__key_fetch_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension KeyFetchResponse {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__KeyFetchResponse.self, imcodec__v1__key_fetch_response__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__KeyFetchResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userID = v.userID.materialize()
+        bundles = v.bundles.materialize()
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.KeyFetchResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__KeyFetchResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__KeyFetchResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__KeyFetchResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__KeyFetchResponse.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `bundles` (2).
+        public var bundles: KeyBundle.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(KeyBundle.View.List(_base: UnsafeRawPointer(_c.pointee.bundles), count: _c.pointee.n_bundles, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `error_code` (3).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (4).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> KeyFetchResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { KeyFetchResponse(_viewOf: raw, depth: depth) })
+                ?? KeyFetchResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__KeyFetchResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__KeyFetchResponse>.allocate(capacity: 1)
+        imcodec__v1__key_fetch_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
 extension ConversationSeq.View {
     /// The elements of a repeated `imcodec.v1.ConversationSeq` field, read in place; as long-lived as the view
     /// that lends them.
@@ -1861,6 +2318,136 @@ extension StreamFrame.View {
                 let element = _base.unsafelyUnwrapped.load(
                     fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
                 out.append(StreamFrame(_viewOf: element ?? StreamFrame._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension KeyBundle.View {
+    /// The elements of a repeated `imcodec.v1.KeyBundle` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> KeyBundle.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(KeyBundle.View(_raw: element ?? KeyBundle._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: KeyBundle.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: KeyBundle.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (KeyBundle.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [KeyBundle] {
+            var out: [KeyBundle] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(KeyBundle(_viewOf: element ?? KeyBundle._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension OneTimeKey.View {
+    /// The elements of a repeated `imcodec.v1.OneTimeKey` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> OneTimeKey.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(OneTimeKey.View(_raw: element ?? OneTimeKey._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: OneTimeKey.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: OneTimeKey.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (OneTimeKey.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [OneTimeKey] {
+            var out: [OneTimeKey] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(OneTimeKey(_viewOf: element ?? OneTimeKey._empty, depth: _depth))
             }
             return out
         }
@@ -2093,6 +2680,66 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(StreamAck._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(StreamAck.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.KeyBundle` and lends `body` a view of it (``KeyBundle/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: KeyBundle.Type, _ bytes: Bytes, _ body: (KeyBundle.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(KeyBundle._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(KeyBundle.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.OneTimeKey` and lends `body` a view of it (``OneTimeKey/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: OneTimeKey.Type, _ bytes: Bytes, _ body: (OneTimeKey.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(OneTimeKey._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(OneTimeKey.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.KeyPublish` and lends `body` a view of it (``KeyPublish/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: KeyPublish.Type, _ bytes: Bytes, _ body: (KeyPublish.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(KeyPublish._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(KeyPublish.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.KeyFetchRequest` and lends `body` a view of it (``KeyFetchRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: KeyFetchRequest.Type, _ bytes: Bytes, _ body: (KeyFetchRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(KeyFetchRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(KeyFetchRequest.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.KeyFetchResponse` and lends `body` a view of it (``KeyFetchResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: KeyFetchResponse.Type, _ bytes: Bytes, _ body: (KeyFetchResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(KeyFetchResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(KeyFetchResponse.View(_message: message)) }
         }.get()
     }
 }

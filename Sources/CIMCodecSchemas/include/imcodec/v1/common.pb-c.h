@@ -48,6 +48,40 @@ typedef enum _Imcodec__V1__ConversationType {
   IMCODEC__V1__CONVERSATION_TYPE__CONVERSATION_TYPE_SYSTEM = 5
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__CONVERSATION_TYPE)
 } Imcodec__V1__ConversationType;
+/*
+ * What kind of group a group conversation is (Tencent's group types; QuickBlox dialog types).
+ */
+typedef enum _Imcodec__V1__GroupKind {
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_UNSPECIFIED = 0,
+  /*
+   * Tencent Work: invite-only, like WeChat groups. CONVERSATION_TYPE_GROUP.
+   */
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_WORK = 1,
+  /*
+   * Tencent Public: joined by request and approval. CONVERSATION_TYPE_GROUP.
+   */
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_PUBLIC = 2,
+  /*
+   * Tencent Meeting: joined freely; new members can pull history from before they joined.
+   * CONVERSATION_TYPE_GROUP.
+   */
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_MEETING = 3,
+  /*
+   * Tencent AVChatRoom: live-streaming rooms, no history, no targeted messages.
+   * CONVERSATION_TYPE_CHATROOM.
+   */
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_AV_CHAT_ROOM = 4,
+  /*
+   * Tencent Community: large groups with topics (channels), no targeted messages.
+   * CONVERSATION_TYPE_GROUP or CONVERSATION_TYPE_ULTRA_GROUP (topics as channels).
+   */
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_COMMUNITY = 5,
+  /*
+   * QuickBlox public dialog (type 1): anyone may join. CONVERSATION_TYPE_GROUP.
+   */
+  IMCODEC__V1__GROUP_KIND__GROUP_KIND_PUBLIC_DIALOG = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__GROUP_KIND)
+} Imcodec__V1__GroupKind;
 
 /* --- messages --- */
 
@@ -66,10 +100,16 @@ struct  Imcodec__V1__Conversation
    * Ultra group channel id; empty elsewhere.
    */
   ProtobufCBinaryData channel_id;
+  /*
+   * The group's kind, for group-like conversations, as the server knows it. A property of the
+   * group, not part of the conversation's identity: receivers match conversations on type,
+   * target_id and channel_id.
+   */
+  Imcodec__V1__GroupKind group_kind;
 };
 #define IMCODEC__V1__CONVERSATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation__descriptor) \
-    , IMCODEC__V1__CONVERSATION_TYPE__CONVERSATION_TYPE_UNSPECIFIED, {0,NULL}, {0,NULL} }
+    , IMCODEC__V1__CONVERSATION_TYPE__CONVERSATION_TYPE_UNSPECIFIED, {0,NULL}, {0,NULL}, IMCODEC__V1__GROUP_KIND__GROUP_KIND_UNSPECIFIED }
 
 
 /*
@@ -153,6 +193,7 @@ typedef void (*Imcodec__V1__MessageRef_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    imcodec__v1__conversation_type__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__group_kind__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__conversation__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message_ref__descriptor;
 

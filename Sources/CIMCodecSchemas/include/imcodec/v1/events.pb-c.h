@@ -34,6 +34,8 @@ typedef struct Imcodec__V1__PollOptionResult Imcodec__V1__PollOptionResult;
 typedef struct Imcodec__V1__PollUpdate Imcodec__V1__PollUpdate;
 typedef struct Imcodec__V1__DisappearingTimerEvent Imcodec__V1__DisappearingTimerEvent;
 typedef struct Imcodec__V1__ReceiveOptionChange Imcodec__V1__ReceiveOptionChange;
+typedef struct Imcodec__V1__CallEvent Imcodec__V1__CallEvent;
+typedef struct Imcodec__V1__StreamChunk Imcodec__V1__StreamChunk;
 
 
 /* --- enums --- */
@@ -96,6 +98,48 @@ typedef enum _Imcodec__V1__ReceiveOption {
   IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_RECEIVE_NOT_NOTIFY = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__RECEIVE_OPTION)
 } Imcodec__V1__ReceiveOption;
+/*
+ * A call signal (Tencent TUICallKit / TRTC signalling invite, accept, reject, cancel, timeout;
+ * OpenIM SignalReq; WhatsApp and Signal call offers). Media flows elsewhere (WebRTC, TRTC): these
+ * frames only set the call up and tear it down. When the call ends the caller's client sends a
+ * message with a CallLogElement.
+ */
+typedef enum _Imcodec__V1__CallSignal {
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_UNSPECIFIED = 0,
+  /*
+   * The caller invites invitee_ids (data: the offer, e.g. an SDP or a room id).
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_INVITE = 1,
+  /*
+   * An invitee's device is ringing.
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_RING = 2,
+  /*
+   * An invitee answered (data: the answer).
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_ACCEPT = 3,
+  /*
+   * An invitee declined.
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_REJECT = 4,
+  /*
+   * The caller withdrew the invite before it was answered.
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_CANCEL = 5,
+  /*
+   * A participant left a connected call; the call ends when fewer than two remain.
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_HANG_UP = 6,
+  /*
+   * Nobody answered within timeout_s (sent by the caller's client or the server).
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_TIMEOUT = 7,
+  /*
+   * An invitee is in another call.
+   */
+  IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_BUSY = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__CALL_SIGNAL)
+} Imcodec__V1__CallSignal;
 
 /* --- messages --- */
 
@@ -442,6 +486,77 @@ struct  Imcodec__V1__ReceiveOptionChange
     , NULL, IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_UNSPECIFIED, {0,NULL}, 0 }
 
 
+/*
+ * One call signal, sent to the conversation. A client ignores an INVITE received after
+ * time_ms + timeout_s (a frame synced late must not ring).
+ */
+struct  Imcodec__V1__CallEvent
+{
+  ProtobufCMessage base;
+  /*
+   * Chosen by the caller; every signal of the call repeats it.
+   */
+  ProtobufCBinaryData call_id;
+  Imcodec__V1__CallSignal signal;
+  Imcodec__V1__Conversation *conversation;
+  /*
+   * Who sent this signal.
+   */
+  ProtobufCBinaryData user_id;
+  /*
+   * INVITE: who is invited (a one-to-one call: the peer; a group call: some members).
+   */
+  size_t n_invitee_ids;
+  ProtobufCBinaryData *invitee_ids;
+  Imcodec__V1__CallMedia media;
+  /*
+   * INVITE: seconds to wait for an answer before TIMEOUT (Tencent's default is 30).
+   */
+  uint32_t timeout_s;
+  /*
+   * Opaque call-setup data for the media layer (SDP offer or answer, ICE candidates, room id).
+   */
+  ProtobufCBinaryData data;
+  /*
+   * The device that sent it: an ACCEPT on one device stops the others ringing.
+   */
+  ProtobufCBinaryData device_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__CALL_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__call_event__descriptor) \
+    , {0,NULL}, IMCODEC__V1__CALL_SIGNAL__CALL_SIGNAL_UNSPECIFIED, NULL, {0,NULL}, 0,NULL, IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_UNSPECIFIED, 0, {0,NULL}, {0,NULL}, 0 }
+
+
+/*
+ * The next piece of a streamed message (StreamElement; OpenIM StreamMsgTips: startIndex, packets,
+ * end). Sent by the message's sender to its conversation; receivers append chunks in position
+ * order and ignore a position they already have.
+ */
+struct  Imcodec__V1__StreamChunk
+{
+  ProtobufCMessage base;
+  /*
+   * The message that holds the StreamElement.
+   */
+  Imcodec__V1__MessageRef *message;
+  ProtobufCBinaryData stream_id;
+  /*
+   * The chunk's index: 0 is the first chunk after the text the message was sent with.
+   */
+  uint32_t position;
+  ProtobufCBinaryData text;
+  /*
+   * The last chunk: the answer is complete.
+   */
+  protobuf_c_boolean final;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__STREAM_CHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__stream_chunk__descriptor) \
+    , NULL, {0,NULL}, 0, {0,NULL}, 0, 0 }
+
+
 /* Imcodec__V1__RecallEvent methods */
 void   imcodec__v1__recall_event__init
                      (Imcodec__V1__RecallEvent         *message);
@@ -749,6 +864,44 @@ Imcodec__V1__ReceiveOptionChange *
 void   imcodec__v1__receive_option_change__free_unpacked
                      (Imcodec__V1__ReceiveOptionChange *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__CallEvent methods */
+void   imcodec__v1__call_event__init
+                     (Imcodec__V1__CallEvent         *message);
+size_t imcodec__v1__call_event__get_packed_size
+                     (const Imcodec__V1__CallEvent   *message);
+size_t imcodec__v1__call_event__pack
+                     (const Imcodec__V1__CallEvent   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__call_event__pack_to_buffer
+                     (const Imcodec__V1__CallEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__CallEvent *
+       imcodec__v1__call_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__call_event__free_unpacked
+                     (Imcodec__V1__CallEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__StreamChunk methods */
+void   imcodec__v1__stream_chunk__init
+                     (Imcodec__V1__StreamChunk         *message);
+size_t imcodec__v1__stream_chunk__get_packed_size
+                     (const Imcodec__V1__StreamChunk   *message);
+size_t imcodec__v1__stream_chunk__pack
+                     (const Imcodec__V1__StreamChunk   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__stream_chunk__pack_to_buffer
+                     (const Imcodec__V1__StreamChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StreamChunk *
+       imcodec__v1__stream_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__stream_chunk__free_unpacked
+                     (Imcodec__V1__StreamChunk *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__RecallEvent_Closure)
@@ -802,6 +955,12 @@ typedef void (*Imcodec__V1__DisappearingTimerEvent_Closure)
 typedef void (*Imcodec__V1__ReceiveOptionChange_Closure)
                  (const Imcodec__V1__ReceiveOptionChange *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__CallEvent_Closure)
+                 (const Imcodec__V1__CallEvent *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StreamChunk_Closure)
+                 (const Imcodec__V1__StreamChunk *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -814,6 +973,7 @@ extern const ProtobufCEnumDescriptor    imcodec__v1__history_sort__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__history_direction__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__reaction_action__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__receive_option__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__call_signal__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__recall_event__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__edit_event__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__delete_event__descriptor;
@@ -831,6 +991,8 @@ extern const ProtobufCMessageDescriptor imcodec__v1__poll_option_result__descrip
 extern const ProtobufCMessageDescriptor imcodec__v1__poll_update__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__disappearing_timer_event__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__receive_option_change__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__call_event__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__stream_chunk__descriptor;
 
 PROTOBUF_C__END_DECLS
 

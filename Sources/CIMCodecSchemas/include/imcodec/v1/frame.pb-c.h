@@ -68,7 +68,12 @@ typedef enum {
   IMCODEC__V1__FRAME__PAYLOAD_RECEIVE_OPTION = 65,
   IMCODEC__V1__FRAME__PAYLOAD_STREAM_SYNC_REQUEST = 66,
   IMCODEC__V1__FRAME__PAYLOAD_STREAM_SYNC_RESPONSE = 67,
-  IMCODEC__V1__FRAME__PAYLOAD_STREAM_ACK = 68
+  IMCODEC__V1__FRAME__PAYLOAD_STREAM_ACK = 68,
+  IMCODEC__V1__FRAME__PAYLOAD_CALL = 80,
+  IMCODEC__V1__FRAME__PAYLOAD_STREAM_CHUNK = 81,
+  IMCODEC__V1__FRAME__PAYLOAD_KEY_PUBLISH = 82,
+  IMCODEC__V1__FRAME__PAYLOAD_KEY_FETCH_REQUEST = 83,
+  IMCODEC__V1__FRAME__PAYLOAD_KEY_FETCH_RESPONSE = 84
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__FRAME__PAYLOAD__CASE)
 } Imcodec__V1__Frame__PayloadCase;
 
@@ -76,7 +81,7 @@ struct  Imcodec__V1__Frame
 {
   ProtobufCMessage base;
   /*
-   * Version of this schema the writer used (today 2).
+   * Version of this schema the writer used (today 3).
    */
   uint32_t schema_version;
   /*
@@ -145,6 +150,17 @@ struct  Imcodec__V1__Frame
     Imcodec__V1__StreamSyncRequest *stream_sync_request;
     Imcodec__V1__StreamSyncResponse *stream_sync_response;
     Imcodec__V1__StreamAck *stream_ack;
+    /*
+     * Calls and streamed messages (events.proto).
+     */
+    Imcodec__V1__CallEvent *call;
+    Imcodec__V1__StreamChunk *stream_chunk;
+    /*
+     * End-to-end encryption keys (session.proto).
+     */
+    Imcodec__V1__KeyPublish *key_publish;
+    Imcodec__V1__KeyFetchRequest *key_fetch_request;
+    Imcodec__V1__KeyFetchResponse *key_fetch_response;
   };
 };
 #define IMCODEC__V1__FRAME__INIT \

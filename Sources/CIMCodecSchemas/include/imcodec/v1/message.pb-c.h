@@ -15,21 +15,25 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 #include "imcodec/v1/common.pb-c.h"
+#include "imcodec/v1/receipts.pb-c.h"
 
 typedef struct Imcodec__V1__AtInfo Imcodec__V1__AtInfo;
 typedef struct Imcodec__V1__OfflinePushInfo Imcodec__V1__OfflinePushInfo;
 typedef struct Imcodec__V1__Message Imcodec__V1__Message;
 typedef struct Imcodec__V1__Message__CustomParamsEntry Imcodec__V1__Message__CustomParamsEntry;
 typedef struct Imcodec__V1__Message__ExpansionEntry Imcodec__V1__Message__ExpansionEntry;
+typedef struct Imcodec__V1__QuoteSnapshot Imcodec__V1__QuoteSnapshot;
 typedef struct Imcodec__V1__ReactionSummary Imcodec__V1__ReactionSummary;
 typedef struct Imcodec__V1__ThreadSummary Imcodec__V1__ThreadSummary;
 typedef struct Imcodec__V1__MessageElement Imcodec__V1__MessageElement;
 typedef struct Imcodec__V1__TextElement Imcodec__V1__TextElement;
+typedef struct Imcodec__V1__StyleRange Imcodec__V1__StyleRange;
 typedef struct Imcodec__V1__MentionRange Imcodec__V1__MentionRange;
 typedef struct Imcodec__V1__LinkPreview Imcodec__V1__LinkPreview;
 typedef struct Imcodec__V1__PollElement Imcodec__V1__PollElement;
 typedef struct Imcodec__V1__PollOption Imcodec__V1__PollOption;
 typedef struct Imcodec__V1__CustomElement Imcodec__V1__CustomElement;
+typedef struct Imcodec__V1__MediaKey Imcodec__V1__MediaKey;
 typedef struct Imcodec__V1__ImageInfo Imcodec__V1__ImageInfo;
 typedef struct Imcodec__V1__ImageElement Imcodec__V1__ImageElement;
 typedef struct Imcodec__V1__VideoElement Imcodec__V1__VideoElement;
@@ -37,6 +41,16 @@ typedef struct Imcodec__V1__SoundElement Imcodec__V1__SoundElement;
 typedef struct Imcodec__V1__FileElement Imcodec__V1__FileElement;
 typedef struct Imcodec__V1__LocationElement Imcodec__V1__LocationElement;
 typedef struct Imcodec__V1__FaceElement Imcodec__V1__FaceElement;
+typedef struct Imcodec__V1__StickerElement Imcodec__V1__StickerElement;
+typedef struct Imcodec__V1__ContactCardElement Imcodec__V1__ContactCardElement;
+typedef struct Imcodec__V1__CallLogElement Imcodec__V1__CallLogElement;
+typedef struct Imcodec__V1__Button Imcodec__V1__Button;
+typedef struct Imcodec__V1__ButtonRow Imcodec__V1__ButtonRow;
+typedef struct Imcodec__V1__ButtonsElement Imcodec__V1__ButtonsElement;
+typedef struct Imcodec__V1__StreamElement Imcodec__V1__StreamElement;
+typedef struct Imcodec__V1__EncryptedElement Imcodec__V1__EncryptedElement;
+typedef struct Imcodec__V1__RecipientKey Imcodec__V1__RecipientKey;
+typedef struct Imcodec__V1__MessagePlaintext Imcodec__V1__MessagePlaintext;
 typedef struct Imcodec__V1__GroupChangeInfo Imcodec__V1__GroupChangeInfo;
 typedef struct Imcodec__V1__MemberChangeInfo Imcodec__V1__MemberChangeInfo;
 typedef struct Imcodec__V1__GroupTipsElement Imcodec__V1__GroupTipsElement;
@@ -165,6 +179,29 @@ typedef enum _Imcodec__V1__StoragePolicy {
   IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_STATUS_ONLY = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__STORAGE_POLICY)
 } Imcodec__V1__StoragePolicy;
+/*
+ * How a StyleRange renders its text (Telegram MessageEntity, Signal BodyRange.Style, WhatsApp
+ * markdown).
+ */
+typedef enum _Imcodec__V1__TextStyle {
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_UNSPECIFIED = 0,
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_BOLD = 1,
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_ITALIC = 2,
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_STRIKETHROUGH = 3,
+  /*
+   * Monospaced inline code.
+   */
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_CODE = 4,
+  /*
+   * Hidden until the reader taps it. A reader that cannot hide it must not show the text.
+   */
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_SPOILER = 5,
+  /*
+   * A link: StyleRange.url is its target.
+   */
+  IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_LINK = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__TEXT_STYLE)
+} Imcodec__V1__TextStyle;
 typedef enum _Imcodec__V1__ImageFormat {
   IMCODEC__V1__IMAGE_FORMAT__IMAGE_FORMAT_UNSPECIFIED = 0,
   IMCODEC__V1__IMAGE_FORMAT__IMAGE_FORMAT_JPG = 1,
@@ -190,6 +227,70 @@ typedef enum _Imcodec__V1__ImageType {
   IMCODEC__V1__IMAGE_TYPE__IMAGE_TYPE_THUMBNAIL = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__IMAGE_TYPE)
 } Imcodec__V1__ImageType;
+/*
+ * Whether a call carries audio only or video too.
+ */
+typedef enum _Imcodec__V1__CallMedia {
+  IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_UNSPECIFIED = 0,
+  IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_AUDIO = 1,
+  IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_VIDEO = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__CALL_MEDIA)
+} Imcodec__V1__CallMedia;
+/*
+ * How a call ended, as its log shows it.
+ */
+typedef enum _Imcodec__V1__CallOutcome {
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_UNSPECIFIED = 0,
+  /*
+   * Answered; duration_s says for how long.
+   */
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_COMPLETED = 1,
+  /*
+   * Not answered before the invite timed out.
+   */
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_MISSED = 2,
+  /*
+   * An invitee declined it.
+   */
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_REJECTED = 3,
+  /*
+   * The caller hung up before anyone answered.
+   */
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_CANCELED = 4,
+  /*
+   * An invitee was in another call.
+   */
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_BUSY = 5,
+  /*
+   * The call failed (network, media).
+   */
+  IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_FAILED = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__CALL_OUTCOME)
+} Imcodec__V1__CallOutcome;
+/*
+ * What tapping a Button does.
+ */
+typedef enum _Imcodec__V1__ButtonAction {
+  IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_UNSPECIFIED = 0,
+  /*
+   * Sends a message back to the conversation: a reply (quote) to the buttons' message holding one
+   * CustomElement whose data is the button's data (Telegram callback_data, Slack block actions).
+   */
+  IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_CALLBACK = 1,
+  /*
+   * Opens Button.url.
+   */
+  IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_OPEN_URL = 2,
+  /*
+   * Sends Button.label as a text message (Telegram reply keyboards, quick replies).
+   */
+  IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_SEND_TEXT = 3,
+  /*
+   * Copies Button.data (as UTF-8 text) to the clipboard.
+   */
+  IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_COPY = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__BUTTON_ACTION)
+} Imcodec__V1__ButtonAction;
 /*
  * Group tips kinds (Tencent V2TIMGroupTipsType).
  */
@@ -428,10 +529,43 @@ struct  Imcodec__V1__Message
    * Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
    */
   uint32_t forward_score;
+  /*
+   * What the quoted message (quote) showed when this reply was sent, so a reply renders without
+   * fetching the original (Signal DataMessage.Quote, WhatsApp ContextInfo.quotedMessage).
+   */
+  Imcodec__V1__QuoteSnapshot *quote_snapshot;
+  /*
+   * Delivered as an offline message: stored while the receiver was offline and delivered when it
+   * came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+   * delivery to a receiver; never on online-only or status-only messages, which are not stored.
+   */
+  protobuf_c_boolean is_offline;
 };
 #define IMCODEC__V1__MESSAGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message__descriptor) \
-    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, NULL, 0, 0, IMCODEC__V1__PRIORITY__PRIORITY_UNSPECIFIED, IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED, 0, 0,NULL, NULL, NULL, {0,NULL}, 0,NULL, 0,NULL, IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_UNSPECIFIED, NULL, 0,NULL, 0, {0,NULL}, {0,NULL}, IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0, 0,NULL, NULL, NULL, 0, 0, 0, 0 }
+    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, NULL, 0, 0, IMCODEC__V1__PRIORITY__PRIORITY_UNSPECIFIED, IMCODEC__V1__MESSAGE_STATUS__MESSAGE_STATUS_UNSPECIFIED, 0, 0,NULL, NULL, NULL, {0,NULL}, 0,NULL, 0,NULL, IMCODEC__V1__STORAGE_POLICY__STORAGE_POLICY_UNSPECIFIED, NULL, 0,NULL, 0, {0,NULL}, {0,NULL}, IMCODEC__V1__MESSAGE_DIRECTION__MESSAGE_DIRECTION_UNSPECIFIED, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0, 0,NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
+
+
+/*
+ * The author and a text abstract of a quoted message, as the replying client saw it.
+ */
+struct  Imcodec__V1__QuoteSnapshot
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData author_id;
+  ProtobufCBinaryData author_nickname;
+  /*
+   * The quoted content as text (its text, or a placeholder such as "[Image]" for media).
+   */
+  ProtobufCBinaryData text;
+  /*
+   * The kind of the quoted message's first element (MessageElement field name, e.g. "image").
+   */
+  ProtobufCBinaryData element_kind;
+};
+#define IMCODEC__V1__QUOTE_SNAPSHOT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__quote_snapshot__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL} }
 
 
 /*
@@ -492,7 +626,13 @@ typedef enum {
   IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_FACE = 8,
   IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_GROUP_TIPS = 9,
   IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_MERGER = 10,
-  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_POLL = 11
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_POLL = 11,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_STICKER = 12,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_CONTACT_CARD = 13,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_CALL_LOG = 14,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_BUTTONS = 15,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_STREAM = 16,
+  IMCODEC__V1__MESSAGE_ELEMENT__CONTENT_ENCRYPTED = 17
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__MESSAGE_ELEMENT__CONTENT__CASE)
 } Imcodec__V1__MessageElement__ContentCase;
 
@@ -515,6 +655,12 @@ struct  Imcodec__V1__MessageElement
     Imcodec__V1__GroupTipsElement *group_tips;
     Imcodec__V1__MergerElement *merger;
     Imcodec__V1__PollElement *poll;
+    Imcodec__V1__StickerElement *sticker;
+    Imcodec__V1__ContactCardElement *contact_card;
+    Imcodec__V1__CallLogElement *call_log;
+    Imcodec__V1__ButtonsElement *buttons;
+    Imcodec__V1__StreamElement *stream;
+    Imcodec__V1__EncryptedElement *encrypted;
   };
 };
 #define IMCODEC__V1__MESSAGE_ELEMENT__INIT \
@@ -538,10 +684,35 @@ struct  Imcodec__V1__TextElement
    */
   size_t n_link_previews;
   Imcodec__V1__LinkPreview **link_previews;
+  /*
+   * Rich text: styled ranges of text, in UTF-16 code units like mentions. Ranges may nest and
+   * overlap; each lies inside text and splits no surrogate pair.
+   */
+  size_t n_styles;
+  Imcodec__V1__StyleRange **styles;
 };
 #define IMCODEC__V1__TEXT_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__text_element__descriptor) \
-    , {0,NULL}, 0,NULL, 0,NULL }
+    , {0,NULL}, 0,NULL, 0,NULL, 0,NULL }
+
+
+/*
+ * One styled range of a TextElement's text (UTF-16 code units, as MentionRange).
+ */
+struct  Imcodec__V1__StyleRange
+{
+  ProtobufCMessage base;
+  uint32_t offset;
+  uint32_t length;
+  Imcodec__V1__TextStyle style;
+  /*
+   * TEXT_STYLE_LINK only: the link's target.
+   */
+  ProtobufCBinaryData url;
+};
+#define IMCODEC__V1__STYLE_RANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__style_range__descriptor) \
+    , 0, 0, IMCODEC__V1__TEXT_STYLE__TEXT_STYLE_UNSPECIFIED, {0,NULL} }
 
 
 /*
@@ -645,6 +816,28 @@ struct  Imcodec__V1__CustomElement
     , {0,NULL}, {0,NULL}, {0,NULL} }
 
 
+/*
+ * The key that decrypts a media file stored encrypted (Signal AttachmentPointer key and digest,
+ * WhatsApp mediaKey): the storage server holds ciphertext only. The library does no cryptography.
+ */
+struct  Imcodec__V1__MediaKey
+{
+  ProtobufCMessage base;
+  /*
+   * The cipher, e.g. "AES-256-GCM" or "AES-256-CBC-HMAC-SHA256".
+   */
+  ProtobufCBinaryData algorithm;
+  ProtobufCBinaryData key;
+  /*
+   * SHA-256 of the encrypted file as stored, checked before decrypting.
+   */
+  ProtobufCBinaryData ciphertext_sha256;
+};
+#define IMCODEC__V1__MEDIA_KEY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__media_key__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL} }
+
+
 struct  Imcodec__V1__ImageInfo
 {
   ProtobufCMessage base;
@@ -672,10 +865,22 @@ struct  Imcodec__V1__ImageElement
   Imcodec__V1__ImageFormat format;
   size_t n_images;
   Imcodec__V1__ImageInfo **images;
+  /*
+   * Media metadata (every media element has these): the MIME type ("image/jpeg"), the SHA-256 of
+   * the original's plaintext, a caption shown under it, a BlurHash placeholder and a tiny inline
+   * thumbnail (JPEG, at most a few KB) shown until the download ends, and the key when the file is
+   * stored encrypted.
+   */
+  ProtobufCBinaryData mime_type;
+  ProtobufCBinaryData sha256;
+  ProtobufCBinaryData caption;
+  ProtobufCBinaryData blurhash;
+  ProtobufCBinaryData thumbnail;
+  Imcodec__V1__MediaKey *media_key;
 };
 #define IMCODEC__V1__IMAGE_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__image_element__descriptor) \
-    , IMCODEC__V1__IMAGE_FORMAT__IMAGE_FORMAT_UNSPECIFIED, 0,NULL }
+    , IMCODEC__V1__IMAGE_FORMAT__IMAGE_FORMAT_UNSPECIFIED, 0,NULL, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, NULL }
 
 
 /*
@@ -701,10 +906,20 @@ struct  Imcodec__V1__VideoElement
   uint32_t snapshot_width;
   uint32_t snapshot_height;
   ProtobufCBinaryData snapshot_url;
+  /*
+   * Media metadata, as on ImageElement (video_size is the byte size; duration_ms refines duration_s).
+   */
+  ProtobufCBinaryData mime_type;
+  ProtobufCBinaryData sha256;
+  ProtobufCBinaryData caption;
+  ProtobufCBinaryData blurhash;
+  ProtobufCBinaryData thumbnail;
+  Imcodec__V1__MediaKey *media_key;
+  uint32_t duration_ms;
 };
 #define IMCODEC__V1__VIDEO_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__video_element__descriptor) \
-    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0, 0, 0, {0,NULL} }
+    , {0,NULL}, {0,NULL}, 0, 0, {0,NULL}, {0,NULL}, {0,NULL}, 0, 0, 0, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, NULL, 0 }
 
 
 /*
@@ -721,10 +936,25 @@ struct  Imcodec__V1__SoundElement
    * The receiver has played it (Tencent shows a red dot until then).
    */
   protobuf_c_boolean played;
+  /*
+   * Media metadata, as on ImageElement ("audio/aac", "audio/ogg").
+   */
+  ProtobufCBinaryData mime_type;
+  ProtobufCBinaryData sha256;
+  /*
+   * Amplitudes for a voice message's waveform, one byte (0 silent ... 255 loudest) per sample,
+   * samples evenly spread over the duration (WhatsApp, Telegram: at most 100).
+   */
+  ProtobufCBinaryData waveform;
+  Imcodec__V1__MediaKey *media_key;
+  /*
+   * The duration in milliseconds (duration_s rounded down keeps older readers right).
+   */
+  uint32_t duration_ms;
 };
 #define IMCODEC__V1__SOUND_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__sound_element__descriptor) \
-    , {0,NULL}, 0, 0, {0,NULL}, 0 }
+    , {0,NULL}, 0, 0, {0,NULL}, 0, {0,NULL}, {0,NULL}, {0,NULL}, NULL, 0 }
 
 
 /*
@@ -737,10 +967,23 @@ struct  Imcodec__V1__FileElement
   ProtobufCBinaryData name;
   uint64_t size;
   ProtobufCBinaryData url;
+  /*
+   * Media metadata, as on ImageElement ("application/pdf").
+   */
+  ProtobufCBinaryData mime_type;
+  ProtobufCBinaryData sha256;
+  ProtobufCBinaryData caption;
+  Imcodec__V1__MediaKey *media_key;
+  /*
+   * QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+   * ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+   * ImageElement, VideoElement and SoundElement instead.
+   */
+  ProtobufCBinaryData attachment_type;
 };
 #define IMCODEC__V1__FILE_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__file_element__descriptor) \
-    , {0,NULL}, {0,NULL}, 0, {0,NULL} }
+    , {0,NULL}, {0,NULL}, 0, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, NULL, {0,NULL} }
 
 
 /*
@@ -776,6 +1019,247 @@ struct  Imcodec__V1__FaceElement
 #define IMCODEC__V1__FACE_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__face_element__descriptor) \
     , 0, {0,NULL} }
+
+
+/*
+ * A sticker from a sticker pack (Telegram Sticker and StickerSet, Signal Sticker, WhatsApp sticker
+ * packs). Unlike FaceElement (an index into the app's own faces), a sticker names its pack, so a
+ * receiver without the pack can fetch it.
+ */
+struct  Imcodec__V1__StickerElement
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData pack_id;
+  /*
+   * The pack's key, when the pack is stored encrypted (Signal packKey).
+   */
+  ProtobufCBinaryData pack_key;
+  ProtobufCBinaryData pack_title;
+  /*
+   * The sticker inside its pack.
+   */
+  ProtobufCBinaryData sticker_id;
+  /*
+   * The emoji the sticker stands for (shown by clients that cannot fetch it).
+   */
+  ProtobufCBinaryData emoji;
+  ProtobufCBinaryData url;
+  /*
+   * "image/webp", "application/x-tgsticker"...
+   */
+  ProtobufCBinaryData mime_type;
+  uint32_t width;
+  uint32_t height;
+  protobuf_c_boolean animated;
+};
+#define IMCODEC__V1__STICKER_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__sticker_element__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, 0, 0, 0 }
+
+
+/*
+ * A shared contact (WhatsApp contactMessage with a vCard, Signal DataMessage.Contact, Telegram
+ * messageMediaContact): a user of this service, a phone contact, or both.
+ */
+struct  Imcodec__V1__ContactCardElement
+{
+  ProtobufCMessage base;
+  /*
+   * The contact's user id here; empty for a phone contact who is not a user.
+   */
+  ProtobufCBinaryData user_id;
+  ProtobufCBinaryData display_name;
+  ProtobufCBinaryData avatar_url;
+  size_t n_phone_numbers;
+  ProtobufCBinaryData *phone_numbers;
+  size_t n_emails;
+  ProtobufCBinaryData *emails;
+  /*
+   * The whole card as vCard 3.0 or 4.0 text (RFC 6350), when the sender had one.
+   */
+  ProtobufCBinaryData vcard;
+};
+#define IMCODEC__V1__CONTACT_CARD_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__contact_card_element__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, {0,NULL} }
+
+
+/*
+ * A call's entry in the conversation, written when the call ends (Tencent TUICallKit's call
+ * records, WhatsApp's call log, OpenIM's signalling records). The signalling itself is CallEvent.
+ */
+struct  Imcodec__V1__CallLogElement
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData call_id;
+  Imcodec__V1__CallMedia media;
+  Imcodec__V1__CallOutcome outcome;
+  ProtobufCBinaryData caller_id;
+  size_t n_participant_ids;
+  ProtobufCBinaryData *participant_ids;
+  int64_t start_time_ms;
+  /*
+   * How long it was connected; 0 unless COMPLETED.
+   */
+  uint32_t duration_s;
+};
+#define IMCODEC__V1__CALL_LOG_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__call_log_element__descriptor) \
+    , {0,NULL}, IMCODEC__V1__CALL_MEDIA__CALL_MEDIA_UNSPECIFIED, IMCODEC__V1__CALL_OUTCOME__CALL_OUTCOME_UNSPECIFIED, {0,NULL}, 0,NULL, 0, 0 }
+
+
+struct  Imcodec__V1__Button
+{
+  ProtobufCMessage base;
+  /*
+   * Unique within its ButtonsElement.
+   */
+  ProtobufCBinaryData id;
+  ProtobufCBinaryData label;
+  Imcodec__V1__ButtonAction action;
+  /*
+   * BUTTON_ACTION_OPEN_URL: the URL to open.
+   */
+  ProtobufCBinaryData url;
+  /*
+   * What CALLBACK sends back and COPY copies; at most 64 bytes (Telegram callback_data).
+   */
+  ProtobufCBinaryData data;
+};
+#define IMCODEC__V1__BUTTON__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__button__descriptor) \
+    , {0,NULL}, {0,NULL}, IMCODEC__V1__BUTTON_ACTION__BUTTON_ACTION_UNSPECIFIED, {0,NULL}, {0,NULL} }
+
+
+struct  Imcodec__V1__ButtonRow
+{
+  ProtobufCMessage base;
+  size_t n_buttons;
+  Imcodec__V1__Button **buttons;
+};
+#define IMCODEC__V1__BUTTON_ROW__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__button_row__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * Buttons a bot attaches to its message, in rows (Telegram InlineKeyboardMarkup, Discord
+ * components, Slack blocks).
+ */
+struct  Imcodec__V1__ButtonsElement
+{
+  ProtobufCMessage base;
+  size_t n_rows;
+  Imcodec__V1__ButtonRow **rows;
+};
+#define IMCODEC__V1__BUTTONS_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__buttons_element__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * A message that grows after it was sent, chunk by chunk (an AI answer streamed as it is
+ * generated; OpenIM StreamMsgTips). The message is sent with this element (and any text so far);
+ * StreamChunk events with the message's ref carry the rest. Clients show the text so far with a
+ * "still writing" mark until a chunk with final set arrives.
+ */
+struct  Imcodec__V1__StreamElement
+{
+  ProtobufCMessage base;
+  /*
+   * Names the stream; StreamChunk.stream_id repeats it.
+   */
+  ProtobufCBinaryData stream_id;
+  /*
+   * The text so far (chunks 0 ... chunk_count - 1 joined).
+   */
+  ProtobufCBinaryData text;
+  uint32_t chunk_count;
+  /*
+   * The stream has ended: text is the whole answer.
+   */
+  protobuf_c_boolean final;
+};
+#define IMCODEC__V1__STREAM_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__stream_element__descriptor) \
+    , {0,NULL}, {0,NULL}, 0, 0 }
+
+
+/*
+ * End-to-end encrypted content: the message's elements, sealed by the sending device. The
+ * envelope (Message: conversation, sender, ids, flags, seq, times) stays in the clear so a server
+ * routes, stores, orders and syncs the message without reading it; only the receivers' devices
+ * can open it (Signal Envelope, Matrix m.room.encrypted, WhatsApp's Signal-protocol messages).
+ * The IMCodec library does no cryptography: it carries these bytes.
+ */
+struct  Imcodec__V1__EncryptedElement
+{
+  ProtobufCMessage base;
+  /*
+   * The cipher and its mode or protocol, e.g. "AES-256-GCM", "signal-double-ratchet",
+   * "mls-1.0" (MLS ciphersuite in key_id's group).
+   */
+  ProtobufCBinaryData algorithm;
+  /*
+   * The device that sealed it (LoginRequest.device_id of the sender).
+   */
+  ProtobufCBinaryData sender_device_id;
+  /*
+   * Which key sealed it (a session, prekey or MLS epoch id); opaque to the server.
+   */
+  ProtobufCBinaryData key_id;
+  /*
+   * The nonce or IV, when the algorithm takes one separately.
+   */
+  ProtobufCBinaryData nonce;
+  /*
+   * The sealed content: a serialized MessagePlaintext, encrypted. Opaque.
+   */
+  ProtobufCBinaryData ciphertext;
+  /*
+   * Data authenticated but not encrypted, which the receiver checks when opening (for example the
+   * conversation and client_msg_id, so a server cannot move the ciphertext to another message).
+   */
+  ProtobufCBinaryData associated_data;
+  /*
+   * Per-recipient-device key material (Signal's per-device ciphertexts, Matrix Olm): which device
+   * it is for and the wrapped content key. Empty when one key serves everyone (MLS, group keys).
+   */
+  size_t n_recipient_keys;
+  Imcodec__V1__RecipientKey **recipient_keys;
+};
+#define IMCODEC__V1__ENCRYPTED_ELEMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__encrypted_element__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, 0,NULL }
+
+
+/*
+ * A content key wrapped for one receiving device.
+ */
+struct  Imcodec__V1__RecipientKey
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData user_id;
+  ProtobufCBinaryData device_id;
+  ProtobufCBinaryData wrapped_key;
+};
+#define IMCODEC__V1__RECIPIENT_KEY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__recipient_key__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL} }
+
+
+/*
+ * What EncryptedElement.ciphertext holds once opened: the elements the sender meant.
+ */
+struct  Imcodec__V1__MessagePlaintext
+{
+  ProtobufCMessage base;
+  size_t n_elements;
+  Imcodec__V1__MessageElement **elements;
+};
+#define IMCODEC__V1__MESSAGE_PLAINTEXT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message_plaintext__descriptor) \
+    , 0,NULL }
 
 
 /*
@@ -853,10 +1337,17 @@ struct  Imcodec__V1__GroupTipsElement
    * The pinned or unpinned message (PINNED_MESSAGE_* types).
    */
   Imcodec__V1__MessageRef *pinned_message;
+  /*
+   * The profiles of member_ids, in the same order, and of the operator, so the tip renders
+   * without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+   */
+  size_t n_member_profiles;
+  Imcodec__V1__GroupMemberInfo **member_profiles;
+  Imcodec__V1__GroupMemberInfo *operator_profile;
 };
 #define IMCODEC__V1__GROUP_TIPS_ELEMENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__group_tips_element__descriptor) \
-    , IMCODEC__V1__GROUP_TIPS_TYPE__GROUP_TIPS_TYPE_UNSPECIFIED, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0,NULL, 0, NULL }
+    , IMCODEC__V1__GROUP_TIPS_TYPE__GROUP_TIPS_TYPE_UNSPECIFIED, {0,NULL}, {0,NULL}, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, NULL }
 
 
 /*
@@ -996,6 +1487,25 @@ Imcodec__V1__Message *
 void   imcodec__v1__message__free_unpacked
                      (Imcodec__V1__Message *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__QuoteSnapshot methods */
+void   imcodec__v1__quote_snapshot__init
+                     (Imcodec__V1__QuoteSnapshot         *message);
+size_t imcodec__v1__quote_snapshot__get_packed_size
+                     (const Imcodec__V1__QuoteSnapshot   *message);
+size_t imcodec__v1__quote_snapshot__pack
+                     (const Imcodec__V1__QuoteSnapshot   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__quote_snapshot__pack_to_buffer
+                     (const Imcodec__V1__QuoteSnapshot   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__QuoteSnapshot *
+       imcodec__v1__quote_snapshot__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__quote_snapshot__free_unpacked
+                     (Imcodec__V1__QuoteSnapshot *message,
+                      ProtobufCAllocator *allocator);
 /* Imcodec__V1__ReactionSummary methods */
 void   imcodec__v1__reaction_summary__init
                      (Imcodec__V1__ReactionSummary         *message);
@@ -1071,6 +1581,25 @@ Imcodec__V1__TextElement *
                       const uint8_t       *data);
 void   imcodec__v1__text_element__free_unpacked
                      (Imcodec__V1__TextElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__StyleRange methods */
+void   imcodec__v1__style_range__init
+                     (Imcodec__V1__StyleRange         *message);
+size_t imcodec__v1__style_range__get_packed_size
+                     (const Imcodec__V1__StyleRange   *message);
+size_t imcodec__v1__style_range__pack
+                     (const Imcodec__V1__StyleRange   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__style_range__pack_to_buffer
+                     (const Imcodec__V1__StyleRange   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StyleRange *
+       imcodec__v1__style_range__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__style_range__free_unpacked
+                     (Imcodec__V1__StyleRange *message,
                       ProtobufCAllocator *allocator);
 /* Imcodec__V1__MentionRange methods */
 void   imcodec__v1__mention_range__init
@@ -1166,6 +1695,25 @@ Imcodec__V1__CustomElement *
                       const uint8_t       *data);
 void   imcodec__v1__custom_element__free_unpacked
                      (Imcodec__V1__CustomElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__MediaKey methods */
+void   imcodec__v1__media_key__init
+                     (Imcodec__V1__MediaKey         *message);
+size_t imcodec__v1__media_key__get_packed_size
+                     (const Imcodec__V1__MediaKey   *message);
+size_t imcodec__v1__media_key__pack
+                     (const Imcodec__V1__MediaKey   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__media_key__pack_to_buffer
+                     (const Imcodec__V1__MediaKey   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__MediaKey *
+       imcodec__v1__media_key__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__media_key__free_unpacked
+                     (Imcodec__V1__MediaKey *message,
                       ProtobufCAllocator *allocator);
 /* Imcodec__V1__ImageInfo methods */
 void   imcodec__v1__image_info__init
@@ -1300,6 +1848,196 @@ Imcodec__V1__FaceElement *
 void   imcodec__v1__face_element__free_unpacked
                      (Imcodec__V1__FaceElement *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__StickerElement methods */
+void   imcodec__v1__sticker_element__init
+                     (Imcodec__V1__StickerElement         *message);
+size_t imcodec__v1__sticker_element__get_packed_size
+                     (const Imcodec__V1__StickerElement   *message);
+size_t imcodec__v1__sticker_element__pack
+                     (const Imcodec__V1__StickerElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__sticker_element__pack_to_buffer
+                     (const Imcodec__V1__StickerElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StickerElement *
+       imcodec__v1__sticker_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__sticker_element__free_unpacked
+                     (Imcodec__V1__StickerElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ContactCardElement methods */
+void   imcodec__v1__contact_card_element__init
+                     (Imcodec__V1__ContactCardElement         *message);
+size_t imcodec__v1__contact_card_element__get_packed_size
+                     (const Imcodec__V1__ContactCardElement   *message);
+size_t imcodec__v1__contact_card_element__pack
+                     (const Imcodec__V1__ContactCardElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__contact_card_element__pack_to_buffer
+                     (const Imcodec__V1__ContactCardElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ContactCardElement *
+       imcodec__v1__contact_card_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__contact_card_element__free_unpacked
+                     (Imcodec__V1__ContactCardElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__CallLogElement methods */
+void   imcodec__v1__call_log_element__init
+                     (Imcodec__V1__CallLogElement         *message);
+size_t imcodec__v1__call_log_element__get_packed_size
+                     (const Imcodec__V1__CallLogElement   *message);
+size_t imcodec__v1__call_log_element__pack
+                     (const Imcodec__V1__CallLogElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__call_log_element__pack_to_buffer
+                     (const Imcodec__V1__CallLogElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__CallLogElement *
+       imcodec__v1__call_log_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__call_log_element__free_unpacked
+                     (Imcodec__V1__CallLogElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__Button methods */
+void   imcodec__v1__button__init
+                     (Imcodec__V1__Button         *message);
+size_t imcodec__v1__button__get_packed_size
+                     (const Imcodec__V1__Button   *message);
+size_t imcodec__v1__button__pack
+                     (const Imcodec__V1__Button   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__button__pack_to_buffer
+                     (const Imcodec__V1__Button   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__Button *
+       imcodec__v1__button__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__button__free_unpacked
+                     (Imcodec__V1__Button *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ButtonRow methods */
+void   imcodec__v1__button_row__init
+                     (Imcodec__V1__ButtonRow         *message);
+size_t imcodec__v1__button_row__get_packed_size
+                     (const Imcodec__V1__ButtonRow   *message);
+size_t imcodec__v1__button_row__pack
+                     (const Imcodec__V1__ButtonRow   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__button_row__pack_to_buffer
+                     (const Imcodec__V1__ButtonRow   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ButtonRow *
+       imcodec__v1__button_row__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__button_row__free_unpacked
+                     (Imcodec__V1__ButtonRow *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ButtonsElement methods */
+void   imcodec__v1__buttons_element__init
+                     (Imcodec__V1__ButtonsElement         *message);
+size_t imcodec__v1__buttons_element__get_packed_size
+                     (const Imcodec__V1__ButtonsElement   *message);
+size_t imcodec__v1__buttons_element__pack
+                     (const Imcodec__V1__ButtonsElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__buttons_element__pack_to_buffer
+                     (const Imcodec__V1__ButtonsElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ButtonsElement *
+       imcodec__v1__buttons_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__buttons_element__free_unpacked
+                     (Imcodec__V1__ButtonsElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__StreamElement methods */
+void   imcodec__v1__stream_element__init
+                     (Imcodec__V1__StreamElement         *message);
+size_t imcodec__v1__stream_element__get_packed_size
+                     (const Imcodec__V1__StreamElement   *message);
+size_t imcodec__v1__stream_element__pack
+                     (const Imcodec__V1__StreamElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__stream_element__pack_to_buffer
+                     (const Imcodec__V1__StreamElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__StreamElement *
+       imcodec__v1__stream_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__stream_element__free_unpacked
+                     (Imcodec__V1__StreamElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__EncryptedElement methods */
+void   imcodec__v1__encrypted_element__init
+                     (Imcodec__V1__EncryptedElement         *message);
+size_t imcodec__v1__encrypted_element__get_packed_size
+                     (const Imcodec__V1__EncryptedElement   *message);
+size_t imcodec__v1__encrypted_element__pack
+                     (const Imcodec__V1__EncryptedElement   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__encrypted_element__pack_to_buffer
+                     (const Imcodec__V1__EncryptedElement   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__EncryptedElement *
+       imcodec__v1__encrypted_element__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__encrypted_element__free_unpacked
+                     (Imcodec__V1__EncryptedElement *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__RecipientKey methods */
+void   imcodec__v1__recipient_key__init
+                     (Imcodec__V1__RecipientKey         *message);
+size_t imcodec__v1__recipient_key__get_packed_size
+                     (const Imcodec__V1__RecipientKey   *message);
+size_t imcodec__v1__recipient_key__pack
+                     (const Imcodec__V1__RecipientKey   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__recipient_key__pack_to_buffer
+                     (const Imcodec__V1__RecipientKey   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__RecipientKey *
+       imcodec__v1__recipient_key__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__recipient_key__free_unpacked
+                     (Imcodec__V1__RecipientKey *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__MessagePlaintext methods */
+void   imcodec__v1__message_plaintext__init
+                     (Imcodec__V1__MessagePlaintext         *message);
+size_t imcodec__v1__message_plaintext__get_packed_size
+                     (const Imcodec__V1__MessagePlaintext   *message);
+size_t imcodec__v1__message_plaintext__pack
+                     (const Imcodec__V1__MessagePlaintext   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__message_plaintext__pack_to_buffer
+                     (const Imcodec__V1__MessagePlaintext   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__MessagePlaintext *
+       imcodec__v1__message_plaintext__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__message_plaintext__free_unpacked
+                     (Imcodec__V1__MessagePlaintext *message,
+                      ProtobufCAllocator *allocator);
 /* Imcodec__V1__GroupChangeInfo methods */
 void   imcodec__v1__group_change_info__init
                      (Imcodec__V1__GroupChangeInfo         *message);
@@ -1431,6 +2169,9 @@ typedef void (*Imcodec__V1__Message__ExpansionEntry_Closure)
 typedef void (*Imcodec__V1__Message_Closure)
                  (const Imcodec__V1__Message *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__QuoteSnapshot_Closure)
+                 (const Imcodec__V1__QuoteSnapshot *message,
+                  void *closure_data);
 typedef void (*Imcodec__V1__ReactionSummary_Closure)
                  (const Imcodec__V1__ReactionSummary *message,
                   void *closure_data);
@@ -1442,6 +2183,9 @@ typedef void (*Imcodec__V1__MessageElement_Closure)
                   void *closure_data);
 typedef void (*Imcodec__V1__TextElement_Closure)
                  (const Imcodec__V1__TextElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StyleRange_Closure)
+                 (const Imcodec__V1__StyleRange *message,
                   void *closure_data);
 typedef void (*Imcodec__V1__MentionRange_Closure)
                  (const Imcodec__V1__MentionRange *message,
@@ -1457,6 +2201,9 @@ typedef void (*Imcodec__V1__PollOption_Closure)
                   void *closure_data);
 typedef void (*Imcodec__V1__CustomElement_Closure)
                  (const Imcodec__V1__CustomElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__MediaKey_Closure)
+                 (const Imcodec__V1__MediaKey *message,
                   void *closure_data);
 typedef void (*Imcodec__V1__ImageInfo_Closure)
                  (const Imcodec__V1__ImageInfo *message,
@@ -1478,6 +2225,36 @@ typedef void (*Imcodec__V1__LocationElement_Closure)
                   void *closure_data);
 typedef void (*Imcodec__V1__FaceElement_Closure)
                  (const Imcodec__V1__FaceElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StickerElement_Closure)
+                 (const Imcodec__V1__StickerElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ContactCardElement_Closure)
+                 (const Imcodec__V1__ContactCardElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__CallLogElement_Closure)
+                 (const Imcodec__V1__CallLogElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__Button_Closure)
+                 (const Imcodec__V1__Button *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ButtonRow_Closure)
+                 (const Imcodec__V1__ButtonRow *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ButtonsElement_Closure)
+                 (const Imcodec__V1__ButtonsElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__StreamElement_Closure)
+                 (const Imcodec__V1__StreamElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__EncryptedElement_Closure)
+                 (const Imcodec__V1__EncryptedElement *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__RecipientKey_Closure)
+                 (const Imcodec__V1__RecipientKey *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__MessagePlaintext_Closure)
+                 (const Imcodec__V1__MessagePlaintext *message,
                   void *closure_data);
 typedef void (*Imcodec__V1__GroupChangeInfo_Closure)
                  (const Imcodec__V1__GroupChangeInfo *message,
@@ -1509,8 +2286,12 @@ extern const ProtobufCEnumDescriptor    imcodec__v1__message_direction__descript
 extern const ProtobufCEnumDescriptor    imcodec__v1__received_status_flag__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__message_flag__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__storage_policy__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__text_style__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__image_format__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__image_type__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__call_media__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__call_outcome__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__button_action__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__group_tips_type__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__group_info_change_type__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__at_info__descriptor;
@@ -1518,15 +2299,18 @@ extern const ProtobufCMessageDescriptor imcodec__v1__offline_push_info__descript
 extern const ProtobufCMessageDescriptor imcodec__v1__message__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message__custom_params_entry__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message__expansion_entry__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__quote_snapshot__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__reaction_summary__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__thread_summary__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__message_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__text_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__style_range__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__mention_range__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__link_preview__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__poll_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__poll_option__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__custom_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__media_key__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__image_info__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__image_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__video_element__descriptor;
@@ -1534,6 +2318,16 @@ extern const ProtobufCMessageDescriptor imcodec__v1__sound_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__file_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__location_element__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__face_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__sticker_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__contact_card_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__call_log_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__button__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__button_row__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__buttons_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__stream_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__encrypted_element__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__recipient_key__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__message_plaintext__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__group_change_info__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__member_change_info__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__group_tips_element__descriptor;

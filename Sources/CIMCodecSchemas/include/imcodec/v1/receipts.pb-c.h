@@ -143,7 +143,7 @@ struct  Imcodec__V1__GroupReadMembers
 
 
 /*
- * A group member as read-member pages show it.
+ * A group member as read-member pages and group tips show it (Tencent V2TIMGroupMemberInfo).
  */
 struct  Imcodec__V1__GroupMemberInfo
 {
@@ -151,10 +151,18 @@ struct  Imcodec__V1__GroupMemberInfo
   ProtobufCBinaryData user_id;
   ProtobufCBinaryData nickname;
   ProtobufCBinaryData face_url;
+  /*
+   * The member's name in this group (Tencent nameCard), shown instead of the nickname when set.
+   */
+  ProtobufCBinaryData name_card;
+  /*
+   * Tencent friendRemark: the viewer's own note for this user.
+   */
+  ProtobufCBinaryData friend_remark;
 };
 #define IMCODEC__V1__GROUP_MEMBER_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__group_member_info__descriptor) \
-    , {0,NULL}, {0,NULL}, {0,NULL} }
+    , {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL} }
 
 
 /*

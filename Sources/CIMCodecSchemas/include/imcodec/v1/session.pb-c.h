@@ -36,6 +36,11 @@ typedef struct Imcodec__V1__StreamSyncRequest Imcodec__V1__StreamSyncRequest;
 typedef struct Imcodec__V1__StreamFrame Imcodec__V1__StreamFrame;
 typedef struct Imcodec__V1__StreamSyncResponse Imcodec__V1__StreamSyncResponse;
 typedef struct Imcodec__V1__StreamAck Imcodec__V1__StreamAck;
+typedef struct Imcodec__V1__KeyBundle Imcodec__V1__KeyBundle;
+typedef struct Imcodec__V1__OneTimeKey Imcodec__V1__OneTimeKey;
+typedef struct Imcodec__V1__KeyPublish Imcodec__V1__KeyPublish;
+typedef struct Imcodec__V1__KeyFetchRequest Imcodec__V1__KeyFetchRequest;
+typedef struct Imcodec__V1__KeyFetchResponse Imcodec__V1__KeyFetchResponse;
 
 
 /* --- enums --- */
@@ -98,6 +103,21 @@ typedef enum _Imcodec__V1__MembershipAction {
   IMCODEC__V1__MEMBERSHIP_ACTION__MEMBERSHIP_ACTION_LEAVE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__MEMBERSHIP_ACTION)
 } Imcodec__V1__MembershipAction;
+/*
+ * What an end-to-end encryption key bundle is for.
+ */
+typedef enum _Imcodec__V1__KeyBundleKind {
+  IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_UNSPECIFIED = 0,
+  /*
+   * A Signal-protocol prekey bundle (identity key, signed prekey, one-time prekeys).
+   */
+  IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_SIGNAL_PREKEYS = 1,
+  /*
+   * MLS KeyPackages (RFC 9420), one consumed per group a device is added to.
+   */
+  IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_MLS_KEY_PACKAGE = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__KEY_BUNDLE_KIND)
+} Imcodec__V1__KeyBundleKind;
 
 /* --- messages --- */
 
@@ -513,6 +533,95 @@ struct  Imcodec__V1__StreamAck
     , 0 }
 
 
+/*
+ * One device's published keys, as opaque bytes: the server stores and hands them out, never
+ * reads them (see EncryptedElement; Signal's prekey service, MLS's delivery service).
+ */
+struct  Imcodec__V1__KeyBundle
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData user_id;
+  ProtobufCBinaryData device_id;
+  Imcodec__V1__KeyBundleKind kind;
+  /*
+   * The long-lived part (Signal: identity key and signed prekey; MLS: a last-resort KeyPackage).
+   */
+  ProtobufCBinaryData bundle;
+  /*
+   * Keys used once each (Signal one-time prekeys, MLS KeyPackages): a fetch hands out one and the
+   * server deletes it.
+   */
+  size_t n_one_time_keys;
+  Imcodec__V1__OneTimeKey **one_time_keys;
+  int64_t published_at_ms;
+};
+#define IMCODEC__V1__KEY_BUNDLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__key_bundle__descriptor) \
+    , {0,NULL}, {0,NULL}, IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_UNSPECIFIED, {0,NULL}, 0,NULL, 0 }
+
+
+/*
+ * One key of KeyBundle.one_time_keys, opaque.
+ */
+struct  Imcodec__V1__OneTimeKey
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData key;
+};
+#define IMCODEC__V1__ONE_TIME_KEY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__one_time_key__descriptor) \
+    , {0,NULL} }
+
+
+/*
+ * A device publishes (replaces) its key bundle of one kind. user_id and device_id are the
+ * session's; the server answers with RequestResult.
+ */
+struct  Imcodec__V1__KeyPublish
+{
+  ProtobufCMessage base;
+  Imcodec__V1__KeyBundle *bundle;
+};
+#define IMCODEC__V1__KEY_PUBLISH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__key_publish__descriptor) \
+    , NULL }
+
+
+/*
+ * Fetches the key bundles of a user's devices, to start encrypted sessions with them. The answer
+ * is a KeyFetchResponse; each bundle in it carries at most one one-time key, which the server has
+ * deleted.
+ */
+struct  Imcodec__V1__KeyFetchRequest
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData user_id;
+  /*
+   * Only these devices; empty: every device that published one.
+   */
+  size_t n_device_ids;
+  ProtobufCBinaryData *device_ids;
+  Imcodec__V1__KeyBundleKind kind;
+};
+#define IMCODEC__V1__KEY_FETCH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__key_fetch_request__descriptor) \
+    , {0,NULL}, 0,NULL, IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_UNSPECIFIED }
+
+
+struct  Imcodec__V1__KeyFetchResponse
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData user_id;
+  size_t n_bundles;
+  Imcodec__V1__KeyBundle **bundles;
+  int32_t error_code;
+  ProtobufCBinaryData error_description;
+};
+#define IMCODEC__V1__KEY_FETCH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__key_fetch_response__descriptor) \
+    , {0,NULL}, 0,NULL, 0, {0,NULL} }
+
+
 /* Imcodec__V1__ConversationSeq methods */
 void   imcodec__v1__conversation_seq__init
                      (Imcodec__V1__ConversationSeq         *message);
@@ -874,6 +983,101 @@ Imcodec__V1__StreamAck *
 void   imcodec__v1__stream_ack__free_unpacked
                      (Imcodec__V1__StreamAck *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__KeyBundle methods */
+void   imcodec__v1__key_bundle__init
+                     (Imcodec__V1__KeyBundle         *message);
+size_t imcodec__v1__key_bundle__get_packed_size
+                     (const Imcodec__V1__KeyBundle   *message);
+size_t imcodec__v1__key_bundle__pack
+                     (const Imcodec__V1__KeyBundle   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__key_bundle__pack_to_buffer
+                     (const Imcodec__V1__KeyBundle   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__KeyBundle *
+       imcodec__v1__key_bundle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__key_bundle__free_unpacked
+                     (Imcodec__V1__KeyBundle *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__OneTimeKey methods */
+void   imcodec__v1__one_time_key__init
+                     (Imcodec__V1__OneTimeKey         *message);
+size_t imcodec__v1__one_time_key__get_packed_size
+                     (const Imcodec__V1__OneTimeKey   *message);
+size_t imcodec__v1__one_time_key__pack
+                     (const Imcodec__V1__OneTimeKey   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__one_time_key__pack_to_buffer
+                     (const Imcodec__V1__OneTimeKey   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__OneTimeKey *
+       imcodec__v1__one_time_key__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__one_time_key__free_unpacked
+                     (Imcodec__V1__OneTimeKey *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__KeyPublish methods */
+void   imcodec__v1__key_publish__init
+                     (Imcodec__V1__KeyPublish         *message);
+size_t imcodec__v1__key_publish__get_packed_size
+                     (const Imcodec__V1__KeyPublish   *message);
+size_t imcodec__v1__key_publish__pack
+                     (const Imcodec__V1__KeyPublish   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__key_publish__pack_to_buffer
+                     (const Imcodec__V1__KeyPublish   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__KeyPublish *
+       imcodec__v1__key_publish__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__key_publish__free_unpacked
+                     (Imcodec__V1__KeyPublish *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__KeyFetchRequest methods */
+void   imcodec__v1__key_fetch_request__init
+                     (Imcodec__V1__KeyFetchRequest         *message);
+size_t imcodec__v1__key_fetch_request__get_packed_size
+                     (const Imcodec__V1__KeyFetchRequest   *message);
+size_t imcodec__v1__key_fetch_request__pack
+                     (const Imcodec__V1__KeyFetchRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__key_fetch_request__pack_to_buffer
+                     (const Imcodec__V1__KeyFetchRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__KeyFetchRequest *
+       imcodec__v1__key_fetch_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__key_fetch_request__free_unpacked
+                     (Imcodec__V1__KeyFetchRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__KeyFetchResponse methods */
+void   imcodec__v1__key_fetch_response__init
+                     (Imcodec__V1__KeyFetchResponse         *message);
+size_t imcodec__v1__key_fetch_response__get_packed_size
+                     (const Imcodec__V1__KeyFetchResponse   *message);
+size_t imcodec__v1__key_fetch_response__pack
+                     (const Imcodec__V1__KeyFetchResponse   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__key_fetch_response__pack_to_buffer
+                     (const Imcodec__V1__KeyFetchResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__KeyFetchResponse *
+       imcodec__v1__key_fetch_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__key_fetch_response__free_unpacked
+                     (Imcodec__V1__KeyFetchResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__ConversationSeq_Closure)
@@ -933,6 +1137,21 @@ typedef void (*Imcodec__V1__StreamSyncResponse_Closure)
 typedef void (*Imcodec__V1__StreamAck_Closure)
                  (const Imcodec__V1__StreamAck *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__KeyBundle_Closure)
+                 (const Imcodec__V1__KeyBundle *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__OneTimeKey_Closure)
+                 (const Imcodec__V1__OneTimeKey *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__KeyPublish_Closure)
+                 (const Imcodec__V1__KeyPublish *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__KeyFetchRequest_Closure)
+                 (const Imcodec__V1__KeyFetchRequest *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__KeyFetchResponse_Closure)
+                 (const Imcodec__V1__KeyFetchResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -944,6 +1163,7 @@ extern const ProtobufCEnumDescriptor    imcodec__v1__kick_reason__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__presence_status__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__subscription_action__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__membership_action__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__key_bundle_kind__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__conversation_seq__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__login_request__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__login_result__descriptor;
@@ -963,6 +1183,11 @@ extern const ProtobufCMessageDescriptor imcodec__v1__stream_sync_request__descri
 extern const ProtobufCMessageDescriptor imcodec__v1__stream_frame__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__stream_sync_response__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__stream_ack__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__key_bundle__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__one_time_key__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__key_publish__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__key_fetch_request__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__key_fetch_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

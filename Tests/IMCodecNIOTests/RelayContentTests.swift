@@ -1,0 +1,278 @@
+#if Tools
+import Crypto
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Schema version 3 content through the relay: an end-to-end encrypted message sealed with
+/// swift-crypto's AES-GCM (test-only: the library does no cryptography), call signalling and a
+/// streamed answer.
+@Suite("Relay: encrypted messages, calls, streamed messages", .timeLimit(.minutes(2)))
+struct RelayContentTests {
+    /// The associated data both ends compute from the clear envelope: moving the ciphertext to
+    /// another message or conversation makes opening fail.
+    static func associatedData(_ message: Message) -> [UInt8] {
+        let conversation = message.conversation ?? Conversation()
+        return Array(
+            "\(conversation.type.rawValue)/\(conversation.targetID)/\(message.senderID)/\(message.clientMsgID)".utf8
+        )
+    }
+
+    @Test("an AES-GCM sealed message crosses the relay, which routes, stores and syncs it, and opens at the receiver")
+    func encryptedMessageThroughTheRelay() async throws {
+        // The key the two devices agreed on (a real client derives it from a prekey bundle or an
+        // MLS epoch); the relay never sees it.
+        let key = SymmetricKey(size: .bits256)
+        let keyID: [UInt8] = Array("session-alice-bob-1".utf8)
+        var plaintext = MessagePlaintext()
+        plaintext.elements = [
+            .text("The launch code is 0000 🤫"),
+            .with {
+                $0.content = .image(
+                    .with {
+                        $0.caption = "the board"; $0.mimeType = "image/jpeg"
+                    }
+                )
+            },
+        ]
+        var message = Message(from: "alice", in: .oneToOne("bob"), elements: [], clientMsgID: "e2e-1")
+        let aad = Self.associatedData(message)
+        let box = try AES.GCM.seal(plaintext.serializedBytes(), using: key, authenticating: aad)
+        message.elements = [
+            .with {
+                $0.content = .encrypted(
+                    .with {
+                        $0.algorithm = "AES-256-GCM"
+                        $0.senderDeviceID = "alice-phone"
+                        $0.keyID = keyID
+                        $0.nonce = Array(box.nonce)
+                        $0.ciphertext = Array(box.ciphertext) + Array(box.tag)
+                        $0.associatedData = aad
+                    }
+                )
+            }
+        ]
+        let frame = Frame(message)
+        #expect(frame.minReaderVersion == 3, "a version-2 reader would show an empty message")
+        #expect(frame.validate().isEmpty, "\(frame.validate())")
+        // The plaintext is nowhere in the bytes the relay handles.
+        let wire = frame.serializedBytes()
+        #expect(!wire.containsSubsequence(Array("launch code".utf8)))
+
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "alice-phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
+                try await alice.send(frame)
+                #expect(await eventually { bob.collector.messages.count == 1 && alice.collector.acks.count == 1 })
+                #expect(alice.collector.acks.first?.errorCode == 0)
+                // What the relay could read: the envelope (it routed and numbered the message).
+                let received = try #require(bob.collector.messages.first)
+                #expect(received.seq == 1 && received.senderID == "alice" && received.conversation == .oneToOne("bob"))
+                #expect(try open(received, key: key) == plaintext)
+                // Stored like any message: a device that logs in later syncs it, still sealed.
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-laptop")
+                let answer = try await laptop.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 9))
+                guard case .syncResponse(let page)? = answer?.payload else {
+                    Issue.record("no sync response: \(String(describing: answer))")
+                    return
+                }
+                #expect(page.messages.count == 1)
+                #expect(try page.messages.first.map { try open($0, key: key) } == plaintext)
+                // A ciphertext moved to another message does not open.
+                var moved = received
+                moved.clientMsgID = "e2e-2"
+                #expect(throws: (any Error).self) { try open(moved, key: key) }
+                await laptop.close()
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// Opens an encrypted message as its receiver does: checks the associated data against the
+    /// envelope, then AES-GCM.
+    func open(_ message: Message, key: SymmetricKey) throws -> MessagePlaintext {
+        guard case .encrypted(let sealed)? = message.elements.first?.content, sealed.algorithm == "AES-256-GCM" else {
+            throw IMCodecError(code: .payloadMismatch, reason: "not an AES-GCM envelope")
+        }
+        guard sealed.associatedData == Self.associatedData(message) else {
+            throw IMCodecError(code: .payloadMismatch, reason: "the envelope was moved")
+        }
+        let box = try AES.GCM.SealedBox(
+            nonce: AES.GCM.Nonce(data: sealed.nonce),
+            ciphertext: sealed.ciphertext.dropLast(16),
+            tag: sealed.ciphertext.suffix(16)
+        )
+        return try MessagePlaintext(
+            serializedBytes: Array(AES.GCM.open(box, using: key, authenticating: sealed.associatedData))
+        )
+    }
+
+    @Test("call signals reach the conversation: invite, ring, accept, hang up")
+    func callSignalling() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                func signal(_ kind: CallSignal, by user: String, to peer: String) -> Frame {
+                    Frame(
+                        .call(
+                            .with {
+                                $0.callID = "call-1"; $0.signal = kind; $0.conversation = .oneToOne(peer)
+                                $0.userID = user; $0.media = .audio
+                                if kind == .invite { $0.inviteeIDs = [peer]; $0.timeoutS = 30 }
+                            }
+                        )
+                    )
+                }
+                #expect(signal(.invite, by: "alice", to: "bob").validate().isEmpty)
+                try await alice.send(signal(.invite, by: "alice", to: "bob"))
+                #expect(await eventually { bob.collector.kinds.contains(.call) })
+                try await bob.send(signal(.ring, by: "bob", to: "alice"))
+                try await bob.send(signal(.accept, by: "bob", to: "alice"))
+                try await alice.send(signal(.hangUp, by: "alice", to: "bob"))
+                let calls = { (c: TestClient) in
+                    c.collector.frames.compactMap { if case .call(let e)? = $0.payload { e.signal } else { nil } }
+                }
+                #expect(await eventually { calls(alice) == [.ring, .accept] && calls(bob) == [.invite, .hangUp] })
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test("a streamed answer grows by chunks from its sender; another user cannot add to it")
+    func streamedMessage() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["bot", "bob", "carol"]] }) { server in
+                let bot = try await TestClient.connect(to: server, as: "bot", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var answer = Message(
+                    from: "bot",
+                    in: .group("team"),
+                    elements: [
+                        .with {
+                            $0.content = .stream(
+                                .with {
+                                    $0.streamID = "s-1"; $0.text = "The"
+                                }
+                            )
+                        }
+                    ],
+                    clientMsgID: "answer-1"
+                )
+                answer.senderID = "bot"
+                try await bot.send(Frame(answer))
+                #expect(await eventually { bob.collector.messages.count == 1 && bot.collector.acks.count == 1 })
+                let ack = try #require(bot.collector.acks.first)
+                let ref = MessageRef.with {
+                    $0.clientMsgID = "answer-1"; $0.serverMsgUID = ack.serverMsgUID; $0.seq = ack.seq
+                    $0.conversation = .group("team"); $0.senderID = "bot"
+                }
+                for (position, text) in [" answer", " is 42."].enumerated() {
+                    try await bot.send(
+                        Frame(
+                            .streamChunk(
+                                .with {
+                                    $0.message = ref; $0.streamID = "s-1"; $0.position = UInt32(position)
+                                    $0.text = text; $0.final = position == 1
+                                }
+                            )
+                        )
+                    )
+                }
+                let chunks = {
+                    bob.collector.frames.compactMap { if case .streamChunk(let c)? = $0.payload { c } else { nil } }
+                }
+                #expect(await eventually { chunks().count == 2 })
+                #expect(chunks().map(\.text).joined() == " answer is 42." && chunks().last?.final == true)
+                // Bob is not the sender: the relay refuses his chunk.
+                var forged = Frame(
+                    .streamChunk(
+                        .with {
+                            $0.message = ref; $0.streamID = "s-1"; $0.position = 2
+                        }
+                    )
+                )
+                forged.requestID = 9
+                let refused = try await bob.ask(forged)
+                if case .requestResult(let result)? = refused?.payload {
+                    #expect(result.errorCode == RelayProtocol.RequestError.notTheSender)
+                } else {
+                    Issue.record("no refusal: \(String(describing: refused))")
+                }
+                await bot.close()
+                await bob.close()
+            }
+        }
+    }
+
+    @Test("key bundles: a device publishes, another user fetches; each fetch hands out one one-time key")
+    func keyDistribution() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "alice-phone")
+                var publish = Frame(
+                    .keyPublish(
+                        .with {
+                            $0.bundle = .with {
+                                $0.userID = "mallory"  // the relay sets the session's user and device
+                                $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 7, count: 64)
+                                $0.oneTimeKeys = [.with { $0.key = [1] }, .with { $0.key = [2] }]
+                            }
+                        }
+                    )
+                )
+                publish.requestID = 1
+                let published = try await bob.ask(publish)
+                if case .requestResult(let result)? = published?.payload {
+                    #expect(result.errorCode == 0)
+                } else {
+                    Issue.record("no answer to the publish: \(String(describing: published))")
+                }
+                func fetch(_ id: UInt64, kind: KeyBundleKind = .signalPrekeys) async throws -> KeyFetchResponse? {
+                    var request = Frame(
+                        .keyFetchRequest(
+                            .with {
+                                $0.userID = "bob"; $0.kind = kind
+                            }
+                        )
+                    )
+                    request.requestID = id
+                    guard case .keyFetchResponse(let response)? = try await alice.ask(request)?.payload else {
+                        return nil
+                    }
+                    return response
+                }
+                let first = try #require(try await fetch(2))
+                #expect(first.errorCode == 0 && first.bundles.count == 1)
+                #expect(first.bundles.first?.userID == "bob" && first.bundles.first?.deviceID == "bob-phone")
+                #expect(first.bundles.first?.oneTimeKeys.map(\.key) == [[1]])
+                let second = try #require(try await fetch(3))
+                #expect(second.bundles.first?.oneTimeKeys.map(\.key) == [[2]])
+                let third = try #require(try await fetch(4))
+                #expect(third.bundles.first?.oneTimeKeys.isEmpty == true, "the one-time keys are used up")
+                #expect(third.bundles.first?.bundle == Array(repeating: 7, count: 64))
+                let none = try #require(try await fetch(5, kind: .mlsKeyPackage))
+                #expect(none.errorCode == RelayProtocol.RequestError.noKeys && none.bundles.isEmpty)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func containsSubsequence(_ needle: [UInt8]) -> Bool {
+        guard needle.count <= count else { return false }
+        return (0...(count - needle.count)).contains { Array(self[$0..<$0 + needle.count]) == needle }
+    }
+}
+#endif
