@@ -1,21 +1,9 @@
-internal import CIMCodecRuntime
-internal import CIMCodecSchemas
-internal import CProtobufC
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Prints canonical protobuf wire bytes as protobuf text format, exactly as protoc's
 /// `--decode` (Google's C++ `TextFormat::Printer`) prints them (implementation detail of
 /// ``IMCodecMessage/textFormatString(options:)``).
 ///
-/// It walks the bytes ``IMCodecMessage/serializedBytes()`` writes, looking fields up in
-/// protobuf-c's descriptors. Those bytes already hold what the C++ printer shows, in its order:
+/// It walks the bytes ``IMCodecMessage/serializedBytes()`` writes, looking fields up in the
+/// ``MessageSchema`` model. Those bytes already hold what the C++ printer shows, in its order:
 /// fields in number order, proto3 defaults left out (but -0.0, set oneof members and present
 /// sub-messages kept), map entries sorted by key bytes with both key and value written, unknown
 /// fields last. The walk keeps an explicit stack, never recursion, so it prints values of any depth
@@ -42,15 +30,15 @@ struct TextFormatPrinter {
         self.printUnknownFields = printUnknownFields
     }
 
-    /// Prints the canonical wire bytes of one message of type `descriptor`.
+    /// Prints the canonical wire bytes of one message of type `schema`.
     static func print(
         canonical bytes: [UInt8],
-        descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        schema: MessageSchema,
         options: TextFormatEncodingOptions
     ) -> String {
         var printer = TextFormatPrinter(printUnknownFields: options.printUnknownFields)
         printer.out.reserveCapacity(bytes.count * 2 + 16)
-        bytes.withUnsafeBufferPointer { printer.printMessage($0, descriptor) }
+        bytes.withUnsafeBufferPointer { printer.printMessage($0, schema) }
         return String(decoding: printer.out, as: UTF8.self)
     }
 
@@ -71,33 +59,26 @@ struct TextFormatPrinter {
     // MARK: Layout
 
     @inline(__always)
-    private mutating func ascii(_ s: StaticString) {
-        out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-    }
+    private mutating func ascii(_ s: StaticString) { out.append(ascii: s) }
 
     @inline(__always)
-    private mutating func ascii(_ s: String) {
-        out.append(contentsOf: s.utf8)
-    }
+    private mutating func ascii(_ s: String) { out.append(contentsOf: s.utf8) }
 
     private mutating func beginLine() {
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
     }
 
-    private mutating func name(_ field: UnsafePointer<ProtobufCFieldDescriptor>) {
+    private mutating func name(_ field: FieldSchema) {
         beginLine()
-        out.append(contentsOf: UnsafeRawBufferPointer(start: field.pointee.name, count: strlen(field.pointee.name)))
+        out.append(contentsOf: field.name)
     }
 
     // MARK: Messages
 
     /// Prints every field of the message whose canonical bytes are `bytes`.
-    private mutating func printMessage(
-        _ bytes: UnsafeBufferPointer<UInt8>,
-        _ top: UnsafePointer<ProtobufCMessageDescriptor>
-    ) {
-        // The open messages: their descriptor and where their bytes end.
-        var stack: [(descriptor: UnsafePointer<ProtobufCMessageDescriptor>, end: Int)] = [(top, bytes.count)]
+    private mutating func printMessage(_ bytes: UnsafeBufferPointer<UInt8>, _ top: MessageSchema) {
+        // The open messages: their schema and where their bytes end.
+        var stack: [(schema: MessageSchema, end: Int)] = [(top, bytes.count)]
         var i = 0
         while let frame = stack.last {
             if i >= frame.end {
@@ -110,19 +91,16 @@ struct TextFormatPrinter {
             }
             let fieldStart = i
             guard let tag = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }  // never: our own bytes
-            let number = UInt32(truncatingIfNeeded: tag >> 3)
             let wireType = UInt8(tag & 7)
-            guard let field = protobuf_c_message_descriptor_get_field(frame.descriptor, number),
-                let expected = TextFormatPrinter.wireType(of: field.pointee.type)
-            else {
+            guard let index = frame.schema.field(number: UInt32(truncatingIfNeeded: tag >> 3)) else {
                 i = fieldStart
                 printUnknownOrSkip(bytes, &i, end: frame.end)
                 continue
             }
+            let field = frame.schema.fields[index]
+            let expected = field.value.kind.wireType
             if wireType == expected {
-                if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
-                    let sub = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
-                {
+                if field.value.kind == .message, let sub = field.value.message {
                     guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
                     name(field)
                     ascii(" {\n")
@@ -132,16 +110,16 @@ struct TextFormatPrinter {
                 }
                 name(field)
                 ascii(": ")
-                printValue(bytes, &i, end: frame.end, field)
+                printValue(bytes, &i, end: frame.end, field.value)
                 out.append(0x0A)
-            } else if wireType == 2 && field.pointee.label == PROTOBUF_C_LABEL_REPEATED && expected != 2 {
+            } else if wireType == 2 && field.isRepeated && expected != 2 {
                 // A packed repeated scalar: one line per element, as the C++ printer shows them.
                 guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
                 let end = i + Int(length)
                 while i < end {
                     name(field)
                     ascii(": ")
-                    printValue(bytes, &i, end: end, field)
+                    printValue(bytes, &i, end: end, field.value)
                     out.append(0x0A)
                 }
             } else {
@@ -151,74 +129,25 @@ struct TextFormatPrinter {
         }
     }
 
-    /// The wire type a field of `type` has when not packed.
-    private static func wireType(of type: ProtobufCType) -> UInt8? {
-        switch type {
-        case PROTOBUF_C_TYPE_INT32, PROTOBUF_C_TYPE_SINT32, PROTOBUF_C_TYPE_UINT32, PROTOBUF_C_TYPE_INT64,
-            PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_BOOL, PROTOBUF_C_TYPE_ENUM:
-            0
-        case PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_SFIXED64, PROTOBUF_C_TYPE_DOUBLE:
-            1
-        case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES, PROTOBUF_C_TYPE_MESSAGE:
-            2
-        case PROTOBUF_C_TYPE_FIXED32, PROTOBUF_C_TYPE_SFIXED32, PROTOBUF_C_TYPE_FLOAT:
-            5
-        default:
-            nil
-        }
-    }
-
-    /// Reads one value of `field` at `i` and prints it as the C++ printer does.
+    /// Reads one value of type `value` at `i` and prints it as the C++ printer does.
     private mutating func printValue(
         _ bytes: UnsafeBufferPointer<UInt8>,
         _ i: inout Int,
         end: Int,
-        _ field: UnsafePointer<ProtobufCFieldDescriptor>
+        _ value: ValueSchema
     ) {
-        let type = field.pointee.type
-        switch type {
-        case PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_SFIXED64, PROTOBUF_C_TYPE_DOUBLE:
-            let raw = WireFormat.readFixed(UInt64.self, bytes, &i, end: end) ?? 0
-            switch type {
-            case PROTOBUF_C_TYPE_FIXED64: ascii(String(raw))
-            case PROTOBUF_C_TYPE_SFIXED64: ascii(String(Int64(bitPattern: raw)))
-            default: ascii(TextFormatNumbers.double(Double(bitPattern: raw)))
+        switch value.kind.readValue(bytes, &i, end: end) {
+        case .signed(let number):
+            if value.kind == .enumeration, let name = value.enumeration?.name(of: Int32(truncatingIfNeeded: number)) {
+                out.append(contentsOf: name)
+            } else {
+                ascii(String(number))
             }
-        case PROTOBUF_C_TYPE_FIXED32, PROTOBUF_C_TYPE_SFIXED32, PROTOBUF_C_TYPE_FLOAT:
-            let raw = WireFormat.readFixed(UInt32.self, bytes, &i, end: end) ?? 0
-            switch type {
-            case PROTOBUF_C_TYPE_FIXED32: ascii(String(raw))
-            case PROTOBUF_C_TYPE_SFIXED32: ascii(String(Int32(bitPattern: raw)))
-            default: ascii(TextFormatNumbers.float(Float(bitPattern: raw)))
-            }
-        case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_BYTES:
-            let length = Int(WireFormat.readVarint(bytes, &i, end: end) ?? 0)
-            let value = UnsafeBufferPointer(rebasing: bytes[i..<min(i + length, end)])
-            i += value.count
-            writeQuoted(value)
-        default:
-            let raw = WireFormat.readVarint(bytes, &i, end: end) ?? 0
-            switch type {
-            case PROTOBUF_C_TYPE_INT32: ascii(String(Int32(truncatingIfNeeded: raw)))
-            case PROTOBUF_C_TYPE_SINT32:
-                let v = UInt32(truncatingIfNeeded: raw)
-                ascii(String(Int32(bitPattern: (v >> 1) ^ (0 &- (v & 1)))))
-            case PROTOBUF_C_TYPE_UINT32: ascii(String(UInt32(truncatingIfNeeded: raw)))
-            case PROTOBUF_C_TYPE_INT64: ascii(String(Int64(bitPattern: raw)))
-            case PROTOBUF_C_TYPE_SINT64: ascii(String(Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))))
-            case PROTOBUF_C_TYPE_BOOL: if raw != 0 { ascii("true") } else { ascii("false") }
-            case PROTOBUF_C_TYPE_ENUM:
-                let number = Int32(truncatingIfNeeded: raw)
-                if let enumeration = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCEnumDescriptor.self),
-                    let known = protobuf_c_enum_descriptor_get_value(enumeration, number)
-                {
-                    let valueName: UnsafePointer<CChar> = known.pointee.name
-                    out.append(contentsOf: UnsafeRawBufferPointer(start: valueName, count: strlen(valueName)))
-                } else {
-                    ascii(String(number))
-                }
-            default: ascii(String(raw))  // uint64
-            }
+        case .unsigned(let number): ascii(String(number))
+        case .float(let number): ascii(TextFormatNumbers.float(number))
+        case .double(let number): ascii(TextFormatNumbers.double(number))
+        case .bool(let flag): if flag { ascii("true") } else { ascii("false") }
+        case .bytes(let range): writeQuoted(UnsafeBufferPointer(rebasing: bytes[range]))
         }
     }
 
@@ -331,78 +260,5 @@ struct TextFormatPrinter {
             }
         }
         out.append(UInt8(ascii: "\""))
-    }
-}
-
-/// Number text as Google's C++ runtime writes it in text format.
-enum TextFormatNumbers {
-    /// C++ `SimpleDtoa`: `%.15g`, or `%.17g` when that does not read back as the same double;
-    /// `inf`, `-inf`, `nan`.
-    static func double(_ value: Double) -> String {
-        if value.isNaN { return "nan" }
-        if value.isInfinite { return value < 0 ? "-inf" : "inf" }
-        let short = format(value, precision: 15)
-        if strtod(short, nil) == value { return short }
-        return format(value, precision: 17)
-    }
-
-    /// C++ `SimpleFtoa`: `%.6g`, or `%.9g` when that does not read back as the same float.
-    static func float(_ value: Float) -> String {
-        if value.isNaN { return "nan" }
-        if value.isInfinite { return value < 0 ? "-inf" : "inf" }
-        let short = format(Double(value), precision: 6)
-        if strtof(short, nil) == value { return short }
-        return format(Double(value), precision: 9)
-    }
-
-    private static func format(_ value: Double, precision: Int32) -> String {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
-            let written = withVaList([precision, value]) { vsnprintf(buffer.baseAddress, 64, "%.*g", $0) }
-            guard written > 0 else { return String(value) }
-            return String(cString: buffer.baseAddress!)
-        }
-    }
-}
-
-/// Whole fields as C++ `UnknownFieldSet::ParseFromString` reads them (the primitives are
-/// ``WireFormat``'s; bounds-checked: false when the bytes are not a field).
-enum WireReader {
-    /// Skips the field at `i` (groups nested at most `groupBudget` deep); false when it is not one.
-    static func skipField(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int, groupBudget: Int) -> Bool {
-        guard let tag = WireFormat.readVarint(bytes, &i, end: end), tag <= UInt64(UInt32.max), tag >> 3 != 0 else {
-            return false
-        }
-        switch tag & 7 {
-        case 0: return WireFormat.readVarint(bytes, &i, end: end) != nil
-        case 1: return WireFormat.readFixed(UInt64.self, bytes, &i, end: end) != nil
-        case 5: return WireFormat.readFixed(UInt32.self, bytes, &i, end: end) != nil
-        case 2:
-            guard let length = WireFormat.readVarint(bytes, &i, end: end), length <= UInt64(Int32.max),
-                length <= UInt64(end - i)
-            else { return false }
-            i += Int(length)
-            return true
-        case 3:
-            guard groupBudget > 0 else { return false }
-            while true {
-                let before = i
-                guard let inner = WireFormat.readVarint(bytes, &i, end: end) else { return false }
-                if inner & 7 == 4 { return inner >> 3 == tag >> 3 }
-                i = before
-                if !skipField(bytes, &i, end: end, groupBudget: groupBudget - 1) { return false }
-            }
-        default:
-            return false
-        }
-    }
-
-    /// Whether `bytes[from..<to]` is a sequence of whole fields, as C++ `UnknownFieldSet::ParseFromString`
-    /// decides it (field number 0, wire types 6 and 7, a stray end-group tag and truncation fail).
-    static func isMessage(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, to end: Int, groupBudget: Int) -> Bool {
-        var i = from
-        while i < end {
-            if !skipField(bytes, &i, end: end, groupBudget: groupBudget) { return false }
-        }
-        return true
     }
 }
