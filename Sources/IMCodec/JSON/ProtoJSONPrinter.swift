@@ -12,9 +12,9 @@
 /// Canonical bytes already hold exactly the fields to print, in field-number order, each once,
 /// the elements of a repeated field (or the entries of a map) one after another:
 ///
-///     bytes:  08 01 │ 1a 03 "c-1" │ a2 01 04 0a 01 "a" 12 01 "1" ...
-///             field 1   field 3        field 20 (map entry: key 1, value 2)
-///     JSON:   {"schemaVersion":1, "clientMsgId":"c-1", "customParams":{"a":"1", ...}}
+///     bytes:  0a 03 "c-1" │ 48 02 │ 82 01 06 0a 01 "a" 12 01 "1"       (a Message)
+///             field 1       field 9  field 16: a map entry (key = 1, value = 2)
+///     JSON:   {"clientMsgId":"c-1","priority":"PRIORITY_NORMAL","customParams":{"a":"1"}}
 struct ProtoJSONPrinter {
     private var out: [UInt8] = []
     private let pretty: Bool

@@ -5,10 +5,10 @@
 /// ``ValueSchema/message`` links to the types of sub-messages.
 ///
 ///     MessageSchema  imcodec.v1.Message
-///       fields (by number) ── FieldSchema  3 "client_msg_id" / "clientMsgId"  value: string
-///                          ── FieldSchema 12 "priority"  value: enumeration ──▶ EnumSchema
-///                          ── FieldSchema 20 "custom_params"  map: key string, value string
-///                          ── FieldSchema 30 "quote"  value: message ──▶ MessageSchema …
+///       fields (by number) ── FieldSchema  1 "client_msg_id" / "clientMsgId"  value: string
+///                          ── FieldSchema  9 "priority"  value: enumeration ──▶ EnumSchema
+///                          ── FieldSchema 16 "custom_params"  map: key string, value string
+///                          ── FieldSchema 19 "quote"  value: message ──▶ MessageSchema …
 final class MessageSchema: @unchecked Sendable {
     // Immutable once the seam has built the model (`fields` is set once, before publication,
     // because message types refer to each other).
@@ -24,8 +24,8 @@ final class MessageSchema: @unchecked Sendable {
     private var byNumber: [Int32] = []
     private var byLargeNumber: [UInt32: Int] = [:]
     private static let tableLimit = 4096
-    /// Indices in ``fields``, in the bytewise order of the fields' schema names.
-    private var byProtoName: [Int] = []
+    /// The fields' schema names and indices in ``fields``, in the bytewise order of the names.
+    private var byProtoName: [(name: [UInt8], index: Int)] = []
     private var byJSONName: [ArraySlice<UInt8>: Int] = [:]
 
     init(fullName: String) {
@@ -47,7 +47,8 @@ final class MessageSchema: @unchecked Sendable {
             }
             byJSONName[field.name[...]] = index
         }
-        byProtoName = sorted.indices.sorted { sorted[$0].name.lexicographicallyPrecedes(sorted[$1].name) }
+        byProtoName = sorted.enumerated().map { ($0.element.name, $0.offset) }
+            .sorted { $0.name.lexicographicallyPrecedes($1.name) }
         for (index, field) in sorted.enumerated() {
             byJSONName[field.jsonName[...]] = index  // a json name wins over another field's schema name
         }
@@ -68,8 +69,8 @@ final class MessageSchema: @unchecked Sendable {
         var high = byProtoName.count
         while low < high {
             let middle = (low + high) / 2
-            let order = Self.compare(fields[byProtoName[middle]].name, name)
-            if order == 0 { return byProtoName[middle] }
+            let order = Self.compare(byProtoName[middle].name, name)
+            if order == 0 { return byProtoName[middle].index }
             if order < 0 { low = middle + 1 } else { high = middle }
         }
         return nil
@@ -85,8 +86,9 @@ final class MessageSchema: @unchecked Sendable {
     func field(jsonName name: ArraySlice<UInt8>) -> Int? { byJSONName[name] }
 }
 
-/// One field of a message.
-struct FieldSchema {
+/// One field of a message (a class: the engines pass fields around in their inner loops, and a
+/// reference costs one retain where this struct's arrays and links would cost several).
+final class FieldSchema: Sendable {
     /// The field number.
     let number: UInt32
     /// The name in the schema (`client_msg_id`).
@@ -149,14 +151,14 @@ struct FieldSchema {
 }
 
 /// A map field's entry: `key` is field 1, `value` field 2 of the entry message.
-struct MapEntrySchema {
+struct MapEntrySchema: Sendable {
     let key: ValueSchema
     let value: ValueSchema
 }
 
 /// The type of one value: a singular field, one element of a repeated field, or a map entry's key
 /// or value.
-struct ValueSchema {
+struct ValueSchema: Sendable {
     let kind: FieldKind
     /// For ``FieldKind/message``: the message type.
     let message: MessageSchema?
@@ -220,8 +222,11 @@ enum FieldKind: Sendable {
 final class EnumSchema: Sendable {
     /// The full name, e.g. `imcodec.v1.Priority`.
     let fullName: String
+    /// Names by number for the numbers 0 ..< ``tableLimit`` (enum values are small and dense).
+    private let smallNames: [[UInt8]?]
     private let names: [Int32: [UInt8]]
     private let numbers: [ArraySlice<UInt8>: Int32]
+    private static let tableLimit: Int32 = 1024
 
     /// - Parameter values: Every value in the schema's order; for numbers given twice (aliases)
     ///   the first name is the one printed.
@@ -233,13 +238,19 @@ final class EnumSchema: Sendable {
             if names[value.number] == nil { names[value.number] = value.name }
             numbers[value.name[...]] = value.number
         }
+        let largest = names.keys.filter { $0 >= 0 && $0 < Self.tableLimit }.max() ?? -1
+        var smallNames = [[UInt8]?](repeating: nil, count: Int(largest) + 1)
+        for (number, name) in names where number >= 0 && number <= largest { smallNames[Int(number)] = name }
+        self.smallNames = smallNames
         self.names = names
         self.numbers = numbers
     }
 
     /// The name of value `number`, nil when the schema has none (proto3 enums are open).
     @inline(__always)
-    func name(of number: Int32) -> [UInt8]? { names[number] }
+    func name(of number: Int32) -> [UInt8]? {
+        number >= 0 && Int(number) < smallNames.count ? smallNames[Int(number)] : names[number]
+    }
 
     /// The number of the value named `name`.
     func number(named name: ArraySlice<UInt8>) -> Int32? { numbers[name] }

@@ -77,68 +77,72 @@ struct TextFormatPrinter {
 
     /// Prints every field of the message whose canonical bytes are `bytes`.
     private mutating func printMessage(_ bytes: UnsafeBufferPointer<UInt8>, _ top: MessageSchema) {
-        // The open messages: their schema and where their bytes end.
-        var stack: [(schema: MessageSchema, end: Int)] = [(top, bytes.count)]
+        // The open messages outside the current one: their schema and where their bytes end.
+        var stack: [(schema: MessageSchema, end: Int)] = []
+        var schema = top
+        var end = bytes.count
         var i = 0
-        while let frame = stack.last {
-            if i >= frame.end {
-                stack.removeLast()
-                if stack.isEmpty { break }
+        while true {
+            if i >= end {
+                guard let outer = stack.popLast() else { break }
+                (schema, end) = outer
                 indent -= 1
                 beginLine()
                 ascii("}\n")
                 continue
             }
             let fieldStart = i
-            guard let tag = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }  // never: our own bytes
+            guard let tag = WireFormat.readVarint(bytes, &i, end: end) else { break }  // never: our own bytes
             let wireType = UInt8(tag & 7)
-            guard let index = frame.schema.field(number: UInt32(truncatingIfNeeded: tag >> 3)) else {
+            guard let index = schema.field(number: UInt32(truncatingIfNeeded: tag >> 3)) else {
                 i = fieldStart
-                printUnknownOrSkip(bytes, &i, end: frame.end)
+                printUnknownOrSkip(bytes, &i, end: end)
                 continue
             }
-            let field = frame.schema.fields[index]
+            let field = schema.fields[index]
             let expected = field.value.kind.wireType
             if wireType == expected {
                 if field.value.kind == .message, let sub = field.value.message {
-                    guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
+                    guard let length = WireFormat.readVarint(bytes, &i, end: end) else { break }
                     name(field)
                     ascii(" {\n")
                     indent += 1
-                    stack.append((sub, i + Int(length)))
+                    stack.append((schema, end))
+                    (schema, end) = (sub, i + Int(length))
                     continue
                 }
                 name(field)
                 ascii(": ")
-                printValue(bytes, &i, end: frame.end, field.value)
+                printValue(bytes, &i, end: end, field)
                 out.append(0x0A)
             } else if wireType == 2 && field.isRepeated && expected != 2 {
                 // A packed repeated scalar: one line per element, as the C++ printer shows them.
-                guard let length = WireFormat.readVarint(bytes, &i, end: frame.end) else { break }
-                let end = i + Int(length)
-                while i < end {
+                guard let length = WireFormat.readVarint(bytes, &i, end: end) else { break }
+                let recordEnd = i + Int(length)
+                while i < recordEnd {
                     name(field)
                     ascii(": ")
-                    printValue(bytes, &i, end: end, field.value)
+                    printValue(bytes, &i, end: recordEnd, field)
                     out.append(0x0A)
                 }
             } else {
                 i = fieldStart
-                printUnknownOrSkip(bytes, &i, end: frame.end)
+                printUnknownOrSkip(bytes, &i, end: end)
             }
         }
     }
 
-    /// Reads one value of type `value` at `i` and prints it as the C++ printer does.
+    /// Reads one value of `field` at `i` and prints it as the C++ printer does.
     private mutating func printValue(
         _ bytes: UnsafeBufferPointer<UInt8>,
         _ i: inout Int,
         end: Int,
-        _ value: ValueSchema
+        _ field: FieldSchema
     ) {
-        switch value.kind.readValue(bytes, &i, end: end) {
+        let kind = field.value.kind
+        switch kind.readValue(bytes, &i, end: end) {
         case .signed(let number):
-            if value.kind == .enumeration, let name = value.enumeration?.name(of: Int32(truncatingIfNeeded: number)) {
+            if kind == .enumeration, let name = field.value.enumeration?.name(of: Int32(truncatingIfNeeded: number)) {
                 out.append(contentsOf: name)
             } else {
                 ascii(String(number))
