@@ -1,4 +1,5 @@
-// swift-format-ignore-file: every Swift block of the docs this test runs must appear here verbatim.
+// swift-format-ignore-file
+// (Every Swift block of the docs this test runs must appear here verbatim.)
 
 #if Tools
 import Foundation
@@ -60,9 +61,7 @@ func sendAndCollect(_ texts: [String], group: any EventLoopGroup, port: Int) asy
     let connection = try await ClientBootstrap(group: group)
         .connect(host: "127.0.0.1", port: port) { channel in
             IMCodecFrameChannel.framing(
-                channel,
-                configuration: IMCodecFrameChannel.Configuration(isOutboundHalfClosureEnabled: true)
-            )
+                channel, configuration: IMCodecFrameChannel.Configuration(isOutboundHalfClosureEnabled: true))
         }
     return try await connection.withFrames { inbound, outbound in
         for text in texts {
@@ -131,10 +130,8 @@ struct AsyncArticleTests {
         let readme = try String(
             contentsOf: catalog.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("README.md"),
-            encoding: .utf8
-        )
-        let section =
-            try #require(readme.components(separatedBy: "\n## SwiftNIO").dropFirst().first)
+            encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## SwiftNIO").dropFirst().first)
             .components(separatedBy: "\n## ").first ?? ""
         let readmeBlocks = Self.swiftBlocks(in: section)
         #expect(!readmeBlocks.isEmpty)

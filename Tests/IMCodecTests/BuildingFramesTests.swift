@@ -1,4 +1,5 @@
-// swift-format-ignore-file: every Swift block of the docs this test runs must appear here verbatim.
+// swift-format-ignore-file
+// (Every Swift block of the docs this test runs must appear here verbatim.)
 
 // The BuildingFrames article (Sources/IMCodec/IMCodec.docc/BuildingFrames.md): every code block
 // in it appears here verbatim, compiles and runs, and every frame it builds validates and
@@ -19,236 +20,123 @@ struct BuildingFramesTests {
     // they run in one function, over 80 lines: the article's own length.
     @Test("every element kind and every event: each frame validates, round-trips and survives a file")
     func everyExample() throws {
-        let mention = Message.groupText(
-            from: "alice",
-            group: "team-apollo",
-            "@bob review please",
-            atUserIDs: ["bob"]
-        )
+        let mention = Message.groupText(from: "alice", group: "team-apollo", "@bob review please",
+                                        atUserIDs: ["bob"])
 
-        let photo = MessageElement.image(
-            format: .jpg,
-            [
-                ImageInfo(
-                    type: .original,
-                    uuid: "img-1",
-                    size: 482_113,
-                    width: 3024,
-                    height: 4032,
-                    url: "https://cdn.example.com/img-1"
-                ),
-                ImageInfo(
-                    type: .thumbnail,
-                    uuid: "img-1-t",
-                    size: 9_021,
-                    width: 198,
-                    height: 264,
-                    url: "https://cdn.example.com/img-1-t"
-                ),
-            ]
-        )
-        let report = MessageElement.file(
-            uuid: "file-7",
-            name: "Q3.pdf",
-            size: 1_048_576,
-            url: "https://cdn.example.com/file-7"
-        )
+        let photo = MessageElement.image(format: .jpg, [
+            ImageInfo(type: .original, uuid: "img-1", size: 482_113, width: 3024, height: 4032,
+                      url: "https://cdn.example.com/img-1"),
+            ImageInfo(type: .thumbnail, uuid: "img-1-t", size: 9_021, width: 198, height: 264,
+                      url: "https://cdn.example.com/img-1-t"),
+        ])
+        let report = MessageElement.file(uuid: "file-7", name: "Q3.pdf", size: 1_048_576,
+                                         url: "https://cdn.example.com/file-7")
 
-        let voice = MessageElement.sound(
-            uuid: "snd-3",
-            size: 24_576,
-            durationS: 6,
-            url: "https://cdn.example.com/snd-3"
-        )
+        let voice = MessageElement.sound(uuid: "snd-3", size: 24_576, durationS: 6,
+                                         url: "https://cdn.example.com/snd-3")
         let clip = MessageElement.video(
             (uuid: "vid-9", type: "mp4", size: 5_242_880, url: "https://cdn.example.com/vid-9"),
             durationS: 31,
-            snapshot: (
-                uuid: "vid-9-s", type: "jpg", size: 40_960, width: 720, height: 1280,
-                url: "https://cdn.example.com/vid-9-s"
-            )
-        )
+            snapshot: (uuid: "vid-9-s", type: "jpg", size: 40_960, width: 720, height: 1280,
+                       url: "https://cdn.example.com/vid-9-s"))
 
         let place = MessageElement.location(latitude: 22.5431, longitude: 114.0579, description: "Shenzhen Bay")
         let sticker = MessageElement.face(index: 12)
         let card = MessageElement.custom(Array(#"{"kind":"order","id":42}"#.utf8), description: "Order #42")
         let lunch = MessageElement.poll(id: "poll-1", question: "Lunch?", options: ["Noodles", "Dumplings"])
 
-        let chain = Message(
-            from: "alice",
-            in: .group("team-apollo"),
-            elements: [.text("Where we met: "), place, sticker]
-        )
+        let chain = Message(from: "alice", in: .group("team-apollo"),
+                            elements: [.text("Where we met: "), place, sticker])
         let frame = Frame(chain)
 
         let joined = MessageElement.with {
-            $0.content = .groupTips(
-                GroupTipsElement.with {
-                    $0.type = .join
-                    $0.groupID = "team-apollo"
-                    $0.operatorID = "alice"
-                    $0.memberIDs = ["carol"]
-                    $0.memberCount = 12
-                }
-            )
+            $0.content = .groupTips(GroupTipsElement.with {
+                $0.type = .join
+                $0.groupID = "team-apollo"
+                $0.operatorID = "alice"
+                $0.memberIDs = ["carol"]
+                $0.memberCount = 12
+            })
         }
 
-        let forward = Message.merger(
-            from: "alice",
-            in: .oneToOne("dave"),
-            title: "Launch thread",
-            messages: [mention, chain]
-        )
+        let forward = Message.merger(from: "alice", in: .oneToOne("dave"), title: "Launch thread",
+                                     messages: [mention, chain])
 
         let sent = Message.c2cText(from: "alice", to: "bob", "Hi Bob!")
         let ref = sent.reference
 
         let read = Frame.readReceipt(for: ref, by: "bob")
-        let delivered = Frame(
-            .receipt(
-                MessageReceipt.with {
-                    $0.kind = .delivered; $0.message = ref; $0.userID = "bob"; $0.deviceID = "bob-phone"
-                }
-            )
-        )
+        let delivered = Frame(.receipt(MessageReceipt.with {
+            $0.kind = .delivered; $0.message = ref; $0.userID = "bob"; $0.deviceID = "bob-phone"
+        }))
         let c2cRead = Frame(.c2cReadReceipt(C2CReadReceipt(userID: "bob", tencentTimestamp: 1_700_000_000)))
         let recall = Frame.recall(ref, by: "alice", reason: "typo")
 
         let groupMessage = mention.reference
         let askReceipts = Frame(.readReceiptRequest(ReadReceiptRequest.with { $0.messages = [groupMessage] }))
-        let askReaders = Frame(
-            .groupReadMembersRequest(
-                GroupReadMembersRequest.with {
-                    $0.message = groupMessage; $0.filter = .read; $0.count = 50
-                }
-            )
-        )
-        let counts = Frame(
-            .receipts(
-                ReceiptBatch.with {
-                    $0.receipts = [
-                        MessageReceipt.with {
-                            $0.kind = .read; $0.message = groupMessage; $0.groupID = "team-apollo"
-                            $0.readCount = 3; $0.unreadCount = 9
-                        }
-                    ]
-                }
-            )
-        )
-        let readers = Frame(
-            .groupReadMembers(
-                GroupReadMembers.with {
-                    $0.message = groupMessage; $0.read = true; $0.memberIDs = ["bob", "carol", "dave"];
-                    $0.finished = true
-                }
-            )
-        )
+        let askReaders = Frame(.groupReadMembersRequest(GroupReadMembersRequest.with {
+            $0.message = groupMessage; $0.filter = .read; $0.count = 50
+        }))
+        let counts = Frame(.receipts(ReceiptBatch.with {
+            $0.receipts = [MessageReceipt.with {
+                $0.kind = .read; $0.message = groupMessage; $0.groupID = "team-apollo"
+                $0.readCount = 3; $0.unreadCount = 9
+            }]
+        }))
+        let readers = Frame(.groupReadMembers(GroupReadMembers.with {
+            $0.message = groupMessage; $0.read = true; $0.memberIDs = ["bob", "carol", "dave"]; $0.finished = true
+        }))
 
         var edited = sent  // the same message (same clientMsgID), a later version
         edited.elements = [.text("Hi Bob, welcome!")]
         edited.editVersion += 1
-        let edit = Frame(
-            .edit(
-                EditEvent.with {
-                    $0.message = ref; $0.newMessage = edited; $0.editorID = "alice"
-                }
-            )
-        )
-        let delete = Frame(
-            .delete(
-                DeleteEvent.with {
-                    $0.messages = [ref]; $0.scope = .everyone; $0.operatorID = "alice"
-                }
-            )
-        )
-        let typing = Frame(
-            .typing(
-                TypingEvent.with {
-                    $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
-                }
-            )
-        )
-        let markRead = Frame(
-            .markRead(
-                MarkReadEvent.with {
-                    $0.conversation = .group("team-apollo"); $0.userID = "bob"; $0.readSeq = 4_096
-                }
-            )
-        )
+        let edit = Frame(.edit(EditEvent.with {
+            $0.message = ref; $0.newMessage = edited; $0.editorID = "alice"
+        }))
+        let delete = Frame(.delete(DeleteEvent.with {
+            $0.messages = [ref]; $0.scope = .everyone; $0.operatorID = "alice"
+        }))
+        let typing = Frame(.typing(TypingEvent.with {
+            $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
+        }))
+        let markRead = Frame(.markRead(MarkReadEvent.with {
+            $0.conversation = .group("team-apollo"); $0.userID = "bob"; $0.readSeq = 4_096
+        }))
 
-        let reaction = Frame(
-            .reaction(
-                ReactionEvent.with {
-                    $0.message = ref; $0.userID = "bob"; $0.emoji = "👍"; $0.action = .add
-                }
-            )
-        )
-        let pin = Frame(
-            .pin(
-                PinEvent.with {
-                    $0.conversation = .oneToOne("bob"); $0.message = ref; $0.pinned = true; $0.operatorID = "bob"
-                }
-            )
-        )
-        let vote = Frame(
-            .pollVote(
-                PollVoteEvent.with {
-                    $0.pollMessage = ref; $0.pollID = "poll-1"; $0.voterID = "bob"; $0.optionIDs = [2]
-                }
-            )
-        )
-        let closed = Frame(
-            .pollUpdate(
-                PollUpdate.with {
-                    $0.pollMessage = ref; $0.pollID = "poll-1"; $0.closed = true; $0.closedBy = "alice"
-                    $0.results = [
-                        PollOptionResult.with {
-                            $0.optionID = 2; $0.votes = 1
-                        }
-                    ]; $0.voterCount = 1
-                }
-            )
-        )
-        let timer = Frame(
-            .disappearingTimer(
-                DisappearingTimerEvent.with {
-                    $0.conversation = .oneToOne("bob"); $0.expireAfterS = 86_400; $0.operatorID = "alice"
-                }
-            )
-        )
-        let mute = Frame(
-            .receiveOption(
-                ReceiveOptionChange.with {
-                    $0.conversation = .group("team-apollo"); $0.option = .receiveNotNotify; $0.userID = "bob"
-                }
-            )
-        )
+        let reaction = Frame(.reaction(ReactionEvent.with {
+            $0.message = ref; $0.userID = "bob"; $0.emoji = "👍"; $0.action = .add
+        }))
+        let pin = Frame(.pin(PinEvent.with {
+            $0.conversation = .oneToOne("bob"); $0.message = ref; $0.pinned = true; $0.operatorID = "bob"
+        }))
+        let vote = Frame(.pollVote(PollVoteEvent.with {
+            $0.pollMessage = ref; $0.pollID = "poll-1"; $0.voterID = "bob"; $0.optionIDs = [2]
+        }))
+        let closed = Frame(.pollUpdate(PollUpdate.with {
+            $0.pollMessage = ref; $0.pollID = "poll-1"; $0.closed = true; $0.closedBy = "alice"
+            $0.results = [PollOptionResult.with { $0.optionID = 2; $0.votes = 1 }]; $0.voterCount = 1
+        }))
+        let timer = Frame(.disappearingTimer(DisappearingTimerEvent.with {
+            $0.conversation = .oneToOne("bob"); $0.expireAfterS = 86_400; $0.operatorID = "alice"
+        }))
+        let mute = Frame(.receiveOption(ReceiveOptionChange.with {
+            $0.conversation = .group("team-apollo"); $0.option = .receiveNotNotify; $0.userID = "bob"
+        }))
 
-        let notice = Frame(
-            .systemNotice(
-                SystemNotice.with {
-                    $0.type = "maintenance"; $0.params = ["window": "02:00-03:00 UTC"]
-                    $0.text = "Planned maintenance tonight"
-                }
-            )
-        )
-        let history = Frame(
-            .historyRequest(
-                HistoryRequest.with {
-                    $0.conversation = .group("team-apollo"); $0.count = 20; $0.direction = .older
-                }
-            )
-        )
+        let notice = Frame(.systemNotice(SystemNotice.with {
+            $0.type = "maintenance"; $0.params = ["window": "02:00-03:00 UTC"]
+            $0.text = "Planned maintenance tonight"
+        }))
+        let history = Frame(.historyRequest(HistoryRequest.with {
+            $0.conversation = .group("team-apollo"); $0.count = 20; $0.direction = .older
+        }))
 
-        let elementFrames =
-            [mention, chain, forward].map(Frame.init)
+        let elementFrames = [mention, chain, forward].map(Frame.init)
             + [photo, report, voice, clip, place, sticker, card, lunch].map {
                 Frame(Message(from: "alice", in: .group("team-apollo"), elements: [$0]))
             }
-        let elementKinds = Set(
-            ([chain, forward, mention].flatMap(\.elements)
-                + [photo, report, voice, clip, card, lunch, joined]).compactMap { $0.content?.kind }
-        )
+        let elementKinds = Set(([chain, forward, mention].flatMap(\.elements)
+            + [photo, report, voice, clip, card, lunch, joined]).compactMap { $0.content?.kind })
         #expect(elementKinds == Set(MessageElement.Content.Kind.allCases), "an element kind has no example")
 
         let eventFrames = [
@@ -320,9 +208,7 @@ struct BuildingFramesTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let article = try String(
-            contentsOf: root.appendingPathComponent("Sources/IMCodec/IMCodec.docc/BuildingFrames.md"),
-            encoding: .utf8
-        )
+            contentsOf: root.appendingPathComponent("Sources/IMCodec/IMCodec.docc/BuildingFrames.md"), encoding: .utf8)
         let tests = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
         let testLines = tests.split(separator: "\n", omittingEmptySubsequences: false).map(trimmed)
         let blocks = article.components(separatedBy: "```swift\n").dropFirst().map {
@@ -350,8 +236,8 @@ func readFrames(from socket: Int32, _ handle: (Frame) throws -> Void) throws {
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
         while let next = try pending.withUnsafeBytes({ buffer in
-            try Delimited.readLengthPrefix(buffer, maxLength: DecodingOptions().maxInputSize)
-        }), pending.count >= next.prefixSize + next.length {
+                  try Delimited.readLengthPrefix(buffer, maxLength: DecodingOptions().maxInputSize)
+              }), pending.count >= next.prefixSize + next.length {
             let end = next.prefixSize + next.length
             try handle(Frame(serializedBytes: pending[next.prefixSize..<end]))
             pending.removeFirst(end)
@@ -372,3 +258,4 @@ func send(_ frame: Frame, to socket: Int32) {
         sent += count
     }
 }
+
