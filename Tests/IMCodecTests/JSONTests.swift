@@ -1,6 +1,6 @@
 // Canonical proto3 JSON: printing (IMCodecMessage.jsonString), parsing (init(jsonString:)) and the
 // by-name entry points (ProtoJSON). Expected texts are what Python's json_format (protobuf 4.21)
-// prints for the same messages; see Sources/IMCodec/JSON/ and Sources/IMCodec/CSeam/Reflection/.
+// prints for the same messages; see Sources/IMCodec/JSON/ and Sources/IMCodec/Schema/.
 import IMCodec
 import IMCodecTestSupport
 import Testing

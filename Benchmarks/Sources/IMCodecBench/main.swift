@@ -16,6 +16,8 @@ struct Options {
     /// --profile PATH: run only that path, `profilePasses` times, for valgrind (no timing).
     var profilePath: String?
     var profilePasses = 3
+    /// --formats: measure only the JSON and text-format paths (Formats.swift).
+    var formats = false
 }
 
 func parseOptions() -> Options {
@@ -39,11 +41,12 @@ func parseOptions() -> Options {
         case "--no-large": options.large = false
         case "--profile": options.profilePath = value(arg)
         case "--passes": options.profilePasses = max(1, Int(value(arg)) ?? 3)
+        case "--formats": options.formats = true
         case "-h", "--help":
             print(
                 """
                 usage: imcodec-bench [--json FILE] [--quick] [--repetitions N] [--min-time SECONDS]
-                                     [--frames N] [--seed N] [--no-large]
+                                     [--frames N] [--seed N] [--no-large] [--formats]
                   --json FILE       also write the traffic corpus figures as a JSON array of
                                     {"path", "ns_per_msg", "mb_per_s", "mallocs_per_msg"}
                   --quick           3 short repetitions per path (a smoke run; figures are noisy)
@@ -55,6 +58,8 @@ func parseOptions() -> Options {
                   --profile PATH    run one path (a name from the table) --passes N times (default 3)
                                     over the traffic corpus, untimed, for valgrind: collect with
                                     --collect-atstart=no --toggle-collect='*profileLoop*'
+                  --formats         measure only proto3 JSON and text format (print from values,
+                                    parse into values) on the traffic corpus
                 """
             )
             exit(0)
@@ -481,6 +486,16 @@ if let name = options.profilePath {
         "profiled \"\(name)\": \(options.profilePasses) passes over \(corpus.count) frames = \(messages) messages "
             + "(\(corpus.totalBytes) bytes a pass); \(format(mallocs, 2)) mallocs/msg"
     )
+    exit(0)
+}
+
+if options.formats {
+    var generator = CorpusGenerator(seed: options.seed)
+    let traffic = generator.traffic(count: options.frames)
+    let corpus = Corpus(name: "traffic", frames: traffic.frames.map { $0.serializedBytes() }, mix: traffic.mix)
+    print("IMCodec benchmark, text formats: JSON and text format print and parse on the traffic corpus")
+    print("machine: \(machineDescription())")
+    do { try runFormats(try Prepared(corpus), settings: options.settings) } catch { fail("\(error)") }
     exit(0)
 }
 

@@ -19,10 +19,11 @@ internal import CProtobufC
 ///
 /// Its callers: `IMCodecMessage.init(serializedBytes:options:)` (and through it `merge` and
 /// ``Delimited``), ``WireDecoder`` (`decode`, `withFrameView`, and the check ``ServerStamp`` makes;
-/// IMCodecNIO decodes with a `WireDecoder`), JSON printed from binary (`ProtoJSONPrinter`), and
-/// the accounting decode of the fuzz oracles (`DecodeProbe`). JSON parsing has no wire bytes to
-/// scan: `ProtoJSONParser` builds the message itself, in an arena made and capped here
-/// (`withParsed`), which hands it over the same way.
+/// IMCodecNIO decodes with a `WireDecoder`), the accounting decode of the fuzz oracles
+/// (`DecodeProbe`), and the format engines: the JSON and text-format parsers write wire bytes
+/// that `init(serializedBytes:options:)` then decodes, and the JSON printer, which walks a
+/// value's canonical bytes, has them checked and its stack provided here (`withNesting`,
+/// `withCanonicalBytes`).
 ///
 /// The entry points that take a body are generic in what the body returns, so that the
 /// conversion to a Swift value (or the body of `withFrameView`) is specialized in the caller's
@@ -256,33 +257,36 @@ enum DecodePipeline {
         try DecodeStack.run(depth: message.depth) { M(_protobufCMessage: message) }
     }
 
-    // MARK: JSON
+    // MARK: Format engines
 
-    /// Makes the arena for a message that `build` assembles from JSON text of `inputSize` bytes,
-    /// runs `build` and then `body` where the stack allows `depth` levels, refuses a frame for
-    /// newer readers unless `acceptsNewerFrames`, and passes `body` the message.
-    ///
-    /// There is no pre-scan, so no estimate: the arena starts at 2 bytes per byte of JSON (a
-    /// message's structs take fewer bytes than its JSON, which spells out names, quotes and
-    /// digits; binary input starts at 4 per byte), and is capped at the memory limit the default
-    /// ``DecodingOptions`` give input of that size.
-    static func withParsed<R>(
-        _ descriptor: _ProtobufCDescriptor,
-        inputSize: Int,
-        depth: Int,
-        acceptsNewerFrames: Bool,
-        build: (Arena) throws(IMCodecError) -> UnsafeMutableRawPointer,
-        _ body: (_ProtobufCMessage) throws(IMCodecError) -> R
+    /// Checks `bytes`, the canonical encoding of a value of type `M`, with the pre-scan and
+    /// `options` (no unpacking), then runs `body` where the stack allows the nesting the scan
+    /// found (for the JSON printer, which recurses once per message level).
+    static func withNesting<M: IMCodecMessage, R>(
+        of bytes: [UInt8],
+        _ type: M.Type,
+        options: DecodingOptions,
+        _ body: () throws(IMCodecError) -> R
     ) throws(IMCodecError) -> R {
-        let arena = try Arena(
-            firstBlockSize: usualBlockSize(inputSize: inputSize, bytesPerInputByte: 2),
-            maxBytes: DecodingOptions().decodedMemoryLimit(forInputSize: inputSize)
-        )
-        return try withExtendedLifetime(arena) { () throws(IMCodecError) -> R in
-            try DecodeStack.run(depth: depth) { () throws(IMCodecError) -> R in
-                let message = try build(arena)
-                if !acceptsNewerFrames { try WireCodec.checkReaderVersion(descriptor, UnsafeRawPointer(message)) }
-                return try body(_ProtobufCMessage(message.assumingMemoryBound(to: ProtobufCMessage.self)))
+        let depth = try withContiguousBytes(bytes) { (buffer) throws(IMCodecError) -> Int in
+            Int(try WireCodec.scan(M._protobufCDescriptor, buffer, options: options).max_depth_seen)
+        }
+        return try DecodeStack.run(depth: depth, body)
+    }
+
+    /// Decodes `bytes` as an `M` (the whole recipe, with `options`) and passes `body` the canonical
+    /// encoding of the value, where the stack allows its nesting: the conversion, the encoding and
+    /// `body` all recurse once per level (JSON printed from wire bytes of any form).
+    static func withCanonicalBytes<M: IMCodecMessage, R>(
+        _ type: M.Type,
+        _ bytes: [UInt8],
+        options: DecodingOptions,
+        _ body: ([UInt8]) throws(IMCodecError) -> R
+    ) throws(IMCodecError) -> R {
+        try withMessage(M._protobufCDescriptor, bytes, options: options, arena: nil) {
+            (message) throws(IMCodecError) -> R in
+            try DecodeStack.run(depth: message.depth) { () throws(IMCodecError) -> R in
+                try body(M(_protobufCMessage: message).serializedBytes())
             }
         }
     }

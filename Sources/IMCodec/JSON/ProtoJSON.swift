@@ -55,16 +55,7 @@ extension IMCodecMessage {
     /// - Throws: ``IMCodecError`` when the value cannot be represented: nesting deeper than
     ///   ``DecodingOptions/maxDepthCap`` (``IMCodecError/Code/tooDeep``).
     public func jsonString(options: JSONEncodingOptions = JSONEncodingOptions()) throws(IMCodecError) -> String {
-        let bytes = serializedBytes()
-        // The bytes are our own, so only the stack-depth cap applies (and a value is printed whatever
-        // reader version it asks for).
-        let decoding = DecodingOptions.ownBytes(maxDecodedMemory: Int.max, acceptsNewerFrames: true)
-        return try ProtoJSONPrinter.print(
-            binary: bytes,
-            descriptor: Self._protobufCDescriptor,
-            decoding: decoding,
-            options: options
-        )
+        String(decoding: try _jsonUTF8Bytes(options: options), as: UTF8.self)
     }
 
     /// Reads a message from proto3 JSON.
@@ -79,21 +70,19 @@ extension IMCodecMessage {
     /// - Throws: ``IMCodecError`` with code ``IMCodecError/Code/invalidJSON`` and the byte offset
     ///   of the problem in the UTF-8 text, ``IMCodecError/Code/tooLarge`` for text over
     ///   `maxInputSize`, ``IMCodecError/Code/tooDeep`` for nesting deeper than `maxDepth`,
-    ///   or ``IMCodecError/Code/memoryLimitExceeded`` when the decoded message would need
-    ///   more than 16 times the text's size plus 1 MiB (the binary decoder's default cap).
+    ///   or ``IMCodecError/Code/memoryLimitExceeded`` when the decoded message (protobuf-c's
+    ///   structs and the Swift value, as the binary decoder estimates them) would need more than
+    ///   32 times the text's size plus 1 MiB (the binary decoder's default cap for input twice
+    ///   the text's size).
     public init(jsonString: String, options: JSONDecodingOptions = JSONDecodingOptions()) throws(IMCodecError) {
         self = try ProtoJSONParser.decode(Self.self, json: jsonString, options: options)
     }
 
     /// The UTF-8 bytes of ``jsonString(options:)`` (implementation of `jsonUTF8Data(options:)`).
     func _jsonUTF8Bytes(options: JSONEncodingOptions) throws(IMCodecError) -> [UInt8] {
-        let decoding = DecodingOptions.ownBytes(maxDecodedMemory: Int.max, acceptsNewerFrames: true)
-        return try ProtoJSONPrinter.printUTF8(
-            binary: serializedBytes(),
-            descriptor: Self._protobufCDescriptor,
-            decoding: decoding,
-            options: options
-        )
+        // The bytes are our own, so only the stack-depth cap applies (and a value is printed whatever
+        // reader version it asks for).
+        try ProtoJSONPrinter.printUTF8(canonical: serializedBytes(), Self.self, options: options)
     }
 
     /// Reads a message from JSON given as UTF-8 bytes, in place (implementation of
@@ -121,12 +110,10 @@ public enum ProtoJSON {
         options: JSONEncodingOptions = JSONEncodingOptions()
     ) throws(IMCodecError) -> String {
         let type = try self.type(named: messageType)
-        return try ProtoJSONPrinter.print(
-            binary: bytes,
-            descriptor: type._protobufCDescriptor,
-            decoding: decoding,
-            options: options
-        )
+        func print<M: IMCodecMessage>(_ type: M.Type) throws(IMCodecError) -> [UInt8] {
+            try ProtoJSONPrinter.printUTF8(binary: bytes, M.self, decoding: decoding, options: options)
+        }
+        return String(decoding: try print(type), as: UTF8.self)
     }
 
     /// Reads proto3 JSON of the named message type and returns its canonical protobuf wire bytes.

@@ -43,7 +43,7 @@ extension IMCodecMessage {
     public func textFormatString(options: TextFormatEncodingOptions = TextFormatEncodingOptions()) -> String {
         TextFormatPrinter.print(
             canonical: serializedBytes(),
-            descriptor: Self._protobufCDescriptor.pointer,
+            schema: Self.messageSchema,
             options: options
         )
     }
