@@ -177,26 +177,7 @@ struct GroupBenchRun {
         // One message at a time: sent once the previous one reached every other member.
         let relayCPUBefore = try cpuSeconds(pid: child.pid)
         let sender = clients[0]
-        let receivers = clients.dropFirst()
-        var first: [UInt64] = []
-        var all: [UInt64] = []
-        for k in 0..<messages {
-            let arrivals = try receivers.map { client in
-                try client.eventLoop.submit { client.value.arrival(k) }.wait()
-            }
-            let sentAt = try bounded(
-                sender.eventLoop.submit { sender.value.send(k) },
-                until: deadline,
-                "sending message \(k)"
-            )
-            let times = try bounded(
-                EventLoopFuture.whenAllSucceed(arrivals, on: group.next()),
-                until: deadline,
-                "message \(k) reaching every member"
-            )
-            first.append((times.min() ?? sentAt) &- sentAt)
-            all.append((times.max() ?? sentAt) &- sentAt)
-        }
+        var (first, all) = try fanOut(from: sender, to: clients.dropFirst(), until: deadline)
         try bounded(sender.eventLoop.submit { sender.value.allAcked.futureResult }.wait(), until: deadline, "acks")
         let relayCPU = try cpuSeconds(pid: child.pid) - relayCPUBefore
         // A duplicate would arrive right after the last expected frame: give it a moment.
@@ -227,6 +208,35 @@ struct GroupBenchRun {
             loginSeconds: loginSeconds,
             relayCPUMicrosecondsPerDelivery: relayCPU * 1e6 / Double(messages * (members - 1))
         )
+    }
+
+    /// Sends the messages from `sender`, each once the previous one reached every receiver: for each,
+    /// the time until the first and until the last receiver had it (nanoseconds).
+    private func fanOut(
+        from sender: NIOLoopBound<GroupBenchClient>,
+        to receivers: ArraySlice<NIOLoopBound<GroupBenchClient>>,
+        until deadline: NIODeadline
+    ) throws -> (first: [UInt64], all: [UInt64]) {
+        var first: [UInt64] = []
+        var all: [UInt64] = []
+        for k in 0..<messages {
+            let arrivals = try receivers.map { client in
+                try client.eventLoop.submit { client.value.arrival(k) }.wait()
+            }
+            let sentAt = try bounded(
+                sender.eventLoop.submit { sender.value.send(k) },
+                until: deadline,
+                "sending message \(k)"
+            )
+            let times = try bounded(
+                EventLoopFuture.whenAllSucceed(arrivals, on: group.next()),
+                until: deadline,
+                "message \(k) reaching every member"
+            )
+            first.append((times.min() ?? sentAt) &- sentAt)
+            all.append((times.max() ?? sentAt) &- sentAt)
+        }
+        return (first, all)
     }
 }
 

@@ -292,6 +292,8 @@ struct BenchRun {
     let timeoutSeconds: Int
     let group: MultiThreadedEventLoopGroup
 
+    // Long on purpose (over 80 lines): the phases of one run (start, logins, send phase, checks,
+    // figures), in the order they happen.
     func run() throws -> BenchFigures {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -21,6 +21,8 @@ extension Router {
         }
     }
 
+    // Long on purpose (about 85 lines): the path of one message, in order: admission, resend, stamp,
+    // live-only delivery or keeping, and the acknowledgement after the commit.
     /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes
     /// with the stamp appended. A kept message is acknowledged and forwarded once it is committed.
     func routeMessage(_ frame: InboundFrame, from session: Session, user: String) {

@@ -43,6 +43,8 @@ struct JSONTokenizer {
         }
     }
 
+    // Long on purpose (over 80 lines): one loop over the input with an explicit stack, never
+    // recursion, so nesting costs no stack; its cases are the JSON grammar's tokens.
     private mutating func run(maxNesting: Int) throws(IMCodecError) {
         var stack: [Int] = []  // node indices of the open arrays and objects
         skipWhitespace()

@@ -833,6 +833,16 @@ struct Validator {
     // MARK: Messages
 
     mutating func check(_ message: Message, at path: String, mergerDepth: Int) {
+        checkConversation(message, at: path)
+        if message.elements.isEmpty {
+            report(.emptyElementChain, Self.join(path, "elements"), "the message has no elements")
+        }
+        checkFeatures(message, at: path)
+        checkElements(message, at: path, mergerDepth: mergerDepth)
+    }
+
+    /// The conversation, @ mentions, body size, group kind and targeted receivers of a message.
+    private mutating func checkConversation(_ message: Message, at path: String) {
         let type = message.conversation?.type ?? .unspecified
         if message.conversation == nil || type == .unspecified {
             report(.missingConversation, path, "the message has no conversation type")
@@ -864,10 +874,11 @@ struct Validator {
                 "targeted receivers are only allowed in group and ultra-group conversations, not chatrooms"
             )
         }
-        if message.elements.isEmpty {
-            report(.emptyElementChain, Self.join(path, "elements"), "the message has no elements")
-        }
-        checkFeatures(message, at: path)
+    }
+
+    /// Each element of a message: alone where it must be, its content's own rules.
+    private mutating func checkElements(_ message: Message, at path: String, mergerDepth: Int) {
+        let type = message.conversation?.type ?? .unspecified
         let chainLength = message.elements.count
         let nonText = message.elements.count(where: { $0.content?.kind != .text })
         for (i, element) in message.elements.enumerated() {
