@@ -138,7 +138,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics", condition: tools),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: tools),
             ],
-            exclude: ["README.md"]
+            exclude: ["README.md", "SCALING.md"]
         ),
         .testTarget(
             name: "IMCodecNIOTests",

@@ -137,8 +137,18 @@ extension Router {
         bundle.userID = user
         bundle.deviceID = device
         bundle.publishedAtMs = RelayProtocol.nowMs()
-        keyBundles[DeviceKey(user: user, device: device), default: [:]][bundle.kind] = bundle
+        let key = DeviceKey(user: user, device: device)
+        keyBundles[key, default: [:]][bundle.kind] = bundle
+        keepKeyBundle(bundle, of: key)
+        // Answered once committed (as every answer is): a relay that said it took a bundle keeps it.
         if requestID != 0 { result(session, requestID) }
+    }
+
+    /// Adds a device's key bundle, as it now is, to the store's next batch.
+    private func keepKeyBundle(_ bundle: KeyBundle, of device: DeviceKey) {
+        store.batch.keyBundles.append(
+            StoredKeyBundle(device: device, kind: Int32(bundle.kind.rawValue), bytes: bundle.serializedBytes())
+        )
     }
 
     /// Answers a key fetch with the bundles of the user's devices (those named, or all), each with
@@ -156,6 +166,7 @@ extension Router {
             if !stored.oneTimeKeys.isEmpty {
                 stored.oneTimeKeys.removeFirst()
                 keyBundles[device]?[request.kind] = stored
+                keepKeyBundle(stored, of: device)
             }
             answer.bundles.append(handed)
         }
@@ -163,6 +174,8 @@ extension Router {
             answer.errorCode = RelayProtocol.RequestError.noKeys
             answer.errorDescription = "noKeys: \(request.userID) has published no keys of that kind"
         }
+        // Answered once committed (as every answer is): a one-time key handed out is gone from the
+        // store first, so no restart hands it out again.
         self.answer(RelayProtocol.answer(.keyFetchResponse(answer), requestID: requestID), to: session)
     }
 

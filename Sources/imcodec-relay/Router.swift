@@ -45,8 +45,9 @@ final class Router {
     /// When each user that went offline was last online.
     var lastOnlineMs: [String: Int64] = [:]
     /// The end-to-end key bundles each device published, by kind (opaque bytes; see
-    /// Router+Requests.swift). Kept in memory: a restarted relay has none until devices publish
-    /// again, which clients do at every login.
+    /// Router+Requests.swift), as stored: a publish and a fetch that hands out a one-time key are
+    /// answered once committed, so a restarted relay serves the same bundles and never hands out a
+    /// one-time key twice.
     var keyBundles: [DeviceKey: [KeyBundleKind: KeyBundle]] = [:]
     var uidCounter: UInt64 = 0
     var sessionCounter: UInt64 = 0
@@ -82,6 +83,10 @@ final class Router {
         conversations = state.conversations
         streams = state.streams
         devicePositions = state.devicePositions
+        for stored in state.keyBundles {
+            guard let bundle = try? KeyBundle(serializedBytes: stored.bytes) else { continue }
+            keyBundles[stored.device, default: [:]][bundle.kind] = bundle
+        }
         for (device, frames) in state.recentEvents {
             var recent = RecentEvents()
             for frame in frames { recent.insert(frame) }

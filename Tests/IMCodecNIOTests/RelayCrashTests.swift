@@ -281,6 +281,70 @@ struct RelayCrashTests {
         var testDescription: String { rawValue.uppercased() }
     }
 
+    /// Bob's phone publishes a key bundle with three one-time keys and alice fetches one (key 1),
+    /// each answered, so committed. After SIGKILL and a restart the relay serves the same bundle and
+    /// hands out key 2, then key 3: a one-time key handed out before the crash is never handed out
+    /// again, and a published bundle is not lost.
+    @Test func keyBundlesAndUsedOneTimeKeysSurviveSIGKILL() async throws {
+        let folder = try TemporaryFolder("keys")
+        defer { folder.remove() }
+        try await withClientGroup { group in
+            var relay = try await RelayChild.start(folder: folder)
+            defer { relay.forceKill() }
+            let bob = try await TestClient.connect(port: relay.port, as: "bob", group: group, deviceID: "phone")
+            var publish = Frame(
+                .keyPublish(
+                    .with {
+                        $0.bundle = .with {
+                            $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 9, count: 32)
+                            $0.oneTimeKeys = [[1], [2], [3]].map { key in OneTimeKey.with { $0.key = key } }
+                        }
+                    }
+                )
+            )
+            publish.requestID = 1
+            guard case .requestResult(let published)? = try await bob.ask(publish)?.payload else {
+                Issue.record("no answer to the publish")
+                return
+            }
+            #expect(published.errorCode == 0)
+            func fetch(_ client: TestClient, _ id: UInt64) async throws -> KeyFetchResponse? {
+                var request = Frame(
+                    .keyFetchRequest(
+                        .with {
+                            $0.userID = "bob"; $0.kind = .signalPrekeys
+                        }
+                    )
+                )
+                request.requestID = id
+                guard case .keyFetchResponse(let response)? = try await client.ask(request)?.payload else { return nil }
+                return response
+            }
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            #expect(try await fetch(alice, 2)?.bundles.first?.oneTimeKeys.map(\.key) == [[1]])
+
+            relay.signal(SIGKILL)
+            #expect(await relay.waitForExit())
+            #expect(relay.terminatedBySignal == SIGKILL)
+            await alice.close()
+            await bob.close()
+
+            relay = try await RelayChild.start(folder: folder)
+            let alice2 = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            let after = try #require(try await fetch(alice2, 3))
+            #expect(after.errorCode == 0)
+            let bundle = try #require(after.bundles.first)
+            #expect(bundle.userID == "bob" && bundle.deviceID == "phone" && bundle.kind == .signalPrekeys)
+            #expect(bundle.bundle == Array(repeating: 9, count: 32))
+            #expect(bundle.oneTimeKeys.map(\.key) == [[2]], "key 1 was handed out before the crash")
+            #expect(try await fetch(alice2, 4)?.bundles.first?.oneTimeKeys.map(\.key) == [[3]])
+            #expect(try await fetch(alice2, 5)?.bundles.first?.oneTimeKeys.isEmpty == true)
+            await alice2.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+        }
+    }
+
     // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// Before the stop: bob and alice join `club` with membership frames, alice sends bob a-1...a-3
     /// and the club g-1, g-2; bob (device phone, reading his stream) acks the position of the last

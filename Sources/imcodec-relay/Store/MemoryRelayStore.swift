@@ -48,6 +48,10 @@ final class MemoryRelayStore: RelayStore {
             streams[user]?.removeFirst(drop)
             state.streams[user]?.oldest = position
         }
+        for bundle in batch.keyBundles {
+            state.keyBundles.removeAll { $0.device == bundle.device && $0.kind == bundle.kind }
+            state.keyBundles.append(bundle)
+        }
     }
 
     func messages(

@@ -101,11 +101,23 @@ struct StoreBatch: Sendable {
     var trimmedConversations: [ConversationKey: UInt64] = [:]
     /// Retention: the oldest position kept per user stream (older entries are deleted).
     var trimmedStreams: [String: UInt64] = [:]
+    /// End-to-end key bundles published, or whose one-time keys a fetch used, as they now are:
+    /// each replaces the device's stored bundle of its kind.
+    var keyBundles: [StoredKeyBundle] = []
 
     var isEmpty: Bool {
         messages.isEmpty && streamEntries.isEmpty && memberships.isEmpty && removals.isEmpty
             && devicePositions.isEmpty && trimmedConversations.isEmpty && trimmedStreams.isEmpty
+            && keyBundles.isEmpty
     }
+}
+
+/// A device's end-to-end key bundle of one kind, as stored: the `KeyBundle` frame's bytes (its user,
+/// device and kind are in it too).
+struct StoredKeyBundle: Sendable {
+    var device: DeviceKey
+    var kind: Int32
+    var bytes: [UInt8]
 }
 
 /// A user's device.
@@ -127,6 +139,8 @@ struct StoredState {
     /// The newest events each device sent (at most ``RecentEvents/capacity``, oldest first), as
     /// kept in its user's stream: a resend of one of them is not applied twice.
     var recentEvents: [DeviceKey: [[UInt8]]] = [:]
+    /// Every device's end-to-end key bundles, by device and kind.
+    var keyBundles: [StoredKeyBundle] = []
 }
 
 /// The newest events a device sent, by a digest of their bytes: an event sent again byte for byte

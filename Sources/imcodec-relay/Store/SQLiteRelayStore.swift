@@ -22,7 +22,9 @@ import IMCodec
 /// - `members(conversation, user)`;
 /// - `streams(user, head)` and `stream(user, position, origin_device, conversation, seq, sent, frame)`:
 ///   each user's stream (a message by reference, an event with its bytes);
-/// - `devices(user, device, position)`: each device's last acknowledged stream position.
+/// - `devices(user, device, position)`: each device's last acknowledged stream position;
+/// - `key_bundles(user, device, kind, bundle)` (version 2): each device's end-to-end key bundles,
+///   as `KeyBundle` bytes, its one-time keys as they are after the fetches so far.
 final class SQLiteRelayStore: RelayStore {
     /// The database file's path.
     let path: String
@@ -103,6 +105,14 @@ final class SQLiteRelayStore: RelayStore {
                     """
             )
         }
+        migrator.registerMigration("v2") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE key_bundles (user TEXT NOT NULL, device TEXT NOT NULL, kind INTEGER NOT NULL,
+                        bundle BLOB NOT NULL, PRIMARY KEY (user, device, kind)) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -174,6 +184,12 @@ final class SQLiteRelayStore: RelayStore {
             ) {
                 let frame: Data = row[2]
                 state.recentEvents[DeviceKey(user: row[0], device: row[1]), default: []].append(Array(frame))
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT user, device, kind, bundle FROM key_bundles") {
+                let bundle: Data = row[3]
+                state.keyBundles.append(
+                    StoredKeyBundle(device: DeviceKey(user: row[0], device: row[1]), kind: row[2], bytes: Array(bundle))
+                )
             }
             return state
         }
@@ -323,6 +339,15 @@ final class SQLiteRelayStore: RelayStore {
         }
         for (user, position) in batch.trimmedStreams {
             try db.execute(sql: "DELETE FROM stream WHERE user = ? AND position < ?", arguments: [user, position])
+        }
+        for bundle in batch.keyBundles {
+            try db.execute(
+                sql: """
+                    INSERT INTO key_bundles (user, device, kind, bundle) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (user, device, kind) DO UPDATE SET bundle = excluded.bundle
+                    """,
+                arguments: [bundle.device.user, bundle.device.device, bundle.kind, Data(bundle.bytes)]
+            )
         }
     }
 
