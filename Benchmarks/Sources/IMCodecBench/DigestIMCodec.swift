@@ -24,7 +24,7 @@ extension Frame {
         case .historyResponse(let v)?: d.add(UInt32(32)); v.digest(into: &d)
         case .mergerPayload(let v)?: d.add(UInt32(33)); v.digest(into: &d)
         case let other?:
-            // Payload kinds the swift-protobuf schemas here do not have; the corpus holds none.
+            // Payload kinds of schema versions 2 and 3: the corpus holds none; not read here.
             d.add(UInt32(other.kind.rawValue).addingReportingOverflow(1 << 31).partialValue)
         }
         d.add(bytes: unknownFields.bytes)
@@ -146,7 +146,7 @@ extension MessageElement {
             }
             d.add(v.messageCount)
         case let other?:
-            // Element kinds the swift-protobuf schemas here do not have; the corpus holds none.
+            // Element kinds of schema versions 2 and 3: the corpus holds none; not read here.
             d.add(UInt32(other.kind.rawValue).addingReportingOverflow(1 << 31).partialValue)
         }
     }

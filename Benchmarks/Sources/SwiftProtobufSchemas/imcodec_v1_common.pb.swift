@@ -13,7 +13,8 @@
 /// Conventions for all files under Schemas/imcodec/v1:
 /// - Every `string` field carries `[(pb_c_field).string_as_bytes = true]` so protobuf-c keeps its
 ///   exact length (an embedded U+0000 survives). On the wire and for every other implementation it
-///   is an ordinary proto3 `string`: valid UTF-8, checked by IMCodec before protobuf-c runs.
+///   is an ordinary proto3 `string`: valid UTF-8, checked by IMCodec before protobuf-c runs. The
+///   copy for other languages (Scripts/export-schemas) leaves the option and its import out.
 /// - Enums start with `*_UNSPECIFIED = 0`; numbers never change meaning. A removed field or value
 ///   is listed as `reserved`, never reused.
 /// - Times are Unix epoch milliseconds (`*_ms`), durations seconds (`*_s`), sizes bytes.
@@ -91,6 +92,76 @@ public nonisolated enum Imcodec_V1_ConversationType: SwiftProtobuf.Enum, Swift.C
 
 }
 
+/// What kind of group a group conversation is (Tencent's group types; QuickBlox dialog types).
+public nonisolated enum Imcodec_V1_GroupKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// Tencent Work: invite-only, like WeChat groups. CONVERSATION_TYPE_GROUP.
+  case work // = 1
+
+  /// Tencent Public: joined by request and approval. CONVERSATION_TYPE_GROUP.
+  case `public` // = 2
+
+  /// Tencent Meeting: joined freely; new members can pull history from before they joined.
+  /// CONVERSATION_TYPE_GROUP.
+  case meeting // = 3
+
+  /// Tencent AVChatRoom: live-streaming rooms, no history, no targeted messages.
+  /// CONVERSATION_TYPE_CHATROOM.
+  case avChatRoom // = 4
+
+  /// Tencent Community: large groups with topics (channels), no targeted messages.
+  /// CONVERSATION_TYPE_GROUP or CONVERSATION_TYPE_ULTRA_GROUP (topics as channels).
+  case community // = 5
+
+  /// QuickBlox public dialog (type 1): anyone may join. CONVERSATION_TYPE_GROUP.
+  case publicDialog // = 6
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .work
+    case 2: self = .public
+    case 3: self = .meeting
+    case 4: self = .avChatRoom
+    case 5: self = .community
+    case 6: self = .publicDialog
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .work: return 1
+    case .public: return 2
+    case .meeting: return 3
+    case .avChatRoom: return 4
+    case .community: return 5
+    case .publicDialog: return 6
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_GroupKind] = [
+    .unspecified,
+    .work,
+    .public,
+    .meeting,
+    .avChatRoom,
+    .community,
+    .publicDialog,
+  ]
+
+}
+
 /// A conversation: its type, the user or group it targets, and an optional ultra-group channel.
 public nonisolated struct Imcodec_V1_Conversation: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -104,6 +175,11 @@ public nonisolated struct Imcodec_V1_Conversation: Sendable {
 
   /// Ultra group channel id; empty elsewhere.
   public var channelID: String = String()
+
+  /// The group's kind, for group-like conversations, as the server knows it. A property of the
+  /// group, not part of the conversation's identity: receivers match conversations on type,
+  /// target_id and channel_id.
+  public var groupKind: Imcodec_V1_GroupKind = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -154,9 +230,13 @@ nonisolated extension Imcodec_V1_ConversationType: SwiftProtobuf._ProtoNameProvi
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONVERSATION_TYPE_UNSPECIFIED\0\u{1}CONVERSATION_TYPE_ONE_TO_ONE\0\u{1}CONVERSATION_TYPE_GROUP\0\u{1}CONVERSATION_TYPE_CHATROOM\0\u{1}CONVERSATION_TYPE_ULTRA_GROUP\0\u{1}CONVERSATION_TYPE_SYSTEM\0")
 }
 
+nonisolated extension Imcodec_V1_GroupKind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0GROUP_KIND_UNSPECIFIED\0\u{1}GROUP_KIND_WORK\0\u{1}GROUP_KIND_PUBLIC\0\u{1}GROUP_KIND_MEETING\0\u{1}GROUP_KIND_AV_CHAT_ROOM\0\u{1}GROUP_KIND_COMMUNITY\0\u{1}GROUP_KIND_PUBLIC_DIALOG\0")
+}
+
 nonisolated extension Imcodec_V1_Conversation: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Conversation"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{3}target_id\0\u{3}channel_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{3}target_id\0\u{3}channel_id\0\u{3}group_kind\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -167,6 +247,7 @@ nonisolated extension Imcodec_V1_Conversation: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularEnumField(value: &self.type) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.targetID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.channelID) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.groupKind) }()
       default: break
       }
     }
@@ -182,6 +263,9 @@ nonisolated extension Imcodec_V1_Conversation: SwiftProtobuf.Message, SwiftProto
     if !self.channelID.isEmpty {
       try visitor.visitSingularStringField(value: self.channelID, fieldNumber: 3)
     }
+    if self.groupKind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.groupKind, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -189,6 +273,7 @@ nonisolated extension Imcodec_V1_Conversation: SwiftProtobuf.Message, SwiftProto
     if lhs.type != rhs.type {return false}
     if lhs.targetID != rhs.targetID {return false}
     if lhs.channelID != rhs.channelID {return false}
+    if lhs.groupKind != rhs.groupKind {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

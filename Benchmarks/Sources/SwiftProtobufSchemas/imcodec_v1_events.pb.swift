@@ -10,6 +10,11 @@
 
 /// IMCodec wire schema: control events, send acknowledgements and history paging.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -102,6 +107,45 @@ public nonisolated enum Imcodec_V1_TypingState: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+/// The order of a history page (QuickBlox sort_asc / sort_desc on date_sent).
+public nonisolated enum Imcodec_V1_HistorySort: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case oldestFirst // = 1
+  case newestFirst // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .oldestFirst
+    case 2: self = .newestFirst
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .oldestFirst: return 1
+    case .newestFirst: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_HistorySort] = [
+    .unspecified,
+    .oldestFirst,
+    .newestFirst,
+  ]
+
+}
+
 public nonisolated enum Imcodec_V1_HistoryDirection: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -136,6 +180,175 @@ public nonisolated enum Imcodec_V1_HistoryDirection: SwiftProtobuf.Enum, Swift.C
     .unspecified,
     .older,
     .newer,
+  ]
+
+}
+
+public nonisolated enum Imcodec_V1_ReactionAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case add // = 1
+  case remove // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .add
+    case 2: self = .remove
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .add: return 1
+    case .remove: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_ReactionAction] = [
+    .unspecified,
+    .add,
+    .remove,
+  ]
+
+}
+
+/// How a user receives a conversation's messages (Tencent V2TIMReceiveMessageOpt).
+public nonisolated enum Imcodec_V1_ReceiveOption: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// Online delivery and offline push.
+  case receive // = 1
+
+  /// Nothing, online or offline.
+  case notReceive // = 2
+
+  /// Online delivery, no offline push ("mute notifications", do not disturb).
+  case receiveNotNotify // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .receive
+    case 2: self = .notReceive
+    case 3: self = .receiveNotNotify
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .receive: return 1
+    case .notReceive: return 2
+    case .receiveNotNotify: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_ReceiveOption] = [
+    .unspecified,
+    .receive,
+    .notReceive,
+    .receiveNotNotify,
+  ]
+
+}
+
+/// A call signal (Tencent TUICallKit / TRTC signalling invite, accept, reject, cancel, timeout;
+/// OpenIM SignalReq; WhatsApp and Signal call offers). Media flows elsewhere (WebRTC, TRTC): these
+/// frames only set the call up and tear it down. When the call ends the caller's client sends a
+/// message with a CallLogElement.
+public nonisolated enum Imcodec_V1_CallSignal: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// The caller invites invitee_ids (data: the offer, e.g. an SDP or a room id).
+  case invite // = 1
+
+  /// An invitee's device is ringing.
+  case ring // = 2
+
+  /// An invitee answered (data: the answer).
+  case accept // = 3
+
+  /// An invitee declined.
+  case reject // = 4
+
+  /// The caller withdrew the invite before it was answered.
+  case cancel // = 5
+
+  /// A participant left a connected call; the call ends when fewer than two remain.
+  case hangUp // = 6
+
+  /// Nobody answered within timeout_s (sent by the caller's client or the server).
+  case timeout // = 7
+
+  /// An invitee is in another call.
+  case busy // = 8
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .invite
+    case 2: self = .ring
+    case 3: self = .accept
+    case 4: self = .reject
+    case 5: self = .cancel
+    case 6: self = .hangUp
+    case 7: self = .timeout
+    case 8: self = .busy
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .invite: return 1
+    case .ring: return 2
+    case .accept: return 3
+    case .reject: return 4
+    case .cancel: return 5
+    case .hangUp: return 6
+    case .timeout: return 7
+    case .busy: return 8
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_CallSignal] = [
+    .unspecified,
+    .invite,
+    .ring,
+    .accept,
+    .reject,
+    .cancel,
+    .hangUp,
+    .timeout,
+    .busy,
   ]
 
 }
@@ -294,6 +507,9 @@ public nonisolated struct Imcodec_V1_SystemNotice: Sendable {
 
   public var timeMs: Int64 = 0
 
+  /// The user it is for (QuickBlox recipientID); empty: the receiving connection's user.
+  public var recipientID: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -358,6 +574,17 @@ public nonisolated struct Imcodec_V1_HistoryRequest: Sendable {
 
   public var direction: Imcodec_V1_HistoryDirection = .unspecified
 
+  /// QuickBlox-style filters: skip this many matches first (offset paging, with count as limit)...
+  public var skip: UInt32 = 0
+
+  /// ...order the page...
+  public var sort: Imcodec_V1_HistorySort = .unspecified
+
+  /// ...and keep messages sent in [start_time_ms, end_time_ms] (server time, epoch ms; 0: open).
+  public var startTimeMs: Int64 = 0
+
+  public var endTimeMs: Int64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -393,6 +620,311 @@ public nonisolated struct Imcodec_V1_HistoryResponse: Sendable {
   fileprivate var _conversation: Imcodec_V1_Conversation? = nil
 }
 
+/// A user added or removed an emoji reaction on a message. The server forwards it to the
+/// conversation with summary filled in.
+public nonisolated struct Imcodec_V1_ReactionEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var message: Imcodec_V1_MessageRef {
+    get {_message ?? Imcodec_V1_MessageRef()}
+    set {_message = newValue}
+  }
+  /// Returns true if `message` has been explicitly set.
+  public var hasMessage: Bool {self._message != nil}
+  /// Clears the value of `message`. Subsequent reads from it will return its default value.
+  public mutating func clearMessage() {self._message = nil}
+
+  public var userID: String = String()
+
+  /// One emoji (see ReactionSummary.emoji).
+  public var emoji: String = String()
+
+  public var action: Imcodec_V1_ReactionAction = .unspecified
+
+  public var timeMs: Int64 = 0
+
+  /// The message's reactions after the change (server to clients).
+  public var summary: [Imcodec_V1_ReactionSummary] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
+/// A message was pinned in (or unpinned from) its conversation.
+public nonisolated struct Imcodec_V1_PinEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var conversation: Imcodec_V1_Conversation {
+    get {_conversation ?? Imcodec_V1_Conversation()}
+    set {_conversation = newValue}
+  }
+  /// Returns true if `conversation` has been explicitly set.
+  public var hasConversation: Bool {self._conversation != nil}
+  /// Clears the value of `conversation`. Subsequent reads from it will return its default value.
+  public mutating func clearConversation() {self._conversation = nil}
+
+  public var message: Imcodec_V1_MessageRef {
+    get {_message ?? Imcodec_V1_MessageRef()}
+    set {_message = newValue}
+  }
+  /// Returns true if `message` has been explicitly set.
+  public var hasMessage: Bool {self._message != nil}
+  /// Clears the value of `message`. Subsequent reads from it will return its default value.
+  public mutating func clearMessage() {self._message = nil}
+
+  /// false: unpinned.
+  public var pinned: Bool = false
+
+  public var operatorID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _conversation: Imcodec_V1_Conversation? = nil
+  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
+/// A vote on a poll (PollElement). Sending it again replaces the voter's earlier choice; no
+/// option_ids withdraws the vote.
+public nonisolated struct Imcodec_V1_PollVoteEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The message that carries the poll.
+  public var pollMessage: Imcodec_V1_MessageRef {
+    get {_pollMessage ?? Imcodec_V1_MessageRef()}
+    set {_pollMessage = newValue}
+  }
+  /// Returns true if `pollMessage` has been explicitly set.
+  public var hasPollMessage: Bool {self._pollMessage != nil}
+  /// Clears the value of `pollMessage`. Subsequent reads from it will return its default value.
+  public mutating func clearPollMessage() {self._pollMessage = nil}
+
+  public var pollID: String = String()
+
+  public var voterID: String = String()
+
+  /// PollOption ids; at most one unless the poll is multiple_choice.
+  public var optionIds: [UInt32] = []
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _pollMessage: Imcodec_V1_MessageRef? = nil
+}
+
+/// The votes for one option.
+public nonisolated struct Imcodec_V1_PollOptionResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var optionID: UInt32 = 0
+
+  public var votes: UInt32 = 0
+
+  /// Who voted for it; empty for anonymous polls.
+  public var voterIds: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A poll's results (server to the conversation, after votes), or its closing: the creator sends
+/// closed = true, and the server answers everyone with the final results.
+public nonisolated struct Imcodec_V1_PollUpdate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var pollMessage: Imcodec_V1_MessageRef {
+    get {_pollMessage ?? Imcodec_V1_MessageRef()}
+    set {_pollMessage = newValue}
+  }
+  /// Returns true if `pollMessage` has been explicitly set.
+  public var hasPollMessage: Bool {self._pollMessage != nil}
+  /// Clears the value of `pollMessage`. Subsequent reads from it will return its default value.
+  public mutating func clearPollMessage() {self._pollMessage = nil}
+
+  public var pollID: String = String()
+
+  public var closed: Bool = false
+
+  /// Who closed it.
+  public var closedBy: String = String()
+
+  public var results: [Imcodec_V1_PollOptionResult] = []
+
+  /// Distinct voters (a multiple-choice voter counts once).
+  public var voterCount: UInt32 = 0
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _pollMessage: Imcodec_V1_MessageRef? = nil
+}
+
+/// A conversation's disappearing-message timer was set. Messages sent afterwards carry it
+/// (Message.expire_after_s).
+public nonisolated struct Imcodec_V1_DisappearingTimerEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var conversation: Imcodec_V1_Conversation {
+    get {_conversation ?? Imcodec_V1_Conversation()}
+    set {_conversation = newValue}
+  }
+  /// Returns true if `conversation` has been explicitly set.
+  public var hasConversation: Bool {self._conversation != nil}
+  /// Clears the value of `conversation`. Subsequent reads from it will return its default value.
+  public mutating func clearConversation() {self._conversation = nil}
+
+  /// 0 turns disappearing messages off.
+  public var expireAfterS: UInt32 = 0
+
+  public var operatorID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _conversation: Imcodec_V1_Conversation? = nil
+}
+
+/// Sets a conversation's receive option (Tencent setC2CReceiveMessageOpt, setGroupReceiveMessageOpt).
+/// The server answers with RequestResult and syncs it to the user's other devices.
+public nonisolated struct Imcodec_V1_ReceiveOptionChange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var conversation: Imcodec_V1_Conversation {
+    get {_conversation ?? Imcodec_V1_Conversation()}
+    set {_conversation = newValue}
+  }
+  /// Returns true if `conversation` has been explicitly set.
+  public var hasConversation: Bool {self._conversation != nil}
+  /// Clears the value of `conversation`. Subsequent reads from it will return its default value.
+  public mutating func clearConversation() {self._conversation = nil}
+
+  public var option: Imcodec_V1_ReceiveOption = .unspecified
+
+  public var userID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _conversation: Imcodec_V1_Conversation? = nil
+}
+
+/// One call signal, sent to the conversation. A client ignores an INVITE received after
+/// time_ms + timeout_s (a frame synced late must not ring).
+public nonisolated struct Imcodec_V1_CallEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Chosen by the caller; every signal of the call repeats it.
+  public var callID: String = String()
+
+  public var signal: Imcodec_V1_CallSignal = .unspecified
+
+  public var conversation: Imcodec_V1_Conversation {
+    get {_conversation ?? Imcodec_V1_Conversation()}
+    set {_conversation = newValue}
+  }
+  /// Returns true if `conversation` has been explicitly set.
+  public var hasConversation: Bool {self._conversation != nil}
+  /// Clears the value of `conversation`. Subsequent reads from it will return its default value.
+  public mutating func clearConversation() {self._conversation = nil}
+
+  /// Who sent this signal.
+  public var userID: String = String()
+
+  /// INVITE: who is invited (a one-to-one call: the peer; a group call: some members).
+  public var inviteeIds: [String] = []
+
+  public var media: Imcodec_V1_CallMedia = .unspecified
+
+  /// INVITE: seconds to wait for an answer before TIMEOUT (Tencent's default is 30).
+  public var timeoutS: UInt32 = 0
+
+  /// Opaque call-setup data for the media layer (SDP offer or answer, ICE candidates, room id).
+  public var data: Data = Data()
+
+  /// The device that sent it: an ACCEPT on one device stops the others ringing.
+  public var deviceID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _conversation: Imcodec_V1_Conversation? = nil
+}
+
+/// The next piece of a streamed message (StreamElement; OpenIM StreamMsgTips: startIndex, packets,
+/// end). Sent by the message's sender to its conversation; receivers append chunks in position
+/// order and ignore a position they already have.
+public nonisolated struct Imcodec_V1_StreamChunk: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The message that holds the StreamElement.
+  public var message: Imcodec_V1_MessageRef {
+    get {_message ?? Imcodec_V1_MessageRef()}
+    set {_message = newValue}
+  }
+  /// Returns true if `message` has been explicitly set.
+  public var hasMessage: Bool {self._message != nil}
+  /// Clears the value of `message`. Subsequent reads from it will return its default value.
+  public mutating func clearMessage() {self._message = nil}
+
+  public var streamID: String = String()
+
+  /// The chunk's index: 0 is the first chunk after the text the message was sent with.
+  public var position: UInt32 = 0
+
+  public var text: String = String()
+
+  /// The last chunk: the answer is complete.
+  public var final: Bool = false
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "imcodec.v1"
@@ -405,8 +937,24 @@ nonisolated extension Imcodec_V1_TypingState: SwiftProtobuf._ProtoNameProviding 
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TYPING_STATE_UNSPECIFIED\0\u{1}TYPING_STATE_STARTED\0\u{1}TYPING_STATE_STOPPED\0")
 }
 
+nonisolated extension Imcodec_V1_HistorySort: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0HISTORY_SORT_UNSPECIFIED\0\u{1}HISTORY_SORT_OLDEST_FIRST\0\u{1}HISTORY_SORT_NEWEST_FIRST\0")
+}
+
 nonisolated extension Imcodec_V1_HistoryDirection: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0HISTORY_DIRECTION_UNSPECIFIED\0\u{1}HISTORY_DIRECTION_OLDER\0\u{1}HISTORY_DIRECTION_NEWER\0")
+}
+
+nonisolated extension Imcodec_V1_ReactionAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REACTION_ACTION_UNSPECIFIED\0\u{1}REACTION_ACTION_ADD\0\u{1}REACTION_ACTION_REMOVE\0")
+}
+
+nonisolated extension Imcodec_V1_ReceiveOption: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RECEIVE_OPTION_UNSPECIFIED\0\u{1}RECEIVE_OPTION_RECEIVE\0\u{1}RECEIVE_OPTION_NOT_RECEIVE\0\u{1}RECEIVE_OPTION_RECEIVE_NOT_NOTIFY\0")
+}
+
+nonisolated extension Imcodec_V1_CallSignal: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CALL_SIGNAL_UNSPECIFIED\0\u{1}CALL_SIGNAL_INVITE\0\u{1}CALL_SIGNAL_RING\0\u{1}CALL_SIGNAL_ACCEPT\0\u{1}CALL_SIGNAL_REJECT\0\u{1}CALL_SIGNAL_CANCEL\0\u{1}CALL_SIGNAL_HANG_UP\0\u{1}CALL_SIGNAL_TIMEOUT\0\u{1}CALL_SIGNAL_BUSY\0")
 }
 
 nonisolated extension Imcodec_V1_RecallEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -652,7 +1200,7 @@ nonisolated extension Imcodec_V1_MarkReadEvent: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Imcodec_V1_SystemNotice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SystemNotice"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{1}params\0\u{1}text\0\u{3}time_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{1}params\0\u{1}text\0\u{3}time_ms\0\u{3}recipient_id\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -664,6 +1212,7 @@ nonisolated extension Imcodec_V1_SystemNotice: SwiftProtobuf.Message, SwiftProto
       case 2: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.params) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.text) }()
       case 4: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.recipientID) }()
       default: break
       }
     }
@@ -682,6 +1231,9 @@ nonisolated extension Imcodec_V1_SystemNotice: SwiftProtobuf.Message, SwiftProto
     if self.timeMs != 0 {
       try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 4)
     }
+    if !self.recipientID.isEmpty {
+      try visitor.visitSingularStringField(value: self.recipientID, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -690,6 +1242,7 @@ nonisolated extension Imcodec_V1_SystemNotice: SwiftProtobuf.Message, SwiftProto
     if lhs.params != rhs.params {return false}
     if lhs.text != rhs.text {return false}
     if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.recipientID != rhs.recipientID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -761,7 +1314,7 @@ nonisolated extension Imcodec_V1_SendAck: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HistoryRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}count\0\u{1}cursor\0\u{1}direction\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}count\0\u{1}cursor\0\u{1}direction\0\u{1}skip\0\u{1}sort\0\u{3}start_time_ms\0\u{3}end_time_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -773,6 +1326,10 @@ nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftPro
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.cursor) }()
       case 4: try { try decoder.decodeSingularEnumField(value: &self.direction) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.skip) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.sort) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.startTimeMs) }()
+      case 8: try { try decoder.decodeSingularInt64Field(value: &self.endTimeMs) }()
       default: break
       }
     }
@@ -795,6 +1352,18 @@ nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftPro
     if self.direction != .unspecified {
       try visitor.visitSingularEnumField(value: self.direction, fieldNumber: 4)
     }
+    if self.skip != 0 {
+      try visitor.visitSingularUInt32Field(value: self.skip, fieldNumber: 5)
+    }
+    if self.sort != .unspecified {
+      try visitor.visitSingularEnumField(value: self.sort, fieldNumber: 6)
+    }
+    if self.startTimeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.startTimeMs, fieldNumber: 7)
+    }
+    if self.endTimeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.endTimeMs, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -803,6 +1372,10 @@ nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftPro
     if lhs.count != rhs.count {return false}
     if lhs.cursor != rhs.cursor {return false}
     if lhs.direction != rhs.direction {return false}
+    if lhs.skip != rhs.skip {return false}
+    if lhs.sort != rhs.sort {return false}
+    if lhs.startTimeMs != rhs.startTimeMs {return false}
+    if lhs.endTimeMs != rhs.endTimeMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -852,6 +1425,513 @@ nonisolated extension Imcodec_V1_HistoryResponse: SwiftProtobuf.Message, SwiftPr
     if lhs.messages != rhs.messages {return false}
     if lhs.nextCursor != rhs.nextCursor {return false}
     if lhs.finished != rhs.finished {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ReactionEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReactionEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{3}user_id\0\u{1}emoji\0\u{1}action\0\u{3}time_ms\0\u{1}summary\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.emoji) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.summary) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._message {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 2)
+    }
+    if !self.emoji.isEmpty {
+      try visitor.visitSingularStringField(value: self.emoji, fieldNumber: 3)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 4)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 5)
+    }
+    if !self.summary.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.summary, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ReactionEvent, rhs: Imcodec_V1_ReactionEvent) -> Bool {
+    if lhs._message != rhs._message {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.emoji != rhs.emoji {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.summary != rhs.summary {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_PinEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PinEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}message\0\u{1}pinned\0\u{3}operator_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._conversation) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.pinned) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.operatorID) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._conversation {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._message {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if self.pinned != false {
+      try visitor.visitSingularBoolField(value: self.pinned, fieldNumber: 3)
+    }
+    if !self.operatorID.isEmpty {
+      try visitor.visitSingularStringField(value: self.operatorID, fieldNumber: 4)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_PinEvent, rhs: Imcodec_V1_PinEvent) -> Bool {
+    if lhs._conversation != rhs._conversation {return false}
+    if lhs._message != rhs._message {return false}
+    if lhs.pinned != rhs.pinned {return false}
+    if lhs.operatorID != rhs.operatorID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_PollVoteEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PollVoteEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}poll_message\0\u{3}poll_id\0\u{3}voter_id\0\u{3}option_ids\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._pollMessage) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.pollID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.voterID) }()
+      case 4: try { try decoder.decodeRepeatedUInt32Field(value: &self.optionIds) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._pollMessage {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.pollID.isEmpty {
+      try visitor.visitSingularStringField(value: self.pollID, fieldNumber: 2)
+    }
+    if !self.voterID.isEmpty {
+      try visitor.visitSingularStringField(value: self.voterID, fieldNumber: 3)
+    }
+    if !self.optionIds.isEmpty {
+      try visitor.visitPackedUInt32Field(value: self.optionIds, fieldNumber: 4)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_PollVoteEvent, rhs: Imcodec_V1_PollVoteEvent) -> Bool {
+    if lhs._pollMessage != rhs._pollMessage {return false}
+    if lhs.pollID != rhs.pollID {return false}
+    if lhs.voterID != rhs.voterID {return false}
+    if lhs.optionIds != rhs.optionIds {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_PollOptionResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PollOptionResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}option_id\0\u{1}votes\0\u{3}voter_ids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.optionID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.votes) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.voterIds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.optionID != 0 {
+      try visitor.visitSingularUInt32Field(value: self.optionID, fieldNumber: 1)
+    }
+    if self.votes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.votes, fieldNumber: 2)
+    }
+    if !self.voterIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.voterIds, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_PollOptionResult, rhs: Imcodec_V1_PollOptionResult) -> Bool {
+    if lhs.optionID != rhs.optionID {return false}
+    if lhs.votes != rhs.votes {return false}
+    if lhs.voterIds != rhs.voterIds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_PollUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PollUpdate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}poll_message\0\u{3}poll_id\0\u{1}closed\0\u{3}closed_by\0\u{1}results\0\u{3}voter_count\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._pollMessage) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.pollID) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.closed) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.closedBy) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.results) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.voterCount) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._pollMessage {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.pollID.isEmpty {
+      try visitor.visitSingularStringField(value: self.pollID, fieldNumber: 2)
+    }
+    if self.closed != false {
+      try visitor.visitSingularBoolField(value: self.closed, fieldNumber: 3)
+    }
+    if !self.closedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.closedBy, fieldNumber: 4)
+    }
+    if !self.results.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.results, fieldNumber: 5)
+    }
+    if self.voterCount != 0 {
+      try visitor.visitSingularUInt32Field(value: self.voterCount, fieldNumber: 6)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_PollUpdate, rhs: Imcodec_V1_PollUpdate) -> Bool {
+    if lhs._pollMessage != rhs._pollMessage {return false}
+    if lhs.pollID != rhs.pollID {return false}
+    if lhs.closed != rhs.closed {return false}
+    if lhs.closedBy != rhs.closedBy {return false}
+    if lhs.results != rhs.results {return false}
+    if lhs.voterCount != rhs.voterCount {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_DisappearingTimerEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DisappearingTimerEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{3}expire_after_s\0\u{3}operator_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._conversation) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.expireAfterS) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.operatorID) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._conversation {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expireAfterS != 0 {
+      try visitor.visitSingularUInt32Field(value: self.expireAfterS, fieldNumber: 2)
+    }
+    if !self.operatorID.isEmpty {
+      try visitor.visitSingularStringField(value: self.operatorID, fieldNumber: 3)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_DisappearingTimerEvent, rhs: Imcodec_V1_DisappearingTimerEvent) -> Bool {
+    if lhs._conversation != rhs._conversation {return false}
+    if lhs.expireAfterS != rhs.expireAfterS {return false}
+    if lhs.operatorID != rhs.operatorID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ReceiveOptionChange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReceiveOptionChange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}option\0\u{3}user_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._conversation) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.option) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._conversation {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.option != .unspecified {
+      try visitor.visitSingularEnumField(value: self.option, fieldNumber: 2)
+    }
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 3)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ReceiveOptionChange, rhs: Imcodec_V1_ReceiveOptionChange) -> Bool {
+    if lhs._conversation != rhs._conversation {return false}
+    if lhs.option != rhs.option {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_CallEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CallEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}call_id\0\u{1}signal\0\u{1}conversation\0\u{3}user_id\0\u{3}invitee_ids\0\u{1}media\0\u{3}timeout_s\0\u{1}data\0\u{3}device_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.callID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.signal) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._conversation) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.inviteeIds) }()
+      case 6: try { try decoder.decodeSingularEnumField(value: &self.media) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutS) }()
+      case 8: try { try decoder.decodeSingularBytesField(value: &self.data) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 10: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.callID.isEmpty {
+      try visitor.visitSingularStringField(value: self.callID, fieldNumber: 1)
+    }
+    if self.signal != .unspecified {
+      try visitor.visitSingularEnumField(value: self.signal, fieldNumber: 2)
+    }
+    try { if let v = self._conversation {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 4)
+    }
+    if !self.inviteeIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.inviteeIds, fieldNumber: 5)
+    }
+    if self.media != .unspecified {
+      try visitor.visitSingularEnumField(value: self.media, fieldNumber: 6)
+    }
+    if self.timeoutS != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutS, fieldNumber: 7)
+    }
+    if !self.data.isEmpty {
+      try visitor.visitSingularBytesField(value: self.data, fieldNumber: 8)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 9)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_CallEvent, rhs: Imcodec_V1_CallEvent) -> Bool {
+    if lhs.callID != rhs.callID {return false}
+    if lhs.signal != rhs.signal {return false}
+    if lhs._conversation != rhs._conversation {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.inviteeIds != rhs.inviteeIds {return false}
+    if lhs.media != rhs.media {return false}
+    if lhs.timeoutS != rhs.timeoutS {return false}
+    if lhs.data != rhs.data {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_StreamChunk: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StreamChunk"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{3}stream_id\0\u{1}position\0\u{1}text\0\u{1}final\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.streamID) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.position) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.final) }()
+      case 6: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._message {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.streamID.isEmpty {
+      try visitor.visitSingularStringField(value: self.streamID, fieldNumber: 2)
+    }
+    if self.position != 0 {
+      try visitor.visitSingularUInt32Field(value: self.position, fieldNumber: 3)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 4)
+    }
+    if self.final != false {
+      try visitor.visitSingularBoolField(value: self.final, fieldNumber: 5)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_StreamChunk, rhs: Imcodec_V1_StreamChunk) -> Bool {
+    if lhs._message != rhs._message {return false}
+    if lhs.streamID != rhs.streamID {return false}
+    if lhs.position != rhs.position {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.final != rhs.final {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -17,7 +17,15 @@
 ///       ├── receipts / c2c_read_receipt / group_read_members
 ///       ├── recall / edit / delete / typing / mark_read / system_notice
 ///       ├── send_ack / history_request / history_response
-///       └── merger_payload
+///       ├── merger_payload
+///       ├── read_receipt_request / group_read_members_request
+///       ├── session: login_request / login_result / ping / pong / logout / kicked_offline /
+///       │   max_seq_request / max_seq_response / sync_request / sync_response / presence /
+///       │   presence_subscription / membership / request_result /
+///       │   stream_sync_request / stream_sync_response / stream_ack
+///       ├── reaction / pin / poll_vote / poll_update / disappearing_timer / receive_option
+///       ├── call / stream_chunk
+///       └── key_publish / key_fetch_request / key_fetch_response
 
 import SwiftProtobuf
 
@@ -36,16 +44,31 @@ public nonisolated struct Imcodec_V1_Frame: @unchecked Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// Version of this schema the writer used (today 1).
+  /// Version of this schema the writer used (today 3).
   public var schemaVersion: UInt32 {
     get {_storage._schemaVersion}
     set {_uniqueStorage()._schemaVersion = newValue}
   }
 
-  /// The lowest schema version a reader must understand to act on this frame.
+  /// The lowest schema version a reader must understand to act on this frame. A reader whose
+  /// version is lower refuses the frame (IMCodec: error unsupportedVersion). When each one moves:
+  /// Sources/IMCodec/IMCodec.docc/SchemaVersions.md.
   public var minReaderVersion: UInt32 {
     get {_storage._minReaderVersion}
     set {_uniqueStorage()._minReaderVersion = newValue}
+  }
+
+  /// Matches a request with its answer: the requester picks it, the answer repeats it. 0: none.
+  public var requestID: UInt64 {
+    get {_storage._requestID}
+    set {_uniqueStorage()._requestID = newValue}
+  }
+
+  /// The frame's position in the receiving user's stream (session.proto: StreamSyncRequest), set
+  /// by the server on every kept frame it sends to a user's devices. 0: not kept (live only).
+  public var streamPosition: UInt64 {
+    get {_storage._streamPosition}
+    set {_uniqueStorage()._streamPosition = newValue}
   }
 
   public var payload: OneOf_Payload? {
@@ -173,6 +196,251 @@ public nonisolated struct Imcodec_V1_Frame: @unchecked Sendable {
     set {_uniqueStorage()._payload = .mergerPayload(newValue)}
   }
 
+  public var readReceiptRequest: Imcodec_V1_ReadReceiptRequest {
+    get {
+      if case .readReceiptRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ReadReceiptRequest()
+    }
+    set {_uniqueStorage()._payload = .readReceiptRequest(newValue)}
+  }
+
+  public var groupReadMembersRequest: Imcodec_V1_GroupReadMembersRequest {
+    get {
+      if case .groupReadMembersRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_GroupReadMembersRequest()
+    }
+    set {_uniqueStorage()._payload = .groupReadMembersRequest(newValue)}
+  }
+
+  /// Session layer (session.proto).
+  public var loginRequest: Imcodec_V1_LoginRequest {
+    get {
+      if case .loginRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_LoginRequest()
+    }
+    set {_uniqueStorage()._payload = .loginRequest(newValue)}
+  }
+
+  public var loginResult: Imcodec_V1_LoginResult {
+    get {
+      if case .loginResult(let v)? = _storage._payload {return v}
+      return Imcodec_V1_LoginResult()
+    }
+    set {_uniqueStorage()._payload = .loginResult(newValue)}
+  }
+
+  public var ping: Imcodec_V1_Ping {
+    get {
+      if case .ping(let v)? = _storage._payload {return v}
+      return Imcodec_V1_Ping()
+    }
+    set {_uniqueStorage()._payload = .ping(newValue)}
+  }
+
+  public var pong: Imcodec_V1_Pong {
+    get {
+      if case .pong(let v)? = _storage._payload {return v}
+      return Imcodec_V1_Pong()
+    }
+    set {_uniqueStorage()._payload = .pong(newValue)}
+  }
+
+  public var logout: Imcodec_V1_Logout {
+    get {
+      if case .logout(let v)? = _storage._payload {return v}
+      return Imcodec_V1_Logout()
+    }
+    set {_uniqueStorage()._payload = .logout(newValue)}
+  }
+
+  public var kickedOffline: Imcodec_V1_KickedOffline {
+    get {
+      if case .kickedOffline(let v)? = _storage._payload {return v}
+      return Imcodec_V1_KickedOffline()
+    }
+    set {_uniqueStorage()._payload = .kickedOffline(newValue)}
+  }
+
+  public var maxSeqRequest: Imcodec_V1_MaxSeqRequest {
+    get {
+      if case .maxSeqRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_MaxSeqRequest()
+    }
+    set {_uniqueStorage()._payload = .maxSeqRequest(newValue)}
+  }
+
+  public var maxSeqResponse: Imcodec_V1_MaxSeqResponse {
+    get {
+      if case .maxSeqResponse(let v)? = _storage._payload {return v}
+      return Imcodec_V1_MaxSeqResponse()
+    }
+    set {_uniqueStorage()._payload = .maxSeqResponse(newValue)}
+  }
+
+  public var syncRequest: Imcodec_V1_SyncRequest {
+    get {
+      if case .syncRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_SyncRequest()
+    }
+    set {_uniqueStorage()._payload = .syncRequest(newValue)}
+  }
+
+  public var syncResponse: Imcodec_V1_SyncResponse {
+    get {
+      if case .syncResponse(let v)? = _storage._payload {return v}
+      return Imcodec_V1_SyncResponse()
+    }
+    set {_uniqueStorage()._payload = .syncResponse(newValue)}
+  }
+
+  public var presence: Imcodec_V1_PresenceUpdate {
+    get {
+      if case .presence(let v)? = _storage._payload {return v}
+      return Imcodec_V1_PresenceUpdate()
+    }
+    set {_uniqueStorage()._payload = .presence(newValue)}
+  }
+
+  public var presenceSubscription: Imcodec_V1_PresenceSubscription {
+    get {
+      if case .presenceSubscription(let v)? = _storage._payload {return v}
+      return Imcodec_V1_PresenceSubscription()
+    }
+    set {_uniqueStorage()._payload = .presenceSubscription(newValue)}
+  }
+
+  public var membership: Imcodec_V1_MembershipChange {
+    get {
+      if case .membership(let v)? = _storage._payload {return v}
+      return Imcodec_V1_MembershipChange()
+    }
+    set {_uniqueStorage()._payload = .membership(newValue)}
+  }
+
+  public var requestResult: Imcodec_V1_RequestResult {
+    get {
+      if case .requestResult(let v)? = _storage._payload {return v}
+      return Imcodec_V1_RequestResult()
+    }
+    set {_uniqueStorage()._payload = .requestResult(newValue)}
+  }
+
+  /// Message features (events.proto).
+  public var reaction: Imcodec_V1_ReactionEvent {
+    get {
+      if case .reaction(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ReactionEvent()
+    }
+    set {_uniqueStorage()._payload = .reaction(newValue)}
+  }
+
+  public var pin: Imcodec_V1_PinEvent {
+    get {
+      if case .pin(let v)? = _storage._payload {return v}
+      return Imcodec_V1_PinEvent()
+    }
+    set {_uniqueStorage()._payload = .pin(newValue)}
+  }
+
+  public var pollVote: Imcodec_V1_PollVoteEvent {
+    get {
+      if case .pollVote(let v)? = _storage._payload {return v}
+      return Imcodec_V1_PollVoteEvent()
+    }
+    set {_uniqueStorage()._payload = .pollVote(newValue)}
+  }
+
+  public var pollUpdate: Imcodec_V1_PollUpdate {
+    get {
+      if case .pollUpdate(let v)? = _storage._payload {return v}
+      return Imcodec_V1_PollUpdate()
+    }
+    set {_uniqueStorage()._payload = .pollUpdate(newValue)}
+  }
+
+  public var disappearingTimer: Imcodec_V1_DisappearingTimerEvent {
+    get {
+      if case .disappearingTimer(let v)? = _storage._payload {return v}
+      return Imcodec_V1_DisappearingTimerEvent()
+    }
+    set {_uniqueStorage()._payload = .disappearingTimer(newValue)}
+  }
+
+  public var receiveOption: Imcodec_V1_ReceiveOptionChange {
+    get {
+      if case .receiveOption(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ReceiveOptionChange()
+    }
+    set {_uniqueStorage()._payload = .receiveOption(newValue)}
+  }
+
+  /// The user stream (session.proto).
+  public var streamSyncRequest: Imcodec_V1_StreamSyncRequest {
+    get {
+      if case .streamSyncRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_StreamSyncRequest()
+    }
+    set {_uniqueStorage()._payload = .streamSyncRequest(newValue)}
+  }
+
+  public var streamSyncResponse: Imcodec_V1_StreamSyncResponse {
+    get {
+      if case .streamSyncResponse(let v)? = _storage._payload {return v}
+      return Imcodec_V1_StreamSyncResponse()
+    }
+    set {_uniqueStorage()._payload = .streamSyncResponse(newValue)}
+  }
+
+  public var streamAck: Imcodec_V1_StreamAck {
+    get {
+      if case .streamAck(let v)? = _storage._payload {return v}
+      return Imcodec_V1_StreamAck()
+    }
+    set {_uniqueStorage()._payload = .streamAck(newValue)}
+  }
+
+  /// Calls and streamed messages (events.proto).
+  public var call: Imcodec_V1_CallEvent {
+    get {
+      if case .call(let v)? = _storage._payload {return v}
+      return Imcodec_V1_CallEvent()
+    }
+    set {_uniqueStorage()._payload = .call(newValue)}
+  }
+
+  public var streamChunk: Imcodec_V1_StreamChunk {
+    get {
+      if case .streamChunk(let v)? = _storage._payload {return v}
+      return Imcodec_V1_StreamChunk()
+    }
+    set {_uniqueStorage()._payload = .streamChunk(newValue)}
+  }
+
+  /// End-to-end encryption keys (session.proto).
+  public var keyPublish: Imcodec_V1_KeyPublish {
+    get {
+      if case .keyPublish(let v)? = _storage._payload {return v}
+      return Imcodec_V1_KeyPublish()
+    }
+    set {_uniqueStorage()._payload = .keyPublish(newValue)}
+  }
+
+  public var keyFetchRequest: Imcodec_V1_KeyFetchRequest {
+    get {
+      if case .keyFetchRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_KeyFetchRequest()
+    }
+    set {_uniqueStorage()._payload = .keyFetchRequest(newValue)}
+  }
+
+  public var keyFetchResponse: Imcodec_V1_KeyFetchResponse {
+    get {
+      if case .keyFetchResponse(let v)? = _storage._payload {return v}
+      return Imcodec_V1_KeyFetchResponse()
+    }
+    set {_uniqueStorage()._payload = .keyFetchResponse(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -191,6 +459,41 @@ public nonisolated struct Imcodec_V1_Frame: @unchecked Sendable {
     case historyRequest(Imcodec_V1_HistoryRequest)
     case historyResponse(Imcodec_V1_HistoryResponse)
     case mergerPayload(Imcodec_V1_MergerPayload)
+    case readReceiptRequest(Imcodec_V1_ReadReceiptRequest)
+    case groupReadMembersRequest(Imcodec_V1_GroupReadMembersRequest)
+    /// Session layer (session.proto).
+    case loginRequest(Imcodec_V1_LoginRequest)
+    case loginResult(Imcodec_V1_LoginResult)
+    case ping(Imcodec_V1_Ping)
+    case pong(Imcodec_V1_Pong)
+    case logout(Imcodec_V1_Logout)
+    case kickedOffline(Imcodec_V1_KickedOffline)
+    case maxSeqRequest(Imcodec_V1_MaxSeqRequest)
+    case maxSeqResponse(Imcodec_V1_MaxSeqResponse)
+    case syncRequest(Imcodec_V1_SyncRequest)
+    case syncResponse(Imcodec_V1_SyncResponse)
+    case presence(Imcodec_V1_PresenceUpdate)
+    case presenceSubscription(Imcodec_V1_PresenceSubscription)
+    case membership(Imcodec_V1_MembershipChange)
+    case requestResult(Imcodec_V1_RequestResult)
+    /// Message features (events.proto).
+    case reaction(Imcodec_V1_ReactionEvent)
+    case pin(Imcodec_V1_PinEvent)
+    case pollVote(Imcodec_V1_PollVoteEvent)
+    case pollUpdate(Imcodec_V1_PollUpdate)
+    case disappearingTimer(Imcodec_V1_DisappearingTimerEvent)
+    case receiveOption(Imcodec_V1_ReceiveOptionChange)
+    /// The user stream (session.proto).
+    case streamSyncRequest(Imcodec_V1_StreamSyncRequest)
+    case streamSyncResponse(Imcodec_V1_StreamSyncResponse)
+    case streamAck(Imcodec_V1_StreamAck)
+    /// Calls and streamed messages (events.proto).
+    case call(Imcodec_V1_CallEvent)
+    case streamChunk(Imcodec_V1_StreamChunk)
+    /// End-to-end encryption keys (session.proto).
+    case keyPublish(Imcodec_V1_KeyPublish)
+    case keyFetchRequest(Imcodec_V1_KeyFetchRequest)
+    case keyFetchResponse(Imcodec_V1_KeyFetchResponse)
 
   }
 
@@ -205,11 +508,13 @@ fileprivate nonisolated let _protobuf_package = "imcodec.v1"
 
 nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}min_reader_version\0\u{2}\u{8}message\0\u{1}receipt\0\u{1}receipts\0\u{3}c2c_read_receipt\0\u{3}group_read_members\0\u{2}\u{6}recall\0\u{1}edit\0\u{1}delete\0\u{1}typing\0\u{3}mark_read\0\u{3}system_notice\0\u{4}\u{5}send_ack\0\u{3}history_request\0\u{3}history_response\0\u{3}merger_payload\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}min_reader_version\0\u{3}request_id\0\u{3}stream_position\0\u{2}\u{6}message\0\u{1}receipt\0\u{1}receipts\0\u{3}c2c_read_receipt\0\u{3}group_read_members\0\u{3}read_receipt_request\0\u{3}group_read_members_request\0\u{2}\u{4}recall\0\u{1}edit\0\u{1}delete\0\u{1}typing\0\u{3}mark_read\0\u{3}system_notice\0\u{4}\u{5}send_ack\0\u{3}history_request\0\u{3}history_response\0\u{3}merger_payload\0\u{4}\u{7}login_request\0\u{3}login_result\0\u{1}ping\0\u{1}pong\0\u{1}logout\0\u{3}kicked_offline\0\u{3}max_seq_request\0\u{3}max_seq_response\0\u{3}sync_request\0\u{3}sync_response\0\u{1}presence\0\u{3}presence_subscription\0\u{1}membership\0\u{3}request_result\0\u{2}\u{7}reaction\0\u{1}pin\0\u{3}poll_vote\0\u{3}poll_update\0\u{3}disappearing_timer\0\u{3}receive_option\0\u{3}stream_sync_request\0\u{3}stream_sync_response\0\u{3}stream_ack\0\u{2}\u{c}call\0\u{3}stream_chunk\0\u{3}key_publish\0\u{3}key_fetch_request\0\u{3}key_fetch_response\0")
 
   fileprivate class _StorageClass {
     var _schemaVersion: UInt32 = 0
     var _minReaderVersion: UInt32 = 0
+    var _requestID: UInt64 = 0
+    var _streamPosition: UInt64 = 0
     var _payload: Imcodec_V1_Frame.OneOf_Payload?
 
       // This property is used as the initial default value for new instances of the type.
@@ -223,6 +528,8 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
     init(copying source: _StorageClass) {
       _schemaVersion = source._schemaVersion
       _minReaderVersion = source._minReaderVersion
+      _requestID = source._requestID
+      _streamPosition = source._streamPosition
       _payload = source._payload
     }
   }
@@ -244,6 +551,8 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
         switch fieldNumber {
         case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._schemaVersion) }()
         case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._minReaderVersion) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._requestID) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._streamPosition) }()
         case 10: try {
           var v: Imcodec_V1_Message?
           var hadOneofValue = false
@@ -307,6 +616,32 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
           if let v = v {
             if hadOneofValue {try decoder.handleConflictingOneOf()}
             _storage._payload = .groupReadMembers(v)
+          }
+        }()
+        case 15: try {
+          var v: Imcodec_V1_ReadReceiptRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .readReceiptRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .readReceiptRequest(v)
+          }
+        }()
+        case 16: try {
+          var v: Imcodec_V1_GroupReadMembersRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .groupReadMembersRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .groupReadMembersRequest(v)
           }
         }()
         case 20: try {
@@ -439,6 +774,370 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
             _storage._payload = .mergerPayload(v)
           }
         }()
+        case 40: try {
+          var v: Imcodec_V1_LoginRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .loginRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .loginRequest(v)
+          }
+        }()
+        case 41: try {
+          var v: Imcodec_V1_LoginResult?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .loginResult(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .loginResult(v)
+          }
+        }()
+        case 42: try {
+          var v: Imcodec_V1_Ping?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .ping(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .ping(v)
+          }
+        }()
+        case 43: try {
+          var v: Imcodec_V1_Pong?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .pong(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .pong(v)
+          }
+        }()
+        case 44: try {
+          var v: Imcodec_V1_Logout?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .logout(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .logout(v)
+          }
+        }()
+        case 45: try {
+          var v: Imcodec_V1_KickedOffline?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .kickedOffline(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .kickedOffline(v)
+          }
+        }()
+        case 46: try {
+          var v: Imcodec_V1_MaxSeqRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .maxSeqRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .maxSeqRequest(v)
+          }
+        }()
+        case 47: try {
+          var v: Imcodec_V1_MaxSeqResponse?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .maxSeqResponse(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .maxSeqResponse(v)
+          }
+        }()
+        case 48: try {
+          var v: Imcodec_V1_SyncRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .syncRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .syncRequest(v)
+          }
+        }()
+        case 49: try {
+          var v: Imcodec_V1_SyncResponse?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .syncResponse(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .syncResponse(v)
+          }
+        }()
+        case 50: try {
+          var v: Imcodec_V1_PresenceUpdate?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .presence(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .presence(v)
+          }
+        }()
+        case 51: try {
+          var v: Imcodec_V1_PresenceSubscription?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .presenceSubscription(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .presenceSubscription(v)
+          }
+        }()
+        case 52: try {
+          var v: Imcodec_V1_MembershipChange?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .membership(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .membership(v)
+          }
+        }()
+        case 53: try {
+          var v: Imcodec_V1_RequestResult?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .requestResult(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .requestResult(v)
+          }
+        }()
+        case 60: try {
+          var v: Imcodec_V1_ReactionEvent?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .reaction(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .reaction(v)
+          }
+        }()
+        case 61: try {
+          var v: Imcodec_V1_PinEvent?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .pin(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .pin(v)
+          }
+        }()
+        case 62: try {
+          var v: Imcodec_V1_PollVoteEvent?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .pollVote(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .pollVote(v)
+          }
+        }()
+        case 63: try {
+          var v: Imcodec_V1_PollUpdate?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .pollUpdate(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .pollUpdate(v)
+          }
+        }()
+        case 64: try {
+          var v: Imcodec_V1_DisappearingTimerEvent?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .disappearingTimer(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .disappearingTimer(v)
+          }
+        }()
+        case 65: try {
+          var v: Imcodec_V1_ReceiveOptionChange?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .receiveOption(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .receiveOption(v)
+          }
+        }()
+        case 66: try {
+          var v: Imcodec_V1_StreamSyncRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .streamSyncRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .streamSyncRequest(v)
+          }
+        }()
+        case 67: try {
+          var v: Imcodec_V1_StreamSyncResponse?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .streamSyncResponse(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .streamSyncResponse(v)
+          }
+        }()
+        case 68: try {
+          var v: Imcodec_V1_StreamAck?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .streamAck(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .streamAck(v)
+          }
+        }()
+        case 80: try {
+          var v: Imcodec_V1_CallEvent?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .call(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .call(v)
+          }
+        }()
+        case 81: try {
+          var v: Imcodec_V1_StreamChunk?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .streamChunk(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .streamChunk(v)
+          }
+        }()
+        case 82: try {
+          var v: Imcodec_V1_KeyPublish?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .keyPublish(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .keyPublish(v)
+          }
+        }()
+        case 83: try {
+          var v: Imcodec_V1_KeyFetchRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .keyFetchRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .keyFetchRequest(v)
+          }
+        }()
+        case 84: try {
+          var v: Imcodec_V1_KeyFetchResponse?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .keyFetchResponse(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .keyFetchResponse(v)
+          }
+        }()
         default: break
         }
       }
@@ -456,6 +1155,12 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
       }
       if _storage._minReaderVersion != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._minReaderVersion, fieldNumber: 2)
+      }
+      if _storage._requestID != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._requestID, fieldNumber: 3)
+      }
+      if _storage._streamPosition != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._streamPosition, fieldNumber: 4)
       }
       switch _storage._payload {
       case .message?: try {
@@ -477,6 +1182,14 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
       case .groupReadMembers?: try {
         guard case .groupReadMembers(let v)? = _storage._payload else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      }()
+      case .readReceiptRequest?: try {
+        guard case .readReceiptRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      }()
+      case .groupReadMembersRequest?: try {
+        guard case .groupReadMembersRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
       }()
       case .recall?: try {
         guard case .recall(let v)? = _storage._payload else { preconditionFailure() }
@@ -518,6 +1231,118 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
         guard case .mergerPayload(let v)? = _storage._payload else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
       }()
+      case .loginRequest?: try {
+        guard case .loginRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+      }()
+      case .loginResult?: try {
+        guard case .loginResult(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+      }()
+      case .ping?: try {
+        guard case .ping(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
+      }()
+      case .pong?: try {
+        guard case .pong(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
+      }()
+      case .logout?: try {
+        guard case .logout(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
+      }()
+      case .kickedOffline?: try {
+        guard case .kickedOffline(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 45)
+      }()
+      case .maxSeqRequest?: try {
+        guard case .maxSeqRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 46)
+      }()
+      case .maxSeqResponse?: try {
+        guard case .maxSeqResponse(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 47)
+      }()
+      case .syncRequest?: try {
+        guard case .syncRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 48)
+      }()
+      case .syncResponse?: try {
+        guard case .syncResponse(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 49)
+      }()
+      case .presence?: try {
+        guard case .presence(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 50)
+      }()
+      case .presenceSubscription?: try {
+        guard case .presenceSubscription(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 51)
+      }()
+      case .membership?: try {
+        guard case .membership(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 52)
+      }()
+      case .requestResult?: try {
+        guard case .requestResult(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 53)
+      }()
+      case .reaction?: try {
+        guard case .reaction(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+      }()
+      case .pin?: try {
+        guard case .pin(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+      }()
+      case .pollVote?: try {
+        guard case .pollVote(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 62)
+      }()
+      case .pollUpdate?: try {
+        guard case .pollUpdate(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 63)
+      }()
+      case .disappearingTimer?: try {
+        guard case .disappearingTimer(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 64)
+      }()
+      case .receiveOption?: try {
+        guard case .receiveOption(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 65)
+      }()
+      case .streamSyncRequest?: try {
+        guard case .streamSyncRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 66)
+      }()
+      case .streamSyncResponse?: try {
+        guard case .streamSyncResponse(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 67)
+      }()
+      case .streamAck?: try {
+        guard case .streamAck(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 68)
+      }()
+      case .call?: try {
+        guard case .call(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+      }()
+      case .streamChunk?: try {
+        guard case .streamChunk(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+      }()
+      case .keyPublish?: try {
+        guard case .keyPublish(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+      }()
+      case .keyFetchRequest?: try {
+        guard case .keyFetchRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
+      }()
+      case .keyFetchResponse?: try {
+        guard case .keyFetchResponse(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
+      }()
       case nil: break
       }
     }
@@ -531,6 +1356,8 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
         let rhs_storage = _args.1
         if _storage._schemaVersion != rhs_storage._schemaVersion {return false}
         if _storage._minReaderVersion != rhs_storage._minReaderVersion {return false}
+        if _storage._requestID != rhs_storage._requestID {return false}
+        if _storage._streamPosition != rhs_storage._streamPosition {return false}
         if _storage._payload != rhs_storage._payload {return false}
         return true
       }

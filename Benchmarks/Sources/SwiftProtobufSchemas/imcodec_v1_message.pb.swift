@@ -82,6 +82,9 @@ public nonisolated enum Imcodec_V1_MessageStatus: SwiftProtobuf.Enum, Swift.Case
   case deleted // = 4
   case imported // = 5
   case recalled // = 6
+
+  /// The sender canceled it before it was sent (RongCloud SentStatus_CANCELED).
+  case canceled // = 7
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -97,6 +100,7 @@ public nonisolated enum Imcodec_V1_MessageStatus: SwiftProtobuf.Enum, Swift.Case
     case 4: self = .deleted
     case 5: self = .imported
     case 6: self = .recalled
+    case 7: self = .canceled
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -110,6 +114,7 @@ public nonisolated enum Imcodec_V1_MessageStatus: SwiftProtobuf.Enum, Swift.Case
     case .deleted: return 4
     case .imported: return 5
     case .recalled: return 6
+    case .canceled: return 7
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -123,11 +128,112 @@ public nonisolated enum Imcodec_V1_MessageStatus: SwiftProtobuf.Enum, Swift.Case
     .deleted,
     .imported,
     .recalled,
+    .canceled,
+  ]
+
+}
+
+/// Whether a message was sent or received by the device holding it (RongCloud messageDirection).
+/// Multi-device: the server forwards a user's sent message to the user's other devices with
+/// direction SENT, so every device shows it on the sender's side.
+public nonisolated enum Imcodec_V1_MessageDirection: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case sent // = 1
+  case received // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .sent
+    case 2: self = .received
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .sent: return 1
+    case .received: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_MessageDirection] = [
+    .unspecified,
+    .sent,
+    .received,
+  ]
+
+}
+
+/// Bits of Message.received_status (RongCloud ReceivedStatus). 0: unread.
+public nonisolated enum Imcodec_V1_ReceivedStatusFlag: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case read // = 1
+
+  /// A voice message was played.
+  case listened // = 2
+
+  /// A media message's file was downloaded.
+  case downloaded // = 4
+
+  /// The message was received by another of the user's devices and fetched here.
+  case retrieved // = 8
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .read
+    case 2: self = .listened
+    case 4: self = .downloaded
+    case 8: self = .retrieved
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .read: return 1
+    case .listened: return 2
+    case .downloaded: return 4
+    case .retrieved: return 8
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_ReceivedStatusFlag] = [
+    .unspecified,
+    .read,
+    .listened,
+    .downloaded,
+    .retrieved,
   ]
 
 }
 
 /// Bits of Message.flags. Each value is one bit; a message carries their bitwise OR.
+///
+/// What a server keeps: a message is kept (stored, given a seq, synced, placed in its users'
+/// streams) unless it carries MESSAGE_FLAG_ONLINE_USER_ONLY or StoragePolicy STATUS_ONLY; such a
+/// message is sent to the devices online now, with no seq and no stream position, and never
+/// synced. SAVE_TO_HISTORY does not change that (a kept message is in history); with ONLINE_USER_ONLY
+/// it is ignored, as Tencent's online messages "cannot be stored offline".
 public nonisolated enum Imcodec_V1_MessageFlag: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
@@ -141,7 +247,7 @@ public nonisolated enum Imcodec_V1_MessageFlag: SwiftProtobuf.Enum, Swift.CaseIt
   /// Does not become the conversation's last message (isExcludedFromLastMessage).
   case excludedFromLastMessage // = 4
 
-  /// Delivered only to users online now; never stored offline or pushed (onlineUserOnly).
+  /// Delivered only to users online now; never stored offline, synced or pushed (onlineUserOnly).
   case onlineUserOnly // = 8
 
   /// Kept in server-side roaming history.
@@ -211,7 +317,8 @@ public nonisolated enum Imcodec_V1_StoragePolicy: SwiftProtobuf.Enum, Swift.Case
   /// Stored and counted as unread.
   case counted // = 2
 
-  /// A status message: neither stored nor counted (typing indicators and the like).
+  /// A status message: neither stored nor counted, delivered to online devices only, never synced
+  /// (typing indicators and the like).
   case statusOnly // = 3
   case UNRECOGNIZED(Int)
 
@@ -245,6 +352,68 @@ public nonisolated enum Imcodec_V1_StoragePolicy: SwiftProtobuf.Enum, Swift.Case
     .persisted,
     .counted,
     .statusOnly,
+  ]
+
+}
+
+/// How a StyleRange renders its text (Telegram MessageEntity, Signal BodyRange.Style, WhatsApp
+/// markdown).
+public nonisolated enum Imcodec_V1_TextStyle: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case bold // = 1
+  case italic // = 2
+  case strikethrough // = 3
+
+  /// Monospaced inline code.
+  case code // = 4
+
+  /// Hidden until the reader taps it. A reader that cannot hide it must not show the text.
+  case spoiler // = 5
+
+  /// A link: StyleRange.url is its target.
+  case link // = 6
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .bold
+    case 2: self = .italic
+    case 3: self = .strikethrough
+    case 4: self = .code
+    case 5: self = .spoiler
+    case 6: self = .link
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .bold: return 1
+    case .italic: return 2
+    case .strikethrough: return 3
+    case .code: return 4
+    case .spoiler: return 5
+    case .link: return 6
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_TextStyle] = [
+    .unspecified,
+    .bold,
+    .italic,
+    .strikethrough,
+    .code,
+    .spoiler,
+    .link,
   ]
 
 }
@@ -342,6 +511,168 @@ public nonisolated enum Imcodec_V1_ImageType: SwiftProtobuf.Enum, Swift.CaseIter
     .original,
     .large,
     .thumbnail,
+  ]
+
+}
+
+/// Whether a call carries audio only or video too.
+public nonisolated enum Imcodec_V1_CallMedia: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case audio // = 1
+  case video // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .audio
+    case 2: self = .video
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .audio: return 1
+    case .video: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_CallMedia] = [
+    .unspecified,
+    .audio,
+    .video,
+  ]
+
+}
+
+/// How a call ended, as its log shows it.
+public nonisolated enum Imcodec_V1_CallOutcome: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// Answered; duration_s says for how long.
+  case completed // = 1
+
+  /// Not answered before the invite timed out.
+  case missed // = 2
+
+  /// An invitee declined it.
+  case rejected // = 3
+
+  /// The caller hung up before anyone answered.
+  case canceled // = 4
+
+  /// An invitee was in another call.
+  case busy // = 5
+
+  /// The call failed (network, media).
+  case failed // = 6
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .completed
+    case 2: self = .missed
+    case 3: self = .rejected
+    case 4: self = .canceled
+    case 5: self = .busy
+    case 6: self = .failed
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .completed: return 1
+    case .missed: return 2
+    case .rejected: return 3
+    case .canceled: return 4
+    case .busy: return 5
+    case .failed: return 6
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_CallOutcome] = [
+    .unspecified,
+    .completed,
+    .missed,
+    .rejected,
+    .canceled,
+    .busy,
+    .failed,
+  ]
+
+}
+
+/// What tapping a Button does.
+public nonisolated enum Imcodec_V1_ButtonAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// Sends a message back to the conversation: a reply (quote) to the buttons' message holding one
+  /// CustomElement whose data is the button's data (Telegram callback_data, Slack block actions).
+  case callback // = 1
+
+  /// Opens Button.url.
+  case openURL // = 2
+
+  /// Sends Button.label as a text message (Telegram reply keyboards, quick replies).
+  case sendText // = 3
+
+  /// Copies Button.data (as UTF-8 text) to the clipboard.
+  case copy // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .callback
+    case 2: self = .openURL
+    case 3: self = .sendText
+    case 4: self = .copy
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .callback: return 1
+    case .openURL: return 2
+    case .sendText: return 3
+    case .copy: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_ButtonAction] = [
+    .unspecified,
+    .callback,
+    .openURL,
+    .sendText,
+    .copy,
   ]
 
 }
@@ -603,7 +934,8 @@ public nonisolated struct Imcodec_V1_Message: @unchecked Sendable {
     set {_uniqueStorage()._flags = newValue}
   }
 
-  /// Targeted group message: only these members receive it. Group conversations only.
+  /// Targeted group message: only these members (and the sender's other devices) receive it, and
+  /// only they sync it. Group and ultra-group conversations only (not chatrooms).
   public var targetReceivers: [String] {
     get {_storage._targetReceivers}
     set {_uniqueStorage()._targetReceivers = newValue}
@@ -677,11 +1009,199 @@ public nonisolated struct Imcodec_V1_Message: @unchecked Sendable {
     set {_uniqueStorage()._senderNickname = newValue}
   }
 
+  /// Multi-device: the sending device (LoginRequest.device_id).
+  public var senderDeviceID: String {
+    get {_storage._senderDeviceID}
+    set {_uniqueStorage()._senderDeviceID = newValue}
+  }
+
+  /// SENT on the sender's devices, RECEIVED elsewhere; set by whoever stores the message.
+  public var direction: Imcodec_V1_MessageDirection {
+    get {_storage._direction}
+    set {_uniqueStorage()._direction = newValue}
+  }
+
+  /// Bitwise OR of ReceivedStatusFlag values, for a received message.
+  public var receivedStatus: UInt32 {
+    get {_storage._receivedStatus}
+    set {_uniqueStorage()._receivedStatus = newValue}
+  }
+
+  /// The content type's name (RongCloud objectName, e.g. "RC:TxtMsg"; custom types "App:Name").
+  /// Empty: derived from the first element.
+  public var objectName: String {
+    get {_storage._objectName}
+    set {_uniqueStorage()._objectName = newValue}
+  }
+
+  /// Extra data sent along with the content (RongCloud content.extra), unlike local-only extras.
+  public var extra: String {
+    get {_storage._extra}
+    set {_uniqueStorage()._extra = newValue}
+  }
+
+  /// The dialog the message belongs to (QuickBlox dialog id), distinct from the peer or group id.
+  public var dialogID: String {
+    get {_storage._dialogID}
+    set {_uniqueStorage()._dialogID = newValue}
+  }
+
+  /// Users the message was delivered to, and who read it (QuickBlox delivered_ids, read_ids).
+  public var deliveredIds: [String] {
+    get {_storage._deliveredIds}
+    set {_uniqueStorage()._deliveredIds = newValue}
+  }
+
+  public var readIds: [String] {
+    get {_storage._readIds}
+    set {_uniqueStorage()._readIds = newValue}
+  }
+
+  /// The last change to the message (edit, reaction, read state), epoch ms (QuickBlox updated_at).
+  public var updatedAtMs: Int64 {
+    get {_storage._updatedAtMs}
+    set {_uniqueStorage()._updatedAtMs = newValue}
+  }
+
+  /// Reactions on this message, one summary per emoji, most used first.
+  public var reactions: [Imcodec_V1_ReactionSummary] {
+    get {_storage._reactions}
+    set {_uniqueStorage()._reactions = newValue}
+  }
+
+  /// A reply in a thread: the thread's root message. Unset outside threads.
+  public var threadRoot: Imcodec_V1_MessageRef {
+    get {_storage._threadRoot ?? Imcodec_V1_MessageRef()}
+    set {_uniqueStorage()._threadRoot = newValue}
+  }
+  /// Returns true if `threadRoot` has been explicitly set.
+  public var hasThreadRoot: Bool {_storage._threadRoot != nil}
+  /// Clears the value of `threadRoot`. Subsequent reads from it will return its default value.
+  public mutating func clearThreadRoot() {_uniqueStorage()._threadRoot = nil}
+
+  /// On a thread's root message: its replies so far.
+  public var thread: Imcodec_V1_ThreadSummary {
+    get {_storage._thread ?? Imcodec_V1_ThreadSummary()}
+    set {_uniqueStorage()._thread = newValue}
+  }
+  /// Returns true if `thread` has been explicitly set.
+  public var hasThread: Bool {_storage._thread != nil}
+  /// Clears the value of `thread`. Subsequent reads from it will return its default value.
+  public mutating func clearThread() {_uniqueStorage()._thread = nil}
+
+  /// Disappearing messages: seconds after it was sent that every device deletes it; 0 never.
+  /// Copied from the conversation's timer (DisappearingTimerEvent) when the message is sent.
+  public var expireAfterS: UInt32 {
+    get {_storage._expireAfterS}
+    set {_uniqueStorage()._expireAfterS = newValue}
+  }
+
+  /// When receivers delete it, epoch ms; set by the server from server_time_ms + expire_after_s.
+  public var expireAtMs: Int64 {
+    get {_storage._expireAtMs}
+    set {_uniqueStorage()._expireAtMs = newValue}
+  }
+
+  /// View-once media: receivers show the media once, then delete it and keep no copy.
+  public var viewOnce: Bool {
+    get {_storage._viewOnce}
+    set {_uniqueStorage()._viewOnce = newValue}
+  }
+
+  /// How many times the content was forwarded before this copy: 0 original, 1 forwarded once.
+  /// Clients show "forwarded many times" from 5 on (WhatsApp's threshold).
+  public var forwardScore: UInt32 {
+    get {_storage._forwardScore}
+    set {_uniqueStorage()._forwardScore = newValue}
+  }
+
+  /// What the quoted message (quote) showed when this reply was sent, so a reply renders without
+  /// fetching the original (Signal DataMessage.Quote, WhatsApp ContextInfo.quotedMessage).
+  public var quoteSnapshot: Imcodec_V1_QuoteSnapshot {
+    get {_storage._quoteSnapshot ?? Imcodec_V1_QuoteSnapshot()}
+    set {_uniqueStorage()._quoteSnapshot = newValue}
+  }
+  /// Returns true if `quoteSnapshot` has been explicitly set.
+  public var hasQuoteSnapshot: Bool {_storage._quoteSnapshot != nil}
+  /// Clears the value of `quoteSnapshot`. Subsequent reads from it will return its default value.
+  public mutating func clearQuoteSnapshot() {_uniqueStorage()._quoteSnapshot = nil}
+
+  /// Delivered as an offline message: stored while the receiver was offline and delivered when it
+  /// came back (sync or login), not live (RongCloud RCMessage isOffLine). Set by the server on
+  /// delivery to a receiver; never on online-only or status-only messages, which are not stored.
+  public var isOffline: Bool {
+    get {_storage._isOffline}
+    set {_uniqueStorage()._isOffline = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// The author and a text abstract of a quoted message, as the replying client saw it.
+public nonisolated struct Imcodec_V1_QuoteSnapshot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var authorID: String = String()
+
+  public var authorNickname: String = String()
+
+  /// The quoted content as text (its text, or a placeholder such as "[Image]" for media).
+  public var text: String = String()
+
+  /// The kind of the quoted message's first element (MessageElement field name, e.g. "image").
+  public var elementKind: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The reactions with one emoji on a message.
+public nonisolated struct Imcodec_V1_ReactionSummary: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// One emoji: at most 8 Unicode scalars (a flag, a skin tone or a ZWJ sequence), 32 UTF-8 bytes.
+  public var emoji: String = String()
+
+  public var count: UInt32 = 0
+
+  /// The first users who reacted (at most 10); count holds the total.
+  public var userIds: [String] = []
+
+  /// Whether the user receiving this summary is among them.
+  public var reactedByMe: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The replies to a thread's root message.
+public nonisolated struct Imcodec_V1_ThreadSummary: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var replyCount: UInt32 = 0
+
+  public var lastReplySeq: UInt64 = 0
+
+  public var lastReplyTimeMs: Int64 = 0
+
+  /// The first users who replied (at most 10).
+  public var participantIds: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// One element of a message's content chain.
@@ -772,6 +1292,62 @@ public nonisolated struct Imcodec_V1_MessageElement: Sendable {
     set {content = .merger(newValue)}
   }
 
+  public var poll: Imcodec_V1_PollElement {
+    get {
+      if case .poll(let v)? = content {return v}
+      return Imcodec_V1_PollElement()
+    }
+    set {content = .poll(newValue)}
+  }
+
+  public var sticker: Imcodec_V1_StickerElement {
+    get {
+      if case .sticker(let v)? = content {return v}
+      return Imcodec_V1_StickerElement()
+    }
+    set {content = .sticker(newValue)}
+  }
+
+  public var contactCard: Imcodec_V1_ContactCardElement {
+    get {
+      if case .contactCard(let v)? = content {return v}
+      return Imcodec_V1_ContactCardElement()
+    }
+    set {content = .contactCard(newValue)}
+  }
+
+  public var callLog: Imcodec_V1_CallLogElement {
+    get {
+      if case .callLog(let v)? = content {return v}
+      return Imcodec_V1_CallLogElement()
+    }
+    set {content = .callLog(newValue)}
+  }
+
+  public var buttons: Imcodec_V1_ButtonsElement {
+    get {
+      if case .buttons(let v)? = content {return v}
+      return Imcodec_V1_ButtonsElement()
+    }
+    set {content = .buttons(newValue)}
+  }
+
+  public var stream: Imcodec_V1_StreamElement {
+    get {
+      if case .stream(let v)? = content {return v}
+      return Imcodec_V1_StreamElement()
+    }
+    set {content = .stream(newValue)}
+  }
+
+  public var encrypted: Imcodec_V1_EncryptedElement {
+    get {
+      if case .encrypted(let v)? = content {return v}
+      return Imcodec_V1_EncryptedElement()
+    }
+    set {content = .encrypted(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Content: Equatable, Sendable {
@@ -785,6 +1361,13 @@ public nonisolated struct Imcodec_V1_MessageElement: Sendable {
     case face(Imcodec_V1_FaceElement)
     case groupTips(Imcodec_V1_GroupTipsElement)
     case merger(Imcodec_V1_MergerElement)
+    case poll(Imcodec_V1_PollElement)
+    case sticker(Imcodec_V1_StickerElement)
+    case contactCard(Imcodec_V1_ContactCardElement)
+    case callLog(Imcodec_V1_CallLogElement)
+    case buttons(Imcodec_V1_ButtonsElement)
+    case stream(Imcodec_V1_StreamElement)
+    case encrypted(Imcodec_V1_EncryptedElement)
 
   }
 
@@ -795,6 +1378,126 @@ public nonisolated struct Imcodec_V1_TextElement: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
+
+  public var text: String = String()
+
+  /// Mentions inside text, by position. Offsets and lengths count UTF-16 code units, as Apple's
+  /// NSString and NSRange, Java, JavaScript, Signal and Telegram count them; a range may not split
+  /// a surrogate pair and must lie inside text.
+  public var mentions: [Imcodec_V1_MentionRange] = []
+
+  /// Previews of links in text, made by the sender.
+  public var linkPreviews: [Imcodec_V1_LinkPreview] = []
+
+  /// Rich text: styled ranges of text, in UTF-16 code units like mentions. Ranges may nest and
+  /// overlap; each lies inside text and splits no surrogate pair.
+  public var styles: [Imcodec_V1_StyleRange] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One styled range of a TextElement's text (UTF-16 code units, as MentionRange).
+public nonisolated struct Imcodec_V1_StyleRange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var offset: UInt32 = 0
+
+  public var length: UInt32 = 0
+
+  public var style: Imcodec_V1_TextStyle = .unspecified
+
+  /// TEXT_STYLE_LINK only: the link's target.
+  public var url: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One mention in a TextElement's text (UTF-16 code units).
+public nonisolated struct Imcodec_V1_MentionRange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var offset: UInt32 = 0
+
+  public var length: UInt32 = 0
+
+  /// The mentioned user; empty when all is set.
+  public var userID: String = String()
+
+  /// "@all": every member.
+  public var all: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A preview of a URL (Open Graph data fetched by the sender).
+public nonisolated struct Imcodec_V1_LinkPreview: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var url: String = String()
+
+  public var title: String = String()
+
+  public var description_p: String = String()
+
+  public var imageURL: String = String()
+
+  public var imageWidth: UInt32 = 0
+
+  public var imageHeight: UInt32 = 0
+
+  public var siteName: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A poll. Votes arrive as PollVoteEvent; the results and closing as PollUpdate.
+public nonisolated struct Imcodec_V1_PollElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Unique per poll; votes name it.
+  public var pollID: String = String()
+
+  public var question: String = String()
+
+  /// 2 to 12 options, each with a distinct id.
+  public var options: [Imcodec_V1_PollOption] = []
+
+  /// A voter may choose several options.
+  public var multipleChoice: Bool = false
+
+  /// Results name no voters.
+  public var anonymous: Bool = false
+
+  /// When voting ends, epoch ms; 0: when the creator closes it.
+  public var closeTimeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Imcodec_V1_PollOption: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: UInt32 = 0
 
   public var text: String = String()
 
@@ -814,6 +1517,26 @@ public nonisolated struct Imcodec_V1_CustomElement: Sendable {
   public var description_p: String = String()
 
   public var ext: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The key that decrypts a media file stored encrypted (Signal AttachmentPointer key and digest,
+/// WhatsApp mediaKey): the storage server holds ciphertext only. The library does no cryptography.
+public nonisolated struct Imcodec_V1_MediaKey: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The cipher, e.g. "AES-256-GCM" or "AES-256-CBC-HMAC-SHA256".
+  public var algorithm: String = String()
+
+  public var key: Data = Data()
+
+  /// SHA-256 of the encrypted file as stored, checked before decrypting.
+  public var ciphertextSha256: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -853,44 +1576,144 @@ public nonisolated struct Imcodec_V1_ImageElement: Sendable {
 
   public var images: [Imcodec_V1_ImageInfo] = []
 
+  /// Media metadata (every media element has these): the MIME type ("image/jpeg"), the SHA-256 of
+  /// the original's plaintext, a caption shown under it, a BlurHash placeholder and a tiny inline
+  /// thumbnail (JPEG, at most a few KB) shown until the download ends, and the key when the file is
+  /// stored encrypted.
+  public var mimeType: String = String()
+
+  public var sha256: Data = Data()
+
+  public var caption: String = String()
+
+  public var blurhash: String = String()
+
+  public var thumbnail: Data = Data()
+
+  public var mediaKey: Imcodec_V1_MediaKey {
+    get {_mediaKey ?? Imcodec_V1_MediaKey()}
+    set {_mediaKey = newValue}
+  }
+  /// Returns true if `mediaKey` has been explicitly set.
+  public var hasMediaKey: Bool {self._mediaKey != nil}
+  /// Clears the value of `mediaKey`. Subsequent reads from it will return its default value.
+  public mutating func clearMediaKey() {self._mediaKey = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _mediaKey: Imcodec_V1_MediaKey? = nil
 }
 
 /// A video and its snapshot (cover image).
-public nonisolated struct Imcodec_V1_VideoElement: Sendable {
+public nonisolated struct Imcodec_V1_VideoElement: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var videoUuid: String = String()
+  public var videoUuid: String {
+    get {_storage._videoUuid}
+    set {_uniqueStorage()._videoUuid = newValue}
+  }
 
   /// Container format, e.g. "mp4".
-  public var videoType: String = String()
+  public var videoType: String {
+    get {_storage._videoType}
+    set {_uniqueStorage()._videoType = newValue}
+  }
 
-  public var videoSize: UInt64 = 0
+  public var videoSize: UInt64 {
+    get {_storage._videoSize}
+    set {_uniqueStorage()._videoSize = newValue}
+  }
 
-  public var durationS: UInt32 = 0
+  public var durationS: UInt32 {
+    get {_storage._durationS}
+    set {_uniqueStorage()._durationS = newValue}
+  }
 
-  public var videoURL: String = String()
+  public var videoURL: String {
+    get {_storage._videoURL}
+    set {_uniqueStorage()._videoURL = newValue}
+  }
 
-  public var snapshotUuid: String = String()
+  public var snapshotUuid: String {
+    get {_storage._snapshotUuid}
+    set {_uniqueStorage()._snapshotUuid = newValue}
+  }
 
   /// Image format of the snapshot, e.g. "jpg".
-  public var snapshotType: String = String()
+  public var snapshotType: String {
+    get {_storage._snapshotType}
+    set {_uniqueStorage()._snapshotType = newValue}
+  }
 
-  public var snapshotSize: UInt64 = 0
+  public var snapshotSize: UInt64 {
+    get {_storage._snapshotSize}
+    set {_uniqueStorage()._snapshotSize = newValue}
+  }
 
-  public var snapshotWidth: UInt32 = 0
+  public var snapshotWidth: UInt32 {
+    get {_storage._snapshotWidth}
+    set {_uniqueStorage()._snapshotWidth = newValue}
+  }
 
-  public var snapshotHeight: UInt32 = 0
+  public var snapshotHeight: UInt32 {
+    get {_storage._snapshotHeight}
+    set {_uniqueStorage()._snapshotHeight = newValue}
+  }
 
-  public var snapshotURL: String = String()
+  public var snapshotURL: String {
+    get {_storage._snapshotURL}
+    set {_uniqueStorage()._snapshotURL = newValue}
+  }
+
+  /// Media metadata, as on ImageElement (video_size is the byte size; duration_ms refines duration_s).
+  public var mimeType: String {
+    get {_storage._mimeType}
+    set {_uniqueStorage()._mimeType = newValue}
+  }
+
+  public var sha256: Data {
+    get {_storage._sha256}
+    set {_uniqueStorage()._sha256 = newValue}
+  }
+
+  public var caption: String {
+    get {_storage._caption}
+    set {_uniqueStorage()._caption = newValue}
+  }
+
+  public var blurhash: String {
+    get {_storage._blurhash}
+    set {_uniqueStorage()._blurhash = newValue}
+  }
+
+  public var thumbnail: Data {
+    get {_storage._thumbnail}
+    set {_uniqueStorage()._thumbnail = newValue}
+  }
+
+  public var mediaKey: Imcodec_V1_MediaKey {
+    get {_storage._mediaKey ?? Imcodec_V1_MediaKey()}
+    set {_uniqueStorage()._mediaKey = newValue}
+  }
+  /// Returns true if `mediaKey` has been explicitly set.
+  public var hasMediaKey: Bool {_storage._mediaKey != nil}
+  /// Clears the value of `mediaKey`. Subsequent reads from it will return its default value.
+  public mutating func clearMediaKey() {_uniqueStorage()._mediaKey = nil}
+
+  public var durationMs: UInt32 {
+    get {_storage._durationMs}
+    set {_uniqueStorage()._durationMs = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// A voice message.
@@ -907,9 +1730,35 @@ public nonisolated struct Imcodec_V1_SoundElement: Sendable {
 
   public var url: String = String()
 
+  /// The receiver has played it (Tencent shows a red dot until then).
+  public var played: Bool = false
+
+  /// Media metadata, as on ImageElement ("audio/aac", "audio/ogg").
+  public var mimeType: String = String()
+
+  public var sha256: Data = Data()
+
+  /// Amplitudes for a voice message's waveform, one byte (0 silent ... 255 loudest) per sample,
+  /// samples evenly spread over the duration (WhatsApp, Telegram: at most 100).
+  public var waveform: Data = Data()
+
+  public var mediaKey: Imcodec_V1_MediaKey {
+    get {_mediaKey ?? Imcodec_V1_MediaKey()}
+    set {_mediaKey = newValue}
+  }
+  /// Returns true if `mediaKey` has been explicitly set.
+  public var hasMediaKey: Bool {self._mediaKey != nil}
+  /// Clears the value of `mediaKey`. Subsequent reads from it will return its default value.
+  public mutating func clearMediaKey() {self._mediaKey = nil}
+
+  /// The duration in milliseconds (duration_s rounded down keeps older readers right).
+  public var durationMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _mediaKey: Imcodec_V1_MediaKey? = nil
 }
 
 /// A file. At most 100 MB (104,857,600 bytes).
@@ -926,9 +1775,32 @@ public nonisolated struct Imcodec_V1_FileElement: Sendable {
 
   public var url: String = String()
 
+  /// Media metadata, as on ImageElement ("application/pdf").
+  public var mimeType: String = String()
+
+  public var sha256: Data = Data()
+
+  public var caption: String = String()
+
+  public var mediaKey: Imcodec_V1_MediaKey {
+    get {_mediaKey ?? Imcodec_V1_MediaKey()}
+    set {_mediaKey = newValue}
+  }
+  /// Returns true if `mediaKey` has been explicitly set.
+  public var hasMediaKey: Bool {self._mediaKey != nil}
+  /// Clears the value of `mediaKey`. Subsequent reads from it will return its default value.
+  public mutating func clearMediaKey() {self._mediaKey = nil}
+
+  /// QuickBlox QBChatAttachment.type for an attachment carried as a file: the app's own kind
+  /// ("document", "contract"...). QuickBlox attachments of type "image", "video" and "audio" are
+  /// ImageElement, VideoElement and SoundElement instead.
+  public var attachmentType: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _mediaKey: Imcodec_V1_MediaKey? = nil
 }
 
 /// A geographic location in WGS-84 degrees.
@@ -959,6 +1831,239 @@ public nonisolated struct Imcodec_V1_FaceElement: Sendable {
   public var index: Int32 = 0
 
   public var data: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A sticker from a sticker pack (Telegram Sticker and StickerSet, Signal Sticker, WhatsApp sticker
+/// packs). Unlike FaceElement (an index into the app's own faces), a sticker names its pack, so a
+/// receiver without the pack can fetch it.
+public nonisolated struct Imcodec_V1_StickerElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var packID: String = String()
+
+  /// The pack's key, when the pack is stored encrypted (Signal packKey).
+  public var packKey: Data = Data()
+
+  public var packTitle: String = String()
+
+  /// The sticker inside its pack.
+  public var stickerID: String = String()
+
+  /// The emoji the sticker stands for (shown by clients that cannot fetch it).
+  public var emoji: String = String()
+
+  public var url: String = String()
+
+  /// "image/webp", "application/x-tgsticker"...
+  public var mimeType: String = String()
+
+  public var width: UInt32 = 0
+
+  public var height: UInt32 = 0
+
+  public var animated: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A shared contact (WhatsApp contactMessage with a vCard, Signal DataMessage.Contact, Telegram
+/// messageMediaContact): a user of this service, a phone contact, or both.
+public nonisolated struct Imcodec_V1_ContactCardElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The contact's user id here; empty for a phone contact who is not a user.
+  public var userID: String = String()
+
+  public var displayName: String = String()
+
+  public var avatarURL: String = String()
+
+  public var phoneNumbers: [String] = []
+
+  public var emails: [String] = []
+
+  /// The whole card as vCard 3.0 or 4.0 text (RFC 6350), when the sender had one.
+  public var vcard: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A call's entry in the conversation, written when the call ends (Tencent TUICallKit's call
+/// records, WhatsApp's call log, OpenIM's signalling records). The signalling itself is CallEvent.
+public nonisolated struct Imcodec_V1_CallLogElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var callID: String = String()
+
+  public var media: Imcodec_V1_CallMedia = .unspecified
+
+  public var outcome: Imcodec_V1_CallOutcome = .unspecified
+
+  public var callerID: String = String()
+
+  public var participantIds: [String] = []
+
+  public var startTimeMs: Int64 = 0
+
+  /// How long it was connected; 0 unless COMPLETED.
+  public var durationS: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Imcodec_V1_Button: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Unique within its ButtonsElement.
+  public var id: String = String()
+
+  public var label: String = String()
+
+  public var action: Imcodec_V1_ButtonAction = .unspecified
+
+  /// BUTTON_ACTION_OPEN_URL: the URL to open.
+  public var url: String = String()
+
+  /// What CALLBACK sends back and COPY copies; at most 64 bytes (Telegram callback_data).
+  public var data: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Imcodec_V1_ButtonRow: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var buttons: [Imcodec_V1_Button] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Buttons a bot attaches to its message, in rows (Telegram InlineKeyboardMarkup, Discord
+/// components, Slack blocks).
+public nonisolated struct Imcodec_V1_ButtonsElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var rows: [Imcodec_V1_ButtonRow] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A message that grows after it was sent, chunk by chunk (an AI answer streamed as it is
+/// generated; OpenIM StreamMsgTips). The message is sent with this element (and any text so far);
+/// StreamChunk events with the message's ref carry the rest. Clients show the text so far with a
+/// "still writing" mark until a chunk with final set arrives.
+public nonisolated struct Imcodec_V1_StreamElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Names the stream; StreamChunk.stream_id repeats it.
+  public var streamID: String = String()
+
+  /// The text so far (chunks 0 ... chunk_count - 1 joined).
+  public var text: String = String()
+
+  public var chunkCount: UInt32 = 0
+
+  /// The stream has ended: text is the whole answer.
+  public var final: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// End-to-end encrypted content: the message's elements, sealed by the sending device. The
+/// envelope (Message: conversation, sender, ids, flags, seq, times) stays in the clear so a server
+/// routes, stores, orders and syncs the message without reading it; only the receivers' devices
+/// can open it (Signal Envelope, Matrix m.room.encrypted, WhatsApp's Signal-protocol messages).
+/// The IMCodec library does no cryptography: it carries these bytes.
+public nonisolated struct Imcodec_V1_EncryptedElement: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The cipher and its mode or protocol, e.g. "AES-256-GCM", "signal-double-ratchet",
+  /// "mls-1.0" (MLS ciphersuite in key_id's group).
+  public var algorithm: String = String()
+
+  /// The device that sealed it (LoginRequest.device_id of the sender).
+  public var senderDeviceID: String = String()
+
+  /// Which key sealed it (a session, prekey or MLS epoch id); opaque to the server.
+  public var keyID: Data = Data()
+
+  /// The nonce or IV, when the algorithm takes one separately.
+  public var nonce: Data = Data()
+
+  /// The sealed content: a serialized MessagePlaintext, encrypted. Opaque.
+  public var ciphertext: Data = Data()
+
+  /// Data authenticated but not encrypted, which the receiver checks when opening (for example the
+  /// conversation and client_msg_id, so a server cannot move the ciphertext to another message).
+  public var associatedData: Data = Data()
+
+  /// Per-recipient-device key material (Signal's per-device ciphertexts, Matrix Olm): which device
+  /// it is for and the wrapped content key. Empty when one key serves everyone (MLS, group keys).
+  public var recipientKeys: [Imcodec_V1_RecipientKey] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A content key wrapped for one receiving device.
+public nonisolated struct Imcodec_V1_RecipientKey: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var userID: String = String()
+
+  public var deviceID: String = String()
+
+  public var wrappedKey: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// What EncryptedElement.ciphertext holds once opened: the elements the sender meant.
+public nonisolated struct Imcodec_V1_MessagePlaintext: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var elements: [Imcodec_V1_MessageElement] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1007,43 +2112,80 @@ public nonisolated struct Imcodec_V1_MemberChangeInfo: Sendable {
 }
 
 /// A group event shown in the conversation (join, quit, kick, admin and profile changes, pins).
-public nonisolated struct Imcodec_V1_GroupTipsElement: Sendable {
+public nonisolated struct Imcodec_V1_GroupTipsElement: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var type: Imcodec_V1_GroupTipsType = .unspecified
+  public var type: Imcodec_V1_GroupTipsType {
+    get {_storage._type}
+    set {_uniqueStorage()._type = newValue}
+  }
 
-  public var groupID: String = String()
+  public var groupID: String {
+    get {_storage._groupID}
+    set {_uniqueStorage()._groupID = newValue}
+  }
 
   /// Who did it.
-  public var operatorID: String = String()
+  public var operatorID: String {
+    get {_storage._operatorID}
+    set {_uniqueStorage()._operatorID = newValue}
+  }
 
   /// Who it was done to (joined, kicked, made admin...).
-  public var memberIds: [String] = []
+  public var memberIds: [String] {
+    get {_storage._memberIds}
+    set {_uniqueStorage()._memberIds = newValue}
+  }
 
-  public var groupChanges: [Imcodec_V1_GroupChangeInfo] = []
+  public var groupChanges: [Imcodec_V1_GroupChangeInfo] {
+    get {_storage._groupChanges}
+    set {_uniqueStorage()._groupChanges = newValue}
+  }
 
-  public var memberChanges: [Imcodec_V1_MemberChangeInfo] = []
+  public var memberChanges: [Imcodec_V1_MemberChangeInfo] {
+    get {_storage._memberChanges}
+    set {_uniqueStorage()._memberChanges = newValue}
+  }
 
   /// Member count after the event.
-  public var memberCount: UInt32 = 0
+  public var memberCount: UInt32 {
+    get {_storage._memberCount}
+    set {_uniqueStorage()._memberCount = newValue}
+  }
 
   /// The pinned or unpinned message (PINNED_MESSAGE_* types).
   public var pinnedMessage: Imcodec_V1_MessageRef {
-    get {_pinnedMessage ?? Imcodec_V1_MessageRef()}
-    set {_pinnedMessage = newValue}
+    get {_storage._pinnedMessage ?? Imcodec_V1_MessageRef()}
+    set {_uniqueStorage()._pinnedMessage = newValue}
   }
   /// Returns true if `pinnedMessage` has been explicitly set.
-  public var hasPinnedMessage: Bool {self._pinnedMessage != nil}
+  public var hasPinnedMessage: Bool {_storage._pinnedMessage != nil}
   /// Clears the value of `pinnedMessage`. Subsequent reads from it will return its default value.
-  public mutating func clearPinnedMessage() {self._pinnedMessage = nil}
+  public mutating func clearPinnedMessage() {_uniqueStorage()._pinnedMessage = nil}
+
+  /// The profiles of member_ids, in the same order, and of the operator, so the tip renders
+  /// without fetching them (Tencent V2TIMGroupTipsElem memberList and opMember).
+  public var memberProfiles: [Imcodec_V1_GroupMemberInfo] {
+    get {_storage._memberProfiles}
+    set {_uniqueStorage()._memberProfiles = newValue}
+  }
+
+  public var operatorProfile: Imcodec_V1_GroupMemberInfo {
+    get {_storage._operatorProfile ?? Imcodec_V1_GroupMemberInfo()}
+    set {_uniqueStorage()._operatorProfile = newValue}
+  }
+  /// Returns true if `operatorProfile` has been explicitly set.
+  public var hasOperatorProfile: Bool {_storage._operatorProfile != nil}
+  /// Clears the value of `operatorProfile`. Subsequent reads from it will return its default value.
+  public mutating func clearOperatorProfile() {_uniqueStorage()._operatorProfile = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _pinnedMessage: Imcodec_V1_MessageRef? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Where a merger's messages are stored when they are not inline.
@@ -1126,7 +2268,15 @@ nonisolated extension Imcodec_V1_Priority: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Imcodec_V1_MessageStatus: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MESSAGE_STATUS_UNSPECIFIED\0\u{1}MESSAGE_STATUS_SENDING\0\u{1}MESSAGE_STATUS_SENT\0\u{1}MESSAGE_STATUS_FAILED\0\u{1}MESSAGE_STATUS_DELETED\0\u{1}MESSAGE_STATUS_IMPORTED\0\u{1}MESSAGE_STATUS_RECALLED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MESSAGE_STATUS_UNSPECIFIED\0\u{1}MESSAGE_STATUS_SENDING\0\u{1}MESSAGE_STATUS_SENT\0\u{1}MESSAGE_STATUS_FAILED\0\u{1}MESSAGE_STATUS_DELETED\0\u{1}MESSAGE_STATUS_IMPORTED\0\u{1}MESSAGE_STATUS_RECALLED\0\u{1}MESSAGE_STATUS_CANCELED\0")
+}
+
+nonisolated extension Imcodec_V1_MessageDirection: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0MESSAGE_DIRECTION_UNSPECIFIED\0\u{1}MESSAGE_DIRECTION_SENT\0\u{1}MESSAGE_DIRECTION_RECEIVED\0")
+}
+
+nonisolated extension Imcodec_V1_ReceivedStatusFlag: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RECEIVED_STATUS_FLAG_UNSPECIFIED\0\u{1}RECEIVED_STATUS_FLAG_READ\0\u{1}RECEIVED_STATUS_FLAG_LISTENED\0\u{2}\u{2}RECEIVED_STATUS_FLAG_DOWNLOADED\0\u{2}\u{4}RECEIVED_STATUS_FLAG_RETRIEVED\0")
 }
 
 nonisolated extension Imcodec_V1_MessageFlag: SwiftProtobuf._ProtoNameProviding {
@@ -1137,12 +2287,28 @@ nonisolated extension Imcodec_V1_StoragePolicy: SwiftProtobuf._ProtoNameProvidin
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STORAGE_POLICY_UNSPECIFIED\0\u{1}STORAGE_POLICY_PERSISTED\0\u{1}STORAGE_POLICY_COUNTED\0\u{1}STORAGE_POLICY_STATUS_ONLY\0")
 }
 
+nonisolated extension Imcodec_V1_TextStyle: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TEXT_STYLE_UNSPECIFIED\0\u{1}TEXT_STYLE_BOLD\0\u{1}TEXT_STYLE_ITALIC\0\u{1}TEXT_STYLE_STRIKETHROUGH\0\u{1}TEXT_STYLE_CODE\0\u{1}TEXT_STYLE_SPOILER\0\u{1}TEXT_STYLE_LINK\0")
+}
+
 nonisolated extension Imcodec_V1_ImageFormat: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0IMAGE_FORMAT_UNSPECIFIED\0\u{1}IMAGE_FORMAT_JPG\0\u{1}IMAGE_FORMAT_GIF\0\u{1}IMAGE_FORMAT_PNG\0\u{1}IMAGE_FORMAT_BMP\0\u{2}{\u{3}IMAGE_FORMAT_OTHER\0")
 }
 
 nonisolated extension Imcodec_V1_ImageType: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0IMAGE_TYPE_UNSPECIFIED\0\u{1}IMAGE_TYPE_ORIGINAL\0\u{1}IMAGE_TYPE_LARGE\0\u{1}IMAGE_TYPE_THUMBNAIL\0")
+}
+
+nonisolated extension Imcodec_V1_CallMedia: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CALL_MEDIA_UNSPECIFIED\0\u{1}CALL_MEDIA_AUDIO\0\u{1}CALL_MEDIA_VIDEO\0")
+}
+
+nonisolated extension Imcodec_V1_CallOutcome: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CALL_OUTCOME_UNSPECIFIED\0\u{1}CALL_OUTCOME_COMPLETED\0\u{1}CALL_OUTCOME_MISSED\0\u{1}CALL_OUTCOME_REJECTED\0\u{1}CALL_OUTCOME_CANCELED\0\u{1}CALL_OUTCOME_BUSY\0\u{1}CALL_OUTCOME_FAILED\0")
+}
+
+nonisolated extension Imcodec_V1_ButtonAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BUTTON_ACTION_UNSPECIFIED\0\u{1}BUTTON_ACTION_CALLBACK\0\u{1}BUTTON_ACTION_OPEN_URL\0\u{1}BUTTON_ACTION_SEND_TEXT\0\u{1}BUTTON_ACTION_COPY\0")
 }
 
 nonisolated extension Imcodec_V1_GroupTipsType: SwiftProtobuf._ProtoNameProviding {
@@ -1245,7 +2411,7 @@ nonisolated extension Imcodec_V1_OfflinePushInfo: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Message"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}client_msg_id\0\u{3}server_msg_uid\0\u{1}seq\0\u{1}random\0\u{3}sender_id\0\u{1}conversation\0\u{3}client_time_ms\0\u{3}server_time_ms\0\u{1}priority\0\u{1}status\0\u{1}flags\0\u{3}target_receivers\0\u{1}at\0\u{3}offline_push\0\u{3}cloud_custom_data\0\u{3}custom_params\0\u{1}expansion\0\u{3}storage_policy\0\u{1}quote\0\u{1}elements\0\u{3}edit_version\0\u{3}sender_nickname\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}client_msg_id\0\u{3}server_msg_uid\0\u{1}seq\0\u{1}random\0\u{3}sender_id\0\u{1}conversation\0\u{3}client_time_ms\0\u{3}server_time_ms\0\u{1}priority\0\u{1}status\0\u{1}flags\0\u{3}target_receivers\0\u{1}at\0\u{3}offline_push\0\u{3}cloud_custom_data\0\u{3}custom_params\0\u{1}expansion\0\u{3}storage_policy\0\u{1}quote\0\u{1}elements\0\u{3}edit_version\0\u{3}sender_nickname\0\u{3}sender_device_id\0\u{1}direction\0\u{3}received_status\0\u{3}object_name\0\u{1}extra\0\u{3}dialog_id\0\u{3}delivered_ids\0\u{3}read_ids\0\u{3}updated_at_ms\0\u{1}reactions\0\u{3}thread_root\0\u{1}thread\0\u{3}expire_after_s\0\u{3}expire_at_ms\0\u{3}view_once\0\u{3}forward_score\0\u{3}quote_snapshot\0\u{3}is_offline\0")
 
   fileprivate class _StorageClass {
     var _clientMsgID: String = String()
@@ -1270,6 +2436,24 @@ nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._
     var _elements: [Imcodec_V1_MessageElement] = []
     var _editVersion: UInt32 = 0
     var _senderNickname: String = String()
+    var _senderDeviceID: String = String()
+    var _direction: Imcodec_V1_MessageDirection = .unspecified
+    var _receivedStatus: UInt32 = 0
+    var _objectName: String = String()
+    var _extra: String = String()
+    var _dialogID: String = String()
+    var _deliveredIds: [String] = []
+    var _readIds: [String] = []
+    var _updatedAtMs: Int64 = 0
+    var _reactions: [Imcodec_V1_ReactionSummary] = []
+    var _threadRoot: Imcodec_V1_MessageRef? = nil
+    var _thread: Imcodec_V1_ThreadSummary? = nil
+    var _expireAfterS: UInt32 = 0
+    var _expireAtMs: Int64 = 0
+    var _viewOnce: Bool = false
+    var _forwardScore: UInt32 = 0
+    var _quoteSnapshot: Imcodec_V1_QuoteSnapshot? = nil
+    var _isOffline: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1302,6 +2486,24 @@ nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._
       _elements = source._elements
       _editVersion = source._editVersion
       _senderNickname = source._senderNickname
+      _senderDeviceID = source._senderDeviceID
+      _direction = source._direction
+      _receivedStatus = source._receivedStatus
+      _objectName = source._objectName
+      _extra = source._extra
+      _dialogID = source._dialogID
+      _deliveredIds = source._deliveredIds
+      _readIds = source._readIds
+      _updatedAtMs = source._updatedAtMs
+      _reactions = source._reactions
+      _threadRoot = source._threadRoot
+      _thread = source._thread
+      _expireAfterS = source._expireAfterS
+      _expireAtMs = source._expireAtMs
+      _viewOnce = source._viewOnce
+      _forwardScore = source._forwardScore
+      _quoteSnapshot = source._quoteSnapshot
+      _isOffline = source._isOffline
     }
   }
 
@@ -1342,6 +2544,24 @@ nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._
         case 20: try { try decoder.decodeRepeatedMessageField(value: &_storage._elements) }()
         case 21: try { try decoder.decodeSingularUInt32Field(value: &_storage._editVersion) }()
         case 22: try { try decoder.decodeSingularStringField(value: &_storage._senderNickname) }()
+        case 23: try { try decoder.decodeSingularStringField(value: &_storage._senderDeviceID) }()
+        case 24: try { try decoder.decodeSingularEnumField(value: &_storage._direction) }()
+        case 25: try { try decoder.decodeSingularUInt32Field(value: &_storage._receivedStatus) }()
+        case 26: try { try decoder.decodeSingularStringField(value: &_storage._objectName) }()
+        case 27: try { try decoder.decodeSingularStringField(value: &_storage._extra) }()
+        case 28: try { try decoder.decodeSingularStringField(value: &_storage._dialogID) }()
+        case 29: try { try decoder.decodeRepeatedStringField(value: &_storage._deliveredIds) }()
+        case 30: try { try decoder.decodeRepeatedStringField(value: &_storage._readIds) }()
+        case 31: try { try decoder.decodeSingularInt64Field(value: &_storage._updatedAtMs) }()
+        case 32: try { try decoder.decodeRepeatedMessageField(value: &_storage._reactions) }()
+        case 33: try { try decoder.decodeSingularMessageField(value: &_storage._threadRoot) }()
+        case 34: try { try decoder.decodeSingularMessageField(value: &_storage._thread) }()
+        case 35: try { try decoder.decodeSingularUInt32Field(value: &_storage._expireAfterS) }()
+        case 36: try { try decoder.decodeSingularInt64Field(value: &_storage._expireAtMs) }()
+        case 37: try { try decoder.decodeSingularBoolField(value: &_storage._viewOnce) }()
+        case 38: try { try decoder.decodeSingularUInt32Field(value: &_storage._forwardScore) }()
+        case 39: try { try decoder.decodeSingularMessageField(value: &_storage._quoteSnapshot) }()
+        case 40: try { try decoder.decodeSingularBoolField(value: &_storage._isOffline) }()
         default: break
         }
       }
@@ -1420,6 +2640,60 @@ nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._
       if !_storage._senderNickname.isEmpty {
         try visitor.visitSingularStringField(value: _storage._senderNickname, fieldNumber: 22)
       }
+      if !_storage._senderDeviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._senderDeviceID, fieldNumber: 23)
+      }
+      if _storage._direction != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._direction, fieldNumber: 24)
+      }
+      if _storage._receivedStatus != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._receivedStatus, fieldNumber: 25)
+      }
+      if !_storage._objectName.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._objectName, fieldNumber: 26)
+      }
+      if !_storage._extra.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._extra, fieldNumber: 27)
+      }
+      if !_storage._dialogID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._dialogID, fieldNumber: 28)
+      }
+      if !_storage._deliveredIds.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._deliveredIds, fieldNumber: 29)
+      }
+      if !_storage._readIds.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._readIds, fieldNumber: 30)
+      }
+      if _storage._updatedAtMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._updatedAtMs, fieldNumber: 31)
+      }
+      if !_storage._reactions.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._reactions, fieldNumber: 32)
+      }
+      try { if let v = _storage._threadRoot {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+      } }()
+      try { if let v = _storage._thread {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
+      } }()
+      if _storage._expireAfterS != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._expireAfterS, fieldNumber: 35)
+      }
+      if _storage._expireAtMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._expireAtMs, fieldNumber: 36)
+      }
+      if _storage._viewOnce != false {
+        try visitor.visitSingularBoolField(value: _storage._viewOnce, fieldNumber: 37)
+      }
+      if _storage._forwardScore != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._forwardScore, fieldNumber: 38)
+      }
+      try { if let v = _storage._quoteSnapshot {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 39)
+      } }()
+      if _storage._isOffline != false {
+        try visitor.visitSingularBoolField(value: _storage._isOffline, fieldNumber: 40)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1451,6 +2725,24 @@ nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._
         if _storage._elements != rhs_storage._elements {return false}
         if _storage._editVersion != rhs_storage._editVersion {return false}
         if _storage._senderNickname != rhs_storage._senderNickname {return false}
+        if _storage._senderDeviceID != rhs_storage._senderDeviceID {return false}
+        if _storage._direction != rhs_storage._direction {return false}
+        if _storage._receivedStatus != rhs_storage._receivedStatus {return false}
+        if _storage._objectName != rhs_storage._objectName {return false}
+        if _storage._extra != rhs_storage._extra {return false}
+        if _storage._dialogID != rhs_storage._dialogID {return false}
+        if _storage._deliveredIds != rhs_storage._deliveredIds {return false}
+        if _storage._readIds != rhs_storage._readIds {return false}
+        if _storage._updatedAtMs != rhs_storage._updatedAtMs {return false}
+        if _storage._reactions != rhs_storage._reactions {return false}
+        if _storage._threadRoot != rhs_storage._threadRoot {return false}
+        if _storage._thread != rhs_storage._thread {return false}
+        if _storage._expireAfterS != rhs_storage._expireAfterS {return false}
+        if _storage._expireAtMs != rhs_storage._expireAtMs {return false}
+        if _storage._viewOnce != rhs_storage._viewOnce {return false}
+        if _storage._forwardScore != rhs_storage._forwardScore {return false}
+        if _storage._quoteSnapshot != rhs_storage._quoteSnapshot {return false}
+        if _storage._isOffline != rhs_storage._isOffline {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1460,9 +2752,144 @@ nonisolated extension Imcodec_V1_Message: SwiftProtobuf.Message, SwiftProtobuf._
   }
 }
 
+nonisolated extension Imcodec_V1_QuoteSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QuoteSnapshot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}author_id\0\u{3}author_nickname\0\u{1}text\0\u{3}element_kind\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.authorID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.authorNickname) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.elementKind) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.authorID.isEmpty {
+      try visitor.visitSingularStringField(value: self.authorID, fieldNumber: 1)
+    }
+    if !self.authorNickname.isEmpty {
+      try visitor.visitSingularStringField(value: self.authorNickname, fieldNumber: 2)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 3)
+    }
+    if !self.elementKind.isEmpty {
+      try visitor.visitSingularStringField(value: self.elementKind, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_QuoteSnapshot, rhs: Imcodec_V1_QuoteSnapshot) -> Bool {
+    if lhs.authorID != rhs.authorID {return false}
+    if lhs.authorNickname != rhs.authorNickname {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.elementKind != rhs.elementKind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ReactionSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReactionSummary"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}emoji\0\u{1}count\0\u{3}user_ids\0\u{3}reacted_by_me\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.emoji) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.userIds) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.reactedByMe) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.emoji.isEmpty {
+      try visitor.visitSingularStringField(value: self.emoji, fieldNumber: 1)
+    }
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 2)
+    }
+    if !self.userIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.userIds, fieldNumber: 3)
+    }
+    if self.reactedByMe != false {
+      try visitor.visitSingularBoolField(value: self.reactedByMe, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ReactionSummary, rhs: Imcodec_V1_ReactionSummary) -> Bool {
+    if lhs.emoji != rhs.emoji {return false}
+    if lhs.count != rhs.count {return false}
+    if lhs.userIds != rhs.userIds {return false}
+    if lhs.reactedByMe != rhs.reactedByMe {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ThreadSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ThreadSummary"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}reply_count\0\u{3}last_reply_seq\0\u{3}last_reply_time_ms\0\u{3}participant_ids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.replyCount) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.lastReplySeq) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.lastReplyTimeMs) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.participantIds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.replyCount != 0 {
+      try visitor.visitSingularUInt32Field(value: self.replyCount, fieldNumber: 1)
+    }
+    if self.lastReplySeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastReplySeq, fieldNumber: 2)
+    }
+    if self.lastReplyTimeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.lastReplyTimeMs, fieldNumber: 3)
+    }
+    if !self.participantIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.participantIds, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ThreadSummary, rhs: Imcodec_V1_ThreadSummary) -> Bool {
+    if lhs.replyCount != rhs.replyCount {return false}
+    if lhs.lastReplySeq != rhs.lastReplySeq {return false}
+    if lhs.lastReplyTimeMs != rhs.lastReplyTimeMs {return false}
+    if lhs.participantIds != rhs.participantIds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Imcodec_V1_MessageElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MessageElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}text\0\u{1}custom\0\u{1}image\0\u{1}video\0\u{1}sound\0\u{1}file\0\u{1}location\0\u{1}face\0\u{3}group_tips\0\u{1}merger\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}text\0\u{1}custom\0\u{1}image\0\u{1}video\0\u{1}sound\0\u{1}file\0\u{1}location\0\u{1}face\0\u{3}group_tips\0\u{1}merger\0\u{1}poll\0\u{1}sticker\0\u{3}contact_card\0\u{3}call_log\0\u{1}buttons\0\u{1}stream\0\u{1}encrypted\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1600,6 +3027,97 @@ nonisolated extension Imcodec_V1_MessageElement: SwiftProtobuf.Message, SwiftPro
           self.content = .merger(v)
         }
       }()
+      case 11: try {
+        var v: Imcodec_V1_PollElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .poll(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .poll(v)
+        }
+      }()
+      case 12: try {
+        var v: Imcodec_V1_StickerElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .sticker(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .sticker(v)
+        }
+      }()
+      case 13: try {
+        var v: Imcodec_V1_ContactCardElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .contactCard(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .contactCard(v)
+        }
+      }()
+      case 14: try {
+        var v: Imcodec_V1_CallLogElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .callLog(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .callLog(v)
+        }
+      }()
+      case 15: try {
+        var v: Imcodec_V1_ButtonsElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .buttons(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .buttons(v)
+        }
+      }()
+      case 16: try {
+        var v: Imcodec_V1_StreamElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .stream(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .stream(v)
+        }
+      }()
+      case 17: try {
+        var v: Imcodec_V1_EncryptedElement?
+        var hadOneofValue = false
+        if let current = self.content {
+          hadOneofValue = true
+          if case .encrypted(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.content = .encrypted(v)
+        }
+      }()
       default: break
       }
     }
@@ -1651,6 +3169,34 @@ nonisolated extension Imcodec_V1_MessageElement: SwiftProtobuf.Message, SwiftPro
       guard case .merger(let v)? = self.content else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
     }()
+    case .poll?: try {
+      guard case .poll(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    }()
+    case .sticker?: try {
+      guard case .sticker(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .contactCard?: try {
+      guard case .contactCard(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+    }()
+    case .callLog?: try {
+      guard case .callLog(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
+    case .buttons?: try {
+      guard case .buttons(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+    }()
+    case .stream?: try {
+      guard case .stream(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
+    case .encrypted?: try {
+      guard case .encrypted(let v)? = self.content else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1665,7 +3211,7 @@ nonisolated extension Imcodec_V1_MessageElement: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Imcodec_V1_TextElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".TextElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}text\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}text\0\u{1}mentions\0\u{3}link_previews\0\u{1}styles\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1674,6 +3220,9 @@ nonisolated extension Imcodec_V1_TextElement: SwiftProtobuf.Message, SwiftProtob
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.mentions) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.linkPreviews) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.styles) }()
       default: break
       }
     }
@@ -1683,10 +3232,262 @@ nonisolated extension Imcodec_V1_TextElement: SwiftProtobuf.Message, SwiftProtob
     if !self.text.isEmpty {
       try visitor.visitSingularStringField(value: self.text, fieldNumber: 1)
     }
+    if !self.mentions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.mentions, fieldNumber: 2)
+    }
+    if !self.linkPreviews.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.linkPreviews, fieldNumber: 3)
+    }
+    if !self.styles.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.styles, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_TextElement, rhs: Imcodec_V1_TextElement) -> Bool {
+    if lhs.text != rhs.text {return false}
+    if lhs.mentions != rhs.mentions {return false}
+    if lhs.linkPreviews != rhs.linkPreviews {return false}
+    if lhs.styles != rhs.styles {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_StyleRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StyleRange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}length\0\u{1}style\0\u{1}url\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.offset) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.length) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.style) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.offset != 0 {
+      try visitor.visitSingularUInt32Field(value: self.offset, fieldNumber: 1)
+    }
+    if self.length != 0 {
+      try visitor.visitSingularUInt32Field(value: self.length, fieldNumber: 2)
+    }
+    if self.style != .unspecified {
+      try visitor.visitSingularEnumField(value: self.style, fieldNumber: 3)
+    }
+    if !self.url.isEmpty {
+      try visitor.visitSingularStringField(value: self.url, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_StyleRange, rhs: Imcodec_V1_StyleRange) -> Bool {
+    if lhs.offset != rhs.offset {return false}
+    if lhs.length != rhs.length {return false}
+    if lhs.style != rhs.style {return false}
+    if lhs.url != rhs.url {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_MentionRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MentionRange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}offset\0\u{1}length\0\u{3}user_id\0\u{1}all\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.offset) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.length) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.all) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.offset != 0 {
+      try visitor.visitSingularUInt32Field(value: self.offset, fieldNumber: 1)
+    }
+    if self.length != 0 {
+      try visitor.visitSingularUInt32Field(value: self.length, fieldNumber: 2)
+    }
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 3)
+    }
+    if self.all != false {
+      try visitor.visitSingularBoolField(value: self.all, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_MentionRange, rhs: Imcodec_V1_MentionRange) -> Bool {
+    if lhs.offset != rhs.offset {return false}
+    if lhs.length != rhs.length {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.all != rhs.all {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_LinkPreview: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LinkPreview"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}url\0\u{1}title\0\u{1}description\0\u{3}image_url\0\u{3}image_width\0\u{3}image_height\0\u{3}site_name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.title) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.description_p) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.imageURL) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.imageWidth) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.imageHeight) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.siteName) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.url.isEmpty {
+      try visitor.visitSingularStringField(value: self.url, fieldNumber: 1)
+    }
+    if !self.title.isEmpty {
+      try visitor.visitSingularStringField(value: self.title, fieldNumber: 2)
+    }
+    if !self.description_p.isEmpty {
+      try visitor.visitSingularStringField(value: self.description_p, fieldNumber: 3)
+    }
+    if !self.imageURL.isEmpty {
+      try visitor.visitSingularStringField(value: self.imageURL, fieldNumber: 4)
+    }
+    if self.imageWidth != 0 {
+      try visitor.visitSingularUInt32Field(value: self.imageWidth, fieldNumber: 5)
+    }
+    if self.imageHeight != 0 {
+      try visitor.visitSingularUInt32Field(value: self.imageHeight, fieldNumber: 6)
+    }
+    if !self.siteName.isEmpty {
+      try visitor.visitSingularStringField(value: self.siteName, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_LinkPreview, rhs: Imcodec_V1_LinkPreview) -> Bool {
+    if lhs.url != rhs.url {return false}
+    if lhs.title != rhs.title {return false}
+    if lhs.description_p != rhs.description_p {return false}
+    if lhs.imageURL != rhs.imageURL {return false}
+    if lhs.imageWidth != rhs.imageWidth {return false}
+    if lhs.imageHeight != rhs.imageHeight {return false}
+    if lhs.siteName != rhs.siteName {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_PollElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PollElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}poll_id\0\u{1}question\0\u{1}options\0\u{3}multiple_choice\0\u{1}anonymous\0\u{3}close_time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.pollID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.question) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.options) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.multipleChoice) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.anonymous) }()
+      case 6: try { try decoder.decodeSingularInt64Field(value: &self.closeTimeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.pollID.isEmpty {
+      try visitor.visitSingularStringField(value: self.pollID, fieldNumber: 1)
+    }
+    if !self.question.isEmpty {
+      try visitor.visitSingularStringField(value: self.question, fieldNumber: 2)
+    }
+    if !self.options.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.options, fieldNumber: 3)
+    }
+    if self.multipleChoice != false {
+      try visitor.visitSingularBoolField(value: self.multipleChoice, fieldNumber: 4)
+    }
+    if self.anonymous != false {
+      try visitor.visitSingularBoolField(value: self.anonymous, fieldNumber: 5)
+    }
+    if self.closeTimeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.closeTimeMs, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_PollElement, rhs: Imcodec_V1_PollElement) -> Bool {
+    if lhs.pollID != rhs.pollID {return false}
+    if lhs.question != rhs.question {return false}
+    if lhs.options != rhs.options {return false}
+    if lhs.multipleChoice != rhs.multipleChoice {return false}
+    if lhs.anonymous != rhs.anonymous {return false}
+    if lhs.closeTimeMs != rhs.closeTimeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_PollOption: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PollOption"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}text\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.id != 0 {
+      try visitor.visitSingularUInt32Field(value: self.id, fieldNumber: 1)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_PollOption, rhs: Imcodec_V1_PollOption) -> Bool {
+    if lhs.id != rhs.id {return false}
     if lhs.text != rhs.text {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
@@ -1728,6 +3529,46 @@ nonisolated extension Imcodec_V1_CustomElement: SwiftProtobuf.Message, SwiftProt
     if lhs.data != rhs.data {return false}
     if lhs.description_p != rhs.description_p {return false}
     if lhs.ext != rhs.ext {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_MediaKey: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MediaKey"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}key\0\u{3}ciphertext_sha256\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.algorithm) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.key) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.ciphertextSha256) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.algorithm.isEmpty {
+      try visitor.visitSingularStringField(value: self.algorithm, fieldNumber: 1)
+    }
+    if !self.key.isEmpty {
+      try visitor.visitSingularBytesField(value: self.key, fieldNumber: 2)
+    }
+    if !self.ciphertextSha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.ciphertextSha256, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_MediaKey, rhs: Imcodec_V1_MediaKey) -> Bool {
+    if lhs.algorithm != rhs.algorithm {return false}
+    if lhs.key != rhs.key {return false}
+    if lhs.ciphertextSha256 != rhs.ciphertextSha256 {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1790,7 +3631,7 @@ nonisolated extension Imcodec_V1_ImageInfo: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Imcodec_V1_ImageElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ImageElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}images\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}images\0\u{3}mime_type\0\u{1}sha256\0\u{1}caption\0\u{1}blurhash\0\u{1}thumbnail\0\u{3}media_key\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1800,24 +3641,58 @@ nonisolated extension Imcodec_V1_ImageElement: SwiftProtobuf.Message, SwiftProto
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularEnumField(value: &self.format) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.images) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.mimeType) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.caption) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.blurhash) }()
+      case 7: try { try decoder.decodeSingularBytesField(value: &self.thumbnail) }()
+      case 8: try { try decoder.decodeSingularMessageField(value: &self._mediaKey) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.format != .unspecified {
       try visitor.visitSingularEnumField(value: self.format, fieldNumber: 1)
     }
     if !self.images.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.images, fieldNumber: 2)
     }
+    if !self.mimeType.isEmpty {
+      try visitor.visitSingularStringField(value: self.mimeType, fieldNumber: 3)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 4)
+    }
+    if !self.caption.isEmpty {
+      try visitor.visitSingularStringField(value: self.caption, fieldNumber: 5)
+    }
+    if !self.blurhash.isEmpty {
+      try visitor.visitSingularStringField(value: self.blurhash, fieldNumber: 6)
+    }
+    if !self.thumbnail.isEmpty {
+      try visitor.visitSingularBytesField(value: self.thumbnail, fieldNumber: 7)
+    }
+    try { if let v = self._mediaKey {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_ImageElement, rhs: Imcodec_V1_ImageElement) -> Bool {
     if lhs.format != rhs.format {return false}
     if lhs.images != rhs.images {return false}
+    if lhs.mimeType != rhs.mimeType {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.caption != rhs.caption {return false}
+    if lhs.blurhash != rhs.blurhash {return false}
+    if lhs.thumbnail != rhs.thumbnail {return false}
+    if lhs._mediaKey != rhs._mediaKey {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1825,79 +3700,188 @@ nonisolated extension Imcodec_V1_ImageElement: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Imcodec_V1_VideoElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".VideoElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}video_uuid\0\u{3}video_type\0\u{3}video_size\0\u{3}duration_s\0\u{3}video_url\0\u{3}snapshot_uuid\0\u{3}snapshot_type\0\u{3}snapshot_size\0\u{3}snapshot_width\0\u{3}snapshot_height\0\u{3}snapshot_url\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}video_uuid\0\u{3}video_type\0\u{3}video_size\0\u{3}duration_s\0\u{3}video_url\0\u{3}snapshot_uuid\0\u{3}snapshot_type\0\u{3}snapshot_size\0\u{3}snapshot_width\0\u{3}snapshot_height\0\u{3}snapshot_url\0\u{3}mime_type\0\u{1}sha256\0\u{1}caption\0\u{1}blurhash\0\u{1}thumbnail\0\u{3}media_key\0\u{3}duration_ms\0")
+
+  fileprivate class _StorageClass {
+    var _videoUuid: String = String()
+    var _videoType: String = String()
+    var _videoSize: UInt64 = 0
+    var _durationS: UInt32 = 0
+    var _videoURL: String = String()
+    var _snapshotUuid: String = String()
+    var _snapshotType: String = String()
+    var _snapshotSize: UInt64 = 0
+    var _snapshotWidth: UInt32 = 0
+    var _snapshotHeight: UInt32 = 0
+    var _snapshotURL: String = String()
+    var _mimeType: String = String()
+    var _sha256: Data = Data()
+    var _caption: String = String()
+    var _blurhash: String = String()
+    var _thumbnail: Data = Data()
+    var _mediaKey: Imcodec_V1_MediaKey? = nil
+    var _durationMs: UInt32 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _videoUuid = source._videoUuid
+      _videoType = source._videoType
+      _videoSize = source._videoSize
+      _durationS = source._durationS
+      _videoURL = source._videoURL
+      _snapshotUuid = source._snapshotUuid
+      _snapshotType = source._snapshotType
+      _snapshotSize = source._snapshotSize
+      _snapshotWidth = source._snapshotWidth
+      _snapshotHeight = source._snapshotHeight
+      _snapshotURL = source._snapshotURL
+      _mimeType = source._mimeType
+      _sha256 = source._sha256
+      _caption = source._caption
+      _blurhash = source._blurhash
+      _thumbnail = source._thumbnail
+      _mediaKey = source._mediaKey
+      _durationMs = source._durationMs
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.videoUuid) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.videoType) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.videoSize) }()
-      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.durationS) }()
-      case 5: try { try decoder.decodeSingularStringField(value: &self.videoURL) }()
-      case 6: try { try decoder.decodeSingularStringField(value: &self.snapshotUuid) }()
-      case 7: try { try decoder.decodeSingularStringField(value: &self.snapshotType) }()
-      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.snapshotSize) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.snapshotWidth) }()
-      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.snapshotHeight) }()
-      case 11: try { try decoder.decodeSingularStringField(value: &self.snapshotURL) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._videoUuid) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._videoType) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._videoSize) }()
+        case 4: try { try decoder.decodeSingularUInt32Field(value: &_storage._durationS) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._videoURL) }()
+        case 6: try { try decoder.decodeSingularStringField(value: &_storage._snapshotUuid) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._snapshotType) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._snapshotSize) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._snapshotWidth) }()
+        case 10: try { try decoder.decodeSingularUInt32Field(value: &_storage._snapshotHeight) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._snapshotURL) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._mimeType) }()
+        case 13: try { try decoder.decodeSingularBytesField(value: &_storage._sha256) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._caption) }()
+        case 15: try { try decoder.decodeSingularStringField(value: &_storage._blurhash) }()
+        case 16: try { try decoder.decodeSingularBytesField(value: &_storage._thumbnail) }()
+        case 17: try { try decoder.decodeSingularMessageField(value: &_storage._mediaKey) }()
+        case 18: try { try decoder.decodeSingularUInt32Field(value: &_storage._durationMs) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.videoUuid.isEmpty {
-      try visitor.visitSingularStringField(value: self.videoUuid, fieldNumber: 1)
-    }
-    if !self.videoType.isEmpty {
-      try visitor.visitSingularStringField(value: self.videoType, fieldNumber: 2)
-    }
-    if self.videoSize != 0 {
-      try visitor.visitSingularUInt64Field(value: self.videoSize, fieldNumber: 3)
-    }
-    if self.durationS != 0 {
-      try visitor.visitSingularUInt32Field(value: self.durationS, fieldNumber: 4)
-    }
-    if !self.videoURL.isEmpty {
-      try visitor.visitSingularStringField(value: self.videoURL, fieldNumber: 5)
-    }
-    if !self.snapshotUuid.isEmpty {
-      try visitor.visitSingularStringField(value: self.snapshotUuid, fieldNumber: 6)
-    }
-    if !self.snapshotType.isEmpty {
-      try visitor.visitSingularStringField(value: self.snapshotType, fieldNumber: 7)
-    }
-    if self.snapshotSize != 0 {
-      try visitor.visitSingularUInt64Field(value: self.snapshotSize, fieldNumber: 8)
-    }
-    if self.snapshotWidth != 0 {
-      try visitor.visitSingularUInt32Field(value: self.snapshotWidth, fieldNumber: 9)
-    }
-    if self.snapshotHeight != 0 {
-      try visitor.visitSingularUInt32Field(value: self.snapshotHeight, fieldNumber: 10)
-    }
-    if !self.snapshotURL.isEmpty {
-      try visitor.visitSingularStringField(value: self.snapshotURL, fieldNumber: 11)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._videoUuid.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._videoUuid, fieldNumber: 1)
+      }
+      if !_storage._videoType.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._videoType, fieldNumber: 2)
+      }
+      if _storage._videoSize != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._videoSize, fieldNumber: 3)
+      }
+      if _storage._durationS != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._durationS, fieldNumber: 4)
+      }
+      if !_storage._videoURL.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._videoURL, fieldNumber: 5)
+      }
+      if !_storage._snapshotUuid.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._snapshotUuid, fieldNumber: 6)
+      }
+      if !_storage._snapshotType.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._snapshotType, fieldNumber: 7)
+      }
+      if _storage._snapshotSize != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._snapshotSize, fieldNumber: 8)
+      }
+      if _storage._snapshotWidth != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._snapshotWidth, fieldNumber: 9)
+      }
+      if _storage._snapshotHeight != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._snapshotHeight, fieldNumber: 10)
+      }
+      if !_storage._snapshotURL.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._snapshotURL, fieldNumber: 11)
+      }
+      if !_storage._mimeType.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._mimeType, fieldNumber: 12)
+      }
+      if !_storage._sha256.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._sha256, fieldNumber: 13)
+      }
+      if !_storage._caption.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._caption, fieldNumber: 14)
+      }
+      if !_storage._blurhash.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._blurhash, fieldNumber: 15)
+      }
+      if !_storage._thumbnail.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._thumbnail, fieldNumber: 16)
+      }
+      try { if let v = _storage._mediaKey {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      } }()
+      if _storage._durationMs != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._durationMs, fieldNumber: 18)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_VideoElement, rhs: Imcodec_V1_VideoElement) -> Bool {
-    if lhs.videoUuid != rhs.videoUuid {return false}
-    if lhs.videoType != rhs.videoType {return false}
-    if lhs.videoSize != rhs.videoSize {return false}
-    if lhs.durationS != rhs.durationS {return false}
-    if lhs.videoURL != rhs.videoURL {return false}
-    if lhs.snapshotUuid != rhs.snapshotUuid {return false}
-    if lhs.snapshotType != rhs.snapshotType {return false}
-    if lhs.snapshotSize != rhs.snapshotSize {return false}
-    if lhs.snapshotWidth != rhs.snapshotWidth {return false}
-    if lhs.snapshotHeight != rhs.snapshotHeight {return false}
-    if lhs.snapshotURL != rhs.snapshotURL {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._videoUuid != rhs_storage._videoUuid {return false}
+        if _storage._videoType != rhs_storage._videoType {return false}
+        if _storage._videoSize != rhs_storage._videoSize {return false}
+        if _storage._durationS != rhs_storage._durationS {return false}
+        if _storage._videoURL != rhs_storage._videoURL {return false}
+        if _storage._snapshotUuid != rhs_storage._snapshotUuid {return false}
+        if _storage._snapshotType != rhs_storage._snapshotType {return false}
+        if _storage._snapshotSize != rhs_storage._snapshotSize {return false}
+        if _storage._snapshotWidth != rhs_storage._snapshotWidth {return false}
+        if _storage._snapshotHeight != rhs_storage._snapshotHeight {return false}
+        if _storage._snapshotURL != rhs_storage._snapshotURL {return false}
+        if _storage._mimeType != rhs_storage._mimeType {return false}
+        if _storage._sha256 != rhs_storage._sha256 {return false}
+        if _storage._caption != rhs_storage._caption {return false}
+        if _storage._blurhash != rhs_storage._blurhash {return false}
+        if _storage._thumbnail != rhs_storage._thumbnail {return false}
+        if _storage._mediaKey != rhs_storage._mediaKey {return false}
+        if _storage._durationMs != rhs_storage._durationMs {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1905,7 +3889,7 @@ nonisolated extension Imcodec_V1_VideoElement: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Imcodec_V1_SoundElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SoundElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uuid\0\u{1}size\0\u{3}duration_s\0\u{1}url\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uuid\0\u{1}size\0\u{3}duration_s\0\u{1}url\0\u{1}played\0\u{3}mime_type\0\u{1}sha256\0\u{1}waveform\0\u{3}media_key\0\u{3}duration_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1917,12 +3901,22 @@ nonisolated extension Imcodec_V1_SoundElement: SwiftProtobuf.Message, SwiftProto
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.size) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.durationS) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.played) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.mimeType) }()
+      case 7: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      case 8: try { try decoder.decodeSingularBytesField(value: &self.waveform) }()
+      case 9: try { try decoder.decodeSingularMessageField(value: &self._mediaKey) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.durationMs) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.uuid.isEmpty {
       try visitor.visitSingularStringField(value: self.uuid, fieldNumber: 1)
     }
@@ -1935,6 +3929,24 @@ nonisolated extension Imcodec_V1_SoundElement: SwiftProtobuf.Message, SwiftProto
     if !self.url.isEmpty {
       try visitor.visitSingularStringField(value: self.url, fieldNumber: 4)
     }
+    if self.played != false {
+      try visitor.visitSingularBoolField(value: self.played, fieldNumber: 5)
+    }
+    if !self.mimeType.isEmpty {
+      try visitor.visitSingularStringField(value: self.mimeType, fieldNumber: 6)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 7)
+    }
+    if !self.waveform.isEmpty {
+      try visitor.visitSingularBytesField(value: self.waveform, fieldNumber: 8)
+    }
+    try { if let v = self._mediaKey {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+    } }()
+    if self.durationMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.durationMs, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1943,6 +3955,12 @@ nonisolated extension Imcodec_V1_SoundElement: SwiftProtobuf.Message, SwiftProto
     if lhs.size != rhs.size {return false}
     if lhs.durationS != rhs.durationS {return false}
     if lhs.url != rhs.url {return false}
+    if lhs.played != rhs.played {return false}
+    if lhs.mimeType != rhs.mimeType {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.waveform != rhs.waveform {return false}
+    if lhs._mediaKey != rhs._mediaKey {return false}
+    if lhs.durationMs != rhs.durationMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1950,7 +3968,7 @@ nonisolated extension Imcodec_V1_SoundElement: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Imcodec_V1_FileElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FileElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uuid\0\u{1}name\0\u{1}size\0\u{1}url\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}uuid\0\u{1}name\0\u{1}size\0\u{1}url\0\u{3}mime_type\0\u{1}sha256\0\u{1}caption\0\u{3}media_key\0\u{3}attachment_type\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1962,12 +3980,21 @@ nonisolated extension Imcodec_V1_FileElement: SwiftProtobuf.Message, SwiftProtob
       case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.size) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.mimeType) }()
+      case 6: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.caption) }()
+      case 8: try { try decoder.decodeSingularMessageField(value: &self._mediaKey) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.attachmentType) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.uuid.isEmpty {
       try visitor.visitSingularStringField(value: self.uuid, fieldNumber: 1)
     }
@@ -1980,6 +4007,21 @@ nonisolated extension Imcodec_V1_FileElement: SwiftProtobuf.Message, SwiftProtob
     if !self.url.isEmpty {
       try visitor.visitSingularStringField(value: self.url, fieldNumber: 4)
     }
+    if !self.mimeType.isEmpty {
+      try visitor.visitSingularStringField(value: self.mimeType, fieldNumber: 5)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 6)
+    }
+    if !self.caption.isEmpty {
+      try visitor.visitSingularStringField(value: self.caption, fieldNumber: 7)
+    }
+    try { if let v = self._mediaKey {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    } }()
+    if !self.attachmentType.isEmpty {
+      try visitor.visitSingularStringField(value: self.attachmentType, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1988,6 +4030,11 @@ nonisolated extension Imcodec_V1_FileElement: SwiftProtobuf.Message, SwiftProtob
     if lhs.name != rhs.name {return false}
     if lhs.size != rhs.size {return false}
     if lhs.url != rhs.url {return false}
+    if lhs.mimeType != rhs.mimeType {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.caption != rhs.caption {return false}
+    if lhs._mediaKey != rhs._mediaKey {return false}
+    if lhs.attachmentType != rhs.attachmentType {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2063,6 +4110,481 @@ nonisolated extension Imcodec_V1_FaceElement: SwiftProtobuf.Message, SwiftProtob
   public static func ==(lhs: Imcodec_V1_FaceElement, rhs: Imcodec_V1_FaceElement) -> Bool {
     if lhs.index != rhs.index {return false}
     if lhs.data != rhs.data {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_StickerElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StickerElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}pack_id\0\u{3}pack_key\0\u{3}pack_title\0\u{3}sticker_id\0\u{1}emoji\0\u{1}url\0\u{3}mime_type\0\u{1}width\0\u{1}height\0\u{1}animated\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.packID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.packKey) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.packTitle) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.stickerID) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.emoji) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.mimeType) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.width) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.height) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.animated) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.packID.isEmpty {
+      try visitor.visitSingularStringField(value: self.packID, fieldNumber: 1)
+    }
+    if !self.packKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.packKey, fieldNumber: 2)
+    }
+    if !self.packTitle.isEmpty {
+      try visitor.visitSingularStringField(value: self.packTitle, fieldNumber: 3)
+    }
+    if !self.stickerID.isEmpty {
+      try visitor.visitSingularStringField(value: self.stickerID, fieldNumber: 4)
+    }
+    if !self.emoji.isEmpty {
+      try visitor.visitSingularStringField(value: self.emoji, fieldNumber: 5)
+    }
+    if !self.url.isEmpty {
+      try visitor.visitSingularStringField(value: self.url, fieldNumber: 6)
+    }
+    if !self.mimeType.isEmpty {
+      try visitor.visitSingularStringField(value: self.mimeType, fieldNumber: 7)
+    }
+    if self.width != 0 {
+      try visitor.visitSingularUInt32Field(value: self.width, fieldNumber: 8)
+    }
+    if self.height != 0 {
+      try visitor.visitSingularUInt32Field(value: self.height, fieldNumber: 9)
+    }
+    if self.animated != false {
+      try visitor.visitSingularBoolField(value: self.animated, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_StickerElement, rhs: Imcodec_V1_StickerElement) -> Bool {
+    if lhs.packID != rhs.packID {return false}
+    if lhs.packKey != rhs.packKey {return false}
+    if lhs.packTitle != rhs.packTitle {return false}
+    if lhs.stickerID != rhs.stickerID {return false}
+    if lhs.emoji != rhs.emoji {return false}
+    if lhs.url != rhs.url {return false}
+    if lhs.mimeType != rhs.mimeType {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.animated != rhs.animated {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ContactCardElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ContactCardElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_id\0\u{3}display_name\0\u{3}avatar_url\0\u{3}phone_numbers\0\u{1}emails\0\u{1}vcard\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.displayName) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.avatarURL) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.phoneNumbers) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.emails) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.vcard) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 1)
+    }
+    if !self.displayName.isEmpty {
+      try visitor.visitSingularStringField(value: self.displayName, fieldNumber: 2)
+    }
+    if !self.avatarURL.isEmpty {
+      try visitor.visitSingularStringField(value: self.avatarURL, fieldNumber: 3)
+    }
+    if !self.phoneNumbers.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.phoneNumbers, fieldNumber: 4)
+    }
+    if !self.emails.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.emails, fieldNumber: 5)
+    }
+    if !self.vcard.isEmpty {
+      try visitor.visitSingularStringField(value: self.vcard, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ContactCardElement, rhs: Imcodec_V1_ContactCardElement) -> Bool {
+    if lhs.userID != rhs.userID {return false}
+    if lhs.displayName != rhs.displayName {return false}
+    if lhs.avatarURL != rhs.avatarURL {return false}
+    if lhs.phoneNumbers != rhs.phoneNumbers {return false}
+    if lhs.emails != rhs.emails {return false}
+    if lhs.vcard != rhs.vcard {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_CallLogElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CallLogElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}call_id\0\u{1}media\0\u{1}outcome\0\u{3}caller_id\0\u{3}participant_ids\0\u{3}start_time_ms\0\u{3}duration_s\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.callID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.media) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.outcome) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.callerID) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.participantIds) }()
+      case 6: try { try decoder.decodeSingularInt64Field(value: &self.startTimeMs) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.durationS) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.callID.isEmpty {
+      try visitor.visitSingularStringField(value: self.callID, fieldNumber: 1)
+    }
+    if self.media != .unspecified {
+      try visitor.visitSingularEnumField(value: self.media, fieldNumber: 2)
+    }
+    if self.outcome != .unspecified {
+      try visitor.visitSingularEnumField(value: self.outcome, fieldNumber: 3)
+    }
+    if !self.callerID.isEmpty {
+      try visitor.visitSingularStringField(value: self.callerID, fieldNumber: 4)
+    }
+    if !self.participantIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.participantIds, fieldNumber: 5)
+    }
+    if self.startTimeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.startTimeMs, fieldNumber: 6)
+    }
+    if self.durationS != 0 {
+      try visitor.visitSingularUInt32Field(value: self.durationS, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_CallLogElement, rhs: Imcodec_V1_CallLogElement) -> Bool {
+    if lhs.callID != rhs.callID {return false}
+    if lhs.media != rhs.media {return false}
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs.callerID != rhs.callerID {return false}
+    if lhs.participantIds != rhs.participantIds {return false}
+    if lhs.startTimeMs != rhs.startTimeMs {return false}
+    if lhs.durationS != rhs.durationS {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_Button: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Button"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}label\0\u{1}action\0\u{1}url\0\u{1}data\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.label) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.data) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.label.isEmpty {
+      try visitor.visitSingularStringField(value: self.label, fieldNumber: 2)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 3)
+    }
+    if !self.url.isEmpty {
+      try visitor.visitSingularStringField(value: self.url, fieldNumber: 4)
+    }
+    if !self.data.isEmpty {
+      try visitor.visitSingularBytesField(value: self.data, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_Button, rhs: Imcodec_V1_Button) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.label != rhs.label {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.url != rhs.url {return false}
+    if lhs.data != rhs.data {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ButtonRow: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ButtonRow"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}buttons\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.buttons) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.buttons.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.buttons, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ButtonRow, rhs: Imcodec_V1_ButtonRow) -> Bool {
+    if lhs.buttons != rhs.buttons {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ButtonsElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ButtonsElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}rows\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.rows) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.rows.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.rows, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ButtonsElement, rhs: Imcodec_V1_ButtonsElement) -> Bool {
+    if lhs.rows != rhs.rows {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_StreamElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StreamElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}stream_id\0\u{1}text\0\u{3}chunk_count\0\u{1}final\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.streamID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.chunkCount) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.final) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.streamID.isEmpty {
+      try visitor.visitSingularStringField(value: self.streamID, fieldNumber: 1)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 2)
+    }
+    if self.chunkCount != 0 {
+      try visitor.visitSingularUInt32Field(value: self.chunkCount, fieldNumber: 3)
+    }
+    if self.final != false {
+      try visitor.visitSingularBoolField(value: self.final, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_StreamElement, rhs: Imcodec_V1_StreamElement) -> Bool {
+    if lhs.streamID != rhs.streamID {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.chunkCount != rhs.chunkCount {return false}
+    if lhs.final != rhs.final {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_EncryptedElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EncryptedElement"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{3}sender_device_id\0\u{3}key_id\0\u{1}nonce\0\u{1}ciphertext\0\u{3}associated_data\0\u{3}recipient_keys\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.algorithm) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.senderDeviceID) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.keyID) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.nonce) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.ciphertext) }()
+      case 6: try { try decoder.decodeSingularBytesField(value: &self.associatedData) }()
+      case 7: try { try decoder.decodeRepeatedMessageField(value: &self.recipientKeys) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.algorithm.isEmpty {
+      try visitor.visitSingularStringField(value: self.algorithm, fieldNumber: 1)
+    }
+    if !self.senderDeviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.senderDeviceID, fieldNumber: 2)
+    }
+    if !self.keyID.isEmpty {
+      try visitor.visitSingularBytesField(value: self.keyID, fieldNumber: 3)
+    }
+    if !self.nonce.isEmpty {
+      try visitor.visitSingularBytesField(value: self.nonce, fieldNumber: 4)
+    }
+    if !self.ciphertext.isEmpty {
+      try visitor.visitSingularBytesField(value: self.ciphertext, fieldNumber: 5)
+    }
+    if !self.associatedData.isEmpty {
+      try visitor.visitSingularBytesField(value: self.associatedData, fieldNumber: 6)
+    }
+    if !self.recipientKeys.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.recipientKeys, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_EncryptedElement, rhs: Imcodec_V1_EncryptedElement) -> Bool {
+    if lhs.algorithm != rhs.algorithm {return false}
+    if lhs.senderDeviceID != rhs.senderDeviceID {return false}
+    if lhs.keyID != rhs.keyID {return false}
+    if lhs.nonce != rhs.nonce {return false}
+    if lhs.ciphertext != rhs.ciphertext {return false}
+    if lhs.associatedData != rhs.associatedData {return false}
+    if lhs.recipientKeys != rhs.recipientKeys {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_RecipientKey: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RecipientKey"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_id\0\u{3}device_id\0\u{3}wrapped_key\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.wrappedKey) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 1)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 2)
+    }
+    if !self.wrappedKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.wrappedKey, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_RecipientKey, rhs: Imcodec_V1_RecipientKey) -> Bool {
+    if lhs.userID != rhs.userID {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.wrappedKey != rhs.wrappedKey {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_MessagePlaintext: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MessagePlaintext"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}elements\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.elements) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.elements.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.elements, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_MessagePlaintext, rhs: Imcodec_V1_MessagePlaintext) -> Bool {
+    if lhs.elements != rhs.elements {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2155,68 +4677,132 @@ nonisolated extension Imcodec_V1_MemberChangeInfo: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Imcodec_V1_GroupTipsElement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GroupTipsElement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{3}group_id\0\u{3}operator_id\0\u{3}member_ids\0\u{3}group_changes\0\u{3}member_changes\0\u{3}member_count\0\u{3}pinned_message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{3}group_id\0\u{3}operator_id\0\u{3}member_ids\0\u{3}group_changes\0\u{3}member_changes\0\u{3}member_count\0\u{3}pinned_message\0\u{3}member_profiles\0\u{3}operator_profile\0")
+
+  fileprivate class _StorageClass {
+    var _type: Imcodec_V1_GroupTipsType = .unspecified
+    var _groupID: String = String()
+    var _operatorID: String = String()
+    var _memberIds: [String] = []
+    var _groupChanges: [Imcodec_V1_GroupChangeInfo] = []
+    var _memberChanges: [Imcodec_V1_MemberChangeInfo] = []
+    var _memberCount: UInt32 = 0
+    var _pinnedMessage: Imcodec_V1_MessageRef? = nil
+    var _memberProfiles: [Imcodec_V1_GroupMemberInfo] = []
+    var _operatorProfile: Imcodec_V1_GroupMemberInfo? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _type = source._type
+      _groupID = source._groupID
+      _operatorID = source._operatorID
+      _memberIds = source._memberIds
+      _groupChanges = source._groupChanges
+      _memberChanges = source._memberChanges
+      _memberCount = source._memberCount
+      _pinnedMessage = source._pinnedMessage
+      _memberProfiles = source._memberProfiles
+      _operatorProfile = source._operatorProfile
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.type) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.groupID) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.operatorID) }()
-      case 4: try { try decoder.decodeRepeatedStringField(value: &self.memberIds) }()
-      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.groupChanges) }()
-      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.memberChanges) }()
-      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.memberCount) }()
-      case 8: try { try decoder.decodeSingularMessageField(value: &self._pinnedMessage) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._type) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._groupID) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._operatorID) }()
+        case 4: try { try decoder.decodeRepeatedStringField(value: &_storage._memberIds) }()
+        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._groupChanges) }()
+        case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._memberChanges) }()
+        case 7: try { try decoder.decodeSingularUInt32Field(value: &_storage._memberCount) }()
+        case 8: try { try decoder.decodeSingularMessageField(value: &_storage._pinnedMessage) }()
+        case 9: try { try decoder.decodeRepeatedMessageField(value: &_storage._memberProfiles) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._operatorProfile) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.type != .unspecified {
-      try visitor.visitSingularEnumField(value: self.type, fieldNumber: 1)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._type != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._type, fieldNumber: 1)
+      }
+      if !_storage._groupID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._groupID, fieldNumber: 2)
+      }
+      if !_storage._operatorID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._operatorID, fieldNumber: 3)
+      }
+      if !_storage._memberIds.isEmpty {
+        try visitor.visitRepeatedStringField(value: _storage._memberIds, fieldNumber: 4)
+      }
+      if !_storage._groupChanges.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._groupChanges, fieldNumber: 5)
+      }
+      if !_storage._memberChanges.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._memberChanges, fieldNumber: 6)
+      }
+      if _storage._memberCount != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._memberCount, fieldNumber: 7)
+      }
+      try { if let v = _storage._pinnedMessage {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+      } }()
+      if !_storage._memberProfiles.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._memberProfiles, fieldNumber: 9)
+      }
+      try { if let v = _storage._operatorProfile {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
     }
-    if !self.groupID.isEmpty {
-      try visitor.visitSingularStringField(value: self.groupID, fieldNumber: 2)
-    }
-    if !self.operatorID.isEmpty {
-      try visitor.visitSingularStringField(value: self.operatorID, fieldNumber: 3)
-    }
-    if !self.memberIds.isEmpty {
-      try visitor.visitRepeatedStringField(value: self.memberIds, fieldNumber: 4)
-    }
-    if !self.groupChanges.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.groupChanges, fieldNumber: 5)
-    }
-    if !self.memberChanges.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.memberChanges, fieldNumber: 6)
-    }
-    if self.memberCount != 0 {
-      try visitor.visitSingularUInt32Field(value: self.memberCount, fieldNumber: 7)
-    }
-    try { if let v = self._pinnedMessage {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
-    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_GroupTipsElement, rhs: Imcodec_V1_GroupTipsElement) -> Bool {
-    if lhs.type != rhs.type {return false}
-    if lhs.groupID != rhs.groupID {return false}
-    if lhs.operatorID != rhs.operatorID {return false}
-    if lhs.memberIds != rhs.memberIds {return false}
-    if lhs.groupChanges != rhs.groupChanges {return false}
-    if lhs.memberChanges != rhs.memberChanges {return false}
-    if lhs.memberCount != rhs.memberCount {return false}
-    if lhs._pinnedMessage != rhs._pinnedMessage {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._type != rhs_storage._type {return false}
+        if _storage._groupID != rhs_storage._groupID {return false}
+        if _storage._operatorID != rhs_storage._operatorID {return false}
+        if _storage._memberIds != rhs_storage._memberIds {return false}
+        if _storage._groupChanges != rhs_storage._groupChanges {return false}
+        if _storage._memberChanges != rhs_storage._memberChanges {return false}
+        if _storage._memberCount != rhs_storage._memberCount {return false}
+        if _storage._pinnedMessage != rhs_storage._pinnedMessage {return false}
+        if _storage._memberProfiles != rhs_storage._memberProfiles {return false}
+        if _storage._operatorProfile != rhs_storage._operatorProfile {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

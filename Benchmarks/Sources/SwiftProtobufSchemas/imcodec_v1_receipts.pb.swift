@@ -60,7 +60,47 @@ public nonisolated enum Imcodec_V1_ReceiptKind: SwiftProtobuf.Enum, Swift.CaseIt
 
 }
 
+public nonisolated enum Imcodec_V1_ReadMembersFilter: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case read // = 1
+  case unread // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .read
+    case 2: self = .unread
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .read: return 1
+    case .unread: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_ReadMembersFilter] = [
+    .unspecified,
+    .read,
+    .unread,
+  ]
+
+}
+
 /// One-to-one conversation read receipt: the peer has read everything up to read_time_ms.
+/// Every time in the schema is epoch milliseconds. Tencent's C2C receipt timestamp is in seconds:
+/// multiply by 1000 (IMCodec: C2CReadReceipt(userID:tencentTimestamp:)).
 public nonisolated struct Imcodec_V1_C2CReadReceipt: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -77,42 +117,69 @@ public nonisolated struct Imcodec_V1_C2CReadReceipt: Sendable {
 }
 
 /// A receipt for one message (Tencent V2TIMMessageReceipt).
-public nonisolated struct Imcodec_V1_MessageReceipt: Sendable {
+public nonisolated struct Imcodec_V1_MessageReceipt: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var kind: Imcodec_V1_ReceiptKind = .unspecified
+  public var kind: Imcodec_V1_ReceiptKind {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
 
   public var message: Imcodec_V1_MessageRef {
-    get {_message ?? Imcodec_V1_MessageRef()}
-    set {_message = newValue}
+    get {_storage._message ?? Imcodec_V1_MessageRef()}
+    set {_uniqueStorage()._message = newValue}
   }
   /// Returns true if `message` has been explicitly set.
-  public var hasMessage: Bool {self._message != nil}
+  public var hasMessage: Bool {_storage._message != nil}
   /// Clears the value of `message`. Subsequent reads from it will return its default value.
-  public mutating func clearMessage() {self._message = nil}
+  public mutating func clearMessage() {_uniqueStorage()._message = nil}
 
   /// The user the receipt is about (one-to-one: the peer).
-  public var userID: String = String()
+  public var userID: String {
+    get {_storage._userID}
+    set {_uniqueStorage()._userID = newValue}
+  }
 
   /// One-to-one: whether the peer has read the message.
-  public var isPeerRead: Bool = false
+  public var isPeerRead: Bool {
+    get {_storage._isPeerRead}
+    set {_uniqueStorage()._isPeerRead = newValue}
+  }
 
   /// Group receipts: the group, and how many members have and have not read the message.
-  public var groupID: String = String()
+  public var groupID: String {
+    get {_storage._groupID}
+    set {_uniqueStorage()._groupID = newValue}
+  }
 
-  public var readCount: UInt64 = 0
+  public var readCount: UInt64 {
+    get {_storage._readCount}
+    set {_uniqueStorage()._readCount = newValue}
+  }
 
-  public var unreadCount: UInt64 = 0
+  public var unreadCount: UInt64 {
+    get {_storage._unreadCount}
+    set {_uniqueStorage()._unreadCount = newValue}
+  }
 
-  public var timeMs: Int64 = 0
+  public var timeMs: Int64 {
+    get {_storage._timeMs}
+    set {_uniqueStorage()._timeMs = newValue}
+  }
+
+  /// Multi-device: the device that delivered or read it (LoginRequest.device_id).
+  public var deviceID: String {
+    get {_storage._deviceID}
+    set {_uniqueStorage()._deviceID = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Several receipts at once.
@@ -156,6 +223,76 @@ public nonisolated struct Imcodec_V1_GroupReadMembers: Sendable {
   /// No more pages.
   public var finished: Bool = false
 
+  /// The same members with their profile (Tencent V2TIMGroupMemberInfo), in member_ids order.
+  public var members: [Imcodec_V1_GroupMemberInfo] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
+/// A group member as read-member pages and group tips show it (Tencent V2TIMGroupMemberInfo).
+public nonisolated struct Imcodec_V1_GroupMemberInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var userID: String = String()
+
+  public var nickname: String = String()
+
+  public var faceURL: String = String()
+
+  /// The member's name in this group (Tencent nameCard), shown instead of the nickname when set.
+  public var nameCard: String = String()
+
+  /// Tencent friendRemark: the viewer's own note for this user.
+  public var friendRemark: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Pulls the receipts of messages (Tencent getMessageReadReceipts); the answer is a ReceiptBatch.
+public nonisolated struct Imcodec_V1_ReadReceiptRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var messages: [Imcodec_V1_MessageRef] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Pulls one page of the members who have (or have not) read a group message (Tencent
+/// getGroupMessageReadMemberList); the answer is a GroupReadMembers.
+public nonisolated struct Imcodec_V1_GroupReadMembersRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var message: Imcodec_V1_MessageRef {
+    get {_message ?? Imcodec_V1_MessageRef()}
+    set {_message = newValue}
+  }
+  /// Returns true if `message` has been explicitly set.
+  public var hasMessage: Bool {self._message != nil}
+  /// Clears the value of `message`. Subsequent reads from it will return its default value.
+  public mutating func clearMessage() {self._message = nil}
+
+  public var filter: Imcodec_V1_ReadMembersFilter = .unspecified
+
+  /// 0 for the first page, then GroupReadMembers.next_seq.
+  public var nextSeq: UInt64 = 0
+
+  /// Members per page; Tencent allows at most 100.
+  public var count: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -169,6 +306,10 @@ fileprivate nonisolated let _protobuf_package = "imcodec.v1"
 
 nonisolated extension Imcodec_V1_ReceiptKind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RECEIPT_KIND_UNSPECIFIED\0\u{1}RECEIPT_KIND_DELIVERED\0\u{1}RECEIPT_KIND_READ\0")
+}
+
+nonisolated extension Imcodec_V1_ReadMembersFilter: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0READ_MEMBERS_FILTER_UNSPECIFIED\0\u{1}READ_MEMBERS_FILTER_READ\0\u{1}READ_MEMBERS_FILTER_UNREAD\0")
 }
 
 nonisolated extension Imcodec_V1_C2CReadReceipt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -208,68 +349,125 @@ nonisolated extension Imcodec_V1_C2CReadReceipt: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Imcodec_V1_MessageReceipt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MessageReceipt"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}message\0\u{3}user_id\0\u{3}is_peer_read\0\u{3}group_id\0\u{3}read_count\0\u{3}unread_count\0\u{3}time_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}message\0\u{3}user_id\0\u{3}is_peer_read\0\u{3}group_id\0\u{3}read_count\0\u{3}unread_count\0\u{3}time_ms\0\u{3}device_id\0")
+
+  fileprivate class _StorageClass {
+    var _kind: Imcodec_V1_ReceiptKind = .unspecified
+    var _message: Imcodec_V1_MessageRef? = nil
+    var _userID: String = String()
+    var _isPeerRead: Bool = false
+    var _groupID: String = String()
+    var _readCount: UInt64 = 0
+    var _unreadCount: UInt64 = 0
+    var _timeMs: Int64 = 0
+    var _deviceID: String = String()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _kind = source._kind
+      _message = source._message
+      _userID = source._userID
+      _isPeerRead = source._isPeerRead
+      _groupID = source._groupID
+      _readCount = source._readCount
+      _unreadCount = source._unreadCount
+      _timeMs = source._timeMs
+      _deviceID = source._deviceID
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._message) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.userID) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self.isPeerRead) }()
-      case 5: try { try decoder.decodeSingularStringField(value: &self.groupID) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.readCount) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.unreadCount) }()
-      case 8: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._message) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._userID) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._isPeerRead) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._groupID) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._readCount) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._unreadCount) }()
+        case 8: try { try decoder.decodeSingularInt64Field(value: &_storage._timeMs) }()
+        case 9: try { try decoder.decodeSingularStringField(value: &_storage._deviceID) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.kind != .unspecified {
-      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 1)
-    }
-    try { if let v = self._message {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    if !self.userID.isEmpty {
-      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 3)
-    }
-    if self.isPeerRead != false {
-      try visitor.visitSingularBoolField(value: self.isPeerRead, fieldNumber: 4)
-    }
-    if !self.groupID.isEmpty {
-      try visitor.visitSingularStringField(value: self.groupID, fieldNumber: 5)
-    }
-    if self.readCount != 0 {
-      try visitor.visitSingularUInt64Field(value: self.readCount, fieldNumber: 6)
-    }
-    if self.unreadCount != 0 {
-      try visitor.visitSingularUInt64Field(value: self.unreadCount, fieldNumber: 7)
-    }
-    if self.timeMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 8)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._kind != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 1)
+      }
+      try { if let v = _storage._message {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      if !_storage._userID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._userID, fieldNumber: 3)
+      }
+      if _storage._isPeerRead != false {
+        try visitor.visitSingularBoolField(value: _storage._isPeerRead, fieldNumber: 4)
+      }
+      if !_storage._groupID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._groupID, fieldNumber: 5)
+      }
+      if _storage._readCount != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._readCount, fieldNumber: 6)
+      }
+      if _storage._unreadCount != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._unreadCount, fieldNumber: 7)
+      }
+      if _storage._timeMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._timeMs, fieldNumber: 8)
+      }
+      if !_storage._deviceID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._deviceID, fieldNumber: 9)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_MessageReceipt, rhs: Imcodec_V1_MessageReceipt) -> Bool {
-    if lhs.kind != rhs.kind {return false}
-    if lhs._message != rhs._message {return false}
-    if lhs.userID != rhs.userID {return false}
-    if lhs.isPeerRead != rhs.isPeerRead {return false}
-    if lhs.groupID != rhs.groupID {return false}
-    if lhs.readCount != rhs.readCount {return false}
-    if lhs.unreadCount != rhs.unreadCount {return false}
-    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._message != rhs_storage._message {return false}
+        if _storage._userID != rhs_storage._userID {return false}
+        if _storage._isPeerRead != rhs_storage._isPeerRead {return false}
+        if _storage._groupID != rhs_storage._groupID {return false}
+        if _storage._readCount != rhs_storage._readCount {return false}
+        if _storage._unreadCount != rhs_storage._unreadCount {return false}
+        if _storage._timeMs != rhs_storage._timeMs {return false}
+        if _storage._deviceID != rhs_storage._deviceID {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -312,7 +510,7 @@ nonisolated extension Imcodec_V1_ReceiptBatch: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Imcodec_V1_GroupReadMembers: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GroupReadMembers"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{1}read\0\u{3}member_ids\0\u{3}next_seq\0\u{1}finished\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{1}read\0\u{3}member_ids\0\u{3}next_seq\0\u{1}finished\0\u{1}members\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -325,6 +523,7 @@ nonisolated extension Imcodec_V1_GroupReadMembers: SwiftProtobuf.Message, SwiftP
       case 3: try { try decoder.decodeRepeatedStringField(value: &self.memberIds) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.nextSeq) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.finished) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.members) }()
       default: break
       }
     }
@@ -350,6 +549,9 @@ nonisolated extension Imcodec_V1_GroupReadMembers: SwiftProtobuf.Message, SwiftP
     if self.finished != false {
       try visitor.visitSingularBoolField(value: self.finished, fieldNumber: 5)
     }
+    if !self.members.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.members, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -359,6 +561,136 @@ nonisolated extension Imcodec_V1_GroupReadMembers: SwiftProtobuf.Message, SwiftP
     if lhs.memberIds != rhs.memberIds {return false}
     if lhs.nextSeq != rhs.nextSeq {return false}
     if lhs.finished != rhs.finished {return false}
+    if lhs.members != rhs.members {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_GroupMemberInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GroupMemberInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_id\0\u{1}nickname\0\u{3}face_url\0\u{3}name_card\0\u{3}friend_remark\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nickname) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.faceURL) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.nameCard) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.friendRemark) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 1)
+    }
+    if !self.nickname.isEmpty {
+      try visitor.visitSingularStringField(value: self.nickname, fieldNumber: 2)
+    }
+    if !self.faceURL.isEmpty {
+      try visitor.visitSingularStringField(value: self.faceURL, fieldNumber: 3)
+    }
+    if !self.nameCard.isEmpty {
+      try visitor.visitSingularStringField(value: self.nameCard, fieldNumber: 4)
+    }
+    if !self.friendRemark.isEmpty {
+      try visitor.visitSingularStringField(value: self.friendRemark, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_GroupMemberInfo, rhs: Imcodec_V1_GroupMemberInfo) -> Bool {
+    if lhs.userID != rhs.userID {return false}
+    if lhs.nickname != rhs.nickname {return false}
+    if lhs.faceURL != rhs.faceURL {return false}
+    if lhs.nameCard != rhs.nameCard {return false}
+    if lhs.friendRemark != rhs.friendRemark {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ReadReceiptRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReadReceiptRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}messages\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.messages) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.messages.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.messages, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ReadReceiptRequest, rhs: Imcodec_V1_ReadReceiptRequest) -> Bool {
+    if lhs.messages != rhs.messages {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_GroupReadMembersRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GroupReadMembersRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{1}filter\0\u{3}next_seq\0\u{1}count\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.filter) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.nextSeq) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._message {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.filter != .unspecified {
+      try visitor.visitSingularEnumField(value: self.filter, fieldNumber: 2)
+    }
+    if self.nextSeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.nextSeq, fieldNumber: 3)
+    }
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_GroupReadMembersRequest, rhs: Imcodec_V1_GroupReadMembersRequest) -> Bool {
+    if lhs._message != rhs._message {return false}
+    if lhs.filter != rhs.filter {return false}
+    if lhs.nextSeq != rhs.nextSeq {return false}
+    if lhs.count != rhs.count {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
