@@ -243,7 +243,7 @@ struct GroupBenchRun {
 /// One member of the group benchmark: logs in; member 0 sends the group texts (``send(_:)``); every
 /// other member reports when each arrives (``arrival(_:)``) and checks that each arrives once, from
 /// bench0, in seq order.
-final class GroupBenchClient: ChannelInboundHandler {
+final class GroupBenchClient: BenchConnection {
     typealias InboundIn = Frame
     typealias OutboundOut = Frame
 
@@ -255,7 +255,7 @@ final class GroupBenchClient: ChannelInboundHandler {
     /// Member 0: succeeds once every message it sent is acknowledged with error 0.
     let allAcked: EventLoopPromise<Void>
     private let eventLoop: any EventLoop
-    private var context: ChannelHandlerContext?
+    var context: ChannelHandlerContext?
     /// The uptime in nanoseconds at which each message arrived, once it did.
     private var arrivals: [EventLoopPromise<UInt64>?]
     private var received: [Bool]
@@ -274,7 +274,7 @@ final class GroupBenchClient: ChannelInboundHandler {
         received = Array(repeating: false, count: messages)
     }
 
-    private var me: String { GroupBenchRun.user(index) }
+    var me: String { GroupBenchRun.user(index) }
 
     /// The time message `k` arrives (on the channel's event loop).
     func arrival(_ k: Int) -> EventLoopFuture<UInt64> {
@@ -296,31 +296,7 @@ final class GroupBenchClient: ChannelInboundHandler {
         return now
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-
-    /// Drops the context, which holds this handler (a retain cycle otherwise).
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
-        fail("the handler was removed")
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        let login = RelayProtocol.loginFrame(me, token: token, deviceID: "bench-\(index)", requestID: 1)
-        context.writeAndFlush(wrapOutboundOut(login), promise: nil)
-        context.fireChannelActive()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        fail("the connection closed")
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail("\(error)")
-        context.close(promise: nil)
-    }
-
-    private func fail(_ reason: String) {
+    func fail(_ reason: String) {
         let failure = BenchFailure(description: "\(me): \(reason)")
         loggedIn.fail(failure)
         allAcked.fail(failure)

@@ -519,56 +519,18 @@ struct BenchClientReport: Sendable {
     var deliveryLatenciesNs: [UInt64] = []
 }
 
-/// One user of the benchmark: logs in, then (on ``start()``) sends its messages to the next user
-/// with at most `window` unacknowledged, and checks every ack and every message it receives from
-/// the previous user: error 0, each exactly once, seqs and stream positions increasing.
-final class BenchClient: ChannelInboundHandler {
-    typealias InboundIn = Frame
-    typealias OutboundOut = Frame
+/// What every benchmark client does with its connection: logs in as `me` (device `bench-INDEX`)
+/// once connected, and fails its run when the connection closes, errs or loses its handler.
+protocol BenchConnection: ChannelInboundHandler, AnyObject where InboundIn == Frame, OutboundOut == Frame {
+    var index: Int { get }
+    var token: String { get }
+    var me: String { get }
+    /// Set while the handler is in a pipeline.
+    var context: ChannelHandlerContext? { get set }
+    func fail(_ reason: String)
+}
 
-    let plan: BenchPlan
-    let index: Int
-    let token: String
-    /// Succeeds once the login is accepted.
-    let loggedIn: EventLoopPromise<Void>
-    /// Succeeds once every message is acknowledged and every expected one received; fails when the
-    /// connection closes or the relay refuses something.
-    let done: EventLoopPromise<Void>
-    private var context: ChannelHandlerContext?
-    private var started = false
-    private var nextToSend = 0
-    private var inFlight = 0
-    private var sentAt: [UInt64]
-    private var acked: [Bool]
-    private var received: [Bool]
-    private var result = BenchClientReport()
-    private var lastAckSeq: UInt64 = 0
-    private var lastReceivedSeq: UInt64 = 0
-    private var lastStreamPosition: UInt64 = 0
-    private let me: String
-    private let peer: String
-    private let predecessor: String
-
-    init(plan: BenchPlan, index: Int, token: String, eventLoop: any EventLoop) {
-        self.plan = plan
-        self.index = index
-        self.token = token
-        self.loggedIn = eventLoop.makePromise()
-        self.done = eventLoop.makePromise()
-        self.me = plan.user(index)
-        self.peer = plan.user(plan.peer(of: index))
-        self.predecessor = plan.user(plan.predecessor(of: index))
-        sentAt = Array(repeating: 0, count: plan.messages)
-        acked = Array(repeating: false, count: plan.messages)
-        received = Array(repeating: false, count: plan.messages)
-        result.index = index
-        result.ackLatenciesNs.reserveCapacity(plan.messages)
-        result.deliveryLatenciesNs.reserveCapacity(plan.messages)
-    }
-
-    /// What the client saw so far.
-    var report: BenchClientReport { result }
-
+extension BenchConnection {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     /// Drops the context, which holds this handler (a retain cycle otherwise).
@@ -592,8 +554,59 @@ final class BenchClient: ChannelInboundHandler {
         fail("\(error)")
         context.close(promise: nil)
     }
+}
 
-    private func fail(_ reason: String) {
+/// One user of the benchmark: logs in, then (on ``start()``) sends its messages to the next user
+/// with at most `window` unacknowledged, and checks every ack and every message it receives from
+/// the previous user: error 0, each exactly once, seqs and stream positions increasing.
+final class BenchClient: BenchConnection {
+    typealias InboundIn = Frame
+    typealias OutboundOut = Frame
+
+    let plan: BenchPlan
+    let index: Int
+    let token: String
+    /// Succeeds once the login is accepted.
+    let loggedIn: EventLoopPromise<Void>
+    /// Succeeds once every message is acknowledged and every expected one received; fails when the
+    /// connection closes or the relay refuses something.
+    let done: EventLoopPromise<Void>
+    var context: ChannelHandlerContext?
+    private var started = false
+    private var nextToSend = 0
+    private var inFlight = 0
+    private var sentAt: [UInt64]
+    private var acked: [Bool]
+    private var received: [Bool]
+    private var result = BenchClientReport()
+    private var lastAckSeq: UInt64 = 0
+    private var lastReceivedSeq: UInt64 = 0
+    private var lastStreamPosition: UInt64 = 0
+    let me: String
+    private let peer: String
+    private let predecessor: String
+
+    init(plan: BenchPlan, index: Int, token: String, eventLoop: any EventLoop) {
+        self.plan = plan
+        self.index = index
+        self.token = token
+        self.loggedIn = eventLoop.makePromise()
+        self.done = eventLoop.makePromise()
+        self.me = plan.user(index)
+        self.peer = plan.user(plan.peer(of: index))
+        self.predecessor = plan.user(plan.predecessor(of: index))
+        sentAt = Array(repeating: 0, count: plan.messages)
+        acked = Array(repeating: false, count: plan.messages)
+        received = Array(repeating: false, count: plan.messages)
+        result.index = index
+        result.ackLatenciesNs.reserveCapacity(plan.messages)
+        result.deliveryLatenciesNs.reserveCapacity(plan.messages)
+    }
+
+    /// What the client saw so far.
+    var report: BenchClientReport { result }
+
+    func fail(_ reason: String) {
         if !isComplete { problem(reason) }
         loggedIn.fail(BenchFailure(description: "\(me): \(reason)"))
         done.fail(BenchFailure(description: "\(me): \(reason)"))
