@@ -853,10 +853,8 @@ struct Validator {
                 "a \(type.protoName) conversation needs a target id"
             )
         }
-        if let at = message.at {
-            if !Self.isGroupLike(type) {
-                report(.atOutsideGroup, Self.join(path, "at"), "@ mentions are only allowed in group conversations")
-            }
+        if message.at != nil, !Self.isGroupLike(type) {
+            report(.atOutsideGroup, Self.join(path, "at"), "@ mentions are only allowed in group conversations")
         }
         checkAt(message, at: path)
         checkBody(message, at: path)
