@@ -2,6 +2,7 @@
 #include "allocation_counter.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
