@@ -112,6 +112,26 @@ enum RelayProtocol {
         return frame
     }
 
+    /// The `kicked_offline` frame that tells a connection why the relay closes it.
+    static func kickedFrame(
+        _ reason: KickReason,
+        _ description: String,
+        otherDeviceID: String = "",
+        otherPlatform: Platform = .unspecified
+    ) -> Frame {
+        Frame(
+            .kickedOffline(
+                KickedOffline.with {
+                    $0.reason = reason
+                    $0.description = description
+                    $0.otherDeviceID = otherDeviceID
+                    $0.otherPlatform = otherPlatform
+                    $0.timeMs = nowMs()
+                }
+            )
+        )
+    }
+
     /// The login request of `userID` with `token` (a JWT the relay's secret signed, see
     /// ``RelayAuthenticator``). With `streamResume`, the device catches up with its stream from
     /// `streamPosition` before it gets live frames.

@@ -92,16 +92,11 @@ extension Router {
             )
             unregister(previous)
             previous.closing = true
-            let kicked = Frame(
-                .kickedOffline(
-                    KickedOffline.with {
-                        $0.reason = .loggedInElsewhere
-                        $0.description = "\(user) logged in on another connection with the same device id"
-                        $0.otherDeviceID = request.deviceID
-                        $0.otherPlatform = request.platform
-                        $0.timeMs = RelayProtocol.nowMs()
-                    }
-                )
+            let kicked = RelayProtocol.kickedFrame(
+                .loggedInElsewhere,
+                "\(user) logged in on another connection with the same device id",
+                otherDeviceID: request.deviceID,
+                otherPlatform: request.platform
             )
             closeAfterWriting(kicked, previous, code: "kickedOffline", reason: "logged in elsewhere")
         }
@@ -160,14 +155,9 @@ extension Router {
             router.logger.info("\(session.label): token expired")
             router.unregister(session)
             session.closing = true
-            let kicked = Frame(
-                .kickedOffline(
-                    KickedOffline.with {
-                        $0.reason = .tokenExpired
-                        $0.description = "the login token expired; log in again with a new one"
-                        $0.timeMs = RelayProtocol.nowMs()
-                    }
-                )
+            let kicked = RelayProtocol.kickedFrame(
+                .tokenExpired,
+                "the login token expired; log in again with a new one"
             )
             router.closeAfterWriting(kicked, session, code: "tokenExpired", reason: "the login token expired")
         }

@@ -204,14 +204,9 @@ final class Router {
                 session.channel.close(promise: nil)
                 continue
             }
-            let kicked = Frame(
-                .kickedOffline(
-                    KickedOffline.with {
-                        $0.reason = .serverShutdown
-                        $0.description = "the relay is shutting down; log in again to resume"
-                        $0.timeMs = RelayProtocol.nowMs()
-                    }
-                )
+            let kicked = RelayProtocol.kickedFrame(
+                .serverShutdown,
+                "the relay is shutting down; log in again to resume"
             )
             closeAfterWriting(kicked, session, code: "serverShutdown", reason: "the relay is shutting down")
         }

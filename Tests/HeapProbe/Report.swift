@@ -50,7 +50,7 @@ enum Report {
                 }
             }
         }
-        return print(rows) == 0 ? 0 : 1
+        return printTable(rows) == 0 ? 0 : 1
     }
 
     /// The adversarial families of HardeningTests, with 16-byte repeated strings among them, `size`
@@ -88,8 +88,8 @@ enum Report {
     }
 
     /// Prints the table; returns the number of rows over their bound.
-    static func print(_ rows: [Row]) -> Int {
-        Swift.print(
+    static func printTable(_ rows: [Row]) -> Int {
+        print(
             "input                                           bytes  result                peak heap peak/input"
                 + "  value kept  limit (16x+1MiB) within"
         )
@@ -99,7 +99,7 @@ enum Report {
             if within == "NO" { failures += 1 }
             let ratio = String(format: "%.1fx", Double(row.peak) / Double(max(row.input, 1)))
             let limit = row.limit == Int.max ? "none" : size(row.limit)
-            Swift.print(
+            print(
                 row.name.padding(toLength: 44, withPad: " ", startingAt: 0),
                 leftPadded(String(row.input), 8),
                 " ",

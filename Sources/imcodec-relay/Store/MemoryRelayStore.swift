@@ -8,10 +8,16 @@ final class MemoryRelayStore: RelayStore {
     private var messages: [ConversationKey: [StoredMessage]] = [:]
     private var state = StoredState()
     private var streams: [String: [StreamEntry]] = [:]
+    /// Each device's key bundles, by kind (``StoredState/keyBundles`` is made from it at load).
+    private var keyBundles: [DeviceKey: [Int32: StoredKeyBundle]] = [:]
 
     init() {}
 
-    func load() throws -> StoredState { state }
+    func load() throws -> StoredState {
+        var loaded = state
+        loaded.keyBundles = keyBundles.values.flatMap(\.values)
+        return loaded
+    }
 
     func commit(_ batch: StoreBatch) throws {
         for message in batch.messages {
@@ -49,8 +55,7 @@ final class MemoryRelayStore: RelayStore {
             state.streams[user]?.oldest = position
         }
         for bundle in batch.keyBundles {
-            state.keyBundles.removeAll { $0.device == bundle.device && $0.kind == bundle.kind }
-            state.keyBundles.append(bundle)
+            keyBundles[bundle.device, default: [:]][bundle.kind] = bundle
         }
     }
 
