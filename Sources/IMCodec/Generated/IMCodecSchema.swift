@@ -25,6 +25,11 @@ public enum IMCodecSchema {
         ReceiveOptionChange.self,
         CallEvent.self,
         StreamChunk.self,
+        ExtensionEntry.self,
+        ExtensionUpdate.self,
+        ExtensionFetchRequest.self,
+        MessageExtension.self,
+        ExtensionFetchResponse.self,
         Frame.self,
         AtInfo.self,
         OfflinePushInfo.self,
@@ -95,6 +100,15 @@ public enum IMCodecSchema {
         KeyPublish.self,
         KeyFetchRequest.self,
         KeyFetchResponse.self,
+        AtMe.self,
+        ReadHorizon.self,
+        ConversationInfo.self,
+        ConversationListRequest.self,
+        ConversationList.self,
+        ConversationUpdate.self,
+        BlocklistChange.self,
+        BlocklistRequest.self,
+        BlocklistResponse.self,
     ]
 
     /// The message type with this full name (e.g. `imcodec.v1.Frame`), if the schema has one.

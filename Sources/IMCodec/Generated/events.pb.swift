@@ -896,6 +896,126 @@ public struct StreamChunk: IMCodecMessage {
     public init() {}
 }
 
+/// One key of a message's extension (Tencent V2TIMMessageExtension; RongCloud expansionDic), with
+/// its version. The server gives a key version 1 when it is first set (also by the message's own
+/// expansion map) and adds 1 at every later set or removal.
+public struct ExtensionEntry: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ExtensionEntry"
+
+    /// Field `key` (1).
+    public var key: String = ""
+
+    /// Field `value` (2).
+    public var value: String = ""
+
+    /// In an update: the version the client last saw for this key (0: it saw none). In the server's
+    /// answer and in the update it delivers: the key's version now.
+    public var version: UInt64 = 0
+
+    /// In the server's answer and delivery: the key was removed (value is empty).
+    public var removed: Bool = false
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Sets or removes keys of a message's extension after it was sent (Tencent setMessageExtensions
+/// and deleteMessageExtensions; RongCloud updateMessageExpansion and removeMessageExpansionForKey).
+/// Only for a message sent with MESSAGE_FLAG_SUPPORT_EXTENSION, in a one-to-one conversation or a
+/// group (RongCloud). Any member may update it. Every key names the version the client last saw:
+/// when one is stale (another client changed the key since), the server refuses the whole update
+/// with RequestResult error 23001 (Tencent's extension version conflict) and the client fetches the
+/// current keys (ExtensionFetchRequest) before it tries again. On success the server answers with
+/// RequestResult, fills `entries` with the keys as they now are, and keeps and sends that copy to
+/// every member's devices.
+public struct ExtensionUpdate: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ExtensionUpdate"
+
+    /// Field `message` (1).
+    public var message: MessageRef? = nil
+
+    /// Keys to set: key, value and the version the client saw.
+    public var set: [ExtensionEntry] = []
+
+    /// Keys to remove: key and the version the client saw (value is ignored).
+    public var remove: [ExtensionEntry] = []
+
+    /// Set by the server: the changed keys as they now are, with their new versions.
+    public var entries: [ExtensionEntry] = []
+
+    /// Field `user_id` (5).
+    public var userID: String = ""
+
+    /// Field `time_ms` (6).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Fetches the current extension of messages (Tencent getMessageExtensions). The answer is an
+/// ExtensionFetchResponse.
+public struct ExtensionFetchRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ExtensionFetchRequest"
+
+    /// Field `messages` (1).
+    public var messages: [MessageRef] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One message's extension: every key it holds now, with its version (removed keys left out).
+public struct MessageExtension: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.MessageExtension"
+
+    /// Field `message` (1).
+    public var message: MessageRef? = nil
+
+    /// Field `entries` (2).
+    public var entries: [ExtensionEntry] = []
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.ExtensionFetchResponse` message.
+public struct ExtensionFetchResponse: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ExtensionFetchResponse"
+
+    /// One per requested message the server knows and the user may read, in request order.
+    public var extensions: [MessageExtension] = []
+
+    /// Field `error_code` (2).
+    public var errorCode: Int32 = 0
+
+    /// Field `error_description` (3).
+    public var errorDescription: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
 extension RecallEvent {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -1459,6 +1579,126 @@ extension StreamChunk {
         if let value = self.message {
             let mark = w.count
             value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ExtensionEntry {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.removed {
+            w.writeVarint(self.removed ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if self.version != 0 {
+            w.writeVarint(UInt64(self.version))
+            w.writeVarint(24)
+        }
+        if !self.value.isEmpty {
+            w.writeString(self.value)
+            w.writeVarint(18)
+        }
+        if !self.key.isEmpty {
+            w.writeString(self.key)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ExtensionUpdate {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(48)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(42)
+        }
+        for i in stride(from: self.entries.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.entries[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(34)
+        }
+        for i in stride(from: self.remove.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.remove[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(26)
+        }
+        for i in stride(from: self.set.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.set[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ExtensionFetchRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.messages.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.messages[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension MessageExtension {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        for i in stride(from: self.entries.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.entries[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if let value = self.message {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ExtensionFetchResponse {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.errorDescription.isEmpty {
+            w.writeString(self.errorDescription)
+            w.writeVarint(26)
+        }
+        if self.errorCode != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(16)
+        }
+        for i in stride(from: self.extensions.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.extensions[i]._encode(to: &w)
             w.writeVarint(UInt64(w.count - mark))
             w.writeVarint(10)
         }

@@ -127,6 +127,27 @@ public struct Frame: IMCodecMessage {
         case keyFetchRequest(KeyFetchRequest)
         /// Field `key_fetch_response` (84).
         case keyFetchResponse(KeyFetchResponse)
+        /// The conversation list (session.proto).
+        /// Field `conversation_list_request` (85).
+        case conversationListRequest(ConversationListRequest)
+        /// Field `conversation_list` (86).
+        case conversationList(ConversationList)
+        /// Field `conversation_update` (87).
+        case conversationUpdate(ConversationUpdate)
+        /// Message extensions (events.proto).
+        /// Field `extension_update` (88).
+        case extensionUpdate(ExtensionUpdate)
+        /// Field `extension_fetch_request` (89).
+        case extensionFetchRequest(ExtensionFetchRequest)
+        /// Field `extension_fetch_response` (90).
+        case extensionFetchResponse(ExtensionFetchResponse)
+        /// The blocklist (session.proto).
+        /// Field `blocklist_change` (91).
+        case blocklistChange(BlocklistChange)
+        /// Field `blocklist_request` (92).
+        case blocklistRequest(BlocklistRequest)
+        /// Field `blocklist_response` (93).
+        case blocklistResponse(BlocklistResponse)
 
         /// Which member is set, without its value.
         public enum Kind: Int32, CaseIterable, Sendable, Hashable {
@@ -220,6 +241,24 @@ public struct Frame: IMCodecMessage {
             case keyFetchRequest = 83
             /// Field `key_fetch_response`.
             case keyFetchResponse = 84
+            /// Field `conversation_list_request`.
+            case conversationListRequest = 85
+            /// Field `conversation_list`.
+            case conversationList = 86
+            /// Field `conversation_update`.
+            case conversationUpdate = 87
+            /// Field `extension_update`.
+            case extensionUpdate = 88
+            /// Field `extension_fetch_request`.
+            case extensionFetchRequest = 89
+            /// Field `extension_fetch_response`.
+            case extensionFetchResponse = 90
+            /// Field `blocklist_change`.
+            case blocklistChange = 91
+            /// Field `blocklist_request`.
+            case blocklistRequest = 92
+            /// Field `blocklist_response`.
+            case blocklistResponse = 93
 
             /// The member's name in the schema.
             public var protoName: String {
@@ -269,6 +308,15 @@ public struct Frame: IMCodecMessage {
                 case .keyPublish: "key_publish"
                 case .keyFetchRequest: "key_fetch_request"
                 case .keyFetchResponse: "key_fetch_response"
+                case .conversationListRequest: "conversation_list_request"
+                case .conversationList: "conversation_list"
+                case .conversationUpdate: "conversation_update"
+                case .extensionUpdate: "extension_update"
+                case .extensionFetchRequest: "extension_fetch_request"
+                case .extensionFetchResponse: "extension_fetch_response"
+                case .blocklistChange: "blocklist_change"
+                case .blocklistRequest: "blocklist_request"
+                case .blocklistResponse: "blocklist_response"
                 }
             }
         }
@@ -321,6 +369,15 @@ public struct Frame: IMCodecMessage {
             case .keyPublish: .keyPublish
             case .keyFetchRequest: .keyFetchRequest
             case .keyFetchResponse: .keyFetchResponse
+            case .conversationListRequest: .conversationListRequest
+            case .conversationList: .conversationList
+            case .conversationUpdate: .conversationUpdate
+            case .extensionUpdate: .extensionUpdate
+            case .extensionFetchRequest: .extensionFetchRequest
+            case .extensionFetchResponse: .extensionFetchResponse
+            case .blocklistChange: .blocklistChange
+            case .blocklistRequest: .blocklistRequest
+            case .blocklistResponse: .blocklistResponse
             }
         }
     }
@@ -332,6 +389,51 @@ extension Frame {
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
         switch self.payload {
+        case .blocklistResponse(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(746)
+        case .blocklistRequest(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(738)
+        case .blocklistChange(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(730)
+        case .extensionFetchResponse(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(722)
+        case .extensionFetchRequest(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(714)
+        case .extensionUpdate(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(706)
+        case .conversationUpdate(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(698)
+        case .conversationList(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(690)
+        case .conversationListRequest(let value)?:
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(682)
         case .keyFetchResponse(let value)?:
             let mark = w.count
             value._encode(to: &w)

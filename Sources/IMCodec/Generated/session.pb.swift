@@ -342,6 +342,177 @@ public enum KeyBundleKind: RawRepresentable, CaseIterable, Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// Why a conversation has unread @ (Tencent V2TIMGroupAtInfo types).
+public enum AtMeKind: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `AT_ME_KIND_UNSPECIFIED = 0`
+    case unspecified
+    /// A message @-mentions the user.
+    /// Wire name `AT_ME_KIND_AT_ME`, number 1.
+    case atMe
+    /// A message @-mentions every member.
+    /// Wire name `AT_ME_KIND_AT_ALL`, number 2.
+    case atAll
+    /// A message @-mentions every member and the user by name.
+    /// Wire name `AT_ME_KIND_AT_ALL_AT_ME`, number 3.
+    case atAllAtMe
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [AtMeKind] = [.unspecified, .atMe, .atAll, .atAllAtMe]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .atMe
+        case 2: self = .atAll
+        case 3: self = .atAllAtMe
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .atMe: 1
+        case .atAll: 2
+        case .atAllAtMe: 3
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`AT_ME_KIND_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "AT_ME_KIND_UNSPECIFIED"
+        case .atMe: "AT_ME_KIND_AT_ME"
+        case .atAll: "AT_ME_KIND_AT_ALL"
+        case .atAllAtMe: "AT_ME_KIND_AT_ALL_AT_ME"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// Bits of ConversationUpdate.fields: which fields it changes. Each value is one bit.
+public enum ConversationField: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `CONVERSATION_FIELD_UNSPECIFIED = 0`
+    case unspecified
+    /// `CONVERSATION_FIELD_PINNED = 1`
+    case pinned
+    /// `CONVERSATION_FIELD_ARCHIVED = 2`
+    case archived
+    /// `CONVERSATION_FIELD_DRAFT = 4`
+    case draft
+    /// `CONVERSATION_FIELD_CLEARED_SEQ = 8`
+    case clearedSeq
+    /// `CONVERSATION_FIELD_HIDDEN = 16`
+    case hidden
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [ConversationField] = [.unspecified, .pinned, .archived, .draft, .clearedSeq, .hidden]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .pinned
+        case 2: self = .archived
+        case 4: self = .draft
+        case 8: self = .clearedSeq
+        case 16: self = .hidden
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .pinned: 1
+        case .archived: 2
+        case .draft: 4
+        case .clearedSeq: 8
+        case .hidden: 16
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`CONVERSATION_FIELD_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "CONVERSATION_FIELD_UNSPECIFIED"
+        case .pinned: "CONVERSATION_FIELD_PINNED"
+        case .archived: "CONVERSATION_FIELD_ARCHIVED"
+        case .draft: "CONVERSATION_FIELD_DRAFT"
+        case .clearedSeq: "CONVERSATION_FIELD_CLEARED_SEQ"
+        case .hidden: "CONVERSATION_FIELD_HIDDEN"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// The blocklist (schema version 3; Tencent addToBlackList, deleteFromBlackList, getBlackList;
+/// RongCloud addToBlacklist; QuickBlox privacy lists). A user's blocklist holds the users whose
+/// one-to-one messages it does not receive. What their sender is told is the server's choice, as
+/// in Tencent's settings: by default the sender sees "sent successfully" and the message reaches
+/// no device of the blocking user; a server may instead refuse it with SendAck error 20007.
+public enum BlockAction: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// `BLOCK_ACTION_UNSPECIFIED = 0`
+    case unspecified
+    /// `BLOCK_ACTION_BLOCK = 1`
+    case block
+    /// `BLOCK_ACTION_UNBLOCK = 2`
+    case unblock
+    /// A number this version of the schema does not know; it survives a round trip.
+    case unrecognized(Int32)
+
+    /// Every value the schema names.
+    public static let allCases: [BlockAction] = [.unspecified, .block, .unblock]
+
+    /// Creates the value for a wire number; numbers the schema does not name become `unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .block
+        case 2: self = .unblock
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The wire number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .block: 1
+        case .unblock: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The name the schema gives the value (`BLOCK_ACTION_UNSPECIFIED`), or the number when it has none.
+    public var protoName: String {
+        switch self {
+        case .unspecified: "BLOCK_ACTION_UNSPECIFIED"
+        case .block: "BLOCK_ACTION_BLOCK"
+        case .unblock: "BLOCK_ACTION_UNBLOCK"
+        case .unrecognized(let number): String(number)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// A conversation and a sequence number in it (Message.seq numbering).
 public struct ConversationSeq: IMCodecMessage {
     /// The message's full name in Schemas/.
@@ -912,6 +1083,253 @@ public struct KeyFetchResponse: IMCodecMessage {
     public init() {}
 }
 
+/// One unread message that @-mentions the user (Tencent V2TIMGroupAtInfo: seq and atType).
+public struct AtMe: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.AtMe"
+
+    /// Field `seq` (1).
+    public var seq: UInt64 = 0
+
+    /// Field `kind` (2).
+    public var kind: AtMeKind = .unspecified
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A member's read horizon: every message up to read_seq has been read (MarkReadEvent.read_seq).
+public struct ReadHorizon: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ReadHorizon"
+
+    /// Field `user_id` (1).
+    public var userID: String = ""
+
+    /// Field `read_seq` (2).
+    public var readSeq: UInt64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// One conversation as the user's list shows it.
+public struct ConversationInfo: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ConversationInfo"
+
+    /// Field `conversation` (1).
+    public var conversation: Conversation? = nil
+
+    /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
+    /// one at or below cleared_seq), as the user's devices received it. Unset when there is none. A
+    /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
+    /// DELETED and no content.
+    public var lastMessage: Message? = nil
+
+    /// The conversation's newest seq the user can see.
+    public var maxSeq: UInt64 = 0
+
+    /// The user's read horizon (MarkReadEvent.read_seq from any of the user's devices).
+    public var readSeq: UInt64 = 0
+
+    /// Messages above read_seq and cleared_seq that count (not sent by the user, not flagged
+    /// EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED).
+    public var unreadCount: UInt32 = 0
+
+    /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList).
+    public var atMe: [AtMe] = []
+
+    /// Pinned to the top of the list (Tencent pinConversation).
+    public var pinned: Bool = false
+
+    /// How the user receives it (ReceiveOptionChange; muted is RECEIVE_NOT_NOTIFY).
+    public var receiveOption: ReceiveOption = .unspecified
+
+    /// Moved out of the main list (WhatsApp and Signal archived chats); a new message does not unarchive it.
+    public var archived: Bool = false
+
+    /// Unsent text the user was typing (Tencent setConversationDraft), shared by the user's devices.
+    public var draftText: String = ""
+
+    /// Field `draft_time_ms` (11).
+    public var draftTimeMs: Int64 = 0
+
+    /// The user cleared the history up to this seq (Tencent clearC2CHistoryMessage): older messages
+    /// are hidden from the user's list and unread count. 0: never cleared.
+    public var clearedSeq: UInt64 = 0
+
+    /// Removed from the list by the user (Tencent deleteConversation) until a newer message arrives.
+    public var hidden: Bool = false
+
+    /// The other members' read horizons (a one-to-one conversation: the peer's), for read marks.
+    /// imcodec-relay lists at most 100, the highest first.
+    public var readHorizons: [ReadHorizon] = []
+
+    /// The position in the user's stream of the newest change to this entry.
+    public var version: UInt64 = 0
+
+    /// When it last changed, epoch ms.
+    public var updatedAtMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Pulls the user's conversations changed after a version. The answer is a ConversationList.
+public struct ConversationListRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ConversationListRequest"
+
+    /// The newest ConversationInfo.version the device holds; 0: the whole list.
+    public var afterVersion: UInt64 = 0
+
+    /// Most conversations in one answer; servers cap it (imcodec-relay: 100).
+    public var limit: UInt32 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.ConversationList` message.
+public struct ConversationList: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ConversationList"
+
+    /// Changed after the request's after_version, oldest change first.
+    public var conversations: [ConversationInfo] = []
+
+    /// More changed conversations follow next_after_version; ask again.
+    public var hasMore: Bool = false
+
+    /// The next request's after_version.
+    public var nextAfterVersion: UInt64 = 0
+
+    /// Field `error_code` (4).
+    public var errorCode: Int32 = 0
+
+    /// Field `error_description` (5).
+    public var errorDescription: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// A user changes its own view of a conversation (pin, archive, draft, clear history, hide). The
+/// server answers with RequestResult, keeps the update in the user's stream (with user_id and
+/// time_ms set) and sends it to the user's other devices. Only the fields whose bits are set in
+/// `fields` change; cleared_seq never moves back.
+public struct ConversationUpdate: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.ConversationUpdate"
+
+    /// Field `conversation` (1).
+    public var conversation: Conversation? = nil
+
+    /// Bitwise OR of ConversationField values; at least one.
+    public var fields: UInt32 = 0
+
+    /// Field `pinned` (3).
+    public var pinned: Bool = false
+
+    /// Field `archived` (4).
+    public var archived: Bool = false
+
+    /// Field `draft_text` (5).
+    public var draftText: String = ""
+
+    /// Field `cleared_seq` (6).
+    public var clearedSeq: UInt64 = 0
+
+    /// Field `hidden` (7).
+    public var hidden: Bool = false
+
+    /// Field `user_id` (8).
+    public var userID: String = ""
+
+    /// Field `time_ms` (9).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Blocks or unblocks users. The server answers with RequestResult, keeps the change in the user's
+/// stream (with user_id and time_ms set) and sends it to the user's other devices.
+public struct BlocklistChange: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.BlocklistChange"
+
+    /// Field `action` (1).
+    public var action: BlockAction = .unspecified
+
+    /// Field `user_ids` (2).
+    public var userIDs: [String] = []
+
+    /// The user whose list changes (set by the server).
+    public var userID: String = ""
+
+    /// Field `time_ms` (4).
+    public var timeMs: Int64 = 0
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// Asks for the user's whole blocklist. The answer is a BlocklistResponse.
+public struct BlocklistRequest: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.BlocklistRequest"
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
+/// The `imcodec.v1.BlocklistResponse` message.
+public struct BlocklistResponse: IMCodecMessage {
+    /// The message's full name in Schemas/.
+    public static let protoMessageName = "imcodec.v1.BlocklistResponse"
+
+    /// In the order they were blocked.
+    public var userIDs: [String] = []
+
+    /// Field `error_code` (2).
+    public var errorCode: Int32 = 0
+
+    /// Field `error_description` (3).
+    public var errorDescription: String = ""
+
+    /// Fields read from the wire that this schema does not know; they are written back on encode.
+    public var unknownFields = UnknownFields()
+
+    /// Creates a message with every field at its default.
+    public init() {}
+}
+
 extension ConversationSeq {
     public func _encode(to w: inout _WireWriter) {
         // Back to front: unknown fields (written last on the wire) first, then fields by
@@ -1469,6 +1887,262 @@ extension KeyFetchResponse {
         }
         if !self.userID.isEmpty {
             w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension AtMe {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.kind.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.kind.rawValue)))
+            w.writeVarint(16)
+        }
+        if self.seq != 0 {
+            w.writeVarint(UInt64(self.seq))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension ReadHorizon {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.readSeq != 0 {
+            w.writeVarint(UInt64(self.readSeq))
+            w.writeVarint(16)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ConversationInfo {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.updatedAtMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.updatedAtMs)))
+            w.writeVarint(128)
+        }
+        if self.version != 0 {
+            w.writeVarint(UInt64(self.version))
+            w.writeVarint(120)
+        }
+        for i in stride(from: self.readHorizons.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.readHorizons[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(114)
+        }
+        if self.hidden {
+            w.writeVarint(self.hidden ? 1 : 0)
+            w.writeVarint(104)
+        }
+        if self.clearedSeq != 0 {
+            w.writeVarint(UInt64(self.clearedSeq))
+            w.writeVarint(96)
+        }
+        if self.draftTimeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.draftTimeMs)))
+            w.writeVarint(88)
+        }
+        if !self.draftText.isEmpty {
+            w.writeString(self.draftText)
+            w.writeVarint(82)
+        }
+        if self.archived {
+            w.writeVarint(self.archived ? 1 : 0)
+            w.writeVarint(72)
+        }
+        if self.receiveOption.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.receiveOption.rawValue)))
+            w.writeVarint(64)
+        }
+        if self.pinned {
+            w.writeVarint(self.pinned ? 1 : 0)
+            w.writeVarint(56)
+        }
+        for i in stride(from: self.atMe.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.atMe[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(50)
+        }
+        if self.unreadCount != 0 {
+            w.writeVarint(UInt64(self.unreadCount))
+            w.writeVarint(40)
+        }
+        if self.readSeq != 0 {
+            w.writeVarint(UInt64(self.readSeq))
+            w.writeVarint(32)
+        }
+        if self.maxSeq != 0 {
+            w.writeVarint(UInt64(self.maxSeq))
+            w.writeVarint(24)
+        }
+        if let value = self.lastMessage {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(18)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ConversationListRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.limit != 0 {
+            w.writeVarint(UInt64(self.limit))
+            w.writeVarint(16)
+        }
+        if self.afterVersion != 0 {
+            w.writeVarint(UInt64(self.afterVersion))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension ConversationList {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.errorDescription.isEmpty {
+            w.writeString(self.errorDescription)
+            w.writeVarint(42)
+        }
+        if self.errorCode != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(32)
+        }
+        if self.nextAfterVersion != 0 {
+            w.writeVarint(UInt64(self.nextAfterVersion))
+            w.writeVarint(24)
+        }
+        if self.hasMore {
+            w.writeVarint(self.hasMore ? 1 : 0)
+            w.writeVarint(16)
+        }
+        for i in stride(from: self.conversations.count - 1, through: 0, by: -1) {
+            let mark = w.count
+            self.conversations[i]._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension ConversationUpdate {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(72)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(66)
+        }
+        if self.hidden {
+            w.writeVarint(self.hidden ? 1 : 0)
+            w.writeVarint(56)
+        }
+        if self.clearedSeq != 0 {
+            w.writeVarint(UInt64(self.clearedSeq))
+            w.writeVarint(48)
+        }
+        if !self.draftText.isEmpty {
+            w.writeString(self.draftText)
+            w.writeVarint(42)
+        }
+        if self.archived {
+            w.writeVarint(self.archived ? 1 : 0)
+            w.writeVarint(32)
+        }
+        if self.pinned {
+            w.writeVarint(self.pinned ? 1 : 0)
+            w.writeVarint(24)
+        }
+        if self.fields != 0 {
+            w.writeVarint(UInt64(self.fields))
+            w.writeVarint(16)
+        }
+        if let value = self.conversation {
+            let mark = w.count
+            value._encode(to: &w)
+            w.writeVarint(UInt64(w.count - mark))
+            w.writeVarint(10)
+        }
+    }
+}
+
+extension BlocklistChange {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if self.timeMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.timeMs)))
+            w.writeVarint(32)
+        }
+        if !self.userID.isEmpty {
+            w.writeString(self.userID)
+            w.writeVarint(26)
+        }
+        for i in stride(from: self.userIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.userIDs[i])
+            w.writeVarint(18)
+        }
+        if self.action.rawValue != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.action.rawValue)))
+            w.writeVarint(8)
+        }
+    }
+}
+
+extension BlocklistRequest {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+    }
+}
+
+extension BlocklistResponse {
+    public func _encode(to w: inout _WireWriter) {
+        // Back to front: unknown fields (written last on the wire) first, then fields by
+        // descending number, so every length is known when its prefix is written.
+        w.writeRaw(unknownFields.bytes)
+        if !self.errorDescription.isEmpty {
+            w.writeString(self.errorDescription)
+            w.writeVarint(26)
+        }
+        if self.errorCode != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.errorCode)))
+            w.writeVarint(16)
+        }
+        for i in stride(from: self.userIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.userIDs[i])
             w.writeVarint(10)
         }
     }

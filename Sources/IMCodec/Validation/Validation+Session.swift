@@ -55,7 +55,7 @@ extension Validator {
     }
 
     /// Each conversation of a list is valid (`path[i]` + `field`) and listed once (`path[i]`).
-    private mutating func checkDistinct(_ conversations: [Conversation?], at path: String, field: String) {
+    mutating func checkDistinct(_ conversations: [Conversation?], at path: String, field: String) {
         var seen = Set<Conversation>()
         for (i, conversation) in conversations.enumerated() {
             checkConversation(conversation, at: "\(path)[\(i)]\(field)")

@@ -368,6 +368,16 @@ public struct ValidationLimits: Sendable, Hashable {
     /// Largest message content (its elements, encoded), in bytes. Default 12 KB (12,288: Tencent's
     /// message body limit). A product rule; the decoder's resource limits are ``DecodingOptions``.
     public var maxMessageBodySize = 12 * 1024
+    /// Longest message extension key, in UTF-8 bytes. Default 100 (Tencent; RongCloud: 32).
+    public var maxExtensionKeyBytes = 100
+    /// Longest message extension value, in UTF-8 bytes. Default 1,024 (Tencent's 1 KB; RongCloud:
+    /// 4,096).
+    public var maxExtensionValueBytes = 1024
+    /// Most keys one message's extension holds, and one extension update changes. Default 300
+    /// (Tencent).
+    public var maxExtensionKeys = 300
+    /// Most users one blocklist change names. Default 100.
+    public var maxBlocklistChangeUsers = 100
 
     /// The default limits.
     public init() {}
@@ -536,6 +546,25 @@ struct Validator {
         case .keyFetchRequest(let request):
             check(request)
         case .keyFetchResponse(let response):
+            check(response)
+        case .conversationListRequest(let request):
+            check(request)
+        case .conversationList(let list):
+            check(list)
+        case .conversationUpdate(let update):
+            check(update)
+        case .extensionUpdate(let update):
+            check(update)
+        case .extensionFetchRequest(let request):
+            check(request)
+        case .extensionFetchResponse(let response):
+            check(response)
+        case .blocklistChange(let change):
+            check(change)
+        case .blocklistRequest:
+            // An empty request: nothing to judge.
+            break
+        case .blocklistResponse(let response):
             check(response)
         }
     }
@@ -838,6 +867,7 @@ struct Validator {
             report(.emptyElementChain, Self.join(path, "elements"), "the message has no elements")
         }
         checkFeatures(message, at: path)
+        checkExpansion(message, at: path)
         checkElements(message, at: path, mergerDepth: mergerDepth)
     }
 

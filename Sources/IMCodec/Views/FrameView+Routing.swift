@@ -40,8 +40,9 @@ extension Frame.View {
             case .syncRequest(let e)?: return e.conversation
             case .syncResponse(let e)?: return e.conversation
             case .call(let e)?: return e.conversation
+            case .conversationUpdate(let e)?: return e.conversation
             case .recall?, .edit?, .receipt?, .groupReadMembers?, .groupReadMembersRequest?, .reaction?, .pollVote?,
-                .pollUpdate?, .delete?, .streamChunk?:
+                .pollUpdate?, .delete?, .streamChunk?, .extensionUpdate?:
                 return referenceView?.conversation
             default: return nil
             }
@@ -49,7 +50,7 @@ extension Frame.View {
     }
 
     /// The message a receipt, group read-member page, recall, edit, delete (the first one),
-    /// reaction, pin, vote, poll update or stream chunk refers to.
+    /// reaction, pin, vote, poll update, stream chunk or extension update refers to.
     private var referenceView: MessageRef.View? {
         @_lifetime(copy self)
         get {
@@ -65,6 +66,7 @@ extension Frame.View {
             case .pollUpdate(let e)?: return e.pollMessage
             case .delete(let e)?: return e.messages.first
             case .streamChunk(let e)?: return e.message
+            case .extensionUpdate(let e)?: return e.message
             default: return nil
             }
         }
@@ -195,13 +197,20 @@ extension Frame.View {
             return peerRoute(actor: event.closedBy.materialize())
         case .receiveOption(let event)?:
             return event.userID.isEmpty ? .server : .ownDevices(event.userID.materialize())
+        case .conversationUpdate(let event)?:
+            return event.userID.isEmpty ? .server : .ownDevices(event.userID.materialize())
+        case .blocklistChange(let event)?:
+            return event.userID.isEmpty ? .server : .ownDevices(event.userID.materialize())
+        case .extensionUpdate(let event)?:
+            return peerRoute(actor: event.userID.materialize())
         case .historyRequest?, .mergerPayload?, .systemNotice?, .readReceiptRequest?, .groupReadMembersRequest?,
             .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
-            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?:
+            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?, .conversationListRequest?,
+            .extensionFetchRequest?, .blocklistRequest?:
             return .server
         case .sendAck?, .historyResponse?, .groupReadMembers?, .c2cReadReceipt?, .loginResult?, .pong?,
             .kickedOffline?, .maxSeqResponse?, .syncResponse?, .requestResult?, .streamSyncResponse?,
-            .keyFetchResponse?:
+            .keyFetchResponse?, .conversationList?, .extensionFetchResponse?, .blocklistResponse?:
             return .client
         case nil:
             return .unroutable

@@ -824,6 +824,231 @@ void   imcodec__v1__stream_chunk__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__stream_chunk__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__extension_entry__init
+                     (Imcodec__V1__ExtensionEntry         *message)
+{
+  static const Imcodec__V1__ExtensionEntry init_value = IMCODEC__V1__EXTENSION_ENTRY__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__extension_entry__get_packed_size
+                     (const Imcodec__V1__ExtensionEntry *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_entry__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__extension_entry__pack
+                     (const Imcodec__V1__ExtensionEntry *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_entry__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__extension_entry__pack_to_buffer
+                     (const Imcodec__V1__ExtensionEntry *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_entry__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ExtensionEntry *
+       imcodec__v1__extension_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ExtensionEntry *)
+     protobuf_c_message_unpack (&imcodec__v1__extension_entry__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__extension_entry__free_unpacked
+                     (Imcodec__V1__ExtensionEntry *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__extension_entry__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__extension_update__init
+                     (Imcodec__V1__ExtensionUpdate         *message)
+{
+  static const Imcodec__V1__ExtensionUpdate init_value = IMCODEC__V1__EXTENSION_UPDATE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__extension_update__get_packed_size
+                     (const Imcodec__V1__ExtensionUpdate *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_update__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__extension_update__pack
+                     (const Imcodec__V1__ExtensionUpdate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_update__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__extension_update__pack_to_buffer
+                     (const Imcodec__V1__ExtensionUpdate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_update__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ExtensionUpdate *
+       imcodec__v1__extension_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ExtensionUpdate *)
+     protobuf_c_message_unpack (&imcodec__v1__extension_update__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__extension_update__free_unpacked
+                     (Imcodec__V1__ExtensionUpdate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__extension_update__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__extension_fetch_request__init
+                     (Imcodec__V1__ExtensionFetchRequest         *message)
+{
+  static const Imcodec__V1__ExtensionFetchRequest init_value = IMCODEC__V1__EXTENSION_FETCH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__extension_fetch_request__get_packed_size
+                     (const Imcodec__V1__ExtensionFetchRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__extension_fetch_request__pack
+                     (const Imcodec__V1__ExtensionFetchRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__extension_fetch_request__pack_to_buffer
+                     (const Imcodec__V1__ExtensionFetchRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ExtensionFetchRequest *
+       imcodec__v1__extension_fetch_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ExtensionFetchRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__extension_fetch_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__extension_fetch_request__free_unpacked
+                     (Imcodec__V1__ExtensionFetchRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__message_extension__init
+                     (Imcodec__V1__MessageExtension         *message)
+{
+  static const Imcodec__V1__MessageExtension init_value = IMCODEC__V1__MESSAGE_EXTENSION__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__message_extension__get_packed_size
+                     (const Imcodec__V1__MessageExtension *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__message_extension__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__message_extension__pack
+                     (const Imcodec__V1__MessageExtension *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__message_extension__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__message_extension__pack_to_buffer
+                     (const Imcodec__V1__MessageExtension *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__message_extension__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__MessageExtension *
+       imcodec__v1__message_extension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__MessageExtension *)
+     protobuf_c_message_unpack (&imcodec__v1__message_extension__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__message_extension__free_unpacked
+                     (Imcodec__V1__MessageExtension *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__message_extension__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__extension_fetch_response__init
+                     (Imcodec__V1__ExtensionFetchResponse         *message)
+{
+  static const Imcodec__V1__ExtensionFetchResponse init_value = IMCODEC__V1__EXTENSION_FETCH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__extension_fetch_response__get_packed_size
+                     (const Imcodec__V1__ExtensionFetchResponse *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__extension_fetch_response__pack
+                     (const Imcodec__V1__ExtensionFetchResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__extension_fetch_response__pack_to_buffer
+                     (const Imcodec__V1__ExtensionFetchResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ExtensionFetchResponse *
+       imcodec__v1__extension_fetch_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ExtensionFetchResponse *)
+     protobuf_c_message_unpack (&imcodec__v1__extension_fetch_response__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__extension_fetch_response__free_unpacked
+                     (Imcodec__V1__ExtensionFetchResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__extension_fetch_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__recall_event__field_descriptors[4] =
 {
   {
@@ -2545,6 +2770,339 @@ const ProtobufCMessageDescriptor imcodec__v1__stream_chunk__descriptor =
   imcodec__v1__stream_chunk__field_indices_by_name,
   1,  imcodec__v1__stream_chunk__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__stream_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__extension_entry__field_descriptors[4] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionEntry, key),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionEntry, value),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionEntry, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionEntry, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__extension_entry__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  3,   /* field[3] = removed */
+  1,   /* field[1] = value */
+  2,   /* field[2] = version */
+};
+static const ProtobufCIntRange imcodec__v1__extension_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__extension_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ExtensionEntry",
+  "ExtensionEntry",
+  "Imcodec__V1__ExtensionEntry",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ExtensionEntry),
+  4,
+  imcodec__v1__extension_entry__field_descriptors,
+  imcodec__v1__extension_entry__field_indices_by_name,
+  1,  imcodec__v1__extension_entry__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__extension_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__extension_update__field_descriptors[6] =
+{
+  {
+    "message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionUpdate, message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ExtensionUpdate, n_set),
+    offsetof(Imcodec__V1__ExtensionUpdate, set),
+    &imcodec__v1__extension_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "remove",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ExtensionUpdate, n_remove),
+    offsetof(Imcodec__V1__ExtensionUpdate, remove),
+    &imcodec__v1__extension_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "entries",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ExtensionUpdate, n_entries),
+    offsetof(Imcodec__V1__ExtensionUpdate, entries),
+    &imcodec__v1__extension_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionUpdate, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionUpdate, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__extension_update__field_indices_by_name[] = {
+  3,   /* field[3] = entries */
+  0,   /* field[0] = message */
+  2,   /* field[2] = remove */
+  1,   /* field[1] = set */
+  5,   /* field[5] = time_ms */
+  4,   /* field[4] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__extension_update__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__extension_update__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ExtensionUpdate",
+  "ExtensionUpdate",
+  "Imcodec__V1__ExtensionUpdate",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ExtensionUpdate),
+  6,
+  imcodec__v1__extension_update__field_descriptors,
+  imcodec__v1__extension_update__field_indices_by_name,
+  1,  imcodec__v1__extension_update__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__extension_update__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__extension_fetch_request__field_descriptors[1] =
+{
+  {
+    "messages",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ExtensionFetchRequest, n_messages),
+    offsetof(Imcodec__V1__ExtensionFetchRequest, messages),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__extension_fetch_request__field_indices_by_name[] = {
+  0,   /* field[0] = messages */
+};
+static const ProtobufCIntRange imcodec__v1__extension_fetch_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__extension_fetch_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ExtensionFetchRequest",
+  "ExtensionFetchRequest",
+  "Imcodec__V1__ExtensionFetchRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ExtensionFetchRequest),
+  1,
+  imcodec__v1__extension_fetch_request__field_descriptors,
+  imcodec__v1__extension_fetch_request__field_indices_by_name,
+  1,  imcodec__v1__extension_fetch_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__extension_fetch_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__message_extension__field_descriptors[2] =
+{
+  {
+    "message",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MessageExtension, message),
+    &imcodec__v1__message_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "entries",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__MessageExtension, n_entries),
+    offsetof(Imcodec__V1__MessageExtension, entries),
+    &imcodec__v1__extension_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__message_extension__field_indices_by_name[] = {
+  1,   /* field[1] = entries */
+  0,   /* field[0] = message */
+};
+static const ProtobufCIntRange imcodec__v1__message_extension__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__message_extension__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.MessageExtension",
+  "MessageExtension",
+  "Imcodec__V1__MessageExtension",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__MessageExtension),
+  2,
+  imcodec__v1__message_extension__field_descriptors,
+  imcodec__v1__message_extension__field_indices_by_name,
+  1,  imcodec__v1__message_extension__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__message_extension__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__extension_fetch_response__field_descriptors[3] =
+{
+  {
+    "extensions",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ExtensionFetchResponse, n_extensions),
+    offsetof(Imcodec__V1__ExtensionFetchResponse, extensions),
+    &imcodec__v1__message_extension__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionFetchResponse, error_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_description",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ExtensionFetchResponse, error_description),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__extension_fetch_response__field_indices_by_name[] = {
+  1,   /* field[1] = error_code */
+  2,   /* field[2] = error_description */
+  0,   /* field[0] = extensions */
+};
+static const ProtobufCIntRange imcodec__v1__extension_fetch_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__extension_fetch_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ExtensionFetchResponse",
+  "ExtensionFetchResponse",
+  "Imcodec__V1__ExtensionFetchResponse",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ExtensionFetchResponse),
+  3,
+  imcodec__v1__extension_fetch_response__field_descriptors,
+  imcodec__v1__extension_fetch_response__field_indices_by_name,
+  1,  imcodec__v1__extension_fetch_response__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__extension_fetch_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue imcodec__v1__delete_scope__enum_values_by_number[3] =

@@ -52,7 +52,7 @@ void   imcodec__v1__frame__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[49] =
+static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[58] =
 {
   {
     "schema_version",
@@ -642,13 +642,130 @@ static const ProtobufCFieldDescriptor imcodec__v1__frame__field_descriptors[49] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "conversation_list_request",
+    85,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, conversation_list_request),
+    &imcodec__v1__conversation_list_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conversation_list",
+    86,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, conversation_list),
+    &imcodec__v1__conversation_list__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conversation_update",
+    87,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, conversation_update),
+    &imcodec__v1__conversation_update__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "extension_update",
+    88,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, extension_update),
+    &imcodec__v1__extension_update__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "extension_fetch_request",
+    89,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, extension_fetch_request),
+    &imcodec__v1__extension_fetch_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "extension_fetch_response",
+    90,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, extension_fetch_response),
+    &imcodec__v1__extension_fetch_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocklist_change",
+    91,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, blocklist_change),
+    &imcodec__v1__blocklist_change__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocklist_request",
+    92,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, blocklist_request),
+    &imcodec__v1__blocklist_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocklist_response",
+    93,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__Frame, payload_case),
+    offsetof(Imcodec__V1__Frame, blocklist_response),
+    &imcodec__v1__blocklist_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__frame__field_indices_by_name[] = {
+  55,   /* field[55] = blocklist_change */
+  56,   /* field[56] = blocklist_request */
+  57,   /* field[57] = blocklist_response */
   7,   /* field[7] = c2c_read_receipt */
   44,   /* field[44] = call */
+  50,   /* field[50] = conversation_list */
+  49,   /* field[49] = conversation_list_request */
+  51,   /* field[51] = conversation_update */
   13,   /* field[13] = delete */
   39,   /* field[39] = disappearing_timer */
   12,   /* field[12] = edit */
+  53,   /* field[53] = extension_fetch_request */
+  54,   /* field[54] = extension_fetch_response */
+  52,   /* field[52] = extension_update */
   8,   /* field[8] = group_read_members */
   10,   /* field[10] = group_read_members_request */
   18,   /* field[18] = history_request */
@@ -703,7 +820,7 @@ static const ProtobufCIntRange imcodec__v1__frame__number_ranges[7 + 1] =
   { 40, 21 },
   { 60, 35 },
   { 80, 44 },
-  { 0, 49 }
+  { 0, 58 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
 {
@@ -713,7 +830,7 @@ const ProtobufCMessageDescriptor imcodec__v1__frame__descriptor =
   "Imcodec__V1__Frame",
   "imcodec.v1",
   sizeof(Imcodec__V1__Frame),
-  49,
+  58,
   imcodec__v1__frame__field_descriptors,
   imcodec__v1__frame__field_indices_by_name,
   7,  imcodec__v1__frame__number_ranges,

@@ -1088,6 +1088,411 @@ void   imcodec__v1__key_fetch_response__free_unpacked
   assert(message->base.descriptor == &imcodec__v1__key_fetch_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   imcodec__v1__at_me__init
+                     (Imcodec__V1__AtMe         *message)
+{
+  static const Imcodec__V1__AtMe init_value = IMCODEC__V1__AT_ME__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__at_me__get_packed_size
+                     (const Imcodec__V1__AtMe *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__at_me__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__at_me__pack
+                     (const Imcodec__V1__AtMe *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__at_me__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__at_me__pack_to_buffer
+                     (const Imcodec__V1__AtMe *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__at_me__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__AtMe *
+       imcodec__v1__at_me__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__AtMe *)
+     protobuf_c_message_unpack (&imcodec__v1__at_me__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__at_me__free_unpacked
+                     (Imcodec__V1__AtMe *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__at_me__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__read_horizon__init
+                     (Imcodec__V1__ReadHorizon         *message)
+{
+  static const Imcodec__V1__ReadHorizon init_value = IMCODEC__V1__READ_HORIZON__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__read_horizon__get_packed_size
+                     (const Imcodec__V1__ReadHorizon *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__read_horizon__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__read_horizon__pack
+                     (const Imcodec__V1__ReadHorizon *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__read_horizon__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__read_horizon__pack_to_buffer
+                     (const Imcodec__V1__ReadHorizon *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__read_horizon__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ReadHorizon *
+       imcodec__v1__read_horizon__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ReadHorizon *)
+     protobuf_c_message_unpack (&imcodec__v1__read_horizon__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__read_horizon__free_unpacked
+                     (Imcodec__V1__ReadHorizon *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__read_horizon__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__conversation_info__init
+                     (Imcodec__V1__ConversationInfo         *message)
+{
+  static const Imcodec__V1__ConversationInfo init_value = IMCODEC__V1__CONVERSATION_INFO__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__conversation_info__get_packed_size
+                     (const Imcodec__V1__ConversationInfo *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__conversation_info__pack
+                     (const Imcodec__V1__ConversationInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__conversation_info__pack_to_buffer
+                     (const Imcodec__V1__ConversationInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ConversationInfo *
+       imcodec__v1__conversation_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ConversationInfo *)
+     protobuf_c_message_unpack (&imcodec__v1__conversation_info__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__conversation_info__free_unpacked
+                     (Imcodec__V1__ConversationInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__conversation_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__conversation_list_request__init
+                     (Imcodec__V1__ConversationListRequest         *message)
+{
+  static const Imcodec__V1__ConversationListRequest init_value = IMCODEC__V1__CONVERSATION_LIST_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__conversation_list_request__get_packed_size
+                     (const Imcodec__V1__ConversationListRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_list_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__conversation_list_request__pack
+                     (const Imcodec__V1__ConversationListRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_list_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__conversation_list_request__pack_to_buffer
+                     (const Imcodec__V1__ConversationListRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_list_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ConversationListRequest *
+       imcodec__v1__conversation_list_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ConversationListRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__conversation_list_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__conversation_list_request__free_unpacked
+                     (Imcodec__V1__ConversationListRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__conversation_list_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__conversation_list__init
+                     (Imcodec__V1__ConversationList         *message)
+{
+  static const Imcodec__V1__ConversationList init_value = IMCODEC__V1__CONVERSATION_LIST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__conversation_list__get_packed_size
+                     (const Imcodec__V1__ConversationList *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_list__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__conversation_list__pack
+                     (const Imcodec__V1__ConversationList *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_list__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__conversation_list__pack_to_buffer
+                     (const Imcodec__V1__ConversationList *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_list__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ConversationList *
+       imcodec__v1__conversation_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ConversationList *)
+     protobuf_c_message_unpack (&imcodec__v1__conversation_list__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__conversation_list__free_unpacked
+                     (Imcodec__V1__ConversationList *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__conversation_list__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__conversation_update__init
+                     (Imcodec__V1__ConversationUpdate         *message)
+{
+  static const Imcodec__V1__ConversationUpdate init_value = IMCODEC__V1__CONVERSATION_UPDATE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__conversation_update__get_packed_size
+                     (const Imcodec__V1__ConversationUpdate *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_update__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__conversation_update__pack
+                     (const Imcodec__V1__ConversationUpdate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_update__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__conversation_update__pack_to_buffer
+                     (const Imcodec__V1__ConversationUpdate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__conversation_update__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__ConversationUpdate *
+       imcodec__v1__conversation_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__ConversationUpdate *)
+     protobuf_c_message_unpack (&imcodec__v1__conversation_update__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__conversation_update__free_unpacked
+                     (Imcodec__V1__ConversationUpdate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__conversation_update__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__blocklist_change__init
+                     (Imcodec__V1__BlocklistChange         *message)
+{
+  static const Imcodec__V1__BlocklistChange init_value = IMCODEC__V1__BLOCKLIST_CHANGE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__blocklist_change__get_packed_size
+                     (const Imcodec__V1__BlocklistChange *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__blocklist_change__pack
+                     (const Imcodec__V1__BlocklistChange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__blocklist_change__pack_to_buffer
+                     (const Imcodec__V1__BlocklistChange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__BlocklistChange *
+       imcodec__v1__blocklist_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__BlocklistChange *)
+     protobuf_c_message_unpack (&imcodec__v1__blocklist_change__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__blocklist_change__free_unpacked
+                     (Imcodec__V1__BlocklistChange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__blocklist_change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__blocklist_request__init
+                     (Imcodec__V1__BlocklistRequest         *message)
+{
+  static const Imcodec__V1__BlocklistRequest init_value = IMCODEC__V1__BLOCKLIST_REQUEST__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__blocklist_request__get_packed_size
+                     (const Imcodec__V1__BlocklistRequest *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__blocklist_request__pack
+                     (const Imcodec__V1__BlocklistRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__blocklist_request__pack_to_buffer
+                     (const Imcodec__V1__BlocklistRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__BlocklistRequest *
+       imcodec__v1__blocklist_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__BlocklistRequest *)
+     protobuf_c_message_unpack (&imcodec__v1__blocklist_request__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__blocklist_request__free_unpacked
+                     (Imcodec__V1__BlocklistRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__blocklist_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   imcodec__v1__blocklist_response__init
+                     (Imcodec__V1__BlocklistResponse         *message)
+{
+  static const Imcodec__V1__BlocklistResponse init_value = IMCODEC__V1__BLOCKLIST_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t imcodec__v1__blocklist_response__get_packed_size
+                     (const Imcodec__V1__BlocklistResponse *message)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t imcodec__v1__blocklist_response__pack
+                     (const Imcodec__V1__BlocklistResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t imcodec__v1__blocklist_response__pack_to_buffer
+                     (const Imcodec__V1__BlocklistResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &imcodec__v1__blocklist_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Imcodec__V1__BlocklistResponse *
+       imcodec__v1__blocklist_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Imcodec__V1__BlocklistResponse *)
+     protobuf_c_message_unpack (&imcodec__v1__blocklist_response__descriptor,
+                                allocator, len, data);
+}
+void   imcodec__v1__blocklist_response__free_unpacked
+                     (Imcodec__V1__BlocklistResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &imcodec__v1__blocklist_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor imcodec__v1__conversation_seq__field_descriptors[2] =
 {
   {
@@ -2806,6 +3211,783 @@ const ProtobufCMessageDescriptor imcodec__v1__key_fetch_response__descriptor =
   (ProtobufCMessageInit) imcodec__v1__key_fetch_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor imcodec__v1__at_me__field_descriptors[2] =
+{
+  {
+    "seq",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__AtMe, seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__AtMe, kind),
+    &imcodec__v1__at_me_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__at_me__field_indices_by_name[] = {
+  1,   /* field[1] = kind */
+  0,   /* field[0] = seq */
+};
+static const ProtobufCIntRange imcodec__v1__at_me__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__at_me__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.AtMe",
+  "AtMe",
+  "Imcodec__V1__AtMe",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__AtMe),
+  2,
+  imcodec__v1__at_me__field_descriptors,
+  imcodec__v1__at_me__field_indices_by_name,
+  1,  imcodec__v1__at_me__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__at_me__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__read_horizon__field_descriptors[2] =
+{
+  {
+    "user_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReadHorizon, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "read_seq",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ReadHorizon, read_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__read_horizon__field_indices_by_name[] = {
+  1,   /* field[1] = read_seq */
+  0,   /* field[0] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__read_horizon__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__read_horizon__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ReadHorizon",
+  "ReadHorizon",
+  "Imcodec__V1__ReadHorizon",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ReadHorizon),
+  2,
+  imcodec__v1__read_horizon__field_descriptors,
+  imcodec__v1__read_horizon__field_indices_by_name,
+  1,  imcodec__v1__read_horizon__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__read_horizon__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__conversation_info__field_descriptors[16] =
+{
+  {
+    "conversation",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, conversation),
+    &imcodec__v1__conversation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_message",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, last_message),
+    &imcodec__v1__message__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_seq",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, max_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "read_seq",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, read_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unread_count",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, unread_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_me",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ConversationInfo, n_at_me),
+    offsetof(Imcodec__V1__ConversationInfo, at_me),
+    &imcodec__v1__at_me__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pinned",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, pinned),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "receive_option",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, receive_option),
+    &imcodec__v1__receive_option__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "archived",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, archived),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "draft_text",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, draft_text),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "draft_time_ms",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, draft_time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cleared_seq",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, cleared_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hidden",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, hidden),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "read_horizons",
+    14,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ConversationInfo, n_read_horizons),
+    offsetof(Imcodec__V1__ConversationInfo, read_horizons),
+    &imcodec__v1__read_horizon__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updated_at_ms",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationInfo, updated_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__conversation_info__field_indices_by_name[] = {
+  8,   /* field[8] = archived */
+  5,   /* field[5] = at_me */
+  11,   /* field[11] = cleared_seq */
+  0,   /* field[0] = conversation */
+  9,   /* field[9] = draft_text */
+  10,   /* field[10] = draft_time_ms */
+  12,   /* field[12] = hidden */
+  1,   /* field[1] = last_message */
+  2,   /* field[2] = max_seq */
+  6,   /* field[6] = pinned */
+  13,   /* field[13] = read_horizons */
+  3,   /* field[3] = read_seq */
+  7,   /* field[7] = receive_option */
+  4,   /* field[4] = unread_count */
+  15,   /* field[15] = updated_at_ms */
+  14,   /* field[14] = version */
+};
+static const ProtobufCIntRange imcodec__v1__conversation_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 16 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__conversation_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ConversationInfo",
+  "ConversationInfo",
+  "Imcodec__V1__ConversationInfo",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ConversationInfo),
+  16,
+  imcodec__v1__conversation_info__field_descriptors,
+  imcodec__v1__conversation_info__field_indices_by_name,
+  1,  imcodec__v1__conversation_info__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__conversation_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__conversation_list_request__field_descriptors[2] =
+{
+  {
+    "after_version",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationListRequest, after_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationListRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__conversation_list_request__field_indices_by_name[] = {
+  0,   /* field[0] = after_version */
+  1,   /* field[1] = limit */
+};
+static const ProtobufCIntRange imcodec__v1__conversation_list_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__conversation_list_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ConversationListRequest",
+  "ConversationListRequest",
+  "Imcodec__V1__ConversationListRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ConversationListRequest),
+  2,
+  imcodec__v1__conversation_list_request__field_descriptors,
+  imcodec__v1__conversation_list_request__field_indices_by_name,
+  1,  imcodec__v1__conversation_list_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__conversation_list_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__conversation_list__field_descriptors[5] =
+{
+  {
+    "conversations",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Imcodec__V1__ConversationList, n_conversations),
+    offsetof(Imcodec__V1__ConversationList, conversations),
+    &imcodec__v1__conversation_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "has_more",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationList, has_more),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_after_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationList, next_after_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_code",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationList, error_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_description",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationList, error_description),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__conversation_list__field_indices_by_name[] = {
+  0,   /* field[0] = conversations */
+  3,   /* field[3] = error_code */
+  4,   /* field[4] = error_description */
+  1,   /* field[1] = has_more */
+  2,   /* field[2] = next_after_version */
+};
+static const ProtobufCIntRange imcodec__v1__conversation_list__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__conversation_list__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ConversationList",
+  "ConversationList",
+  "Imcodec__V1__ConversationList",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ConversationList),
+  5,
+  imcodec__v1__conversation_list__field_descriptors,
+  imcodec__v1__conversation_list__field_indices_by_name,
+  1,  imcodec__v1__conversation_list__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__conversation_list__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__conversation_update__field_descriptors[9] =
+{
+  {
+    "conversation",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, conversation),
+    &imcodec__v1__conversation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fields",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, fields),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pinned",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, pinned),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "archived",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, archived),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "draft_text",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, draft_text),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cleared_seq",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, cleared_seq),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hidden",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, hidden),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationUpdate, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__conversation_update__field_indices_by_name[] = {
+  3,   /* field[3] = archived */
+  5,   /* field[5] = cleared_seq */
+  0,   /* field[0] = conversation */
+  4,   /* field[4] = draft_text */
+  1,   /* field[1] = fields */
+  6,   /* field[6] = hidden */
+  2,   /* field[2] = pinned */
+  8,   /* field[8] = time_ms */
+  7,   /* field[7] = user_id */
+};
+static const ProtobufCIntRange imcodec__v1__conversation_update__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__conversation_update__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ConversationUpdate",
+  "ConversationUpdate",
+  "Imcodec__V1__ConversationUpdate",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__ConversationUpdate),
+  9,
+  imcodec__v1__conversation_update__field_descriptors,
+  imcodec__v1__conversation_update__field_indices_by_name,
+  1,  imcodec__v1__conversation_update__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__conversation_update__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__blocklist_change__field_descriptors[4] =
+{
+  {
+    "action",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__BlocklistChange, action),
+    &imcodec__v1__block_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_ids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__BlocklistChange, n_user_ids),
+    offsetof(Imcodec__V1__BlocklistChange, user_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__BlocklistChange, user_id),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__BlocklistChange, time_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__blocklist_change__field_indices_by_name[] = {
+  0,   /* field[0] = action */
+  3,   /* field[3] = time_ms */
+  2,   /* field[2] = user_id */
+  1,   /* field[1] = user_ids */
+};
+static const ProtobufCIntRange imcodec__v1__blocklist_change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__blocklist_change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.BlocklistChange",
+  "BlocklistChange",
+  "Imcodec__V1__BlocklistChange",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__BlocklistChange),
+  4,
+  imcodec__v1__blocklist_change__field_descriptors,
+  imcodec__v1__blocklist_change__field_indices_by_name,
+  1,  imcodec__v1__blocklist_change__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__blocklist_change__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define imcodec__v1__blocklist_request__field_descriptors NULL
+#define imcodec__v1__blocklist_request__field_indices_by_name NULL
+#define imcodec__v1__blocklist_request__number_ranges NULL
+const ProtobufCMessageDescriptor imcodec__v1__blocklist_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.BlocklistRequest",
+  "BlocklistRequest",
+  "Imcodec__V1__BlocklistRequest",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__BlocklistRequest),
+  0,
+  imcodec__v1__blocklist_request__field_descriptors,
+  imcodec__v1__blocklist_request__field_indices_by_name,
+  0,  imcodec__v1__blocklist_request__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__blocklist_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor imcodec__v1__blocklist_response__field_descriptors[3] =
+{
+  {
+    "user_ids",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__BlocklistResponse, n_user_ids),
+    offsetof(Imcodec__V1__BlocklistResponse, user_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__BlocklistResponse, error_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_description",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__BlocklistResponse, error_description),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned imcodec__v1__blocklist_response__field_indices_by_name[] = {
+  1,   /* field[1] = error_code */
+  2,   /* field[2] = error_description */
+  0,   /* field[0] = user_ids */
+};
+static const ProtobufCIntRange imcodec__v1__blocklist_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor imcodec__v1__blocklist_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "imcodec.v1.BlocklistResponse",
+  "BlocklistResponse",
+  "Imcodec__V1__BlocklistResponse",
+  "imcodec.v1",
+  sizeof(Imcodec__V1__BlocklistResponse),
+  3,
+  imcodec__v1__blocklist_response__field_descriptors,
+  imcodec__v1__blocklist_response__field_indices_by_name,
+  1,  imcodec__v1__blocklist_response__number_ranges,
+  (ProtobufCMessageInit) imcodec__v1__blocklist_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue imcodec__v1__platform__enum_values_by_number[9] =
 {
   { "PLATFORM_UNSPECIFIED", "IMCODEC__V1__PLATFORM__PLATFORM_UNSPECIFIED", 0 },
@@ -3002,5 +4184,103 @@ const ProtobufCEnumDescriptor imcodec__v1__key_bundle_kind__descriptor =
   imcodec__v1__key_bundle_kind__enum_values_by_name,
   1,
   imcodec__v1__key_bundle_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__at_me_kind__enum_values_by_number[4] =
+{
+  { "AT_ME_KIND_UNSPECIFIED", "IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_UNSPECIFIED", 0 },
+  { "AT_ME_KIND_AT_ME", "IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_AT_ME", 1 },
+  { "AT_ME_KIND_AT_ALL", "IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_AT_ALL", 2 },
+  { "AT_ME_KIND_AT_ALL_AT_ME", "IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_AT_ALL_AT_ME", 3 },
+};
+static const ProtobufCIntRange imcodec__v1__at_me_kind__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__at_me_kind__enum_values_by_name[4] =
+{
+  { "AT_ME_KIND_AT_ALL", 2 },
+  { "AT_ME_KIND_AT_ALL_AT_ME", 3 },
+  { "AT_ME_KIND_AT_ME", 1 },
+  { "AT_ME_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__at_me_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.AtMeKind",
+  "AtMeKind",
+  "Imcodec__V1__AtMeKind",
+  "imcodec.v1",
+  4,
+  imcodec__v1__at_me_kind__enum_values_by_number,
+  4,
+  imcodec__v1__at_me_kind__enum_values_by_name,
+  1,
+  imcodec__v1__at_me_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__conversation_field__enum_values_by_number[6] =
+{
+  { "CONVERSATION_FIELD_UNSPECIFIED", "IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_UNSPECIFIED", 0 },
+  { "CONVERSATION_FIELD_PINNED", "IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_PINNED", 1 },
+  { "CONVERSATION_FIELD_ARCHIVED", "IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_ARCHIVED", 2 },
+  { "CONVERSATION_FIELD_DRAFT", "IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_DRAFT", 4 },
+  { "CONVERSATION_FIELD_CLEARED_SEQ", "IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_CLEARED_SEQ", 8 },
+  { "CONVERSATION_FIELD_HIDDEN", "IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_HIDDEN", 16 },
+};
+static const ProtobufCIntRange imcodec__v1__conversation_field__value_ranges[] = {
+{0, 0},{4, 3},{8, 4},{16, 5},{0, 6}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__conversation_field__enum_values_by_name[6] =
+{
+  { "CONVERSATION_FIELD_ARCHIVED", 2 },
+  { "CONVERSATION_FIELD_CLEARED_SEQ", 4 },
+  { "CONVERSATION_FIELD_DRAFT", 3 },
+  { "CONVERSATION_FIELD_HIDDEN", 5 },
+  { "CONVERSATION_FIELD_PINNED", 1 },
+  { "CONVERSATION_FIELD_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__conversation_field__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.ConversationField",
+  "ConversationField",
+  "Imcodec__V1__ConversationField",
+  "imcodec.v1",
+  6,
+  imcodec__v1__conversation_field__enum_values_by_number,
+  6,
+  imcodec__v1__conversation_field__enum_values_by_name,
+  4,
+  imcodec__v1__conversation_field__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue imcodec__v1__block_action__enum_values_by_number[3] =
+{
+  { "BLOCK_ACTION_UNSPECIFIED", "IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_UNSPECIFIED", 0 },
+  { "BLOCK_ACTION_BLOCK", "IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_BLOCK", 1 },
+  { "BLOCK_ACTION_UNBLOCK", "IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_UNBLOCK", 2 },
+};
+static const ProtobufCIntRange imcodec__v1__block_action__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex imcodec__v1__block_action__enum_values_by_name[3] =
+{
+  { "BLOCK_ACTION_BLOCK", 1 },
+  { "BLOCK_ACTION_UNBLOCK", 2 },
+  { "BLOCK_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor imcodec__v1__block_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "imcodec.v1.BlockAction",
+  "BlockAction",
+  "Imcodec__V1__BlockAction",
+  "imcodec.v1",
+  3,
+  imcodec__v1__block_action__enum_values_by_number,
+  3,
+  imcodec__v1__block_action__enum_values_by_name,
+  1,
+  imcodec__v1__block_action__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -1892,6 +1892,473 @@ extension StreamChunk {
     }()
 }
 
+extension ExtensionEntry {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ExtensionEntry.self, imcodec__v1__extension_entry__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ExtensionEntry`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        key = v.key.materialize()
+        value = v.value.materialize()
+        version = v.version
+        removed = v.removed
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ExtensionEntry`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ExtensionEntry` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ExtensionEntry`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ExtensionEntry> { _raw.assumingMemoryBound(to: Imcodec__V1__ExtensionEntry.self) }
+
+        /// Field `key` (1).
+        public var key: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.key), copying: self)
+            }
+        }
+
+        /// Field `value` (2).
+        public var value: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.value), copying: self)
+            }
+        }
+
+        /// In an update: the version the client last saw for this key (0: it saw none). In the server's
+        /// answer and in the update it delivers: the key's version now.
+        public var version: UInt64 { _c.pointee.version }
+
+        /// In the server's answer and delivery: the key was removed (value is empty).
+        public var removed: Bool { _c.pointee.removed != 0 }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ExtensionEntry {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ExtensionEntry(_viewOf: raw, depth: depth) })
+                ?? ExtensionEntry(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ExtensionEntry`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ExtensionEntry>.allocate(capacity: 1)
+        imcodec__v1__extension_entry__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ExtensionUpdate {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ExtensionUpdate.self, imcodec__v1__extension_update__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ExtensionUpdate`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        set = v.set.materialize()
+        remove = v.remove.materialize()
+        entries = v.entries.materialize()
+        userID = v.userID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ExtensionUpdate`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ExtensionUpdate` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ExtensionUpdate`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ExtensionUpdate> { _raw.assumingMemoryBound(to: Imcodec__V1__ExtensionUpdate.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Keys to set: key, value and the version the client saw.
+        public var set: ExtensionEntry.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ExtensionEntry.View.List(_base: UnsafeRawPointer(_c.pointee.set), count: _c.pointee.n_set, depth: _depth), copying: self)
+            }
+        }
+
+        /// Keys to remove: key and the version the client saw (value is ignored).
+        public var remove: ExtensionEntry.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ExtensionEntry.View.List(_base: UnsafeRawPointer(_c.pointee.remove), count: _c.pointee.n_remove, depth: _depth), copying: self)
+            }
+        }
+
+        /// Set by the server: the changed keys as they now are, with their new versions.
+        public var entries: ExtensionEntry.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ExtensionEntry.View.List(_base: UnsafeRawPointer(_c.pointee.entries), count: _c.pointee.n_entries, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `user_id` (5).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (6).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ExtensionUpdate {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ExtensionUpdate(_viewOf: raw, depth: depth) })
+                ?? ExtensionUpdate(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ExtensionUpdate`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ExtensionUpdate>.allocate(capacity: 1)
+        imcodec__v1__extension_update__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ExtensionFetchRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ExtensionFetchRequest.self, imcodec__v1__extension_fetch_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ExtensionFetchRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        messages = v.messages.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ExtensionFetchRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ExtensionFetchRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ExtensionFetchRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ExtensionFetchRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__ExtensionFetchRequest.self) }
+
+        /// Field `messages` (1).
+        public var messages: MessageRef.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageRef.View.List(_base: UnsafeRawPointer(_c.pointee.messages), count: _c.pointee.n_messages, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ExtensionFetchRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ExtensionFetchRequest(_viewOf: raw, depth: depth) })
+                ?? ExtensionFetchRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ExtensionFetchRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ExtensionFetchRequest>.allocate(capacity: 1)
+        imcodec__v1__extension_fetch_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension MessageExtension {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__MessageExtension.self, imcodec__v1__message_extension__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__MessageExtension`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
+        entries = v.entries.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.MessageExtension`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__MessageExtension` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__MessageExtension`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__MessageExtension> { _raw.assumingMemoryBound(to: Imcodec__V1__MessageExtension.self) }
+
+        /// Field `message` (1).
+        public var message: MessageRef.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.message else { return nil }
+                return _overrideLifetime(MessageRef.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `entries` (2).
+        public var entries: ExtensionEntry.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ExtensionEntry.View.List(_base: UnsafeRawPointer(_c.pointee.entries), count: _c.pointee.n_entries, depth: _depth), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> MessageExtension {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { MessageExtension(_viewOf: raw, depth: depth) })
+                ?? MessageExtension(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__MessageExtension`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__MessageExtension>.allocate(capacity: 1)
+        imcodec__v1__message_extension__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ExtensionFetchResponse {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ExtensionFetchResponse.self, imcodec__v1__extension_fetch_response__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ExtensionFetchResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        extensions = v.extensions.materialize()
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ExtensionFetchResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ExtensionFetchResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ExtensionFetchResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ExtensionFetchResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__ExtensionFetchResponse.self) }
+
+        /// One per requested message the server knows and the user may read, in request order.
+        public var extensions: MessageExtension.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(MessageExtension.View.List(_base: UnsafeRawPointer(_c.pointee.extensions), count: _c.pointee.n_extensions, depth: _depth), copying: self)
+            }
+        }
+
+        /// Field `error_code` (2).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (3).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ExtensionFetchResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ExtensionFetchResponse(_viewOf: raw, depth: depth) })
+                ?? ExtensionFetchResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ExtensionFetchResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ExtensionFetchResponse>.allocate(capacity: 1)
+        imcodec__v1__extension_fetch_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
 extension PollOptionResult.View {
     /// The elements of a repeated `imcodec.v1.PollOptionResult` field, read in place; as long-lived as the view
     /// that lends them.
@@ -1951,6 +2418,136 @@ extension PollOptionResult.View {
                 let element = _base.unsafelyUnwrapped.load(
                     fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
                 out.append(PollOptionResult(_viewOf: element ?? PollOptionResult._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension ExtensionEntry.View {
+    /// The elements of a repeated `imcodec.v1.ExtensionEntry` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ExtensionEntry.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ExtensionEntry.View(_raw: element ?? ExtensionEntry._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ExtensionEntry.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ExtensionEntry.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ExtensionEntry.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ExtensionEntry] {
+            var out: [ExtensionEntry] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ExtensionEntry(_viewOf: element ?? ExtensionEntry._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension MessageExtension.View {
+    /// The elements of a repeated `imcodec.v1.MessageExtension` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> MessageExtension.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(MessageExtension.View(_raw: element ?? MessageExtension._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: MessageExtension.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: MessageExtension.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (MessageExtension.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [MessageExtension] {
+            var out: [MessageExtension] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(MessageExtension(_viewOf: element ?? MessageExtension._empty, depth: _depth))
             }
             return out
         }
@@ -2171,6 +2768,66 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(StreamChunk._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(StreamChunk.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ExtensionEntry` and lends `body` a view of it (``ExtensionEntry/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ExtensionEntry.Type, _ bytes: Bytes, _ body: (ExtensionEntry.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ExtensionEntry._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ExtensionEntry.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ExtensionUpdate` and lends `body` a view of it (``ExtensionUpdate/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ExtensionUpdate.Type, _ bytes: Bytes, _ body: (ExtensionUpdate.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ExtensionUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ExtensionUpdate.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ExtensionFetchRequest` and lends `body` a view of it (``ExtensionFetchRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ExtensionFetchRequest.Type, _ bytes: Bytes, _ body: (ExtensionFetchRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ExtensionFetchRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ExtensionFetchRequest.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.MessageExtension` and lends `body` a view of it (``MessageExtension/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: MessageExtension.Type, _ bytes: Bytes, _ body: (MessageExtension.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(MessageExtension._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(MessageExtension.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ExtensionFetchResponse` and lends `body` a view of it (``ExtensionFetchResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ExtensionFetchResponse.Type, _ bytes: Bytes, _ body: (ExtensionFetchResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ExtensionFetchResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ExtensionFetchResponse.View(_message: message)) }
         }.get()
     }
 }

@@ -72,6 +72,15 @@ extension Frame {
         case .keyPublish(let member)?: payload = .keyPublish(KeyPublish(_viewOf: member._raw, depth: depth))
         case .keyFetchRequest(let member)?: payload = .keyFetchRequest(KeyFetchRequest(_viewOf: member._raw, depth: depth))
         case .keyFetchResponse(let member)?: payload = .keyFetchResponse(KeyFetchResponse(_viewOf: member._raw, depth: depth))
+        case .conversationListRequest(let member)?: payload = .conversationListRequest(ConversationListRequest(_viewOf: member._raw, depth: depth))
+        case .conversationList(let member)?: payload = .conversationList(ConversationList(_viewOf: member._raw, depth: depth))
+        case .conversationUpdate(let member)?: payload = .conversationUpdate(ConversationUpdate(_viewOf: member._raw, depth: depth))
+        case .extensionUpdate(let member)?: payload = .extensionUpdate(ExtensionUpdate(_viewOf: member._raw, depth: depth))
+        case .extensionFetchRequest(let member)?: payload = .extensionFetchRequest(ExtensionFetchRequest(_viewOf: member._raw, depth: depth))
+        case .extensionFetchResponse(let member)?: payload = .extensionFetchResponse(ExtensionFetchResponse(_viewOf: member._raw, depth: depth))
+        case .blocklistChange(let member)?: payload = .blocklistChange(BlocklistChange(_viewOf: member._raw, depth: depth))
+        case .blocklistRequest(let member)?: payload = .blocklistRequest(BlocklistRequest(_viewOf: member._raw, depth: depth))
+        case .blocklistResponse(let member)?: payload = .blocklistResponse(BlocklistResponse(_viewOf: member._raw, depth: depth))
         case nil: payload = nil
         }
         unknownFields = v.unknownFields
@@ -209,6 +218,24 @@ extension Frame {
             case keyFetchRequest(KeyFetchRequest.View)
             /// Field `key_fetch_response` (84).
             case keyFetchResponse(KeyFetchResponse.View)
+            /// Field `conversation_list_request` (85).
+            case conversationListRequest(ConversationListRequest.View)
+            /// Field `conversation_list` (86).
+            case conversationList(ConversationList.View)
+            /// Field `conversation_update` (87).
+            case conversationUpdate(ConversationUpdate.View)
+            /// Field `extension_update` (88).
+            case extensionUpdate(ExtensionUpdate.View)
+            /// Field `extension_fetch_request` (89).
+            case extensionFetchRequest(ExtensionFetchRequest.View)
+            /// Field `extension_fetch_response` (90).
+            case extensionFetchResponse(ExtensionFetchResponse.View)
+            /// Field `blocklist_change` (91).
+            case blocklistChange(BlocklistChange.View)
+            /// Field `blocklist_request` (92).
+            case blocklistRequest(BlocklistRequest.View)
+            /// Field `blocklist_response` (93).
+            case blocklistResponse(BlocklistResponse.View)
 
             /// Which member is set, without its value.
             public var kind: Frame.Payload.Kind {
@@ -258,6 +285,15 @@ extension Frame {
                 case .keyPublish: .keyPublish
                 case .keyFetchRequest: .keyFetchRequest
                 case .keyFetchResponse: .keyFetchResponse
+                case .conversationListRequest: .conversationListRequest
+                case .conversationList: .conversationList
+                case .conversationUpdate: .conversationUpdate
+                case .extensionUpdate: .extensionUpdate
+                case .extensionFetchRequest: .extensionFetchRequest
+                case .extensionFetchResponse: .extensionFetchResponse
+                case .blocklistChange: .blocklistChange
+                case .blocklistRequest: .blocklistRequest
+                case .blocklistResponse: .blocklistResponse
                 }
             }
         }
@@ -317,6 +353,15 @@ extension Frame {
                 case 82: return _overrideLifetime(Payload.keyPublish(KeyPublish.View(_raw: _c.pointee.key_publish.map { UnsafeRawPointer($0) } ?? KeyPublish._empty, depth: _depth)), copying: self)
                 case 83: return _overrideLifetime(Payload.keyFetchRequest(KeyFetchRequest.View(_raw: _c.pointee.key_fetch_request.map { UnsafeRawPointer($0) } ?? KeyFetchRequest._empty, depth: _depth)), copying: self)
                 case 84: return _overrideLifetime(Payload.keyFetchResponse(KeyFetchResponse.View(_raw: _c.pointee.key_fetch_response.map { UnsafeRawPointer($0) } ?? KeyFetchResponse._empty, depth: _depth)), copying: self)
+                case 85: return _overrideLifetime(Payload.conversationListRequest(ConversationListRequest.View(_raw: _c.pointee.conversation_list_request.map { UnsafeRawPointer($0) } ?? ConversationListRequest._empty, depth: _depth)), copying: self)
+                case 86: return _overrideLifetime(Payload.conversationList(ConversationList.View(_raw: _c.pointee.conversation_list.map { UnsafeRawPointer($0) } ?? ConversationList._empty, depth: _depth)), copying: self)
+                case 87: return _overrideLifetime(Payload.conversationUpdate(ConversationUpdate.View(_raw: _c.pointee.conversation_update.map { UnsafeRawPointer($0) } ?? ConversationUpdate._empty, depth: _depth)), copying: self)
+                case 88: return _overrideLifetime(Payload.extensionUpdate(ExtensionUpdate.View(_raw: _c.pointee.extension_update.map { UnsafeRawPointer($0) } ?? ExtensionUpdate._empty, depth: _depth)), copying: self)
+                case 89: return _overrideLifetime(Payload.extensionFetchRequest(ExtensionFetchRequest.View(_raw: _c.pointee.extension_fetch_request.map { UnsafeRawPointer($0) } ?? ExtensionFetchRequest._empty, depth: _depth)), copying: self)
+                case 90: return _overrideLifetime(Payload.extensionFetchResponse(ExtensionFetchResponse.View(_raw: _c.pointee.extension_fetch_response.map { UnsafeRawPointer($0) } ?? ExtensionFetchResponse._empty, depth: _depth)), copying: self)
+                case 91: return _overrideLifetime(Payload.blocklistChange(BlocklistChange.View(_raw: _c.pointee.blocklist_change.map { UnsafeRawPointer($0) } ?? BlocklistChange._empty, depth: _depth)), copying: self)
+                case 92: return _overrideLifetime(Payload.blocklistRequest(BlocklistRequest.View(_raw: _c.pointee.blocklist_request.map { UnsafeRawPointer($0) } ?? BlocklistRequest._empty, depth: _depth)), copying: self)
+                case 93: return _overrideLifetime(Payload.blocklistResponse(BlocklistResponse.View(_raw: _c.pointee.blocklist_response.map { UnsafeRawPointer($0) } ?? BlocklistResponse._empty, depth: _depth)), copying: self)
                 default: return nil
                 }
             }

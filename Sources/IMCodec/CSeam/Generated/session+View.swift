@@ -2194,6 +2194,874 @@ extension KeyFetchResponse {
     }()
 }
 
+extension AtMe {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__AtMe.self, imcodec__v1__at_me__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__AtMe`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        seq = v.seq
+        kind = v.kind
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.AtMe`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__AtMe` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__AtMe`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__AtMe> { _raw.assumingMemoryBound(to: Imcodec__V1__AtMe.self) }
+
+        /// Field `seq` (1).
+        public var seq: UInt64 { _c.pointee.seq }
+
+        /// Field `kind` (2).
+        public var kind: AtMeKind { AtMeKind(rawValue: Int32(bitPattern: _c.pointee.kind.rawValue)) }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> AtMe {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { AtMe(_viewOf: raw, depth: depth) })
+                ?? AtMe(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__AtMe`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__AtMe>.allocate(capacity: 1)
+        imcodec__v1__at_me__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ReadHorizon {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ReadHorizon.self, imcodec__v1__read_horizon__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ReadHorizon`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userID = v.userID.materialize()
+        readSeq = v.readSeq
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ReadHorizon`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ReadHorizon` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ReadHorizon`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ReadHorizon> { _raw.assumingMemoryBound(to: Imcodec__V1__ReadHorizon.self) }
+
+        /// Field `user_id` (1).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `read_seq` (2).
+        public var readSeq: UInt64 { _c.pointee.read_seq }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ReadHorizon {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ReadHorizon(_viewOf: raw, depth: depth) })
+                ?? ReadHorizon(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ReadHorizon`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ReadHorizon>.allocate(capacity: 1)
+        imcodec__v1__read_horizon__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ConversationInfo {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ConversationInfo.self, imcodec__v1__conversation_info__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ConversationInfo`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        if let field = v.lastMessage { lastMessage = Message(_viewOf: field._raw, depth: depth) }
+        maxSeq = v.maxSeq
+        readSeq = v.readSeq
+        unreadCount = v.unreadCount
+        atMe = v.atMe.materialize()
+        pinned = v.pinned
+        receiveOption = v.receiveOption
+        archived = v.archived
+        draftText = v.draftText.materialize()
+        draftTimeMs = v.draftTimeMs
+        clearedSeq = v.clearedSeq
+        hidden = v.hidden
+        readHorizons = v.readHorizons.materialize()
+        version = v.version
+        updatedAtMs = v.updatedAtMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ConversationInfo`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ConversationInfo` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ConversationInfo`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ConversationInfo> { _raw.assumingMemoryBound(to: Imcodec__V1__ConversationInfo.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
+        /// one at or below cleared_seq), as the user's devices received it. Unset when there is none. A
+        /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
+        /// DELETED and no content.
+        public var lastMessage: Message.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.last_message else { return nil }
+                return _overrideLifetime(Message.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// The conversation's newest seq the user can see.
+        public var maxSeq: UInt64 { _c.pointee.max_seq }
+
+        /// The user's read horizon (MarkReadEvent.read_seq from any of the user's devices).
+        public var readSeq: UInt64 { _c.pointee.read_seq }
+
+        /// Messages above read_seq and cleared_seq that count (not sent by the user, not flagged
+        /// EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED).
+        public var unreadCount: UInt32 { _c.pointee.unread_count }
+
+        /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList).
+        public var atMe: AtMe.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(AtMe.View.List(_base: UnsafeRawPointer(_c.pointee.at_me), count: _c.pointee.n_at_me, depth: _depth), copying: self)
+            }
+        }
+
+        /// Pinned to the top of the list (Tencent pinConversation).
+        public var pinned: Bool { _c.pointee.pinned != 0 }
+
+        /// How the user receives it (ReceiveOptionChange; muted is RECEIVE_NOT_NOTIFY).
+        public var receiveOption: ReceiveOption { ReceiveOption(rawValue: Int32(bitPattern: _c.pointee.receive_option.rawValue)) }
+
+        /// Moved out of the main list (WhatsApp and Signal archived chats); a new message does not unarchive it.
+        public var archived: Bool { _c.pointee.archived != 0 }
+
+        /// Unsent text the user was typing (Tencent setConversationDraft), shared by the user's devices.
+        public var draftText: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.draft_text), copying: self)
+            }
+        }
+
+        /// Field `draft_time_ms` (11).
+        public var draftTimeMs: Int64 { _c.pointee.draft_time_ms }
+
+        /// The user cleared the history up to this seq (Tencent clearC2CHistoryMessage): older messages
+        /// are hidden from the user's list and unread count. 0: never cleared.
+        public var clearedSeq: UInt64 { _c.pointee.cleared_seq }
+
+        /// Removed from the list by the user (Tencent deleteConversation) until a newer message arrives.
+        public var hidden: Bool { _c.pointee.hidden != 0 }
+
+        /// The other members' read horizons (a one-to-one conversation: the peer's), for read marks.
+        /// imcodec-relay lists at most 100, the highest first.
+        public var readHorizons: ReadHorizon.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ReadHorizon.View.List(_base: UnsafeRawPointer(_c.pointee.read_horizons), count: _c.pointee.n_read_horizons, depth: _depth), copying: self)
+            }
+        }
+
+        /// The position in the user's stream of the newest change to this entry.
+        public var version: UInt64 { _c.pointee.version }
+
+        /// When it last changed, epoch ms.
+        public var updatedAtMs: Int64 { _c.pointee.updated_at_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ConversationInfo {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ConversationInfo(_viewOf: raw, depth: depth) })
+                ?? ConversationInfo(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ConversationInfo`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ConversationInfo>.allocate(capacity: 1)
+        imcodec__v1__conversation_info__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ConversationListRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ConversationListRequest.self, imcodec__v1__conversation_list_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ConversationListRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        afterVersion = v.afterVersion
+        limit = v.limit
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ConversationListRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ConversationListRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ConversationListRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ConversationListRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__ConversationListRequest.self) }
+
+        /// The newest ConversationInfo.version the device holds; 0: the whole list.
+        public var afterVersion: UInt64 { _c.pointee.after_version }
+
+        /// Most conversations in one answer; servers cap it (imcodec-relay: 100).
+        public var limit: UInt32 { _c.pointee.limit }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ConversationListRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ConversationListRequest(_viewOf: raw, depth: depth) })
+                ?? ConversationListRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ConversationListRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ConversationListRequest>.allocate(capacity: 1)
+        imcodec__v1__conversation_list_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ConversationList {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ConversationList.self, imcodec__v1__conversation_list__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ConversationList`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        conversations = v.conversations.materialize()
+        hasMore = v.hasMore
+        nextAfterVersion = v.nextAfterVersion
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ConversationList`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ConversationList` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ConversationList`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ConversationList> { _raw.assumingMemoryBound(to: Imcodec__V1__ConversationList.self) }
+
+        /// Changed after the request's after_version, oldest change first.
+        public var conversations: ConversationInfo.View.List {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(ConversationInfo.View.List(_base: UnsafeRawPointer(_c.pointee.conversations), count: _c.pointee.n_conversations, depth: _depth), copying: self)
+            }
+        }
+
+        /// More changed conversations follow next_after_version; ask again.
+        public var hasMore: Bool { _c.pointee.has_more != 0 }
+
+        /// The next request's after_version.
+        public var nextAfterVersion: UInt64 { _c.pointee.next_after_version }
+
+        /// Field `error_code` (4).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (5).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ConversationList {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ConversationList(_viewOf: raw, depth: depth) })
+                ?? ConversationList(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ConversationList`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ConversationList>.allocate(capacity: 1)
+        imcodec__v1__conversation_list__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension ConversationUpdate {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__ConversationUpdate.self, imcodec__v1__conversation_update__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__ConversationUpdate`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
+        fields = v.fields
+        pinned = v.pinned
+        archived = v.archived
+        draftText = v.draftText.materialize()
+        clearedSeq = v.clearedSeq
+        hidden = v.hidden
+        userID = v.userID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.ConversationUpdate`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__ConversationUpdate` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__ConversationUpdate`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__ConversationUpdate> { _raw.assumingMemoryBound(to: Imcodec__V1__ConversationUpdate.self) }
+
+        /// Field `conversation` (1).
+        public var conversation: Conversation.View? {
+            @_lifetime(copy self)
+            get {
+                guard let field = _c.pointee.conversation else { return nil }
+                return _overrideLifetime(Conversation.View(_raw: UnsafeRawPointer(field), depth: _depth), copying: self)
+            }
+        }
+
+        /// Bitwise OR of ConversationField values; at least one.
+        public var fields: UInt32 { _c.pointee.fields }
+
+        /// Field `pinned` (3).
+        public var pinned: Bool { _c.pointee.pinned != 0 }
+
+        /// Field `archived` (4).
+        public var archived: Bool { _c.pointee.archived != 0 }
+
+        /// Field `draft_text` (5).
+        public var draftText: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.draft_text), copying: self)
+            }
+        }
+
+        /// Field `cleared_seq` (6).
+        public var clearedSeq: UInt64 { _c.pointee.cleared_seq }
+
+        /// Field `hidden` (7).
+        public var hidden: Bool { _c.pointee.hidden != 0 }
+
+        /// Field `user_id` (8).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (9).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> ConversationUpdate {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { ConversationUpdate(_viewOf: raw, depth: depth) })
+                ?? ConversationUpdate(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__ConversationUpdate`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__ConversationUpdate>.allocate(capacity: 1)
+        imcodec__v1__conversation_update__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension BlocklistChange {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__BlocklistChange.self, imcodec__v1__blocklist_change__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__BlocklistChange`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        action = v.action
+        userIDs = v.userIDs.materialize()
+        userID = v.userID.materialize()
+        timeMs = v.timeMs
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.BlocklistChange`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__BlocklistChange` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__BlocklistChange`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__BlocklistChange> { _raw.assumingMemoryBound(to: Imcodec__V1__BlocklistChange.self) }
+
+        /// Field `action` (1).
+        public var action: BlockAction { BlockAction(rawValue: Int32(bitPattern: _c.pointee.action.rawValue)) }
+
+        /// Field `user_ids` (2).
+        public var userIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.user_ids), count: _c.pointee.n_user_ids), copying: self)
+            }
+        }
+
+        /// The user whose list changes (set by the server).
+        public var userID: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.user_id), copying: self)
+            }
+        }
+
+        /// Field `time_ms` (4).
+        public var timeMs: Int64 { _c.pointee.time_ms }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> BlocklistChange {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { BlocklistChange(_viewOf: raw, depth: depth) })
+                ?? BlocklistChange(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__BlocklistChange`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__BlocklistChange>.allocate(capacity: 1)
+        imcodec__v1__blocklist_change__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension BlocklistRequest {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__BlocklistRequest.self, imcodec__v1__blocklist_request__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__BlocklistRequest`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.BlocklistRequest`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__BlocklistRequest` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__BlocklistRequest`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__BlocklistRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__BlocklistRequest.self) }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> BlocklistRequest {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { BlocklistRequest(_viewOf: raw, depth: depth) })
+                ?? BlocklistRequest(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__BlocklistRequest`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__BlocklistRequest>.allocate(capacity: 1)
+        imcodec__v1__blocklist_request__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
+extension BlocklistResponse {
+    public static let _protobufCDescriptor = _ProtobufCDescriptor(Imcodec__V1__BlocklistResponse.self, imcodec__v1__blocklist_response__init)
+
+    public init(_protobufCMessage message: _ProtobufCMessage) {
+        self.init(_viewOf: message.raw, depth: message.depth)
+    }
+
+    /// Builds the value from a view (what ``View/materialize()`` returns).
+    public init(_ view: View) {
+        self = view.materialize()
+    }
+
+    /// Copies the message at `raw` (a `Imcodec__V1__BlocklistResponse`) into a value, through its view; recurses
+    /// once per nesting level (callers run it where ``DecodeStack`` says).
+    init(_viewOf raw: UnsafeRawPointer, depth: Int) {
+        let v = View(_raw: raw, depth: depth)
+        self.init()
+        userIDs = v.userIDs.materialize()
+        errorCode = v.errorCode
+        errorDescription = v.errorDescription.materialize()
+        unknownFields = v.unknownFields
+    }
+
+    /// A read-only view of a decoded `imcodec.v1.BlocklistResponse`: every field read in place from
+    /// protobuf-c's struct in the decoder's arena, without copying. It lives only as long as the
+    /// call that lends it (`WireDecoder.withView(_:_:_:)`): it is `~Escapable`, and so is every view
+    /// it hands out. ``materialize()`` builds the value.
+    public struct View: ~Escapable {
+        /// The `Imcodec__V1__BlocklistResponse` this view reads.
+        let _raw: UnsafeRawPointer
+        /// How deep the decoded message nests below this view, at most (for ``materialize()``).
+        let _depth: Int
+
+        @_lifetime(borrow raw)
+        init(_raw raw: UnsafeRawPointer, depth: Int) {
+            _raw = raw
+            _depth = depth
+        }
+
+        /// A view of a message a decoder unpacked (`message` must be a `Imcodec__V1__BlocklistResponse`).
+        @usableFromInline @_lifetime(borrow message)
+        init(_message message: borrowing _ProtobufCMessage) {
+            _raw = UnsafeRawPointer(message.raw)
+            _depth = message.depth
+        }
+
+        private var _c: UnsafePointer<Imcodec__V1__BlocklistResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__BlocklistResponse.self) }
+
+        /// In the order they were blocked.
+        public var userIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.user_ids), count: _c.pointee.n_user_ids), copying: self)
+            }
+        }
+
+        /// Field `error_code` (2).
+        public var errorCode: Int32 { _c.pointee.error_code }
+
+        /// Field `error_description` (3).
+        public var errorDescription: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Whether the message holds fields this schema does not know.
+        public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
+
+        /// The fields this schema does not know, as wire bytes (copied).
+        public var unknownFields: UnknownFields { CRead.unknownFields(_c.pointee.base) }
+
+        /// The full value. Deep messages are copied where the stack allows (see `DecodeStack`).
+        public func materialize() -> BlocklistResponse {
+            let raw = _raw
+            let depth = _depth
+            return (try? DecodeStack.run(depth: depth) { BlocklistResponse(_viewOf: raw, depth: depth) })
+                ?? BlocklistResponse(_viewOf: raw, depth: depth)
+        }
+    }
+
+    /// An empty `Imcodec__V1__BlocklistResponse`, read when protobuf-c leaves a set oneof member NULL (it does not).
+    nonisolated(unsafe) static let _empty: UnsafeRawPointer = {
+        let message = UnsafeMutablePointer<Imcodec__V1__BlocklistResponse>.allocate(capacity: 1)
+        imcodec__v1__blocklist_response__init(message)
+        return UnsafeRawPointer(message)
+    }()
+}
+
 extension ConversationSeq.View {
     /// The elements of a repeated `imcodec.v1.ConversationSeq` field, read in place; as long-lived as the view
     /// that lends them.
@@ -2448,6 +3316,201 @@ extension OneTimeKey.View {
                 let element = _base.unsafelyUnwrapped.load(
                     fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
                 out.append(OneTimeKey(_viewOf: element ?? OneTimeKey._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension AtMe.View {
+    /// The elements of a repeated `imcodec.v1.AtMe` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> AtMe.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(AtMe.View(_raw: element ?? AtMe._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: AtMe.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: AtMe.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (AtMe.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [AtMe] {
+            var out: [AtMe] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(AtMe(_viewOf: element ?? AtMe._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension ReadHorizon.View {
+    /// The elements of a repeated `imcodec.v1.ReadHorizon` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ReadHorizon.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ReadHorizon.View(_raw: element ?? ReadHorizon._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ReadHorizon.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ReadHorizon.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ReadHorizon.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ReadHorizon] {
+            var out: [ReadHorizon] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ReadHorizon(_viewOf: element ?? ReadHorizon._empty, depth: _depth))
+            }
+            return out
+        }
+    }
+}
+
+extension ConversationInfo.View {
+    /// The elements of a repeated `imcodec.v1.ConversationInfo` field, read in place; as long-lived as the view
+    /// that lends them.
+    public struct List: ~Escapable {
+        /// protobuf-c's array of pointers to the elements.
+        let _base: UnsafeRawPointer?
+        let _depth: Int
+        /// The number of elements.
+        public let count: Int
+
+        @_lifetime(borrow base)
+        init(_base base: UnsafeRawPointer?, count: Int, depth: Int) {
+            _base = base
+            self.count = base == nil ? 0 : count
+            _depth = depth
+        }
+
+        /// Whether the field has no elements.
+        public var isEmpty: Bool { count == 0 }
+
+        /// The positions of the elements, `0..<count`.
+        public var indices: Range<Int> { 0..<count }
+
+        /// The element at `index`, which must be in `indices` (as for an array).
+        public subscript(index: Int) -> ConversationInfo.View {
+            @_lifetime(copy self)
+            get {
+                precondition(index >= 0 && index < count, "index out of range")
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                return _overrideLifetime(ConversationInfo.View(_raw: element ?? ConversationInfo._empty, depth: _depth), copying: self)
+            }
+        }
+
+        /// The first element, or `nil` when there is none.
+        public var first: ConversationInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[0] }
+        }
+
+        /// The last element, or `nil` when there is none.
+        public var last: ConversationInfo.View? {
+            @_lifetime(copy self)
+            get { isEmpty ? nil : self[count - 1] }
+        }
+
+        /// Calls `body` with each element in order.
+        public func forEach(_ body: (ConversationInfo.View) throws -> Void) rethrows {
+            for index in 0..<count { try body(self[index]) }
+        }
+
+        /// The elements as values.
+        public func materialize() -> [ConversationInfo] {
+            var out: [ConversationInfo] = []
+            out.reserveCapacity(count)
+            for index in 0..<count {
+                let element = _base.unsafelyUnwrapped.load(
+                    fromByteOffset: index * MemoryLayout<UnsafeRawPointer?>.stride, as: UnsafeRawPointer?.self)
+                out.append(ConversationInfo(_viewOf: element ?? ConversationInfo._empty, depth: _depth))
             }
             return out
         }
@@ -2740,6 +3803,114 @@ extension WireDecoder {
     ) throws -> R where Bytes.Element == UInt8 {
         try DecodePipeline.withMessage(KeyFetchResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
             message in Result { try body(KeyFetchResponse.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.AtMe` and lends `body` a view of it (``AtMe/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: AtMe.Type, _ bytes: Bytes, _ body: (AtMe.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(AtMe._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(AtMe.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ReadHorizon` and lends `body` a view of it (``ReadHorizon/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ReadHorizon.Type, _ bytes: Bytes, _ body: (ReadHorizon.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ReadHorizon._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ReadHorizon.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ConversationInfo` and lends `body` a view of it (``ConversationInfo/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ConversationInfo.Type, _ bytes: Bytes, _ body: (ConversationInfo.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ConversationInfo._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ConversationInfo.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ConversationListRequest` and lends `body` a view of it (``ConversationListRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ConversationListRequest.Type, _ bytes: Bytes, _ body: (ConversationListRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ConversationListRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ConversationListRequest.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ConversationList` and lends `body` a view of it (``ConversationList/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ConversationList.Type, _ bytes: Bytes, _ body: (ConversationList.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ConversationList._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ConversationList.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.ConversationUpdate` and lends `body` a view of it (``ConversationUpdate/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: ConversationUpdate.Type, _ bytes: Bytes, _ body: (ConversationUpdate.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(ConversationUpdate._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(ConversationUpdate.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.BlocklistChange` and lends `body` a view of it (``BlocklistChange/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: BlocklistChange.Type, _ bytes: Bytes, _ body: (BlocklistChange.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(BlocklistChange._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(BlocklistChange.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.BlocklistRequest` and lends `body` a view of it (``BlocklistRequest/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: BlocklistRequest.Type, _ bytes: Bytes, _ body: (BlocklistRequest.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(BlocklistRequest._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(BlocklistRequest.View(_message: message)) }
+        }.get()
+    }
+
+    /// Decodes a `imcodec.v1.BlocklistResponse` and lends `body` a view of it (``BlocklistResponse/View``), read in place
+    /// without building values; the view cannot leave `body`.
+    /// - Throws: ``IMCodecError`` when the bytes do not decode, or whatever `body` throws.
+    @inlinable
+    public func withView<Bytes: Collection, R>(
+        _ type: BlocklistResponse.Type, _ bytes: Bytes, _ body: (BlocklistResponse.View) throws -> R
+    ) throws -> R where Bytes.Element == UInt8 {
+        try DecodePipeline.withMessage(BlocklistResponse._protobufCDescriptor, bytes, options: options, arena: _arena()) {
+            message in Result { try body(BlocklistResponse.View(_message: message)) }
         }.get()
     }
 }

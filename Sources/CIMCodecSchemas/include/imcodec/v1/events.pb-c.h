@@ -36,6 +36,11 @@ typedef struct Imcodec__V1__DisappearingTimerEvent Imcodec__V1__DisappearingTime
 typedef struct Imcodec__V1__ReceiveOptionChange Imcodec__V1__ReceiveOptionChange;
 typedef struct Imcodec__V1__CallEvent Imcodec__V1__CallEvent;
 typedef struct Imcodec__V1__StreamChunk Imcodec__V1__StreamChunk;
+typedef struct Imcodec__V1__ExtensionEntry Imcodec__V1__ExtensionEntry;
+typedef struct Imcodec__V1__ExtensionUpdate Imcodec__V1__ExtensionUpdate;
+typedef struct Imcodec__V1__ExtensionFetchRequest Imcodec__V1__ExtensionFetchRequest;
+typedef struct Imcodec__V1__MessageExtension Imcodec__V1__MessageExtension;
+typedef struct Imcodec__V1__ExtensionFetchResponse Imcodec__V1__ExtensionFetchResponse;
 
 
 /* --- enums --- */
@@ -557,6 +562,115 @@ struct  Imcodec__V1__StreamChunk
     , NULL, {0,NULL}, 0, {0,NULL}, 0, 0 }
 
 
+/*
+ * One key of a message's extension (Tencent V2TIMMessageExtension; RongCloud expansionDic), with
+ * its version. The server gives a key version 1 when it is first set (also by the message's own
+ * expansion map) and adds 1 at every later set or removal.
+ */
+struct  Imcodec__V1__ExtensionEntry
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData key;
+  ProtobufCBinaryData value;
+  /*
+   * In an update: the version the client last saw for this key (0: it saw none). In the server's
+   * answer and in the update it delivers: the key's version now.
+   */
+  uint64_t version;
+  /*
+   * In the server's answer and delivery: the key was removed (value is empty).
+   */
+  protobuf_c_boolean removed;
+};
+#define IMCODEC__V1__EXTENSION_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__extension_entry__descriptor) \
+    , {0,NULL}, {0,NULL}, 0, 0 }
+
+
+/*
+ * Sets or removes keys of a message's extension after it was sent (Tencent setMessageExtensions
+ * and deleteMessageExtensions; RongCloud updateMessageExpansion and removeMessageExpansionForKey).
+ * Only for a message sent with MESSAGE_FLAG_SUPPORT_EXTENSION, in a one-to-one conversation or a
+ * group (RongCloud). Any member may update it. Every key names the version the client last saw:
+ * when one is stale (another client changed the key since), the server refuses the whole update
+ * with RequestResult error 23001 (Tencent's extension version conflict) and the client fetches the
+ * current keys (ExtensionFetchRequest) before it tries again. On success the server answers with
+ * RequestResult, fills `entries` with the keys as they now are, and keeps and sends that copy to
+ * every member's devices.
+ */
+struct  Imcodec__V1__ExtensionUpdate
+{
+  ProtobufCMessage base;
+  Imcodec__V1__MessageRef *message;
+  /*
+   * Keys to set: key, value and the version the client saw.
+   */
+  size_t n_set;
+  Imcodec__V1__ExtensionEntry **set;
+  /*
+   * Keys to remove: key and the version the client saw (value is ignored).
+   */
+  size_t n_remove;
+  Imcodec__V1__ExtensionEntry **remove;
+  /*
+   * Set by the server: the changed keys as they now are, with their new versions.
+   */
+  size_t n_entries;
+  Imcodec__V1__ExtensionEntry **entries;
+  ProtobufCBinaryData user_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__EXTENSION_UPDATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__extension_update__descriptor) \
+    , NULL, 0,NULL, 0,NULL, 0,NULL, {0,NULL}, 0 }
+
+
+/*
+ * Fetches the current extension of messages (Tencent getMessageExtensions). The answer is an
+ * ExtensionFetchResponse.
+ */
+struct  Imcodec__V1__ExtensionFetchRequest
+{
+  ProtobufCMessage base;
+  size_t n_messages;
+  Imcodec__V1__MessageRef **messages;
+};
+#define IMCODEC__V1__EXTENSION_FETCH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__extension_fetch_request__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * One message's extension: every key it holds now, with its version (removed keys left out).
+ */
+struct  Imcodec__V1__MessageExtension
+{
+  ProtobufCMessage base;
+  Imcodec__V1__MessageRef *message;
+  size_t n_entries;
+  Imcodec__V1__ExtensionEntry **entries;
+};
+#define IMCODEC__V1__MESSAGE_EXTENSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__message_extension__descriptor) \
+    , NULL, 0,NULL }
+
+
+struct  Imcodec__V1__ExtensionFetchResponse
+{
+  ProtobufCMessage base;
+  /*
+   * One per requested message the server knows and the user may read, in request order.
+   */
+  size_t n_extensions;
+  Imcodec__V1__MessageExtension **extensions;
+  int32_t error_code;
+  ProtobufCBinaryData error_description;
+};
+#define IMCODEC__V1__EXTENSION_FETCH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__extension_fetch_response__descriptor) \
+    , 0,NULL, 0, {0,NULL} }
+
+
 /* Imcodec__V1__RecallEvent methods */
 void   imcodec__v1__recall_event__init
                      (Imcodec__V1__RecallEvent         *message);
@@ -902,6 +1016,101 @@ Imcodec__V1__StreamChunk *
 void   imcodec__v1__stream_chunk__free_unpacked
                      (Imcodec__V1__StreamChunk *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__ExtensionEntry methods */
+void   imcodec__v1__extension_entry__init
+                     (Imcodec__V1__ExtensionEntry         *message);
+size_t imcodec__v1__extension_entry__get_packed_size
+                     (const Imcodec__V1__ExtensionEntry   *message);
+size_t imcodec__v1__extension_entry__pack
+                     (const Imcodec__V1__ExtensionEntry   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__extension_entry__pack_to_buffer
+                     (const Imcodec__V1__ExtensionEntry   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ExtensionEntry *
+       imcodec__v1__extension_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__extension_entry__free_unpacked
+                     (Imcodec__V1__ExtensionEntry *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ExtensionUpdate methods */
+void   imcodec__v1__extension_update__init
+                     (Imcodec__V1__ExtensionUpdate         *message);
+size_t imcodec__v1__extension_update__get_packed_size
+                     (const Imcodec__V1__ExtensionUpdate   *message);
+size_t imcodec__v1__extension_update__pack
+                     (const Imcodec__V1__ExtensionUpdate   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__extension_update__pack_to_buffer
+                     (const Imcodec__V1__ExtensionUpdate   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ExtensionUpdate *
+       imcodec__v1__extension_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__extension_update__free_unpacked
+                     (Imcodec__V1__ExtensionUpdate *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ExtensionFetchRequest methods */
+void   imcodec__v1__extension_fetch_request__init
+                     (Imcodec__V1__ExtensionFetchRequest         *message);
+size_t imcodec__v1__extension_fetch_request__get_packed_size
+                     (const Imcodec__V1__ExtensionFetchRequest   *message);
+size_t imcodec__v1__extension_fetch_request__pack
+                     (const Imcodec__V1__ExtensionFetchRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__extension_fetch_request__pack_to_buffer
+                     (const Imcodec__V1__ExtensionFetchRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ExtensionFetchRequest *
+       imcodec__v1__extension_fetch_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__extension_fetch_request__free_unpacked
+                     (Imcodec__V1__ExtensionFetchRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__MessageExtension methods */
+void   imcodec__v1__message_extension__init
+                     (Imcodec__V1__MessageExtension         *message);
+size_t imcodec__v1__message_extension__get_packed_size
+                     (const Imcodec__V1__MessageExtension   *message);
+size_t imcodec__v1__message_extension__pack
+                     (const Imcodec__V1__MessageExtension   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__message_extension__pack_to_buffer
+                     (const Imcodec__V1__MessageExtension   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__MessageExtension *
+       imcodec__v1__message_extension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__message_extension__free_unpacked
+                     (Imcodec__V1__MessageExtension *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ExtensionFetchResponse methods */
+void   imcodec__v1__extension_fetch_response__init
+                     (Imcodec__V1__ExtensionFetchResponse         *message);
+size_t imcodec__v1__extension_fetch_response__get_packed_size
+                     (const Imcodec__V1__ExtensionFetchResponse   *message);
+size_t imcodec__v1__extension_fetch_response__pack
+                     (const Imcodec__V1__ExtensionFetchResponse   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__extension_fetch_response__pack_to_buffer
+                     (const Imcodec__V1__ExtensionFetchResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ExtensionFetchResponse *
+       imcodec__v1__extension_fetch_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__extension_fetch_response__free_unpacked
+                     (Imcodec__V1__ExtensionFetchResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__RecallEvent_Closure)
@@ -961,6 +1170,21 @@ typedef void (*Imcodec__V1__CallEvent_Closure)
 typedef void (*Imcodec__V1__StreamChunk_Closure)
                  (const Imcodec__V1__StreamChunk *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__ExtensionEntry_Closure)
+                 (const Imcodec__V1__ExtensionEntry *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ExtensionUpdate_Closure)
+                 (const Imcodec__V1__ExtensionUpdate *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ExtensionFetchRequest_Closure)
+                 (const Imcodec__V1__ExtensionFetchRequest *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__MessageExtension_Closure)
+                 (const Imcodec__V1__MessageExtension *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ExtensionFetchResponse_Closure)
+                 (const Imcodec__V1__ExtensionFetchResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -993,6 +1217,11 @@ extern const ProtobufCMessageDescriptor imcodec__v1__disappearing_timer_event__d
 extern const ProtobufCMessageDescriptor imcodec__v1__receive_option_change__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__call_event__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__stream_chunk__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__extension_entry__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__extension_update__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__extension_fetch_request__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__message_extension__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__extension_fetch_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -73,7 +73,16 @@ typedef enum {
   IMCODEC__V1__FRAME__PAYLOAD_STREAM_CHUNK = 81,
   IMCODEC__V1__FRAME__PAYLOAD_KEY_PUBLISH = 82,
   IMCODEC__V1__FRAME__PAYLOAD_KEY_FETCH_REQUEST = 83,
-  IMCODEC__V1__FRAME__PAYLOAD_KEY_FETCH_RESPONSE = 84
+  IMCODEC__V1__FRAME__PAYLOAD_KEY_FETCH_RESPONSE = 84,
+  IMCODEC__V1__FRAME__PAYLOAD_CONVERSATION_LIST_REQUEST = 85,
+  IMCODEC__V1__FRAME__PAYLOAD_CONVERSATION_LIST = 86,
+  IMCODEC__V1__FRAME__PAYLOAD_CONVERSATION_UPDATE = 87,
+  IMCODEC__V1__FRAME__PAYLOAD_EXTENSION_UPDATE = 88,
+  IMCODEC__V1__FRAME__PAYLOAD_EXTENSION_FETCH_REQUEST = 89,
+  IMCODEC__V1__FRAME__PAYLOAD_EXTENSION_FETCH_RESPONSE = 90,
+  IMCODEC__V1__FRAME__PAYLOAD_BLOCKLIST_CHANGE = 91,
+  IMCODEC__V1__FRAME__PAYLOAD_BLOCKLIST_REQUEST = 92,
+  IMCODEC__V1__FRAME__PAYLOAD_BLOCKLIST_RESPONSE = 93
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__FRAME__PAYLOAD__CASE)
 } Imcodec__V1__Frame__PayloadCase;
 
@@ -161,6 +170,24 @@ struct  Imcodec__V1__Frame
     Imcodec__V1__KeyPublish *key_publish;
     Imcodec__V1__KeyFetchRequest *key_fetch_request;
     Imcodec__V1__KeyFetchResponse *key_fetch_response;
+    /*
+     * The conversation list (session.proto).
+     */
+    Imcodec__V1__ConversationListRequest *conversation_list_request;
+    Imcodec__V1__ConversationList *conversation_list;
+    Imcodec__V1__ConversationUpdate *conversation_update;
+    /*
+     * Message extensions (events.proto).
+     */
+    Imcodec__V1__ExtensionUpdate *extension_update;
+    Imcodec__V1__ExtensionFetchRequest *extension_fetch_request;
+    Imcodec__V1__ExtensionFetchResponse *extension_fetch_response;
+    /*
+     * The blocklist (session.proto).
+     */
+    Imcodec__V1__BlocklistChange *blocklist_change;
+    Imcodec__V1__BlocklistRequest *blocklist_request;
+    Imcodec__V1__BlocklistResponse *blocklist_response;
   };
 };
 #define IMCODEC__V1__FRAME__INIT \

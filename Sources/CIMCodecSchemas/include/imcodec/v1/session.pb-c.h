@@ -16,6 +16,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "imcodec/v1/common.pb-c.h"
 #include "imcodec/v1/message.pb-c.h"
+#include "imcodec/v1/events.pb-c.h"
 
 typedef struct Imcodec__V1__ConversationSeq Imcodec__V1__ConversationSeq;
 typedef struct Imcodec__V1__LoginRequest Imcodec__V1__LoginRequest;
@@ -41,6 +42,15 @@ typedef struct Imcodec__V1__OneTimeKey Imcodec__V1__OneTimeKey;
 typedef struct Imcodec__V1__KeyPublish Imcodec__V1__KeyPublish;
 typedef struct Imcodec__V1__KeyFetchRequest Imcodec__V1__KeyFetchRequest;
 typedef struct Imcodec__V1__KeyFetchResponse Imcodec__V1__KeyFetchResponse;
+typedef struct Imcodec__V1__AtMe Imcodec__V1__AtMe;
+typedef struct Imcodec__V1__ReadHorizon Imcodec__V1__ReadHorizon;
+typedef struct Imcodec__V1__ConversationInfo Imcodec__V1__ConversationInfo;
+typedef struct Imcodec__V1__ConversationListRequest Imcodec__V1__ConversationListRequest;
+typedef struct Imcodec__V1__ConversationList Imcodec__V1__ConversationList;
+typedef struct Imcodec__V1__ConversationUpdate Imcodec__V1__ConversationUpdate;
+typedef struct Imcodec__V1__BlocklistChange Imcodec__V1__BlocklistChange;
+typedef struct Imcodec__V1__BlocklistRequest Imcodec__V1__BlocklistRequest;
+typedef struct Imcodec__V1__BlocklistResponse Imcodec__V1__BlocklistResponse;
 
 
 /* --- enums --- */
@@ -118,6 +128,50 @@ typedef enum _Imcodec__V1__KeyBundleKind {
   IMCODEC__V1__KEY_BUNDLE_KIND__KEY_BUNDLE_KIND_MLS_KEY_PACKAGE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__KEY_BUNDLE_KIND)
 } Imcodec__V1__KeyBundleKind;
+/*
+ * Why a conversation has unread @ (Tencent V2TIMGroupAtInfo types).
+ */
+typedef enum _Imcodec__V1__AtMeKind {
+  IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_UNSPECIFIED = 0,
+  /*
+   * A message @-mentions the user.
+   */
+  IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_AT_ME = 1,
+  /*
+   * A message @-mentions every member.
+   */
+  IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_AT_ALL = 2,
+  /*
+   * A message @-mentions every member and the user by name.
+   */
+  IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_AT_ALL_AT_ME = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__AT_ME_KIND)
+} Imcodec__V1__AtMeKind;
+/*
+ * Bits of ConversationUpdate.fields: which fields it changes. Each value is one bit.
+ */
+typedef enum _Imcodec__V1__ConversationField {
+  IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_UNSPECIFIED = 0,
+  IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_PINNED = 1,
+  IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_ARCHIVED = 2,
+  IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_DRAFT = 4,
+  IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_CLEARED_SEQ = 8,
+  IMCODEC__V1__CONVERSATION_FIELD__CONVERSATION_FIELD_HIDDEN = 16
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__CONVERSATION_FIELD)
+} Imcodec__V1__ConversationField;
+/*
+ * The blocklist (schema version 3; Tencent addToBlackList, deleteFromBlackList, getBlackList;
+ * RongCloud addToBlacklist; QuickBlox privacy lists). A user's blocklist holds the users whose
+ * one-to-one messages it does not receive. What their sender is told is the server's choice, as
+ * in Tencent's settings: by default the sender sees "sent successfully" and the message reaches
+ * no device of the blocking user; a server may instead refuse it with SendAck error 20007.
+ */
+typedef enum _Imcodec__V1__BlockAction {
+  IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_UNSPECIFIED = 0,
+  IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_BLOCK = 1,
+  IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_UNBLOCK = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(IMCODEC__V1__BLOCK_ACTION)
+} Imcodec__V1__BlockAction;
 
 /* --- messages --- */
 
@@ -622,6 +676,232 @@ struct  Imcodec__V1__KeyFetchResponse
     , {0,NULL}, 0,NULL, 0, {0,NULL} }
 
 
+/*
+ * One unread message that @-mentions the user (Tencent V2TIMGroupAtInfo: seq and atType).
+ */
+struct  Imcodec__V1__AtMe
+{
+  ProtobufCMessage base;
+  uint64_t seq;
+  Imcodec__V1__AtMeKind kind;
+};
+#define IMCODEC__V1__AT_ME__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__at_me__descriptor) \
+    , 0, IMCODEC__V1__AT_ME_KIND__AT_ME_KIND_UNSPECIFIED }
+
+
+/*
+ * A member's read horizon: every message up to read_seq has been read (MarkReadEvent.read_seq).
+ */
+struct  Imcodec__V1__ReadHorizon
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData user_id;
+  uint64_t read_seq;
+};
+#define IMCODEC__V1__READ_HORIZON__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__read_horizon__descriptor) \
+    , {0,NULL}, 0 }
+
+
+/*
+ * One conversation as the user's list shows it.
+ */
+struct  Imcodec__V1__ConversationInfo
+{
+  ProtobufCMessage base;
+  Imcodec__V1__Conversation *conversation;
+  /*
+   * The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
+   * one at or below cleared_seq), as the user's devices received it. Unset when there is none. A
+   * recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
+   * DELETED and no content.
+   */
+  Imcodec__V1__Message *last_message;
+  /*
+   * The conversation's newest seq the user can see.
+   */
+  uint64_t max_seq;
+  /*
+   * The user's read horizon (MarkReadEvent.read_seq from any of the user's devices).
+   */
+  uint64_t read_seq;
+  /*
+   * Messages above read_seq and cleared_seq that count (not sent by the user, not flagged
+   * EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED).
+   */
+  uint32_t unread_count;
+  /*
+   * The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList).
+   */
+  size_t n_at_me;
+  Imcodec__V1__AtMe **at_me;
+  /*
+   * Pinned to the top of the list (Tencent pinConversation).
+   */
+  protobuf_c_boolean pinned;
+  /*
+   * How the user receives it (ReceiveOptionChange; muted is RECEIVE_NOT_NOTIFY).
+   */
+  Imcodec__V1__ReceiveOption receive_option;
+  /*
+   * Moved out of the main list (WhatsApp and Signal archived chats); a new message does not unarchive it.
+   */
+  protobuf_c_boolean archived;
+  /*
+   * Unsent text the user was typing (Tencent setConversationDraft), shared by the user's devices.
+   */
+  ProtobufCBinaryData draft_text;
+  int64_t draft_time_ms;
+  /*
+   * The user cleared the history up to this seq (Tencent clearC2CHistoryMessage): older messages
+   * are hidden from the user's list and unread count. 0: never cleared.
+   */
+  uint64_t cleared_seq;
+  /*
+   * Removed from the list by the user (Tencent deleteConversation) until a newer message arrives.
+   */
+  protobuf_c_boolean hidden;
+  /*
+   * The other members' read horizons (a one-to-one conversation: the peer's), for read marks.
+   * imcodec-relay lists at most 100, the highest first.
+   */
+  size_t n_read_horizons;
+  Imcodec__V1__ReadHorizon **read_horizons;
+  /*
+   * The position in the user's stream of the newest change to this entry.
+   */
+  uint64_t version;
+  /*
+   * When it last changed, epoch ms.
+   */
+  int64_t updated_at_ms;
+};
+#define IMCODEC__V1__CONVERSATION_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation_info__descriptor) \
+    , NULL, NULL, 0, 0, 0, 0,NULL, 0, IMCODEC__V1__RECEIVE_OPTION__RECEIVE_OPTION_UNSPECIFIED, 0, {0,NULL}, 0, 0, 0, 0,NULL, 0, 0 }
+
+
+/*
+ * Pulls the user's conversations changed after a version. The answer is a ConversationList.
+ */
+struct  Imcodec__V1__ConversationListRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The newest ConversationInfo.version the device holds; 0: the whole list.
+   */
+  uint64_t after_version;
+  /*
+   * Most conversations in one answer; servers cap it (imcodec-relay: 100).
+   */
+  uint32_t limit;
+};
+#define IMCODEC__V1__CONVERSATION_LIST_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation_list_request__descriptor) \
+    , 0, 0 }
+
+
+struct  Imcodec__V1__ConversationList
+{
+  ProtobufCMessage base;
+  /*
+   * Changed after the request's after_version, oldest change first.
+   */
+  size_t n_conversations;
+  Imcodec__V1__ConversationInfo **conversations;
+  /*
+   * More changed conversations follow next_after_version; ask again.
+   */
+  protobuf_c_boolean has_more;
+  /*
+   * The next request's after_version.
+   */
+  uint64_t next_after_version;
+  int32_t error_code;
+  ProtobufCBinaryData error_description;
+};
+#define IMCODEC__V1__CONVERSATION_LIST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation_list__descriptor) \
+    , 0,NULL, 0, 0, 0, {0,NULL} }
+
+
+/*
+ * A user changes its own view of a conversation (pin, archive, draft, clear history, hide). The
+ * server answers with RequestResult, keeps the update in the user's stream (with user_id and
+ * time_ms set) and sends it to the user's other devices. Only the fields whose bits are set in
+ * `fields` change; cleared_seq never moves back.
+ */
+struct  Imcodec__V1__ConversationUpdate
+{
+  ProtobufCMessage base;
+  Imcodec__V1__Conversation *conversation;
+  /*
+   * Bitwise OR of ConversationField values; at least one.
+   */
+  uint32_t fields;
+  protobuf_c_boolean pinned;
+  protobuf_c_boolean archived;
+  ProtobufCBinaryData draft_text;
+  uint64_t cleared_seq;
+  protobuf_c_boolean hidden;
+  ProtobufCBinaryData user_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__CONVERSATION_UPDATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation_update__descriptor) \
+    , NULL, 0, 0, 0, {0,NULL}, 0, 0, {0,NULL}, 0 }
+
+
+/*
+ * Blocks or unblocks users. The server answers with RequestResult, keeps the change in the user's
+ * stream (with user_id and time_ms set) and sends it to the user's other devices.
+ */
+struct  Imcodec__V1__BlocklistChange
+{
+  ProtobufCMessage base;
+  Imcodec__V1__BlockAction action;
+  size_t n_user_ids;
+  ProtobufCBinaryData *user_ids;
+  /*
+   * The user whose list changes (set by the server).
+   */
+  ProtobufCBinaryData user_id;
+  int64_t time_ms;
+};
+#define IMCODEC__V1__BLOCKLIST_CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__blocklist_change__descriptor) \
+    , IMCODEC__V1__BLOCK_ACTION__BLOCK_ACTION_UNSPECIFIED, 0,NULL, {0,NULL}, 0 }
+
+
+/*
+ * Asks for the user's whole blocklist. The answer is a BlocklistResponse.
+ */
+struct  Imcodec__V1__BlocklistRequest
+{
+  ProtobufCMessage base;
+};
+#define IMCODEC__V1__BLOCKLIST_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__blocklist_request__descriptor) \
+     }
+
+
+struct  Imcodec__V1__BlocklistResponse
+{
+  ProtobufCMessage base;
+  /*
+   * In the order they were blocked.
+   */
+  size_t n_user_ids;
+  ProtobufCBinaryData *user_ids;
+  int32_t error_code;
+  ProtobufCBinaryData error_description;
+};
+#define IMCODEC__V1__BLOCKLIST_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__blocklist_response__descriptor) \
+    , 0,NULL, 0, {0,NULL} }
+
+
 /* Imcodec__V1__ConversationSeq methods */
 void   imcodec__v1__conversation_seq__init
                      (Imcodec__V1__ConversationSeq         *message);
@@ -1078,6 +1358,177 @@ Imcodec__V1__KeyFetchResponse *
 void   imcodec__v1__key_fetch_response__free_unpacked
                      (Imcodec__V1__KeyFetchResponse *message,
                       ProtobufCAllocator *allocator);
+/* Imcodec__V1__AtMe methods */
+void   imcodec__v1__at_me__init
+                     (Imcodec__V1__AtMe         *message);
+size_t imcodec__v1__at_me__get_packed_size
+                     (const Imcodec__V1__AtMe   *message);
+size_t imcodec__v1__at_me__pack
+                     (const Imcodec__V1__AtMe   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__at_me__pack_to_buffer
+                     (const Imcodec__V1__AtMe   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__AtMe *
+       imcodec__v1__at_me__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__at_me__free_unpacked
+                     (Imcodec__V1__AtMe *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ReadHorizon methods */
+void   imcodec__v1__read_horizon__init
+                     (Imcodec__V1__ReadHorizon         *message);
+size_t imcodec__v1__read_horizon__get_packed_size
+                     (const Imcodec__V1__ReadHorizon   *message);
+size_t imcodec__v1__read_horizon__pack
+                     (const Imcodec__V1__ReadHorizon   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__read_horizon__pack_to_buffer
+                     (const Imcodec__V1__ReadHorizon   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ReadHorizon *
+       imcodec__v1__read_horizon__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__read_horizon__free_unpacked
+                     (Imcodec__V1__ReadHorizon *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ConversationInfo methods */
+void   imcodec__v1__conversation_info__init
+                     (Imcodec__V1__ConversationInfo         *message);
+size_t imcodec__v1__conversation_info__get_packed_size
+                     (const Imcodec__V1__ConversationInfo   *message);
+size_t imcodec__v1__conversation_info__pack
+                     (const Imcodec__V1__ConversationInfo   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__conversation_info__pack_to_buffer
+                     (const Imcodec__V1__ConversationInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ConversationInfo *
+       imcodec__v1__conversation_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__conversation_info__free_unpacked
+                     (Imcodec__V1__ConversationInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ConversationListRequest methods */
+void   imcodec__v1__conversation_list_request__init
+                     (Imcodec__V1__ConversationListRequest         *message);
+size_t imcodec__v1__conversation_list_request__get_packed_size
+                     (const Imcodec__V1__ConversationListRequest   *message);
+size_t imcodec__v1__conversation_list_request__pack
+                     (const Imcodec__V1__ConversationListRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__conversation_list_request__pack_to_buffer
+                     (const Imcodec__V1__ConversationListRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ConversationListRequest *
+       imcodec__v1__conversation_list_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__conversation_list_request__free_unpacked
+                     (Imcodec__V1__ConversationListRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ConversationList methods */
+void   imcodec__v1__conversation_list__init
+                     (Imcodec__V1__ConversationList         *message);
+size_t imcodec__v1__conversation_list__get_packed_size
+                     (const Imcodec__V1__ConversationList   *message);
+size_t imcodec__v1__conversation_list__pack
+                     (const Imcodec__V1__ConversationList   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__conversation_list__pack_to_buffer
+                     (const Imcodec__V1__ConversationList   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ConversationList *
+       imcodec__v1__conversation_list__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__conversation_list__free_unpacked
+                     (Imcodec__V1__ConversationList *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__ConversationUpdate methods */
+void   imcodec__v1__conversation_update__init
+                     (Imcodec__V1__ConversationUpdate         *message);
+size_t imcodec__v1__conversation_update__get_packed_size
+                     (const Imcodec__V1__ConversationUpdate   *message);
+size_t imcodec__v1__conversation_update__pack
+                     (const Imcodec__V1__ConversationUpdate   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__conversation_update__pack_to_buffer
+                     (const Imcodec__V1__ConversationUpdate   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__ConversationUpdate *
+       imcodec__v1__conversation_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__conversation_update__free_unpacked
+                     (Imcodec__V1__ConversationUpdate *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__BlocklistChange methods */
+void   imcodec__v1__blocklist_change__init
+                     (Imcodec__V1__BlocklistChange         *message);
+size_t imcodec__v1__blocklist_change__get_packed_size
+                     (const Imcodec__V1__BlocklistChange   *message);
+size_t imcodec__v1__blocklist_change__pack
+                     (const Imcodec__V1__BlocklistChange   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__blocklist_change__pack_to_buffer
+                     (const Imcodec__V1__BlocklistChange   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__BlocklistChange *
+       imcodec__v1__blocklist_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__blocklist_change__free_unpacked
+                     (Imcodec__V1__BlocklistChange *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__BlocklistRequest methods */
+void   imcodec__v1__blocklist_request__init
+                     (Imcodec__V1__BlocklistRequest         *message);
+size_t imcodec__v1__blocklist_request__get_packed_size
+                     (const Imcodec__V1__BlocklistRequest   *message);
+size_t imcodec__v1__blocklist_request__pack
+                     (const Imcodec__V1__BlocklistRequest   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__blocklist_request__pack_to_buffer
+                     (const Imcodec__V1__BlocklistRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__BlocklistRequest *
+       imcodec__v1__blocklist_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__blocklist_request__free_unpacked
+                     (Imcodec__V1__BlocklistRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Imcodec__V1__BlocklistResponse methods */
+void   imcodec__v1__blocklist_response__init
+                     (Imcodec__V1__BlocklistResponse         *message);
+size_t imcodec__v1__blocklist_response__get_packed_size
+                     (const Imcodec__V1__BlocklistResponse   *message);
+size_t imcodec__v1__blocklist_response__pack
+                     (const Imcodec__V1__BlocklistResponse   *message,
+                      uint8_t             *out);
+size_t imcodec__v1__blocklist_response__pack_to_buffer
+                     (const Imcodec__V1__BlocklistResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Imcodec__V1__BlocklistResponse *
+       imcodec__v1__blocklist_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   imcodec__v1__blocklist_response__free_unpacked
+                     (Imcodec__V1__BlocklistResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Imcodec__V1__ConversationSeq_Closure)
@@ -1152,6 +1603,33 @@ typedef void (*Imcodec__V1__KeyFetchRequest_Closure)
 typedef void (*Imcodec__V1__KeyFetchResponse_Closure)
                  (const Imcodec__V1__KeyFetchResponse *message,
                   void *closure_data);
+typedef void (*Imcodec__V1__AtMe_Closure)
+                 (const Imcodec__V1__AtMe *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ReadHorizon_Closure)
+                 (const Imcodec__V1__ReadHorizon *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ConversationInfo_Closure)
+                 (const Imcodec__V1__ConversationInfo *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ConversationListRequest_Closure)
+                 (const Imcodec__V1__ConversationListRequest *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ConversationList_Closure)
+                 (const Imcodec__V1__ConversationList *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__ConversationUpdate_Closure)
+                 (const Imcodec__V1__ConversationUpdate *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__BlocklistChange_Closure)
+                 (const Imcodec__V1__BlocklistChange *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__BlocklistRequest_Closure)
+                 (const Imcodec__V1__BlocklistRequest *message,
+                  void *closure_data);
+typedef void (*Imcodec__V1__BlocklistResponse_Closure)
+                 (const Imcodec__V1__BlocklistResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1164,6 +1642,9 @@ extern const ProtobufCEnumDescriptor    imcodec__v1__presence_status__descriptor
 extern const ProtobufCEnumDescriptor    imcodec__v1__subscription_action__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__membership_action__descriptor;
 extern const ProtobufCEnumDescriptor    imcodec__v1__key_bundle_kind__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__at_me_kind__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__conversation_field__descriptor;
+extern const ProtobufCEnumDescriptor    imcodec__v1__block_action__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__conversation_seq__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__login_request__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__login_result__descriptor;
@@ -1188,6 +1669,15 @@ extern const ProtobufCMessageDescriptor imcodec__v1__one_time_key__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__key_publish__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__key_fetch_request__descriptor;
 extern const ProtobufCMessageDescriptor imcodec__v1__key_fetch_response__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__at_me__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__read_horizon__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__conversation_info__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__conversation_list_request__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__conversation_list__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__conversation_update__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__blocklist_change__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__blocklist_request__descriptor;
+extern const ProtobufCMessageDescriptor imcodec__v1__blocklist_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 
