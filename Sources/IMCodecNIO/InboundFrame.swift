@@ -35,6 +35,10 @@ public struct InboundFrame: Sendable, Hashable {
     public let targetReceivers: [String]
     /// How a message payload is to be stored (`StoragePolicy.unspecified` for other frames).
     public let storagePolicy: StoragePolicy
+    /// The users a group message @-mentions (`Message.at.user_ids`; empty for other frames).
+    public let atUserIDs: [String]
+    /// Whether a group message @-mentions every member (`Message.at.at_all`).
+    public let atAll: Bool
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -49,7 +53,9 @@ public struct InboundFrame: Sendable, Hashable {
         clientMsgID: String,
         messageFlags: MessageFlags,
         targetReceivers: [String] = [],
-        storagePolicy: StoragePolicy = .unspecified
+        storagePolicy: StoragePolicy = .unspecified,
+        atUserIDs: [String] = [],
+        atAll: Bool = false
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -63,6 +69,8 @@ public struct InboundFrame: Sendable, Hashable {
         self.messageFlags = messageFlags
         self.targetReceivers = targetReceivers
         self.storagePolicy = storagePolicy
+        self.atUserIDs = atUserIDs
+        self.atAll = atAll
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -92,12 +100,19 @@ extension InboundFrame {
             self = try decoder.withFrameView(record.body.readableBytesView) { view in
                 var receivers: [String] = []
                 var storagePolicy = StoragePolicy.unspecified
+                var atUserIDs: [String] = []
+                var atAll = false
                 if case .message(let message)? = view.payload {
                     storagePolicy = message.storagePolicy
                     let targets = message.targetReceivers
                     if targets.count > 0 {
                         receivers.reserveCapacity(targets.count)
                         for index in 0..<targets.count { receivers.append(targets[index].materialize()) }
+                    }
+                    if let at = message.at {
+                        atAll = at.atAll
+                        let ids = at.userIDs
+                        for index in 0..<ids.count { atUserIDs.append(ids[index].materialize()) }
                     }
                 }
                 return InboundFrame(
@@ -112,7 +127,9 @@ extension InboundFrame {
                     clientMsgID: view.clientMsgID,
                     messageFlags: view.messageFlags,
                     targetReceivers: receivers,
-                    storagePolicy: storagePolicy
+                    storagePolicy: storagePolicy,
+                    atUserIDs: atUserIDs,
+                    atAll: atAll
                 )
             }
         } catch let error as IMCodecError {

@@ -233,6 +233,12 @@ extension RelayCommand {
         )
         var logLevel: String?
 
+        @Option(
+            help:
+                "What the sender of a one-to-one message to a user who blocked it is told: silent (\"sent\"; the message reaches no device of that user; Tencent's default) or error (send ack error 20007)."
+        )
+        var blockedSenders = "silent"
+
         @Flag(help: "Do not log connections and logins (the same as --log-level warning; --log-level wins).")
         var quiet = false
 
@@ -253,6 +259,9 @@ extension RelayCommand {
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard store == "sqlite" || store == "memory" else { throw ValidationError("--store is sqlite or memory") }
+            guard Router.BlockedSenders(rawValue: blockedSenders) != nil else {
+                throw ValidationError("--blocked-senders is silent or error")
+            }
             guard synchronous == "FULL" || synchronous == "NORMAL" else {
                 throw ValidationError("--synchronous is FULL or NORMAL")
             }
@@ -296,6 +305,7 @@ extension RelayCommand {
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxStreamEntries = maxStreamEntries
+            configuration.blockedSenders = Router.BlockedSenders(rawValue: blockedSenders) ?? .silent
             if let groups { configuration.groups = try parseGroups(try readTextFile(groups)) }
             // Every swift-log logger of the process (the relay's, swift-service-lifecycle's) prints
             // through RelayLogHandler; `serve` is the only code that installs it, once.

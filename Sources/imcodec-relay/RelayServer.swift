@@ -45,6 +45,9 @@ struct RelayConfiguration: Sendable {
     var maxStreamEntries = 10_000
     /// Where the relay keeps what it promises.
     var store = StoreLocation.memory
+    /// What the sender of a one-to-one message to a user who blocked it is told: nothing (silent,
+    /// Tencent's default) or error 20007.
+    var blockedSenders = Router.BlockedSenders.silent
     /// Checks login tokens. The relay does not start without one.
     var authenticator: RelayAuthenticator?
     /// The port of the metrics endpoint (`GET /metrics` on ``host``, Prometheus' text format), or

@@ -21,7 +21,7 @@ extension Router {
         }
     }
 
-    // Long on purpose (about 85 lines): the path of one message, in order: admission, resend, stamp,
+    // Long on purpose (about 100 lines): the path of one message, in order: admission, resend, block, stamp,
     // live-only delivery or keeping, and the acknowledgement after the commit.
     /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes
     /// with the stamp appended. A kept message is acknowledged and forwarded once it is committed.
@@ -55,6 +55,14 @@ extension Router {
             answer(Frame(.sendAck(ack)), to: session)
             return
         }
+        // A one-to-one message to a user who blocked the sender (Tencent addToBlackList).
+        var silentlyBlocked = false
+        if case .direct(let a, let b) = key, hasBlocked(a == user ? b : a, user) {
+            guard configuration.blockedSenders == .silent else {
+                return refuse(Refusal(Self.blockedByPeer, "blocked: the receiver blocked \(user)"))
+            }
+            silentlyBlocked = true
+        }
         let maxSeq = conversations[key]?.maxSeq ?? 0
         let kept = Self.isKept(frame)
         uidCounter += 1
@@ -74,9 +82,14 @@ extension Router {
         stats.messagesRouted += 1
         let body = ByteBuffer(bytes: stamped)
         var users = self.users(of: key)
-        if !frame.targetReceivers.isEmpty {
-            let receivers = Set(frame.targetReceivers)
-            users = users.filter { $0 == user || receivers.contains($0) }
+        var receivers = frame.targetReceivers
+        if !receivers.isEmpty {
+            let targets = Set(receivers)
+            users = users.filter { $0 == user || targets.contains($0) }
+        } else if silentlyBlocked {
+            // Kept for the sender only: the blocking user's devices neither get it nor sync it.
+            users = [user]
+            receivers = [user]
         }
         guard kept else {
             store.afterCommit {
@@ -96,7 +109,7 @@ extension Router {
             serverMsgUID: stamp.serverMsgUID ?? "",
             serverTimeMs: stamp.serverTimeMs ?? 0,
             frame: stamped,
-            receivers: frame.targetReceivers
+            receivers: receivers
         )
         addKept(message)
         let deliveries = keep(
@@ -104,6 +117,8 @@ extension Router {
             for: users,
             origin: DeviceKey(user: user, device: session.deviceID)
         )
+        conversationsSaw(frame, seq: message.seq, in: key, deliveries: deliveries)
+        startExtension(frame, seq: message.seq, in: key, session: session)
         store.afterCommit {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
@@ -257,6 +272,11 @@ extension Router {
             for: users,
             origin: DeviceKey(user: user, device: session.deviceID)
         )
+        if frame.payloadKind == .markRead, let own = deliveries.first(where: { $0.user == user }),
+            case .markRead(let event)? = decoded(frame, session)?.payload
+        {
+            conversationsRead(event, by: user, position: own.position)
+        }
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }
         let body = frame.body

@@ -103,6 +103,12 @@ extension Router {
             membership(change, requestID: requestID, session: session, user: user)
         case .keyPublish(let publish):
             publishKeys(publish, requestID: requestID, session: session, user: user)
+        case .conversationListRequest(let request):
+            listConversations(request, requestID: requestID, session: session, user: user)
+        case .extensionFetchRequest(let request):
+            fetchExtensions(request, requestID: requestID, session: session, user: user)
+        case .blocklistRequest:
+            sendBlocklist(requestID: requestID, session: session, user: user)
         case .keyFetchRequest(let request):
             fetchKeys(request, requestID: requestID, session: session)
         default:

@@ -49,6 +49,14 @@ final class Router {
     /// answered once committed, so a restarted relay serves the same bundles and never hands out a
     /// one-time key twice.
     var keyBundles: [DeviceKey: [KeyBundleKind: KeyBundle]] = [:]
+    /// Each user's view of its conversations (the conversation list; Router+Conversations.swift).
+    var userConversations: [String: [ConversationKey: UserConversation]] = [:]
+    /// Whom each user blocked, and in which order (Router+OwnState.swift).
+    var blocked: [String: Set<String>] = [:]
+    var blockOrder: [String: [String]] = [:]
+    /// The extension of each kept message sent with MESSAGE_FLAG_SUPPORT_EXTENSION, by key, removed
+    /// keys included (their versions go on; Router+Extensions.swift).
+    var extensions: [ConversationKey: [UInt64: [String: ExtensionEntry]]] = [:]
     var uidCounter: UInt64 = 0
     var sessionCounter: UInt64 = 0
     let uidPrefix: String
@@ -87,6 +95,7 @@ final class Router {
             guard let bundle = try? KeyBundle(serializedBytes: stored.bytes) else { continue }
             keyBundles[stored.device, default: [:]][bundle.kind] = bundle
         }
+        loadRecords(state.records)
         for (device, frames) in state.recentEvents {
             var recent = RecentEvents()
             for frame in frames { recent.insert(frame) }
@@ -387,12 +396,17 @@ final class Router {
         case .recall?, .edit?, .delete?, .typing?, .reaction?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
             .markRead?, .call?, .streamChunk?:
             routeEvent(frame, from: session, user: user)
+        case .conversationUpdate?, .receiveOption?, .blocklistChange?:
+            changeOwnState(frame, from: session, user: user)
+        case .extensionUpdate?:
+            updateExtension(frame, from: session, user: user)
         case .receipt?, .receipts?:
             routeReceipts(frame, from: session, user: user)
         case .systemNotice?:
             routeNotice(frame, from: session, user: user)
         case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
-            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?:
+            .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?, .conversationListRequest?,
+            .extensionFetchRequest?, .blocklistRequest?:
             request(frame, from: session, user: user)
         case let kind:
             let requestID = decoded(frame, session)?.requestID ?? 0

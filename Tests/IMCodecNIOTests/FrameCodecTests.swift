@@ -53,7 +53,9 @@ struct FrameCodecTests {
                 clientMsgID: message?.clientMsgID ?? "",
                 messageFlags: message?.messageFlags ?? [],
                 targetReceivers: message?.targetReceivers ?? [],
-                storagePolicy: message?.storagePolicy ?? .unspecified
+                storagePolicy: message?.storagePolicy ?? .unspecified,
+                atUserIDs: message?.at?.userIDs ?? [],
+                atAll: message?.at?.atAll ?? false
             )
             return (record, [expected])
         }

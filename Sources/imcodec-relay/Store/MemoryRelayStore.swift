@@ -57,6 +57,9 @@ final class MemoryRelayStore: RelayStore {
         for bundle in batch.keyBundles {
             keyBundles[bundle.device, default: [:]][bundle.kind] = bundle
         }
+        for (key, bytes) in batch.records {
+            state.records[key] = bytes.isEmpty ? nil : bytes
+        }
     }
 
     func messages(

@@ -104,11 +104,14 @@ struct StoreBatch: Sendable {
     /// End-to-end key bundles published, or whose one-time keys a fetch used, as they now are:
     /// each replaces the device's stored bundle of its kind.
     var keyBundles: [StoredKeyBundle] = []
+    /// State records as they now are (``StateRecordKey``): each replaces the stored one; empty bytes
+    /// delete it.
+    var records: [StateRecordKey: [UInt8]] = [:]
 
     var isEmpty: Bool {
         messages.isEmpty && streamEntries.isEmpty && memberships.isEmpty && removals.isEmpty
             && devicePositions.isEmpty && trimmedConversations.isEmpty && trimmedStreams.isEmpty
-            && keyBundles.isEmpty
+            && keyBundles.isEmpty && records.isEmpty
     }
 }
 
@@ -141,6 +144,8 @@ struct StoredState {
     var recentEvents: [DeviceKey: [[UInt8]]] = [:]
     /// Every device's end-to-end key bundles, by device and kind.
     var keyBundles: [StoredKeyBundle] = []
+    /// Every state record (conversation views, blocklists, message extensions).
+    var records: [StateRecordKey: [UInt8]] = [:]
 }
 
 /// The newest events a device sent, by a digest of their bytes: an event sent again byte for byte

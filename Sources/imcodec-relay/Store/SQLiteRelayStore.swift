@@ -24,7 +24,9 @@ import IMCodec
 ///   each user's stream (a message by reference, an event with its bytes);
 /// - `devices(user, device, position)`: each device's last acknowledged stream position;
 /// - `key_bundles(user, device, kind, bundle)` (version 2): each device's end-to-end key bundles,
-///   as `KeyBundle` bytes, its one-time keys as they are after the fetches so far.
+///   as `KeyBundle` bytes, its one-time keys as they are after the fetches so far;
+/// - `records(scope, id, value)` (version 3): the state records (``StateRecordKey``): each user's
+///   view of its conversations, blocklists, message extensions.
 final class SQLiteRelayStore: RelayStore {
     /// The database file's path.
     let path: String
@@ -113,6 +115,14 @@ final class SQLiteRelayStore: RelayStore {
                     """
             )
         }
+        migrator.registerMigration("v3") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE records (scope TEXT NOT NULL, id TEXT NOT NULL, value BLOB NOT NULL,
+                        PRIMARY KEY (scope, id)) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -190,6 +200,11 @@ final class SQLiteRelayStore: RelayStore {
                 state.keyBundles.append(
                     StoredKeyBundle(device: DeviceKey(user: row[0], device: row[1]), kind: row[2], bytes: Array(bundle))
                 )
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT scope, id, value FROM records") {
+                guard let key = StateRecordKey(scope: row[0], id: row[1]) else { continue }
+                let value: Data = row[2]
+                state.records[key] = Array(value)
             }
             return state
         }
@@ -301,7 +316,7 @@ final class SQLiteRelayStore: RelayStore {
         }
     }
 
-    /// Membership changes, removed messages, device positions and retention.
+    /// Membership changes, removed messages, device positions, retention, key bundles and state records.
     private static func applyRarerChanges(_ batch: StoreBatch, _ db: Database) throws {
         for change in batch.memberships {
             if change.joined {
@@ -348,6 +363,19 @@ final class SQLiteRelayStore: RelayStore {
                     """,
                 arguments: [bundle.device.user, bundle.device.device, bundle.kind, Data(bundle.bytes)]
             )
+        }
+        for (key, bytes) in batch.records {
+            if bytes.isEmpty {
+                try db.execute(sql: "DELETE FROM records WHERE scope = ? AND id = ?", arguments: [key.scope, key.id])
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO records (scope, id, value) VALUES (?, ?, ?)
+                        ON CONFLICT (scope, id) DO UPDATE SET value = excluded.value
+                        """,
+                    arguments: [key.scope, key.id, Data(bytes)]
+                )
+            }
         }
     }
 

@@ -1,0 +1,255 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+/// A user's view of one conversation, as the router keeps it (session.proto: the conversation list).
+struct UserConversation {
+    /// The entry as the list shows it, without its conversation, last message and read horizons
+    /// (filled in when it is listed); `unreadCount` and `atMe` follow ``unread``.
+    var info = ConversationInfo()
+    /// The seqs of the messages that count as unread, above the read horizon, in order.
+    var unread: [UInt64] = []
+    /// The seq of the last message the user sees (0: none).
+    var lastSeq: UInt64 = 0
+
+    /// Drops what the user has read (or cleared): unread seqs and @ at or below `seq`.
+    mutating func read(upTo seq: UInt64) {
+        if let first = unread.firstIndex(where: { $0 > seq }) {
+            unread.removeFirst(first)
+        } else {
+            unread.removeAll()
+        }
+        info.atMe.removeAll { $0.seq <= seq }
+        info.unreadCount = UInt32(clamping: unread.count)
+    }
+
+    /// The record's bytes: the entry (its last message's seq in an otherwise empty `last_message`),
+    /// then the unread seqs.
+    var bytes: [UInt8] {
+        var stored = info
+        stored.lastMessage = lastSeq == 0 ? nil : Message.with { $0.seq = lastSeq }
+        let entry = stored.serializedBytes()
+        var out: [UInt8] = []
+        out.reserveCapacity(4 + entry.count + 8 * unread.count)
+        withUnsafeBytes(of: UInt32(entry.count).littleEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: entry)
+        for seq in unread { withUnsafeBytes(of: seq.littleEndian) { out.append(contentsOf: $0) } }
+        return out
+    }
+
+    /// The view a record's ``bytes`` hold, or `nil` when they are not such a record.
+    init?(bytes: [UInt8]) {
+        guard bytes.count >= 4 else { return nil }
+        let length = Int(bytes[0..<4].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) })
+        guard length <= bytes.count - 4, (bytes.count - 4 - length) % 8 == 0,
+            var stored = try? ConversationInfo(serializedBytes: bytes[4..<(4 + length)])
+        else { return nil }
+        lastSeq = stored.lastMessage?.seq ?? 0
+        stored.lastMessage = nil
+        info = stored
+        var offset = 4 + length
+        while offset < bytes.count {
+            unread.append(bytes[offset..<(offset + 8)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            offset += 8
+        }
+    }
+
+    init() {}
+}
+
+extension Router {
+    // MARK: Keeping the views
+
+    /// The view `user` has of `key`.
+    func view(of key: ConversationKey, for user: String) -> UserConversation {
+        userConversations[user]?[key] ?? UserConversation()
+    }
+
+    /// Replaces `user`'s view of `key`, at stream position `version`, and adds it to the store's batch.
+    func setView(_ view: UserConversation, of key: ConversationKey, for user: String, version: UInt64) {
+        var view = view
+        view.info.version = max(view.info.version, version)
+        view.info.updatedAtMs = RelayProtocol.nowMs()
+        view.info.unreadCount = UInt32(clamping: view.unread.count)
+        userConversations[user, default: [:]][key] = view
+        store.batch.records[.conversation(user: user, key)] = view.bytes
+    }
+
+    /// A kept message changes the view of everyone it reaches: its newest seq and last message, and
+    /// for its receivers the unread count and the @ of them. A message counts as unread unless it is
+    /// flagged EXCLUDED_FROM_UNREAD_COUNT, stored as PERSISTED (RongCloud: stored, not counted) or
+    /// targeted (Tencent: "By default, targeted group messages are excluded from the unread count").
+    func conversationsSaw(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey, deliveries: [Delivery]) {
+        let counts =
+            !frame.messageFlags.contains(.excludedFromUnreadCount) && frame.storagePolicy != .persisted
+            && frame.targetReceivers.isEmpty
+        let isLast = !frame.messageFlags.contains(.excludedFromLastMessage)
+        let mentioned = Set(frame.atUserIDs)
+        for delivery in deliveries {
+            var view = view(of: key, for: delivery.user)
+            guard seq > view.info.clearedSeq else { continue }
+            view.info.maxSeq = max(view.info.maxSeq, seq)
+            if isLast { view.lastSeq = seq }
+            view.info.hidden = false
+            if !delivery.sent {
+                if counts && seq > view.info.readSeq { view.unread.append(seq) }
+                let atMe = mentioned.contains(delivery.user)
+                if frame.atAll || atMe, seq > view.info.readSeq {
+                    let kind: AtMeKind = frame.atAll ? (atMe ? .atAllAtMe : .atAll) : .atMe
+                    view.info.atMe.append(
+                        AtMe.with {
+                            $0.seq = seq; $0.kind = kind
+                        }
+                    )
+                }
+            }
+            setView(view, of: key, for: delivery.user, version: delivery.position)
+        }
+    }
+
+    /// A mark-read moves `user`'s read horizon in one conversation, or in all of them: its unread
+    /// messages and @ at or below it are read. `read_seq` 0 reads everything up to the newest seq.
+    func conversationsRead(_ event: MarkReadEvent, by user: String, position: UInt64) {
+        var keys: [ConversationKey] = []
+        if event.allConversations {
+            keys = userConversations[user].map { Array($0.keys) } ?? []
+        } else if let conversation = event.conversation, let key = ConversationKey(conversation, user: user) {
+            keys = [key]
+        }
+        for key in keys {
+            var view = view(of: key, for: user)
+            let seq = event.readSeq == 0 ? max(view.info.maxSeq, conversations[key]?.maxSeq ?? 0) : event.readSeq
+            guard seq > view.info.readSeq else { continue }
+            view.info.readSeq = seq
+            view.info.maxSeq = max(view.info.maxSeq, seq)
+            view.read(upTo: seq)
+            setView(view, of: key, for: user, version: position)
+        }
+    }
+
+    /// Applies a conversation update or a receive option change `user` made, kept at `position`.
+    func conversationChanged(_ payload: Frame.Payload, by user: String, position: UInt64) {
+        switch payload {
+        case .conversationUpdate(let update):
+            guard let conversation = update.conversation, let key = ConversationKey(conversation, user: user) else {
+                return
+            }
+            var view = view(of: key, for: user)
+            let fields = update.fields
+            func has(_ field: ConversationField) -> Bool { fields & UInt32(field.rawValue) != 0 }
+            if has(.pinned) { view.info.pinned = update.pinned }
+            if has(.archived) { view.info.archived = update.archived }
+            if has(.hidden) { view.info.hidden = update.hidden }
+            if has(.draft) {
+                view.info.draftText = update.draftText
+                view.info.draftTimeMs = update.draftText.isEmpty ? 0 : update.timeMs
+            }
+            if has(.clearedSeq), update.clearedSeq > view.info.clearedSeq {
+                view.info.clearedSeq = update.clearedSeq
+                view.read(upTo: update.clearedSeq)
+                if view.lastSeq <= update.clearedSeq { view.lastSeq = 0 }
+            }
+            setView(view, of: key, for: user, version: position)
+        case .receiveOption(let change):
+            guard let conversation = change.conversation, let key = ConversationKey(conversation, user: user) else {
+                return
+            }
+            var view = view(of: key, for: user)
+            view.info.receiveOption = change.option
+            setView(view, of: key, for: user, version: position)
+        default:
+            return
+        }
+    }
+
+    /// Whether `conversation` names a conversation `user` may keep a view of: one of its one-to-one
+    /// conversations, or a group, chatroom or ultra-group channel it is a member of.
+    func mayKeepView(of conversation: Conversation?, user: String) -> Bool {
+        guard let conversation, let key = ConversationKey(conversation, user: user) else { return false }
+        return isMember(user, key)
+    }
+
+    // MARK: Listing
+
+    /// The most conversations one list page holds.
+    static let maxConversationListLimit: UInt32 = 100
+    /// The most read horizons one list entry holds.
+    static let maxReadHorizons = 100
+
+    /// Answers a conversation list request: `user`'s conversations changed after `after_version`,
+    /// oldest change first, each with its last message read from the store.
+    func listConversations(_ request: ConversationListRequest, requestID: UInt64, session: Session, user: String) {
+        let limit = Int(
+            request.limit == 0
+                ? Self.maxConversationListLimit : min(request.limit, Self.maxConversationListLimit)
+        )
+        let changed = (userConversations[user] ?? [:])
+            .filter { $0.value.info.version > request.afterVersion }
+            .sorted { ($0.value.info.version, $0.key.storageID) < ($1.value.info.version, $1.key.storageID) }
+        let page = Array(changed.prefix(limit))
+        var answer = ConversationList()
+        answer.hasMore = changed.count > page.count
+        answer.nextAfterVersion = page.last?.value.info.version ?? request.afterVersion
+        var entries: [(ConversationKey, ConversationInfo, UInt64, Bool)] = []
+        for (key, view) in page {
+            var info = view.info
+            info.conversation = key.conversation(for: user)
+            info.readHorizons = readHorizons(of: key, except: user)
+            let removed = conversations[key]?.removed.contains(view.lastSeq) ?? false
+            entries.append((key, info, view.lastSeq, removed))
+        }
+        store.read({ store in
+            try entries.map { key, _, seq, _ in
+                seq == 0 ? nil : try store.messages(in: key, from: seq, through: seq, limit: 1, visibleTo: user).first
+            }
+        }) { lastMessages in
+            for (index, (_, var info, seq, removed)) in entries.enumerated() {
+                if let stored = lastMessages[index] {
+                    info.lastMessage = self.lastMessage(stored, removed: removed, user: user)
+                } else if seq != 0 {
+                    // Dropped by retention: the entry still says its seq.
+                    info.lastMessage = Message.with { $0.seq = seq }
+                }
+                answer.conversations.append(info)
+            }
+            self.answer(RelayProtocol.answer(.conversationList(answer), requestID: requestID), to: session)
+        }
+    }
+
+    /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and
+    /// status RECALLED when it was recalled or deleted for everyone.
+    private func lastMessage(_ stored: StoredMessage, removed: Bool, user: String) -> Message? {
+        guard !removed else {
+            return Message.with {
+                $0.seq = stored.seq
+                $0.serverMsgUID = stored.serverMsgUID
+                $0.clientMsgID = stored.clientMsgID
+                $0.senderID = stored.senderID
+                $0.serverTimeMs = stored.serverTimeMs
+                $0.status = .recalled
+            }
+        }
+        guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),
+            case .message(var message)? = frame.payload
+        else { return nil }
+        message.direction = stored.senderID == user ? .sent : .received
+        return message
+    }
+
+    /// The other members' read horizons in `key`, highest first, at most ``maxReadHorizons``.
+    private func readHorizons(of key: ConversationKey, except user: String) -> [ReadHorizon] {
+        var horizons: [ReadHorizon] = []
+        for member in users(of: key) where member != user {
+            guard let seq = userConversations[member]?[key]?.info.readSeq, seq > 0 else { continue }
+            horizons.append(
+                ReadHorizon.with {
+                    $0.userID = member; $0.readSeq = seq
+                }
+            )
+        }
+        horizons.sort { ($0.readSeq, $1.userID) > ($1.readSeq, $0.userID) }
+        return Array(horizons.prefix(Self.maxReadHorizons))
+    }
+}
+#endif

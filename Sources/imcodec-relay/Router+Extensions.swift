@@ -1,0 +1,159 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+/// Message extensions (events.proto ExtensionUpdate): keys set and removed after sending, each with
+/// a version, on messages sent with MESSAGE_FLAG_SUPPORT_EXTENSION.
+extension Router {
+    /// Errors of extension requests (Tencent's codes where Tencent has one).
+    enum ExtensionError {
+        /// A key's version is not the one the client saw: another client changed it since
+        /// (Tencent 23001). Nothing of the update is applied.
+        static let versionConflict: Int32 = 23001
+        /// The message was not sent with MESSAGE_FLAG_SUPPORT_EXTENSION, or the relay does not know it.
+        static let notExtensible: Int32 = 3008
+        /// The update would leave more keys on the message than ``ValidationLimits/maxExtensionKeys``.
+        static let tooManyKeys: Int32 = 3009
+    }
+
+    /// A kept message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts its extension: its own
+    /// `expansion` keys, each at version 1.
+    func startExtension(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey, session: Session) {
+        guard frame.messageFlags.contains(.supportExtension) else { return }
+        guard let decoded = decoded(frame, session), case .message(let message)? = decoded.payload else { return }
+        var entries: [String: ExtensionEntry] = [:]
+        for (name, value) in message.expansion {
+            entries[name] = ExtensionEntry.with {
+                $0.key = name; $0.value = value; $0.version = 1
+            }
+        }
+        setExtension(entries, of: seq, in: key)
+    }
+
+    private func setExtension(_ entries: [String: ExtensionEntry], of seq: UInt64, in key: ConversationKey) {
+        extensions[key, default: [:]][seq] = entries
+        let record = MessageExtension.with {
+            $0.message = MessageRef.with { $0.seq = seq }
+            $0.entries = entries.values.sorted { $0.key < $1.key }
+        }
+        store.batch.records[.messageExtension(key, seq: seq)] = record.serializedBytes()
+    }
+
+    /// The conversation a reference names, as `user` sees it: a one-to-one reference names the
+    /// conversation as the message's sender did (by the receiver's id).
+    func conversationKey(of ref: MessageRef, user: String) -> ConversationKey? {
+        guard let conversation = ref.conversation else { return nil }
+        if conversation.type == .oneToOne, conversation.targetID == user, !ref.senderID.isEmpty {
+            return ConversationKey(.oneToOne, ref.senderID, user: user)
+        }
+        return ConversationKey(conversation, user: user)
+    }
+
+    // Long on purpose (about 90 lines): one update read top to bottom: checks (request, membership,
+    // message, versions, key count), then applying, keeping and answering.
+    /// Applies an extension update: every key's version must be the one the client saw, else the
+    /// whole update is refused with 23001. The keys as they now are go into the kept copy, which
+    /// every member's devices get.
+    func updateExtension(_ frame: InboundFrame, from session: Session, user: String) {
+        guard !isResentEvent(frame, from: session, user: user) else { return }
+        guard var decoded = decoded(frame, session), case .extensionUpdate(var update)? = decoded.payload else {
+            return
+        }
+        let requestID = decoded.requestID
+        func refuse(_ code: Int32, _ notice: String, _ reason: String) {
+            self.refuse(session, requestID, code, notice: notice, reason)
+        }
+        if let issue = decoded.validate().first {
+            return refuse(RelayProtocol.RequestError.badRequest, "badRequest", issue.description)
+        }
+        guard let ref = update.message, ref.seq != 0, let key = conversationKey(of: ref, user: user) else {
+            return refuse(
+                RelayProtocol.RequestError.badRequest,
+                "badRequest",
+                "an extension update names its message by conversation and seq"
+            )
+        }
+        guard isMember(user, key) else {
+            return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "\(user) is not in that conversation")
+        }
+        let state = conversations[key] ?? ConversationState()
+        if let audience = state.audiences[ref.seq], !audience.contains(user) {
+            return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(ref.seq) was sent to others")
+        }
+        if state.removed.contains(ref.seq) {
+            return refuse(RelayProtocol.RequestError.messageRemoved, "messageRemoved", "seq \(ref.seq) was removed")
+        }
+        guard var entries = extensions[key]?[ref.seq] else {
+            return refuse(
+                ExtensionError.notExtensible,
+                "notExtensible",
+                "message seq \(ref.seq) was not sent with MESSAGE_FLAG_SUPPORT_EXTENSION"
+            )
+        }
+        for change in update.set + update.remove where change.version != (entries[change.key]?.version ?? 0) {
+            return refuse(
+                ExtensionError.versionConflict,
+                "versionConflict",
+                "key \(change.key) is at version \(entries[change.key]?.version ?? 0), not \(change.version)"
+            )
+        }
+        var changed: [ExtensionEntry] = []
+        let changes: [(ExtensionEntry, Bool)] = update.set.map { ($0, false) } + update.remove.map { ($0, true) }
+        for (change, removes) in changes {
+            let entry = ExtensionEntry.with {
+                $0.key = change.key
+                $0.value = removes ? "" : change.value
+                $0.version = (entries[change.key]?.version ?? 0) + 1
+                $0.removed = removes
+            }
+            entries[change.key] = entry
+            changed.append(entry)
+        }
+        let live = entries.values.filter { !$0.removed }.count
+        guard live <= ValidationLimits().maxExtensionKeys else {
+            return refuse(ExtensionError.tooManyKeys, "tooManyKeys", "\(live) keys, above the limit")
+        }
+        setExtension(entries, of: ref.seq, in: key)
+        update.entries = changed
+        update.userID = user
+        update.timeMs = RelayProtocol.nowMs()
+        decoded.payload = .extensionUpdate(update)
+        decoded.requestID = 0
+        let stamped = decoded.serializedBytes()
+        let device = DeviceKey(user: user, device: session.deviceID)
+        recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
+        var users = self.users(of: key)
+        if let audience = state.audiences[ref.seq] { users = users.filter { audience.contains($0) } }
+        let deliveries = keep(.event(stamped), for: users, origin: device)
+        if requestID != 0 { result(session, requestID) }
+        let body = ByteBuffer(bytes: stamped)
+        store.afterCommit {
+            self.deliver(body, kind: .extensionUpdate, to: deliveries, except: session)
+            self.flush()
+        }
+    }
+
+    /// Answers an extension fetch: the current keys of each requested message the user may read
+    /// and the relay knows as extensible, in request order.
+    func fetchExtensions(_ request: ExtensionFetchRequest, requestID: UInt64, session: Session, user: String) {
+        var response = ExtensionFetchResponse()
+        for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
+            guard let key = conversationKey(of: ref, user: user), isMember(user, key),
+                let entries = extensions[key]?[ref.seq]
+            else { continue }
+            if let audience = conversations[key]?.audiences[ref.seq], !audience.contains(user) { continue }
+            response.extensions.append(
+                MessageExtension.with {
+                    $0.message = ref
+                    $0.entries = entries.values.filter { !$0.removed }.sorted { $0.key < $1.key }
+                }
+            )
+        }
+        store.afterCommit {
+            self.answer(RelayProtocol.answer(.extensionFetchResponse(response), requestID: requestID), to: session)
+            self.flush()
+        }
+    }
+}
+#endif

@@ -1,0 +1,137 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+/// What a user sets for itself and shares with its own devices: its view of a conversation
+/// (`ConversationUpdate`, `ReceiveOptionChange`) and its blocklist (`BlocklistChange`).
+extension Router {
+    /// What the sender of a one-to-one message to a user who blocked it is told (Tencent's two
+    /// behaviours, `serve --blocked-senders`).
+    enum BlockedSenders: String, Sendable, CaseIterable {
+        /// "Sent successfully": the message is kept for the sender only and reaches no device of the
+        /// blocking user (Tencent's default).
+        case silent
+        /// The send ack carries error 20007 (Tencent: "blocked by the peer") and nothing is kept.
+        case error
+    }
+
+    /// Tencent's error for a message to a user who blocked its sender.
+    static let blockedByPeer: Int32 = 20007
+
+    /// Whether `peer` blocked `user`.
+    func hasBlocked(_ peer: String, _ user: String) -> Bool {
+        blocked[peer]?.contains(user) ?? false
+    }
+
+    /// Applies a conversation update, a receive option change or a blocklist change: checked with
+    /// `validate()`, stamped with the user and the server's time, kept in the user's own stream,
+    /// answered once committed and sent to the user's other devices.
+    func changeOwnState(_ frame: InboundFrame, from session: Session, user: String) {
+        guard !isResentEvent(frame, from: session, user: user) else { return }
+        guard var decoded = decoded(frame, session), let payload = decoded.payload else { return }
+        let requestID = decoded.requestID
+        func refuse(_ code: Int32, _ notice: String, _ reason: String) {
+            self.refuse(session, requestID, code, notice: notice, reason)
+        }
+        if let issue = decoded.validate().first {
+            return refuse(RelayProtocol.RequestError.badRequest, "badRequest", issue.description)
+        }
+        let now = RelayProtocol.nowMs()
+        switch payload {
+        case .conversationUpdate(var update):
+            guard mayKeepView(of: update.conversation, user: user) else {
+                return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "not a conversation of \(user)")
+            }
+            update.userID = user
+            update.timeMs = now
+            decoded.payload = .conversationUpdate(update)
+        case .receiveOption(var change):
+            guard mayKeepView(of: change.conversation, user: user) else {
+                return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "not a conversation of \(user)")
+            }
+            change.userID = user
+            change.timeMs = now
+            decoded.payload = .receiveOption(change)
+        case .blocklistChange(var change):
+            guard !change.userIDs.contains(user) else {
+                return refuse(RelayProtocol.RequestError.badRequest, "badRequest", "a user cannot block itself")
+            }
+            change.userID = user
+            change.timeMs = now
+            decoded.payload = .blocklistChange(change)
+        default:
+            return
+        }
+        decoded.requestID = 0
+        let device = DeviceKey(user: user, device: session.deviceID)
+        recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
+        let stamped = decoded.serializedBytes()
+        let deliveries = keep(.event(stamped), for: [user], origin: device)
+        let position = deliveries.first?.position ?? 0
+        if case .blocklistChange(let change)? = decoded.payload {
+            applyBlocklist(change, of: user)
+        } else {
+            conversationChanged(decoded.payload!, by: user, position: position)
+        }
+        if requestID != 0 { result(session, requestID) }
+        let body = ByteBuffer(bytes: stamped)
+        let kind = frame.payloadKind
+        store.afterCommit {
+            self.deliver(body, kind: kind, to: deliveries, except: session)
+            self.flush()
+        }
+    }
+
+    /// Adds or removes users from `user`'s blocklist (kept in the order they were blocked).
+    private func applyBlocklist(_ change: BlocklistChange, of user: String) {
+        var list = blockOrder[user] ?? []
+        var set = blocked[user] ?? []
+        for id in change.userIDs {
+            switch change.action {
+            case .block where set.insert(id).inserted: list.append(id)
+            case .unblock where set.remove(id) != nil: list.removeAll { $0 == id }
+            default: break
+            }
+        }
+        blockOrder[user] = list.isEmpty ? nil : list
+        blocked[user] = set.isEmpty ? nil : set
+        store.batch.records[.blocklist(user: user)] =
+            list.isEmpty
+            ? []
+            : BlocklistResponse.with { $0.userIDs = list }
+                .serializedBytes()
+    }
+
+    /// Answers a blocklist request with the user's whole list.
+    func sendBlocklist(requestID: UInt64, session: Session, user: String) {
+        let response = BlocklistResponse.with { $0.userIDs = blockOrder[user] ?? [] }
+        // After the commit of what came before it (a change just made is in the list).
+        store.afterCommit {
+            self.answer(RelayProtocol.answer(.blocklistResponse(response), requestID: requestID), to: session)
+            self.flush()
+        }
+    }
+
+    /// Loads the state records: conversation views, blocklists, message extensions.
+    func loadRecords(_ records: [StateRecordKey: [UInt8]]) {
+        for (key, bytes) in records {
+            switch key {
+            case .conversation(let user, let conversation):
+                if let view = UserConversation(bytes: bytes) {
+                    userConversations[user, default: [:]][conversation] = view
+                }
+            case .blocklist(let user):
+                guard let list = try? BlocklistResponse(serializedBytes: bytes), !list.userIDs.isEmpty else { continue }
+                blockOrder[user] = list.userIDs
+                blocked[user] = Set(list.userIDs)
+            case .messageExtension(let conversation, let seq):
+                guard let stored = try? MessageExtension(serializedBytes: bytes) else { continue }
+                var entries: [String: ExtensionEntry] = [:]
+                for entry in stored.entries { entries[entry.key] = entry }
+                extensions[conversation, default: [:]][seq] = entries
+            }
+        }
+    }
+}
+#endif

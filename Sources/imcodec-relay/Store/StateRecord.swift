@@ -1,0 +1,61 @@
+#if Tools
+import IMCodec
+
+/// What a state record is about: the relay's per-user and per-message state besides messages and
+/// streams, kept by the store as opaque bytes under a key (``StoreBatch/records``).
+///
+/// - a user's view of a conversation (``UserConversation``: unread count, @ of the user, pinned,
+///   archived, draft, cleared history...);
+/// - a user's blocklist (a `BlocklistResponse`'s bytes);
+/// - a message's extension (a `MessageExtension`'s bytes, each key with its version).
+///
+/// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
+/// new table.
+enum StateRecordKey: Hashable, Sendable {
+    case conversation(user: String, ConversationKey)
+    case blocklist(user: String)
+    case messageExtension(ConversationKey, seq: UInt64)
+
+    /// The record's kind, as stored.
+    var scope: String {
+        switch self {
+        case .conversation: return "conversation"
+        case .blocklist: return "blocklist"
+        case .messageExtension: return "extension"
+        }
+    }
+
+    /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
+    /// ``ConversationKey/storageID``, the user, or `SEQ:` + the conversation's storage id.
+    var id: String {
+        switch self {
+        case .conversation(let user, let key): return "\(user.utf8.count):\(user)\(key.storageID)"
+        case .blocklist(let user): return user
+        case .messageExtension(let key, let seq): return "\(seq):\(key.storageID)"
+        }
+    }
+
+    /// The key stored as `scope` and `id`, or `nil` for a pair no key gives.
+    init?(scope: String, id: String) {
+        switch scope {
+        case "blocklist":
+            self = .blocklist(user: id)
+        case "conversation":
+            let utf8 = Array(id.utf8)
+            guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+                let length = Int(String(decoding: utf8[..<colon], as: UTF8.self)),
+                length >= 0, colon + 1 + length <= utf8.count,
+                let key = ConversationKey(storageID: String(decoding: utf8[(colon + 1 + length)...], as: UTF8.self))
+            else { return nil }
+            self = .conversation(user: String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self), key)
+        case "extension":
+            guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
+                let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
+            else { return nil }
+            self = .messageExtension(key, seq: seq)
+        default:
+            return nil
+        }
+    }
+}
+#endif

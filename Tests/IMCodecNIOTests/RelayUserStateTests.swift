@@ -1,0 +1,360 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Schema version 3's user state through the relay: the conversation list (unread counts, @ of the
+/// user, read horizons, pinned, archived, draft, cleared history, receive option), message
+/// extensions with per-key versions, and the blocklist in both of Tencent's behaviours. Each is
+/// kept in the store: the tests that restart the relay run on SQLite.
+@Suite("Relay: conversation list, message extensions, blocklist", .timeLimit(.minutes(2)))
+struct RelayUserStateTests {
+    /// A temporary SQLite store, deleted when the test ends.
+    final class Database {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-state-\(UUID().uuidString)")
+        var location: StoreLocation { .sqlite(path: folder.appendingPathComponent("relay.sqlite").path) }
+        init() throws { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        deinit { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    static func list(_ client: TestClient, after version: UInt64 = 0, id: UInt64) async throws -> ConversationList {
+        var request = Frame(.conversationListRequest(.with { $0.afterVersion = version }))
+        request.requestID = id
+        guard case .conversationList(let list)? = try await client.ask(request)?.payload else {
+            Issue.record("no conversation list")
+            return ConversationList()
+        }
+        #expect(Frame(.conversationList(list)).validate().isEmpty, "\(Frame(.conversationList(list)).validate())")
+        return list
+    }
+
+    static func entry(_ list: ConversationList, _ conversation: Conversation) -> ConversationInfo? {
+        list.conversations.first { $0.conversation == conversation }
+    }
+
+    static func ask(_ client: TestClient, _ payload: Frame.Payload, id: UInt64) async throws -> Frame? {
+        var frame = Frame(payload)
+        frame.requestID = id
+        return try await client.ask(frame)
+    }
+
+    static func groupMessage(_ text: String, id: String, at: [String] = [], atAll: Bool = false) -> Message {
+        var message = Message.groupText(from: "alice", group: "team", text, clientMsgID: id)
+        if !at.isEmpty || atAll {
+            message.at = AtInfo.with {
+                $0.userIDs = at; $0.atAll = atAll
+            }
+        }
+        return message
+    }
+
+    /// Tencent (seed 000): a conversation's unread count leaves out messages flagged
+    /// isExcludedFromUnreadCount; its groupAtInfoList has the kinds AT_ME, AT_ALL and AT_ALL_AT_ME;
+    /// marking read (markGroupMessageAsRead) clears them and changes the conversation
+    /// (onConversationChanged). The list syncs incrementally: after a version, only what changed.
+    @Test func unreadCountsAtMeAndReadHorizonsFollowMessagesAndMarkReads() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                try await alice.send(Frame(Self.groupMessage("hello", id: "m1")))
+                try await alice.send(Frame(Self.groupMessage("@bob look", id: "m2", at: ["bob"])))
+                try await alice.send(Frame(Self.groupMessage("@all meeting", id: "m3", atAll: true)))
+                try await alice.send(Frame(Self.groupMessage("@all @bob you lead", id: "m4", at: ["bob"], atAll: true)))
+                var tip = Self.groupMessage("carol's status changed", id: "m5")
+                tip.flags = MessageFlags.excludedFromUnreadCount.rawValue
+                try await alice.send(Frame(tip))
+                try await alice.send(
+                    Frame(Message(from: "alice", in: .oneToOne("bob"), elements: [.text("psst")], clientMsgID: "d1"))
+                )
+                #expect(await eventually { bob.collector.messages.count == 6 })
+
+                let first = try await Self.list(bob, id: 1)
+                #expect(!first.hasMore && first.conversations.count == 2)
+                let team = try #require(Self.entry(first, .group("team")))
+                #expect(team.maxSeq == 5 && team.readSeq == 0)
+                #expect(team.unreadCount == 4, "m5 is excluded from the unread count")
+                #expect(team.atMe.map(\.kind) == [.atMe, .atAll, .atAllAtMe])
+                #expect(team.atMe.map(\.seq) == [2, 3, 4])
+                #expect(team.lastMessage?.seq == 5 && team.lastMessage?.direction == .received)
+                #expect(team.lastMessage?.previewText == "carol's status changed")
+                let direct = try #require(Self.entry(first, .oneToOne("alice")))
+                #expect(direct.unreadCount == 1 && direct.lastMessage?.previewText == "psst")
+                #expect(direct.version > team.version, "oldest change first")
+                let aliceView = try #require(Self.entry(try await Self.list(alice, id: 2), .group("team")))
+                #expect(aliceView.unreadCount == 0 && aliceView.lastMessage?.direction == .sent)
+
+                // bob reads the team up to seq 3 (from another device: the state is the user's).
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let read = MarkReadEvent.with {
+                    $0.conversation = .group("team"); $0.userID = "bob"; $0.readSeq = 3
+                    $0.readTimeMs = RelayProtocol.nowMs()
+                }
+                #expect(try await Self.ask(laptop, .markRead(read), id: 3).flatMap(\.requestResult)?.errorCode == 0)
+                let changed = try await Self.list(bob, after: first.nextAfterVersion, id: 4)
+                #expect(changed.conversations.map(\.conversation) == [.group("team")], "only what changed")
+                let teamNow = try #require(changed.conversations.first)
+                #expect(teamNow.readSeq == 3 && teamNow.unreadCount == 1)
+                #expect(teamNow.atMe.map(\.kind) == [.atAllAtMe])
+                // alice sees bob's read horizon (read marks).
+                let horizons = try #require(Self.entry(try await Self.list(alice, id: 5), .group("team"))).readHorizons
+                #expect(horizons.map(\.userID) == ["bob"] && horizons.first?.readSeq == 3)
+                #expect(try await Self.list(bob, after: changed.nextAfterVersion, id: 6).conversations.isEmpty)
+                for client in [alice, bob, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// Pin, archive, draft, clear history and hide are the user's own: shared with its other
+    /// devices through its stream, kept across a restart of the relay, refused when malformed
+    /// (validate()) or about a conversation the user is not in. A receive option (mute) is kept too.
+    @Test func conversationUpdatesReachTheUsersDevicesAndSurviveARestart() async throws {
+        let database = try Database()
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                for index in 1...3 { try await alice.send(Frame(Self.groupMessage("m\(index)", id: "m\(index)"))) }
+                #expect(await eventually { phone.collector.messages.count == 3 })
+                let fields: [ConversationField] = [.pinned, .draft, .clearedSeq, .archived]
+                let update = ConversationUpdate.with {
+                    $0.conversation = .group("team")
+                    $0.fields = fields.reduce(0) { $0 | UInt32($1.rawValue) }
+                    $0.pinned = true; $0.archived = true; $0.draftText = "see you at"; $0.clearedSeq = 2
+                }
+                #expect(
+                    try await Self.ask(phone, .conversationUpdate(update), id: 1).flatMap(\.requestResult)?.errorCode
+                        == 0
+                )
+                #expect(
+                    await eventually { laptop.collector.frames.contains { $0.payload?.kind == .conversationUpdate } }
+                )
+                let synced = try #require(laptop.collector.frames.first { $0.payload?.kind == .conversationUpdate })
+                guard case .conversationUpdate(let stamped)? = synced.payload else { return }
+                #expect(stamped.userID == "bob" && stamped.timeMs > 0 && synced.streamPosition > 0)
+                let mute = ReceiveOptionChange.with {
+                    $0.conversation = .group("team"); $0.option = .receiveNotNotify
+                }
+                #expect(
+                    try await Self.ask(laptop, .receiveOption(mute), id: 2).flatMap(\.requestResult)?.errorCode == 0
+                )
+
+                // Refused: no field, and a conversation bob is not in.
+                let empty = ConversationUpdate.with { $0.conversation = .group("team") }
+                let refused = try await Self.ask(phone, .conversationUpdate(empty), id: 3).flatMap(\.requestResult)
+                #expect(refused?.errorCode == RelayProtocol.RequestError.badRequest)
+                #expect(refused?.errorDescription.contains("conversationUpdate") == true)
+                var foreign = update
+                foreign.conversation = .group("board")
+                let notMine = try await Self.ask(phone, .conversationUpdate(foreign), id: 4).flatMap(\.requestResult)
+                #expect(notMine?.errorCode == RelayProtocol.RequestError.notAMember)
+                for client in [alice, phone, laptop] { await client.close() }
+            }
+            // Restarted on the same database: the list is as it was.
+            try await withRelay(configure) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let team = try #require(Self.entry(try await Self.list(bob, id: 5), .group("team")))
+                #expect(team.pinned && team.archived && team.draftText == "see you at" && team.draftTimeMs > 0)
+                #expect(team.clearedSeq == 2 && team.unreadCount == 1, "m1 and m2 were cleared")
+                #expect(team.receiveOption == .receiveNotNotify)
+                #expect(team.lastMessage?.previewText == "m3")
+                await bob.close()
+            }
+        }
+    }
+
+    /// RongCloud (seed 003: canIncludeExpansion, expansionDic) and Tencent (message extensions):
+    /// keys change after sending, each with a version; an update from a stale version is refused
+    /// with 23001 and changes nothing; a message sent without the flag takes no extension. The keys
+    /// survive a restart.
+    @Test func extensionUpdatesCarryVersionsAndAStaleOneIsAConflict() async throws {
+        let database = try Database()
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
+        }
+        try await withClientGroup { group in
+            var reference = MessageRef()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                var poll = Self.groupMessage("lunch?", id: "x1")
+                poll.flags = MessageFlags.supportExtension.rawValue
+                poll.expansion = ["pizza": "0", "sushi": "0"]
+                try await alice.send(Frame(poll))
+                try await alice.send(Frame(Self.groupMessage("plain", id: "x2")))
+                #expect(await eventually { carol.collector.messages.count == 2 })
+                reference = try #require(carol.collector.messages.first?.reference)
+                func update(_ set: [(String, String, UInt64)], remove: [(String, UInt64)] = []) -> Frame.Payload {
+                    .extensionUpdate(
+                        .with {
+                            $0.message = reference
+                            $0.set = set.map { k, v, n in
+                                .with {
+                                    $0.key = k; $0.value = v; $0.version = n
+                                }
+                            }
+                            $0.remove = remove.map { k, n in
+                                .with {
+                                    $0.key = k; $0.version = n
+                                }
+                            }
+                        }
+                    )
+                }
+                #expect(
+                    try await Self.ask(bob, update([("pizza", "1", 1)]), id: 1).flatMap(\.requestResult)?.errorCode == 0
+                )
+                // carol still saw version 1: refused, nothing applied.
+                let stale = try await Self.ask(carol, update([("pizza", "1", 1), ("sushi", "1", 1)]), id: 2)
+                #expect(stale.flatMap(\.requestResult)?.errorCode == 23001)
+                #expect(
+                    try await Self.ask(carol, update([("sushi", "1", 1)], remove: [("pizza", 2)]), id: 3)
+                        .flatMap(\.requestResult)?.errorCode == 0
+                )
+                // Everyone got both kept updates, with the keys as they became.
+                #expect(
+                    await eventually {
+                        alice.collector.frames.filter { $0.payload?.kind == .extensionUpdate }.count == 2
+                    }
+                )
+                let last = alice.collector.frames.last { $0.payload?.kind == .extensionUpdate }
+                guard case .extensionUpdate(let delivered)? = last?.payload else { return }
+                #expect(delivered.userID == "carol")
+                #expect(
+                    delivered.entries.map { "\($0.key)=\($0.value)@\($0.version)\($0.removed ? "-" : "")" } == [
+                        "sushi=1@2", "pizza=@3-",
+                    ]
+                )
+                // A message sent without MESSAGE_FLAG_SUPPORT_EXTENSION.
+                var plain = reference
+                plain.seq = 2; plain.clientMsgID = "x2"; plain.serverMsgUID = ""
+                let refused = try await Self.ask(
+                    bob,
+                    .extensionUpdate(
+                        .with {
+                            $0.message = plain; $0.set = [.with { $0.key = "k" }]
+                        }
+                    ),
+                    id: 4
+                )
+                #expect(refused.flatMap(\.requestResult)?.errorCode == Router.ExtensionError.notExtensible)
+                for client in [alice, bob, carol] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let answer = try await Self.ask(bob, .extensionFetchRequest(.with { $0.messages = [reference] }), id: 5)
+                guard case .extensionFetchResponse(let fetched)? = answer?.payload else {
+                    Issue.record("no extension fetch answer")
+                    return
+                }
+                #expect(fetched.extensions.count == 1)
+                #expect(
+                    fetched.extensions.first?.entries.map { "\($0.key)=\($0.value)@\($0.version)" } == ["sushi=1@2"]
+                )
+                // The versions go on after the restart: pizza was removed at version 3.
+                let again = ExtensionUpdate.with {
+                    $0.message = reference;
+                    $0.set = [
+                        .with {
+                            $0.key = "pizza"; $0.value = "2"; $0.version = 3
+                        }
+                    ]
+                }
+                #expect(
+                    try await Self.ask(bob, .extensionUpdate(again), id: 6).flatMap(\.requestResult)?.errorCode == 0
+                )
+                await bob.close()
+            }
+        }
+    }
+
+    /// Tencent (seed 000, addToBlackList): by default a blocked sender still sees "sent
+    /// successfully" and the recipient gets nothing; with the other setting the sender gets error
+    /// 20007. The list is shared with the user's other devices and kept across a restart.
+    @Test(arguments: Router.BlockedSenders.allCases)
+    func aBlockedSenderIsSilencedOrRefused(_ behaviour: Router.BlockedSenders) async throws {
+        let database = try Database()
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.blockedSenders = behaviour
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let aliceTablet = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "t")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let bobLaptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let block = BlocklistChange.with {
+                    $0.action = .block; $0.userIDs = ["alice", "mallory"]
+                }
+                #expect(
+                    try await Self.ask(bob, .blocklistChange(block), id: 1).flatMap(\.requestResult)?.errorCode == 0
+                )
+                #expect(
+                    await eventually { bobLaptop.collector.frames.contains { $0.payload?.kind == .blocklistChange } }
+                )
+                try await alice.send(
+                    Frame(Message(from: "alice", in: .oneToOne("bob"), elements: [.text("hi?")], clientMsgID: "b1"))
+                )
+                #expect(await eventually { alice.collector.acks.count == 1 })
+                let ack = try #require(alice.collector.acks.first)
+                switch behaviour {
+                case .silent:
+                    #expect(ack.errorCode == 0 && ack.seq == 1, "the sender sees it sent")
+                    #expect(
+                        await eventually { aliceTablet.collector.messages.count == 1 },
+                        "the sender's devices have it"
+                    )
+                case .error:
+                    #expect(ack.errorCode == 20007)
+                }
+                try await bob.roundTrip(90)
+                #expect(bob.collector.messages.isEmpty && bobLaptop.collector.messages.isEmpty)
+                let sync = try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 2))
+                guard case .syncResponse(let page)? = sync?.payload else { return }
+                #expect(page.messages.isEmpty, "nor does bob sync it")
+                #expect(
+                    try await Self.list(bob, id: 3).conversations.allSatisfy { $0.conversation != .oneToOne("alice") }
+                )
+                for client in [alice, aliceTablet, bob, bobLaptop] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let answer = try await Self.ask(bob, .blocklistRequest(BlocklistRequest()), id: 4)
+                guard case .blocklistResponse(let list)? = answer?.payload else { return }
+                #expect(list.userIDs == ["alice", "mallory"], "kept across the restart, in order")
+                let unblock = BlocklistChange.with {
+                    $0.action = .unblock; $0.userIDs = ["alice"]
+                }
+                #expect(
+                    try await Self.ask(bob, .blocklistChange(unblock), id: 5).flatMap(\.requestResult)?.errorCode == 0
+                )
+                try await alice.send(
+                    Frame(Message(from: "alice", in: .oneToOne("bob"), elements: [.text("now?")], clientMsgID: "b2"))
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                #expect(bob.collector.messages.first?.previewText == "now?")
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+}
+
+extension Frame {
+    /// The request result this frame carries, if any.
+    fileprivate var requestResult: RequestResult? {
+        if case .requestResult(let result)? = payload { result } else { nil }
+    }
+}
+#endif
