@@ -258,7 +258,9 @@ public enum FuzzChecks {
         case .pollVote(let e)?: reference = e.pollMessage
         case .pollUpdate(let e)?: reference = e.pollMessage
         case .streamChunk(let e)?: reference = e.message
+        case .extensionUpdate(let e)?: reference = e.message
         case .call(let e)?: conversation = e.conversation
+        case .conversationUpdate(let e)?: conversation = e.conversation
         case .disappearingTimer(let e)?: conversation = e.conversation
         case .receiveOption(let e)?: conversation = e.conversation
         case .membership(let e)?: conversation = e.conversation

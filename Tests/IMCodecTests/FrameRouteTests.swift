@@ -504,6 +504,102 @@ enum RouteCases {
             frame: Frame(.keyFetchResponse(KeyFetchResponse.with { $0.userID = "bob" })),
             route: .client
         ),
+        RouteCase(
+            name: "conversation update to the server",
+            frame: Frame(
+                .conversationUpdate(
+                    ConversationUpdate.with {
+                        $0.conversation = .group("team"); $0.fields = 1; $0.pinned = true
+                    }
+                )
+            ),
+            route: .server
+        ),
+        RouteCase(
+            name: "conversation update, the server's copy, to the user's own devices",
+            frame: Frame(
+                .conversationUpdate(
+                    ConversationUpdate.with {
+                        $0.conversation = .group("team"); $0.fields = 1; $0.userID = "bob"
+                    }
+                )
+            ),
+            route: .ownDevices("bob")
+        ),
+        RouteCase(
+            name: "conversation list request to the server",
+            frame: Frame(.conversationListRequest(ConversationListRequest.with { $0.afterVersion = 7 })),
+            route: .server
+        ),
+        RouteCase(
+            name: "conversation list to the client",
+            frame: Frame(.conversationList(ConversationList.with { $0.nextAfterVersion = 9 })),
+            route: .client
+        ),
+        RouteCase(
+            name: "extension update of a group message to the group",
+            frame: Frame(
+                .extensionUpdate(
+                    ExtensionUpdate.with {
+                        $0.message = toTeam.reference; $0.userID = "carol"
+                    }
+                )
+            ),
+            route: .group("team")
+        ),
+        RouteCase(
+            name: "extension update of a one-to-one message by its receiver, back to its sender",
+            frame: Frame(
+                .extensionUpdate(
+                    ExtensionUpdate.with {
+                        $0.message = toAlice.reference; $0.userID = "alice"
+                    }
+                )
+            ),
+            route: .referencedSender("bob")
+        ),
+        RouteCase(
+            name: "extension fetch to the server",
+            frame: Frame(.extensionFetchRequest(ExtensionFetchRequest.with { $0.messages = [toTeam.reference] })),
+            route: .server
+        ),
+        RouteCase(
+            name: "extension fetch answer to the client",
+            frame: Frame(.extensionFetchResponse(ExtensionFetchResponse.with { $0.errorCode = 3003 })),
+            route: .client
+        ),
+        RouteCase(
+            name: "blocklist change to the server",
+            frame: Frame(
+                .blocklistChange(
+                    BlocklistChange.with {
+                        $0.action = .block; $0.userIDs = ["mallory"]
+                    }
+                )
+            ),
+            route: .server
+        ),
+        RouteCase(
+            name: "blocklist change, the server's copy, to the user's own devices",
+            frame: Frame(
+                .blocklistChange(
+                    BlocklistChange.with {
+                        $0.action = .unblock; $0.userIDs = ["mallory"]; $0.userID = "bob"
+                    }
+                )
+            ),
+            route: .ownDevices("bob")
+        ),
+        RouteCase(
+            name: "blocklist request to the server",
+            frame: Frame(.blocklistRequest(BlocklistRequest())),
+            route: .server
+        ),
+        RouteCase(
+            name: "blocklist to the client",
+            frame: Frame(.blocklistResponse(BlocklistResponse.with { $0.userIDs = ["mallory"] })),
+            route: .client
+        ),
         RouteCase(name: "no payload", frame: Frame(), route: .unroutable),
     ]
 }

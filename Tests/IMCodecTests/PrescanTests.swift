@@ -189,8 +189,8 @@ struct PrescanTests {
 
     @Test("unknown fields are skipped, never descended into")
     func unknownFieldsAreSkipped() {
-        // Field 90 is unknown in Frame; its payload is not protobuf at all.
-        let bytes = Wire.field(90, [0x00, 0x0B, 0xFF, 0xFF]) + Wire.uint(1, 1)
+        // Field 190 is unknown in Frame; its payload is not protobuf at all.
+        let bytes = Wire.field(190, [0x00, 0x0B, 0xFF, 0xFF]) + Wire.uint(1, 1)
         let r = scan(frameDescriptor, bytes)
         expectScan(r, IMCODEC_SCAN_OK, at: bytes.count)
         #expect(r.field_count == 2)
@@ -424,7 +424,7 @@ struct PrescanTests {
         r = scan(frameDescriptor, Wire.field(10, Wire.uint(12, 1)))
         expectScan(r, IMCODEC_SCAN_WIRE_TYPE_MISMATCH, at: 2, field: 12)
         // The same wire types on unknown fields are fine.
-        let unknown = Wire.uint(90, 1) + Wire.fixed32(91, 1) + Wire.fixed64(92, 1) + Wire.field(93, [1])
+        let unknown = Wire.uint(190, 1) + Wire.fixed32(191, 1) + Wire.fixed64(192, 1) + Wire.field(193, [1])
         expectScan(scan(frameDescriptor, unknown), IMCODEC_SCAN_OK, at: unknown.count)
     }
 
@@ -508,9 +508,9 @@ struct PrescanTests {
         r = scan(frameDescriptor, bytes, maxFields: 0)
         expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 0, field: 1)
         // Unknown fields count too.
-        let unknown = [UInt8](repeating: 0, count: 0) + Wire.uint(90, 1) + Wire.uint(91, 1) + Wire.uint(92, 1)
+        let unknown = [UInt8](repeating: 0, count: 0) + Wire.uint(190, 1) + Wire.uint(191, 1) + Wire.uint(192, 1)
         r = scan(frameDescriptor, unknown, maxFields: 2)
-        expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 6, field: 92)
+        expectScan(r, IMCODEC_SCAN_TOO_MANY_FIELDS, at: 6, field: 192)
     }
 
     @Test("many fields are counted in one pass")

@@ -327,7 +327,80 @@ enum ValidFrames {
                 }
             )
         ),
+        "conversationListRequest": Frame(
+            .conversationListRequest(
+                .with {
+                    $0.afterVersion = 207; $0.limit = 50
+                }
+            )
+        ),
+        "conversationList": Frame(.conversationList(conversationList)),
+        "conversationUpdate": Frame(
+            .conversationUpdate(
+                ConversationUpdate.with {
+                    $0.conversation = group; $0.fields = UInt32(ConversationField.pinned.rawValue)
+                    $0.pinned = true
+                }
+            )
+        ),
+        "extensionUpdate": Frame(.extensionUpdate(extensionUpdate)),
+        "extensionFetchRequest": Frame(.extensionFetchRequest(.with { $0.messages = [ref()] })),
+        "extensionFetchResponse": Frame(
+            .extensionFetchResponse(
+                .with {
+                    $0.extensions = [
+                        MessageExtension.with {
+                            $0.message = ref();
+                            $0.entries = extensionUpdate.set.map { entry in
+                                ExtensionEntry.with {
+                                    $0.key = entry.key; $0.value = entry.value; $0.version = 1
+                                }
+                            }
+                        }
+                    ]
+                }
+            )
+        ),
+        "blocklistChange": Frame(
+            .blocklistChange(
+                .with {
+                    $0.action = .block; $0.userIDs = ["spam_4401"]
+                }
+            )
+        ),
+        "blocklistRequest": Frame(.blocklistRequest(BlocklistRequest())),
+        "blocklistResponse": Frame(.blocklistResponse(.with { $0.userIDs = ["spam_4401", "user_20002"] })),
     ]
+
+    /// A group entry with two unread messages, one of which @-mentions everyone and the user.
+    static let conversationList = ConversationList.with {
+        $0.nextAfterVersion = 212
+        $0.conversations = [
+            ConversationInfo.with {
+                $0.conversation = group; $0.maxSeq = 140; $0.readSeq = 138; $0.unreadCount = 2
+                $0.atMe = [
+                    AtMe.with {
+                        $0.seq = 140; $0.kind = .atAllAtMe
+                    }
+                ]; $0.version = 212
+                $0.readHorizons = [
+                    ReadHorizon.with {
+                        $0.userID = "user_10086"; $0.readSeq = 140
+                    }
+                ]
+            }
+        ]
+    }
+
+    /// A member sets one key of a message's extension, from the version it saw (none yet).
+    static let extensionUpdate = ExtensionUpdate.with {
+        $0.message = ref();
+        $0.set = [
+            ExtensionEntry.with {
+                $0.key = "signup/user_10010"; $0.value = "+1"
+            }
+        ]
+    }
 
     static let keyBundle = KeyBundle.with {
         $0.userID = "user_10086"; $0.deviceID = "iphone-8f2c"; $0.kind = .signalPrekeys

@@ -526,6 +526,10 @@ struct ValidationTests {
         "explicit_defaults": ["missingConversation", "missingUserID", "unspecifiedEnum"],
         "flags_each_bit": ["missingConversation"],
         "flags_all_bits": ["onlineOnlyWithHistory"],
+        // U+0000 in map keys and values, as Google keeps them: `expansion` without
+        // MESSAGE_FLAG_SUPPORT_EXTENSION (a decoding case, not a product frame).
+        "nul_in_custom_params_key_and_expansion_value": ["extensionNotAllowed"],
+        "nul_in_expansion_key": ["extensionNotAllowed"],
         "frame_no_payload": ["missingPayload"],
         "int_limits": ["elementMustBeAlone", "fileTooLarge", "onlineOnlyWithHistory"],
         "location_extremes": ["locationOutOfRange"],
