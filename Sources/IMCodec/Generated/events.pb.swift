@@ -599,6 +599,30 @@ public struct HistoryRequest: IMCodecMessage {
     /// Field `end_time_ms` (8).
     public var endTimeMs: Int64 = 0
 
+    /// QuickBlox mark_as_read (seed 004: "set the mark_as_read parameter as 1" to mark the retrieved
+    /// messages read): the server marks the page read for the asking user, as the user's own
+    /// MarkReadEvent up to the newest seq of the page would (its other devices hear of it; read
+    /// receipts to the senders stay the client's to send). False leaves read state alone.
+    public var markAsRead: Bool = false
+
+    /// QuickBlox search operators (seed 004), all of them ANDed with the time range above:
+    /// sender_id `in`: only messages from these users (empty: from anyone).
+    public var senderIDs: [String] = []
+
+    /// recipient_id `in`: only messages addressed to one of these users: in a one-to-one
+    /// conversation, the user who did not send it; in a group, a targeted message's receivers (a
+    /// message to the whole group has no recipient and does not match). Empty: any.
+    public var recipientIDs: [String] = []
+
+    /// updated_at `gt`: only messages sent or changed (edited, extension updated) after this time
+    /// (server time, epoch ms; 0: any). A client that caches history asks for what changed since its
+    /// last fetch; recalls and deletes reach it as events.
+    public var updatedAfterMs: Int64 = 0
+
+    /// message `ctn`: only messages with a text element that contains this text (exact, case
+    /// sensitive, compared as Unicode scalars). Empty: any.
+    public var textContains: String = ""
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -1224,6 +1248,26 @@ extension HistoryRequest {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.textContains.isEmpty {
+            w.writeString(self.textContains)
+            w.writeVarint(106)
+        }
+        if self.updatedAfterMs != 0 {
+            w.writeVarint(UInt64(bitPattern: Int64(self.updatedAfterMs)))
+            w.writeVarint(96)
+        }
+        for i in stride(from: self.recipientIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.recipientIDs[i])
+            w.writeVarint(90)
+        }
+        for i in stride(from: self.senderIDs.count - 1, through: 0, by: -1) {
+            w.writeString(self.senderIDs[i])
+            w.writeVarint(82)
+        }
+        if self.markAsRead {
+            w.writeVarint(self.markAsRead ? 1 : 0)
+            w.writeVarint(72)
+        }
         if self.endTimeMs != 0 {
             w.writeVarint(UInt64(bitPattern: Int64(self.endTimeMs)))
             w.writeVarint(64)

@@ -22,6 +22,13 @@ extension ValidationIssue.Rule {
     /// and multi-device roaming. Therefore, the getGroupHistoryMessageList API does not take effect
     /// on an audio-video group").
     public static let chatroomHistory = Self(rawValue: "chatroomHistory")
+    /// A history request whose filters cannot match as meant: an empty or repeated user id in
+    /// `senderIDs` or `recipientIDs`, more than ``ValidationLimits/maxHistoryFilterUsers`` of them,
+    /// a negative `updatedAfterMs`, or a time range that ends before it starts.
+    ///
+    /// Source: QuickBlox (history search operators: `in` on sender_id and recipient_id, `gt` on
+    /// updated_at, `ctn` on message, and `mark_as_read`); IMCodec (events.proto HistoryRequest).
+    public static let historyFilter = Self(rawValue: "historyFilter")
     /// A message that is both online-only and saved to history.
     ///
     /// Source: Tencent (online messages, `onlineUserOnly`, "cannot be stored offline" or roamed);
@@ -192,6 +199,33 @@ extension Validator {
                 .chatroomHistory,
                 "historyRequest.conversation",
                 "a chatroom keeps no history: the request does not take effect"
+            )
+        }
+    }
+
+    mutating func checkHistoryFilters(_ request: HistoryRequest) {
+        for (name, ids) in [("senderIDs", request.senderIDs), ("recipientIDs", request.recipientIDs)] {
+            let path = "historyRequest.\(name)"
+            if ids.count > limits.maxHistoryFilterUsers {
+                report(
+                    .historyFilter,
+                    path,
+                    "\(ids.count) users are named; at most \(limits.maxHistoryFilterUsers) are allowed"
+                )
+            }
+            var seen = Set<String>()
+            for (i, id) in ids.enumerated() where id.isEmpty || !seen.insert(id).inserted {
+                report(.historyFilter, "\(path)[\(i)]", id.isEmpty ? "the user id is empty" : "\(id) is named twice")
+            }
+        }
+        if request.updatedAfterMs < 0 {
+            report(.historyFilter, "historyRequest.updatedAfterMs", "\(request.updatedAfterMs) is before 1970")
+        }
+        if request.startTimeMs != 0, request.endTimeMs != 0, request.endTimeMs < request.startTimeMs {
+            report(
+                .historyFilter,
+                "historyRequest.endTimeMs",
+                "the time range ends (\(request.endTimeMs)) before it starts (\(request.startTimeMs))"
             )
         }
     }

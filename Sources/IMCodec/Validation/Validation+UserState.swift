@@ -8,7 +8,8 @@ extension ValidationIssue.Rule {
     public static let conversationUpdate = Self(rawValue: "conversationUpdate")
     /// A conversation-list entry whose counts contradict each other: a read horizon above the
     /// newest seq, fewer unread messages than unread @, an @ at or below the read horizon, out of
-    /// order or of no kind; a page that says it has more without where to go on.
+    /// order or of no kind; a recalled or deleted last message that carries content; a page that
+    /// says it has more without where to go on.
     ///
     /// Source: Tencent (V2TIMConversation `unreadCount`, `groupAtInfoList`: the unread @ of the
     /// user, with kinds AT_ME, AT_ALL and AT_ALL_AT_ME).
@@ -69,7 +70,17 @@ extension Validator {
         if list.hasMore && list.nextAfterVersion == 0 {
             report(.conversationList, "conversationList.nextAfterVersion", "more pages but no next version")
         }
-        checkDistinct(list.conversations.map(\.conversation), at: "conversationList", field: "conversation")
+        // Each entry's conversation is checked by check(info) below; here only that none repeats.
+        var seen = Set<Conversation>()
+        for (index, info) in list.conversations.enumerated() {
+            if let conversation = info.conversation, !seen.insert(Self.key(conversation)).inserted {
+                report(
+                    .duplicateConversation,
+                    "conversationList.conversations[\(index)].conversation",
+                    "the conversation is listed twice"
+                )
+            }
+        }
         for (index, info) in list.conversations.enumerated() {
             check(info, at: "conversationList.conversations[\(index)]")
         }
@@ -101,7 +112,18 @@ extension Validator {
             previous = max(previous, at.seq)
         }
         if let last = info.lastMessage {
-            check(last, at: Self.join(path, "lastMessage"), mergerDepth: 0)
+            if last.status == .recalled || last.status == .deleted {
+                // Removed: its ids and status only (session.proto ConversationInfo.last_message).
+                if !last.elements.isEmpty {
+                    report(
+                        .conversationList,
+                        Self.join(path, "lastMessage.elements"),
+                        "a recalled or deleted last message carries content"
+                    )
+                }
+            } else {
+                check(last, at: Self.join(path, "lastMessage"), mergerDepth: 0)
+            }
         }
         for (index, horizon) in info.readHorizons.enumerated() {
             requireUser(

@@ -352,6 +352,8 @@ public struct ValidationLimits: Sendable, Hashable {
     /// Most messages one history request asks for and one history page holds (also sync pages).
     /// Default 100.
     public var maxHistoryPageSize = 100
+    /// Most users a history request's sender or recipient filter names. Default 100.
+    public var maxHistoryFilterUsers = 100
     /// Most members one read-members page asks for. Default 100 (Tencent).
     public var maxReadMembersPageSize = 100
     /// Most users one presence subscription names. Default 100.
@@ -633,6 +635,7 @@ struct Validator {
     mutating func check(_ request: HistoryRequest) {
         checkConversation(request.conversation, at: "historyRequest.conversation")
         checkHistoryConversation(request)
+        checkHistoryFilters(request)
         if request.count == 0 || Int(request.count) > limits.maxHistoryPageSize {
             report(
                 .historyPageSize,

@@ -1691,7 +1691,7 @@ const ProtobufCMessageDescriptor imcodec__v1__send_ack__descriptor =
   (ProtobufCMessageInit) imcodec__v1__send_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__history_request__field_descriptors[8] =
+static const ProtobufCFieldDescriptor imcodec__v1__history_request__field_descriptors[13] =
 {
   {
     "conversation",
@@ -1789,6 +1789,66 @@ static const ProtobufCFieldDescriptor imcodec__v1__history_request__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mark_as_read",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, mark_as_read),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sender_ids",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__HistoryRequest, n_sender_ids),
+    offsetof(Imcodec__V1__HistoryRequest, sender_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recipient_ids",
+    11,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Imcodec__V1__HistoryRequest, n_recipient_ids),
+    offsetof(Imcodec__V1__HistoryRequest, recipient_ids),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updated_after_ms",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, updated_after_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text_contains",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__HistoryRequest, text_contains),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__history_request__field_indices_by_name[] = {
   0,   /* field[0] = conversation */
@@ -1796,14 +1856,19 @@ static const unsigned imcodec__v1__history_request__field_indices_by_name[] = {
   2,   /* field[2] = cursor */
   3,   /* field[3] = direction */
   7,   /* field[7] = end_time_ms */
+  8,   /* field[8] = mark_as_read */
+  10,   /* field[10] = recipient_ids */
+  9,   /* field[9] = sender_ids */
   4,   /* field[4] = skip */
   5,   /* field[5] = sort */
   6,   /* field[6] = start_time_ms */
+  12,   /* field[12] = text_contains */
+  11,   /* field[11] = updated_after_ms */
 };
 static const ProtobufCIntRange imcodec__v1__history_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__history_request__descriptor =
 {
@@ -1813,7 +1878,7 @@ const ProtobufCMessageDescriptor imcodec__v1__history_request__descriptor =
   "Imcodec__V1__HistoryRequest",
   "imcodec.v1",
   sizeof(Imcodec__V1__HistoryRequest),
-  8,
+  13,
   imcodec__v1__history_request__field_descriptors,
   imcodec__v1__history_request__field_indices_by_name,
   1,  imcodec__v1__history_request__number_ranges,

@@ -740,6 +740,11 @@ extension HistoryRequest {
         sort = v.sort
         startTimeMs = v.startTimeMs
         endTimeMs = v.endTimeMs
+        markAsRead = v.markAsRead
+        senderIDs = v.senderIDs.materialize()
+        recipientIDs = v.recipientIDs.materialize()
+        updatedAfterMs = v.updatedAfterMs
+        textContains = v.textContains.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -802,6 +807,45 @@ extension HistoryRequest {
 
         /// Field `end_time_ms` (8).
         public var endTimeMs: Int64 { _c.pointee.end_time_ms }
+
+        /// QuickBlox mark_as_read (seed 004: "set the mark_as_read parameter as 1" to mark the retrieved
+        /// messages read): the server marks the page read for the asking user, as the user's own
+        /// MarkReadEvent up to the newest seq of the page would (its other devices hear of it; read
+        /// receipts to the senders stay the client's to send). False leaves read state alone.
+        public var markAsRead: Bool { _c.pointee.mark_as_read != 0 }
+
+        /// QuickBlox search operators (seed 004), all of them ANDed with the time range above:
+        /// sender_id `in`: only messages from these users (empty: from anyone).
+        public var senderIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.sender_ids), count: _c.pointee.n_sender_ids), copying: self)
+            }
+        }
+
+        /// recipient_id `in`: only messages addressed to one of these users: in a one-to-one
+        /// conversation, the user who did not send it; in a group, a targeted message's receivers (a
+        /// message to the whole group has no recipient and does not match). Empty: any.
+        public var recipientIDs: StringListView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringListView(_base: UnsafeRawPointer(_c.pointee.recipient_ids), count: _c.pointee.n_recipient_ids), copying: self)
+            }
+        }
+
+        /// updated_at `gt`: only messages sent or changed (edited, extension updated) after this time
+        /// (server time, epoch ms; 0: any). A client that caches history asks for what changed since its
+        /// last fetch; recalls and deletes reach it as events.
+        public var updatedAfterMs: Int64 { _c.pointee.updated_after_ms }
+
+        /// message `ctn`: only messages with a text element that contains this text (exact, case
+        /// sensitive, compared as Unicode scalars). Empty: any.
+        public var textContains: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.text_contains), copying: self)
+            }
+        }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }

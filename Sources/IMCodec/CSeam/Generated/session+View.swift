@@ -2422,7 +2422,8 @@ extension ConversationInfo {
         }
 
         /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
-        /// one at or below cleared_seq), as the user's devices received it. Unset when there is none. A
+        /// one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
+        /// when there is none, or when the server no longer keeps it (max_seq still says its seq). A
         /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
         /// DELETED and no content.
         public var lastMessage: Message.View? {
@@ -2440,10 +2441,12 @@ extension ConversationInfo {
         public var readSeq: UInt64 { _c.pointee.read_seq }
 
         /// Messages above read_seq and cleared_seq that count (not sent by the user, not flagged
-        /// EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED).
+        /// EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED, not a targeted group message, not
+        /// recalled or deleted for everyone).
         public var unreadCount: UInt32 { _c.pointee.unread_count }
 
-        /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList).
+        /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
+        /// messages that count in unread_count.
         public var atMe: AtMe.View.List {
             @_lifetime(copy self)
             get {

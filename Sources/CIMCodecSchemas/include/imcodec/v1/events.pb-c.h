@@ -314,10 +314,41 @@ struct  Imcodec__V1__HistoryRequest
    */
   int64_t start_time_ms;
   int64_t end_time_ms;
+  /*
+   * QuickBlox mark_as_read (seed 004: "set the mark_as_read parameter as 1" to mark the retrieved
+   * messages read): the server marks the page read for the asking user, as the user's own
+   * MarkReadEvent up to the newest seq of the page would (its other devices hear of it; read
+   * receipts to the senders stay the client's to send). False leaves read state alone.
+   */
+  protobuf_c_boolean mark_as_read;
+  /*
+   * QuickBlox search operators (seed 004), all of them ANDed with the time range above:
+   * sender_id `in`: only messages from these users (empty: from anyone).
+   */
+  size_t n_sender_ids;
+  ProtobufCBinaryData *sender_ids;
+  /*
+   * recipient_id `in`: only messages addressed to one of these users: in a one-to-one
+   * conversation, the user who did not send it; in a group, a targeted message's receivers (a
+   * message to the whole group has no recipient and does not match). Empty: any.
+   */
+  size_t n_recipient_ids;
+  ProtobufCBinaryData *recipient_ids;
+  /*
+   * updated_at `gt`: only messages sent or changed (edited, extension updated) after this time
+   * (server time, epoch ms; 0: any). A client that caches history asks for what changed since its
+   * last fetch; recalls and deletes reach it as events.
+   */
+  int64_t updated_after_ms;
+  /*
+   * message `ctn`: only messages with a text element that contains this text (exact, case
+   * sensitive, compared as Unicode scalars). Empty: any.
+   */
+  ProtobufCBinaryData text_contains;
 };
 #define IMCODEC__V1__HISTORY_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__history_request__descriptor) \
-    , NULL, 0, {0,NULL}, IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_UNSPECIFIED, 0, IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_UNSPECIFIED, 0, 0 }
+    , NULL, 0, {0,NULL}, IMCODEC__V1__HISTORY_DIRECTION__HISTORY_DIRECTION_UNSPECIFIED, 0, IMCODEC__V1__HISTORY_SORT__HISTORY_SORT_UNSPECIFIED, 0, 0, 0, 0,NULL, 0,NULL, 0, {0,NULL} }
 
 
 struct  Imcodec__V1__HistoryResponse

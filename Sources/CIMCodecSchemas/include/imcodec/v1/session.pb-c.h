@@ -713,7 +713,8 @@ struct  Imcodec__V1__ConversationInfo
   Imcodec__V1__Conversation *conversation;
   /*
    * The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
-   * one at or below cleared_seq), as the user's devices received it. Unset when there is none. A
+   * one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
+   * when there is none, or when the server no longer keeps it (max_seq still says its seq). A
    * recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
    * DELETED and no content.
    */
@@ -728,11 +729,13 @@ struct  Imcodec__V1__ConversationInfo
   uint64_t read_seq;
   /*
    * Messages above read_seq and cleared_seq that count (not sent by the user, not flagged
-   * EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED).
+   * EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED, not a targeted group message, not
+   * recalled or deleted for everyone).
    */
   uint32_t unread_count;
   /*
-   * The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList).
+   * The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
+   * messages that count in unread_count.
    */
   size_t n_at_me;
   Imcodec__V1__AtMe **at_me;
