@@ -105,6 +105,10 @@ enum RelayProtocol {
     /// The most messages one sync_response carries (a larger or zero limit is capped to it).
     static let maxSyncLimit: UInt32 = 100
 
+    /// The most kept messages one history request reads (``Router/history(_:requestID:session:user:)``):
+    /// filters that match little make a short page with a cursor, not an unbounded read.
+    static let maxHistoryScan: UInt64 = 1_000
+
     /// A frame carrying `payload` that answers the request `requestID`.
     static func answer(_ payload: Frame.Payload, requestID: UInt64) -> Frame {
         var frame = Frame(payload)

@@ -94,8 +94,9 @@ extension Router {
             view.info.hidden = false
             if !delivery.sent {
                 if counts && seq > view.info.readSeq { view.unread.append(seq) }
+                // Only a message that counts as unread may be an unread @ (unread_count >= at_me).
                 let atMe = mentioned.contains(delivery.user)
-                if frame.atAll || atMe, seq > view.info.readSeq {
+                if counts, frame.atAll || atMe, seq > view.info.readSeq {
                     let kind: AtMeKind = frame.atAll ? (atMe ? .atAllAtMe : .atAll) : .atMe
                     view.info.atMe.append(
                         AtMe.with {
@@ -117,9 +118,13 @@ extension Router {
         } else if let conversation = event.conversation, let key = ConversationKey(conversation, user: user) {
             keys = [key]
         }
-        for key in keys {
+        // Only a conversation the user is in: a mark-read of another group must not make the user an
+        // entry that shows that group's newest seq and its members' read horizons.
+        for key in keys where isMember(user, key) {
             var view = view(of: key, for: user)
-            let seq = event.readSeq == 0 ? max(view.info.maxSeq, conversations[key]?.maxSeq ?? 0) : event.readSeq
+            let newest = max(view.info.maxSeq, conversations[key]?.maxSeq ?? 0)
+            // Never above the newest seq: the messages still to come would not count as unread.
+            let seq = event.readSeq == 0 ? newest : min(event.readSeq, newest)
             guard seq > view.info.readSeq else { continue }
             view.info.readSeq = seq
             view.info.maxSeq = max(view.info.maxSeq, seq)
@@ -187,7 +192,13 @@ extension Router {
         let changed = (userConversations[user] ?? [:])
             .filter { $0.value.info.version > request.afterVersion }
             .sorted { ($0.value.info.version, $0.key.storageID) < ($1.value.info.version, $1.key.storageID) }
-        let page = Array(changed.prefix(limit))
+        // A page ends at a version boundary: entries changed by one event share its version, and the
+        // next page starts after next_after_version, so a page never splits them.
+        var end = min(limit, changed.count)
+        while end < changed.count, end > 0, changed[end].value.info.version == changed[end - 1].value.info.version {
+            end += 1
+        }
+        let page = Array(changed[..<end])
         var answer = ConversationList()
         answer.hasMore = changed.count > page.count
         answer.nextAfterVersion = page.last?.value.info.version ?? request.afterVersion
@@ -204,12 +215,10 @@ extension Router {
                 seq == 0 ? nil : try store.messages(in: key, from: seq, through: seq, limit: 1, visibleTo: user).first
             }
         }) { lastMessages in
-            for (index, (_, var info, seq, removed)) in entries.enumerated() {
+            for (index, (_, var info, _, removed)) in entries.enumerated() {
+                // Dropped by retention: no last message (max_seq still says its seq).
                 if let stored = lastMessages[index] {
                     info.lastMessage = self.lastMessage(stored, removed: removed, user: user)
-                } else if seq != 0 {
-                    // Dropped by retention: the entry still says its seq.
-                    info.lastMessage = Message.with { $0.seq = seq }
                 }
                 answer.conversations.append(info)
             }
@@ -233,8 +242,37 @@ extension Router {
         guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),
             case .message(var message)? = frame.payload
         else { return nil }
+        applyChanges(to: &message, in: stored.conversation)
         message.direction = stored.senderID == user ? .sent : .received
         return message
+    }
+
+    /// Recalls and deletes for everyone take their messages out of everyone's unread count and @,
+    /// and an edit of a conversation's last message changes its entry; each changed entry moves to
+    /// the event's position in its user's stream, so the list's next sync has it.
+    func conversationsChanged(by event: Frame.Payload, in key: ConversationKey, deliveries: [Delivery]) {
+        var removed: Set<UInt64> = []
+        var edited: UInt64 = 0
+        switch event {
+        case .recall(let recall): removed = [recall.message?.seq ?? 0]
+        case .delete(let delete) where delete.scope == .everyone: removed = Set(delete.messages.map(\.seq))
+        case .edit(let edit): edited = edit.message?.seq ?? 0
+        default: return
+        }
+        removed.remove(0)
+        guard !removed.isEmpty || edited != 0 else { return }
+        for delivery in deliveries {
+            guard var view = userConversations[delivery.user]?[key] else { continue }
+            let unread = view.unread.count
+            let atMe = view.info.atMe.count
+            view.unread.removeAll { removed.contains($0) }
+            view.info.atMe.removeAll { removed.contains($0.seq) }
+            let changed =
+                view.unread.count != unread || view.info.atMe.count != atMe || removed.contains(view.lastSeq)
+                || (edited != 0 && edited == view.lastSeq)
+            guard changed else { continue }
+            setView(view, of: key, for: delivery.user, version: delivery.position)
+        }
     }
 
     /// The other members' read horizons in `key`, highest first, at most ``maxReadHorizons``.

@@ -118,6 +118,7 @@ extension Router {
         update.entries = changed
         update.userID = user
         update.timeMs = RelayProtocol.nowMs()
+        noteChange(of: ref.seq, in: key, timeMs: update.timeMs)
         decoded.payload = .extensionUpdate(update)
         decoded.requestID = 0
         let stamped = decoded.serializedBytes()

@@ -198,6 +198,7 @@ extension Router {
         if conversations[key]!.count > configuration.maxMessagesPerConversation {
             conversations[key]!.trim(below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
             store.batch.trimmedConversations[key] = conversations[key]!.oldestSeq
+            forgetChanges(in: key, below: conversations[key]!.oldestSeq)
         }
         store.batch.messages.append(message)
     }
@@ -260,6 +261,11 @@ extension Router {
         if let key {
             guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
+            if frame.payloadKind == .edit, case .edit(let edit)? = decoded(frame, session)?.payload,
+                let seq = edit.message?.seq, seq != 0
+            {
+                noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
+            }
             // An event about a targeted message reaches only that message's receivers and sender.
             if let audience = accepted.audience { users = users.filter { audience.contains($0) } }
         } else {
@@ -276,6 +282,10 @@ extension Router {
             case .markRead(let event)? = decoded(frame, session)?.payload
         {
             conversationsRead(event, by: user, position: own.position)
+        }
+        if let key, [.recall, .delete, .edit].contains(frame.payloadKind), let event = decoded(frame, session)?.payload
+        {
+            conversationsChanged(by: event, in: key, deliveries: deliveries)
         }
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }

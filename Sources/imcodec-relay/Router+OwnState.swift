@@ -113,7 +113,7 @@ extension Router {
         }
     }
 
-    /// Loads the state records: conversation views, blocklists, message extensions.
+    /// Loads the state records: conversation views, blocklists, message extensions and changes.
     func loadRecords(_ records: [StateRecordKey: [UInt8]]) {
         for (key, bytes) in records {
             switch key {
@@ -130,6 +130,9 @@ extension Router {
                 var entries: [String: ExtensionEntry] = [:]
                 for entry in stored.entries { entries[entry.key] = entry }
                 extensions[conversation, default: [:]][seq] = entries
+            case .messageChange(let conversation, let seq):
+                guard let change = try? Message(serializedBytes: bytes) else { continue }
+                messageChanges[conversation, default: [:]][seq] = change
             }
         }
     }

@@ -6,7 +6,8 @@ import NIOCore
 extension Router {
     // Long on purpose (over 80 lines): one case per request payload, each a few lines.
     /// The session layer's requests: ping, logout, max seq, sync by seq, stream sync and acks,
-    /// presence and membership.
+    /// presence and membership, key bundles, the conversation list, extensions, the blocklist and
+    /// history pages.
     func request(_ frame: InboundFrame, from session: Session, user: String) {
         guard let decoded = decoded(frame, session), let payload = decoded.payload else { return }
         let requestID = decoded.requestID
@@ -109,6 +110,8 @@ extension Router {
             fetchExtensions(request, requestID: requestID, session: session, user: user)
         case .blocklistRequest:
             sendBlocklist(requestID: requestID, session: session, user: user)
+        case .historyRequest(let request):
+            history(request, requestID: requestID, session: session, user: user)
         case .keyFetchRequest(let request):
             fetchKeys(request, requestID: requestID, session: session)
         default:
@@ -206,8 +209,8 @@ extension Router {
             request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit)
         )
         let last = request.toSeq == 0 ? state.maxSeq : min(request.toSeq, state.maxSeq)
-        // Below the oldest kept message: from the oldest kept one.
-        let first = max(request.fromSeq, state.oldestSeq, 1)
+        // Below the oldest kept message: from the oldest kept one; nothing the user cleared.
+        let first = max(request.fromSeq, state.oldestSeq, view(of: key, for: user).info.clearedSeq + 1)
         guard first <= last else {
             answer.nextFromSeq = max(first, last + 1)
             return reply()

@@ -57,6 +57,10 @@ final class Router {
     /// The extension of each kept message sent with MESSAGE_FLAG_SUPPORT_EXTENSION, by key, removed
     /// keys included (their versions go on; Router+Extensions.swift).
     var extensions: [ConversationKey: [UInt64: [String: ExtensionEntry]]] = [:]
+    /// What changed on kept messages since they were sent, by conversation and seq: the last edit's
+    /// content, the number of edits the relay applied (`edit_version`), and `updated_at_ms` of the
+    /// last edit or extension update (Router+History.swift).
+    var messageChanges: [ConversationKey: [UInt64: Message]] = [:]
     var uidCounter: UInt64 = 0
     var sessionCounter: UInt64 = 0
     let uidPrefix: String
@@ -406,7 +410,7 @@ final class Router {
             routeNotice(frame, from: session, user: user)
         case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
             .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?, .conversationListRequest?,
-            .extensionFetchRequest?, .blocklistRequest?:
+            .extensionFetchRequest?, .blocklistRequest?, .historyRequest?:
             request(frame, from: session, user: user)
         case let kind:
             let requestID = decoded(frame, session)?.requestID ?? 0

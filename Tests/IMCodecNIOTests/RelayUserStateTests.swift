@@ -353,7 +353,7 @@ struct RelayUserStateTests {
 
 extension Frame {
     /// The request result this frame carries, if any.
-    fileprivate var requestResult: RequestResult? {
+    var requestResult: RequestResult? {
         if case .requestResult(let result)? = payload { result } else { nil }
     }
 }

@@ -7,7 +7,9 @@ import IMCodec
 /// - a user's view of a conversation (``UserConversation``: unread count, @ of the user, pinned,
 ///   archived, draft, cleared history...);
 /// - a user's blocklist (a `BlocklistResponse`'s bytes);
-/// - a message's extension (a `MessageExtension`'s bytes, each key with its version).
+/// - a message's extension (a `MessageExtension`'s bytes, each key with its version);
+/// - what changed on a message since it was sent (a `Message` with the last edit's content and
+///   `edit_version`, and `updated_at_ms`).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -15,6 +17,8 @@ enum StateRecordKey: Hashable, Sendable {
     case conversation(user: String, ConversationKey)
     case blocklist(user: String)
     case messageExtension(ConversationKey, seq: UInt64)
+    /// What changed on a kept message since it was sent (``Router/messageChanges``): a `Message`'s bytes.
+    case messageChange(ConversationKey, seq: UInt64)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -22,6 +26,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .conversation: return "conversation"
         case .blocklist: return "blocklist"
         case .messageExtension: return "extension"
+        case .messageChange: return "change"
         }
     }
 
@@ -31,7 +36,7 @@ enum StateRecordKey: Hashable, Sendable {
         switch self {
         case .conversation(let user, let key): return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
-        case .messageExtension(let key, let seq): return "\(seq):\(key.storageID)"
+        case .messageExtension(let key, let seq), .messageChange(let key, let seq): return "\(seq):\(key.storageID)"
         }
     }
 
@@ -48,11 +53,11 @@ enum StateRecordKey: Hashable, Sendable {
                 let key = ConversationKey(storageID: String(decoding: utf8[(colon + 1 + length)...], as: UTF8.self))
             else { return nil }
             self = .conversation(user: String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self), key)
-        case "extension":
+        case "extension", "change":
             guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
                 let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
             else { return nil }
-            self = .messageExtension(key, seq: seq)
+            self = scope == "extension" ? .messageExtension(key, seq: seq) : .messageChange(key, seq: seq)
         default:
             return nil
         }

@@ -1,0 +1,276 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+/// History pages (events.proto HistoryRequest): a conversation's kept messages as they are now
+/// (edits applied, extension keys current; recalled and deleted-for-everyone messages and what the
+/// user cleared left out), filtered as QuickBlox's search operators do, and optionally marked read.
+///
+/// A page reads at most ``RelayProtocol/maxHistoryScan`` kept messages from the store, so a request
+/// with filters that match little costs a bounded read: the page may then hold fewer messages than
+/// asked for, with `finished` false and a cursor that goes on where the read stopped.
+extension Router {
+    /// Where a history page goes on: the seq the next read starts beyond (exclusive) and how many
+    /// matches it still skips. Written as `SEQ` or `SEQ+SKIP`; opaque to clients.
+    struct HistoryCursor: Equatable {
+        var seq: UInt64
+        var skip: UInt32 = 0
+
+        init(seq: UInt64, skip: UInt32 = 0) {
+            self.seq = seq
+            self.skip = skip
+        }
+
+        init?(_ text: String) {
+            let parts = text.split(separator: "+", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let seq = UInt64(parts[0]) else { return nil }
+            self.seq = seq
+            if parts.count == 2 {
+                guard let skip = UInt32(parts[1]) else { return nil }
+                self.skip = skip
+            }
+        }
+
+        var text: String { skip == 0 ? "\(seq)" : "\(seq)+\(skip)" }
+    }
+
+    // Long on purpose (about 90 lines): one request read top to bottom: checks, the range to read,
+    // then filtering, paging and answering once the read is done.
+    /// Answers a history request with one page; with `mark_as_read`, marks the page read for the
+    /// user afterwards (as the user's own MarkReadEvent would: its other devices hear of it).
+    func history(_ request: HistoryRequest, requestID: UInt64, session: Session, user: String) {
+        func refuse(_ code: Int32, _ notice: String, _ reason: String) {
+            self.refuse(session, requestID, code, notice: notice, reason)
+        }
+        // validate() finds what cannot be meant (a page size of 0 or above 100, a repeated or empty
+        // user in a filter, a time range that ends before it starts): refused, not guessed at.
+        if let issue = Frame(.historyRequest(request)).validate().first(where: { $0.rule != .chatroomHistory }) {
+            return refuse(RelayProtocol.RequestError.badRequest, "badRequest", issue.description)
+        }
+        guard let conversation = request.conversation, let key = ConversationKey(conversation, user: user) else {
+            return refuse(
+                RelayProtocol.RequestError.unsupportedConversation,
+                "unsupportedConversation",
+                "the relay keeps one-to-one, group, chatroom and ultra-group conversations only"
+            )
+        }
+        guard conversation.type != .chatroom else {
+            return refuse(
+                RelayProtocol.RequestError.unsupportedConversation,
+                "unsupportedConversation",
+                "a chatroom keeps no history (Tencent: the history API does not take effect on AVChatRoom)"
+            )
+        }
+        guard isMember(user, key) else {
+            return refuse(
+                RelayProtocol.RequestError.notAMember,
+                "notAMember",
+                "\(user) is not a member of \(conversation.targetID)"
+            )
+        }
+        var cursor: HistoryCursor?
+        if !request.cursor.isEmpty {
+            guard let given = HistoryCursor(request.cursor) else {
+                return refuse(
+                    RelayProtocol.RequestError.badRequest,
+                    "badRequest",
+                    "the cursor is not one the relay gave"
+                )
+            }
+            cursor = given
+        }
+        let state = conversations[key] ?? ConversationState()
+        // The oldest seq the user may read: kept, and not cleared from its history.
+        let floor = max(state.oldestSeq, view(of: key, for: user).info.clearedSeq + 1)
+        let newer = request.direction == .newer
+        let scan = RelayProtocol.maxHistoryScan
+        let from: UInt64
+        let through: UInt64
+        if newer {
+            // A cursor is the client's to send: no seq it names may overflow.
+            let after = cursor?.seq ?? 0
+            from = max(after == .max ? .max : after + 1, floor)
+            through = from > state.maxSeq ? 0 : min(state.maxSeq, from + (scan - 1))
+        } else {
+            through = min(cursor.map { $0.seq == 0 ? 0 : $0.seq - 1 } ?? state.maxSeq, state.maxSeq)
+            from = max(floor, through >= scan ? through - scan + 1 : 0)
+        }
+        let count = Int(min(request.count, RelayProtocol.maxSyncLimit))
+        let budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
+        var response = HistoryResponse.with { $0.conversation = conversation }
+        guard from <= through else {
+            response.nextCursor = cursor?.text ?? HistoryCursor(seq: newer ? state.maxSeq : floor).text
+            response.finished = true
+            return answer(RelayProtocol.answer(.historyResponse(response), requestID: requestID), to: session)
+        }
+        store.read({ store in
+            try store.messages(in: key, from: from, through: through, limit: Int(scan), visibleTo: user)
+        }) { stored in
+            var skip = cursor?.skip ?? request.skip
+            var left = budget
+            var page: [Message] = []
+            // Where the next page goes on when this one stops early (full, or out of frame room).
+            var stop: HistoryCursor?
+            for kept in newer ? stored : stored.reversed() {
+                guard let message = self.historyMessage(kept, in: key, for: user, matching: request) else { continue }
+                if skip > 0 {
+                    skip -= 1
+                    continue
+                }
+                left -= message.serializedBytes().count + 6
+                if left < 0, !page.isEmpty {
+                    // This one goes first on the next page.
+                    stop = HistoryCursor(seq: newer ? kept.seq - 1 : kept.seq + 1)
+                    break
+                }
+                page.append(message)
+                if page.count == count {
+                    stop = HistoryCursor(seq: kept.seq)
+                    break
+                }
+            }
+            let end = stop ?? HistoryCursor(seq: newer ? through : from, skip: skip)
+            response.nextCursor = end.text
+            response.finished = stop == nil && (newer ? through >= state.maxSeq : from <= floor)
+            switch request.sort {
+            case .oldestFirst: page.sort { $0.seq < $1.seq }
+            case .newestFirst: page.sort { $0.seq > $1.seq }
+            default: break
+            }
+            response.messages = page
+            self.answer(RelayProtocol.answer(.historyResponse(response), requestID: requestID), to: session)
+            if request.markAsRead, let newest = page.map(\.seq).max(),
+                newest > self.view(of: key, for: user).info.readSeq
+            {
+                self.markRead(conversation, upTo: newest, session: session, user: user)
+            }
+        }
+    }
+
+    /// A kept message as `user` reads it in history now, or `nil` when it is removed or a filter
+    /// of `request` leaves it out.
+    private func historyMessage(
+        _ kept: StoredMessage,
+        in key: ConversationKey,
+        for user: String,
+        matching request: HistoryRequest
+    ) -> Message? {
+        if conversations[key]?.removed.contains(kept.seq) == true { return nil }
+        if request.startTimeMs != 0, kept.serverTimeMs < request.startTimeMs { return nil }
+        if request.endTimeMs != 0, kept.serverTimeMs > request.endTimeMs { return nil }
+        if !request.senderIDs.isEmpty, !request.senderIDs.contains(kept.senderID) { return nil }
+        if !request.recipientIDs.isEmpty {
+            let recipients: [String]
+            switch key {
+            case .direct(let a, let b): recipients = [a == kept.senderID ? b : a]
+            case .shared: recipients = kept.receivers
+            }
+            guard recipients.contains(where: request.recipientIDs.contains) else { return nil }
+        }
+        let change = messageChanges[key]?[kept.seq]
+        if request.updatedAfterMs != 0, max(kept.serverTimeMs, change?.updatedAtMs ?? 0) <= request.updatedAfterMs {
+            return nil
+        }
+        // The frames were decoded once when they arrived; decoding them again cannot fail.
+        guard let frame = try? wireDecoder.decode(Frame.self, from: kept.frame),
+            case .message(var message)? = frame.payload
+        else { return nil }
+        applyChanges(to: &message, in: key)
+        if !request.textContains.isEmpty {
+            let needle = Array(request.textContains.utf8)
+            let found = message.elements.contains { element in
+                guard case .text(let text)? = element.content else { return false }
+                return Array(text.text.utf8).contains(subsequence: needle)
+            }
+            guard found else { return nil }
+        }
+        // As delivered live: SENT on the sender's devices, RECEIVED elsewhere.
+        message.direction = kept.senderID == user ? .sent : .received
+        return message
+    }
+
+    /// Marks `conversation` read up to `seq` for `user`, as the user's own MarkReadEvent from
+    /// `session`'s device would: kept in its stream for its other devices, and its conversation
+    /// list's unread count and @ of it follow.
+    private func markRead(_ conversation: Conversation, upTo seq: UInt64, session: Session, user: String) {
+        let event = MarkReadEvent.with {
+            $0.conversation = conversation
+            $0.userID = user
+            $0.readSeq = seq
+            $0.readTimeMs = RelayProtocol.nowMs()
+        }
+        let frame = InboundFrame(
+            record: ByteBuffer(bytes: Frame(.markRead(event)).serializedBytes()),
+            prefixSize: 0,
+            payloadKind: .markRead,
+            conversationType: conversation.type,
+            targetID: conversation.targetID,
+            channelID: conversation.channelID,
+            route: .ownDevices(user),
+            senderID: "",
+            clientMsgID: "",
+            messageFlags: []
+        )
+        routeEvent(frame, from: session, user: user)
+    }
+
+    // MARK: What changed since sending
+
+    /// Applies what changed on kept `message` of `key` since it was sent: the last edit's content
+    /// and the number of edits (`edit_version`), the time of the last change (`updated_at_ms`), and
+    /// its extension's keys as they now are (`expansion`).
+    func applyChanges(to message: inout Message, in key: ConversationKey) {
+        if let change = messageChanges[key]?[message.seq] {
+            if change.editVersion > 0 {
+                message.elements = change.elements
+                message.editVersion = change.editVersion
+            }
+            message.updatedAtMs = change.updatedAtMs
+        }
+        if let entries = extensions[key]?[message.seq] {
+            message.expansion = Dictionary(
+                entries.values.filter { !$0.removed }.map { ($0.key, $0.value) },
+                uniquingKeysWith: { $1 }
+            )
+        }
+    }
+
+    /// Records a change of kept message `seq` (an edit, with its new content, or an extension
+    /// update) at `timeMs`: history serves the message as it now is, and `updated_after_ms` finds it.
+    func noteChange(of seq: UInt64, in key: ConversationKey, edit: EditEvent? = nil, timeMs: Int64) {
+        var change = messageChanges[key]?[seq] ?? Message()
+        if let edit {
+            change.elements = edit.newMessage?.elements ?? []
+            change.editVersion += 1
+        }
+        change.updatedAtMs = max(change.updatedAtMs, timeMs)
+        messageChanges[key, default: [:]][seq] = change
+        store.batch.records[.messageChange(key, seq: seq)] = change.serializedBytes()
+    }
+
+    /// Forgets the changes and extensions of the messages of `key` below `seq` (retention dropped
+    /// them), in memory and in the store.
+    func forgetChanges(in key: ConversationKey, below seq: UInt64) {
+        for old in (messageChanges[key]?.keys).map(Array.init) ?? [] where old < seq {
+            messageChanges[key]![old] = nil
+            store.batch.records[.messageChange(key, seq: old)] = []
+        }
+        for old in (extensions[key]?.keys).map(Array.init) ?? [] where old < seq {
+            extensions[key]![old] = nil
+            store.batch.records[.messageExtension(key, seq: old)] = []
+        }
+    }
+}
+
+extension Array where Element: Equatable {
+    /// Whether `needle` occurs in this array as a contiguous run (an empty one always does).
+    func contains(subsequence needle: [Element]) -> Bool {
+        guard !needle.isEmpty else { return true }
+        guard needle.count <= count else { return false }
+        return (0...(count - needle.count)).contains { start in
+            self[start..<(start + needle.count)].elementsEqual(needle)
+        }
+    }
+}
+#endif

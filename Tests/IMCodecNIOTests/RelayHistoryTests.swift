@@ -1,0 +1,339 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// History pages through the relay (events.proto HistoryRequest): cursors both ways, sort and
+/// skip; QuickBlox's search operators (sender, recipient, text, updated_at) and `mark_as_read`;
+/// messages served as they now are (edits applied, extension keys current, recalled ones and
+/// cleared history left out), kept across a restart.
+@Suite("Relay: history pages, filters and mark-as-read", .timeLimit(.minutes(2)))
+struct RelayHistoryTests {
+    static func page(
+        _ client: TestClient,
+        id: UInt64,
+        _ configure: (inout HistoryRequest) -> Void
+    ) async throws
+        -> HistoryResponse?
+    {
+        var request = HistoryRequest.with { $0.count = 20 }
+        configure(&request)
+        let answer = try await RelayUserStateTests.ask(client, .historyRequest(request), id: id)
+        guard case .historyResponse(let page)? = answer?.payload else { return nil }
+        #expect(Frame(.historyResponse(page)).validate().isEmpty, "\(Frame(.historyResponse(page)).validate())")
+        return page
+    }
+
+    static func refusal(
+        _ client: TestClient,
+        id: UInt64,
+        _ configure: (inout HistoryRequest) -> Void
+    ) async throws
+        -> Int32?
+    {
+        var request = HistoryRequest.with { $0.count = 20 }
+        configure(&request)
+        return try await RelayUserStateTests.ask(client, .historyRequest(request), id: id).flatMap(\.requestResult)?
+            .errorCode
+    }
+
+    static func texts(_ page: HistoryResponse?) -> [String] {
+        page?.messages.map(\.previewText) ?? ["no page"]
+    }
+
+    /// Seven one-to-one messages read back in pages of three, older then newer, with the cursor
+    /// each page gives; sort, skip, the direction a message is shown with, a cursor the relay never
+    /// gave, and one at the largest seq (no overflow).
+    @Test func pagesGoBothWaysWithCursorsSortAndSkip() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                for index in 1...7 {
+                    let sender = index % 2 == 1 ? alice : bob
+                    let from = index % 2 == 1 ? "alice" : "bob"
+                    let to = index % 2 == 1 ? "bob" : "alice"
+                    try await sender.send(
+                        Frame(
+                            Message(
+                                from: from,
+                                in: .oneToOne(to),
+                                elements: [.text("m\(index)")],
+                                clientMsgID: "c\(index)"
+                            )
+                        )
+                    )
+                    #expect(
+                        await eventually { (index % 2 == 1 ? bob : alice).collector.messages.count == (index + 1) / 2 }
+                    )
+                }
+                let direct = Conversation.oneToOne("alice")
+                let first = try #require(
+                    try await Self.page(bob, id: 1) {
+                        $0.conversation = direct; $0.count = 3
+                    }
+                )
+                #expect(Self.texts(first) == ["m7", "m6", "m5"], "newest first, older by default")
+                #expect(!first.finished)
+                #expect(first.messages.map(\.direction) == [.received, .sent, .received])
+                let second = try await Self.page(bob, id: 2) {
+                    $0.conversation = direct; $0.count = 3; $0.cursor = first.nextCursor
+                }
+                #expect(Self.texts(second) == ["m4", "m3", "m2"])
+                let third = try await Self.page(bob, id: 3) {
+                    $0.conversation = direct; $0.count = 3; $0.cursor = second?.nextCursor ?? ""
+                }
+                #expect(Self.texts(third) == ["m1"] && third?.finished == true)
+
+                let forward = try #require(
+                    try await Self.page(bob, id: 4) {
+                        $0.conversation = direct; $0.count = 4; $0.direction = .newer
+                    }
+                )
+                #expect(Self.texts(forward) == ["m1", "m2", "m3", "m4"] && !forward.finished)
+                let rest = try await Self.page(bob, id: 5) {
+                    $0.conversation = direct; $0.count = 4; $0.direction = .newer; $0.cursor = forward.nextCursor
+                }
+                #expect(Self.texts(rest) == ["m5", "m6", "m7"] && rest?.finished == true)
+
+                let sorted = try await Self.page(bob, id: 6) {
+                    $0.conversation = direct; $0.count = 3; $0.sort = .oldestFirst
+                }
+                #expect(Self.texts(sorted) == ["m5", "m6", "m7"])
+                let skipped = try await Self.page(bob, id: 7) {
+                    $0.conversation = direct; $0.count = 2; $0.skip = 2
+                }
+                #expect(Self.texts(skipped) == ["m5", "m4"], "QuickBlox skip: the first matches are passed over")
+
+                #expect(
+                    try await Self.refusal(bob, id: 8) {
+                        $0.conversation = direct; $0.cursor = "next"
+                    } == 3003
+                )
+                let beyond = try await Self.page(bob, id: 9) {
+                    $0.conversation = direct; $0.direction = .newer; $0.cursor = "\(UInt64.max)"
+                }
+                #expect(beyond?.messages.isEmpty == true && beyond?.finished == true)
+                let below = try await Self.page(bob, id: 10) {
+                    $0.conversation = direct; $0.cursor = "0"
+                }
+                #expect(below?.messages.isEmpty == true && below?.finished == true)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
+    /// QuickBlox's search operators on a group: sender, recipient (a targeted message's
+    /// receivers), text, a time range and updated_at; an edited message comes back edited, with
+    /// its edit_version and updated_at_ms, and an extension update counts as a change; a recalled
+    /// message is never served. The changes survive a restart of the relay (SQLite).
+    @Test func filtersFindSendersRecipientsTextAndChangesAcrossARestart() async throws {
+        let database = try RelayUserStateTests.Database()
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
+        }
+        let team = Conversation.group("team")
+        var before: Int64 = 0
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                try await alice.send(Frame(RelayUserStateTests.groupMessage("hello team", id: "g1")))
+                try await bob.send(Frame(Message.groupText(from: "bob", group: "team", "lunch?", clientMsgID: "g2")))
+                var secret = RelayUserStateTests.groupMessage("the surprise is for bob", id: "g3")
+                secret.targetReceivers = ["carol"]
+                try await alice.send(Frame(secret))
+                var vote = RelayUserStateTests.groupMessage("lunch at noon, vote", id: "g4")
+                vote.flags = MessageFlags.supportExtension.rawValue
+                vote.expansion = ["yes": "0"]
+                try await alice.send(Frame(vote))
+                #expect(await eventually { carol.collector.messages.count == 4 })
+                let received = carol.collector.messages
+                // bob recalls his message: history never serves it again.
+                let recall = RecallEvent.with {
+                    $0.message = received[1].reference; $0.revokerID = "bob"; $0.timeMs = RelayProtocol.nowMs()
+                }
+                #expect(try await RelayUserStateTests.ask(bob, .recall(recall), id: 1)?.requestResult?.errorCode == 0)
+
+                // Everything so far was stamped at or before `before`; what follows is later.
+                before = RelayProtocol.nowMs()
+                while RelayProtocol.nowMs() <= before { try await Task.sleep(for: .milliseconds(1)) }
+                let edit = EditEvent.with {
+                    $0.message = received[0].reference; $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()
+                    $0.newMessage = RelayUserStateTests.groupMessage("hello everyone", id: "g1")
+                }
+                #expect(try await RelayUserStateTests.ask(alice, .edit(edit), id: 2)?.requestResult?.errorCode == 0)
+                let yes = ExtensionUpdate.with {
+                    $0.message = received[3].reference
+                    $0.set = [
+                        .with {
+                            $0.key = "yes"; $0.value = "1"; $0.version = 1
+                        }
+                    ]
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(carol, .extensionUpdate(yes), id: 3)?.requestResult?.errorCode
+                        == 0
+                )
+
+                let all = try await Self.page(carol, id: 4) {
+                    $0.conversation = team; $0.sort = .oldestFirst
+                }
+                #expect(Self.texts(all) == ["hello everyone", "the surprise is for bob", "lunch at noon, vote"])
+                #expect(all?.messages.first?.editVersion == 1 && all!.messages.first!.updatedAtMs > before)
+                #expect(all?.messages.last?.expansion == ["yes": "1"])
+                let bobsView = try await Self.page(bob, id: 5) {
+                    $0.conversation = team; $0.sort = .oldestFirst
+                }
+                #expect(Self.texts(bobsView) == ["hello everyone", "lunch at noon, vote"], "not the targeted one")
+
+                let fromBob = try await Self.page(carol, id: 6) {
+                    $0.conversation = team; $0.senderIDs = ["bob"]
+                }
+                #expect(fromBob?.messages.isEmpty == true, "bob's only message was recalled")
+                let toCarol = try await Self.page(carol, id: 7) {
+                    $0.conversation = team; $0.recipientIDs = ["carol"]
+                }
+                #expect(Self.texts(toCarol) == ["the surprise is for bob"])
+                let lunch = try await Self.page(carol, id: 8) {
+                    $0.conversation = team; $0.textContains = "lunch"
+                }
+                #expect(Self.texts(lunch) == ["lunch at noon, vote"])
+                let edited = try await Self.page(carol, id: 9) {
+                    $0.conversation = team; $0.textContains = "hello team"
+                }
+                #expect(edited?.messages.isEmpty == true, "text is matched as edited")
+                let early = try await Self.page(carol, id: 10) {
+                    $0.conversation = team; $0.endTimeMs = 1
+                }
+                #expect(early?.messages.isEmpty == true)
+                let changed = try await Self.page(carol, id: 11) {
+                    $0.conversation = team; $0.updatedAfterMs = before; $0.sort = .oldestFirst
+                }
+                #expect(Self.texts(changed) == ["hello everyone", "lunch at noon, vote"])
+                for client in [alice, bob, carol] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                let changed = try await Self.page(carol, id: 1) {
+                    $0.conversation = team; $0.updatedAfterMs = before; $0.sort = .oldestFirst
+                }
+                #expect(Self.texts(changed) == ["hello everyone", "lunch at noon, vote"], "kept across the restart")
+                #expect(changed?.messages.first?.editVersion == 1)
+                #expect(changed?.messages.last?.expansion == ["yes": "1"])
+                await carol.close()
+            }
+        }
+    }
+
+    /// QuickBlox mark_as_read: a page fetched with it is read for the user (its conversation list
+    /// shows no unread message up to the page's newest), and the user's other device hears of it
+    /// as a MarkReadEvent; a page already read marks nothing again.
+    @Test func markAsReadReadsThePageForEveryDeviceOfTheUser() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                for index in 1...4 {
+                    try await alice.send(Frame(RelayUserStateTests.groupMessage("m\(index)", id: "m\(index)")))
+                }
+                #expect(await eventually { laptop.collector.messages.count == 4 })
+                let before = try #require(
+                    RelayUserStateTests.entry(try await RelayUserStateTests.list(phone, id: 1), .group("team"))
+                )
+                #expect(before.unreadCount == 4)
+
+                let peek = try await Self.page(phone, id: 2) {
+                    $0.conversation = .group("team"); $0.count = 2
+                }
+                #expect(Self.texts(peek) == ["m4", "m3"])
+                let unread = try #require(
+                    RelayUserStateTests.entry(try await RelayUserStateTests.list(phone, id: 3), .group("team"))
+                )
+                #expect(unread.unreadCount == 4, "without mark_as_read nothing is read")
+
+                let older = try await Self.page(phone, id: 4) {
+                    $0.conversation = .group("team"); $0.count = 2; $0.cursor = "3"; $0.markAsRead = true
+                }
+                #expect(Self.texts(older) == ["m2", "m1"])
+                #expect(await eventually { laptop.collector.frames.contains { $0.payload?.kind == .markRead } })
+                let marks = laptop.collector.frames.compactMap {
+                    if case .markRead(let m)? = $0.payload { m } else { nil }
+                }
+                #expect(marks.map(\.readSeq) == [2] && marks.first?.userID == "bob")
+                let after = try #require(
+                    RelayUserStateTests.entry(try await RelayUserStateTests.list(phone, id: 5), .group("team"))
+                )
+                #expect(after.readSeq == 2 && after.unreadCount == 2)
+
+                let newest = try await Self.page(phone, id: 6) {
+                    $0.conversation = .group("team"); $0.markAsRead = true
+                }
+                #expect(Self.texts(newest) == ["m4", "m3", "m2", "m1"])
+                let read = try #require(
+                    RelayUserStateTests.entry(try await RelayUserStateTests.list(phone, id: 7), .group("team"))
+                )
+                #expect(read.readSeq == 4 && read.unreadCount == 0)
+                _ = try await Self.page(phone, id: 8) {
+                    $0.conversation = .group("team"); $0.markAsRead = true
+                }
+                try await laptop.roundTrip(9)
+                let marksNow = laptop.collector.frames.filter { $0.payload?.kind == .markRead }
+                #expect(marksNow.count == 2, "a page already read marks nothing again")
+                let echoed = phone.collector.frames.filter { $0.payload?.kind == .markRead }
+                #expect(echoed.isEmpty, "not back to the reader")
+                for client in [alice, phone, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// What a user may read: not what it cleared, not a conversation it is not in, not a
+    /// chatroom's (Tencent: history does not take effect there).
+    @Test func clearedHistoryMembershipAndChatroomsBoundWhatIsServed() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d")
+                for index in 1...4 {
+                    try await alice.send(Frame(RelayUserStateTests.groupMessage("m\(index)", id: "m\(index)")))
+                }
+                #expect(await eventually { bob.collector.messages.count == 4 })
+                let clear = ConversationUpdate.with {
+                    $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
+                    $0.clearedSeq = 2
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(bob, .conversationUpdate(clear), id: 1)?.requestResult?.errorCode
+                        == 0
+                )
+                let page = try await Self.page(bob, id: 2) { $0.conversation = .group("team") }
+                #expect(Self.texts(page) == ["m4", "m3"] && page?.finished == true)
+                let fromStart = try await Self.page(bob, id: 3) {
+                    $0.conversation = .group("team"); $0.direction = .newer
+                }
+                #expect(Self.texts(fromStart) == ["m3", "m4"])
+                #expect(Self.texts(try await Self.page(alice, id: 4) { $0.conversation = .group("team") }).count == 4)
+                #expect(try await Self.refusal(dave, id: 5) { $0.conversation = .group("team") } == 3001)
+                let none = try await Self.page(dave, id: 6) { $0.conversation = .oneToOne("alice") }
+                #expect(
+                    none?.messages.isEmpty == true && none?.finished == true,
+                    "alice's messages to bob are not dave's"
+                )
+                let room = Conversation.with {
+                    $0.type = .chatroom; $0.targetID = "lobby"
+                }
+                #expect(try await Self.refusal(bob, id: 7) { $0.conversation = room } == 3002)
+                for client in [alice, bob, dave] { await client.close() }
+            }
+        }
+    }
+}
+#endif
