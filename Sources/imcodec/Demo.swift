@@ -12,8 +12,10 @@ struct Demo: ParsableCommand {
             group receipt, an image, a multi-element chain, a merger holding a nested merger, a recall, \
             an edit, a rejected send; then a reconnect that resumes from the last seq held and fills the \
             gap with a sync, presence changes, a reaction, a thread reply and a poll; then a video call \
-            (invite, accept, hang up, its call log) and an end-to-end encrypted message: 28 frames), encodes \
-            every frame, writes them as varint-length-prefixed records to a file with a 29th frame that \
+            (invite, accept, hang up, its call log) and an end-to-end encrypted message; then Bob's \
+            conversation list, a pinned group with a draft, an extension update answering the poll, a \
+            block, and the blocked sender's next message refused with 20007: 35 frames), encodes \
+            every frame, writes them as varint-length-prefixed records to a file with a 36th frame that \
             needs a newer reader, reads the file back, routes each frame with the fast path (its "route:" \
             line is FrameView.route, such as .group("team-apollo") for a group message and \
             .referencedSender("alice") for a receipt of Alice's message), decodes it, checks it equals \
@@ -418,6 +420,9 @@ enum DemoConversation {
                 }
             ]
         )
+        // Its votes so far also live in its extension (keys change after sending: frame 32).
+        poll.flags = MessageFlags.supportExtension.rawValue
+        poll.expansion = ["rsvp/bob": "yes"]
         stamp(&poll, minute: 12, id: "a-0004", server: "group-apollo-5005", seq: 5005)
         let vote = Frame(
             .pollVote(
@@ -452,8 +457,9 @@ enum DemoConversation {
                 }
             )
         )
+        let content = content()
         return [login, loggedIn, sync, synced, online, reaction, Frame(reply), Frame(poll), vote, closed, away]
-            + content()
+            + content + userState(poll: poll, callLog: content.compactMap(\.message).first ?? Message())
     }
 
     /// Schema version 3: Alice calls Bob (invite, accept, hang up, then the call's log entry), and
@@ -514,6 +520,116 @@ enum DemoConversation {
         return [invite, accept, hangUp, Frame(log), Frame(sealed)]
     }
 
+    // Long on purpose (over 80 lines): the user-state frames of the demo, in the order it prints them.
+    /// Schema version 3's user state: Bob's laptop syncs his conversation list, pins the group with a
+    /// draft, Carol answers the poll in its extension, Bob blocks a spammer, whose next message the
+    /// server refuses (the relay's `--blocked-senders error`; by default it would be dropped silently).
+    static func userState(poll: Message, callLog: Message) -> [Frame] {
+        let team = Conversation.group("team-apollo")
+        func request(_ id: UInt64, _ payload: Frame.Payload) -> Frame {
+            var frame = Frame(payload)
+            frame.requestID = id
+            return frame
+        }
+        // 29–30. Bob's laptop asks for his whole conversation list; the group has 2 unread messages,
+        // one of which @-mentions everyone and him.
+        let listRequest = request(7, .conversationListRequest(ConversationListRequest.with { $0.limit = 50 }))
+        var received = poll
+        received.direction = .received
+        var call = callLog
+        call.direction = .received
+        let list = request(
+            7,
+            .conversationList(
+                ConversationList.with {
+                    $0.nextAfterVersion = 212
+                    $0.conversations = [
+                        ConversationInfo.with {
+                            $0.conversation = team; $0.lastMessage = received; $0.maxSeq = 5005; $0.readSeq = 5003
+                            $0.unreadCount = 2;
+                            $0.atMe = [
+                                AtMe.with {
+                                    $0.seq = 5004; $0.kind = .atAllAtMe
+                                }
+                            ]
+                            $0.receiveOption = .receive; $0.version = 207; $0.updatedAtMs = start + 12 * 60_000
+                            $0.readHorizons = [
+                                ReadHorizon.with {
+                                    $0.userID = "alice"; $0.readSeq = 5005
+                                },
+                                ReadHorizon.with {
+                                    $0.userID = "carol"; $0.readSeq = 5004
+                                },
+                            ]
+                        },
+                        ConversationInfo.with {
+                            $0.conversation = .oneToOne("alice"); $0.lastMessage = call; $0.maxSeq = 1004
+                            $0.readSeq = 1004; $0.version = 212; $0.updatedAtMs = start + 22 * 60_000
+                            $0.readHorizons = [
+                                ReadHorizon.with {
+                                    $0.userID = "alice"; $0.readSeq = 1003
+                                }
+                            ]
+                        },
+                    ]
+                }
+            )
+        )
+        // 31. Bob pins the group and leaves a draft there (his phone gets it through his stream).
+        let pinned = request(
+            8,
+            .conversationUpdate(
+                ConversationUpdate.with {
+                    $0.conversation = team
+                    $0.fields = UInt32(ConversationField.pinned.rawValue | ConversationField.draft.rawValue)
+                    $0.pinned = true; $0.draftText = "Hotpot it is, I'll book"
+                }
+            )
+        )
+        // 32. Carol answers the poll in its extension, from the version she saw; the server's copy
+        // says what the keys became.
+        let rsvp = Frame(
+            .extensionUpdate(
+                ExtensionUpdate.with {
+                    $0.message = poll.reference
+                    $0.set = [
+                        ExtensionEntry.with {
+                            $0.key = "rsvp/carol"; $0.value = "yes"
+                        }
+                    ]
+                    $0.entries = [
+                        ExtensionEntry.with {
+                            $0.key = "rsvp/carol"; $0.value = "yes"; $0.version = 1
+                        }
+                    ]
+                    $0.userID = "carol"; $0.timeMs = start + 23 * 60_000
+                }
+            )
+        )
+        // 33. Bob blocks a spammer.
+        let block = request(
+            9,
+            .blocklistChange(
+                BlocklistChange.with {
+                    $0.action = .block; $0.userIDs = ["mallory"]
+                }
+            )
+        )
+        // 34–35. The spammer writes again; the server refuses it: Bob blocked him (20007).
+        var spam = Message.c2cText(from: "mallory", to: "bob", "Cheap launch tickets!!!")
+        spam.clientMsgID = "m-0001"
+        spam.clientTimeMs = start + 24 * 60_000
+        let refused = Frame(
+            .sendAck(
+                SendAck.with {
+                    $0.clientMsgID = "m-0001"; $0.conversation = .oneToOne("bob"); $0.errorCode = 20007
+                    $0.errorDescription = "blocked: the receiver blocked mallory"; $0.serverTimeMs = start + 24 * 60_000
+                }
+            )
+        )
+        return [listRequest, list, pinned, rsvp, block, Frame(spam), refused]
+    }
+
     /// The schema version after this reader's: the demo's last frame needs it.
     static let nextVersion = Frame.currentSchemaVersion + 1
 
@@ -525,6 +641,12 @@ enum DemoConversation {
         return Frame.with {
             $0.schemaVersion = nextVersion; $0.minReaderVersion = nextVersion; $0.payload = .message(message)
         }
+    }
+}
+extension Frame {
+    /// The message this frame carries, if any.
+    fileprivate var message: Message? {
+        if case .message(let message)? = payload { message } else { nil }
     }
 }
 #endif

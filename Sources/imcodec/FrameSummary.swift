@@ -232,6 +232,65 @@ enum FrameSummary {
                     + quoted(chunk.text)
             ]
         default:
+            return userStateLines(payload, indent: i)
+        }
+    }
+
+    /// The conversation list, message extensions and the blocklist (schema version 3).
+    static func userStateLines(_ payload: Frame.Payload, indent i: String) -> [String] {
+        switch payload {
+        case .conversationListRequest(let request):
+            return ["\(i)conversation list after version \(request.afterVersion)"]
+        case .conversationList(let list):
+            return ["\(i)conversation list: \(list.conversations.count) conversation(s)\(list.hasMore ? ", more" : "")"]
+                + list.conversations.map { info in
+                    "\(i)  \(conversation(info.conversation)): \(info.unreadCount) unread"
+                        + (info.atMe.isEmpty
+                            ? ""
+                            : ", @ "
+                                + info.atMe.map { name($0.kind.protoName, dropping: "AT_ME_KIND_") }.joined(
+                                    separator: ", "
+                                ))
+                        + (info.pinned ? ", pinned" : "") + ", last seq \(info.lastMessage?.seq ?? 0)"
+                }
+        case .conversationUpdate(let update):
+            var changes: [String] = []
+            let fields = update.fields
+            if fields & UInt32(ConversationField.pinned.rawValue) != 0 {
+                changes.append(update.pinned ? "pinned" : "unpinned")
+            }
+            if fields & UInt32(ConversationField.archived.rawValue) != 0 {
+                changes.append(update.archived ? "archived" : "unarchived")
+            }
+            if fields & UInt32(ConversationField.draft.rawValue) != 0 {
+                changes.append("draft \(quoted(update.draftText))")
+            }
+            if fields & UInt32(ConversationField.clearedSeq.rawValue) != 0 {
+                changes.append("cleared to seq \(update.clearedSeq)")
+            }
+            if fields & UInt32(ConversationField.hidden.rawValue) != 0 {
+                changes.append(update.hidden ? "hidden" : "shown")
+            }
+            return ["\(i)\(conversation(update.conversation)): " + changes.joined(separator: ", ")]
+        case .extensionUpdate(let update):
+            let keys = (update.entries.isEmpty ? update.set : update.entries).map {
+                "\($0.key)=\($0.removed ? "(removed)" : quoted($0.value))" + ($0.version == 0 ? "" : " v\($0.version)")
+            }
+            return [
+                "\(i)extension of \(ref(update.message))\(update.userID.isEmpty ? "" : " by \(update.userID)"): "
+                    + keys.joined(separator: ", ")
+            ]
+        case .extensionFetchRequest(let request):
+            return ["\(i)extensions of \(request.messages.count) message(s)"]
+        case .extensionFetchResponse(let response):
+            return ["\(i)extensions of \(response.extensions.count) message(s)"]
+        case .blocklistChange(let change):
+            return ["\(i)\(change.action == .unblock ? "unblock" : "block") \(change.userIDs.joined(separator: ", "))"]
+        case .blocklistRequest:
+            return ["\(i)blocklist"]
+        case .blocklistResponse(let response):
+            return ["\(i)blocklist: \(response.userIDs.joined(separator: ", "))"]
+        default:
             return []
         }
     }

@@ -202,7 +202,7 @@ struct CLITests {
             #expect(text.contains(expected), "demo transcript lacks \(expected)")
         }
         let written = try FixtureFiles.bytes(output)
-        // 28 frames a version-3 reader acts on, and the last one, which needs a schema-4 reader.
+        // 35 frames a version-3 reader acts on, and the last one, which needs a schema-4 reader.
         var reader = Delimited.Reader<Frame>(written)
         var count = 0
         do {
@@ -211,11 +211,11 @@ struct CLITests {
         } catch {
             #expect(error.code == .unsupportedVersion)
         }
-        #expect(count == 28)
+        #expect(count == 35)
         var lenient = Delimited.Reader<Frame>(written, options: DecodingOptions(acceptsNewerFrames: true))
         count = 0
         while try lenient.next() != nil { count += 1 }
-        #expect(count == 29)
+        #expect(count == 36)
     }
 
     @Test("--version prints the library's version and the schema's")
@@ -374,7 +374,7 @@ struct CLITests {
     }
 
     @Test(
-        "--delimited on the demo's file: 28 records out, record 29 reported with its offset and flag, exit 1",
+        "--delimited on the demo's file: 35 records out, record 36 reported with its offset and flag, exit 1",
         arguments: ["decode", "inspect", "validate"]
     )
     func demoFileRecordByRecord(command: String) throws {
@@ -382,35 +382,35 @@ struct CLITests {
         defer { demo.remove() }
         let result = try CLI.run([command, "--delimited", demo.url.path])
         #expect(result.status == 1)
-        #expect(Self.goodRecords(result.text, command: command) == 28, "\(result.text)")
+        #expect(Self.goodRecords(result.text, command: command) == 35, "\(result.text)")
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.count == 2, "\(result.stderr)")
         #expect(
-            lines.first?.hasPrefix("imcodec: record 29 at byte \(demo.offsets[28]): unsupportedVersion: ") == true,
+            lines.first?.hasPrefix("imcodec: record 36 at byte \(demo.offsets[35]): unsupportedVersion: ") == true,
             "\(result.stderr)"
         )
         #expect(lines.first?.hasSuffix("(use --accept-newer-frames to read it anyway)") == true, "\(result.stderr)")
         #expect(!result.stderr.contains("DecodingOptions") && !result.stderr.contains("acceptsNewerFrames"))
-        #expect(lines.last == "imcodec: 1 of 29 record(s) failed")
+        #expect(lines.last == "imcodec: 1 of 36 record(s) failed")
         if command == "decode" {
-            let json = try demo.records.prefix(28).map { try Frame(serializedBytes: $0).jsonString() + "\n" }.joined()
+            let json = try demo.records.prefix(35).map { try Frame(serializedBytes: $0).jsonString() + "\n" }.joined()
             #expect(result.text == json)
         }
         let newer = try CLI.run([command, "--delimited", "--accept-newer-frames", demo.url.path])
         guard command == "validate" else {
             #expect(newer.status == 0 && newer.stderr.isEmpty, "\(newer.stderr)")
-            #expect(Self.goodRecords(newer.text, command: command) == 29)
+            #expect(Self.goodRecords(newer.text, command: command) == 36)
             return
         }
         // validate reads it, and still finds that the default options refuse it (notDecodable).
         #expect(newer.status == 1)
-        #expect(Self.goodRecords(newer.text, command: command) == 28)
-        #expect(newer.text.contains("record 29 at byte \(demo.offsets[28]): 1 violation(s)\n"), "\(newer.text)")
+        #expect(Self.goodRecords(newer.text, command: command) == 35)
+        #expect(newer.text.contains("record 36 at byte \(demo.offsets[35]): 1 violation(s)\n"), "\(newer.text)")
         #expect(newer.text.contains("(use --accept-newer-frames to read it anyway)) [notDecodable]"), "\(newer.text)")
         #expect(!newer.text.contains("DecodingOptions"))
         #expect(
-            newer.stderr == "imcodec: record 29 at byte \(demo.offsets[28]): 1 product rule violation(s)\n"
-                + "imcodec: 1 of 29 record(s) failed\n",
+            newer.stderr == "imcodec: record 36 at byte \(demo.offsets[35]): 1 product rule violation(s)\n"
+                + "imcodec: 1 of 36 record(s) failed\n",
             "\(newer.stderr)"
         )
     }
@@ -503,7 +503,7 @@ struct CLITests {
         let demo = try DemoFile()
         defer { demo.remove() }
         let routes = demo.transcript.split(separator: "\n").filter { $0.hasPrefix("    route: ") }
-        #expect(routes.count == 28)
+        #expect(routes.count == 35)
         let decoder = WireDecoder()
         for (line, record) in zip(routes, demo.records) {
             let route = try decoder.withFrameView(record) { $0.route }
@@ -589,7 +589,7 @@ struct CLITests {
         for expected in [
             "imcodec \(IMCodecRelease.version) (", "IMAGE_FORMAT_JPG", "frame: message", "ok\n",
             "every frame decodes equal to what was encoded", "{\"schemaVersion\":\(Frame.currentSchemaVersion),",
-            "\"senderId\": \"alice\"", "\n29\n",
+            "\"senderId\": \"alice\"", "\n36\n",
         ] {
             #expect(result.text.contains(expected), "README commands' output lacks \(expected)")
         }
