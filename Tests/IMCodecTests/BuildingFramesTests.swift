@@ -170,6 +170,24 @@ struct BuildingFramesTests {
             $0.conversation = .group("team-apollo"); $0.count = 20; $0.direction = .older
         }))
 
+        let lists = Frame(.conversationListRequest(ConversationListRequest.with {
+            $0.afterVersion = 207; $0.limit = 50
+        }))
+        let pinDraft = Frame(.conversationUpdate(ConversationUpdate.with {
+            $0.conversation = .group("team-apollo")
+            $0.fields = UInt32(ConversationField.pinned.rawValue | ConversationField.draft.rawValue)
+            $0.pinned = true; $0.draftText = "Hotpot it is"
+        }))
+        let rsvp = Frame(.extensionUpdate(ExtensionUpdate.with {
+            $0.message = ref; $0.set = [ExtensionEntry.with { $0.key = "rsvp/bob"; $0.value = "yes"; $0.version = 0 }]
+        }))
+        let keys = Frame(.extensionFetchRequest(ExtensionFetchRequest.with { $0.messages = [ref] }))
+        let block = Frame(.blocklistChange(BlocklistChange.with { $0.action = .block; $0.userIDs = ["mallory"] }))
+        let search = Frame(.historyRequest(HistoryRequest.with {
+            $0.conversation = .oneToOne("bob"); $0.count = 50; $0.senderIDs = ["bob"]; $0.textContains = "invoice"
+            $0.markAsRead = true
+        }))
+
         let elementFrames = [mention, chain, forward].map(Frame.init)
             + [photo, report, voice, clip, place, sticker, card, lunch, packed, contact, missed, choices, answer, sealed].map {
                 Frame(Message(from: "alice", in: .group("team-apollo"), elements: [$0]))
@@ -181,15 +199,18 @@ struct BuildingFramesTests {
 
         let eventFrames = [
             read, delivered, c2cRead, recall, askReceipts, askReaders, counts, readers, edit, delete, typing,
-            markRead, reaction, pin, vote, closed, timer, mute, notice, history, ring, more,
+            markRead, reaction, pin, vote, closed, timer, mute, notice, history, ring, more, lists, pinDraft, rsvp,
+            keys, block, search,
         ]
-        // Every payload of events.proto and receipts.proto that a client or server sends about
-        // messages (the session layer has its own article).
+        // Every payload of events.proto and receipts.proto that a client sends about messages, and
+        // the user-state requests of session.proto (the rest of the session layer has its own
+        // article).
         let events: Set<Frame.Payload.Kind> = [
             .receipt, .receipts, .c2cReadReceipt, .groupReadMembers, .readReceiptRequest,
             .groupReadMembersRequest, .recall, .edit, .delete, .typing, .markRead, .systemNotice,
             .historyRequest, .reaction, .pin, .pollVote, .pollUpdate, .disappearingTimer, .receiveOption,
-            .call, .streamChunk,
+            .call, .streamChunk, .conversationListRequest, .conversationUpdate, .extensionUpdate,
+            .extensionFetchRequest, .blocklistChange,
         ]
         #expect(Set(eventFrames.compactMap { $0.payload?.kind }) == events, "an event has no example")
 
