@@ -349,6 +349,47 @@ struct RelayUserStateTests {
             }
         }
     }
+
+    /// RongCloud: message expansion is for one-to-one and group conversations only. A chatroom
+    /// message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts no extension (no update to it could
+    /// pass validate()): fetching its extension finds none, while a group message's is there.
+    @Test func anExtensionStartsOnlyInOneToOneAndGroupConversations() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let room = Conversation.with {
+                    $0.type = .chatroom; $0.targetID = "lobby"
+                }
+                for (index, client) in [alice, bob].enumerated() {
+                    let join = MembershipChange.with {
+                        $0.action = .join; $0.conversation = room
+                    }
+                    #expect(
+                        try await Self.ask(client, .membership(join), id: UInt64(index + 1))?.requestResult?.errorCode
+                            == 0
+                    )
+                }
+                var inRoom = Message(from: "alice", in: room, elements: [.text("vote here")], clientMsgID: "e1")
+                inRoom.flags = MessageFlags.supportExtension.rawValue
+                inRoom.expansion = ["yes": "0"]
+                var inGroup = Self.groupMessage("vote here too", id: "e2")
+                inGroup.flags = MessageFlags.supportExtension.rawValue
+                inGroup.expansion = ["yes": "0"]
+                try await alice.send(Frame(inRoom))
+                try await alice.send(Frame(inGroup))
+                #expect(await eventually { bob.collector.messages.count == 2 })
+                let refs = bob.collector.messages.map(\.reference)
+                let answer = try await Self.ask(bob, .extensionFetchRequest(.with { $0.messages = refs }), id: 3)
+                guard case .extensionFetchResponse(let fetched)? = answer?.payload else {
+                    Issue.record("no extension fetch answer")
+                    return
+                }
+                #expect(fetched.extensions.map { $0.message?.conversation?.type } == [.group])
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
 }
 
 extension Frame {
