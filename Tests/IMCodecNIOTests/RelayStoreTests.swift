@@ -110,6 +110,7 @@ struct RelayStoreTests {
         let location = try await TestStore(backend)
         defer { location.remove() }
         var store: (any RelayStore)? = try location.open()
+        defer { store?.close() }
         try store?.commit(Self.first)
         var failing = StoreBatch()
         failing.messages = [Self.message(Self.direct, 3, from: "alice", id: "lost")]
@@ -138,6 +139,19 @@ struct RelayStoreTests {
         let reopened = try location.open()
         defer { reopened.close() }
         #expect(Self.fingerprint(try reopened.load()) == expected, "a store opened again reads what was committed")
+    }
+
+    /// A PostgreSQL store released without ``RelayStore/close()`` (a path that threw) closes its
+    /// connection on its own, which releases the database's lock: the next store opens.
+    @Test func aPostgresStoreReleasedWithoutClosingLetsTheNextOneOpen() async throws {
+        let location = try await TestStore(.postgresql)
+        defer { location.remove() }
+        var first: (any RelayStore)? = try location.open()
+        try first?.commit(Self.first)
+        first = nil
+        let second = try location.open()
+        defer { second.close() }
+        #expect(try second.load().conversations[Self.team]?.maxSeq == 3)
     }
 
     // MARK: The same on both

@@ -142,7 +142,12 @@ final class PostgresRelayStore: RelayStore {
     }
 
     deinit {
-        if !isClosed { connection.close().whenComplete { _ in } }
+        // A store dropped without close() (a test that threw): close without waiting, and keep the
+        // connection until it is closed (postgres-nio asserts that a connection is closed before
+        // it goes).
+        guard !isClosed else { return }
+        let connection = connection
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Closes the connection, which releases the lock.
