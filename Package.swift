@@ -49,6 +49,8 @@ let package = Package(
         // The relay's durable store (SQLite, Debian's libsqlite3-dev) and its login tokens (JWT).
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // The relay's PostgreSQL store (`serve --store postgresql://...`).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         // TLS for the relay's TCP and WebSocket listeners.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // The relay's graceful shutdown on SIGTERM and SIGINT, and its logs.
@@ -131,6 +133,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio", condition: tools),
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: tools),
                 .product(name: "GRDB", package: "GRDB.swift", condition: tools),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: tools),
                 .product(name: "JWTKit", package: "jwt-kit", condition: tools),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: tools),
@@ -157,6 +160,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: tools),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
                 .product(name: "Crypto", package: "swift-crypto", condition: tools),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: tools),
             ]
         ),
         // Test-only: counts allocation calls per thread and live heap bytes (interposes malloc).

@@ -536,18 +536,25 @@ final class ChatClient: Sendable {
         if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
             cause = first.error
         }
-        let reason: String
+        if case ChannelError.ioOnClosedChannel = cause {
+            return "cannot connect to \(host):\(port): the relay closed the connection before the login completed"
+        }
+        return "cannot connect to \(host):\(port): \(connectReason(cause))"
+    }
+
+    /// Why a connection failed, in the system's words (`connection refused`, `timed out`); also
+    /// the PostgreSQL store's (``PostgresRelayStore``).
+    static func connectReason(_ error: any Error) -> String {
+        var cause = error
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            cause = first.error
+        }
         if let io = cause as? IOError {
             let text = String(cString: strerror(io.errnoCode))
-            reason = text.prefix(1).lowercased() + text.dropFirst()
-        } else if case ChannelError.connectTimeout = cause {
-            reason = "timed out"
-        } else if case ChannelError.ioOnClosedChannel = cause {
-            reason = "the relay closed the connection before the login completed"
-        } else {
-            reason = "\(cause)"
+            return text.prefix(1).lowercased() + text.dropFirst()
         }
-        return "cannot connect to \(host):\(port): \(reason)"
+        if case ChannelError.connectTimeout = cause { return "timed out" }
+        return "\(cause)"
     }
 
     /// Closes the connection (cancelling the session's task closes it: ``IMCodecFrameChannel``'s

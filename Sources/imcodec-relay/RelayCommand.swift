@@ -205,7 +205,10 @@ extension RelayCommand {
         var dataDir = RelayFiles.defaultDataDirectory
 
         @Option(
-            help: "Where the relay keeps what it promises: sqlite (in --data-dir, durable) or memory (lost on exit)."
+            help: """
+                Where the relay keeps what it promises: sqlite (in --data-dir, durable), memory (lost on exit), \
+                or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (a PostgreSQL database this relay alone uses).
+                """
         )
         var store = "sqlite"
 
@@ -258,7 +261,11 @@ extension RelayCommand {
             }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
-            guard store == "sqlite" || store == "memory" else { throw ValidationError("--store is sqlite or memory") }
+            if PostgresURL.hasScheme(store) {
+                do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
+            } else if store != "sqlite" && store != "memory" {
+                throw ValidationError("--store is sqlite, memory or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")
+            }
             guard Router.BlockedSenders(rawValue: blockedSenders) != nil else {
                 throw ValidationError("--blocked-senders is silent or error")
             }
@@ -337,6 +344,9 @@ extension RelayCommand {
                 if store == "sqlite" {
                     try files.lock()
                     configuration.store = .sqlite(path: files.databasePath, synchronous: synchronous)
+                } else if PostgresURL.hasScheme(store) {
+                    // validate() parsed it; the database's own lock keeps a second relay out.
+                    configuration.store = .postgres(try PostgresURL(store))
                 }
                 let loaded = try RelayAuthenticator.loadOrCreateSecret(
                     at: authSecretFile ?? files.secretPath,
@@ -353,12 +363,18 @@ extension RelayCommand {
             do {
                 server = try RelayServer.start(configuration).wait()
             } catch let error as RelayStoreError {
-                emitError(
-                    "imcodec-relay: \(error.description); the relay stops and leaves the file as it is (restore it from a backup, or move it away to start empty)"
-                )
+                if case .postgres = configuration.store {
+                    emitError(
+                        "imcodec-relay: \(error.description); the relay stops and changes nothing in the database"
+                    )
+                } else {
+                    emitError(
+                        "imcodec-relay: \(error.description); the relay stops and leaves the file as it is (restore it from a backup, or move it away to start empty)"
+                    )
+                }
                 throw ExitCode.failure
             }
-            announce(server, configuration, files)
+            announce(server, configuration)
             // Until SIGTERM or SIGINT: then a graceful shutdown (RelayServer.shutdown()), and exit 0.
             // swift-service-lifecycle's own lines (at info and below) only when debugging.
             var lifecycleLogger = Logger(label: "imcodec-relay.lifecycle")
@@ -375,8 +391,8 @@ extension RelayCommand {
         }
 
         /// Prints where the relay keeps its store and where it listens.
-        private func announce(_ server: RelayServer, _ configuration: RelayConfiguration, _ files: RelayFiles) {
-            emit("relay store: \(store == "sqlite" ? files.databasePath : "memory (lost on exit)")")
+        private func announce(_ server: RelayServer, _ configuration: RelayConfiguration) {
+            emit("relay store: \(configuration.store)")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit(
                 "relay listening on \(host):\(server.port)" + (configuration.tls == nil ? "" : " (TLS)")

@@ -61,18 +61,30 @@ struct RelayConfiguration: Sendable {
 }
 
 /// Where a relay keeps what it promises.
-enum StoreLocation: Sendable {
+enum StoreLocation: Sendable, CustomStringConvertible {
     /// In memory: lost with the process (tests, the relay benchmark's baseline).
     case memory
     /// A SQLite database at `path` (``SQLiteRelayStore``); `synchronous` is `FULL` or `NORMAL`.
     case sqlite(path: String, synchronous: String = "FULL")
+    /// A PostgreSQL database (``PostgresRelayStore``), held by this relay alone.
+    case postgres(PostgresURL)
 
-    /// Opens the store.
-    /// - Throws: ``RelayStoreError`` when it is damaged or unreadable.
-    func open() throws -> any RelayStore {
+    /// Opens the store; postgres-nio logs to `logger`.
+    /// - Throws: ``RelayStoreError`` when it is damaged, unreadable or unreachable, or held by another relay.
+    func open(logger: Logger) throws -> any RelayStore {
         switch self {
         case .memory: return MemoryRelayStore()
         case .sqlite(let path, let synchronous): return try SQLiteRelayStore(path: path, synchronous: synchronous)
+        case .postgres(let url): return try PostgresRelayStore(url: url, logger: logger)
+        }
+    }
+
+    /// Where the store is, for people: a path, a PostgreSQL URL without its password, or `memory`.
+    var description: String {
+        switch self {
+        case .memory: return "memory (lost on exit)"
+        case .sqlite(let path, _): return path
+        case .postgres(let url): return "\(url) (PostgreSQL)"
         }
     }
 }
@@ -177,8 +189,15 @@ final class RelayServer: Sendable {
         guard let authenticator = configuration.authenticator else {
             throw IMCodecError.invalidArgument("the relay needs an authenticator to check login tokens")
         }
-        let store = try configuration.store.open()
-        let handoff = StoreHandoff(store: store, state: try store.load())
+        let store = try configuration.store.open(logger: configuration.logger)
+        let state: StoredState
+        do {
+            state = try store.load()
+        } catch {
+            store.close()
+            throw error
+        }
+        let handoff = StoreHandoff(store: store, state: state)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         return loop.flatSubmit {
@@ -252,8 +271,7 @@ final class RelayServer: Sendable {
                 }.flatMapError { error in channel.close().flatMapThrowing { throw error } }
             }
             .flatMapError { error in
-                let pool = router.value.store.pool
-                return loop.makeFutureWithTask { try? await pool.shutdownGracefully() }.flatMap {
+                router.value.store.close().flatMap {
                     group.shutdownGracefully { _ in }
                     return loop.makeFailedFuture(error)
                 }
@@ -342,17 +360,17 @@ final class RelayServer: Sendable {
 
     /// Shuts down gracefully: stops listening (and serving metrics); commits everything already accepted and writes its
     /// acks and forwards; tells every logged-in device `kicked_offline` (server shutdown) and closes
-    /// every connection (``Router/shutDown()``); then stops the store thread and the event loop.
+    /// every connection (``Router/shutDown()``); then closes the store (a PostgreSQL store's
+    /// connection, which releases its lock), stops the store thread and the event loop.
     /// `serve` runs it on SIGTERM and SIGINT.
     func shutdown() async throws {
         try? await channel.close()
         try? await webSocketChannel?.close()
         try? await metricsChannel?.close()
-        let pool = try? await eventLoop.flatSubmit { () -> EventLoopFuture<NIOThreadPool> in
-            let pool = self.router.value.store.pool
-            return self.router.value.shutDown().map { pool }
+        try? await eventLoop.flatSubmit {
+            let store = NIOLoopBound(self.router.value.store, eventLoop: self.eventLoop)
+            return self.router.value.shutDown().flatMap { store.value.close() }
         }.get()
-        try? await pool?.shutdownGracefully()
         try await group.shutdownGracefully()
     }
 }

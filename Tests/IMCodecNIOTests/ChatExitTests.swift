@@ -53,7 +53,11 @@ struct ChatExitTests {
         #expect(unknown.status == 2, "\(unknown.stderr)")
         #expect(unknown.stderr.contains("--no-such-option"))
         let invalid = try RelayExecutable.run(["serve", "--store", "tape"])
-        #expect(invalid.status == 2 && invalid.stderr.contains("--store is sqlite or memory"), "\(invalid.stderr)")
+        #expect(
+            invalid.status == 2
+                && invalid.stderr.contains("--store is sqlite, memory or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"),
+            "\(invalid.stderr)"
+        )
     }
 
     @Test("with no relay listening, chat prints one line, cannot connect ... connection refused, and exits 1")

@@ -17,8 +17,9 @@ import Testing
 
 /// The relay's durability promises, checked on the `imcodec-relay serve` executable run as a child
 /// process: killed with SIGKILL in the middle of a load of messages and events from several users
-/// and devices, restarted on the same data directory, started on a damaged database or on a data
-/// directory another relay holds.
+/// and devices, restarted on the same store, started on a damaged database or on a data
+/// directory another relay holds. The tests of what a crash or a restart keeps run on both stores,
+/// SQLite and PostgreSQL (``StoreBackend``; PostgreSQL through `Scripts/with-postgres`).
 @Suite("Relay crashes and damaged databases (the relay as a child process)", .serialized, .timeLimit(.minutes(4)))
 struct RelayCrashTests {
     // MARK: SIGKILL in the middle of a load
@@ -28,7 +29,7 @@ struct RelayCrashTests {
     /// reactions, edits and recalls of its own messages, mark-reads and read receipts, with up to
     /// 6 frames unanswered. Once 35% of the script's frames are acknowledged the relay is killed
     /// with SIGKILL (right after the windows were refilled, so sends are in flight) and restarted on
-    /// the same data directory; every device logs in again with its last stream position, pages its
+    /// the same store; every device logs in again with its last stream position, pages its
     /// stream, resends each message not acknowledged (same client_msg_id) and goes on with its
     /// script. At 70% the same again, then the script runs to its end. Then every device reads its
     /// whole stream again from position 0.
@@ -41,8 +42,9 @@ struct RelayCrashTests {
     /// the restart; per conversation, the seqs each device sees only grow, every ack's seq is the
     /// one the receivers see, and no seq names two messages; the stream read again from 0 is
     /// exactly what the device was handed, live and by sync.
-    @Test func sigkillInTheMiddleOfALoadLosesAndRepeatsNoAcknowledgedFrame() async throws {
-        let folder = try TemporaryFolder("crash-load")
+    @Test(arguments: StoreBackend.allCases)
+    func sigkillInTheMiddleOfALoadLosesAndRepeatsNoAcknowledgedFrame(_ backend: StoreBackend) async throws {
+        let folder = try await TemporaryFolder("crash-load", store: backend)
         defer { folder.remove() }
         let run = LoadRun()
         try await withClientGroup(threads: 2) { group in
@@ -82,7 +84,7 @@ struct RelayCrashTests {
                 #expect(closed)
                 run.pumpAll(sending: false)
                 run.crashed()
-                // Restart on the same data directory; every device resumes from its last position
+                // Restart on the same store; every device resumes from its last position
                 // and resends what was not acknowledged.
                 relay = try await RelayChild.start(folder: folder, extra: ["--groups", folder.groupsFile])
                 for device in run.devices {
@@ -285,8 +287,9 @@ struct RelayCrashTests {
     /// each answered, so committed. After SIGKILL and a restart the relay serves the same bundle and
     /// hands out key 2, then key 3: a one-time key handed out before the crash is never handed out
     /// again, and a published bundle is not lost.
-    @Test func keyBundlesAndUsedOneTimeKeysSurviveSIGKILL() async throws {
-        let folder = try TemporaryFolder("keys")
+    @Test(arguments: StoreBackend.allCases)
+    func keyBundlesAndUsedOneTimeKeysSurviveSIGKILL(_ backend: StoreBackend) async throws {
+        let folder = try await TemporaryFolder("keys", store: backend)
         defer { folder.remove() }
         try await withClientGroup { group in
             var relay = try await RelayChild.start(folder: folder)
@@ -353,9 +356,9 @@ struct RelayCrashTests {
     /// may still write to club; bob's phone, logging in with stream_position 0, resumes from P and
     /// gets a-4, a-5 and g-3, once each, nothing older; the club's log holds g-1, g-2, g-3 and bob's
     /// message at seqs 1...4.
-    @Test(arguments: Stop.allCases)
-    func aRestartKeepsSeqsMembershipAndDevicePositions(_ stop: Stop) async throws {
-        let folder = try TemporaryFolder("restart-\(stop.rawValue)")
+    @Test(arguments: StoreBackend.allCases, Stop.allCases)
+    func aRestartKeepsSeqsMembershipAndDevicePositions(_ backend: StoreBackend, _ stop: Stop) async throws {
+        let folder = try await TemporaryFolder("restart-\(stop.rawValue)", store: backend)
         defer { folder.remove() }
         try await withClientGroup { group in
             var relay = try await RelayChild.start(folder: folder)
@@ -467,136 +470,6 @@ struct RelayCrashTests {
             _ = await relay.waitForExit()
         }
     }
-}
-
-// MARK: - The relay as a child process
-
-/// A temporary folder holding a data directory, the auth secret (``TestAuth/secret``) and a groups file.
-private struct TemporaryFolder {
-    let path: String
-    var dataDir: String { path + "/data" }
-    var secretFile: String { path + "/auth-secret" }
-    var groupsFile: String { path + "/groups.txt" }
-
-    init(_ name: String) throws {
-        path =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("imcodec-relay-\(name)-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try writeFile(secretFile, TestAuth.secret + "\n")
-        try writeFile(groupsFile, "crew: u0 u1 u2 u3 u4\n")
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
-
-/// `imcodec-relay serve --port 0 --data-dir DIR --auth-secret-file FILE --quiet` as a child process;
-/// its stdout and stderr go to files. Killed with SIGKILL by ``forceKill()`` (called by a `defer` on
-/// every path) and when released.
-private final class RelayChild {
-    let process = Process()
-    private let outFile: URL
-    private let errFile: URL
-
-    /// Starts the relay; does not wait for it.
-    init(folder: TemporaryFolder, extra: [String] = []) throws {
-        let executable = try #require(
-            RelayExecutable.url,
-            "the imcodec-relay executable was not built next to the tests"
-        )
-        let id = UUID().uuidString.prefix(8)
-        outFile = URL(fileURLWithPath: folder.path + "/relay-\(id).out")
-        errFile = URL(fileURLWithPath: folder.path + "/relay-\(id).err")
-        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        process.executableURL = executable
-        process.arguments =
-            [
-                "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
-                "--quiet",
-            ] + extra
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: outFile)
-        process.standardError = try FileHandle(forWritingTo: errFile)
-        try runWithNoSignalsBlocked(process)
-    }
-
-    /// Starts the relay and waits until it prints its port.
-    static func start(folder: TemporaryFolder, extra: [String] = []) async throws -> RelayChild {
-        let child = try RelayChild(folder: folder, extra: extra)
-        let started = await eventually(30) { child.listeningPort != nil || !child.process.isRunning }
-        guard started, child.listeningPort != nil else {
-            child.forceKill()
-            throw RelayChildError(description: "the relay did not start: \(child.stdout)\(child.stderr)")
-        }
-        return child
-    }
-
-    var stdout: String { (try? String(contentsOf: outFile, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOf: errFile, encoding: .utf8)) ?? "" }
-
-    /// The port of `relay listening on 127.0.0.1:PORT`, once printed.
-    var listeningPort: Int? {
-        guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix("relay listening on 127.0.0.1:") })
-        else { return nil }
-        return Int(line.dropFirst("relay listening on 127.0.0.1:".count).prefix { $0.isNumber })
-    }
-
-    var port: Int { listeningPort ?? 0 }
-
-    /// Sends `signal` to the relay if it still runs.
-    func signal(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
-    }
-
-    /// Waits (while anything makes progress, see ``eventually(_:_:)``, at most 20 s of silence) until the relay exited.
-    func waitForExit() async -> Bool {
-        await eventually(20) { !process.isRunning }
-    }
-
-    /// The exit status, if the relay exited normally.
-    var exitStatus: Int32? {
-        process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
-    }
-
-    /// The signal that ended the relay, if one did.
-    var terminatedBySignal: Int32? {
-        process.isRunning || process.terminationReason != .uncaughtSignal ? nil : process.terminationStatus
-    }
-
-    /// Kills the relay with SIGKILL if it still runs, and waits (a few seconds at most) until it is
-    /// gone. (Not with `waitUntilExit()`, which leaks a weak reference's side table, which
-    /// LeakSanitizer reports.)
-    func forceKill() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        for _ in 0..<5_000 where process.isRunning { usleep(1_000) }
-    }
-
-    deinit { forceKill() }
-}
-
-/// Starts `process` from a thread that blocks no signal. A child inherits the signal mask of the
-/// thread that spawns it, and the threads async tests run on (libdispatch's workers) block nearly
-/// every signal: a relay started from one of them never receives SIGTERM.
-private func runWithNoSignalsBlocked(_ process: Process) throws {
-    let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        var none = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, nil)
-        let result = Result { try process.run() }
-        outcome.withLockedValue { $0 = result }
-        done.signal()
-    }
-    thread.start()
-    done.wait()
-    try outcome.withLockedValue { $0! }.get()
-}
-
-private struct RelayChildError: Error, CustomStringConvertible {
-    let description: String
 }
 
 private func fileBytes(_ path: String) throws -> [UInt8] {

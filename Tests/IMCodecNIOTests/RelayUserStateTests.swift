@@ -11,17 +11,10 @@ import Testing
 /// Schema version 3's user state through the relay: the conversation list (unread counts, @ of the
 /// user, read horizons, pinned, archived, draft, cleared history, receive option), message
 /// extensions with per-key versions, and the blocklist in both of Tencent's behaviours. Each is
-/// kept in the store: the tests that restart the relay run on SQLite.
+/// kept in the store: the tests that restart the relay run on SQLite and on PostgreSQL
+/// (``StoreBackend``; PostgreSQL through `Scripts/with-postgres`).
 @Suite("Relay: conversation list, message extensions, blocklist", .timeLimit(.minutes(2)))
 struct RelayUserStateTests {
-    /// A temporary SQLite store, deleted when the test ends.
-    final class Database {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-state-\(UUID().uuidString)")
-        var location: StoreLocation { .sqlite(path: folder.appendingPathComponent("relay.sqlite").path) }
-        init() throws { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
-        deinit { try? FileManager.default.removeItem(at: folder) }
-    }
-
     static func list(_ client: TestClient, after version: UInt64 = 0, id: UInt64) async throws -> ConversationList {
         var request = Frame(.conversationListRequest(.with { $0.afterVersion = version }))
         request.requestID = id
@@ -113,8 +106,10 @@ struct RelayUserStateTests {
     /// Pin, archive, draft, clear history and hide are the user's own: shared with its other
     /// devices through its stream, kept across a restart of the relay, refused when malformed
     /// (validate()) or about a conversation the user is not in. A receive option (mute) is kept too.
-    @Test func conversationUpdatesReachTheUsersDevicesAndSurviveARestart() async throws {
-        let database = try Database()
+    @Test(arguments: StoreBackend.allCases)
+    func conversationUpdatesReachTheUsersDevicesAndSurviveARestart(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
         let configure: (inout RelayConfiguration) -> Void = {
             $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
         }
@@ -176,8 +171,10 @@ struct RelayUserStateTests {
     /// keys change after sending, each with a version; an update from a stale version is refused
     /// with 23001 and changes nothing; a message sent without the flag takes no extension. The keys
     /// survive a restart.
-    @Test func extensionUpdatesCarryVersionsAndAStaleOneIsAConflict() async throws {
-        let database = try Database()
+    @Test(arguments: StoreBackend.allCases)
+    func extensionUpdatesCarryVersionsAndAStaleOneIsAConflict(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
         let configure: (inout RelayConfiguration) -> Void = {
             $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
         }
@@ -281,9 +278,10 @@ struct RelayUserStateTests {
     /// Tencent (seed 000, addToBlackList): by default a blocked sender still sees "sent
     /// successfully" and the recipient gets nothing; with the other setting the sender gets error
     /// 20007. The list is shared with the user's other devices and kept across a restart.
-    @Test(arguments: Router.BlockedSenders.allCases)
-    func aBlockedSenderIsSilencedOrRefused(_ behaviour: Router.BlockedSenders) async throws {
-        let database = try Database()
+    @Test(arguments: StoreBackend.allCases, Router.BlockedSenders.allCases)
+    func aBlockedSenderIsSilencedOrRefused(_ backend: StoreBackend, _ behaviour: Router.BlockedSenders) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
         let configure: (inout RelayConfiguration) -> Void = {
             $0.store = database.location; $0.blockedSenders = behaviour
         }

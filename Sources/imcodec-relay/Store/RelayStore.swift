@@ -10,9 +10,9 @@ import IMCodec
 /// what was committed. A store is used from one thread at a time (the ``StoreQueue``'s), so an
 /// implementation needs no lock of its own.
 ///
-/// Two stores exist: ``SQLiteRelayStore`` (the default, durable: WAL, one transaction per batch)
-/// and ``MemoryRelayStore`` (for tests and the relay benchmark's baseline). A store for several
-/// relay processes (PostgreSQL) implements the same protocol; the router does not change.
+/// Three stores exist: ``SQLiteRelayStore`` (the default, durable: WAL, one transaction per batch),
+/// ``PostgresRelayStore`` (durable, on a PostgreSQL server: one relay per database for now) and
+/// ``MemoryRelayStore`` (for tests and the relay benchmark's baseline). The router does not change.
 protocol RelayStore: AnyObject {
     /// Everything the router keeps in memory, read once at start.
     /// - Throws: ``RelayStoreError`` when the store is damaged or unreadable.
@@ -35,6 +35,16 @@ protocol RelayStore: AnyObject {
     /// most `limit`, each with the bytes of its frame (an entry whose message was dropped by
     /// retention comes with an empty frame).
     func stream(of user: String, after: UInt64, through: UInt64, limit: Int) throws -> [StreamRow]
+
+    /// Releases what the store holds (a server connection, and the lock that keeps a second relay
+    /// out), once the last commit is done; nothing is called on the store afterwards.
+    func close()
+}
+
+extension RelayStore {
+    /// A store that holds nothing to release (SQLite's file lock belongs to the data directory,
+    /// ``RelayFiles/lock()``; its database is closed with the store).
+    func close() {}
 }
 
 /// Why a store cannot be used; the relay stops with this message (it never resets a store).

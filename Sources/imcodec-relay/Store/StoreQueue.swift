@@ -49,8 +49,8 @@ final class StoreQueue {
 
     let store: any RelayStore
     private let eventLoop: any EventLoop
-    /// The store's thread (``RelayServer/shutdown()`` stops it once the last commit is done).
-    let pool: NIOThreadPool
+    /// The store's thread (``close()`` stops it once the last commit is done).
+    private let pool: NIOThreadPool
     private var pending = Job()
     private var running = false
     private var scheduled = false
@@ -108,6 +108,17 @@ final class StoreQueue {
             if let value = slot.value { then(value) }
         }
         schedule()
+    }
+
+    /// Closes the store on its thread (``RelayStore/close()``: a PostgreSQL store's connection and
+    /// lock), then stops the thread. Called on the loop once nothing more is queued
+    /// (``Router/shutDown()`` waits for the last commit), or when the relay could not start.
+    func close() -> EventLoopFuture<Void> {
+        let handoff = Handoff(store: store, job: Job())
+        let (pool, loop) = (pool, eventLoop)
+        return pool.runIfActive(eventLoop: loop) { handoff.store.close() }
+            .flatMapError { _ in loop.makeSucceededVoidFuture() }
+            .flatMap { loop.makeFutureWithTask { try? await pool.shutdownGracefully() } }
     }
 
     private func schedule() {

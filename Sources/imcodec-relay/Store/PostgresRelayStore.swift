@@ -1,0 +1,671 @@
+#if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import IMCodec
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// The relay's store on a PostgreSQL server (`serve --store postgresql://...`), through
+/// postgres-nio: the same tables, the same batches and the same reads as ``SQLiteRelayStore``, one
+/// transaction per ``StoreBatch``.
+///
+/// One connection, used synchronously from the store's thread (``StoreQueue``): each call sends its
+/// statements on postgres-nio's event loop and blocks the calling thread (never an event loop)
+/// until they are answered. Every value is a bound parameter; a batch's rows go in one statement
+/// per table (`unnest` of arrays), so a commit is a handful of round trips whatever its size.
+///
+/// Durability: the session runs with `synchronous_commit = on`, so a `COMMIT` returns once its WAL
+/// is flushed on the server: a commit the relay acknowledged survives the relay's and the server's
+/// crash (given the server's own `fsync = on`). A batch that fails is rolled back whole.
+///
+/// One relay per database, for now: the connection holds a session-level advisory lock
+/// (``lockKey``) for the relay's life, the PostgreSQL counterpart of the SQLite data directory's
+/// `relay.lock`. The router allocates seqs and stream positions in memory, so a second relay on the
+/// same database would hand out the same ones; it is refused. The lock goes with the session: when
+/// the relay stops, dies or loses its connection.
+///
+/// Tables (created by the versioned migrations of ``migrations``, recorded in
+/// `imcodec_schema_migrations`):
+/// - `conversations(id, max_seq)`: each conversation's newest seq;
+/// - `messages(conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers, removed)`:
+///   the stamped frames (`bytea`), a targeted message's receivers as `text[]`;
+/// - `members(conversation, user_id)`;
+/// - `streams(user_id, head)` and `stream(user_id, position, origin_device, conversation, seq, sent, frame)`:
+///   each user's stream (a message by reference, an event with its bytes);
+/// - `devices(user_id, device, position)`: each device's last acknowledged stream position;
+/// - `key_bundles(user_id, device, kind, bundle)`: each device's end-to-end key bundles;
+/// - `records(scope, id, value)`: the state records (``StateRecordKey``).
+///
+/// Made for the multi-node step (SCALING.md) as well: `conversations.max_seq` and `streams.head` are
+/// the counters several writers would allocate from (`UPDATE ... SET max_seq = max_seq + n RETURNING`,
+/// row-locked until the commit), and the primary keys `(conversation, seq)` and `(user_id, position)`
+/// refuse a seq or a position given twice, whoever writes it.
+final class PostgresRelayStore: RelayStore {
+    /// The server and database (its ``PostgresURL/description`` has no password).
+    let url: PostgresURL
+    private let connection: PostgresConnection
+    private let logger: Logger
+    private var isClosed = false
+
+    /// The advisory lock a relay holds on its database: PostgreSQL's two-key form, (`IMCD`, 1).
+    static let lockKey: (Int32, Int32) = (0x494D_4344, 1)
+
+    /// The schema, one migration per version, in order; version N is `migrations[N - 1]`.
+    static let migrations: [(name: String, sql: [String])] = [
+        (
+            "the relay's tables",
+            [
+                "CREATE TABLE conversations (id text PRIMARY KEY, max_seq bigint NOT NULL)",
+                """
+                CREATE TABLE messages (
+                    conversation text NOT NULL, seq bigint NOT NULL, sender text NOT NULL,
+                    client_msg_id text NOT NULL, uid text NOT NULL, time_ms bigint NOT NULL,
+                    frame bytea NOT NULL, receivers text[], removed boolean NOT NULL DEFAULT false,
+                    PRIMARY KEY (conversation, seq))
+                """,
+                """
+                CREATE TABLE members (conversation text NOT NULL, user_id text NOT NULL,
+                    PRIMARY KEY (conversation, user_id))
+                """,
+                "CREATE TABLE streams (user_id text PRIMARY KEY, head bigint NOT NULL)",
+                """
+                CREATE TABLE stream (
+                    user_id text NOT NULL, position bigint NOT NULL, origin_device text,
+                    conversation text, seq bigint, sent boolean NOT NULL DEFAULT false, frame bytea,
+                    PRIMARY KEY (user_id, position))
+                """,
+                """
+                CREATE TABLE devices (user_id text NOT NULL, device text NOT NULL, position bigint NOT NULL,
+                    PRIMARY KEY (user_id, device))
+                """,
+                """
+                CREATE TABLE key_bundles (user_id text NOT NULL, device text NOT NULL, kind integer NOT NULL,
+                    bundle bytea NOT NULL, PRIMARY KEY (user_id, device, kind))
+                """,
+                """
+                CREATE TABLE records (scope text NOT NULL, id text NOT NULL, value bytea NOT NULL,
+                    PRIMARY KEY (scope, id))
+                """,
+            ]
+        )
+    ]
+
+    /// The newest schema version this relay knows.
+    static var schemaVersion: Int { migrations.count }
+
+    /// Connects, takes the database's relay lock and migrates the schema to ``schemaVersion``.
+    /// - Parameters:
+    ///   - lockWait: How long to wait for the lock before refusing: a relay killed a moment ago
+    ///     holds it until the server notices its connection is gone.
+    ///   - logger: Where postgres-nio logs.
+    /// - Throws: ``RelayStoreError`` when the server cannot be reached or refuses the login, when
+    ///   another relay holds the database, when the database was written by a newer relay, or when a
+    ///   migration fails; nothing is changed in the database then.
+    init(url: PostgresURL, lockWait: TimeAmount = .seconds(5), logger: Logger) throws {
+        self.url = url
+        self.logger = logger
+        var configuration = PostgresConnection.Configuration(
+            host: url.host,
+            port: url.port,
+            username: url.user,
+            password: url.password,
+            database: url.database,
+            tls: .disable
+        )
+        configuration.options.additionalStartupParameters = [("application_name", "imcodec-relay")]
+        do {
+            connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(),
+                configuration: configuration,
+                id: 1,
+                logger: logger
+            ).wait()
+        } catch {
+            throw RelayStoreError(description: "cannot connect to PostgreSQL at \(url): \(Self.describe(error))")
+        }
+        do {
+            try run("SET synchronous_commit = on")
+            try lock(wait: lockWait)
+            try migrate()
+        } catch {
+            close()
+            if let error = error as? RelayStoreError { throw error }
+            throw RelayStoreError(description: "the database \(url) cannot be used: \(Self.describe(error))")
+        }
+    }
+
+    deinit {
+        // A store dropped without close() (a test that threw): close without waiting, and keep the
+        // connection until it is closed (postgres-nio asserts that a connection is closed before
+        // it goes).
+        guard !isClosed else { return }
+        let connection = connection
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// Closes the connection, which releases the lock.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        try? connection.close().wait()
+    }
+
+    // MARK: Start: the lock and the migrations
+
+    /// Takes the relay's advisory lock on the database, or refuses after `wait`.
+    private func lock(wait: TimeAmount) throws {
+        let deadline = NIODeadline.now() + wait
+        let (classID, objectID) = Self.lockKey
+        while true {
+            let rows = try run("SELECT pg_try_advisory_lock(\(classID), \(objectID))").rows
+            if try rows.first?.decode(Bool.self) == true { return }
+            if NIODeadline.now() >= deadline { break }
+            usleep(100_000)
+        }
+        var holder = ""
+        let sessions = try? run(
+            """
+            SELECT a.pid, COALESCE(a.application_name, ''), COALESCE(host(a.client_addr), 'a local socket')
+            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database
+                WHERE datname = current_database())
+                AND l.classid::bigint = \(Int64(classID)) AND l.objid::bigint = \(Int64(objectID)) AND l.objsubid = 2
+            """
+        ).rows
+        if let row = sessions?.first, let (pid, application, address) = try? row.decode((Int32, String, String).self) {
+            holder =
+                "; it is held by server process \(pid) (\(application.isEmpty ? "no name" : application), from \(address))"
+        }
+        throw RelayStoreError(
+            description:
+                "another relay is using the database \(url) (it holds the relay's PostgreSQL advisory lock\(holder)); "
+                + "one relay per database until several relays can share one"
+        )
+    }
+
+    /// Brings the schema to ``schemaVersion`` in one transaction; refuses a database whose schema
+    /// is newer, and changes nothing then.
+    private func migrate() throws {
+        try transaction {
+            try run(
+                """
+                CREATE TABLE IF NOT EXISTS imcodec_schema_migrations (
+                    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                """
+            )
+            let newest = try run("SELECT COALESCE(max(version), 0) FROM imcodec_schema_migrations").rows
+            let version = try newest.first?.decode(Int32.self) ?? 0
+            guard version <= Self.schemaVersion else {
+                throw RelayStoreError(
+                    description:
+                        "the database \(url) was written by a newer relay (schema version \(version); this relay "
+                        + "knows versions up to \(Self.schemaVersion)): run the newer relay, or start this one on "
+                        + "another database"
+                )
+            }
+            for (index, migration) in Self.migrations.enumerated().dropFirst(Int(version)) {
+                for statement in migration.sql { try run(PostgresQuery(unsafeSQL: statement)) }
+                let number = Int32(index + 1)
+                try run("INSERT INTO imcodec_schema_migrations (version, name) VALUES (\(number), \(migration.name))")
+            }
+        }
+    }
+
+    // MARK: Load
+
+    func load() throws -> StoredState {
+        try guarded("loading") {
+            // One snapshot for every table.
+            try transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { try loadState() }
+        }
+    }
+
+    // Long on purpose (over 80 lines): one query per part of the state, in the SQLite store's order.
+    private func loadState() throws -> StoredState {
+        var state = StoredState()
+        try forEachRow("SELECT id, max_seq FROM conversations") { row in
+            let (id, maxSeq) = try row.decode((String, Int64).self)
+            guard let key = ConversationKey(storageID: id) else { return }
+            state.conversations[key, default: ConversationState()].maxSeq = UInt64(maxSeq)
+        }
+        var oldest: [ConversationKey: UInt64] = [:]
+        try forEachRow(
+            """
+            SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers FROM messages
+            ORDER BY conversation, seq
+            """
+        ) { row in
+            let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers) = try row.decode(
+                (String, Int64, String, String, String, Int64, Bool, [String]?).self
+            )
+            guard let key = ConversationKey(storageID: id) else { return }
+            if oldest[key] == nil { oldest[key] = UInt64(seq) }
+            var conversation = state.conversations[key, default: ConversationState()]
+            conversation.add(
+                StoredMessage(
+                    conversation: key,
+                    seq: UInt64(seq),
+                    senderID: sender,
+                    clientMsgID: clientMsgID,
+                    serverMsgUID: uid,
+                    serverTimeMs: timeMs,
+                    frame: [],
+                    receivers: receivers ?? []
+                )
+            )
+            if removed { conversation.removed.insert(UInt64(seq)) }
+            state.conversations[key] = conversation
+        }
+        for (key, var conversation) in state.conversations {
+            conversation.oldestSeq = oldest[key] ?? conversation.maxSeq + 1
+            state.conversations[key] = conversation
+        }
+        try forEachRow("SELECT conversation, user_id FROM members") { row in
+            let (id, user) = try row.decode((String, String).self)
+            guard let key = ConversationKey(storageID: id) else { return }
+            state.members[key, default: []].insert(user)
+        }
+        try forEachRow("SELECT user_id, head FROM streams") { row in
+            let (user, head) = try row.decode((String, Int64).self)
+            state.streams[user] = StreamState(head: UInt64(head), oldest: UInt64(head) + 1)
+        }
+        try forEachRow("SELECT user_id, min(position) FROM stream GROUP BY user_id") { row in
+            let (user, oldest) = try row.decode((String, Int64).self)
+            state.streams[user]?.oldest = UInt64(oldest)
+        }
+        try forEachRow("SELECT user_id, device, position FROM devices") { row in
+            let (user, device, position) = try row.decode((String, String, Int64).self)
+            state.devicePositions[DeviceKey(user: user, device: device)] = UInt64(position)
+        }
+        // Each device's newest events, oldest first (the window keeps the load bounded).
+        try forEachRow(
+            """
+            SELECT user_id, origin_device, frame FROM (
+                SELECT user_id, origin_device, frame, position, row_number() OVER (
+                    PARTITION BY user_id, origin_device ORDER BY position DESC) AS newest
+                FROM stream WHERE origin_device IS NOT NULL AND frame IS NOT NULL) AS events
+            WHERE newest <= \(RecentEvents.capacity) ORDER BY position
+            """
+        ) { row in
+            let (user, device, frame) = try row.decode((String, String, ByteBuffer).self)
+            state.recentEvents[DeviceKey(user: user, device: device), default: []].append(
+                Array(frame.readableBytesView)
+            )
+        }
+        try forEachRow("SELECT user_id, device, kind, bundle FROM key_bundles") { row in
+            let (user, device, kind, bundle) = try row.decode((String, String, Int32, ByteBuffer).self)
+            state.keyBundles.append(
+                StoredKeyBundle(
+                    device: DeviceKey(user: user, device: device),
+                    kind: kind,
+                    bytes: Array(bundle.readableBytesView)
+                )
+            )
+        }
+        try forEachRow("SELECT scope, id, value FROM records") { row in
+            let (scope, id, value) = try row.decode((String, String, ByteBuffer).self)
+            guard let key = StateRecordKey(scope: scope, id: id) else { return }
+            state.records[key] = Array(value.readableBytesView)
+        }
+        return state
+    }
+
+    // MARK: Commit
+
+    func commit(_ batch: StoreBatch) throws {
+        guard !batch.isEmpty else { return }
+        try guarded("committing a batch") {
+            try transaction {
+                try insertMessages(batch.messages)
+                try insertStreamEntries(batch.streamEntries)
+                try applyRarerChanges(batch)
+            }
+        }
+    }
+
+    /// The batch's messages (those without receivers in one statement), and each conversation's new max seq.
+    private func insertMessages(_ messages: [StoredMessage]) throws {
+        guard !messages.isEmpty else { return }
+        var maxSeqs: [String: Int64] = [:]
+        var columns = (
+            conversation: [String](), seq: [Int64](), sender: [String](), clientMsgID: [String](),
+            uid: [String](), timeMs: [Int64](), frame: [ByteBuffer]()
+        )
+        for message in messages {
+            let id = message.conversation.storageID
+            let seq = try Self.bigint(message.seq)
+            maxSeqs[id] = max(maxSeqs[id] ?? 0, seq)
+            let frame = ByteBuffer(bytes: message.frame)
+            guard message.receivers.isEmpty else {
+                // A targeted message (rare): its receivers are an array of their own.
+                try run(
+                    """
+                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
+                    VALUES (\(id), \(seq), \(message.senderID), \(message.clientMsgID), \(message.serverMsgUID),
+                        \(message.serverTimeMs), \(frame), \(message.receivers))
+                    """
+                )
+                continue
+            }
+            columns.conversation.append(id)
+            columns.seq.append(seq)
+            columns.sender.append(message.senderID)
+            columns.clientMsgID.append(message.clientMsgID)
+            columns.uid.append(message.serverMsgUID)
+            columns.timeMs.append(message.serverTimeMs)
+            columns.frame.append(frame)
+        }
+        if !columns.seq.isEmpty {
+            try run(
+                """
+                INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame)
+                SELECT * FROM unnest(\(columns.conversation), \(columns.seq), \(columns.sender),
+                    \(columns.clientMsgID), \(columns.uid), \(columns.timeMs), \(columns.frame))
+                """
+            )
+        }
+        try run(
+            """
+            INSERT INTO conversations (id, max_seq) SELECT * FROM unnest(\(Array(maxSeqs.keys)), \(Array(maxSeqs.values)))
+            ON CONFLICT (id) DO UPDATE SET max_seq = GREATEST(conversations.max_seq, excluded.max_seq)
+            """
+        )
+    }
+
+    /// The batch's stream entries (messages in one statement, events in another), and each user's new stream head.
+    private func insertStreamEntries(_ entries: [StreamEntry]) throws {
+        guard !entries.isEmpty else { return }
+        var heads: [String: Int64] = [:]
+        var messages = (
+            user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](),
+            conversation: [String](), seq: [Int64](), sent: [Bool]()
+        )
+        var events = (
+            user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), frame: [ByteBuffer]()
+        )
+        for entry in entries {
+            let position = try Self.bigint(entry.position)
+            heads[entry.user] = max(heads[entry.user] ?? 0, position)
+            switch entry.item {
+            case .message(let key, let seq, let sent):
+                messages.user.append(entry.user)
+                messages.position.append(position)
+                messages.hasOrigin.append(entry.originDevice != nil)
+                messages.origin.append(entry.originDevice ?? "")
+                messages.conversation.append(key.storageID)
+                messages.seq.append(try Self.bigint(seq))
+                messages.sent.append(sent)
+            case .event(let frame):
+                events.user.append(entry.user)
+                events.position.append(position)
+                events.hasOrigin.append(entry.originDevice != nil)
+                events.origin.append(entry.originDevice ?? "")
+                events.frame.append(ByteBuffer(bytes: frame))
+            }
+        }
+        // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false.)
+        if !messages.user.isEmpty {
+            try run(
+                """
+                INSERT INTO stream (user_id, position, origin_device, conversation, seq, sent)
+                SELECT u, p, CASE WHEN h THEN o END, c, s, sent
+                FROM unnest(\(messages.user), \(messages.position), \(messages.hasOrigin), \(messages.origin),
+                    \(messages.conversation), \(messages.seq), \(messages.sent)) AS e(u, p, h, o, c, s, sent)
+                """
+            )
+        }
+        if !events.user.isEmpty {
+            try run(
+                """
+                INSERT INTO stream (user_id, position, origin_device, frame)
+                SELECT u, p, CASE WHEN h THEN o END, f
+                FROM unnest(\(events.user), \(events.position), \(events.hasOrigin), \(events.origin),
+                    \(events.frame)) AS e(u, p, h, o, f)
+                """
+            )
+        }
+        try run(
+            """
+            INSERT INTO streams (user_id, head) SELECT * FROM unnest(\(Array(heads.keys)), \(Array(heads.values)))
+            ON CONFLICT (user_id) DO UPDATE SET head = GREATEST(streams.head, excluded.head)
+            """
+        )
+    }
+
+    // Long on purpose (over 80 lines): one block per kind of change, in the SQLite store's order.
+    /// Membership changes, removed messages, device positions, retention, key bundles and state records.
+    private func applyRarerChanges(_ batch: StoreBatch) throws {
+        // In order: a user may join and leave in one batch.
+        for change in batch.memberships {
+            let id = change.conversation.storageID
+            if change.joined {
+                try run(
+                    "INSERT INTO members (conversation, user_id) VALUES (\(id), \(change.user)) ON CONFLICT DO NOTHING"
+                )
+            } else {
+                try run("DELETE FROM members WHERE conversation = \(id) AND user_id = \(change.user)")
+            }
+        }
+        if !batch.removals.isEmpty {
+            let ids = batch.removals.map(\.conversation.storageID)
+            let seqs = try batch.removals.map { try Self.bigint($0.seq) }
+            try run(
+                """
+                UPDATE messages SET removed = true FROM unnest(\(ids), \(seqs)) AS r(c, s)
+                WHERE messages.conversation = r.c AND messages.seq = r.s
+                """
+            )
+        }
+        if !batch.devicePositions.isEmpty {
+            let devices = Array(batch.devicePositions)
+            let positions = try devices.map { try Self.bigint($0.value) }
+            try run(
+                """
+                INSERT INTO devices (user_id, device, position)
+                SELECT * FROM unnest(\(devices.map(\.key.user)), \(devices.map(\.key.device)), \(positions))
+                ON CONFLICT (user_id, device) DO UPDATE SET position = GREATEST(devices.position, excluded.position)
+                """
+            )
+        }
+        if !batch.trimmedConversations.isEmpty {
+            let trims = Array(batch.trimmedConversations)
+            let seqs = try trims.map { try Self.bigint($0.value) }
+            try run(
+                """
+                DELETE FROM messages USING unnest(\(trims.map(\.key.storageID)), \(seqs)) AS t(c, s)
+                WHERE messages.conversation = t.c AND messages.seq < t.s
+                """
+            )
+        }
+        if !batch.trimmedStreams.isEmpty {
+            let trims = Array(batch.trimmedStreams)
+            let positions = try trims.map { try Self.bigint($0.value) }
+            try run(
+                """
+                DELETE FROM stream USING unnest(\(trims.map(\.key)), \(positions)) AS t(u, p)
+                WHERE stream.user_id = t.u AND stream.position < t.p
+                """
+            )
+        }
+        // In order: a device's bundle may change twice in one batch (published, then a key fetched).
+        for bundle in batch.keyBundles {
+            try run(
+                """
+                INSERT INTO key_bundles (user_id, device, kind, bundle)
+                VALUES (\(bundle.device.user), \(bundle.device.device), \(bundle.kind), \(ByteBuffer(bytes: bundle.bytes)))
+                ON CONFLICT (user_id, device, kind) DO UPDATE SET bundle = excluded.bundle
+                """
+            )
+        }
+        let deleted = batch.records.filter { $0.value.isEmpty }.map(\.key)
+        if !deleted.isEmpty {
+            try run(
+                """
+                DELETE FROM records USING unnest(\(deleted.map(\.scope)), \(deleted.map(\.id))) AS d(s, i)
+                WHERE records.scope = d.s AND records.id = d.i
+                """
+            )
+        }
+        let kept = batch.records.filter { !$0.value.isEmpty }
+        if !kept.isEmpty {
+            let records = Array(kept)
+            try run(
+                """
+                INSERT INTO records (scope, id, value)
+                SELECT * FROM unnest(\(records.map(\.key.scope)), \(records.map(\.key.id)),
+                    \(records.map { ByteBuffer(bytes: $0.value) }))
+                ON CONFLICT (scope, id) DO UPDATE SET value = excluded.value
+                """
+            )
+        }
+    }
+
+    // MARK: Reads
+
+    func messages(
+        in conversation: ConversationKey,
+        from: UInt64,
+        through: UInt64,
+        limit: Int,
+        visibleTo user: String
+    ) throws -> [StoredMessage] {
+        try guarded("reading messages") {
+            var out: [StoredMessage] = []
+            try forEachRow(
+                """
+                SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers FROM messages
+                WHERE conversation = \(conversation.storageID) AND seq >= \(try Self.bigint(from))
+                    AND seq <= \(try Self.bigint(through))
+                    AND (receivers IS NULL OR sender = \(user) OR \(user) = ANY (receivers))
+                ORDER BY seq LIMIT \(Int64(limit))
+                """
+            ) { row in
+                let (seq, sender, clientMsgID, uid, timeMs, frame, receivers) = try row.decode(
+                    (Int64, String, String, String, Int64, ByteBuffer, [String]?).self
+                )
+                out.append(
+                    StoredMessage(
+                        conversation: conversation,
+                        seq: UInt64(seq),
+                        senderID: sender,
+                        clientMsgID: clientMsgID,
+                        serverMsgUID: uid,
+                        serverTimeMs: timeMs,
+                        frame: Array(frame.readableBytesView),
+                        receivers: receivers ?? []
+                    )
+                )
+            }
+            return out
+        }
+    }
+
+    func stream(of user: String, after: UInt64, through: UInt64, limit: Int) throws -> [StreamRow] {
+        try guarded("reading a stream") {
+            var out: [StreamRow] = []
+            try forEachRow(
+                """
+                SELECT s.position, s.origin_device, s.conversation IS NOT NULL, s.sent,
+                    CASE WHEN s.conversation IS NULL THEN s.frame ELSE m.frame END
+                FROM stream s LEFT JOIN messages m ON m.conversation = s.conversation AND m.seq = s.seq
+                WHERE s.user_id = \(user) AND s.position > \(try Self.bigint(after))
+                    AND s.position <= \(try Self.bigint(through))
+                ORDER BY s.position LIMIT \(Int64(limit))
+                """
+            ) { row in
+                let (position, origin, isMessage, sent, frame) = try row.decode(
+                    (Int64, String?, Bool, Bool, ByteBuffer?).self
+                )
+                out.append(
+                    StreamRow(
+                        position: UInt64(position),
+                        originDevice: origin,
+                        frame: frame.map { Array($0.readableBytesView) } ?? [],
+                        sent: sent,
+                        isMessage: isMessage
+                    )
+                )
+            }
+            return out
+        }
+    }
+
+    // MARK: Statements
+
+    /// Runs `query` and waits for all its rows.
+    @discardableResult
+    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        try connection.query(query, logger: logger).wait()
+    }
+
+    /// Runs `query`, waits for all its rows, then hands each to `body` on this thread.
+    private func forEachRow(_ query: PostgresQuery, _ body: (PostgresRow) throws -> Void) throws {
+        for row in try run(query).rows { try body(row) }
+    }
+
+    /// Runs `body` between `begin` and `COMMIT`; rolls back when it throws.
+    private func transaction<T>(_ begin: PostgresQuery = "BEGIN", _ body: () throws -> T) throws -> T {
+        try run(begin)
+        do {
+            let result = try body()
+            try run("COMMIT")
+            return result
+        } catch {
+            _ = try? run("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body`, turning a failure into a ``RelayStoreError`` that names the database and says
+    /// what the store was doing (never the statement's values).
+    private func guarded<T>(_ what: String, _ body: () throws -> T) throws -> T {
+        guard !isClosed else { throw RelayStoreError(description: "the store of \(url) is closed") }
+        do {
+            return try body()
+        } catch let error as RelayStoreError {
+            throw error
+        } catch {
+            throw RelayStoreError(description: "PostgreSQL at \(url) failed \(what): \(Self.describe(error))")
+        }
+    }
+
+    /// A seq or a stream position as PostgreSQL's bigint.
+    private static func bigint(_ value: UInt64) throws -> Int64 {
+        guard let value = Int64(exactly: value) else {
+            throw RelayStoreError(description: "\(value) does not fit a PostgreSQL bigint")
+        }
+        return value
+    }
+
+    /// What went wrong, in words: the server's SQLSTATE and message, or why the connection failed.
+    /// (A `PSQLError`'s own description is deliberately uninformative; its debug description may
+    /// hold a statement's bound values, which this leaves out.)
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let server = error.serverInfo {
+                var text = "\(server[.message] ?? "an error") (SQLSTATE \(server[.sqlState] ?? "?"))"
+                if let detail = server[.detail] { text += ": \(detail)" }
+                return text
+            }
+            switch error.code {
+            case .serverClosedConnection, .clientClosedConnection:
+                return "the connection was closed"
+                    + (error.underlying.map { " (\(ChatClient.connectReason($0)))" } ?? "")
+            default:
+                return error.underlying.map { ChatClient.connectReason($0) } ?? "\(error.code)"
+            }
+        }
+        if let error = error as? PostgresDecodingError {
+            return "column \(error.columnName) is not the type expected (\(error.postgresType))"
+        }
+        return ChatClient.connectReason(error)
+    }
+}
+#endif

@@ -1,0 +1,159 @@
+#if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import imcodec_relay
+
+/// A temporary folder holding a data directory, the auth secret (``TestAuth/secret``) and a groups
+/// file; and the store of the relays started on it: SQLite in the data directory, or a PostgreSQL
+/// database of its own (``database``).
+struct TemporaryFolder {
+    let path: String
+    /// The database the relays keep their store in, or `nil` for SQLite in ``dataDir``.
+    let database: PostgresTestDatabase?
+    var dataDir: String { path + "/data" }
+    var secretFile: String { path + "/auth-secret" }
+    var groupsFile: String { path + "/groups.txt" }
+    /// The `serve` arguments that choose the store.
+    var storeArguments: [String] { database?.serveArguments ?? [] }
+
+    init(_ name: String, database: PostgresTestDatabase? = nil) throws {
+        path =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("imcodec-relay-\(name)-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        self.database = database
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try writeFile(secretFile, TestAuth.secret + "\n")
+        try writeFile(groupsFile, "crew: u0 u1 u2 u3 u4\n")
+    }
+
+    /// A folder whose relays keep their store on `backend` (a new PostgreSQL database for `.postgresql`).
+    init(_ name: String, store backend: StoreBackend) async throws {
+        switch backend {
+        case .sqlite: try self.init(name)
+        case .postgresql: try self.init("\(name)-pg", database: try await PostgresTestDatabase())
+        }
+    }
+
+    /// Deletes the folder, and drops the database.
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+        database?.drop()
+    }
+}
+
+/// `imcodec-relay serve --port 0 --data-dir DIR --auth-secret-file FILE --quiet` as a child process;
+/// its stdout and stderr go to files. Killed with SIGKILL by ``forceKill()`` (called by a `defer` on
+/// every path) and when released.
+final class RelayChild {
+    let process = Process()
+    private let outFile: URL
+    private let errFile: URL
+
+    /// Starts the relay; does not wait for it.
+    init(folder: TemporaryFolder, extra: [String] = []) throws {
+        let executable = try #require(
+            RelayExecutable.url,
+            "the imcodec-relay executable was not built next to the tests"
+        )
+        let id = UUID().uuidString.prefix(8)
+        outFile = URL(fileURLWithPath: folder.path + "/relay-\(id).out")
+        errFile = URL(fileURLWithPath: folder.path + "/relay-\(id).err")
+        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+        process.executableURL = executable
+        process.arguments =
+            [
+                "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
+                "--quiet",
+            ] + folder.storeArguments + extra
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: outFile)
+        process.standardError = try FileHandle(forWritingTo: errFile)
+        try runWithNoSignalsBlocked(process)
+    }
+
+    /// Starts the relay and waits until it prints its port.
+    static func start(folder: TemporaryFolder, extra: [String] = []) async throws -> RelayChild {
+        let child = try RelayChild(folder: folder, extra: extra)
+        let started = await eventually(30) { child.listeningPort != nil || !child.process.isRunning }
+        guard started, child.listeningPort != nil else {
+            child.forceKill()
+            throw RelayChildError(description: "the relay did not start: \(child.stdout)\(child.stderr)")
+        }
+        return child
+    }
+
+    var stdout: String { (try? String(contentsOf: outFile, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: errFile, encoding: .utf8)) ?? "" }
+
+    /// The port of `relay listening on 127.0.0.1:PORT`, once printed.
+    var listeningPort: Int? {
+        guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix("relay listening on 127.0.0.1:") })
+        else { return nil }
+        return Int(line.dropFirst("relay listening on 127.0.0.1:".count).prefix { $0.isNumber })
+    }
+
+    var port: Int { listeningPort ?? 0 }
+
+    /// Sends `signal` to the relay if it still runs.
+    func signal(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Waits (while anything makes progress, see ``eventually(_:_:)``, at most 20 s of silence) until the relay exited.
+    func waitForExit() async -> Bool {
+        await eventually(20) { !process.isRunning }
+    }
+
+    /// The exit status, if the relay exited normally.
+    var exitStatus: Int32? {
+        process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
+    }
+
+    /// The signal that ended the relay, if one did.
+    var terminatedBySignal: Int32? {
+        process.isRunning || process.terminationReason != .uncaughtSignal ? nil : process.terminationStatus
+    }
+
+    /// Kills the relay with SIGKILL if it still runs, and waits (a few seconds at most) until it is
+    /// gone. (Not with `waitUntilExit()`, which leaks a weak reference's side table, which
+    /// LeakSanitizer reports.)
+    func forceKill() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        for _ in 0..<5_000 where process.isRunning { usleep(1_000) }
+    }
+
+    deinit { forceKill() }
+}
+
+/// Starts `process` from a thread that blocks no signal. A child inherits the signal mask of the
+/// thread that spawns it, and the threads async tests run on (libdispatch's workers) block nearly
+/// every signal: a relay started from one of them never receives SIGTERM.
+func runWithNoSignalsBlocked(_ process: Process) throws {
+    let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+        let result = Result { try process.run() }
+        outcome.withLockedValue { $0 = result }
+        done.signal()
+    }
+    thread.start()
+    done.wait()
+    try outcome.withLockedValue { $0! }.get()
+}
+
+struct RelayChildError: Error, CustomStringConvertible {
+    let description: String
+}
+#endif

@@ -1,0 +1,258 @@
+#if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import IMCodec
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Testing
+
+@testable import imcodec_relay
+
+/// What only the PostgreSQL store has: its URL (`serve --store postgresql://...`), its migrations
+/// (a database of a newer relay is refused and left as it is), its one-relay-per-database lock, an
+/// unreachable server, and passwords kept out of what the relay prints. The relay runs as a child
+/// process on a database of the test's own (``PostgresTestDatabase``, through `Scripts/with-postgres`).
+@Suite("Relay on PostgreSQL: URL, migrations, the one-relay lock", .serialized, .timeLimit(.minutes(2)))
+struct RelayPostgresTests {
+    // MARK: The URL
+
+    @Test func aURLIsParsedAndPrintedWithoutItsPassword() throws {
+        let full = try PostgresURL("postgresql://relay:s%40cret:x@db.internal:6432/im%20codec")
+        #expect(full.user == "relay" && full.password == "s@cret:x" && full.host == "db.internal")
+        #expect(full.port == 6432 && full.database == "im codec")
+        #expect(full.description == "postgresql://relay@db.internal:6432/im%20codec")
+        let short = try PostgresURL("postgres://imcodec@127.0.0.1/imcodec")
+        #expect(short.password == nil && short.port == 5432, "the scheme's short form; the default port")
+        let ipv6 = try PostgresURL("postgresql://u:@[::1]:5433/d")
+        #expect(ipv6.host == "::1" && ipv6.port == 5433 && ipv6.password == "")
+        #expect(ipv6.description == "postgresql://u@[::1]:5433/d")
+        #expect(PostgresURL.hasScheme("PostgreSQL://x") && !PostgresURL.hasScheme("sqlite"))
+    }
+
+    /// A malformed URL is a usage error (status 2) naming `--store` and what is wrong, and never
+    /// repeats the password.
+    @Test(arguments: [
+        ("postgresql://alice:hunter2@db.example", "/DB is missing"),
+        ("postgresql://:hunter2@127.0.0.1:5432/db", "USER is empty"),
+        ("postgres://alice:hunter2@127.0.0.1:99999/db", "PORT is not a number in 1...65535"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?sslmode=require", "query parameters"),
+        ("postgresql://alice:hunter2@:5432/db", "HOST is empty"),
+        ("postgresql://127.0.0.1:5432/db", "USER@ is missing"),
+    ])
+    func aMalformedURLIsAUsageError(_ url: String, _ reason: String) throws {
+        let result = try RelayExecutable.run(["serve", "--port", "0", "--store", url])
+        #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("--store: a PostgreSQL URL is postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"))
+        #expect(result.stderr.contains(reason), "\(result.stderr)")
+        #expect(!result.stderr.contains("hunter2") && !result.stdout.contains("hunter2"))
+        #expect(!result.stdout.contains("relay listening"))
+    }
+
+    /// With nothing listening at the URL's port, `serve` exits 1 with one line that names the
+    /// server (without the password) and the system's reason.
+    @Test func anUnreachableServerStopsTheRelayWithAClearMessage() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let listener = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(listener.localAddress?.port)
+        try await listener.close()
+        try await group.shutdownGracefully()
+
+        let folder = try TemporaryFolder("pg-unreachable")
+        defer { folder.remove() }
+        let relay = try RelayChild(
+            folder: folder,
+            extra: ["--store", "postgresql://imcodec:hunter2@127.0.0.1:\(port)/imcodec"]
+        )
+        defer { relay.forceKill() }
+        #expect(await relay.waitForExit(), "the relay did not stop")
+        #expect(relay.exitStatus == 1, "status \(String(describing: relay.exitStatus)): \(relay.stderr)")
+        #expect(
+            relay.stderr
+                == "imcodec-relay: cannot connect to PostgreSQL at postgresql://imcodec@127.0.0.1:\(port)/imcodec: "
+                + "connection refused; the relay stops and changes nothing in the database\n"
+        )
+        #expect(!relay.stdout.contains("relay listening") && !relay.stdout.contains("hunter2"), "\(relay.stdout)")
+    }
+
+    // MARK: Passwords
+
+    /// A relay started with a password in its URL, logging everything (`--log-level trace`): its
+    /// "relay store:" line names the database without the password, and nothing it prints holds it.
+    @Test func thePasswordIsNeitherPrintedNorLogged() async throws {
+        let database = try await PostgresTestDatabase()
+        let folder = try TemporaryFolder("pg-password")
+        defer { folder.remove() }
+        defer { database.drop() }
+        var withPassword = database.url
+        withPassword.password = "hunter2-\(UInt32.random(in: 1000...9999))"
+        let secret = try #require(withPassword.password)
+        let url = withPassword.description.replacingOccurrences(of: "@", with: ":\(secret)@")
+        #expect(try PostgresURL(url) == withPassword)
+        try await withClientGroup { group in
+            let relay = try await RelayChild.start(folder: folder, extra: ["--store", url, "--log-level", "trace"])
+            defer { relay.forceKill() }
+            #expect(relay.stdout.contains("relay store: \(database.url) (PostgreSQL)\n"), "\(relay.stdout)")
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "p-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first?.errorCode == 0)
+            await alice.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+            #expect(relay.exitStatus == 0, "\(relay.stderr)")
+            #expect(!relay.stdout.contains(secret) && !relay.stderr.contains(secret))
+            #expect(relay.stdout.contains("relay stopped"))
+        }
+    }
+
+    // MARK: One relay per database
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// A second `serve` on the database a running relay uses exits 1 with one line naming the
+    /// database, the advisory lock and the server process that holds it; the first relay keeps
+    /// serving. Once the first has stopped, a relay starts on the database and its seqs go on.
+    @Test func aSecondRelayOnTheSameDatabaseIsRefused() async throws {
+        let folder = try await TemporaryFolder("pg-locked", store: .postgresql)
+        defer { folder.remove() }
+        let url = try #require(folder.database?.url)
+        try await withClientGroup { group in
+            let first = try await RelayChild.start(folder: folder)
+            defer { first.forceKill() }
+            let second = try RelayChild(folder: folder)
+            defer { second.forceKill() }
+            #expect(await second.waitForExit(), "the second relay did not stop")
+            #expect(second.exitStatus == 1, "status \(String(describing: second.exitStatus)): \(second.stderr)")
+            #expect(!second.stdout.contains("relay listening"), "\(second.stdout)")
+            let lines = second.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(second.stderr)")
+            let line = String(lines.first ?? "")
+            let prefix =
+                "imcodec-relay: another relay is using the database \(url) (it holds the relay's PostgreSQL advisory "
+                + "lock; it is held by server process "
+            #expect(line.hasPrefix(prefix), "\(line)")
+            #expect(
+                line.hasSuffix(
+                    " (imcodec-relay, from 127.0.0.1)); one relay per database until several relays can share one; "
+                        + "the relay stops and changes nothing in the database"
+                ),
+                "\(line)"
+            )
+            // The first one still serves.
+            let alice = try await TestClient.connect(port: first.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "still here", clientMsgID: "s-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first.map { $0.errorCode == 0 && $0.seq == 1 } == true)
+            await alice.close()
+            first.signal(SIGTERM)
+            #expect(await first.waitForExit())
+            #expect(first.exitStatus == 0)
+
+            // The lock went with the first relay's connection.
+            let third = try await RelayChild.start(folder: folder)
+            defer { third.forceKill() }
+            let again = try await TestClient.connect(port: third.port, as: "alice", group: group, deviceID: "desk")
+            try await again.send(Frame(Message.c2cText(from: "alice", to: "bob", "next", clientMsgID: "s-2")))
+            #expect(await eventually { again.collector.acks.count == 1 })
+            #expect(again.collector.acks.first.map { $0.errorCode == 0 && $0.seq == 2 } == true)
+            await again.close()
+            third.signal(SIGTERM)
+            #expect(await third.waitForExit())
+        }
+    }
+
+    // MARK: Migrations
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// A database migrated by a real run (a message kept), then marked with a schema version newer
+    /// than this relay's: `serve` exits 1 with one line naming the database and both versions, and
+    /// the database (its tables, their rows, its migration records) is as it was; opening the store
+    /// in process is refused the same way.
+    @Test func aDatabaseOfANewerRelayIsRefusedAndLeftAsItIs() async throws {
+        let folder = try await TemporaryFolder("pg-newer", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        try await withClientGroup { group in
+            let relay = try await RelayChild.start(folder: folder)
+            defer { relay.forceKill() }
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "k-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            await alice.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+        }
+        let current = PostgresRelayStore.schemaVersion
+        let newer = Int32(current + 1)
+        try await database.withConnection { connection in
+            let versions = try await connection.query(
+                "SELECT version, name FROM imcodec_schema_migrations ORDER BY version",
+                logger: Self.logger
+            ).collect().map { try $0.decode((Int32, String).self).0 }
+            #expect(versions == (1...current).map { Int32($0) }, "every migration is recorded")
+            try await connection.query(
+                "INSERT INTO imcodec_schema_migrations (version, name) VALUES (\(newer), 'from a newer relay')",
+                logger: Self.logger
+            )
+        }
+        let before = try await Self.contents(of: database)
+        #expect(before.contains { $0.hasPrefix("messages 1 ") }, "the real run kept its message: \(before)")
+
+        let refused = try RelayChild(folder: folder)
+        defer { refused.forceKill() }
+        #expect(await refused.waitForExit(), "the relay did not stop")
+        #expect(refused.exitStatus == 1, "status \(String(describing: refused.exitStatus)): \(refused.stderr)")
+        #expect(!refused.stdout.contains("relay listening"), "\(refused.stdout)")
+        let expected =
+            "the database \(database.url) was written by a newer relay (schema version \(newer); this relay knows "
+            + "versions up to \(current)): run the newer relay, or start this one on another database"
+        #expect(
+            refused.stderr == "imcodec-relay: \(expected); the relay stops and changes nothing in the database\n"
+        )
+        #expect(try await Self.contents(of: database) == before, "the database was changed")
+
+        let error = #expect(throws: RelayStoreError.self) {
+            _ = try PostgresRelayStore(url: database.url, logger: Self.logger)
+        }
+        #expect(error?.description == expected)
+        #expect(try await Self.contents(of: database) == before, "the database was changed")
+    }
+
+    // MARK: Helpers
+
+    static let logger = Logger(label: "imcodec-tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Every table of the database's public schema with its columns, and a digest of its rows.
+    static func contents(of database: PostgresTestDatabase) async throws -> [String] {
+        try await database.withConnection { connection in
+            let tables = try await connection.query(
+                """
+                SELECT table_name::text, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
+                FROM information_schema.columns WHERE table_schema = 'public' GROUP BY table_name ORDER BY table_name
+                """,
+                logger: logger
+            ).collect().map { try $0.decode((String, String).self) }
+            var lines: [String] = []
+            for (table, columns) in tables {
+                // A table's name is an identifier, not a value: it cannot be a bound parameter.
+                let digest = try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            SELECT count(*), md5(COALESCE(string_agg(t::text, '|' ORDER BY t::text), ''))
+                            FROM "\(table)" t
+                            """
+                    ),
+                    logger: logger
+                ).collect().map { try $0.decode((Int64, String).self) }
+                lines.append("\(table) \(digest.first?.0 ?? -1) \(digest.first?.1 ?? "") (\(columns))")
+            }
+            return lines
+        }
+    }
+}
+#endif

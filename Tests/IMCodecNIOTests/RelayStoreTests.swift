@@ -1,0 +1,298 @@
+#if Tools
+import Foundation
+import IMCodec
+import Testing
+
+@testable import imcodec_relay
+
+/// The store protocol itself, on both durable stores: what a batch writes, what ``RelayStore/load()``
+/// and the reads give back, and that a batch that fails writes nothing. PostgreSQL must keep and
+/// read exactly what SQLite (the reference) does.
+@Suite("Relay stores: SQLite and PostgreSQL keep and read the same", .serialized, .timeLimit(.minutes(2)))
+struct RelayStoreTests {
+    static let direct = ConversationKey.direct("alice", "bob")
+    static let team = ConversationKey.group("team")
+
+    static func message(
+        _ conversation: ConversationKey,
+        _ seq: UInt64,
+        from sender: String,
+        id: String,
+        to receivers: [String] = []
+    ) -> StoredMessage {
+        StoredMessage(
+            conversation: conversation,
+            seq: seq,
+            senderID: sender,
+            clientMsgID: id,
+            serverMsgUID: "uid-\(seq)-\(sender)",
+            serverTimeMs: 1_700_000_000_000 + Int64(seq),
+            frame: Array("\(sender) \(seq) \(id)".utf8),
+            receivers: receivers
+        )
+    }
+
+    static func entry(_ user: String, _ position: UInt64, origin: String? = nil, _ item: StreamItem) -> StreamEntry {
+        StreamEntry(user: user, position: position, originDevice: origin, item: item)
+    }
+
+    /// Every kind of write: messages (one targeted, one without a client id), stream entries (messages
+    /// and events, with and without an origin device), a join and a leave in one batch, device
+    /// positions, a key bundle written twice, state records.
+    static var first: StoreBatch {
+        var batch = StoreBatch()
+        batch.messages = [
+            message(direct, 1, from: "alice", id: "c1"),
+            message(direct, 2, from: "bob", id: ""),
+            message(team, 1, from: "alice", id: "g1", to: ["bob"]),
+            message(team, 2, from: "carol", id: "g2"),
+            message(team, 3, from: "alice", id: "g3"),
+        ]
+        batch.streamEntries = [
+            entry("alice", 1, origin: "phone", .message(direct, seq: 1, sent: true)),
+            entry("bob", 1, .message(direct, seq: 1, sent: false)),
+            entry("bob", 2, origin: "laptop", .message(direct, seq: 2, sent: true)),
+            entry("alice", 2, .message(direct, seq: 2, sent: false)),
+            entry("bob", 3, .message(team, seq: 1, sent: false)),
+            entry("alice", 3, origin: "phone", .message(team, seq: 1, sent: true)),
+            entry("alice", 4, origin: "phone", .event([9, 9, 9])),
+            entry("bob", 4, .event([8])),
+            entry("carol", 1, origin: "desk", .message(team, seq: 2, sent: true)),
+        ]
+        batch.memberships = [
+            (team, "alice", true), (team, "bob", true), (team, "carol", true), (team, "dave", true),
+            (team, "dave", false),
+        ]
+        batch.devicePositions = [
+            DeviceKey(user: "alice", device: "phone"): 2, DeviceKey(user: "bob", device: "laptop"): 3,
+        ]
+        let phone = DeviceKey(user: "bob", device: "phone")
+        batch.keyBundles = [
+            StoredKeyBundle(device: phone, kind: 1, bytes: [1, 2, 3]),
+            StoredKeyBundle(device: phone, kind: 1, bytes: [1, 2]),
+            StoredKeyBundle(device: phone, kind: 2, bytes: [4]),
+        ]
+        batch.records = [
+            .blocklist(user: "bob"): [5, 5],
+            .conversation(user: "alice", team): [7],
+            .messageExtension(team, seq: 1): [3],
+        ]
+        return batch
+    }
+
+    /// Removal, retention, a device position that must not go back, a record deleted and one
+    /// replaced, a leave, a new message.
+    static var second: StoreBatch {
+        var batch = StoreBatch()
+        batch.messages = [message(direct, 3, from: "alice", id: "c3")]
+        batch.streamEntries = [
+            entry("alice", 5, origin: "tablet", .message(direct, seq: 3, sent: true)),
+            entry("bob", 5, .message(direct, seq: 3, sent: false)),
+        ]
+        batch.removals = [(direct, 1)]
+        batch.devicePositions = [
+            DeviceKey(user: "alice", device: "phone"): 1, DeviceKey(user: "bob", device: "laptop"): 4,
+        ]
+        batch.trimmedConversations = [team: 2]
+        batch.trimmedStreams = ["bob": 2]
+        batch.records = [.conversation(user: "alice", team): [], .blocklist(user: "bob"): [6]]
+        batch.memberships = [(team, "carol", false)]
+        return batch
+    }
+
+    // MARK: A failed batch
+
+    /// A batch whose last rows conflict with what is kept (a stream position given twice) fails as
+    /// a whole: its message, written first, is not kept either, and neither are its seq and stream
+    /// heads; the store goes on with the next batch, and a store opened again reads the same.
+    @Test(arguments: StoreBackend.allCases)
+    func aBatchThatFailsWritesNothing(_ backend: StoreBackend) async throws {
+        let location = try await TestStore(backend)
+        defer { location.remove() }
+        var store: (any RelayStore)? = try location.open()
+        defer { store?.close() }
+        try store?.commit(Self.first)
+        var failing = StoreBatch()
+        failing.messages = [Self.message(Self.direct, 3, from: "alice", id: "lost")]
+        failing.streamEntries = [
+            Self.entry("alice", 5, .message(Self.direct, seq: 3, sent: true)),
+            Self.entry("bob", 2, .message(Self.direct, seq: 3, sent: false)),
+        ]
+        failing.records = [.blocklist(user: "alice"): [1]]
+        #expect(throws: RelayStoreError.self) { try store?.commit(failing) }
+        let after = try #require(try store?.load())
+        #expect(after.conversations[Self.direct]?.maxSeq == 2, "the failed batch's seq is not kept")
+        #expect(after.conversations[Self.direct]?.sent["5:alicelost"] == nil)
+        #expect(after.streams["alice"]?.head == 4, "nor its stream head")
+        #expect(after.records[.blocklist(user: "alice")] == nil, "nor its records")
+        #expect(
+            try store?.messages(in: Self.direct, from: 3, through: 3, limit: 10, visibleTo: "alice").isEmpty == true
+        )
+        #expect(try store?.stream(of: "alice", after: 4, through: 10, limit: 10).isEmpty == true)
+
+        // The next batch is kept.
+        try store?.commit(Self.second)
+        let expected = Self.fingerprint(try #require(try store?.load()))
+        #expect(expected.contains("conversation \(Self.direct.storageID) max 3 oldest 1 removed [1]"), "\(expected)")
+        store?.close()
+        store = nil
+        let reopened = try location.open()
+        defer { reopened.close() }
+        #expect(Self.fingerprint(try reopened.load()) == expected, "a store opened again reads what was committed")
+    }
+
+    /// A PostgreSQL store released without ``RelayStore/close()`` (a path that threw) closes its
+    /// connection on its own, which releases the database's lock: the next store opens.
+    @Test func aPostgresStoreReleasedWithoutClosingLetsTheNextOneOpen() async throws {
+        let location = try await TestStore(.postgresql)
+        defer { location.remove() }
+        var first: (any RelayStore)? = try location.open()
+        try first?.commit(Self.first)
+        first = nil
+        let second = try location.open()
+        defer { second.close() }
+        #expect(try second.load().conversations[Self.team]?.maxSeq == 3)
+    }
+
+    // MARK: The same on both
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// ``first`` and ``second`` committed to a SQLite store and to a PostgreSQL store: after each,
+    /// both load the same state and answer every read the same way; and that state is the one the
+    /// batches describe.
+    @Test func postgresKeepsAndReadsWhatSQLiteDoes() async throws {
+        let sqlite = try await TestStore(.sqlite)
+        defer { sqlite.remove() }
+        let postgres = try await TestStore(.postgresql)
+        defer { postgres.remove() }
+        let stores = [try sqlite.open(), try postgres.open()]
+        defer { for store in stores { store.close() } }
+
+        for (number, batch) in [Self.first, Self.second].enumerated() {
+            for store in stores { try store.commit(batch) }
+            let loaded = try stores.map { Self.fingerprint(try $0.load()) }
+            #expect(
+                loaded[1] == loaded[0],
+                "after batch \(number + 1): PostgreSQL loads\n\(loaded[1])\nSQLite\n\(loaded[0])"
+            )
+            for (conversation, users) in [(Self.direct, ["alice", "bob"]), (Self.team, ["alice", "bob", "carol"])] {
+                for user in users {
+                    for (from, limit) in [(UInt64(1), 10), (2, 1), (1, 2)] {
+                        let reads = try stores.map {
+                            try $0.messages(in: conversation, from: from, through: 10, limit: limit, visibleTo: user)
+                                .map(Self.describe)
+                        }
+                        #expect(reads[1] == reads[0], "messages of \(conversation) from \(from) for \(user)")
+                    }
+                }
+            }
+            for user in ["alice", "bob", "carol", "nobody"] {
+                for (after, through, limit) in [(UInt64(0), UInt64(10), 10), (1, 4, 2), (3, 3, 5)] {
+                    let reads = try stores.map {
+                        try $0.stream(of: user, after: after, through: through, limit: limit).map(Self.describe)
+                    }
+                    #expect(reads[1] == reads[0], "stream of \(user) after \(after) through \(through)")
+                }
+            }
+        }
+
+        // What the batches say, read from PostgreSQL.
+        let store = stores[1]
+        let state = try store.load()
+        let direct = try #require(state.conversations[Self.direct])
+        #expect(direct.maxSeq == 3 && direct.oldestSeq == 1 && direct.removed == [1])
+        #expect(direct.sent["5:alicec1"]?.seq == 1)
+        #expect(direct.kept[2]?.clientMsgID == "", "kept without a client id")
+        let team = try #require(state.conversations[Self.team])
+        #expect(team.maxSeq == 3 && team.oldestSeq == 2)
+        #expect(team.audiences.isEmpty, "the targeted message was trimmed")
+        #expect(state.members[Self.team] == ["alice", "bob"], "dave joined and left; carol left later")
+        #expect(state.streams["bob"]?.head == 5 && state.streams["bob"]?.oldest == 2)
+        #expect(state.devicePositions[DeviceKey(user: "alice", device: "phone")] == 2, "a position never goes back")
+        #expect(state.devicePositions[DeviceKey(user: "bob", device: "laptop")] == 4)
+        #expect(state.recentEvents[DeviceKey(user: "alice", device: "phone")] == [[9, 9, 9]])
+        #expect(state.recentEvents.count == 1, "an event without an origin device is nobody's resend")
+        let bundles = state.keyBundles.sorted { $0.kind < $1.kind }.map { "\($0.device.device) \($0.kind) \($0.bytes)" }
+        #expect(bundles == ["phone 1 [1, 2]", "phone 2 [4]"], "the later bundle of a batch wins")
+        #expect(state.records == [.blocklist(user: "bob"): [6], .messageExtension(Self.team, seq: 1): [3]])
+
+        let teamForCarol = try store.messages(in: Self.team, from: 1, through: 10, limit: 10, visibleTo: "carol")
+        #expect(teamForCarol.map(\.seq) == [2, 3], "seq 1 was trimmed")
+        let bobStream = try store.stream(of: "bob", after: 0, through: 10, limit: 10)
+        #expect(bobStream.map(\.position) == [2, 3, 4, 5])
+        #expect(bobStream.map(\.isMessage) == [true, true, false, true])
+        #expect(bobStream[1].frame.isEmpty, "its message was dropped by retention")
+        #expect(bobStream[0].sent && bobStream[0].originDevice == "laptop")
+        #expect(bobStream[2].frame == [8])
+        #expect(bobStream[3].frame == Self.message(Self.direct, 3, from: "alice", id: "c3").frame)
+    }
+
+    /// A targeted message is read only by its sender and its receivers.
+    @Test(arguments: StoreBackend.allCases)
+    func aTargetedMessageIsReadOnlyByItsSenderAndReceivers(_ backend: StoreBackend) async throws {
+        let location = try await TestStore(backend)
+        defer { location.remove() }
+        let store = try location.open()
+        defer { store.close() }
+        try store.commit(Self.first)
+        func seqs(_ user: String) throws -> [UInt64] {
+            try store.messages(in: Self.team, from: 1, through: 3, limit: 10, visibleTo: user).map(\.seq)
+        }
+        #expect(try seqs("alice") == [1, 2, 3])
+        #expect(try seqs("bob") == [1, 2, 3])
+        #expect(try seqs("carol") == [2, 3])
+        #expect(try store.messages(in: Self.team, from: 1, through: 3, limit: 1, visibleTo: "carol").map(\.seq) == [2])
+        let targeted = try store.messages(in: Self.team, from: 1, through: 1, limit: 1, visibleTo: "bob")
+        #expect(targeted.first?.receivers == ["bob"])
+        #expect(targeted.first?.frame == Self.message(Self.team, 1, from: "alice", id: "g1").frame)
+    }
+
+    // MARK: Comparing
+
+    /// A store's state as sorted lines (``StoredState`` holds dictionaries and sets).
+    static func fingerprint(_ state: StoredState) -> [String] {
+        var lines: [String] = []
+        for (key, conversation) in state.conversations.sorted(by: { $0.key.storageID < $1.key.storageID }) {
+            lines.append(
+                "conversation \(key.storageID) max \(conversation.maxSeq) oldest \(conversation.oldestSeq) "
+                    + "removed \(conversation.removed.sorted())"
+            )
+            for (seq, kept) in conversation.kept.sorted(by: { $0.key < $1.key }) {
+                let audience = conversation.audiences[seq]?.sorted() ?? []
+                lines.append("  kept \(seq) \(kept.sender) '\(kept.clientMsgID)' audience \(audience)")
+            }
+            for (id, sent) in conversation.sent.sorted(by: { $0.key < $1.key }) {
+                lines.append("  sent \(id) \(sent.seq) \(sent.serverMsgUID) \(sent.serverTimeMs)")
+            }
+        }
+        for (key, members) in state.members.sorted(by: { $0.key.storageID < $1.key.storageID }) {
+            lines.append("members \(key.storageID) \(members.sorted())")
+        }
+        for (user, stream) in state.streams.sorted(by: { $0.key < $1.key }) {
+            lines.append("stream \(user) head \(stream.head) oldest \(stream.oldest)")
+        }
+        for (device, position) in state.devicePositions.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            lines.append("device \(device.user)/\(device.device) \(position)")
+        }
+        for (device, events) in state.recentEvents.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+            lines.append("events \(device.user)/\(device.device) \(events)")
+        }
+        for bundle in state.keyBundles {
+            lines.append("bundle \(bundle.device.user)/\(bundle.device.device) \(bundle.kind) \(bundle.bytes)")
+        }
+        for (key, value) in state.records {
+            lines.append("record \(key.scope) \(key.id) \(value)")
+        }
+        return lines.sorted()
+    }
+
+    static func describe(_ message: StoredMessage) -> String {
+        "\(message.conversation.storageID) \(message.seq) \(message.senderID) '\(message.clientMsgID)' "
+            + "\(message.serverMsgUID) \(message.serverTimeMs) \(message.frame) \(message.receivers)"
+    }
+
+    static func describe(_ row: StreamRow) -> String {
+        "\(row.position) \(row.originDevice ?? "-") \(row.frame) \(row.sent) \(row.isMessage)"
+    }
+}
+#endif
