@@ -131,9 +131,11 @@ struct RelayHistoryTests {
     /// QuickBlox's search operators on a group: sender, recipient (a targeted message's
     /// receivers), text, a time range and updated_at; an edited message comes back edited, with
     /// its edit_version and updated_at_ms, and an extension update counts as a change; a recalled
-    /// message is never served. The changes survive a restart of the relay (SQLite).
-    @Test func filtersFindSendersRecipientsTextAndChangesAcrossARestart() async throws {
-        let database = try RelayUserStateTests.Database()
+    /// message is never served. The changes survive a restart of the relay (SQLite and PostgreSQL).
+    @Test(arguments: StoreBackend.allCases)
+    func filtersFindSendersRecipientsTextAndChangesAcrossARestart(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
         let configure: (inout RelayConfiguration) -> Void = {
             $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
         }
