@@ -37,9 +37,18 @@ struct Corpus {
 /// The traffic corpus follows issue 5: about 80% text messages with 1-3 elements (of which about
 /// 5% of all messages are mergers of 3-10 nested messages), 10% images with 3 renditions, 5% custom
 /// signaling, 5% files or locations, 20% of messages with custom parameters, plus receipts and
-/// typing events. The large corpus holds history pages (20-100 messages) and 300-message mergers.
+/// typing events; and (issue 17) 3.55% conversation-state frames: mark-reads, conversation-list
+/// requests and pages, conversation updates, message-extension updates and fetches, blocklist
+/// requests, answers and changes. The large corpus holds history pages (20-100 messages) and
+/// 300-message mergers.
 struct CorpusGenerator {
     private var rng: SeededGenerator
+    /// The conversation-state frames' own generator: `traffic` draws from it whether a frame is one
+    /// and makes it with it (restoring the clock and seq after), so every other frame is, byte for
+    /// byte and in order, a frame of the corpus as it was before they were added.
+    private var stateRng: SeededGenerator
+    /// Set while a conversation-list entry's last message is made: it is always acknowledged.
+    private var forceAcked = false
     private let users: [String]
     private let groups: [String]
     private var seq: UInt64 = 1_000_000
@@ -47,6 +56,7 @@ struct CorpusGenerator {
 
     init(seed: UInt64) {
         rng = SeededGenerator(seed: seed)
+        stateRng = SeededGenerator(seed: seed ^ 0x17C0_57A7_E5EE_D017)
         var users: [String] = []
         for i in 0..<3000 {
             switch i % 10 {
@@ -82,11 +92,20 @@ struct CorpusGenerator {
         let kinds = [
             "text", "merger", "image", "custom signaling", "file", "location",
             "receipt", "receipt batch", "c2c read receipt", "typing",
+            // Conversation state (issue 17), kinds 10-19: see stateKind().
+            "mark read", "conversation list request", "conversation list", "conversation update",
+            "extension update", "extension fetch request", "extension fetch response",
+            "blocklist request", "blocklist response", "blocklist change",
         ]
         var counts = [Int](repeating: 0, count: kinds.count)
         var frames: [Frame] = []
         frames.reserveCapacity(count)
         for _ in 0..<count {
+            if let state = stateKind() {
+                counts[state] += 1
+                frames.append(stateFrame(state))
+                continue
+            }
             let r = Double.random(in: 0..<1, using: &rng)
             let kind: Int
             switch r {
@@ -216,7 +235,7 @@ struct CorpusGenerator {
         let isGroup = conversation.type != .oneToOne
         let sender = rng.pick(users)
         let clientTime = tick()
-        let acked = rng.chance(0.85)
+        let acked = rng.chance(0.85) || forceAcked
         var message = Message()
         message.clientMsgID = rng.hex(32)
         message.random = UInt32(truncatingIfNeeded: rng.next())
@@ -449,6 +468,434 @@ struct CorpusGenerator {
     }
 }
 
+// MARK: Conversation state (issue 17)
+
+/// The frames a client sees about the state of its conversations rather than their messages
+/// (Benchmarks/README.md gives the shares and why): its own mark-reads, the conversation list it
+/// pulls after each login or reconnect, its own conversation updates (drafts, pins, hides, cleared
+/// history, archive), message-extension updates (sign-ups, poll votes, order cards) and fetches,
+/// and the blocklist. A frame the client sends carries a request id (the answer repeats it); one
+/// the server keeps and delivers to the user's other devices (or, for an extension update, to every
+/// member) carries its stream position and the server's user id and time.
+extension CorpusGenerator {
+    /// Kinds 10-19 of `traffic`'s list, or nil (96.45%): drawn from `stateRng`.
+    mutating func stateKind() -> Int? {
+        let r = Double.random(in: 0..<1, using: &stateRng)
+        switch r {
+        case ..<0.0100: return 10  // mark read
+        case ..<0.0140: return 11  // conversation list request
+        case ..<0.0180: return 12  // conversation list
+        case ..<0.0210: return 13  // conversation update
+        case ..<0.0290: return 14  // extension update
+        case ..<0.0310: return 15  // extension fetch request
+        case ..<0.0330: return 16  // extension fetch response
+        case ..<0.0340: return 17  // blocklist request
+        case ..<0.0350: return 18  // blocklist response
+        case ..<0.0355: return 19  // blocklist change
+        default: return nil
+        }
+    }
+
+    /// One conversation-state frame of `kind`, made with `stateRng`; the clock and seq are as before.
+    mutating func stateFrame(_ kind: Int) -> Frame {
+        swap(&rng, &stateRng)
+        let (savedClock, savedSeq) = (clock, seq)
+        defer {
+            swap(&rng, &stateRng)
+            (clock, seq) = (savedClock, savedSeq)
+        }
+        switch kind {
+        case 10:
+            // The user read a conversation (or, rarely, marked all read) on this device or another.
+            let all = rng.chance(0.02)
+            let conversation = listConversation()
+            let event = MarkReadEvent.with {
+                if !all { $0.conversation = conversation }
+                $0.userID = rng.pick(users)
+                $0.readTimeMs = tick()
+                $0.readSeq = all ? 0 : seq - UInt64(rng.int(0...40))
+                $0.allConversations = all
+            }
+            return stateFrame(.markRead(event), delivered: rng.chance(0.5))
+        case 11:
+            // After a login or reconnect: what changed after the newest version the device holds;
+            // a first login on a device asks for the whole list (after_version 0).
+            let request = ConversationListRequest.with {
+                $0.afterVersion = rng.chance(0.9) ? UInt64(rng.int(1_000...2_000_000)) : 0
+                $0.limit = 50
+            }
+            return stateFrame(.conversationListRequest(request), delivered: false)
+        case 12: return stateFrame(.conversationList(conversationList()), delivered: false)
+        case 13: return stateFrame(.conversationUpdate(conversationUpdate()), delivered: nil)
+        case 14: return stateFrame(.extensionUpdate(extensionUpdate()), delivered: nil)
+        case 15:
+            // Opening a conversation: the current keys of the extensible messages on screen.
+            let request = ExtensionFetchRequest.with {
+                $0.messages = (0..<rng.int(1...5)).map { _ in extensibleMessageRef() }
+            }
+            return stateFrame(.extensionFetchRequest(request), delivered: false)
+        case 16:
+            let response = ExtensionFetchResponse.with {
+                $0.extensions = (0..<rng.int(1...5)).map { _ in
+                    MessageExtension.with {
+                        $0.message = extensibleMessageRef()
+                        $0.entries = currentExtension()
+                    }
+                }
+            }
+            return stateFrame(.extensionFetchResponse(response), delivered: false)
+        case 17: return stateFrame(.blocklistRequest(BlocklistRequest()), delivered: false)
+        case 18:
+            // Most users block no one or a few.
+            let r = Double.random(in: 0..<1, using: &rng)
+            let n = r < 0.3 ? 0 : r < 0.8 ? rng.int(1...5) : rng.int(6...30)
+            let response = BlocklistResponse.with { $0.userIDs = distinctUsers(n) }
+            return stateFrame(.blocklistResponse(response), delivered: false)
+        default:
+            let delivered = rng.chance(0.6)
+            let change = BlocklistChange.with {
+                $0.action = rng.chance(0.8) ? .block : .unblock
+                $0.userIDs = distinctUsers(rng.chance(0.85) ? 1 : rng.int(2...3))
+                if delivered {
+                    $0.userID = rng.pick(users)
+                    $0.timeMs = tick()
+                }
+            }
+            return stateFrame(.blocklistChange(change), delivered: delivered)
+        }
+    }
+
+    /// `payload` sent by the client (a request id) or delivered from the user's stream (its
+    /// position); nil: the payload says which (its user id is set only when delivered).
+    private mutating func stateFrame(_ payload: Frame.Payload, delivered: Bool?) -> Frame {
+        var frame = Frame(payload)
+        let isDelivered: Bool
+        switch payload {
+        case .conversationUpdate(let u): isDelivered = delivered ?? !u.userID.isEmpty
+        case .extensionUpdate(let u): isDelivered = delivered ?? !u.userID.isEmpty
+        default: isDelivered = delivered ?? false
+        }
+        if isDelivered {
+            frame.streamPosition = UInt64(rng.int(1_000...2_000_000))
+        } else {
+            frame.requestID = UInt64(rng.int(2...5_000))
+        }
+        return frame
+    }
+
+    /// A conversation as the user's list names it: one-to-one by the other user's id, a group,
+    /// or an ultra-group channel (chatrooms are not listed: Tencent's AVChatRoom is not).
+    private mutating func listConversation() -> Conversation {
+        let r = Double.random(in: 0..<1, using: &rng)
+        switch r {
+        case ..<0.60: return .oneToOne(rng.pick(users))
+        case ..<0.97: return .group(rng.pick(groups))
+        default:
+            return Conversation.with {
+                $0.type = .ultraGroup
+                $0.targetID = rng.pick(groups)
+                $0.channelID = "ch_" + rng.digits(6)
+            }
+        }
+    }
+
+    /// `n` different user ids.
+    private mutating func distinctUsers(_ n: Int) -> [String] {
+        var seen = Set<String>()
+        var ids: [String] = []
+        while ids.count < n {
+            let id = rng.pick(users)
+            if seen.insert(id).inserted { ids.append(id) }
+        }
+        return ids
+    }
+
+    // MARK: The conversation list
+
+    /// A page of the list: after a reconnect the few conversations that changed (1-12); at a
+    /// first login the whole list, a page of up to 50 (the client's limit).
+    private mutating func conversationList() -> ConversationList {
+        let firstLogin = rng.chance(0.1)
+        let n = firstLogin ? rng.int(20...50) : rng.int(1...12)
+        var version = UInt64(rng.int(1_000...2_000_000))
+        var seen = Set<String>()
+        var entries: [ConversationInfo] = []
+        entries.reserveCapacity(n)
+        while entries.count < n {
+            let conversation = listConversation()
+            guard seen.insert("\(conversation.type.rawValue) \(conversation.targetID)").inserted else { continue }
+            version += UInt64(rng.int(1...40))
+            entries.append(conversationInfo(conversation, version: version))
+        }
+        return ConversationList.with {
+            $0.conversations = entries
+            $0.hasMore = firstLogin && n == 50
+            $0.nextAfterVersion = version
+        }
+    }
+
+    /// One entry as imcodec-relay serves it (session.proto ConversationInfo), with Tencent's shapes:
+    /// unread count, unread @ of the user, pinned, muted, draft, read marks.
+    private mutating func conversationInfo(_ conversation: Conversation, version: UInt64) -> ConversationInfo {
+        let isGroup = conversation.type != .oneToOne
+        let last = lastMessage(in: conversation)
+        var info = ConversationInfo()
+        info.conversation = conversation
+        info.lastMessage = last
+        info.maxSeq = last.seq
+        let unread: UInt32 =
+            rng.chance(0.55) ? 0 : rng.chance(0.85) ? UInt32(rng.int(1...9)) : UInt32(rng.int(10...99))
+        info.unreadCount = unread
+        info.readSeq = last.seq - UInt64(unread)
+        if isGroup, unread > 0, rng.chance(0.15) {
+            // Unread @ of the user: seqs above the read horizon, oldest first.
+            let offsets = Set((0..<min(Int(unread), rng.int(1...2))).map { _ in rng.int(1...Int(unread)) }).sorted()
+            info.atMe = offsets.map { offset in
+                AtMe.with {
+                    $0.seq = info.readSeq + UInt64(offset)
+                    let k = Double.random(in: 0..<1, using: &rng)
+                    $0.kind = k < 0.7 ? .atMe : k < 0.95 ? .atAll : .atAllAtMe
+                }
+            }
+        }
+        if rng.chance(0.08) { info.pinned = true }
+        let option = Double.random(in: 0..<1, using: &rng)
+        if option < 0.08 {
+            info.receiveOption = .receiveNotNotify
+        } else if option < 0.10 {
+            info.receiveOption = .receive
+        }
+        if rng.chance(0.02) { info.archived = true }
+        if rng.chance(0.05) {
+            info.draftText = text()
+            info.draftTimeMs = last.serverTimeMs + Int64(rng.int(1_000...600_000))
+        }
+        if rng.chance(0.04) { info.clearedSeq = info.readSeq - UInt64(rng.int(0...500)) }
+        if rng.chance(0.02) { info.hidden = true }
+        switch conversation.type {
+        case .oneToOne:
+            // The peer's read horizon: the read marks on the user's own messages.
+            if rng.chance(0.85) {
+                info.readHorizons = [
+                    ReadHorizon.with {
+                        $0.userID = conversation.targetID
+                        $0.readSeq = last.seq - UInt64(rng.int(0...3))
+                    }
+                ]
+            }
+        case .group:
+            // Members who read, highest first (small work groups: 1-8 of them).
+            var horizon = last.seq
+            info.readHorizons = distinctUsers(rng.int(1...8)).map { user in
+                horizon -= UInt64(rng.int(0...5))
+                return ReadHorizon.with {
+                    $0.userID = user
+                    $0.readSeq = horizon
+                }
+            }
+        default: break
+        }
+        info.version = version
+        info.updatedAtMs = last.serverTimeMs + Int64(rng.int(0...60_000))
+        return info
+    }
+
+    /// The newest message of a listed conversation, acknowledged, as the user's devices got it
+    /// (sent or received); 3% recalled (its ids, seq and time, no content); an extensible one with
+    /// its extension's current keys.
+    private mutating func lastMessage(in conversation: Conversation) -> Message {
+        forceAcked = true
+        defer { forceAcked = false }
+        let r = Double.random(in: 0..<1, using: &rng)
+        var message: Message
+        switch r {
+        case ..<0.75: message = textMessage(in: conversation)
+        case ..<0.85: message = imageMessage(in: conversation)
+        case ..<0.90: message = fileMessage(in: conversation)
+        case ..<0.94: message = locationMessage(in: conversation)
+        case ..<0.97: message = mergerMessage(in: conversation, count: rng.int(3...10))
+        default:
+            let m = textMessage(in: conversation)
+            message = Message.with {
+                $0.clientMsgID = m.clientMsgID
+                $0.serverMsgUID = m.serverMsgUID
+                $0.seq = m.seq
+                $0.random = m.random
+                $0.senderID = m.senderID
+                $0.conversation = conversation
+                $0.clientTimeMs = m.clientTimeMs
+                $0.serverTimeMs = m.serverTimeMs
+                $0.status = .recalled
+            }
+        }
+        let received = rng.chance(0.7)
+        if received, conversation.type == .oneToOne { message.senderID = conversation.targetID }
+        message.direction = received ? .received : .sent
+        // A server refuses an @ on anything but text (validate(): atNotText), so none is listed.
+        if message.elements.contains(where: { if case .text? = $0.content { false } else { true } }) {
+            message.at = nil
+        }
+        if message.messageFlags.contains(.supportExtension) {
+            var expansion: [String: String] = [:]
+            for entry in currentExtension() { expansion[entry.key] = entry.value }
+            message.expansion = expansion
+        }
+        return message
+    }
+
+    /// A conversation update (session.proto ConversationUpdate) as the user's device sends it or
+    /// (60%) as another of its devices gets it: a draft saved or cleared when the user leaves
+    /// a chat (Tencent setConversationDraft), a pin, a hide (deleteConversation), a cleared history
+    /// (clearC2CHistoryMessage), an archive.
+    private mutating func conversationUpdate() -> ConversationUpdate {
+        let delivered = rng.chance(0.6)
+        var update = ConversationUpdate()
+        update.conversation = listConversation()
+        let r = Double.random(in: 0..<1, using: &rng)
+        switch r {
+        case ..<0.5:
+            update.fields = UInt32(ConversationField.draft.rawValue)
+            if rng.chance(0.8) { update.draftText = text() }
+        case ..<0.7:
+            update.fields = UInt32(ConversationField.pinned.rawValue)
+            update.pinned = rng.chance(0.75)
+        case ..<0.8:
+            update.fields = UInt32(ConversationField.hidden.rawValue)
+            update.hidden = true
+        case ..<0.9:
+            update.fields = UInt32(ConversationField.clearedSeq.rawValue)
+            update.clearedSeq = seq - UInt64(rng.int(0...2_000))
+        default:
+            update.fields = UInt32(ConversationField.archived.rawValue)
+            update.archived = rng.chance(0.85)
+        }
+        if delivered {
+            update.userID = rng.pick(users)
+            update.timeMs = tick()
+        }
+        return update
+    }
+
+    // MARK: Message extensions
+
+    /// A message sent with MESSAGE_FLAG_SUPPORT_EXTENSION, as a reference: a sign-up, poll or
+    /// order card, mostly in groups.
+    private mutating func extensibleMessageRef() -> MessageRef {
+        let conversation: Conversation = rng.chance(0.8) ? .group(rng.pick(groups)) : .oneToOne(rng.pick(users))
+        let time = clock - Int64(rng.int(1_000...86_400_000))
+        return MessageRef.with {
+            $0.clientMsgID = rng.hex(32)
+            $0.seq = seq - UInt64(rng.int(1...5_000))
+            $0.serverMsgUID = "\($0.seq)-\(time / 1000)-\(rng.int(1...999_999_999))"
+            $0.conversation = conversation
+            $0.senderID = rng.pick(users)
+            $0.serverTimeMs = time
+        }
+    }
+
+    /// A member's change to a message's extension (Tencent setMessageExtensions, RongCloud
+    /// updateMessageExpansion): signing up (key: the user's id, value: its entry), voting (value:
+    /// the options) or withdrawing a vote (a removed key), or an order card's status. As the client
+    /// sends it: the keys with the versions it saw; 75% delivered (the server's copy every other
+    /// member gets): also the keys as they now are, the user and the time.
+    private mutating func extensionUpdate() -> ExtensionUpdate {
+        let delivered = rng.chance(0.75)
+        let user = rng.pick(users)
+        var update = ExtensionUpdate()
+        update.message = extensibleMessageRef()
+        let r = Double.random(in: 0..<1, using: &rng)
+        switch r {
+        case ..<0.5:
+            let edit = rng.chance(0.15)
+            update.set = [
+                ExtensionEntry.with {
+                    $0.key = user
+                    $0.value = rng.pick(Text.nicknames) + " " + rng.pick(Text.signUps)
+                    $0.version = edit ? UInt64(rng.int(1...2)) : 0
+                }
+            ]
+        case ..<0.85:
+            if rng.chance(0.15) {
+                update.remove = [ExtensionEntry.with { $0.key = user; $0.version = UInt64(rng.int(1...2)) }]
+            } else {
+                update.set = [ExtensionEntry.with { $0.key = user; $0.value = rng.pick(Text.pollChoices) }]
+            }
+        default:
+            let version = UInt64(rng.int(1...5))
+            update.set = [
+                ExtensionEntry.with {
+                    $0.key = "status"
+                    $0.value = rng.pick(Text.cardStatuses)
+                    $0.version = version
+                },
+                ExtensionEntry.with {
+                    $0.key = "operator"
+                    $0.value = user
+                    $0.version = version
+                },
+            ]
+        }
+        if delivered {
+            update.entries =
+                update.set.map { entry in
+                    ExtensionEntry.with {
+                        $0.key = entry.key
+                        $0.value = entry.value
+                        $0.version = entry.version + 1
+                    }
+                }
+                + update.remove.map { entry in
+                    ExtensionEntry.with {
+                        $0.key = entry.key
+                        $0.version = entry.version + 1
+                        $0.removed = true
+                    }
+                }
+            update.userID = user
+            update.timeMs = tick()
+        }
+        return update
+    }
+
+    /// A message's extension as the server holds it: a sign-up list (2-30 entries), a poll's votes
+    /// (3-40) or an order card's status.
+    private mutating func currentExtension() -> [ExtensionEntry] {
+        let r = Double.random(in: 0..<1, using: &rng)
+        switch r {
+        case ..<0.5:
+            return distinctUsers(rng.int(2...30)).map { user in
+                ExtensionEntry.with {
+                    $0.key = user
+                    $0.value = rng.pick(Text.nicknames) + " " + rng.pick(Text.signUps)
+                    $0.version = rng.chance(0.9) ? 1 : 2
+                }
+            }
+        case ..<0.85:
+            return distinctUsers(rng.int(3...40)).map { user in
+                ExtensionEntry.with {
+                    $0.key = user
+                    $0.value = rng.pick(Text.pollChoices)
+                    $0.version = rng.chance(0.9) ? 1 : 2
+                }
+            }
+        default:
+            let version = UInt64(rng.int(1...5))
+            return [
+                ExtensionEntry.with {
+                    $0.key = "operator"
+                    $0.value = rng.pick(users)
+                    $0.version = version
+                },
+                ExtensionEntry.with {
+                    $0.key = "status"
+                    $0.value = rng.pick(Text.cardStatuses)
+                    $0.version = version
+                },
+            ]
+        }
+    }
+}
+
 /// Word lists for the generator: English, Chinese (3 UTF-8 bytes a character) and emoji.
 enum Text {
     static let latinNames = [
@@ -492,6 +939,15 @@ enum Text {
         "Q3 report.pdf", "design-v7.fig", "合同扫描件.pdf", "meeting notes.docx", "IMG_2041.HEIC", "budget 2026.xlsx",
         "release-notes.md", "产品需求文档v2.3.docx",
     ]
+    /// Sign-up ("接龙") entries: what a member writes after its name.
+    static let signUps = [
+        "+1", "我报名", "+1 带家属", "2人", "Count me in", "I'll bring snacks", "+1 晚到半小时", "参加", "+1 🙋",
+        "Me too, plus one guest",
+    ]
+    /// A poll vote's value: the chosen options' indices.
+    static let pollChoices = ["0", "1", "2", "3", "0,2", "1,3", "0,1,2"]
+    /// An order or ticket card's status (customer service).
+    static let cardStatuses = ["paid", "shipped", "delivered", "refunded", "closed", "processing"]
     static let places = [
         "Shanghai Tower, Lujiazui", "北京市海淀区中关村大街1号", "Starbucks, Nanjing Road", "深圳湾科技生态园",
         "Hangzhou East Railway Station", "广州塔",

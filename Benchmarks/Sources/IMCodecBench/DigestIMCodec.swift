@@ -6,6 +6,8 @@ extension Frame {
     func digest(into d: inout Digest) {
         d.add(schemaVersion)
         d.add(minReaderVersion)
+        d.add(requestID)
+        d.add(streamPosition)
         switch payload {
         case nil: d.add(UInt32(0))
         case .message(let v)?: d.add(UInt32(10)); v.digest(into: &d)
@@ -23,8 +25,17 @@ extension Frame {
         case .historyRequest(let v)?: d.add(UInt32(31)); v.digest(into: &d)
         case .historyResponse(let v)?: d.add(UInt32(32)); v.digest(into: &d)
         case .mergerPayload(let v)?: d.add(UInt32(33)); v.digest(into: &d)
+        case .conversationListRequest(let v)?: d.add(UInt32(85)); v.digest(into: &d)
+        case .conversationList(let v)?: d.add(UInt32(86)); v.digest(into: &d)
+        case .conversationUpdate(let v)?: d.add(UInt32(87)); v.digest(into: &d)
+        case .extensionUpdate(let v)?: d.add(UInt32(88)); v.digest(into: &d)
+        case .extensionFetchRequest(let v)?: d.add(UInt32(89)); v.digest(into: &d)
+        case .extensionFetchResponse(let v)?: d.add(UInt32(90)); v.digest(into: &d)
+        case .blocklistChange(let v)?: d.add(UInt32(91)); v.digest(into: &d)
+        case .blocklistRequest?: d.add(UInt32(92))
+        case .blocklistResponse(let v)?: d.add(UInt32(93)); v.digest(into: &d)
         case let other?:
-            // Payload kinds of schema versions 2 and 3: the corpus holds none; not read here.
+            // The other payload kinds of schema versions 2 and 3: the corpus holds none; not read here.
             d.add(UInt32(other.kind.rawValue).addingReportingOverflow(1 << 31).partialValue)
         }
         d.add(bytes: unknownFields.bytes)
@@ -98,6 +109,7 @@ extension Message {
         for element in elements { element.digest(into: &d) }
         d.add(editVersion)
         d.add(senderNickname)
+        d.add(enum: Int(direction.rawValue))
         d.add(bytes: unknownFields.bytes)
     }
 }
@@ -250,4 +262,82 @@ extension MergerPayload {
         d.add(UInt64(messages.count))
         for m in messages { m.digest(into: &d) }
     }
+}
+
+// Conversation state (issue 17): the conversation list, message extensions, the blocklist.
+
+extension ConversationListRequest {
+    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit) }
+}
+
+extension ConversationInfo {
+    func digest(into d: inout Digest) {
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        digestOptional(lastMessage, &d) { $0.digest(into: &$1) }
+        d.add(maxSeq); d.add(readSeq); d.add(unreadCount)
+        d.add(UInt64(atMe.count))
+        for a in atMe { d.add(a.seq); d.add(enum: Int(a.kind.rawValue)) }
+        d.add(pinned); d.add(enum: Int(receiveOption.rawValue)); d.add(archived); d.add(draftText); d.add(draftTimeMs)
+        d.add(clearedSeq); d.add(hidden)
+        d.add(UInt64(readHorizons.count))
+        for h in readHorizons { d.add(h.userID); d.add(h.readSeq) }
+        d.add(version); d.add(updatedAtMs)
+    }
+}
+
+extension ConversationList {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(conversations.count))
+        for c in conversations { c.digest(into: &d) }
+        d.add(hasMore); d.add(nextAfterVersion); d.add(errorCode); d.add(errorDescription)
+    }
+}
+
+extension ConversationUpdate {
+    func digest(into d: inout Digest) {
+        digestOptional(conversation, &d) { $0.digest(into: &$1) }
+        d.add(fields); d.add(pinned); d.add(archived); d.add(draftText); d.add(clearedSeq); d.add(hidden)
+        d.add(userID); d.add(timeMs)
+    }
+}
+
+private func digestEntries(_ entries: [ExtensionEntry], _ d: inout Digest) {
+    d.add(UInt64(entries.count))
+    for e in entries { d.add(e.key); d.add(e.value); d.add(e.version); d.add(e.removed) }
+}
+
+extension ExtensionUpdate {
+    func digest(into d: inout Digest) {
+        digestOptional(message, &d) { $0.digest(into: &$1) }
+        digestEntries(set, &d); digestEntries(remove, &d); digestEntries(entries, &d)
+        d.add(userID); d.add(timeMs)
+    }
+}
+
+extension ExtensionFetchRequest {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(messages.count))
+        for m in messages { m.digest(into: &d) }
+    }
+}
+
+extension ExtensionFetchResponse {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(extensions.count))
+        for e in extensions {
+            digestOptional(e.message, &d) { $0.digest(into: &$1) }
+            digestEntries(e.entries, &d)
+        }
+        d.add(errorCode); d.add(errorDescription)
+    }
+}
+
+extension BlocklistChange {
+    func digest(into d: inout Digest) {
+        d.add(enum: Int(action.rawValue)); d.add(userIDs); d.add(userID); d.add(timeMs)
+    }
+}
+
+extension BlocklistResponse {
+    func digest(into d: inout Digest) { d.add(userIDs); d.add(errorCode); d.add(errorDescription) }
 }

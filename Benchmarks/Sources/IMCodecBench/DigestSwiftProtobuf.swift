@@ -9,6 +9,8 @@ extension Imcodec_V1_Frame {
     func digest(into d: inout Digest) {
         d.add(schemaVersion)
         d.add(minReaderVersion)
+        d.add(requestID)
+        d.add(streamPosition)
         switch payload {
         case nil: d.add(UInt32(0))
         case .message(let v)?: d.add(UInt32(10)); v.digest(into: &d)
@@ -26,9 +28,18 @@ extension Imcodec_V1_Frame {
         case .historyRequest(let v)?: d.add(UInt32(31)); v.digest(into: &d)
         case .historyResponse(let v)?: d.add(UInt32(32)); v.digest(into: &d)
         case .mergerPayload(let v)?: d.add(UInt32(33)); v.digest(into: &d)
+        case .conversationListRequest(let v)?: d.add(UInt32(85)); v.digest(into: &d)
+        case .conversationList(let v)?: d.add(UInt32(86)); v.digest(into: &d)
+        case .conversationUpdate(let v)?: d.add(UInt32(87)); v.digest(into: &d)
+        case .extensionUpdate(let v)?: d.add(UInt32(88)); v.digest(into: &d)
+        case .extensionFetchRequest(let v)?: d.add(UInt32(89)); v.digest(into: &d)
+        case .extensionFetchResponse(let v)?: d.add(UInt32(90)); v.digest(into: &d)
+        case .blocklistChange(let v)?: d.add(UInt32(91)); v.digest(into: &d)
+        case .blocklistRequest?: d.add(UInt32(92))
+        case .blocklistResponse(let v)?: d.add(UInt32(93)); v.digest(into: &d)
         case .some:
-            // The payload kinds of schema versions 2 and 3 (session layer, events, calls, keys): the
-            // traffic corpus holds none, so this digest does not read them.
+            // The other payload kinds of schema versions 2 and 3 (session layer, events, calls, keys):
+            // the traffic corpus holds none, so this digest does not read them.
             d.add(UInt32(1 << 31))
         }
         d.add(bytes: unknownFields.data)
@@ -102,6 +113,7 @@ extension Imcodec_V1_Message {
         for element in elements { element.digest(into: &d) }
         d.add(editVersion)
         d.add(senderNickname)
+        d.add(enum: direction.rawValue)
         d.add(bytes: unknownFields.data)
     }
 }
@@ -255,4 +267,82 @@ extension Imcodec_V1_MergerPayload {
         d.add(UInt64(messages.count))
         for m in messages { m.digest(into: &d) }
     }
+}
+
+// Conversation state (issue 17): the conversation list, message extensions, the blocklist.
+
+extension Imcodec_V1_ConversationListRequest {
+    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit) }
+}
+
+extension Imcodec_V1_ConversationInfo {
+    func digest(into d: inout Digest) {
+        digestOptional(hasConversation ? conversation : nil, &d) { $0.digest(into: &$1) }
+        digestOptional(hasLastMessage ? lastMessage : nil, &d) { $0.digest(into: &$1) }
+        d.add(maxSeq); d.add(readSeq); d.add(unreadCount)
+        d.add(UInt64(atMe.count))
+        for a in atMe { d.add(a.seq); d.add(enum: a.kind.rawValue) }
+        d.add(pinned); d.add(enum: receiveOption.rawValue); d.add(archived); d.add(draftText); d.add(draftTimeMs)
+        d.add(clearedSeq); d.add(hidden)
+        d.add(UInt64(readHorizons.count))
+        for h in readHorizons { d.add(h.userID); d.add(h.readSeq) }
+        d.add(version); d.add(updatedAtMs)
+    }
+}
+
+extension Imcodec_V1_ConversationList {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(conversations.count))
+        for c in conversations { c.digest(into: &d) }
+        d.add(hasMore_p); d.add(nextAfterVersion); d.add(errorCode); d.add(errorDescription)
+    }
+}
+
+extension Imcodec_V1_ConversationUpdate {
+    func digest(into d: inout Digest) {
+        digestOptional(hasConversation ? conversation : nil, &d) { $0.digest(into: &$1) }
+        d.add(fields); d.add(pinned); d.add(archived); d.add(draftText); d.add(clearedSeq); d.add(hidden)
+        d.add(userID); d.add(timeMs)
+    }
+}
+
+private func digestEntries(_ entries: [Imcodec_V1_ExtensionEntry], _ d: inout Digest) {
+    d.add(UInt64(entries.count))
+    for e in entries { d.add(e.key); d.add(e.value); d.add(e.version); d.add(e.removed) }
+}
+
+extension Imcodec_V1_ExtensionUpdate {
+    func digest(into d: inout Digest) {
+        digestOptional(hasMessage ? message : nil, &d) { $0.digest(into: &$1) }
+        digestEntries(set, &d); digestEntries(remove, &d); digestEntries(entries, &d)
+        d.add(userID); d.add(timeMs)
+    }
+}
+
+extension Imcodec_V1_ExtensionFetchRequest {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(messages.count))
+        for m in messages { m.digest(into: &d) }
+    }
+}
+
+extension Imcodec_V1_ExtensionFetchResponse {
+    func digest(into d: inout Digest) {
+        d.add(UInt64(extensions.count))
+        for e in extensions {
+            digestOptional(e.hasMessage ? e.message : nil, &d) { $0.digest(into: &$1) }
+            digestEntries(e.entries, &d)
+        }
+        d.add(errorCode); d.add(errorDescription)
+    }
+}
+
+extension Imcodec_V1_BlocklistChange {
+    func digest(into d: inout Digest) {
+        d.add(enum: action.rawValue); d.add(userIds); d.add(userID); d.add(timeMs)
+    }
+}
+
+extension Imcodec_V1_BlocklistResponse {
+    func digest(into d: inout Digest) { d.add(userIds); d.add(errorCode); d.add(errorDescription) }
 }

@@ -585,6 +585,30 @@ public nonisolated struct Imcodec_V1_HistoryRequest: Sendable {
 
   public var endTimeMs: Int64 = 0
 
+  /// QuickBlox mark_as_read (seed 004: "set the mark_as_read parameter as 1" to mark the retrieved
+  /// messages read): the server marks the page read for the asking user, as the user's own
+  /// MarkReadEvent up to the newest seq of the page would (its other devices hear of it; read
+  /// receipts to the senders stay the client's to send). False leaves read state alone.
+  public var markAsRead: Bool = false
+
+  /// QuickBlox search operators (seed 004), all of them ANDed with the time range above:
+  /// sender_id `in`: only messages from these users (empty: from anyone).
+  public var senderIds: [String] = []
+
+  /// recipient_id `in`: only messages addressed to one of these users: in a one-to-one
+  /// conversation, the user who did not send it; in a group, a targeted message's receivers (a
+  /// message to the whole group has no recipient and does not match). Empty: any.
+  public var recipientIds: [String] = []
+
+  /// updated_at `gt`: only messages sent or changed (edited, extension updated) after this time
+  /// (server time, epoch ms; 0: any). A client that caches history asks for what changed since its
+  /// last fetch; recalls and deletes reach it as events.
+  public var updatedAfterMs: Int64 = 0
+
+  /// message `ctn`: only messages with a text element that contains this text (exact, case
+  /// sensitive, compared as Unicode scalars). Empty: any.
+  public var textContains: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -923,6 +947,128 @@ public nonisolated struct Imcodec_V1_StreamChunk: Sendable {
   public init() {}
 
   fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
+/// One key of a message's extension (Tencent V2TIMMessageExtension; RongCloud expansionDic), with
+/// its version. The server gives a key version 1 when it is first set (also by the message's own
+/// expansion map) and adds 1 at every later set or removal.
+public nonisolated struct Imcodec_V1_ExtensionEntry: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var key: String = String()
+
+  public var value: String = String()
+
+  /// In an update: the version the client last saw for this key (0: it saw none). In the server's
+  /// answer and in the update it delivers: the key's version now.
+  public var version: UInt64 = 0
+
+  /// In the server's answer and delivery: the key was removed (value is empty).
+  public var removed: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Sets or removes keys of a message's extension after it was sent (Tencent setMessageExtensions
+/// and deleteMessageExtensions; RongCloud updateMessageExpansion and removeMessageExpansionForKey).
+/// Only for a message sent with MESSAGE_FLAG_SUPPORT_EXTENSION, in a one-to-one conversation or a
+/// group (RongCloud). Any member may update it. Every key names the version the client last saw:
+/// when one is stale (another client changed the key since), the server refuses the whole update
+/// with RequestResult error 23001 (Tencent's extension version conflict) and the client fetches the
+/// current keys (ExtensionFetchRequest) before it tries again. On success the server answers with
+/// RequestResult, fills `entries` with the keys as they now are, and keeps and sends that copy to
+/// every member's devices.
+public nonisolated struct Imcodec_V1_ExtensionUpdate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var message: Imcodec_V1_MessageRef {
+    get {_message ?? Imcodec_V1_MessageRef()}
+    set {_message = newValue}
+  }
+  /// Returns true if `message` has been explicitly set.
+  public var hasMessage: Bool {self._message != nil}
+  /// Clears the value of `message`. Subsequent reads from it will return its default value.
+  public mutating func clearMessage() {self._message = nil}
+
+  /// Keys to set: key, value and the version the client saw.
+  public var set: [Imcodec_V1_ExtensionEntry] = []
+
+  /// Keys to remove: key and the version the client saw (value is ignored).
+  public var remove: [Imcodec_V1_ExtensionEntry] = []
+
+  /// Set by the server: the changed keys as they now are, with their new versions.
+  public var entries: [Imcodec_V1_ExtensionEntry] = []
+
+  public var userID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
+/// Fetches the current extension of messages (Tencent getMessageExtensions). The answer is an
+/// ExtensionFetchResponse.
+public nonisolated struct Imcodec_V1_ExtensionFetchRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var messages: [Imcodec_V1_MessageRef] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One message's extension: every key it holds now, with its version (removed keys left out).
+public nonisolated struct Imcodec_V1_MessageExtension: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var message: Imcodec_V1_MessageRef {
+    get {_message ?? Imcodec_V1_MessageRef()}
+    set {_message = newValue}
+  }
+  /// Returns true if `message` has been explicitly set.
+  public var hasMessage: Bool {self._message != nil}
+  /// Clears the value of `message`. Subsequent reads from it will return its default value.
+  public mutating func clearMessage() {self._message = nil}
+
+  public var entries: [Imcodec_V1_ExtensionEntry] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _message: Imcodec_V1_MessageRef? = nil
+}
+
+public nonisolated struct Imcodec_V1_ExtensionFetchResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// One per requested message the server knows and the user may read, in request order.
+  public var extensions: [Imcodec_V1_MessageExtension] = []
+
+  public var errorCode: Int32 = 0
+
+  public var errorDescription: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -1314,7 +1460,7 @@ nonisolated extension Imcodec_V1_SendAck: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HistoryRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}count\0\u{1}cursor\0\u{1}direction\0\u{1}skip\0\u{1}sort\0\u{3}start_time_ms\0\u{3}end_time_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}count\0\u{1}cursor\0\u{1}direction\0\u{1}skip\0\u{1}sort\0\u{3}start_time_ms\0\u{3}end_time_ms\0\u{3}mark_as_read\0\u{3}sender_ids\0\u{3}recipient_ids\0\u{3}updated_after_ms\0\u{3}text_contains\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1330,6 +1476,11 @@ nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftPro
       case 6: try { try decoder.decodeSingularEnumField(value: &self.sort) }()
       case 7: try { try decoder.decodeSingularInt64Field(value: &self.startTimeMs) }()
       case 8: try { try decoder.decodeSingularInt64Field(value: &self.endTimeMs) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self.markAsRead) }()
+      case 10: try { try decoder.decodeRepeatedStringField(value: &self.senderIds) }()
+      case 11: try { try decoder.decodeRepeatedStringField(value: &self.recipientIds) }()
+      case 12: try { try decoder.decodeSingularInt64Field(value: &self.updatedAfterMs) }()
+      case 13: try { try decoder.decodeSingularStringField(value: &self.textContains) }()
       default: break
       }
     }
@@ -1364,6 +1515,21 @@ nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftPro
     if self.endTimeMs != 0 {
       try visitor.visitSingularInt64Field(value: self.endTimeMs, fieldNumber: 8)
     }
+    if self.markAsRead != false {
+      try visitor.visitSingularBoolField(value: self.markAsRead, fieldNumber: 9)
+    }
+    if !self.senderIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.senderIds, fieldNumber: 10)
+    }
+    if !self.recipientIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.recipientIds, fieldNumber: 11)
+    }
+    if self.updatedAfterMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.updatedAfterMs, fieldNumber: 12)
+    }
+    if !self.textContains.isEmpty {
+      try visitor.visitSingularStringField(value: self.textContains, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1376,6 +1542,11 @@ nonisolated extension Imcodec_V1_HistoryRequest: SwiftProtobuf.Message, SwiftPro
     if lhs.sort != rhs.sort {return false}
     if lhs.startTimeMs != rhs.startTimeMs {return false}
     if lhs.endTimeMs != rhs.endTimeMs {return false}
+    if lhs.markAsRead != rhs.markAsRead {return false}
+    if lhs.senderIds != rhs.senderIds {return false}
+    if lhs.recipientIds != rhs.recipientIds {return false}
+    if lhs.updatedAfterMs != rhs.updatedAfterMs {return false}
+    if lhs.textContains != rhs.textContains {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1932,6 +2103,219 @@ nonisolated extension Imcodec_V1_StreamChunk: SwiftProtobuf.Message, SwiftProtob
     if lhs.text != rhs.text {return false}
     if lhs.final != rhs.final {return false}
     if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ExtensionEntry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExtensionEntry"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}key\0\u{1}value\0\u{1}version\0\u{1}removed\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.key) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.value) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.version) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.removed) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.key.isEmpty {
+      try visitor.visitSingularStringField(value: self.key, fieldNumber: 1)
+    }
+    if !self.value.isEmpty {
+      try visitor.visitSingularStringField(value: self.value, fieldNumber: 2)
+    }
+    if self.version != 0 {
+      try visitor.visitSingularUInt64Field(value: self.version, fieldNumber: 3)
+    }
+    if self.removed != false {
+      try visitor.visitSingularBoolField(value: self.removed, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ExtensionEntry, rhs: Imcodec_V1_ExtensionEntry) -> Bool {
+    if lhs.key != rhs.key {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.version != rhs.version {return false}
+    if lhs.removed != rhs.removed {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ExtensionUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExtensionUpdate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{1}set\0\u{1}remove\0\u{1}entries\0\u{3}user_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.set) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.remove) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.entries) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 6: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._message {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.set.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.set, fieldNumber: 2)
+    }
+    if !self.remove.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.remove, fieldNumber: 3)
+    }
+    if !self.entries.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.entries, fieldNumber: 4)
+    }
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 5)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ExtensionUpdate, rhs: Imcodec_V1_ExtensionUpdate) -> Bool {
+    if lhs._message != rhs._message {return false}
+    if lhs.set != rhs.set {return false}
+    if lhs.remove != rhs.remove {return false}
+    if lhs.entries != rhs.entries {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ExtensionFetchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExtensionFetchRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}messages\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.messages) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.messages.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.messages, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ExtensionFetchRequest, rhs: Imcodec_V1_ExtensionFetchRequest) -> Bool {
+    if lhs.messages != rhs.messages {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_MessageExtension: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MessageExtension"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}message\0\u{1}entries\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.entries) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._message {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.entries.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.entries, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_MessageExtension, rhs: Imcodec_V1_MessageExtension) -> Bool {
+    if lhs._message != rhs._message {return false}
+    if lhs.entries != rhs.entries {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ExtensionFetchResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExtensionFetchResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}extensions\0\u{3}error_code\0\u{3}error_description\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.extensions) }()
+      case 2: try { try decoder.decodeSingularInt32Field(value: &self.errorCode) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.errorDescription) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.extensions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.extensions, fieldNumber: 1)
+    }
+    if self.errorCode != 0 {
+      try visitor.visitSingularInt32Field(value: self.errorCode, fieldNumber: 2)
+    }
+    if !self.errorDescription.isEmpty {
+      try visitor.visitSingularStringField(value: self.errorDescription, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ExtensionFetchResponse, rhs: Imcodec_V1_ExtensionFetchResponse) -> Bool {
+    if lhs.extensions != rhs.extensions {return false}
+    if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.errorDescription != rhs.errorDescription {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -25,7 +25,10 @@
 ///       │   stream_sync_request / stream_sync_response / stream_ack
 ///       ├── reaction / pin / poll_vote / poll_update / disappearing_timer / receive_option
 ///       ├── call / stream_chunk
-///       └── key_publish / key_fetch_request / key_fetch_response
+///       ├── key_publish / key_fetch_request / key_fetch_response
+///       ├── conversation_list_request / conversation_list / conversation_update
+///       ├── extension_update / extension_fetch_request / extension_fetch_response
+///       └── blocklist_change / blocklist_request / blocklist_response
 
 import SwiftProtobuf
 
@@ -441,6 +444,81 @@ public nonisolated struct Imcodec_V1_Frame: @unchecked Sendable {
     set {_uniqueStorage()._payload = .keyFetchResponse(newValue)}
   }
 
+  /// The conversation list (session.proto).
+  public var conversationListRequest: Imcodec_V1_ConversationListRequest {
+    get {
+      if case .conversationListRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ConversationListRequest()
+    }
+    set {_uniqueStorage()._payload = .conversationListRequest(newValue)}
+  }
+
+  public var conversationList: Imcodec_V1_ConversationList {
+    get {
+      if case .conversationList(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ConversationList()
+    }
+    set {_uniqueStorage()._payload = .conversationList(newValue)}
+  }
+
+  public var conversationUpdate: Imcodec_V1_ConversationUpdate {
+    get {
+      if case .conversationUpdate(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ConversationUpdate()
+    }
+    set {_uniqueStorage()._payload = .conversationUpdate(newValue)}
+  }
+
+  /// Message extensions (events.proto).
+  public var extensionUpdate: Imcodec_V1_ExtensionUpdate {
+    get {
+      if case .extensionUpdate(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ExtensionUpdate()
+    }
+    set {_uniqueStorage()._payload = .extensionUpdate(newValue)}
+  }
+
+  public var extensionFetchRequest: Imcodec_V1_ExtensionFetchRequest {
+    get {
+      if case .extensionFetchRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ExtensionFetchRequest()
+    }
+    set {_uniqueStorage()._payload = .extensionFetchRequest(newValue)}
+  }
+
+  public var extensionFetchResponse: Imcodec_V1_ExtensionFetchResponse {
+    get {
+      if case .extensionFetchResponse(let v)? = _storage._payload {return v}
+      return Imcodec_V1_ExtensionFetchResponse()
+    }
+    set {_uniqueStorage()._payload = .extensionFetchResponse(newValue)}
+  }
+
+  /// The blocklist (session.proto).
+  public var blocklistChange: Imcodec_V1_BlocklistChange {
+    get {
+      if case .blocklistChange(let v)? = _storage._payload {return v}
+      return Imcodec_V1_BlocklistChange()
+    }
+    set {_uniqueStorage()._payload = .blocklistChange(newValue)}
+  }
+
+  public var blocklistRequest: Imcodec_V1_BlocklistRequest {
+    get {
+      if case .blocklistRequest(let v)? = _storage._payload {return v}
+      return Imcodec_V1_BlocklistRequest()
+    }
+    set {_uniqueStorage()._payload = .blocklistRequest(newValue)}
+  }
+
+  public var blocklistResponse: Imcodec_V1_BlocklistResponse {
+    get {
+      if case .blocklistResponse(let v)? = _storage._payload {return v}
+      return Imcodec_V1_BlocklistResponse()
+    }
+    set {_uniqueStorage()._payload = .blocklistResponse(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -494,6 +572,18 @@ public nonisolated struct Imcodec_V1_Frame: @unchecked Sendable {
     case keyPublish(Imcodec_V1_KeyPublish)
     case keyFetchRequest(Imcodec_V1_KeyFetchRequest)
     case keyFetchResponse(Imcodec_V1_KeyFetchResponse)
+    /// The conversation list (session.proto).
+    case conversationListRequest(Imcodec_V1_ConversationListRequest)
+    case conversationList(Imcodec_V1_ConversationList)
+    case conversationUpdate(Imcodec_V1_ConversationUpdate)
+    /// Message extensions (events.proto).
+    case extensionUpdate(Imcodec_V1_ExtensionUpdate)
+    case extensionFetchRequest(Imcodec_V1_ExtensionFetchRequest)
+    case extensionFetchResponse(Imcodec_V1_ExtensionFetchResponse)
+    /// The blocklist (session.proto).
+    case blocklistChange(Imcodec_V1_BlocklistChange)
+    case blocklistRequest(Imcodec_V1_BlocklistRequest)
+    case blocklistResponse(Imcodec_V1_BlocklistResponse)
 
   }
 
@@ -508,7 +598,7 @@ fileprivate nonisolated let _protobuf_package = "imcodec.v1"
 
 nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}min_reader_version\0\u{3}request_id\0\u{3}stream_position\0\u{2}\u{6}message\0\u{1}receipt\0\u{1}receipts\0\u{3}c2c_read_receipt\0\u{3}group_read_members\0\u{3}read_receipt_request\0\u{3}group_read_members_request\0\u{2}\u{4}recall\0\u{1}edit\0\u{1}delete\0\u{1}typing\0\u{3}mark_read\0\u{3}system_notice\0\u{4}\u{5}send_ack\0\u{3}history_request\0\u{3}history_response\0\u{3}merger_payload\0\u{4}\u{7}login_request\0\u{3}login_result\0\u{1}ping\0\u{1}pong\0\u{1}logout\0\u{3}kicked_offline\0\u{3}max_seq_request\0\u{3}max_seq_response\0\u{3}sync_request\0\u{3}sync_response\0\u{1}presence\0\u{3}presence_subscription\0\u{1}membership\0\u{3}request_result\0\u{2}\u{7}reaction\0\u{1}pin\0\u{3}poll_vote\0\u{3}poll_update\0\u{3}disappearing_timer\0\u{3}receive_option\0\u{3}stream_sync_request\0\u{3}stream_sync_response\0\u{3}stream_ack\0\u{2}\u{c}call\0\u{3}stream_chunk\0\u{3}key_publish\0\u{3}key_fetch_request\0\u{3}key_fetch_response\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}min_reader_version\0\u{3}request_id\0\u{3}stream_position\0\u{2}\u{6}message\0\u{1}receipt\0\u{1}receipts\0\u{3}c2c_read_receipt\0\u{3}group_read_members\0\u{3}read_receipt_request\0\u{3}group_read_members_request\0\u{2}\u{4}recall\0\u{1}edit\0\u{1}delete\0\u{1}typing\0\u{3}mark_read\0\u{3}system_notice\0\u{4}\u{5}send_ack\0\u{3}history_request\0\u{3}history_response\0\u{3}merger_payload\0\u{4}\u{7}login_request\0\u{3}login_result\0\u{1}ping\0\u{1}pong\0\u{1}logout\0\u{3}kicked_offline\0\u{3}max_seq_request\0\u{3}max_seq_response\0\u{3}sync_request\0\u{3}sync_response\0\u{1}presence\0\u{3}presence_subscription\0\u{1}membership\0\u{3}request_result\0\u{2}\u{7}reaction\0\u{1}pin\0\u{3}poll_vote\0\u{3}poll_update\0\u{3}disappearing_timer\0\u{3}receive_option\0\u{3}stream_sync_request\0\u{3}stream_sync_response\0\u{3}stream_ack\0\u{2}\u{c}call\0\u{3}stream_chunk\0\u{3}key_publish\0\u{3}key_fetch_request\0\u{3}key_fetch_response\0\u{3}conversation_list_request\0\u{3}conversation_list\0\u{3}conversation_update\0\u{3}extension_update\0\u{3}extension_fetch_request\0\u{3}extension_fetch_response\0\u{3}blocklist_change\0\u{3}blocklist_request\0\u{3}blocklist_response\0")
 
   fileprivate class _StorageClass {
     var _schemaVersion: UInt32 = 0
@@ -1138,6 +1228,123 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
             _storage._payload = .keyFetchResponse(v)
           }
         }()
+        case 85: try {
+          var v: Imcodec_V1_ConversationListRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .conversationListRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .conversationListRequest(v)
+          }
+        }()
+        case 86: try {
+          var v: Imcodec_V1_ConversationList?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .conversationList(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .conversationList(v)
+          }
+        }()
+        case 87: try {
+          var v: Imcodec_V1_ConversationUpdate?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .conversationUpdate(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .conversationUpdate(v)
+          }
+        }()
+        case 88: try {
+          var v: Imcodec_V1_ExtensionUpdate?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .extensionUpdate(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .extensionUpdate(v)
+          }
+        }()
+        case 89: try {
+          var v: Imcodec_V1_ExtensionFetchRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .extensionFetchRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .extensionFetchRequest(v)
+          }
+        }()
+        case 90: try {
+          var v: Imcodec_V1_ExtensionFetchResponse?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .extensionFetchResponse(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .extensionFetchResponse(v)
+          }
+        }()
+        case 91: try {
+          var v: Imcodec_V1_BlocklistChange?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .blocklistChange(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .blocklistChange(v)
+          }
+        }()
+        case 92: try {
+          var v: Imcodec_V1_BlocklistRequest?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .blocklistRequest(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .blocklistRequest(v)
+          }
+        }()
+        case 93: try {
+          var v: Imcodec_V1_BlocklistResponse?
+          var hadOneofValue = false
+          if let current = _storage._payload {
+            hadOneofValue = true
+            if case .blocklistResponse(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._payload = .blocklistResponse(v)
+          }
+        }()
         default: break
         }
       }
@@ -1342,6 +1549,42 @@ nonisolated extension Imcodec_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Me
       case .keyFetchResponse?: try {
         guard case .keyFetchResponse(let v)? = _storage._payload else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
+      }()
+      case .conversationListRequest?: try {
+        guard case .conversationListRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
+      }()
+      case .conversationList?: try {
+        guard case .conversationList(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 86)
+      }()
+      case .conversationUpdate?: try {
+        guard case .conversationUpdate(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 87)
+      }()
+      case .extensionUpdate?: try {
+        guard case .extensionUpdate(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 88)
+      }()
+      case .extensionFetchRequest?: try {
+        guard case .extensionFetchRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 89)
+      }()
+      case .extensionFetchResponse?: try {
+        guard case .extensionFetchResponse(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 90)
+      }()
+      case .blocklistChange?: try {
+        guard case .blocklistChange(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 91)
+      }()
+      case .blocklistRequest?: try {
+        guard case .blocklistRequest(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 92)
+      }()
+      case .blocklistResponse?: try {
+        guard case .blocklistResponse(let v)? = _storage._payload else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 93)
       }()
       case nil: break
       }

@@ -336,6 +336,149 @@ public nonisolated enum Imcodec_V1_KeyBundleKind: SwiftProtobuf.Enum, Swift.Case
 
 }
 
+/// Why a conversation has unread @ (Tencent V2TIMGroupAtInfo types).
+public nonisolated enum Imcodec_V1_AtMeKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// A message @-mentions the user.
+  case atMe // = 1
+
+  /// A message @-mentions every member.
+  case atAll // = 2
+
+  /// A message @-mentions every member and the user by name.
+  case atAllAtMe // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .atMe
+    case 2: self = .atAll
+    case 3: self = .atAllAtMe
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .atMe: return 1
+    case .atAll: return 2
+    case .atAllAtMe: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_AtMeKind] = [
+    .unspecified,
+    .atMe,
+    .atAll,
+    .atAllAtMe,
+  ]
+
+}
+
+/// Bits of ConversationUpdate.fields: which fields it changes. Each value is one bit.
+public nonisolated enum Imcodec_V1_ConversationField: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case pinned // = 1
+  case archived // = 2
+  case draft // = 4
+  case clearedSeq // = 8
+  case hidden // = 16
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .pinned
+    case 2: self = .archived
+    case 4: self = .draft
+    case 8: self = .clearedSeq
+    case 16: self = .hidden
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .pinned: return 1
+    case .archived: return 2
+    case .draft: return 4
+    case .clearedSeq: return 8
+    case .hidden: return 16
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_ConversationField] = [
+    .unspecified,
+    .pinned,
+    .archived,
+    .draft,
+    .clearedSeq,
+    .hidden,
+  ]
+
+}
+
+/// The blocklist (schema version 3; Tencent addToBlackList, deleteFromBlackList, getBlackList;
+/// RongCloud addToBlacklist; QuickBlox privacy lists). A user's blocklist holds the users whose
+/// one-to-one messages it does not receive. What their sender is told is the server's choice, as
+/// in Tencent's settings: by default the sender sees "sent successfully" and the message reaches
+/// no device of the blocking user; a server may instead refuse it with SendAck error 20007.
+public nonisolated enum Imcodec_V1_BlockAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case block // = 1
+  case unblock // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .block
+    case 2: self = .unblock
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .block: return 1
+    case .unblock: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Imcodec_V1_BlockAction] = [
+    .unspecified,
+    .block,
+    .unblock,
+  ]
+
+}
+
 /// A conversation and a sequence number in it (Message.seq numbering).
 public nonisolated struct Imcodec_V1_ConversationSeq: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -872,6 +1015,291 @@ public nonisolated struct Imcodec_V1_KeyFetchResponse: Sendable {
   public init() {}
 }
 
+/// One unread message that @-mentions the user (Tencent V2TIMGroupAtInfo: seq and atType).
+public nonisolated struct Imcodec_V1_AtMe: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var seq: UInt64 = 0
+
+  public var kind: Imcodec_V1_AtMeKind = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A member's read horizon: every message up to read_seq has been read (MarkReadEvent.read_seq).
+public nonisolated struct Imcodec_V1_ReadHorizon: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var userID: String = String()
+
+  public var readSeq: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One conversation as the user's list shows it.
+public nonisolated struct Imcodec_V1_ConversationInfo: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var conversation: Imcodec_V1_Conversation {
+    get {_storage._conversation ?? Imcodec_V1_Conversation()}
+    set {_uniqueStorage()._conversation = newValue}
+  }
+  /// Returns true if `conversation` has been explicitly set.
+  public var hasConversation: Bool {_storage._conversation != nil}
+  /// Clears the value of `conversation`. Subsequent reads from it will return its default value.
+  public mutating func clearConversation() {_uniqueStorage()._conversation = nil}
+
+  /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
+  /// one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
+  /// when there is none, or when the server no longer keeps it (max_seq still says its seq). A
+  /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
+  /// DELETED and no content.
+  public var lastMessage: Imcodec_V1_Message {
+    get {_storage._lastMessage ?? Imcodec_V1_Message()}
+    set {_uniqueStorage()._lastMessage = newValue}
+  }
+  /// Returns true if `lastMessage` has been explicitly set.
+  public var hasLastMessage: Bool {_storage._lastMessage != nil}
+  /// Clears the value of `lastMessage`. Subsequent reads from it will return its default value.
+  public mutating func clearLastMessage() {_uniqueStorage()._lastMessage = nil}
+
+  /// The conversation's newest seq the user can see.
+  public var maxSeq: UInt64 {
+    get {_storage._maxSeq}
+    set {_uniqueStorage()._maxSeq = newValue}
+  }
+
+  /// The user's read horizon (MarkReadEvent.read_seq from any of the user's devices).
+  public var readSeq: UInt64 {
+    get {_storage._readSeq}
+    set {_uniqueStorage()._readSeq = newValue}
+  }
+
+  /// Messages above read_seq and cleared_seq that count (not sent by the user, not flagged
+  /// EXCLUDED_FROM_UNREAD_COUNT, not StoragePolicy PERSISTED, not a targeted group message, not
+  /// recalled or deleted for everyone).
+  public var unreadCount: UInt32 {
+    get {_storage._unreadCount}
+    set {_uniqueStorage()._unreadCount = newValue}
+  }
+
+  /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
+  /// messages that count in unread_count.
+  public var atMe: [Imcodec_V1_AtMe] {
+    get {_storage._atMe}
+    set {_uniqueStorage()._atMe = newValue}
+  }
+
+  /// Pinned to the top of the list (Tencent pinConversation).
+  public var pinned: Bool {
+    get {_storage._pinned}
+    set {_uniqueStorage()._pinned = newValue}
+  }
+
+  /// How the user receives it (ReceiveOptionChange; muted is RECEIVE_NOT_NOTIFY).
+  public var receiveOption: Imcodec_V1_ReceiveOption {
+    get {_storage._receiveOption}
+    set {_uniqueStorage()._receiveOption = newValue}
+  }
+
+  /// Moved out of the main list (WhatsApp and Signal archived chats); a new message does not unarchive it.
+  public var archived: Bool {
+    get {_storage._archived}
+    set {_uniqueStorage()._archived = newValue}
+  }
+
+  /// Unsent text the user was typing (Tencent setConversationDraft), shared by the user's devices.
+  public var draftText: String {
+    get {_storage._draftText}
+    set {_uniqueStorage()._draftText = newValue}
+  }
+
+  public var draftTimeMs: Int64 {
+    get {_storage._draftTimeMs}
+    set {_uniqueStorage()._draftTimeMs = newValue}
+  }
+
+  /// The user cleared the history up to this seq (Tencent clearC2CHistoryMessage): older messages
+  /// are hidden from the user's list and unread count. 0: never cleared.
+  public var clearedSeq: UInt64 {
+    get {_storage._clearedSeq}
+    set {_uniqueStorage()._clearedSeq = newValue}
+  }
+
+  /// Removed from the list by the user (Tencent deleteConversation) until a newer message arrives.
+  public var hidden: Bool {
+    get {_storage._hidden}
+    set {_uniqueStorage()._hidden = newValue}
+  }
+
+  /// The other members' read horizons (a one-to-one conversation: the peer's), for read marks.
+  /// imcodec-relay lists at most 100, the highest first.
+  public var readHorizons: [Imcodec_V1_ReadHorizon] {
+    get {_storage._readHorizons}
+    set {_uniqueStorage()._readHorizons = newValue}
+  }
+
+  /// The position in the user's stream of the newest change to this entry.
+  public var version: UInt64 {
+    get {_storage._version}
+    set {_uniqueStorage()._version = newValue}
+  }
+
+  /// When it last changed, epoch ms.
+  public var updatedAtMs: Int64 {
+    get {_storage._updatedAtMs}
+    set {_uniqueStorage()._updatedAtMs = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Pulls the user's conversations changed after a version. The answer is a ConversationList.
+public nonisolated struct Imcodec_V1_ConversationListRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The newest ConversationInfo.version the device holds; 0: the whole list.
+  public var afterVersion: UInt64 = 0
+
+  /// Most conversations in one answer; servers cap it (imcodec-relay: 100).
+  public var limit: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Imcodec_V1_ConversationList: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Changed after the request's after_version, oldest change first.
+  public var conversations: [Imcodec_V1_ConversationInfo] = []
+
+  /// More changed conversations follow next_after_version; ask again.
+  public var hasMore_p: Bool = false
+
+  /// The next request's after_version.
+  public var nextAfterVersion: UInt64 = 0
+
+  public var errorCode: Int32 = 0
+
+  public var errorDescription: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A user changes its own view of a conversation (pin, archive, draft, clear history, hide). The
+/// server answers with RequestResult, keeps the update in the user's stream (with user_id and
+/// time_ms set) and sends it to the user's other devices. Only the fields whose bits are set in
+/// `fields` change; cleared_seq never moves back.
+public nonisolated struct Imcodec_V1_ConversationUpdate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var conversation: Imcodec_V1_Conversation {
+    get {_conversation ?? Imcodec_V1_Conversation()}
+    set {_conversation = newValue}
+  }
+  /// Returns true if `conversation` has been explicitly set.
+  public var hasConversation: Bool {self._conversation != nil}
+  /// Clears the value of `conversation`. Subsequent reads from it will return its default value.
+  public mutating func clearConversation() {self._conversation = nil}
+
+  /// Bitwise OR of ConversationField values; at least one.
+  public var fields: UInt32 = 0
+
+  public var pinned: Bool = false
+
+  public var archived: Bool = false
+
+  public var draftText: String = String()
+
+  public var clearedSeq: UInt64 = 0
+
+  public var hidden: Bool = false
+
+  public var userID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _conversation: Imcodec_V1_Conversation? = nil
+}
+
+/// Blocks or unblocks users. The server answers with RequestResult, keeps the change in the user's
+/// stream (with user_id and time_ms set) and sends it to the user's other devices.
+public nonisolated struct Imcodec_V1_BlocklistChange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var action: Imcodec_V1_BlockAction = .unspecified
+
+  public var userIds: [String] = []
+
+  /// The user whose list changes (set by the server).
+  public var userID: String = String()
+
+  public var timeMs: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Asks for the user's whole blocklist. The answer is a BlocklistResponse.
+public nonisolated struct Imcodec_V1_BlocklistRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Imcodec_V1_BlocklistResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// In the order they were blocked.
+  public var userIds: [String] = []
+
+  public var errorCode: Int32 = 0
+
+  public var errorDescription: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "imcodec.v1"
@@ -898,6 +1326,18 @@ nonisolated extension Imcodec_V1_MembershipAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Imcodec_V1_KeyBundleKind: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KEY_BUNDLE_KIND_UNSPECIFIED\0\u{1}KEY_BUNDLE_KIND_SIGNAL_PREKEYS\0\u{1}KEY_BUNDLE_KIND_MLS_KEY_PACKAGE\0")
+}
+
+nonisolated extension Imcodec_V1_AtMeKind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0AT_ME_KIND_UNSPECIFIED\0\u{1}AT_ME_KIND_AT_ME\0\u{1}AT_ME_KIND_AT_ALL\0\u{1}AT_ME_KIND_AT_ALL_AT_ME\0")
+}
+
+nonisolated extension Imcodec_V1_ConversationField: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONVERSATION_FIELD_UNSPECIFIED\0\u{1}CONVERSATION_FIELD_PINNED\0\u{1}CONVERSATION_FIELD_ARCHIVED\0\u{2}\u{2}CONVERSATION_FIELD_DRAFT\0\u{2}\u{4}CONVERSATION_FIELD_CLEARED_SEQ\0\u{2}\u{8}CONVERSATION_FIELD_HIDDEN\0")
+}
+
+nonisolated extension Imcodec_V1_BlockAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0BLOCK_ACTION_UNSPECIFIED\0\u{1}BLOCK_ACTION_BLOCK\0\u{1}BLOCK_ACTION_UNBLOCK\0")
 }
 
 nonisolated extension Imcodec_V1_ConversationSeq: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -1943,6 +2383,514 @@ nonisolated extension Imcodec_V1_KeyFetchResponse: SwiftProtobuf.Message, SwiftP
   public static func ==(lhs: Imcodec_V1_KeyFetchResponse, rhs: Imcodec_V1_KeyFetchResponse) -> Bool {
     if lhs.userID != rhs.userID {return false}
     if lhs.bundles != rhs.bundles {return false}
+    if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.errorDescription != rhs.errorDescription {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_AtMe: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AtMe"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}kind\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.seq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.seq, fieldNumber: 1)
+    }
+    if self.kind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_AtMe, rhs: Imcodec_V1_AtMe) -> Bool {
+    if lhs.seq != rhs.seq {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ReadHorizon: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ReadHorizon"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_id\0\u{3}read_seq\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.readSeq) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 1)
+    }
+    if self.readSeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.readSeq, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ReadHorizon, rhs: Imcodec_V1_ReadHorizon) -> Bool {
+    if lhs.userID != rhs.userID {return false}
+    if lhs.readSeq != rhs.readSeq {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ConversationInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ConversationInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{3}last_message\0\u{3}max_seq\0\u{3}read_seq\0\u{3}unread_count\0\u{3}at_me\0\u{1}pinned\0\u{3}receive_option\0\u{1}archived\0\u{3}draft_text\0\u{3}draft_time_ms\0\u{3}cleared_seq\0\u{1}hidden\0\u{3}read_horizons\0\u{1}version\0\u{3}updated_at_ms\0")
+
+  fileprivate class _StorageClass {
+    var _conversation: Imcodec_V1_Conversation? = nil
+    var _lastMessage: Imcodec_V1_Message? = nil
+    var _maxSeq: UInt64 = 0
+    var _readSeq: UInt64 = 0
+    var _unreadCount: UInt32 = 0
+    var _atMe: [Imcodec_V1_AtMe] = []
+    var _pinned: Bool = false
+    var _receiveOption: Imcodec_V1_ReceiveOption = .unspecified
+    var _archived: Bool = false
+    var _draftText: String = String()
+    var _draftTimeMs: Int64 = 0
+    var _clearedSeq: UInt64 = 0
+    var _hidden: Bool = false
+    var _readHorizons: [Imcodec_V1_ReadHorizon] = []
+    var _version: UInt64 = 0
+    var _updatedAtMs: Int64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _conversation = source._conversation
+      _lastMessage = source._lastMessage
+      _maxSeq = source._maxSeq
+      _readSeq = source._readSeq
+      _unreadCount = source._unreadCount
+      _atMe = source._atMe
+      _pinned = source._pinned
+      _receiveOption = source._receiveOption
+      _archived = source._archived
+      _draftText = source._draftText
+      _draftTimeMs = source._draftTimeMs
+      _clearedSeq = source._clearedSeq
+      _hidden = source._hidden
+      _readHorizons = source._readHorizons
+      _version = source._version
+      _updatedAtMs = source._updatedAtMs
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._conversation) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._lastMessage) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._maxSeq) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._readSeq) }()
+        case 5: try { try decoder.decodeSingularUInt32Field(value: &_storage._unreadCount) }()
+        case 6: try { try decoder.decodeRepeatedMessageField(value: &_storage._atMe) }()
+        case 7: try { try decoder.decodeSingularBoolField(value: &_storage._pinned) }()
+        case 8: try { try decoder.decodeSingularEnumField(value: &_storage._receiveOption) }()
+        case 9: try { try decoder.decodeSingularBoolField(value: &_storage._archived) }()
+        case 10: try { try decoder.decodeSingularStringField(value: &_storage._draftText) }()
+        case 11: try { try decoder.decodeSingularInt64Field(value: &_storage._draftTimeMs) }()
+        case 12: try { try decoder.decodeSingularUInt64Field(value: &_storage._clearedSeq) }()
+        case 13: try { try decoder.decodeSingularBoolField(value: &_storage._hidden) }()
+        case 14: try { try decoder.decodeRepeatedMessageField(value: &_storage._readHorizons) }()
+        case 15: try { try decoder.decodeSingularUInt64Field(value: &_storage._version) }()
+        case 16: try { try decoder.decodeSingularInt64Field(value: &_storage._updatedAtMs) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      try { if let v = _storage._conversation {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+      } }()
+      try { if let v = _storage._lastMessage {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      if _storage._maxSeq != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._maxSeq, fieldNumber: 3)
+      }
+      if _storage._readSeq != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._readSeq, fieldNumber: 4)
+      }
+      if _storage._unreadCount != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._unreadCount, fieldNumber: 5)
+      }
+      if !_storage._atMe.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._atMe, fieldNumber: 6)
+      }
+      if _storage._pinned != false {
+        try visitor.visitSingularBoolField(value: _storage._pinned, fieldNumber: 7)
+      }
+      if _storage._receiveOption != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._receiveOption, fieldNumber: 8)
+      }
+      if _storage._archived != false {
+        try visitor.visitSingularBoolField(value: _storage._archived, fieldNumber: 9)
+      }
+      if !_storage._draftText.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._draftText, fieldNumber: 10)
+      }
+      if _storage._draftTimeMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._draftTimeMs, fieldNumber: 11)
+      }
+      if _storage._clearedSeq != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._clearedSeq, fieldNumber: 12)
+      }
+      if _storage._hidden != false {
+        try visitor.visitSingularBoolField(value: _storage._hidden, fieldNumber: 13)
+      }
+      if !_storage._readHorizons.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._readHorizons, fieldNumber: 14)
+      }
+      if _storage._version != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._version, fieldNumber: 15)
+      }
+      if _storage._updatedAtMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._updatedAtMs, fieldNumber: 16)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ConversationInfo, rhs: Imcodec_V1_ConversationInfo) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._conversation != rhs_storage._conversation {return false}
+        if _storage._lastMessage != rhs_storage._lastMessage {return false}
+        if _storage._maxSeq != rhs_storage._maxSeq {return false}
+        if _storage._readSeq != rhs_storage._readSeq {return false}
+        if _storage._unreadCount != rhs_storage._unreadCount {return false}
+        if _storage._atMe != rhs_storage._atMe {return false}
+        if _storage._pinned != rhs_storage._pinned {return false}
+        if _storage._receiveOption != rhs_storage._receiveOption {return false}
+        if _storage._archived != rhs_storage._archived {return false}
+        if _storage._draftText != rhs_storage._draftText {return false}
+        if _storage._draftTimeMs != rhs_storage._draftTimeMs {return false}
+        if _storage._clearedSeq != rhs_storage._clearedSeq {return false}
+        if _storage._hidden != rhs_storage._hidden {return false}
+        if _storage._readHorizons != rhs_storage._readHorizons {return false}
+        if _storage._version != rhs_storage._version {return false}
+        if _storage._updatedAtMs != rhs_storage._updatedAtMs {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ConversationListRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ConversationListRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}after_version\0\u{1}limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.afterVersion) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.afterVersion != 0 {
+      try visitor.visitSingularUInt64Field(value: self.afterVersion, fieldNumber: 1)
+    }
+    if self.limit != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ConversationListRequest, rhs: Imcodec_V1_ConversationListRequest) -> Bool {
+    if lhs.afterVersion != rhs.afterVersion {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ConversationList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ConversationList"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversations\0\u{3}has_more\0\u{3}next_after_version\0\u{3}error_code\0\u{3}error_description\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.conversations) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.hasMore_p) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.nextAfterVersion) }()
+      case 4: try { try decoder.decodeSingularInt32Field(value: &self.errorCode) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.errorDescription) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.conversations.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.conversations, fieldNumber: 1)
+    }
+    if self.hasMore_p != false {
+      try visitor.visitSingularBoolField(value: self.hasMore_p, fieldNumber: 2)
+    }
+    if self.nextAfterVersion != 0 {
+      try visitor.visitSingularUInt64Field(value: self.nextAfterVersion, fieldNumber: 3)
+    }
+    if self.errorCode != 0 {
+      try visitor.visitSingularInt32Field(value: self.errorCode, fieldNumber: 4)
+    }
+    if !self.errorDescription.isEmpty {
+      try visitor.visitSingularStringField(value: self.errorDescription, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ConversationList, rhs: Imcodec_V1_ConversationList) -> Bool {
+    if lhs.conversations != rhs.conversations {return false}
+    if lhs.hasMore_p != rhs.hasMore_p {return false}
+    if lhs.nextAfterVersion != rhs.nextAfterVersion {return false}
+    if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.errorDescription != rhs.errorDescription {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_ConversationUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ConversationUpdate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversation\0\u{1}fields\0\u{1}pinned\0\u{1}archived\0\u{3}draft_text\0\u{3}cleared_seq\0\u{1}hidden\0\u{3}user_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._conversation) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.fields) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.pinned) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.archived) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.draftText) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.clearedSeq) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.hidden) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._conversation {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.fields != 0 {
+      try visitor.visitSingularUInt32Field(value: self.fields, fieldNumber: 2)
+    }
+    if self.pinned != false {
+      try visitor.visitSingularBoolField(value: self.pinned, fieldNumber: 3)
+    }
+    if self.archived != false {
+      try visitor.visitSingularBoolField(value: self.archived, fieldNumber: 4)
+    }
+    if !self.draftText.isEmpty {
+      try visitor.visitSingularStringField(value: self.draftText, fieldNumber: 5)
+    }
+    if self.clearedSeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.clearedSeq, fieldNumber: 6)
+    }
+    if self.hidden != false {
+      try visitor.visitSingularBoolField(value: self.hidden, fieldNumber: 7)
+    }
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 8)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_ConversationUpdate, rhs: Imcodec_V1_ConversationUpdate) -> Bool {
+    if lhs._conversation != rhs._conversation {return false}
+    if lhs.fields != rhs.fields {return false}
+    if lhs.pinned != rhs.pinned {return false}
+    if lhs.archived != rhs.archived {return false}
+    if lhs.draftText != rhs.draftText {return false}
+    if lhs.clearedSeq != rhs.clearedSeq {return false}
+    if lhs.hidden != rhs.hidden {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_BlocklistChange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BlocklistChange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}action\0\u{3}user_ids\0\u{3}user_id\0\u{3}time_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      case 2: try { try decoder.decodeRepeatedStringField(value: &self.userIds) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.timeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 1)
+    }
+    if !self.userIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.userIds, fieldNumber: 2)
+    }
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 3)
+    }
+    if self.timeMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_BlocklistChange, rhs: Imcodec_V1_BlocklistChange) -> Bool {
+    if lhs.action != rhs.action {return false}
+    if lhs.userIds != rhs.userIds {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.timeMs != rhs.timeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_BlocklistRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BlocklistRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_BlocklistRequest, rhs: Imcodec_V1_BlocklistRequest) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Imcodec_V1_BlocklistResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BlocklistResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}user_ids\0\u{3}error_code\0\u{3}error_description\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.userIds) }()
+      case 2: try { try decoder.decodeSingularInt32Field(value: &self.errorCode) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.errorDescription) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.userIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.userIds, fieldNumber: 1)
+    }
+    if self.errorCode != 0 {
+      try visitor.visitSingularInt32Field(value: self.errorCode, fieldNumber: 2)
+    }
+    if !self.errorDescription.isEmpty {
+      try visitor.visitSingularStringField(value: self.errorDescription, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Imcodec_V1_BlocklistResponse, rhs: Imcodec_V1_BlocklistResponse) -> Bool {
+    if lhs.userIds != rhs.userIds {return false}
     if lhs.errorCode != rhs.errorCode {return false}
     if lhs.errorDescription != rhs.errorDescription {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
