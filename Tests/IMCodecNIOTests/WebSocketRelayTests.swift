@@ -273,7 +273,10 @@ struct WebSocketRelayTests {
                 let betweenFragments = try await RawWebSocketClient.connect(to: server, group: group)
                 try await betweenFragments.login("dave")
                 try await betweenFragments.send(opcode: WSOpcode.binary, payload: Array(body.prefix(4)), fin: false)
-                for i in 0..<3 { try await betweenFragments.send(opcode: WSOpcode.ping, payload: [UInt8(i)]) }
+                // The relay may already have closed the connection for frameTimeout (what this
+                // checks) before a ping is written, on a slow run (ThreadSanitizer, a loaded
+                // machine): a ping that finds it closed is fine; the close code below is checked.
+                for i in 0..<3 { try? await betweenFragments.send(opcode: WSOpcode.ping, payload: [UInt8(i)]) }
                 for client in [insideFrame, betweenFragments] {
                     #expect(await client.closedByPeer(within: 10))
                     #expect(client.closeCode == 1008)

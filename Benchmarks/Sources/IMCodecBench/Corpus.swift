@@ -816,9 +816,17 @@ extension CorpusGenerator {
             ]
         case ..<0.85:
             if rng.chance(0.15) {
-                update.remove = [ExtensionEntry.with { $0.key = user; $0.version = UInt64(rng.int(1...2)) }]
+                update.remove = [
+                    ExtensionEntry.with {
+                        $0.key = user; $0.version = UInt64(rng.int(1...2))
+                    }
+                ]
             } else {
-                update.set = [ExtensionEntry.with { $0.key = user; $0.value = rng.pick(Text.pollChoices) }]
+                update.set = [
+                    ExtensionEntry.with {
+                        $0.key = user; $0.value = rng.pick(Text.pollChoices)
+                    }
+                ]
             }
         default:
             let version = UInt64(rng.int(1...5))
