@@ -34,7 +34,14 @@ struct UserConversation {
         out.reserveCapacity(4 + entry.count + 8 * unread.count)
         withUnsafeBytes(of: UInt32(entry.count).littleEndian) { out.append(contentsOf: $0) }
         out.append(contentsOf: entry)
+        // Rewritten on every message the user receives: one copy of the whole list, not an append
+        // per seq (a user who never reads has thousands; per-seq appends made the relay's load test
+        // time out under ThreadSanitizer).
+        #if _endian(little)
+        unread.withUnsafeBytes { out.append(contentsOf: $0) }
+        #else
         for seq in unread { withUnsafeBytes(of: seq.littleEndian) { out.append(contentsOf: $0) } }
+        #endif
         return out
     }
 
