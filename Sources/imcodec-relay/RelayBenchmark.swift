@@ -10,9 +10,11 @@ import ArgumentParser
 import Foundation
 import IMCodec
 import IMCodecNIO
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import PostgresNIO
 
 extension RelayCommand {
     /// `imcodec-relay bench`: the durable store against the in-memory store, in one run.
@@ -26,7 +28,8 @@ extension RelayCommand {
         static let configuration = CommandConfiguration(
             abstract: "Benchmark the relay: the sqlite store against the memory store, over loopback, in one run.",
             discussion: """
-                For each round and each store (memory, then sqlite), starts `imcodec-relay serve --store S \
+                For each round and each store (memory, then sqlite, then postgresql with --store), starts \
+                `imcodec-relay serve --store S \
                 --port 0 --data-dir <fresh temp dir> --quiet` as a child process, logs in --users users \
                 (tokens minted from the temp dir's secret), and has each send --messages one-to-one texts \
                 to the next user (user i to user i+1, a ring), --window unacknowledged at a time. Measures \
@@ -49,7 +52,7 @@ extension RelayCommand {
         @Option(help: "Unacknowledged messages each user keeps in flight.")
         var window = 8
 
-        @Option(help: "Rounds; each runs the memory store, then the sqlite store. The table shows medians.")
+        @Option(help: "Rounds; each runs the memory store, the sqlite store (and PostgreSQL). The table shows medians.")
         var rounds = 2
 
         @Option(help: "The imcodec-relay executable to start as the server (default: this one).")
@@ -64,6 +67,17 @@ extension RelayCommand {
         @Option(help: "SQLite's synchronous setting for the sqlite store (passed to serve).")
         var synchronous = "FULL"
 
+        @Option(
+            help: """
+                Also run each round on a PostgreSQL store on this server, postgresql://USER[:PASSWORD]@HOST[:PORT]/DB: \
+                each run creates a database of its own there and drops it at the end (USER needs CREATEDB).
+                """
+        )
+        var store: String?
+
+        /// `--store` parsed (validate() checked it).
+        private var postgres: PostgresURL? { store.flatMap { try? PostgresURL($0) } }
+
         func validate() throws {
             guard users >= 2 else { throw ValidationError("--users must be at least 2 (each sends to the next)") }
             guard messages >= 1 else { throw ValidationError("--messages must be positive") }
@@ -73,18 +87,22 @@ extension RelayCommand {
             guard synchronous == "FULL" || synchronous == "NORMAL" else {
                 throw ValidationError("--synchronous is FULL or NORMAL")
             }
+            if let store {
+                do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
+            }
         }
 
+        // Long on purpose (over 80 lines): the rounds, then the table, the ratios and the JSON report.
         func run() throws {
             raiseOpenFileLimit()
             let executable = relay ?? Self.thisExecutable()
             let plan = BenchPlan(users: users, messages: messages, window: window)
-            let stores = ["memory", "sqlite"]
+            let stores = ["memory", "sqlite"] + (postgres == nil ? [] : ["postgresql"])
             emit(
                 "relay bench: \(users) users x \(messages) one-to-one messages (ring), window \(window), "
-                    + "\(rounds) round(s), stores \(stores.joined(separator: " and ")) (sqlite synchronous "
-                    + "\(synchronous)); relay \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores"
-                    + Self.loadAverage()
+                    + "\(rounds) round(s), stores \(stores.joined(separator: ", ")) (sqlite synchronous "
+                    + "\(synchronous)\(postgres.map { "; postgresql on \($0.host):\($0.port)" } ?? "")); relay "
+                    + "\(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores" + Self.loadAverage()
             )
             let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
             defer { try? group.syncShutdownGracefully() }
@@ -97,6 +115,7 @@ extension RelayCommand {
                             plan: plan,
                             store: store,
                             synchronous: synchronous,
+                            postgres: postgres,
                             relay: executable,
                             timeoutSeconds: timeout,
                             group: group
@@ -123,6 +142,18 @@ extension RelayCommand {
             emit(
                 "sqlite/memory throughput: \(fixed(ratio, 2)) (target >= 0.80); per round: \(perRound.joined(separator: ", "))"
             )
+            let postgresRatio = medians.count > 2 ? medians[2].messagesPerSecond / medians[0].messagesPerSecond : nil
+            if let postgresRatio {
+                let perRound = zip(runs["postgresql"] ?? [], runs["memory"] ?? []).map {
+                    fixed($0.messagesPerSecond / $1.messagesPerSecond, 2)
+                }
+                emit(
+                    "postgresql/memory throughput: \(fixed(postgresRatio, 2)); postgresql/sqlite: "
+                        + "\(fixed(medians[2].messagesPerSecond / medians[1].messagesPerSecond, 2)); per round "
+                        + "(postgresql/memory): \(perRound.joined(separator: ", ")); its CPU per message is the "
+                        + "relay's, not the PostgreSQL server's"
+                )
+            }
             if let json {
                 let report = BenchReport(
                     users: users,
@@ -133,6 +164,7 @@ extension RelayCommand {
                     median: medians,
                     runs: stores.flatMap { runs[$0] ?? [] },
                     sqliteOverMemoryThroughput: ratio,
+                    postgresqlOverMemoryThroughput: postgresRatio,
                     target: 0.80
                 )
                 do {
@@ -275,6 +307,8 @@ struct BenchReport: Codable {
     /// Every run, in store order then round order.
     var runs: [BenchFigures]
     var sqliteOverMemoryThroughput: Double
+    /// With `--store postgresql://...`.
+    var postgresqlOverMemoryThroughput: Double?
     var target: Double
 }
 
@@ -283,11 +317,61 @@ struct BenchFailure: Error, CustomStringConvertible {
     let description: String
 }
 
+/// A PostgreSQL database made for one benchmark run on the `--store` server, dropped by ``drop()``.
+struct BenchDatabase {
+    let server: PostgresURL
+    let url: PostgresURL
+
+    /// Creates `imcodec_bench_PID_RANDOM` (a name of [a-z0-9_]: a database's name is an identifier,
+    /// which PostgreSQL does not take as a bound parameter).
+    init(server: PostgresURL) throws {
+        self.server = server
+        var url = server
+        url.database = "imcodec_bench_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        self.url = url
+        try Self.run("CREATE DATABASE \(url.database)", on: server)
+    }
+
+    /// Drops the database (the relay has stopped by then).
+    func drop() {
+        do {
+            try Self.run("DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)", on: server)
+        } catch {
+            emitError("relay bench: cannot drop the database \(url.database): \(error)")
+        }
+    }
+
+    private static func run(_ sql: String, on server: PostgresURL) throws {
+        let logger = Logger(label: "imcodec-relay.bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        do {
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(),
+                configuration: PostgresConnection.Configuration(
+                    host: server.host,
+                    port: server.port,
+                    username: server.user,
+                    password: server.password,
+                    database: server.database,
+                    tls: .disable
+                ),
+                id: 0,
+                logger: logger
+            ).wait()
+            defer { try? connection.close().wait() }
+            _ = try connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).wait()
+        } catch {
+            throw BenchFailure(description: "PostgreSQL at \(server): \(PostgresRelayStore.describe(error))")
+        }
+    }
+}
+
 /// One run: a relay child process on one store, the users' connections, the send phase, the checks.
 struct BenchRun {
     let plan: BenchPlan
+    /// `memory`, `sqlite` or `postgresql` (a database of the run's own on ``postgres``'s server).
     let store: String
     let synchronous: String
+    let postgres: PostgresURL?
     let relay: String
     let timeoutSeconds: Int
     let group: MultiThreadedEventLoopGroup
@@ -297,12 +381,17 @@ struct BenchRun {
     func run() throws -> BenchFigures {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        var storeArguments = ["--store", store, "--synchronous", synchronous]
+        var database: BenchDatabase?
+        if store == "postgresql", let postgres {
+            let created = try BenchDatabase(server: postgres)
+            database = created
+            storeArguments = ["--store", created.url.withPassword]
+        }
+        defer { database?.drop() }
         let child = try RelayChild.start(
             relay,
-            arguments: [
-                "serve", "--store", store, "--synchronous", synchronous, "--port", "0", "--data-dir", directory,
-                "--quiet",
-            ],
+            arguments: ["serve"] + storeArguments + ["--port", "0", "--data-dir", directory, "--quiet"],
             timeoutSeconds: min(timeoutSeconds, 60)
         )
         defer { child.stop() }

@@ -96,14 +96,13 @@ struct RelayDeliveryRulesTests {
     /// and the user stream alike).
     /// An event resent byte for byte by the device that sent it (its answer was lost with a
     /// connection, or with the relay) is answered again but neither applied nor delivered twice,
-    /// as a message resent with its client_msg_id is; across a restart of the relay too.
-    @Test func anEventResentByteForByteIsAnsweredButKeptOnce() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "imcodec-resend-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let store = StoreLocation.sqlite(path: folder.appendingPathComponent("relay.sqlite").path)
+    /// as a message resent with its client_msg_id is; across a restart of the relay too (on both
+    /// durable stores).
+    @Test(arguments: StoreBackend.allCases)
+    func anEventResentByteForByteIsAnsweredButKeptOnce(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let store = database.location
         let configure: (inout RelayConfiguration) -> Void = {
             $0.store = store; $0.groups = ["team": ["alice", "bob"]]
         }

@@ -27,6 +27,7 @@ struct RelayPostgresTests {
         #expect(full.user == "relay" && full.password == "s@cret:x" && full.host == "db.internal")
         #expect(full.port == 6432 && full.database == "im codec")
         #expect(full.description == "postgresql://relay@db.internal:6432/im%20codec")
+        #expect(try PostgresURL(full.withPassword) == full, "a child's --store keeps the password")
         let short = try PostgresURL("postgres://imcodec@127.0.0.1/imcodec")
         #expect(short.password == nil && short.port == 5432, "the scheme's short form; the default port")
         let ipv6 = try PostgresURL("postgresql://u:@[::1]:5433/d")

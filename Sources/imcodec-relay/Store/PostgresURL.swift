@@ -93,6 +93,13 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         return "postgresql://\(Self.encode(user))@\(host):\(port)/\(Self.encode(database))"
     }
 
+    /// The URL with its password, for a child relay's `--store` (never printed).
+    var withPassword: String {
+        guard let password else { return description }
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        return "postgresql://\(Self.encode(user)):\(Self.encode(password))@\(host):\(port)/\(Self.encode(database))"
+    }
+
     /// Why a `--store` URL was refused.
     struct Malformed: Error, CustomStringConvertible {
         let reason: String
