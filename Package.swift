@@ -161,6 +161,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
                 .product(name: "Crypto", package: "swift-crypto", condition: tools),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: tools),
+                .product(name: "GRDB", package: "GRDB.swift", condition: tools),
             ]
         ),
         // Test-only: counts allocation calls per thread and live heap bytes (interposes malloc).

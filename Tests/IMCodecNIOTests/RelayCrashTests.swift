@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import GRDB
 import IMCodec
 import IMCodecTestSupport
 import IMCodecNIO
@@ -245,6 +246,72 @@ struct RelayCrashTests {
             let walAfter = FileManager.default.fileExists(atPath: wal) ? try fileBytes(wal) : []
             let walUnchanged = walAfter == walBefore
             #expect(walUnchanged, "the -wal was modified or removed: \(differences(walBefore, walAfter))")
+        }
+    }
+
+    /// A database migrated by a newer relay (a migration this relay does not know is recorded in
+    /// it) is refused: `serve` exits with status 1 and one line naming the file and both sets of
+    /// migrations, serves nothing, and the database is as it was (byte for byte, and its rows);
+    /// opening the store in process is refused the same way. (GRDB alone would run the migrations
+    /// it knows and ignore the others.)
+    @Test func aDatabaseOfANewerRelayIsRefusedAndLeftAsItIs() async throws {
+        let folder = try TemporaryFolder("sqlite-newer")
+        defer { folder.remove() }
+        let database = folder.dataDir + "/relay.sqlite"
+        try await withClientGroup { group in
+            let relay = try await RelayChild.start(folder: folder)
+            defer { relay.forceKill() }
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "k-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            await alice.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+        }
+        // What a newer relay leaves: one more migration recorded (and checkpointed into the file).
+        try Self.recordMigration("v99-from-a-newer-relay", in: database)
+        let before = try fileBytes(database)
+
+        let refused = try RelayChild(folder: folder)
+        defer { refused.forceKill() }
+        #expect(await refused.waitForExit(), "the relay did not stop")
+        refused.forceKill()
+        #expect(!refused.stdout.contains("relay listening"), "it served a newer relay's database: \(refused.stdout)")
+        #expect(refused.exitStatus == 1, "status \(String(describing: refused.exitStatus)): \(refused.stderr)")
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "one line on stderr, got:\n\(refused.stderr)")
+        let line = String(lines.first ?? "")
+        #expect(line.hasPrefix("imcodec-relay: the database \(database) was written by a newer relay"), "\(line)")
+        #expect(line.contains("v99-from-a-newer-relay") && line.contains("v1, v2, v3"), "\(line)")
+        let after = try fileBytes(database)
+        let unchanged = after == before
+        #expect(unchanged, "the database was modified: \(differences(before, after))")
+
+        #expect(throws: RelayStoreError.self, "opened in process") { _ = try SQLiteRelayStore(path: database) }
+        let rows = try Self.migrationsAndMessages(in: database)
+        #expect(rows.0 == ["v1", "v2", "v3", "v99-from-a-newer-relay"] && rows.1 == 1, "\(rows)")
+    }
+
+    /// Records a migration in the SQLite database at `path`, checkpointed into the file (GRDB's
+    /// synchronous API, outside any task).
+    static func recordMigration(_ identifier: String, in path: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [identifier])
+        }
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try queue.close()
+    }
+
+    /// The migrations recorded in the SQLite database at `path`, and its message count.
+    static func migrationsAndMessages(in path: String) throws -> ([String], Int?) {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            (
+                try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier"),
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM messages")
+            )
         }
     }
 

@@ -141,6 +141,24 @@ struct RelayStoreTests {
         #expect(Self.fingerprint(try reopened.load()) == expected, "a store opened again reads what was committed")
     }
 
+    /// The SQLite store runs with the `synchronous` setting it is given (`serve --synchronous`):
+    /// FULL by default, which survives a power loss, or NORMAL; and in WAL mode. (GRDB's own WAL
+    /// setting had silently turned FULL into NORMAL.)
+    @Test func theSQLiteStoreKeepsTheSynchronousSettingItIsGiven() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-sync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("relay.sqlite").path
+        for (setting, expected) in [("FULL", 2), ("NORMAL", 1)] {
+            let store = try SQLiteRelayStore(path: path, synchronous: setting)
+            #expect(try store.synchronousSetting() == expected, "synchronous = \(setting)")
+            if setting == "FULL" { try store.commit(Self.first) }
+        }
+        #expect(try SQLiteRelayStore(path: path).synchronousSetting() == 2, "FULL by default")
+        let header = try #require(FileManager.default.contents(atPath: path))
+        #expect(header.count > 100 && header[18] == 2 && header[19] == 2, "WAL (the file format numbers are 2)")
+    }
+
     /// A PostgreSQL store released without ``RelayStore/close()`` (a path that threw) closes its
     /// connection on its own, which releases the database's lock: the next store opens.
     @Test func aPostgresStoreReleasedWithoutClosingLetsTheNextOneOpen() async throws {

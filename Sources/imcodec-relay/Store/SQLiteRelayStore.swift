@@ -40,9 +40,15 @@ final class SQLiteRelayStore: RelayStore {
         self.path = path
         var configuration = Configuration()
         configuration.label = "imcodec-relay"
-        configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
+            // WAL, set here rather than with GRDB's `journalMode = .wal`: that setting runs after
+            // this closure and sets `synchronous = NORMAL` (GRDB's choice for WAL), which would
+            // silently undo FULL below; it also writes to the database at every open (it creates
+            // and drops a table to make the -wal non-empty), which a refused database must not get.
+            guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                throw RelayStoreError(description: "SQLite cannot put it in WAL mode")
+            }
             try db.execute(sql: "PRAGMA synchronous = \(synchronous == "NORMAL" ? "NORMAL" : "FULL")")
             // Checkpoint every 10,000 WAL pages (about 40 MB) rather than SQLite's 1,000: a page
             // written by many commits (a conversation's or a stream's newest leaf) is copied back to
@@ -56,12 +62,38 @@ final class SQLiteRelayStore: RelayStore {
         do {
             try Self.check(path)
             queue = try DatabaseQueue(path: path, configuration: configuration)
-            try Self.migrator.migrate(queue)
         } catch let error as RelayStoreError {
             throw RelayStoreError(description: "the database \(path) is damaged: \(error.description)")
         } catch {
             throw RelayStoreError(description: "the database \(path) cannot be used: \(error)")
         }
+        do {
+            // A database a newer relay migrated holds migrations this one does not know (GRDB would
+            // ignore them and write to tables it does not understand): refused, and left as it is.
+            let unknown = try queue.read { db in
+                try Self.migrator.appliedIdentifiers(db).subtracting(Self.migrator.migrations)
+            }
+            guard unknown.isEmpty else {
+                try? queue.close()
+                throw RelayStoreError(
+                    description:
+                        "the database \(path) was written by a newer relay (it has the migrations "
+                        + "\(unknown.sorted().joined(separator: ", ")); this relay knows "
+                        + "\(Self.migrator.migrations.joined(separator: ", "))): run the newer relay, or start this one "
+                        + "on another data directory"
+                )
+            }
+            try Self.migrator.migrate(queue)
+        } catch let error as RelayStoreError {
+            throw error
+        } catch {
+            throw RelayStoreError(description: "the database \(path) cannot be used: \(error)")
+        }
+    }
+
+    /// The connection's `synchronous` setting, as SQLite reports it: 2 is FULL, 1 NORMAL.
+    func synchronousSetting() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     /// Refuses a damaged database before anything writes to it: an existing file is opened
