@@ -352,7 +352,7 @@ struct BenchDatabase {
                     username: server.user,
                     password: server.password,
                     database: server.database,
-                    tls: .disable
+                    tls: try PostgresRelayStore.tls(for: server)
                 ),
                 id: 0,
                 logger: logger

@@ -392,7 +392,7 @@ extension RelayCommand {
 
         /// Prints where the relay keeps its store and where it listens.
         private func announce(_ server: RelayServer, _ configuration: RelayConfiguration) {
-            emit("relay store: \(configuration.store)")
+            emit("relay store: \(server.storeDescription)")
             let groupList = configuration.groups.keys.sorted().map { "#\($0)" }.joined(separator: " ")
             emit(
                 "relay listening on \(host):\(server.port)" + (configuration.tls == nil ? "" : " (TLS)")

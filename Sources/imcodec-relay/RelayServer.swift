@@ -141,14 +141,18 @@ final class RelayServer: Sendable {
     let webSocketPort: Int?
     /// The port of the relay's metrics endpoint (`GET /metrics`), if it has one.
     let metricsPort: Int?
+    /// Where the relay keeps its store, and how it reaches it (`postgresql://... (PostgreSQL, TLS TLSv1.3)`).
+    let storeDescription: String
 
     private init(
         group: MultiThreadedEventLoopGroup,
         channel: any Channel,
         webSocketChannel: (any Channel)?,
         metricsChannel: (any Channel)?,
-        router: NIOLoopBound<Router>
+        router: NIOLoopBound<Router>,
+        storeDescription: String
     ) {
+        self.storeDescription = storeDescription
         self.group = group
         self.eventLoop = channel.eventLoop
         self.channel = channel
@@ -197,6 +201,9 @@ final class RelayServer: Sendable {
             store.close()
             throw error
         }
+        let storeDescription =
+            store.connectionSummary.map { String(configuration.store.description.dropLast()) + ", \($0))" }
+            ?? configuration.store.description
         let handoff = StoreHandoff(store: store, state: state)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
@@ -211,7 +218,7 @@ final class RelayServer: Sendable {
                 authenticator: authenticator,
                 metrics: metrics
             )
-            return bind(configuration, group: group, loop: loop, router: router)
+            return bind(configuration, group: group, loop: loop, router: router, storeDescription: storeDescription)
         }
     }
 
@@ -225,7 +232,8 @@ final class RelayServer: Sendable {
         _ configuration: RelayConfiguration,
         group: MultiThreadedEventLoopGroup,
         loop: any EventLoop,
-        router: Router
+        router: Router,
+        storeDescription: String
     ) -> EventLoopFuture<RelayServer> {
         let router = NIOLoopBound(router, eventLoop: loop)
         router.value.onFatal = { reason in configuration.onFatal(reason) }
@@ -262,7 +270,8 @@ final class RelayServer: Sendable {
                             channel: channel,
                             webSocketChannel: webSocketChannel,
                             metricsChannel: metricsChannel,
-                            router: router
+                            router: router,
+                            storeDescription: storeDescription
                         )
                     }.flatMapError { error in
                         let closed = webSocketChannel?.close() ?? loop.makeSucceededVoidFuture()

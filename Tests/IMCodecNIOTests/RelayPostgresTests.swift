@@ -36,13 +36,42 @@ struct RelayPostgresTests {
         #expect(PostgresURL.hasScheme("PostgreSQL://x") && !PostgresURL.hasScheme("sqlite"))
     }
 
+    /// TLS: off by default on loopback only; `verify-full` by default anywhere else and with a
+    /// `sslrootcert`; the parameters the URL gives are kept (and printed, without the password).
+    @Test func tlsIsOnByDefaultOffLoopbackAndTheParametersRoundTrip() throws {
+        #expect(try PostgresURL("postgresql://u@127.0.0.1/d").effectiveTLSMode == .disable)
+        #expect(try PostgresURL("postgresql://u@localhost/d").effectiveTLSMode == .disable)
+        #expect(try PostgresURL("postgresql://u@[::1]/d").effectiveTLSMode == .disable)
+        #expect(try PostgresURL("postgresql://u@db.internal/d").effectiveTLSMode == .verifyFull)
+        #expect(try PostgresURL("postgresql://u@10.0.0.7/d").effectiveTLSMode == .verifyFull)
+        #expect(try PostgresURL("postgresql://u@db.internal/d?sslmode=disable").effectiveTLSMode == .disable)
+        #expect(try PostgresURL("postgresql://u@127.0.0.1/d?sslrootcert=/ca.pem").effectiveTLSMode == .verifyFull)
+        let full = try PostgresURL(
+            "postgresql://relay:pw%3Fx@db.internal/d?sslmode=verify-ca&sslrootcert=/etc/im%20codec/ca.pem&timeout=30"
+        )
+        #expect(full.password == "pw?x" && full.tlsMode == .verifyCA && full.timeoutSeconds == 30)
+        #expect(full.rootCertificateFile == "/etc/im codec/ca.pem")
+        #expect(
+            full.description
+                == "postgresql://relay@db.internal:5432/d?sslmode=verify-ca&sslrootcert=/etc/im%20codec/ca.pem&timeout=30"
+        )
+        #expect(try PostgresURL(full.withPassword) == full)
+        #expect(try PostgresURL(full.description).password == nil)
+        #expect(try PostgresURL("postgresql://u@h/d").timeoutSeconds == PostgresURL.defaultTimeoutSeconds)
+    }
+
     /// A malformed URL is a usage error (status 2) naming `--store` and what is wrong, and never
     /// repeats the password.
     @Test(arguments: [
         ("postgresql://alice:hunter2@db.example", "/DB is missing"),
         ("postgresql://:hunter2@127.0.0.1:5432/db", "USER is empty"),
         ("postgres://alice:hunter2@127.0.0.1:99999/db", "PORT is not a number in 1...65535"),
-        ("postgresql://alice:hunter2@127.0.0.1:5432/db?sslmode=require", "query parameters"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?sslmode=prefer", "sslmode=prefer may fall back to clear text"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?sslmode=verify", "sslmode is one of disable, require"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?application_name=x", "is not one of sslmode, sslrootcert"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?timeout=0", "timeout is a number of seconds in 1...3600"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?sslmode=require&sslrootcert=/ca.pem", "sslrootcert is for"),
+        ("postgresql://alice:hunter2@127.0.0.1:5432/db?timeout=5&timeout=6", "timeout is given twice"),
         ("postgresql://alice:hunter2@:5432/db", "HOST is empty"),
         ("postgresql://127.0.0.1:5432/db", "USER@ is missing"),
     ])
@@ -98,7 +127,7 @@ struct RelayPostgresTests {
         try await withClientGroup { group in
             let relay = try await RelayChild.start(folder: folder, extra: ["--store", url, "--log-level", "trace"])
             defer { relay.forceKill() }
-            #expect(relay.stdout.contains("relay store: \(database.url) (PostgreSQL)\n"), "\(relay.stdout)")
+            #expect(relay.stdout.contains("relay store: \(database.url) (PostgreSQL, no TLS)\n"), "\(relay.stdout)")
             let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
             try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "p-1")))
             #expect(await eventually { alice.collector.acks.count == 1 })
@@ -222,6 +251,135 @@ struct RelayPostgresTests {
         }
         #expect(error?.description == expected)
         #expect(try await Self.contents(of: database) == before, "the database was changed")
+    }
+
+    // MARK: TLS and the timeout
+
+    /// The CA of the server `Scripts/with-postgres` runs (its certificate names `localhost` only).
+    static func serverCA() throws -> String {
+        try #require(
+            ProcessInfo.processInfo.environment["IMCODEC_TEST_POSTGRES_CA"],
+            "IMCODEC_TEST_POSTGRES_CA is not set: run the tests through Scripts/with-postgres"
+        )
+    }
+
+    /// A store opened on the test's database at `host`, with `parameters`.
+    static func openStore(
+        _ database: PostgresTestDatabase,
+        host: String,
+        _ parameters: String
+    ) throws
+        -> PostgresRelayStore
+    {
+        var url = database.url
+        url.host = host
+        return try PostgresRelayStore(url: try PostgresURL(url.withPassword + parameters), logger: logger)
+    }
+
+    /// The store's connection uses TLS as its URL says, against the throwaway server's CA:
+    /// `verify-full` checks the server's name (its certificate names `localhost`, so 127.0.0.1 is
+    /// refused), `verify-ca` only its chain, `require` neither; a certificate from another CA is
+    /// refused; `disable` (the loopback default) is clear text. The server's own view
+    /// (`pg_stat_ssl`) says which.
+    @Test func theStoreUsesTLSAsItsURLSays() async throws {
+        let ca = try Self.serverCA()
+        let database = try await PostgresTestDatabase()
+        defer { database.drop() }
+        func encrypted(_ host: String, _ parameters: String) throws -> String? {
+            let store = try Self.openStore(database, host: host, parameters)
+            defer { store.close() }
+            _ = try store.load()
+            return store.tlsVersion
+        }
+        #expect(try encrypted("localhost", "?sslmode=verify-full&sslrootcert=\(ca)")?.hasPrefix("TLSv1") == true)
+        #expect(try encrypted("localhost", "?sslrootcert=\(ca)")?.hasPrefix("TLSv1") == true, "verify-full alone")
+        #expect(try encrypted("127.0.0.1", "?sslmode=verify-ca&sslrootcert=\(ca)")?.hasPrefix("TLSv1") == true)
+        #expect(try encrypted("127.0.0.1", "?sslmode=require")?.hasPrefix("TLSv1") == true)
+        #expect(try encrypted("127.0.0.1", "") == nil, "clear text on loopback by default")
+        #expect(try encrypted("127.0.0.1", "?sslmode=disable") == nil)
+
+        // The name is checked: the certificate is for localhost, not 127.0.0.1.
+        let wrongName = #expect(throws: RelayStoreError.self) {
+            _ = try Self.openStore(database, host: "127.0.0.1", "?sslmode=verify-full&sslrootcert=\(ca)")
+        }
+        #expect(wrongName?.description.hasPrefix("cannot connect to PostgreSQL at postgresql://") == true)
+        // Another CA's certificate: the chain is checked.
+        let other = try await RelayTLSTests.Certificate.make()
+        defer { other.remove() }
+        let foreign = #expect(throws: RelayStoreError.self) {
+            _ = try Self.openStore(database, host: "localhost", "?sslmode=verify-ca&sslrootcert=\(other.certificate)")
+        }
+        #expect(foreign?.description.contains("cannot connect to PostgreSQL") == true, "\(String(describing: foreign))")
+        // The system's roots do not know the throwaway CA either.
+        #expect(throws: RelayStoreError.self) {
+            _ = try Self.openStore(database, host: "localhost", "?sslmode=verify-full")
+        }
+        let missing = #expect(throws: RelayStoreError.self) {
+            _ = try Self.openStore(database, host: "localhost", "?sslrootcert=/nonexistent/ca.pem")
+        }
+        #expect(missing?.description.contains("cannot use the sslrootcert /nonexistent/ca.pem") == true)
+        // None of the refused connections wrote anything: the database has no relay tables yet
+        // beyond what the accepted ones migrated, and a store opens on it again.
+        let again = try Self.openStore(database, host: "localhost", "?sslrootcert=\(ca)")
+        again.close()
+    }
+
+    /// A relay on a TLS connection (`serve --store 'postgresql://...@localhost...?sslrootcert=CA'`)
+    /// keeps and acknowledges messages as on any other.
+    @Test func aRelayKeepsMessagesOverATLSConnection() async throws {
+        let ca = try Self.serverCA()
+        let database = try await PostgresTestDatabase()
+        defer { database.drop() }
+        var url = database.url
+        url.host = "localhost"
+        url = try PostgresURL(url.withPassword + "?sslmode=verify-full&sslrootcert=\(ca)")
+        let folder = try TemporaryFolder("pg-tls")
+        defer { folder.remove() }
+        try await withClientGroup { group in
+            let relay = try await RelayChild.start(folder: folder, extra: ["--store", url.withPassword])
+            defer { relay.forceKill() }
+            #expect(relay.stdout.contains("relay store: \(url.description) (PostgreSQL, TLS"), "\(relay.stdout)")
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "over TLS", clientMsgID: "t-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first?.errorCode == 0)
+            await alice.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+        }
+        let kept = try await database.withConnection { connection in
+            try await connection.query("SELECT count(*) FROM messages", logger: Self.logger).collect()
+                .first?.decode(Int64.self)
+        }
+        #expect(kept == 1)
+    }
+
+    /// A server that does not answer (here: a commit that waits for a lock another session holds)
+    /// is given up after the URL's `timeout`: the commit fails with an error naming it, its rows
+    /// are not kept, and the store does not hang.
+    @Test func aServerThatDoesNotAnswerIsGivenUpAfterTheTimeout() async throws {
+        let database = try await PostgresTestDatabase()
+        defer { database.drop() }
+        let store = try Self.openStore(database, host: "127.0.0.1", "?timeout=1")
+        defer { store.close() }
+        _ = try store.load()
+        try await database.withConnection { blocker in
+            try await blocker.query("BEGIN", logger: Self.logger)
+            try await blocker.query("LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE", logger: Self.logger)
+            let start = ContinuousClock.now
+            let error = #expect(throws: RelayStoreError.self) { try store.commit(RelayStoreTests.first) }
+            let waited = ContinuousClock.now - start
+            #expect(
+                error?.description.contains("did not answer within 1 s (the URL's timeout)") == true,
+                "\(String(describing: error))"
+            )
+            #expect(waited >= .seconds(1) && waited < .seconds(30), "gave up after \(waited)")
+            try await blocker.query("ROLLBACK", logger: Self.logger)
+        }
+        store.close()
+        let reopened = try Self.openStore(database, host: "127.0.0.1", "")
+        defer { reopened.close() }
+        #expect(try reopened.load().conversations.isEmpty, "nothing of the batch is kept")
     }
 
     // MARK: Helpers

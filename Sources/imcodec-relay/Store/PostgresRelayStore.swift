@@ -8,8 +8,10 @@ import Darwin
 #endif
 import IMCodec
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import PostgresNIO
 
 /// The relay's store on a PostgreSQL server (`serve --store postgresql://...`), through
@@ -53,6 +55,13 @@ final class PostgresRelayStore: RelayStore {
     private let connection: PostgresConnection
     private let logger: Logger
     private var isClosed = false
+    /// How long each round trip may take (``PostgresURL/timeoutSeconds``).
+    private let timeout: TimeAmount
+    /// The TLS version of the connection (`TLSv1.3`), or `nil` when it is not encrypted, as the
+    /// server reports it (`pg_stat_ssl`).
+    private(set) var tlsVersion: String?
+
+    var connectionSummary: String? { tlsVersion.map { "TLS \($0)" } ?? "no TLS" }
 
     /// The advisory lock a relay holds on its database: PostgreSQL's two-key form, (`IMCD`, 1).
     static let lockKey: (Int32, Int32) = (0x494D_4344, 1)
@@ -111,15 +120,17 @@ final class PostgresRelayStore: RelayStore {
     init(url: PostgresURL, lockWait: TimeAmount = .seconds(5), logger: Logger) throws {
         self.url = url
         self.logger = logger
+        self.timeout = .seconds(Int64(url.timeoutSeconds))
         var configuration = PostgresConnection.Configuration(
             host: url.host,
             port: url.port,
             username: url.user,
             password: url.password,
             database: url.database,
-            tls: .disable
+            tls: try Self.tls(for: url)
         )
         configuration.options.additionalStartupParameters = [("application_name", "imcodec-relay")]
+        configuration.options.connectTimeout = timeout
         do {
             connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.any(),
@@ -132,12 +143,41 @@ final class PostgresRelayStore: RelayStore {
         }
         do {
             try run("SET synchronous_commit = on")
+            tlsVersion = try run("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl").rows.first?
+                .decode(String.self)
             try lock(wait: lockWait)
             try migrate()
         } catch {
             close()
             if let error = error as? RelayStoreError { throw error }
             throw RelayStoreError(description: "the database \(url) cannot be used: \(Self.describe(error))")
+        }
+    }
+
+    /// The TLS of a connection to `url`, as its ``PostgresURL/effectiveTLSMode`` says.
+    /// - Throws: ``RelayStoreError`` when the `sslrootcert` file cannot be read.
+    static func tls(for url: PostgresURL) throws -> PostgresConnection.Configuration.TLS {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        switch url.effectiveTLSMode {
+        case .disable:
+            return .disable
+        case .require:
+            configuration.certificateVerification = .none
+        case .verifyCA:
+            configuration.certificateVerification = .noHostnameVerification
+        case .verifyFull:
+            configuration.certificateVerification = .fullVerification
+        }
+        do {
+            if let file = url.rootCertificateFile {
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(file))
+            }
+            return .require(try NIOSSLContext(configuration: configuration))
+        } catch {
+            throw RelayStoreError(
+                description:
+                    "cannot use the sslrootcert \(url.rootCertificateFile ?? "(none)") of \(url): \(error)"
+            )
         }
     }
 
@@ -599,11 +639,46 @@ final class PostgresRelayStore: RelayStore {
 
     // MARK: Statements
 
-    /// Runs `query` and waits for all its rows.
+    /// Runs `query` and waits for all its rows, at most ``timeout``: then the connection is closed
+    /// (what it was doing is rolled back by the server) and the store fails. The wait ends at the
+    /// timeout whatever postgres-nio does with the query (one sent on a connection that is closing
+    /// is never answered).
     @discardableResult
     private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try connection.query(query, logger: logger).wait()
+        guard !connection.isClosed else {
+            throw RelayStoreError(description: "the connection to PostgreSQL at \(url) is closed")
+        }
+        let connection = connection
+        let outcome = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        let settled = NIOLockedValueBox(false)
+        let settle: @Sendable (Result<PostgresQueryResult, any Error>) -> Void = { result in
+            let isFirst = settled.withLockedValue { done in
+                let isFirst = !done
+                done = true
+                return isFirst
+            }
+            if isFirst { outcome.completeWith(result) }
+        }
+        connection.query(query, logger: logger).whenComplete(settle)
+        let watchdog = connection.eventLoop.scheduleTask(in: timeout) {
+            settle(.failure(TimedOut()))
+            let closing: EventLoopFuture<Void> = connection.close()
+            _ = closing
+        }
+        defer { watchdog.cancel() }
+        do {
+            return try outcome.futureResult.wait()
+        } catch is TimedOut {
+            throw RelayStoreError(
+                description:
+                    "PostgreSQL at \(url) did not answer within \(url.timeoutSeconds) s (the URL's timeout); "
+                    + "the connection is closed"
+            )
+        }
     }
+
+    /// A round trip that outlasted ``timeout``.
+    private struct TimedOut: Error {}
 
     /// Runs `query`, waits for all its rows, then hands each to `body` on this thread.
     private func forEachRow(_ query: PostgresQuery, _ body: (PostgresRow) throws -> Void) throws {

@@ -2,11 +2,24 @@
 import Foundation
 
 /// A PostgreSQL server and database, as `serve --store` names it:
-/// `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB` (or `postgres://`; PORT defaults to 5432).
+/// `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?PARAMETERS]` (or `postgres://`; PORT defaults to
+/// 5432).
 ///
-/// USER, PASSWORD and DB may be percent-encoded (`%40` for `@`, `%3A` for `:`, `%2F` for `/`); an
-/// IPv6 HOST is written in brackets (`[::1]`). Query parameters (`?sslmode=...`) are refused: the
-/// relay connects without TLS, so the server belongs on loopback or a private network.
+/// USER, PASSWORD, DB and parameter values may be percent-encoded (`%40` for `@`, `%3A` for `:`,
+/// `%2F` for `/`, `%3F` for `?`); an IPv6 HOST is written in brackets (`[::1]`). The parameters,
+/// joined by `&`:
+/// - `sslmode`: `disable`, `require` (encrypted, the server's certificate not checked), `verify-ca`
+///   (its certificate chain checked against the trusted roots) or `verify-full` (and its name or
+///   address against HOST), as libpq names them. Without it: `disable` on loopback (`localhost`,
+///   `127.x.x.x`, `::1`), `verify-full` anywhere else, so a password and messages never cross a
+///   network in the clear or to a server that is not the one named unless the URL says so. libpq's
+///   `allow` and `prefer`, which fall back to clear text, are refused.
+/// - `sslrootcert`: a PEM file of the certificates to trust instead of the system's roots (for a
+///   server whose certificate a private CA signed); alone it means `verify-full`.
+/// - `timeout`: how many seconds the relay waits for any answer from the server (connecting, each
+///   statement, each commit) before it gives up, 1...3600, default 10. A store that gives up stops
+///   the relay, as any failed commit does: nothing it had not acknowledged is lost, and its clients
+///   reconnect.
 ///
 /// ``description`` leaves the password out: it is what the relay prints and logs, and what its
 /// errors name.
@@ -16,6 +29,31 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     var host: String
     var port: Int
     var database: String
+    /// `sslmode`, when the URL gives it (``effectiveTLSMode`` is the one used).
+    var tlsMode: TLSMode?
+    /// `sslrootcert`: the PEM file of the certificates to trust.
+    var rootCertificateFile: String?
+    /// `timeout` in seconds, when the URL gives it (``timeoutSeconds`` is the one used).
+    var timeout: Int?
+
+    /// How the connection uses TLS (libpq's `sslmode` values the relay takes).
+    enum TLSMode: String, Sendable, CaseIterable {
+        case disable
+        case require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
+    /// The TLS mode used: the URL's, else `verify-full` with a `sslrootcert` or off loopback, else `disable`.
+    var effectiveTLSMode: TLSMode {
+        tlsMode ?? (rootCertificateFile != nil || !RelayServer.isLoopback(host) ? .verifyFull : .disable)
+    }
+
+    /// The default of `timeout`.
+    static let defaultTimeoutSeconds = 10
+
+    /// How long the store waits for any answer from the server.
+    var timeoutSeconds: Int { timeout ?? Self.defaultTimeoutSeconds }
 
     /// The schemes accepted.
     static let schemes = ["postgresql://", "postgres://"]
@@ -32,9 +70,12 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         guard let scheme = Self.schemes.first(where: { text.lowercased().hasPrefix($0) }) else {
             throw Malformed("it does not start with postgresql:// or postgres://")
         }
-        let rest = text.dropFirst(scheme.count)
-        guard !rest.contains("?"), !rest.contains("#") else {
-            throw Malformed("query parameters and fragments are not supported")
+        var rest = text.dropFirst(scheme.count)
+        guard !rest.contains("#") else { throw Malformed("a fragment (#) is not supported") }
+        var query: Substring?
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
         }
         guard let at = rest.lastIndex(of: "@") else { throw Malformed("USER@ is missing") }
         let userInfo = rest[..<at]
@@ -85,12 +126,59 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         self.host = String(host)
         self.port = port
         self.database = database
+        if let query { try parseParameters(query) }
+    }
+
+    /// Reads `sslmode`, `sslrootcert` and `timeout`; refuses anything else.
+    private mutating func parseParameters(_ query: Substring) throws {
+        var seen: Set<String> = []
+        for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
+            guard let equals = pair.firstIndex(of: "=") else { throw Malformed("a parameter lacks its =VALUE") }
+            let name = String(pair[..<equals])
+            let value = try Self.decode(pair[pair.index(after: equals)...], name.isEmpty ? "a parameter" : name)
+            guard seen.insert(name).inserted else { throw Malformed("the parameter \(name) is given twice") }
+            switch name {
+            case "sslmode":
+                guard let mode = TLSMode(rawValue: value) else {
+                    throw Malformed(
+                        value == "allow" || value == "prefer"
+                            ? "sslmode=\(value) may fall back to clear text: say disable or require (or verify-ca, verify-full)"
+                            : "sslmode is one of disable, require, verify-ca, verify-full"
+                    )
+                }
+                tlsMode = mode
+            case "sslrootcert":
+                guard !value.isEmpty else { throw Malformed("sslrootcert is empty") }
+                rootCertificateFile = value
+            case "timeout":
+                guard let seconds = Int(value), (1...3600).contains(seconds), value.allSatisfy(\.isASCII) else {
+                    throw Malformed("timeout is a number of seconds in 1...3600")
+                }
+                timeout = seconds
+            default:
+                throw Malformed(
+                    "the parameter \(name.isEmpty ? "(empty)" : name) is not one of sslmode, sslrootcert, timeout"
+                )
+            }
+        }
+        if rootCertificateFile != nil, let tlsMode, tlsMode == .disable || tlsMode == .require {
+            throw Malformed("sslrootcert is for sslmode=verify-ca or verify-full, not \(tlsMode.rawValue)")
+        }
+    }
+
+    /// `?sslmode=...&sslrootcert=...&timeout=...`, with the parameters the URL gave, or nothing.
+    private var queryText: String {
+        var parameters: [String] = []
+        if let tlsMode { parameters.append("sslmode=\(tlsMode.rawValue)") }
+        if let rootCertificateFile { parameters.append("sslrootcert=\(Self.encodeValue(rootCertificateFile))") }
+        if let timeout { parameters.append("timeout=\(timeout)") }
+        return parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&")
     }
 
     /// The URL without its password (`postgresql://USER@HOST:PORT/DB`).
     var description: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return "postgresql://\(Self.encode(user))@\(host):\(port)/\(Self.encode(database))"
+        return "postgresql://\(Self.encode(user))@\(host):\(port)/\(Self.encode(database))\(queryText)"
     }
 
     /// The URL with its password, for a child relay's `--store` (never printed).
@@ -98,6 +186,7 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         guard let password else { return description }
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         return "postgresql://\(Self.encode(user)):\(Self.encode(password))@\(host):\(port)/\(Self.encode(database))"
+            + queryText
     }
 
     /// Why a `--store` URL was refused.
@@ -105,7 +194,8 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         let reason: String
         init(_ reason: String) { self.reason = reason }
         var description: String {
-            "a PostgreSQL URL is postgresql://USER[:PASSWORD]@HOST[:PORT]/DB; in this one \(reason)"
+            "a PostgreSQL URL is postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...&sslrootcert=...&timeout=...]; "
+                + "in this one \(reason)"
         }
     }
 
@@ -115,6 +205,13 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         }
         guard !decoded.contains("\u{0}") else { throw Malformed("\(name) holds a NUL") }
         return decoded
+    }
+
+    /// A parameter's value: a path keeps its `/`.
+    private static func encodeValue(_ value: String) -> String {
+        var allowed = CharacterSet.urlQueryAllowed
+        allowed.remove(charactersIn: "&=#+?%")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
     }
 
     private static func encode(_ part: String) -> String {

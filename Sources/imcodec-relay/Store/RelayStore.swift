@@ -39,9 +39,14 @@ protocol RelayStore: AnyObject {
     /// Releases what the store holds (a server connection, and the lock that keeps a second relay
     /// out), once the last commit is done; nothing is called on the store afterwards.
     func close()
+
+    /// How the relay reaches the store, for people (`TLS TLSv1.3`), when that matters (a server).
+    var connectionSummary: String? { get }
 }
 
 extension RelayStore {
+    var connectionSummary: String? { nil }
+
     /// A store that holds nothing to release (SQLite's file lock belongs to the data directory,
     /// ``RelayFiles/lock()``; its database is closed with the store).
     func close() {}
