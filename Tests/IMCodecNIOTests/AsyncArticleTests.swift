@@ -1,6 +1,6 @@
 // swift-format-ignore-file
 // (Every Swift block of the docs this test runs must appear in this file verbatim.)
-#if Tools
+#if NIO
 import Foundation
 import IMCodec
 import IMCodecNIO

@@ -1,4 +1,4 @@
-#if Tools
+#if NIO
 import IMCodec
 import IMCodecTestSupport
 import IMCodecNIO

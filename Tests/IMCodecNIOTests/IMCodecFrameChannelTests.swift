@@ -1,4 +1,4 @@
-#if Tools
+#if NIO
 import IMCodec
 import IMCodecNIO
 import NIOConcurrencyHelpers

@@ -68,43 +68,6 @@ func withRelay<R>(
     }
 }
 
-/// Runs `body` with a client event loop group of `threads` threads, then shuts it down.
-func withClientGroup<R>(threads: Int = 1, _ body: (MultiThreadedEventLoopGroup) async throws -> R) async throws -> R {
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-    do {
-        let result = try await body(group)
-        try await group.shutdownGracefully()
-        return result
-    } catch {
-        try? await group.shutdownGracefully()
-        throw error
-    }
-}
-
-/// How many reads every test client has had so far (frames or byte buffers): the progress that
-/// ``eventually(_:_:)`` watches.
-let testClientReads = NIOLockedValueBox(0)
-
-/// Polls `condition` every 10 ms until it holds; returns whether it held. It gives up after
-/// `seconds` in which no test client read anything (a stalled relay or a lost frame), not after
-/// `seconds` in all: a machine slowed by a sanitizer or by other suites still makes progress, and
-/// a wait measured in wall-clock time alone failed there by chance.
-func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let quiet = TimeAmount.milliseconds(Int64(seconds * 1000))
-    var reads = testClientReads.withLockedValue { $0 }
-    var deadline = NIODeadline.now() + quiet
-    while NIODeadline.now() < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(nanoseconds: 10_000_000)
-        let now = testClientReads.withLockedValue { $0 }
-        if now != reads {
-            reads = now
-            deadline = NIODeadline.now() + quiet
-        }
-    }
-    return try condition()
-}
-
 /// A client that reads ``Frame``s (decoded by ``FrameDecoder``) and keeps all of them.
 final class FrameCollector: ChannelInboundHandler, Sendable {
     typealias InboundIn = Frame

@@ -1,7 +1,9 @@
-#if Tools
+#if NIO
 import IMCodec
 import IMCodecNIO
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 /// Frames of every routing-relevant shape, for the decoder tests.
 enum SampleFrames {
@@ -84,5 +86,62 @@ func codecErrorCode(_ body: () throws -> Void) -> IMCodecError.Code? {
     } catch {
         return IMCodecError.Code(rawValue: "other: \(error)")
     }
+}
+
+/// Runs `body` with a client event loop group of `threads` threads, then shuts it down.
+func withClientGroup<R>(threads: Int = 1, _ body: (MultiThreadedEventLoopGroup) async throws -> R) async throws -> R {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+    do {
+        let result = try await body(group)
+        try await group.shutdownGracefully()
+        return result
+    } catch {
+        try? await group.shutdownGracefully()
+        throw error
+    }
+}
+
+/// How many reads every test client has had so far (frames or byte buffers): the progress that
+/// ``eventually(_:_:)`` watches.
+let testClientReads = NIOLockedValueBox(0)
+
+/// Polls `condition` every 10 ms until it holds; returns whether it held. It gives up after
+/// `seconds` in which no test client read anything (a stalled relay or a lost frame), not after
+/// `seconds` in all: a machine slowed by a sanitizer or by other suites still makes progress, and
+/// a wait measured in wall-clock time alone failed there by chance.
+func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let quiet = TimeAmount.milliseconds(Int64(seconds * 1000))
+    var reads = testClientReads.withLockedValue { $0 }
+    var deadline = NIODeadline.now() + quiet
+    while NIODeadline.now() < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+        let now = testClientReads.withLockedValue { $0 }
+        if now != reads {
+            reads = now
+            deadline = NIODeadline.now() + quiet
+        }
+    }
+    return try condition()
+}
+
+/// One WebSocket frame's bytes, masked as a client must (unless `masked` is false).
+func webSocketFrameBytes(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true) -> [UInt8] {
+    var out: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+    let maskBit: UInt8 = masked ? 0x80 : 0
+    if payload.count < 126 {
+        out.append(maskBit | UInt8(payload.count))
+    } else if payload.count <= 0xFFFF {
+        out.append(maskBit | 126)
+        out += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+    } else {
+        out.append(maskBit | 127)
+        out += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
+    }
+    guard masked else { return out + payload }
+    let key: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+    out += key
+    out += payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+    return out
 }
 #endif

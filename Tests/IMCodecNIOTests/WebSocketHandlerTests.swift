@@ -1,4 +1,4 @@
-#if Tools
+#if NIO
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -119,7 +119,7 @@ struct WebSocketHandlerTests {
         let handler = WebSocketDeadlineHandler(maxMessageWait: .seconds(5))
         let channel = EmbeddedChannel(handler: handler, loop: loop)
         func bytes(_ opcode: UInt8, _ payload: Int, fin: Bool = true) -> [UInt8] {
-            RawWebSocketClient.frameBytes(opcode: opcode, payload: [UInt8](repeating: 7, count: payload), fin: fin)
+            webSocketFrameBytes(opcode: opcode, payload: [UInt8](repeating: 7, count: payload), fin: fin)
         }
         // Whole messages (a 16-bit and a 64-bit length among them) leave nothing incomplete.
         for frame in [bytes(2, 10), bytes(2, 300), bytes(2, 70_000), bytes(9, 3)] {

@@ -165,28 +165,8 @@ struct RawWebSocketClient: Sendable {
         messages.compactMap { if case .message(let m)? = $0.payload { m } else { nil } }
     }
 
-    /// One WebSocket frame's bytes, masked as a client must (unless `masked` is false).
-    static func frameBytes(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true) -> [UInt8] {
-        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode]
-        let maskBit: UInt8 = masked ? 0x80 : 0
-        if payload.count < 126 {
-            out.append(maskBit | UInt8(payload.count))
-        } else if payload.count <= 0xFFFF {
-            out.append(maskBit | 126)
-            out += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        } else {
-            out.append(maskBit | 127)
-            out += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
-        }
-        guard masked else { return out + payload }
-        let key: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
-        out += key
-        out += payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
-        return out
-    }
-
     func send(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true) async throws {
-        try await write(Self.frameBytes(opcode: opcode, payload: payload, fin: fin, masked: masked))
+        try await write(webSocketFrameBytes(opcode: opcode, payload: payload, fin: fin, masked: masked))
     }
 
     func write(_ bytes: [UInt8]) async throws {

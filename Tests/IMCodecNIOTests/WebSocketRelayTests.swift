@@ -267,7 +267,7 @@ struct WebSocketRelayTests {
                 // Inside a frame: the header and half the payload.
                 let insideFrame = try await RawWebSocketClient.connect(to: server, group: group)
                 try await insideFrame.login("carol")
-                let whole = RawWebSocketClient.frameBytes(opcode: WSOpcode.binary, payload: body)
+                let whole = webSocketFrameBytes(opcode: WSOpcode.binary, payload: body)
                 try await insideFrame.write(Array(whole.prefix(whole.count / 2)))
                 // Between fragments, with pings that do not stop the clock.
                 let betweenFragments = try await RawWebSocketClient.connect(to: server, group: group)
@@ -390,7 +390,7 @@ struct WebSocketRelayTests {
                     Fault(name: "ping flood", closeCode: 1008, errorCodes: ["pingFlood"]) { client in
                         var flood: [UInt8] = []
                         for i in 0..<500 {
-                            flood += RawWebSocketClient.frameBytes(opcode: WSOpcode.ping, payload: [UInt8(i & 0xFF)])
+                            flood += webSocketFrameBytes(opcode: WSOpcode.ping, payload: [UInt8(i & 0xFF)])
                         }
                         try await client.write(flood)
                     },
