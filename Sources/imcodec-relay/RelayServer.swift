@@ -1,4 +1,9 @@
 #if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import IMCodec
 import IMCodecNIO
 import Logging
@@ -164,9 +169,13 @@ final class RelayServer: Sendable {
         self.metricsPort = metricsChannel.map { $0.localAddress?.port ?? 0 }
     }
 
-    /// Whether `host` names a loopback address (where the relay may listen without TLS).
+    /// Whether `host` names a loopback address (where the relay may listen without TLS, and the
+    /// PostgreSQL store connects in clear text by default): `localhost`, `::1`, or an IPv4 address
+    /// in 127.0.0.0/8 written as one (a name such as `127.example.com` is not).
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" || host == "::1" { return true }
+        var address = in_addr()
+        return inet_pton(AF_INET, host, &address) == 1 && UInt32(bigEndian: address.s_addr) >> 24 == 127
     }
 
     /// Refuses to listen in the clear anywhere but loopback.

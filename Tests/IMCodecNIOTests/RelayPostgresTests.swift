@@ -44,6 +44,11 @@ struct RelayPostgresTests {
         #expect(try PostgresURL("postgresql://u@[::1]/d").effectiveTLSMode == .disable)
         #expect(try PostgresURL("postgresql://u@db.internal/d").effectiveTLSMode == .verifyFull)
         #expect(try PostgresURL("postgresql://u@10.0.0.7/d").effectiveTLSMode == .verifyFull)
+        #expect(try PostgresURL("postgresql://u@127.1.2.3/d").effectiveTLSMode == .disable)
+        // A name that starts like a loopback address is a name: TLS, verified.
+        #expect(try PostgresURL("postgresql://u@127.db.example.com/d").effectiveTLSMode == .verifyFull)
+        #expect(try PostgresURL("postgresql://u@127.0.0.1.example.com/d").effectiveTLSMode == .verifyFull)
+        #expect(try PostgresURL("postgresql://u@127.0.0.256/d").effectiveTLSMode == .verifyFull)
         #expect(try PostgresURL("postgresql://u@db.internal/d?sslmode=disable").effectiveTLSMode == .disable)
         #expect(try PostgresURL("postgresql://u@127.0.0.1/d?sslrootcert=/ca.pem").effectiveTLSMode == .verifyFull)
         let full = try PostgresURL(
@@ -318,8 +323,7 @@ struct RelayPostgresTests {
             _ = try Self.openStore(database, host: "localhost", "?sslrootcert=/nonexistent/ca.pem")
         }
         #expect(missing?.description.contains("cannot use the sslrootcert /nonexistent/ca.pem") == true)
-        // None of the refused connections wrote anything: the database has no relay tables yet
-        // beyond what the accepted ones migrated, and a store opens on it again.
+        // After the refused connections, a store still opens on the database.
         let again = try Self.openStore(database, host: "localhost", "?sslrootcert=\(ca)")
         again.close()
     }
