@@ -650,20 +650,24 @@ final class PostgresRelayStore: RelayStore {
         }
         let connection = connection
         let outcome = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        // Whichever comes first, the answer or the deadline, settles the wait; the other does nothing.
         let settled = NIOLockedValueBox(false)
-        let settle: @Sendable (Result<PostgresQueryResult, any Error>) -> Void = { result in
-            let isFirst = settled.withLockedValue { done in
+        let claim: @Sendable () -> Bool = {
+            settled.withLockedValue { done in
                 let isFirst = !done
                 done = true
                 return isFirst
             }
-            if isFirst { outcome.completeWith(result) }
         }
-        connection.query(query, logger: logger).whenComplete(settle)
+        connection.query(query, logger: logger).whenComplete { result in
+            if claim() { outcome.completeWith(result) }
+        }
         let watchdog = connection.eventLoop.scheduleTask(in: timeout) {
-            settle(.failure(TimedOut()))
+            guard claim() else { return }
+            // Closed before the wait ends, so that nothing more is sent on this connection.
             let closing: EventLoopFuture<Void> = connection.close()
             _ = closing
+            outcome.fail(TimedOut())
         }
         defer { watchdog.cancel() }
         do {
