@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import IMCodec
 import NIOConcurrencyHelpers
 import Testing
 
@@ -151,6 +152,27 @@ func runWithNoSignalsBlocked(_ process: Process) throws {
     thread.start()
     done.wait()
     try outcome.withLockedValue { $0! }.get()
+}
+
+extension RelayChild {
+    /// One real run on `folder`'s store: the relay starts (with `extra`), alice logs in from `desk`
+    /// and sends bob one message ("kept"), acknowledged with error 0, then the relay is stopped with
+    /// SIGTERM. Returns the exited relay, for its output and exit status.
+    @discardableResult
+    static func runOnce(folder: TemporaryFolder, extra: [String] = []) async throws -> RelayChild {
+        try await withClientGroup { group in
+            let relay = try await start(folder: folder, extra: extra)
+            defer { relay.forceKill() }
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "k-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first?.errorCode == 0)
+            await alice.close()
+            relay.signal(SIGTERM)
+            #expect(await relay.waitForExit())
+            return relay
+        }
+    }
 }
 
 struct RelayChildError: Error, CustomStringConvertible {

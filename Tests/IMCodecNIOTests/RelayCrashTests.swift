@@ -158,18 +158,8 @@ struct RelayCrashTests {
         let database = folder.dataDir + "/relay.sqlite"
         let wal = database + "-wal"
         let shm = database + "-shm"
-        try await withClientGroup { group in
-            // A real run: alice logs in and sends bob a message, then the relay is stopped.
-            let relay = try await RelayChild.start(folder: folder)
-            defer { relay.forceKill() }
-            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
-            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "k-1")))
-            #expect(await eventually { alice.collector.acks.count == 1 })
-            #expect(alice.collector.acks.first?.errorCode == 0)
-            await alice.close()
-            relay.signal(SIGTERM)
-            #expect(await relay.waitForExit())
-        }
+        // A real run: alice logs in and sends bob a message, then the relay is stopped.
+        try await RelayChild.runOnce(folder: folder)
         // Checkpoint: open the database in this process and close it, so that its pages are in the
         // main file and the -wal is gone (what a copy of a quiet database holds).
         do {
@@ -258,16 +248,7 @@ struct RelayCrashTests {
         let folder = try TemporaryFolder("sqlite-newer")
         defer { folder.remove() }
         let database = folder.dataDir + "/relay.sqlite"
-        try await withClientGroup { group in
-            let relay = try await RelayChild.start(folder: folder)
-            defer { relay.forceKill() }
-            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "desk")
-            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "k-1")))
-            #expect(await eventually { alice.collector.acks.count == 1 })
-            await alice.close()
-            relay.signal(SIGTERM)
-            #expect(await relay.waitForExit())
-        }
+        try await RelayChild.runOnce(folder: folder)
         // What a newer relay leaves: one more migration recorded (and checkpointed into the file).
         try Self.recordMigration("v99-from-a-newer-relay", in: database)
         let before = try fileBytes(database)

@@ -55,8 +55,9 @@ final class PostgresRelayStore: RelayStore {
     private let connection: PostgresConnection
     private let logger: Logger
     private var isClosed = false
-    /// How long each round trip may take (``PostgresURL/timeoutSeconds``).
-    private let timeout: TimeAmount
+    /// How long each round trip may take: the URL's ``PostgresURL/timeoutSeconds`` (a test shortens
+    /// it once the store is open).
+    var timeout: TimeAmount
     /// The TLS version of the connection (`TLSv1.3`), or `nil` when it is not encrypted, as the
     /// server reports it (`pg_stat_ssl`).
     private(set) var tlsVersion: String?
@@ -121,16 +122,7 @@ final class PostgresRelayStore: RelayStore {
         self.url = url
         self.logger = logger
         self.timeout = .seconds(Int64(url.timeoutSeconds))
-        var configuration = PostgresConnection.Configuration(
-            host: url.host,
-            port: url.port,
-            username: url.user,
-            password: url.password,
-            database: url.database,
-            tls: try Self.tls(for: url)
-        )
-        configuration.options.additionalStartupParameters = [("application_name", "imcodec-relay")]
-        configuration.options.connectTimeout = timeout
+        let configuration = try Self.connectionConfiguration(for: url)
         do {
             connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.any(),
@@ -152,6 +144,23 @@ final class PostgresRelayStore: RelayStore {
             if let error = error as? RelayStoreError { throw error }
             throw RelayStoreError(description: "the database \(url) cannot be used: \(Self.describe(error))")
         }
+    }
+
+    /// How the relay connects to `url` (the store, and the relay benchmark's own connection): its
+    /// server, login and database, TLS as ``tls(for:)`` says, the URL's timeout for connecting.
+    /// - Throws: ``RelayStoreError`` when the `sslrootcert` file cannot be read.
+    static func connectionConfiguration(for url: PostgresURL) throws -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: url.host,
+            port: url.port,
+            username: url.user,
+            password: url.password,
+            database: url.database,
+            tls: try tls(for: url)
+        )
+        configuration.options.additionalStartupParameters = [("application_name", "imcodec-relay")]
+        configuration.options.connectTimeout = .seconds(Int64(url.timeoutSeconds))
+        return configuration
     }
 
     /// The TLS of a connection to `url`, as its ``PostgresURL/effectiveTLSMode`` says.
@@ -675,7 +684,8 @@ final class PostgresRelayStore: RelayStore {
         } catch is TimedOut {
             throw RelayStoreError(
                 description:
-                    "PostgreSQL at \(url) did not answer within \(url.timeoutSeconds) s (the URL's timeout); "
+                    "PostgreSQL at \(url) did not answer within \(timeout.nanoseconds / 1_000_000_000) s (the URL's "
+                    + "timeout); "
                     + "the connection is closed"
             )
         }
