@@ -346,14 +346,7 @@ struct BenchDatabase {
         do {
             let connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.any(),
-                configuration: PostgresConnection.Configuration(
-                    host: server.host,
-                    port: server.port,
-                    username: server.user,
-                    password: server.password,
-                    database: server.database,
-                    tls: try PostgresRelayStore.tls(for: server)
-                ),
+                configuration: try PostgresRelayStore.connectionConfiguration(for: server),
                 id: 0,
                 logger: logger
             ).wait()

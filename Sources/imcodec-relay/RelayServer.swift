@@ -85,11 +85,14 @@ enum StoreLocation: Sendable, CustomStringConvertible {
     }
 
     /// Where the store is, for people: a path, a PostgreSQL URL without its password, or `memory`.
-    var description: String {
+    var description: String { description(connection: nil) }
+
+    /// ``description`` with how the relay reached the store (``RelayStore/connectionSummary``).
+    func description(connection: String?) -> String {
         switch self {
         case .memory: return "memory (lost on exit)"
         case .sqlite(let path, _): return path
-        case .postgres(let url): return "\(url) (PostgreSQL)"
+        case .postgres(let url): return "\(url) (PostgreSQL\(connection.map { ", \($0)" } ?? ""))"
         }
     }
 }
@@ -210,9 +213,7 @@ final class RelayServer: Sendable {
             store.close()
             throw error
         }
-        let storeDescription =
-            store.connectionSummary.map { String(configuration.store.description.dropLast()) + ", \($0))" }
-            ?? configuration.store.description
+        let storeDescription = configuration.store.description(connection: store.connectionSummary)
         let handoff = StoreHandoff(store: store, state: state)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()

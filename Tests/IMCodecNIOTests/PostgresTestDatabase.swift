@@ -99,17 +99,10 @@ final class PostgresTestDatabase: Sendable {
 
     private static let logger = Logger(label: "imcodec-tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    private static func connect(to url: PostgresURL) -> EventLoopFuture<PostgresConnection> {
+    private static func connect(to url: PostgresURL) throws -> EventLoopFuture<PostgresConnection> {
         PostgresConnection.connect(
             on: MultiThreadedEventLoopGroup.singleton.any(),
-            configuration: PostgresConnection.Configuration(
-                host: url.host,
-                port: url.port,
-                username: url.user,
-                password: url.password,
-                database: url.database,
-                tls: .disable
-            ),
+            configuration: try PostgresRelayStore.connectionConfiguration(for: url),
             id: 0,
             logger: logger
         )

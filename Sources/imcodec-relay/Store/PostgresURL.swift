@@ -176,17 +176,15 @@ struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL without its password (`postgresql://USER@HOST:PORT/DB`).
-    var description: String {
-        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return "postgresql://\(Self.encode(user))@\(host):\(port)/\(Self.encode(database))\(queryText)"
-    }
+    var description: String { text(password: nil) }
 
     /// The URL with its password, for a child relay's `--store` (never printed).
-    var withPassword: String {
-        guard let password else { return description }
+    var withPassword: String { text(password: password) }
+
+    private func text(password: String?) -> String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return "postgresql://\(Self.encode(user)):\(Self.encode(password))@\(host):\(port)/\(Self.encode(database))"
-            + queryText
+        let userInfo = Self.encode(user) + (password.map { ":" + Self.encode($0) } ?? "")
+        return "postgresql://\(userInfo)@\(host):\(port)/\(Self.encode(database))\(queryText)"
     }
 
     /// Why a `--store` URL was refused.
