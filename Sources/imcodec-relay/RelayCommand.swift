@@ -80,6 +80,40 @@ extension RelayCommand {
     }
 }
 
+/// SIGTERM and SIGINT while a standby relay waits for its database, or loads it once it took the
+/// lock: the relay has written nothing and acknowledged nothing, so it prints one line and exits 0
+/// from the signal handler itself (`write` and `_exit` are async-signal-safe; the server rolls back
+/// what the session had begun and releases the lock). ``restore()`` gives the signals back their
+/// default action before swift-service-lifecycle handles them, once the relay serves. (Not with a
+/// dispatch signal source: one cancelled before swift-service-lifecycle makes its own leaves SIGTERM
+/// to its default action on Linux, and the serving relay would die of it instead of shutting down.)
+enum StandbySignals {
+    /// Installs the handler for SIGTERM and SIGINT.
+    static func install() {
+        for number in [SIGTERM, SIGINT] {
+            var action = sigaction()
+            let handler: @convention(c) (Int32) -> Void = { _ in
+                let line: StaticString = "relay standby stopped before it took over; the database is as it was\n"
+                _ = write(1, line.utf8Start, line.utf8CodeUnitCount)
+                _exit(0)
+            }
+            #if canImport(Darwin)
+            action.__sigaction_u.__sa_handler = handler
+            #else
+            action.__sigaction_handler.sa_handler = handler
+            #endif
+            sigemptyset(&action.sa_mask)
+            sigaction(number, &action, nil)
+        }
+    }
+
+    /// Gives SIGTERM and SIGINT back their default action.
+    static func restore() {
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGINT, SIG_DFL)
+    }
+}
+
 /// Writes a line to standard output at once, with one `write(2)` and no stdio lock (the main
 /// thread may be blocked in `readLine()` holding stdin's lock, so `fflush(NULL)` would deadlock).
 func emit(_ line: String) {
@@ -207,10 +241,19 @@ extension RelayCommand {
         @Option(
             help: """
                 Where the relay keeps what it promises: sqlite (in --data-dir, durable), memory (lost on exit), \
-                or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (a PostgreSQL database this relay alone uses).
+                or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (a PostgreSQL database one relay serves at a time; \
+                see --standby).
                 """
         )
         var store = "sqlite"
+
+        @Flag(
+            help: """
+                With a PostgreSQL --store that another relay serves: wait, without listening, and take over \
+                (load the store, then listen) when that relay stops, dies or loses its connection.
+                """
+        )
+        var standby = false
 
         @Option(
             help:
@@ -265,6 +308,9 @@ extension RelayCommand {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             } else if store != "sqlite" && store != "memory" {
                 throw ValidationError("--store is sqlite, memory or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")
+            }
+            guard !standby || PostgresURL.hasScheme(store) else {
+                throw ValidationError("--standby needs a PostgreSQL --store (a SQLite data directory has one relay)")
             }
             guard Router.BlockedSenders(rawValue: blockedSenders) != nil else {
                 throw ValidationError("--blocked-senders is silent or error")
@@ -359,8 +405,13 @@ extension RelayCommand {
                 throw ExitCode.failure
             }
             configuration.authenticator = try runAsync { try await RelayAuthenticator(secret: secret) }
+            if standby {
+                StandbySignals.install()
+                configuration.standby = PostgresRelayStore.Standby { emit("relay standby: \($0)") }
+            }
             let server: RelayServer
             do {
+                defer { if standby { StandbySignals.restore() } }
                 server = try RelayServer.start(configuration).wait()
             } catch let error as RelayStoreError {
                 if case .postgres = configuration.store {

@@ -50,6 +50,9 @@ struct RelayConfiguration: Sendable {
     var maxStreamEntries = 10_000
     /// Where the relay keeps what it promises.
     var store = StoreLocation.memory
+    /// With a PostgreSQL store: wait for the database's lock while another relay serves it, and take
+    /// over when that one stops (`serve --standby`); `nil`: refuse after a few seconds.
+    var standby: PostgresRelayStore.Standby?
     /// What the sender of a one-to-one message to a user who blocked it is told: nothing (silent,
     /// Tencent's default) or error 20007.
     var blockedSenders = Router.BlockedSenders.silent
@@ -71,16 +74,23 @@ enum StoreLocation: Sendable, CustomStringConvertible {
     case memory
     /// A SQLite database at `path` (``SQLiteRelayStore``); `synchronous` is `FULL` or `NORMAL`.
     case sqlite(path: String, synchronous: String = "FULL")
-    /// A PostgreSQL database (``PostgresRelayStore``), held by this relay alone.
+    /// A PostgreSQL database (``PostgresRelayStore``), served by one relay at a time.
     case postgres(PostgresURL)
 
-    /// Opens the store; postgres-nio logs to `logger`.
-    /// - Throws: ``RelayStoreError`` when it is damaged, unreadable or unreachable, or held by another relay.
-    func open(logger: Logger) throws -> any RelayStore {
+    /// Opens the store; postgres-nio logs to `logger`. A PostgreSQL database another relay serves is
+    /// waited for with `standby`, else refused.
+    /// - Throws: ``RelayStoreError`` when it is damaged, unreadable or unreachable, or held by another
+    ///   relay.
+    func open(logger: Logger, standby: PostgresRelayStore.Standby? = nil) throws -> any RelayStore {
         switch self {
         case .memory: return MemoryRelayStore()
         case .sqlite(let path, let synchronous): return try SQLiteRelayStore(path: path, synchronous: synchronous)
-        case .postgres(let url): return try PostgresRelayStore(url: url, logger: logger)
+        case .postgres(let url):
+            return try PostgresRelayStore(
+                url: url,
+                lockWait: standby.map { .standby($0) } ?? .refuse(after: .seconds(5)),
+                logger: logger
+            )
         }
     }
 
@@ -205,7 +215,7 @@ final class RelayServer: Sendable {
         guard let authenticator = configuration.authenticator else {
             throw IMCodecError.invalidArgument("the relay needs an authenticator to check login tokens")
         }
-        let store = try configuration.store.open(logger: configuration.logger)
+        let store = try configuration.store.open(logger: configuration.logger, standby: configuration.standby)
         let state: StoredState
         do {
             state = try store.load()
@@ -228,6 +238,9 @@ final class RelayServer: Sendable {
                 authenticator: authenticator,
                 metrics: metrics
             )
+            if let interval = handoff.store.connectionCheckInterval {
+                router.checkStoreConnection(every: interval)
+            }
             return bind(configuration, group: group, loop: loop, router: router, storeDescription: storeDescription)
         }
     }

@@ -130,6 +130,22 @@ final class Router {
         }
     }
 
+    /// Checks every `interval` that the store is still this relay's (``RelayStore/checkConnection()``,
+    /// on the store thread, in order with the commits): a relay that lost its PostgreSQL connection,
+    /// and with it the database's lock (a standby may serve the database by then), stops, rather
+    /// than serve from memory what it can no longer commit.
+    func checkStoreConnection(every interval: TimeAmount) {
+        let router = NIOLoopBound(self, eventLoop: eventLoop)
+        eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
+            let router = router.value
+            guard !router.shuttingDown, !router.store.failed else {
+                task.cancel()
+                return
+            }
+            router.store.read({ try $0.checkConnection() }, then: { _ in })
+        }
+    }
+
     // MARK: Connections
 
     func opened(_ session: Session) {

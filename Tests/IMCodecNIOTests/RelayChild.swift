@@ -91,6 +91,31 @@ final class RelayChild {
         return child
     }
 
+    /// Starts the relay with `--standby` on a database another relay serves, and waits until it
+    /// says it is waiting (``standbyLine``).
+    static func startStandby(folder: TemporaryFolder, extra: [String] = []) async throws -> RelayChild {
+        let child = try RelayChild(folder: folder, extra: ["--standby"] + extra)
+        let waiting = await eventually(30) { child.standbyLine != nil || !child.process.isRunning }
+        guard waiting, child.standbyLine != nil, child.listeningPort == nil else {
+            child.forceKill()
+            throw RelayChildError(description: "the relay did not stand by: \(child.stdout)\(child.stderr)")
+        }
+        return child
+    }
+
+    /// The line a standby prints while another relay serves the database, once printed.
+    var standbyLine: String? {
+        stdout.split(separator: "\n").first { $0.hasPrefix("relay standby: another relay serves") }.map(String.init)
+    }
+
+    /// Waits until a standby took over and prints its port; throws when it stopped instead.
+    func waitUntilListening() async throws {
+        let started = await eventually(30) { listeningPort != nil || !process.isRunning }
+        guard started, listeningPort != nil else {
+            throw RelayChildError(description: "the standby did not take over: \(stdout)\(stderr)")
+        }
+    }
+
     var stdout: String { (try? String(contentsOf: outFile, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: errFile, encoding: .utf8)) ?? "" }
 

@@ -48,85 +48,55 @@ struct RelayCrashTests {
         let folder = try await TemporaryFolder("crash-load", store: backend)
         defer { folder.remove() }
         let run = LoadRun()
+        let extra = ["--groups", folder.groupsFile]
         try await withClientGroup(threads: 2) { group in
-            var relay = try await RelayChild.start(folder: folder, extra: ["--groups", folder.groupsFile])
-            defer { relay.forceKill() }
-            for device in run.devices {
-                try await device.connect(port: relay.port, group: group)
+            let first = try await RelayChild.start(folder: folder, extra: extra)
+            try await run.killDuringLoad(group: group, first: first) {
+                // Restarted on the same store.
+                try await RelayChild.start(folder: folder, extra: extra)
             }
-            for (number, killPoint) in run.killPoints.enumerated() {
-                // The load, until the kill point.
-                let reached = await eventually(20) {
-                    run.pumpAll()
-                    guard run.acknowledged >= killPoint else { return false }
-                    // Refill every window first: frames are in flight when the relay dies.
-                    run.pumpAll()
-                    run.kills.append(
-                        (
-                            acknowledged: run.acknowledged,
-                            unanswered: run.devices.reduce(0) { $0 + $1.outstanding.count }
-                        )
-                    )
-                    relay.signal(SIGKILL)
-                    return true
-                }
-                #expect(
-                    reached,
-                    "kill \(number + 1): the load stalled at \(run.acknowledged) of \(killPoint) acks: \(run.progress)"
-                )
-                try #require(reached)
-                #expect(await relay.waitForExit(), "the relay did not die after SIGKILL")
-                #expect(relay.terminatedBySignal == SIGKILL)
-                // Whatever the relay wrote before it died still arrives; then the connections close.
-                let closed = await eventually {
-                    run.pumpAll(sending: false)
-                    return run.devices.allSatisfy { !$0.isConnected }
-                }
-                #expect(closed)
-                run.pumpAll(sending: false)
-                run.crashed()
-                // Restart on the same store; every device resumes from its last position
-                // and resends what was not acknowledged.
-                relay = try await RelayChild.start(folder: folder, extra: ["--groups", folder.groupsFile])
-                for device in run.devices {
-                    try await device.connect(port: relay.port, group: group)
-                }
-            }
-            let finished = await eventually(20) {
-                run.pumpAll()
-                return run.devices.allSatisfy(\.isFinished)
-            }
-            #expect(finished, "the load stalled after the last restart: \(run.progress)")
-            try #require(finished)
+        }
+        run.checkAfterKills()
+    }
 
-            // Every device reads its whole stream again, from position 0.
-            for device in run.devices { device.startAudit() }
-            let audited = await eventually(20) {
-                run.pumpAll(sending: false)
-                return run.devices.allSatisfy(\.auditDone)
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// Three relays on one PostgreSQL database, one serving and the others started with
+    /// `--standby`: the load of ``sigkillInTheMiddleOfALoadLosesAndRepeatsNoAcknowledgedFrame(_:)``,
+    /// but at each kill point the serving relay is killed with SIGKILL and a standby, already
+    /// running, takes over (it prints its listening line); every device reconnects to it, and
+    /// another standby is started. Checked: the same as there (every acknowledged frame reaches
+    /// every device it should exactly once, in order; seqs and positions only grow), and that each
+    /// standby waited without listening until it took over.
+    @Test func aStandbyTakesOverFromAKilledRelayAndNothingAcknowledgedIsLost() async throws {
+        let folder = try await TemporaryFolder("failover-load", store: .postgresql)
+        defer { folder.remove() }
+        let run = LoadRun()
+        let extra = ["--groups", folder.groupsFile, "--standby"]
+        var relays: [RelayChild] = []
+        defer { for relay in relays { relay.forceKill() } }
+        try await withClientGroup(threads: 2) { group in
+            let first = try await RelayChild.start(folder: folder, extra: extra)
+            relays.append(first)
+            var standby = try await RelayChild.startStandby(folder: folder, extra: extra)
+            relays.append(standby)
+            try await run.killDuringLoad(group: group, first: first) {
+                let serving = standby
+                try await serving.waitUntilListening()
+                standby = try await RelayChild.startStandby(folder: folder, extra: extra)
+                relays.append(standby)
+                return serving
             }
-            #expect(audited, "the stream audit stalled: \(run.progress)")
-            for device in run.devices { await device.close() }
-            relay.signal(SIGKILL)
-            _ = await relay.waitForExit()
+            #expect(standby.listeningPort == nil, "the last standby still waits: \(standby.stdout)")
+            standby.signal(SIGTERM)
+            #expect(await standby.waitForExit())
+            #expect(standby.exitStatus == 0)
         }
-        let report = run.check()
-        print(report.summary)
-        for problem in report.problems.prefix(40) {
-            Issue.record("\(problem)")
+        #expect(relays.count == 4)
+        for (number, relay) in relays.enumerated() {
+            // The first served from the start; each of the others stood by first.
+            #expect((relay.standbyLine != nil) == (number > 0), "relay \(number): \(relay.stdout)")
         }
-        #expect(report.problems.isEmpty, "\(report.problems.count) problems")
-        // The counts say the test did what it claims.
-        #expect(run.kills.count == run.killPoints.count)
-        for (kill, point) in zip(run.kills, run.killPoints) {
-            #expect(kill.acknowledged >= point && kill.acknowledged < run.plannedFrames)
-            #expect(kill.unanswered > 0, "nothing was in flight when the relay was killed")
-        }
-        #expect(report.ackedMessages == run.plannedMessages, "every message is acknowledged in the end")
-        #expect(report.ackedEvents + report.uncertainEvents == run.plannedEvents)
-        #expect(run.resent > 0, "no message was unacknowledged at a kill")
-        #expect(report.delivered == report.expectedDeliveries + report.uncertainDelivered)
-        #expect(report.sentCopies > 0 && report.groupMessages > 0 && report.directMessages > 0)
+        run.checkAfterKills()
     }
 
     // MARK: A damaged database
@@ -705,6 +675,96 @@ private final class LoadRun {
 
     func pumpAll(sending: Bool = true) {
         for device in devices { device.pump(sending: sending) }
+    }
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// Runs the load against `first`; at each kill point kills the serving relay with SIGKILL
+    /// (right after the windows were refilled, so sends are in flight), waits until every
+    /// connection is closed, and reconnects every device to the relay `next` gives (restarted on
+    /// the same store, or a standby that took over); runs the load to its end, then has every
+    /// device read its whole stream again from 0, and kills the last relay.
+    func killDuringLoad(
+        group: any EventLoopGroup,
+        first: RelayChild,
+        next: () async throws -> RelayChild
+    ) async throws {
+        var relay = first
+        defer { relay.forceKill() }
+        for device in devices {
+            try await device.connect(port: relay.port, group: group)
+        }
+        for (number, killPoint) in killPoints.enumerated() {
+            // The load, until the kill point.
+            let reached = await eventually(20) {
+                pumpAll()
+                guard acknowledged >= killPoint else { return false }
+                // Refill every window first: frames are in flight when the relay dies.
+                pumpAll()
+                kills.append(
+                    (acknowledged: acknowledged, unanswered: devices.reduce(0) { $0 + $1.outstanding.count })
+                )
+                relay.signal(SIGKILL)
+                return true
+            }
+            #expect(
+                reached,
+                "kill \(number + 1): the load stalled at \(acknowledged) of \(killPoint) acks: \(progress)"
+            )
+            try #require(reached)
+            #expect(await relay.waitForExit(), "the relay did not die after SIGKILL")
+            #expect(relay.terminatedBySignal == SIGKILL)
+            // Whatever the relay wrote before it died still arrives; then the connections close.
+            let closed = await eventually {
+                pumpAll(sending: false)
+                return devices.allSatisfy { !$0.isConnected }
+            }
+            #expect(closed)
+            pumpAll(sending: false)
+            crashed()
+            // Every device resumes from its last position and resends what was not acknowledged.
+            relay = try await next()
+            for device in devices {
+                try await device.connect(port: relay.port, group: group)
+            }
+        }
+        let finished = await eventually(20) {
+            pumpAll()
+            return devices.allSatisfy(\.isFinished)
+        }
+        #expect(finished, "the load stalled after the last restart: \(progress)")
+        try #require(finished)
+
+        // Every device reads its whole stream again, from position 0.
+        for device in devices { device.startAudit() }
+        let audited = await eventually(20) {
+            pumpAll(sending: false)
+            return devices.allSatisfy(\.auditDone)
+        }
+        #expect(audited, "the stream audit stalled: \(progress)")
+        for device in devices { await device.close() }
+        relay.signal(SIGKILL)
+        _ = await relay.waitForExit()
+    }
+
+    /// The checks of a load with kills (``killDuringLoad(group:first:next:)``), and the counts that
+    /// say the load did what it claims.
+    func checkAfterKills() {
+        let report = check()
+        print(report.summary)
+        for problem in report.problems.prefix(40) {
+            Issue.record("\(problem)")
+        }
+        #expect(report.problems.isEmpty, "\(report.problems.count) problems")
+        #expect(kills.count == killPoints.count)
+        for (kill, point) in zip(kills, killPoints) {
+            #expect(kill.acknowledged >= point && kill.acknowledged < plannedFrames)
+            #expect(kill.unanswered > 0, "nothing was in flight when the relay was killed")
+        }
+        #expect(report.ackedMessages == plannedMessages, "every message is acknowledged in the end")
+        #expect(report.ackedEvents + report.uncertainEvents == plannedEvents)
+        #expect(resent > 0, "no message was unacknowledged at a kill")
+        #expect(report.delivered == report.expectedDeliveries + report.uncertainDelivered)
+        #expect(report.sentCopies > 0 && report.groupMessages > 0 && report.directMessages > 0)
     }
 
     var progress: String {

@@ -163,8 +163,8 @@ struct RelayPostgresTests {
             #expect(line.hasPrefix(prefix), "\(line)")
             #expect(
                 line.hasSuffix(
-                    " (imcodec-relay, from 127.0.0.1)); one relay per database until several relays can share one; "
-                        + "the relay stops and changes nothing in the database"
+                    " (imcodec-relay, from 127.0.0.1)); start this relay with --standby to wait and take over when "
+                        + "that one stops; the relay stops and changes nothing in the database"
                 ),
                 "\(line)"
             )
@@ -189,6 +189,96 @@ struct RelayPostgresTests {
             third.signal(SIGTERM)
             #expect(await third.waitForExit())
         }
+    }
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// `serve --standby` on a database another relay serves prints one line naming the database and
+    /// the server process that holds its lock, and does not listen; told SIGTERM, it exits 0 and
+    /// says it never took over. When the serving relay loses its connection (its server process is
+    /// terminated), it cannot commit anything more: it stops with status 1 and a line naming the
+    /// database, and the standby takes over, with the seqs where the first left them.
+    @Test func aStandbyWaitsWithoutListeningAndTakesOverFromARelayThatLostItsConnection() async throws {
+        let folder = try await TemporaryFolder("pg-standby", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        try await withClientGroup { group in
+            // --standby on a database nobody serves: it serves at once.
+            let first = try await RelayChild.start(folder: folder, extra: ["--standby"])
+            defer { first.forceKill() }
+            #expect(first.standbyLine == nil, "\(first.stdout)")
+            let alice = try await TestClient.connect(port: first.port, as: "alice", group: group, deviceID: "desk")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "one", clientMsgID: "s-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            #expect(alice.collector.acks.first.map { $0.errorCode == 0 && $0.seq == 1 } == true)
+
+            let standby = try await RelayChild.startStandby(folder: folder)
+            defer { standby.forceKill() }
+            let line = try #require(standby.standbyLine)
+            let prefix =
+                "relay standby: another relay serves the database \(database.url) (its lock is held by server process "
+            #expect(line.hasPrefix(prefix), "\(line)")
+            #expect(line.hasSuffix(" (imcodec-relay, from 127.0.0.1)); waiting to take over"), "\(line)")
+            let holder = try #require(Int32(line.dropFirst(prefix.count).prefix { $0.isNumber }))
+
+            // A second standby, stopped while it waits.
+            let stopped = try await RelayChild.startStandby(folder: folder)
+            defer { stopped.forceKill() }
+            stopped.signal(SIGTERM)
+            #expect(await stopped.waitForExit())
+            #expect(stopped.exitStatus == 0, "\(stopped.stderr)")
+            #expect(stopped.stdout.contains("relay standby stopped before it took over; the database is as it was\n"))
+            #expect(stopped.listeningPort == nil && standby.listeningPort == nil)
+
+            // The serving relay's server process goes away, and the lock with it.
+            let terminated = try await database.withConnection { connection in
+                try await connection.query("SELECT pg_terminate_backend(\(holder))", logger: Self.logger)
+                    .collect().first?.decode(Bool.self)
+            }
+            #expect(terminated == true)
+            #expect(await first.waitForExit(), "the relay that lost its connection did not stop")
+            #expect(first.exitStatus == 1)
+            #expect(first.stderr.contains("PostgreSQL at \(database.url)"), "\(first.stderr)")
+            #expect(first.stderr.contains("; stopping (clients resend what was not acknowledged)"), "\(first.stderr)")
+            #expect(await eventually { !alice.channel.isActive }, "the stopped relay's clients are closed")
+
+            try await standby.waitUntilListening()
+            #expect(standby.stdout.contains("relay store: \(database.url) (PostgreSQL, no TLS)\n"))
+            let again = try await TestClient.connect(port: standby.port, as: "alice", group: group, deviceID: "desk")
+            try await again.send(Frame(Message.c2cText(from: "alice", to: "bob", "two", clientMsgID: "s-2")))
+            #expect(await eventually { again.collector.acks.count == 1 })
+            #expect(again.collector.acks.first.map { $0.errorCode == 0 && $0.seq == 2 } == true)
+            await again.close()
+            await alice.close()
+            standby.signal(SIGTERM)
+            #expect(await standby.waitForExit())
+            #expect(standby.exitStatus == 0, "\(standby.stderr)")
+        }
+    }
+
+    /// The store's session asks the server to probe an idle connection after 5 s, every 2 s, 3
+    /// times: the server drops the lock of a relay whose machine vanished within about 11 s (so a
+    /// standby takes over), not after the system's default of two hours.
+    @Test func theServerDropsTheLockOfAVanishedRelayWithinSeconds() async throws {
+        let database = try await PostgresTestDatabase()
+        defer { database.drop() }
+        let store = try Self.openStore(database, host: "127.0.0.1", "")
+        defer { store.close() }
+        #expect(try store.setting("tcp_keepalives_idle") == "5")
+        #expect(try store.setting("tcp_keepalives_interval") == "2")
+        #expect(try store.setting("tcp_keepalives_count") == "3")
+        #expect(store.connectionCheckInterval == .seconds(2))
+        try store.checkConnection()
+    }
+
+    /// `--standby` needs a PostgreSQL store: SQLite's data directory has one relay.
+    @Test func aStandbyNeedsAPostgreSQLStore() async throws {
+        let folder = try TemporaryFolder("standby-sqlite")
+        defer { folder.remove() }
+        let relay = try RelayChild(folder: folder, extra: ["--standby"])
+        defer { relay.forceKill() }
+        #expect(await relay.waitForExit())
+        #expect(relay.exitStatus == 2, "a usage error: \(String(describing: relay.exitStatus))")
+        #expect(relay.stderr.contains("--standby needs a PostgreSQL --store"), "\(relay.stderr)")
     }
 
     // MARK: Migrations

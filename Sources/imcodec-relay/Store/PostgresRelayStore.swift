@@ -27,11 +27,16 @@ import PostgresNIO
 /// is flushed on the server: a commit the relay acknowledged survives the relay's and the server's
 /// crash (given the server's own `fsync = on`). A batch that fails is rolled back whole.
 ///
-/// One relay per database, for now: the connection holds a session-level advisory lock
+/// One relay serves a database at a time: the connection holds a session-level advisory lock
 /// (``lockKey``) for the relay's life, the PostgreSQL counterpart of the SQLite data directory's
-/// `relay.lock`. The router allocates seqs and stream positions in memory, so a second relay on the
-/// same database would hand out the same ones; it is refused. The lock goes with the session: when
-/// the relay stops, dies or loses its connection.
+/// `relay.lock`. The router allocates seqs and stream positions in memory, so a second relay serving
+/// the same database would hand out the same ones: it is refused, or, started as a standby
+/// (``LockWait/standby(_:)``), waits for the lock and takes over when the serving relay stops, dies
+/// or loses its connection (the lock goes with the session). Every commit runs on the session that
+/// holds the lock, so a relay that lost it cannot commit anything more; it notices within
+/// ``connectionCheckInterval`` plus ``timeout`` and stops (``checkConnection()``), and the server
+/// notices a relay that vanished without closing its connection within about 11 s (TCP keepalives
+/// set on the session).
 ///
 /// Tables (created by the versioned migrations of ``migrations``, recorded in
 /// `imcodec_schema_migrations`):
@@ -110,15 +115,34 @@ final class PostgresRelayStore: RelayStore {
     /// The newest schema version this relay knows.
     static var schemaVersion: Int { migrations.count }
 
+    /// What a relay does while another relay holds the database's lock.
+    enum LockWait {
+        /// Waits this long, then refuses: a relay killed a moment ago holds the lock until the
+        /// server notices its connection is gone.
+        case refuse(after: TimeAmount)
+        /// Waits until the lock is free, however long: a standby relay.
+        case standby(Standby)
+    }
+
+    /// What a standby relay (`serve --standby`) is told while it waits for the lock.
+    struct Standby: Sendable {
+        /// Called once, when the relay finds the lock held, with a line for people.
+        var waiting: @Sendable (String) -> Void
+    }
+
+    /// How often a serving relay checks its connection (``checkConnection()``).
+    static let connectionCheckInterval = TimeAmount.seconds(2)
+
+    var connectionCheckInterval: TimeAmount? { Self.connectionCheckInterval }
+
     /// Connects, takes the database's relay lock and migrates the schema to ``schemaVersion``.
     /// - Parameters:
-    ///   - lockWait: How long to wait for the lock before refusing: a relay killed a moment ago
-    ///     holds it until the server notices its connection is gone.
+    ///   - lockWait: What to do while another relay holds the lock.
     ///   - logger: Where postgres-nio logs.
     /// - Throws: ``RelayStoreError`` when the server cannot be reached or refuses the login, when
     ///   another relay holds the database, when the database was written by a newer relay, or when a
     ///   migration fails; nothing is changed in the database then.
-    init(url: PostgresURL, lockWait: TimeAmount = .seconds(5), logger: Logger) throws {
+    init(url: PostgresURL, lockWait: LockWait = .refuse(after: .seconds(5)), logger: Logger) throws {
         self.url = url
         self.logger = logger
         self.timeout = .seconds(Int64(url.timeoutSeconds))
@@ -135,6 +159,11 @@ final class PostgresRelayStore: RelayStore {
         }
         do {
             try run("SET synchronous_commit = on")
+            // The server drops the session (and the lock) of a relay whose machine or network went
+            // away within 5 + 3 x 2 s, so that a standby can take over.
+            try run("SET tcp_keepalives_idle = 5")
+            try run("SET tcp_keepalives_interval = 2")
+            try run("SET tcp_keepalives_count = 3")
             tlsVersion = try run("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl").rows.first?
                 .decode(String.self)
             try lock(wait: lockWait)
@@ -208,17 +237,43 @@ final class PostgresRelayStore: RelayStore {
 
     // MARK: Start: the lock and the migrations
 
-    /// Takes the relay's advisory lock on the database, or refuses after `wait`.
-    private func lock(wait: TimeAmount) throws {
-        let deadline = NIODeadline.now() + wait
+    /// Takes the relay's advisory lock on the database, waiting as `wait` says.
+    private func lock(wait: LockWait) throws {
+        let start = NIODeadline.now()
+        var announced = false
         let (classID, objectID) = Self.lockKey
         while true {
             let rows = try run("SELECT pg_try_advisory_lock(\(classID), \(objectID))").rows
             if try rows.first?.decode(Bool.self) == true { return }
-            if NIODeadline.now() >= deadline { break }
-            usleep(100_000)
+            switch wait {
+            case .refuse(let after):
+                guard NIODeadline.now() < start + after else {
+                    throw RelayStoreError(
+                        description:
+                            "another relay is using the database \(url) (it holds the relay's PostgreSQL advisory lock"
+                            + "\(lockHolder().map { "; it is held by \($0)" } ?? "")); start this relay with "
+                            + "--standby to wait and take over when that one stops"
+                    )
+                }
+            case .standby(let standby):
+                if !announced {
+                    announced = true
+                    standby.waiting(
+                        "another relay serves the database \(url)"
+                            + "\(lockHolder().map { " (its lock is held by \($0))" } ?? ""); waiting to take over"
+                    )
+                }
+            }
+            usleep(Self.lockPoll)
         }
-        var holder = ""
+    }
+
+    /// How often a relay waiting for the lock tries to take it, in microseconds.
+    private static let lockPoll: UInt32 = 100_000
+
+    /// The session holding the relay's lock, for people: `server process PID (NAME, from ADDRESS)`.
+    private func lockHolder() -> String? {
+        let (classID, objectID) = Self.lockKey
         let sessions = try? run(
             """
             SELECT a.pid, COALESCE(a.application_name, ''), COALESCE(host(a.client_addr), 'a local socket')
@@ -228,15 +283,23 @@ final class PostgresRelayStore: RelayStore {
                 AND l.classid::bigint = \(Int64(classID)) AND l.objid::bigint = \(Int64(objectID)) AND l.objsubid = 2
             """
         ).rows
-        if let row = sessions?.first, let (pid, application, address) = try? row.decode((Int32, String, String).self) {
-            holder =
-                "; it is held by server process \(pid) (\(application.isEmpty ? "no name" : application), from \(address))"
+        guard let row = sessions?.first, let (pid, application, address) = try? row.decode((Int32, String, String).self)
+        else { return nil }
+        return "server process \(pid) (\(application.isEmpty ? "no name" : application), from \(address))"
+    }
+
+    /// The value of a setting of the store's session (`SHOW`), for tests.
+    func setting(_ name: String) throws -> String {
+        try guarded("reading a setting") {
+            try run("SELECT current_setting(\(name))").rows.first?.decode(String.self) ?? ""
         }
-        throw RelayStoreError(
-            description:
-                "another relay is using the database \(url) (it holds the relay's PostgreSQL advisory lock\(holder)); "
-                + "one relay per database until several relays can share one"
-        )
+    }
+
+    /// Checks that the connection, and with it the lock, is still there: one round trip, bounded by
+    /// ``timeout``.
+    /// - Throws: ``RelayStoreError`` when the connection is gone or the server does not answer.
+    func checkConnection() throws {
+        _ = try guarded("checking its connection (which holds the relay's lock)") { try run("SELECT 1") }
     }
 
     /// Brings the schema to ``schemaVersion`` in one transaction; refuses a database whose schema

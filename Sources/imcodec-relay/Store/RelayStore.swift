@@ -1,5 +1,6 @@
 #if Tools
 import IMCodec
+import NIOCore
 
 /// Where the relay keeps what it promises: messages, events, seq counters, membership, the resend
 /// de-duplication and each device's stream position.
@@ -11,7 +12,8 @@ import IMCodec
 /// implementation needs no lock of its own.
 ///
 /// Three stores exist: ``SQLiteRelayStore`` (the default, durable: WAL, one transaction per batch),
-/// ``PostgresRelayStore`` (durable, on a PostgreSQL server: one relay per database for now) and
+/// ``PostgresRelayStore`` (durable, on a PostgreSQL server: one serving relay per database, others
+/// standing by) and
 /// ``MemoryRelayStore`` (for tests and the relay benchmark's baseline). The router does not change.
 protocol RelayStore: AnyObject {
     /// Everything the router keeps in memory, read once at start.
@@ -42,10 +44,21 @@ protocol RelayStore: AnyObject {
 
     /// How the relay reaches the store, for people (`TLS TLSv1.3`), when that matters (a server).
     var connectionSummary: String? { get }
+
+    /// How often the relay checks that it still holds the store (``checkConnection()``), or `nil`
+    /// when it cannot lose it (a file, memory).
+    var connectionCheckInterval: TimeAmount? { get }
+
+    /// Checks that the store is still this relay's: a PostgreSQL store's connection, which holds the
+    /// database's lock.
+    /// - Throws: ``RelayStoreError`` when it is not; the relay stops.
+    func checkConnection() throws
 }
 
 extension RelayStore {
     var connectionSummary: String? { nil }
+    var connectionCheckInterval: TimeAmount? { nil }
+    func checkConnection() throws {}
 
     /// A store that holds nothing to release (SQLite's file lock belongs to the data directory,
     /// ``RelayFiles/lock()``; its database is closed with the store).
