@@ -256,14 +256,20 @@ extension Router {
 
     /// Recalls and deletes for everyone take their messages out of everyone's unread count and @,
     /// and an edit of a conversation's last message changes its entry; each changed entry moves to
-    /// the event's position in its user's stream, so the list's next sync has it.
-    func conversationsChanged(by event: Frame.Payload, in key: ConversationKey, deliveries: [Delivery]) {
+    /// the event's position in its user's stream, so the list's next sync has it. `seqs`: the kept
+    /// messages the event names (``ConversationState/resolve(_:)``).
+    func conversationsChanged(
+        by event: Frame.Payload,
+        naming seqs: [UInt64],
+        in key: ConversationKey,
+        deliveries: [Delivery]
+    ) {
         var removed: Set<UInt64> = []
         var edited: UInt64 = 0
         switch event {
-        case .recall(let recall): removed = [recall.message?.seq ?? 0]
-        case .delete(let delete) where delete.scope == .everyone: removed = Set(delete.messages.map(\.seq))
-        case .edit(let edit): edited = edit.message?.seq ?? 0
+        case .recall: removed = Set(seqs)
+        case .delete(let delete) where delete.scope == .everyone: removed = Set(seqs)
+        case .edit: edited = seqs.first ?? 0
         default: return
         }
         removed.remove(0)

@@ -258,14 +258,17 @@ extension Router {
         }
         guard !isResentEvent(frame, from: session, user: user) else { return }
         var requestID: UInt64 = 0
+        // The kept messages the event names.
+        var named: [UInt64] = []
         if let key {
             guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
             if frame.payloadKind == .edit, case .edit(let edit)? = decoded(frame, session)?.payload,
-                let seq = edit.message?.seq, seq != 0
+                let seq = accepted.seqs.first
             {
                 noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
             }
+            named = accepted.seqs
             // An event about a targeted message reaches only that message's receivers and sender.
             if let audience = accepted.audience { users = users.filter { audience.contains($0) } }
         } else {
@@ -285,7 +288,7 @@ extension Router {
         }
         if let key, [.recall, .delete, .edit].contains(frame.payloadKind), let event = decoded(frame, session)?.payload
         {
-            conversationsChanged(by: event, in: key, deliveries: deliveries)
+            conversationsChanged(by: event, naming: named, in: key, deliveries: deliveries)
         }
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }
@@ -313,21 +316,27 @@ extension Router {
     /// message's sender; nothing edits or reacts to a message recalled or deleted for everyone; a
     /// recall and a delete for everyone mark their messages removed. Refuses the event otherwise.
     /// An event about a targeted message may come only from one of its receivers or its sender.
-    /// - Returns: The event's request id (0: none) and, for an event about a targeted message, who
-    ///   may see it, when it is accepted; `nil` when it was refused.
+    /// Messages are found as receivers find them (``ConversationState/resolve(_:)``): an event that
+    /// names a message by its server uid, or by its sender and client id, is checked on that
+    /// message, and one whose seq and ids disagree is refused. A recall, an edit, a delete for
+    /// everyone or a stream chunk that names no kept message is refused (whose message it was cannot
+    /// be checked).
+    /// - Returns: The event's request id (0: none), the seqs of the kept messages it names and, for
+    ///   an event about a targeted message, who may see it, when it is accepted; `nil` when it was
+    ///   refused.
     private func checkEvent(
         _ frame: InboundFrame,
         in key: ConversationKey,
         from session: Session,
         user: String
     )
-        -> (requestID: UInt64, audience: Set<String>?)?
+        -> (requestID: UInt64, seqs: [UInt64], audience: Set<String>?)?
     {
         switch frame.payloadKind {
         case .recall?, .edit?, .reaction?, .delete?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
             .streamChunk?:
             break
-        default: return (0, nil)
+        default: return (0, [], nil)
         }
         guard let decoded = decoded(frame, session) else { return nil }
         let requestID = decoded.requestID
@@ -344,53 +353,83 @@ extension Router {
         case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []
         // Only a streamed message's sender grows it.
         case .streamChunk(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
-        default: return (requestID, nil)
+        default: return (requestID, [], nil)
         }
         let state = conversations[key] ?? ConversationState()
         var audience: Set<String>?
-        for ref in refs where ref.seq != 0 {
-            if let targeted = state.audiences[ref.seq] {
+        var seqs: [UInt64] = []
+        for ref in refs {
+            // The message as receivers find it (by server uid, else by sender and client id): the
+            // one the rules are checked on.
+            let seq: UInt64
+            switch state.resolve(ref) {
+            case .kept(let kept):
+                seq = kept
+            case .conflicting:
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the message reference's seq \(ref.seq) and its ids name different messages"
+                )
+                return nil
+            case .unknown:
+                // Whose message it is cannot be checked: only its sender may recall, edit, delete it
+                // for everyone or grow it, so such an event is refused; others name what they like.
+                guard !mustBeSender else {
+                    refuse(
+                        session,
+                        requestID,
+                        RelayProtocol.RequestError.badRequest,
+                        notice: "badRequest",
+                        "the message reference names no message the relay keeps in this conversation"
+                    )
+                    return nil
+                }
+                continue
+            }
+            seqs.append(seq)
+            if let targeted = state.audiences[seq] {
                 guard targeted.contains(user) else {
                     refuse(
                         session,
                         requestID,
                         RelayProtocol.RequestError.notAMember,
                         notice: "notAMember",
-                        "message seq \(ref.seq) was sent to other members only"
+                        "message seq \(seq) was sent to other members only"
                     )
                     return nil
                 }
                 audience = audience.map { $0.intersection(targeted) } ?? targeted
             }
-            if state.removed.contains(ref.seq), !removes {
+            if state.removed.contains(seq), !removes {
                 refuse(
                     session,
                     requestID,
                     RelayProtocol.RequestError.messageRemoved,
                     notice: "messageRemoved",
-                    "message seq \(ref.seq) was recalled or deleted"
+                    "message seq \(seq) was recalled or deleted"
                 )
                 return nil
             }
-            if mustBeSender, let sender = state.kept[ref.seq]?.sender, sender != user {
+            if mustBeSender, let sender = state.kept[seq]?.sender, sender != user {
                 refuse(
                     session,
                     requestID,
                     RelayProtocol.RequestError.notTheSender,
                     notice: "notTheSender",
-                    "message seq \(ref.seq) was sent by another user"
+                    "message seq \(seq) was sent by another user"
                 )
                 return nil
             }
         }
         if removes {
-            for ref in refs where ref.seq != 0 && ref.seq <= state.maxSeq {
-                if conversations[key]?.removed.insert(ref.seq).inserted == true {
-                    store.batch.removals.append((key, ref.seq))
-                }
+            for seq in seqs where conversations[key]?.removed.insert(seq).inserted == true {
+                store.batch.removals.append((key, seq))
             }
         }
-        return (requestID, audience)
+        return (requestID, seqs, audience)
     }
 
     /// Receipts go to the sender of the message they refer to (read from the message reference),
@@ -399,6 +438,19 @@ extension Router {
         guard !isResentEvent(frame, from: session, user: user) else { return }
         guard let decoded = decoded(frame, session) else { return }
         let origin = DeviceKey(user: user, device: session.deviceID)
+        let receipts: [MessageReceipt]
+        switch decoded.payload {
+        case .receipt(let receipt)?: receipts = [receipt]
+        case .receipts(let batch)?: receipts = batch.receipts
+        default: receipts = []
+        }
+        // A batch is refused whole when one of its receipts is.
+        for receipt in receipts {
+            if let refusal = receiptRefusal(receipt, from: user) {
+                refuse(session, decoded.requestID, refusal.code, notice: refusal.notice, refusal.reason)
+                return
+            }
+        }
         switch decoded.payload {
         case .receipt(let receipt)?:
             let target = receipt.message?.senderID ?? ""
@@ -442,6 +494,54 @@ extension Router {
         default:
             break
         }
+        // Answered once the receipts are committed, like an event.
+        if decoded.requestID != 0 { result(session, decoded.requestID) }
+    }
+
+    /// Why `user` may not send `receipt`, or `nil` when it may. A receipt speaks for its reader (its
+    /// `user_id`, when set, is `user`), about a message of a conversation `user` belongs to, and
+    /// goes to the message's sender (`sender_id`): the sender of the kept message it names (found as
+    /// ``ConversationState/resolve(_:)`` finds it), or, for a message the relay does not keep (an
+    /// online-only one, or one retention dropped), a user of that conversation. So no one speaks
+    /// for another reader, or writes receipts into the stream of a user it shares no conversation with.
+    func receiptRefusal(
+        _ receipt: MessageReceipt,
+        from user: String
+    )
+        -> (code: Int32, notice: String, reason: String)?
+    {
+        let badRequest = RelayProtocol.RequestError.badRequest
+        guard receipt.userID.isEmpty || receipt.userID == user else {
+            return (badRequest, "badRequest", "a receipt's user_id is its reader, \(user)")
+        }
+        guard let ref = receipt.message, !ref.senderID.isEmpty, let key = conversationKey(of: ref, user: user) else {
+            return (badRequest, "badRequest", "a receipt names its message's sender and conversation")
+        }
+        guard isMember(user, key) else {
+            return (RelayProtocol.RequestError.notAMember, "notAMember", "\(user) is not in the receipt's conversation")
+        }
+        let state = conversations[key] ?? ConversationState()
+        switch state.resolve(ref) {
+        case .conflicting:
+            return (
+                badRequest, "badRequest", "the message reference's seq \(ref.seq) and its ids name different messages"
+            )
+        case .kept(let seq):
+            guard state.kept[seq]?.sender == ref.senderID else {
+                return (badRequest, "badRequest", "message seq \(seq) was not sent by \(ref.senderID)")
+            }
+            if let audience = state.audiences[seq], !audience.contains(user) {
+                return (RelayProtocol.RequestError.notAMember, "notAMember", "message seq \(seq) was sent to others")
+            }
+        case .unknown:
+            guard isMember(ref.senderID, key) else {
+                return (
+                    RelayProtocol.RequestError.notAMember, "notAMember",
+                    "\(ref.senderID) is not in the receipt's conversation"
+                )
+            }
+        }
+        return nil
     }
 
     /// A system notice with a `recipient_id` goes to that user's online devices (QuickBlox system

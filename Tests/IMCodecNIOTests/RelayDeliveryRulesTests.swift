@@ -585,5 +585,132 @@ struct RelayDeliveryRulesTests {
             }
         }
     }
+
+    /// A reference names its message as receivers find it (common.proto, `MessageRef`: "A receiver
+    /// matches on server_msg_uid when present, else on (sender_id, client_msg_id)"), so the relay's
+    /// rules hold whichever of its fields a reference carries: bob cannot recall alice's message by
+    /// naming only its server uid, or only its sender and client id, or by pairing the seq of his own
+    /// message with the uid of hers (3003, the seq and the ids disagree); a recall that names no
+    /// message the relay keeps is refused (3003: whose message it is cannot be checked). Alice's
+    /// recall by uid alone is applied: a reaction to the message is then refused with 3005, and its
+    /// edit too, named by sender and client id.
+    @Test func theRulesHoldWhicheverFieldsAReferenceNamesItsMessageBy() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let hers = try await sent(alice, to: bob, "hers", id: "a-1")
+                try await bob.send(Frame(Message.groupText(from: "bob", group: "team", "his", clientMsgID: "b-1")))
+                #expect(await eventually { alice.collector.messages.count == 1 })
+                let his = try #require(alice.collector.messages.last)
+                func recall(_ ref: MessageRef, by user: String, _ requestID: UInt64) -> Frame {
+                    var frame = Frame.recall(ref, by: user)
+                    frame.requestID = requestID
+                    return frame
+                }
+                let byUID = MessageRef.with {
+                    $0.serverMsgUID = hers.serverMsgUID
+                    $0.conversation = hers.conversation
+                }
+                let byClientID = MessageRef.with {
+                    $0.senderID = "alice"
+                    $0.clientMsgID = "a-1"
+                    $0.conversation = hers.conversation
+                }
+                var mixed = his.reference
+                mixed.serverMsgUID = hers.serverMsgUID
+                var unknown = byUID
+                unknown.serverMsgUID = "no-such-uid"
+                let refusals: [(MessageRef, Int32)] = [
+                    (byUID, RelayProtocol.RequestError.notTheSender),
+                    (byClientID, RelayProtocol.RequestError.notTheSender),
+                    (mixed, RelayProtocol.RequestError.badRequest),
+                    (unknown, RelayProtocol.RequestError.badRequest),
+                ]
+                for (number, (ref, code)) in refusals.enumerated() {
+                    let id = UInt64(number + 1)
+                    #expect(try await bob.ask(recall(ref, by: "bob", id)) != nil)
+                    #expect(bob.collector.result(of: id)?.errorCode == code, "refusal \(number + 1)")
+                }
+                try await alice.roundTrip(10)
+                #expect(kinds(alice, .recall) == 0, "no refused recall reaches alice")
+
+                #expect(try await alice.ask(recall(byUID, by: "alice", 11)) != nil)
+                #expect(alice.collector.result(of: 11)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .recall) == 1 })
+                #expect(try await bob.ask(react(hers, by: "bob", requestID: 12)) != nil)
+                #expect(bob.collector.result(of: 12)?.errorCode == RelayProtocol.RequestError.messageRemoved)
+                var byIDs = hers
+                byIDs.serverMsgUID = ""
+                byIDs.seq = 0
+                #expect(try await alice.ask(edit(byIDs, by: "alice", requestID: 13)) != nil)
+                #expect(alice.collector.result(of: 13)?.errorCode == RelayProtocol.RequestError.messageRemoved)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// A receipt speaks for its reader and goes to the sender of the message it names: bob cannot
+    /// send a receipt in carol's name (3003), name alice's message as carol's to reach carol (3003),
+    /// or reach dave, who is in no conversation with him, through a group message the relay does not
+    /// keep (3001). A batch with one such receipt is refused whole. His own receipt reaches alice.
+    @Test func aReceiptSpeaksForItsReaderAndReachesOnlyTheSenderOfItsMessage() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group)
+                let hers = try await sent(alice, to: bob, "hers", id: "a-1")
+                func receipt(_ ref: MessageRef, reader: String, _ requestID: UInt64) -> Frame {
+                    var frame = Frame.readReceipt(for: ref, by: reader)
+                    frame.requestID = requestID
+                    return frame
+                }
+                var asCarols = hers.reference
+                asCarols.senderID = "carol"
+                var unknownToDave = hers.reference
+                unknownToDave.serverMsgUID = "not-kept"
+                unknownToDave.clientMsgID = "not-kept"
+                unknownToDave.seq = 0
+                unknownToDave.senderID = "dave"
+                let refusals: [(Frame, Int32)] = [
+                    (receipt(hers.reference, reader: "carol", 1), RelayProtocol.RequestError.badRequest),
+                    (receipt(asCarols, reader: "bob", 2), RelayProtocol.RequestError.badRequest),
+                    (receipt(unknownToDave, reader: "bob", 3), RelayProtocol.RequestError.notAMember),
+                    (
+                        RelayProtocol.answer(
+                            .receipts(
+                                ReceiptBatch.with {
+                                    $0.receipts = [hers.reference, asCarols].compactMap { ref in
+                                        guard case .receipt(let value)? = Frame.readReceipt(for: ref, by: "bob").payload
+                                        else { return nil }
+                                        return value
+                                    }
+                                }
+                            ),
+                            requestID: 4
+                        ), RelayProtocol.RequestError.badRequest
+                    ),
+                ]
+                for (number, (frame, code)) in refusals.enumerated() {
+                    let id = UInt64(number + 1)
+                    #expect(try await bob.ask(frame) != nil)
+                    #expect(bob.collector.result(of: id)?.errorCode == code, "refusal \(number + 1)")
+                }
+                #expect(try await bob.ask(receipt(hers.reference, reader: "bob", 5)) != nil)
+                #expect(bob.collector.result(of: 5)?.errorCode == 0)
+                #expect(await eventually { kinds(alice, .receipt) == 1 })
+                try await carol.roundTrip(6)
+                try await dave.roundTrip(7)
+                try await alice.roundTrip(8)
+                #expect(kinds(alice, .receipt) == 1 && kinds(alice, .receipts) == 0)
+                #expect(kinds(carol, .receipt) + kinds(carol, .receipts) == 0)
+                #expect(kinds(dave, .receipt) + kinds(dave, .receipts) == 0)
+                for client in [alice, bob, carol, dave] { await client.close() }
+            }
+        }
+    }
 }
 #endif

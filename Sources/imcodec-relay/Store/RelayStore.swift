@@ -239,8 +239,10 @@ struct ConversationState: Sendable {
     var oldestSeq: UInt64 = 1
     /// Kept messages by sender and client message id (``dedupeKey(sender:clientMsgID:)``).
     var sent: [String: Sent] = [:]
-    /// The sender and client message id of each kept message, by seq.
-    var kept: [UInt64: (sender: String, clientMsgID: String)] = [:]
+    /// The seq of each kept message, by its server uid.
+    var uids: [String: UInt64] = [:]
+    /// The sender, client message id and server uid of each kept message, by seq.
+    var kept: [UInt64: (sender: String, clientMsgID: String, serverMsgUID: String)] = [:]
     /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
     /// it reach only them.
     var audiences: [UInt64: Set<String>] = [:]
@@ -257,19 +259,50 @@ struct ConversationState: Sendable {
     /// Records a kept message.
     mutating func add(_ message: StoredMessage) {
         maxSeq = max(maxSeq, message.seq)
-        kept[message.seq] = (message.senderID, message.clientMsgID)
+        kept[message.seq] = (message.senderID, message.clientMsgID, message.serverMsgUID)
         if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
+        if !message.serverMsgUID.isEmpty { uids[message.serverMsgUID] = message.seq }
         guard !message.clientMsgID.isEmpty else { return }
         let key = Self.dedupeKey(sender: message.senderID, clientMsgID: message.clientMsgID)
         sent[key] = Sent(seq: message.seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
     }
 
+    /// What a message reference names here (``resolve(_:)``).
+    enum Reference: Equatable {
+        /// A kept message, by its seq.
+        case kept(UInt64)
+        /// No kept message: never sent, dropped by retention, or named by nothing.
+        case unknown
+        /// Its seq and its ids name two different messages.
+        case conflicting
+    }
+
+    /// The kept message `ref` names, found as its receivers find it (`MessageRef`: by
+    /// `server_msg_uid` when present, else by `sender_id` and `client_msg_id`), or by its seq when it
+    /// names the message by nothing else. A reference whose seq names another message than its ids
+    /// is ``Reference/conflicting``: the relay would check one message and receivers act on the other.
+    func resolve(_ ref: MessageRef) -> Reference {
+        let byIdentity: UInt64?
+        if !ref.serverMsgUID.isEmpty {
+            byIdentity = uids[ref.serverMsgUID]
+        } else if !ref.senderID.isEmpty, !ref.clientMsgID.isEmpty {
+            byIdentity = sent[Self.dedupeKey(sender: ref.senderID, clientMsgID: ref.clientMsgID)]?.seq
+        } else {
+            return kept[ref.seq] == nil ? .unknown : .kept(ref.seq)
+        }
+        guard let seq = byIdentity else { return .unknown }
+        return ref.seq == 0 || ref.seq == seq ? .kept(seq) : .conflicting
+    }
+
     /// Forgets the messages below `seq` (retention).
     mutating func trim(below seq: UInt64) {
         while oldestSeq < seq {
-            if let old = kept.removeValue(forKey: oldestSeq), !old.clientMsgID.isEmpty {
-                let key = Self.dedupeKey(sender: old.sender, clientMsgID: old.clientMsgID)
-                if sent[key]?.seq == oldestSeq { sent[key] = nil }
+            if let old = kept.removeValue(forKey: oldestSeq) {
+                if uids[old.serverMsgUID] == oldestSeq { uids[old.serverMsgUID] = nil }
+                if !old.clientMsgID.isEmpty {
+                    let key = Self.dedupeKey(sender: old.sender, clientMsgID: old.clientMsgID)
+                    if sent[key]?.seq == oldestSeq { sent[key] = nil }
+                }
             }
             removed.remove(oldestSeq)
             audiences[oldestSeq] = nil
