@@ -252,6 +252,18 @@ extension Router {
             )
             return
         }
+        // An event speaks for its sender only, as a message's sender_id does.
+        guard let event = decoded(frame, session) else { return }
+        if let actor = Self.actor(of: event.payload), !actor.value.isEmpty, actor.value != user {
+            refuse(
+                session,
+                event.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "\(actor.field) \"\(actor.value)\" is not the logged-in user \(user)"
+            )
+            return
+        }
         if frame.payloadKind == .typing {
             deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)
             return
@@ -261,9 +273,9 @@ extension Router {
         // The kept messages the event names.
         var named: [UInt64] = []
         if let key {
-            guard let accepted = checkEvent(frame, in: key, from: session, user: user) else { return }
+            guard let accepted = checkEvent(frame, event, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
-            if frame.payloadKind == .edit, case .edit(let edit)? = decoded(frame, session)?.payload,
+            if case .edit(let edit)? = event.payload,
                 let seq = accepted.seqs.first
             {
                 noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
@@ -273,22 +285,18 @@ extension Router {
             if let audience = accepted.audience { users = users.filter { audience.contains($0) } }
         } else {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
-            guard let decoded = decoded(frame, session) else { return }
-            requestID = decoded.requestID
+            requestID = event.requestID
         }
         let deliveries = keep(
             .event(Array(buffer: frame.body)),
             for: users,
             origin: DeviceKey(user: user, device: session.deviceID)
         )
-        if frame.payloadKind == .markRead, let own = deliveries.first(where: { $0.user == user }),
-            case .markRead(let event)? = decoded(frame, session)?.payload
-        {
-            conversationsRead(event, by: user, position: own.position)
+        if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
+            conversationsRead(read, by: user, position: own.position)
         }
-        if let key, [.recall, .delete, .edit].contains(frame.payloadKind), let event = decoded(frame, session)?.payload
-        {
-            conversationsChanged(by: event, naming: named, in: key, deliveries: deliveries)
+        if let key, [.recall, .delete, .edit].contains(frame.payloadKind), let payload = event.payload {
+            conversationsChanged(by: payload, naming: named, in: key, deliveries: deliveries)
         }
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }
@@ -297,6 +305,23 @@ extension Router {
         store.afterCommit {
             self.deliver(body, kind: kind, to: deliveries, except: session)
             self.flush()
+        }
+    }
+
+    /// The field of an event that names who did it, and its value (`nil`: the event has none).
+    static func actor(of payload: Frame.Payload?) -> (field: String, value: String)? {
+        switch payload {
+        case .recall(let event)?: return ("revoker_id", event.revokerID)
+        case .edit(let event)?: return ("editor_id", event.editorID)
+        case .delete(let event)?: return ("operator_id", event.operatorID)
+        case .typing(let event)?: return ("user_id", event.userID)
+        case .markRead(let event)?: return ("user_id", event.userID)
+        case .reaction(let event)?: return ("user_id", event.userID)
+        case .pin(let event)?: return ("operator_id", event.operatorID)
+        case .pollVote(let event)?: return ("voter_id", event.voterID)
+        case .pollUpdate(let event)?: return ("closed_by", event.closedBy)
+        case .disappearingTimer(let event)?: return ("operator_id", event.operatorID)
+        default: return nil
         }
     }
 
@@ -326,6 +351,7 @@ extension Router {
     ///   refused.
     private func checkEvent(
         _ frame: InboundFrame,
+        _ decoded: Frame,
         in key: ConversationKey,
         from session: Session,
         user: String
@@ -338,7 +364,6 @@ extension Router {
             break
         default: return (0, [], nil)
         }
-        guard let decoded = decoded(frame, session) else { return nil }
         let requestID = decoded.requestID
         var refs: [MessageRef] = []
         var removes = false

@@ -712,5 +712,42 @@ struct RelayDeliveryRulesTests {
             }
         }
     }
+
+    /// An event speaks for its sender only, as a message's `sender_id` does: a reaction, a recall
+    /// or a typing event that names another user as who did it is refused (3003, or an error notice
+    /// when it carries no request id) and reaches no one.
+    @Test func anEventInAnotherUsersNameIsRefused() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let hers = try await sent(alice, to: bob, "hers", id: "a-1")
+                var asAlice = react(hers, by: "alice", requestID: 1)
+                #expect(try await bob.ask(asAlice) != nil)
+                #expect(bob.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.badRequest)
+                var recall = Frame.recall(hers.reference, by: "carol")
+                recall.requestID = 2
+                #expect(try await alice.ask(recall) != nil)
+                #expect(alice.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.badRequest)
+                let typing = Frame(
+                    .typing(
+                        TypingEvent.with {
+                            $0.conversation = .group("team"); $0.userID = "alice"; $0.state = .started
+                        }
+                    )
+                )
+                try await bob.send(typing)
+                #expect(await eventually { bob.collector.notices.contains { $0.params["code"] == "badRequest" } })
+                // In their own names they pass.
+                asAlice = react(hers, by: "bob", requestID: 3)
+                #expect(try await bob.ask(asAlice) != nil)
+                #expect(bob.collector.result(of: 3)?.errorCode == 0)
+                try await alice.roundTrip(4)
+                #expect(kinds(alice, .reaction) == 1 && kinds(alice, .typing) == 0 && kinds(bob, .recall) == 0)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
 }
 #endif
