@@ -351,7 +351,8 @@ actor ChatSession {
         case .systemNotice(let notice)? where notice.type == RelayProtocol.error:
             output("! relay error \(notice.params["code"] ?? ""): \(notice.params["reason"] ?? notice.text)")
         case .systemNotice(let notice)?:
-            output("* notice \(notice.type): \(notice.text)")
+            let sender = notice.params[RelayProtocol.noticeSenderKey].map { " from \($0)" } ?? ""
+            output("* notice\(sender) \(notice.type): \(notice.text)")
         case .sendAck(let ack)?:
             guard let (sent, acked) = unacked.removeValue(forKey: ack.clientMsgID) else { break }
             defer { acked.finish() }

@@ -46,6 +46,9 @@ import NIOWebSocket
 enum RelayProtocol {
     /// `SystemNotice.type` of an error report.
     static let error = "error"
+    /// The `params` key of a forwarded system notice that holds its sender's user id
+    /// (``Router/routeNotice(_:from:user:)``).
+    static let noticeSenderKey = "sender_id"
 
     /// `SendAck.error_code` values (0 is success).
     enum AckError {

@@ -570,7 +570,10 @@ extension Router {
     }
 
     /// A system notice with a `recipient_id` goes to that user's online devices (QuickBlox system
-    /// messages); it is not kept. Without a recipient it is refused.
+    /// messages); it is not kept. Without a recipient it is refused. The relay appends
+    /// `Frame{system_notice{params{"sender_id": USER}}}` (protobuf merges it into the notice, and a
+    /// map keeps the last value of a key), so the recipient sees who sent it whatever the sender
+    /// wrote there; the type `error` is the relay's own and is refused.
     func routeNotice(_ frame: InboundFrame, from session: Session, user: String) {
         guard let decoded = decoded(frame, session), case .systemNotice(let notice)? = decoded.payload else { return }
         guard !notice.recipientID.isEmpty else {
@@ -583,7 +586,21 @@ extension Router {
             )
             return
         }
-        let body = frame.body
+        guard notice.type != RelayProtocol.error else {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "the system_notice type \"\(RelayProtocol.error)\" is the relay's own"
+            )
+            return
+        }
+        var body = frame.body
+        body.writeBytes(
+            Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
+                .serializedBytes()
+        )
         store.afterCommit {
             self.deliverLive(body, kind: .systemNotice, sender: user, to: [notice.recipientID], except: session)
             if decoded.requestID != 0 { self.result(session, decoded.requestID) }

@@ -386,8 +386,23 @@ struct RelayDeliveryRulesTests {
                 #expect(await eventually { invites(phone).count == 1 && invites(laptop).count == 1 })
                 #expect(invites(phone).first?.streamPosition == 0, "not kept")
                 if case .systemNotice(let received)? = invites(phone).first?.payload {
-                    #expect(received.params == ["group": "team"] && received.recipientID == "bob")
+                    #expect(
+                        received.params == ["group": "team", "sender_id": "alice"] && received.recipientID == "bob",
+                        "the relay names the sender"
+                    )
                 }
+                // A sender_id of its own is replaced; the relay's own type is refused.
+                var forged = notice
+                forged.params["sender_id"] = "carol"
+                #expect(try await alice.ask(RelayProtocol.answer(.systemNotice(forged), requestID: 10)) != nil)
+                #expect(await eventually { invites(phone).count == 2 })
+                if case .systemNotice(let received)? = invites(phone).last?.payload {
+                    #expect(received.params["sender_id"] == "alice")
+                }
+                var error = notice
+                error.type = "error"
+                #expect(try await alice.ask(RelayProtocol.answer(.systemNotice(error), requestID: 11)) != nil)
+                #expect(alice.collector.result(of: 11)?.errorCode == RelayProtocol.RequestError.badRequest)
                 try await carol.roundTrip(2)
                 try await alice.roundTrip(3)
                 #expect(invites(carol).isEmpty && invites(alice).isEmpty)
