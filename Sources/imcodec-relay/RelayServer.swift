@@ -7,6 +7,7 @@ import Darwin
 import IMCodec
 import IMCodecNIO
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -86,11 +87,32 @@ enum StoreLocation: Sendable, CustomStringConvertible {
         case .memory: return MemoryRelayStore()
         case .sqlite(let path, let synchronous): return try SQLiteRelayStore(path: path, synchronous: synchronous)
         case .postgres(let url):
-            return try PostgresRelayStore(
-                url: url,
-                lockWait: standby.map { .standby($0) } ?? .refuse(after: .seconds(5)),
-                logger: logger
+            guard let standby else {
+                return try PostgresRelayStore(url: url, lockWait: .refuse(after: .seconds(5)), logger: logger)
+            }
+            // A standby that lost its connection while it waited (the server restarted, the network
+            // failed) connects again, rather than leave the database with no relay to take over. A
+            // failure before it waited (a wrong password) or after it took the lock (a newer schema)
+            // stops it.
+            let state = NIOLockedValueBox((waited: false, took: false))
+            let watched = PostgresRelayStore.Standby(
+                waiting: { line in
+                    let first = state.withLockedValue { state in
+                        defer { state.waited = true }
+                        return !state.waited
+                    }
+                    if first { standby.waiting(line) }
+                },
+                took: { state.withLockedValue { $0.took = true } }
             )
+            while true {
+                do {
+                    return try PostgresRelayStore(url: url, lockWait: .standby(watched), logger: logger)
+                } catch let error as RelayStoreError where state.withLockedValue({ $0.waited && !$0.took }) {
+                    standby.waiting("lost the database while waiting (\(error)); connecting again in 1 s")
+                    sleep(1)
+                }
+            }
         }
     }
 

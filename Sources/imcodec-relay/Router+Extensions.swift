@@ -72,28 +72,43 @@ extension Router {
         if let issue = decoded.validate().first {
             return refuse(RelayProtocol.RequestError.badRequest, "badRequest", issue.description)
         }
-        guard let ref = update.message, ref.seq != 0, let key = conversationKey(of: ref, user: user) else {
+        guard let ref = update.message, let key = conversationKey(of: ref, user: user) else {
             return refuse(
                 RelayProtocol.RequestError.badRequest,
                 "badRequest",
-                "an extension update names its message by conversation and seq"
+                "an extension update names its message and the message's conversation"
             )
         }
         guard isMember(user, key) else {
             return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "\(user) is not in that conversation")
         }
         let state = conversations[key] ?? ConversationState()
-        if let audience = state.audiences[ref.seq], !audience.contains(user) {
-            return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(ref.seq) was sent to others")
+        // The message as receivers find it (ConversationState.resolve); they get the update with
+        // the kept message's own reference, whatever fields the client named it by.
+        guard case .kept(let seq) = state.resolve(ref), let kept = state.kept[seq] else {
+            return refuse(
+                RelayProtocol.RequestError.badRequest,
+                "badRequest",
+                "the message reference names no message the relay keeps, or its seq and ids disagree"
+            )
         }
-        if state.removed.contains(ref.seq) {
-            return refuse(RelayProtocol.RequestError.messageRemoved, "messageRemoved", "seq \(ref.seq) was removed")
+        var canonical = ref
+        canonical.seq = seq
+        canonical.serverMsgUID = kept.serverMsgUID
+        canonical.senderID = kept.sender
+        canonical.clientMsgID = kept.clientMsgID
+        update.message = canonical
+        if let audience = state.audiences[seq], !audience.contains(user) {
+            return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(seq) was sent to others")
         }
-        guard var entries = extensions[key]?[ref.seq] else {
+        if state.removed.contains(seq) {
+            return refuse(RelayProtocol.RequestError.messageRemoved, "messageRemoved", "seq \(seq) was removed")
+        }
+        guard var entries = extensions[key]?[seq] else {
             return refuse(
                 ExtensionError.notExtensible,
                 "notExtensible",
-                "message seq \(ref.seq) was not sent with MESSAGE_FLAG_SUPPORT_EXTENSION"
+                "message seq \(seq) was not sent with MESSAGE_FLAG_SUPPORT_EXTENSION"
             )
         }
         for change in update.set + update.remove where change.version != (entries[change.key]?.version ?? 0) {
@@ -119,18 +134,18 @@ extension Router {
         guard live <= ValidationLimits().maxExtensionKeys else {
             return refuse(ExtensionError.tooManyKeys, "tooManyKeys", "\(live) keys, above the limit")
         }
-        setExtension(entries, of: ref.seq, in: key)
+        setExtension(entries, of: seq, in: key)
         update.entries = changed
         update.userID = user
         update.timeMs = RelayProtocol.nowMs()
-        noteChange(of: ref.seq, in: key, timeMs: update.timeMs)
+        noteChange(of: seq, in: key, timeMs: update.timeMs)
         decoded.payload = .extensionUpdate(update)
         decoded.requestID = 0
         let stamped = decoded.serializedBytes()
         let device = DeviceKey(user: user, device: session.deviceID)
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
         var users = self.users(of: key)
-        if let audience = state.audiences[ref.seq] { users = users.filter { audience.contains($0) } }
+        if let audience = state.audiences[seq] { users = users.filter { audience.contains($0) } }
         let deliveries = keep(.event(stamped), for: users, origin: device)
         if requestID != 0 { result(session, requestID) }
         let body = ByteBuffer(bytes: stamped)

@@ -321,6 +321,7 @@ extension Router {
         case .pollVote(let event)?: return ("voter_id", event.voterID)
         case .pollUpdate(let event)?: return ("closed_by", event.closedBy)
         case .disappearingTimer(let event)?: return ("operator_id", event.operatorID)
+        case .call(let event)?: return ("user_id", event.userID)
         default: return nil
         }
     }

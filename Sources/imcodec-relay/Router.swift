@@ -557,7 +557,13 @@ final class Router {
         }
     }
 
-    /// Writes a frame (of `kind`) that is not kept to the live sessions of `users`, but not to `origin`.
+    /// `Frame{stream_position: 0}` written out (a zero is not written by an encoder, but a reader
+    /// takes the last value of a scalar): appended to a frame that is not kept, so that a
+    /// `stream_position` its sender wrote never reaches a receiver, whose devices resume from it.
+    static let noPositionSuffix: [UInt8] = [4 << 3, 0]
+
+    /// Writes a frame (of `kind`) that is not kept to the live sessions of `users`, but not to
+    /// `origin`, with ``noPositionSuffix``.
     func deliverLive(
         _ body: ByteBuffer,
         kind: Frame.Payload.Kind?,
@@ -572,13 +578,13 @@ final class Router {
             for session in sessions[user] ?? [] where session !== origin && session.live && !session.closing {
                 let out: ByteBuffer
                 if !isMessage {
-                    out = received ?? record(body)
+                    out = received ?? record(body, Self.noPositionSuffix)
                     received = out
                 } else if user == sender {
-                    out = sent ?? record(body, sentSuffix)
+                    out = sent ?? record(body, sentSuffix, Self.noPositionSuffix)
                     sent = out
                 } else {
-                    out = received ?? record(body, receivedSuffix)
+                    out = received ?? record(body, receivedSuffix, Self.noPositionSuffix)
                     received = out
                 }
                 write(out, kind: kind, to: session)

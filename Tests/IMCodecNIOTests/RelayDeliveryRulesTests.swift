@@ -728,9 +728,10 @@ struct RelayDeliveryRulesTests {
         }
     }
 
-    /// An event speaks for its sender only, as a message's `sender_id` does: a reaction, a recall
-    /// or a typing event that names another user as who did it is refused (3003, or an error notice
-    /// when it carries no request id) and reaches no one.
+    /// An event speaks for its sender only, as a message's `sender_id` does: a reaction, a recall,
+    /// a typing event or a call signal that names another user as who did it is refused (3003, or an
+    /// error notice when it carries no request id) and reaches no one. A typing event (not kept)
+    /// reaches alice without the stream position bob wrote into it.
     @Test func anEventInAnotherUsersNameIsRefused() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
@@ -753,12 +754,36 @@ struct RelayDeliveryRulesTests {
                 )
                 try await bob.send(typing)
                 #expect(await eventually { bob.collector.notices.contains { $0.params["code"] == "badRequest" } })
+                let call = RelayProtocol.answer(
+                    .call(
+                        CallEvent.with {
+                            $0.callID = "c-1"; $0.conversation = .group("team"); $0.userID = "alice"
+                            $0.signal = .accept
+                        }
+                    ),
+                    requestID: 5
+                )
+                #expect(try await bob.ask(call) != nil)
+                #expect(bob.collector.result(of: 5)?.errorCode == RelayProtocol.RequestError.badRequest)
+                // A frame that is not kept reaches its receivers without the position its sender wrote.
+                var ownTyping = Frame(
+                    .typing(
+                        TypingEvent.with {
+                            $0.conversation = .group("team"); $0.userID = "bob"; $0.state = .started
+                        }
+                    )
+                )
+                ownTyping.streamPosition = 1 << 62
+                try await bob.send(ownTyping)
+                #expect(await eventually { kinds(alice, .typing) == 1 })
+                #expect(alice.collector.frames.last { $0.payload?.kind == .typing }?.streamPosition == 0)
                 // In their own names they pass.
                 asAlice = react(hers, by: "bob", requestID: 3)
                 #expect(try await bob.ask(asAlice) != nil)
                 #expect(bob.collector.result(of: 3)?.errorCode == 0)
                 try await alice.roundTrip(4)
-                #expect(kinds(alice, .reaction) == 1 && kinds(alice, .typing) == 0 && kinds(bob, .recall) == 0)
+                #expect(kinds(alice, .reaction) == 1 && kinds(alice, .typing) == 1 && kinds(bob, .recall) == 0)
+                #expect(kinds(alice, .call) == 0)
                 await alice.close()
                 await bob.close()
             }

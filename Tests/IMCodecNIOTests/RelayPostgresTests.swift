@@ -194,9 +194,10 @@ struct RelayPostgresTests {
     // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// `serve --standby` on a database another relay serves prints one line naming the database and
     /// the server process that holds its lock, and does not listen; told SIGTERM, it exits 0 and
-    /// says it never took over. When the serving relay loses its connection (its server process is
-    /// terminated), it cannot commit anything more: it stops with status 1 and a line naming the
-    /// database, and the standby takes over, with the seqs where the first left them.
+    /// says it never took over. A standby whose own connection is cut connects again and goes on
+    /// waiting. When the serving relay loses its connection (its server process is terminated), it
+    /// cannot commit anything more: it stops with status 1 and a line naming the database, and the
+    /// standby takes over, with the seqs where the first left them.
     @Test func aStandbyWaitsWithoutListeningAndTakesOverFromARelayThatLostItsConnection() async throws {
         let folder = try await TemporaryFolder("pg-standby", store: .postgresql)
         defer { folder.remove() }
@@ -229,6 +230,24 @@ struct RelayPostgresTests {
             #expect(stopped.stdout.contains("relay standby stopped before it took over; the database is as it was\n"))
             #expect(stopped.listeningPort == nil && standby.listeningPort == nil)
 
+            // The standby's own connection goes away while it waits: it connects again.
+            let others = try await database.withConnection { connection in
+                try await connection.query(
+                    """
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE application_name = 'imcodec-relay' AND datname = current_database() AND pid <> \(holder)
+                        AND pid <> pg_backend_pid()
+                    """,
+                    logger: Self.logger
+                ).collect().count
+            }
+            #expect(others == 1, "the standby's connection alone")
+            #expect(
+                await eventually { standby.stdout.contains("relay standby: lost the database while waiting (") },
+                "\(standby.stdout)"
+            )
+            #expect(standby.stdout.contains("; connecting again in 1 s\n"))
+
             // The serving relay's server process goes away, and the lock with it.
             let terminated = try await database.withConnection { connection in
                 try await connection.query("SELECT pg_terminate_backend(\(holder))", logger: Self.logger)
@@ -256,9 +275,11 @@ struct RelayPostgresTests {
     }
 
     /// The store's session asks the server to probe an idle connection after 5 s, every 2 s, 3
-    /// times: the server drops the lock of a relay whose machine vanished within about 11 s (so a
-    /// standby takes over), not after the system's default of two hours.
-    @Test func theServerDropsTheLockOfAVanishedRelayWithinSeconds() async throws {
+    /// times, and to give up on one whose data goes unacknowledged for 11 s: so the server drops
+    /// the lock of a relay whose machine vanished within seconds (and a standby takes over), not
+    /// after the system's default of two hours. (The settings are read back; the drop itself is
+    /// the kernel's.)
+    @Test func theSessionAsksTheServerToDropAVanishedRelayWithinSeconds() async throws {
         let database = try await PostgresTestDatabase()
         defer { database.drop() }
         let store = try Self.openStore(database, host: "127.0.0.1", "")
@@ -266,6 +287,7 @@ struct RelayPostgresTests {
         #expect(try store.setting("tcp_keepalives_idle") == "5")
         #expect(try store.setting("tcp_keepalives_interval") == "2")
         #expect(try store.setting("tcp_keepalives_count") == "3")
+        #expect(try store.setting("tcp_user_timeout") == "11000")
         #expect(store.connectionCheckInterval == .seconds(2))
         try store.checkConnection()
     }

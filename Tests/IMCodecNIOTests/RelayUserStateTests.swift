@@ -245,6 +245,48 @@ struct RelayUserStateTests {
                     id: 4
                 )
                 #expect(refused.flatMap(\.requestResult)?.errorCode == Router.ExtensionError.notExtensible)
+                // The poll's seq with the plain message's ids: refused (receivers would match the ids).
+                var mixed = reference
+                mixed.clientMsgID = "x2"; mixed.serverMsgUID = ""
+                let conflicting = try await Self.ask(
+                    bob,
+                    .extensionUpdate(
+                        .with {
+                            $0.message = mixed; $0.set = [.with { $0.key = "k" }]
+                        }
+                    ),
+                    id: 7
+                )
+                #expect(conflicting.flatMap(\.requestResult)?.errorCode == RelayProtocol.RequestError.badRequest)
+                // Named by its uid alone: applied, and delivered with the message's whole reference.
+                let byUID = MessageRef.with {
+                    $0.serverMsgUID = reference.serverMsgUID; $0.conversation = reference.conversation
+                }
+                let applied = try await Self.ask(
+                    bob,
+                    .extensionUpdate(
+                        .with {
+                            $0.message = byUID;
+                            $0.set = [
+                                .with {
+                                    $0.key = "k"; $0.value = "v"
+                                }
+                            ]
+                        }
+                    ),
+                    id: 8
+                )
+                #expect(applied.flatMap(\.requestResult)?.errorCode == 0)
+                #expect(
+                    await eventually {
+                        alice.collector.frames.filter { $0.payload?.kind == .extensionUpdate }.count == 3
+                    }
+                )
+                if case .extensionUpdate(let third)? = alice.collector.frames.last(where: {
+                    $0.payload?.kind == .extensionUpdate
+                })?.payload {
+                    #expect(third.message?.seq == reference.seq && third.message?.clientMsgID == "x1")
+                }
                 for client in [alice, bob, carol] { await client.close() }
             }
             try await withRelay(configure) { server in
@@ -256,7 +298,9 @@ struct RelayUserStateTests {
                 }
                 #expect(fetched.extensions.count == 1)
                 #expect(
-                    fetched.extensions.first?.entries.map { "\($0.key)=\($0.value)@\($0.version)" } == ["sushi=1@2"]
+                    fetched.extensions.first?.entries.map { "\($0.key)=\($0.value)@\($0.version)" } == [
+                        "k=v@1", "sushi=1@2",
+                    ]
                 )
                 // The versions go on after the restart: pizza was removed at version 3.
                 let again = ExtensionUpdate.with {

@@ -128,6 +128,8 @@ final class PostgresRelayStore: RelayStore {
     struct Standby: Sendable {
         /// Called once, when the relay finds the lock held, with a line for people.
         var waiting: @Sendable (String) -> Void
+        /// Called when the relay took the lock.
+        var took: @Sendable () -> Void = {}
     }
 
     /// How often a serving relay checks its connection (``checkConnection()``).
@@ -164,6 +166,9 @@ final class PostgresRelayStore: RelayStore {
             try run("SET tcp_keepalives_idle = 5")
             try run("SET tcp_keepalives_interval = 2")
             try run("SET tcp_keepalives_count = 3")
+            // And a connection whose sent data goes unacknowledged as long (keepalives probe only
+            // an idle one).
+            try run("SET tcp_user_timeout = 11000")
             tlsVersion = try run("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl").rows.first?
                 .decode(String.self)
             try lock(wait: lockWait)
@@ -244,7 +249,10 @@ final class PostgresRelayStore: RelayStore {
         let (classID, objectID) = Self.lockKey
         while true {
             let rows = try run("SELECT pg_try_advisory_lock(\(classID), \(objectID))").rows
-            if try rows.first?.decode(Bool.self) == true { return }
+            if try rows.first?.decode(Bool.self) == true {
+                if case .standby(let standby) = wait { standby.took() }
+                return
+            }
             switch wait {
             case .refuse(let after):
                 guard NIODeadline.now() < start + after else {
