@@ -597,13 +597,18 @@ extension Router {
             )
             return
         }
-        var body = frame.body
-        body.writeBytes(
-            Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
-                .serializedBytes()
-        )
+        let body = frame.body
+        let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
+            .serializedBytes()
         store.afterCommit {
-            self.deliverLive(body, kind: .systemNotice, sender: user, to: [notice.recipientID], except: session)
+            self.deliverLive(
+                body,
+                kind: .systemNotice,
+                sender: user,
+                to: [notice.recipientID],
+                except: session,
+                suffix: senderSuffix
+            )
             if decoded.requestID != 0 { self.result(session, decoded.requestID) }
             self.flush()
         }

@@ -563,13 +563,14 @@ final class Router {
     static let noPositionSuffix: [UInt8] = [4 << 3, 0]
 
     /// Writes a frame (of `kind`) that is not kept to the live sessions of `users`, but not to
-    /// `origin`, with ``noPositionSuffix``.
+    /// `origin`, with `suffix` (merged in) and ``noPositionSuffix``.
     func deliverLive(
         _ body: ByteBuffer,
         kind: Frame.Payload.Kind?,
         sender: String,
         to users: [String],
-        except origin: Session?
+        except origin: Session?,
+        suffix: [UInt8] = []
     ) {
         let isMessage = kind == .message
         var received: ByteBuffer?
@@ -578,13 +579,13 @@ final class Router {
             for session in sessions[user] ?? [] where session !== origin && session.live && !session.closing {
                 let out: ByteBuffer
                 if !isMessage {
-                    out = received ?? record(body, Self.noPositionSuffix)
+                    out = received ?? record(body, suffix, Self.noPositionSuffix)
                     received = out
                 } else if user == sender {
-                    out = sent ?? record(body, sentSuffix, Self.noPositionSuffix)
+                    out = sent ?? record(body, sentSuffix, suffix, Self.noPositionSuffix)
                     sent = out
                 } else {
-                    out = received ?? record(body, receivedSuffix, Self.noPositionSuffix)
+                    out = received ?? record(body, receivedSuffix, suffix, Self.noPositionSuffix)
                     received = out
                 }
                 write(out, kind: kind, to: session)

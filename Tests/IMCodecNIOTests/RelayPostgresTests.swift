@@ -230,14 +230,24 @@ struct RelayPostgresTests {
             #expect(stopped.stdout.contains("relay standby stopped before it took over; the database is as it was\n"))
             #expect(stopped.listeningPort == nil && standby.listeningPort == nil)
 
-            // The standby's own connection goes away while it waits: it connects again.
+            // The standby's own connection goes away while it waits: it connects again. (The
+            // stopped standby's server process may outlive it for a moment: its row is waited out,
+            // so that only the standby's is ended.)
             let others = try await database.withConnection { connection in
-                try await connection.query(
+                let relays = """
+                    FROM pg_stat_activity WHERE application_name = 'imcodec-relay'
+                        AND datname = current_database() AND pid <> \(holder) AND pid <> pg_backend_pid()
                     """
-                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                    WHERE application_name = 'imcodec-relay' AND datname = current_database() AND pid <> \(holder)
-                        AND pid <> pg_backend_pid()
-                    """,
+                for _ in 0..<300 {
+                    let count = try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT count(*) " + relays),
+                        logger: Self.logger
+                    ).collect().first?.decode(Int.self)
+                    if count == 1 { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) " + relays),
                     logger: Self.logger
                 ).collect().count
             }
