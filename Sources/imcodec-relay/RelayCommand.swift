@@ -241,8 +241,8 @@ extension RelayCommand {
         @Option(
             help: """
                 Where the relay keeps what it promises: sqlite (in --data-dir, durable), memory (lost on exit), \
-                or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (a PostgreSQL database one relay serves at a time; \
-                see --standby).
+                or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (a PostgreSQL database one relay routes for at a \
+                time; see --standby and --node-port).
                 """
         )
         var store = "sqlite"
@@ -254,6 +254,19 @@ extension RelayCommand {
                 """
         )
         var standby = false
+
+        @Option(
+            help: """
+                With a PostgreSQL --store: run as one of several relay nodes serving the database. The node \
+                that holds the database's lock routes and commits, and takes links from the others on this \
+                port (0 picks a free one); every other node accepts clients on its own ports and forwards \
+                them to it, and takes over when it stops.
+                """
+        )
+        var nodePort: Int?
+
+        @Option(help: "The address the other nodes reach --node-port at (default: --host).")
+        var nodeAddress: String?
 
         @Option(
             help:
@@ -311,6 +324,17 @@ extension RelayCommand {
             }
             guard !standby || PostgresURL.hasScheme(store) else {
                 throw ValidationError("--standby needs a PostgreSQL --store (a SQLite data directory has one relay)")
+            }
+            if let nodePort {
+                guard PostgresURL.hasScheme(store) else {
+                    throw ValidationError("--node-port needs a PostgreSQL --store (the nodes share its database)")
+                }
+                guard (0...65_535).contains(nodePort) else { throw ValidationError("--node-port is 0...65535") }
+                if nodePort != 0, nodePort == port || nodePort == websocketPort || nodePort == metricsPort {
+                    throw ValidationError("--node-port must differ from --port, --websocket-port and --metrics-port")
+                }
+            } else if nodeAddress != nil {
+                throw ValidationError("--node-address goes with --node-port")
             }
             guard Router.BlockedSenders(rawValue: blockedSenders) != nil else {
                 throw ValidationError("--blocked-senders is silent or error")
@@ -405,13 +429,21 @@ extension RelayCommand {
                 throw ExitCode.failure
             }
             configuration.authenticator = try runAsync { try await RelayAuthenticator(secret: secret) }
-            if standby {
+            if let nodePort {
+                configuration.node = NodeLink.Options(
+                    port: nodePort,
+                    advertisedHost: nodeAddress ?? host,
+                    announce: { emit("relay node: \($0)") }
+                )
+                StandbySignals.install()
+                configuration.standby = PostgresRelayStore.Standby { emit("relay node: \($0)") }
+            } else if standby {
                 StandbySignals.install()
                 configuration.standby = PostgresRelayStore.Standby { emit("relay standby: \($0)") }
             }
             let server: RelayServer
             do {
-                defer { if standby { StandbySignals.restore() } }
+                defer { if configuration.standby != nil { StandbySignals.restore() } }
                 server = try RelayServer.start(configuration).wait()
             } catch let error as RelayStoreError {
                 if case .postgres = configuration.store {
@@ -457,6 +489,9 @@ extension RelayCommand {
             }
             if let metricsPort = server.metricsPort {
                 emit("relay metrics on http://\(authority(metricsPort))\(MetricsHTTPHandler.path)")
+            }
+            if let nodePort = server.nodePort {
+                emit("relay routing for the relay nodes of the database; they link to \(authority(nodePort))")
             }
         }
     }

@@ -240,6 +240,25 @@ enum RelayProtocol {
         }.get()
     }
 
+    /// The code and reason a connection is closed with for an error raised in its pipeline (decoder,
+    /// deadline, WebSocket), or `nil` for one that only follows an earlier error of a connection
+    /// already `closing`.
+    static func closeReason(for error: any Error, closing: Bool) -> (code: String, reason: String)? {
+        switch error {
+        case let error as IMCodecError:
+            return (error.code.rawValue, error.reason)
+        case is ByteToMessageDecoderError.PayloadTooLargeError:
+            return (IMCodecError.Code.tooLarge.rawValue, "the decode buffer passed its cap")
+        case let error as WebSocketFrameError:
+            return (error.code, error.reason)
+        case let error as ByteToMessageDecoderError:
+            // Data after an earlier decode error; the connection is already being closed.
+            return closing ? nil : ("internal", "\(error)")
+        default:
+            return ("io", "\(error)")
+        }
+    }
+
     /// The WebSocket close code for an error `code` the relay closes a connection with: `tooLarge`
     /// 1009 (message too big), the other decoding errors 1007 (invalid payload data), as
     /// ``IMCodecNIO/WebSocketFrameHandler/closeCode(for:)`` maps them; a text message 1003, a broken

@@ -65,6 +65,9 @@ struct RelayConfiguration: Sendable {
     /// Where the relay logs connections, logins, closes and errors (swift-log); silent by default.
     /// `serve` logs to standard output at `--log-level` (``RelayLogHandler``).
     var logger = Logger.silent(label: "imcodec-relay")
+    /// With a PostgreSQL store: this relay is one of several nodes serving the database
+    /// (`--node-port`, ``NodeLink``); `nil`: it serves alone (or stands by, ``standby``).
+    var node: NodeLink.Options?
     /// Called once when the store fails and the relay stops (the `serve` command exits with status 1).
     var onFatal: @Sendable (String) -> Void = { _ in }
 }
@@ -103,7 +106,8 @@ enum StoreLocation: Sendable, CustomStringConvertible {
                     }
                     if first { standby.waiting(line) }
                 },
-                took: { state.withLockedValue { $0.took = true } }
+                took: { state.withLockedValue { $0.took = true } },
+                router: standby.router
             )
             while true {
                 do {
@@ -173,6 +177,7 @@ final class RelayServer: Sendable {
     private let channel: any Channel
     private let webSocketChannel: (any Channel)?
     private let metricsChannel: (any Channel)?
+    private let nodeChannel: (any Channel)?
     private let router: NIOLoopBound<Router>
 
     /// The port the relay listens on.
@@ -181,6 +186,8 @@ final class RelayServer: Sendable {
     let webSocketPort: Int?
     /// The port of the relay's metrics endpoint (`GET /metrics`), if it has one.
     let metricsPort: Int?
+    /// The port the relay takes links from other relay nodes on, if it does (``NodeLink``).
+    let nodePort: Int?
     /// Where the relay keeps its store, and how it reaches it (`postgresql://... (PostgreSQL, TLS TLSv1.3)`).
     let storeDescription: String
 
@@ -189,6 +196,7 @@ final class RelayServer: Sendable {
         channel: any Channel,
         webSocketChannel: (any Channel)?,
         metricsChannel: (any Channel)?,
+        nodeChannel: (any Channel)?,
         router: NIOLoopBound<Router>,
         storeDescription: String
     ) {
@@ -198,6 +206,8 @@ final class RelayServer: Sendable {
         self.channel = channel
         self.webSocketChannel = webSocketChannel
         self.metricsChannel = metricsChannel
+        self.nodeChannel = nodeChannel
+        self.nodePort = nodeChannel.map { $0.localAddress?.port ?? 0 }
         self.router = router
         self.port = channel.localAddress?.port ?? 0
         self.webSocketPort = webSocketChannel.map { $0.localAddress?.port ?? 0 }
@@ -233,11 +243,32 @@ final class RelayServer: Sendable {
     ///   authenticator, and ``RelayStoreError`` for a store that is damaged or cannot be opened,
     ///   before any thread is started; the future fails when the relay cannot listen.
     static func start(_ configuration: RelayConfiguration) throws -> EventLoopFuture<RelayServer> {
+        var configuration = configuration
         try checkTransport(configuration)
         guard let authenticator = configuration.authenticator else {
             throw IMCodecError.invalidArgument("the relay needs an authenticator to check login tokens")
         }
-        let store = try configuration.store.open(logger: configuration.logger, standby: configuration.standby)
+        // One of several nodes: while another relay routes, this one forwards its clients to it.
+        var standby = configuration.standby
+        var edge: EdgeNode?
+        if let node = configuration.node, var waiting = standby {
+            let forwarding = EdgeNode(configuration: configuration, options: node)
+            waiting.router = { forwarding.follow($0) }
+            standby = waiting
+            edge = forwarding
+        }
+        let store: any RelayStore
+        do {
+            store = try configuration.store.open(logger: configuration.logger, standby: standby)
+        } catch {
+            _ = edge?.stop()
+            throw error
+        }
+        if let ports = edge?.stop() {
+            // It routes now, on the ports it forwarded on: its clients reconnect where they were.
+            configuration.port = ports.tcp
+            configuration.webSocketPort = ports.webSocket
+        }
         let state: StoredState
         do {
             state = try store.load()
@@ -282,26 +313,16 @@ final class RelayServer: Sendable {
     ) -> EventLoopFuture<RelayServer> {
         let router = NIOLoopBound(router, eventLoop: loop)
         router.value.onFatal = { reason in configuration.onFatal(reason) }
-        let codec = configuration.codec
-        let frameWait = configuration.maxFrameWait
-        let bootstrap = serverBootstrap(configuration, loop: loop)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let router = router.value
-                    let session = Session(channel: channel, transport: .tcp)
-                    let sync = channel.pipeline.syncOperations
-                    try configuration.tls?.addHandler(to: sync)
-                    try sync.addHandler(FrameDeadlineHandler(maxFrameWait: frameWait))
-                    try sync.addInboundFrameDecoder(options: codec, stats: session.decoderStats)
-                    try sync.addHandler(RelayConnectionHandler(router: router, session: session))
-                }
-            }
+        let accept: ClientHandlerMaker = { channel, transport in
+            let session = Session(channel: channel, transport: transport)
+            return (RelayConnectionHandler(router: router.value, session: session), session.decoderStats)
+        }
         let registry = router.value.metrics.registry
-        return bootstrap.bind(host: configuration.host, port: configuration.port)
+        return bindTCP(configuration, port: configuration.port, loop: loop, accept: accept)
             .flatMap { channel -> EventLoopFuture<RelayServer> in
                 let webSocket: EventLoopFuture<(any Channel)?> =
                     configuration.webSocketPort.map {
-                        bindWebSocket(configuration, port: $0, loop: loop, router: router).map { Optional($0) }
+                        bindWebSocket(configuration, port: $0, loop: loop, accept: accept).map { Optional($0) }
                     } ?? loop.makeSucceededFuture(nil)
                 return webSocket.flatMap { webSocketChannel -> EventLoopFuture<RelayServer> in
                     let metrics: EventLoopFuture<(any Channel)?> =
@@ -309,15 +330,25 @@ final class RelayServer: Sendable {
                             MetricsHTTPHandler.bind(host: configuration.host, port: $0, loop: loop, registry: registry)
                                 .map { Optional($0) }
                         } ?? loop.makeSucceededFuture(nil)
-                    return metrics.map { metricsChannel in
-                        RelayServer(
-                            group: group,
-                            channel: channel,
-                            webSocketChannel: webSocketChannel,
-                            metricsChannel: metricsChannel,
-                            router: router,
-                            storeDescription: storeDescription
-                        )
+                    return metrics.flatMap { metricsChannel in
+                        let node: EventLoopFuture<(any Channel)?> =
+                            configuration.node.map {
+                                bindNode(configuration, node: $0, loop: loop, router: router).map { Optional($0) }
+                            } ?? loop.makeSucceededFuture(nil)
+                        return node.map { nodeChannel in
+                            RelayServer(
+                                group: group,
+                                channel: channel,
+                                webSocketChannel: webSocketChannel,
+                                metricsChannel: metricsChannel,
+                                nodeChannel: nodeChannel,
+                                router: router,
+                                storeDescription: storeDescription
+                            )
+                        }.flatMapError { error in
+                            let closed = metricsChannel?.close() ?? loop.makeSucceededVoidFuture()
+                            return closed.flatMapThrowing { throw error }
+                        }
                     }.flatMapError { error in
                         let closed = webSocketChannel?.close() ?? loop.makeSucceededVoidFuture()
                         return closed.flatMapThrowing { throw error }
@@ -332,9 +363,51 @@ final class RelayServer: Sendable {
             }
     }
 
+    /// The routing node's node port (``NodeLink``): TLS when the clients have it, then the link
+    /// handler; once bound, where it is, a new secret and the certificate's fingerprint are
+    /// published in the database for the forwarding nodes.
+    private static func bindNode(
+        _ configuration: RelayConfiguration,
+        node: NodeLink.Options,
+        loop: any EventLoop,
+        router: NIOLoopBound<Router>
+    ) -> EventLoopFuture<any Channel> {
+        let secret = NodeLink.makeSecret()
+        let maxSize = NodeLink.maxMessageSize(configuration.codec)
+        // A node's link carries all its clients' frames: it may queue more than one client.
+        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
+            low: max(1, configuration.maxOutboundBytes * 4),
+            high: max(2, configuration.maxOutboundBytes * 8)
+        )
+        return ServerBootstrap(group: loop)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: watermark)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try configuration.tls?.addHandler(to: sync)
+                    try sync.addHandler(ByteToMessageHandler(NodeLink.Decoder(maxSize: maxSize)))
+                    try sync.addHandler(NodeLinkHandler(router: router.value, secret: secret))
+                }
+            }
+            .bind(host: configuration.host, port: node.port)
+            .map { channel in
+                let published = RouterNode(
+                    host: node.advertisedHost,
+                    port: channel.localAddress?.port ?? node.port,
+                    secret: secret,
+                    certificateSHA256: configuration.tls?.fingerprint ?? ""
+                )
+                router.value.store.read({ store in try store.publish(published) }, then: { _ in })
+                return channel
+            }
+    }
+
     /// The socket options both listeners share: a backlog, address reuse, no Nagle delay, and the
     /// write-buffer high-water mark at which a client becomes a slow consumer.
-    private static func serverBootstrap(_ configuration: RelayConfiguration, loop: any EventLoop) -> ServerBootstrap {
+    static func serverBootstrap(_ configuration: RelayConfiguration, loop: any EventLoop) -> ServerBootstrap {
         let watermark = ChannelOptions.Types.WriteBufferWaterMark(
             low: max(1, configuration.maxOutboundBytes / 2),
             high: max(2, configuration.maxOutboundBytes)
@@ -346,14 +419,42 @@ final class RelayServer: Sendable {
             .childChannelOption(.writeBufferWaterMark, value: watermark)
     }
 
-    /// The WebSocket listener: an HTTP/1.1 server that only upgrades to WebSocket, then the same
-    /// ``RelayConnectionHandler`` as on TCP behind a ``IMCodecNIO/WebSocketFrameHandler`` (one
-    /// frame per binary message).
-    private static func bindWebSocket(
+    /// Makes the last handler of a client connection (``RelayConnectionHandler``, or a forwarding
+    /// node's ``EdgeClientHandler``) and the counters its frame decoder updates; called on the loop.
+    typealias ClientHandlerMaker = @Sendable (any Channel, Session.Transport) -> (any ChannelHandler, FrameDecoderStats)
+
+    /// The TCP listener: TLS when configured, the frame deadline, the frame decoder, then the
+    /// handler `accept` makes.
+    static func bindTCP(
         _ configuration: RelayConfiguration,
         port: Int,
         loop: any EventLoop,
-        router: NIOLoopBound<Router>
+        accept: @escaping ClientHandlerMaker
+    ) -> EventLoopFuture<any Channel> {
+        let codec = configuration.codec
+        let frameWait = configuration.maxFrameWait
+        return serverBootstrap(configuration, loop: loop)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let (handler, stats) = accept(channel, .tcp)
+                    let sync = channel.pipeline.syncOperations
+                    try configuration.tls?.addHandler(to: sync)
+                    try sync.addHandler(FrameDeadlineHandler(maxFrameWait: frameWait))
+                    try sync.addInboundFrameDecoder(options: codec, stats: stats)
+                    try sync.addHandler(handler)
+                }
+            }
+            .bind(host: configuration.host, port: port)
+    }
+
+    /// The WebSocket listener: an HTTP/1.1 server that only upgrades to WebSocket, then the
+    /// handler `accept` makes, as on TCP, behind a ``IMCodecNIO/WebSocketFrameHandler`` (one
+    /// frame per binary message).
+    static func bindWebSocket(
+        _ configuration: RelayConfiguration,
+        port: Int,
+        loop: any EventLoop,
+        accept: @escaping ClientHandlerMaker
     ) -> EventLoopFuture<any Channel> {
         let codec = configuration.codec
         let limits = configuration.webSocket
@@ -368,7 +469,7 @@ final class RelayServer: Sendable {
                         shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
                         upgradePipelineHandler: { channel, _ in
                             channel.eventLoop.makeCompletedFuture {
-                                let session = Session(channel: channel, transport: .webSocket)
+                                let (handler, stats) = accept(channel, .webSocket)
                                 let sync = channel.pipeline.syncOperations
                                 sync.removeHandler(name: UpgradeRequiredHandler.name, promise: nil)
                                 // In front of NIOWebSocket's decoder: a message left incomplete is frameTimeout.
@@ -379,10 +480,8 @@ final class RelayServer: Sendable {
                                     WebSocketDeadlineHandler(maxMessageWait: frameWait),
                                     position: .before(decoder.handler)
                                 )
-                                try sync.addHandler(
-                                    WebSocketFrameHandler(options: codec, limits: limits, stats: session.decoderStats)
-                                )
-                                try sync.addHandler(RelayConnectionHandler(router: router.value, session: session))
+                                try sync.addHandler(WebSocketFrameHandler(options: codec, limits: limits, stats: stats))
+                                try sync.addHandler(handler)
                             }
                         }
                     )
@@ -421,6 +520,7 @@ final class RelayServer: Sendable {
         try? await channel.close()
         try? await webSocketChannel?.close()
         try? await metricsChannel?.close()
+        try? await nodeChannel?.close()
         try? await eventLoop.flatSubmit {
             let store = NIOLoopBound(self.router.value.store, eventLoop: self.eventLoop)
             return self.router.value.shutDown().flatMap { store.value.close() }
@@ -474,7 +574,6 @@ final class RelayConnectionHandler: ChannelInboundHandler {
 
     private let router: Router
     private let session: Session
-    private var loginTimer: Scheduled<Void>?
 
     init(router: Router, session: Session) {
         self.router = router
@@ -485,35 +584,24 @@ final class RelayConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         // Behind a WebSocket upgrade the handler joins a channel that is already active.
-        if context.channel.isActive { start(context: context) }
+        if context.channel.isActive { start() }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        start(context: context)
+        start()
         context.fireChannelActive()
     }
 
-    private func start(context: ChannelHandlerContext) {
+    private func start() {
         guard !started else { return }
         started = true
         router.opened(session)
-        router.logger.info("accepted \(session.label)")
-        let router = NIOLoopBound(self.router, eventLoop: context.eventLoop)
-        let session = NIOLoopBound(self.session, eventLoop: context.eventLoop)
-        loginTimer = context.eventLoop.scheduleTask(in: router.value.configuration.loginTimeout) {
-            guard session.value.userID == nil else { return }
-            router.value.fail(session.value, code: "loginTimeout", reason: "no login frame in time")
-        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = Self.unwrapInboundIn(data)
         router.metrics.frameIn(frame.payloadKind, session.transport)
         router.handle(frame, from: session)
-        if session.userID != nil, let timer = loginTimer {
-            timer.cancel()
-            loginTimer = nil
-        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -535,8 +623,6 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        loginTimer?.cancel()
-        loginTimer = nil
         router.closed(session)
         context.fireChannelInactive()
     }

@@ -11,6 +11,9 @@ import NIOSSL
 /// timeout) closes it.
 struct RelayTLS: Sendable {
     let context: NIOSSLContext
+    /// The SHA-256 of the certificate (the chain's first), in hex: what other relay nodes pin
+    /// (``NodeLink``).
+    let fingerprint: String
 
     /// Loads the certificate chain and the private key.
     /// - Throws: ``RelayTLSError`` naming the file that cannot be read or used, or saying that the
@@ -25,6 +28,7 @@ struct RelayTLS: Sendable {
         guard !chain.isEmpty else {
             throw RelayTLSError(description: "\(certificateFile) holds no certificate")
         }
+        fingerprint = NodeLink.fingerprint((try? chain[0].toDERBytes()) ?? [])
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: keyFile, format: .pem)

@@ -102,6 +102,8 @@ extension Router {
         }
         sessionCounter += 1
         session.state = .loggedIn
+        session.loginTimer?.cancel()
+        session.loginTimer = nil
         session.userID = user
         session.deviceID = request.deviceID
         session.platform = request.platform

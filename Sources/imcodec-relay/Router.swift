@@ -148,11 +148,20 @@ final class Router {
 
     // MARK: Connections
 
+    /// A new connection: counted, logged, and closed unless it logs in within
+    /// ``RelayConfiguration/loginTimeout``.
     func opened(_ session: Session) {
         connections[ObjectIdentifier(session)] = session
         stats.connectionsAccepted += 1
         stats.connectionsOpen += 1
         metrics.connectionOpened(session.transport)
+        logger.info("accepted \(session.label)")
+        let bound = NIOLoopBound((router: self, session: session), eventLoop: eventLoop)
+        session.loginTimer = eventLoop.scheduleTask(in: configuration.loginTimeout) {
+            let (router, session) = bound.value
+            guard session.userID == nil else { return }
+            router.fail(session, code: "loginTimeout", reason: "no login frame in time")
+        }
     }
 
     func closed(_ session: Session) {
@@ -162,6 +171,8 @@ final class Router {
         stats.peakInboundBufferedBytes = max(stats.peakInboundBufferedBytes, session.decoderStats.peakBufferedBytes)
         unregister(session)
         session.expiry?.cancel()
+        session.loginTimer?.cancel()
+        session.loginTimer = nil
         logger.info("closed \(session.label)")
         if session.wentOffline, let user = session.userID, sessions[user] == nil {
             // Told here, once the connection is gone, whatever closed it (error, logout, the peer).
@@ -198,8 +209,7 @@ final class Router {
     /// Closes every connection at once (the store failed: nothing more can be acknowledged).
     private func closeAll() {
         for session in connections.values {
-            session.announceClose(code: "internal", reason: "the relay's store failed; the relay stops")
-            session.channel.close(promise: nil)
+            session.connection.close(code: "internal", reason: "the relay's store failed; the relay stops", after: nil)
         }
     }
 
@@ -217,7 +227,7 @@ final class Router {
         shuttingDown = true
         let promise = eventLoop.makePromise(of: Void.self)
         let finish = {
-            let closed = self.connections.values.map(\.channel.closeFuture)
+            let closed = self.connections.values.map(\.connection.closeFuture)
             self.kickAllForShutdown()
             EventLoopFuture.andAllComplete(closed, on: self.eventLoop).cascade(to: promise)
         }
@@ -229,8 +239,7 @@ final class Router {
         for session in Array(connections.values) where !session.closing {
             session.closing = true
             guard session.state == .loggedIn else {
-                session.announceClose(code: "serverShutdown", reason: "the relay is shutting down")
-                session.channel.close(promise: nil)
+                session.connection.close(code: "serverShutdown", reason: "the relay is shutting down", after: nil)
                 continue
             }
             let kicked = RelayProtocol.kickedFrame(
@@ -260,55 +269,40 @@ final class Router {
 
     /// Writes `frame`, flushes, and closes `session` (announcing `code` to a WebSocket peer).
     func closeAfterWriting(_ frame: Frame, _ session: Session, code: String, reason: String) {
-        session.announceClose(code: code, reason: reason)
-        let channel = session.channel
-        guard channel.isActive else {
-            channel.close(promise: nil)
+        guard session.connection.isActive else {
+            session.connection.close(code: code, reason: reason, after: nil)
             return
         }
         var buffer = allocator.buffer(capacity: 128)
         buffer.writeFrame(frame)
         metrics.frameOut(frame.payload?.kind, session.transport)
-        channel.writeAndFlush(buffer).whenComplete { _ in channel.close(promise: nil) }
-        // A peer that does not read cannot hold the connection open.
-        channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        session.connection.close(code: code, reason: reason, after: buffer)
     }
 
     /// Closes `session` for an error raised in its pipeline (decoder, deadline, ...).
     func fail(_ session: Session, error: any Error) {
-        switch error {
-        case let error as IMCodecError:
-            fail(session, code: error.code.rawValue, reason: error.reason)
-        case is ByteToMessageDecoderError.PayloadTooLargeError:
-            fail(session, code: IMCodecError.Code.tooLarge.rawValue, reason: "the decode buffer passed its cap")
-        case let error as WebSocketFrameError:
-            fail(session, code: error.code, reason: error.reason)
-        case let error as ByteToMessageDecoderError:
-            // Data after an earlier decode error; the connection is already being closed.
-            if !session.closing { fail(session, code: "internal", reason: "\(error)") }
-        default:
-            fail(session, code: "io", reason: "\(error)")
-        }
+        guard let (code, reason) = RelayProtocol.closeReason(for: error, closing: session.closing) else { return }
+        fail(session, code: code, reason: reason)
     }
 
     /// Drops a client whose queued output passed ``RelayConfiguration/maxOutboundBytes``: it stops
     /// receiving at once and is closed as soon as the current event is handled.
     func slowConsumer(_ session: Session) {
-        guard !session.closing, !session.channel.isWritable else { return }
+        guard !session.closing, !session.connection.isWritable else { return }
         session.closing = true
         stats.closedByError["slowConsumer", default: 0] += 1
         metrics.closedByError(code: "slowConsumer")
         metrics.slowConsumer(session.transport)
-        if let pending = try? session.channel.syncOptions?.getOption(.bufferedWritableBytes) {
+        if let pending = session.connection.bufferedBytes {
             stats.peakOutboundBufferedBytes = max(stats.peakOutboundBufferedBytes, pending)
         }
         logger.warning(
             "closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued"
         )
         unregister(session)
-        session.announceClose(code: "slowConsumer", reason: "more than \(configuration.maxOutboundBytes) bytes queued")
-        let channel = session.channel
-        eventLoop.execute { channel.close(promise: nil) }
+        let connection = session.connection
+        let reason = "more than \(configuration.maxOutboundBytes) bytes queued"
+        eventLoop.execute { connection.close(code: "slowConsumer", reason: reason, after: nil) }
     }
 
     // MARK: Writing
@@ -316,13 +310,13 @@ final class Router {
     /// Queues `buffer`, a frame of `kind`, for `session` (flushed by ``flush()``).
     func write(_ buffer: ByteBuffer, kind: Frame.Payload.Kind?, to session: Session) {
         guard !session.closing else { return }
-        session.channel.write(buffer, promise: nil)
+        session.connection.write(buffer)
         metrics.frameOut(kind, session.transport)
         if !session.needsFlush {
             session.needsFlush = true
             toFlush.append(session)
         }
-        if !session.channel.isWritable {
+        if !session.connection.isWritable {
             // Past the high-water mark: nothing more is queued for this client.
             slowConsumer(session)
         }
@@ -347,12 +341,10 @@ final class Router {
         for session in toFlush {
             session.needsFlush = false
             guard !session.closing else { continue }
-            if let pending = try? session.channel.syncOptions?.getOption(.bufferedWritableBytes),
-                pending > stats.peakOutboundBufferedBytes
-            {
+            if let pending = session.connection.bufferedBytes, pending > stats.peakOutboundBufferedBytes {
                 stats.peakOutboundBufferedBytes = pending
             }
-            session.channel.flush()
+            session.connection.flush()
         }
         toFlush.removeAll(keepingCapacity: true)
     }

@@ -23,8 +23,9 @@ final class Session {
         case loggedIn
     }
 
-    /// The client's channel.
-    let channel: any Channel
+    /// Where the session's frames go: the client's own channel, or a node link to the relay node
+    /// that holds the client's connection (``NodeLink``).
+    let connection: any SessionConnection
     /// How the client speaks to the relay.
     let transport: Transport
     /// The decoder's counters for this connection.
@@ -44,6 +45,8 @@ final class Session {
     var live = false
     /// Kicks the session when its token expires.
     var expiry: Scheduled<Void>?
+    /// Closes the session when no login frame came in time (cancelled at the login).
+    var loginTimer: Scheduled<Void>?
     /// Set when the session stopped being its user's current one other than by a newer login
     /// (subscribers learn the user is offline when the connection has closed).
     var wentOffline = false
@@ -53,25 +56,80 @@ final class Session {
     var needsFlush = false
     /// `user/device@address` for logs.
     var label: String {
-        let address = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
         let device = deviceID.isEmpty ? "" : "/\(deviceID)"
-        return "\(userID ?? "?")\(device)@\(address)\(transport == .webSocket ? " (ws)" : "")"
+        return "\(userID ?? "?")\(device)@\(connection.address)\(transport == .webSocket ? " (ws)" : "")"
     }
 
-    init(channel: any Channel, transport: Transport) {
+    init(connection: any SessionConnection, transport: Transport) {
+        self.connection = connection
+        self.transport = transport
+    }
+
+    /// A session on a client's own channel.
+    convenience init(channel: any Channel, transport: Transport) {
+        self.init(connection: ChannelConnection(channel: channel, transport: transport), transport: transport)
+    }
+}
+
+/// Where a session's frames go. The router writes, flushes and closes through it, whether the client
+/// is connected to this relay (``ChannelConnection``) or to another relay node that forwards its
+/// frames (``NodeLink``).
+protocol SessionConnection: AnyObject {
+    /// Whether the connection is open.
+    var isActive: Bool { get }
+    /// Whether it takes more bytes: false past the high-water mark (a slow consumer).
+    var isWritable: Bool { get }
+    /// The bytes queued for the client and not yet written, when known.
+    var bufferedBytes: Int? { get }
+    /// Completes when the connection is closed.
+    var closeFuture: EventLoopFuture<Void> { get }
+    /// The client's address, `IP:PORT`, for logs.
+    var address: String { get }
+    /// Queues a frame (its length prefix included) for the client.
+    func write(_ buffer: ByteBuffer)
+    /// Writes what was queued.
+    func flush()
+    /// Closes the connection, after writing and flushing `last` when given (a peer that does not
+    /// read cannot hold it open: it is closed after a second). A WebSocket peer is told `code` and
+    /// `reason` in its close frame (an error its handler raised itself keeps its own code).
+    func close(code: String, reason: String, after last: ByteBuffer?)
+}
+
+/// A client connected to this relay: its channel.
+final class ChannelConnection: SessionConnection {
+    let channel: any Channel
+    let transport: Session.Transport
+
+    init(channel: any Channel, transport: Session.Transport) {
         self.channel = channel
         self.transport = transport
     }
 
-    /// Tells a WebSocket connection's ``IMCodecNIO/WebSocketFrameHandler`` the close code and reason
-    /// of the close that follows (an error the handler raised itself keeps its own code).
-    func announceClose(code: String, reason: String) {
-        guard transport == .webSocket else { return }
-        let request = WebSocketFrameHandler.CloseRequest(
-            code: RelayProtocol.webSocketCloseCode(for: code),
-            reason: "\(code): \(reason)"
-        )
-        channel.triggerUserOutboundEvent(request, promise: nil)
+    var isActive: Bool { channel.isActive }
+    var isWritable: Bool { channel.isWritable }
+    var bufferedBytes: Int? { try? channel.syncOptions?.getOption(.bufferedWritableBytes) }
+    var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+    var address: String { channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?" }
+
+    func write(_ buffer: ByteBuffer) { channel.write(buffer, promise: nil) }
+    func flush() { channel.flush() }
+
+    func close(code: String, reason: String, after last: ByteBuffer?) {
+        if transport == .webSocket {
+            // Tells the WebSocketFrameHandler the close code and reason of the close that follows.
+            let request = WebSocketFrameHandler.CloseRequest(
+                code: RelayProtocol.webSocketCloseCode(for: code),
+                reason: "\(code): \(reason)"
+            )
+            channel.triggerUserOutboundEvent(request, promise: nil)
+        }
+        let channel = self.channel
+        guard let last, channel.isActive else {
+            channel.close(promise: nil)
+            return
+        }
+        channel.writeAndFlush(last).whenComplete { _ in channel.close(promise: nil) }
+        channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 }
 #endif

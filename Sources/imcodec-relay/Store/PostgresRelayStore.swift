@@ -109,7 +109,17 @@ final class PostgresRelayStore: RelayStore {
                     PRIMARY KEY (scope, id))
                 """,
             ]
-        )
+        ),
+        (
+            "where the routing relay takes links from the other relay nodes",
+            [
+                """
+                CREATE TABLE router_node (id integer PRIMARY KEY CHECK (id = 1), host text NOT NULL,
+                    port integer NOT NULL, secret text NOT NULL, certificate_sha256 text NOT NULL,
+                    since timestamptz NOT NULL DEFAULT now())
+                """
+            ]
+        ),
     ]
 
     /// The newest schema version this relay knows.
@@ -130,6 +140,10 @@ final class PostgresRelayStore: RelayStore {
         var waiting: @Sendable (String) -> Void
         /// Called when the relay took the lock.
         var took: @Sendable () -> Void = {}
+        /// Called at every try while the relay waits, with where the relay that holds the lock
+        /// takes links from the other nodes (`nil` until it published it): a forwarding node
+        /// (``EdgeNode``) follows it.
+        var router: (@Sendable (RouterNode?) -> Void)?
     }
 
     /// How often a serving relay checks its connection (``checkConnection()``).
@@ -264,6 +278,7 @@ final class PostgresRelayStore: RelayStore {
                     )
                 }
             case .standby(let standby):
+                if let follow = standby.router { follow((try? routerNode()) ?? nil) }
                 if !announced {
                     announced = true
                     standby.waiting(
@@ -273,6 +288,29 @@ final class PostgresRelayStore: RelayStore {
                 }
             }
             usleep(Self.lockPoll)
+        }
+    }
+
+    /// Where the relay that holds the lock takes node links, as it published it (``publish(_:)``),
+    /// or `nil` when no relay did. A relay that died leaves its row until the next one replaces it:
+    /// a link to it fails, and the forwarding node tries again.
+    private func routerNode() throws -> RouterNode? {
+        let rows = try run("SELECT host, port, secret, certificate_sha256 FROM router_node WHERE id = 1").rows
+        guard let row = rows.first else { return nil }
+        let (host, port, secret, certificate) = try row.decode((String, Int32, String, String).self)
+        return RouterNode(host: host, port: Int(port), secret: secret, certificateSHA256: certificate)
+    }
+
+    func publish(_ node: RouterNode) throws {
+        try guarded("publishing where this relay takes node links") {
+            try run(
+                """
+                INSERT INTO router_node (id, host, port, secret, certificate_sha256, since)
+                VALUES (1, \(node.host), \(Int32(node.port)), \(node.secret), \(node.certificateSHA256), now())
+                ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port,
+                    secret = excluded.secret, certificate_sha256 = excluded.certificate_sha256, since = now()
+                """
+            )
         }
     }
 

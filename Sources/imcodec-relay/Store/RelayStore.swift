@@ -12,8 +12,8 @@ import NIOCore
 /// implementation needs no lock of its own.
 ///
 /// Three stores exist: ``SQLiteRelayStore`` (the default, durable: WAL, one transaction per batch),
-/// ``PostgresRelayStore`` (durable, on a PostgreSQL server: one serving relay per database, others
-/// standing by) and
+/// ``PostgresRelayStore`` (durable, on a PostgreSQL server: one routing relay per database, others
+/// standing by or forwarding their clients to it, ``NodeLink``) and
 /// ``MemoryRelayStore`` (for tests and the relay benchmark's baseline). The router does not change.
 protocol RelayStore: AnyObject {
     /// Everything the router keeps in memory, read once at start.
@@ -53,12 +53,17 @@ protocol RelayStore: AnyObject {
     /// database's lock.
     /// - Throws: ``RelayStoreError`` when it is not; the relay stops.
     func checkConnection() throws
+
+    /// Publishes where this relay, which routes for the database, takes links from the other relay
+    /// nodes (``NodeLink``): only a PostgreSQL store has other nodes.
+    func publish(_ node: RouterNode) throws
 }
 
 extension RelayStore {
     var connectionSummary: String? { nil }
     var connectionCheckInterval: TimeAmount? { nil }
     func checkConnection() throws {}
+    func publish(_ node: RouterNode) throws {}
 
     /// A store that holds nothing to release (SQLite's file lock belongs to the data directory,
     /// ``RelayFiles/lock()``; its database is closed with the store).

@@ -1,0 +1,387 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// A relay node that does not hold the database's lock (`serve --node-port` while another relay
+/// routes): it accepts clients on its own ports (TCP, WebSocket, TLS as configured), checks their
+/// frames against the limits, and forwards them over one link to the routing node, which decides,
+/// commits and answers (``NodeLink``). It keeps nothing: a client it drops reconnects (here or to
+/// another node) and resumes from its stream position, as after a restart.
+///
+/// It follows the routing node the database names (``follow(_:)``, at every try of the lock). When
+/// the link goes away (the routing node stopped or died), it closes its clients with an
+/// `unavailable` notice and links to the next routing node. When it takes the lock itself it stops
+/// (``stop()``) and the relay starts routing on the same ports.
+///
+/// Everything but ``follow(_:)`` and ``stop()`` runs on its one event loop.
+final class EdgeNode: @unchecked Sendable {
+    private let configuration: RelayConfiguration
+    private let options: NodeLink.Options
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let loop: any EventLoop
+
+    private var started = false
+    private var listeners: [any Channel] = []
+    /// The ports it listens on, once it does.
+    private let ports = NIOLockedValueBox<(tcp: Int, webSocket: Int?)?>(nil)
+    /// The routing node the database names, and the link to it.
+    private var target: RouterNode?
+    private var link: (any Channel)?
+    private var linkReady = false
+    private var connecting = false
+    private var nextAttempt = NIODeadline.uptimeNanoseconds(0)
+    private var stopped = false
+
+    private var clients: [UInt32: ChannelConnection] = [:]
+    private var nextID: UInt32 = 0
+    private var toFlush: [UInt32] = []
+    private var linkNeedsFlush = false
+
+    init(configuration: RelayConfiguration, options: NodeLink.Options) {
+        self.configuration = configuration
+        self.options = options
+        self.loop = group.next()
+    }
+
+    /// Follows the routing node `node` (from any thread): starts listening the first time, and
+    /// links to it when the link is down or the node changed.
+    func follow(_ node: RouterNode?) {
+        loop.execute { self.followOnLoop(node) }
+    }
+
+    private func followOnLoop(_ node: RouterNode?) {
+        guard !stopped else { return }
+        if !started {
+            started = true
+            listen()
+        }
+        if node != target {
+            target = node
+            if let link {
+                // A new routing node: the old link is stale even if it still stands.
+                link.close(promise: nil)
+                self.link = nil
+                dropAll(reason: "another relay routes for the database now")
+            }
+            nextAttempt = .uptimeNanoseconds(0)
+        }
+        if link == nil, !connecting, let target, NIODeadline.now() >= nextAttempt {
+            connect(to: target)
+        }
+    }
+
+    private func listen() {
+        let accept: RelayServer.ClientHandlerMaker = { channel, transport in
+            let stats = FrameDecoderStats()
+            return (
+                EdgeClientHandler(edge: self, connection: ChannelConnection(channel: channel, transport: transport)),
+                stats
+            )
+        }
+        let tcp = RelayServer.bindTCP(configuration, port: configuration.port, loop: loop, accept: accept)
+        let webSocket: EventLoopFuture<(any Channel)?> =
+            configuration.webSocketPort.map {
+                RelayServer.bindWebSocket(configuration, port: $0, loop: loop, accept: accept).map { Optional($0) }
+            } ?? loop.makeSucceededFuture(nil)
+        tcp.and(webSocket).whenComplete { result in
+            switch result {
+            case .success(let (tcp, webSocket)):
+                self.listeners = [tcp] + (webSocket.map { [$0] } ?? [])
+                let port = tcp.localAddress?.port ?? 0
+                let webSocketPort = webSocket.map { $0.localAddress?.port ?? 0 }
+                self.ports.withLockedValue { $0 = (port, webSocketPort) }
+                let host = self.configuration.host
+                let authority = { (port: Int) in host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+                var line = "listening on \(authority(port))" + (self.configuration.tls == nil ? "" : " (TLS)")
+                if let webSocketPort {
+                    line +=
+                        ", WebSocket on \(self.configuration.tls == nil ? "ws" : "wss")://\(authority(webSocketPort))/"
+                }
+                self.options.announce(line + "; forwarding its clients to the relay that routes")
+            case .failure(let error):
+                self.configuration.onFatal("cannot listen as a relay node on \(self.configuration.host) (\(error))")
+            }
+        }
+    }
+
+    private func connect(to node: RouterNode) {
+        connecting = true
+        let maxSize = NodeLink.maxMessageSize(configuration.codec)
+        let pinned = node.certificateSHA256
+        let bootstrap = ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if !pinned.isEmpty {
+                        // The routing node's own certificate, as it published it: nothing else.
+                        var tls = TLSConfiguration.makeClientConfiguration()
+                        tls.certificateVerification = .none
+                        let context = try NIOSSLContext(configuration: tls)
+                        try sync.addHandler(
+                            try NIOSSLClientHandler(context: context, serverHostname: nil) { certificates, promise in
+                                let der = (try? certificates.first?.toDERBytes()) ?? []
+                                promise.succeed(
+                                    NodeLink.fingerprint(der) == pinned ? .certificateVerified : .failed
+                                )
+                            }
+                        )
+                    }
+                    try sync.addHandler(ByteToMessageHandler(NodeLink.Decoder(maxSize: maxSize)))
+                    try sync.addHandler(EdgeLinkHandler(edge: self))
+                }
+            }
+        bootstrap.connect(host: node.host, port: node.port).whenComplete { result in
+            self.connecting = false
+            switch result {
+            case .success(let channel):
+                guard !self.stopped, self.target == node else {
+                    channel.close(promise: nil)
+                    return
+                }
+                self.link = channel
+                var secret = channel.allocator.buffer(capacity: node.secret.utf8.count)
+                secret.writeString(node.secret)
+                channel.writeAndFlush(
+                    NodeLink.message(.hello, session: 0, allocator: channel.allocator, secret),
+                    promise: nil
+                )
+            case .failure:
+                self.nextAttempt = .now() + .milliseconds(250)
+            }
+        }
+    }
+
+    // MARK: The link
+
+    fileprivate func linkWelcomed(_ channel: any Channel) {
+        guard channel === link else { return }
+        linkReady = true
+        options.announce("forwarding clients to the relay that routes, at \(target?.address ?? "?")")
+    }
+
+    fileprivate func linkLost(_ channel: any Channel) {
+        guard channel === link else { return }
+        link = nil
+        let wasReady = linkReady
+        linkReady = false
+        nextAttempt = .now() + .milliseconds(100)
+        if wasReady {
+            options.announce("lost the link to the relay that routes; waiting for the next one")
+        }
+        dropAll(reason: "the relay that routed went away")
+    }
+
+    /// Closes every client: what they sent and was not acknowledged they send again where they reconnect.
+    private func dropAll(reason: String) {
+        linkReady = false
+        let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
+        for connection in clients.values {
+            connection.close(code: "unavailable", reason: reason, after: notice)
+        }
+    }
+
+    fileprivate func deliver(_ session: UInt32, _ bytes: ByteBuffer) {
+        guard let connection = clients[session] else { return }
+        connection.write(bytes)
+        toFlush.append(session)
+        if !connection.isWritable {
+            // The relay's own rule, applied where the client's connection is.
+            connection.close(
+                code: "slowConsumer",
+                reason: "more than \(configuration.maxOutboundBytes) bytes queued",
+                after: nil
+            )
+        }
+    }
+
+    fileprivate func close(_ session: UInt32, code: String, reason: String, last: ByteBuffer?) {
+        guard let connection = clients[session] else { return }
+        connection.flush()
+        connection.close(code: code, reason: reason, after: last)
+    }
+
+    fileprivate func flushClients() {
+        for id in toFlush { clients[id]?.flush() }
+        toFlush.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Clients
+
+    /// A client connected: it gets an id and the routing node is told, or, with no link, it is
+    /// closed with an `unavailable` notice.
+    fileprivate func opened(_ connection: ChannelConnection) -> UInt32? {
+        guard linkReady, let link else {
+            let reason = "no relay routes for the database at the moment"
+            connection.close(
+                code: "unavailable",
+                reason: reason,
+                after: Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again")
+            )
+            return nil
+        }
+        nextID &+= 1
+        if nextID == 0 { nextID = 1 }
+        clients[nextID] = connection
+        var payload = link.allocator.buffer(capacity: 64)
+        payload.writeInteger(UInt8(connection.transport == .webSocket ? 1 : 0))
+        payload.writeString(connection.address)
+        link.writeAndFlush(NodeLink.message(.open, session: nextID, allocator: link.allocator, payload), promise: nil)
+        return nextID
+    }
+
+    fileprivate func forward(_ session: UInt32, _ record: ByteBuffer) {
+        guard linkReady, let link, clients[session] != nil else { return }
+        link.write(NodeLink.message(.frame, session: session, allocator: link.allocator, record), promise: nil)
+        linkNeedsFlush = true
+    }
+
+    fileprivate func flushLink() {
+        guard linkNeedsFlush else { return }
+        linkNeedsFlush = false
+        link?.flush()
+    }
+
+    /// Closes a client for an error its pipeline raised (the relay's own mapping of errors to codes).
+    fileprivate func failed(_ session: UInt32, _ connection: ChannelConnection, error: any Error) {
+        guard let (code, reason) = RelayProtocol.closeReason(for: error, closing: !connection.isActive) else { return }
+        connection.close(code: code, reason: reason, after: Self.noticeBuffer(code: code, reason: reason))
+    }
+
+    fileprivate func closed(_ session: UInt32) {
+        guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
+        link.writeAndFlush(NodeLink.message(.closed, session: session, allocator: link.allocator, nil), promise: nil)
+    }
+
+    private static func noticeBuffer(code: String, reason: String) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.writeFrame(RelayProtocol.errorFrame(code: code, reason: reason))
+        return buffer
+    }
+
+    // MARK: Stopping
+
+    /// Stops (from any thread, once the relay took the lock): closes its listeners, every client
+    /// and the link, and its event loop.
+    /// - Returns: The ports it listened on, for the relay to route on the same ones.
+    func stop() -> (tcp: Int, webSocket: Int?)? {
+        let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
+            self.stopped = true
+            self.link?.close(promise: nil)
+            self.link = nil
+            self.dropAll(reason: "this relay node routes for the database now")
+            let closes = self.listeners.map { $0.close() } + self.clients.values.map(\.closeFuture)
+            return EventLoopFuture.andAllComplete(closes, on: self.loop)
+        }
+        try? done.wait()
+        try? group.syncShutdownGracefully()
+        return ports.withLockedValue { $0 }
+    }
+}
+
+/// A forwarding node's end of its link to the routing node.
+private final class EdgeLinkHandler: ChannelInboundHandler {
+    typealias InboundIn = NodeLink.Message
+
+    private let edge: EdgeNode
+
+    init(edge: EdgeNode) { self.edge = edge }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let message = Self.unwrapInboundIn(data)
+        switch message.kind {
+        case .welcome:
+            edge.linkWelcomed(context.channel)
+        case .frame:
+            edge.deliver(message.session, message.payload)
+        case .close:
+            var payload = message.payload
+            guard let (code, reason, last) = NodeLink.readClose(&payload) else {
+                context.close(promise: nil)
+                return
+            }
+            edge.close(message.session, code: code, reason: reason, last: last)
+        case .hello, .open, .closed:
+            context.close(promise: nil)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        edge.flushClients()
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        edge.linkLost(context.channel)
+        context.fireChannelInactive()
+    }
+}
+
+/// The last handler of a forwarding node's client connection: hands its frames to the link.
+final class EdgeClientHandler: ChannelInboundHandler {
+    typealias InboundIn = InboundFrame
+
+    private let edge: EdgeNode
+    private let connection: ChannelConnection
+    private var id: UInt32?
+    private var started = false
+
+    fileprivate init(edge: EdgeNode, connection: ChannelConnection) {
+        self.edge = edge
+        self.connection = connection
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Behind a WebSocket upgrade the handler joins a channel that is already active.
+        if context.channel.isActive { start() }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start()
+        context.fireChannelActive()
+    }
+
+    private func start() {
+        guard !started else { return }
+        started = true
+        id = edge.opened(connection)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let id else { return }
+        // Both transports' frames carry their length prefix (a WebSocket message gets one).
+        edge.forward(id, Self.unwrapInboundIn(data).record)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        edge.flushLink()
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let id else { return context.close(promise: nil) }
+        edge.failed(id, connection, error: error)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable {
+            connection.close(code: "slowConsumer", reason: "too many bytes queued", after: nil)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let id { edge.closed(id) }
+        context.fireChannelInactive()
+    }
+}
+#endif

@@ -1,0 +1,323 @@
+#if Tools
+import Crypto
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+/// The link between relay nodes on one PostgreSQL database (`serve --node-port`).
+///
+/// The relay that holds the database's lock is the **routing node**: it decides, commits and
+/// acknowledges everything, exactly as a relay on its own does. Every other node (``EdgeNode``)
+/// accepts clients (TCP, WebSocket, TLS), checks their frames against the limits, and forwards
+/// them over one link to the routing node's node port; the routing node sees each of those clients
+/// as a session whose frames come and go over the link (``LinkConnection``). So logins, kicks of the
+/// same device on another node, presence, membership, receipts and the event sync behave across
+/// nodes as on one relay, and a node that stops loses nothing acknowledged.
+///
+/// The routing node publishes where its node port is, a secret made at each start and the SHA-256
+/// of its TLS certificate in the database (``RouterNode``); a forwarding node reads them while it
+/// waits for the lock, opens the link with the secret (a link without it is closed), and, when the
+/// link is TLS, accepts only that certificate. Whoever can read the database can read every message
+/// anyway; nobody else can join.
+///
+/// Each link message is `u32 length` (of what follows), `u8 kind`, `u32 session`, then the payload.
+enum NodeLink {
+    /// How a relay joins the nodes of its database (`--node-port`, `--node-address`).
+    struct Options: Sendable {
+        /// The port the relay takes links on while it routes; 0 picks a free one.
+        var port: Int
+        /// The address the other nodes connect to (`--node-address`; default: `--host`).
+        var advertisedHost: String
+        /// Lines for people about what the node does (forwarding, and to whom).
+        var announce: @Sendable (String) -> Void = { _ in }
+    }
+
+    enum Kind: UInt8 {
+        /// Forwarding → routing, session 0: the published secret (UTF-8).
+        case hello = 1
+        /// Routing → forwarding, session 0: the secret was right.
+        case welcome = 2
+        /// Forwarding → routing: a client connected; `u8` transport (0 TCP, 1 WebSocket), then its address.
+        case open = 3
+        /// Either way: one frame, its length prefix included.
+        case frame = 4
+        /// Forwarding → routing: the client's connection closed.
+        case closed = 5
+        /// Routing → forwarding: close the client; `u16` code length, code, `u16` reason length,
+        /// reason, then the last frame to write first (length prefix included), if any.
+        case close = 6
+    }
+
+    struct Message {
+        var kind: Kind
+        var session: UInt32
+        var payload: ByteBuffer
+    }
+
+    /// The bytes of a link message on the wire.
+    static func message(
+        _ kind: Kind,
+        session: UInt32,
+        allocator: ByteBufferAllocator,
+        _ payload: ByteBuffer?
+    ) -> ByteBuffer {
+        let size = payload?.readableBytes ?? 0
+        var out = allocator.buffer(capacity: 9 + size)
+        out.writeInteger(UInt32(5 + size))
+        out.writeInteger(kind.rawValue)
+        out.writeInteger(session)
+        if let payload { out.writeImmutableBuffer(payload) }
+        return out
+    }
+
+    /// The payload of a ``Kind/close`` message.
+    static func closePayload(
+        code: String,
+        reason: String,
+        last: ByteBuffer?,
+        allocator: ByteBufferAllocator
+    ) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 8 + code.utf8.count + reason.utf8.count + (last?.readableBytes ?? 0))
+        for text in [code, reason] {
+            let bytes = Array(text.utf8.prefix(Int(UInt16.max)))
+            out.writeInteger(UInt16(bytes.count))
+            out.writeBytes(bytes)
+        }
+        if let last { out.writeImmutableBuffer(last) }
+        return out
+    }
+
+    /// Reads a ``Kind/close`` payload, or `nil` when it is malformed.
+    static func readClose(_ payload: inout ByteBuffer) -> (code: String, reason: String, last: ByteBuffer?)? {
+        guard let codeLength = payload.readInteger(as: UInt16.self),
+            let code = payload.readString(length: Int(codeLength)),
+            let reasonLength = payload.readInteger(as: UInt16.self),
+            let reason = payload.readString(length: Int(reasonLength))
+        else { return nil }
+        return (code, reason, payload.readableBytes > 0 ? payload : nil)
+    }
+
+    /// Splits the link's bytes into messages; a message longer than `maxSize` is an error (the
+    /// link is closed).
+    struct Decoder: ByteToMessageDecoder {
+        typealias InboundOut = Message
+        let maxSize: Int
+
+        mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+            guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
+            guard length >= 5, Int(length) <= maxSize else {
+                throw NodeLinkError(description: "a link message of \(length) bytes")
+            }
+            guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
+            buffer.moveReaderIndex(forwardBy: 4)
+            let kindByte = buffer.readInteger(as: UInt8.self)!
+            let session = buffer.readInteger(as: UInt32.self)!
+            let payload = buffer.readSlice(length: Int(length) - 5)!
+            guard let kind = Kind(rawValue: kindByte) else {
+                throw NodeLinkError(description: "a link message of unknown kind \(kindByte)")
+            }
+            context.fireChannelRead(Self.wrapInboundOut(Message(kind: kind, session: session, payload: payload)))
+            return .continue
+        }
+    }
+
+    /// The largest link message: a frame at the codec's size limit, its prefix and the header.
+    static func maxMessageSize(_ codec: FrameCodecOptions) -> Int { codec.effectiveMaxFrameSize + 64 }
+
+    /// Compares two secrets in time that does not depend on where they differ.
+    static func sameSecret(_ a: ByteBuffer, _ b: String) -> Bool {
+        let given = Array(a.readableBytesView)
+        let expected = Array(b.utf8)
+        guard given.count == expected.count else { return false }
+        return zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// A new secret for a routing node: 32 random bytes, in hex.
+    static func makeSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// The SHA-256 of a certificate's DER bytes, in hex.
+    static func fingerprint(_ der: [UInt8]) -> String {
+        SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// Where the routing node of a database takes its links, as it published it in the database.
+struct RouterNode: Sendable, Equatable {
+    var host: String
+    var port: Int
+    /// What a forwarding node sends first (``NodeLink/Kind/hello``).
+    var secret: String
+    /// The SHA-256 of the node port's TLS certificate (hex), or empty when the link is not TLS.
+    var certificateSHA256: String
+
+    var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Why a node link was closed.
+struct NodeLinkError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A client of a forwarding node, as the routing node's router sees it: frames go over the link.
+final class LinkConnection: SessionConnection {
+    private let link: any Channel
+    let id: UInt32
+    let address: String
+    private let closed: EventLoopPromise<Void>
+    private var isClosed = false
+
+    init(link: any Channel, id: UInt32, address: String) {
+        self.link = link
+        self.id = id
+        self.address = address
+        self.closed = link.eventLoop.makePromise()
+    }
+
+    var isActive: Bool { !isClosed && link.isActive }
+    /// A forwarding node closes its own slow consumers; the link itself is bounded by its node's
+    /// output buffer (``NodeLinkHandler``).
+    var isWritable: Bool { true }
+    var bufferedBytes: Int? { nil }
+    var closeFuture: EventLoopFuture<Void> { closed.futureResult }
+
+    func write(_ buffer: ByteBuffer) {
+        guard isActive else { return }
+        link.write(NodeLink.message(.frame, session: id, allocator: link.allocator, buffer), promise: nil)
+    }
+
+    func flush() { link.flush() }
+
+    func close(code: String, reason: String, after last: ByteBuffer?) {
+        guard !isClosed else { return }
+        isClosed = true
+        if link.isActive {
+            let payload = NodeLink.closePayload(code: code, reason: reason, last: last, allocator: link.allocator)
+            link.writeAndFlush(NodeLink.message(.close, session: id, allocator: link.allocator, payload), promise: nil)
+        }
+        closed.succeed()
+    }
+
+    /// The link went away, or the forwarding node said the client did.
+    func linkClosed() {
+        isClosed = true
+        closed.succeed()
+    }
+}
+
+/// The routing node's end of a link: checks the secret, then turns the forwarding node's clients
+/// into sessions of the router.
+final class NodeLinkHandler: ChannelInboundHandler {
+    typealias InboundIn = NodeLink.Message
+
+    private let router: Router
+    private let secret: String
+    private var welcomed = false
+    private var sessions: [UInt32: Session] = [:]
+    private var decoder: InboundFrameDecoder
+    private var helloTimer: Scheduled<Void>?
+
+    init(router: Router, secret: String) {
+        self.router = router
+        self.secret = secret
+        self.decoder = InboundFrameDecoder(options: router.configuration.codec)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        helloTimer = context.eventLoop.scheduleTask(in: router.configuration.loginTimeout) {
+            channel.close(promise: nil)
+        }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let message = Self.unwrapInboundIn(data)
+        guard welcomed else {
+            guard message.kind == .hello, NodeLink.sameSecret(message.payload, secret) else {
+                router.logger.warning("refused a node link from \(Self.address(of: context.channel)): wrong secret")
+                context.close(promise: nil)
+                return
+            }
+            welcomed = true
+            helloTimer?.cancel()
+            router.logger.info("node link from \(Self.address(of: context.channel))")
+            context.writeAndFlush(
+                NIOAny(NodeLink.message(.welcome, session: 0, allocator: context.channel.allocator, nil)),
+                promise: nil
+            )
+            return
+        }
+        switch message.kind {
+        case .open:
+            var payload = message.payload
+            guard sessions[message.session] == nil, let transportByte = payload.readInteger(as: UInt8.self) else {
+                return linkFailed(context, "a bad open for client \(message.session)")
+            }
+            let transport: Session.Transport = transportByte == 1 ? .webSocket : .tcp
+            let address = payload.readString(length: payload.readableBytes) ?? "?"
+            let connection = LinkConnection(link: context.channel, id: message.session, address: address)
+            let session = Session(connection: connection, transport: transport)
+            sessions[message.session] = session
+            router.opened(session)
+        case .frame:
+            guard let session = sessions[message.session] else { return }
+            var bytes = message.payload
+            do {
+                guard let frame = try decoder.decode(buffer: &bytes), bytes.readableBytes == 0 else {
+                    return router.fail(session, code: "internal", reason: "a node forwarded a partial frame")
+                }
+                router.metrics.frameIn(frame.payloadKind, session.transport)
+                router.handle(frame, from: session)
+            } catch {
+                router.fail(session, error: error)
+            }
+        case .closed:
+            guard let session = sessions.removeValue(forKey: message.session) else { return }
+            (session.connection as? LinkConnection)?.linkClosed()
+            router.closed(session)
+        case .hello, .welcome, .close:
+            linkFailed(context, "an unexpected \(message.kind) message")
+        }
+    }
+
+    private func linkFailed(_ context: ChannelHandlerContext, _ reason: String) {
+        router.logger.error("closing the node link from \(Self.address(of: context.channel)): \(reason)")
+        context.close(promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        router.flush()
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable {
+            // The forwarding node reads too slowly for all its clients: they reconnect elsewhere.
+            linkFailed(context, "more than \(router.configuration.maxOutboundBytes) bytes queued for the node")
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        linkFailed(context, "\(error)")
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        helloTimer?.cancel()
+        for session in sessions.values {
+            (session.connection as? LinkConnection)?.linkClosed()
+            router.closed(session)
+        }
+        sessions = [:]
+        if welcomed { router.logger.info("node link from \(Self.address(of: context.channel)) closed") }
+        context.fireChannelInactive()
+    }
+
+    static func address(of channel: any Channel) -> String {
+        channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
+    }
+}
+#endif
