@@ -2,7 +2,8 @@
 """An independent client that checks imcodec-relay's promises across a crash: logins, the user
 stream, events for offline devices, several devices per user.
 
-usage: relay_resume_client.py --relay PATH [--timeout SECONDS] [--keep-data] [--schemas DIR] [--include DIR]
+usage: relay_resume_client.py --relay PATH [--nodes POSTGRES_URL] [--timeout SECONDS] [--keep-data]
+                              [--schemas DIR] [--include DIR]
 
 It shares no code with the relay: Google's protobuf builds the message classes from Schemas/ at
 run time (as Scripts/google_reference.py does), the TCP wire is Google's delimited format (a varint
@@ -38,6 +39,12 @@ TMP/auth-secret, and checks, in order:
   i. a new login on device "phone" kicks the older "phone" connection (kicked_offline
      LOGGED_IN_ELSEWHERE, then the connection closes); "laptop" stays online; that login, with
      stream_position 0, resumes from the position "phone" acknowledged in c (kept across the kill).
+
+With --nodes POSTGRES_URL it runs the same checks against two relay nodes on that database
+(`serve --store URL --node-port 0`, the same data dir for the auth secret): node A routes, node B
+forwards its clients to A; alice and carol talk to A, bob and the credential checks to B, so every
+message and event crosses the nodes. In e the routing node A is killed with SIGKILL; node B takes
+over routing on the port it forwarded on, and A is started again, now forwarding to B.
 
 Each check prints one line starting "OK "; a failure prints "FAIL ..." (with the tail of the relay's
 output) and exits 1. The last line is "relay_resume_client: N passed, M failed". Every wait is
@@ -112,46 +119,69 @@ def _die_with_parent():
 
 
 class Relay:
-    """`imcodec-relay serve --port 0 --data-dir DIR`, its output kept for failure reports."""
+    """`imcodec-relay serve --port 0 --data-dir DIR [EXTRA...]`, its output kept for failure reports.
+    With `--node-port` in EXTRA it is a relay node: it routes, or forwards its clients to the node
+    that does."""
 
-    def __init__(self, binary, data_dir, timeout):
+    def __init__(self, binary, data_dir, timeout, extra=(), name="relay"):
         self.binary = binary
         self.data_dir = data_dir
         self.timeout = timeout
+        self.extra = list(extra)
+        self.name = name
         self.process = None
         self.port = None
         self.output = []
         self.pump = None
+        self.routing = None
+        self.ready = None
 
     async def start(self):
-        self.output.append(f"--- {self.binary} serve --port 0 --data-dir {self.data_dir}")
+        """Starts it and waits until it routes, or (a node) forwards to the node that does."""
+        self.output.append(f"--- {self.name}: {self.binary} serve --port 0 --data-dir {self.data_dir} "
+                           + " ".join(self.extra))
+        self.routing = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.port = None
         self.process = await asyncio.create_subprocess_exec(
-            self.binary, "serve", "--port", "0", "--data-dir", self.data_dir,
+            self.binary, "serve", "--port", "0", "--data-dir", self.data_dir, *self.extra,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             preexec_fn=_die_with_parent)
-        listening = asyncio.get_running_loop().create_future()
-        self.pump = asyncio.ensure_future(self._read(listening))
+        self.pump = asyncio.ensure_future(self._read())
         try:
-            self.port = await asyncio.wait_for(asyncio.shield(listening), self.timeout)
+            await asyncio.wait_for(self.ready.wait(), self.timeout)
         except asyncio.TimeoutError:
-            raise Failure(f"the relay did not print 'relay listening on' within {self.timeout} s")
+            raise Failure(f"{self.name} did not print 'relay listening on' (or link as a node) within {self.timeout} s")
         if self.port is None:
             status = await asyncio.wait_for(self.process.wait(), self.timeout)
-            raise Failure(f"the relay exited (status {status}) before listening")
+            raise Failure(f"{self.name} exited (status {status}) before listening")
         return self.port
 
-    async def _read(self, listening):
+    async def wait_routing(self):
+        """Waits until it routes (a node that took over prints 'relay listening on')."""
+        try:
+            await asyncio.wait_for(self.routing.wait(), self.timeout)
+        except asyncio.TimeoutError:
+            raise Failure(f"{self.name} did not take over within {self.timeout} s")
+        check(self.alive(), f"{self.name} exited instead of taking over")
+
+    async def _read(self):
         while True:
             line = await self.process.stdout.readline()
             if not line:
-                if not listening.done():
-                    listening.set_result(None)  # it exited before listening
+                self.ready.set()  # it exited
+                self.routing.set()
                 return
             text = line.decode("utf-8", "replace").rstrip("\n")
-            self.output.append(text)
-            match = re.match(r"relay listening on 127\.0\.0\.1:(\d+)", text)
-            if match and not listening.done():
-                listening.set_result(int(match.group(1)))
+            self.output.append(f"{self.name}: {text}")
+            match = re.match(r"relay (?:node: )?listening on 127\.0\.0\.1:(\d+)", text)
+            if match and self.port is None:
+                self.port = int(match.group(1))
+            if text.startswith("relay listening on"):
+                self.routing.set()
+                self.ready.set()
+            if text.startswith("relay node: forwarding clients to the relay that routes"):
+                self.ready.set()
 
     @property
     def pid(self):
@@ -171,10 +201,61 @@ class Relay:
                 await asyncio.wait_for(self.pump, self.timeout)
             except asyncio.TimeoutError:
                 pass
-        self.output.append(f"--- killed (status {self.process.returncode})")
+        self.output.append(f"--- {self.name} killed (status {self.process.returncode})")
 
     def alive(self):
         return self.process is not None and self.process.returncode is None
+
+
+class Relays:
+    """One relay on a SQLite data directory, or (--nodes URL) two relay nodes on one PostgreSQL
+    database: node A routes first, node B forwards its clients to A. alice and carol talk to A, bob
+    and the credential checks to B, so every message crosses the nodes."""
+
+    def __init__(self, binary, data_dir, timeout, nodes_url=None):
+        self.data_dir = data_dir
+        self.nodes = nodes_url is not None
+        if self.nodes:
+            extra = ["--store", nodes_url, "--node-port", "0"]
+            self.all = [Relay(binary, data_dir, timeout, extra, "node A"), Relay(binary, data_dir, timeout, extra, "node B")]
+        else:
+            self.all = [Relay(binary, data_dir, timeout)]
+        self.routing = self.all[0]
+
+    async def start(self):
+        for relay in self.all:
+            await relay.start()
+        return self.all[0].port
+
+    def port_of(self, user):
+        """Where `user` connects: on two nodes, bob (and the credential checks) on B, the others on A."""
+        return self.all[-1].port if user in ("bob", "creds") else self.all[0].port
+
+    async def kill_routing(self):
+        await self.routing.kill()
+        return self.routing.process.returncode
+
+    async def restart(self):
+        """After the kill: the same relay again on the same data dir; or node B takes over (routing on
+        the port it forwarded on) and node A starts again, forwarding to B."""
+        if not self.nodes:
+            return await self.all[0].start()
+        await self.all[1].wait_routing()
+        self.routing = self.all[1]
+        await self.all[0].start()
+        check(not self.all[0].routing.is_set(), "node A routes again instead of forwarding to node B")
+        return self.all[1].port
+
+    def alive(self):
+        return [relay for relay in self.all if relay.alive()]
+
+    @property
+    def output(self):
+        return [line for relay in self.all for line in relay.output]
+
+    async def kill_all(self):
+        for relay in self.all:
+            await relay.kill()
 
 
 # --- one TCP connection --------------------------------------------------------------------------
@@ -545,19 +626,24 @@ async def check_credentials(report, port, Frame, timeout, secret):
     report.ok(f"credentials: a good HS256 token logs in (session {good.result.session_id})")
 
 
-async def run(args, Frame, report, relay):
+async def run(args, Frame, report, relays):
     timeout = args.timeout
-    port = await relay.start()
-    secret = relay_jwt.read_secret(os.path.join(relay.data_dir, "auth-secret"))
-    report.ok(f"relay started (pid {relay.pid}, port {port}, data dir {relay.data_dir})")
+    port = await relays.start()
+    secret = relay_jwt.read_secret(os.path.join(relays.data_dir, "auth-secret"))
+    if relays.nodes:
+        a, b = relays.all
+        report.ok(f"relay started: two nodes on one PostgreSQL database, node A (pid {a.pid}, port {a.port}) "
+                  f"routes, node B (pid {b.pid}, port {b.port}) forwards to it")
+    else:
+        report.ok(f"relay started (pid {relays.routing.pid}, port {port}, data dir {relays.data_dir})")
 
     # a. Credentials.
-    await check_credentials(report, port, Frame, timeout, secret)
+    await check_credentials(report, relays.port_of("creds"), Frame, timeout, secret)
 
     # b. alice and bob log in with stream_resume, join "g"; bob sends alice a text.
     seqs = Seqs()
-    alice = await login(port, Frame, timeout, secret, "alice", "desk")
-    bob = await login(port, Frame, timeout, secret, "bob", "phone")
+    alice = await login(relays.port_of("alice"), Frame, timeout, secret, "alice", "desk")
+    bob = await login(relays.port_of("bob"), Frame, timeout, secret, "bob", "phone")
     for session in (alice, bob):
         await catch_up(session, session.result.resume_position)
     report.ok("login alice/desk and bob/phone with stream_resume; both caught up")
@@ -642,7 +728,7 @@ async def run(args, Frame, report, relay):
     await event_with_result(alice, recall, "recall of a-1")
     expected.append(("recall", texts["a-1"]["uid"]))
 
-    carol = await login(port, Frame, timeout, secret, "carol", "tablet", stream_resume=False)
+    carol = await login(relays.port_of("carol"), Frame, timeout, secret, "carol", "tablet", stream_resume=False)
     await join(carol, "g")
     await carol.conn.close()
     expected.append(("membership", "carol", JOIN, GROUP, "g"))
@@ -657,19 +743,24 @@ async def run(args, Frame, report, relay):
     answer = await alice.conn.expect("request_result of the edit",
                                      lambda f: f.request_id == edit.request_id and kind(f) == "request_result")
     # e. The relay dies the moment the last event is acknowledged.
-    await relay.kill()
+    status = await relays.kill_routing()
     check(answer.request_result.error_code == 0, f"edit of a-2: error {answer.request_result}")
     expected.append(("edit", texts["a-2"]["uid"], "one-to-one 2, edited"))
     report.ok("alice reacted to g-2, pinned g-1, read b-1, deleted g-3 for everyone, recalled a-1, "
               "carol joined g, alice edited a-2 (each answered or followed by a pong)")
     await alice.conn.close()
-    report.ok(f"relay killed with SIGKILL the moment the edit was acknowledged (status {relay.process.returncode})")
+    report.ok(f"relay killed with SIGKILL the moment the edit was acknowledged (status {status})")
 
-    port = await relay.start()
-    report.ok(f"relay restarted on the same data dir (pid {relay.pid}, port {port})")
+    port = await relays.restart()
+    if relays.nodes:
+        a, b = relays.all
+        report.ok(f"relay nodes: node B took over routing on its port {b.port}; node A started again "
+                  f"(pid {a.pid}, port {a.port}) and forwards to B")
+    else:
+        report.ok(f"relay restarted on the same data dir (pid {relays.routing.pid}, port {port})")
 
     # f. 3 more texts after the restart: seqs continue.
-    alice = await login(port, Frame, timeout, secret, "alice", "desk", stream_resume=False)
+    alice = await login(relays.port_of("alice"), Frame, timeout, secret, "alice", "desk", stream_resume=False)
     for name, conv_type, target in (("a-4", ONE_TO_ONE, "bob"), ("g-4", GROUP, "g"), ("a-5", ONE_TO_ONE, "bob")):
         sent = await send_text(alice, seqs, conv_type, target, name, f"after the restart: {name}")
         texts[name] = sent
@@ -678,7 +769,7 @@ async def run(args, Frame, report, relay):
               f"a-5 (seq {texts['a-5']['seq']}): acknowledged, no seq repeated or went back")
 
     # g. bob's phone resumes from P.
-    phone = await login(port, Frame, timeout, secret, "bob", "phone", stream_position=position_p)
+    phone = await login(relays.port_of("bob"), Frame, timeout, secret, "bob", "phone", stream_position=position_p)
     check(phone.result.resume_position == position_p,
           f"bob/phone: resume_position {phone.result.resume_position}, expected P={position_p}")
     check(phone.result.stream_position >= position_p + len(expected),
@@ -712,7 +803,7 @@ async def run(args, Frame, report, relay):
     phone_frames = {position: raw for position, _, raw in frames}
 
     # h. bob's laptop, a second device, online at the same time.
-    laptop = await login(port, Frame, timeout, secret, "bob", "laptop", stream_position=0)
+    laptop = await login(relays.port_of("bob"), Frame, timeout, secret, "bob", "laptop", stream_position=0)
     check(laptop.result.resume_position == 0, f"bob/laptop: resume_position {laptop.result.resume_position}")
     all_frames, _, pages = await catch_up(laptop, 0, limit=5)
     positions = [p for p, _, _ in all_frames]
@@ -762,7 +853,7 @@ async def run(args, Frame, report, relay):
               "alice with direction RECEIVED, and not bob/phone")
 
     # i. The same device id again kicks the older connection only.
-    again = await login(port, Frame, timeout, secret, "bob", "phone", stream_position=0)
+    again = await login(relays.port_of("bob"), Frame, timeout, secret, "bob", "phone", stream_position=0)
     got = await phone.conn.wait_closed("kicked_offline and the end of the older bob/phone connection")
     kicks = [f for f in got if kind(f) == "kicked_offline"]
     check(len(kicks) == 1, f"the older bob/phone got {[describe(f) for f in got]}, expected one kicked_offline")
@@ -791,6 +882,9 @@ def main():
     ap.add_argument("--relay", required=True, help="the imcodec-relay executable")
     ap.add_argument("--timeout", type=float, default=20, help="the longest wait for one answer, in seconds")
     ap.add_argument("--keep-data", action="store_true", help="keep the relay's data directory")
+    ap.add_argument("--nodes", metavar="POSTGRES_URL",
+                    help="run two relay nodes (--node-port) on this PostgreSQL database instead of one relay; "
+                         "alice talks to one, bob to the other")
     ap.add_argument("--schemas", default=os.path.join(ROOT, "Schemas"))
     ap.add_argument("--include", default="/usr/include")
     args = ap.parse_args()
@@ -804,7 +898,7 @@ def main():
         pool = load_pool(args.schemas, args.include, tmp)
     Frame = message_class(pool, pool.FindMessageTypeByName("imcodec.v1.Frame"))
     data_dir = tempfile.mkdtemp(prefix="imcodec-relay-resume-")
-    relay = Relay(binary, os.path.join(data_dir, "data"), args.timeout)
+    relays = Relays(binary, os.path.join(data_dir, "data"), args.timeout, args.nodes)
     failure = None
 
     async def guarded():
@@ -813,9 +907,9 @@ def main():
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, task.cancel)
         try:
-            await run(args, Frame, report, relay)
+            await run(args, Frame, report, relays)
         finally:
-            await relay.kill()
+            await relays.kill_all()
 
     try:
         asyncio.run(guarded())
@@ -830,13 +924,13 @@ def main():
         traceback.print_exc()
         failure = f"{type(error).__name__}: {error}"
     finally:
-        if relay.alive():  # not reached normally: guarded() kills it
+        for relay in relays.alive():  # not reached normally: guarded() kills them
             os.kill(relay.pid, signal.SIGKILL)
         if not args.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
     if failure is not None:
         print(f"FAIL {failure}", flush=True)
-        tail = relay.output[-40:]
+        tail = relays.output[-40:]
         if tail:
             print("relay output (last lines):\n  " + "\n  ".join(tail), flush=True)
         print(f"relay_resume_client: {report.passed} passed, 1 failed", flush=True)

@@ -16,12 +16,19 @@ struct PythonClientTests {
     /// frames, once each, in order; a second device of bob reads the stream and is online with the
     /// first; messages from one device reach the other with direction SENT; the same device id
     /// again kicks only the older connection, and resumes from its last stream_ack.
-    @Test func survivesAKillAndKeepsEveryPromise() async throws {
+    ///
+    /// On two nodes (`--nodes`, a PostgreSQL database through `Scripts/with-postgres`): the same
+    /// checks against two relay nodes on one database, alice on the routing node A and bob on node
+    /// B, which forwards to A; the kill is of A: B takes over routing, A starts again forwarding to B.
+    @Test(arguments: [false, true])
+    func survivesAKillAndKeepsEveryPromise(onTwoNodes: Bool) async throws {
         let relay = try #require(RelayExecutable.url, "the imcodec-relay executable was not built next to the tests")
+        let database = onTwoNodes ? try await PostgresTestDatabase() : nil
+        defer { database?.drop() }
         let (status, output) = try await runProcess(
             [
                 "timeout", "180", "python3", "Scripts/relay_resume_client.py", "--relay", relay.path,
-            ],
+            ] + (database.map { ["--nodes", $0.url.description] } ?? []),
             environment: ["PYTHONDONTWRITEBYTECODE": "1"]
         )
         #expect(
@@ -30,7 +37,7 @@ struct PythonClientTests {
         )
         let lines = output.split(separator: "\n").map(String.init)
         let expected = [
-            "OK relay started",
+            onTwoNodes ? "OK relay started: two nodes on one PostgreSQL database" : "OK relay started",
             "OK credentials refused: another secret", "OK credentials refused: an altered signature",
             "OK credentials refused: alg none", "OK credentials refused: an HS512 header over an HS256 signature",
             "OK credentials refused: a genuine HS512 token", "OK credentials refused: no exp",
@@ -44,7 +51,8 @@ struct PythonClientTests {
             "OK alice sent bob a-1..a-3",
             "OK alice reacted to g-2",
             "OK relay killed with SIGKILL the moment the edit was acknowledged",
-            "OK relay restarted on the same data dir",
+            onTwoNodes
+                ? "OK relay nodes: node B took over routing on its port" : "OK relay restarted on the same data dir",
             "OK after the restart alice sent a-4",
             "OK bob/phone resumed from P=",
             "OK bob/laptop (new device, position 0) read the whole stream",

@@ -103,6 +103,41 @@ final class RelayChild {
         return child
     }
 
+    /// Starts a relay node (`--node-port 0`) on a PostgreSQL database, and waits until it routes
+    /// (it prints its listening line) or forwards to the node that does (its link is up).
+    static func startNode(folder: TemporaryFolder, extra: [String] = []) async throws -> RelayChild {
+        let child = try RelayChild(folder: folder, extra: ["--node-port", "0"] + extra)
+        let ready = await eventually(30) {
+            child.listeningPort != nil || child.forwardingLinks > 0 || !child.process.isRunning
+        }
+        guard ready, child.process.isRunning else {
+            child.forceKill()
+            throw RelayChildError(description: "the relay node did not start: \(child.stdout)\(child.stderr)")
+        }
+        return child
+    }
+
+    /// How many times a forwarding node linked to a routing node (`relay node: forwarding clients ...`).
+    var forwardingLinks: Int {
+        stdout.split(separator: "\n").count { $0.hasPrefix("relay node: forwarding clients to the relay that routes") }
+    }
+
+    /// The node port of a routing node (`relay routing for the relay nodes ...; they link to 127.0.0.1:PORT`).
+    var routingNodePort: Int? {
+        let marker = "they link to 127.0.0.1:"
+        guard let line = stdout.split(separator: "\n").last(where: { $0.hasPrefix("relay routing for") }),
+            let range = line.range(of: marker)
+        else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// The port of a forwarding node's `relay node: listening on 127.0.0.1:PORT`, once printed.
+    var nodeListeningPort: Int? {
+        let prefix = "relay node: listening on 127.0.0.1:"
+        guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
+        return Int(line.dropFirst(prefix.count).prefix { $0.isNumber })
+    }
+
     /// The line a standby prints while another relay serves the database, once printed.
     var standbyLine: String? {
         stdout.split(separator: "\n").first { $0.hasPrefix("relay standby: another relay serves") }.map(String.init)
@@ -126,7 +161,9 @@ final class RelayChild {
         return Int(line.dropFirst("relay listening on 127.0.0.1:".count).prefix { $0.isNumber })
     }
 
-    var port: Int { listeningPort ?? 0 }
+    /// Where clients connect: where it routes, or where it forwards from (a node routes on the port
+    /// it forwarded on).
+    var port: Int { listeningPort ?? nodeListeningPort ?? 0 }
 
     /// Sends `signal` to the relay if it still runs.
     func signal(_ signal: Int32) {

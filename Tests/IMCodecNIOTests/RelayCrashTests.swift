@@ -51,9 +51,9 @@ struct RelayCrashTests {
         let extra = ["--groups", folder.groupsFile]
         try await withClientGroup(threads: 2) { group in
             let first = try await RelayChild.start(folder: folder, extra: extra)
-            try await run.killDuringLoad(group: group, first: first) {
+            try await run.killDuringLoad(group: group, first: [first]) {
                 // Restarted on the same store.
-                try await RelayChild.start(folder: folder, extra: extra)
+                [try await RelayChild.start(folder: folder, extra: extra)]
             }
         }
         run.checkAfterKills()
@@ -79,12 +79,12 @@ struct RelayCrashTests {
             relays.append(first)
             var standby = try await RelayChild.startStandby(folder: folder, extra: extra)
             relays.append(standby)
-            try await run.killDuringLoad(group: group, first: first) {
+            try await run.killDuringLoad(group: group, first: [first]) {
                 let serving = standby
                 try await serving.waitUntilListening()
                 standby = try await RelayChild.startStandby(folder: folder, extra: extra)
                 relays.append(standby)
-                return serving
+                return [serving]
             }
             // The load's end killed the serving relay: the last standby takes over.
             try await standby.waitUntilListening()
@@ -95,6 +95,61 @@ struct RelayCrashTests {
             // The first served from the start; each of the others stood by first.
             #expect((relay.standbyLine != nil) == (number > 0), "relay \(number): \(relay.stdout)")
         }
+        run.checkAfterKills()
+    }
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// Three relay nodes on one PostgreSQL database (`--node-port`): one routes, two forward their
+    /// clients to it. 301 devices of 152 users, spread over the three nodes, run the load of
+    /// ``sigkillInTheMiddleOfALoadLosesAndRepeatsNoAcknowledgedFrame(_:)`` (30 frames each); at
+    /// each kill point the routing node is killed with SIGKILL, a forwarding node takes over on the
+    /// port it forwarded on, the other links to it, a new node is started to make three again, and
+    /// every device reconnects, its killed node's devices to another node. Checked: every
+    /// acknowledged frame reaches every device it should exactly once, in order; seqs and positions
+    /// only grow; each node forwarded before it routed.
+    @Test func threeNodesCarryALoadAndAKilledRoutingNodeLosesNothingAcknowledged() async throws {
+        let folder = try await TemporaryFolder("nodes-load", store: .postgresql)
+        defer { folder.remove() }
+        let run = LoadRun(userCount: 152, opsPerDevice: 30)
+        #expect(run.devices.count == 301)
+        let extra = ["--groups", folder.groupsFile]
+        var started: [RelayChild] = []
+        defer { for relay in started { relay.forceKill() } }
+        func startNode() async throws -> RelayChild {
+            let node = try await RelayChild.startNode(folder: folder, extra: extra)
+            started.append(node)
+            return node
+        }
+        try await withClientGroup(threads: 2) { group in
+            var nodes = [try await startNode()]
+            try #require(nodes[0].listeningPort != nil, "the first node routes")
+            nodes.append(try await startNode())
+            nodes.append(try await startNode())
+            #expect(nodes.dropFirst().allSatisfy { $0.listeningPort == nil && $0.forwardingLinks == 1 })
+            try await run.killDuringLoad(group: group, first: nodes) {
+                let survivors = Array(nodes.dropFirst())
+                let links = survivors.map(\.forwardingLinks)
+                // One survivor takes the lock and routes; the other links to it.
+                let settled = await eventually(30) {
+                    let routing = survivors.filter { $0.listeningPort != nil }
+                    return routing.count == 1
+                        && zip(survivors, links).allSatisfy { $0.listeningPort != nil || $0.forwardingLinks > $1 }
+                }
+                #expect(settled, "no node took over: \(survivors.map(\.stdout))")
+                try #require(settled)
+                let routing = survivors.first { $0.listeningPort != nil }!
+                #expect(routing.port == routing.nodeListeningPort, "it routes on the port it forwarded on")
+                nodes = [routing] + survivors.filter { $0 !== routing } + [try await startNode()]
+                return nodes
+            }
+        }
+        #expect(started.count == 5)
+        for (number, node) in started.enumerated() {
+            // The first routed from the start; every other forwarded first.
+            #expect((node.forwardingLinks > 0) == (number > 0), "node \(number): \(node.stdout)")
+        }
+        #expect(started.filter { $0.listeningPort != nil }.count == 3, "the first and one per kill routed")
+        #expect(run.unavailableNotices > 0, "the forwarding nodes told their clients why they dropped them")
         run.checkAfterKills()
     }
 
@@ -632,9 +687,10 @@ private struct Seen {
 
 /// The whole load: the users, their devices, every message and event sent, and the checks.
 private final class LoadRun {
-    static let users = ["u0", "u1", "u2", "u3", "u4", "u5"]
-    static let crew: Set<String> = ["u0", "u1", "u2", "u3", "u4"]
-    static let opsPerDevice = 80
+    /// The users (`u0`, `u1`, ...); the first five are the crew, the group of the groups file.
+    let users: [String]
+    let crew: Set<String> = ["u0", "u1", "u2", "u3", "u4"]
+    let opsPerDevice: Int
     static let window = 6
 
     var devices: [LoadDevice] = []
@@ -653,17 +709,23 @@ private final class LoadRun {
     var kills: [(acknowledged: Int, unanswered: Int)] = []
     var resent = 0
     var resentAlreadyKept = 0
+    /// `unavailable` notices: a forwarding node dropped the device when the routing node went away.
+    var unavailableNotices = 0
 
-    var plannedFrames: Int { devices.count * Self.opsPerDevice }
+    var plannedFrames: Int { devices.count * opsPerDevice }
     /// The relay is killed once this many frames are acknowledged: at 35% of the load, and at 70%.
     var killPoints: [Int] { [plannedFrames * 35 / 100, plannedFrames * 70 / 100] }
     var plannedMessages: Int { messages.count }
     var plannedEvents: Int { events.count }
 
-    init() {
+    /// The load of `userCount` users (at least six), of whom the first three and every user from
+    /// the seventh on have two devices, and `opsPerDevice` frames per device.
+    init(userCount: Int = 6, opsPerDevice: Int = 80) {
+        users = (0..<max(6, userCount)).map { "u\($0)" }
+        self.opsPerDevice = opsPerDevice
         var index = 0
-        for user in Self.users {
-            let count = ["u0", "u1", "u2"].contains(user) ? 2 : 1
+        for (number, user) in users.enumerated() {
+            let count = number < 3 || number >= 6 ? 2 : 1
             for d in 0..<count {
                 devices.append(LoadDevice(index: index, user: user, device: d == 0 ? "a" : "b", run: self))
                 devicesOf[user, default: []].append(index)
@@ -677,21 +739,26 @@ private final class LoadRun {
     }
 
     // One scenario, read top to bottom: kept as one function (over 80 lines).
-    /// Runs the load against `first`; at each kill point kills the serving relay with SIGKILL
-    /// (right after the windows were refilled, so sends are in flight), waits until every
-    /// connection is closed, and reconnects every device to the relay `next` gives (restarted on
-    /// the same store, or a standby that took over); runs the load to its end, then has every
-    /// device read its whole stream again from 0, and kills the last relay.
+    /// Runs the load against the relays `first` (device `i` on relay `i % count`); at each kill
+    /// point kills the first of them, the one that routes, with SIGKILL (right after the windows
+    /// were refilled, so sends are in flight), waits until every connection is closed (a
+    /// forwarding node drops its clients when the routing node goes), and reconnects every device
+    /// to the relays `next` gives (restarted on the same store, a standby that took over, or the
+    /// nodes left, routing node first); runs the load to its end, then has every device read its
+    /// whole stream again from 0, and kills the last relays.
     func killDuringLoad(
         group: any EventLoopGroup,
-        first: RelayChild,
-        next: () async throws -> RelayChild
+        first: [RelayChild],
+        next: () async throws -> [RelayChild]
     ) async throws {
-        var relay = first
-        defer { relay.forceKill() }
-        for device in devices {
-            try await device.connect(port: relay.port, group: group)
+        var relays = first
+        defer { for relay in relays { relay.forceKill() } }
+        func connectAll() async throws {
+            for device in devices {
+                try await device.connect(port: relays[device.index % relays.count].port, group: group)
+            }
         }
+        try await connectAll()
         for (number, killPoint) in killPoints.enumerated() {
             // The load, until the kill point.
             let reached = await eventually(20) {
@@ -702,7 +769,7 @@ private final class LoadRun {
                 kills.append(
                     (acknowledged: acknowledged, unanswered: devices.reduce(0) { $0 + $1.outstanding.count })
                 )
-                relay.signal(SIGKILL)
+                relays[0].signal(SIGKILL)
                 return true
             }
             #expect(
@@ -710,8 +777,8 @@ private final class LoadRun {
                 "kill \(number + 1): the load stalled at \(acknowledged) of \(killPoint) acks: \(progress)"
             )
             try #require(reached)
-            #expect(await relay.waitForExit(), "the relay did not die after SIGKILL")
-            #expect(relay.terminatedBySignal == SIGKILL)
+            #expect(await relays[0].waitForExit(), "the relay did not die after SIGKILL")
+            #expect(relays[0].terminatedBySignal == SIGKILL)
             // Whatever the relay wrote before it died still arrives; then the connections close.
             let closed = await eventually {
                 pumpAll(sending: false)
@@ -721,10 +788,8 @@ private final class LoadRun {
             pumpAll(sending: false)
             crashed()
             // Every device resumes from its last position and resends what was not acknowledged.
-            relay = try await next()
-            for device in devices {
-                try await device.connect(port: relay.port, group: group)
-            }
+            relays = try await next()
+            try await connectAll()
         }
         let finished = await eventually(20) {
             pumpAll()
@@ -741,8 +806,10 @@ private final class LoadRun {
         }
         #expect(audited, "the stream audit stalled: \(progress)")
         for device in devices { await device.close() }
-        relay.signal(SIGKILL)
-        _ = await relay.waitForExit()
+        for relay in relays {
+            relay.signal(SIGKILL)
+            _ = await relay.waitForExit()
+        }
     }
 
     /// The checks of a load with kills (``killDuringLoad(group:first:next:)``), and the counts that
@@ -768,7 +835,7 @@ private final class LoadRun {
 
     var progress: String {
         devices.map {
-            "\($0.name): op \($0.nextOp)/\(Self.opsPerDevice), \($0.outstanding.count) unanswered, "
+            "\($0.name): op \($0.nextOp)/\(opsPerDevice), \($0.outstanding.count) unanswered, "
                 + "caught up \($0.caughtUp)"
         }.joined(separator: "; ")
     }
@@ -782,7 +849,7 @@ private final class LoadRun {
 
     /// Who a conversation reaches: both sides of a one-to-one one, every crew member.
     func users(of conversation: Conversation, sender: String) -> [String] {
-        conversation.type == .group ? Array(Self.crew) : [sender, conversation.targetID]
+        conversation.type == .group ? Array(crew) : [sender, conversation.targetID]
     }
 
     func recordSeq(_ conversation: String, _ seq: UInt64, _ key: String, _ source: String) {
@@ -961,7 +1028,7 @@ private final class LoadRun {
             .joined(separator: ", then ")
         let points = killPoints.map(String.init).joined(separator: ", ")
         report.summary = """
-            relay crash test: \(devices.count) devices of \(Self.users.count) users, \(plannedFrames) frames planned \
+            relay crash test: \(devices.count) devices of \(users.count) users, \(plannedFrames) frames planned \
             (\(messages.count) messages: \(report.directMessages) one-to-one, \(report.groupMessages) group; \
             \(events.count) events); \(killLines) (kill points \(points)); \
             \(resent) messages resent, \(resentAlreadyKept) of them \
@@ -1022,7 +1089,7 @@ private final class LoadDevice {
     }
 
     var isConnected: Bool { client?.channel.isActive == true }
-    var isFinished: Bool { nextOp == LoadRun.opsPerDevice && outstanding.isEmpty && resend.isEmpty && caughtUp }
+    var isFinished: Bool { nextOp == run.opsPerDevice && outstanding.isEmpty && resend.isEmpty && caughtUp }
 
     func connect(port: Int, group: any EventLoopGroup) async throws {
         client = try await TestClient.connect(
@@ -1105,7 +1172,7 @@ private final class LoadDevice {
             client.channel.write(Frame(sent.message), promise: nil)
             wrote = true
         }
-        while outstanding.count < LoadRun.window, resend.isEmpty, nextOp < LoadRun.opsPerDevice {
+        while outstanding.count < LoadRun.window, resend.isEmpty, nextOp < run.opsPerDevice {
             for frame in makeOp(nextOp) { client.channel.write(frame, promise: nil) }
             nextOp += 1
             wrote = true
@@ -1203,6 +1270,9 @@ private final class LoadDevice {
             } else {
                 caughtUp = true
             }
+        case .systemNotice(let notice)? where frame.streamPosition == 0 && notice.params["code"] == "unavailable":
+            // A forwarding node tells its clients why it drops them when the routing node went away.
+            run.unavailableNotices += 1
         default:
             if frame.streamPosition != 0 {
                 if !caughtUp { run.problems.append("\(name): a live frame before it caught up") }
@@ -1319,7 +1389,7 @@ private final class LoadDevice {
             let markRead = Frame(
                 .markRead(
                     MarkReadEvent.with {
-                        $0.conversation = .oneToOne(LoadRun.users[(index + k) % LoadRun.users.count])
+                        $0.conversation = .oneToOne(run.users[(index + k) % run.users.count])
                         $0.userID = user
                         $0.readTimeMs = eventID
                         $0.readSeq = UInt64(k)
@@ -1331,11 +1401,11 @@ private final class LoadDevice {
             let message = received[Int.random(in: 0..<received.count, using: &generator)]
             let receipt = Frame.readReceipt(for: message.reference, by: user, timeMs: eventID)
             return unanswered(.receipt, id: eventID, users: [message.senderID, user], receipt)
-        case 38..<62 where LoadRun.crew.contains(user):
-            return [sendMessage(k, in: .group("crew"), to: Array(LoadRun.crew))]
+        case 38..<62 where run.crew.contains(user):
+            return [sendMessage(k, in: .group("crew"), to: Array(run.crew))]
         default:
-            var peer = LoadRun.users[Int.random(in: 0..<LoadRun.users.count, using: &generator)]
-            if peer == user { peer = LoadRun.users[(LoadRun.users.firstIndex(of: user)! + 1) % LoadRun.users.count] }
+            var peer = run.users[Int.random(in: 0..<run.users.count, using: &generator)]
+            if peer == user { peer = run.users[(run.users.firstIndex(of: user)! + 1) % run.users.count] }
             return [sendMessage(k, in: .oneToOne(peer), to: [user, peer])]
         }
     }

@@ -313,6 +313,106 @@ struct RelayPostgresTests {
         #expect(relay.stderr.contains("--standby needs a PostgreSQL --store"), "\(relay.stderr)")
     }
 
+    // MARK: Relay nodes
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// Two relay nodes (`--node-port`) on one database act as one relay: a message from a client of
+    /// the forwarding node reaches a client of the routing node, and back; the same device id
+    /// logging in on the other node kicks the first connection (LOGGED_IN_ELSEWHERE); a link to the
+    /// routing node's node port with a wrong secret, or with a frame before its hello, is closed
+    /// without a welcome; when the routing node stops (SIGTERM), the forwarding node's clients are
+    /// told kicked_offline (server shutdown) as its own are, and it takes over on its port, where
+    /// they log in again and seqs go on.
+    @Test func twoNodesActAsOneRelayAndAForgedLinkIsRefused() async throws {
+        let folder = try await TemporaryFolder("pg-nodes", store: .postgresql)
+        defer { folder.remove() }
+        let routing = try await RelayChild.startNode(folder: folder)
+        defer { routing.forceKill() }
+        let forwarding = try await RelayChild.startNode(folder: folder)
+        defer { forwarding.forceKill() }
+        #expect(routing.listeningPort != nil && forwarding.listeningPort == nil && forwarding.forwardingLinks == 1)
+        let nodePort = try #require(routing.routingNodePort, "\(routing.stdout)")
+        try await withClientGroup { group in
+            let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
+            let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group, deviceID: "phone")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "across", clientMsgID: "a-1")))
+            try await bob.send(Frame(Message.c2cText(from: "bob", to: "alice", "and back", clientMsgID: "b-1")))
+            #expect(await eventually { bob.collector.messages.count == 1 && alice.collector.messages.count == 1 })
+            #expect(bob.collector.messages.first?.previewText == "across")
+            #expect(alice.collector.messages.first?.previewText == "and back")
+            #expect(alice.collector.acks.map(\.errorCode) == [0] && bob.collector.acks.map(\.errorCode) == [0])
+
+            // The same device on the other node: the first connection is kicked.
+            let bobAgain = try await TestClient.connect(
+                port: forwarding.port,
+                as: "bob",
+                group: group,
+                deviceID: "phone"
+            )
+            #expect(await eventually { !bob.channel.isActive })
+            let kicks = bob.collector.frames.compactMap {
+                if case .kickedOffline(let k)? = $0.payload { k } else { nil }
+            }
+            #expect(kicks.map(\.reason) == [.loggedInElsewhere])
+            #expect(bobAgain.channel.isActive)
+
+            // Forged links: a wrong secret, and a frame before the hello.
+            for first in [
+                NodeLink.message(.hello, session: 0, allocator: .init(), ByteBuffer(string: NodeLink.makeSecret())),
+                NodeLink.message(.open, session: 1, allocator: .init(), ByteBuffer(bytes: [0])),
+            ] {
+                let (closed, received) = try await Self.rawExchange(port: nodePort, send: first, group: group)
+                #expect(closed, "the node port kept a link that did not give the secret open")
+                #expect(received.isEmpty, "the node port answered a forged link: \(received)")
+            }
+            #expect(bobAgain.channel.isActive && alice.channel.isActive, "the forged links touched nobody")
+
+            // The routing node stops: the forwarding node drops its clients, then routes on the same port.
+            routing.signal(SIGTERM)
+            #expect(await routing.waitForExit() && routing.exitStatus == 0)
+            #expect(await eventually { !alice.channel.isActive && !bobAgain.channel.isActive })
+            // The routing node's graceful shutdown reaches the forwarding node's clients too.
+            let shutdownKicks = alice.collector.frames.compactMap {
+                if case .kickedOffline(let k)? = $0.payload { k.reason } else { nil }
+            }
+            #expect(shutdownKicks == [.serverShutdown], "\(alice.collector.kinds)")
+            try await forwarding.waitUntilListening()
+            #expect(forwarding.listeningPort == forwarding.nodeListeningPort)
+            let aliceAgain = try await TestClient.connect(
+                port: forwarding.port,
+                as: "alice",
+                group: group,
+                deviceID: "a"
+            )
+            try await aliceAgain.send(
+                Frame(Message.c2cText(from: "alice", to: "bob", "still here", clientMsgID: "a-2"))
+            )
+            #expect(await eventually { aliceAgain.collector.acks.count == 1 })
+            #expect(aliceAgain.collector.acks.first?.errorCode == 0)
+            #expect(aliceAgain.collector.acks.first?.seq == 3, "seqs go on where the routing node left them")
+            for client in [alice, bob, bobAgain, aliceAgain] { await client.close() }
+        }
+    }
+
+    /// Connects to `port`, sends `bytes`, and reads until the peer closes (or 5 s pass).
+    /// - Returns: Whether the peer closed the connection, and what it sent.
+    private static func rawExchange(
+        port: Int,
+        send bytes: ByteBuffer,
+        group: any EventLoopGroup
+    ) async throws -> (closed: Bool, received: [UInt8]) {
+        let collector = ByteCollector()
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+            }
+            .connect(host: "127.0.0.1", port: port).get()
+        try await channel.writeAndFlush(bytes)
+        let closed = await eventually(5) { !channel.isActive }
+        channel.close(promise: nil)
+        return (closed, collector.bytes)
+    }
+
     // MARK: Migrations
 
     // One scenario, read top to bottom: kept as one function (over 80 lines).
