@@ -280,12 +280,13 @@ final class RelayServer: Sendable {
         let handoff = StoreHandoff(store: store, state: state)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
+        let serving = configuration
         return loop.flatSubmit {
             let metrics = RelayMetrics()
             let queue = StoreQueue(store: handoff.store, eventLoop: loop, commitDuration: metrics.storeCommitDuration)
             let router = Router(
                 eventLoop: loop,
-                configuration: configuration,
+                configuration: serving,
                 store: queue,
                 state: handoff.state,
                 authenticator: authenticator,
@@ -294,7 +295,7 @@ final class RelayServer: Sendable {
             if let interval = handoff.store.connectionCheckInterval {
                 router.checkStoreConnection(every: interval)
             }
-            return bind(configuration, group: group, loop: loop, router: router, storeDescription: storeDescription)
+            return bind(serving, group: group, loop: loop, router: router, storeDescription: storeDescription)
         }
     }
 

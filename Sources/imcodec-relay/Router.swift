@@ -300,9 +300,9 @@ final class Router {
             "closing \(session.label): slowConsumer: more than \(configuration.maxOutboundBytes) bytes queued"
         )
         unregister(session)
-        let connection = session.connection
+        let connection = NIOLoopBound(session.connection, eventLoop: eventLoop)
         let reason = "more than \(configuration.maxOutboundBytes) bytes queued"
-        eventLoop.execute { connection.close(code: "slowConsumer", reason: reason, after: nil) }
+        eventLoop.execute { connection.value.close(code: "slowConsumer", reason: reason, after: nil) }
     }
 
     // MARK: Writing

@@ -302,7 +302,7 @@ final class PostgresRelayStore: RelayStore {
     }
 
     func publish(_ node: RouterNode) throws {
-        try guarded("publishing where this relay takes node links") {
+        _ = try guarded("publishing where this relay takes node links") {
             try run(
                 """
                 INSERT INTO router_node (id, host, port, secret, certificate_sha256, since)
