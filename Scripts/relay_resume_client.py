@@ -223,9 +223,14 @@ class Relays:
         self.routing = self.all[0]
 
     async def start(self):
+        """Starts them; returns what to report."""
         for relay in self.all:
             await relay.start()
-        return self.all[0].port
+        if not self.nodes:
+            return f"relay started (pid {self.routing.pid}, port {self.routing.port}, data dir {self.data_dir})"
+        a, b = self.all
+        return (f"relay started: two nodes on one PostgreSQL database, node A (pid {a.pid}, port {a.port}) "
+                f"routes, node B (pid {b.pid}, port {b.port}) forwards to it")
 
     def port_of(self, user):
         """Where `user` connects: on two nodes, bob (and the credential checks) on B, the others on A."""
@@ -237,14 +242,17 @@ class Relays:
 
     async def restart(self):
         """After the kill: the same relay again on the same data dir; or node B takes over (routing on
-        the port it forwarded on) and node A starts again, forwarding to B."""
+        the port it forwarded on) and node A starts again, forwarding to B. Returns what to report."""
         if not self.nodes:
-            return await self.all[0].start()
-        await self.all[1].wait_routing()
-        self.routing = self.all[1]
-        await self.all[0].start()
-        check(not self.all[0].routing.is_set(), "node A routes again instead of forwarding to node B")
-        return self.all[1].port
+            port = await self.all[0].start()
+            return f"relay restarted on the same data dir (pid {self.routing.pid}, port {port})"
+        a, b = self.all
+        await b.wait_routing()
+        self.routing = b
+        await a.start()
+        check(not a.routing.is_set(), "node A routes again instead of forwarding to node B")
+        return (f"relay nodes: node B took over routing on its port {b.port}; node A started again "
+                f"(pid {a.pid}, port {a.port}) and forwards to B")
 
     def alive(self):
         return [relay for relay in self.all if relay.alive()]
@@ -628,14 +636,8 @@ async def check_credentials(report, port, Frame, timeout, secret):
 
 async def run(args, Frame, report, relays):
     timeout = args.timeout
-    port = await relays.start()
+    report.ok(await relays.start())
     secret = relay_jwt.read_secret(os.path.join(relays.data_dir, "auth-secret"))
-    if relays.nodes:
-        a, b = relays.all
-        report.ok(f"relay started: two nodes on one PostgreSQL database, node A (pid {a.pid}, port {a.port}) "
-                  f"routes, node B (pid {b.pid}, port {b.port}) forwards to it")
-    else:
-        report.ok(f"relay started (pid {relays.routing.pid}, port {port}, data dir {relays.data_dir})")
 
     # a. Credentials.
     await check_credentials(report, relays.port_of("creds"), Frame, timeout, secret)
@@ -751,13 +753,7 @@ async def run(args, Frame, report, relays):
     await alice.conn.close()
     report.ok(f"relay killed with SIGKILL the moment the edit was acknowledged (status {status})")
 
-    port = await relays.restart()
-    if relays.nodes:
-        a, b = relays.all
-        report.ok(f"relay nodes: node B took over routing on its port {b.port}; node A started again "
-                  f"(pid {a.pid}, port {a.port}) and forwards to B")
-    else:
-        report.ok(f"relay restarted on the same data dir (pid {relays.routing.pid}, port {port})")
+    report.ok(await relays.restart())
 
     # f. 3 more texts after the restart: seqs continue.
     alice = await login(relays.port_of("alice"), Frame, timeout, secret, "alice", "desk", stream_resume=False)

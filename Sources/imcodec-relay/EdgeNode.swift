@@ -38,7 +38,7 @@ final class EdgeNode: @unchecked Sendable {
 
     private var clients: [UInt32: ChannelConnection] = [:]
     private var nextID: UInt32 = 0
-    private var toFlush: [UInt32] = []
+    private var toFlush: Set<UInt32> = []
     private var linkNeedsFlush = false
 
     init(configuration: RelayConfiguration, options: NodeLink.Options) {
@@ -147,10 +147,7 @@ final class EdgeNode: @unchecked Sendable {
                 self.link = channel
                 var secret = channel.allocator.buffer(capacity: node.secret.utf8.count)
                 secret.writeString(node.secret)
-                channel.writeAndFlush(
-                    NodeLink.message(.hello, session: 0, allocator: channel.allocator, secret),
-                    promise: nil
-                )
+                NodeLink.write(.hello, session: 0, secret, to: channel, flush: true)
             case .failure:
                 self.nextAttempt = .now() + .milliseconds(250)
             }
@@ -189,7 +186,7 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func deliver(_ session: UInt32, _ bytes: ByteBuffer) {
         guard let connection = clients[session] else { return }
         connection.write(bytes)
-        toFlush.append(session)
+        toFlush.insert(session)
         if !connection.isWritable {
             // The relay's own rule, applied where the client's connection is.
             connection.close(
@@ -231,13 +228,13 @@ final class EdgeNode: @unchecked Sendable {
         var payload = link.allocator.buffer(capacity: 64)
         payload.writeInteger(UInt8(connection.transport == .webSocket ? 1 : 0))
         payload.writeString(connection.address)
-        link.writeAndFlush(NodeLink.message(.open, session: nextID, allocator: link.allocator, payload), promise: nil)
+        NodeLink.write(.open, session: nextID, payload, to: link, flush: true)
         return nextID
     }
 
     fileprivate func forward(_ session: UInt32, _ record: ByteBuffer) {
         guard linkReady, let link, clients[session] != nil else { return }
-        link.write(NodeLink.message(.frame, session: session, allocator: link.allocator, record), promise: nil)
+        NodeLink.write(.frame, session: session, record, to: link)
         linkNeedsFlush = true
     }
 
@@ -248,14 +245,14 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     /// Closes a client for an error its pipeline raised (the relay's own mapping of errors to codes).
-    fileprivate func failed(_ session: UInt32, _ connection: ChannelConnection, error: any Error) {
+    fileprivate func failed(_ connection: ChannelConnection, error: any Error) {
         guard let (code, reason) = RelayProtocol.closeReason(for: error, closing: !connection.isActive) else { return }
         connection.close(code: code, reason: reason, after: Self.noticeBuffer(code: code, reason: reason))
     }
 
     fileprivate func closed(_ session: UInt32) {
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
-        link.writeAndFlush(NodeLink.message(.closed, session: session, allocator: link.allocator, nil), promise: nil)
+        NodeLink.write(.closed, session: session, nil, to: link, flush: true)
     }
 
     private static func noticeBuffer(code: String, reason: String) -> ByteBuffer {
@@ -368,8 +365,8 @@ final class EdgeClientHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let id else { return context.close(promise: nil) }
-        edge.failed(id, connection, error: error)
+        guard id != nil else { return context.close(promise: nil) }
+        edge.failed(connection, error: error)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

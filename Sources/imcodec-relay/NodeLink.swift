@@ -54,19 +54,45 @@ enum NodeLink {
         var payload: ByteBuffer
     }
 
-    /// The bytes of a link message on the wire.
+    /// The bytes of a link message on the wire, in one buffer.
     static func message(
         _ kind: Kind,
         session: UInt32,
         allocator: ByteBufferAllocator,
         _ payload: ByteBuffer?
     ) -> ByteBuffer {
+        var out = header(kind, session: session, payloadSize: payload?.readableBytes ?? 0, allocator: allocator)
+        if let payload { out.writeImmutableBuffer(payload) }
+        return out
+    }
+
+    /// Writes a link message to `channel`: its header, then `payload` as it is (a frame's bytes are
+    /// not copied, however many clients of a node it goes to).
+    static func write(
+        _ kind: Kind,
+        session: UInt32,
+        _ payload: ByteBuffer?,
+        to channel: any Channel,
+        flush: Bool = false
+    ) {
         let size = payload?.readableBytes ?? 0
-        var out = allocator.buffer(capacity: 9 + size)
-        out.writeInteger(UInt32(5 + size))
+        channel.write(header(kind, session: session, payloadSize: size, allocator: channel.allocator), promise: nil)
+        if let payload, size > 0 { channel.write(payload, promise: nil) }
+        if flush { channel.flush() }
+    }
+
+    private static func header(
+        _ kind: Kind,
+        session: UInt32,
+        payloadSize: Int,
+        allocator: ByteBufferAllocator
+    )
+        -> ByteBuffer
+    {
+        var out = allocator.buffer(capacity: 9 + payloadSize)
+        out.writeInteger(UInt32(5 + payloadSize))
         out.writeInteger(kind.rawValue)
         out.writeInteger(session)
-        if let payload { out.writeImmutableBuffer(payload) }
         return out
     }
 
@@ -185,7 +211,7 @@ final class LinkConnection: SessionConnection {
 
     func write(_ buffer: ByteBuffer) {
         guard isActive else { return }
-        link.write(NodeLink.message(.frame, session: id, allocator: link.allocator, buffer), promise: nil)
+        NodeLink.write(.frame, session: id, buffer, to: link)
     }
 
     func flush() { link.flush() }
@@ -195,7 +221,7 @@ final class LinkConnection: SessionConnection {
         isClosed = true
         if link.isActive {
             let payload = NodeLink.closePayload(code: code, reason: reason, last: last, allocator: link.allocator)
-            link.writeAndFlush(NodeLink.message(.close, session: id, allocator: link.allocator, payload), promise: nil)
+            NodeLink.write(.close, session: id, payload, to: link, flush: true)
         }
         closed.succeed()
     }
@@ -244,10 +270,7 @@ final class NodeLinkHandler: ChannelInboundHandler {
             welcomed = true
             helloTimer?.cancel()
             router.logger.info("node link from \(Self.address(of: context.channel))")
-            context.writeAndFlush(
-                NIOAny(NodeLink.message(.welcome, session: 0, allocator: context.channel.allocator, nil)),
-                promise: nil
-            )
+            NodeLink.write(.welcome, session: 0, nil, to: context.channel, flush: true)
             return
         }
         switch message.kind {

@@ -122,6 +122,14 @@ final class RelayChild {
         stdout.split(separator: "\n").count { $0.hasPrefix("relay node: forwarding clients to the relay that routes") }
     }
 
+    /// The node port a forwarding node last linked to (its last `relay node: forwarding clients to
+    /// the relay that routes, at 127.0.0.1:PORT`).
+    var forwardingTarget: Int? {
+        let marker = "relay node: forwarding clients to the relay that routes, at 127.0.0.1:"
+        guard let line = stdout.split(separator: "\n").last(where: { $0.hasPrefix(marker) }) else { return nil }
+        return Int(line.dropFirst(marker.count).prefix { $0.isNumber })
+    }
+
     /// The node port of a routing node (`relay routing for the relay nodes ...; they link to 127.0.0.1:PORT`).
     var routingNodePort: Int? {
         let marker = "they link to 127.0.0.1:"

@@ -128,12 +128,12 @@ struct RelayCrashTests {
             #expect(nodes.dropFirst().allSatisfy { $0.listeningPort == nil && $0.forwardingLinks == 1 })
             try await run.killDuringLoad(group: group, first: nodes) {
                 let survivors = Array(nodes.dropFirst())
-                let links = survivors.map(\.forwardingLinks)
-                // One survivor takes the lock and routes; the other links to it.
+                // One survivor takes the lock and routes; the other links to it (whenever it did:
+                // its last link names the new routing node's port).
                 let settled = await eventually(30) {
                     let routing = survivors.filter { $0.listeningPort != nil }
-                    return routing.count == 1
-                        && zip(survivors, links).allSatisfy { $0.listeningPort != nil || $0.forwardingLinks > $1 }
+                    guard routing.count == 1, let nodePort = routing[0].routingNodePort else { return false }
+                    return survivors.allSatisfy { $0 === routing[0] || $0.forwardingTarget == nodePort }
                 }
                 #expect(settled, "no node took over: \(survivors.map(\.stdout))")
                 try #require(settled)

@@ -337,7 +337,12 @@ struct RelayPostgresTests {
             let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group, deviceID: "phone")
             try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "across", clientMsgID: "a-1")))
             try await bob.send(Frame(Message.c2cText(from: "bob", to: "alice", "and back", clientMsgID: "b-1")))
-            #expect(await eventually { bob.collector.messages.count == 1 && alice.collector.messages.count == 1 })
+            // Each side's ack and the other's message arrive in either order (they cross the nodes).
+            #expect(
+                await eventually {
+                    [alice, bob].allSatisfy { $0.collector.messages.count == 1 && $0.collector.acks.count == 1 }
+                }
+            )
             #expect(bob.collector.messages.first?.previewText == "across")
             #expect(alice.collector.messages.first?.previewText == "and back")
             #expect(alice.collector.acks.map(\.errorCode) == [0] && bob.collector.acks.map(\.errorCode) == [0])
