@@ -110,7 +110,8 @@ struct RelayCrashTests {
     @Test func threeNodesCarryALoadAndAKilledRoutingNodeLosesNothingAcknowledged() async throws {
         let folder = try await TemporaryFolder("nodes-load", store: .postgresql)
         defer { folder.remove() }
-        let run = LoadRun(userCount: 152, opsPerDevice: 30)
+        // 30 frames per device (10 under ThreadSanitizer, see `underThreadSanitizer`).
+        let run = LoadRun(userCount: 152, opsPerDevice: underThreadSanitizer ? 10 : 30)
         #expect(run.devices.count == 301)
         let extra = ["--groups", folder.groupsFile]
         var started: [RelayChild] = []

@@ -88,6 +88,12 @@ func codecErrorCode(_ body: () throws -> Void) -> IMCodecError.Code? {
     }
 }
 
+/// Whether this run is under ThreadSanitizer (`Scripts/test-sanitizers` sets
+/// `IMCODEC_TEST_SANITIZER=thread`). The load tests then run a tenth of their load: the same code
+/// paths on the same threads, which is what ThreadSanitizer judges, without its 5-15x slowdown of
+/// every frame; the full load runs in the plain suite (`Scripts/test`). Each says which it ran.
+let underThreadSanitizer = getenv("IMCODEC_TEST_SANITIZER").map { String(cString: $0) } == "thread"
+
 /// Runs `body` with a client event loop group of `threads` threads, then shuts it down.
 func withClientGroup<R>(threads: Int = 1, _ body: (MultiThreadedEventLoopGroup) async throws -> R) async throws -> R {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
