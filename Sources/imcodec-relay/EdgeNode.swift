@@ -17,7 +17,12 @@ import NIOSSL
 /// `unavailable` notice and links to the next routing node. When it takes the lock itself it stops
 /// (``stop()``) and the relay starts routing on the same ports.
 ///
-/// Everything but ``follow(_:)`` and ``stop()`` runs on its one event loop.
+/// With `--metrics-port` it serves metrics of its own while it forwards (``metrics``): its
+/// connections, the frames its clients sent, its slow consumers and the connections it closed for an
+/// error, and whether its link is up; the routing node counts logins, acks and frames out for every
+/// node's clients, as it sees each as a session.
+///
+/// Everything but ``follow(_:)``, ``stop()`` and ``shutdown(timeout:)`` runs on its one event loop.
 final class EdgeNode: @unchecked Sendable {
     private let configuration: RelayConfiguration
     private let options: NodeLink.Options
@@ -27,7 +32,17 @@ final class EdgeNode: @unchecked Sendable {
     private var started = false
     private var listeners: [any Channel] = []
     /// The ports it listens on, once it does.
-    private let ports = NIOLockedValueBox<(tcp: Int, webSocket: Int?)?>(nil)
+    private let ports = NIOLockedValueBox<Ports?>(nil)
+    /// Its own metrics, served on `--metrics-port` while it forwards.
+    private let metrics = RelayMetrics()
+
+    /// Where a forwarding node takes clients and serves its metrics: where the relay routes once it
+    /// took the lock.
+    struct Ports {
+        var tcp: Int
+        var webSocket: Int?
+        var metrics: Int?
+    }
     /// The routing node the database names, and the link to it.
     private var target: RouterNode?
     private var link: (any Channel)?
@@ -87,13 +102,19 @@ final class EdgeNode: @unchecked Sendable {
             configuration.webSocketPort.map {
                 RelayServer.bindWebSocket(configuration, port: $0, loop: loop, accept: accept).map { Optional($0) }
             } ?? loop.makeSucceededFuture(nil)
-        tcp.and(webSocket).whenComplete { result in
+        let metricsListener: EventLoopFuture<(any Channel)?> =
+            configuration.metricsPort.map {
+                MetricsHTTPHandler.bind(host: configuration.host, port: $0, loop: loop, registry: metrics.registry)
+                    .map { Optional($0) }
+            } ?? loop.makeSucceededFuture(nil)
+        tcp.and(webSocket).and(metricsListener).whenComplete { result in
             switch result {
-            case .success(let (tcp, webSocket)):
-                self.listeners = [tcp] + (webSocket.map { [$0] } ?? [])
+            case .success(let ((tcp, webSocket), metricsListener)):
+                self.listeners = [tcp] + [webSocket, metricsListener].compactMap { $0 }
                 let port = tcp.localAddress?.port ?? 0
                 let webSocketPort = webSocket.map { $0.localAddress?.port ?? 0 }
-                self.ports.withLockedValue { $0 = (port, webSocketPort) }
+                let metricsPort = metricsListener.map { $0.localAddress?.port ?? 0 }
+                self.ports.withLockedValue { $0 = Ports(tcp: port, webSocket: webSocketPort, metrics: metricsPort) }
                 let host = self.configuration.host
                 let authority = { (port: Int) in host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
                 var line = "listening on \(authority(port))" + (self.configuration.tls == nil ? "" : " (TLS)")
@@ -102,6 +123,7 @@ final class EdgeNode: @unchecked Sendable {
                         ", WebSocket on \(self.configuration.tls == nil ? "ws" : "wss")://\(authority(webSocketPort))/"
                 }
                 self.options.announce(line + "; forwarding its clients to the relay that routes")
+                if let metricsPort { self.options.announce("metrics on http://\(authority(metricsPort))/metrics") }
             case .failure(let error):
                 self.configuration.onFatal("cannot listen as a relay node on \(self.configuration.host) (\(error))")
             }
@@ -159,6 +181,7 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func linkWelcomed(_ channel: any Channel) {
         guard channel === link else { return }
         linkReady = true
+        metrics.nodeForwarding.set(1)
         options.announce("forwarding clients to the relay that routes, at \(target?.address ?? "?")")
     }
 
@@ -167,6 +190,7 @@ final class EdgeNode: @unchecked Sendable {
         link = nil
         let wasReady = linkReady
         linkReady = false
+        metrics.nodeForwarding.set(0)
         nextAttempt = .now() + .milliseconds(100)
         if wasReady {
             options.announce("lost the link to the relay that routes; waiting for the next one")
@@ -189,12 +213,20 @@ final class EdgeNode: @unchecked Sendable {
         toFlush.insert(session)
         if !connection.isWritable {
             // The relay's own rule, applied where the client's connection is.
-            connection.close(
-                code: "slowConsumer",
-                reason: "more than \(configuration.maxOutboundBytes) bytes queued",
-                after: nil
-            )
+            slowConsumer(connection)
         }
+    }
+
+    /// Closes a client whose queued output passed `--max-outbound-bytes`, and counts it.
+    fileprivate func slowConsumer(_ connection: ChannelConnection) {
+        guard connection.isActive else { return }
+        metrics.slowConsumer(connection.transport)
+        metrics.closedByError(code: "slowConsumer")
+        connection.close(
+            code: "slowConsumer",
+            reason: "more than \(configuration.maxOutboundBytes) bytes queued",
+            after: nil
+        )
     }
 
     fileprivate func close(_ session: UInt32, code: String, reason: String, last: ByteBuffer?) {
@@ -213,6 +245,7 @@ final class EdgeNode: @unchecked Sendable {
     /// A client connected: it gets an id and the routing node is told, or, with no link, it is
     /// closed with an `unavailable` notice.
     fileprivate func opened(_ connection: ChannelConnection) -> UInt32? {
+        metrics.connectionOpened(connection.transport)
         guard linkReady, let link else {
             let reason = "no relay routes for the database at the moment"
             connection.close(
@@ -232,9 +265,10 @@ final class EdgeNode: @unchecked Sendable {
         return nextID
     }
 
-    fileprivate func forward(_ session: UInt32, _ record: ByteBuffer) {
-        guard linkReady, let link, clients[session] != nil else { return }
-        NodeLink.write(.frame, session: session, record, to: link)
+    fileprivate func forward(_ session: UInt32, _ frame: InboundFrame) {
+        guard linkReady, let link, let connection = clients[session] else { return }
+        metrics.frameIn(frame.payloadKind, connection.transport)
+        NodeLink.write(.frame, session: session, frame.record, to: link)
         linkNeedsFlush = true
     }
 
@@ -247,7 +281,13 @@ final class EdgeNode: @unchecked Sendable {
     /// Closes a client for an error its pipeline raised (the relay's own mapping of errors to codes).
     fileprivate func failed(_ connection: ChannelConnection, error: any Error) {
         guard let (code, reason) = RelayProtocol.closeReason(for: error, closing: !connection.isActive) else { return }
+        metrics.closedByError(code: code)
         connection.close(code: code, reason: reason, after: Self.noticeBuffer(code: code, reason: reason))
+    }
+
+    /// A client's connection closed (whether or not it got a session).
+    fileprivate func connectionClosed(_ transport: Session.Transport) {
+        metrics.connectionClosed(transport)
     }
 
     fileprivate func closed(_ session: UInt32) {
@@ -265,8 +305,8 @@ final class EdgeNode: @unchecked Sendable {
 
     /// Stops (from any thread, once the relay took the lock): closes its listeners, every client
     /// and the link, and its event loop.
-    /// - Returns: The ports it listened on, for the relay to route on the same ones.
-    func stop() -> (tcp: Int, webSocket: Int?)? {
+    /// - Returns: The ports it listened on (and served metrics on), for the relay to route on the same ones.
+    func stop() -> Ports? {
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
             self.stopped = true
             self.link?.close(promise: nil)
@@ -278,6 +318,37 @@ final class EdgeNode: @unchecked Sendable {
         try? done.wait()
         try? group.syncShutdownGracefully()
         return ports.withLockedValue { $0 }
+    }
+
+    /// Shuts the node down for good (SIGTERM or SIGINT, from any thread), as a routing relay does:
+    /// stops accepting, tells every client `kicked_offline` (server shutdown) and closes it, then
+    /// closes the link (the routing node has seen each client close by then). It acknowledged
+    /// nothing itself, so nothing is lost: the clients log in again elsewhere and resume. Waits at
+    /// most `timeout` for the clients' connections to close (a client that does not read is closed
+    /// after a second, ``ChannelConnection/close(code:reason:after:)``).
+    func shutdown(timeout: TimeAmount = .seconds(5)) {
+        let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
+            self.stopped = true
+            let listening = self.listeners.map { $0.close() }
+            var kicked = ByteBuffer()
+            kicked.writeFrame(
+                RelayProtocol.kickedFrame(.serverShutdown, "this relay node is shutting down; log in again to resume")
+            )
+            for connection in self.clients.values {
+                connection.close(code: "serverShutdown", reason: "the relay node is shutting down", after: kicked)
+            }
+            let closes = listening + self.clients.values.map(\.closeFuture)
+            // Whichever comes first (a second completion of the promise does nothing).
+            let closed = self.loop.makePromise(of: Void.self)
+            EventLoopFuture.andAllComplete(closes, on: self.loop).cascade(to: closed)
+            let timer = self.loop.scheduleTask(in: timeout) { closed.succeed() }
+            return closed.futureResult.always { _ in
+                timer.cancel()
+                self.link?.close(promise: nil)
+            }
+        }
+        try? done.wait()
+        try? group.syncShutdownGracefully()
     }
 }
 
@@ -356,7 +427,7 @@ final class EdgeClientHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let id else { return }
         // Both transports' frames carry their length prefix (a WebSocket message gets one).
-        edge.forward(id, Self.unwrapInboundIn(data).record)
+        edge.forward(id, Self.unwrapInboundIn(data))
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -370,13 +441,12 @@ final class EdgeClientHandler: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable {
-            connection.close(code: "slowConsumer", reason: "too many bytes queued", after: nil)
-        }
+        if !context.channel.isWritable { edge.slowConsumer(connection) }
         context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if started { edge.connectionClosed(connection.transport) }
         if let id { edge.closed(id) }
         context.fireChannelInactive()
     }

@@ -30,6 +30,9 @@ enum NodeLink {
         var advertisedHost: String
         /// Lines for people about what the node does (forwarding, and to whom).
         var announce: @Sendable (String) -> Void = { _ in }
+        /// Told the node's ``EdgeNode`` while it forwards, and `nil` once it stopped forwarding (it
+        /// routes, or it never will): what a SIGTERM shuts down gracefully.
+        var forwarding: @Sendable (EdgeNode?) -> Void = { _ in }
     }
 
     enum Kind: UInt8 {

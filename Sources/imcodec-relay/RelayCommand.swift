@@ -81,21 +81,38 @@ extension RelayCommand {
 }
 
 /// SIGTERM and SIGINT while a standby relay waits for its database, or loads it once it took the
-/// lock: the relay has written nothing and acknowledged nothing, so it prints one line and exits 0
-/// from the signal handler itself (`write` and `_exit` are async-signal-safe; the server rolls back
+/// lock, and while a relay node forwards its clients to the node that routes. The relay has written
+/// nothing and acknowledged nothing, so the handler only wakes a thread of its own (one `write` to
+/// a pipe, async-signal-safe), which runs the stop it was given (a forwarding node's graceful
+/// shutdown: ``EdgeNode/shutdown(timeout:)``), prints its line and exits 0 (the server rolls back
 /// what the session had begun and releases the lock). ``restore()`` gives the signals back their
 /// default action before swift-service-lifecycle handles them, once the relay serves. (Not with a
 /// dispatch signal source: one cancelled before swift-service-lifecycle makes its own leaves SIGTERM
 /// to its default action on Linux, and the serving relay would die of it instead of shutting down.)
 enum StandbySignals {
-    /// Installs the handler for SIGTERM and SIGINT.
-    static func install() {
+    /// The pipe's write end, which the handler writes a byte to; set before the handler is installed.
+    nonisolated(unsafe) private static var wake: Int32 = -1
+
+    /// Installs the handler for SIGTERM and SIGINT; `stop` runs on the woken thread, which then exits 0.
+    static func install(stop: @escaping @Sendable () -> Void) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            emitError("imcodec-relay: cannot make a pipe for the stop signals: \(String(cString: strerror(errno)))")
+            Glibc.exit(1)
+        }
+        wake = ends[1]
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while read(readEnd, &byte, 1) < 0, errno == EINTR {}
+            stop()
+            _exit(0)
+        }
         for number in [SIGTERM, SIGINT] {
             var action = sigaction()
             let handler: @convention(c) (Int32) -> Void = { _ in
-                let line: StaticString = "relay standby stopped before it took over; the database is as it was\n"
-                _ = write(1, line.utf8Start, line.utf8CodeUnitCount)
-                _exit(0)
+                var byte: UInt8 = 1
+                _ = write(StandbySignals.wake, &byte, 1)
             }
             #if canImport(Darwin)
             action.__sigaction_u.__sa_handler = handler
@@ -429,16 +446,26 @@ extension RelayCommand {
                 throw ExitCode.failure
             }
             configuration.authenticator = try runAsync { try await RelayAuthenticator(secret: secret) }
+            let standbyStopped = "relay standby stopped before it took over; the database is as it was"
             if let nodePort {
+                let forwarding = NIOLockedValueBox<EdgeNode?>(nil)
                 configuration.node = NodeLink.Options(
                     port: nodePort,
                     advertisedHost: nodeAddress ?? host,
-                    announce: { emit("relay node: \($0)") }
+                    announce: { emit("relay node: \($0)") },
+                    forwarding: { edge in forwarding.withLockedValue { $0 = edge } }
                 )
-                StandbySignals.install()
+                StandbySignals.install {
+                    guard let edge = forwarding.withLockedValue({ $0 }) else { return emit(standbyStopped) }
+                    edge.shutdown()
+                    emit(
+                        "relay node stopped: every client was told kicked_offline (server shutdown); it had "
+                            + "acknowledged nothing itself"
+                    )
+                }
                 configuration.standby = PostgresRelayStore.Standby { emit("relay node: \($0)") }
             } else if standby {
-                StandbySignals.install()
+                StandbySignals.install { emit(standbyStopped) }
                 configuration.standby = PostgresRelayStore.Standby { emit("relay standby: \($0)") }
             }
             let server: RelayServer

@@ -27,6 +27,7 @@ final class RelayMetrics {
         static let slowConsumers = "imcodec_relay_slow_consumers_total"
         static let closedByError = "imcodec_relay_connections_closed_by_error_total"
         static let storeCommitDuration = "imcodec_relay_store_commit_duration_seconds"
+        static let nodeForwarding = "imcodec_relay_node_forwarding"
     }
 
     /// The buckets of ``Name/storeCommitDuration``: from 100 µs (the memory store, a small SQLite
@@ -45,6 +46,13 @@ final class RelayMetrics {
     let storeCommitDuration: CoreMetrics.Timer
     /// Users with at least one logged-in device.
     let usersOnline: CoreMetrics.Meter
+    /// A forwarding relay node's: 1 while its link to the routing node is up, else 0. Made on first
+    /// use, so a relay that routes does not export it.
+    private(set) lazy var nodeForwarding = CoreMetrics.Meter(
+        label: Name.nodeForwarding,
+        dimensions: [],
+        factory: factory
+    )
 
     private let connections: [CoreMetrics.Counter]
     private let connectionsOpen: [CoreMetrics.Meter]

@@ -256,18 +256,22 @@ final class RelayServer: Sendable {
             waiting.router = { forwarding.follow($0) }
             standby = waiting
             edge = forwarding
+            node.forwarding(forwarding)
         }
         let store: any RelayStore
         do {
             store = try configuration.store.open(logger: configuration.logger, standby: standby)
         } catch {
+            configuration.node?.forwarding(nil)
             _ = edge?.stop()
             throw error
         }
+        configuration.node?.forwarding(nil)
         if let ports = edge?.stop() {
             // It routes now, on the ports it forwarded on: its clients reconnect where they were.
             configuration.port = ports.tcp
             configuration.webSocketPort = ports.webSocket
+            configuration.metricsPort = ports.metrics
         }
         let state: StoredState
         do {

@@ -399,6 +399,90 @@ struct RelayPostgresTests {
         }
     }
 
+    /// SIGTERM to a forwarding node: it stops accepting, its clients are told `kicked_offline`
+    /// (server shutdown) before their connections close, and it exits 0; the routing node serves
+    /// on, and a kicked client logs in there and goes on where it was.
+    @Test func aForwardingNodeStoppedBySIGTERMKicksItsClientsAndExitsZero() async throws {
+        let folder = try await TemporaryFolder("pg-node-stop", store: .postgresql)
+        defer { folder.remove() }
+        let routing = try await RelayChild.startNode(folder: folder)
+        defer { routing.forceKill() }
+        let forwarding = try await RelayChild.startNode(folder: folder)
+        defer { forwarding.forceKill() }
+        try #require(routing.listeningPort != nil && forwarding.forwardingLinks == 1)
+        try await withClientGroup { group in
+            let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
+            let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group, deviceID: "phone")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "before", clientMsgID: "a-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 && bob.collector.messages.count == 1 })
+
+            forwarding.signal(SIGTERM)
+            #expect(await forwarding.waitForExit() && forwarding.exitStatus == 0, "\(forwarding.stderr)")
+            #expect(forwarding.stdout.contains("relay node stopped: every client was told kicked_offline"))
+            #expect(await eventually { !alice.channel.isActive })
+            let kicks = alice.collector.frames.compactMap {
+                if case .kickedOffline(let k)? = $0.payload { k.reason } else { nil }
+            }
+            #expect(kicks == [.serverShutdown], "\(alice.collector.kinds)")
+
+            #expect(bob.channel.isActive && routing.process.isRunning, "the routing node serves on")
+            let aliceAgain = try await TestClient.connect(port: routing.port, as: "alice", group: group, deviceID: "a")
+            try await aliceAgain.send(Frame(Message.c2cText(from: "alice", to: "bob", "after", clientMsgID: "a-2")))
+            #expect(await eventually { aliceAgain.collector.acks.count == 1 && bob.collector.messages.count == 2 })
+            #expect(aliceAgain.collector.acks.map(\.errorCode) == [0] && aliceAgain.collector.acks.first?.seq == 2)
+            for client in [alice, bob, aliceAgain] { await client.close() }
+        }
+    }
+
+    /// A forwarding node with `--metrics-port` serves its own metrics (its connections, the frames
+    /// its clients sent, what it closed for an error, whether its link is up), and once it takes
+    /// over it serves the routing relay's metrics on the same port.
+    @Test func aForwardingNodeServesItsOwnMetricsAndKeepsItsPortWhenItRoutes() async throws {
+        let folder = try await TemporaryFolder("pg-node-metrics", store: .postgresql)
+        defer { folder.remove() }
+        let routing = try await RelayChild.startNode(folder: folder)
+        defer { routing.forceKill() }
+        let forwarding = try await RelayChild.startNode(folder: folder, extra: ["--metrics-port", "0"])
+        defer { forwarding.forceKill() }
+        let marker = "relay node: metrics on http://127.0.0.1:"
+        let line = try #require(forwarding.stdout.split(separator: "\n").first { $0.hasPrefix(marker) })
+        let metricsPort = try #require(Int(line.dropFirst(marker.count).prefix { $0.isNumber }))
+        try await withClientGroup { group in
+            func scrape() async throws -> PrometheusText {
+                try PrometheusText(try await httpGet(port: metricsPort, path: "/metrics", group: group).body)
+            }
+            let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "a-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+            // A 4-byte body with wire type 7: closed as malformed by the forwarding node itself.
+            let (closed, _) = try await Self.rawExchange(
+                port: forwarding.port,
+                send: ByteBuffer(bytes: [0x04, 0x07, 0xFF, 0xFF, 0xFF]),
+                group: group
+            )
+            #expect(closed)
+
+            let forwarded = try await scrape()
+            #expect(forwarded.samples["imcodec_relay_node_forwarding"] == 1)
+            #expect(forwarded.samples[#"imcodec_relay_connections_total{transport="tcp"}"#] == 2)
+            #expect(forwarded.samples[#"imcodec_relay_frames_in_total{kind="login_request",transport="tcp"}"#] == 1)
+            #expect(forwarded.samples[#"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#] == 1)
+            #expect(forwarded.samples[#"imcodec_relay_connections_closed_by_error_total{code="malformed"}"#] == 1)
+            // (The node closed the malformed connection, and counted it, on its one event loop before
+            // the peer could see the close.)
+            #expect(forwarded.samples[#"imcodec_relay_connections_open{transport="tcp"}"#] == 1)
+
+            // The routing node dies: the forwarding node routes, with its metrics on the same port.
+            routing.signal(SIGKILL)
+            try await forwarding.waitUntilListening()
+            #expect(forwarding.stdout.contains("relay metrics on http://127.0.0.1:\(metricsPort)/metrics"))
+            let routed = try await scrape()
+            #expect(routed.samples["imcodec_relay_node_forwarding"] == nil, "a routing relay does not export it")
+            #expect(routed.types["imcodec_relay_store_commit_duration_seconds"] == "histogram")
+            await alice.close()
+        }
+    }
+
     /// Connects to `port`, sends `bytes`, and reads until the peer closes (or 5 s pass).
     /// - Returns: Whether the peer closed the connection, and what it sent.
     private static func rawExchange(
