@@ -157,7 +157,7 @@ struct GroupBenchRun {
         let (clients, channels) = try connectBenchClients(
             count: members,
             group: group,
-            port: child.port,
+            ports: [child.port],
             until: deadline,
             name: Self.user
         ) { i, loop in

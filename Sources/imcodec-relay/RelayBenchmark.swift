@@ -39,6 +39,11 @@ extension RelayCommand {
                 divided by the users) and its peak RSS (VmHWM). Checks that every message is acknowledged \
                 with error 0 and delivered exactly once, with increasing seqs and stream positions.
 
+                With --store and --nodes 1,2,3, the PostgreSQL store also runs with 2 and 3 relay nodes \
+                (`serve --node-port 0` on the run's database, sharing its data directory's auth secret): \
+                the first routes, the others forward their clients to it, user i connects to node i mod N, \
+                and the relay's CPU and memory figures are the sums over every node's process.
+
                 Exit status: 0; 1 when a check failed or a run did not finish in --timeout seconds.
                 """
         )
@@ -75,6 +80,17 @@ extension RelayCommand {
         )
         var store: String?
 
+        @Option(
+            help: """
+                With --store: the numbers of relay nodes the PostgreSQL store runs with, e.g. 1,2,3 (each a \
+                run of its own per round; user i connects to node i mod N).
+                """
+        )
+        var nodes = "1"
+
+        /// `--nodes` parsed (validate() checked it).
+        private var nodeCounts: [Int] { nodes.split(separator: ",").compactMap { Int($0) } }
+
         /// `--store` parsed (validate() checked it).
         private var postgres: PostgresURL? { store.flatMap { try? PostgresURL($0) } }
 
@@ -90,6 +106,13 @@ extension RelayCommand {
             if let store {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             }
+            let counts = nodes.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
+            guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 16 }),
+                Set(counts).count == counts.count
+            else {
+                throw ValidationError("--nodes is a list of distinct node counts from 1 to 16, e.g. 1,2,3")
+            }
+            guard store != nil || counts == [1] else { throw ValidationError("--nodes needs --store postgresql://...") }
         }
 
         // Long on purpose (over 80 lines): the rounds, then the table, the ratios and the JSON report.
@@ -98,9 +121,12 @@ extension RelayCommand {
             let executable = relay ?? Self.thisExecutable()
             let plan = BenchPlan(users: users, messages: messages, window: window)
             let stores = ["memory", "sqlite"] + (postgres == nil ? [] : ["postgresql"])
+            // Each store once, the PostgreSQL store once per node count.
+            let runners = stores.flatMap { store in (store == "postgresql" ? nodeCounts : [1]).map { (store, $0) } }
+            let labels = runners.map { BenchRun.label(store: $0.0, nodes: $0.1) }
             emit(
                 "relay bench: \(users) users x \(messages) one-to-one messages (ring), window \(window), "
-                    + "\(rounds) round(s), stores \(stores.joined(separator: ", ")) (sqlite synchronous "
+                    + "\(rounds) round(s), stores \(labels.joined(separator: ", ")) (sqlite synchronous "
                     + "\(synchronous)\(postgres.map { "; postgresql on \($0.host):\($0.port)" } ?? "")); relay "
                     + "\(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores" + Self.loadAverage()
             )
@@ -108,8 +134,10 @@ extension RelayCommand {
             defer { try? group.syncShutdownGracefully() }
             var runs: [String: [BenchFigures]] = [:]
             var failed = false
+            let width = labels.map(\.count).max() ?? 0
             for round in 1...rounds {
-                for store in stores {
+                for (store, nodes) in runners {
+                    let label = BenchRun.label(store: store, nodes: nodes)
                     do {
                         let figures = try BenchRun(
                             plan: plan,
@@ -118,12 +146,13 @@ extension RelayCommand {
                             postgres: postgres,
                             relay: executable,
                             timeoutSeconds: timeout,
-                            group: group
+                            group: group,
+                            nodes: nodes
                         ).run()
-                        runs[store, default: []].append(figures)
-                        emit("round \(round) \(store.padding(6)): " + figures.line)
+                        runs[label, default: []].append(figures)
+                        emit("round \(round) \(label.padding(width)): " + figures.line)
                     } catch {
-                        emitError("relay bench: round \(round), \(store): \(error)")
+                        emitError("relay bench: round \(round), \(label): \(error)")
                         failed = true
                     }
                     if failed { break }
@@ -131,7 +160,7 @@ extension RelayCommand {
                 if failed { break }
             }
             guard !failed else { throw ExitCode.failure }
-            let medians = stores.map { BenchFigures.median(store: $0, runs[$0] ?? []) }
+            let medians = labels.map { BenchFigures.median(store: $0, runs[$0] ?? []) }
             emit("")
             emit(BenchFigures.table(medians))
             let ratio = medians[1].messagesPerSecond / medians[0].messagesPerSecond
@@ -144,15 +173,24 @@ extension RelayCommand {
             )
             let postgresRatio = medians.count > 2 ? medians[2].messagesPerSecond / medians[0].messagesPerSecond : nil
             if let postgresRatio {
-                let perRound = zip(runs["postgresql"] ?? [], runs["memory"] ?? []).map {
+                let first = labels[2]
+                let perRound = zip(runs[first] ?? [], runs["memory"] ?? []).map {
                     fixed($0.messagesPerSecond / $1.messagesPerSecond, 2)
                 }
                 emit(
-                    "postgresql/memory throughput: \(fixed(postgresRatio, 2)); postgresql/sqlite: "
+                    "\(first)/memory throughput: \(fixed(postgresRatio, 2)); \(first)/sqlite: "
                         + "\(fixed(medians[2].messagesPerSecond / medians[1].messagesPerSecond, 2)); per round "
-                        + "(postgresql/memory): \(perRound.joined(separator: ", ")); its CPU per message is the "
+                        + "(\(first)/memory): \(perRound.joined(separator: ", ")); its CPU per message is the "
                         + "relay's, not the PostgreSQL server's"
                 )
+                for more in medians.dropFirst(3) {
+                    emit(
+                        "\(more.store)/\(first) throughput: "
+                            + "\(fixed(more.messagesPerSecond / medians[2].messagesPerSecond, 2)); CPU per message "
+                            + "(every node): \(fixed(more.relayCPUMicrosecondsPerMessage, 1)) us against "
+                            + "\(fixed(medians[2].relayCPUMicrosecondsPerMessage, 1)) us"
+                    )
+                }
             }
             if let json {
                 let report = BenchReport(
@@ -161,8 +199,9 @@ extension RelayCommand {
                     window: window,
                     rounds: rounds,
                     synchronous: synchronous,
+                    nodeCounts: postgres == nil ? [] : nodeCounts,
                     median: medians,
-                    runs: stores.flatMap { runs[$0] ?? [] },
+                    runs: labels.flatMap { runs[$0] ?? [] },
                     sqliteOverMemoryThroughput: ratio,
                     postgresqlOverMemoryThroughput: postgresRatio,
                     target: 0.80
@@ -213,8 +252,10 @@ struct BenchPlan: Sendable {
     }
 }
 
-/// The figures of one run (or the medians of several).
+/// The figures of one run (or the medians of several). With several relay nodes, the relay's
+/// memory and CPU figures are the sums over every node's process.
 struct BenchFigures: Codable, Sendable {
+    /// The store, with the node count when there were several (`postgresql 2 nodes`).
     var store: String
     var messagesPerSecond: Double
     var seconds: Double
@@ -269,12 +310,13 @@ struct BenchFigures: Codable, Sendable {
     static func table(_ rows: [BenchFigures]) -> String {
         let header = [
             "store", "msgs/s", "delivery p50 ms", "p99 ms", "ack p50", "p99", "RSS/conn KiB", "peak RSS MiB",
+            "relay CPU us/msg",
         ]
         let cells = rows.map {
             [
                 $0.store, fixed($0.messagesPerSecond, 0), fixed($0.deliveryP50Ms, 2), fixed($0.deliveryP99Ms, 2),
                 fixed($0.ackP50Ms, 2), fixed($0.ackP99Ms, 2), fixed($0.rssPerConnectionKiB, 1),
-                fixed($0.peakRSSMiB, 1),
+                fixed($0.peakRSSMiB, 1), fixed($0.relayCPUMicrosecondsPerMessage, 1),
             ]
         }
         let widths = header.indices.map { column in
@@ -302,7 +344,9 @@ struct BenchReport: Codable {
     var window: Int
     var rounds: Int
     var synchronous: String
-    /// One entry per store: each figure's median over the rounds.
+    /// The node counts the PostgreSQL store ran with (`--nodes`); empty without `--store`.
+    var nodeCounts: [Int]
+    /// One entry per store (and node count): each figure's median over the rounds.
     var median: [BenchFigures]
     /// Every run, in store order then round order.
     var runs: [BenchFigures]
@@ -358,7 +402,8 @@ struct BenchDatabase {
     }
 }
 
-/// One run: a relay child process on one store, the users' connections, the send phase, the checks.
+/// One run: a relay child process on one store (or several relay nodes on one PostgreSQL
+/// database), the users' connections, the send phase, the checks.
 struct BenchRun {
     let plan: BenchPlan
     /// `memory`, `sqlite` or `postgresql` (a database of the run's own on ``postgres``'s server).
@@ -368,6 +413,15 @@ struct BenchRun {
     let relay: String
     let timeoutSeconds: Int
     let group: MultiThreadedEventLoopGroup
+    /// Relay processes: 1, or (PostgreSQL only) that many relay nodes (`serve --node-port 0`) on the
+    /// run's database, the first routing and the others forwarding their clients to it; user `i`
+    /// connects to node `i % nodes`, so most messages cross from one node to another.
+    var nodes = 1
+
+    /// The store, and the node count when there are several nodes (`postgresql 3 nodes`).
+    var label: String { Self.label(store: store, nodes: nodes) }
+
+    static func label(store: String, nodes: Int) -> String { nodes == 1 ? store : "\(store) \(nodes) nodes" }
 
     // Long on purpose (over 80 lines): the phases of one run (start, logins, send phase, checks,
     // figures), in the order they happen.
@@ -382,15 +436,36 @@ struct BenchRun {
             storeArguments = ["--store", created.url.withPassword]
         }
         defer { database?.drop() }
-        let child = try RelayChild.start(
-            relay,
-            arguments: ["serve"] + storeArguments + ["--port", "0", "--data-dir", directory, "--quiet"],
-            timeoutSeconds: min(timeoutSeconds, 60)
-        )
-        defer { child.stop() }
+        // The nodes share the data directory: the first creates the auth secret, the others read it
+        // (a PostgreSQL store keeps nothing else there).
+        var children: [RelayChild] = []
+        // Forwarding nodes first: the routing node's stop would make them take over.
+        defer { for child in children.reversed() { child.stop() } }
+        for node in 0..<nodes {
+            let child = try RelayChild.start(
+                relay,
+                arguments: ["serve"] + storeArguments + (nodes > 1 ? ["--node-port", "0"] : [])
+                    + ["--port", "0", "--data-dir", directory, "--quiet"],
+                timeoutSeconds: min(timeoutSeconds, 60)
+            )
+            children.append(child)
+            guard child.routes == (node == 0) else {
+                throw BenchFailure(
+                    description:
+                        "relay node \(node + 1) \(child.routes ? "routes" : "forwards") (expected the first to route)"
+                )
+            }
+        }
         let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
+        func memory() throws -> (rssKiB: Int, peakKiB: Int) {
+            try children.reduce((0, 0)) { sum, child in
+                let each = try child.memory()
+                return (sum.0 + each.rssKiB, sum.1 + each.peakKiB)
+            }
+        }
+        func relayCPUSeconds() throws -> Double { try children.reduce(0) { $0 + (try cpuSeconds(pid: $1.pid)) } }
 
-        let idleRSS = try child.memory().rssKiB
+        let idleRSS = try memory().rssKiB
         let secret = try RelayAuthenticator.readSecret(RelayFiles(dataDirectory: directory).secretPath)
         let plan = self.plan
         let tokens = try runAsync {
@@ -404,7 +479,7 @@ struct BenchRun {
         let (clients, channels) = try connectBenchClients(
             count: plan.users,
             group: group,
-            port: child.port,
+            ports: children.map(\.port),
             until: deadline,
             name: plan.user
         ) { i, loop in
@@ -421,10 +496,10 @@ struct BenchRun {
             for channel in channels { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
         }
         try bounded(EventLoopFuture.andAllSucceed(logins, on: group.next()), until: deadline, "logging in")
-        let loggedInRSS = try child.memory().rssKiB
+        let loggedInRSS = try memory().rssKiB
 
         // The send phase: everyone starts at once; it ends when every message is acknowledged and delivered.
-        let relayCPUBefore = try cpuSeconds(pid: child.pid)
+        let relayCPUBefore = try relayCPUSeconds()
         let clientCPUBefore = try cpuSeconds(pid: getpid())
         let start = NIODeadline.now()
         for client in clients { client.eventLoop.execute { client.value.start() } }
@@ -438,9 +513,9 @@ struct BenchRun {
             )
         }
         let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
-        let relayCPU = try cpuSeconds(pid: child.pid) - relayCPUBefore
+        let relayCPU = try relayCPUSeconds() - relayCPUBefore
         let clientCPU = try cpuSeconds(pid: getpid()) - clientCPUBefore
-        let peak = try child.memory().peakKiB
+        let peak = try memory().peakKiB
         // A duplicate would arrive right after the last expected frame: give it a moment.
         usleep(200_000)
         let reports = collect(clients)
@@ -450,12 +525,14 @@ struct BenchRun {
                 description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; ")
             )
         }
-        guard child.isRunning else { throw BenchFailure(description: "the relay exited during the run") }
+        guard children.allSatisfy(\.isRunning) else {
+            throw BenchFailure(description: "a relay process exited during the run")
+        }
 
         let deliveries = reports.flatMap(\.deliveryLatenciesNs).sorted()
         let acks = reports.flatMap(\.ackLatenciesNs).sorted()
         return BenchFigures(
-            store: store,
+            store: label,
             messagesPerSecond: Double(plan.users * plan.messages) / seconds,
             seconds: seconds,
             deliveryP50Ms: percentileMs(deliveries, 0.50),
@@ -512,13 +589,13 @@ func bounded<T: Sendable>(_ future: EventLoopFuture<T>, until deadline: NIODeadl
     return try promise.futureResult.wait()
 }
 
-/// Connects `count` benchmark clients over loopback TCP to `port`, each made by `make` on the next
-/// event loop of `group` (it logs in from `channelActive`), within `deadline`: returns the clients
-/// and their channels.
+/// Connects `count` benchmark clients over loopback TCP, client `i` to `ports[i % ports.count]` (a
+/// relay's port, or one per relay node), each made by `make` on the next event loop of `group` (it
+/// logs in from `channelActive`), within `deadline`: returns the clients and their channels.
 func connectBenchClients<Client: ChannelInboundHandler & SendableMetatype>(
     count: Int,
     group: MultiThreadedEventLoopGroup,
-    port: Int,
+    ports: [Int],
     until deadline: NIODeadline,
     name: (Int) -> String,
     make: @escaping @Sendable (Int, any EventLoop) -> Client
@@ -540,7 +617,7 @@ func connectBenchClients<Client: ChannelInboundHandler & SendableMetatype>(
                         try channel.pipeline.syncOperations.addHandler(client.value)
                     }
                 }
-                .connect(host: "127.0.0.1", port: port),
+                .connect(host: "127.0.0.1", port: ports[i % ports.count]),
             until: deadline,
             "connecting \(name(i))"
         )
@@ -814,18 +891,52 @@ final class BenchClient: BenchConnection {
 final class RelayChild: @unchecked Sendable {
     /// The child; used from the thread that runs the benchmark.
     let process: Process
+    /// Where its clients connect.
     let port: Int
+    /// Whether it routes (`relay listening on ...`); a relay node that forwards its clients to the
+    /// node that routes does not.
+    let routes: Bool
 
-    private init(process: Process, port: Int) {
+    private init(process: Process, port: Int, routes: Bool) {
         self.process = process
         self.port = port
+        self.routes = routes
     }
 
     var pid: pid_t { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
 
-    /// Starts `executable arguments...` and waits (at most `timeoutSeconds`) for its line
-    /// `relay listening on 127.0.0.1:PORT`. Standard output is read to its end by a thread of its
+    /// What a child's first lines say: where it takes clients, and whether it routes.
+    private struct Readiness {
+        var port: Int?
+        var routes = false
+        var nodePort: Int?
+        var forwarding = false
+
+        /// Reads one line; returns whether the child is ready: it routes (`relay listening on
+        /// 127.0.0.1:PORT`), or it is a relay node that listens (`relay node: listening on
+        /// 127.0.0.1:PORT; ...`) and has linked to the node that routes.
+        mutating func read(_ line: String) -> Bool {
+            func portNumber(after prefix: String) -> Int? {
+                line.hasPrefix(prefix) ? Int(line.dropFirst(prefix.count).prefix { $0.isNumber }) : nil
+            }
+            if let listening = portNumber(after: "relay listening on 127.0.0.1:") {
+                (port, routes) = (listening, true)
+                return true
+            }
+            if let listening = portNumber(after: "relay node: listening on 127.0.0.1:") { nodePort = listening }
+            if line.hasPrefix("relay node: forwarding clients to the relay that routes") { forwarding = true }
+            if forwarding, let nodePort {
+                port = nodePort
+                return true
+            }
+            return false
+        }
+    }
+
+    /// Starts `executable arguments...` and waits (at most `timeoutSeconds`) until it routes (its
+    /// line `relay listening on 127.0.0.1:PORT`) or, as a relay node, forwards to the node that
+    /// does (it listens and has linked). Standard output is read to its end by a thread of its
     /// own (so the child never blocks on it); standard error goes to ours.
     static func start(_ executable: String, arguments: [String], timeoutSeconds: Int) throws -> RelayChild {
         let process = Process()
@@ -839,7 +950,7 @@ final class RelayChild: @unchecked Sendable {
         } catch {
             throw BenchFailure(description: "cannot start \(executable): \(error)")
         }
-        let port = NIOLockedValueBox<Int?>(nil)
+        let readiness = NIOLockedValueBox(Readiness())
         let lines = NIOLockedValueBox<[String]>([])
         let ready = DispatchSemaphore(value: 0)
         let reader = output.fileHandleForReading
@@ -854,10 +965,7 @@ final class RelayChild: @unchecked Sendable {
                     let line = String(pending[..<newline])
                     pending = String(pending[pending.index(after: newline)...])
                     lines.withLockedValue { if $0.count < 20 { $0.append(line) } }
-                    let prefix = "relay listening on 127.0.0.1:"
-                    if !signalled, line.hasPrefix(prefix) {
-                        let digits = line.dropFirst(prefix.count).prefix { $0.isNumber }
-                        port.withLockedValue { $0 = Int(digits) }
+                    if !signalled, readiness.withLockedValue({ $0.read(line) }) {
                         signalled = true
                         ready.signal()
                     }
@@ -865,9 +973,9 @@ final class RelayChild: @unchecked Sendable {
             }
             if !signalled { ready.signal() }
         }
-        let child = RelayChild(process: process, port: 0)
+        let child = RelayChild(process: process, port: 0, routes: false)
         guard ready.wait(timeout: .now() + .seconds(timeoutSeconds)) == .success,
-            let listening = port.withLockedValue({ $0 })
+            case let readyAs = readiness.withLockedValue({ $0 }), let listening = readyAs.port
         else {
             child.stop()
             let said = lines.withLockedValue { $0 }.joined(separator: " / ")
@@ -876,7 +984,7 @@ final class RelayChild: @unchecked Sendable {
                     + (said.isEmpty ? "" : " (it printed: \(said))")
             )
         }
-        return RelayChild(process: process, port: listening)
+        return RelayChild(process: process, port: listening, routes: readyAs.routes)
     }
 
     /// The child's resident set now and its peak, in KiB (`VmRSS`, `VmHWM` of /proc/PID/status).

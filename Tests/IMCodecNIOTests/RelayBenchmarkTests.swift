@@ -2,6 +2,8 @@
 import Foundation
 import Testing
 
+@testable import imcodec_relay
+
 /// The relay's benchmarks run end to end on a small load: every check they make passes, and they
 /// print their figures (the figures themselves are measured by Benchmarks/relay-run, never here).
 @Suite("Relay benchmarks, on a small load")
@@ -15,6 +17,32 @@ struct RelayBenchmarkTests {
         #expect(result.stdout.contains("round 1 memory"))
         #expect(result.stdout.contains("round 1 sqlite"))
         #expect(result.stdout.contains("sqlite/memory throughput:"))
+    }
+
+    @Test("bench --nodes 1,2,3: the ring on one PostgreSQL database with one, two and three relay nodes")
+    func nodes() throws {
+        let server = try PostgresTestDatabase.serverURL()
+        // (Each run creates a database of its own on that server, and drops it.)
+        let result = try RelayExecutable.run([
+            "bench", "--users", "6", "--messages", "10", "--rounds", "1", "--timeout", "120",
+            "--store", server.withPassword, "--nodes", "1,2,3",
+        ])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        // Lines `round 1 LABEL: figures`, the labels padded to one width.
+        let rounds = result.stdout.split(separator: "\n").compactMap { line in
+            line.hasPrefix("round 1 ")
+                ? line.split(separator: ":").first?.dropFirst(8).trimmingCharacters(in: .whitespaces) : nil
+        }
+        #expect(rounds == ["memory", "sqlite", "postgresql", "postgresql 2 nodes", "postgresql 3 nodes"])
+        #expect(result.stdout.contains("postgresql 3 nodes/postgresql throughput:"))
+    }
+
+    @Test("bench --nodes without a PostgreSQL store, or with a count out of range, is a usage error")
+    func nodesNeedPostgreSQL() throws {
+        let alone = try RelayExecutable.run(["bench", "--nodes", "1,2"])
+        #expect(alone.status == 2 && alone.stderr.contains("--nodes needs --store postgresql://"), "\(alone.stderr)")
+        let zero = try RelayExecutable.run(["bench", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--nodes is a list of distinct node counts"))
     }
 
     @Test("bench-group: every member receives every group message once, in order", arguments: ["memory", "sqlite"])
