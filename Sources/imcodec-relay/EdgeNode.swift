@@ -50,6 +50,8 @@ final class EdgeNode: @unchecked Sendable {
     private var connecting = false
     private var nextAttempt = NIODeadline.uptimeNanoseconds(0)
     private var stopped = false
+    /// Whether a failed link to ``target`` was announced (once per target, until a link is up).
+    private var failureAnnounced = false
 
     private var clients: [UInt32: ChannelConnection] = [:]
     private var nextID: UInt32 = 0
@@ -76,6 +78,7 @@ final class EdgeNode: @unchecked Sendable {
         }
         if node != target {
             target = node
+            failureAnnounced = false
             if let link {
                 // A new routing node: the old link is stale even if it still stands.
                 link.close(promise: nil)
@@ -141,9 +144,11 @@ final class EdgeNode: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if !pinned.isEmpty {
-                        // The routing node's own certificate, as it published it: nothing else.
+                        // The routing node's own certificate, as it published it: nothing else. The
+                        // callback below replaces the chain check; it runs only when verification is
+                        // on (with `.none`, swift-nio-ssl never calls it and any certificate passed).
                         var tls = TLSConfiguration.makeClientConfiguration()
-                        tls.certificateVerification = .none
+                        tls.certificateVerification = .noHostnameVerification
                         let context = try NIOSSLContext(configuration: tls)
                         try sync.addHandler(
                             try NIOSSLClientHandler(context: context, serverHostname: nil) { certificates, promise in
@@ -181,8 +186,19 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func linkWelcomed(_ channel: any Channel) {
         guard channel === link else { return }
         linkReady = true
+        failureAnnounced = false
         metrics.nodeForwarding.set(1)
         options.announce("forwarding clients to the relay that routes, at \(target?.address ?? "?")")
+    }
+
+    /// The link failed before it was up: a TLS handshake with a certificate other than the one the
+    /// routing node published, or a peer that closed it. Said once per routing node.
+    fileprivate func linkFailed(_ channel: any Channel, _ error: any Error) {
+        guard channel === link, !linkReady, !failureAnnounced else { return }
+        failureAnnounced = true
+        options.announce(
+            "could not link to the relay that routes, at \(target?.address ?? "?") (\(error)); trying again"
+        )
     }
 
     fileprivate func linkLost(_ channel: any Channel) {
@@ -385,6 +401,7 @@ private final class EdgeLinkHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        edge.linkFailed(context.channel, error)
         context.close(promise: nil)
     }
 

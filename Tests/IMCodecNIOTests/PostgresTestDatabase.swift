@@ -97,7 +97,7 @@ final class PostgresTestDatabase: Sendable {
         try await Self.withConnection(to: url, body)
     }
 
-    private static let logger = Logger(label: "imcodec-tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let logger = Logger(label: "imcodec-tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     private static func connect(to url: PostgresURL) throws -> EventLoopFuture<PostgresConnection> {
         PostgresConnection.connect(

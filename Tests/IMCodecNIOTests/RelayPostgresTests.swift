@@ -483,6 +483,69 @@ struct RelayPostgresTests {
         }
     }
 
+    /// A forwarding node links only to the certificate the routing node published: a node port
+    /// that presents another (here, the published fingerprint no longer matches the routing node's
+    /// certificate, as for an impostor at its address) gets no link, and the node's clients are
+    /// told `unavailable`.
+    @Test func aForwardingNodeRefusesALinkWhoseCertificateIsNotThePublishedOne() async throws {
+        let certificate = try await RelayTLSTests.Certificate.make()
+        defer { certificate.remove() }
+        let folder = try await TemporaryFolder("pg-node-pin", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        let routing = try await RelayChild.startNode(
+            folder: folder,
+            // At info, it logs every node link it takes (`relay: node link from ...`, on standard output).
+            extra: ["--tls-cert", certificate.certificate, "--tls-key", certificate.key, "--log-level", "info"]
+        )
+        defer { routing.forceKill() }
+        try #require(routing.listeningPort != nil, "\(routing.stdout)")
+        // Once the routing node has published its row (once, after it printed its lines), the
+        // fingerprint in it is replaced.
+        func setFingerprint(_ value: String) async throws {
+            _ = try await database.withConnection { connection in
+                try await connection.query(
+                    "UPDATE router_node SET certificate_sha256 = \(value) WHERE id = 1",
+                    logger: PostgresTestDatabase.logger
+                )
+            }
+        }
+        var published: String?
+        for _ in 0..<300 where published == nil {
+            published = try await database.withConnection { connection in
+                let rows = try await connection.query(
+                    "SELECT certificate_sha256 FROM router_node WHERE id = 1 AND certificate_sha256 <> ''",
+                    logger: PostgresTestDatabase.logger
+                )
+                return try await rows.collect().first?.decode(String.self)
+            }
+            if published == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        }
+        let fingerprint = try #require(published, "the routing node published no certificate")
+        try await setFingerprint(String(repeating: "ab", count: 32))
+        let forwarding = try RelayChild(folder: folder, extra: ["--node-port", "0"])
+        defer { forwarding.forceKill() }
+        let refused = await eventually(30) {
+            forwarding.stdout.contains("relay node: could not link to the relay that routes")
+                || !forwarding.process.isRunning
+        }
+        #expect(refused && forwarding.process.isRunning, "\(forwarding.stdout)\(forwarding.stderr)")
+        #expect(forwarding.forwardingLinks == 0, "\(forwarding.stdout)")
+        #expect(!routing.stdout.contains("relay: node link from"), "the routing node took no link: \(routing.stdout)")
+        try await withClientGroup { group in
+            let port = try #require(forwarding.nodeListeningPort)
+            let (closed, received) = try await Self.rawExchange(port: port, send: ByteBuffer(), group: group)
+            #expect(closed)
+            let notice = String(decoding: received, as: UTF8.self)
+            #expect(notice.contains("unavailable"), "\(received)")
+        }
+
+        // The right fingerprint again: the node links (it reads the row at every try of the lock).
+        try await setFingerprint(fingerprint)
+        #expect(await eventually(30) { forwarding.forwardingLinks == 1 }, "\(forwarding.stdout)")
+        #expect(await eventually(30) { routing.stdout.contains("relay: node link from") }, "\(routing.stdout)")
+    }
+
     /// Connects to `port`, sends `bytes`, and reads until the peer closes (or 5 s pass).
     /// - Returns: Whether the peer closed the connection, and what it sent.
     private static func rawExchange(
