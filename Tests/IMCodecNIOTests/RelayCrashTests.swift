@@ -154,6 +154,39 @@ struct RelayCrashTests {
         run.checkAfterKills()
     }
 
+    /// A forwarding node killed with SIGKILL, twice, mid-load (three nodes, 57 devices): only its
+    /// own devices drop; they log in to the other nodes and resume from their stream positions,
+    /// resending what was not acknowledged; every other device, and the routing node, never stop;
+    /// every acknowledged frame reaches every device it should exactly once, in order.
+    @Test func killedForwardingNodesLoseNothingAcknowledged() async throws {
+        let folder = try await TemporaryFolder("nodes-edge-kill", store: .postgresql)
+        defer { folder.remove() }
+        // 30 frames per device (10 under ThreadSanitizer, see `underThreadSanitizer`).
+        let run = LoadRun(userCount: 30, opsPerDevice: underThreadSanitizer ? 10 : 30)
+        let extra = ["--groups", folder.groupsFile]
+        var started: [RelayChild] = []
+        defer { for relay in started { relay.forceKill() } }
+        func startNode() async throws -> RelayChild {
+            let node = try await RelayChild.startNode(folder: folder, extra: extra)
+            started.append(node)
+            return node
+        }
+        try await withClientGroup(threads: 2) { group in
+            let nodes = [try await startNode(), try await startNode(), try await startNode()]
+            try #require(nodes[0].listeningPort != nil, "the first node routes")
+            #expect(nodes.dropFirst().allSatisfy { $0.listeningPort == nil && $0.forwardingLinks == 1 })
+            try await run.killForwardingNodesDuringLoad(group: group, nodes: nodes) {
+                let node = try await startNode()
+                #expect(node.listeningPort == nil && node.forwardingLinks == 1, "a new node forwards")
+                return node
+            }
+        }
+        #expect(started.count == 5)
+        #expect(started.filter { $0.listeningPort != nil }.count == 1, "the first node routed throughout")
+        #expect(run.earlierPrefixes.isEmpty, "no relay that routed died")
+        run.checkAfterKills()
+    }
+
     // MARK: A damaged database
 
     /// How a database is damaged before the relay is started on it.
@@ -792,11 +825,74 @@ private final class LoadRun {
             relays = try await next()
             try await connectAll()
         }
+        try await finishAndAudit(relays)
+    }
+
+    // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// Runs the load against `nodes` (device `i` on node `i % count`; the first routes, the others
+    /// forward); at each kill point kills one of the first forwarding nodes (the second node at the
+    /// first kill point, the third at the next) with SIGKILL, with sends in flight. Only that node's
+    /// devices lose their connection: they resume on the other nodes and on the one `spare` starts,
+    /// resending what was not acknowledged, while every other device goes on. Then the load runs to
+    /// its end, every device reads its whole stream again, and the nodes are killed.
+    func killForwardingNodesDuringLoad(
+        group: any EventLoopGroup,
+        nodes first: [RelayChild],
+        spare: () async throws -> RelayChild
+    ) async throws {
+        var nodes = first
+        defer { for node in nodes { node.forceKill() } }
+        var nodeOf: [Int: RelayChild] = [:]
+        for device in devices {
+            nodeOf[device.index] = nodes[device.index % nodes.count]
+            try await device.connect(port: nodeOf[device.index]!.port, group: group)
+        }
+        for (number, killPoint) in killPoints.enumerated() {
+            let victim = first[1 + number % (first.count - 1)]
+            let dropped = devices.filter { nodeOf[$0.index] === victim }
+            let reached = await eventually(20) {
+                pumpAll()
+                guard acknowledged >= killPoint else { return false }
+                pumpAll()
+                kills.append(
+                    (acknowledged: acknowledged, unanswered: devices.reduce(0) { $0 + $1.outstanding.count })
+                )
+                victim.signal(SIGKILL)
+                return true
+            }
+            #expect(
+                reached,
+                "kill \(number + 1): the load stalled at \(acknowledged) of \(killPoint) acks: \(progress)"
+            )
+            try #require(reached)
+            #expect(await victim.waitForExit() && victim.terminatedBySignal == SIGKILL)
+            // Its devices lose their connections; every other device keeps its own and its load goes on.
+            let closed = await eventually {
+                pumpAll()
+                return dropped.allSatisfy { !$0.isConnected }
+            }
+            #expect(closed)
+            #expect(devices.allSatisfy { nodeOf[$0.index] === victim || $0.isConnected }, "only its devices dropped")
+            pumpAll(sending: false)
+            crashed(dropped)
+            nodes.removeAll { $0 === victim }
+            nodes.append(try await spare())
+            for (i, device) in dropped.enumerated() {
+                nodeOf[device.index] = nodes[i % nodes.count]
+                try await device.connect(port: nodeOf[device.index]!.port, group: group)
+            }
+        }
+        try await finishAndAudit(nodes)
+    }
+
+    /// Runs the load to its end on the relays the devices are connected to, has every device read
+    /// its whole stream again from position 0, and kills `relays`.
+    private func finishAndAudit(_ relays: [RelayChild]) async throws {
         let finished = await eventually(20) {
             pumpAll()
             return devices.allSatisfy(\.isFinished)
         }
-        #expect(finished, "the load stalled after the last restart: \(progress)")
+        #expect(finished, "the load stalled after the last kill: \(progress)")
         try #require(finished)
 
         // Every device reads its whole stream again, from position 0.
@@ -861,11 +957,15 @@ private final class LoadRun {
         }
     }
 
-    /// After the kill: every message not acknowledged is to be resent; every event not answered is uncertain.
-    func crashed() {
-        if let currentPrefix { earlierPrefixes.insert(currentPrefix) }
-        currentPrefix = nil
-        for device in devices {
+    /// After the kill: every message not acknowledged is to be resent; every event not answered is
+    /// uncertain. `dropped`: only these devices lost their connection (a forwarding node died; the
+    /// relay that routes, and so the uid prefix, stays); `nil`: every device did (the routing relay died).
+    func crashed(_ dropped: [LoadDevice]? = nil) {
+        if dropped == nil {
+            if let currentPrefix { earlierPrefixes.insert(currentPrefix) }
+            currentPrefix = nil
+        }
+        for device in dropped ?? devices {
             for key in device.outstanding.keys.sorted() {
                 switch device.outstanding[key]! {
                 case .message(let sent):
@@ -1028,12 +1128,17 @@ private final class LoadRun {
         let killLines = kills.map { "SIGKILL after \($0.acknowledged) acks with \($0.unanswered) frames unanswered" }
             .joined(separator: ", then ")
         let points = killPoints.map(String.init).joined(separator: ", ")
+        // A resent message's ack tells that it was kept before the kill by the uid prefix of a relay
+        // that died; when only forwarding nodes died, the prefix is the same before and after.
+        let kept =
+            earlierPrefixes.isEmpty
+            ? "(the relay that routed never died, so an ack cannot tell which of them it had kept)"
+            : "\(resentAlreadyKept) of them already kept (acknowledged with their first stamp)"
         report.summary = """
             relay crash test: \(devices.count) devices of \(users.count) users, \(plannedFrames) frames planned \
             (\(messages.count) messages: \(report.directMessages) one-to-one, \(report.groupMessages) group; \
             \(events.count) events); \(killLines) (kill points \(points)); \
-            \(resent) messages resent, \(resentAlreadyKept) of them \
-            already kept (acknowledged with their first stamp); \(report.uncertainEvents) events unanswered at the \
+            \(resent) messages resent, \(kept); \(report.uncertainEvents) events unanswered at the \
             kill, \(report.uncertainKept) of them kept; acked \(report.ackedMessages) messages and \
             \(report.ackedEvents) events; delivered \(report.delivered) stream frames (\(report.expectedDeliveries) \
             expected for acked frames, \(report.sentCopies) as SENT copies, plus \(report.uncertainDelivered) of \
