@@ -113,20 +113,10 @@ struct RelayCrashTests {
         // 30 frames per device (10 under ThreadSanitizer, see `underThreadSanitizer`).
         let run = LoadRun(userCount: 152, opsPerDevice: underThreadSanitizer ? 10 : 30)
         #expect(run.devices.count == 301)
-        let extra = ["--groups", folder.groupsFile]
-        var started: [RelayChild] = []
-        defer { for relay in started { relay.forceKill() } }
-        func startNode() async throws -> RelayChild {
-            let node = try await RelayChild.startNode(folder: folder, extra: extra)
-            started.append(node)
-            return node
-        }
+        let nodeSet = NodeSet(folder: folder)
+        defer { nodeSet.killAll() }
         try await withClientGroup(threads: 2) { group in
-            var nodes = [try await startNode()]
-            try #require(nodes[0].listeningPort != nil, "the first node routes")
-            nodes.append(try await startNode())
-            nodes.append(try await startNode())
-            #expect(nodes.dropFirst().allSatisfy { $0.listeningPort == nil && $0.forwardingLinks == 1 })
+            var nodes = try await nodeSet.startRoutingAndForwarding(3)
             try await run.killDuringLoad(group: group, first: nodes) {
                 let survivors = Array(nodes.dropFirst())
                 // One survivor takes the lock and routes; the other links to it (whenever it did:
@@ -140,10 +130,11 @@ struct RelayCrashTests {
                 try #require(settled)
                 let routing = survivors.first { $0.listeningPort != nil }!
                 #expect(routing.port == routing.nodeListeningPort, "it routes on the port it forwarded on")
-                nodes = [routing] + survivors.filter { $0 !== routing } + [try await startNode()]
+                nodes = [routing] + survivors.filter { $0 !== routing } + [try await nodeSet.start()]
                 return nodes
             }
         }
+        let started = nodeSet.started
         #expect(started.count == 5)
         for (number, node) in started.enumerated() {
             // The first routed from the start; every other forwarded first.
@@ -163,24 +154,17 @@ struct RelayCrashTests {
         defer { folder.remove() }
         // 30 frames per device (10 under ThreadSanitizer, see `underThreadSanitizer`).
         let run = LoadRun(userCount: 30, opsPerDevice: underThreadSanitizer ? 10 : 30)
-        let extra = ["--groups", folder.groupsFile]
-        var started: [RelayChild] = []
-        defer { for relay in started { relay.forceKill() } }
-        func startNode() async throws -> RelayChild {
-            let node = try await RelayChild.startNode(folder: folder, extra: extra)
-            started.append(node)
-            return node
-        }
+        let nodeSet = NodeSet(folder: folder)
+        defer { nodeSet.killAll() }
         try await withClientGroup(threads: 2) { group in
-            let nodes = [try await startNode(), try await startNode(), try await startNode()]
-            try #require(nodes[0].listeningPort != nil, "the first node routes")
-            #expect(nodes.dropFirst().allSatisfy { $0.listeningPort == nil && $0.forwardingLinks == 1 })
+            let nodes = try await nodeSet.startRoutingAndForwarding(3)
             try await run.killForwardingNodesDuringLoad(group: group, nodes: nodes) {
-                let node = try await startNode()
+                let node = try await nodeSet.start()
                 #expect(node.listeningPort == nil && node.forwardingLinks == 1, "a new node forwards")
                 return node
             }
         }
+        let started = nodeSet.started
         #expect(started.count == 5)
         #expect(started.filter { $0.listeningPort != nil }.count == 1, "the first node routed throughout")
         #expect(run.earlierPrefixes.isEmpty, "no relay that routed died")
@@ -717,6 +701,34 @@ private struct Seen {
     let direction: MessageDirection
     let seq: UInt64
     let conversation: String
+}
+
+/// Relay nodes (`--node-port 0`) on one folder's database, each with its groups file; every node
+/// started is killed by ``killAll()``.
+private final class NodeSet {
+    let folder: TemporaryFolder
+    /// Every node started, in order.
+    private(set) var started: [RelayChild] = []
+
+    init(folder: TemporaryFolder) { self.folder = folder }
+
+    func start() async throws -> RelayChild {
+        let node = try await RelayChild.startNode(folder: folder, extra: ["--groups", folder.groupsFile])
+        started.append(node)
+        return node
+    }
+
+    /// Starts `count` nodes one after the other: the first must route, the others forward to it.
+    func startRoutingAndForwarding(_ count: Int) async throws -> [RelayChild] {
+        let first = try await start()
+        try #require(first.listeningPort != nil, "the first node routes")
+        var nodes = [first]
+        for _ in 1..<count { nodes.append(try await start()) }
+        #expect(nodes.dropFirst().allSatisfy { $0.listeningPort == nil && $0.forwardingLinks == 1 })
+        return nodes
+    }
+
+    func killAll() { for relay in started { relay.forceKill() } }
 }
 
 /// The whole load: the users, their devices, every message and event sent, and the checks.
