@@ -806,25 +806,7 @@ private final class LoadRun {
         }
         try await connectAll()
         for (number, killPoint) in killPoints.enumerated() {
-            // The load, until the kill point.
-            let reached = await eventually(20) {
-                pumpAll()
-                guard acknowledged >= killPoint else { return false }
-                // Refill every window first: frames are in flight when the relay dies.
-                pumpAll()
-                kills.append(
-                    (acknowledged: acknowledged, unanswered: devices.reduce(0) { $0 + $1.outstanding.count })
-                )
-                relays[0].signal(SIGKILL)
-                return true
-            }
-            #expect(
-                reached,
-                "kill \(number + 1): the load stalled at \(acknowledged) of \(killPoint) acks: \(progress)"
-            )
-            try #require(reached)
-            #expect(await relays[0].waitForExit(), "the relay did not die after SIGKILL")
-            #expect(relays[0].terminatedBySignal == SIGKILL)
+            try await runLoad(until: killPoint, thenKill: relays[0], kill: number + 1)
             // Whatever the relay wrote before it died still arrives; then the connections close.
             let closed = await eventually {
                 pumpAll(sending: false)
@@ -862,22 +844,7 @@ private final class LoadRun {
         for (number, killPoint) in killPoints.enumerated() {
             let victim = first[1 + number % (first.count - 1)]
             let dropped = devices.filter { nodeOf[$0.index] === victim }
-            let reached = await eventually(20) {
-                pumpAll()
-                guard acknowledged >= killPoint else { return false }
-                pumpAll()
-                kills.append(
-                    (acknowledged: acknowledged, unanswered: devices.reduce(0) { $0 + $1.outstanding.count })
-                )
-                victim.signal(SIGKILL)
-                return true
-            }
-            #expect(
-                reached,
-                "kill \(number + 1): the load stalled at \(acknowledged) of \(killPoint) acks: \(progress)"
-            )
-            try #require(reached)
-            #expect(await victim.waitForExit() && victim.terminatedBySignal == SIGKILL)
+            try await runLoad(until: killPoint, thenKill: victim, kill: number + 1)
             // Its devices lose their connections; every other device keeps its own and its load goes on.
             let closed = await eventually {
                 pumpAll()
@@ -895,6 +862,23 @@ private final class LoadRun {
             }
         }
         try await finishAndAudit(nodes)
+    }
+
+    /// Runs the load until `killPoint` frames are acknowledged, refills every window (so frames are
+    /// in flight when it dies), kills `relay` with SIGKILL and waits until it is gone.
+    private func runLoad(until killPoint: Int, thenKill relay: RelayChild, kill number: Int) async throws {
+        let reached = await eventually(20) {
+            pumpAll()
+            guard acknowledged >= killPoint else { return false }
+            pumpAll()
+            kills.append((acknowledged: acknowledged, unanswered: devices.reduce(0) { $0 + $1.outstanding.count }))
+            relay.signal(SIGKILL)
+            return true
+        }
+        #expect(reached, "kill \(number): the load stalled at \(acknowledged) of \(killPoint) acks: \(progress)")
+        try #require(reached)
+        #expect(await relay.waitForExit(), "the relay did not die after SIGKILL")
+        #expect(relay.terminatedBySignal == SIGKILL)
     }
 
     /// Runs the load to its end on the relays the devices are connected to, has every device read
