@@ -50,6 +50,9 @@ final class EdgeNode: @unchecked Sendable {
     private var connecting = false
     private var nextAttempt = NIODeadline.uptimeNanoseconds(0)
     private var stopped = false
+    /// Set by the first of ``stop()`` and ``shutdown(timeout:)`` (from any thread): the other then
+    /// does nothing, so neither submits to an event loop the other shut down.
+    private let ending = NIOLockedValueBox(false)
     /// Whether a failed link to ``target`` was announced (once per target, until a link is up).
     private var failureAnnounced = false
 
@@ -323,6 +326,7 @@ final class EdgeNode: @unchecked Sendable {
     /// and the link, and its event loop.
     /// - Returns: The ports it listened on (and served metrics on), for the relay to route on the same ones.
     func stop() -> Ports? {
+        guard !claimEnd() else { return ports.withLockedValue { $0 } }
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
             self.stopped = true
             self.link?.close(promise: nil)
@@ -342,7 +346,11 @@ final class EdgeNode: @unchecked Sendable {
     /// nothing itself, so nothing is lost: the clients log in again elsewhere and resume. Waits at
     /// most `timeout` for the clients' connections to close (a client that does not read is closed
     /// after a second, ``ChannelConnection/close(code:reason:after:)``).
-    func shutdown(timeout: TimeAmount = .seconds(5)) {
+    /// - Returns: `false` when the node had already stopped forwarding because it takes over (then
+    ///   it does nothing: the relay that is starting to route has acknowledged nothing yet).
+    @discardableResult
+    func shutdown(timeout: TimeAmount = .seconds(5)) -> Bool {
+        guard !claimEnd() else { return false }
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
             self.stopped = true
             let listening = self.listeners.map { $0.close() }
@@ -365,6 +373,17 @@ final class EdgeNode: @unchecked Sendable {
         }
         try? done.wait()
         try? group.syncShutdownGracefully()
+        return true
+    }
+}
+
+extension EdgeNode {
+    /// Marks the node as ending; returns whether it already was.
+    fileprivate func claimEnd() -> Bool {
+        ending.withLockedValue { ended in
+            defer { ended = true }
+            return ended
+        }
     }
 }
 

@@ -456,8 +456,9 @@ extension RelayCommand {
                     forwarding: { edge in forwarding.withLockedValue { $0 = edge } }
                 )
                 StandbySignals.install {
-                    guard let edge = forwarding.withLockedValue({ $0 }) else { return emit(standbyStopped) }
-                    edge.shutdown()
+                    guard let edge = forwarding.withLockedValue({ $0 }), edge.shutdown() else {
+                        return emit(standbyStopped)
+                    }
                     emit(
                         "relay node stopped: every client was told kicked_offline (server shutdown); it had "
                             + "acknowledged nothing itself"
