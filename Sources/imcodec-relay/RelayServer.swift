@@ -370,7 +370,7 @@ final class RelayServer: Sendable {
 
     /// The routing node's node port (``NodeLink``): TLS when the clients have it, then the link
     /// handler; once bound, where it is, a new secret and the certificate's fingerprint are
-    /// published in the database for the forwarding nodes.
+    /// published in the database for the forwarding nodes, and the future completes after that.
     private static func bindNode(
         _ configuration: RelayConfiguration,
         node: NodeLink.Options,
@@ -398,15 +398,27 @@ final class RelayServer: Sendable {
                 }
             }
             .bind(host: configuration.host, port: node.port)
-            .map { channel in
+            .flatMap { channel in
                 let published = RouterNode(
                     host: node.advertisedHost,
                     port: channel.localAddress?.port ?? node.port,
                     secret: secret,
                     certificateSHA256: configuration.tls?.fingerprint ?? ""
                 )
-                router.value.store.read({ store in try store.publish(published) }, then: { _ in })
-                return channel
+                // The relay starts (and says it routes) once the other nodes can find it.
+                let promise = loop.makePromise(of: (any Channel).self)
+                router.value.store.read(
+                    { store in Result { try store.publish(published) } },
+                    then: { result in
+                        switch result {
+                        case .success: promise.succeed(channel)
+                        case .failure(let error):
+                            channel.close(promise: nil)
+                            promise.fail(error)
+                        }
+                    }
+                )
+                return promise.futureResult
             }
     }
 
