@@ -1,6 +1,7 @@
 #if Tools
 import IMCodec
 import IMCodecNIO
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -149,9 +150,6 @@ final class LoadClientHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
-    /// Acks and deliveries so far: what the run's stall watchdog watches.
-    var progress: Int { result.acked + result.deliveries }
-
     /// Stops the client (the run ended or stalled): its connection closes and it does not reconnect.
     func abort() {
         aborted = true
@@ -256,6 +254,7 @@ final class LoadClientHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        testClientReads.withLockedValue { $0 += 1 }
         // Frames still arriving on a connection being dropped are lost with it (the resume fetches them).
         guard connected, context === self.context else { return }
         let frame = unwrapInboundIn(data)
@@ -373,35 +372,6 @@ struct LoadRunResult: Sendable {
     }
 }
 
-/// A load run that stopped because nobody made progress.
-struct LoadStalled: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// Polls the clients' progress (acks and deliveries, summed) every 250 ms until cancelled; when it
-/// has not moved for `quiet`, stops every client and returns why.
-private func stopWhenStalled(_ handlers: [NIOLoopBound<LoadClientHandler>], quiet: TimeAmount) async -> LoadStalled? {
-    var last = -1
-    var movedAt = NIODeadline.now()
-    while !Task.isCancelled {
-        try? await Task.sleep(nanoseconds: 250_000_000)
-        var progress = 0
-        for handler in handlers {
-            progress += (try? await handler.eventLoop.submit { handler.value.progress }.get()) ?? 0
-        }
-        if progress != last {
-            last = progress
-            movedAt = .now()
-        } else if NIODeadline.now() - movedAt > quiet {
-            for handler in handlers { handler.eventLoop.execute { handler.value.abort() } }
-            return LoadStalled(
-                description: "no ack or delivery for \(quiet.nanoseconds / 1_000_000_000) s, after \(progress) in all"
-            )
-        }
-    }
-    return nil
-}
-
 /// Opens a connection for `handler` (the first, or one after a drop) to the relay on `port`.
 func connectLoadClient(
     _ handler: NIOLoopBound<LoadClientHandler>,
@@ -422,15 +392,16 @@ func connectLoadClient(
 /// Connects the plan's clients to `server`, logs them in, runs the plan, and collects the results.
 /// `whileRunning` runs once everyone is logged in, concurrently with the traffic.
 ///
-/// The run is stopped (each client then fails with what it had acknowledged and received) when
-/// no client has seen an ack or a delivery for `stallSeconds`: a stalled relay or a lost frame. It
-/// is not bounded in wall-clock time as a whole: a machine slowed by a sanitizer or by other suites
-/// still makes progress, and a 300 s bound on the whole run failed there by chance.
+/// The run is stopped (each client then fails with what it had acknowledged and received) when no
+/// test client read anything for `stallSeconds` (``eventually(_:_:)``'s measure, which the load
+/// clients' reads feed too): a stalled relay or a lost frame. It is not bounded in wall-clock time
+/// as a whole: a machine slowed by a sanitizer or by other suites still makes progress, and a 300 s
+/// bound on the whole run failed there by chance.
 func runLoad(
     _ plan: LoadPlan,
     server: RelayServer,
     group: any EventLoopGroup,
-    stallSeconds: Int64 = 60,
+    stallSeconds: Double = 60,
     whileRunning: @Sendable () async throws -> Void = {}
 ) async throws -> LoadRunResult {
     var channels: [(any Channel, NIOLoopBound<LoadClientHandler>, EventLoopFuture<LoadClientResult>)] = []
@@ -462,18 +433,17 @@ func runLoad(
         channel.eventLoop.execute { handler.value.start() }
     }
     async let sideShow: Void = whileRunning()
-    let handlers = channels.map { $0.1 }
-    let watchdog = Task { await stopWhenStalled(handlers, quiet: .seconds(stallSeconds)) }
+    let finishedCount = NIOLockedValueBox(0)
+    for (_, _, finished) in channels { finished.whenComplete { _ in finishedCount.withLockedValue { $0 += 1 } } }
+    if !(await eventually(stallSeconds) { finishedCount.withLockedValue { $0 } == channels.count }) {
+        for (_, handler, _) in channels { handler.eventLoop.execute { handler.value.abort() } }
+    }
     var results: [LoadClientResult] = []
     var failure: (any Error)?
     for (_, _, finished) in channels {
         do { results.append(try await finished.get()) } catch { failure = failure ?? error }
     }
     let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
-    watchdog.cancel()
-    if let stalled = await watchdog.value {
-        failure = LoadStalled(description: "\(stalled); \(failure.map { "\($0)" } ?? "every client finished")")
-    }
     try await sideShow
     for (_, handler, _) in channels {
         let current = try? await handler.eventLoop.submit { () -> (any Channel)? in

@@ -89,7 +89,7 @@ func codecErrorCode(_ body: () throws -> Void) -> IMCodecError.Code? {
 }
 
 /// Whether this run is under ThreadSanitizer (`Scripts/test-sanitizers` sets
-/// `IMCODEC_TEST_SANITIZER=thread`). The load tests then run a tenth of their load: the same code
+/// `IMCODEC_TEST_SANITIZER=thread`). The load tests then run a smaller load: the same code
 /// paths on the same threads, which is what ThreadSanitizer judges, without its 5-15x slowdown of
 /// every frame; the full load runs in the plain suite (`Scripts/test`). Each says which it ran.
 let underThreadSanitizer = getenv("IMCODEC_TEST_SANITIZER").map { String(cString: $0) } == "thread"
