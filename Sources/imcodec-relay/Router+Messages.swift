@@ -376,7 +376,8 @@ extension Router {
         case .delete(let event)?: refs = event.messages; removes = event.scope == .everyone; mustBeSender = removes
         case .pin(let event)?: refs = event.message.map { [$0] } ?? []
         case .pollVote(let event)?: refs = event.pollMessage.map { [$0] } ?? []
-        case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []
+        // Only the poll's creator closes it (events.proto, PollUpdate).
+        case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []; mustBeSender = true
         // Only a streamed message's sender grows it.
         case .streamChunk(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
         default: return (requestID, [], nil)
@@ -385,6 +386,19 @@ extension Router {
         var audience: Set<String>?
         var seqs: [UInt64] = []
         for ref in refs {
+            // A reference that names a conversation names the event's own: receivers look the
+            // message up in the conversation the reference names (a pin names its conversation and
+            // its message apart, and a delete's later references are not what routes it).
+            if let named = ref.conversation, named.type != .unspecified, !key.names(named) {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the message reference names another conversation than the event's"
+                )
+                return nil
+            }
             // The message as receivers find it (by server uid, else by sender and client id): the
             // one the rules are checked on.
             let seq: UInt64

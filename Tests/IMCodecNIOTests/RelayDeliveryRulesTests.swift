@@ -601,6 +601,122 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// events.proto, PollUpdate: "the creator sends closed = true". A poll update (a closing) of
+    /// another member's poll is refused with 3006 and reaches no one, and so is one that names no
+    /// message the relay keeps (3003: whose poll it is cannot be checked); the creator's own closing
+    /// reaches every member.
+    @Test func onlyThePollsCreatorClosesIt() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                try await alice.send(
+                    Frame(
+                        Message(
+                            from: "alice",
+                            in: .group("team"),
+                            elements: [.poll(id: "lunch", question: "Lunch?", options: ["pizza", "sushi"])],
+                            clientMsgID: "poll-1"
+                        )
+                    )
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 && carol.collector.messages.count == 1 })
+                let poll = try #require(bob.collector.messages.first).reference
+                func close(_ reference: MessageRef, by user: String, requestID: UInt64) -> Frame {
+                    RelayProtocol.answer(
+                        .pollUpdate(
+                            PollUpdate.with {
+                                $0.pollMessage = reference
+                                $0.pollID = "lunch"
+                                $0.closed = true
+                                $0.closedBy = user
+                            }
+                        ),
+                        requestID: requestID
+                    )
+                }
+                #expect(try await bob.ask(close(poll, by: "bob", requestID: 1)) != nil)
+                #expect(bob.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.notTheSender)
+                // Without closed_by, too: the poll is still alice's.
+                #expect(try await bob.ask(close(poll, by: "", requestID: 2)) != nil)
+                #expect(bob.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.notTheSender)
+                let unknown = MessageRef.with {
+                    $0.conversation = .group("team"); $0.seq = 999
+                }
+                #expect(try await alice.ask(close(unknown, by: "alice", requestID: 3)) != nil)
+                #expect(alice.collector.result(of: 3)?.errorCode == RelayProtocol.RequestError.badRequest)
+
+                #expect(try await alice.ask(close(poll, by: "alice", requestID: 4)) != nil)
+                #expect(alice.collector.result(of: 4)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .pollUpdate) == 1 && kinds(carol, .pollUpdate) == 1 })
+                // Bob's refused closings reached no one: the one update each member has is alice's.
+                for client in [bob, carol] {
+                    let updates = client.collector.frames.compactMap { frame -> PollUpdate? in
+                        guard case .pollUpdate(let update)? = frame.payload else { return nil }
+                        return update
+                    }
+                    #expect(updates.map(\.closedBy) == ["alice"])
+                }
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
+    /// A message reference that names a conversation names the event's own: receivers look the
+    /// message up where the reference says. A pin in one group whose message reference names
+    /// another group, and a delete for everyone whose second reference does, are refused (3003)
+    /// and reach no one, even when the reference's ids name a message of the event's conversation;
+    /// with the reference as received, the same pin is accepted.
+    @Test func aMessageReferenceNamingAnotherConversationIsRefused() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"], "other": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let first = try await sent(alice, to: bob, "pin me", id: "m-1")
+                let second = try await sent(alice, to: bob, "delete me", id: "m-2")
+                var foreign = second.reference
+                foreign.conversation = .group("other")
+                func pin(_ reference: MessageRef, requestID: UInt64) -> Frame {
+                    RelayProtocol.answer(
+                        .pin(
+                            PinEvent.with {
+                                $0.conversation = .group("team"); $0.message = reference; $0.pinned = true
+                                $0.operatorID = "bob"
+                            }
+                        ),
+                        requestID: requestID
+                    )
+                }
+                #expect(try await bob.ask(pin(foreign, requestID: 1)) != nil)
+                #expect(bob.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.badRequest)
+                let delete = RelayProtocol.answer(
+                    .delete(
+                        DeleteEvent.with {
+                            $0.messages = [first.reference, foreign]; $0.scope = .everyone; $0.operatorID = "alice"
+                        }
+                    ),
+                    requestID: 2
+                )
+                #expect(try await alice.ask(delete) != nil)
+                #expect(alice.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.badRequest)
+
+                #expect(try await bob.ask(pin(second.reference, requestID: 3)) != nil)
+                #expect(bob.collector.result(of: 3)?.errorCode == 0)
+                #expect(await eventually { kinds(alice, .pin) == 1 })
+                try await bob.roundTrip(4)
+                #expect(kinds(alice, .delete) == 0 && kinds(bob, .delete) == 0 && kinds(bob, .pin) == 0)
+                // Nothing was removed: alice may still edit both.
+                #expect(try await alice.ask(edit(first, by: "alice", requestID: 5)) != nil)
+                #expect(alice.collector.result(of: 5)?.errorCode == 0)
+                #expect(try await alice.ask(edit(second, by: "alice", requestID: 6)) != nil)
+                #expect(alice.collector.result(of: 6)?.errorCode == 0)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// A reference names its message as receivers find it (common.proto, `MessageRef`: "A receiver
     /// matches on server_msg_uid when present, else on (sender_id, client_msg_id)"), so the relay's
     /// rules hold whichever of its fields a reference carries: bob cannot recall alice's message by

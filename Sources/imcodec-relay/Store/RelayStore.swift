@@ -357,6 +357,19 @@ enum ConversationKey: Hashable, Sendable {
         }
     }
 
+    /// Whether `conversation`, as any of its users may name it, is this one: a one-to-one
+    /// conversation by either user's id (a message reference names it as the message's sender did,
+    /// by the receiver), a shared one by its type, id and ultra-group channel.
+    func names(_ conversation: Conversation) -> Bool {
+        switch self {
+        case .direct(let a, let b):
+            return conversation.type == .oneToOne && (conversation.targetID == a || conversation.targetID == b)
+        case .shared(let type, let target, let channel):
+            return conversation.type == type && conversation.targetID == target
+                && (type != .ultraGroup || conversation.channelID == channel)
+        }
+    }
+
     /// Whether this is a group, chatroom or ultra-group channel.
     var isShared: Bool {
         if case .shared = self { return true }
