@@ -464,6 +464,39 @@ extension Router {
                 return nil
             }
         }
+        // An edit's new_message is the message after the edit: what it says of who sent it, where
+        // and under which ids must be what the edited message says (receivers take it as the
+        // message), else a sender could rewrite their message into another's or another chat's.
+        if case .edit(let event)? = decoded.payload, let edited = event.newMessage, let seq = seqs.first,
+            let kept = state.kept[seq]
+        {
+            let differs: String? =
+                if !edited.senderID.isEmpty, edited.senderID != kept.sender {
+                    "sender_id"
+                } else if edited.seq != 0, edited.seq != seq {
+                    "seq"
+                } else if !edited.serverMsgUID.isEmpty, edited.serverMsgUID != kept.serverMsgUID {
+                    "server_msg_uid"
+                } else if !edited.clientMsgID.isEmpty, edited.clientMsgID != kept.clientMsgID {
+                    "client_msg_id"
+                } else if let conversation = edited.conversation, conversation.type != .unspecified,
+                    !key.names(conversation)
+                {
+                    "conversation"
+                } else {
+                    nil
+                }
+            if let differs {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the edit's new_message has another \(differs) than the message it edits"
+                )
+                return nil
+            }
+        }
         if removes {
             for seq in seqs where conversations[key]?.removed.insert(seq).inserted == true {
                 store.batch.removals.append((key, seq))

@@ -601,6 +601,63 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// events.proto: an edit's `new_message` "is its content after the edit", and receivers take it
+    /// as the message. What it says of who sent it, where and under which ids must be what the
+    /// edited message says: an edit that would make the message another user's, another chat's or
+    /// another message's is refused (3003) and reaches no one. Fields left empty are not compared.
+    @Test func anEditCannotChangeWhoSentTheMessageWhereOrUnderWhichIds() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"], "other": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let message = try await sent(alice, to: bob, "mine", id: "m-1")
+                let another = try await sent(alice, to: bob, "another", id: "m-2")
+                let forgeries: [(String, (inout Message) -> Void)] = [
+                    ("sender_id", { $0.senderID = "bob" }),
+                    ("seq", { $0.seq = another.seq }),
+                    ("server_msg_uid", { $0.serverMsgUID = another.serverMsgUID }),
+                    ("client_msg_id", { $0.clientMsgID = "m-2" }),
+                    ("conversation", { $0.conversation = .group("other") }),
+                ]
+                for (index, (field, forge)) in forgeries.enumerated() {
+                    let requestID = UInt64(index + 1)
+                    var frame = edit(message, by: "alice", requestID: requestID)
+                    guard case .edit(var event)? = frame.payload else {
+                        Issue.record("edit(_:by:requestID:) made no edit")
+                        return
+                    }
+                    forge(&event.newMessage!)
+                    frame.payload = .edit(event)
+                    #expect(try await alice.ask(frame) != nil)
+                    #expect(
+                        alice.collector.result(of: requestID)?.errorCode == RelayProtocol.RequestError.badRequest,
+                        "a new_message with another \(field)"
+                    )
+                }
+                // Only the content: accepted, whether the ids are repeated or left out.
+                #expect(try await alice.ask(edit(message, by: "alice", requestID: 10)) != nil)
+                #expect(alice.collector.result(of: 10)?.errorCode == 0)
+                let bare = RelayProtocol.answer(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = message.reference
+                            $0.newMessage = Message.with { $0.elements = [.text("mine, edited again")] }
+                            $0.editorID = "alice"
+                        }
+                    ),
+                    requestID: 11
+                )
+                #expect(try await alice.ask(bare) != nil)
+                #expect(alice.collector.result(of: 11)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .edit) == 2 })
+                try await alice.roundTrip(12)
+                #expect(kinds(bob, .edit) == 2, "the refused edits reached no one")
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// events.proto, PollUpdate: "the creator sends closed = true". A poll update (a closing) of
     /// another member's poll is refused with 3006 and reaches no one, and so is one that names no
     /// message the relay keeps (3003: whose poll it is cannot be checked); the creator's own closing
