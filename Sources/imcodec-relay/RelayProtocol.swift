@@ -100,6 +100,22 @@ enum RelayProtocol {
         static let notTheSender: Int32 = 3006
         /// A key fetch found no published keys of that kind for the user (or the devices named).
         static let noKeys: Int32 = 3007
+        /// A frame the relay would keep or forward is too large to reach a device within the frame
+        /// size limit once the relay adds its fields (``deliveryReserve(for:)``).
+        static let tooLargeToDeliver: Int32 = 3010
+    }
+
+    /// The room the relay keeps below `--max-frame-size` in every frame it keeps or forwards, for
+    /// what it adds on the way to a device: a message's stamp is counted apart; then the direction
+    /// and the stream position appended to it, and the page around it when a device reads it back
+    /// (a `stream_sync_response`, `sync_response` or `history_response` always carries its first
+    /// frame, however large, with the request id, positions, cursor and conversation around it).
+    /// 128 bytes cover those fixed fields at their largest (each varint 10 bytes, each length 5);
+    /// the page's conversation is the frame's own. So a device that decodes with the relay's limit
+    /// can read everything the relay accepted, live and when it syncs; without the reserve, one
+    /// frame at the limit was a message its receivers could never read, nor sync past.
+    static func deliveryReserve(for conversation: Conversation) -> Int {
+        128 + conversation.serializedBytes().count
     }
 
     /// The most frames a connection may send before its login is answered (they wait for it).

@@ -78,6 +78,16 @@ extension Router {
         } catch {
             return refuse(Refusal(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)"))
         }
+        let room = configuration.codec.effectiveMaxFrameSize - RelayProtocol.deliveryReserve(for: conversation)
+        guard stamped.count <= room else {
+            return refuse(
+                Refusal(
+                    RelayProtocol.AckError.cannotStamp,
+                    "tooLarge: the stamped frame would be \(stamped.count) bytes; the relay keeps and forwards "
+                        + "frames of at most \(room) (the frame size limit, less what it adds on delivery)"
+                )
+            )
+        }
         ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
         stats.messagesRouted += 1
         let body = ByteBuffer(bytes: stamped)

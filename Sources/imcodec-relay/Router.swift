@@ -407,14 +407,20 @@ final class Router {
             routeMessage(frame, from: session, user: user)
         case .recall?, .edit?, .delete?, .typing?, .reaction?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
             .markRead?, .call?, .streamChunk?:
+            guard deliverable(frame, from: session) else { return }
             routeEvent(frame, from: session, user: user)
         case .conversationUpdate?, .receiveOption?, .blocklistChange?:
+            guard deliverable(frame, from: session) else { return }
             changeOwnState(frame, from: session, user: user)
         case .extensionUpdate?:
+            guard deliverable(frame, from: session) else { return }
             updateExtension(frame, from: session, user: user)
         case .receipt?, .receipts?:
+            guard deliverable(frame, from: session) else { return }
             routeReceipts(frame, from: session, user: user)
         case .systemNotice?:
+            // The recipient gets it with the sender's id appended (``routeNotice(_:from:user:)``).
+            guard deliverable(frame, from: session, adding: user.utf8.count + 16) else { return }
             routeNotice(frame, from: session, user: user)
         case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
             .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?, .conversationListRequest?,
@@ -431,6 +437,28 @@ final class Router {
                 "the relay does not route \(kind?.protoName ?? "empty") frames"
             )
         }
+    }
+
+    /// Whether a frame the relay keeps or forwards (an event, a receipt, a notice, a change of the
+    /// user's own state) still fits the frame size limit with what the relay adds on delivery
+    /// (``RelayProtocol/deliveryReserve(for:)``, and `extra` bytes more); refuses it with 3010
+    /// otherwise, before anything is applied.
+    func deliverable(_ frame: InboundFrame, from session: Session, adding extra: Int = 0) -> Bool {
+        let conversation = Conversation.with {
+            $0.type = frame.conversationType; $0.targetID = frame.targetID; $0.channelID = frame.channelID
+        }
+        let room = configuration.codec.effectiveMaxFrameSize - RelayProtocol.deliveryReserve(for: conversation) - extra
+        guard frame.body.readableBytes > room else { return true }
+        guard let requestID = decoded(frame, session)?.requestID else { return false }
+        refuse(
+            session,
+            requestID,
+            RelayProtocol.RequestError.tooLargeToDeliver,
+            notice: "tooLargeToDeliver",
+            "the frame is \(frame.body.readableBytes) bytes; the relay keeps and forwards frames of at most \(room) "
+                + "(the frame size limit, less what it adds on delivery)"
+        )
+        return false
     }
 
     func decoded(_ frame: InboundFrame, _ session: Session) -> Frame? {

@@ -142,7 +142,8 @@ struct TestClient: Sendable {
         deviceID: String = "",
         lastSeen: [ConversationSeq] = [],
         streamResume: Bool = false,
-        streamPosition: UInt64 = 0
+        streamPosition: UInt64 = 0,
+        codec: FrameCodecOptions = FrameCodecOptions()
     ) async throws -> TestClient {
         try await connect(
             port: server.port,
@@ -151,12 +152,14 @@ struct TestClient: Sendable {
             deviceID: deviceID,
             lastSeen: lastSeen,
             streamResume: streamResume,
-            streamPosition: streamPosition
+            streamPosition: streamPosition,
+            codec: codec
         )
     }
 
     /// Connects to a relay on 127.0.0.1:`port` (see ``connect(to:as:group:deviceID:lastSeen:streamResume:streamPosition:)``).
-    /// With `tls`, the connection is TLS, checking the relay's certificate for `localhost`.
+    /// With `tls`, the connection is TLS, checking the relay's certificate for `localhost`. `codec`
+    /// holds the client's own limits (a frame above its `maxFrameSize` is a decode error).
     static func connect(
         port: Int,
         as user: String?,
@@ -165,7 +168,8 @@ struct TestClient: Sendable {
         lastSeen: [ConversationSeq] = [],
         streamResume: Bool = false,
         streamPosition: UInt64 = 0,
-        tls: NIOSSLContext? = nil
+        tls: NIOSSLContext? = nil,
+        codec: FrameCodecOptions = FrameCodecOptions()
     ) async throws -> TestClient {
         let collector = FrameCollector()
         let channel = try await ClientBootstrap(group: group)
@@ -176,7 +180,7 @@ struct TestClient: Sendable {
                             NIOSSLClientHandler(context: tls, serverHostname: "localhost")
                         )
                     }
-                    try channel.pipeline.syncOperations.addFrameCodec()
+                    try channel.pipeline.syncOperations.addFrameCodec(options: codec)
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }

@@ -322,6 +322,207 @@ struct RelaySessionTests {
             }
         }
     }
+    /// ``RelayProtocol/deliveryReserve(for:)`` covers the largest page the relay can put around one
+    /// frame it keeps: every varint at 10 bytes, a SENT direction and the largest stream position
+    /// appended, the longest history cursor.
+    @Test func theDeliveryReserveCoversThePageAroundOneFrame() throws {
+        let conversation = Conversation.group("team")
+        let stamped = Frame(Message.groupText(from: "alice", group: "team", String(repeating: "x", count: 3000)))
+            .serializedBytes()
+        let reserve = RelayProtocol.deliveryReserve(for: conversation)
+        // stream_sync_response: the frame with its direction and position appended.
+        let streamPage = RelayProtocol.answer(
+            .streamSyncResponse(
+                StreamSyncResponse.with {
+                    $0.headPosition = .max; $0.truncated = true; $0.nextAfterPosition = .max; $0.hasMore = true
+                    $0.frames = [
+                        StreamFrame.with {
+                            $0.position = .max
+                            $0.frame =
+                                stamped
+                                + Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }
+                                .serializedBytes() + Router.positionSuffix(.max)
+                        }
+                    ]
+                }
+            ),
+            requestID: .max
+        )
+        #expect(streamPage.serializedBytes().count - stamped.count <= reserve)
+        // sync_response and history_response: the message decoded, with its direction (history: as
+        // kept, with the fields an update adds when it keeps the message's size).
+        guard case .message(var message)? = try Frame(serializedBytes: stamped).payload else {
+            Issue.record("not a message")
+            return
+        }
+        message.direction = .received
+        message.updatedAtMs = .max
+        let syncPage = RelayProtocol.answer(
+            .syncResponse(
+                SyncResponse.with {
+                    $0.conversation = conversation; $0.messages = [message]; $0.hasMore = true
+                    $0.nextFromSeq = .max; $0.maxSeq = .max; $0.errorCode = .max
+                }
+            ),
+            requestID: .max
+        )
+        #expect(syncPage.serializedBytes().count - stamped.count <= reserve)
+        let historyPage = RelayProtocol.answer(
+            .historyResponse(
+                HistoryResponse.with {
+                    $0.conversation = conversation; $0.messages = [message]; $0.finished = true
+                    $0.nextCursor = "\(UInt64.max)+\(UInt32.max)"
+                }
+            ),
+            requestID: .max
+        )
+        #expect(historyPage.serializedBytes().count - stamped.count <= reserve)
+    }
+
+    /// Everything the relay accepts reaches a device that decodes with the relay's own limit, live
+    /// and read back (stream sync, sync, history). Before, a message at the limit was delivered
+    /// with the direction and stream position appended, past the limit: its receivers could
+    /// neither read it nor sync past it. Now a message that fits the limit but not with what the
+    /// relay adds is refused in its ack (1005), and so is an event or a notice (3010), before
+    /// anything is kept.
+    @Test func whatTheRelayAcceptsFitsTheLimitOnEveryDevice() async throws {
+        let limit = 4096
+        let codec = FrameCodecOptions(maxFrameSize: limit)
+        func padded(to size: Int, _ make: (String) -> Frame) throws -> Frame {
+            let empty = make("").serializedBytes().count
+            for shorter in 0..<32 {
+                let frame = make(String(repeating: "x", count: max(0, size - empty - shorter)))
+                if frame.serializedBytes().count == size { return frame }
+            }
+            throw IMCodecError(code: .malformed, reason: "no frame of \(size) bytes")
+        }
+        // A message of a fixed size: its random and client time (which vary in length) set.
+        func text(_ text: String, id: String) -> Frame {
+            var message = Message.c2cText(from: "alice", to: "bob", text, clientMsgID: id)
+            message.random = 1
+            message.clientTimeMs = 1
+            return Frame(message)
+        }
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = codec }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
+                let phone = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "phone",
+                    codec: codec
+                )
+                // Within the limit, too large for what the relay adds: every size up to the limit.
+                let sizes = Array(stride(from: limit - 130, through: limit, by: 5))
+                for (index, size) in sizes.enumerated() {
+                    try await alice.send(
+                        try padded(to: size) {
+                            text($0, id: "big-\(index)")
+                        }
+                    )
+                }
+                let room = limit - RelayProtocol.deliveryReserve(for: .oneToOne("bob"))
+                try await alice.send(
+                    try padded(to: room - 100) {
+                        text($0, id: "fits")
+                    }
+                )
+                #expect(await eventually { alice.collector.acks.count == sizes.count + 1 })
+                let acks = alice.collector.acks
+                #expect(acks.dropLast().allSatisfy { $0.errorCode == RelayProtocol.AckError.cannotStamp })
+                #expect(acks.dropLast().allSatisfy { $0.errorDescription.hasPrefix("tooLarge") })
+                #expect(acks.last?.clientMsgID == "fits" && acks.last?.errorCode == 0)
+                #expect(await eventually { phone.collector.messages.count == 1 })
+                #expect(phone.collector.messages.map(\.clientMsgID) == ["fits"])
+                let fits = try #require(phone.collector.messages.first)
+
+                // An event, a receipt and a notice in the same band: refused, reaching no one.
+                let reaction = try padded(to: limit - 20) { emoji in
+                    RelayProtocol.answer(
+                        .reaction(
+                            ReactionEvent.with {
+                                $0.message = fits.reference; $0.userID = "bob"; $0.emoji = emoji; $0.action = .add
+                            }
+                        ),
+                        requestID: 1
+                    )
+                }
+                #expect(try await phone.ask(reaction) != nil)
+                #expect(phone.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.tooLargeToDeliver)
+                let notice = try padded(to: limit - 20) { text in
+                    RelayProtocol.answer(
+                        .systemNotice(
+                            SystemNotice.with {
+                                $0.type = "note"; $0.recipientID = "alice"; $0.params = ["text": text]
+                            }
+                        ),
+                        requestID: 2
+                    )
+                }
+                #expect(try await phone.ask(notice) != nil)
+                #expect(phone.collector.result(of: 2)?.errorCode == RelayProtocol.RequestError.tooLargeToDeliver)
+                try await alice.roundTrip(3)
+                #expect(
+                    alice.collector.frames.allSatisfy {
+                        $0.payload?.kind != .reaction && $0.payload?.kind != .systemNotice
+                    }
+                )
+
+                // Read back on another device, by the stream, by seq and by history: every page fits.
+                let tablet = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "tablet",
+                    streamResume: true,
+                    codec: codec
+                )
+                let stream = try await tablet.ask(
+                    RelayProtocol.answer(
+                        .streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }),
+                        requestID: 4
+                    )
+                )
+                let sync = try await tablet.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 5))
+                let history = try await tablet.ask(
+                    RelayProtocol.answer(
+                        .historyRequest(
+                            HistoryRequest.with {
+                                $0.conversation = .oneToOne("alice"); $0.count = 20
+                            }
+                        ),
+                        requestID: 6
+                    )
+                )
+                for (name, frame) in [
+                    ("stream_sync_response", stream), ("sync_response", sync), ("history_response", history),
+                ] {
+                    let bytes = try #require(frame, "no \(name)").serializedBytes()
+                    #expect(bytes.count <= limit, "\(name): \(bytes.count) bytes")
+                }
+                if case .streamSyncResponse(let page)? = stream?.payload {
+                    #expect(page.frames.count == 1)
+                } else {
+                    Issue.record("not a stream_sync_response: \(String(describing: stream?.payload?.kind))")
+                }
+                if case .syncResponse(let page)? = sync?.payload {
+                    #expect(page.messages.map(\.clientMsgID) == ["fits"])
+                } else {
+                    Issue.record("not a sync_response")
+                }
+                if case .historyResponse(let page)? = history?.payload {
+                    #expect(page.messages.map(\.clientMsgID) == ["fits"])
+                } else {
+                    Issue.record("not a history_response")
+                }
+                for client in [alice, phone, tablet] {
+                    #expect(client.collector.decodeErrors.isEmpty && client.channel.isActive)
+                    await client.close()
+                }
+            }
+        }
+    }
 
     @Test func theStoreKeepsTheNewestMessagesAndASyncFromBelowStartsAtTheOldestKept() async throws {
         try await withClientGroup { group in
