@@ -111,11 +111,13 @@ enum RelayProtocol {
     /// (a `stream_sync_response`, `sync_response` or `history_response` always carries its first
     /// frame, however large, with the request id, positions, cursor and conversation around it).
     /// 128 bytes cover those fixed fields at their largest (each varint 10 bytes, each length 5);
-    /// the page's conversation is the frame's own. So a device that decodes with the relay's limit
-    /// can read everything the relay accepted, live and when it syncs; without the reserve, one
-    /// frame at the limit was a message its receivers could never read, nor sync past.
-    static func deliveryReserve(for conversation: Conversation) -> Int {
-        128 + conversation.serializedBytes().count
+    /// the page's conversation is the frame's own: its ids, and at most 23 bytes of type, tags and
+    /// lengths. So a device that decodes with the relay's limit can read everything the relay
+    /// accepted, live and when it syncs; without the reserve, one frame at the limit was a message
+    /// its receivers could never read, nor sync past. Counted from the ids' lengths: nothing is
+    /// built or encoded for it on the path of every frame.
+    static func deliveryReserve(targetID: String, channelID: String) -> Int {
+        128 + 23 + targetID.utf8.count + channelID.utf8.count
     }
 
     /// The most frames a connection may send before its login is answered (they wait for it).

@@ -78,7 +78,9 @@ extension Router {
         } catch {
             return refuse(Refusal(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)"))
         }
-        let room = configuration.codec.effectiveMaxFrameSize - RelayProtocol.deliveryReserve(for: conversation)
+        let room =
+            configuration.codec.effectiveMaxFrameSize
+            - RelayProtocol.deliveryReserve(targetID: frame.targetID, channelID: frame.channelID)
         guard stamped.count <= room else {
             return refuse(
                 Refusal(
@@ -657,6 +659,8 @@ extension Router {
         let body = frame.body
         let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
             .serializedBytes()
+        // The recipient gets it with the sender's id appended.
+        guard deliverable(frame, from: session, adding: senderSuffix.count) else { return }
         store.afterCommit {
             self.deliverLive(
                 body,

@@ -419,8 +419,6 @@ final class Router {
             guard deliverable(frame, from: session) else { return }
             routeReceipts(frame, from: session, user: user)
         case .systemNotice?:
-            // The recipient gets it with the sender's id appended (``routeNotice(_:from:user:)``).
-            guard deliverable(frame, from: session, adding: user.utf8.count + 16) else { return }
             routeNotice(frame, from: session, user: user)
         case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
             .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?, .conversationListRequest?,
@@ -444,10 +442,9 @@ final class Router {
     /// (``RelayProtocol/deliveryReserve(for:)``, and `extra` bytes more); refuses it with 3010
     /// otherwise, before anything is applied.
     func deliverable(_ frame: InboundFrame, from session: Session, adding extra: Int = 0) -> Bool {
-        let conversation = Conversation.with {
-            $0.type = frame.conversationType; $0.targetID = frame.targetID; $0.channelID = frame.channelID
-        }
-        let room = configuration.codec.effectiveMaxFrameSize - RelayProtocol.deliveryReserve(for: conversation) - extra
+        let room =
+            configuration.codec.effectiveMaxFrameSize
+            - RelayProtocol.deliveryReserve(targetID: frame.targetID, channelID: frame.channelID) - extra
         guard frame.body.readableBytes > room else { return true }
         guard let requestID = decoded(frame, session)?.requestID else { return false }
         refuse(

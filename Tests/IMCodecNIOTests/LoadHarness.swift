@@ -372,6 +372,11 @@ struct LoadRunResult: Sendable {
     }
 }
 
+/// A load run that stopped because no test client read anything for its stall time.
+struct LoadStalled: Error, CustomStringConvertible {
+    let description: String
+}
+
 /// Opens a connection for `handler` (the first, or one after a drop) to the relay on `port`.
 func connectLoadClient(
     _ handler: NIOLoopBound<LoadClientHandler>,
@@ -435,13 +440,21 @@ func runLoad(
     async let sideShow: Void = whileRunning()
     let finishedCount = NIOLockedValueBox(0)
     for (_, _, finished) in channels { finished.whenComplete { _ in finishedCount.withLockedValue { $0 += 1 } } }
-    if !(await eventually(stallSeconds) { finishedCount.withLockedValue { $0 } == channels.count }) {
+    let stalled = !(await eventually(stallSeconds) { finishedCount.withLockedValue { $0 } == channels.count })
+    if stalled {
         for (_, handler, _) in channels { handler.eventLoop.execute { handler.value.abort() } }
     }
     var results: [LoadClientResult] = []
     var failure: (any Error)?
     for (_, _, finished) in channels {
         do { results.append(try await finished.get()) } catch { failure = failure ?? error }
+    }
+    if stalled {
+        let finished = finishedCount.withLockedValue { $0 }
+        failure = LoadStalled(
+            description: "no test client read anything for \(stallSeconds) s, with \(finished) of \(channels.count) "
+                + "clients finished; stopped: \(failure.map { "\($0)" } ?? "no client failed")"
+        )
     }
     let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
     try await sideShow

@@ -329,7 +329,7 @@ struct RelaySessionTests {
         let conversation = Conversation.group("team")
         let stamped = Frame(Message.groupText(from: "alice", group: "team", String(repeating: "x", count: 3000)))
             .serializedBytes()
-        let reserve = RelayProtocol.deliveryReserve(for: conversation)
+        let reserve = RelayProtocol.deliveryReserve(targetID: "team", channelID: "")
         // stream_sync_response: the frame with its direction and position appended.
         let streamPage = RelayProtocol.answer(
             .streamSyncResponse(
@@ -422,7 +422,7 @@ struct RelaySessionTests {
                         }
                     )
                 }
-                let room = limit - RelayProtocol.deliveryReserve(for: .oneToOne("bob"))
+                let room = limit - RelayProtocol.deliveryReserve(targetID: "bob", channelID: "")
                 try await alice.send(
                     try padded(to: room - 100) {
                         text($0, id: "fits")
