@@ -101,7 +101,8 @@ enum RelayProtocol {
         /// A key fetch found no published keys of that kind for the user (or the devices named).
         static let noKeys: Int32 = 3007
         /// A frame the relay would keep or forward is too large to reach a device within the frame
-        /// size limit once the relay adds its fields (``deliveryReserve(for:)``).
+        /// size limit once the relay adds its fields (``deliveryReserve(targetID:channelID:)``), or an
+        /// edit or extension update would make a kept message so.
         static let tooLargeToDeliver: Int32 = 3010
     }
 

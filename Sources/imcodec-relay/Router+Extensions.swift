@@ -134,6 +134,18 @@ extension Router {
         guard live <= ValidationLimits().maxExtensionKeys else {
             return refuse(ExtensionError.tooManyKeys, "tooManyKeys", "\(live) keys, above the limit")
         }
+        // History and the conversation list serve the message with its keys (`expansion`): it must
+        // still reach a device within the frame size limit.
+        let size = servedSizeBound(of: seq, in: key, sentSize: kept.size, entries: entries)
+        let room = deliveryRoom(in: key)
+        guard size <= room else {
+            return refuse(
+                RelayProtocol.RequestError.tooLargeToDeliver,
+                "tooLargeToDeliver",
+                "the message with these keys could be \(size) bytes; the relay serves messages of at most \(room) "
+                    + "(the frame size limit, less what it adds on delivery)"
+            )
+        }
         setExtension(entries, of: seq, in: key)
         update.entries = changed
         update.userID = user
@@ -156,20 +168,25 @@ extension Router {
     }
 
     /// Answers an extension fetch: the current keys of each requested message the user may read
-    /// and the relay knows as extensible, in request order.
+    /// and the relay knows as extensible, in request order, as many as fit the frame size limit
+    /// (the first is served whatever its size; a message's keys fit with the message,
+    /// ``updateExtension(_:from:user:)``). A client asks again for those left out.
     func fetchExtensions(_ request: ExtensionFetchRequest, requestID: UInt64, session: Session, user: String) {
         var response = ExtensionFetchResponse()
+        // Room for the answer's own fields (request id, tags and lengths), as a history page keeps.
+        var left = configuration.codec.effectiveMaxFrameSize - 512
         for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
                 let entries = extensions[key]?[ref.seq]
             else { continue }
             if let audience = conversations[key]?.audiences[ref.seq], !audience.contains(user) { continue }
-            response.extensions.append(
-                MessageExtension.with {
-                    $0.message = ref
-                    $0.entries = entries.values.filter { !$0.removed }.sorted { $0.key < $1.key }
-                }
-            )
+            let served = MessageExtension.with {
+                $0.message = ref
+                $0.entries = entries.values.filter { !$0.removed }.sorted { $0.key < $1.key }
+            }
+            left -= served.serializedBytes().count + 6
+            if left < 0, !response.extensions.isEmpty { break }
+            response.extensions.append(served)
         }
         store.afterCommit {
             self.answer(RelayProtocol.answer(.extensionFetchResponse(response), requestID: requestID), to: session)

@@ -236,6 +236,31 @@ extension Router {
         }
     }
 
+    /// At least the size of kept message `seq` of `key` as ``applyChanges(to:in:)`` makes it, once
+    /// an edit gives it `elements` or an extension update leaves it `entries` (each `nil`: as they
+    /// are now): its stamped frame as sent (`sentSize`), plus the content and keys a change puts in
+    /// (what they replace is counted twice), plus the edit count and the time of the change (two
+    /// varint fields, 12 bytes each at most). Counted from the sizes the router keeps, so no stored
+    /// frame is read on the router's loop for it. The price: new content is counted on top of the
+    /// old, so a message larger than half the room cannot be edited to the same size.
+    func servedSizeBound(
+        of seq: UInt64,
+        in key: ConversationKey,
+        sentSize: Int,
+        elements: [MessageElement]? = nil,
+        entries: [String: ExtensionEntry]? = nil
+    ) -> Int {
+        let change = messageChanges[key]?[seq]
+        let added = Message.with {
+            $0.elements = elements ?? (change.map { $0.editVersion > 0 ? $0.elements : [] } ?? [])
+            $0.expansion = Dictionary(
+                (entries ?? extensions[key]?[seq] ?? [:]).values.filter { !$0.removed }.map { ($0.key, $0.value) },
+                uniquingKeysWith: { $1 }
+            )
+        }
+        return sentSize + added.serializedBytes().count + 24
+    }
+
     /// Records a change of kept message `seq` (an edit, with its new content, or an extension
     /// update) at `timeMs`: history serves the message as it now is, and `updated_after_ms` finds it.
     func noteChange(of seq: UInt64, in key: ConversationKey, edit: EditEvent? = nil, timeMs: Int64) {

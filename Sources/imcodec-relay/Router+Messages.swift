@@ -78,9 +78,7 @@ extension Router {
         } catch {
             return refuse(Refusal(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)"))
         }
-        let room =
-            configuration.codec.effectiveMaxFrameSize
-            - RelayProtocol.deliveryReserve(targetID: frame.targetID, channelID: frame.channelID)
+        let room = deliveryRoom(for: frame, sender: user)
         guard stamped.count <= room else {
             return refuse(
                 Refusal(
@@ -505,6 +503,21 @@ extension Router {
                     RelayProtocol.RequestError.badRequest,
                     notice: "badRequest",
                     "the edit's new_message has another \(differs) than the message it edits"
+                )
+                return nil
+            }
+            // History and the conversation list serve the message with the new content: it must
+            // still reach a device within the frame size limit.
+            let size = servedSizeBound(of: seq, in: key, sentSize: kept.size, elements: edited.elements)
+            let room = deliveryRoom(in: key)
+            guard size <= room else {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.tooLargeToDeliver,
+                    notice: "tooLargeToDeliver",
+                    "the message after the edit could be \(size) bytes; the relay serves messages of at most \(room) "
+                        + "(the frame size limit, less what it adds on delivery)"
                 )
                 return nil
             }

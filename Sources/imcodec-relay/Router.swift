@@ -437,14 +437,36 @@ final class Router {
         }
     }
 
+    /// The most bytes a frame of conversation `key` may have for the relay to keep or forward it:
+    /// the frame size limit less the delivery reserve
+    /// (``RelayProtocol/deliveryReserve(targetID:channelID:)``). A one-to-one conversation is named by
+    /// the other user's id on each side, so the longer of the two ids counts.
+    func deliveryRoom(in key: ConversationKey) -> Int {
+        let (target, channel) =
+            switch key {
+            case .direct(let a, let b): (a.utf8.count >= b.utf8.count ? a : b, "")
+            case .shared(_, let target, let channel): (target, channel)
+            }
+        return configuration.codec.effectiveMaxFrameSize
+            - RelayProtocol.deliveryReserve(targetID: target, channelID: channel)
+    }
+
+    /// ``deliveryRoom(in:)`` for `frame` from `sender`: its conversation's, or for a frame that names
+    /// none the relay keeps, the room around the ids it names.
+    func deliveryRoom(for frame: InboundFrame, sender: String) -> Int {
+        if let key = ConversationKey(frame.conversationType, frame.targetID, channelID: frame.channelID, user: sender) {
+            return deliveryRoom(in: key)
+        }
+        return configuration.codec.effectiveMaxFrameSize
+            - RelayProtocol.deliveryReserve(targetID: frame.targetID, channelID: frame.channelID)
+    }
+
     /// Whether a frame the relay keeps or forwards (an event, a receipt, a notice, a change of the
     /// user's own state) still fits the frame size limit with what the relay adds on delivery
-    /// (``RelayProtocol/deliveryReserve(for:)``, and `extra` bytes more); refuses it with 3010
-    /// otherwise, before anything is applied.
+    /// (``deliveryRoom(for:sender:)``, less `extra` bytes); refuses it with 3010 otherwise, before
+    /// anything is applied.
     func deliverable(_ frame: InboundFrame, from session: Session, adding extra: Int = 0) -> Bool {
-        let room =
-            configuration.codec.effectiveMaxFrameSize
-            - RelayProtocol.deliveryReserve(targetID: frame.targetID, channelID: frame.channelID) - extra
+        let room = deliveryRoom(for: frame, sender: session.userID ?? "") - extra
         guard frame.body.readableBytes > room else { return true }
         guard let requestID = decoded(frame, session)?.requestID else { return false }
         refuse(

@@ -128,6 +128,136 @@ struct RelayHistoryTests {
         }
     }
 
+    /// History serves a message as it now is, so an edit or an extension update that could make it
+    /// too large for a device that decodes with the relay's limit is refused with 3010
+    /// (`tooLargeToDeliver`), also after a restart (the kept messages' sizes come back from the
+    /// store); what is accepted reads back within the limit, and an extension fetch is answered in
+    /// as many frames as its keys need. Before, every change below was accepted, the history page
+    /// holding the message was past the limit, and so was the extension fetch's one answer: the
+    /// device that asked lost its connection on each.
+    @Test(arguments: StoreBackend.allCases)
+    func anEditOrExtensionsCannotGrowAMessagePastTheLimit(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let limit = 4096
+        let codec = FrameCodecOptions(maxFrameSize: limit)
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.codec = codec
+        }
+        func text(_ count: Int) -> Message {
+            Message.c2cText(from: "alice", to: "bob", String(repeating: "x", count: count), clientMsgID: "m1")
+        }
+        // 400 bytes of text and 2,000 of custom data (which an edit keeps).
+        var sent = text(400)
+        sent.cloudCustomData = Array(repeating: 7, count: 2000)
+        sent.flags = MessageFlags.supportExtension.rawValue
+        try await withClientGroup { group in
+            var reference = MessageRef()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, codec: codec)
+                try await alice.send(Frame(sent))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                reference = try #require(bob.collector.messages.first).reference
+                for client in [alice, bob] { await client.close() }
+            }
+            // After a restart: the relay knows the message's size from the store.
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, codec: codec)
+                func edit(_ count: Int, id: UInt64) async throws -> Int32? {
+                    let edit = EditEvent.with {
+                        $0.message = reference; $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()
+                        $0.newMessage = text(count)
+                    }
+                    return try await RelayUserStateTests.ask(alice, .edit(edit), id: id)?.requestResult?.errorCode
+                }
+                // Keys of `value` bytes each (a value may have 1,024).
+                func extend(_ keys: [String], _ value: Int, id: UInt64) async throws -> Int32? {
+                    let update = ExtensionUpdate.with {
+                        $0.message = reference
+                        $0.set = keys.map { key in
+                            .with {
+                                $0.key = key; $0.value = String(repeating: "y", count: value); $0.version = 0
+                            }
+                        }
+                    }
+                    return try await RelayUserStateTests.ask(bob, .extensionUpdate(update), id: id)?.requestResult?
+                        .errorCode
+                }
+                // The custom data and 3,000 bytes of text: past the limit.
+                #expect(try await edit(3000, id: 1) == RelayProtocol.RequestError.tooLargeToDeliver)
+                #expect(try await edit(1000, id: 2) == 0)
+                #expect(
+                    try await extend(["big", "bigger"], 600, id: 3) == RelayProtocol.RequestError.tooLargeToDeliver
+                )
+                #expect(try await extend(["small"], 200, id: 4) == 0)
+                // An edit is judged with the keys the message now has (1,300 alone would fit).
+                #expect(try await edit(1300, id: 5) == RelayProtocol.RequestError.tooLargeToDeliver)
+
+                let tablet = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "tablet",
+                    codec: codec
+                )
+                var request = Frame(
+                    .historyRequest(
+                        HistoryRequest.with {
+                            $0.conversation = .oneToOne("alice"); $0.count = 20
+                        }
+                    )
+                )
+                request.requestID = 6
+                let answer = try #require(try await tablet.ask(request))
+                #expect(answer.serializedBytes().count <= limit)
+                guard case .historyResponse(let page)? = answer.payload else {
+                    Issue.record("not a history_response: \(String(describing: answer.payload?.kind))")
+                    return
+                }
+                let message = try #require(page.messages.first)
+                #expect(page.messages.count == 1 && message.editVersion == 1)
+                #expect(message.previewText == String(repeating: "x", count: 1000))
+                #expect(message.expansion.keys.sorted() == ["small"])
+
+                // An extension fetch answers with as many messages' keys as fit the limit.
+                for index in 1...3 {
+                    var extended = Message.c2cText(from: "alice", to: "bob", "vote \(index)", clientMsgID: "e\(index)")
+                    extended.flags = MessageFlags.supportExtension.rawValue
+                    extended.expansion = ["k": String(repeating: "z", count: 1500)]
+                    try await alice.send(Frame(extended))
+                }
+                let votes = { tablet.collector.messages.filter { $0.clientMsgID.hasPrefix("e") } }
+                #expect(await eventually { votes().count == 3 })
+                let references = [reference] + votes().map(\.reference)
+                var fetched: [MessageRef] = []
+                for id: UInt64 in 7...10 where fetched.count < references.count {
+                    var fetch = Frame(
+                        .extensionFetchRequest(
+                            ExtensionFetchRequest.with { $0.messages = Array(references[fetched.count...]) }
+                        )
+                    )
+                    fetch.requestID = id
+                    let answer = try #require(try await tablet.ask(fetch))
+                    #expect(answer.serializedBytes().count <= limit)
+                    guard case .extensionFetchResponse(let response)? = answer.payload,
+                        !response.extensions.isEmpty
+                    else {
+                        Issue.record("no extensions in \(String(describing: answer.payload?.kind))")
+                        return
+                    }
+                    fetched += response.extensions.map { $0.message ?? MessageRef() }
+                }
+                #expect(fetched == references, "every message's keys, in request order, over several answers")
+                for client in [alice, bob, tablet] {
+                    #expect(client.collector.decodeErrors.isEmpty && client.channel.isActive)
+                    await client.close()
+                }
+            }
+        }
+    }
+
     /// QuickBlox's search operators on a group: sender, recipient (a targeted message's
     /// receivers), text, a time range and updated_at; an edited message comes back edited, with
     /// its edit_version and updated_at_ms, and an extension update counts as a change; a recalled

@@ -322,7 +322,7 @@ struct RelaySessionTests {
             }
         }
     }
-    /// ``RelayProtocol/deliveryReserve(for:)`` covers the largest page the relay can put around one
+    /// ``RelayProtocol/deliveryReserve(targetID:channelID:)`` covers the largest page the relay can put around one
     /// frame it keeps: every varint at 10 bytes, a SENT direction and the largest stream position
     /// appended, the longest history cursor.
     @Test func theDeliveryReserveCoversThePageAroundOneFrame() throws {
@@ -385,24 +385,28 @@ struct RelaySessionTests {
     /// neither read it nor sync past it. Now a message that fits the limit but not with what the
     /// relay adds is refused in its ack (1005), and so is an event or a notice (3010), before
     /// anything is kept.
+    /// The frame `make` builds around a string of x's, `size` bytes long.
+    static func padded(to size: Int, _ make: (String) -> Frame) throws -> Frame {
+        let empty = make("").serializedBytes().count
+        for shorter in 0..<32 {
+            let frame = make(String(repeating: "x", count: max(0, size - empty - shorter)))
+            if frame.serializedBytes().count == size { return frame }
+        }
+        throw IMCodecError(code: .malformed, reason: "no frame of \(size) bytes")
+    }
+
+    /// A one-to-one text message of a fixed size: its random and client time (which vary in
+    /// length) set.
+    static func text(_ text: String, id: String, from sender: String = "alice", to receiver: String = "bob") -> Frame {
+        var message = Message.c2cText(from: sender, to: receiver, text, clientMsgID: id)
+        message.random = 1
+        message.clientTimeMs = 1
+        return Frame(message)
+    }
+
     @Test func whatTheRelayAcceptsFitsTheLimitOnEveryDevice() async throws {
         let limit = 4096
         let codec = FrameCodecOptions(maxFrameSize: limit)
-        func padded(to size: Int, _ make: (String) -> Frame) throws -> Frame {
-            let empty = make("").serializedBytes().count
-            for shorter in 0..<32 {
-                let frame = make(String(repeating: "x", count: max(0, size - empty - shorter)))
-                if frame.serializedBytes().count == size { return frame }
-            }
-            throw IMCodecError(code: .malformed, reason: "no frame of \(size) bytes")
-        }
-        // A message of a fixed size: its random and client time (which vary in length) set.
-        func text(_ text: String, id: String) -> Frame {
-            var message = Message.c2cText(from: "alice", to: "bob", text, clientMsgID: id)
-            message.random = 1
-            message.clientTimeMs = 1
-            return Frame(message)
-        }
         try await withClientGroup { group in
             try await withRelay({ $0.codec = codec }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
@@ -417,15 +421,15 @@ struct RelaySessionTests {
                 let sizes = Array(stride(from: limit - 130, through: limit, by: 5))
                 for (index, size) in sizes.enumerated() {
                     try await alice.send(
-                        try padded(to: size) {
-                            text($0, id: "big-\(index)")
+                        try Self.padded(to: size) {
+                            Self.text($0, id: "big-\(index)")
                         }
                     )
                 }
                 let room = limit - RelayProtocol.deliveryReserve(targetID: "bob", channelID: "")
                 try await alice.send(
-                    try padded(to: room - 100) {
-                        text($0, id: "fits")
+                    try Self.padded(to: room - 100) {
+                        Self.text($0, id: "fits")
                     }
                 )
                 #expect(await eventually { alice.collector.acks.count == sizes.count + 1 })
@@ -438,7 +442,7 @@ struct RelaySessionTests {
                 let fits = try #require(phone.collector.messages.first)
 
                 // An event, a receipt and a notice in the same band: refused, reaching no one.
-                let reaction = try padded(to: limit - 20) { emoji in
+                let reaction = try Self.padded(to: limit - 20) { emoji in
                     RelayProtocol.answer(
                         .reaction(
                             ReactionEvent.with {
@@ -450,7 +454,7 @@ struct RelaySessionTests {
                 }
                 #expect(try await phone.ask(reaction) != nil)
                 #expect(phone.collector.result(of: 1)?.errorCode == RelayProtocol.RequestError.tooLargeToDeliver)
-                let notice = try padded(to: limit - 20) { text in
+                let notice = try Self.padded(to: limit - 20) { text in
                     RelayProtocol.answer(
                         .systemNotice(
                             SystemNotice.with {
@@ -517,6 +521,55 @@ struct RelaySessionTests {
                     Issue.record("not a history_response")
                 }
                 for client in [alice, phone, tablet] {
+                    #expect(client.collector.decodeErrors.isEmpty && client.channel.isActive)
+                    await client.close()
+                }
+            }
+        }
+    }
+
+    /// A one-to-one conversation is named by the other user's id on each side, so the receiver's
+    /// pages name the sender: the room counts the longer of the two ids. Before, a message from a
+    /// user with a long id to one with a short id was judged by the short id, and the receiver's
+    /// history page holding it was past the limit.
+    @Test func aOneToOneMessageLeavesRoomForTheLongerUserID() async throws {
+        let limit = 4096
+        let codec = FrameCodecOptions(maxFrameSize: limit)
+        let long = String(repeating: "l", count: 200)
+        let shortRoom = limit - RelayProtocol.deliveryReserve(targetID: "bob", channelID: "")
+        let longRoom = limit - RelayProtocol.deliveryReserve(targetID: long, channelID: "")
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = codec }) { server in
+                let sender = try await TestClient.connect(to: server, as: long, group: group, codec: codec)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, codec: codec)
+                try await sender.send(
+                    try Self.padded(to: longRoom - 100) { Self.text($0, id: "fits", from: long) }
+                )
+                // Stamped (about 30 bytes more), between the two rooms: refused. (It would be the
+                // first message of the newest-first page below.)
+                try await sender.send(
+                    try Self.padded(to: shortRoom - 60) { Self.text($0, id: "between", from: long) }
+                )
+                #expect(await eventually { sender.collector.acks.count == 2 })
+                let acks = sender.collector.acks
+                #expect(acks.first?.clientMsgID == "fits" && acks.first?.errorCode == 0)
+                #expect(acks.last?.errorCode == RelayProtocol.AckError.cannotStamp)
+                var request = Frame(
+                    .historyRequest(
+                        HistoryRequest.with {
+                            $0.conversation = .oneToOne(long); $0.count = 20
+                        }
+                    )
+                )
+                request.requestID = 1
+                let answer = try #require(try await bob.ask(request))
+                #expect(answer.serializedBytes().count <= limit)
+                if case .historyResponse(let page)? = answer.payload {
+                    #expect(page.messages.map(\.clientMsgID) == ["fits"])
+                } else {
+                    Issue.record("not a history_response: \(String(describing: answer.payload?.kind))")
+                }
+                for client in [sender, bob] {
                     #expect(client.collector.decodeErrors.isEmpty && client.channel.isActive)
                     await client.close()
                 }

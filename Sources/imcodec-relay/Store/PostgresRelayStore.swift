@@ -396,12 +396,12 @@ final class PostgresRelayStore: RelayStore {
         var oldest: [ConversationKey: UInt64] = [:]
         try forEachRow(
             """
-            SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers FROM messages
-            ORDER BY conversation, seq
+            SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, octet_length(frame)
+            FROM messages ORDER BY conversation, seq
             """
         ) { row in
-            let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers) = try row.decode(
-                (String, Int64, String, String, String, Int64, Bool, [String]?).self
+            let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers, frameSize) = try row.decode(
+                (String, Int64, String, String, String, Int64, Bool, [String]?, Int32).self
             )
             guard let key = ConversationKey(storageID: id) else { return }
             if oldest[key] == nil { oldest[key] = UInt64(seq) }
@@ -415,7 +415,8 @@ final class PostgresRelayStore: RelayStore {
                     serverMsgUID: uid,
                     serverTimeMs: timeMs,
                     frame: [],
-                    receivers: receivers ?? []
+                    receivers: receivers ?? [],
+                    frameSize: Int(frameSize)
                 )
             )
             if removed { conversation.removed.insert(UInt64(seq)) }

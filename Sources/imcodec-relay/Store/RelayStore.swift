@@ -87,6 +87,8 @@ struct StoredMessage: Sendable {
     var frame: [UInt8]
     /// A targeted group message's receivers; empty: every member.
     var receivers: [String] = []
+    /// The size of `frame`, for a message loaded without its frame (at start).
+    var frameSize: Int? = nil
 }
 
 /// What an entry of a user's stream holds.
@@ -246,8 +248,8 @@ struct ConversationState: Sendable {
     var sent: [String: Sent] = [:]
     /// The seq of each kept message, by its server uid.
     var uids: [String: UInt64] = [:]
-    /// The sender, client message id and server uid of each kept message, by seq.
-    var kept: [UInt64: (sender: String, clientMsgID: String, serverMsgUID: String)] = [:]
+    /// The sender, client message id, server uid and stamped frame's size of each kept message, by seq.
+    var kept: [UInt64: (sender: String, clientMsgID: String, serverMsgUID: String, size: Int)] = [:]
     /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
     /// it reach only them.
     var audiences: [UInt64: Set<String>] = [:]
@@ -264,7 +266,9 @@ struct ConversationState: Sendable {
     /// Records a kept message.
     mutating func add(_ message: StoredMessage) {
         maxSeq = max(maxSeq, message.seq)
-        kept[message.seq] = (message.senderID, message.clientMsgID, message.serverMsgUID)
+        kept[message.seq] = (
+            message.senderID, message.clientMsgID, message.serverMsgUID, message.frameSize ?? message.frame.count
+        )
         if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
         if !message.serverMsgUID.isEmpty { uids[message.serverMsgUID] = message.seq }
         guard !message.clientMsgID.isEmpty else { return }

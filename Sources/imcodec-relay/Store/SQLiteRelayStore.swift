@@ -168,8 +168,8 @@ final class SQLiteRelayStore: RelayStore {
             let messages = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers FROM messages
-                    ORDER BY conversation, seq
+                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, length(frame)
+                    FROM messages ORDER BY conversation, seq
                     """
             )
             var oldest: [ConversationKey: UInt64] = [:]
@@ -187,7 +187,8 @@ final class SQLiteRelayStore: RelayStore {
                         serverMsgUID: row[4],
                         serverTimeMs: row[5],
                         frame: [],
-                        receivers: (row[7] as String?).map(Self.split) ?? []
+                        receivers: (row[7] as String?).map(Self.split) ?? [],
+                        frameSize: row[8]
                     )
                 )
                 if (row[6] as Int) != 0 { conversation.removed.insert(seq) }
