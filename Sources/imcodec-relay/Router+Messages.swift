@@ -78,7 +78,7 @@ extension Router {
         } catch {
             return refuse(Refusal(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)"))
         }
-        let room = deliveryRoom(for: frame, sender: user)
+        let room = deliveryRoom(in: key)
         guard stamped.count <= room else {
             return refuse(
                 Refusal(
