@@ -61,8 +61,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target IMCodec` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // Test-only: AES-GCM for the end-to-end envelope test (the library does no cryptography).
-        // jwt-kit already depends on it.
+        // The relay's ids (AES, ServerIDs.swift) and the end-to-end envelope test (AES-GCM); the
+        // library does no cryptography. jwt-kit already depends on it.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
     ],
     targets: [
@@ -135,6 +135,9 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift", condition: tools),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: tools),
                 .product(name: "JWTKit", package: "jwt-kit", condition: tools),
+                // Message uids and session ids (ServerIDs.swift); jwt-kit already depends on both.
+                .product(name: "Crypto", package: "swift-crypto", condition: tools),
+                .product(name: "CryptoExtras", package: "swift-crypto", condition: tools),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: tools),
                 .product(name: "Logging", package: "swift-log", condition: tools),

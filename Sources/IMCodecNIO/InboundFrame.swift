@@ -5,7 +5,7 @@ import NIOCore
 /// A frame received but not materialized: its bytes exactly as they arrived, plus the routing facts
 /// read through a `FrameView` while the frame was validated.
 ///
-/// A router reads ``payloadKind``, ``route`` (or ``conversationType``, ``targetID`` and
+/// A router reads ``payloadKind``, ``requestID``, ``route`` (or ``conversationType``, ``targetID`` and
 /// ``channelID``) and ``messageFlags`` and forwards ``record`` (prefix and body, byte for byte) without building a `Frame`. The
 /// body has been fully decoded once by protobuf-c, so it is known to be a valid frame within the
 /// channel's limits; ``decode(with:)`` builds the Swift value when a handler needs it.
@@ -14,6 +14,8 @@ public struct InboundFrame: Sendable, Hashable {
     public let record: ByteBuffer
     /// The number of bytes the length prefix takes at the front of ``record``.
     public let prefixSize: Int
+    /// The frame's `request_id`, which the answer to it repeats (0: none).
+    public let requestID: UInt64
     /// Which payload the frame carries, or `nil` for none.
     public let payloadKind: Frame.Payload.Kind?
     /// The type of the conversation the payload belongs to (`ConversationType.unspecified` when none).
@@ -44,6 +46,7 @@ public struct InboundFrame: Sendable, Hashable {
     public init(
         record: ByteBuffer,
         prefixSize: Int,
+        requestID: UInt64 = 0,
         payloadKind: Frame.Payload.Kind?,
         conversationType: ConversationType,
         targetID: String,
@@ -59,6 +62,7 @@ public struct InboundFrame: Sendable, Hashable {
     ) {
         self.record = record
         self.prefixSize = prefixSize
+        self.requestID = requestID
         self.payloadKind = payloadKind
         self.conversationType = conversationType
         self.targetID = targetID
@@ -118,6 +122,7 @@ extension InboundFrame {
                 return InboundFrame(
                     record: record.record,
                     prefixSize: record.prefixSize,
+                    requestID: view.requestID,
                     payloadKind: view.payloadKind,
                     conversationType: view.conversationType,
                     targetID: view.targetID,

@@ -37,10 +37,10 @@ import NIOWebSocket
 ///   device id (other devices stay online), (TOKEN_EXPIRED) when the token expires; `presence` to
 ///   subscribers; `membership` to a group's members.
 ///
-/// Every answer repeats the request's `Frame.request_id`. A forwarded `Message` carries the sender's
-/// bytes with the server's uid, seq and time appended (see
-/// ``RelayProtocol/stampedFrame(body:stamp:decoder:)``), then its direction and its stream position
-/// for the receiving user. A `SystemNotice{type: "error", params: {"code", "reason"}}` reports a
+/// Every answer repeats the request's `Frame.request_id` (a message's `send_ack` too). A forwarded
+/// `Message` carries the sender's bytes with the server's uid, seq and time appended (see
+/// ``RelayProtocol/stampedFrame(body:stamp:decoder:)``), then its direction for the receiving user;
+/// every forwarded frame then gets `request_id` 0 (the sender's is its own) and its stream position. A `SystemNotice{type: "error", params: {"code", "reason"}}` reports a
 /// protocol violation before the relay closes a connection, and a frame it cannot serve that has
 /// no request id (connection kept).
 enum RelayProtocol {

@@ -100,14 +100,13 @@ extension Router {
             )
             closeAfterWriting(kicked, previous, code: "kickedOffline", reason: "logged in elsewhere")
         }
-        sessionCounter += 1
         session.state = .loggedIn
         session.loginTimer?.cancel()
         session.loginTimer = nil
         session.userID = user
         session.deviceID = request.deviceID
         session.platform = request.platform
-        session.sessionID = "\(uidPrefix)-s\(sessionCounter)"
+        session.sessionID = ids.nextSessionID()
         session.live = !request.streamResume
         let firstDevice = sessions[user] == nil
         sessions[user, default: []].append(session)

@@ -33,12 +33,14 @@ extension Router {
         var ack = SendAck.with {
             $0.clientMsgID = frame.clientMsgID; $0.conversation = conversation
         }
+        // The ack answers the message: it repeats the message's request id, as every answer does.
+        let requestID = frame.requestID
         func refuse(_ refusal: Refusal) {
             ack.errorCode = refusal.code
             ack.errorDescription = refusal.description
             stats.acksSent += 1
             metrics.ack(code: refusal.code)
-            answer(Frame(.sendAck(ack)), to: session)
+            answer(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
         }
         let key: ConversationKey
         switch admit(frame, in: conversation, user: user) {
@@ -52,7 +54,7 @@ extension Router {
             ack.serverTimeMs = first.serverTimeMs
             stats.acksSent += 1
             metrics.ack(code: 0)
-            answer(Frame(.sendAck(ack)), to: session)
+            answer(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
             return
         }
         // A one-to-one message to a user who blocked the sender (Tencent addToBlackList).
@@ -65,9 +67,8 @@ extension Router {
         }
         let maxSeq = conversations[key]?.maxSeq ?? 0
         let kept = Self.isKept(frame)
-        uidCounter += 1
         let stamp = ServerStamp(
-            serverMsgUID: "\(uidPrefix)-\(uidCounter)",
+            serverMsgUID: ids.nextMessageUID(),
             seq: kept ? maxSeq + 1 : nil,
             serverTimeMs: RelayProtocol.nowMs()
         )
@@ -105,7 +106,7 @@ extension Router {
             store.afterCommit {
                 self.stats.acksSent += 1
                 self.metrics.ack(code: 0)
-                self.write(Frame(.sendAck(ack)), to: session)
+                self.write(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
                 self.deliverLive(body, kind: .message, sender: user, to: users, except: session)
                 self.flush()
             }
@@ -132,7 +133,7 @@ extension Router {
         store.afterCommit {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
-            self.write(Frame(.sendAck(ack)), to: session)
+            self.write(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
             self.deliver(body, kind: .message, to: deliveries, except: session)
             self.flush()
         }

@@ -61,9 +61,8 @@ final class Router {
     /// content, the number of edits the relay applied (`edit_version`), and `updated_at_ms` of the
     /// last edit or extension update (Router+History.swift).
     var messageChanges: [ConversationKey: [UInt64: Message]] = [:]
-    var uidCounter: UInt64 = 0
-    var sessionCounter: UInt64 = 0
-    let uidPrefix: String
+    /// The message uids and session ids this start gives out.
+    var ids = ServerIDs()
     var stats = RelayStats()
     private var toFlush: [Session] = []
     let allocator = ByteBufferAllocator()
@@ -87,7 +86,6 @@ final class Router {
         self.authenticator = authenticator
         self.metrics = metrics
         self.logger = configuration.logger
-        self.uidPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
         self.wireDecoder = configuration.codec.makeWireDecoder()
         self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
         self.receivedSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .received }) }
@@ -571,10 +569,17 @@ final class Router {
         return out
     }
 
-    /// `Frame{stream_position: position}`.
+    /// `Frame{request_id: 0, stream_position: position}`, the zero written out (see
+    /// ``noRequestSuffix``): appended to every kept frame a device gets, live or by sync.
     static func positionSuffix(_ position: UInt64) -> [UInt8] {
-        Frame.with { $0.streamPosition = position }.serializedBytes()
+        noRequestSuffix + Frame.with { $0.streamPosition = position }.serializedBytes()
     }
+
+    /// `Frame{request_id: 0}` written out (an encoder writes no zero, but a reader takes the last
+    /// value of a scalar): a frame's request id is its sender's, matched against that device's own
+    /// requests, so it reaches no other device. A receiver that kept it would take a message for the
+    /// answer to one of its own requests. The sender's device gets the answer (ack or result) with it.
+    static let noRequestSuffix: [UInt8] = [3 << 3, 0]
 
     /// Writes a kept frame `body` (of `kind`) to the live sessions of each delivery's user, but not to
     /// `origin` (the session that sent it). Messages get their direction for each user.
@@ -596,10 +601,10 @@ final class Router {
         }
     }
 
-    /// `Frame{stream_position: 0}` written out (a zero is not written by an encoder, but a reader
-    /// takes the last value of a scalar): appended to a frame that is not kept, so that a
-    /// `stream_position` its sender wrote never reaches a receiver, whose devices resume from it.
-    static let noPositionSuffix: [UInt8] = [4 << 3, 0]
+    /// `Frame{request_id: 0, stream_position: 0}` written out (see ``noRequestSuffix``): appended to
+    /// a frame that is not kept, so that neither the sender's request id nor a `stream_position` its
+    /// sender wrote reaches a receiver, whose devices resume from it.
+    static let noPositionSuffix: [UInt8] = noRequestSuffix + [4 << 3, 0]
 
     /// Writes a frame (of `kind`) that is not kept to the live sessions of `users`, but not to
     /// `origin`, with `suffix` (merged in) and ``noPositionSuffix``.

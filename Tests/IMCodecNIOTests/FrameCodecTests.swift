@@ -44,6 +44,7 @@ struct FrameCodecTests {
             let expected = InboundFrame(
                 record: record,
                 prefixSize: record.readableBytes - body.count,
+                requestID: frame.requestID,
                 payloadKind: frame.payload?.kind,
                 conversationType: conversation?.type ?? .unspecified,
                 targetID: conversation?.targetID ?? "",

@@ -619,6 +619,136 @@ struct RelaySessionTests {
         }
     }
 
+    /// Message uids and session ids are unique and tell nothing: neither the order in which the relay
+    /// gave them out nor how many it gave out between two of them (``ServerIDs``).
+    @Test func messageUIDsAndSessionIDsAreUniqueAndTellNothing() async throws {
+        func isID(_ id: String) -> Bool {
+            id.utf8.count == 32 && id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        }
+        var ids = ServerIDs()
+        let uids = (0..<10_000).map { _ in ids.nextMessageUID() }
+        let sessions = (0..<1_000).map { _ in ids.nextSessionID() }
+        #expect(Set(uids).count == 10_000 && Set(sessions).count == 1_000 && Set(uids).isDisjoint(with: sessions))
+        #expect(uids.allSatisfy(isID) && sessions.allSatisfy(isID))
+        // Neither sorted nor counting up: 10,000 random blocks are in order with probability 2/10,000!.
+        #expect(uids != uids.sorted() && uids != uids.sorted(by: >))
+        // A new start (a new key) gives other ids for the same counters.
+        var again = ServerIDs()
+        #expect(again.nextMessageUID() != uids[0])
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                for k in 1...20 {
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "u-\(k)"))
+                    )
+                }
+                #expect(await eventually { bob.collector.messages.count == 20 })
+                let sent = alice.collector.acks.map(\.serverMsgUID)
+                #expect(Set(sent).count == 20 && sent.allSatisfy(isID))
+                #expect(bob.collector.messages.map(\.serverMsgUID) == sent)
+                let logins = [alice, bob].compactMap { $0.collector.loginResults.first?.sessionID }
+                #expect(logins.count == 2 && logins[0] != logins[1] && logins.allSatisfy(isID))
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// A frame's request id is its sender's: the answer repeats it (a message's `send_ack` too, refused
+    /// or not), and no other device gets it, live or by sync. A receiver that got it would take the
+    /// frame for the answer to its own request of that id (as ``FrameCollector/answer(to:)`` would).
+    // One scenario, read top to bottom: kept as one function (over 60 lines).
+    @Test func aRequestIDReachesOnlyTheAnswerToItsSender() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let alicePad = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "pad")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                func ack(_ answer: Frame?) -> SendAck? {
+                    if case .sendAck(let a)? = answer?.payload { a } else { nil }
+                }
+                // Kept: a one-to-one and a group message, acknowledged with their request ids.
+                let direct = request(.message(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "q-1")), 70)
+                let toTeam = request(
+                    .message(Message.groupText(from: "alice", group: "team", "hi all", clientMsgID: "q-2")),
+                    71
+                )
+                let directAck = try #require(ack(try await alice.ask(direct)))
+                #expect(directAck.clientMsgID == "q-1" && directAck.errorCode == 0 && directAck.seq == 1)
+                #expect(ack(try await alice.ask(toTeam))?.clientMsgID == "q-2")
+                // A refused message's ack repeats it too.
+                let forged = request(.message(Message.c2cText(from: "mallory", to: "bob", "x", clientMsgID: "q-3")), 72)
+                let refused = try #require(ack(try await alice.ask(forged)))
+                #expect(refused.errorCode == RelayProtocol.AckError.senderMismatch && refused.clientMsgID == "q-3")
+                #expect(
+                    await eventually { bob.collector.messages.count == 2 && alicePad.collector.messages.count == 2 }
+                )
+                // Kept: an event (bob's reaction); not kept: alice's typing.
+                let reaction = request(
+                    .reaction(
+                        ReactionEvent.with {
+                            $0.message = bob.collector.messages[0].reference
+                            $0.userID = "bob"; $0.emoji = "👍"; $0.action = .add; $0.timeMs = 1
+                        }
+                    ),
+                    73
+                )
+                _ = try await bob.ask(reaction)
+                #expect(bob.collector.result(of: 73)?.errorCode == 0)
+                try await alice.send(
+                    request(
+                        .typing(
+                            TypingEvent.with {
+                                $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
+                            }
+                        ),
+                        74
+                    )
+                )
+                let forwarded: Set<Frame.Payload.Kind?> = [.message, .reaction, .typing]
+                func received(_ client: TestClient) -> [Frame] {
+                    client.collector.frames.filter { forwarded.contains($0.payload?.kind) }
+                }
+                #expect(await eventually { received(bob).count == 3 && received(alice).count == 1 })
+                try await alicePad.roundTrip(76)  // Whatever the relay sent the pad before has arrived.
+                // Every device but the sender's got them with request id 0: bob the messages and the
+                // typing, alice's pad the messages and the reaction, alice's phone the reaction.
+                #expect(received(bob).map { $0.payload?.kind } == [.message, .message, .typing])
+                #expect(received(bob).map(\.requestID) == [0, 0, 0])
+                let pad = received(alicePad)
+                #expect(
+                    pad.filter { $0.payload?.kind == .message }.count == 2
+                        && pad.contains { $0.payload?.kind == .reaction }
+                )
+                #expect(pad.allSatisfy { $0.requestID == 0 })
+                #expect(received(alice).map { $0.payload?.kind } == [.reaction] && received(alice)[0].requestID == 0)
+                // By sync: bob's laptop reads the kept frames from his stream without the ids.
+                let laptop = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "laptop",
+                    streamResume: true
+                )
+                let page = try #require(
+                    try await laptop.ask(
+                        request(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }), 75)
+                    )
+                )
+                guard case .streamSyncResponse(let response)? = page.payload else {
+                    Issue.record("no stream_sync_response: \(page)")
+                    return
+                }
+                let synced = try response.frames.map { try Frame(serializedBytes: $0.frame) }
+                #expect(synced.map { $0.payload?.kind } == [.message, .message, .reaction])
+                #expect(synced.map(\.requestID) == [0, 0, 0])
+                for client in [alice, alicePad, bob, laptop] { await client.close() }
+            }
+        }
+    }
+
     @Test func badLoginsGetAFailedLoginResultAndAreClosed() async throws {
         try await withClientGroup { group in
             try await withRelay { server in

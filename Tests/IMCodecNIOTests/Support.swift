@@ -29,7 +29,13 @@ enum SampleFrames {
     }()
 
     static let recall: Frame = {
-        Frame.recall(Message.c2cText(from: alice, to: bob, "oops", clientMsgID: "c-4").reference, by: alice, timeMs: 1)
+        var frame = Frame.recall(
+            Message.c2cText(from: alice, to: bob, "oops", clientMsgID: "c-4").reference,
+            by: alice,
+            timeMs: 1
+        )
+        frame.requestID = 42  // InboundFrame.requestID is read too.
+        return frame
     }()
 
     static let notice: Frame = {
