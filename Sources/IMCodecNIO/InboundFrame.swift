@@ -41,6 +41,12 @@ public struct InboundFrame: Sendable, Hashable {
     public let atUserIDs: [String]
     /// Whether a group message @-mentions every member (`Message.at.at_all`).
     public let atAll: Bool
+    /// The fields of a message payload that only a server sets, which its sender set
+    /// (`Message.View.serverAssignedFields`; empty for other frames and for a message as it should be sent).
+    public let serverAssignedFields: [String]
+    /// A disappearing message's `expire_after_s` (0 for other frames), from which a server stamps
+    /// its `expire_at_ms` (`ServerStamp.expiry(serverTimeMs:expireAfterS:)`).
+    public let expireAfterS: UInt32
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -58,7 +64,9 @@ public struct InboundFrame: Sendable, Hashable {
         targetReceivers: [String] = [],
         storagePolicy: StoragePolicy = .unspecified,
         atUserIDs: [String] = [],
-        atAll: Bool = false
+        atAll: Bool = false,
+        serverAssignedFields: [String] = [],
+        expireAfterS: UInt32 = 0
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -75,6 +83,8 @@ public struct InboundFrame: Sendable, Hashable {
         self.storagePolicy = storagePolicy
         self.atUserIDs = atUserIDs
         self.atAll = atAll
+        self.serverAssignedFields = serverAssignedFields
+        self.expireAfterS = expireAfterS
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -106,8 +116,12 @@ extension InboundFrame {
                 var storagePolicy = StoragePolicy.unspecified
                 var atUserIDs: [String] = []
                 var atAll = false
+                var serverAssignedFields: [String] = []
+                var expireAfterS: UInt32 = 0
                 if case .message(let message)? = view.payload {
                     storagePolicy = message.storagePolicy
+                    serverAssignedFields = message.serverAssignedFields
+                    expireAfterS = message.expireAfterS
                     let targets = message.targetReceivers
                     if targets.count > 0 {
                         receivers.reserveCapacity(targets.count)
@@ -134,7 +148,9 @@ extension InboundFrame {
                     targetReceivers: receivers,
                     storagePolicy: storagePolicy,
                     atUserIDs: atUserIDs,
-                    atAll: atAll
+                    atAll: atAll,
+                    serverAssignedFields: serverAssignedFields,
+                    expireAfterS: expireAfterS
                 )
             }
         } catch let error as IMCodecError {

@@ -67,6 +67,10 @@ enum RelayProtocol {
         /// (Tencent: targeted messages are for groups; AVChatRoom-like chatrooms do not support them),
         /// or with a receiver id holding U+0000.
         static let targetedOutsideGroup: Int32 = 1006
+        /// The sender set a field only the server sets (`Message.serverAssignedFieldNames`: its uid,
+        /// seq or time, an edit count, delivered or read lists, reactions, a thread summary, an
+        /// expiry, ...); a receiver would show them as if the server had.
+        static let serverAssignedField: Int32 = 1007
     }
 
     /// `LoginResult.error_code` values (0 is success).

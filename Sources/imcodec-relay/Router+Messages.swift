@@ -67,10 +67,12 @@ extension Router {
         }
         let maxSeq = conversations[key]?.maxSeq ?? 0
         let kept = Self.isKept(frame)
+        let serverTimeMs = RelayProtocol.nowMs()
         let stamp = ServerStamp(
             serverMsgUID: ids.nextMessageUID(),
             seq: kept ? maxSeq + 1 : nil,
-            serverTimeMs: RelayProtocol.nowMs()
+            serverTimeMs: serverTimeMs,
+            expireAtMs: ServerStamp.expiry(serverTimeMs: serverTimeMs, expireAfterS: frame.expireAfterS)
         )
         // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
         let stamped: [UInt8]
@@ -153,6 +155,16 @@ extension Router {
                 Refusal(
                     RelayProtocol.AckError.senderMismatch,
                     "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)"
+                )
+            )
+        }
+        guard frame.serverAssignedFields.isEmpty else {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.serverAssignedField,
+                    "serverAssignedField: only the server sets "
+                        + frame.serverAssignedFields.joined(separator: ", ")
+                        + "; send the message without them"
                 )
             )
         }

@@ -216,7 +216,8 @@ extension Router {
             return reply()
         }
         // The answer must fit the frame size limit: a message takes at most its stamped frame's
-        // size (plus its tag and length); the rest waits for the next page.
+        // size, plus its tag and length (6) and the direction and is_offline set here (5), less the
+        // stamp's own tag and length (2); the rest waits for the next page.
         let budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
         store.read({ store in
             try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
@@ -225,7 +226,7 @@ extension Router {
             // A full page ends at its last message; a short one covers the whole range.
             var end = messages.count == limit ? messages.last!.seq : last
             for message in messages {
-                left -= message.frame.count + 6
+                left -= message.frame.count + 9
                 if left < 0, !answer.messages.isEmpty {
                     end = message.seq - 1
                     break
@@ -234,8 +235,11 @@ extension Router {
                 if let frame = try? self.wireDecoder.decode(Frame.self, from: message.frame),
                     case .message(var decoded)? = frame.payload
                 {
-                    // As delivered live: SENT on the sender's devices, RECEIVED elsewhere.
-                    decoded.direction = message.senderID == user ? .sent : .received
+                    // As delivered live: SENT on the sender's devices, RECEIVED elsewhere; and to a
+                    // receiver, delivered offline (message.proto is_offline).
+                    let received = message.senderID != user
+                    decoded.direction = received ? .received : .sent
+                    decoded.isOffline = received
                     answer.messages.append(decoded)
                 }
             }
@@ -272,7 +276,7 @@ extension Router {
                 }
                 guard !row.frame.isEmpty else { continue }  // A message dropped by retention.
                 var bytes = row.frame
-                if row.isMessage { bytes += row.sent ? self.sentSuffix : self.receivedSuffix }
+                if row.isMessage { bytes += row.sent ? self.sentSuffix : self.receivedOfflineSuffix }
                 bytes += Self.positionSuffix(row.position)
                 left -= bytes.count + 16
                 if left < 0, !answer.frames.isEmpty {

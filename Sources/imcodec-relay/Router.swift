@@ -71,6 +71,9 @@ final class Router {
     /// sender's other devices and for everyone else.
     let sentSuffix: [UInt8]
     let receivedSuffix: [UInt8]
+    /// `Frame{message{direction: RECEIVED, is_offline: true}}`: appended to a message a receiver's
+    /// device reads from its stream (a stream sync), not live.
+    let receivedOfflineSuffix: [UInt8]
 
     init(
         eventLoop: any EventLoop,
@@ -90,6 +93,13 @@ final class Router {
         self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
         self.receivedSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .received }) }
             .serializedBytes()
+        self.receivedOfflineSuffix = Frame.with {
+            $0.payload = .message(
+                Message.with {
+                    $0.direction = .received; $0.isOffline = true
+                }
+            )
+        }.serializedBytes()
         conversations = state.conversations
         streams = state.streams
         devicePositions = state.devicePositions

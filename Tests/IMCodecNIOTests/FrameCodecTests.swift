@@ -56,7 +56,9 @@ struct FrameCodecTests {
                 targetReceivers: message?.targetReceivers ?? [],
                 storagePolicy: message?.storagePolicy ?? .unspecified,
                 atUserIDs: message?.at?.userIDs ?? [],
-                atAll: message?.at?.atAll ?? false
+                atAll: message?.at?.atAll ?? false,
+                serverAssignedFields: [],  // No sample sets one (ViewTests covers them).
+                expireAfterS: message?.expireAfterS ?? 0
             )
             return (record, [expected])
         }

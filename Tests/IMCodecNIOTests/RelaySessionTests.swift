@@ -240,8 +240,13 @@ struct RelaySessionTests {
                 )
                 #expect(ranged.messages.map(\.seq) == Array(101...120) && !ranged.hasMore && ranged.nextFromSeq == 121)
                 #expect(ranged.messages.map { $0.firstText ?? "" } == (101...120).map { "m\($0)" })
-                // The sync returns what bob got live.
-                #expect(ranged.messages == Array(bob.collector.messages[100..<120]))
+                // The sync returns what bob got live, marked as delivered offline.
+                let live = bob.collector.messages[100..<120].map {
+                    var message = $0
+                    message.isOffline = true
+                    return message
+                }
+                #expect(ranged.messages == live)
                 // Past the end: nothing, no more.
                 let past = try #require(
                     syncResponse(
@@ -330,7 +335,8 @@ struct RelaySessionTests {
         let stamped = Frame(Message.groupText(from: "alice", group: "team", String(repeating: "x", count: 3000)))
             .serializedBytes()
         let reserve = RelayProtocol.deliveryReserve(targetID: "team", channelID: "")
-        // stream_sync_response: the frame with its direction and position appended.
+        // stream_sync_response: the frame with its direction (and, to a receiver, is_offline) and
+        // position appended.
         let streamPage = RelayProtocol.answer(
             .streamSyncResponse(
                 StreamSyncResponse.with {
@@ -340,7 +346,13 @@ struct RelaySessionTests {
                             $0.position = .max
                             $0.frame =
                                 stamped
-                                + Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }
+                                + Frame.with {
+                                    $0.payload = .message(
+                                        Message.with {
+                                            $0.direction = .received; $0.isOffline = true
+                                        }
+                                    )
+                                }
                                 .serializedBytes() + Router.positionSuffix(.max)
                         }
                     ]
@@ -356,6 +368,7 @@ struct RelaySessionTests {
             return
         }
         message.direction = .received
+        message.isOffline = true
         message.updatedAtMs = .max
         let syncPage = RelayProtocol.answer(
             .syncResponse(
@@ -745,6 +758,147 @@ struct RelaySessionTests {
                 #expect(synced.map { $0.payload?.kind } == [.message, .message, .reaction])
                 #expect(synced.map(\.requestID) == [0, 0, 0])
                 for client in [alice, alicePad, bob, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// A message whose sender set a field only the server sets is refused with 1007, before anything is
+    /// kept or forwarded: a sender cannot show its receivers a read list, reactions, an edit mark, an
+    /// expiry or a seq that the relay never gave (a message that is not kept gets no seq stamped, so
+    /// its sender's seq reached receivers before).
+    @Test func aMessageWithFieldsOnlyTheServerSetsIsRefused() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let forgeries: [(String, (inout Message) -> Void)] = [
+                    (
+                        "seq",
+                        {
+                            $0.seq = 999; $0.messageFlags = [.onlineUserOnly]
+                        }
+                    ),
+                    ("read_ids", { $0.readIDs = ["bob", "carol"] }),
+                    (
+                        "reactions",
+                        {
+                            $0.reactions = [
+                                ReactionSummary.with {
+                                    $0.emoji = "👍"; $0.count = 100
+                                }
+                            ]
+                        }
+                    ),
+                    ("edit_version", { $0.editVersion = 3 }),
+                    ("expire_at_ms", { $0.expireAtMs = 1 }),
+                    ("is_offline", { $0.isOffline = true }),
+                    (
+                        "server_msg_uid, updated_at_ms",
+                        {
+                            $0.serverMsgUID = "s-1"; $0.updatedAtMs = 5
+                        }
+                    ),
+                ]
+                for (index, (fields, forge)) in forgeries.enumerated() {
+                    var message = Message.c2cText(from: "alice", to: "bob", "forged", clientMsgID: "f-\(index)")
+                    forge(&message)
+                    try await alice.send(Frame(message))
+                    #expect(await eventually { alice.collector.acks.count == index + 1 })
+                    let ack = alice.collector.acks[index]
+                    #expect(ack.errorCode == RelayProtocol.AckError.serverAssignedField && ack.seq == 0)
+                    #expect(
+                        ack.errorDescription
+                            == "serverAssignedField: only the server sets \(fields); send the message without them"
+                    )
+                }
+                // What a sender's own copy holds (its direction, status and timer) is not the server's.
+                var own = Message.c2cText(from: "alice", to: "bob", "fine", clientMsgID: "ok")
+                own.direction = .sent
+                own.status = .sending
+                try await alice.send(Frame(own))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                #expect(alice.collector.acks.last?.errorCode == 0 && alice.collector.acks.last?.seq == 1)
+                #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["fine"])
+                #expect(bob.collector.messages[0].direction == .received)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// The relay stamps a disappearing message's `expire_at_ms` (its server time plus `expire_after_s`),
+    /// and marks `is_offline` on what a receiver's device reads back (stream sync, sync by seq), not
+    /// on what it gets live nor on the sender's own copies.
+    @Test func aDisappearingMessageGetsItsExpiryAndWhatASyncDeliversIsOffline() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                var fleeting = Message.c2cText(from: "alice", to: "bob", "gone soon", clientMsgID: "d-1")
+                fleeting.expireAfterS = 60
+                try await alice.send(Frame(fleeting))
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "kept", clientMsgID: "d-2")))
+                #expect(await eventually { bob.collector.messages.count == 2 && alice.collector.acks.count == 2 })
+                let acks = alice.collector.acks
+                let live = bob.collector.messages
+                #expect(live[0].expireAtMs == acks[0].serverTimeMs + 60_000 && live[0].expireAfterS == 60)
+                #expect(live[1].expireAtMs == 0)
+                #expect(live.allSatisfy { !$0.isOffline && $0.direction == .received })
+                // Read back by a device of bob's that was offline: offline, with the same expiry.
+                let laptop = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "laptop",
+                    streamResume: true
+                )
+                let page = try #require(
+                    try await laptop.ask(
+                        request(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }), 5)
+                    )
+                )
+                guard case .streamSyncResponse(let response)? = page.payload else {
+                    Issue.record("no stream_sync_response: \(page)")
+                    return
+                }
+                let synced = try response.frames.compactMap { item -> Message? in
+                    if case .message(let m)? = try Frame(serializedBytes: item.frame).payload { m } else { nil }
+                }
+                #expect(synced.map(\.isOffline) == [true, true] && synced.map(\.direction) == [.received, .received])
+                #expect(synced.map(\.expireAtMs) == live.map(\.expireAtMs))
+                let bySeq = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 6)))
+                )
+                #expect(bySeq.messages.map(\.isOffline) == [true, true])
+                #expect(bySeq.messages.map(\.expireAtMs) == live.map(\.expireAtMs))
+                // The sender's own copies are not offline deliveries.
+                let alicePad = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "pad",
+                    streamResume: true
+                )
+                let own = try #require(
+                    try await alicePad.ask(
+                        request(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }), 7)
+                    )
+                )
+                guard case .streamSyncResponse(let ownResponse)? = own.payload else {
+                    Issue.record("no stream_sync_response: \(own)")
+                    return
+                }
+                let ownMessages = try ownResponse.frames.compactMap { item -> Message? in
+                    if case .message(let m)? = try Frame(serializedBytes: item.frame).payload { m } else { nil }
+                }
+                #expect(
+                    ownMessages.map(\.isOffline) == [false, false] && ownMessages.map(\.direction) == [.sent, .sent]
+                )
+                let aliceBySeq = try #require(
+                    syncResponse(try await alice.ask(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 8)))
+                )
+                #expect(aliceBySeq.messages.map(\.isOffline) == [false, false])
+                for client in [alice, bob, laptop, alicePad] { await client.close() }
             }
         }
     }

@@ -17,6 +17,7 @@ enum SampleFrames {
     static let group: Frame = {
         var message = Message.groupText(from: alice, group: "team", "hi @bob", atUserIDs: [bob], clientMsgID: "c-2")
         message.messageFlags = [.needReadReceipt, .saveToHistory]
+        message.expireAfterS = 60  // InboundFrame.expireAfterS is read too.
         message.customParams = ["k": "v", "emoji": "🙂"]
         return Frame(message)
     }()

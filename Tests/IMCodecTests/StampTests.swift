@@ -17,6 +17,7 @@ struct StampTests {
         if random.chance(80) { stamp.seq = seqs.randomElement(using: &random.rng) }
         if random.chance(80) { stamp.serverTimeMs = times.randomElement(using: &random.rng) }
         if random.chance(50) { stamp.status = statuses.randomElement(using: &random.rng) }
+        if random.chance(30) { stamp.expireAtMs = times.randomElement(using: &random.rng) }
         return stamp
     }
 
@@ -40,7 +41,9 @@ struct StampTests {
             let stamp = randomStamp(&random)
             var expected = original
             try stamp.apply(to: &expected)
-            if stamp.serverMsgUID != nil || stamp.seq != nil || stamp.serverTimeMs != nil || stamp.status != nil {
+            if stamp.serverMsgUID != nil || stamp.seq != nil || stamp.serverTimeMs != nil || stamp.status != nil
+                || stamp.expireAtMs != nil
+            {
                 stamped += 1
             }
 
@@ -218,7 +221,7 @@ struct StampTests {
         let zeros = [
             ServerStamp(serverMsgUID: ""), ServerStamp(seq: 0), ServerStamp(serverTimeMs: 0),
             ServerStamp(status: .unspecified), ServerStamp(status: .unrecognized(0)),
-            ServerStamp(serverMsgUID: "ok", seq: 0),
+            ServerStamp(serverMsgUID: "ok", seq: 0), ServerStamp(expireAtMs: 0),
         ]
         for stamp in zeros {
             #expect(code { () throws(IMCodecError) in try stamp.check() } == .invalidArgument)
@@ -231,6 +234,15 @@ struct StampTests {
         }
         // The reason: canonical encoding leaves a zero out, so nothing would override the 7.
         #expect(bytes(ServerStamp(serverMsgUID: "s", seq: 0).frame) == Wire.field(10, Wire.field(2, Array("s".utf8))))
+    }
+
+    @Test("a disappearing message expires expire_after_s after the server time; other messages get no expiry")
+    func expiry() {
+        #expect(ServerStamp.expiry(serverTimeMs: 1_700_000_000_123, expireAfterS: 60) == 1_700_000_060_123)
+        #expect(ServerStamp.expiry(serverTimeMs: 1_700_000_000_123, expireAfterS: 0) == nil)
+        #expect(ServerStamp.expiry(serverTimeMs: .max - 5, expireAfterS: 1) == .max)
+        #expect(ServerStamp.expiry(serverTimeMs: -60_000, expireAfterS: 60) == nil)  // 0 cannot be stamped.
+        #expect(ServerStamp.expiry(serverTimeMs: 0, expireAfterS: .max) == Int64(UInt32.max) * 1000)
     }
 
     @Test("hostile input fails with the error decoding gives, before anything is appended")

@@ -213,6 +213,36 @@ struct ViewTests {
         )
     }
 
+    /// `Message.View.serverAssignedFields` names each server-assigned field a message sets, and only those.
+    @Test func serverAssignedFieldsNameWhatOnlyAServerSets() throws {
+        let setters: [String: (inout Message) -> Void] = [
+            "server_msg_uid": { $0.serverMsgUID = "s-1" }, "seq": { $0.seq = 1 },
+            "server_time_ms": { $0.serverTimeMs = -1 }, "edit_version": { $0.editVersion = 2 },
+            "received_status": { $0.receivedStatus = 1 }, "delivered_ids": { $0.deliveredIDs = ["bob"] },
+            "read_ids": { $0.readIDs = [""] }, "updated_at_ms": { $0.updatedAtMs = 5 },
+            "reactions": { $0.reactions = [ReactionSummary()] }, "thread": { $0.thread = ThreadSummary() },
+            "expire_at_ms": { $0.expireAtMs = 9 }, "is_offline": { $0.isOffline = true },
+        ]
+        #expect(Set(setters.keys) == Set(Message.serverAssignedFieldNames))
+        // What a sender sets, direction and a disappearing timer included, is none of them.
+        var sent = Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "c-1")
+        sent.direction = .sent
+        sent.expireAfterS = 60
+        sent.status = .sending
+        #expect(try decoder.withView(Message.self, sent.serializedBytes()) { $0.serverAssignedFields }.isEmpty)
+        for name in Message.serverAssignedFieldNames {
+            var message = sent
+            setters[name]!(&message)
+            #expect(try decoder.withView(Message.self, message.serializedBytes()) { $0.serverAssignedFields } == [name])
+        }
+        var all = sent
+        for name in Message.serverAssignedFieldNames { setters[name]!(&all) }
+        #expect(
+            try decoder.withView(Message.self, all.serializedBytes()) { $0.serverAssignedFields }
+                == Message.serverAssignedFieldNames
+        )
+    }
+
     @Test func viewsKeepTheDecodersLimitsAndErrors() {
         let strict = WireDecoder(options: DecodingOptions(maxInputSize: 4))
         #expect(throws: IMCodecError.self) {

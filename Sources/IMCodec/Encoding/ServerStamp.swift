@@ -1,10 +1,11 @@
 /// The fields a server assigns to a message it accepts (its uid, the conversation's sequence
-/// number, the server time, a status), added to a received frame's bytes without decoding and
+/// number, the server time, a status, when a disappearing message expires), added to a received frame's bytes without decoding and
 /// re-encoding them.
 ///
 /// Protobuf parsing is merging: a singular sub-message that occurs again is merged into the first
 /// occurrence, and in the merged message the last value of a scalar wins. So appending the
-/// canonical encoding of `Frame{message: Message{server_msg_uid, seq, server_time_ms, status}}` to a
+/// canonical encoding of `Frame{message: Message{server_msg_uid, seq, server_time_ms, status,
+/// expire_at_ms}}` to a
 /// frame whose payload is a message gives a frame that every conforming parser (IMCodec's and
 /// Google's) decodes to the sender's frame with the stamped fields set, and the sender's bytes are
 /// forwarded untouched:
@@ -40,6 +41,9 @@ public struct ServerStamp: Sendable, Hashable {
     public var serverTimeMs: Int64?
     /// `Message.status`, or `nil` to leave it as it is.
     public var status: MessageStatus?
+    /// `Message.expire_at_ms`, when receivers delete a disappearing message (the server time plus
+    /// `expire_after_s`; see ``expiry(serverTimeMs:expireAfterS:)``), or `nil` to leave it as it is.
+    public var expireAtMs: Int64?
 
     /// Creates a stamp; the fields left `nil` are not stamped.
     /// - Parameters:
@@ -47,16 +51,29 @@ public struct ServerStamp: Sendable, Hashable {
     ///   - seq: The per-conversation sequence number (not 0).
     ///   - serverTimeMs: The server time in milliseconds since the Unix epoch (not 0).
     ///   - status: The message's status (not ``MessageStatus/unspecified``).
+    ///   - expireAtMs: When receivers delete a disappearing message (not 0).
     public init(
         serverMsgUID: String? = nil,
         seq: UInt64? = nil,
         serverTimeMs: Int64? = nil,
-        status: MessageStatus? = nil
+        status: MessageStatus? = nil,
+        expireAtMs: Int64? = nil
     ) {
         self.serverMsgUID = serverMsgUID
         self.seq = seq
         self.serverTimeMs = serverTimeMs
         self.status = status
+        self.expireAtMs = expireAtMs
+    }
+
+    /// The `expire_at_ms` of a message with `expire_after_s` accepted at `serverTimeMs`, or `nil`
+    /// for a message that does not disappear (`expireAfterS` 0) (message.proto: "set by the server
+    /// from server_time_ms + expire_after_s"). Saturates instead of overflowing.
+    public static func expiry(serverTimeMs: Int64, expireAfterS: UInt32) -> Int64? {
+        guard expireAfterS > 0 else { return nil }
+        let (sum, overflow) = serverTimeMs.addingReportingOverflow(Int64(expireAfterS) * 1000)
+        let expiry = overflow ? Int64.max : sum
+        return expiry == 0 ? nil : expiry
     }
 
     /// The number of fields the appended bytes hold, as the pre-scan counts them: `Frame.message`
@@ -67,6 +84,7 @@ public struct ServerStamp: Sendable, Hashable {
         if seq != nil { count += 1 }
         if serverTimeMs != nil { count += 1 }
         if status != nil { count += 1 }
+        if expireAtMs != nil { count += 1 }
         return count
     }
 
@@ -77,6 +95,7 @@ public struct ServerStamp: Sendable, Hashable {
         if let seq { message.seq = seq }
         if let serverTimeMs { message.serverTimeMs = serverTimeMs }
         if let status { message.status = status }
+        if let expireAtMs { message.expireAtMs = expireAtMs }
         return message
     }
 
@@ -98,6 +117,7 @@ public struct ServerStamp: Sendable, Hashable {
         if seq == 0 { throw Self.zero("seq", "0") }
         if serverTimeMs == 0 { throw Self.zero("serverTimeMs", "0") }
         if status?.rawValue == 0 { throw Self.zero("status", ".unspecified") }
+        if expireAtMs == 0 { throw Self.zero("expireAtMs", "0") }
     }
 
     private static func zero(_ field: String, _ value: String) -> IMCodecError {
@@ -118,6 +138,7 @@ public struct ServerStamp: Sendable, Hashable {
         if let seq { message.seq = seq }
         if let serverTimeMs { message.serverTimeMs = serverTimeMs }
         if let status { message.status = status }
+        if let expireAtMs { message.expireAtMs = expireAtMs }
     }
 
     /// Sets the stamped fields in a decoded frame's message.
@@ -187,9 +208,13 @@ public struct ServerStamp: Sendable, Hashable {
 
     /// Writes the canonical encoding of ``frame`` without building the values: what the generated
     /// `Frame._encode` writes for it (StampTests compares the two), back to front as every encoder
-    /// does (see ``_WireWriter``): `Message` fields 10, 8, 3, 2, then the `Frame.message` length and
-    /// tag. Call it only after ``check()``: zero values would be written here.
+    /// does (see ``_WireWriter``): `Message` fields 36, 10, 8, 3, 2, then the `Frame.message` length
+    /// and tag. Call it only after ``check()``: zero values would be written here.
     private func encode(to writer: inout _WireWriter) {
+        if let expireAtMs {
+            writer.writeVarint(UInt64(bitPattern: expireAtMs))
+            writer.writeVarint(WireFormat.tag(36, 0))
+        }
         if let status {
             writer.writeVarint(UInt64(bitPattern: Int64(status.rawValue)))
             writer.writeVarint(WireFormat.tag(10, 0))
