@@ -64,6 +64,8 @@ let package = Package(
         // The relay's ids (AES, ServerIDs.swift) and the end-to-end envelope test (AES-GCM); the
         // library does no cryptography. jwt-kit already depends on it.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
+        // The relay's queue of disappearing messages (HeapModule); postgres-nio already depends on it.
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
     ],
     targets: [
         // The system protobuf-c runtime (apt: libprotobuf-c-dev).
@@ -138,6 +140,7 @@ let package = Package(
                 // Message uids and session ids (ServerIDs.swift); jwt-kit already depends on both.
                 .product(name: "Crypto", package: "swift-crypto", condition: tools),
                 .product(name: "CryptoExtras", package: "swift-crypto", condition: tools),
+                .product(name: "HeapModule", package: "swift-collections", condition: tools),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: tools),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: tools),
                 .product(name: "Logging", package: "swift-log", condition: tools),

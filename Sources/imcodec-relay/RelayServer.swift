@@ -49,6 +49,9 @@ struct RelayConfiguration: Sendable {
     /// The most entries kept in each user's stream; past it the oldest is dropped, and a device that
     /// resumes from below the oldest kept position is told (`StreamSyncResponse.truncated`).
     var maxStreamEntries = 10_000
+    /// How often the relay erases the disappearing messages that expired (Router+Expiry.swift);
+    /// they are served to no one from the moment they expire, erased or not.
+    var expirySweepInterval = TimeAmount.seconds(1)
     /// Where the relay keeps what it promises.
     var store = StoreLocation.memory
     /// With a PostgreSQL store: wait for the database's lock while another relay serves it, and take
@@ -299,6 +302,7 @@ final class RelayServer: Sendable {
             if let interval = handoff.store.connectionCheckInterval {
                 router.checkStoreConnection(every: interval)
             }
+            router.sweepExpiredMessages(every: serving.expirySweepInterval)
             return bind(serving, group: group, loop: loop, router: router, storeDescription: storeDescription)
         }
     }

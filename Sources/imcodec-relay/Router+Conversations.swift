@@ -222,9 +222,11 @@ extension Router {
                 seq == 0 ? nil : try store.messages(in: key, from: seq, through: seq, limit: 1, visibleTo: user).first
             }
         }) { lastMessages in
+            let nowMs = RelayProtocol.nowMs()
             for (index, (_, var info, _, removed)) in entries.enumerated() {
-                // Dropped by retention: no last message (max_seq still says its seq).
-                if let stored = lastMessages[index] {
+                // Dropped by retention, or a disappearing message that expired: no last message
+                // (max_seq still says its seq).
+                if let stored = lastMessages[index], !Expiry.passed(stored.expireAtMs, at: nowMs) {
                     info.lastMessage = self.lastMessage(stored, removed: removed, user: user)
                 }
                 answer.conversations.append(info)

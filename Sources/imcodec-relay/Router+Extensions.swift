@@ -101,7 +101,7 @@ extension Router {
         if let audience = state.audiences[seq], !audience.contains(user) {
             return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(seq) was sent to others")
         }
-        if state.removed.contains(seq) {
+        if state.removed.contains(seq) || hasExpired(seq, in: key, at: RelayProtocol.nowMs()) {
             return refuse(RelayProtocol.RequestError.messageRemoved, "messageRemoved", "seq \(seq) was removed")
         }
         guard var entries = extensions[key]?[seq] else {
@@ -158,7 +158,7 @@ extension Router {
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
         var users = self.users(of: key)
         if let audience = state.audiences[seq] { users = users.filter { audience.contains($0) } }
-        let deliveries = keep(.event(stamped), for: users, origin: device)
+        let deliveries = keep(.event(stamped), for: users, origin: device, expireAtMs: state.expiries[seq] ?? 0)
         if requestID != 0 { result(session, requestID) }
         let body = ByteBuffer(bytes: stamped)
         store.afterCommit {
@@ -175,9 +175,10 @@ extension Router {
         var response = ExtensionFetchResponse()
         // Room for the answer's own fields (request id, tags and lengths), as a history page keeps.
         var left = configuration.codec.effectiveMaxFrameSize - 512
+        let nowMs = RelayProtocol.nowMs()
         for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
-                let entries = extensions[key]?[ref.seq]
+                let entries = extensions[key]?[ref.seq], !hasExpired(ref.seq, in: key, at: nowMs)
             else { continue }
             if let audience = conversations[key]?.audiences[ref.seq], !audience.contains(user) { continue }
             let served = MessageExtension.with {

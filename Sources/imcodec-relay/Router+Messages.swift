@@ -122,7 +122,8 @@ extension Router {
             serverMsgUID: stamp.serverMsgUID ?? "",
             serverTimeMs: stamp.serverTimeMs ?? 0,
             frame: stamped,
-            receivers: receivers
+            receivers: receivers,
+            expireAtMs: stamp.expireAtMs ?? 0
         )
         addKept(message)
         let deliveries = keep(
@@ -224,6 +225,7 @@ extension Router {
             forgetChanges(in: key, below: conversations[key]!.oldestSeq)
         }
         store.batch.messages.append(message)
+        noteExpiry(of: message)
     }
 
     /// Recall, edit, delete, typing, reaction, pin, poll vote and update, disappearing timer, mark
@@ -313,7 +315,8 @@ extension Router {
         let deliveries = keep(
             .event(Array(buffer: frame.body)),
             for: users,
-            origin: DeviceKey(user: user, device: session.deviceID)
+            origin: DeviceKey(user: user, device: session.deviceID),
+            expireAtMs: key.map { expiry(ofEventNaming: named, in: $0) } ?? 0
         )
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
             conversationsRead(read, by: user, position: own.position)
@@ -466,13 +469,13 @@ extension Router {
                 }
                 audience = audience.map { $0.intersection(targeted) } ?? targeted
             }
-            if state.removed.contains(seq), !removes {
+            if state.removed.contains(seq) || hasExpired(seq, in: key, at: RelayProtocol.nowMs()), !removes {
                 refuse(
                     session,
                     requestID,
                     RelayProtocol.RequestError.messageRemoved,
                     notice: "messageRemoved",
-                    "message seq \(seq) was recalled or deleted"
+                    "message seq \(seq) was recalled, deleted or expired"
                 )
                 return nil
             }

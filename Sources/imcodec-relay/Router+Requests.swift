@@ -225,7 +225,8 @@ extension Router {
             var left = budget
             // A full page ends at its last message; a short one covers the whole range.
             var end = messages.count == limit ? messages.last!.seq : last
-            for message in messages {
+            let nowMs = RelayProtocol.nowMs()
+            for message in messages where !Expiry.passed(message.expireAtMs, at: nowMs) {
                 left -= message.frame.count + 9
                 if left < 0, !answer.messages.isEmpty {
                     end = message.seq - 1
@@ -270,11 +271,14 @@ extension Router {
             }
             var left = budget
             var end = rows.count == limit ? rows.last!.position : head
+            let nowMs = RelayProtocol.nowMs()
             for row in rows {
                 if row.originDevice == device {
                     continue  // This device sent it; its ack answered it.
                 }
-                guard !row.frame.isEmpty else { continue }  // A message dropped by retention.
+                // A message dropped by retention, or a disappearing message (or an event about one)
+                // that expired.
+                guard !row.frame.isEmpty, !Expiry.passed(row.expireAtMs, at: nowMs) else { continue }
                 var bytes = row.frame
                 if row.isMessage { bytes += row.sent ? self.sentSuffix : self.receivedOfflineSuffix }
                 bytes += Self.positionSuffix(row.position)

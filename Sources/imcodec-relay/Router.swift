@@ -1,4 +1,5 @@
 #if Tools
+import HeapModule
 import IMCodec
 import IMCodecNIO
 import Logging
@@ -63,6 +64,8 @@ final class Router {
     var messageChanges: [ConversationKey: [UInt64: Message]] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
+    /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).
+    var expiring = Heap<ExpiringMessage>()
     var stats = RelayStats()
     private var toFlush: [Session] = []
     let allocator = ByteBufferAllocator()
@@ -101,6 +104,11 @@ final class Router {
             )
         }.serializedBytes()
         conversations = state.conversations
+        for (key, conversation) in conversations {
+            for (seq, expireAtMs) in conversation.expiries {
+                expiring.insert(ExpiringMessage(expireAtMs: expireAtMs, conversation: key, seq: seq))
+            }
+        }
         streams = state.streams
         devicePositions = state.devicePositions
         for stored in state.keyBundles {
@@ -539,7 +547,7 @@ final class Router {
     /// - Parameters:
     ///   - item: What the entry holds; a message's `sent` is set for `origin.user`.
     ///   - origin: The user and device that sent it: that device is not given it back.
-    func keep(_ item: StreamItem, for users: [String], origin: DeviceKey) -> [Delivery] {
+    func keep(_ item: StreamItem, for users: [String], origin: DeviceKey, expireAtMs: Int64 = 0) -> [Delivery] {
         if case .event(let frame) = item, users.contains(origin.user) {
             recentEvents[origin, default: RecentEvents()].insert(frame)
         }
@@ -556,7 +564,8 @@ final class Router {
                     user: user,
                     position: stream.head,
                     originDevice: sent ? origin.device : nil,
-                    item: entryItem
+                    item: entryItem,
+                    expireAtMs: expireAtMs
                 )
             )
             if stream.count > configuration.maxStreamEntries {

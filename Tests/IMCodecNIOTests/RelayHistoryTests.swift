@@ -128,6 +128,227 @@ struct RelayHistoryTests {
         }
     }
 
+    /// Between its expiry and the sweep that erases it, a disappearing message is served to no one
+    /// already (the sweeps are an hour apart here): reads leave it out, and an edit is refused.
+    @Test func anExpiredMessageIsLeftOutBeforeTheSweepErasesIt() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.expirySweepInterval = .hours(1) }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                var fleeting = Message.c2cText(from: "alice", to: "bob", "gone soon", clientMsgID: "w-1")
+                fleeting.expireAfterS = 1
+                try await alice.send(Frame(fleeting))
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "stays", clientMsgID: "w-2")))
+                #expect(await eventually { alice.collector.acks.count == 2 })
+                let ack = alice.collector.acks[0]
+                try await Task.sleep(for: .milliseconds(max(0, ack.serverTimeMs + 1_050 - RelayProtocol.nowMs())))
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, streamResume: true)
+                let stream = try #require(
+                    try await RelayUserStateTests.ask(bob, .streamSyncRequest(StreamSyncRequest()), id: 1)
+                )
+                guard case .streamSyncResponse(let page)? = stream.payload else {
+                    Issue.record("no stream_sync_response")
+                    return
+                }
+                let streamed = try page.frames.map { try Frame(serializedBytes: $0.frame) }
+                let texts = streamed.map { frame -> String? in
+                    if case .message(let m)? = frame.payload { m.firstText } else { nil }
+                }
+                #expect(texts == ["stays"])
+                let sync = try #require(
+                    try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 2))
+                )
+                guard case .syncResponse(let bySeq)? = sync.payload else {
+                    Issue.record("no sync_response")
+                    return
+                }
+                #expect(bySeq.messages.map { $0.firstText ?? "" } == ["stays"])
+                let history = try #require(
+                    try await RelayUserStateTests.ask(
+                        bob,
+                        .historyRequest(
+                            HistoryRequest.with {
+                                $0.conversation = .oneToOne("alice"); $0.count = 20
+                            }
+                        ),
+                        id: 3
+                    )
+                )
+                guard case .historyResponse(let read)? = history.payload else {
+                    Issue.record("no history_response")
+                    return
+                }
+                #expect(read.messages.map(\.previewText) == ["stays"])
+                let edit = EditEvent.with {
+                    $0.message = MessageRef.with {
+                        $0.conversation = .oneToOne("bob"); $0.senderID = "alice"; $0.clientMsgID = "w-1"
+                        $0.seq = ack.seq
+                    }
+                    $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()
+                    $0.newMessage = Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "w-1")
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(alice, .edit(edit), id: 4)?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.messageRemoved
+                )
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
+    /// A disappearing message (`expire_after_s`) is served to no one once it expires, nor the edit
+    /// and the extension kept about it: not by stream sync, sync by seq, history, the conversation
+    /// list or an extension fetch, and an edit of it is refused (3005); the store has erased their
+    /// frames within a sweep. Across a restart, on both durable stores: the expiry is kept.
+    @Test(arguments: StoreBackend.allCases)
+    func aDisappearingMessageIsServedToNoOneOnceItExpires(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = { $0.store = database.location }
+        var fleeting = Message.c2cText(from: "alice", to: "bob", "gone soon", clientMsgID: "d-1")
+        fleeting.expireAfterS = 3
+        fleeting.flags = MessageFlags.supportExtension.rawValue
+        var expireAtMs: Int64 = 0
+        var lastExpiry: Int64 = 0
+        var reference = MessageRef()
+        /// What bob's device `device` reads back, by stream sync, sync by seq and history (texts).
+        func readBack(
+            _ server: RelayServer,
+            _ group: any EventLoopGroup,
+            _ device: String
+        ) async throws -> (
+            stream: [Frame.Payload.Kind?], bySeq: [String], history: [String]
+        ) {
+            let reader = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: device)
+            let stream = try #require(
+                try await RelayUserStateTests.ask(reader, .streamSyncRequest(StreamSyncRequest()), id: 901)
+            )
+            guard case .streamSyncResponse(let page)? = stream.payload else {
+                throw ReadBackError(description: "no stream page")
+            }
+            let kinds = try page.frames.map { try Frame(serializedBytes: $0.frame).payload?.kind }
+            let sync = try #require(
+                try await reader.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 902))
+            )
+            guard case .syncResponse(let bySeq)? = sync.payload else {
+                throw ReadBackError(description: "no sync page")
+            }
+            let history = try #require(
+                try await RelayUserStateTests.ask(
+                    reader,
+                    .historyRequest(
+                        HistoryRequest.with {
+                            $0.conversation = .oneToOne("alice"); $0.count = 20
+                        }
+                    ),
+                    id: 903
+                )
+            )
+            guard case .historyResponse(let read)? = history.payload else {
+                throw ReadBackError(description: "no history page")
+            }
+            await reader.close()
+            return (kinds, bySeq.messages.map { $0.firstText ?? "" }, read.messages.map { $0.previewText })
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(Frame(fleeting))
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "stays", clientMsgID: "d-2")))
+                // The last message of alice's conversation with carol disappears too.
+                var toCarol = Message.c2cText(from: "alice", to: "carol", "bye carol", clientMsgID: "d-3")
+                toCarol.expireAfterS = 3
+                try await alice.send(Frame(toCarol))
+                #expect(await eventually { bob.collector.messages.count == 2 && alice.collector.acks.count == 3 })
+                lastExpiry = alice.collector.acks[2].serverTimeMs + 3_000
+                let received = bob.collector.messages[0]
+                expireAtMs = received.expireAtMs
+                reference = received.reference
+                #expect(expireAtMs == received.serverTimeMs + 3_000)
+                let edit = EditEvent.with {
+                    $0.message = reference; $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()
+                    $0.newMessage = Message.c2cText(from: "alice", to: "bob", "edited secret", clientMsgID: "d-1")
+                }
+                #expect(try await RelayUserStateTests.ask(alice, .edit(edit), id: 1)?.requestResult?.errorCode == 0)
+                let update = ExtensionUpdate.with {
+                    $0.message = reference
+                    $0.set = [
+                        .with {
+                            $0.key = "seen"; $0.value = "yes"; $0.version = 0
+                        }
+                    ]
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(bob, .extensionUpdate(update), id: 2)?.requestResult?.errorCode
+                        == 0
+                )
+                // Before it expires, everyone reads it, edited.
+                let before = try await readBack(server, group, "laptop")
+                #expect(before.stream == [.message, .message, .edit, .extensionUpdate])
+                #expect(
+                    before.bySeq == ["gone soon", "stays"] && before.history.sorted() == ["edited secret", "stays"]
+                )
+                for client in [alice, bob] { await client.close() }
+            }
+            // It expires while no relay runs, or just after the next one starts.
+            try await Task.sleep(for: .milliseconds(max(0, lastExpiry - RelayProtocol.nowMs() + 50)))
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let after = try await readBack(server, group, "tablet")
+                #expect(after.stream == [.message] && after.bySeq == ["stays"] && after.history == ["stays"])
+                let edit = EditEvent.with {
+                    $0.message = reference; $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()
+                    $0.newMessage = Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "d-1")
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(alice, .edit(edit), id: 3)?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.messageRemoved
+                )
+                let fetch = try #require(
+                    try await RelayUserStateTests.ask(
+                        alice,
+                        .extensionFetchRequest(ExtensionFetchRequest.with { $0.messages = [reference] }),
+                        id: 4
+                    )
+                )
+                guard case .extensionFetchResponse(let fetched)? = fetch.payload else {
+                    Issue.record("no extension_fetch_response")
+                    return
+                }
+                #expect(fetched.extensions.isEmpty)
+                let list = try #require(
+                    try await RelayUserStateTests.ask(alice, .conversationListRequest(ConversationListRequest()), id: 5)
+                )
+                guard case .conversationList(let conversations)? = list.payload else {
+                    Issue.record("no conversation_list")
+                    return
+                }
+                let last = Dictionary(
+                    uniqueKeysWithValues: conversations.conversations.map {
+                        ($0.conversation?.targetID ?? "", $0.lastMessage?.firstText)
+                    }
+                )
+                #expect(last == ["bob": "stays", "carol": nil])
+                await alice.close()
+            }
+        }
+        // Erased from the store, not only left out: the message's frame and the events' frames.
+        let store = try database.open()
+        defer { store.close() }
+        let kept = try store.messages(
+            in: .direct("alice", "bob"),
+            from: 1,
+            through: 2,
+            limit: 10,
+            visibleTo: "bob"
+        )
+        #expect(kept.map(\.frame.isEmpty) == [true, false] && kept.map(\.expireAtMs) == [expireAtMs, 0])
+        let stream = try store.stream(of: "bob", after: 0, through: 100, limit: 100)
+        #expect(stream.map(\.expireAtMs) == [expireAtMs, 0, expireAtMs, expireAtMs])
+        #expect(stream.map(\.frame.isEmpty) == [true, false, true, true])
+    }
+
     /// History serves a message as it now is, so an edit or an extension update that could make it
     /// too large for a device that decodes with the relay's limit is refused with 3010
     /// (`tooLargeToDeliver`), also after a restart (the kept messages' sizes come back from the
@@ -467,5 +688,9 @@ struct RelayHistoryTests {
             }
         }
     }
+}
+/// A page a test expected and did not get.
+private struct ReadBackError: Error, CustomStringConvertible {
+    var description: String
 }
 #endif

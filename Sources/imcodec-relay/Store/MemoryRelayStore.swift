@@ -60,6 +60,21 @@ final class MemoryRelayStore: RelayStore {
         for (key, bytes) in batch.records {
             state.records[key] = bytes.isEmpty ? nil : bytes
         }
+        if let through = batch.eraseExpiredThrough { eraseExpired(through: through) }
+    }
+
+    /// Empties the frames of the disappearing messages and events that expired by `through`.
+    private func eraseExpired(through: Int64) {
+        for key in messages.keys {
+            for index in messages[key]!.indices where Expiry.passed(messages[key]![index].expireAtMs, at: through) {
+                messages[key]![index].frame = []
+            }
+        }
+        for user in streams.keys {
+            for index in streams[user]!.indices where Expiry.passed(streams[user]![index].expireAtMs, at: through) {
+                if case .event = streams[user]![index].item { streams[user]![index].item = .event([]) }
+            }
+        }
     }
 
     func messages(
@@ -90,14 +105,15 @@ final class MemoryRelayStore: RelayStore {
             case .message(let key, let seq, let sent):
                 let kept = messages[key] ?? []
                 let index = Self.firstIndex(kept, atLeast: seq, by: \.seq)
-                let frame = index < kept.count && kept[index].seq == seq ? kept[index].frame : []
+                let found = index < kept.count && kept[index].seq == seq
                 out.append(
                     StreamRow(
                         position: entry.position,
                         originDevice: entry.originDevice,
-                        frame: frame,
+                        frame: found ? kept[index].frame : [],
                         sent: sent,
-                        isMessage: true
+                        isMessage: true,
+                        expireAtMs: found ? kept[index].expireAtMs : 0
                     )
                 )
             case .event(let frame):
@@ -107,7 +123,8 @@ final class MemoryRelayStore: RelayStore {
                         originDevice: entry.originDevice,
                         frame: frame,
                         sent: false,
-                        isMessage: false
+                        isMessage: false,
+                        expireAtMs: entry.expireAtMs
                     )
                 )
             }

@@ -48,7 +48,9 @@ import PostgresNIO
 ///   each user's stream (a message by reference, an event with its bytes);
 /// - `devices(user_id, device, position)`: each device's last acknowledged stream position;
 /// - `key_bundles(user_id, device, kind, bundle)`: each device's end-to-end key bundles;
-/// - `records(scope, id, value)`: the state records (``StateRecordKey``).
+/// - `records(scope, id, value)`: the state records (``StateRecordKey``);
+/// - `messages.expire_at_ms` and `stream.expire_at_ms` (version 3), each with a partial index of
+///   the rows that expire: when a disappearing message, or an event about one, expires (0: never).
 ///
 /// Made for the multi-node step (SCALING.md) as well: `conversations.max_seq` and `streams.head` are
 /// the counters several writers would allocate from (`UPDATE ... SET max_seq = max_seq + n RETURNING`,
@@ -118,6 +120,15 @@ final class PostgresRelayStore: RelayStore {
                     port integer NOT NULL, secret text NOT NULL, certificate_sha256 text NOT NULL,
                     since timestamptz NOT NULL DEFAULT now())
                 """
+            ]
+        ),
+        (
+            "when disappearing messages, and events about them, expire",
+            [
+                "ALTER TABLE messages ADD COLUMN expire_at_ms bigint NOT NULL DEFAULT 0",
+                "ALTER TABLE stream ADD COLUMN expire_at_ms bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX messages_expiry ON messages (expire_at_ms) WHERE expire_at_ms > 0",
+                "CREATE INDEX stream_expiry ON stream (expire_at_ms) WHERE expire_at_ms > 0",
             ]
         ),
     ]
@@ -396,12 +407,13 @@ final class PostgresRelayStore: RelayStore {
         var oldest: [ConversationKey: UInt64] = [:]
         try forEachRow(
             """
-            SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, octet_length(frame)
+            SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, octet_length(frame),
+                expire_at_ms
             FROM messages ORDER BY conversation, seq
             """
         ) { row in
-            let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers, frameSize) = try row.decode(
-                (String, Int64, String, String, String, Int64, Bool, [String]?, Int32).self
+            let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers, frameSize, expireAtMs) = try row.decode(
+                (String, Int64, String, String, String, Int64, Bool, [String]?, Int32, Int64).self
             )
             guard let key = ConversationKey(storageID: id) else { return }
             if oldest[key] == nil { oldest[key] = UInt64(seq) }
@@ -416,7 +428,8 @@ final class PostgresRelayStore: RelayStore {
                     serverTimeMs: timeMs,
                     frame: [],
                     receivers: receivers ?? [],
-                    frameSize: Int(frameSize)
+                    frameSize: Int(frameSize),
+                    expireAtMs: expireAtMs
                 )
             )
             if removed { conversation.removed.insert(UInt64(seq)) }
@@ -495,7 +508,7 @@ final class PostgresRelayStore: RelayStore {
         var maxSeqs: [String: Int64] = [:]
         var columns = (
             conversation: [String](), seq: [Int64](), sender: [String](), clientMsgID: [String](),
-            uid: [String](), timeMs: [Int64](), frame: [ByteBuffer]()
+            uid: [String](), timeMs: [Int64](), frame: [ByteBuffer](), expireAtMs: [Int64]()
         )
         for message in messages {
             let id = message.conversation.storageID
@@ -506,9 +519,10 @@ final class PostgresRelayStore: RelayStore {
                 // A targeted message (rare): its receivers are an array of their own.
                 try run(
                     """
-                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
+                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers,
+                        expire_at_ms)
                     VALUES (\(id), \(seq), \(message.senderID), \(message.clientMsgID), \(message.serverMsgUID),
-                        \(message.serverTimeMs), \(frame), \(message.receivers))
+                        \(message.serverTimeMs), \(frame), \(message.receivers), \(message.expireAtMs))
                     """
                 )
                 continue
@@ -520,13 +534,14 @@ final class PostgresRelayStore: RelayStore {
             columns.uid.append(message.serverMsgUID)
             columns.timeMs.append(message.serverTimeMs)
             columns.frame.append(frame)
+            columns.expireAtMs.append(message.expireAtMs)
         }
         if !columns.seq.isEmpty {
             try run(
                 """
-                INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame)
+                INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, expire_at_ms)
                 SELECT * FROM unnest(\(columns.conversation), \(columns.seq), \(columns.sender),
-                    \(columns.clientMsgID), \(columns.uid), \(columns.timeMs), \(columns.frame))
+                    \(columns.clientMsgID), \(columns.uid), \(columns.timeMs), \(columns.frame), \(columns.expireAtMs))
                 """
             )
         }
@@ -547,7 +562,8 @@ final class PostgresRelayStore: RelayStore {
             conversation: [String](), seq: [Int64](), sent: [Bool]()
         )
         var events = (
-            user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), frame: [ByteBuffer]()
+            user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), frame: [ByteBuffer](),
+            expireAtMs: [Int64]()
         )
         for entry in entries {
             let position = try Self.bigint(entry.position)
@@ -567,6 +583,7 @@ final class PostgresRelayStore: RelayStore {
                 events.hasOrigin.append(entry.originDevice != nil)
                 events.origin.append(entry.originDevice ?? "")
                 events.frame.append(ByteBuffer(bytes: frame))
+                events.expireAtMs.append(entry.expireAtMs)
             }
         }
         // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false.)
@@ -583,10 +600,10 @@ final class PostgresRelayStore: RelayStore {
         if !events.user.isEmpty {
             try run(
                 """
-                INSERT INTO stream (user_id, position, origin_device, frame)
-                SELECT u, p, CASE WHEN h THEN o END, f
+                INSERT INTO stream (user_id, position, origin_device, frame, expire_at_ms)
+                SELECT u, p, CASE WHEN h THEN o END, f, x
                 FROM unnest(\(events.user), \(events.position), \(events.hasOrigin), \(events.origin),
-                    \(events.frame)) AS e(u, p, h, o, f)
+                    \(events.frame), \(events.expireAtMs)) AS e(u, p, h, o, f, x)
                 """
             )
         }
@@ -663,6 +680,21 @@ final class PostgresRelayStore: RelayStore {
                 """
             )
         }
+        if let through = batch.eraseExpiredThrough {
+            // Through the partial indexes: only rows that expire are looked at.
+            try run(
+                """
+                UPDATE messages SET frame = ''::bytea
+                WHERE expire_at_ms > 0 AND expire_at_ms <= \(through) AND octet_length(frame) > 0
+                """
+            )
+            try run(
+                """
+                UPDATE stream SET frame = ''::bytea
+                WHERE expire_at_ms > 0 AND expire_at_ms <= \(through) AND octet_length(frame) > 0
+                """
+            )
+        }
         let deleted = batch.records.filter { $0.value.isEmpty }.map(\.key)
         if !deleted.isEmpty {
             try run(
@@ -699,15 +731,15 @@ final class PostgresRelayStore: RelayStore {
             var out: [StoredMessage] = []
             try forEachRow(
                 """
-                SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers FROM messages
+                SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers, expire_at_ms FROM messages
                 WHERE conversation = \(conversation.storageID) AND seq >= \(try Self.bigint(from))
                     AND seq <= \(try Self.bigint(through))
                     AND (receivers IS NULL OR sender = \(user) OR \(user) = ANY (receivers))
                 ORDER BY seq LIMIT \(Int64(limit))
                 """
             ) { row in
-                let (seq, sender, clientMsgID, uid, timeMs, frame, receivers) = try row.decode(
-                    (Int64, String, String, String, Int64, ByteBuffer, [String]?).self
+                let (seq, sender, clientMsgID, uid, timeMs, frame, receivers, expireAtMs) = try row.decode(
+                    (Int64, String, String, String, Int64, ByteBuffer, [String]?, Int64).self
                 )
                 out.append(
                     StoredMessage(
@@ -718,7 +750,8 @@ final class PostgresRelayStore: RelayStore {
                         serverMsgUID: uid,
                         serverTimeMs: timeMs,
                         frame: Array(frame.readableBytesView),
-                        receivers: receivers ?? []
+                        receivers: receivers ?? [],
+                        expireAtMs: expireAtMs
                     )
                 )
             }
@@ -732,15 +765,16 @@ final class PostgresRelayStore: RelayStore {
             try forEachRow(
                 """
                 SELECT s.position, s.origin_device, s.conversation IS NOT NULL, s.sent,
-                    CASE WHEN s.conversation IS NULL THEN s.frame ELSE m.frame END
+                    CASE WHEN s.conversation IS NULL THEN s.frame ELSE m.frame END,
+                    COALESCE(m.expire_at_ms, s.expire_at_ms)
                 FROM stream s LEFT JOIN messages m ON m.conversation = s.conversation AND m.seq = s.seq
                 WHERE s.user_id = \(user) AND s.position > \(try Self.bigint(after))
                     AND s.position <= \(try Self.bigint(through))
                 ORDER BY s.position LIMIT \(Int64(limit))
                 """
             ) { row in
-                let (position, origin, isMessage, sent, frame) = try row.decode(
-                    (Int64, String?, Bool, Bool, ByteBuffer?).self
+                let (position, origin, isMessage, sent, frame, expireAtMs) = try row.decode(
+                    (Int64, String?, Bool, Bool, ByteBuffer?, Int64).self
                 )
                 out.append(
                     StreamRow(
@@ -748,7 +782,8 @@ final class PostgresRelayStore: RelayStore {
                         originDevice: origin,
                         frame: frame.map { Array($0.readableBytesView) } ?? [],
                         sent: sent,
-                        isMessage: isMessage
+                        isMessage: isMessage,
+                        expireAtMs: expireAtMs
                     )
                 )
             }

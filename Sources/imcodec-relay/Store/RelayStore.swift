@@ -89,6 +89,9 @@ struct StoredMessage: Sendable {
     var receivers: [String] = []
     /// The size of `frame`, for a message loaded without its frame (at start).
     var frameSize: Int? = nil
+    /// When a disappearing message expires (`expire_at_ms`; 0: never): it is not served after that
+    /// time, and its frame is erased (``StoreBatch/eraseExpiredThrough``).
+    var expireAtMs: Int64 = 0
 }
 
 /// What an entry of a user's stream holds.
@@ -107,6 +110,9 @@ struct StreamEntry: Sendable {
     /// everyone else's.
     var originDevice: String?
     var item: StreamItem
+    /// For an event about disappearing messages (an edit, a reaction...), when the last of them
+    /// expires (0: never): the event is not served after that time and is erased with them.
+    var expireAtMs: Int64 = 0
 }
 
 /// A stream entry read back, with the bytes of its frame.
@@ -120,6 +126,8 @@ struct StreamRow: Sendable {
     var sent: Bool
     /// Whether the entry is a message (else an event).
     var isMessage: Bool
+    /// When the message, or an event about disappearing messages, expires (0: never).
+    var expireAtMs: Int64 = 0
 }
 
 /// The writes of one group commit.
@@ -142,11 +150,15 @@ struct StoreBatch: Sendable {
     /// State records as they now are (``StateRecordKey``): each replaces the stored one; empty bytes
     /// delete it.
     var records: [StateRecordKey: [UInt8]] = [:]
+    /// Disappearing messages, and the events kept about them, that expired at or before this time
+    /// (ms since the Unix epoch): their frames are erased (emptied, as retention leaves a message a
+    /// stream still names), whichever commit or start finds them.
+    var eraseExpiredThrough: Int64? = nil
 
     var isEmpty: Bool {
         messages.isEmpty && streamEntries.isEmpty && memberships.isEmpty && removals.isEmpty
             && devicePositions.isEmpty && trimmedConversations.isEmpty && trimmedStreams.isEmpty
-            && keyBundles.isEmpty && records.isEmpty
+            && keyBundles.isEmpty && records.isEmpty && eraseExpiredThrough == nil
     }
 }
 
@@ -231,6 +243,14 @@ struct StreamState: Sendable {
     var count: Int { Int(head + 1 - oldest) }
 }
 
+/// When a disappearing message (or an event about one) stops being served.
+enum Expiry {
+    /// Whether something that expires at `expireAtMs` (0: never) has expired at `nowMs`.
+    static func passed(_ expireAtMs: Int64, at nowMs: Int64) -> Bool {
+        expireAtMs != 0 && expireAtMs <= nowMs
+    }
+}
+
 /// A conversation, as the router tracks it: seqs, de-duplication of resends, removed messages.
 struct ConversationState: Sendable {
     /// A kept message's server fields, for answering a resend with its first ack.
@@ -255,6 +275,8 @@ struct ConversationState: Sendable {
     var audiences: [UInt64: Set<String>] = [:]
     /// Seqs of messages recalled or deleted for everyone.
     var removed: Set<UInt64> = []
+    /// When each kept disappearing message expires, by seq (``StoredMessage/expireAtMs``).
+    var expiries: [UInt64: Int64] = [:]
 
     /// The number of messages kept.
     var count: Int { Int(maxSeq + 1 - oldestSeq) }
@@ -270,6 +292,7 @@ struct ConversationState: Sendable {
             message.senderID, message.clientMsgID, message.serverMsgUID, message.frameSize ?? message.frame.count
         )
         if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
+        if message.expireAtMs != 0 { expiries[message.seq] = message.expireAtMs }
         if !message.serverMsgUID.isEmpty { uids[message.serverMsgUID] = message.seq }
         guard !message.clientMsgID.isEmpty else { return }
         let key = Self.dedupeKey(sender: message.senderID, clientMsgID: message.clientMsgID)
@@ -315,6 +338,7 @@ struct ConversationState: Sendable {
             }
             removed.remove(oldestSeq)
             audiences[oldestSeq] = nil
+            expiries[oldestSeq] = nil
             oldestSeq += 1
         }
     }

@@ -26,7 +26,9 @@ import IMCodec
 /// - `key_bundles(user, device, kind, bundle)` (version 2): each device's end-to-end key bundles,
 ///   as `KeyBundle` bytes, its one-time keys as they are after the fetches so far;
 /// - `records(scope, id, value)` (version 3): the state records (``StateRecordKey``): each user's
-///   view of its conversations, blocklists, message extensions.
+///   view of its conversations, blocklists, message extensions;
+/// - `messages.expire_at_ms` and `stream.expire_at_ms` (version 4), each with a partial index of
+///   the rows that expire: when a disappearing message, or an event about one, expires (0: never).
 final class SQLiteRelayStore: RelayStore {
     /// The database file's path.
     let path: String
@@ -155,6 +157,16 @@ final class SQLiteRelayStore: RelayStore {
                     """
             )
         }
+        migrator.registerMigration("v4") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE messages ADD COLUMN expire_at_ms INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE stream ADD COLUMN expire_at_ms INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX messages_expiry ON messages (expire_at_ms) WHERE expire_at_ms > 0;
+                    CREATE INDEX stream_expiry ON stream (expire_at_ms) WHERE expire_at_ms > 0;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -168,7 +180,8 @@ final class SQLiteRelayStore: RelayStore {
             let messages = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, length(frame)
+                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, length(frame),
+                        expire_at_ms
                     FROM messages ORDER BY conversation, seq
                     """
             )
@@ -188,7 +201,8 @@ final class SQLiteRelayStore: RelayStore {
                         serverTimeMs: row[5],
                         frame: [],
                         receivers: (row[7] as String?).map(Self.split) ?? [],
-                        frameSize: row[8]
+                        frameSize: row[8],
+                        expireAtMs: row[9]
                     )
                 )
                 if (row[6] as Int) != 0 { conversation.removed.insert(seq) }
@@ -264,8 +278,9 @@ final class SQLiteRelayStore: RelayStore {
         let insertMessage = try RawStatement(
             db.cachedStatement(
                 sql: """
-                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers,
+                        expire_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
         )
@@ -278,6 +293,7 @@ final class SQLiteRelayStore: RelayStore {
             try insertMessage.bind(message.clientMsgID, at: 4)
             try insertMessage.bind(message.serverMsgUID, at: 5)
             try insertMessage.bind(message.serverTimeMs, at: 6)
+            try insertMessage.bind(message.expireAtMs, at: 9)
             if message.receivers.isEmpty {
                 try insertMessage.bindNull(at: 8)
             } else {
@@ -306,8 +322,8 @@ final class SQLiteRelayStore: RelayStore {
         let insertEntry = try RawStatement(
             db.cachedStatement(
                 sql: """
-                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame, expire_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
         )
@@ -315,6 +331,7 @@ final class SQLiteRelayStore: RelayStore {
             heads[entry.user] = max(heads[entry.user] ?? 0, entry.position)
             try insertEntry.bind(entry.user, at: 1)
             try insertEntry.bind(entry.position, at: 2)
+            try insertEntry.bind(entry.expireAtMs, at: 8)
             if let device = entry.originDevice {
                 try insertEntry.bind(device, at: 3)
             } else {
@@ -397,6 +414,16 @@ final class SQLiteRelayStore: RelayStore {
                 arguments: [bundle.device.user, bundle.device.device, bundle.kind, Data(bundle.bytes)]
             )
         }
+        if let through = batch.eraseExpiredThrough {
+            // Through the partial indexes: only rows that expire are looked at.
+            for table in ["messages", "stream"] {
+                try db.execute(
+                    sql:
+                        "UPDATE \(table) SET frame = x'' WHERE expire_at_ms > 0 AND expire_at_ms <= ? AND length(frame) > 0",
+                    arguments: [through]
+                )
+            }
+        }
         for (key, bytes) in batch.records {
             if bytes.isEmpty {
                 try db.execute(sql: "DELETE FROM records WHERE scope = ? AND id = ?", arguments: [key.scope, key.id])
@@ -423,7 +450,7 @@ final class SQLiteRelayStore: RelayStore {
             let rows = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers FROM messages
+                    SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers, expire_at_ms FROM messages
                     WHERE conversation = ? AND seq >= ? AND seq <= ? ORDER BY seq
                     """,
                 arguments: [conversation.storageID, from, through]
@@ -443,7 +470,8 @@ final class SQLiteRelayStore: RelayStore {
                         serverMsgUID: row[3],
                         serverTimeMs: row[4],
                         frame: Array(frame),
-                        receivers: receivers
+                        receivers: receivers,
+                        expireAtMs: row[7]
                     )
                 )
             }
@@ -456,7 +484,8 @@ final class SQLiteRelayStore: RelayStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT s.position, s.origin_device, s.conversation, s.sent, s.frame, m.frame
+                    SELECT s.position, s.origin_device, s.conversation, s.sent, s.frame, m.frame,
+                        COALESCE(m.expire_at_ms, s.expire_at_ms)
                     FROM stream s LEFT JOIN messages m ON m.conversation = s.conversation AND m.seq = s.seq
                     WHERE s.user = ? AND s.position > ? AND s.position <= ? ORDER BY s.position LIMIT ?
                     """,
@@ -470,7 +499,8 @@ final class SQLiteRelayStore: RelayStore {
                     originDevice: row[1],
                     frame: frame.map { Array($0) } ?? [],
                     sent: (row[3] as Int) != 0,
-                    isMessage: isMessage
+                    isMessage: isMessage,
+                    expireAtMs: row[6]
                 )
             }
         }

@@ -1,0 +1,85 @@
+#if Tools
+import HeapModule
+import IMCodec
+import NIOCore
+
+/// A kept disappearing message, by when it expires (message.proto `expire_at_ms`).
+struct ExpiringMessage: Comparable {
+    var expireAtMs: Int64
+    var conversation: ConversationKey
+    var seq: UInt64
+
+    static func < (a: ExpiringMessage, b: ExpiringMessage) -> Bool { a.expireAtMs < b.expireAtMs }
+}
+
+/// Disappearing messages (message.proto `expire_after_s`, `expire_at_ms`): the relay stamps when
+/// each one expires, and from then on serves it to no one, nor the events kept about it:
+/// - at once: every read (stream sync, sync by seq, history, the conversation list, extension
+///   fetches) leaves out what has expired (``Expiry/passed(_:at:)``), and an event naming it is
+///   refused as for a removed message (3005);
+/// - within ``RelayConfiguration/expirySweepInterval`` (a second): the message and the events about it are erased from the store
+///   (their frames emptied, ``StoreBatch/eraseExpiredThrough``), with its edits and extensions, and
+///   it counts as removed.
+///
+/// Expiries live in the store (`expire_at_ms` columns), so a restart or a standby taking over
+/// erases what expired while no relay ran, at its first sweep.
+extension Router {
+    /// Starts the sweeps, the first at once (on the router's loop, until the relay shuts down).
+    func sweepExpiredMessages(every interval: TimeAmount) {
+        let router = NIOLoopBound(self, eventLoop: eventLoop)
+        eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { task in
+            let router = router.value
+            guard !router.shuttingDown, !router.store.failed else {
+                task.cancel()
+                return
+            }
+            router.eraseExpired(at: RelayProtocol.nowMs())
+        }
+    }
+
+    /// Remembers a kept message that expires, for the sweep.
+    func noteExpiry(of message: StoredMessage) {
+        guard message.expireAtMs != 0 else { return }
+        expiring.insert(
+            ExpiringMessage(expireAtMs: message.expireAtMs, conversation: message.conversation, seq: message.seq)
+        )
+    }
+
+    /// Erases what expired by `nowMs`: each message counts as removed, its edits and extensions are
+    /// forgotten, and the store empties the frames of the messages and events that expired.
+    func eraseExpired(at nowMs: Int64) {
+        guard let first = expiring.min, first.expireAtMs <= nowMs else { return }
+        while let next = expiring.min, next.expireAtMs <= nowMs {
+            expiring.removeMin()
+            let (key, seq) = (next.conversation, next.seq)
+            // Gone already when retention dropped it (or a recall removed it).
+            guard conversations[key]?.expiries[seq] == next.expireAtMs else { continue }
+            conversations[key]!.removed.insert(seq)
+            if messageChanges[key]?.removeValue(forKey: seq) != nil {
+                store.batch.records[.messageChange(key, seq: seq)] = []
+            }
+            if extensions[key]?.removeValue(forKey: seq) != nil {
+                store.batch.records[.messageExtension(key, seq: seq)] = []
+            }
+        }
+        store.batch.eraseExpiredThrough = nowMs
+    }
+
+    /// Whether the kept message `seq` of `key` has expired at `nowMs`.
+    func hasExpired(_ seq: UInt64, in key: ConversationKey, at nowMs: Int64) -> Bool {
+        Expiry.passed(conversations[key]?.expiries[seq] ?? 0, at: nowMs)
+    }
+
+    /// When an event naming the kept messages `seqs` of `key` expires: with the last of them when
+    /// every one disappears, else never (0).
+    func expiry(ofEventNaming seqs: [UInt64], in key: ConversationKey) -> Int64 {
+        guard !seqs.isEmpty, let expiries = conversations[key]?.expiries else { return 0 }
+        var last: Int64 = 0
+        for seq in seqs {
+            guard let expiry = expiries[seq] else { return 0 }
+            last = max(last, expiry)
+        }
+        return last
+    }
+}
+#endif
