@@ -213,6 +213,17 @@ struct TestClient: Sendable {
         return collector.answer(to: frame.requestID)
     }
 
+    /// Asks for one page of this device's stream after `position` (a `stream_sync_request` with id
+    /// `requestID`) and returns its frames decoded, or `nil` when no `stream_sync_response` answers.
+    func streamPage(after position: UInt64 = 0, requestID: UInt64) async throws -> [Frame]? {
+        let request = RelayProtocol.answer(
+            .streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = position }),
+            requestID: requestID
+        )
+        guard case .streamSyncResponse(let page)? = try await ask(request)?.payload else { return nil }
+        return try page.frames.map { try Frame(serializedBytes: $0.frame) }
+    }
+
     /// Waits for a pong: everything the relay wrote to this client before it has arrived.
     func roundTrip(_ requestID: UInt64) async throws {
         let pong = try await ask(RelayProtocol.answer(.ping(Ping.with { $0.id = requestID }), requestID: requestID))

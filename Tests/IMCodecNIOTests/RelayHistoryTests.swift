@@ -128,6 +128,44 @@ struct RelayHistoryTests {
         }
     }
 
+    /// What bob's device `device` reads back of his conversation with alice: the kinds of his stream's
+    /// frames, and the texts of a sync by seq and of history.
+    private static func readBack(
+        _ server: RelayServer,
+        _ group: any EventLoopGroup,
+        _ device: String
+    ) async throws -> (
+        stream: [Frame.Payload.Kind?], bySeq: [String], history: [String]
+    ) {
+        let reader = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: device)
+        guard let page = try await reader.streamPage(requestID: 901) else {
+            throw ReadBackError(description: "no stream page")
+        }
+        let kinds = page.map { $0.payload?.kind }
+        let sync = try #require(
+            try await reader.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 902))
+        )
+        guard case .syncResponse(let bySeq)? = sync.payload else {
+            throw ReadBackError(description: "no sync page")
+        }
+        let history = try #require(
+            try await RelayUserStateTests.ask(
+                reader,
+                .historyRequest(
+                    HistoryRequest.with {
+                        $0.conversation = .oneToOne("alice"); $0.count = 20
+                    }
+                ),
+                id: 903
+            )
+        )
+        guard case .historyResponse(let read)? = history.payload else {
+            throw ReadBackError(description: "no history page")
+        }
+        await reader.close()
+        return (kinds, bySeq.messages.map { $0.firstText ?? "" }, read.messages.map { $0.previewText })
+    }
+
     /// Between its expiry and the sweep that erases it, a disappearing message is served to no one
     /// already (the sweeps are an hour apart here): reads leave it out, and an edit is refused.
     @Test func anExpiredMessageIsLeftOutBeforeTheSweepErasesIt() async throws {
@@ -141,43 +179,8 @@ struct RelayHistoryTests {
                 #expect(await eventually { alice.collector.acks.count == 2 })
                 let ack = alice.collector.acks[0]
                 try await Task.sleep(for: .milliseconds(max(0, ack.serverTimeMs + 1_050 - RelayProtocol.nowMs())))
-                let bob = try await TestClient.connect(to: server, as: "bob", group: group, streamResume: true)
-                let stream = try #require(
-                    try await RelayUserStateTests.ask(bob, .streamSyncRequest(StreamSyncRequest()), id: 1)
-                )
-                guard case .streamSyncResponse(let page)? = stream.payload else {
-                    Issue.record("no stream_sync_response")
-                    return
-                }
-                let streamed = try page.frames.map { try Frame(serializedBytes: $0.frame) }
-                let texts = streamed.map { frame -> String? in
-                    if case .message(let m)? = frame.payload { m.firstText } else { nil }
-                }
-                #expect(texts == ["stays"])
-                let sync = try #require(
-                    try await bob.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 2))
-                )
-                guard case .syncResponse(let bySeq)? = sync.payload else {
-                    Issue.record("no sync_response")
-                    return
-                }
-                #expect(bySeq.messages.map { $0.firstText ?? "" } == ["stays"])
-                let history = try #require(
-                    try await RelayUserStateTests.ask(
-                        bob,
-                        .historyRequest(
-                            HistoryRequest.with {
-                                $0.conversation = .oneToOne("alice"); $0.count = 20
-                            }
-                        ),
-                        id: 3
-                    )
-                )
-                guard case .historyResponse(let read)? = history.payload else {
-                    Issue.record("no history_response")
-                    return
-                }
-                #expect(read.messages.map(\.previewText) == ["stays"])
+                let read = try await Self.readBack(server, group, "phone")
+                #expect(read.stream == [.message] && read.bySeq == ["stays"] && read.history == ["stays"])
                 let edit = EditEvent.with {
                     $0.message = MessageRef.with {
                         $0.conversation = .oneToOne("bob"); $0.senderID = "alice"; $0.clientMsgID = "w-1"
@@ -191,7 +194,6 @@ struct RelayHistoryTests {
                         == RelayProtocol.RequestError.messageRemoved
                 )
                 await alice.close()
-                await bob.close()
             }
         }
     }
@@ -211,45 +213,6 @@ struct RelayHistoryTests {
         var expireAtMs: Int64 = 0
         var lastExpiry: Int64 = 0
         var reference = MessageRef()
-        /// What bob's device `device` reads back, by stream sync, sync by seq and history (texts).
-        func readBack(
-            _ server: RelayServer,
-            _ group: any EventLoopGroup,
-            _ device: String
-        ) async throws -> (
-            stream: [Frame.Payload.Kind?], bySeq: [String], history: [String]
-        ) {
-            let reader = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: device)
-            let stream = try #require(
-                try await RelayUserStateTests.ask(reader, .streamSyncRequest(StreamSyncRequest()), id: 901)
-            )
-            guard case .streamSyncResponse(let page)? = stream.payload else {
-                throw ReadBackError(description: "no stream page")
-            }
-            let kinds = try page.frames.map { try Frame(serializedBytes: $0.frame).payload?.kind }
-            let sync = try #require(
-                try await reader.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: 902))
-            )
-            guard case .syncResponse(let bySeq)? = sync.payload else {
-                throw ReadBackError(description: "no sync page")
-            }
-            let history = try #require(
-                try await RelayUserStateTests.ask(
-                    reader,
-                    .historyRequest(
-                        HistoryRequest.with {
-                            $0.conversation = .oneToOne("alice"); $0.count = 20
-                        }
-                    ),
-                    id: 903
-                )
-            )
-            guard case .historyResponse(let read)? = history.payload else {
-                throw ReadBackError(description: "no history page")
-            }
-            await reader.close()
-            return (kinds, bySeq.messages.map { $0.firstText ?? "" }, read.messages.map { $0.previewText })
-        }
         try await withClientGroup { group in
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
@@ -284,7 +247,7 @@ struct RelayHistoryTests {
                         == 0
                 )
                 // Before it expires, everyone reads it, edited.
-                let before = try await readBack(server, group, "laptop")
+                let before = try await Self.readBack(server, group, "laptop")
                 #expect(before.stream == [.message, .message, .edit, .extensionUpdate])
                 #expect(
                     before.bySeq == ["gone soon", "stays"] && before.history.sorted() == ["edited secret", "stays"]
@@ -295,7 +258,7 @@ struct RelayHistoryTests {
             try await Task.sleep(for: .milliseconds(max(0, lastExpiry - RelayProtocol.nowMs() + 50)))
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                let after = try await readBack(server, group, "tablet")
+                let after = try await Self.readBack(server, group, "tablet")
                 #expect(after.stream == [.message] && after.bySeq == ["stays"] && after.history == ["stays"])
                 let edit = EditEvent.with {
                     $0.message = reference; $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()

@@ -745,16 +745,7 @@ struct RelaySessionTests {
                     deviceID: "laptop",
                     streamResume: true
                 )
-                let page = try #require(
-                    try await laptop.ask(
-                        request(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }), 75)
-                    )
-                )
-                guard case .streamSyncResponse(let response)? = page.payload else {
-                    Issue.record("no stream_sync_response: \(page)")
-                    return
-                }
-                let synced = try response.frames.map { try Frame(serializedBytes: $0.frame) }
+                let synced = try #require(try await laptop.streamPage(requestID: 75))
                 #expect(synced.map { $0.payload?.kind } == [.message, .message, .reaction])
                 #expect(synced.map(\.requestID) == [0, 0, 0])
                 for client in [alice, alicePad, bob, laptop] { await client.close() }
@@ -852,18 +843,7 @@ struct RelaySessionTests {
                     deviceID: "laptop",
                     streamResume: true
                 )
-                let page = try #require(
-                    try await laptop.ask(
-                        request(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }), 5)
-                    )
-                )
-                guard case .streamSyncResponse(let response)? = page.payload else {
-                    Issue.record("no stream_sync_response: \(page)")
-                    return
-                }
-                let synced = try response.frames.compactMap { item -> Message? in
-                    if case .message(let m)? = try Frame(serializedBytes: item.frame).payload { m } else { nil }
-                }
+                let synced = try #require(try await laptop.streamPage(requestID: 5)).compactMap(\.messagePayload)
                 #expect(synced.map(\.isOffline) == [true, true] && synced.map(\.direction) == [.received, .received])
                 #expect(synced.map(\.expireAtMs) == live.map(\.expireAtMs))
                 let bySeq = try #require(
@@ -879,18 +859,7 @@ struct RelaySessionTests {
                     deviceID: "pad",
                     streamResume: true
                 )
-                let own = try #require(
-                    try await alicePad.ask(
-                        request(.streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 0 }), 7)
-                    )
-                )
-                guard case .streamSyncResponse(let ownResponse)? = own.payload else {
-                    Issue.record("no stream_sync_response: \(own)")
-                    return
-                }
-                let ownMessages = try ownResponse.frames.compactMap { item -> Message? in
-                    if case .message(let m)? = try Frame(serializedBytes: item.frame).payload { m } else { nil }
-                }
+                let ownMessages = try #require(try await alicePad.streamPage(requestID: 7)).compactMap(\.messagePayload)
                 #expect(
                     ownMessages.map(\.isOffline) == [false, false] && ownMessages.map(\.direction) == [.sent, .sent]
                 )

@@ -157,4 +157,10 @@ func webSocketFrameBytes(opcode: UInt8, payload: [UInt8], fin: Bool = true, mask
     out += payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
     return out
 }
+extension Frame {
+    /// The frame's message payload, if it carries one.
+    var messagePayload: Message? {
+        if case .message(let message)? = payload { message } else { nil }
+    }
+}
 #endif
