@@ -17,9 +17,9 @@ struct ExpiringMessage: Comparable {
 /// - at once: every read (stream sync, sync by seq, history, the conversation list, extension
 ///   fetches) leaves out what has expired (``Expiry/passed(_:at:)``), and an event naming it is
 ///   refused as for a removed message (3005);
-/// - within ``RelayConfiguration/expirySweepInterval`` (a second): the message and the events about it are erased from the store
-///   (their frames emptied, ``StoreBatch/eraseExpiredThrough``), with its edits and extensions, and
-///   it counts as removed.
+/// - within ``RelayConfiguration/expirySweepInterval`` (a second): the message and the events about
+///   it are erased from the store (their frames emptied, ``StoreBatch/eraseExpiredThrough``), with
+///   its edits and extensions, and it counts as removed.
 ///
 /// Expiries live in the store (`expire_at_ms` columns), so a restart or a standby taking over
 /// erases what expired while no relay ran, at its first sweep.
@@ -52,7 +52,7 @@ extension Router {
         while let next = expiring.min, next.expireAtMs <= nowMs {
             expiring.removeMin()
             let (key, seq) = (next.conversation, next.seq)
-            // Gone already when retention dropped it (or a recall removed it).
+            // Gone already when retention dropped it.
             guard conversations[key]?.expiries[seq] == next.expireAtMs else { continue }
             conversations[key]!.removed.insert(seq)
             if messageChanges[key]?.removeValue(forKey: seq) != nil {
