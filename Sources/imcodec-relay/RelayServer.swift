@@ -52,6 +52,9 @@ struct RelayConfiguration: Sendable {
     /// How often the relay erases the disappearing messages that expired (Router+Expiry.swift);
     /// they are served to no one from the moment they expire, erased or not.
     var expirySweepInterval = TimeAmount.seconds(1)
+    /// The time in milliseconds since the Unix epoch that messages are stamped with and that
+    /// disappearing messages expire by (``Router/nowMs()``). Tests move it forward instead of waiting.
+    var clock: @Sendable () -> Int64 = { RelayProtocol.nowMs() }
     /// Where the relay keeps what it promises.
     var store = StoreLocation.memory
     /// With a PostgreSQL store: wait for the database's lock while another relay serves it, and take

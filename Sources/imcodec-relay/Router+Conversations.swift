@@ -222,7 +222,7 @@ extension Router {
                 seq == 0 ? nil : try store.messages(in: key, from: seq, through: seq, limit: 1, visibleTo: user).first
             }
         }) { lastMessages in
-            let nowMs = RelayProtocol.nowMs()
+            let nowMs = self.nowMs()
             for (index, (_, var info, _, removed)) in entries.enumerated() {
                 // Dropped by retention, or a disappearing message that expired: no last message
                 // (max_seq still says its seq).

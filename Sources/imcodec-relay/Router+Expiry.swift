@@ -33,9 +33,12 @@ extension Router {
                 task.cancel()
                 return
             }
-            router.eraseExpired(at: RelayProtocol.nowMs())
+            router.eraseExpired(at: router.nowMs())
         }
     }
+
+    /// The time messages are stamped with and expire by (``RelayConfiguration/clock``).
+    func nowMs() -> Int64 { configuration.clock() }
 
     /// Remembers a kept message that expires, for the sweep.
     func noteExpiry(of message: StoredMessage) {

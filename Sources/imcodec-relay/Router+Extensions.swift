@@ -101,7 +101,7 @@ extension Router {
         if let audience = state.audiences[seq], !audience.contains(user) {
             return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(seq) was sent to others")
         }
-        if state.removed.contains(seq) || hasExpired(seq, in: key, at: RelayProtocol.nowMs()) {
+        if state.removed.contains(seq) || hasExpired(seq, in: key, at: nowMs()) {
             return refuse(RelayProtocol.RequestError.messageRemoved, "messageRemoved", "seq \(seq) was removed")
         }
         guard var entries = extensions[key]?[seq] else {
@@ -175,7 +175,7 @@ extension Router {
         var response = ExtensionFetchResponse()
         // Room for the answer's own fields (request id, tags and lengths), as a history page keeps.
         var left = configuration.codec.effectiveMaxFrameSize - 512
-        let nowMs = RelayProtocol.nowMs()
+        let nowMs = self.nowMs()
         for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
                 let entries = extensions[key]?[ref.seq], !hasExpired(ref.seq, in: key, at: nowMs)

@@ -157,7 +157,7 @@ extension Router {
         matching request: HistoryRequest
     ) -> Message? {
         if conversations[key]?.removed.contains(kept.seq) == true { return nil }
-        if Expiry.passed(kept.expireAtMs, at: RelayProtocol.nowMs()) { return nil }
+        if Expiry.passed(kept.expireAtMs, at: nowMs()) { return nil }
         if request.startTimeMs != 0, kept.serverTimeMs < request.startTimeMs { return nil }
         if request.endTimeMs != 0, kept.serverTimeMs > request.endTimeMs { return nil }
         if !request.senderIDs.isEmpty, !request.senderIDs.contains(kept.senderID) { return nil }

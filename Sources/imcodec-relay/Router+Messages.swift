@@ -67,7 +67,7 @@ extension Router {
         }
         let maxSeq = conversations[key]?.maxSeq ?? 0
         let kept = Self.isKept(frame)
-        let serverTimeMs = RelayProtocol.nowMs()
+        let serverTimeMs = nowMs()
         let stamp = ServerStamp(
             serverMsgUID: ids.nextMessageUID(),
             seq: kept ? maxSeq + 1 : nil,
@@ -469,7 +469,7 @@ extension Router {
                 }
                 audience = audience.map { $0.intersection(targeted) } ?? targeted
             }
-            if state.removed.contains(seq) || hasExpired(seq, in: key, at: RelayProtocol.nowMs()), !removes {
+            if state.removed.contains(seq) || hasExpired(seq, in: key, at: nowMs()), !removes {
                 refuse(
                     session,
                     requestID,

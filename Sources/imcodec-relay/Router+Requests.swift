@@ -225,7 +225,7 @@ extension Router {
             var left = budget
             // A full page ends at its last message; a short one covers the whole range.
             var end = messages.count == limit ? messages.last!.seq : last
-            let nowMs = RelayProtocol.nowMs()
+            let nowMs = self.nowMs()
             for message in messages where !Expiry.passed(message.expireAtMs, at: nowMs) {
                 left -= message.frame.count + 9
                 if left < 0, !answer.messages.isEmpty {
@@ -271,7 +271,7 @@ extension Router {
             }
             var left = budget
             var end = rows.count == limit ? rows.last!.position : head
-            let nowMs = RelayProtocol.nowMs()
+            let nowMs = self.nowMs()
             for row in rows {
                 if row.originDevice == device {
                     continue  // This device sent it; its ack answered it.

@@ -48,6 +48,22 @@ enum TestAuth {
 
 /// Starts a relay on 127.0.0.1 and an ephemeral port (in-memory store, ``TestAuth``'s secret),
 /// runs `body`, and shuts the relay down.
+/// A relay clock a test moves forward instead of waiting (``RelayConfiguration/clock``): the real
+/// time plus an offset.
+final class TestClock: Sendable {
+    private let offset = NIOLockedValueBox<Int64>(0)
+
+    /// The clock to give the relay.
+    var now: @Sendable () -> Int64 {
+        { [offset] in RelayProtocol.nowMs() + offset.withLockedValue { $0 } }
+    }
+
+    /// Moves the clock forward until it reads past `ms`.
+    func advance(past ms: Int64) {
+        offset.withLockedValue { $0 += max(0, ms + 1 - (RelayProtocol.nowMs() + $0)) }
+    }
+}
+
 func withRelay<R>(
     _ configure: (inout RelayConfiguration) -> Void = { _ in },
     _ body: (RelayServer) async throws -> R
