@@ -281,6 +281,7 @@ extension Router {
                 guard !row.frame.isEmpty, !Expiry.passed(row.expireAtMs, at: nowMs) else { continue }
                 var bytes = row.frame
                 if row.isMessage { bytes += row.sent ? self.sentSuffix : self.receivedOfflineSuffix }
+                bytes += Self.noRequestSuffix
                 bytes += Self.positionSuffix(row.position)
                 left -= bytes.count + 16
                 if left < 0, !answer.frames.isEmpty {

@@ -588,10 +588,10 @@ final class Router {
         return out
     }
 
-    /// `Frame{request_id: 0, stream_position: position}`, the zero written out (see
-    /// ``noRequestSuffix``): appended to every kept frame a device gets, live or by sync.
+    /// `Frame{stream_position: position}`: appended, after ``noRequestSuffix``, to every kept frame
+    /// a device gets, live or by sync.
     static func positionSuffix(_ position: UInt64) -> [UInt8] {
-        noRequestSuffix + Frame.with { $0.streamPosition = position }.serializedBytes()
+        Frame.with { $0.streamPosition = position }.serializedBytes()
     }
 
     /// `Frame{request_id: 0}` written out (an encoder writes no zero, but a reader takes the last
@@ -612,7 +612,8 @@ final class Router {
                     let position = Self.positionSuffix(delivery.position)
                     out =
                         isMessage
-                        ? record(body, delivery.sent ? sentSuffix : receivedSuffix, position) : record(body, position)
+                        ? record(body, delivery.sent ? sentSuffix : receivedSuffix, Self.noRequestSuffix, position)
+                        : record(body, Self.noRequestSuffix, position)
                 }
                 write(out!, kind: kind, to: session)
                 stats.framesForwarded += 1

@@ -353,7 +353,7 @@ struct RelaySessionTests {
                                         }
                                     )
                                 }
-                                .serializedBytes() + Router.positionSuffix(.max)
+                                .serializedBytes() + Router.noRequestSuffix + Router.positionSuffix(.max)
                         }
                     ]
                 }
