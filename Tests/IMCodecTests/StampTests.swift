@@ -17,6 +17,8 @@ struct StampTests {
         if random.chance(80) { stamp.seq = seqs.randomElement(using: &random.rng) }
         if random.chance(80) { stamp.serverTimeMs = times.randomElement(using: &random.rng) }
         if random.chance(50) { stamp.status = statuses.randomElement(using: &random.rng) }
+        let timers: [UInt32] = [1, 127, 128, 86_400, .max]
+        if random.chance(30) { stamp.expireAfterS = timers.randomElement(using: &random.rng) }
         if random.chance(30) { stamp.expireAtMs = times.randomElement(using: &random.rng) }
         return stamp
     }
@@ -42,7 +44,7 @@ struct StampTests {
             var expected = original
             try stamp.apply(to: &expected)
             if stamp.serverMsgUID != nil || stamp.seq != nil || stamp.serverTimeMs != nil || stamp.status != nil
-                || stamp.expireAtMs != nil
+                || stamp.expireAfterS != nil || stamp.expireAtMs != nil
             {
                 stamped += 1
             }
@@ -89,7 +91,9 @@ struct StampTests {
                 serverMsgUID: "srv-\(random.string())",
                 seq: 9,
                 serverTimeMs: 1_700_000_000_000,
-                status: .sent
+                status: .sent,
+                expireAfterS: 86_400,
+                expireAtMs: 1_700_086_400_000
             )
             let output = try stamp.applied(to: bytes(original))
             var expected = original
@@ -222,6 +226,7 @@ struct StampTests {
             ServerStamp(serverMsgUID: ""), ServerStamp(seq: 0), ServerStamp(serverTimeMs: 0),
             ServerStamp(status: .unspecified), ServerStamp(status: .unrecognized(0)),
             ServerStamp(serverMsgUID: "ok", seq: 0), ServerStamp(expireAtMs: 0),
+            ServerStamp(expireAfterS: 0),
         ]
         for stamp in zeros {
             #expect(code { () throws(IMCodecError) in try stamp.check() } == .invalidArgument)

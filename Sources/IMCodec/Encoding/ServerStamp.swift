@@ -1,12 +1,11 @@
 /// The fields a server assigns to a message it accepts (its uid, the conversation's sequence
-/// number, the server time, a status, when a disappearing message expires), added to a received frame's bytes without decoding and
-/// re-encoding them.
+/// number, the server time, a status, a disappearing message's timer and when it expires), added
+/// to a received frame's bytes without decoding and re-encoding them.
 ///
 /// Protobuf parsing is merging: a singular sub-message that occurs again is merged into the first
 /// occurrence, and in the merged message the last value of a scalar wins. So appending the
 /// canonical encoding of `Frame{message: Message{server_msg_uid, seq, server_time_ms, status,
-/// expire_at_ms}}` to a
-/// frame whose payload is a message gives a frame that every conforming parser (IMCodec's and
+/// expire_after_s, expire_at_ms}}` to a frame whose payload is a message gives a frame that every conforming parser (IMCodec's and
 /// Google's) decodes to the sender's frame with the stamped fields set, and the sender's bytes are
 /// forwarded untouched:
 ///
@@ -41,6 +40,10 @@ public struct ServerStamp: Sendable, Hashable {
     public var serverTimeMs: Int64?
     /// `Message.status`, or `nil` to leave it as it is.
     public var status: MessageStatus?
+    /// `Message.expire_after_s`, the disappearing timer the message was sent under, or `nil` to
+    /// leave it as it is: a server that enforces a conversation's timer (events.proto
+    /// `DisappearingTimerEvent`) stamps it over what the sender wrote.
+    public var expireAfterS: UInt32?
     /// `Message.expire_at_ms`, when receivers delete a disappearing message (the server time plus
     /// `expire_after_s`; see ``expiry(serverTimeMs:expireAfterS:)``), or `nil` to leave it as it is.
     public var expireAtMs: Int64?
@@ -51,18 +54,21 @@ public struct ServerStamp: Sendable, Hashable {
     ///   - seq: The per-conversation sequence number (not 0).
     ///   - serverTimeMs: The server time in milliseconds since the Unix epoch (not 0).
     ///   - status: The message's status (not ``MessageStatus/unspecified``).
+    ///   - expireAfterS: The disappearing timer the message was sent under (not 0).
     ///   - expireAtMs: When receivers delete a disappearing message (not 0).
     public init(
         serverMsgUID: String? = nil,
         seq: UInt64? = nil,
         serverTimeMs: Int64? = nil,
         status: MessageStatus? = nil,
+        expireAfterS: UInt32? = nil,
         expireAtMs: Int64? = nil
     ) {
         self.serverMsgUID = serverMsgUID
         self.seq = seq
         self.serverTimeMs = serverTimeMs
         self.status = status
+        self.expireAfterS = expireAfterS
         self.expireAtMs = expireAtMs
     }
 
@@ -84,6 +90,7 @@ public struct ServerStamp: Sendable, Hashable {
         if seq != nil { count += 1 }
         if serverTimeMs != nil { count += 1 }
         if status != nil { count += 1 }
+        if expireAfterS != nil { count += 1 }
         if expireAtMs != nil { count += 1 }
         return count
     }
@@ -95,6 +102,7 @@ public struct ServerStamp: Sendable, Hashable {
         if let seq { message.seq = seq }
         if let serverTimeMs { message.serverTimeMs = serverTimeMs }
         if let status { message.status = status }
+        if let expireAfterS { message.expireAfterS = expireAfterS }
         if let expireAtMs { message.expireAtMs = expireAtMs }
         return message
     }
@@ -117,6 +125,7 @@ public struct ServerStamp: Sendable, Hashable {
         if seq == 0 { throw Self.zero("seq", "0") }
         if serverTimeMs == 0 { throw Self.zero("serverTimeMs", "0") }
         if status?.rawValue == 0 { throw Self.zero("status", ".unspecified") }
+        if expireAfterS == 0 { throw Self.zero("expireAfterS", "0") }
         if expireAtMs == 0 { throw Self.zero("expireAtMs", "0") }
     }
 
@@ -138,6 +147,7 @@ public struct ServerStamp: Sendable, Hashable {
         if let seq { message.seq = seq }
         if let serverTimeMs { message.serverTimeMs = serverTimeMs }
         if let status { message.status = status }
+        if let expireAfterS { message.expireAfterS = expireAfterS }
         if let expireAtMs { message.expireAtMs = expireAtMs }
     }
 
@@ -208,12 +218,16 @@ public struct ServerStamp: Sendable, Hashable {
 
     /// Writes the canonical encoding of ``frame`` without building the values: what the generated
     /// `Frame._encode` writes for it (StampTests compares the two), back to front as every encoder
-    /// does (see ``_WireWriter``): `Message` fields 36, 10, 8, 3, 2, then the `Frame.message` length
+    /// does (see ``_WireWriter``): `Message` fields 36, 35, 10, 8, 3, 2, then the `Frame.message` length
     /// and tag. Call it only after ``check()``: zero values would be written here.
     private func encode(to writer: inout _WireWriter) {
         if let expireAtMs {
             writer.writeVarint(UInt64(bitPattern: expireAtMs))
             writer.writeVarint(WireFormat.tag(36, 0))
+        }
+        if let expireAfterS {
+            writer.writeVarint(UInt64(expireAfterS))
+            writer.writeVarint(WireFormat.tag(35, 0))
         }
         if let status {
             writer.writeVarint(UInt64(bitPattern: Int64(status.rawValue)))
