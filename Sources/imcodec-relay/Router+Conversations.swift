@@ -24,6 +24,16 @@ struct UserConversation {
         info.unreadCount = UInt32(clamping: unread.count)
     }
 
+    /// Takes the messages `removed` (recalled, deleted for everyone, expired) out of the unread
+    /// seqs and @; whether the entry changed, which it also does when its last message is one of them.
+    mutating func drop(_ removed: Set<UInt64>) -> Bool {
+        let unreadBefore = unread.count
+        let atMeBefore = info.atMe.count
+        unread.removeAll { removed.contains($0) }
+        info.atMe.removeAll { removed.contains($0.seq) }
+        return unread.count != unreadBefore || info.atMe.count != atMeBefore || removed.contains(lastSeq)
+    }
+
     /// The record's bytes: the entry (its last message's seq in an otherwise empty `last_message`),
     /// then the unread seqs.
     var bytes: [UInt8] {
@@ -278,15 +288,26 @@ extension Router {
         guard !removed.isEmpty || edited != 0 else { return }
         for delivery in deliveries {
             guard var view = userConversations[delivery.user]?[key] else { continue }
-            let unread = view.unread.count
-            let atMe = view.info.atMe.count
-            view.unread.removeAll { removed.contains($0) }
-            view.info.atMe.removeAll { removed.contains($0.seq) }
-            let changed =
-                view.unread.count != unread || view.info.atMe.count != atMe || removed.contains(view.lastSeq)
-                || (edited != 0 && edited == view.lastSeq)
+            let changed = view.drop(removed) || (edited != 0 && edited == view.lastSeq)
             guard changed else { continue }
             setView(view, of: key, for: delivery.user, version: delivery.position)
+        }
+    }
+
+    /// Disappearing messages that expired (`seqs` of `key`) leave every member's unread count and
+    /// @, and an entry whose last message expired changes too. Each changed entry moves to a new
+    /// position of its user's stream, so the list's next sync has it: an entry with no frame, which
+    /// no sync serves (as an expired message's own entries), since no event says a message expired.
+    func conversationsLost(_ seqs: Set<UInt64>, in key: ConversationKey) {
+        var changed: [(user: String, view: UserConversation)] = []
+        for user in users(of: key) {
+            guard var view = userConversations[user]?[key], view.drop(seqs) else { continue }
+            changed.append((user, view))
+        }
+        guard !changed.isEmpty else { return }
+        let deliveries = keep(.event([]), for: changed.map(\.user), origin: Self.relayOrigin)
+        for (entry, delivery) in zip(changed, deliveries) {
+            setView(entry.view, of: key, for: entry.user, version: delivery.position)
         }
     }
 

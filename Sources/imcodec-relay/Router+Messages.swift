@@ -68,11 +68,17 @@ extension Router {
         let maxSeq = conversations[key]?.maxSeq ?? 0
         let kept = Self.isKept(frame)
         let serverTimeMs = nowMs()
+        // The conversation's disappearing timer, stamped over the sender's when they differ.
+        let expireAfterS = Self.disappearingTimer(
+            message: frame.expireAfterS,
+            conversation: disappearingTimers[key] ?? 0
+        )
         let stamp = ServerStamp(
             serverMsgUID: ids.nextMessageUID(),
             seq: kept ? maxSeq + 1 : nil,
             serverTimeMs: serverTimeMs,
-            expireAtMs: ServerStamp.expiry(serverTimeMs: serverTimeMs, expireAfterS: frame.expireAfterS)
+            expireAfterS: expireAfterS == frame.expireAfterS ? nil : expireAfterS,
+            expireAtMs: ServerStamp.expiry(serverTimeMs: serverTimeMs, expireAfterS: expireAfterS)
         )
         // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
         let stamped: [UInt8]
@@ -321,6 +327,7 @@ extension Router {
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
             conversationsRead(read, by: user, position: own.position)
         }
+        if let key, case .disappearingTimer(let timer)? = event.payload { setDisappearingTimer(timer, in: key) }
         if let key, [.recall, .delete, .edit].contains(frame.payloadKind), let payload = event.payload {
             conversationsChanged(by: payload, naming: named, in: key, deliveries: deliveries)
         }

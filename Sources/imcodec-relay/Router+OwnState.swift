@@ -113,7 +113,8 @@ extension Router {
         }
     }
 
-    /// Loads the state records: conversation views, blocklists, message extensions and changes.
+    /// Loads the state records: conversation views, blocklists, message extensions and changes,
+    /// disappearing timers.
     func loadRecords(_ records: [StateRecordKey: [UInt8]]) {
         for (key, bytes) in records {
             switch key {
@@ -133,6 +134,11 @@ extension Router {
             case .messageChange(let conversation, let seq):
                 guard let change = try? Message(serializedBytes: bytes) else { continue }
                 messageChanges[conversation, default: [:]][seq] = change
+            case .disappearingTimer(let conversation):
+                guard let event = try? DisappearingTimerEvent(serializedBytes: bytes), event.expireAfterS > 0 else {
+                    continue
+                }
+                disappearingTimers[conversation] = event.expireAfterS
             }
         }
     }

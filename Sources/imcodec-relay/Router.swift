@@ -66,6 +66,9 @@ final class Router {
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).
     var expiring = Heap<ExpiringMessage>()
+    /// Each conversation's disappearing-message timer in seconds, as its last
+    /// `DisappearingTimerEvent` set it (none: off); messages sent in it carry it (Router+Expiry.swift).
+    var disappearingTimers: [ConversationKey: UInt32] = [:]
     var stats = RelayStats()
     private var toFlush: [Session] = []
     let allocator = ByteBufferAllocator()
@@ -104,8 +107,13 @@ final class Router {
             )
         }.serializedBytes()
         conversations = state.conversations
-        for (key, conversation) in conversations {
+        for (key, conversation) in state.conversations {
             for (seq, expireAtMs) in conversation.expiries {
+                // Erased by a sweep before this start, which also changed the conversation list: removed.
+                if conversation.kept[seq]?.size == 0 {
+                    conversations[key]!.removed.insert(seq)
+                    continue
+                }
                 expiring.insert(ExpiringMessage(expireAtMs: expireAtMs, conversation: key, seq: seq))
             }
         }
@@ -541,6 +549,10 @@ final class Router {
         var position: UInt64
         var sent: Bool
     }
+
+    /// The origin of what the relay keeps on its own (no user logs in with an empty id): no
+    /// stream entry it keeps counts as sent by a user or a device.
+    static let relayOrigin = DeviceKey(user: "", device: "")
 
     /// Gives a kept frame the next position of each of `users`' streams and adds the entries to the
     /// store's batch (dropping the oldest entries past ``RelayConfiguration/maxStreamEntries``).

@@ -9,7 +9,8 @@ import IMCodec
 /// - a user's blocklist (a `BlocklistResponse`'s bytes);
 /// - a message's extension (a `MessageExtension`'s bytes, each key with its version);
 /// - what changed on a message since it was sent (a `Message` with the last edit's content and
-///   `edit_version`, and `updated_at_ms`).
+///   `edit_version`, and `updated_at_ms`);
+/// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -19,6 +20,9 @@ enum StateRecordKey: Hashable, Sendable {
     case messageExtension(ConversationKey, seq: UInt64)
     /// What changed on a kept message since it was sent (``Router/messageChanges``): a `Message`'s bytes.
     case messageChange(ConversationKey, seq: UInt64)
+    /// A conversation's disappearing-message timer (``Router/disappearingTimers``): the bytes of the
+    /// `DisappearingTimerEvent` that set it.
+    case disappearingTimer(ConversationKey)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -27,16 +31,19 @@ enum StateRecordKey: Hashable, Sendable {
         case .blocklist: return "blocklist"
         case .messageExtension: return "extension"
         case .messageChange: return "change"
+        case .disappearingTimer: return "timer"
         }
     }
 
     /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
-    /// ``ConversationKey/storageID``, the user, or `SEQ:` + the conversation's storage id.
+    /// ``ConversationKey/storageID``, the user, `SEQ:` + the conversation's storage id, or the
+    /// conversation's storage id.
     var id: String {
         switch self {
         case .conversation(let user, let key): return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
         case .messageExtension(let key, let seq), .messageChange(let key, let seq): return "\(seq):\(key.storageID)"
+        case .disappearingTimer(let key): return key.storageID
         }
     }
 
@@ -53,6 +60,9 @@ enum StateRecordKey: Hashable, Sendable {
                 let key = ConversationKey(storageID: String(decoding: utf8[(colon + 1 + length)...], as: UTF8.self))
             else { return nil }
             self = .conversation(user: String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self), key)
+        case "timer":
+            guard let key = ConversationKey(storageID: id) else { return nil }
+            self = .disappearingTimer(key)
         case "extension", "change":
             guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
                 let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
