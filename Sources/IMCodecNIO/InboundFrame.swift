@@ -41,8 +41,9 @@ public struct InboundFrame: Sendable, Hashable {
     public let atUserIDs: [String]
     /// Whether a group message @-mentions every member (`Message.at.at_all`).
     public let atAll: Bool
-    /// The fields of a message payload that only a server sets, which its sender set
-    /// (`Message.View.serverAssignedFields`; empty for other frames and for a message as it should be sent).
+    /// The fields that only a server sets which the sender set (`Message.View.serverAssignedFields`):
+    /// of a message payload, or of an edit's `new_message` (receivers take it as the message); empty
+    /// for other frames and for a message as it should be sent.
     public let serverAssignedFields: [String]
     /// A disappearing message's `expire_after_s` (0 for other frames), from which a server stamps
     /// its `expire_at_ms` (`ServerStamp.expiry(serverTimeMs:expireAfterS:)`).
@@ -118,6 +119,9 @@ extension InboundFrame {
                 var atAll = false
                 var serverAssignedFields: [String] = []
                 var expireAfterS: UInt32 = 0
+                if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
+                    serverAssignedFields = edited.serverAssignedFields
+                }
                 if case .message(let message)? = view.payload {
                     storagePolicy = message.storagePolicy
                     serverAssignedFields = message.serverAssignedFields

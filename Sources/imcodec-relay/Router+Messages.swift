@@ -503,6 +503,29 @@ extension Router {
         if case .edit(let event)? = decoded.payload, let edited = event.newMessage, let seq = seqs.first,
             let kept = state.kept[seq]
         {
+            // The fields only the server sets, as on a message (1007): an edit could otherwise show
+            // receivers a read list, reactions or an edit count that never happened. A device that
+            // edits its copy of the message may repeat what the server gave it, nothing else.
+            let forged = frame.serverAssignedFields.filter {
+                !Self.repeatsTheServer(
+                    $0,
+                    edited,
+                    kept: kept,
+                    expireAtMs: state.expiries[seq] ?? 0,
+                    change: messageChanges[key]?[seq]
+                )
+            }
+            guard forged.isEmpty else {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the edit's new_message sets fields only the server sets, to values it did not give: "
+                        + forged.joined(separator: ", ") + "; send it without them"
+                )
+                return nil
+            }
             let differs: String? =
                 if !edited.senderID.isEmpty, edited.senderID != kept.sender {
                     "sender_id"
@@ -553,6 +576,28 @@ extension Router {
         return (requestID, seqs, audience)
     }
 
+    /// Whether the field `name` (of ``Message/serverAssignedFieldNames``) of an edit's new_message
+    /// says what the server set on the edited message: its uid and seq (compared with the other ids
+    /// in `checkEvent`), its server time, its expiry, the edit count and update time history serves it
+    /// with (`change`), and `is_offline` (how the editing device got its copy). The relay sets no other
+    /// such field on a message, so any other one set is forged.
+    static func repeatsTheServer(
+        _ name: String,
+        _ edited: Message,
+        kept: (sender: String, clientMsgID: String, serverMsgUID: String, serverTimeMs: Int64, size: Int),
+        expireAtMs: Int64,
+        change: Message?
+    ) -> Bool {
+        switch name {
+        case "server_msg_uid", "seq", "is_offline": return true
+        case "server_time_ms": return edited.serverTimeMs == kept.serverTimeMs
+        case "expire_at_ms": return edited.expireAtMs == expireAtMs
+        case "edit_version": return edited.editVersion == change?.editVersion
+        case "updated_at_ms": return edited.updatedAtMs == change?.updatedAtMs
+        default: return false
+        }
+    }
+
     /// Receipts go to the sender of the message they refer to (read from the message reference),
     /// and to the reader's other devices.
     func routeReceipts(_ frame: InboundFrame, from session: Session, user: String) {
@@ -564,6 +609,20 @@ extension Router {
         case .receipt(let receipt)?: receipts = [receipt]
         case .receipts(let batch)?: receipts = batch.receipts
         default: receipts = []
+        }
+        // A C2CReadReceipt names its reader and no one it goes to, so it cannot be routed; it was
+        // answered with success and dropped before. A peer sees what was read in its conversation
+        // list's read horizons, which a mark_read moves.
+        if case .receipts(let batch)? = decoded.payload, !batch.c2cReadReceipts.isEmpty {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "c2c_read_receipts name no receiver and are not routed: send a mark_read for the conversation "
+                    + "(its peer sees the read horizon in the conversation list)"
+            )
+            return
         }
         // A batch is refused whole when one of its receipts is.
         for receipt in receipts {
@@ -595,7 +654,7 @@ extension Router {
             }
             for (target, receipts) in byTarget.sorted(by: { $0.key < $1.key }) {
                 let body: ByteBuffer
-                if byTarget.count == 1, batch.c2cReadReceipts.isEmpty {
+                if byTarget.count == 1 {
                     body = frame.body
                 } else {
                     body = ByteBuffer(

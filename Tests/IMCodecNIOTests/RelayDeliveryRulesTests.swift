@@ -658,6 +658,80 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// An edit's `new_message` is what receivers take for the message, so the fields only the server
+    /// sets are checked on it as on a message: a device may repeat what the server gave its copy
+    /// (the received message, server time and all, is edited as it is), but an edit that shows a
+    /// read list, reactions, a thread, an edit count, an update time, a receive status or an expiry
+    /// the server never gave is refused (3003, naming the field) and reaches no one. Before, each of
+    /// these reached the receivers live and by stream sync.
+    @Test func anEditCannotSetWhatOnlyTheServerSets() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let message = try await sent(alice, to: bob, "mine", id: "m-1")
+                #expect(message.serverTimeMs != 0 && !message.serverMsgUID.isEmpty)
+                let forgeries: [(String, (inout Message) -> Void)] = [
+                    ("read_ids", { $0.readIDs = ["bob"] }),
+                    ("delivered_ids", { $0.deliveredIDs = ["bob"] }),
+                    (
+                        "reactions",
+                        {
+                            $0.reactions = [
+                                ReactionSummary.with {
+                                    $0.emoji = "👍"; $0.count = 100
+                                }
+                            ]
+                        }
+                    ),
+                    ("thread", { $0.thread = ThreadSummary.with { $0.replyCount = 9 } }),
+                    ("edit_version", { $0.editVersion = 5 }),
+                    ("updated_at_ms", { $0.updatedAtMs = 1 }),
+                    ("received_status", { $0.receivedStatus = 1 }),
+                    ("server_time_ms", { $0.serverTimeMs += 1 }),
+                    ("expire_at_ms", { $0.expireAtMs = message.serverTimeMs + 60_000 }),
+                ]
+                for (index, (field, forge)) in forgeries.enumerated() {
+                    let requestID = UInt64(index + 1)
+                    var frame = edit(message, by: "alice", requestID: requestID)
+                    guard case .edit(var event)? = frame.payload else {
+                        Issue.record("edit(_:by:requestID:) made no edit")
+                        return
+                    }
+                    forge(&event.newMessage!)
+                    frame.payload = .edit(event)
+                    #expect(try await alice.ask(frame) != nil)
+                    let result = alice.collector.result(of: requestID)
+                    #expect(result?.errorCode == RelayProtocol.RequestError.badRequest, "a new_message with \(field)")
+                    #expect(result?.errorDescription.contains(field) == true, "\(result?.errorDescription ?? "")")
+                }
+                // The received copy as it is (server time, uid, seq; is_offline as a synced copy has it).
+                var copy = edit(message, by: "alice", requestID: 20)
+                if case .edit(var event)? = copy.payload {
+                    event.newMessage!.isOffline = true
+                    copy.payload = .edit(event)
+                }
+                #expect(try await alice.ask(copy) != nil)
+                #expect(alice.collector.result(of: 20)?.errorCode == 0)
+                // A second edit of the copy history now serves: its edit count and update time.
+                let history = try #require(
+                    try await RelayHistoryTests.page(alice, id: 21) {
+                        $0.conversation = .group("team"); $0.count = 1
+                    }
+                )
+                let served = try #require(history.messages.first)
+                #expect(served.editVersion == 1 && served.updatedAtMs != 0)
+                #expect(try await alice.ask(edit(served, by: "alice", requestID: 22)) != nil)
+                #expect(alice.collector.result(of: 22)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .edit) == 2 })
+                try await alice.roundTrip(23)
+                #expect(kinds(bob, .edit) == 2, "the refused edits reached no one")
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// events.proto, PollUpdate: "the creator sends closed = true". A poll update (a closing) of
     /// another member's poll is refused with 3006 and reaches no one, and so is one that names no
     /// message the relay keeps (3003: whose poll it is cannot be checked); the creator's own closing
@@ -882,17 +956,35 @@ struct RelayDeliveryRulesTests {
                         ), RelayProtocol.RequestError.badRequest
                     ),
                 ]
-                for (number, (frame, code)) in refusals.enumerated() {
+                // A C2CReadReceipt names its reader and no receiver: a batch with one cannot be routed
+                // (before, it was answered with success and the c2c receipts were dropped), alone or
+                // beside a receipt that could be.
+                let c2c = C2CReadReceipt.with {
+                    $0.userID = "bob"; $0.readTimeMs = RelayProtocol.nowMs()
+                }
+                guard case .receipt(let valid)? = Frame.readReceipt(for: hers.reference, by: "bob").payload else {
+                    Issue.record("no receipt")
+                    return
+                }
+                let c2cRefusals = [
+                    ReceiptBatch.with { $0.c2cReadReceipts = [c2c] },
+                    ReceiptBatch.with {
+                        $0.receipts = [valid]; $0.c2cReadReceipts = [c2c]
+                    },
+                ].map { (RelayProtocol.answer(.receipts($0), requestID: 0), RelayProtocol.RequestError.badRequest) }
+                for (number, (frame, code)) in (refusals + c2cRefusals).enumerated() {
                     let id = UInt64(number + 1)
+                    var frame = frame
+                    frame.requestID = id
                     #expect(try await bob.ask(frame) != nil)
                     #expect(bob.collector.result(of: id)?.errorCode == code, "refusal \(number + 1)")
                 }
-                #expect(try await bob.ask(receipt(hers.reference, reader: "bob", 5)) != nil)
-                #expect(bob.collector.result(of: 5)?.errorCode == 0)
+                #expect(try await bob.ask(receipt(hers.reference, reader: "bob", 15)) != nil)
+                #expect(bob.collector.result(of: 15)?.errorCode == 0)
                 #expect(await eventually { kinds(alice, .receipt) == 1 })
-                try await carol.roundTrip(6)
-                try await dave.roundTrip(7)
-                try await alice.roundTrip(8)
+                try await carol.roundTrip(16)
+                try await dave.roundTrip(17)
+                try await alice.roundTrip(18)
                 #expect(kinds(alice, .receipt) == 1 && kinds(alice, .receipts) == 0)
                 #expect(kinds(carol, .receipt) + kinds(carol, .receipts) == 0)
                 #expect(kinds(dave, .receipt) + kinds(dave, .receipts) == 0)

@@ -268,8 +268,10 @@ struct ConversationState: Sendable {
     var sent: [String: Sent] = [:]
     /// The seq of each kept message, by its server uid.
     var uids: [String: UInt64] = [:]
-    /// The sender, client message id, server uid and stamped frame's size of each kept message, by seq.
-    var kept: [UInt64: (sender: String, clientMsgID: String, serverMsgUID: String, size: Int)] = [:]
+    /// The sender, client message id, server uid, server time and stamped frame's size of each kept
+    /// message, by seq.
+    var kept: [UInt64: (sender: String, clientMsgID: String, serverMsgUID: String, serverTimeMs: Int64, size: Int)] =
+        [:]
     /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
     /// it reach only them.
     var audiences: [UInt64: Set<String>] = [:]
@@ -289,7 +291,8 @@ struct ConversationState: Sendable {
     mutating func add(_ message: StoredMessage) {
         maxSeq = max(maxSeq, message.seq)
         kept[message.seq] = (
-            message.senderID, message.clientMsgID, message.serverMsgUID, message.frameSize ?? message.frame.count
+            message.senderID, message.clientMsgID, message.serverMsgUID, message.serverTimeMs,
+            message.frameSize ?? message.frame.count
         )
         if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
         if message.expireAtMs != 0 { expiries[message.seq] = message.expireAtMs }
