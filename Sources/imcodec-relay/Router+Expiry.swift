@@ -65,12 +65,7 @@ extension Router {
             guard conversations[key]?.expiries[seq] == next.expireAtMs else { continue }
             conversations[key]!.removed.insert(seq)
             expired[key, default: []].insert(seq)
-            if messageChanges[key]?.removeValue(forKey: seq) != nil {
-                store.batch.records[.messageChange(key, seq: seq)] = []
-            }
-            if extensions[key]?.removeValue(forKey: seq) != nil {
-                store.batch.records[.messageExtension(key, seq: seq)] = []
-            }
+            forgetChanges(of: seq, in: key)
         }
         for (key, seqs) in expired { conversationsLost(seqs, in: key) }
         store.batch.eraseExpiredThrough = nowMs

@@ -287,6 +287,17 @@ extension Router {
             store.batch.records[.messageExtension(key, seq: old)] = []
         }
     }
+
+    /// Forgets the changes and the extension of the kept message `seq` of `key` (it was recalled,
+    /// deleted for everyone or expired), in memory and in the store.
+    func forgetChanges(of seq: UInt64, in key: ConversationKey) {
+        if messageChanges[key]?.removeValue(forKey: seq) != nil {
+            store.batch.records[.messageChange(key, seq: seq)] = []
+        }
+        if extensions[key]?.removeValue(forKey: seq) != nil {
+            store.batch.records[.messageExtension(key, seq: seq)] = []
+        }
+    }
 }
 
 extension Array where Element: Equatable {

@@ -318,11 +318,17 @@ extension Router {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
             requestID = event.requestID
         }
+        // An edit or a stream chunk carries content of its message: erased with it (a recall).
+        var about: MessageKey?
+        if let key, named.count == 1, frame.payloadKind == .edit || frame.payloadKind == .streamChunk {
+            about = MessageKey(conversation: key, seq: named[0])
+        }
         let deliveries = keep(
             .event(Array(buffer: frame.body)),
             for: users,
             origin: DeviceKey(user: user, device: session.deviceID),
-            expireAtMs: key.map { expiry(ofEventNaming: named, in: $0) } ?? 0
+            expireAtMs: key.map { expiry(ofEventNaming: named, in: $0) } ?? 0,
+            about: about
         )
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
             conversationsRead(read, by: user, position: own.position)
@@ -569,8 +575,20 @@ extension Router {
             }
         }
         if removes {
+            // What it said is erased: the store keeps a stub in place of its frame and redacts the
+            // edits and stream chunks kept about it (Redaction), and its edits and extension are forgotten.
             for seq in seqs where conversations[key]?.removed.insert(seq).inserted == true {
-                store.batch.removals.append((key, seq))
+                let kept = conversations[key]?.kept[seq]
+                let stub = Redaction.message(
+                    in: key,
+                    seq: seq,
+                    sender: kept?.sender ?? "",
+                    clientMsgID: kept?.clientMsgID ?? "",
+                    serverMsgUID: kept?.serverMsgUID ?? "",
+                    serverTimeMs: kept?.serverTimeMs ?? 0
+                )
+                store.batch.removals.append((key, seq, stub))
+                forgetChanges(of: seq, in: key)
             }
         }
         return (requestID, seqs, audience)

@@ -226,7 +226,10 @@ extension Router {
             // A full page ends at its last message; a short one covers the whole range.
             var end = messages.count == limit ? messages.last!.seq : last
             let nowMs = self.nowMs()
-            for message in messages where !Expiry.passed(message.expireAtMs, at: nowMs) {
+            let removed = self.conversations[key]?.removed ?? []
+            // Not an expired message, nor a removed one (the store erased its frame too).
+            for message in messages
+            where !Expiry.passed(message.expireAtMs, at: nowMs) && !removed.contains(message.seq) {
                 left -= message.frame.count + 9
                 if left < 0, !answer.messages.isEmpty {
                     end = message.seq - 1

@@ -109,8 +109,9 @@ final class Router {
         conversations = state.conversations
         for (key, conversation) in state.conversations {
             for (seq, expireAtMs) in conversation.expiries {
-                // Erased by a sweep before this start, which also changed the conversation list: removed.
-                if conversation.kept[seq]?.size == 0 {
+                // Erased by a sweep before this start, which also changed the conversation list (or
+                // recalled, which took it out of the list): removed, and not swept again.
+                if conversation.kept[seq]?.size == 0 || conversation.removed.contains(seq) {
                     conversations[key]!.removed.insert(seq)
                     continue
                 }
@@ -559,7 +560,15 @@ final class Router {
     /// - Parameters:
     ///   - item: What the entry holds; a message's `sent` is set for `origin.user`.
     ///   - origin: The user and device that sent it: that device is not given it back.
-    func keep(_ item: StreamItem, for users: [String], origin: DeviceKey, expireAtMs: Int64 = 0) -> [Delivery] {
+    ///   - expireAtMs: When the entry expires (``StreamEntry/expireAtMs``; 0: never).
+    ///   - about: The message whose content the event carries (``StreamEntry/about``).
+    func keep(
+        _ item: StreamItem,
+        for users: [String],
+        origin: DeviceKey,
+        expireAtMs: Int64 = 0,
+        about: MessageKey? = nil
+    ) -> [Delivery] {
         if case .event(let frame) = item, users.contains(origin.user) {
             recentEvents[origin, default: RecentEvents()].insert(frame)
         }
@@ -577,7 +586,8 @@ final class Router {
                     position: stream.head,
                     originDevice: sent ? origin.device : nil,
                     item: entryItem,
-                    expireAtMs: expireAtMs
+                    expireAtMs: expireAtMs,
+                    about: about
                 )
             )
             if stream.count > configuration.maxStreamEntries {

@@ -305,14 +305,14 @@ struct RelayCrashTests {
         #expect(lines.count == 1, "one line on stderr, got:\n\(refused.stderr)")
         let line = String(lines.first ?? "")
         #expect(line.hasPrefix("imcodec-relay: the database \(database) was written by a newer relay"), "\(line)")
-        #expect(line.contains("v99-from-a-newer-relay") && line.contains("v1, v2, v3, v4"), "\(line)")
+        #expect(line.contains("v99-from-a-newer-relay") && line.contains("v1, v2, v3, v4, v5"), "\(line)")
         let after = try fileBytes(database)
         let unchanged = after == before
         #expect(unchanged, "the database was modified: \(differences(before, after))")
 
         #expect(throws: RelayStoreError.self, "opened in process") { _ = try SQLiteRelayStore(path: database) }
         let rows = try Self.migrationsAndMessages(in: database)
-        #expect(rows.0 == ["v1", "v2", "v3", "v4", "v99-from-a-newer-relay"] && rows.1 == 1, "\(rows)")
+        #expect(rows.0 == ["v1", "v2", "v3", "v4", "v5", "v99-from-a-newer-relay"] && rows.1 == 1, "\(rows)")
     }
 
     /// Records a migration in the SQLite database at `path`, checkpointed into the file (GRDB's
@@ -1464,7 +1464,6 @@ private final class LoadDevice {
             let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
             var edited = target.message
             edited.elements = [.text("edited \(k)")]
-            edited.editVersion = UInt32(k)
             return [
                 sendEvent(
                     .edit,

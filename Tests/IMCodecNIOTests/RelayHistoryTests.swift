@@ -130,7 +130,7 @@ struct RelayHistoryTests {
 
     /// What bob's device `device` reads back of his conversation with alice: the kinds of his stream's
     /// frames, and the texts of a sync by seq and of history.
-    private static func readBack(
+    static func readBack(
         _ server: RelayServer,
         _ group: any EventLoopGroup,
         _ device: String
@@ -320,6 +320,76 @@ struct RelayHistoryTests {
         let stream = try store.stream(of: "bob", after: 0, through: 100, limit: 100)
         #expect(stream.map(\.expireAtMs) == [expireAtMs, 0, expireAtMs, expireAtMs, 0])
         #expect(stream.map(\.frame.isEmpty) == [true, false, true, true, true])
+    }
+
+    /// events.proto: a recall or a delete for everyone removes a message for every participant, and
+    /// session.proto: a sync skips the seqs with no message. So what a recalled message said is
+    /// served to no one: stream sync gives a device, at the same positions, the message as a stub
+    /// (its ids, status RECALLED, no content), the edit kept about it without its new content, and
+    /// the recall; sync by seq skips it and history leaves it out. The store keeps only the stub
+    /// and the redacted edit, so a restart serves nothing of it either. Before, stream sync and
+    /// sync by seq served the original to every device that read back later, and stream sync the
+    /// edit's new content.
+    @Test(arguments: StoreBackend.allCases)
+    func aRecalledMessageAndTheEditKeptAboutItAreServedToNoOne(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = { $0.store = database.location }
+        let secret = Array("secret".utf8)
+        /// What a new device of bob's reads back, and whether any frame of his stream holds "secret".
+        func readBack(
+            _ server: RelayServer,
+            _ group: any EventLoopGroup,
+            _ device: String
+        ) async throws -> (
+            stream: [Frame.Payload.Kind?], bySeq: [String], history: [String], leaks: Bool
+        ) {
+            let read = try await Self.readBack(server, group, device)
+            let reader = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: device + "-raw")
+            let frames = try #require(try await reader.streamPage(requestID: 904))
+            await reader.close()
+            let leaks = frames.contains { $0.serializedBytes().contains(subsequence: secret) }
+            return (read.stream, read.bySeq, read.history, leaks)
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "secret", clientMsgID: "r-1")))
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "stays", clientMsgID: "r-2")))
+                #expect(await eventually { bob.collector.messages.count == 2 })
+                let reference = bob.collector.messages[0].reference
+                let edit = EditEvent.with {
+                    $0.message = reference; $0.editorID = "alice"; $0.timeMs = RelayProtocol.nowMs()
+                    $0.newMessage = Message.c2cText(from: "alice", to: "bob", "edited secret", clientMsgID: "r-1")
+                }
+                #expect(try await RelayUserStateTests.ask(alice, .edit(edit), id: 1)?.requestResult?.errorCode == 0)
+                let before = try await readBack(server, group, "laptop")
+                #expect(before.stream == [.message, .message, .edit] && before.bySeq == ["secret", "stays"])
+                #expect(before.leaks)
+                var recall = Frame.recall(reference, by: "alice")
+                recall.requestID = 2
+                #expect(try await alice.ask(recall)?.requestResult?.errorCode == 0)
+                let after = try await readBack(server, group, "tablet")
+                #expect(after.stream == [.message, .message, .edit, .recall])
+                #expect(after.bySeq == ["stays"] && after.history == ["stays"] && !after.leaks)
+                for client in [alice, bob] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let after = try await readBack(server, group, "phone")
+                #expect(after.stream == [.message, .message, .edit, .recall])
+                #expect(after.bySeq == ["stays"] && after.history == ["stays"] && !after.leaks)
+            }
+        }
+        let store = try database.open()
+        defer { store.close() }
+        let kept = try store.messages(in: .direct("alice", "bob"), from: 1, through: 2, limit: 10, visibleTo: "bob")
+        let stub = try kept.first.flatMap { try Frame(serializedBytes: $0.frame).messagePayload }
+        #expect(stub?.status == .recalled && stub?.elements.isEmpty == true && stub?.clientMsgID == "r-1")
+        #expect(stub?.senderID == "alice" && stub?.seq == 1 && stub?.conversation == .oneToOne("bob"))
+        let stream = try store.stream(of: "bob", after: 0, through: 100, limit: 100)
+        #expect(stream.count == 4 && !stream.contains { $0.frame.contains(subsequence: secret) })
+        #expect(!kept.contains { $0.frame.contains(subsequence: secret) })
     }
 
     /// History serves a message as it now is, so an edit or an extension update that could make it

@@ -89,7 +89,7 @@ struct RelayStoreTests {
             entry("alice", 5, origin: "tablet", .message(direct, seq: 3, sent: true)),
             entry("bob", 5, .message(direct, seq: 3, sent: false)),
         ]
-        batch.removals = [(direct, 1)]
+        batch.removals = [(direct, 1, [7, 7])]
         batch.devicePositions = [
             DeviceKey(user: "alice", device: "phone"): 1, DeviceKey(user: "bob", device: "laptop"): 4,
         ]

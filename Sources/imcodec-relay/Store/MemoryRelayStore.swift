@@ -40,7 +40,7 @@ final class MemoryRelayStore: RelayStore {
                 state.members[change.conversation]?.remove(change.user)
             }
         }
-        for removal in batch.removals { state.conversations[removal.conversation]?.removed.insert(removal.seq) }
+        if !batch.removals.isEmpty { erase(batch.removals) }
         for (device, position) in batch.devicePositions {
             state.devicePositions[device] = max(state.devicePositions[device] ?? 0, position)
         }
@@ -61,6 +61,29 @@ final class MemoryRelayStore: RelayStore {
             state.records[key] = bytes.isEmpty ? nil : bytes
         }
         if let through = batch.eraseExpiredThrough { eraseExpired(through: through) }
+    }
+
+    /// Marks recalled and deleted messages removed and keeps their stubs in place of their frames,
+    /// and redacts the events about them that carry their content (``Redaction``).
+    private func erase(_ removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])]) {
+        var removed: Set<MessageKey> = []
+        for removal in removals {
+            state.conversations[removal.conversation]?.removed.insert(removal.seq)
+            removed.insert(MessageKey(conversation: removal.conversation, seq: removal.seq))
+            let kept = messages[removal.conversation] ?? []
+            let index = Self.firstIndex(kept, atLeast: removal.seq, by: \.seq)
+            if index < kept.count, kept[index].seq == removal.seq {
+                messages[removal.conversation]![index].frame = removal.stub
+            }
+        }
+        for user in streams.keys {
+            for index in streams[user]!.indices {
+                guard let about = streams[user]![index].about, removed.contains(about),
+                    case .event(let frame) = streams[user]![index].item
+                else { continue }
+                streams[user]![index].item = .event(Redaction.event(frame))
+            }
+        }
     }
 
     /// Empties the frames of the disappearing messages and events that expired by `through`.

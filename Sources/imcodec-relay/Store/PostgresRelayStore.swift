@@ -50,7 +50,11 @@ import PostgresNIO
 /// - `key_bundles(user_id, device, kind, bundle)`: each device's end-to-end key bundles;
 /// - `records(scope, id, value)`: the state records (``StateRecordKey``);
 /// - `messages.expire_at_ms` and `stream.expire_at_ms` (version 3), each with a partial index of
-///   the rows that expire: when a disappearing message, or an event about one, expires (0: never).
+///   the rows that expire: when a disappearing message, or an event about one, expires (0: never);
+/// - `stream.about` (version 4), with a partial index: for an event that carries content of one
+///   message (an edit, a stream chunk), that message (``MessageKey/storageID``), so a recall or a
+///   delete for everyone erases the event's frame with the message's. Version 4 also erases the
+///   frames of the messages removed before it.
 ///
 /// Made for the multi-node step (SCALING.md) as well: `conversations.max_seq` and `streams.head` are
 /// the counters several writers would allocate from (`UPDATE ... SET max_seq = max_seq + n RETURNING`,
@@ -129,6 +133,14 @@ final class PostgresRelayStore: RelayStore {
                 "ALTER TABLE stream ADD COLUMN expire_at_ms bigint NOT NULL DEFAULT 0",
                 "CREATE INDEX messages_expiry ON messages (expire_at_ms) WHERE expire_at_ms > 0",
                 "CREATE INDEX stream_expiry ON stream (expire_at_ms) WHERE expire_at_ms > 0",
+            ]
+        ),
+        (
+            "what recalled and deleted messages said is erased",
+            [
+                "ALTER TABLE stream ADD COLUMN about text",
+                "CREATE INDEX stream_about ON stream (about) WHERE about IS NOT NULL",
+                "UPDATE messages SET frame = ''::bytea WHERE removed",
             ]
         ),
     ]
@@ -563,7 +575,7 @@ final class PostgresRelayStore: RelayStore {
         )
         var events = (
             user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), frame: [ByteBuffer](),
-            expireAtMs: [Int64]()
+            expireAtMs: [Int64](), about: [String]()
         )
         for entry in entries {
             let position = try Self.bigint(entry.position)
@@ -584,9 +596,11 @@ final class PostgresRelayStore: RelayStore {
                 events.origin.append(entry.originDevice ?? "")
                 events.frame.append(ByteBuffer(bytes: frame))
                 events.expireAtMs.append(entry.expireAtMs)
+                events.about.append(entry.about?.storageID ?? "")
             }
         }
-        // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false.)
+        // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false, `about`
+        // where it is empty.)
         if !messages.user.isEmpty {
             try run(
                 """
@@ -600,10 +614,10 @@ final class PostgresRelayStore: RelayStore {
         if !events.user.isEmpty {
             try run(
                 """
-                INSERT INTO stream (user_id, position, origin_device, frame, expire_at_ms)
-                SELECT u, p, CASE WHEN h THEN o END, f, x
+                INSERT INTO stream (user_id, position, origin_device, frame, expire_at_ms, about)
+                SELECT u, p, CASE WHEN h THEN o END, f, x, NULLIF(a, '')
                 FROM unnest(\(events.user), \(events.position), \(events.hasOrigin), \(events.origin),
-                    \(events.frame), \(events.expireAtMs)) AS e(u, p, h, o, f, x)
+                    \(events.frame), \(events.expireAtMs), \(events.about)) AS e(u, p, h, o, f, x, a)
                 """
             )
         }
@@ -632,12 +646,31 @@ final class PostgresRelayStore: RelayStore {
         if !batch.removals.isEmpty {
             let ids = batch.removals.map(\.conversation.storageID)
             let seqs = try batch.removals.map { try Self.bigint($0.seq) }
+            let stubs = batch.removals.map { ByteBuffer(bytes: $0.stub) }
             try run(
                 """
-                UPDATE messages SET removed = true FROM unnest(\(ids), \(seqs)) AS r(c, s)
+                UPDATE messages SET removed = true, frame = r.f FROM unnest(\(ids), \(seqs), \(stubs)) AS r(c, s, f)
                 WHERE messages.conversation = r.c AND messages.seq = r.s
                 """
             )
+            // The events that carried their content, redacted (Redaction.event) and written back.
+            let about = batch.removals.map { MessageKey(conversation: $0.conversation, seq: $0.seq).storageID }
+            var redacted = (user: [String](), position: [Int64](), frame: [ByteBuffer]())
+            try forEachRow("SELECT user_id, position, frame FROM stream WHERE about = ANY(\(about))") { row in
+                let (user, position, frame) = try row.decode((String, Int64, ByteBuffer).self)
+                redacted.user.append(user)
+                redacted.position.append(position)
+                redacted.frame.append(ByteBuffer(bytes: Redaction.event(Array(buffer: frame))))
+            }
+            if !redacted.user.isEmpty {
+                try run(
+                    """
+                    UPDATE stream SET frame = r.f
+                    FROM unnest(\(redacted.user), \(redacted.position), \(redacted.frame)) AS r(u, p, f)
+                    WHERE stream.user_id = r.u AND stream.position = r.p
+                    """
+                )
+            }
         }
         if !batch.devicePositions.isEmpty {
             let devices = Array(batch.devicePositions)

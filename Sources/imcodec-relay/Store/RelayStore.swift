@@ -113,6 +113,19 @@ struct StreamEntry: Sendable {
     /// For an event about disappearing messages (an edit, a reaction...), when the last of them
     /// expires (0: never): the event is not served after that time and is erased with them.
     var expireAtMs: Int64 = 0
+    /// For an event that carries content of one kept message (an edit's new content, a stream
+    /// chunk), that message: the event's frame is redacted when the message is recalled or deleted
+    /// for everyone (``StoreBatch/removals``).
+    var about: MessageKey? = nil
+}
+
+/// A kept message, by its conversation and seq.
+struct MessageKey: Hashable, Sendable {
+    var conversation: ConversationKey
+    var seq: UInt64
+
+    /// As a store keeps it: `SEQ:` + the conversation's ``ConversationKey/storageID``.
+    var storageID: String { "\(seq):\(conversation.storageID)" }
 }
 
 /// A stream entry read back, with the bytes of its frame.
@@ -136,8 +149,11 @@ struct StoreBatch: Sendable {
     var streamEntries: [StreamEntry] = []
     /// Membership changes in order: joined (true) or left.
     var memberships: [(conversation: ConversationKey, user: String, joined: Bool)] = []
-    /// Messages recalled or deleted for everyone: edits and reactions to them are refused.
-    var removals: [(conversation: ConversationKey, seq: UInt64)] = []
+    /// Messages recalled or deleted for everyone: edits and reactions to them are refused, and the
+    /// store keeps `stub` (``Redaction/message(in:seq:sender:clientMsgID:serverMsgUID:serverTimeMs:)``)
+    /// in place of each one's frame and redacts the events that carried its content
+    /// (``StreamEntry/about``, ``Redaction/event(_:)``), so no read serves what they said.
+    var removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// Retention: the oldest seq kept per conversation (older messages are deleted).

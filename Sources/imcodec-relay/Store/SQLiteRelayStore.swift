@@ -28,7 +28,11 @@ import IMCodec
 /// - `records(scope, id, value)` (version 3): the state records (``StateRecordKey``): each user's
 ///   view of its conversations, blocklists, message extensions;
 /// - `messages.expire_at_ms` and `stream.expire_at_ms` (version 4), each with a partial index of
-///   the rows that expire: when a disappearing message, or an event about one, expires (0: never).
+///   the rows that expire: when a disappearing message, or an event about one, expires (0: never);
+/// - `stream.about` (version 5), with a partial index: for an event that carries content of one
+///   message (an edit, a stream chunk), that message (``MessageKey/storageID``), so a recall or a
+///   delete for everyone erases the event's frame with the message's. Version 5 also erases the
+///   frames of the messages removed before it.
 final class SQLiteRelayStore: RelayStore {
     /// The database file's path.
     let path: String
@@ -164,6 +168,15 @@ final class SQLiteRelayStore: RelayStore {
                     ALTER TABLE stream ADD COLUMN expire_at_ms INTEGER NOT NULL DEFAULT 0;
                     CREATE INDEX messages_expiry ON messages (expire_at_ms) WHERE expire_at_ms > 0;
                     CREATE INDEX stream_expiry ON stream (expire_at_ms) WHERE expire_at_ms > 0;
+                    """
+            )
+        }
+        migrator.registerMigration("v5") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE stream ADD COLUMN about TEXT;
+                    CREATE INDEX stream_about ON stream (about) WHERE about IS NOT NULL;
+                    UPDATE messages SET frame = x'' WHERE removed = 1;
                     """
             )
         }
@@ -322,8 +335,9 @@ final class SQLiteRelayStore: RelayStore {
         let insertEntry = try RawStatement(
             db.cachedStatement(
                 sql: """
-                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame, expire_at_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame, expire_at_ms,
+                        about)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
         )
@@ -332,6 +346,11 @@ final class SQLiteRelayStore: RelayStore {
             try insertEntry.bind(entry.user, at: 1)
             try insertEntry.bind(entry.position, at: 2)
             try insertEntry.bind(entry.expireAtMs, at: 8)
+            if let about = entry.about {
+                try insertEntry.bind(about.storageID, at: 9)
+            } else {
+                try insertEntry.bindNull(at: 9)
+            }
             if let device = entry.originDevice {
                 try insertEntry.bind(device, at: 3)
             } else {
@@ -383,9 +402,21 @@ final class SQLiteRelayStore: RelayStore {
         }
         for removal in batch.removals {
             try db.execute(
-                sql: "UPDATE messages SET removed = 1 WHERE conversation = ? AND seq = ?",
-                arguments: [removal.conversation.storageID, removal.seq]
+                sql: "UPDATE messages SET removed = 1, frame = ? WHERE conversation = ? AND seq = ?",
+                arguments: [Data(removal.stub), removal.conversation.storageID, removal.seq]
             )
+            let about = MessageKey(conversation: removal.conversation, seq: removal.seq).storageID
+            for row in try Row.fetchAll(
+                db,
+                sql: "SELECT user, position, frame FROM stream WHERE about = ?",
+                arguments: [about]
+            ) {
+                let frame: Data = row[2] ?? Data()
+                try db.execute(
+                    sql: "UPDATE stream SET frame = ? WHERE user = ? AND position = ?",
+                    arguments: [Data(Redaction.event(Array(frame))), row[0] as String, row[1] as Int64]
+                )
+            }
         }
         for (device, position) in batch.devicePositions {
             try db.execute(

@@ -1,0 +1,62 @@
+#if Tools
+import IMCodec
+
+/// What the store keeps of a message recalled or deleted for everyone (events.proto: it is removed
+/// "for every participant"), and of the events kept about it that carried its content: their ids,
+/// where they stand in the streams, and nothing the message said. So every read serves the same
+/// frames at the same positions as before, with the content gone.
+enum Redaction {
+    /// The frame kept in place of a removed message: its conversation (as its sender named it), its
+    /// sender, ids, seq and server time, status `MESSAGE_STATUS_RECALLED`, and no content.
+    static func message(
+        in key: ConversationKey,
+        seq: UInt64,
+        sender: String,
+        clientMsgID: String,
+        serverMsgUID: String,
+        serverTimeMs: Int64
+    ) -> [UInt8] {
+        Frame(
+            .message(
+                Message.with {
+                    $0.conversation = key.conversation(for: sender)
+                    $0.senderID = sender
+                    $0.clientMsgID = clientMsgID
+                    $0.serverMsgUID = serverMsgUID
+                    $0.seq = seq
+                    $0.serverTimeMs = serverTimeMs
+                    $0.status = .recalled
+                }
+            )
+        ).serializedBytes()
+    }
+
+    /// An event frame kept about a removed message, without the content it carried: an edit's
+    /// `new_message` keeps only its ids (status `MESSAGE_STATUS_RECALLED`), a stream chunk loses its
+    /// text; the event's reference, actor and time stay. Another frame is kept as it is, and one
+    /// that does not decode (none should: it was checked when it arrived) is emptied.
+    static func event(_ frame: [UInt8]) -> [UInt8] {
+        guard var decoded = try? Frame(serializedBytes: frame) else { return [] }
+        switch decoded.payload {
+        case .edit(var edit)?:
+            if let edited = edit.newMessage {
+                edit.newMessage = Message.with {
+                    if let conversation = edited.conversation { $0.conversation = conversation }
+                    $0.senderID = edited.senderID
+                    $0.clientMsgID = edited.clientMsgID
+                    $0.serverMsgUID = edited.serverMsgUID
+                    $0.seq = edited.seq
+                    $0.status = .recalled
+                }
+            }
+            decoded.payload = .edit(edit)
+        case .streamChunk(var chunk)?:
+            chunk.text = ""
+            decoded.payload = .streamChunk(chunk)
+        default:
+            return frame
+        }
+        return decoded.serializedBytes()
+    }
+}
+#endif
