@@ -233,8 +233,8 @@ actor ChatSession {
         case .edit(let text):
             guard var last = lastSent else { output("! nothing to edit yet"); break }
             let reference = last.reference
+            // The relay counts the edits (edit_version is the server's to set).
             last.elements = [.text(text)]
-            last.editVersion += 1
             lastSent = last
             await send(
                 Frame(

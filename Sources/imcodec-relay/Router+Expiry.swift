@@ -63,7 +63,8 @@ extension Router {
             let (key, seq) = (next.conversation, next.seq)
             // Gone already when retention dropped it.
             guard conversations[key]?.expiries[seq] == next.expireAtMs else { continue }
-            conversations[key]!.removed.insert(seq)
+            // A recalled one was erased, and left the conversation list, then.
+            guard conversations[key]!.removed.insert(seq).inserted else { continue }
             expired[key, default: []].insert(seq)
             forgetChanges(of: seq, in: key)
         }

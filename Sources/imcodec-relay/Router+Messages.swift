@@ -596,9 +596,10 @@ extension Router {
 
     /// Whether the field `name` (of ``Message/serverAssignedFieldNames``) of an edit's new_message
     /// says what the server set on the edited message: its uid and seq (compared with the other ids
-    /// in `checkEvent`), its server time, its expiry, the edit count and update time history serves it
-    /// with (`change`), and `is_offline` (how the editing device got its copy). The relay sets no other
-    /// such field on a message, so any other one set is forged.
+    /// in `checkEvent`), its server time, its expiry, an edit count and update time history served it
+    /// with (`change`: now, or before a later edit or extension update), and `is_offline` (how the
+    /// editing device got its copy). The relay sets no other such field on a message, so any other
+    /// one set is forged.
     static func repeatsTheServer(
         _ name: String,
         _ edited: Message,
@@ -610,8 +611,8 @@ extension Router {
         case "server_msg_uid", "seq", "is_offline": return true
         case "server_time_ms": return edited.serverTimeMs == kept.serverTimeMs
         case "expire_at_ms": return edited.expireAtMs == expireAtMs
-        case "edit_version": return edited.editVersion == change?.editVersion
-        case "updated_at_ms": return edited.updatedAtMs == change?.updatedAtMs
+        case "edit_version": return edited.editVersion <= change?.editVersion ?? 0
+        case "updated_at_ms": return edited.updatedAtMs <= change?.updatedAtMs ?? 0
         default: return false
         }
     }

@@ -660,7 +660,8 @@ struct RelayDeliveryRulesTests {
 
     /// An edit's `new_message` is what receivers take for the message, so the fields only the server
     /// sets are checked on it as on a message: a device may repeat what the server gave its copy
-    /// (the received message, server time and all, is edited as it is), but an edit that shows a
+    /// (the received message, server time and all, is edited as it is, and so is a copy history
+    /// served before a later edit), but an edit that shows a
     /// read list, reactions, a thread, an edit count, an update time, a receive status or an expiry
     /// the server never gave is refused (3003, naming the field) and reaches no one. Before, each of
     /// these reached the receivers live and by stream sync.
@@ -723,9 +724,13 @@ struct RelayDeliveryRulesTests {
                 #expect(served.editVersion == 1 && served.updatedAtMs != 0)
                 #expect(try await alice.ask(edit(served, by: "alice", requestID: 22)) != nil)
                 #expect(alice.collector.result(of: 22)?.errorCode == 0)
-                #expect(await eventually { kinds(bob, .edit) == 2 })
+                // The same copy again, now out of date (history would serve edit_version 2): what the
+                // server gave before a later edit is still what it gave.
+                #expect(try await alice.ask(edit(served, by: "alice", requestID: 24)) != nil)
+                #expect(alice.collector.result(of: 24)?.errorCode == 0)
+                #expect(await eventually { kinds(bob, .edit) == 3 })
                 try await alice.roundTrip(23)
-                #expect(kinds(bob, .edit) == 2, "the refused edits reached no one")
+                #expect(kinds(bob, .edit) == 3, "the refused edits reached no one")
                 await alice.close()
                 await bob.close()
             }
