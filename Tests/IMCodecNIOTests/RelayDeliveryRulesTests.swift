@@ -454,9 +454,17 @@ struct RelayDeliveryRulesTests {
         return try #require(bob.collector.messages.last)
     }
 
-    private func edit(_ message: Message, by editor: String, requestID: UInt64) -> Frame {
+    /// An edit of `message` to new text, its `new_message` the message itself otherwise, changed by
+    /// `change` (a forgery).
+    private func edit(
+        _ message: Message,
+        by editor: String,
+        requestID: UInt64,
+        _ change: (inout Message) -> Void = { _ in }
+    ) -> Frame {
         var edited = message
         edited.elements = [.text("\(message.previewText) (edited)")]
+        change(&edited)
         return RelayProtocol.answer(
             .edit(
                 EditEvent.with {
@@ -621,14 +629,7 @@ struct RelayDeliveryRulesTests {
                 ]
                 for (index, (field, forge)) in forgeries.enumerated() {
                     let requestID = UInt64(index + 1)
-                    var frame = edit(message, by: "alice", requestID: requestID)
-                    guard case .edit(var event)? = frame.payload else {
-                        Issue.record("edit(_:by:requestID:) made no edit")
-                        return
-                    }
-                    forge(&event.newMessage!)
-                    frame.payload = .edit(event)
-                    #expect(try await alice.ask(frame) != nil)
+                    #expect(try await alice.ask(edit(message, by: "alice", requestID: requestID, forge)) != nil)
                     #expect(
                         alice.collector.result(of: requestID)?.errorCode == RelayProtocol.RequestError.badRequest,
                         "a new_message with another \(field)"
@@ -694,25 +695,13 @@ struct RelayDeliveryRulesTests {
                 ]
                 for (index, (field, forge)) in forgeries.enumerated() {
                     let requestID = UInt64(index + 1)
-                    var frame = edit(message, by: "alice", requestID: requestID)
-                    guard case .edit(var event)? = frame.payload else {
-                        Issue.record("edit(_:by:requestID:) made no edit")
-                        return
-                    }
-                    forge(&event.newMessage!)
-                    frame.payload = .edit(event)
-                    #expect(try await alice.ask(frame) != nil)
+                    #expect(try await alice.ask(edit(message, by: "alice", requestID: requestID, forge)) != nil)
                     let result = alice.collector.result(of: requestID)
                     #expect(result?.errorCode == RelayProtocol.RequestError.badRequest, "a new_message with \(field)")
                     #expect(result?.errorDescription.contains(field) == true, "\(result?.errorDescription ?? "")")
                 }
                 // The received copy as it is (server time, uid, seq; is_offline as a synced copy has it).
-                var copy = edit(message, by: "alice", requestID: 20)
-                if case .edit(var event)? = copy.payload {
-                    event.newMessage!.isOffline = true
-                    copy.payload = .edit(event)
-                }
-                #expect(try await alice.ask(copy) != nil)
+                #expect(try await alice.ask(edit(message, by: "alice", requestID: 20) { $0.isOffline = true }) != nil)
                 #expect(alice.collector.result(of: 20)?.errorCode == 0)
                 // A second edit of the copy history now serves: its edit count and update time.
                 let history = try #require(
