@@ -561,7 +561,7 @@ final class Router {
     ///   - item: What the entry holds; a message's `sent` is set for `origin.user`.
     ///   - origin: The user and device that sent it: that device is not given it back.
     ///   - expireAtMs: When the entry expires (``StreamEntry/expireAtMs``; 0: never).
-    ///   - about: The message whose content the event carries (``StreamEntry/about``).
+    ///   - about: The message whose content the event carries (``ContentEvent``).
     func keep(
         _ item: StreamItem,
         for users: [String],
@@ -586,10 +586,10 @@ final class Router {
                     position: stream.head,
                     originDevice: sent ? origin.device : nil,
                     item: entryItem,
-                    expireAtMs: expireAtMs,
-                    about: about
+                    expireAtMs: expireAtMs
                 )
             )
+            if let about { store.batch.contentEvents.append(ContentEvent(user: user, position: stream.head, about: about)) }
             if stream.count > configuration.maxStreamEntries {
                 stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)
                 store.batch.trimmedStreams[user] = stream.oldest

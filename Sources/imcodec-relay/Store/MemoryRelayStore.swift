@@ -8,6 +8,8 @@ final class MemoryRelayStore: RelayStore {
     private var messages: [ConversationKey: [StoredMessage]] = [:]
     private var state = StoredState()
     private var streams: [String: [StreamEntry]] = [:]
+    /// The stream entries that carry content of each kept message (``ContentEvent``), by message.
+    private var contentEvents: [MessageKey: [(user: String, position: UInt64)]] = [:]
     /// Each device's key bundles, by kind (``StoredState/keyBundles`` is made from it at load).
     private var keyBundles: [DeviceKey: [Int32: StoredKeyBundle]] = [:]
 
@@ -32,6 +34,9 @@ final class MemoryRelayStore: RelayStore {
                 if state.recentEvents[key]!.count > RecentEvents.capacity { state.recentEvents[key]!.removeFirst() }
             }
             state.streams[entry.user, default: StreamState()].head = entry.position
+        }
+        for event in batch.contentEvents {
+            contentEvents[event.about, default: []].append((event.user, event.position))
         }
         for change in batch.memberships {
             if change.joined {
@@ -66,20 +71,20 @@ final class MemoryRelayStore: RelayStore {
     /// Marks recalled and deleted messages removed and keeps their stubs in place of their frames,
     /// and redacts the events about them that carry their content (``Redaction``).
     private func erase(_ removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])]) {
-        var removed: Set<MessageKey> = []
         for removal in removals {
+            let message = MessageKey(conversation: removal.conversation, seq: removal.seq)
             state.conversations[removal.conversation]?.removed.insert(removal.seq)
-            removed.insert(MessageKey(conversation: removal.conversation, seq: removal.seq))
             let kept = messages[removal.conversation] ?? []
             let index = Self.firstIndex(kept, atLeast: removal.seq, by: \.seq)
             if index < kept.count, kept[index].seq == removal.seq {
                 messages[removal.conversation]![index].frame = removal.stub
             }
-        }
-        for user in streams.keys {
-            for index in streams[user]!.indices {
-                guard let about = streams[user]![index].about, removed.contains(about),
-                    case .event(let frame) = streams[user]![index].item
+            for (user, position) in contentEvents.removeValue(forKey: message) ?? [] {
+                let entries = streams[user] ?? []
+                let index = Self.firstIndex(entries, atLeast: position, by: \.position)
+                // Gone when retention trimmed it.
+                guard index < entries.count, entries[index].position == position,
+                    case .event(let frame) = entries[index].item
                 else { continue }
                 streams[user]![index].item = .event(Redaction.event(frame))
             }

@@ -509,6 +509,7 @@ final class PostgresRelayStore: RelayStore {
             try transaction {
                 try insertMessages(batch.messages)
                 try insertStreamEntries(batch.streamEntries)
+                try linkContentEvents(batch.contentEvents)
                 try applyRarerChanges(batch)
             }
         }
@@ -575,7 +576,7 @@ final class PostgresRelayStore: RelayStore {
         )
         var events = (
             user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), frame: [ByteBuffer](),
-            expireAtMs: [Int64](), about: [String]()
+            expireAtMs: [Int64]()
         )
         for entry in entries {
             let position = try Self.bigint(entry.position)
@@ -596,11 +597,9 @@ final class PostgresRelayStore: RelayStore {
                 events.origin.append(entry.originDevice ?? "")
                 events.frame.append(ByteBuffer(bytes: frame))
                 events.expireAtMs.append(entry.expireAtMs)
-                events.about.append(entry.about?.storageID ?? "")
             }
         }
-        // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false, `about`
-        // where it is empty.)
+        // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false.)
         if !messages.user.isEmpty {
             try run(
                 """
@@ -614,10 +613,10 @@ final class PostgresRelayStore: RelayStore {
         if !events.user.isEmpty {
             try run(
                 """
-                INSERT INTO stream (user_id, position, origin_device, frame, expire_at_ms, about)
-                SELECT u, p, CASE WHEN h THEN o END, f, x, NULLIF(a, '')
+                INSERT INTO stream (user_id, position, origin_device, frame, expire_at_ms)
+                SELECT u, p, CASE WHEN h THEN o END, f, x
                 FROM unnest(\(events.user), \(events.position), \(events.hasOrigin), \(events.origin),
-                    \(events.frame), \(events.expireAtMs), \(events.about)) AS e(u, p, h, o, f, x, a)
+                    \(events.frame), \(events.expireAtMs)) AS e(u, p, h, o, f, x)
                 """
             )
         }
@@ -625,6 +624,19 @@ final class PostgresRelayStore: RelayStore {
             """
             INSERT INTO streams (user_id, head) SELECT * FROM unnest(\(Array(heads.keys)), \(Array(heads.values)))
             ON CONFLICT (user_id) DO UPDATE SET head = GREATEST(streams.head, excluded.head)
+            """
+        )
+    }
+
+    /// Links the batch's events that carry content of a kept message to it (``ContentEvent``).
+    private func linkContentEvents(_ events: [ContentEvent]) throws {
+        guard !events.isEmpty else { return }
+        let positions = try events.map { try Self.bigint($0.position) }
+        try run(
+            """
+            UPDATE stream SET about = c.a
+            FROM unnest(\(events.map(\.user)), \(positions), \(events.map(\.about.storageID))) AS c(u, p, a)
+            WHERE stream.user_id = c.u AND stream.position = c.p
             """
         )
     }

@@ -113,10 +113,15 @@ struct StreamEntry: Sendable {
     /// For an event about disappearing messages (an edit, a reaction...), when the last of them
     /// expires (0: never): the event is not served after that time and is erased with them.
     var expireAtMs: Int64 = 0
-    /// For an event that carries content of one kept message (an edit's new content, a stream
-    /// chunk), that message: the event's frame is redacted when the message is recalled or deleted
-    /// for everyone (``StoreBatch/removals``).
-    var about: MessageKey? = nil
+}
+
+/// A stream entry whose event carries content of one kept message (an edit's new content, a stream
+/// chunk): the event's frame is redacted when that message is recalled or deleted for everyone
+/// (``StoreBatch/removals``). Kept beside the entries, not in them: few entries are about a message.
+struct ContentEvent: Sendable {
+    var user: String
+    var position: UInt64
+    var about: MessageKey
 }
 
 /// A kept message, by its conversation and seq.
@@ -147,12 +152,14 @@ struct StreamRow: Sendable {
 struct StoreBatch: Sendable {
     var messages: [StoredMessage] = []
     var streamEntries: [StreamEntry] = []
+    /// The entries of `streamEntries` that carry content of a kept message (``ContentEvent``).
+    var contentEvents: [ContentEvent] = []
     /// Membership changes in order: joined (true) or left.
     var memberships: [(conversation: ConversationKey, user: String, joined: Bool)] = []
     /// Messages recalled or deleted for everyone: edits and reactions to them are refused, and the
     /// store keeps `stub` (``Redaction/message(in:seq:sender:clientMsgID:serverMsgUID:serverTimeMs:)``)
     /// in place of each one's frame and redacts the events that carried its content
-    /// (``StreamEntry/about``, ``Redaction/event(_:)``), so no read serves what they said.
+    /// (``contentEvents``, ``Redaction/event(_:)``), so no read serves what they said.
     var removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
@@ -172,7 +179,7 @@ struct StoreBatch: Sendable {
     var eraseExpiredThrough: Int64? = nil
 
     var isEmpty: Bool {
-        messages.isEmpty && streamEntries.isEmpty && memberships.isEmpty && removals.isEmpty
+        messages.isEmpty && streamEntries.isEmpty && contentEvents.isEmpty && memberships.isEmpty && removals.isEmpty
             && devicePositions.isEmpty && trimmedConversations.isEmpty && trimmedStreams.isEmpty
             && keyBundles.isEmpty && records.isEmpty && eraseExpiredThrough == nil
     }

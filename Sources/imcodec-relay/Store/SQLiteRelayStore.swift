@@ -275,6 +275,7 @@ final class SQLiteRelayStore: RelayStore {
         try queue.write { db in
             try Self.insertMessages(batch.messages, db)
             try Self.insertStreamEntries(batch.streamEntries, db)
+            try Self.linkContentEvents(batch.contentEvents, db)
             try Self.applyRarerChanges(batch, db)
         }
     }
@@ -335,9 +336,8 @@ final class SQLiteRelayStore: RelayStore {
         let insertEntry = try RawStatement(
             db.cachedStatement(
                 sql: """
-                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame, expire_at_ms,
-                        about)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame, expire_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
         )
@@ -346,11 +346,6 @@ final class SQLiteRelayStore: RelayStore {
             try insertEntry.bind(entry.user, at: 1)
             try insertEntry.bind(entry.position, at: 2)
             try insertEntry.bind(entry.expireAtMs, at: 8)
-            if let about = entry.about {
-                try insertEntry.bind(about.storageID, at: 9)
-            } else {
-                try insertEntry.bindNull(at: 9)
-            }
             if let device = entry.originDevice {
                 try insertEntry.bind(device, at: 3)
             } else {
@@ -382,6 +377,20 @@ final class SQLiteRelayStore: RelayStore {
             try setHead.bind(user, at: 1)
             try setHead.bind(head, at: 2)
             try setHead.step()
+        }
+    }
+
+    /// Links the batch's events that carry content of a kept message to it (``ContentEvent``).
+    private static func linkContentEvents(_ events: [ContentEvent], _ db: Database) throws {
+        guard !events.isEmpty else { return }
+        let link = try RawStatement(
+            db.cachedStatement(sql: "UPDATE stream SET about = ? WHERE user = ? AND position = ?")
+        )
+        for event in events {
+            try link.bind(event.about.storageID, at: 1)
+            try link.bind(event.user, at: 2)
+            try link.bind(event.position, at: 3)
+            try link.step()
         }
     }
 
