@@ -589,7 +589,9 @@ final class Router {
                     expireAtMs: expireAtMs
                 )
             )
-            if let about { store.batch.contentEvents.append(ContentEvent(user: user, position: stream.head, about: about)) }
+            if let about {
+                store.batch.contentEvents.append(ContentEvent(user: user, position: stream.head, about: about))
+            }
             if stream.count > configuration.maxStreamEntries {
                 stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)
                 store.batch.trimmedStreams[user] = stream.oldest

@@ -8,7 +8,8 @@ final class MemoryRelayStore: RelayStore {
     private var messages: [ConversationKey: [StoredMessage]] = [:]
     private var state = StoredState()
     private var streams: [String: [StreamEntry]] = [:]
-    /// The stream entries that carry content of each kept message (``ContentEvent``), by message.
+    /// The stream entries that carry content of each kept message (``ContentEvent``), by message;
+    /// dropped with the message (retention).
     private var contentEvents: [MessageKey: [(user: String, position: UInt64)]] = [:]
     /// Each device's key bundles, by kind (``StoredState/keyBundles`` is made from it at load).
     private var keyBundles: [DeviceKey: [Int32: StoredKeyBundle]] = [:]
@@ -53,6 +54,9 @@ final class MemoryRelayStore: RelayStore {
             let drop = Self.firstIndex(messages[key] ?? [], atLeast: seq, by: \.seq)
             messages[key]?.removeFirst(drop)
             state.conversations[key]?.trim(below: seq)
+            if !contentEvents.isEmpty {
+                contentEvents = contentEvents.filter { $0.key.conversation != key || $0.key.seq >= seq }
+            }
         }
         for (user, position) in batch.trimmedStreams {
             let drop = Self.firstIndex(streams[user] ?? [], atLeast: position, by: \.position)
