@@ -240,7 +240,12 @@ extension RelayCommand {
         @Option(help: "The most bytes queued for one client before it is dropped as a slow consumer.")
         var maxOutboundBytes = 8 << 20
 
-        @Option(help: "The heartbeat interval, in seconds, the login result asks clients to ping at.")
+        @Option(
+            help: """
+                The heartbeat interval, in seconds, the login result asks clients to ping at; a session \
+                silent for 3 intervals is closed (0: no pings asked for, no session closed).
+                """
+        )
         var heartbeatInterval: UInt32 = 30
 
         @Option(help: "The most messages kept per conversation for sync (the oldest are dropped past it).")

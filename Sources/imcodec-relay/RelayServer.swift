@@ -40,9 +40,16 @@ struct RelayConfiguration: Sendable {
     var maxOutboundBytes = 8 << 20
     /// Static group membership: group id to member user ids (membership frames change it).
     var groups: [String: Set<String>] = [:]
-    /// `LoginResult.heartbeat_interval_s`: how often clients are asked to ping. The relay answers
-    /// pings but does not close silent sessions.
+    /// `LoginResult.heartbeat_interval_s`: how often clients are asked to ping. A logged-in session
+    /// that sends no frame for 3 intervals is closed (session.proto; ``Router/closeSilentSessions()``);
+    /// 0 asks for no pings and closes no session for silence.
     var heartbeatIntervalS: UInt32 = 30
+    /// How often the relay looks for silent sessions.
+    var silenceCheckInterval = TimeAmount.seconds(1)
+    /// The time in milliseconds that silence is measured by: any clock that only moves forward.
+    /// Tests move it forward instead of waiting (apart from ``clock``, so that moving message
+    /// expiries forward closes no session).
+    var silenceClock: @Sendable () -> Int64 = { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
     /// The most messages kept per conversation; past it the oldest is dropped, and a sync from below
     /// the oldest kept seq starts at the oldest kept message.
     var maxMessagesPerConversation = 10_000
@@ -306,6 +313,7 @@ final class RelayServer: Sendable {
                 router.checkStoreConnection(every: interval)
             }
             router.sweepExpiredMessages(every: serving.expirySweepInterval)
+            router.closeSilentSessions(every: serving.silenceCheckInterval)
             return bind(serving, group: group, loop: loop, router: router, storeDescription: storeDescription)
         }
     }

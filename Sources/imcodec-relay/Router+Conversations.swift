@@ -180,8 +180,25 @@ extension Router {
             var view = view(of: key, for: user)
             view.info.receiveOption = change.option
             setView(view, of: key, for: user, version: position)
+            noteReceiveOption(change.option, of: key, for: user)
         default:
             return
+        }
+    }
+
+    /// The users of `users` who read `seq` of `key`, and `sender`: an event about a message at or
+    /// below a user's `cleared_seq` (what it cleared, or what was kept before it joined) does not
+    /// reach it.
+    func readers(of seq: UInt64, in key: ConversationKey, among users: [String], sender: String) -> [String] {
+        users.filter { $0 == sender || seq > view(of: key, for: $0).info.clearedSeq }
+    }
+
+    /// Keeps ``notReceiving`` up to date with `user`'s receive option for `key`.
+    func noteReceiveOption(_ option: ReceiveOption, of key: ConversationKey, for user: String) {
+        if option == .notReceive {
+            notReceiving[key, default: []].insert(user)
+        } else if notReceiving[key]?.remove(user) != nil, notReceiving[key]?.isEmpty == true {
+            notReceiving[key] = nil
         }
     }
 

@@ -158,6 +158,7 @@ extension Router {
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
         var users = self.users(of: key)
         if let audience = state.audiences[seq] { users = users.filter { audience.contains($0) } }
+        users = readers(of: seq, in: key, among: users, sender: user)
         let deliveries = keep(.event(stamped), for: users, origin: device, expireAtMs: state.expiries[seq] ?? 0)
         if requestID != 0 { result(session, requestID) }
         let body = ByteBuffer(bytes: stamped)
@@ -178,6 +179,7 @@ extension Router {
         let nowMs = self.nowMs()
         for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
+                ref.seq > view(of: key, for: user).info.clearedSeq,
                 let entries = extensions[key]?[ref.seq], !hasExpired(ref.seq, in: key, at: nowMs)
             else { continue }
             if let audience = conversations[key]?.audiences[ref.seq], !audience.contains(user) { continue }

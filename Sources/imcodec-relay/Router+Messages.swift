@@ -110,6 +110,9 @@ extension Router {
             users = [user]
             receivers = [user]
         }
+        // RECEIVE_OPTION_NOT_RECEIVE: "nothing, online or offline" (kept in the conversation, so
+        // history and sync by seq still serve it; its sender's own devices still get it).
+        if let muted = notReceiving[key] { users.removeAll { $0 != user && muted.contains($0) } }
         guard kept else {
             store.afterCommit {
                 self.stats.acksSent += 1
@@ -314,6 +317,7 @@ extension Router {
             named = accepted.seqs
             // An event about a targeted message reaches only that message's receivers and sender.
             if let audience = accepted.audience { users = users.filter { audience.contains($0) } }
+            if let newest = named.max() { users = readers(of: newest, in: key, among: users, sender: user) }
         } else {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
             requestID = event.requestID

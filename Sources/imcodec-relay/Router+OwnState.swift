@@ -121,6 +121,7 @@ extension Router {
             case .conversation(let user, let conversation):
                 if let view = UserConversation(bytes: bytes) {
                     userConversations[user, default: [:]][conversation] = view
+                    noteReceiveOption(view.info.receiveOption, of: conversation, for: user)
                 }
             case .blocklist(let user):
                 guard let list = try? BlocklistResponse(serializedBytes: bytes), !list.userIDs.isEmpty else { continue }

@@ -332,6 +332,27 @@ extension Router {
         }
     }
 
+    /// Whether the groups file names `user` as a member of `key` (it reads everything kept, and it
+    /// alone may join such a group).
+    private func isFoundingMember(_ user: String, of key: ConversationKey) -> Bool {
+        guard case .shared(.group, let group, _) = key else { return false }
+        return configuration.groups[group]?.contains(user) == true
+    }
+
+    /// A new member reads from its join on: what the conversation kept before is hidden from its
+    /// history, sync by seq, extension fetches, the events about it and list entry, as a clear of
+    /// its history up to the newest seq hides it (ConversationInfo.cleared_seq, kept at `position`).
+    private func joined(_ key: ConversationKey, user: String, position: UInt64) {
+        let newest = conversations[key]?.maxSeq ?? 0
+        var view = view(of: key, for: user)
+        guard newest > view.info.clearedSeq else { return }
+        view.info.clearedSeq = newest
+        view.info.maxSeq = max(view.info.maxSeq, newest)
+        view.read(upTo: newest)
+        if view.lastSeq <= newest { view.lastSeq = 0 }
+        setView(view, of: key, for: user, version: position)
+    }
+
     private func membership(_ change: MembershipChange, requestID: UInt64, session: Session, user: String) {
         guard let conversation = change.conversation, change.action != .unspecified else {
             refuse(
@@ -350,6 +371,19 @@ extension Router {
                 RelayProtocol.RequestError.unsupportedConversation,
                 notice: "unsupported",
                 "only groups, chatrooms and ultra-group channels are joined and left"
+            )
+            return
+        }
+        // A group of the groups file is closed: the file says who is in it.
+        if change.action == .join, case .shared(.group, let group, _) = key, configuration.groups[group] != nil,
+            !isFoundingMember(user, of: key)
+        {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.notAMember,
+                notice: "notAMember",
+                "\(group) is a closed group: the relay's groups file names its members"
             )
             return
         }
@@ -381,6 +415,11 @@ extension Router {
             for: reached,
             origin: DeviceKey(user: user, device: session.deviceID)
         )
+        if change.action == .join, !isFoundingMember(user, of: key),
+            let own = deliveries.first(where: { $0.user == user })
+        {
+            joined(key, user: user, position: own.position)
+        }
         result(session, requestID)
         store.afterCommit {
             self.deliver(body, kind: .membership, to: deliveries, except: session)

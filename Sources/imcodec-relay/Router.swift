@@ -52,6 +52,9 @@ final class Router {
     var keyBundles: [DeviceKey: [KeyBundleKind: KeyBundle]] = [:]
     /// Each user's view of its conversations (the conversation list; Router+Conversations.swift).
     var userConversations: [String: [ConversationKey: UserConversation]] = [:]
+    /// Per conversation, the users who set RECEIVE_OPTION_NOT_RECEIVE on it: its messages are kept
+    /// in none of their streams (``noteReceiveOption(_:of:for:)``).
+    var notReceiving: [ConversationKey: Set<String>] = [:]
     /// Whom each user blocked, and in which order (Router+OwnState.swift).
     var blocked: [String: Set<String>] = [:]
     var blockOrder: [String: [String]] = [:]
@@ -408,6 +411,7 @@ final class Router {
 
     func handle(_ frame: InboundFrame, from session: Session) {
         guard !session.closing, !shuttingDown else { return }
+        session.lastHeardMs = configuration.silenceClock()
         switch session.state {
         case .new:
             login(frame, session)

@@ -50,6 +50,8 @@ final class Session {
     /// Set when the session stopped being its user's current one other than by a newer login
     /// (subscribers learn the user is offline when the connection has closed).
     var wentOffline = false
+    /// When the relay last heard a frame from the client (``RelayConfiguration/silenceClock``).
+    var lastHeardMs: Int64 = 0
     /// Set when the relay has decided to close this connection.
     var closing = false
     /// Whether a write awaits a flush.

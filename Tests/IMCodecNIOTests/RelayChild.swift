@@ -72,7 +72,7 @@ final class RelayChild {
         process.arguments =
             [
                 "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
-                "--quiet",
+                "--quiet", "--heartbeat-interval", "3600",
             ] + folder.storeArguments + extra
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: outFile)

@@ -72,6 +72,9 @@ func withRelay<R>(
     configuration.host = "127.0.0.1"
     configuration.port = 0
     configuration.authenticator = try await TestAuth.authenticator()
+    // Test clients do not ping: a loaded machine must not close them as silent (3 intervals);
+    // RelayGroupAccessTests moves the relay's silence clock to test that.
+    configuration.heartbeatIntervalS = 3600
     configure(&configuration)
     let server = try await RelayServer.start(configuration).get()
     do {

@@ -737,7 +737,7 @@ struct RelayHistoryTests {
     }
 }
 /// A page a test expected and did not get.
-private struct ReadBackError: Error, CustomStringConvertible {
+struct ReadBackError: Error, CustomStringConvertible {
     var description: String
 }
 #endif
