@@ -30,15 +30,7 @@ struct ExpiringMessage: Comparable {
 extension Router {
     /// Starts the sweeps, the first at once (on the router's loop, until the relay shuts down).
     func sweepExpiredMessages(every interval: TimeAmount) {
-        let router = NIOLoopBound(self, eventLoop: eventLoop)
-        eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { task in
-            let router = router.value
-            guard !router.shuttingDown, !router.store.failed else {
-                task.cancel()
-                return
-            }
-            router.eraseExpired(at: router.nowMs())
-        }
+        repeatedly(every: interval, initialDelay: .zero) { router in router.eraseExpired(at: router.nowMs()) }
     }
 
     /// The time messages are stamped with and expire by (``RelayConfiguration/clock``).

@@ -9,15 +9,7 @@ extension Router {
     /// shuts down); none with a heartbeat interval of 0.
     func closeSilentSessions(every interval: TimeAmount) {
         guard configuration.heartbeatIntervalS > 0 else { return }
-        let router = NIOLoopBound(self, eventLoop: eventLoop)
-        eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
-            let router = router.value
-            guard !router.shuttingDown, !router.store.failed else {
-                task.cancel()
-                return
-            }
-            router.closeSilentSessions()
-        }
+        repeatedly(every: interval) { router in router.closeSilentSessions() }
     }
 
     /// Closes every logged-in session that sent no frame for 3 heartbeat intervals, with an `error`

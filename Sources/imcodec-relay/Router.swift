@@ -163,14 +163,20 @@ final class Router {
     /// and with it the database's lock (a standby may serve the database by then), stops, rather
     /// than serve from memory what it can no longer commit.
     func checkStoreConnection(every interval: TimeAmount) {
-        let router = NIOLoopBound(self, eventLoop: eventLoop)
-        eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
-            let router = router.value
+        repeatedly(every: interval) { router in router.store.read({ try $0.checkConnection() }, then: { _ in }) }
+    }
+
+    /// Runs `body` on the router's loop every `interval`, the first time after `initialDelay`
+    /// (default: `interval`), until the relay shuts down or its store fails.
+    func repeatedly(every interval: TimeAmount, initialDelay: TimeAmount? = nil, _ body: @escaping (Router) -> Void) {
+        let bound = NIOLoopBound((router: self, body: body), eventLoop: eventLoop)
+        eventLoop.scheduleRepeatedTask(initialDelay: initialDelay ?? interval, delay: interval) { task in
+            let (router, body) = bound.value
             guard !router.shuttingDown, !router.store.failed else {
                 task.cancel()
                 return
             }
-            router.store.read({ try $0.checkConnection() }, then: { _ in })
+            body(router)
         }
     }
 
