@@ -278,7 +278,7 @@ extension Router {
         guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),
             case .message(var message)? = frame.payload
         else { return nil }
-        applyChanges(to: &message, in: stored.conversation)
+        applyChanges(to: &message, in: stored.conversation, for: user)
         message.direction = stored.senderID == user ? .sent : .received
         return message
     }
@@ -298,7 +298,8 @@ extension Router {
         switch event {
         case .recall: removed = Set(seqs)
         case .delete(let delete) where delete.scope == .everyone: removed = Set(seqs)
-        case .edit: edited = seqs.first ?? 0
+        // A reaction changes the last message's `reactions` as the list serves it.
+        case .edit, .reaction: edited = seqs.first ?? 0
         default: return
         }
         removed.remove(0)

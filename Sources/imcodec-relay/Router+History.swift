@@ -177,7 +177,7 @@ extension Router {
         guard let frame = try? wireDecoder.decode(Frame.self, from: kept.frame),
             case .message(var message)? = frame.payload
         else { return nil }
-        applyChanges(to: &message, in: key)
+        applyChanges(to: &message, in: key, for: user)
         if !request.textContains.isEmpty {
             let needle = Array(request.textContains.utf8)
             let found = message.elements.contains { element in
@@ -218,16 +218,18 @@ extension Router {
 
     // MARK: What changed since sending
 
-    /// Applies what changed on kept `message` of `key` since it was sent: the last edit's content
-    /// and the number of edits (`edit_version`), the time of the last change (`updated_at_ms`), and
-    /// its extension's keys as they now are (`expansion`).
-    func applyChanges(to message: inout Message, in key: ConversationKey) {
+    /// Applies what changed on kept `message` of `key` since it was sent, as `reader` gets it: the
+    /// last edit's content and the number of edits (`edit_version`), the time of the last change
+    /// (`updated_at_ms`), its reactions (``served(_:for:)``) and its extension's keys as they now
+    /// are (`expansion`).
+    func applyChanges(to message: inout Message, in key: ConversationKey, for reader: String) {
         if let change = messageChanges[key]?[message.seq] {
             if change.editVersion > 0 {
                 message.elements = change.elements
                 message.editVersion = change.editVersion
             }
             message.updatedAtMs = change.updatedAtMs
+            message.reactions = Self.served(change.reactions, for: reader)
         }
         if let entries = extensions[key]?[message.seq] {
             message.expansion = Dictionary(
@@ -249,11 +251,18 @@ extension Router {
         in key: ConversationKey,
         sentSize: Int,
         elements: [MessageElement]? = nil,
-        entries: [String: ExtensionEntry]? = nil
+        entries: [String: ExtensionEntry]? = nil,
+        reactions: [ReactionSummary]? = nil
     ) -> Int {
         let change = messageChanges[key]?[seq]
         let added = Message.with {
             $0.elements = elements ?? (change.map { $0.editVersion > 0 ? $0.elements : [] } ?? [])
+            // With reacted_by_me set on each: as some reader gets them.
+            $0.reactions = (reactions ?? Self.served(change?.reactions ?? [])).map {
+                var summary = $0
+                summary.reactedByMe = true
+                return summary
+            }
             $0.expansion = Dictionary(
                 (entries ?? extensions[key]?[seq] ?? [:]).values.filter { !$0.removed }.map { ($0.key, $0.value) },
                 uniquingKeysWith: { $1 }
@@ -262,14 +271,22 @@ extension Router {
         return sentSize + added.serializedBytes().count + 24
     }
 
-    /// Records a change of kept message `seq` (an edit, with its new content, or an extension
-    /// update) at `timeMs`: history serves the message as it now is, and `updated_after_ms` finds it.
-    func noteChange(of seq: UInt64, in key: ConversationKey, edit: EditEvent? = nil, timeMs: Int64) {
+    /// Records a change of kept message `seq` (an edit, with its new content, a reaction, with every
+    /// user per emoji, or an extension update) at `timeMs`: history serves the message as it now is,
+    /// and `updated_after_ms` finds it.
+    func noteChange(
+        of seq: UInt64,
+        in key: ConversationKey,
+        edit: EditEvent? = nil,
+        reactions: [ReactionSummary]? = nil,
+        timeMs: Int64
+    ) {
         var change = messageChanges[key]?[seq] ?? Message()
         if let edit {
             change.elements = edit.newMessage?.elements ?? []
             change.editVersion += 1
         }
+        if let reactions { change.reactions = reactions }
         change.updatedAtMs = max(change.updatedAtMs, timeMs)
         messageChanges[key, default: [:]][seq] = change
         store.batch.records[.messageChange(key, seq: seq)] = change.serializedBytes()

@@ -322,13 +322,29 @@ extension Router {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
             requestID = event.requestID
         }
+        // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions);
+        // a resend of the client's own bytes is still found (``isResentEvent``).
+        var body = frame.body
+        if let key, case .reaction(let reaction)? = event.payload {
+            let device = DeviceKey(user: user, device: session.deviceID)
+            switch reacted(event, reaction, seq: named.first, in: key, session: session, user: user) {
+            case .refused:
+                return
+            case .unchanged:
+                if requestID != 0 { result(session, requestID) }
+                return
+            case .changed(let served):
+                body = served
+                recentEvents[device, default: RecentEvents()].insert(Self.reactionKey(event, user: user))
+            }
+        }
         // An edit or a stream chunk carries content of its message: erased with it (a recall).
         var about: MessageKey?
         if let key, named.count == 1, frame.payloadKind == .edit || frame.payloadKind == .streamChunk {
             about = MessageKey(conversation: key, seq: named[0])
         }
         let deliveries = keep(
-            .event(Array(buffer: frame.body)),
+            .event(Array(buffer: body)),
             for: users,
             origin: DeviceKey(user: user, device: session.deviceID),
             expireAtMs: key.map { expiry(ofEventNaming: named, in: $0) } ?? 0,
@@ -338,12 +354,11 @@ extension Router {
             conversationsRead(read, by: user, position: own.position)
         }
         if let key, case .disappearingTimer(let timer)? = event.payload { setDisappearingTimer(timer, in: key) }
-        if let key, [.recall, .delete, .edit].contains(frame.payloadKind), let payload = event.payload {
+        if let key, [.recall, .delete, .edit, .reaction].contains(frame.payloadKind), let payload = event.payload {
             conversationsChanged(by: payload, naming: named, in: key, deliveries: deliveries)
         }
         // Answered once the event is committed, like a message's ack.
         if requestID != 0 { result(session, requestID) }
-        let body = frame.body
         let kind = frame.payloadKind
         store.afterCommit {
             self.deliver(body, kind: kind, to: deliveries, except: session)
@@ -601,9 +616,10 @@ extension Router {
     /// Whether the field `name` (of ``Message/serverAssignedFieldNames``) of an edit's new_message
     /// says what the server set on the edited message: its uid and seq (compared with the other ids
     /// in `checkEvent`), its server time, its expiry, an edit count and update time history served it
-    /// with (`change`: now, or before a later edit or extension update), and `is_offline` (how the
-    /// editing device got its copy). The relay sets no other such field on a message, so any other
-    /// one set is forged.
+    /// with (`change`: now, or before a later edit or extension update), reaction summaries whose
+    /// users are still among those who reacted (without the reader's own `reacted_by_me`), and
+    /// `is_offline` (how the editing device got its copy). The relay sets no other such field on a
+    /// message, so any other one set is forged.
     static func repeatsTheServer(
         _ name: String,
         _ edited: Message,
@@ -617,6 +633,16 @@ extension Router {
         case "expire_at_ms": return edited.expireAtMs == expireAtMs
         case "edit_version": return edited.editVersion <= change?.editVersion ?? 0
         case "updated_at_ms": return edited.updatedAtMs <= change?.updatedAtMs ?? 0
+        // Summaries a device was served: each emoji's users among those who reacted with it now.
+        case "reactions":
+            let now = change?.reactions ?? []
+            return edited.reactions.allSatisfy { summary in
+                // reacted_by_me is the reader's own: an edit would show every receiver the editor's.
+                guard !summary.reactedByMe, let kept = now.first(where: { $0.emoji == summary.emoji }) else {
+                    return false
+                }
+                return summary.count <= kept.userIDs.count && Set(summary.userIDs).isSubset(of: kept.userIDs)
+            }
         default: return false
         }
     }

@@ -130,7 +130,10 @@ final class Router {
         loadRecords(state.records)
         for (device, frames) in state.recentEvents {
             var recent = RecentEvents()
-            for frame in frames { recent.insert(frame) }
+            for frame in frames {
+                recent.insert(frame)
+                if let key = reactionKey(ofKept: frame, user: device.user) { recent.insert(key) }
+            }
             recentEvents[device] = recent
         }
         members = state.members
@@ -548,7 +551,13 @@ final class Router {
     /// committed) and neither applied nor delivered again.
     func isResentEvent(_ frame: InboundFrame, from session: Session, user: String) -> Bool {
         let device = DeviceKey(user: user, device: session.deviceID)
-        guard let recent = recentEvents[device], recent.contains(frame.body.readableBytesView) else { return false }
+        guard let recent = recentEvents[device] else { return false }
+        var resent = recent.contains(frame.body.readableBytesView)
+        // A reaction is kept as the relay rewrote it: found by its key (Router+Reactions).
+        if !resent, frame.payloadKind == .reaction, let event = decoded(frame, session) {
+            resent = recent.contains(Self.reactionKey(event, user: user))
+        }
+        guard resent else { return false }
         if let requestID = decoded(frame, session)?.requestID, requestID != 0 { result(session, requestID) }
         return true
     }

@@ -1442,6 +1442,10 @@ private final class LoadDevice {
         switch roll {
         case 0..<12 where !eligible.isEmpty:
             let target = eligible[Int.random(in: 0..<eligible.count, using: &generator)]
+            // An emoji of its own (op k of at most 80): every reaction changes what the relay keeps
+            // (one that changes nothing is kept by no one), whether an earlier one, uncertain
+            // across a kill, was applied or not.
+            let emoji = String(UnicodeScalar(0x1F300 + UInt32(k))!)
             return [
                 sendEvent(
                     .reaction,
@@ -1452,7 +1456,7 @@ private final class LoadDevice {
                             ReactionEvent.with {
                                 $0.message = reference(target)
                                 $0.userID = user
-                                $0.emoji = ["👍", "🎉", "❤️"][k % 3]
+                                $0.emoji = emoji
                                 $0.action = .add
                                 $0.timeMs = eventID
                             }

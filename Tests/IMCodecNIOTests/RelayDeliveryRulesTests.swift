@@ -114,16 +114,16 @@ struct RelayDeliveryRulesTests {
                 let message = try await sent(alice, to: bob, "react to me", id: "r-1")
                 reaction = react(message, by: "bob", requestID: 21)
                 _ = try await bob.ask(reaction)
-                reaction.requestID = 22
-                _ = try await bob.ask(reaction)  // a new request id: other bytes, another reaction
-                reaction.requestID = 21
+                // Another reaction (the same one again would change nothing, and be kept by no one).
+                _ = try await bob.ask(react(message, by: "bob", "❤️", requestID: 22))
                 try await bob.send(reaction)  // the first, byte for byte
                 try await bob.roundTrip(90)
                 #expect(bob.collector.frames.filter { $0.requestID == 21 }.count == 2, "answered both times")
                 #expect(kinds(alice, .reaction) == 2)
                 for client in [alice, bob] { await client.close() }
             }
-            // Restarted on the same database: the resend is still recognised.
+            // Restarted on the same database: the resend is still recognised (a reaction by its key,
+            // as the relay keeps it rewritten: Router.reactionKey).
             try await withRelay(configure) { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 try await bob.send(reaction)
@@ -477,13 +477,13 @@ struct RelayDeliveryRulesTests {
         )
     }
 
-    private func react(_ message: Message, by user: String, requestID: UInt64) -> Frame {
+    private func react(_ message: Message, by user: String, _ emoji: String = "👍", requestID: UInt64) -> Frame {
         RelayProtocol.answer(
             .reaction(
                 ReactionEvent.with {
                     $0.message = message.reference
                     $0.userID = user
-                    $0.emoji = "👍"
+                    $0.emoji = emoji
                     $0.action = .add
                 }
             ),

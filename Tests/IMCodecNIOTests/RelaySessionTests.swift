@@ -1125,6 +1125,8 @@ struct RelaySessionTests {
     }
 
     // One scenario, read top to bottom: kept as one function (over 80 lines).
+    /// Pins, polls and timers are forwarded unchanged; a reaction with the summary the relay keeps
+    /// (RelayReactionTests).
     @Test func reactionsPinsPollsAndTimersAreForwardedUnchanged() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
@@ -1221,7 +1223,16 @@ struct RelaySessionTests {
                         var frame = $0; frame.streamPosition = 0; return frame
                     }
                 }
-                #expect(unstamped(received(alice)) == [reaction, pin, vote])
+                var summed = reaction
+                if case .reaction(var event)? = reaction.payload {
+                    event.summary = [
+                        ReactionSummary.with {
+                            $0.emoji = "👍"; $0.count = 1; $0.userIDs = ["bob"]
+                        }
+                    ]
+                    summed.payload = .reaction(event)
+                }
+                #expect(unstamped(received(alice)) == [summed, pin, vote])
                 #expect(unstamped(received(bob)) == [timer, update])
                 #expect(unstamped(received(carol)) == [pin, vote, update])
                 // Not a member: refused with a notice, the connection kept.

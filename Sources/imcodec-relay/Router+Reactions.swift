@@ -1,0 +1,166 @@
+#if Tools
+import IMCodec
+import NIOCore
+
+/// Reactions (events.proto ReactionEvent: "The server forwards it to the conversation with summary
+/// filled in"; message.proto `reactions`): the relay keeps who reacted with which emoji to each kept
+/// message, in the message's change record (``Router/messageChanges``, every user per emoji), and
+/// serves the summaries from it: on each reaction event it forwards, and on the message in history
+/// and the conversation list. What a client writes in `summary` is replaced.
+extension Router {
+    /// The most different emoji on one message (a documented limit; Slack allows 23, Telegram 11).
+    static let maxReactionEmoji = 50
+    /// The most users a served summary lists (message.proto ReactionSummary: "at most 10").
+    static let maxSummaryUsers = 10
+
+    /// The summaries of `reactions` (every user per emoji, in the order they reacted) as a device
+    /// gets them: most used first (ties in the order each emoji was first used), the first 10 users,
+    /// and `reacted_by_me` for `reader` (`nil`: a frame every receiver shares, where it stays false).
+    static func served(_ reactions: [ReactionSummary], for reader: String? = nil) -> [ReactionSummary] {
+        reactions.enumerated()
+            .sorted {
+                $0.element.userIDs.count != $1.element.userIDs.count
+                    ? $0.element.userIDs.count > $1.element.userIDs.count : $0.offset < $1.offset
+            }
+            .map { _, kept in
+                ReactionSummary.with {
+                    $0.emoji = kept.emoji
+                    $0.count = UInt32(clamping: kept.userIDs.count)
+                    $0.userIDs = Array(kept.userIDs.prefix(maxSummaryUsers))
+                    $0.reactedByMe = reader.map { kept.userIDs.contains($0) } ?? false
+                }
+            }
+    }
+
+    /// What a device's reaction is remembered by for resends (``RecentEvents``, ``isResentEvent(_:from:session:user:)``):
+    /// the event without its summary and with `user_id` set, the same for the client's bytes and
+    /// for the copy the relay rewrote and keeps, which is all a restart finds.
+    static func reactionKey(_ frame: Frame, user: String) -> [UInt8] {
+        guard case .reaction(var event)? = frame.payload else { return frame.serializedBytes() }
+        var key = frame
+        event.summary = []
+        event.userID = user
+        key.payload = .reaction(event)
+        return key.serializedBytes()
+    }
+
+    /// The ``reactionKey(_:user:)`` of a kept event frame that is a reaction, `nil` for any other.
+    func reactionKey(ofKept bytes: [UInt8], user: String) -> [UInt8]? {
+        let isReaction = try? wireDecoder.withFrameView(bytes) { view in
+            if case .reaction? = view.payload { true } else { false }
+        }
+        guard isReaction == true, let frame = try? wireDecoder.decode(Frame.self, from: bytes) else { return nil }
+        return Self.reactionKey(frame, user: user)
+    }
+
+    /// What a reaction event does.
+    enum Reacted {
+        /// Refused (answered).
+        case refused
+        /// It changes nothing the relay keeps (the user's reaction is there already, or was not):
+        /// answered, and kept by no one, so a resend is applied once even after a restart.
+        case unchanged
+        /// The event frame receivers get.
+        case changed(ByteBuffer)
+    }
+
+    /// Applies `reaction` by `user` to kept message `seq` of `key` (`nil`: a message the relay does
+    /// not keep, which gets no summary): the event frame receivers get is `decoded` with the
+    /// message's summaries after the change and `user_id` set.
+    func reacted(
+        _ decoded: Frame,
+        _ reaction: ReactionEvent,
+        seq: UInt64?,
+        in key: ConversationKey,
+        session: Session,
+        user: String
+    ) -> Reacted {
+        var event = reaction
+        event.userID = user
+        event.summary = []
+        // One emoji (validate()'s emoji rule), added or removed.
+        let issue = Frame(.reaction(event)).validate().first { $0.rule == .reactionEmoji }?.description
+        guard issue == nil, reaction.action == .add || reaction.action == .remove else {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                issue ?? "a reaction is added or removed"
+            )
+            return .refused
+        }
+        // The message's reactions after the change, kept once the frame is known to fit.
+        var changed: [ReactionSummary]?
+        if let seq, let kept = conversations[key]?.kept[seq] {
+            let before = messageChanges[key]?[seq]?.reactions ?? []
+            var reactions = before
+            let index = reactions.firstIndex { $0.emoji == reaction.emoji }
+            switch reaction.action {
+            case .add:
+                if let index {
+                    if !reactions[index].userIDs.contains(user) { reactions[index].userIDs.append(user) }
+                } else {
+                    guard reactions.count < Self.maxReactionEmoji else {
+                        refuse(
+                            session,
+                            decoded.requestID,
+                            RelayProtocol.RequestError.badRequest,
+                            notice: "badRequest",
+                            "message seq \(seq) has \(Self.maxReactionEmoji) different emoji, the relay's limit"
+                        )
+                        return .refused
+                    }
+                    reactions.append(
+                        ReactionSummary.with {
+                            $0.emoji = reaction.emoji; $0.userIDs = [user]
+                        }
+                    )
+                }
+            case .remove:
+                if let index {
+                    reactions[index].userIDs.removeAll { $0 == user }
+                    if reactions[index].userIDs.isEmpty { reactions.remove(at: index) }
+                }
+            default:
+                break
+            }
+            guard reactions != before else { return .unchanged }
+            let served = Self.served(reactions)
+            // History and the conversation list serve the message with its summaries.
+            let size = servedSizeBound(of: seq, in: key, sentSize: kept.size, reactions: served)
+            let room = deliveryRoom(in: key)
+            guard size <= room else {
+                refuse(
+                    session,
+                    decoded.requestID,
+                    RelayProtocol.RequestError.tooLargeToDeliver,
+                    notice: "tooLargeToDeliver",
+                    "the message with these reactions could be \(size) bytes; the relay serves messages of at most "
+                        + "\(room) (the frame size limit, less what it adds on delivery)"
+                )
+                return .refused
+            }
+            event.summary = served
+            changed = reactions
+        }
+        var frame = decoded
+        frame.payload = .reaction(event)
+        let bytes = frame.serializedBytes()
+        // With its summaries it must still reach every receiver (as ``deliverable`` checked the client's).
+        guard bytes.count <= deliveryRoom(in: key) else {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.tooLargeToDeliver,
+                notice: "tooLargeToDeliver",
+                "the reaction with the message's summaries would be \(bytes.count) bytes; the relay delivers "
+                    + "frames of at most \(deliveryRoom(in: key))"
+            )
+            return .refused
+        }
+        if let seq, let changed { noteChange(of: seq, in: key, reactions: changed, timeMs: nowMs()) }
+        return .changed(ByteBuffer(bytes: bytes))
+    }
+}
+#endif
