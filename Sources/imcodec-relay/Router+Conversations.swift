@@ -263,16 +263,22 @@ extension Router {
     }
 
     /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and
-    /// status RECALLED when it was recalled or deleted for everyone.
+    /// status RECALLED or DELETED (the kept stub's; RECALLED for one removed before stubs were kept)
+    /// when it was recalled or deleted for everyone.
     private func lastMessage(_ stored: StoredMessage, removed: Bool, user: String) -> Message? {
         guard !removed else {
+            let stub = try? wireDecoder.decode(Frame.self, from: stored.frame)
+            let status: MessageStatus =
+                if case .message(let message)? = stub?.payload, message.status == .deleted { .deleted } else {
+                    .recalled
+                }
             return Message.with {
                 $0.seq = stored.seq
                 $0.serverMsgUID = stored.serverMsgUID
                 $0.clientMsgID = stored.clientMsgID
                 $0.senderID = stored.senderID
                 $0.serverTimeMs = stored.serverTimeMs
-                $0.status = .recalled
+                $0.status = status
             }
         }
         guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),

@@ -178,11 +178,13 @@ extension Router {
         var left = configuration.codec.effectiveMaxFrameSize - 512
         let nowMs = self.nowMs()
         for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
+            // The message as receivers find it (by server uid, else by sender and client id, else by seq).
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
-                ref.seq > view(of: key, for: user).info.clearedSeq,
-                let entries = extensions[key]?[ref.seq], !hasExpired(ref.seq, in: key, at: nowMs)
+                case .kept(let seq)? = conversations[key]?.resolve(ref),
+                seq > view(of: key, for: user).info.clearedSeq,
+                let entries = extensions[key]?[seq], !hasExpired(seq, in: key, at: nowMs)
             else { continue }
-            if let audience = conversations[key]?.audiences[ref.seq], !audience.contains(user) { continue }
+            if let audience = conversations[key]?.audiences[seq], !audience.contains(user) { continue }
             let served = MessageExtension.with {
                 $0.message = ref
                 $0.entries = entries.values.filter { !$0.removed }.sorted { $0.key < $1.key }

@@ -43,9 +43,12 @@ extension Router {
         func refuse(_ code: Int32, _ notice: String, _ reason: String) {
             self.refuse(session, requestID, code, notice: notice, reason)
         }
-        // validate() finds what cannot be meant (a page size of 0 or above 100, a repeated or empty
-        // user in a filter, a time range that ends before it starts): refused, not guessed at.
-        if let issue = Frame(.historyRequest(request)).validate().first(where: { $0.rule != .chatroomHistory }) {
+        // validate() finds what cannot be meant (a page size of 0, a repeated or empty user in a
+        // filter, a time range that ends before it starts): refused, not guessed at. A count above
+        // 100 is capped ("servers cap it", events.proto), not refused.
+        if let issue = Frame(.historyRequest(request)).validate().first(where: {
+            $0.rule != .chatroomHistory && !($0.rule == .historyPageSize && request.count > 0)
+        }) {
             return refuse(RelayProtocol.RequestError.badRequest, "badRequest", issue.description)
         }
         guard let conversation = request.conversation, let key = ConversationKey(conversation, user: user) else {

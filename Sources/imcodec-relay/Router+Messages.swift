@@ -604,7 +604,8 @@ extension Router {
                     sender: kept?.sender ?? "",
                     clientMsgID: kept?.clientMsgID ?? "",
                     serverMsgUID: kept?.serverMsgUID ?? "",
-                    serverTimeMs: kept?.serverTimeMs ?? 0
+                    serverTimeMs: kept?.serverTimeMs ?? 0,
+                    status: frame.payloadKind == .recall ? .recalled : .deleted
                 )
                 store.batch.removals.append((key, seq, stub))
                 forgetChanges(of: seq, in: key)

@@ -132,7 +132,8 @@ extension Router {
             )
             return
         }
-        let device = session.deviceID.isEmpty ? bundle.deviceID : session.deviceID
+        // The session's own device only: a session without one cannot speak for another device.
+        let device = session.deviceID
         guard !device.isEmpty else {
             refuse(
                 session,

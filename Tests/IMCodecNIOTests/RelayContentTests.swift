@@ -262,6 +262,21 @@ struct RelayContentTests {
                 #expect(third.bundles.first?.bundle == Array(repeating: 7, count: 64))
                 let none = try #require(try await fetch(5, kind: .mlsKeyPackage))
                 #expect(none.errorCode == RelayProtocol.RequestError.noKeys && none.bundles.isEmpty)
+                // A session without a device id cannot publish for the device its bundle names: before,
+                // it replaced bob-phone's bundle.
+                let deviceless = try await TestClient.connect(to: server, as: "bob", group: group)
+                var forged = publish
+                if case .keyPublish(var keys)? = forged.payload {
+                    keys.bundle?.deviceID = "bob-phone"
+                    keys.bundle?.bundle = Array(repeating: 9, count: 64)
+                    forged.payload = .keyPublish(keys)
+                }
+                forged.requestID = 6
+                let refused = try await deviceless.ask(forged)
+                #expect(refused?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest)
+                let after = try #require(try await fetch(7))
+                #expect(after.bundles.first?.bundle == Array(repeating: 7, count: 64))
+                await deviceless.close()
                 await alice.close()
                 await bob.close()
             }

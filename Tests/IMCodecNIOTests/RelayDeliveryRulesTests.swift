@@ -563,6 +563,12 @@ struct RelayDeliveryRulesTests {
                 #expect(await eventually { kinds(alice, .reaction) == 1 })
                 try await bob.roundTrip(6)
                 #expect(kinds(bob, .edit) == 0)
+                // Kept, and listed as the last message, as DELETED (a recall's stub says RECALLED).
+                let list = try await RelayUserStateTests.list(bob, id: 7)
+                let last = RelayUserStateTests.entry(list, .group("team"))?.lastMessage
+                #expect(last?.seq == gone.seq && last?.status == .deleted && last?.elements.isEmpty == true)
+                let sync = try #require(try await sync(bob, .group("team"), 8))
+                #expect(sync.messages.map(\.seq) == [kept.seq], "sync by seq skips the deleted message")
                 await alice.close()
                 await bob.close()
             }

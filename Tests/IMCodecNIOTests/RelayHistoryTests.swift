@@ -128,6 +128,32 @@ struct RelayHistoryTests {
         }
     }
 
+    /// events.proto HistoryRequest.count: "Messages wanted; servers cap it". Before, a count above
+    /// 100 was refused (3003); now it is capped at 100, and a count of 0 is still refused.
+    @Test func aCountAbove100IsCappedAndACountOf0Refused() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                for index in 1...3 {
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "h-\(index)"))
+                    )
+                }
+                #expect(await eventually { alice.collector.acks.count == 3 })
+                let page = try await Self.page(alice, id: 1) {
+                    $0.conversation = .oneToOne("bob"); $0.count = 1000
+                }
+                #expect(Self.texts(page).sorted() == ["m1", "m2", "m3"])
+                #expect(
+                    try await Self.refusal(alice, id: 2) {
+                        $0.conversation = .oneToOne("bob"); $0.count = 0
+                    } == 3003
+                )
+                await alice.close()
+            }
+        }
+    }
+
     /// What bob's device `device` reads back of his conversation with alice: the kinds of his stream's
     /// frames, and the texts of a sync by seq and of history.
     static func readBack(

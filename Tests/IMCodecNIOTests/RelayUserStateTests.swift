@@ -302,6 +302,23 @@ struct RelayUserStateTests {
                         "k=v@1", "sushi=1@2",
                     ]
                 )
+                // Found as events find it: by its server uid alone (before, by seq only: none); a
+                // reference whose seq names another message finds nothing.
+                let byUID = MessageRef.with {
+                    $0.serverMsgUID = reference.serverMsgUID; $0.conversation = reference.conversation
+                }
+                var conflicting = reference
+                conflicting.seq += 1
+                let byIdentity = try await Self.ask(
+                    bob,
+                    .extensionFetchRequest(.with { $0.messages = [byUID, conflicting] }),
+                    id: 60
+                )
+                guard case .extensionFetchResponse(let found)? = byIdentity?.payload else {
+                    Issue.record("no extension fetch answer")
+                    return
+                }
+                #expect(found.extensions.map(\.message) == [byUID])
                 // The versions go on after the restart: pizza was removed at version 3.
                 let again = ExtensionUpdate.with {
                     $0.message = reference;

@@ -7,14 +7,16 @@ import IMCodec
 /// frames at the same positions as before, with the content gone.
 enum Redaction {
     /// The frame kept in place of a removed message: its conversation (as its sender named it), its
-    /// sender, ids, seq and server time, status `MESSAGE_STATUS_RECALLED`, and no content.
+    /// sender, ids, seq and server time, `status` (`MESSAGE_STATUS_RECALLED` for a recall,
+    /// `MESSAGE_STATUS_DELETED` for a delete for everyone), and no content.
     static func message(
         in key: ConversationKey,
         seq: UInt64,
         sender: String,
         clientMsgID: String,
         serverMsgUID: String,
-        serverTimeMs: Int64
+        serverTimeMs: Int64,
+        status: MessageStatus
     ) -> [UInt8] {
         Frame(
             .message(
@@ -25,7 +27,7 @@ enum Redaction {
                     $0.serverMsgUID = serverMsgUID
                     $0.seq = seq
                     $0.serverTimeMs = serverTimeMs
-                    $0.status = .recalled
+                    $0.status = status
                 }
             )
         ).serializedBytes()
