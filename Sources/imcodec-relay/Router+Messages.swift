@@ -298,6 +298,27 @@ extension Router {
             )
             return
         }
+        // A one-to-one event from a user the peer blocked reaches the peer no more than a message does
+        // (Tencent addToBlackList): typing is dropped; anything else is refused with 20007, or with
+        // `--blocked-senders silent` answered and applied to nothing. A recall or a delete still
+        // removes the sender's own message.
+        if case .direct(let a, let b)? = key, a != b, hasBlocked(a == user ? b : a, user),
+            frame.payloadKind != .recall, frame.payloadKind != .delete
+        {
+            guard frame.payloadKind != .typing else { return }
+            guard configuration.blockedSenders == .silent else {
+                refuse(
+                    session,
+                    event.requestID,
+                    Self.blockedByPeer,
+                    notice: "blocked",
+                    "blocked: the receiver blocked \(user)"
+                )
+                return
+            }
+            if event.requestID != 0 { result(session, event.requestID) }
+            return
+        }
         if frame.payloadKind == .typing {
             deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)
             return

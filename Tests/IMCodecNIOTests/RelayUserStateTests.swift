@@ -384,6 +384,23 @@ struct RelayUserStateTests {
                 #expect(
                     try await Self.list(bob, id: 3).conversations.allSatisfy { $0.conversation != .oneToOne("alice") }
                 )
+                // Events too (before, they reached bob): a timer is refused, or answered and applied to
+                // nothing; typing is dropped.
+                let timer = try await RelayDisappearingTests.setTimer(
+                    alice,
+                    by: "alice",
+                    in: .oneToOne("bob"),
+                    60,
+                    id: 20
+                )
+                #expect(timer == (behaviour == .silent ? 0 : Router.blockedByPeer))
+                let typing = TypingEvent.with {
+                    $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
+                }
+                try await alice.send(Frame(.typing(typing)))
+                try await alice.roundTrip(21)
+                try await bob.roundTrip(91)
+                #expect(!bob.collector.frames.contains { [.disappearingTimer, .typing].contains($0.payload?.kind) })
                 for client in [alice, aliceTablet, bob, bobLaptop] { await client.close() }
             }
             try await withRelay(configure) { server in
@@ -403,6 +420,7 @@ struct RelayUserStateTests {
                 )
                 #expect(await eventually { bob.collector.messages.count == 1 })
                 #expect(bob.collector.messages.first?.previewText == "now?")
+                #expect(bob.collector.messages.first?.expireAfterS == 0, "the blocked timer was applied to nothing")
                 await alice.close()
                 await bob.close()
             }
