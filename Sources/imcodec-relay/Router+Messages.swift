@@ -6,7 +6,8 @@ import NIOCore
 extension Router {
     /// Whether a message is kept (stored, given a seq, synced) or only sent to who is online now:
     /// `MESSAGE_FLAG_ONLINE_USER_ONLY` (Tencent's online messages "cannot be stored offline") and
-    /// `STORAGE_POLICY_STATUS_ONLY` (RongCloud's status messages) are not kept; everything else is.
+    /// `STORAGE_POLICY_STATUS_ONLY` (RongCloud's status messages) are not kept; everything else is,
+    /// but in a chatroom (``ConversationKey/isChatroom``).
     static func isKept(_ frame: InboundFrame) -> Bool {
         !frame.messageFlags.contains(.onlineUserOnly) && frame.storagePolicy != .statusOnly
     }
@@ -66,7 +67,8 @@ extension Router {
             silentlyBlocked = true
         }
         let maxSeq = conversations[key]?.maxSeq ?? 0
-        let kept = Self.isKept(frame)
+        // A chatroom keeps no history: its messages go to the members online, as online-only ones do.
+        let kept = Self.isKept(frame) && !key.isChatroom
         let serverTimeMs = nowMs()
         // The conversation's disappearing timer, stamped over the sender's when they differ.
         let expireAfterS = Self.disappearingTimer(
@@ -358,6 +360,16 @@ extension Router {
                 body = served
                 recentEvents[device, default: RecentEvents()].insert(Self.reactionKey(event, user: user))
             }
+        }
+        // A chatroom keeps no history: its events go to the members online, as its messages do.
+        if let key, key.isChatroom {
+            if requestID != 0 { result(session, requestID) }
+            let kind = frame.payloadKind
+            store.afterCommit {
+                self.deliverLive(body, kind: kind, sender: user, to: users, except: session)
+                self.flush()
+            }
+            return
         }
         // An edit or a stream chunk carries content of its message: erased with it (a recall).
         var about: MessageKey?

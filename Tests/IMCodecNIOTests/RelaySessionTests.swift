@@ -1012,7 +1012,10 @@ struct RelaySessionTests {
     }
 
     /// Chatrooms and ultra-group channels are joined like groups; an ultra group's channels are
-    /// separate conversations (own members, own seqs).
+    /// separate conversations (own members, own seqs). A chatroom keeps no history (common.proto:
+    /// "no roaming history"): its messages reach the members online and get no seq; sync by seq and
+    /// a device's stream sync find none. Before, they were kept, synced and written to every
+    /// member's stream.
     @Test func chatroomsAndUltraGroupChannelsWorkLikeGroups() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
@@ -1055,13 +1058,35 @@ struct RelaySessionTests {
                 }
                 #expect(await eventually { alice.collector.acks.count == 4 && bob.collector.messages.count == 3 })
                 #expect(alice.collector.acks.map(\.errorCode) == [0, 0, RelayProtocol.AckError.notAGroupMember, 0])
-                #expect(alice.collector.acks.map(\.seq) == [1, 1, 0, 2])
+                #expect(alice.collector.acks.map(\.seq) == [1, 0, 0, 2])
                 #expect(alice.collector.acks[0].conversation == channel1)
                 #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["t0", "t1", "t3"])
                 let sync = try #require(
                     syncResponse(try await bob.ask(RelayProtocol.syncFrame(channel1, from: 1, requestID: 50)))
                 )
                 #expect(sync.messages.map { $0.firstText ?? "" } == ["t0", "t3"] && sync.conversation == channel1)
+                let roomSync = try #require(
+                    syncResponse(try await bob.ask(RelayProtocol.syncFrame(room, from: 1, requestID: 51)))
+                )
+                #expect(roomSync.messages.isEmpty && roomSync.maxSeq == 0)
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let stream = try #require(try await laptop.streamPage(requestID: 52))
+                #expect(stream.compactMap { $0.messagePayload?.firstText } == ["t0", "t3"])
+                // Its events too: a reaction reaches bob's devices online, and no stream keeps it.
+                let inRoom = try #require(bob.collector.messages.first { $0.firstText == "t1" })
+                let reaction = request(
+                    .reaction(
+                        ReactionEvent.with {
+                            $0.message = inRoom.reference; $0.emoji = "👍"; $0.action = .add
+                        }
+                    ),
+                    53
+                )
+                #expect(try await alice.ask(reaction)?.requestResult?.errorCode == 0)
+                #expect(await eventually { laptop.collector.frames.contains { $0.payload?.kind == .reaction } })
+                let later = try #require(try await laptop.streamPage(requestID: 54))
+                #expect(!later.contains { $0.payload?.kind == .reaction })
+                await laptop.close()
                 await alice.close()
                 await bob.close()
             }

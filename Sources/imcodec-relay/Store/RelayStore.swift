@@ -430,6 +430,13 @@ enum ConversationKey: Hashable, Sendable {
         return false
     }
 
+    /// A chatroom (common.proto: "members come and go, no roaming history"): what is sent in it
+    /// reaches the members online at the time and is kept nowhere.
+    var isChatroom: Bool {
+        if case .shared(.chatroom, _, _) = self { return true }
+        return false
+    }
+
     /// The key as one string for a store's index: `TYPE:LEN:FIRST` followed by the second id, where
     /// LEN is the first id's length in UTF-8 bytes, so no two keys share a string whatever the ids hold.
     var storageID: String {
