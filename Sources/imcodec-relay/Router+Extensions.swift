@@ -181,7 +181,7 @@ extension Router {
             // The message as receivers find it (by server uid, else by sender and client id, else by seq).
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
                 case .kept(let seq)? = conversations[key]?.resolve(ref),
-                seq > view(of: key, for: user).info.clearedSeq,
+                seq > view(of: key, for: user).info.clearedSeq, !isDeletedForMe(seq, in: key, by: user),
                 let entries = extensions[key]?[seq], !hasExpired(seq, in: key, at: nowMs)
             else { continue }
             if let audience = conversations[key]?.audiences[seq], !audience.contains(user) { continue }

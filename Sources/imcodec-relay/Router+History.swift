@@ -160,6 +160,7 @@ extension Router {
         matching request: HistoryRequest
     ) -> Message? {
         if conversations[key]?.removed.contains(kept.seq) == true { return nil }
+        if isDeletedForMe(kept.seq, in: key, by: user) { return nil }
         if Expiry.passed(kept.expireAtMs, at: nowMs()) { return nil }
         if request.startTimeMs != 0, kept.serverTimeMs < request.startTimeMs { return nil }
         if request.endTimeMs != 0, kept.serverTimeMs > request.endTimeMs { return nil }

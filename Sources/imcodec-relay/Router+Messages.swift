@@ -386,6 +386,11 @@ extension Router {
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
             conversationsRead(read, by: user, position: own.position)
         }
+        if key == nil, case .delete(let delete)? = event.payload, delete.scope == .onlyMe,
+            let own = deliveries.first(where: { $0.user == user })
+        {
+            deletedForMe(delete.messages, by: user, position: own.position)
+        }
         if let key, case .disappearingTimer(let timer)? = event.payload { setDisappearingTimer(timer, in: key) }
         if let key, [.recall, .delete, .edit, .reaction].contains(frame.payloadKind), let payload = event.payload {
             conversationsChanged(by: payload, naming: named, in: key, deliveries: deliveries)

@@ -103,6 +103,41 @@ extension Router {
                 .serializedBytes()
     }
 
+    /// Whether `user` deleted message `seq` of `key` for itself only.
+    func isDeletedForMe(_ seq: UInt64, in key: ConversationKey, by user: String) -> Bool {
+        deletedForMe[user]?[key]?.contains(seq) == true
+    }
+
+    /// A delete "only for me" (events.proto DeleteEvent, scope ONLY_ME) of `refs` by `user`, kept at
+    /// `position` of its stream: each message a reference finds (by its conversation,
+    /// ``conversationKey(of:user:)``, then ``ConversationState/resolve(_:)``) is left out of the user's history, sync by
+    /// seq and extension fetches from then on, and out of its list entry's unread count, @ and last
+    /// message. A reference that names no conversation of the user's, or no kept message, changes
+    /// nothing.
+    func deletedForMe(_ refs: [MessageRef], by user: String, position: UInt64) {
+        var found: [ConversationKey: [UInt64]] = [:]
+        for ref in refs {
+            guard let key = conversationKey(of: ref, user: user), isMember(user, key),
+                case .kept(let seq)? = conversations[key]?.resolve(ref)
+            else { continue }
+            found[key, default: []].append(seq)
+        }
+        for (key, seqs) in found {
+            var deleted = deletedForMe[user]?[key] ?? []
+            deleted.formUnion(seqs)
+            deletedForMe[user, default: [:]][key] = deleted
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(8 * deleted.count)
+            for seq in deleted.sorted() { withUnsafeBytes(of: seq.littleEndian) { bytes.append(contentsOf: $0) } }
+            store.batch.records[.deletedForMe(user: user, key)] = bytes
+            guard var view = userConversations[user]?[key] else { continue }
+            let lastDeleted = deleted.contains(view.lastSeq)
+            guard view.drop(Set(seqs)) || lastDeleted else { continue }
+            if lastDeleted { view.lastSeq = 0 }
+            setView(view, of: key, for: user, version: position)
+        }
+    }
+
     /// Answers a blocklist request with the user's whole list.
     func sendBlocklist(requestID: UInt64, session: Session, user: String) {
         let response = BlocklistResponse.with { $0.userIDs = blockOrder[user] ?? [] }
@@ -123,6 +158,13 @@ extension Router {
                     userConversations[user, default: [:]][conversation] = view
                     noteReceiveOption(view.info.receiveOption, of: conversation, for: user)
                 }
+            case .deletedForMe(let user, let conversation):
+                guard bytes.count % 8 == 0 else { continue }
+                var seqs = Set<UInt64>()
+                for offset in stride(from: 0, to: bytes.count, by: 8) {
+                    seqs.insert(bytes[offset..<(offset + 8)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+                }
+                deletedForMe[user, default: [:]][conversation] = seqs
             case .blocklist(let user):
                 guard let list = try? BlocklistResponse(serializedBytes: bytes), !list.userIDs.isEmpty else { continue }
                 blockOrder[user] = list.userIDs

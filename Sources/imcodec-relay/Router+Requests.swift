@@ -228,9 +228,13 @@ extension Router {
             var end = messages.count == limit ? messages.last!.seq : last
             let nowMs = self.nowMs()
             let removed = self.conversations[key]?.removed ?? []
-            // Not an expired message, nor a removed one (the store erased its frame too).
+            let deleted = self.deletedForMe[user]?[key] ?? []
+            // Not an expired message, nor a removed one (the store erased its frame too), nor one the
+            // user deleted for itself.
             for message in messages
-            where !Expiry.passed(message.expireAtMs, at: nowMs) && !removed.contains(message.seq) {
+            where !Expiry.passed(message.expireAtMs, at: nowMs) && !removed.contains(message.seq)
+                && !deleted.contains(message.seq)
+            {
                 left -= message.frame.count + 9
                 if left < 0, !answer.messages.isEmpty {
                     end = message.seq - 1

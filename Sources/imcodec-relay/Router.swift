@@ -52,6 +52,9 @@ final class Router {
     var keyBundles: [DeviceKey: [KeyBundleKind: KeyBundle]] = [:]
     /// Each user's view of its conversations (the conversation list; Router+Conversations.swift).
     var userConversations: [String: [ConversationKey: UserConversation]] = [:]
+    /// Per user and conversation, the messages it deleted for itself only (Router+OwnState.swift):
+    /// no read of its serves them.
+    var deletedForMe: [String: [ConversationKey: Set<UInt64>]] = [:]
     /// Per conversation, the users who set RECEIVE_OPTION_NOT_RECEIVE on it: its messages are kept
     /// in none of their streams (``noteReceiveOption(_:of:for:)``).
     var notReceiving: [ConversationKey: Set<String>] = [:]

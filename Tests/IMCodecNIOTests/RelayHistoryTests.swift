@@ -128,6 +128,73 @@ struct RelayHistoryTests {
         }
     }
 
+    /// events.proto DeleteEvent, scope ONLY_ME: the messages go for the user who deleted them. Before,
+    /// the relay only passed the event to the user's other devices, and history, sync by seq and the
+    /// conversation list served the messages again to any device that read back. Now none of those
+    /// reads serves them to that user (the other side still has them), across a restart too.
+    @Test(arguments: StoreBackend.allCases)
+    func aMessageDeletedForMeIsServedToMeNoMore(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = { $0.store = database.location }
+        func deleteForMe(_ client: TestClient, _ messages: [Message], id: UInt64) async throws -> Int32? {
+            let delete = DeleteEvent.with {
+                $0.messages = messages.map(\.reference); $0.scope = .onlyMe; $0.operatorID = "bob"
+            }
+            return try await RelayUserStateTests.ask(client, .delete(delete), id: id)?.requestResult?.errorCode
+        }
+        func reads(
+            _ client: TestClient,
+            id: UInt64
+        ) async throws -> (history: [String], bySeq: [String], unread: UInt32, last: String?) {
+            let page = try await Self.page(client, id: id) { $0.conversation = .oneToOne("alice") }
+            let sync = try await client.ask(RelayProtocol.syncFrame(.oneToOne("alice"), from: 1, requestID: id + 1))
+            guard case .syncResponse(let bySeq)? = sync?.payload else {
+                throw ReadBackError(description: "no sync page")
+            }
+            let entry = RelayUserStateTests.entry(
+                try await RelayUserStateTests.list(client, id: id + 2),
+                .oneToOne("alice")
+            )
+            return (
+                Self.texts(page).sorted(), bySeq.messages.map { $0.firstText ?? "" }, entry?.unreadCount ?? 0,
+                entry?.lastMessage?.firstText
+            )
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                for index in 1...3 {
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "d-\(index)"))
+                    )
+                }
+                #expect(await eventually { bob.collector.messages.count == 3 })
+                let received = bob.collector.messages
+                #expect(try await deleteForMe(bob, [received[1]], id: 1) == 0)
+                let afterOne = try await reads(bob, id: 10)
+                #expect(afterOne.history == ["m1", "m3"] && afterOne.bySeq == ["m1", "m3"])
+                #expect(afterOne.unread == 2 && afterOne.last == "m3")
+                // The last message too: the entry shows none until a newer one.
+                #expect(try await deleteForMe(bob, [received[2]], id: 2) == 0)
+                let afterTwo = try await reads(bob, id: 20)
+                #expect(afterTwo.history == ["m1"] && afterTwo.bySeq == ["m1"] && afterTwo.unread == 1)
+                #expect(afterTwo.last == nil)
+                // Alice still has all three.
+                let hers = try await Self.page(alice, id: 30) { $0.conversation = .oneToOne("bob") }
+                #expect(Self.texts(hers).sorted() == ["m1", "m2", "m3"])
+                for client in [alice, bob] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let restarted = try await reads(laptop, id: 40)
+                #expect(restarted.history == ["m1"] && restarted.bySeq == ["m1"] && restarted.unread == 1)
+                await laptop.close()
+            }
+        }
+    }
+
     /// events.proto HistoryRequest.count: "Messages wanted; servers cap it". Before, a count above
     /// 100 was refused (3003); now it is capped at 100, and a count of 0 is still refused.
     @Test func aCountAbove100IsCappedAndACountOf0Refused() async throws {

@@ -10,7 +10,9 @@ import IMCodec
 /// - a message's extension (a `MessageExtension`'s bytes, each key with its version);
 /// - what changed on a message since it was sent (a `Message` with the last edit's content and
 ///   `edit_version`, and `updated_at_ms`);
-/// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it).
+/// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it);
+/// - the messages a user deleted for itself only in a conversation (their seqs, 8 bytes each,
+///   little-endian).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -23,6 +25,9 @@ enum StateRecordKey: Hashable, Sendable {
     /// A conversation's disappearing-message timer (``Router/disappearingTimers``): the bytes of the
     /// `DisappearingTimerEvent` that set it.
     case disappearingTimer(ConversationKey)
+    /// The seqs of the messages of a conversation a user deleted for itself only
+    /// (``Router/deletedForMe``).
+    case deletedForMe(user: String, ConversationKey)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -32,15 +37,17 @@ enum StateRecordKey: Hashable, Sendable {
         case .messageExtension: return "extension"
         case .messageChange: return "change"
         case .disappearingTimer: return "timer"
+        case .deletedForMe: return "deleted"
         }
     }
 
     /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
-    /// ``ConversationKey/storageID``, the user, `SEQ:` + the conversation's storage id, or the
-    /// conversation's storage id.
+    /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages), the user, `SEQ:` +
+    /// the conversation's storage id, or the conversation's storage id.
     var id: String {
         switch self {
-        case .conversation(let user, let key): return "\(user.utf8.count):\(user)\(key.storageID)"
+        case .conversation(let user, let key), .deletedForMe(let user, let key):
+            return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
         case .messageExtension(let key, let seq), .messageChange(let key, let seq): return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key): return key.storageID
@@ -52,14 +59,15 @@ enum StateRecordKey: Hashable, Sendable {
         switch scope {
         case "blocklist":
             self = .blocklist(user: id)
-        case "conversation":
+        case "conversation", "deleted":
             let utf8 = Array(id.utf8)
             guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
                 let length = Int(String(decoding: utf8[..<colon], as: UTF8.self)),
                 length >= 0, colon + 1 + length <= utf8.count,
                 let key = ConversationKey(storageID: String(decoding: utf8[(colon + 1 + length)...], as: UTF8.self))
             else { return nil }
-            self = .conversation(user: String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self), key)
+            let user = String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self)
+            self = scope == "conversation" ? .conversation(user: user, key) : .deletedForMe(user: user, key)
         case "timer":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = .disappearingTimer(key)
