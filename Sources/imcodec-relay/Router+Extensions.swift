@@ -82,6 +82,14 @@ extension Router {
         guard isMember(user, key) else {
             return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "\(user) is not in that conversation")
         }
+        // From a user the peer blocked: as its other one-to-one events (routeEvent).
+        if case .direct(let a, let b) = key, a != b, hasBlocked(a == user ? b : a, user) {
+            guard configuration.blockedSenders == .silent else {
+                return refuse(Self.blockedByPeer, "blocked", "blocked: the receiver blocked \(user)")
+            }
+            if requestID != 0 { result(session, requestID) }
+            return
+        }
         let state = conversations[key] ?? ConversationState()
         // The message as receivers find it (ConversationState.resolve); they get the update with
         // the kept message's own reference, whatever fields the client named it by.

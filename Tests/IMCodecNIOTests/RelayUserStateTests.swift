@@ -398,9 +398,40 @@ struct RelayUserStateTests {
                     $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
                 }
                 try await alice.send(Frame(.typing(typing)))
+                // An extension update of bob's own message (bob may still write to alice) too.
+                var poll = Message(from: "bob", in: .oneToOne("alice"), elements: [.text("vote?")], clientMsgID: "p1")
+                poll.flags = MessageFlags.supportExtension.rawValue
+                poll.expansion = ["yes": "0"]
+                try await bob.send(Frame(poll))
+                #expect(await eventually { alice.collector.messages.contains { $0.clientMsgID == "p1" } })
+                let reference = try #require(alice.collector.messages.first { $0.clientMsgID == "p1" }?.reference)
+                let update = ExtensionUpdate.with {
+                    $0.message = reference
+                    $0.set = [
+                        .with {
+                            $0.key = "yes"; $0.value = "1"; $0.version = 1
+                        }
+                    ]
+                }
+                let updated = try await Self.ask(alice, .extensionUpdate(update), id: 22)?.requestResult?.errorCode
+                #expect(updated == (behaviour == .silent ? 0 : Router.blockedByPeer))
                 try await alice.roundTrip(21)
                 try await bob.roundTrip(91)
-                #expect(!bob.collector.frames.contains { [.disappearingTimer, .typing].contains($0.payload?.kind) })
+                #expect(
+                    !bob.collector.frames.contains {
+                        [.disappearingTimer, .typing, .extensionUpdate].contains($0.payload?.kind)
+                    }
+                )
+                let fetched = try await Self.ask(
+                    bob,
+                    .extensionFetchRequest(.with { $0.messages = [reference] }),
+                    id: 23
+                )
+                guard case .extensionFetchResponse(let keys)? = fetched?.payload else { return }
+                #expect(
+                    keys.extensions.first?.entries.map { "\($0.key)=\($0.value)" } == ["yes=0"],
+                    "applied to nothing"
+                )
                 for client in [alice, aliceTablet, bob, bobLaptop] { await client.close() }
             }
             try await withRelay(configure) { server in
