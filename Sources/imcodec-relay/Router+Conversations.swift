@@ -47,11 +47,7 @@ struct UserConversation {
         // Rewritten on every message the user receives: one copy of the whole list, not an append
         // per seq (a user who never reads has thousands; per-seq appends made the relay's load test
         // time out under ThreadSanitizer).
-        #if _endian(little)
-        unread.withUnsafeBytes { out.append(contentsOf: $0) }
-        #else
-        for seq in unread { withUnsafeBytes(of: seq.littleEndian) { out.append(contentsOf: $0) } }
-        #endif
+        SeqListBytes.append(unread, to: &out)
         return out
     }
 
@@ -59,17 +55,13 @@ struct UserConversation {
     init?(bytes: [UInt8]) {
         guard bytes.count >= 4 else { return nil }
         let length = Int(bytes[0..<4].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) })
-        guard length <= bytes.count - 4, (bytes.count - 4 - length) % 8 == 0,
+        guard length <= bytes.count - 4, let unread = SeqListBytes.seqs(bytes[(4 + length)...]),
             var stored = try? ConversationInfo(serializedBytes: bytes[4..<(4 + length)])
         else { return nil }
         lastSeq = stored.lastMessage?.seq ?? 0
         stored.lastMessage = nil
         info = stored
-        var offset = 4 + length
-        while offset < bytes.count {
-            unread.append(bytes[offset..<(offset + 8)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-            offset += 8
-        }
+        self.unread = unread
     }
 
     init() {}

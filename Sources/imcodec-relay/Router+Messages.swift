@@ -114,7 +114,7 @@ extension Router {
         }
         // RECEIVE_OPTION_NOT_RECEIVE: "nothing, online or offline" (kept in the conversation, so
         // history and sync by seq still serve it; its sender's own devices still get it).
-        if let muted = notReceiving[key] { users.removeAll { $0 != user && muted.contains($0) } }
+        if !notReceiving.isEmpty, let muted = notReceiving[key] { users.removeAll { $0 != user && muted.contains($0) } }
         guard kept else {
             store.afterCommit {
                 self.stats.acksSent += 1
@@ -358,7 +358,7 @@ extension Router {
                 return
             case .changed(let served):
                 body = served
-                recentEvents[device, default: RecentEvents()].insert(Self.reactionKey(event, user: user))
+                recentEvents[device, default: RecentEvents()].insert(Self.reactionKey(event, reaction, user: user))
             }
         }
         // A chatroom keeps no history: its events go to the members online, as its messages do.

@@ -127,8 +127,7 @@ extension Router {
             deleted.formUnion(seqs)
             deletedForMe[user, default: [:]][key] = deleted
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(8 * deleted.count)
-            for seq in deleted.sorted() { withUnsafeBytes(of: seq.littleEndian) { bytes.append(contentsOf: $0) } }
+            SeqListBytes.append(deleted.sorted(), to: &bytes)
             store.batch.records[.deletedForMe(user: user, key)] = bytes
             guard var view = userConversations[user]?[key] else { continue }
             let lastDeleted = deleted.contains(view.lastSeq)
@@ -159,12 +158,8 @@ extension Router {
                     noteReceiveOption(view.info.receiveOption, of: conversation, for: user)
                 }
             case .deletedForMe(let user, let conversation):
-                guard bytes.count % 8 == 0 else { continue }
-                var seqs = Set<UInt64>()
-                for offset in stride(from: 0, to: bytes.count, by: 8) {
-                    seqs.insert(bytes[offset..<(offset + 8)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-                }
-                deletedForMe[user, default: [:]][conversation] = seqs
+                guard let seqs = SeqListBytes.seqs(bytes[...]) else { continue }
+                deletedForMe[user, default: [:]][conversation] = Set(seqs)
             case .blocklist(let user):
                 guard let list = try? BlocklistResponse(serializedBytes: bytes), !list.userIDs.isEmpty else { continue }
                 blockOrder[user] = list.userIDs

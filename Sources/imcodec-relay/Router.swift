@@ -556,12 +556,16 @@ final class Router {
         let device = DeviceKey(user: user, device: session.deviceID)
         guard let recent = recentEvents[device] else { return false }
         var resent = recent.contains(frame.body.readableBytesView)
+        var event: Frame?
         // A reaction is kept as the relay rewrote it: found by its key (Router+Reactions).
-        if !resent, frame.payloadKind == .reaction, let event = decoded(frame, session) {
-            resent = recent.contains(Self.reactionKey(event, user: user))
+        if !resent, frame.payloadKind == .reaction {
+            event = decoded(frame, session)
+            if let event, case .reaction(let reaction)? = event.payload {
+                resent = recent.contains(Self.reactionKey(event, reaction, user: user))
+            }
         }
         guard resent else { return false }
-        if let requestID = decoded(frame, session)?.requestID, requestID != 0 { result(session, requestID) }
+        if let requestID = (event ?? decoded(frame, session))?.requestID, requestID != 0 { result(session, requestID) }
         return true
     }
 

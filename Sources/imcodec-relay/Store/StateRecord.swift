@@ -11,8 +11,8 @@ import IMCodec
 /// - what changed on a message since it was sent (a `Message` with the last edit's content and
 ///   `edit_version`, and `updated_at_ms`);
 /// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it);
-/// - the messages a user deleted for itself only in a conversation (their seqs, 8 bytes each,
-///   little-endian).
+/// - the messages a user deleted for itself only in a conversation (their seqs, as
+///   ``SeqListBytes`` writes them).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -78,6 +78,29 @@ enum StateRecordKey: Hashable, Sendable {
             self = scope == "extension" ? .messageExtension(key, seq: seq) : .messageChange(key, seq: seq)
         default:
             return nil
+        }
+    }
+}
+
+/// The form a state record gives a list of seqs (a user's unread seqs, the messages it deleted for
+/// itself): 8 bytes each, little-endian, nothing around them.
+enum SeqListBytes {
+    /// Appends `seqs` to `bytes`.
+    static func append(_ seqs: [UInt64], to bytes: inout [UInt8]) {
+        #if _endian(little)
+        seqs.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        #else
+        for seq in seqs { withUnsafeBytes(of: seq.littleEndian) { bytes.append(contentsOf: $0) } }
+        #endif
+    }
+
+    /// The seqs `bytes` hold, or `nil` when they are not such a list (a length not a multiple of 8).
+    static func seqs(_ bytes: ArraySlice<UInt8>) -> [UInt64]? {
+        guard bytes.count % 8 == 0 else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            (0..<(raw.count / 8)).map {
+                UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * $0, as: UInt64.self))
+            }
         }
     }
 }
