@@ -48,6 +48,9 @@ public struct InboundFrame: Sendable, Hashable {
     /// A disappearing message's `expire_after_s` (0 for other frames), from which a server stamps
     /// its `expire_at_ms` (`ServerStamp.expiry(serverTimeMs:expireAfterS:)`).
     public let expireAfterS: UInt32
+    /// Whether a message payload carries a poll (a `PollElement`; false for other frames), whose
+    /// votes a server tallies.
+    public let carriesPoll: Bool
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -67,7 +70,8 @@ public struct InboundFrame: Sendable, Hashable {
         atUserIDs: [String] = [],
         atAll: Bool = false,
         serverAssignedFields: [String] = [],
-        expireAfterS: UInt32 = 0
+        expireAfterS: UInt32 = 0,
+        carriesPoll: Bool = false
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -86,6 +90,7 @@ public struct InboundFrame: Sendable, Hashable {
         self.atAll = atAll
         self.serverAssignedFields = serverAssignedFields
         self.expireAfterS = expireAfterS
+        self.carriesPoll = carriesPoll
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -119,6 +124,7 @@ extension InboundFrame {
                 var atAll = false
                 var serverAssignedFields: [String] = []
                 var expireAfterS: UInt32 = 0
+                var carriesPoll = false
                 if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
                     serverAssignedFields = edited.serverAssignedFields
                 }
@@ -126,6 +132,11 @@ extension InboundFrame {
                     storagePolicy = message.storagePolicy
                     serverAssignedFields = message.serverAssignedFields
                     expireAfterS = message.expireAfterS
+                    let elements = message.elements
+                    for index in 0..<elements.count where elements[index].contentKind == .poll {
+                        carriesPoll = true
+                        break
+                    }
                     let targets = message.targetReceivers
                     if targets.count > 0 {
                         receivers.reserveCapacity(targets.count)
@@ -154,7 +165,8 @@ extension InboundFrame {
                     atUserIDs: atUserIDs,
                     atAll: atAll,
                     serverAssignedFields: serverAssignedFields,
-                    expireAfterS: expireAfterS
+                    expireAfterS: expireAfterS,
+                    carriesPoll: carriesPoll
                 )
             }
         } catch let error as IMCodecError {

@@ -29,7 +29,7 @@ import NIOWebSocket
 ///   live from then on); `stream_ack` now and then. Or, per conversation, `sync_request` until
 ///   `!has_more`; `max_seq_request`.
 /// - `Message` frames both ways (relay → `send_ack` for each, once it is committed), receipts,
-///   recalls, edits, deletes, typing, reactions, pins, poll votes and updates, disappearing timers,
+///   recalls, edits, deletes, typing, reactions, pins, poll votes (the relay answers with its results), disappearing timers,
 ///   mark-reads; `system_notice` with a `recipient_id` to that user's online devices.
 /// - `ping` → `pong` (same id); `membership` join/leave and `presence_subscription` →
 ///   `request_result`; `logout` → `request_result`, then the relay closes the connection.
@@ -108,6 +108,8 @@ enum RelayProtocol {
         /// size limit once the relay adds its fields (``deliveryReserve(targetID:channelID:)``), or an
         /// edit or extension update would make a kept message so.
         static let tooLargeToDeliver: Int32 = 3010
+        /// A vote on a poll that its creator closed or whose `close_time_ms` passed.
+        static let pollClosed: Int32 = 3011
     }
 
     /// The room the relay keeps below `--max-frame-size` in every frame it keeps or forwards, for

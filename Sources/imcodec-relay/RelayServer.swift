@@ -178,7 +178,7 @@ struct RelayStats: Sendable {
 /// on the fast path (``IMCodecNIO/InboundFrame``), acknowledges every message, keeps the stamped
 /// messages of each conversation in memory for sync (resume after a reconnect, offline delivery),
 /// answers pings, joins and leaves, tells presence to subscribers, and forwards receipts, recalls,
-/// edits, deletes, typing, reactions, pins, poll votes and updates and disappearing timers. See
+/// edits, deletes, typing, reactions, pins and disappearing timers, and tallies poll votes. See
 /// ``RelayProtocol`` and README.md.
 ///
 /// All connections share one event loop, so the routing table needs no lock and every

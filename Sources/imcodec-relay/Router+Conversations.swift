@@ -42,8 +42,7 @@ struct UserConversation {
         let entry = stored.serializedBytes()
         var out: [UInt8] = []
         out.reserveCapacity(4 + entry.count + 8 * unread.count)
-        withUnsafeBytes(of: UInt32(entry.count).littleEndian) { out.append(contentsOf: $0) }
-        out.append(contentsOf: entry)
+        LengthPrefixedBytes.append(entry, to: &out)
         // Rewritten on every message the user receives: one copy of the whole list, not an append
         // per seq (a user who never reads has thousands; per-seq appends made the relay's load test
         // time out under ThreadSanitizer).
@@ -53,10 +52,9 @@ struct UserConversation {
 
     /// The view a record's ``bytes`` hold, or `nil` when they are not such a record.
     init?(bytes: [UInt8]) {
-        guard bytes.count >= 4 else { return nil }
-        let length = Int(bytes[0..<4].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) })
-        guard length <= bytes.count - 4, let unread = SeqListBytes.seqs(bytes[(4 + length)...]),
-            var stored = try? ConversationInfo(serializedBytes: bytes[4..<(4 + length)])
+        var rest = bytes[...]
+        guard let entry = LengthPrefixedBytes.take(from: &rest), let unread = SeqListBytes.seqs(rest),
+            var stored = try? ConversationInfo(serializedBytes: entry)
         else { return nil }
         lastSeq = stored.lastMessage?.seq ?? 0
         stored.lastMessage = nil

@@ -30,7 +30,11 @@ struct ExpiringMessage: Comparable {
 extension Router {
     /// Starts the sweeps, the first at once (on the router's loop, until the relay shuts down).
     func sweepExpiredMessages(every interval: TimeAmount) {
-        repeatedly(every: interval, initialDelay: .zero) { router in router.eraseExpired(at: router.nowMs()) }
+        repeatedly(every: interval, initialDelay: .zero) { router in
+            let nowMs = router.nowMs()
+            router.eraseExpired(at: nowMs)
+            router.closeDuePolls(at: nowMs)
+        }
     }
 
     /// The time messages are stamped with and expire by (``RelayConfiguration/clock``).

@@ -144,6 +144,7 @@ extension Router {
         )
         conversationsSaw(frame, seq: message.seq, in: key, deliveries: deliveries)
         startExtension(frame, seq: message.seq, in: key, session: session)
+        startPolls(frame, seq: message.seq, in: key, session: session)
         store.afterCommit {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
@@ -335,6 +336,17 @@ extension Router {
             if case .edit(let edit)? = event.payload,
                 let seq = accepted.seqs.first
             {
+                // The votes name the polls as sent (Router+Polls).
+                guard keepsPolls(edit, of: seq, in: key) else {
+                    refuse(
+                        session,
+                        requestID,
+                        RelayProtocol.RequestError.badRequest,
+                        notice: "badRequest",
+                        "an edit leaves the message's polls as they were sent (close a poll and send a new one)"
+                    )
+                    return
+                }
                 noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
             }
             named = accepted.seqs
@@ -359,6 +371,31 @@ extension Router {
             case .changed(let served):
                 body = served
                 recentEvents[device, default: RecentEvents()].insert(Self.reactionKey(event, reaction, user: user))
+            }
+        }
+        // A poll's votes and closing are the relay's to tally (Router+Polls): a vote is kept for the
+        // voter's own devices only, a closing for no one, and the relay's results reach every member.
+        var pollResults: PollUpdate?
+        if let key, frame.payloadKind == .pollVote || frame.payloadKind == .pollUpdate {
+            let outcome: PollOutcome
+            switch event.payload {
+            case .pollVote(let vote)?:
+                outcome = voted(event, vote, seq: named.first, in: key, session: session, user: user)
+            case .pollUpdate(let update)?:
+                outcome = pollClosed(event, update, seq: named.first, in: key, session: session, user: user)
+            default: outcome = .untallied
+            }
+            switch outcome {
+            case .refused:
+                return
+            case .unchanged:
+                if requestID != 0 { result(session, requestID) }
+                return
+            case .untallied:
+                break
+            case .changed(let results):
+                pollResults = results
+                users = frame.payloadKind == .pollVote ? [user] : []
             }
         }
         // A chatroom keeps no history: its events go to the members online, as its messages do.
@@ -392,6 +429,7 @@ extension Router {
             deletedForMe(delete.messages, by: user, position: own.position)
         }
         if let key, case .disappearingTimer(let timer)? = event.payload { setDisappearingTimer(timer, in: key) }
+        if let key, let pollResults, let seq = named.first { sendPollResults(pollResults, of: seq, in: key) }
         if let key, [.recall, .delete, .edit, .reaction].contains(frame.payloadKind), let payload = event.payload {
             conversationsChanged(by: payload, naming: named, in: key, deliveries: deliveries)
         }

@@ -169,6 +169,8 @@ extension Router {
                 var entries: [String: ExtensionEntry] = [:]
                 for entry in stored.entries { entries[entry.key] = entry }
                 extensions[conversation, default: [:]][seq] = entries
+            case .polls(let conversation, let seq):
+                loadPolls(bytes, of: seq, in: conversation)
             case .messageChange(let conversation, let seq):
                 guard let change = try? Message(serializedBytes: bytes) else { continue }
                 messageChanges[conversation, default: [:]][seq] = change

@@ -68,6 +68,10 @@ final class Router {
     /// content, the number of edits the relay applied (`edit_version`), and `updated_at_ms` of the
     /// last edit or extension update (Router+History.swift).
     var messageChanges: [ConversationKey: [UInt64: Message]] = [:]
+    /// The polls of kept messages with every vote, by conversation and seq (Router+Polls.swift).
+    var polls: [ConversationKey: [UInt64: [PollTally]]] = [:]
+    /// The open polls with a `close_time_ms`, soonest first: the relay closes them then.
+    var closingPolls = Heap<ClosingPoll>()
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).

@@ -58,7 +58,8 @@ struct FrameCodecTests {
                 atUserIDs: message?.at?.userIDs ?? [],
                 atAll: message?.at?.atAll ?? false,
                 serverAssignedFields: [],  // No sample sets one (ViewTests covers them).
-                expireAfterS: message?.expireAfterS ?? 0
+                expireAfterS: message?.expireAfterS ?? 0,
+                carriesPoll: message?.elements.contains { if case .poll? = $0.content { true } else { false } } ?? false
             )
             return (record, [expected])
         }

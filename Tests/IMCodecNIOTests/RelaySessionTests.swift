@@ -1150,9 +1150,9 @@ struct RelaySessionTests {
     }
 
     // One scenario, read top to bottom: kept as one function (over 80 lines).
-    /// Pins, polls and timers are forwarded unchanged; a reaction with the summary the relay keeps
-    /// (RelayReactionTests).
-    @Test func reactionsPinsPollsAndTimersAreForwardedUnchanged() async throws {
+    /// Pins and timers are forwarded unchanged; a reaction with the summary the relay keeps
+    /// (RelayReactionTests), poll votes and results as the relay tallies them (RelayPollTests).
+    @Test func reactionsPinsAndTimersAreForwardedUnchanged() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
@@ -1162,11 +1162,11 @@ struct RelaySessionTests {
                     Frame(Message.c2cText(from: "alice", to: "bob", "react to me", clientMsgID: "r-1"))
                 )
                 try await alice.send(
-                    Frame(Message.groupText(from: "alice", group: "team", "a poll", clientMsgID: "p-1"))
+                    Frame(Message.groupText(from: "alice", group: "team", "pin me", clientMsgID: "p-1"))
                 )
                 #expect(await eventually { bob.collector.messages.count == 2 && carol.collector.messages.count == 1 })
                 let direct = bob.collector.messages[0]
-                let poll = bob.collector.messages[1]
+                let pinned = bob.collector.messages[1]
 
                 // One-to-one: bob's reaction goes back to the sender of the message (alice).
                 let reaction = Frame(
@@ -1192,50 +1192,25 @@ struct RelaySessionTests {
                     )
                 )
                 try await alice.send(timer)
-                // Group: a pin, a vote and a poll update reach the other members.
+                // Group: a pin reaches the other members.
                 let pin = Frame(
                     .pin(
                         PinEvent.with {
                             $0.conversation = .group("team")
-                            $0.message = poll.reference
+                            $0.message = pinned.reference
                             $0.pinned = true
                             $0.operatorID = "bob"
                         }
                     )
                 )
-                let vote = Frame(
-                    .pollVote(
-                        PollVoteEvent.with {
-                            $0.pollMessage = poll.reference
-                            $0.pollID = "poll-1"
-                            $0.voterID = "bob"
-                            $0.optionIDs = [2]
-                        }
-                    )
-                )
-                let update = Frame(
-                    .pollUpdate(
-                        PollUpdate.with {
-                            $0.pollMessage = poll.reference
-                            $0.pollID = "poll-1"
-                            $0.closed = true
-                            $0.closedBy = "alice"
-                            $0.voterCount = 1
-                        }
-                    )
-                )
-                let events: Set<Frame.Payload.Kind?> = [.reaction, .disappearingTimer, .pin, .pollVote, .pollUpdate]
+                let events: Set<Frame.Payload.Kind?> = [.reaction, .disappearingTimer, .pin]
                 func received(_ client: TestClient) -> [Frame] {
                     client.collector.frames.filter { events.contains($0.payload?.kind) }
                 }
                 try await bob.send(pin)
-                try await bob.send(vote)
-                // Once alice has bob's vote, carol has it too: alice's update comes after it everywhere.
-                #expect(await eventually { received(alice).count == 3 })
-                try await alice.send(update)
                 #expect(
                     await eventually {
-                        received(alice).count == 3 && received(bob).count == 2 && received(carol).count == 3
+                        received(alice).count == 2 && received(bob).count == 1 && received(carol).count == 1
                     }
                 )
                 // Forwarded unchanged but for the receiving user's stream position, which only grows.
@@ -1257,9 +1232,9 @@ struct RelaySessionTests {
                     ]
                     summed.payload = .reaction(event)
                 }
-                #expect(unstamped(received(alice)) == [summed, pin, vote])
-                #expect(unstamped(received(bob)) == [timer, update])
-                #expect(unstamped(received(carol)) == [pin, vote, update])
+                #expect(unstamped(received(alice)) == [summed, pin])
+                #expect(unstamped(received(bob)) == [timer])
+                #expect(unstamped(received(carol)) == [pin])
                 // Not a member: refused with a notice, the connection kept.
                 let outsider = try await TestClient.connect(to: server, as: "dave", group: group)
                 try await outsider.send(
@@ -1272,7 +1247,7 @@ struct RelaySessionTests {
                     )
                 )
                 #expect(await eventually { outsider.collector.notices.contains { $0.params["code"] == "unroutable" } })
-                #expect(received(alice).count == 3 && outsider.channel.isActive)
+                #expect(received(alice).count == 2 && outsider.channel.isActive)
                 for client in [alice, bob, carol, outsider] { await client.close() }
             }
         }

@@ -19,6 +19,8 @@ enum SampleFrames {
         message.messageFlags = [.needReadReceipt, .saveToHistory]
         message.expireAfterS = 60  // InboundFrame.expireAfterS is read too.
         message.customParams = ["k": "v", "emoji": "🙂"]
+        // InboundFrame.carriesPoll is read too.
+        message.elements.append(.poll(id: "p", question: "Lunch?", options: ["pizza", "sushi"]))
         return Frame(message)
     }()
 

@@ -12,7 +12,8 @@ import IMCodec
 ///   `edit_version`, and `updated_at_ms`);
 /// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it);
 /// - the messages a user deleted for itself only in a conversation (their seqs, as
-///   ``SeqListBytes`` writes them).
+///   ``SeqListBytes`` writes them);
+/// - a message's polls with their votes (``PollTally/recordBytes(_:)``).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -28,6 +29,8 @@ enum StateRecordKey: Hashable, Sendable {
     /// The seqs of the messages of a conversation a user deleted for itself only
     /// (``Router/deletedForMe``).
     case deletedForMe(user: String, ConversationKey)
+    /// The polls of a kept message with every vote (``Router/polls``).
+    case polls(ConversationKey, seq: UInt64)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -38,6 +41,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .messageChange: return "change"
         case .disappearingTimer: return "timer"
         case .deletedForMe: return "deleted"
+        case .polls: return "poll"
         }
     }
 
@@ -49,7 +53,8 @@ enum StateRecordKey: Hashable, Sendable {
         case .conversation(let user, let key), .deletedForMe(let user, let key):
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
-        case .messageExtension(let key, let seq), .messageChange(let key, let seq): return "\(seq):\(key.storageID)"
+        case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq):
+            return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key): return key.storageID
         }
     }
@@ -71,14 +76,39 @@ enum StateRecordKey: Hashable, Sendable {
         case "timer":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = .disappearingTimer(key)
-        case "extension", "change":
+        case "extension", "change", "poll":
             guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
                 let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
             else { return nil }
-            self = scope == "extension" ? .messageExtension(key, seq: seq) : .messageChange(key, seq: seq)
+            switch scope {
+            case "extension": self = .messageExtension(key, seq: seq)
+            case "change": self = .messageChange(key, seq: seq)
+            default: self = .polls(key, seq: seq)
+            }
         default:
             return nil
         }
+    }
+}
+
+/// The form a state record gives a part of its own length: a 4-byte little-endian length, then the
+/// part.
+enum LengthPrefixedBytes {
+    /// Appends `part` with its length to `bytes`.
+    static func append(_ part: [UInt8], to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: UInt32(part.count).littleEndian) { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: part)
+    }
+
+    /// The part at the front of `bytes`, which then start after it; `nil` when they hold no whole
+    /// part.
+    static func take(from bytes: inout ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        guard bytes.count >= 4 else { return nil }
+        let length = bytes.prefix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+        guard length <= bytes.count - 4 else { return nil }
+        let part = bytes.dropFirst(4).prefix(length)
+        bytes = bytes.dropFirst(4 + length)
+        return part
     }
 }
 

@@ -1,0 +1,260 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Polls as the relay tallies them (events.proto PollUpdate: "A poll's results (server to the
+/// conversation, after votes), or its closing: the creator sends closed = true, and the server
+/// answers everyone with the final results").
+@Suite("Relay: polls", .timeLimit(.minutes(2)))
+struct RelayPollTests {
+    static func vote(_ poll: MessageRef, _ pollID: String, _ options: [UInt32], id: UInt64) -> Frame {
+        RelayProtocol.answer(
+            .pollVote(
+                PollVoteEvent.with {
+                    $0.pollMessage = poll; $0.pollID = pollID; $0.optionIDs = options
+                }
+            ),
+            requestID: id
+        )
+    }
+
+    /// The creator's closing, with results it made up (the relay sends its own).
+    static func close(_ poll: MessageRef, _ pollID: String, by user: String, id: UInt64) -> Frame {
+        RelayProtocol.answer(
+            .pollUpdate(
+                PollUpdate.with {
+                    $0.pollMessage = poll; $0.pollID = pollID; $0.closed = true; $0.closedBy = user
+                    $0.results = [
+                        PollOptionResult.with {
+                            $0.optionID = 1; $0.votes = 99; $0.voterIDs = ["mallory"]
+                        }
+                    ]
+                    $0.voterCount = 99
+                }
+            ),
+            requestID: id
+        )
+    }
+
+    static func updates(_ client: TestClient, _ pollID: String) -> [PollUpdate] {
+        client.collector.frames.compactMap {
+            if case .pollUpdate(let update)? = $0.payload, update.pollID == pollID { update } else { nil }
+        }
+    }
+
+    /// The last results `client` has of `pollID`: `option:votes:voters` per option, the voter count,
+    /// and who closed it.
+    static func results(_ client: TestClient, _ pollID: String) -> String {
+        guard let last = updates(client, pollID).last else { return "none" }
+        return describe(last)
+    }
+
+    static func describe(_ update: PollUpdate) -> String {
+        let options = update.results.map { "\($0.optionID):\($0.votes):\($0.voterIDs.joined(separator: ","))" }
+        return options.joined(separator: " ") + " n=\(update.voterCount)"
+            + (update.closed ? " closed by \(update.closedBy)" : "")
+    }
+
+    static func code(_ client: TestClient, _ frame: Frame) async throws -> Int32? {
+        try await client.ask(frame)?.requestResult?.errorCode
+    }
+
+    /// Before, votes were forwarded to every member (an anonymous poll's voters too) and results
+    /// were whatever a client wrote. Now the relay checks each vote against its poll, keeps every
+    /// vote (across a restart), sends its own results to every member after each change (no voter
+    /// named for an anonymous poll), sends the vote itself only to the voter's other devices,
+    /// replaces a closing's results with the final ones and refuses votes after it (3011), and
+    /// forgets the poll with a recall.
+    @Test(arguments: StoreBackend.allCases)
+    func theRelayTalliesVotesAndSendsTheResults(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
+        }
+        try await withClientGroup { group in
+            var poll = MessageRef()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b2")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                try await alice.send(
+                    Frame(
+                        Message(
+                            from: "alice",
+                            in: .group("team"),
+                            elements: [
+                                .poll(id: "lunch", question: "Lunch?", options: ["pizza", "sushi", "noodles"]),
+                                .poll(
+                                    id: "days",
+                                    question: "Which days?",
+                                    options: ["mon", "tue", "wed"],
+                                    multipleChoice: true,
+                                    anonymous: true
+                                ),
+                            ],
+                            clientMsgID: "poll-1"
+                        )
+                    )
+                )
+                #expect(
+                    await eventually { carol.collector.messages.count == 1 && tablet.collector.messages.count == 1 }
+                )
+                poll = try #require(carol.collector.messages.first?.reference)
+
+                #expect(try await Self.code(bob, Self.vote(poll, "lunch", [2], id: 1)) == 0)
+                let first = "1:0: 2:1:bob 3:0: n=1"
+                #expect(
+                    await eventually { [alice, bob, tablet, carol].allSatisfy { Self.results($0, "lunch") == first } }
+                )
+                // The results name the poll's message fully.
+                let named = try #require(Self.updates(carol, "lunch").last?.pollMessage)
+                #expect(named.seq == poll.seq && named.serverMsgUID == poll.serverMsgUID && named.senderID == "alice")
+                #expect(named.conversation == .group("team"))
+                // The vote itself reaches bob's other device only.
+                #expect(await eventually { tablet.collector.frames.contains { $0.payload?.kind == .pollVote } })
+                #expect(!carol.collector.frames.contains { $0.payload?.kind == .pollVote })
+                #expect(!alice.collector.frames.contains { $0.payload?.kind == .pollVote })
+
+                #expect(try await Self.code(carol, Self.vote(poll, "lunch", [2], id: 2)) == 0)
+                // A new vote replaces the voter's earlier one.
+                #expect(try await Self.code(bob, Self.vote(poll, "lunch", [3], id: 3)) == 0)
+                let second = "1:0: 2:1:carol 3:1:bob n=2"
+                #expect(await eventually { Self.results(alice, "lunch") == second })
+                // The same vote again changes nothing: answered, no results sent.
+                let sent = Self.updates(alice, "lunch").count
+                #expect(try await Self.code(bob, Self.vote(poll, "lunch", [3], id: 4)) == 0)
+                // Refused: two options of a single-choice poll, an option it does not have, one
+                // chosen twice, a poll the message does not carry.
+                let bad = RelayProtocol.RequestError.badRequest
+                #expect(try await Self.code(bob, Self.vote(poll, "lunch", [1, 2], id: 5)) == bad)
+                #expect(try await Self.code(bob, Self.vote(poll, "lunch", [9], id: 6)) == bad)
+                #expect(try await Self.code(bob, Self.vote(poll, "days", [1, 1], id: 7)) == bad)
+                #expect(try await Self.code(bob, Self.vote(poll, "nope", [1], id: 8)) == bad)
+                try await alice.roundTrip(9)
+                #expect(Self.updates(alice, "lunch").count == sent)
+
+                // An anonymous multiple-choice poll: counts, no voters; no options withdraws a vote.
+                #expect(try await Self.code(bob, Self.vote(poll, "days", [1, 2], id: 10)) == 0)
+                #expect(try await Self.code(carol, Self.vote(poll, "days", [2], id: 11)) == 0)
+                #expect(await eventually { Self.results(alice, "days") == "1:1: 2:2: 3:0: n=2" })
+                #expect(try await Self.code(carol, Self.vote(poll, "days", [], id: 12)) == 0)
+                #expect(await eventually { Self.results(bob, "days") == "1:1: 2:1: 3:0: n=1" })
+
+                // An edit does not change the polls votes name.
+                let edit = RelayProtocol.answer(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = poll
+                            $0.editorID = "alice"
+                            $0.newMessage = Message(
+                                from: "alice",
+                                in: .group("team"),
+                                elements: [.poll(id: "lunch", question: "Dinner?", options: ["a", "b"])]
+                            )
+                        }
+                    ),
+                    requestID: 13
+                )
+                #expect(try await Self.code(alice, edit) == bad)
+
+                // Only its creator closes it; the results are the relay's, whatever the closing says.
+                let notTheSender = RelayProtocol.RequestError.notTheSender
+                #expect(try await Self.code(bob, Self.close(poll, "lunch", by: "bob", id: 14)) == notTheSender)
+                #expect(try await Self.code(alice, Self.close(poll, "lunch", by: "alice", id: 15)) == 0)
+                let final = "1:0: 2:1:carol 3:1:bob n=2 closed by alice"
+                #expect(
+                    await eventually { [alice, bob, tablet, carol].allSatisfy { Self.results($0, "lunch") == final } }
+                )
+                let closed = RelayProtocol.RequestError.pollClosed
+                #expect(try await Self.code(carol, Self.vote(poll, "lunch", [1], id: 16)) == closed)
+                // A second closing changes nothing.
+                let finals = Self.updates(carol, "lunch").count
+                #expect(try await Self.code(alice, Self.close(poll, "lunch", by: "alice", id: 17)) == 0)
+                try await carol.roundTrip(18)
+                #expect(Self.updates(carol, "lunch").count == finals)
+                for client in [alice, bob, tablet, carol] { await client.close() }
+            }
+
+            try await withRelay(configure) { server in
+                // The votes and the closing survive the restart; carol's new device syncs the results
+                // as they were sent.
+                let laptop = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c2")
+                let page = try #require(try await laptop.streamPage(requestID: 30))
+                let synced = page.compactMap {
+                    if case .pollUpdate(let update)? = $0.payload, update.pollID == "lunch" { update } else { nil }
+                }
+                #expect(synced.last.map(Self.describe) == "1:0: 2:1:carol 3:1:bob n=2 closed by alice")
+                // Of the votes, carol's own only (for her other devices).
+                #expect(page.filter { $0.payload?.kind == .pollVote }.count == 3)
+                #expect(
+                    try await Self.code(laptop, Self.vote(poll, "lunch", [1], id: 31))
+                        == RelayProtocol.RequestError.pollClosed
+                )
+                #expect(try await Self.code(laptop, Self.vote(poll, "days", [3], id: 32)) == 0)
+                #expect(await eventually { Self.results(laptop, "days") == "1:1: 2:1: 3:1: n=2" })
+                // A recall forgets the polls: a vote names a removed message (3005).
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                var recall = Frame.recall(poll, by: "alice")
+                recall.requestID = 33
+                #expect(try await Self.code(alice, recall) == 0)
+                #expect(
+                    try await Self.code(laptop, Self.vote(poll, "days", [1], id: 34))
+                        == RelayProtocol.RequestError.messageRemoved
+                )
+                for client in [alice, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// message.proto PollElement `close_time_ms`: "When voting ends". At that time the relay closes
+    /// the poll itself and sends the final results to every member, its creator as `closed_by`; a
+    /// vote after it is refused (3011), even before the relay's sweep has run.
+    @Test func aPollClosesAtItsCloseTime() async throws {
+        let clock = TestClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.clock = clock.now; $0.expirySweepInterval = .milliseconds(20)
+                $0.groups = ["team": ["alice", "bob", "carol"]]
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let closeTimeMs = clock.now() + 3_600_000
+                try await alice.send(
+                    Frame(
+                        Message(
+                            from: "alice",
+                            in: .group("team"),
+                            elements: [
+                                .poll(id: "q", question: "Q?", options: ["yes", "no"], closeTimeMs: closeTimeMs)
+                            ],
+                            clientMsgID: "poll-t"
+                        )
+                    )
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let poll = try #require(bob.collector.messages.first?.reference)
+                #expect(try await Self.code(bob, Self.vote(poll, "q", [1], id: 1)) == 0)
+                #expect(await eventually { Self.results(carol, "q") == "1:1:bob 2:0: n=1" })
+                clock.advance(past: closeTimeMs)
+                #expect(
+                    try await Self.code(carol, Self.vote(poll, "q", [2], id: 2))
+                        == RelayProtocol.RequestError.pollClosed
+                )
+                let final = "1:1:bob 2:0: n=1 closed by alice"
+                #expect(await eventually { [alice, bob, carol].allSatisfy { Self.results($0, "q") == final } })
+                #expect(Self.updates(carol, "q").count == 2)
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+}
+#endif
