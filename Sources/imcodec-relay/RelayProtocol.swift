@@ -31,6 +31,8 @@ import NIOWebSocket
 /// - `Message` frames both ways (relay → `send_ack` for each, once it is committed), receipts,
 ///   recalls, edits, deletes, typing, reactions, pins, poll votes (the relay answers with its results), disappearing timers,
 ///   mark-reads; `system_notice` with a `recipient_id` to that user's online devices.
+/// - `read_receipt_request` → `receipts`, `group_read_members_request` → `group_read_members`: the
+///   read receipts the relay counted for the sender's own messages (Router+Receipts.swift).
 /// - `ping` → `pong` (same id); `membership` join/leave and `presence_subscription` →
 ///   `request_result`; `logout` → `request_result`, then the relay closes the connection.
 /// - relay → `kicked_offline` (LOGGED_IN_ELSEWHERE) when the same user logs in again with the same

@@ -296,7 +296,7 @@ extension Router {
         store.batch.records[.messageChange(key, seq: seq)] = change.serializedBytes()
     }
 
-    /// Forgets the changes, extensions and polls of the messages of `key` below `seq` (retention dropped
+    /// Forgets the changes, extensions, polls and readers of the messages of `key` below `seq` (retention dropped
     /// them), in memory and in the store.
     func forgetChanges(in key: ConversationKey, below seq: UInt64) {
         for old in (messageChanges[key]?.keys).map(Array.init) ?? [] where old < seq {
@@ -308,9 +308,10 @@ extension Router {
             store.batch.records[.messageExtension(key, seq: old)] = []
         }
         forgetPolls(in: key, below: seq)
+        forgetReaders(in: key, below: seq)
     }
 
-    /// Forgets the changes, the extension and the polls of the kept message `seq` of `key` (it was recalled,
+    /// Forgets the changes, the extension, the polls and the readers of the kept message `seq` of `key` (it was recalled,
     /// deleted for everyone or expired), in memory and in the store.
     func forgetChanges(of seq: UInt64, in key: ConversationKey) {
         if messageChanges[key]?.removeValue(forKey: seq) != nil {
@@ -320,6 +321,7 @@ extension Router {
             store.batch.records[.messageExtension(key, seq: seq)] = []
         }
         forgetPolls(of: seq, in: key)
+        forgetReaders(of: seq, in: key)
     }
 }
 

@@ -145,6 +145,7 @@ extension Router {
         conversationsSaw(frame, seq: message.seq, in: key, deliveries: deliveries)
         startExtension(frame, seq: message.seq, in: key, session: session)
         startPolls(frame, seq: message.seq, in: key, session: session)
+        startReadReceipts(frame, seq: message.seq, in: key)
         store.afterCommit {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
@@ -722,132 +723,6 @@ extension Router {
             }
         default: return false
         }
-    }
-
-    /// Receipts go to the sender of the message they refer to (read from the message reference),
-    /// and to the reader's other devices.
-    func routeReceipts(_ frame: InboundFrame, from session: Session, user: String) {
-        guard !isResentEvent(frame, from: session, user: user) else { return }
-        guard let decoded = decoded(frame, session) else { return }
-        let origin = DeviceKey(user: user, device: session.deviceID)
-        let receipts: [MessageReceipt]
-        switch decoded.payload {
-        case .receipt(let receipt)?: receipts = [receipt]
-        case .receipts(let batch)?: receipts = batch.receipts
-        default: receipts = []
-        }
-        // A C2CReadReceipt names its reader and no one it goes to, so it cannot be routed; it was
-        // answered with success and dropped before. A peer sees what was read in its conversation
-        // list's read horizons, which a mark_read moves.
-        if case .receipts(let batch)? = decoded.payload, !batch.c2cReadReceipts.isEmpty {
-            refuse(
-                session,
-                decoded.requestID,
-                RelayProtocol.RequestError.badRequest,
-                notice: "badRequest",
-                "c2c_read_receipts name no receiver and are not routed: send a mark_read for the conversation "
-                    + "(its peer sees the read horizon in the conversation list)"
-            )
-            return
-        }
-        // A batch is refused whole when one of its receipts is.
-        for receipt in receipts {
-            if let refusal = receiptRefusal(receipt, from: user) {
-                refuse(session, decoded.requestID, refusal.code, notice: refusal.notice, refusal.reason)
-                return
-            }
-        }
-        switch decoded.payload {
-        case .receipt(let receipt)?:
-            let target = receipt.message?.senderID ?? ""
-            guard !target.isEmpty else { return }
-            let deliveries = keep(
-                .event(Array(buffer: frame.body)),
-                for: target == user ? [user] : [target, user],
-                origin: origin
-            )
-            let body = frame.body
-            store.afterCommit {
-                self.deliver(body, kind: .receipt, to: deliveries, except: session)
-                self.flush()
-            }
-        case .receipts(let batch)?:
-            // Split per sender below: the batch as sent is remembered too (until a restart).
-            recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
-            var byTarget: [String: [MessageReceipt]] = [:]
-            for receipt in batch.receipts where !(receipt.message?.senderID ?? "").isEmpty {
-                byTarget[receipt.message!.senderID, default: []].append(receipt)
-            }
-            for (target, receipts) in byTarget.sorted(by: { $0.key < $1.key }) {
-                let body: ByteBuffer
-                if byTarget.count == 1 {
-                    body = frame.body
-                } else {
-                    body = ByteBuffer(
-                        bytes: Frame(.receipts(ReceiptBatch.with { $0.receipts = receipts })).serializedBytes()
-                    )
-                }
-                let deliveries = keep(
-                    .event(Array(buffer: body)),
-                    for: target == user ? [user] : [target, user],
-                    origin: origin
-                )
-                store.afterCommit {
-                    self.deliver(body, kind: .receipts, to: deliveries, except: session)
-                    self.flush()
-                }
-            }
-        default:
-            break
-        }
-        // Answered once the receipts are committed, like an event.
-        if decoded.requestID != 0 { result(session, decoded.requestID) }
-    }
-
-    /// Why `user` may not send `receipt`, or `nil` when it may. A receipt speaks for its reader (its
-    /// `user_id`, when set, is `user`), about a message of a conversation `user` belongs to, and
-    /// goes to the message's sender (`sender_id`): the sender of the kept message it names (found as
-    /// ``ConversationState/resolve(_:)`` finds it), or, for a message the relay does not keep (an
-    /// online-only one, or one retention dropped), a user of that conversation. So no one speaks
-    /// for another reader, or writes receipts into the stream of a user it shares no conversation with.
-    func receiptRefusal(
-        _ receipt: MessageReceipt,
-        from user: String
-    )
-        -> (code: Int32, notice: String, reason: String)?
-    {
-        let badRequest = RelayProtocol.RequestError.badRequest
-        guard receipt.userID.isEmpty || receipt.userID == user else {
-            return (badRequest, "badRequest", "a receipt's user_id is its reader, \(user)")
-        }
-        guard let ref = receipt.message, !ref.senderID.isEmpty, let key = conversationKey(of: ref, user: user) else {
-            return (badRequest, "badRequest", "a receipt names its message's sender and conversation")
-        }
-        guard isMember(user, key) else {
-            return (RelayProtocol.RequestError.notAMember, "notAMember", "\(user) is not in the receipt's conversation")
-        }
-        let state = conversations[key] ?? ConversationState()
-        switch state.resolve(ref) {
-        case .conflicting:
-            return (
-                badRequest, "badRequest", "the message reference's seq \(ref.seq) and its ids name different messages"
-            )
-        case .kept(let seq):
-            guard state.kept[seq]?.sender == ref.senderID else {
-                return (badRequest, "badRequest", "message seq \(seq) was not sent by \(ref.senderID)")
-            }
-            if let audience = state.audiences[seq], !audience.contains(user) {
-                return (RelayProtocol.RequestError.notAMember, "notAMember", "message seq \(seq) was sent to others")
-            }
-        case .unknown:
-            guard isMember(ref.senderID, key) else {
-                return (
-                    RelayProtocol.RequestError.notAMember, "notAMember",
-                    "\(ref.senderID) is not in the receipt's conversation"
-                )
-            }
-        }
-        return nil
     }
 
     /// A system notice with a `recipient_id` goes to that user's online devices (QuickBlox system

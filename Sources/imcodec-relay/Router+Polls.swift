@@ -303,17 +303,7 @@ extension Router {
     /// ``maxServedVoters`` voters per option, none for an anonymous poll.
     func served(_ tally: PollTally, of seq: UInt64, in key: ConversationKey) -> PollUpdate {
         var update = tally.results
-        if let kept = conversations[key]?.kept[seq] {
-            update.pollMessage = MessageRef.with {
-                $0.seq = seq
-                $0.serverMsgUID = kept.serverMsgUID
-                $0.clientMsgID = kept.clientMsgID
-                $0.senderID = kept.sender
-                $0.serverTimeMs = kept.serverTimeMs
-                // As the message's sender named it (a one-to-one one by its receiver).
-                $0.conversation = key.conversation(for: kept.sender)
-            }
-        }
+        update.pollMessage = fullReference(seq, in: key)
         for index in update.results.indices {
             update.results[index].voterIDs =
                 tally.poll.anonymous ? [] : Array(update.results[index].voterIDs.prefix(Self.maxServedVoters))

@@ -110,6 +110,10 @@ extension Router {
             fetchExtensions(request, requestID: requestID, session: session, user: user)
         case .blocklistRequest:
             sendBlocklist(requestID: requestID, session: session, user: user)
+        case .readReceiptRequest(let request):
+            sendReadReceipts(request, requestID: requestID, session: session, user: user)
+        case .groupReadMembersRequest(let request):
+            sendReadMembers(request, requestID: requestID, session: session, user: user)
         case .historyRequest(let request):
             history(request, requestID: requestID, session: session, user: user)
         case .keyFetchRequest(let request):

@@ -72,6 +72,9 @@ final class Router {
     var polls: [ConversationKey: [UInt64: [PollTally]]] = [:]
     /// The open polls with a `close_time_ms`, soonest first: the relay closes them then.
     var closingPolls = Heap<ClosingPoll>()
+    /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
+    /// read it, by conversation and seq (Router+Receipts.swift).
+    var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).
@@ -467,7 +470,8 @@ final class Router {
             routeNotice(frame, from: session, user: user)
         case .loginRequest?, .ping?, .logout?, .maxSeqRequest?, .syncRequest?, .presence?, .presenceSubscription?,
             .membership?, .streamSyncRequest?, .streamAck?, .keyPublish?, .keyFetchRequest?, .conversationListRequest?,
-            .extensionFetchRequest?, .blocklistRequest?, .historyRequest?:
+            .extensionFetchRequest?, .blocklistRequest?, .historyRequest?, .readReceiptRequest?,
+            .groupReadMembersRequest?:
             request(frame, from: session, user: user)
         case let kind:
             let requestID = decoded(frame, session)?.requestID ?? 0

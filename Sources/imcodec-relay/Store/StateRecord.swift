@@ -13,7 +13,8 @@ import IMCodec
 /// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it);
 /// - the messages a user deleted for itself only in a conversation (their seqs, as
 ///   ``SeqListBytes`` writes them);
-/// - a message's polls with their votes (``PollTally/recordBytes(_:)``).
+/// - a message's polls with their votes (``PollTally/recordBytes(_:)``);
+/// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -31,6 +32,8 @@ enum StateRecordKey: Hashable, Sendable {
     case deletedForMe(user: String, ConversationKey)
     /// The polls of a kept message with every vote (``Router/polls``).
     case polls(ConversationKey, seq: UInt64)
+    /// Who read a kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``).
+    case readers(ConversationKey, seq: UInt64)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -42,6 +45,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .disappearingTimer: return "timer"
         case .deletedForMe: return "deleted"
         case .polls: return "poll"
+        case .readers: return "read"
         }
     }
 
@@ -53,7 +57,8 @@ enum StateRecordKey: Hashable, Sendable {
         case .conversation(let user, let key), .deletedForMe(let user, let key):
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
-        case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq):
+        case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
+            .readers(let key, let seq):
             return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key): return key.storageID
         }
@@ -76,14 +81,15 @@ enum StateRecordKey: Hashable, Sendable {
         case "timer":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = .disappearingTimer(key)
-        case "extension", "change", "poll":
+        case "extension", "change", "poll", "read":
             guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
                 let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
             else { return nil }
             switch scope {
             case "extension": self = .messageExtension(key, seq: seq)
             case "change": self = .messageChange(key, seq: seq)
-            default: self = .polls(key, seq: seq)
+            case "poll": self = .polls(key, seq: seq)
+            default: self = .readers(key, seq: seq)
             }
         default:
             return nil

@@ -1,0 +1,394 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOCore
+
+/// Receipts (receipts.proto; Tencent's message read receipts: "the sender specifies that messages
+/// require read receipts", `needReadReceipt`). A receipt goes to the sender of the message it names
+/// and to the reader's other devices, with the fields only the relay can vouch for set by it:
+/// `user_id` (the reader), `device_id` (the reader's device), `is_peer_read` (one-to-one), and for a
+/// group message `group_id`, `read_count` and `unread_count`. For each kept message sent with
+/// `MESSAGE_FLAG_NEED_READ_RECEIPT` the relay keeps who read it (``Router/messageReaders``, a state
+/// record, so across restarts): the counts come from there, a second read receipt of the same
+/// reader is answered and kept by no one, and the sender pulls the receipts of its messages
+/// (`ReadReceiptRequest`) and the members who did or did not read one (`GroupReadMembersRequest`).
+/// Receipts of other messages carry no counts: no one but the relay counts.
+extension Router {
+    /// The most messages one `ReadReceiptRequest` names.
+    static let maxReceiptRequestMessages = 100
+    /// The most members one `GroupReadMembers` page holds (receipts.proto: "Tencent allows at most 100").
+    static let maxReadMembersPage = 100
+
+    // MARK: Who read what
+
+    /// Starts keeping who reads kept message `seq` of `key`, when it was sent with
+    /// `MESSAGE_FLAG_NEED_READ_RECEIPT`.
+    func startReadReceipts(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey) {
+        guard frame.messageFlags.contains(.needReadReceipt) else { return }
+        setReaders([], of: seq, in: key)
+    }
+
+    private func setReaders(_ readers: [String], of seq: UInt64, in key: ConversationKey) {
+        messageReaders[key, default: [:]][seq] = readers
+        // A leading 1, so that a message no one read yet keeps a record (an empty one is a deletion).
+        var bytes: [UInt8] = [1]
+        for reader in readers { LengthPrefixedBytes.append(Array(reader.utf8), to: &bytes) }
+        store.batch.records[.readers(key, seq: seq)] = bytes
+    }
+
+    /// Loads who read a message from its state record.
+    func loadReaders(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
+        guard bytes.first == 1 else { return }
+        var rest = bytes.dropFirst()
+        var readers: [String] = []
+        while !rest.isEmpty {
+            guard let reader = LengthPrefixedBytes.take(from: &rest) else { return }
+            readers.append(String(decoding: reader, as: UTF8.self))
+        }
+        messageReaders[key, default: [:]][seq] = readers
+    }
+
+    /// Forgets who read kept message `seq` of `key` (recalled, deleted for everyone, expired).
+    func forgetReaders(of seq: UInt64, in key: ConversationKey) {
+        if messageReaders[key]?.removeValue(forKey: seq) != nil { store.batch.records[.readers(key, seq: seq)] = [] }
+    }
+
+    /// Forgets who read the messages of `key` below `seq` (retention dropped them).
+    func forgetReaders(in key: ConversationKey, below seq: UInt64) {
+        for old in (messageReaders[key]?.keys).map(Array.init) ?? [] where old < seq { forgetReaders(of: old, in: key) }
+    }
+
+    /// The members who may read kept message `seq` of `key` besides its sender: its receivers (of a
+    /// targeted message) or the conversation's members, less those who joined after it or cleared it.
+    private func audience(of seq: UInt64, in key: ConversationKey, sender: String) -> [String] {
+        var users = self.users(of: key)
+        if let targeted = conversations[key]?.audiences[seq] { users = users.filter { targeted.contains($0) } }
+        return readers(of: seq, in: key, among: users, sender: sender).filter { $0 != sender }
+    }
+
+    /// The read and unread counts of kept message `seq` of `key`, `readers` having read it.
+    private func readCounts(of seq: UInt64, in key: ConversationKey, readers: [String]) -> (read: Int, unread: Int) {
+        let sender = conversations[key]?.kept[seq]?.sender ?? ""
+        let audience = audience(of: seq, in: key, sender: sender)
+        let read = Set(readers)
+        let count = audience.filter { read.contains($0) }.count
+        return (count, audience.count - count)
+    }
+
+    // MARK: Routing receipts
+
+    /// `receipt` from `user` on `device` as the message's sender gets it, or `nil` when it changes
+    /// nothing (a read the relay counted already). A read it counts goes into `reads`, the readers of
+    /// each message after the receipts before it (not yet kept). ``receiptRefusal(_:from:)`` accepted
+    /// it.
+    private func served(
+        _ receipt: MessageReceipt,
+        from user: String,
+        device: String,
+        reads: inout [MessageKey: [String]]
+    ) -> MessageReceipt? {
+        var served = receipt
+        served.userID = user
+        served.deviceID = device
+        served.isPeerRead = false
+        served.groupID = ""
+        served.readCount = 0
+        served.unreadCount = 0
+        guard let ref = receipt.message, let key = conversationKey(of: ref, user: user) else { return served }
+        let isRead = receipt.kind == .read && ref.senderID != user
+        switch key {
+        case .direct:
+            served.isPeerRead = isRead
+        case .shared(_, let target, _):
+            served.groupID = target
+        }
+        guard case .kept(let seq) = conversations[key]?.resolve(ref) else { return served }
+        let message = MessageKey(conversation: key, seq: seq)
+        guard var readers = reads[message] ?? messageReaders[key]?[seq] else { return served }
+        if isRead {
+            guard !readers.contains(user) else { return nil }
+            readers.append(user)
+            reads[message] = readers
+        }
+        if case .shared = key {
+            let counts = readCounts(of: seq, in: key, readers: readers)
+            served.readCount = UInt64(counts.read)
+            served.unreadCount = UInt64(counts.unread)
+        }
+        return served
+    }
+
+    /// Receipts go to the sender of the message they refer to (read from the message reference),
+    /// and to the reader's other devices, as the relay fills them (``served(_:from:device:reads:)``).
+    func routeReceipts(_ frame: InboundFrame, from session: Session, user: String) {
+        guard !isResentEvent(frame, from: session, user: user) else { return }
+        guard let decoded = decoded(frame, session) else { return }
+        let origin = DeviceKey(user: user, device: session.deviceID)
+        let receipts: [MessageReceipt]
+        switch decoded.payload {
+        case .receipt(let receipt)?: receipts = [receipt]
+        case .receipts(let batch)?: receipts = batch.receipts
+        default: receipts = []
+        }
+        // A C2CReadReceipt names its reader and no one it goes to, so it cannot be routed; it was
+        // answered with success and dropped before. A peer sees what was read in its conversation
+        // list's read horizons, which a mark_read moves.
+        if case .receipts(let batch)? = decoded.payload, !batch.c2cReadReceipts.isEmpty {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "c2c_read_receipts name no receiver and are not routed: send a mark_read for the conversation "
+                    + "(its peer sees the read horizon in the conversation list)"
+            )
+            return
+        }
+        // A batch is refused whole when one of its receipts is.
+        for receipt in receipts {
+            if let refusal = receiptRefusal(receipt, from: user) {
+                refuse(session, decoded.requestID, refusal.code, notice: refusal.notice, refusal.reason)
+                return
+            }
+        }
+        // Per sender, in one frame each; a receipt the relay counted already goes to no one.
+        var byTarget: [String: [MessageReceipt]] = [:]
+        var reads: [MessageKey: [String]] = [:]
+        for receipt in receipts {
+            guard let target = receipt.message?.senderID, !target.isEmpty,
+                let served = served(receipt, from: user, device: session.deviceID, reads: &reads)
+            else { continue }
+            byTarget[target, default: []].append(served)
+        }
+        let frames = byTarget.sorted { $0.key < $1.key }.map { target, served in
+            let payload: Frame.Payload =
+                frame.payloadKind == .receipt
+                ? .receipt(served[0]) : .receipts(ReceiptBatch.with { $0.receipts = served })
+            return (target: target, served: served, bytes: Frame(payload).serializedBytes())
+        }
+        // With the relay's fields each must still reach every device (as ``deliverable`` checked the client's).
+        for (_, served, bytes) in frames {
+            let keys = served.compactMap { $0.message.flatMap { conversationKey(of: $0, user: user) } }
+            let room = keys.map { deliveryRoom(in: $0) }.min() ?? configuration.codec.effectiveMaxFrameSize
+            guard bytes.count <= room else {
+                refuse(
+                    session,
+                    decoded.requestID,
+                    RelayProtocol.RequestError.tooLargeToDeliver,
+                    notice: "tooLargeToDeliver",
+                    "the receipts with the relay's fields would be \(bytes.count) bytes; the relay delivers frames of "
+                        + "at most \(room)"
+                )
+                return
+            }
+        }
+        // The client's bytes are remembered for resends: what is kept is the relay's copy.
+        recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
+        for (message, readers) in reads { setReaders(readers, of: message.seq, in: message.conversation) }
+        for (target, _, bytes) in frames {
+            let deliveries = keep(.event(bytes), for: target == user ? [user] : [target, user], origin: origin)
+            let kind = frame.payloadKind
+            store.afterCommit {
+                self.deliver(ByteBuffer(bytes: bytes), kind: kind, to: deliveries, except: session)
+                self.flush()
+            }
+        }
+        // Answered once the receipts are committed, like an event.
+        if decoded.requestID != 0 { result(session, decoded.requestID) }
+    }
+
+    /// Why `user` may not send `receipt`, or `nil` when it may. A receipt speaks for its reader (its
+    /// `user_id`, when set, is `user`), about a message of a conversation `user` belongs to, and
+    /// goes to the message's sender (`sender_id`): the sender of the kept message it names (found as
+    /// ``ConversationState/resolve(_:)`` finds it), or, for a message the relay does not keep (an
+    /// online-only one, or one retention dropped), a user of that conversation. So no one speaks
+    /// for another reader, or writes receipts into the stream of a user it shares no conversation with.
+    func receiptRefusal(
+        _ receipt: MessageReceipt,
+        from user: String
+    )
+        -> (code: Int32, notice: String, reason: String)?
+    {
+        let badRequest = RelayProtocol.RequestError.badRequest
+        guard receipt.userID.isEmpty || receipt.userID == user else {
+            return (badRequest, "badRequest", "a receipt's user_id is its reader, \(user)")
+        }
+        guard let ref = receipt.message, !ref.senderID.isEmpty, let key = conversationKey(of: ref, user: user) else {
+            return (badRequest, "badRequest", "a receipt names its message's sender and conversation")
+        }
+        guard isMember(user, key) else {
+            return (RelayProtocol.RequestError.notAMember, "notAMember", "\(user) is not in the receipt's conversation")
+        }
+        let state = conversations[key] ?? ConversationState()
+        switch state.resolve(ref) {
+        case .conflicting:
+            return (
+                badRequest, "badRequest", "the message reference's seq \(ref.seq) and its ids name different messages"
+            )
+        case .kept(let seq):
+            guard state.kept[seq]?.sender == ref.senderID else {
+                return (badRequest, "badRequest", "message seq \(seq) was not sent by \(ref.senderID)")
+            }
+            if let audience = state.audiences[seq], !audience.contains(user) {
+                return (RelayProtocol.RequestError.notAMember, "notAMember", "message seq \(seq) was sent to others")
+            }
+        case .unknown:
+            guard isMember(ref.senderID, key) else {
+                return (
+                    RelayProtocol.RequestError.notAMember, "notAMember",
+                    "\(ref.senderID) is not in the receipt's conversation"
+                )
+            }
+        }
+        return nil
+    }
+
+    // MARK: Pulling receipts
+
+    /// Answers a `ReadReceiptRequest` (Tencent getMessageReadReceipts) with a `ReceiptBatch`: for
+    /// each message, which must be one the user sent and the relay keeps, a read receipt with
+    /// whether the peer read it (one-to-one: a read receipt, or its read horizon past the message)
+    /// or the group's read and unread counts (messages sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`).
+    func sendReadReceipts(_ request: ReadReceiptRequest, requestID: UInt64, session: Session, user: String) {
+        let badRequest = RelayProtocol.RequestError.badRequest
+        guard request.messages.count <= Self.maxReceiptRequestMessages else {
+            refuse(
+                session,
+                requestID,
+                badRequest,
+                notice: "badRequest",
+                "a read receipt request names at most \(Self.maxReceiptRequestMessages) messages"
+            )
+            return
+        }
+        var batch = ReceiptBatch()
+        for ref in request.messages {
+            guard let (key, seq) = ownKeptMessage(ref, session: session, requestID: requestID, user: user) else {
+                return
+            }
+            var receipt = MessageReceipt.with {
+                $0.kind = .read
+                $0.message = fullReference(seq, in: key)
+                $0.timeMs = nowMs()
+            }
+            let readers = messageReaders[key]?[seq]
+            switch key {
+            case .direct(let a, let b):
+                let peer = a == user ? b : a
+                receipt.userID = peer
+                receipt.isPeerRead =
+                    readers?.contains(peer) == true || (userConversations[peer]?[key]?.info.readSeq ?? 0) >= seq
+            case .shared(_, let target, _):
+                receipt.groupID = target
+                if let readers {
+                    let counts = readCounts(of: seq, in: key, readers: readers)
+                    receipt.readCount = UInt64(counts.read)
+                    receipt.unreadCount = UInt64(counts.unread)
+                }
+            }
+            batch.receipts.append(receipt)
+        }
+        answer(RelayProtocol.answer(.receipts(batch), requestID: requestID), to: session)
+    }
+
+    /// Answers a `GroupReadMembersRequest` (Tencent getGroupMessageReadMemberList) with one page of
+    /// the members who read (in the order they read) or did not read (by user id) a group message
+    /// the user sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`; `next_seq` is where the next page starts.
+    func sendReadMembers(_ request: GroupReadMembersRequest, requestID: UInt64, session: Session, user: String) {
+        guard let ref = request.message,
+            let (key, seq) = ownKeptMessage(ref, session: session, requestID: requestID, user: user)
+        else {
+            if request.message == nil {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "a read members request names its message"
+                )
+            }
+            return
+        }
+        guard case .shared = key, let readers = messageReaders[key]?[seq] else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "message seq \(seq) is not a group message sent with MESSAGE_FLAG_NEED_READ_RECEIPT"
+            )
+            return
+        }
+        let audience = audience(of: seq, in: key, sender: user)
+        let read = request.filter != .unread
+        let members: [String]
+        if read {
+            let inAudience = Set(audience)
+            members = readers.filter { inAudience.contains($0) }
+        } else {
+            let readSet = Set(readers)
+            members = audience.filter { !readSet.contains($0) }.sorted()
+        }
+        let start = Int(clamping: request.nextSeq)
+        let count = request.count == 0 ? Self.maxReadMembersPage : min(Int(request.count), Self.maxReadMembersPage)
+        let page = start < members.count ? Array(members[start..<min(members.count, start + count)]) : []
+        let answer = GroupReadMembers.with {
+            $0.message = fullReference(seq, in: key)
+            $0.read = read
+            $0.memberIDs = page
+            $0.members = page.map { member in GroupMemberInfo.with { $0.userID = member } }
+            $0.finished = start + page.count >= members.count
+            $0.nextSeq = $0.finished ? 0 : UInt64(start + page.count)
+        }
+        self.answer(RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID), to: session)
+    }
+
+    /// The kept message `ref` names, when `user` sent it; refuses the request otherwise (3003: a
+    /// reference that names no conversation of the user's or no kept message; 3006: another user's).
+    private func ownKeptMessage(
+        _ ref: MessageRef,
+        session: Session,
+        requestID: UInt64,
+        user: String
+    ) -> (ConversationKey, UInt64)? {
+        guard let key = conversationKey(of: ref, user: user), isMember(user, key),
+            case .kept(let seq)? = conversations[key]?.resolve(ref),
+            !(conversations[key]?.removed.contains(seq) ?? true), !hasExpired(seq, in: key, at: nowMs())
+        else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "the message reference names no message the relay keeps in a conversation of \(user)'s"
+            )
+            return nil
+        }
+        guard conversations[key]?.kept[seq]?.sender == user else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.notTheSender,
+                notice: "notTheSender",
+                "message seq \(seq) was sent by another user: its sender pulls its receipts"
+            )
+            return nil
+        }
+        return (key, seq)
+    }
+
+    /// The reference of kept message `seq` of `key` with every field: seq, ids, sender, time, and the
+    /// conversation as its sender named it.
+    func fullReference(_ seq: UInt64, in key: ConversationKey) -> MessageRef {
+        let kept = conversations[key]?.kept[seq]
+        return MessageRef.with {
+            $0.seq = seq
+            $0.serverMsgUID = kept?.serverMsgUID ?? ""
+            $0.clientMsgID = kept?.clientMsgID ?? ""
+            $0.senderID = kept?.sender ?? ""
+            $0.serverTimeMs = kept?.serverTimeMs ?? 0
+            $0.conversation = key.conversation(for: kept?.sender ?? "")
+        }
+    }
+}
+#endif

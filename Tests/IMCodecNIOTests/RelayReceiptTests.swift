@@ -1,0 +1,200 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Read receipts as the relay counts them (Tencent's message read receipts: `needReadReceipt`,
+/// `getMessageReadReceipts`, `getGroupMessageReadMemberList`).
+@Suite("Relay: read receipts", .timeLimit(.minutes(2)))
+struct RelayReceiptTests {
+    /// A read receipt with everything a client could forge set.
+    static func read(_ message: MessageRef, id: UInt64) -> Frame {
+        RelayProtocol.answer(
+            .receipt(
+                MessageReceipt.with {
+                    $0.kind = .read; $0.message = message; $0.timeMs = 1
+                    $0.groupID = "elsewhere"; $0.readCount = 99; $0.unreadCount = 0; $0.isPeerRead = true
+                    $0.deviceID = "forged"
+                }
+            ),
+            requestID: id
+        )
+    }
+
+    /// The receipts forwarded to `client`, as `user@device group read/unread [peer read]`.
+    static func received(_ client: TestClient) -> [String] {
+        // Forwarded ones (request id 0), not the answers to the client's pulls.
+        client.collector.frames.filter { $0.requestID == 0 }.flatMap { frame -> [String] in
+            switch frame.payload {
+            case .receipt(let receipt)?: [describe(receipt)]
+            case .receipts(let batch)?: batch.receipts.map(describe)
+            default: []
+            }
+        }
+    }
+
+    static func describe(_ receipt: MessageReceipt) -> String {
+        "\(receipt.userID)@\(receipt.deviceID) \(receipt.groupID) \(receipt.readCount)/\(receipt.unreadCount)"
+            + (receipt.isPeerRead ? " peer read" : "")
+    }
+
+    /// `client`'s pull of the receipts of `messages`, described, or its error code.
+    static func pull(_ client: TestClient, _ messages: [MessageRef], id: UInt64) async throws -> [String] {
+        let answer = try await client.ask(
+            RelayProtocol.answer(.readReceiptRequest(ReadReceiptRequest.with { $0.messages = messages }), requestID: id)
+        )
+        switch answer?.payload {
+        case .receipts(let batch)?:
+            return batch.receipts.map { "\($0.message?.seq ?? 0): " + describe($0) }
+        case .requestResult(let result)?:
+            return ["error \(result.errorCode)"]
+        default:
+            return ["no answer"]
+        }
+    }
+
+    /// One page of the members who read (or did not read) `message`: `members | next_seq finished`.
+    static func members(
+        _ client: TestClient,
+        _ message: MessageRef,
+        _ filter: ReadMembersFilter,
+        from next: UInt64 = 0,
+        count: UInt32 = 0,
+        id: UInt64
+    ) async throws -> String {
+        let request = GroupReadMembersRequest.with {
+            $0.message = message; $0.filter = filter; $0.nextSeq = next; $0.count = count
+        }
+        let answer = try await client.ask(RelayProtocol.answer(.groupReadMembersRequest(request), requestID: id))
+        switch answer?.payload {
+        case .groupReadMembers(let page)?:
+            #expect(page.members.map(\.userID) == page.memberIDs)
+            return page.memberIDs.joined(separator: ",") + " | \(page.nextSeq)" + (page.finished ? " finished" : "")
+        case .requestResult(let result)?:
+            return "error \(result.errorCode)"
+        default:
+            return "no answer"
+        }
+    }
+
+    static func flagged(_ message: Message) -> Frame {
+        var message = message
+        message.messageFlags = [.needReadReceipt]
+        return Frame(message)
+    }
+
+    /// Before, a receipt reached the sender as the reader wrote it: any `read_count`, `unread_count`
+    /// or `is_peer_read`, in any reader's name, and the pull requests were refused (3004). Now the
+    /// relay counts who read each message sent with NEED_READ_RECEIPT (across a restart), fills
+    /// every receipt's reader, device and counts itself, drops a second read of the same reader, and
+    /// answers the sender's pulls: the receipts of its messages and the members who did or did not
+    /// read one, in pages.
+    @Test(arguments: StoreBackend.allCases)
+    func theRelayCountsReadsAndAnswersTheSendersPulls(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol", "dave"]]
+        }
+        try await withClientGroup { group in
+            var flagged = MessageRef()
+            var direct = MessageRef()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                try await alice.send(
+                    Self.flagged(Message.groupText(from: "alice", group: "team", "read?", clientMsgID: "g-1"))
+                )
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "plain", clientMsgID: "g-2"))
+                )
+                try await alice.send(
+                    Self.flagged(Message.c2cText(from: "alice", to: "bob", "seen?", clientMsgID: "d-1"))
+                )
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "later", clientMsgID: "d-2")))
+                #expect(await eventually { bob.collector.messages.count == 4 && carol.collector.messages.count == 2 })
+                flagged = bob.collector.messages[0].reference
+                let plain = bob.collector.messages[1].reference
+                direct = bob.collector.messages[2].reference
+                let later = bob.collector.messages[3].reference
+
+                // The relay's fields, whatever the reader wrote: 1 of 3 members read it.
+                #expect(try await bob.ask(Self.read(flagged, id: 1))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice) == ["bob@b team 1/2"] })
+                // The same read again is answered and sent to no one.
+                #expect(try await bob.ask(Self.read(flagged, id: 2))?.requestResult?.errorCode == 0)
+                #expect(try await carol.ask(Self.read(flagged, id: 3))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice) == ["bob@b team 1/2", "carol@c team 2/1"] })
+                // A message sent without the flag is not counted: its receipts carry no counts.
+                #expect(try await carol.ask(Self.read(plain, id: 4))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice).last == "carol@c team 0/0" })
+                // One-to-one: whether the peer read it.
+                #expect(try await bob.ask(Self.read(direct, id: 5))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice).last == "bob@b  0/0 peer read" })
+                #expect(Self.received(alice).count == 4)
+
+                // The sender pulls: counts for the flagged group message, none for the other; the
+                // peer read the flagged one-to-one message (its receipt), not the later one yet.
+                let pulled = try await Self.pull(alice, [flagged, plain, direct, later], id: 10)
+                #expect(pulled == ["1: @ team 2/1", "2: @ team 0/0", "1: bob@  0/0 peer read", "2: bob@  0/0"])
+                // A mark-read past the later message tells it too (bob's read horizon).
+                let markRead = MarkReadEvent.with {
+                    $0.conversation = .oneToOne("alice"); $0.userID = "bob"; $0.readSeq = later.seq
+                }
+                #expect(try await bob.ask(RelayProtocol.answer(.markRead(markRead), requestID: 11)) != nil)
+                #expect(try await Self.pull(alice, [later], id: 12) == ["2: bob@  0/0 peer read"])
+                // Only the sender pulls (3006); a message the relay does not keep is refused (3003).
+                let notTheSender = RelayProtocol.RequestError.notTheSender
+                #expect(try await Self.pull(bob, [flagged], id: 13) == ["error \(notTheSender)"])
+                var unknown = flagged
+                unknown.seq = 999; unknown.serverMsgUID = ""; unknown.clientMsgID = ""
+                let bad = RelayProtocol.RequestError.badRequest
+                #expect(try await Self.pull(alice, [unknown], id: 14) == ["error \(bad)"])
+
+                // Who read it, in the order they read; who did not; in pages.
+                #expect(try await Self.members(alice, flagged, .read, id: 20) == "bob,carol | 0 finished")
+                #expect(try await Self.members(alice, flagged, .unread, id: 21) == "dave | 0 finished")
+                #expect(try await Self.members(alice, flagged, .read, count: 1, id: 22) == "bob | 1")
+                #expect(
+                    try await Self.members(alice, flagged, .read, from: 1, count: 1, id: 23) == "carol | 0 finished"
+                )
+                #expect(try await Self.members(bob, flagged, .read, id: 24) == "error \(notTheSender)")
+                #expect(try await Self.members(alice, plain, .read, id: 25) == "error \(bad)")
+                for client in [alice, bob, carol] { await client.close() }
+            }
+
+            try await withRelay(configure) { server in
+                // The reads survive the restart; dave's makes it 3 of 3.
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a2")
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d")
+                #expect(
+                    try await Self.pull(alice, [flagged, direct], id: 30) == [
+                        "1: @ team 2/1", "1: bob@  0/0 peer read",
+                    ]
+                )
+                // Twice in one batch: counted once.
+                var twice = Self.read(flagged, id: 31)
+                if case .receipt(let receipt)? = twice.payload {
+                    twice.payload = .receipts(ReceiptBatch.with { $0.receipts = [receipt, receipt] })
+                }
+                #expect(try await dave.ask(twice)?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice) == ["dave@d team 3/0"] }, "\(Self.received(alice))")
+                #expect(try await Self.members(alice, flagged, .unread, id: 32) == " | 0 finished")
+                // A recall forgets the reads: the message is no longer one the relay keeps.
+                var recall = Frame.recall(flagged, by: "alice")
+                recall.requestID = 33
+                #expect(try await alice.ask(recall)?.requestResult?.errorCode == 0)
+                let bad = RelayProtocol.RequestError.badRequest
+                #expect(try await Self.pull(alice, [flagged], id: 34) == ["error \(bad)"])
+                for client in [alice, dave] { await client.close() }
+            }
+        }
+    }
+}
+#endif
