@@ -225,8 +225,10 @@ extension Router {
     /// Applies what changed on kept `message` of `key` since it was sent, as `reader` gets it: the
     /// last edit's content and the number of edits (`edit_version`), the time of the last change
     /// (`updated_at_ms`), its reactions (``served(_:for:)``) and its extension's keys as they now
-    /// are (`expansion`).
+    /// are (`expansion`). A view-once message comes to a receiver without its content
+    /// (``Redaction/viewedOnce(_:)``).
     func applyChanges(to message: inout Message, in key: ConversationKey, for reader: String) {
+        defer { if message.viewOnce, message.senderID != reader { message = Redaction.viewedOnce(message) } }
         if let change = messageChanges[key]?[message.seq] {
             if change.editVersion > 0 {
                 message.elements = change.elements

@@ -253,6 +253,7 @@ extension Router {
                     let received = message.senderID != user
                     decoded.direction = received ? .received : .sent
                     decoded.isOffline = received
+                    if received, decoded.viewOnce { decoded = Redaction.viewedOnce(decoded) }
                     answer.messages.append(decoded)
                 }
             }
@@ -274,6 +275,8 @@ extension Router {
         let truncated = after + 1 < stream.oldest && stream.oldest <= head
         let budget = configuration.codec.effectiveMaxFrameSize - 512
         let device = session.deviceID
+        // What this device acknowledged it had: a view-once message it reads again comes without its content.
+        let acknowledged = devicePositions[DeviceKey(user: user, device: device)] ?? 0
         store.read({ store in
             after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
         }) { rows in
@@ -292,6 +295,7 @@ extension Router {
                 // that expired.
                 guard !row.frame.isEmpty, !Expiry.passed(row.expireAtMs, at: nowMs) else { continue }
                 var bytes = row.frame
+                if row.isMessage, !row.sent, row.position <= acknowledged { bytes = self.viewedOnce(bytes) }
                 if row.isMessage { bytes += row.sent ? self.sentSuffix : self.receivedOfflineSuffix }
                 bytes += Self.noRequestSuffix
                 bytes += Self.positionSuffix(row.position)
@@ -317,6 +321,19 @@ extension Router {
             }
             self.flush()
         }
+    }
+
+    /// A kept message's stamped frame as a device reads it again: a view-once message it received
+    /// without its content (``Redaction/viewedOnce(_:)``), any other as it is.
+    private func viewedOnce(_ frame: [UInt8]) -> [UInt8] {
+        let isViewOnce = try? wireDecoder.withFrameView(frame) { view in
+            if case .message(let message)? = view.payload { message.viewOnce } else { false }
+        }
+        guard isViewOnce == true, var decoded = try? wireDecoder.decode(Frame.self, from: frame),
+            case .message(let message)? = decoded.payload
+        else { return frame }
+        decoded.payload = .message(Redaction.viewedOnce(message))
+        return decoded.serializedBytes()
     }
 
     private func subscribe(_ subscription: PresenceSubscription, requestID: UInt64, session: Session, user: String) {

@@ -33,6 +33,26 @@ enum Redaction {
         ).serializedBytes()
     }
 
+    /// What a receiver reads again of a view-once message (message.proto `view_once`: "receivers
+    /// show the media once, then delete it and keep no copy"): the message with its ids, flags and
+    /// times, an empty element of each media kind it held (an image, a video or a voice message a
+    /// client shows as opened), and none of its content (media, quote snapshot, custom data). Each
+    /// receiving device gets the content once, through its stream.
+    static func viewedOnce(_ message: Message) -> Message {
+        var stub = message
+        stub.elements = message.elements.compactMap { element in
+            switch element.content {
+            case .image?: MessageElement.with { $0.content = .image(ImageElement()) }
+            case .video?: MessageElement.with { $0.content = .video(VideoElement()) }
+            case .sound?: MessageElement.with { $0.content = .sound(SoundElement()) }
+            default: nil
+            }
+        }
+        stub.quoteSnapshot = nil
+        stub.cloudCustomData = []
+        return stub
+    }
+
     /// An event frame kept about a removed message, without the content it carried: an edit's
     /// `new_message` keeps only its ids (status `MESSAGE_STATUS_RECALLED`), a stream chunk loses its
     /// text; the event's reference, actor and time stay. Another frame is kept as it is, and one
