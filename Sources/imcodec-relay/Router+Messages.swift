@@ -116,6 +116,13 @@ extension Router {
         // history and sync by seq still serve it; its sender's own devices still get it).
         if !notReceiving.isEmpty, let muted = notReceiving[key] { users.removeAll { $0 != user && muted.contains($0) } }
         guard kept else {
+            if !frame.clientMsgID.isEmpty {
+                recentLiveMessages[user, default: RecentLiveMessages()].insert(
+                    frame.clientMsgID,
+                    in: key,
+                    ConversationState.Sent(seq: 0, serverMsgUID: ack.serverMsgUID, serverTimeMs: ack.serverTimeMs)
+                )
+            }
             store.afterCommit {
                 self.stats.acksSent += 1
                 self.metrics.ack(code: 0)
@@ -216,10 +223,12 @@ extension Router {
         return .success(key)
     }
 
-    /// The stored first copy of a message sent again with the same `client_msg_id`, if any.
+    /// The first copy of a message sent again with the same `client_msg_id`, if any: a kept one, or
+    /// one of the newest the relay delivered without keeping (``RecentLiveMessages``).
     private func firstCopy(of frame: InboundFrame, in key: ConversationKey, user: String) -> ConversationState.Sent? {
         guard !frame.clientMsgID.isEmpty else { return nil }
         return conversations[key]?.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
+            ?? recentLiveMessages[user]?.first(frame.clientMsgID, in: key)
     }
 
     /// Adds a kept message to its conversation (trimming it to the retention limit) and to the

@@ -41,6 +41,9 @@ final class Router {
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// The newest events each device sent, so that a resend is not applied twice.
     var recentEvents: [DeviceKey: RecentEvents] = [:]
+    /// The newest messages each user sent that the relay does not keep, so that a resend is acknowledged
+    /// as the first time and delivered once.
+    var recentLiveMessages: [String: RecentLiveMessages] = [:]
     /// Who subscribed to each user's presence.
     var subscribers: [String: Set<String>] = [:]
     /// When each user that went offline was last online.

@@ -632,6 +632,46 @@ struct RelaySessionTests {
         }
     }
 
+    /// A message the relay does not keep (online-only, or in a chatroom) sent again with the same
+    /// `client_msg_id`: before, it was delivered twice under two uids. Now it is acknowledged with
+    /// its first stamp (seq 0) and delivered once; the same id in another conversation is another
+    /// message.
+    @Test func aMessageNotKeptSentAgainIsAcknowledgedWithItsFirstStampAndDeliveredOnce() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let room = Conversation.with {
+                    $0.type = .chatroom; $0.targetID = "lobby"
+                }
+                for client in [alice, bob] {
+                    let join = request(
+                        .membership(
+                            MembershipChange.with {
+                                $0.action = .join; $0.conversation = room
+                            }
+                        ),
+                        1
+                    )
+                    #expect(try await client.ask(join)?.requestResult?.errorCode == 0)
+                }
+                var live = Message.c2cText(from: "alice", to: "bob", "now", clientMsgID: "same")
+                live.messageFlags = [.onlineUserOnly]
+                let inRoom = Message(from: "alice", in: room, elements: [.text("hi room")], clientMsgID: "same")
+                for message in [live, live, inRoom, inRoom] { try await alice.send(Frame(message)) }
+                #expect(await eventually { alice.collector.acks.count == 4 && bob.collector.messages.count == 2 })
+                try await alice.roundTrip(2)
+                let acks = alice.collector.acks
+                #expect(acks.allSatisfy { $0.errorCode == 0 && $0.seq == 0 })
+                #expect(acks[0].serverMsgUID == acks[1].serverMsgUID && acks[2].serverMsgUID == acks[3].serverMsgUID)
+                #expect(acks[0].serverMsgUID != acks[2].serverMsgUID)
+                #expect(bob.collector.messages.map { $0.firstText ?? "" } == ["now", "hi room"])
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// Message uids and session ids are unique and tell nothing: neither the order in which the relay
     /// gave them out nor how many it gave out between two of them (``ServerIDs``).
     @Test func messageUIDsAndSessionIDsAreUniqueAndTellNothing() async throws {

@@ -218,6 +218,36 @@ struct StoredState {
     var records: [StateRecordKey: [UInt8]] = [:]
 }
 
+/// The newest messages a user sent that the relay does not keep (online-only, status-only, in a
+/// chatroom), by conversation and `client_msg_id`, with the stamp each was acknowledged with: one
+/// sent again (its ack was lost with a connection) is acknowledged as the first time and not
+/// delivered again, as a kept one is (``ConversationState/sent``). In memory only: after a restart a
+/// resend is delivered again.
+struct RecentLiveMessages: Sendable {
+    /// How many of a user's newest such messages are remembered: more than a client has in flight.
+    static let capacity = 64
+
+    private var order: [String] = []
+    private var stamps: [String: ConversationState.Sent] = [:]
+
+    private static func key(_ conversation: ConversationKey, _ clientMsgID: String) -> String {
+        "\(conversation.storageID.utf8.count):\(conversation.storageID)\(clientMsgID)"
+    }
+
+    /// The stamp the message `clientMsgID` of `conversation` was acknowledged with, if remembered.
+    func first(_ clientMsgID: String, in conversation: ConversationKey) -> ConversationState.Sent? {
+        stamps[Self.key(conversation, clientMsgID)]
+    }
+
+    /// Remembers a message's stamp, forgetting the oldest past ``capacity``.
+    mutating func insert(_ clientMsgID: String, in conversation: ConversationKey, _ stamp: ConversationState.Sent) {
+        let key = Self.key(conversation, clientMsgID)
+        guard stamps.updateValue(stamp, forKey: key) == nil else { return }
+        order.append(key)
+        if order.count > Self.capacity { stamps[order.removeFirst()] = nil }
+    }
+}
+
 /// The newest events a device sent, by a digest of their bytes: an event sent again byte for byte
 /// (a client resends what was not acknowledged when its connection or the relay went away) is
 /// answered as the first time and not applied or delivered again, as a message resent with its
