@@ -51,6 +51,8 @@ public struct InboundFrame: Sendable, Hashable {
     /// Whether a message payload carries a poll (a `PollElement`; false for other frames), whose
     /// votes a server tallies.
     public let carriesPoll: Bool
+    /// Whether a message payload is view-once (`Message.view_once`; false for other frames).
+    public let isViewOnce: Bool
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -71,7 +73,8 @@ public struct InboundFrame: Sendable, Hashable {
         atAll: Bool = false,
         serverAssignedFields: [String] = [],
         expireAfterS: UInt32 = 0,
-        carriesPoll: Bool = false
+        carriesPoll: Bool = false,
+        isViewOnce: Bool = false
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -91,6 +94,7 @@ public struct InboundFrame: Sendable, Hashable {
         self.serverAssignedFields = serverAssignedFields
         self.expireAfterS = expireAfterS
         self.carriesPoll = carriesPoll
+        self.isViewOnce = isViewOnce
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -125,6 +129,7 @@ extension InboundFrame {
                 var serverAssignedFields: [String] = []
                 var expireAfterS: UInt32 = 0
                 var carriesPoll = false
+                var isViewOnce = false
                 if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
                     serverAssignedFields = edited.serverAssignedFields
                 }
@@ -132,6 +137,7 @@ extension InboundFrame {
                     storagePolicy = message.storagePolicy
                     serverAssignedFields = message.serverAssignedFields
                     expireAfterS = message.expireAfterS
+                    isViewOnce = message.viewOnce
                     let elements = message.elements
                     for index in 0..<elements.count where elements[index].contentKind == .poll {
                         carriesPoll = true
@@ -166,7 +172,8 @@ extension InboundFrame {
                     atAll: atAll,
                     serverAssignedFields: serverAssignedFields,
                     expireAfterS: expireAfterS,
-                    carriesPoll: carriesPoll
+                    carriesPoll: carriesPoll,
+                    isViewOnce: isViewOnce
                 )
             }
         } catch let error as IMCodecError {

@@ -311,6 +311,7 @@ extension Router {
         }
         forgetPolls(in: key, below: seq)
         forgetReaders(in: key, below: seq)
+        forgetViewOnce(in: key, below: seq)
     }
 
     /// Forgets the changes, the extension, the polls and the readers of the kept message `seq` of `key` (it was recalled,

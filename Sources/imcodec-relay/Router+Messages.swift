@@ -153,6 +153,7 @@ extension Router {
         startExtension(frame, seq: message.seq, in: key, session: session)
         startPolls(frame, seq: message.seq, in: key, session: session)
         startReadReceipts(frame, seq: message.seq, in: key)
+        noteViewOnce(frame, seq: message.seq, in: key)
         store.afterCommit {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
@@ -343,6 +344,19 @@ extension Router {
         if let key {
             guard let accepted = checkEvent(frame, event, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
+            // A view-once message's content is shown once: nothing shows it again (Router+ViewOnce).
+            if frame.payloadKind == .edit || frame.payloadKind == .streamChunk, let seq = accepted.seqs.first,
+                isViewOnce(seq, in: key)
+            {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "message seq \(seq) is view-once: its content is not edited or grown"
+                )
+                return
+            }
             if case .edit(let edit)? = event.payload,
                 let seq = accepted.seqs.first
             {
@@ -439,7 +453,6 @@ extension Router {
             deletedForMe(delete.messages, by: user, position: own.position)
         }
         if let key, case .disappearingTimer(let timer)? = event.payload { setDisappearingTimer(timer, in: key) }
-        if let key, let pollResults, let seq = named.first { sendPollResults(pollResults, of: seq, in: key) }
         if let key, [.recall, .delete, .edit, .reaction].contains(frame.payloadKind), let payload = event.payload {
             conversationsChanged(by: payload, naming: named, in: key, deliveries: deliveries)
         }
@@ -450,6 +463,8 @@ extension Router {
             self.deliver(body, kind: kind, to: deliveries, except: session)
             self.flush()
         }
+        // After the vote, in the stream and on the wire: a device takes frames in stream order.
+        if let key, let pollResults, let seq = named.first { sendPollResults(pollResults, of: seq, in: key) }
     }
 
     /// The field of an event that names who did it, and its value (`nil`: the event has none).

@@ -173,6 +173,8 @@ extension Router {
                 loadPolls(bytes, of: seq, in: conversation)
             case .readers(let conversation, let seq):
                 loadReaders(bytes, of: seq, in: conversation)
+            case .viewOnce(let conversation):
+                loadViewOnce(bytes, in: conversation)
             case .messageChange(let conversation, let seq):
                 guard let change = try? Message(serializedBytes: bytes) else { continue }
                 messageChanges[conversation, default: [:]][seq] = change

@@ -180,6 +180,17 @@ extension Router {
         user: String
     ) -> PollOutcome {
         guard let seq else { return .untallied }
+        // A poll its voter cannot read (it joined after it, or cleared it) is not its to vote on.
+        guard seq > view(of: key, for: user).info.clearedSeq else {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.notAMember,
+                notice: "notAMember",
+                "message seq \(seq) is before what \(user) reads of this conversation (its join or its clear)"
+            )
+            return .refused
+        }
         let nowMs = nowMs()
         return changePoll(vote.pollID, of: seq, in: key, session: session, requestID: decoded.requestID) { tally in
             let refusal = { (code: Int32, notice: String, reason: String) -> PollOutcome in

@@ -77,6 +77,41 @@ extension Router {
 
     // MARK: Routing receipts
 
+    /// What a device's receipt is remembered by for resends (``RecentEvents``,
+    /// ``isResentEvent(_:from:user:)``): the receipt without the fields the relay fills, the same
+    /// for the client's bytes and for the relay's copy kept, which is all a restart finds.
+    static func receiptKey(_ receipt: MessageReceipt) -> [UInt8] {
+        var key = receipt
+        key.userID = ""
+        key.deviceID = ""
+        key.isPeerRead = false
+        key.groupID = ""
+        key.readCount = 0
+        key.unreadCount = 0
+        return Frame(.receipt(key)).serializedBytes()
+    }
+
+    /// The ``receiptKey(_:)`` of each receipt `frame` carries (none for another payload).
+    static func receiptKeys(_ frame: Frame) -> [[UInt8]] {
+        switch frame.payload {
+        case .receipt(let receipt)?: [receiptKey(receipt)]
+        case .receipts(let batch)?: batch.receipts.map(receiptKey)
+        default: []
+        }
+    }
+
+    /// The ``receiptKey(_:)`` of each receipt a kept frame carries (none for another frame).
+    func receiptKeys(ofKept bytes: [UInt8]) -> [[UInt8]] {
+        let isReceipt = try? wireDecoder.withFrameView(bytes) { view in
+            switch view.payload {
+            case .receipt?, .receipts?: true
+            default: false
+            }
+        }
+        guard isReceipt == true, let frame = try? wireDecoder.decode(Frame.self, from: bytes) else { return [] }
+        return Self.receiptKeys(frame)
+    }
+
     /// `receipt` from `user` on `device` as the message's sender gets it, or `nil` when it changes
     /// nothing (a read the relay counted already). A read it counts goes into `reads`, the readers of
     /// each message after the receipts before it (not yet kept). ``receiptRefusal(_:from:)`` accepted
@@ -182,8 +217,10 @@ extension Router {
                 return
             }
         }
-        // The client's bytes are remembered for resends: what is kept is the relay's copy.
+        // The client's bytes are remembered for resends, and each receipt by its key: what is kept
+        // is the relay's copy, which a restart rebuilds the keys from.
         recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
+        for key in Self.receiptKeys(decoded) { recentEvents[origin, default: RecentEvents()].insert(key) }
         for (message, readers) in reads { setReaders(readers, of: message.seq, in: message.conversation) }
         for (target, _, bytes) in frames {
             let deliveries = keep(.event(bytes), for: target == user ? [user] : [target, user], origin: origin)
@@ -232,6 +269,13 @@ extension Router {
             if let audience = state.audiences[seq], !audience.contains(user) {
                 return (RelayProtocol.RequestError.notAMember, "notAMember", "message seq \(seq) was sent to others")
             }
+            // A message its reader cannot read (it joined after it, or cleared it) is not its to acknowledge.
+            guard seq > view(of: key, for: user).info.clearedSeq else {
+                return (
+                    RelayProtocol.RequestError.notAMember, "notAMember",
+                    "message seq \(seq) is before what \(user) reads of this conversation (its join or its clear)"
+                )
+            }
         case .unknown:
             guard isMember(ref.senderID, key) else {
                 return (
@@ -244,6 +288,10 @@ extension Router {
     }
 
     // MARK: Pulling receipts
+
+    /// The most bytes an answer to a pull may take: the frame size limit, less room for the
+    /// varint fields (`next_seq`, `finished`, the answer's tag and length) added after counting.
+    private var answerRoom: Int { configuration.codec.effectiveMaxFrameSize - 64 }
 
     /// Answers a `ReadReceiptRequest` (Tencent getMessageReadReceipts) with a `ReceiptBatch`: for
     /// each message, which must be one the user sent and the relay keeps, a read receipt with
@@ -288,7 +336,21 @@ extension Router {
             }
             batch.receipts.append(receipt)
         }
-        answer(RelayProtocol.answer(.receipts(batch), requestID: requestID), to: session)
+        let answer = RelayProtocol.answer(.receipts(batch), requestID: requestID)
+        // The answer names each message fully: it must fit the frame size limit.
+        let size = answer.serializedBytes().count
+        guard size <= answerRoom else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.tooLargeToDeliver,
+                notice: "tooLargeToDeliver",
+                "the receipts of these messages would be \(size) bytes; the relay answers with frames of at most "
+                    + "\(answerRoom): ask for fewer messages"
+            )
+            return
+        }
+        self.answer(answer, to: session)
     }
 
     /// Answers a `GroupReadMembersRequest` (Tencent getGroupMessageReadMemberList) with one page of
@@ -331,15 +393,21 @@ extension Router {
         }
         let start = Int(clamping: request.nextSeq)
         let count = request.count == 0 ? Self.maxReadMembersPage : min(Int(request.count), Self.maxReadMembersPage)
-        let page = start < members.count ? Array(members[start..<min(members.count, start + count)]) : []
-        let answer = GroupReadMembers.with {
+        var answer = GroupReadMembers.with {
             $0.message = fullReference(seq, in: key)
             $0.read = read
-            $0.memberIDs = page
-            $0.members = page.map { member in GroupMemberInfo.with { $0.userID = member } }
-            $0.finished = start + page.count >= members.count
-            $0.nextSeq = $0.finished ? 0 : UInt64(start + page.count)
         }
+        // Within the frame size limit: each member takes its id twice, with tags and lengths.
+        var left =
+            answerRoom - RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID).serializedBytes().count
+        for member in members.dropFirst(start).prefix(count) {
+            left -= 2 * member.utf8.count + 16
+            if left < 0, !answer.memberIDs.isEmpty { break }
+            answer.memberIDs.append(member)
+            answer.members.append(GroupMemberInfo.with { $0.userID = member })
+        }
+        answer.finished = start + answer.memberIDs.count >= members.count
+        answer.nextSeq = answer.finished ? 0 : UInt64(start + answer.memberIDs.count)
         self.answer(RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID), to: session)
     }
 

@@ -323,19 +323,6 @@ extension Router {
         }
     }
 
-    /// A kept message's stamped frame as a device reads it again: a view-once message it received
-    /// without its content (``Redaction/viewedOnce(_:)``), any other as it is.
-    private func viewedOnce(_ frame: [UInt8]) -> [UInt8] {
-        let isViewOnce = try? wireDecoder.withFrameView(frame) { view in
-            if case .message(let message)? = view.payload { message.viewOnce } else { false }
-        }
-        guard isViewOnce == true, var decoded = try? wireDecoder.decode(Frame.self, from: frame),
-            case .message(let message)? = decoded.payload
-        else { return frame }
-        decoded.payload = .message(Redaction.viewedOnce(message))
-        return decoded.serializedBytes()
-    }
-
     private func subscribe(_ subscription: PresenceSubscription, requestID: UInt64, session: Session, user: String) {
         switch subscription.action {
         case .subscribe:

@@ -78,6 +78,8 @@ final class Router {
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]
+    /// The kept view-once messages of each conversation (Router+ViewOnce.swift).
+    var viewOnceMessages: [ConversationKey: Set<UInt64>] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).
@@ -146,6 +148,7 @@ final class Router {
             for frame in frames {
                 recent.insert(frame)
                 if let key = reactionKey(ofKept: frame, user: device.user) { recent.insert(key) }
+                for key in receiptKeys(ofKept: frame) { recent.insert(key) }
             }
             recentEvents[device] = recent
         }
@@ -568,11 +571,18 @@ final class Router {
         guard let recent = recentEvents[device] else { return false }
         var resent = recent.contains(frame.body.readableBytesView)
         var event: Frame?
-        // A reaction is kept as the relay rewrote it: found by its key (Router+Reactions).
+        // A reaction or a receipt is kept as the relay rewrote it: found by its key (Router+Reactions,
+        // Router+Receipts); a batch of receipts when every one of them is found.
         if !resent, frame.payloadKind == .reaction {
             event = decoded(frame, session)
             if let event, case .reaction(let reaction)? = event.payload {
                 resent = recent.contains(Self.reactionKey(event, reaction, user: user))
+            }
+        } else if !resent, frame.payloadKind == .receipt || frame.payloadKind == .receipts {
+            event = decoded(frame, session)
+            if let event {
+                let keys = Self.receiptKeys(event)
+                resent = !keys.isEmpty && keys.allSatisfy { recent.contains($0) }
             }
         }
         guard resent else { return false }

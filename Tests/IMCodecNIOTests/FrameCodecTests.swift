@@ -59,7 +59,9 @@ struct FrameCodecTests {
                 atAll: message?.at?.atAll ?? false,
                 serverAssignedFields: [],  // No sample sets one (ViewTests covers them).
                 expireAfterS: message?.expireAfterS ?? 0,
-                carriesPoll: message?.elements.contains { if case .poll? = $0.content { true } else { false } } ?? false
+                carriesPoll: message?.elements.contains { if case .poll? = $0.content { true } else { false } }
+                    ?? false,
+                isViewOnce: message?.viewOnce ?? false
             )
             return (record, [expected])
         }

@@ -233,6 +233,48 @@ struct RelayGroupAccessTests {
         }
     }
 
+    /// A member who joined after a message reads nothing of it, so it may not vote on its poll nor
+    /// acknowledge it either (3001): before, its vote was counted (and named in the results others
+    /// got) and its read receipt reached the sender.
+    @Test func aNewMemberCannotVoteOnOrAcknowledgeWhatCameBeforeItsJoin() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                for (client, id) in [(alice, UInt64(1)), (bob, 2)] {
+                    let joined = try await client.ask(
+                        RelayProtocol.membershipFrame(.join, group: "open", requestID: id)
+                    )
+                    #expect(joined?.requestResult?.errorCode == 0)
+                }
+                var poll = Message(
+                    from: "alice",
+                    in: .group("open"),
+                    elements: [.poll(id: "q", question: "Q?", options: ["yes", "no"])],
+                    clientMsgID: "p-1"
+                )
+                poll.messageFlags = [.needReadReceipt]
+                try await alice.send(Frame(poll))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let reference = try #require(bob.collector.messages.first?.reference)
+                let joined = try await carol.ask(RelayProtocol.membershipFrame(.join, group: "open", requestID: 3))
+                #expect(joined?.requestResult?.errorCode == 0)
+
+                let notAMember = RelayProtocol.RequestError.notAMember
+                for (client, code) in [(carol, notAMember), (bob, 0)] {
+                    let vote = RelayPollTests.vote(reference, "q", [1], id: 10)
+                    #expect(try await client.ask(vote)?.requestResult?.errorCode == code)
+                    let read = RelayReceiptTests.read(reference, id: 11)
+                    #expect(try await client.ask(read)?.requestResult?.errorCode == code)
+                }
+                #expect(await eventually { RelayPollTests.results(alice, "q") == "1:1:bob 2:0: n=1" })
+                #expect(await eventually { RelayReceiptTests.received(alice) == ["bob@ open 1/0"] })
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
     /// Before, the relay asked for a ping every interval and never closed a silent session. Now a
     /// logged-in session that sends nothing for 3 intervals is closed (`heartbeatTimeout`), whatever
     /// frame it sends counts, and a session that pings stays. The test moves the relay's silence

@@ -120,6 +120,10 @@ struct RelayPollTests {
                 #expect(named.conversation == .group("team"))
                 // The vote itself reaches bob's other device only.
                 #expect(await eventually { tablet.collector.frames.contains { $0.payload?.kind == .pollVote } })
+                // In stream order on the wire: the vote, then the results it made.
+                let onTablet = tablet.collector.frames.filter { [.pollVote, .pollUpdate].contains($0.payload?.kind) }
+                #expect(onTablet.map { $0.payload?.kind } == [.pollVote, .pollUpdate])
+                #expect(onTablet.map(\.streamPosition) == onTablet.map(\.streamPosition).sorted())
                 #expect(!carol.collector.frames.contains { $0.payload?.kind == .pollVote })
                 #expect(!alice.collector.frames.contains { $0.payload?.kind == .pollVote })
 
@@ -253,6 +257,61 @@ struct RelayPollTests {
                 #expect(await eventually { [alice, bob, carol].allSatisfy { Self.results($0, "q") == final } })
                 #expect(Self.updates(carol, "q").count == 2)
                 for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
+    /// A poll whose close time passes while no relay runs is closed by the next one, at its first
+    /// sweep: the open polls' close times are loaded with their tallies.
+    @Test func aPollWhoseCloseTimePassedWhileNoRelayRanIsClosedAtStart() async throws {
+        let clock = TestClock()
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.clock = clock.now; $0.expirySweepInterval = .milliseconds(20)
+            $0.groups = ["team": ["alice", "bob"]]
+        }
+        try await withClientGroup { group in
+            let closeTimeMs = clock.now() + 3_600_000
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(
+                    Frame(
+                        Message(
+                            from: "alice",
+                            in: .group("team"),
+                            elements: [
+                                .poll(id: "q", question: "Q?", options: ["yes", "no"], closeTimeMs: closeTimeMs)
+                            ],
+                            clientMsgID: "poll-r"
+                        )
+                    )
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let poll = try #require(bob.collector.messages.first?.reference)
+                #expect(try await Self.code(bob, Self.vote(poll, "q", [2], id: 1)) == 0)
+                #expect(await eventually { Self.results(alice, "q") == "1:0: 2:1:bob n=1" })
+                for client in [alice, bob] { await client.close() }
+            }
+            clock.advance(past: closeTimeMs)
+            try await withRelay(configure) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b2")
+                var closings: [String] = []
+                for attempt in 0..<200 {
+                    let page = try await bob.streamPage(requestID: 10 + UInt64(attempt)) ?? []
+                    closings = page.compactMap {
+                        if case .pollUpdate(let update)? = $0.payload, update.closed {
+                            Self.describe(update)
+                        } else {
+                            nil
+                        }
+                    }
+                    if !closings.isEmpty { break }
+                    try await Task.sleep(nanoseconds: 20_000_000)
+                }
+                #expect(closings == ["1:0: 2:1:bob n=1 closed by alice"])
+                await bob.close()
             }
         }
     }

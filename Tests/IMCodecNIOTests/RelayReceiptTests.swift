@@ -88,6 +88,52 @@ struct RelayReceiptTests {
         return Frame(message)
     }
 
+    /// A page of read members fits the frame size limit: with long user ids a page ends early (not
+    /// finished, `next_seq` where the next starts), and the pages together name every member once.
+    @Test func readMemberPagesFitTheFrameSizeLimit() async throws {
+        let members = (1...40).map { "member-\($0)-" + String(repeating: "x", count: 60) }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.codec = FrameCodecOptions(maxFrameSize: 2048)
+                $0.groups = ["big": Set(["alice"] + members)]
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                try await alice.send(
+                    Self.flagged(Message.groupText(from: "alice", group: "big", "all?", clientMsgID: "b-1"))
+                )
+                #expect(await eventually { alice.collector.acks.count == 1 })
+                let message = MessageRef.with {
+                    $0.conversation = .group("big"); $0.seq = 1
+                }
+                var listed: [String] = []
+                var next: UInt64 = 0
+                var pages = 0
+                repeat {
+                    let request = GroupReadMembersRequest.with {
+                        $0.message = message; $0.filter = .unread; $0.nextSeq = next
+                    }
+                    let answer = try await alice.ask(
+                        RelayProtocol.answer(.groupReadMembersRequest(request), requestID: 10 + UInt64(pages))
+                    )
+                    guard case .groupReadMembers(let page)? = answer?.payload else {
+                        Issue.record("no page")
+                        break
+                    }
+                    #expect((answer?.serializedBytes().count ?? 0) <= 2048)
+                    #expect(!page.memberIDs.isEmpty)
+                    listed += page.memberIDs
+                    pages += 1
+                    if page.finished { break }
+                    #expect(page.nextSeq == UInt64(listed.count))
+                    next = page.nextSeq
+                } while pages < 40
+                #expect(pages > 1)
+                #expect(listed == members.sorted())
+                await alice.close()
+            }
+        }
+    }
+
     /// Before, a receipt reached the sender as the reader wrote it: any `read_count`, `unread_count`
     /// or `is_peer_read`, in any reader's name, and the pull requests were refused (3004). Now the
     /// relay counts who read each message sent with NEED_READ_RECEIPT (across a restart), fills
@@ -104,6 +150,7 @@ struct RelayReceiptTests {
         try await withClientGroup { group in
             var flagged = MessageRef()
             var direct = MessageRef()
+            var delivered = Frame()
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
@@ -166,6 +213,17 @@ struct RelayReceiptTests {
                 )
                 #expect(try await Self.members(bob, flagged, .read, id: 24) == "error \(notTheSender)")
                 #expect(try await Self.members(alice, plain, .read, id: 25) == "error \(bad)")
+                // A delivery receipt whose answer is "lost": resent after the restart below.
+                delivered = RelayProtocol.answer(
+                    .receipt(
+                        MessageReceipt.with {
+                            $0.kind = .delivered; $0.message = plain; $0.timeMs = 2
+                        }
+                    ),
+                    requestID: 26
+                )
+                #expect(try await bob.ask(delivered)?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice).count == 5 })
                 for client in [alice, bob, carol] { await client.close() }
             }
 
@@ -186,6 +244,14 @@ struct RelayReceiptTests {
                 #expect(try await dave.ask(twice)?.requestResult?.errorCode == 0)
                 #expect(await eventually { Self.received(alice) == ["dave@d team 3/0"] }, "\(Self.received(alice))")
                 #expect(try await Self.members(alice, flagged, .unread, id: 32) == " | 0 finished")
+                // The resend is found in the window the restart rebuilt from the relay's copy kept:
+                // answered, not delivered again.
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                #expect(try await bob.ask(delivered)?.requestResult?.errorCode == 0)
+                try await bob.roundTrip(35)
+                try await alice.roundTrip(36)
+                #expect(Self.received(alice) == ["dave@d team 3/0"])
+                await bob.close()
                 // A recall forgets the reads: the message is no longer one the relay keeps.
                 var recall = Frame.recall(flagged, by: "alice")
                 recall.requestID = 33

@@ -31,18 +31,25 @@ struct RelayViewOnceTests {
         )
         message.viewOnce = true
         message.cloudCustomData = [1, 2, 3]
+        message.customParams = ["caption": "meet me at 9"]
+        message.extra = "meet me at 9"
+        message.offlinePush = OfflinePushInfo.with {
+            $0.title = "alice"; $0.description = "meet me at 9"
+        }
         return message
     }()
 
     /// What a view-once message holds: its photo's URL, or "no content" for the stub a receiver
-    /// reads again (an empty image, no custom data).
+    /// reads again (an empty image, no custom data, parameters, extra or push text).
     static func content(_ message: Message?) -> String {
         guard let message else { return "no message" }
         guard message.viewOnce else { return "not view-once" }
         guard case .image(let image)? = message.elements.first?.content, message.elements.count == 1 else {
             return "not one image"
         }
-        if image == ImageElement(), message.cloudCustomData.isEmpty, message.quoteSnapshot == nil {
+        if image == ImageElement(), message.cloudCustomData.isEmpty, message.customParams.isEmpty,
+            message.extra.isEmpty, message.offlinePush == nil
+        {
             return "no content"
         }
         return image.images.first?.url ?? "content"
@@ -66,6 +73,7 @@ struct RelayViewOnceTests {
         defer { database.remove() }
         let configure: (inout RelayConfiguration) -> Void = { $0.store = database.location }
         try await withClientGroup { group in
+            var edit = Frame()
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
                 let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
@@ -103,6 +111,19 @@ struct RelayViewOnceTests {
                 }
                 #expect(Self.content(found?.messages.first { $0.seq == 2 }) == "no content")
 
+                // Nothing shows its content again: its sender may not edit it (3003).
+                edit = RelayProtocol.answer(
+                    .edit(
+                        EditEvent.with {
+                            $0.message = kept?.reference ?? MessageRef()
+                            $0.editorID = "alice"
+                            $0.newMessage = Self.photo
+                        }
+                    ),
+                    requestID: 10
+                )
+                #expect(try await alice.ask(edit)?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest)
+
                 // Its sender reads it whole.
                 let own = try await RelayHistoryTests.page(alice, id: 7) { $0.conversation = .oneToOne("bob") }
                 #expect(Self.content(own?.messages.first { $0.seq == 2 }) == "https://cdn.example/secret.jpg")
@@ -129,6 +150,10 @@ struct RelayViewOnceTests {
                 let ack = RelayProtocol.answer(.streamAck(StreamAck.with { $0.position = position }), requestID: 12)
                 #expect(try await tablet.ask(ack)?.requestResult?.errorCode == 0)
                 #expect(try await Self.streamed(tablet, id: 13) == "no content")
+                // The relay still knows it is view-once.
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                #expect(try await alice.ask(edit)?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest)
+                await alice.close()
                 for client in [phone, tablet] { await client.close() }
             }
         }

@@ -34,23 +34,55 @@ enum Redaction {
     }
 
     /// What a receiver reads again of a view-once message (message.proto `view_once`: "receivers
-    /// show the media once, then delete it and keep no copy"): the message with its ids, flags and
-    /// times, an empty element of each media kind it held (an image, a video or a voice message a
-    /// client shows as opened), and none of its content (media, quote snapshot, custom data). Each
-    /// receiving device gets the content once, through its stream.
+    /// show the media once, then delete it and keep no copy"): what routes and orders the message
+    /// (ids, seq, conversation, sender, times, flags, status, direction, references, expiry, reactions
+    /// and thread counts), an empty element of each media kind it held (an image, a video or a voice
+    /// message a client shows as opened), and nothing it said: no media, mentions, push text, custom
+    /// data or parameters, extension keys, extra or quote snapshot. Each receiving device gets the
+    /// content once, through its stream (Router+ViewOnce.swift).
     static func viewedOnce(_ message: Message) -> Message {
-        var stub = message
-        stub.elements = message.elements.compactMap { element in
-            switch element.content {
-            case .image?: MessageElement.with { $0.content = .image(ImageElement()) }
-            case .video?: MessageElement.with { $0.content = .video(VideoElement()) }
-            case .sound?: MessageElement.with { $0.content = .sound(SoundElement()) }
-            default: nil
+        Message.with {
+            $0.clientMsgID = message.clientMsgID
+            $0.serverMsgUID = message.serverMsgUID
+            $0.seq = message.seq
+            $0.random = message.random
+            $0.senderID = message.senderID
+            if let conversation = message.conversation { $0.conversation = conversation }
+            $0.clientTimeMs = message.clientTimeMs
+            $0.serverTimeMs = message.serverTimeMs
+            $0.priority = message.priority
+            $0.status = message.status
+            $0.flags = message.flags
+            $0.targetReceivers = message.targetReceivers
+            $0.storagePolicy = message.storagePolicy
+            if let quote = message.quote { $0.quote = quote }
+            $0.elements = message.elements.compactMap { element in
+                switch element.content {
+                case .image?: MessageElement.with { $0.content = .image(ImageElement()) }
+                case .video?: MessageElement.with { $0.content = .video(VideoElement()) }
+                case .sound?: MessageElement.with { $0.content = .sound(SoundElement()) }
+                default: nil
+                }
             }
+            $0.editVersion = message.editVersion
+            $0.senderNickname = message.senderNickname
+            $0.senderDeviceID = message.senderDeviceID
+            $0.direction = message.direction
+            $0.receivedStatus = message.receivedStatus
+            $0.objectName = message.objectName
+            $0.dialogID = message.dialogID
+            $0.deliveredIDs = message.deliveredIDs
+            $0.readIDs = message.readIDs
+            $0.updatedAtMs = message.updatedAtMs
+            $0.reactions = message.reactions
+            if let root = message.threadRoot { $0.threadRoot = root }
+            if let thread = message.thread { $0.thread = thread }
+            $0.expireAfterS = message.expireAfterS
+            $0.expireAtMs = message.expireAtMs
+            $0.viewOnce = true
+            $0.forwardScore = message.forwardScore
+            $0.isOffline = message.isOffline
         }
-        stub.quoteSnapshot = nil
-        stub.cloudCustomData = []
-        return stub
     }
 
     /// An event frame kept about a removed message, without the content it carried: an edit's

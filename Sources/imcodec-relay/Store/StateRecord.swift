@@ -14,7 +14,8 @@ import IMCodec
 /// - the messages a user deleted for itself only in a conversation (their seqs, as
 ///   ``SeqListBytes`` writes them);
 /// - a message's polls with their votes (``PollTally/recordBytes(_:)``);
-/// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``).
+/// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``);
+/// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -34,6 +35,8 @@ enum StateRecordKey: Hashable, Sendable {
     case polls(ConversationKey, seq: UInt64)
     /// Who read a kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``).
     case readers(ConversationKey, seq: UInt64)
+    /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
+    case viewOnce(ConversationKey)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -46,6 +49,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .deletedForMe: return "deleted"
         case .polls: return "poll"
         case .readers: return "read"
+        case .viewOnce: return "viewonce"
         }
     }
 
@@ -60,7 +64,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
             .readers(let key, let seq):
             return "\(seq):\(key.storageID)"
-        case .disappearingTimer(let key): return key.storageID
+        case .disappearingTimer(let key), .viewOnce(let key): return key.storageID
         }
     }
 
@@ -78,9 +82,9 @@ enum StateRecordKey: Hashable, Sendable {
             else { return nil }
             let user = String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self)
             self = scope == "conversation" ? .conversation(user: user, key) : .deletedForMe(user: user, key)
-        case "timer":
+        case "timer", "viewonce":
             guard let key = ConversationKey(storageID: id) else { return nil }
-            self = .disappearingTimer(key)
+            self = scope == "timer" ? .disappearingTimer(key) : .viewOnce(key)
         case "extension", "change", "poll", "read":
             guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
                 let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
