@@ -42,6 +42,18 @@ struct RelayPollTests {
         )
     }
 
+    /// alice's poll "q" (yes, no) in "team", which closes at `closeTimeMs`.
+    static func timedPoll(closingAt closeTimeMs: Int64, clientMsgID: String) -> Frame {
+        Frame(
+            Message(
+                from: "alice",
+                in: .group("team"),
+                elements: [.poll(id: "q", question: "Q?", options: ["yes", "no"], closeTimeMs: closeTimeMs)],
+                clientMsgID: clientMsgID
+            )
+        )
+    }
+
     static func updates(_ client: TestClient, _ pollID: String) -> [PollUpdate] {
         client.collector.frames.compactMap {
             if case .pollUpdate(let update)? = $0.payload, update.pollID == pollID { update } else { nil }
@@ -232,18 +244,7 @@ struct RelayPollTests {
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group)
                 let closeTimeMs = clock.now() + 3_600_000
-                try await alice.send(
-                    Frame(
-                        Message(
-                            from: "alice",
-                            in: .group("team"),
-                            elements: [
-                                .poll(id: "q", question: "Q?", options: ["yes", "no"], closeTimeMs: closeTimeMs)
-                            ],
-                            clientMsgID: "poll-t"
-                        )
-                    )
-                )
+                try await alice.send(Self.timedPoll(closingAt: closeTimeMs, clientMsgID: "poll-t"))
                 #expect(await eventually { bob.collector.messages.count == 1 })
                 let poll = try #require(bob.collector.messages.first?.reference)
                 #expect(try await Self.code(bob, Self.vote(poll, "q", [1], id: 1)) == 0)
@@ -276,18 +277,7 @@ struct RelayPollTests {
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                try await alice.send(
-                    Frame(
-                        Message(
-                            from: "alice",
-                            in: .group("team"),
-                            elements: [
-                                .poll(id: "q", question: "Q?", options: ["yes", "no"], closeTimeMs: closeTimeMs)
-                            ],
-                            clientMsgID: "poll-r"
-                        )
-                    )
-                )
+                try await alice.send(Self.timedPoll(closingAt: closeTimeMs, clientMsgID: "poll-r"))
                 #expect(await eventually { bob.collector.messages.count == 1 })
                 let poll = try #require(bob.collector.messages.first?.reference)
                 #expect(try await Self.code(bob, Self.vote(poll, "q", [2], id: 1)) == 0)
