@@ -75,6 +75,10 @@ func withRelay<R>(
     // Test clients do not ping: a loaded machine must not close them as silent (3 intervals);
     // RelayGroupAccessTests moves the relay's silence clock to test that.
     configuration.heartbeatIntervalS = 3600
+    // Nor close a connection whose login or frame a starved relay reads late (a suite run beside a
+    // release build stalled some for over 10 s); the tests of these timeouts set short ones.
+    configuration.loginTimeout = .seconds(120)
+    configuration.maxFrameWait = .seconds(120)
     configure(&configuration)
     let server = try await RelayServer.start(configuration).get()
     do {
