@@ -323,12 +323,15 @@ extension Router {
     }
 
     /// Keeps the relay's results `update` about kept message `seq` of `key` for every member who
-    /// reads it, and sends them once committed.
+    /// reads it (not one who joined after it, cleared it or deleted it for itself only), and sends
+    /// them once committed.
     func sendPollResults(_ update: PollUpdate, of seq: UInt64, in key: ConversationKey) {
         var users = self.users(of: key)
         if let targeted = conversations[key]?.audiences[seq] { users = users.filter { targeted.contains($0) } }
         let sender = conversations[key]?.kept[seq]?.sender ?? ""
         users = readers(of: seq, in: key, among: users, sender: sender)
+        // Nor a member who deleted the poll for itself only: it reads nothing of it.
+        if !deletedForMe.isEmpty { users.removeAll { isDeletedForMe(seq, in: key, by: $0) } }
         let body = Frame(.pollUpdate(update)).serializedBytes()
         let deliveries = keep(
             .event(body),

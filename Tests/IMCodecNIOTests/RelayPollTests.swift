@@ -230,6 +230,71 @@ struct RelayPollTests {
         }
     }
 
+    /// The results reach who reads the poll: not a member who deleted it for itself only (before,
+    /// they still did). A chatroom keeps no message, so its polls are not tallied: a vote is
+    /// forwarded as it is, and a closing, which names no kept message, is refused (3003).
+    @Test func resultsReachWhoReadsThePollAndAChatroomsPollsAreNotTallied() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                try await alice.send(Self.timedPoll(closingAt: 0, clientMsgID: "p-1"))
+                #expect(await eventually { carol.collector.messages.count == 1 })
+                let poll = try #require(carol.collector.messages.first?.reference)
+                let onlyMe = RelayProtocol.answer(
+                    .delete(
+                        DeleteEvent.with {
+                            $0.messages = [poll]; $0.scope = .onlyMe; $0.operatorID = "carol"
+                        }
+                    ),
+                    requestID: 1
+                )
+                #expect(try await carol.ask(onlyMe)?.requestResult?.errorCode == 0)
+                #expect(try await Self.code(bob, Self.vote(poll, "q", [1], id: 2)) == 0)
+                #expect(await eventually { Self.results(alice, "q") == "1:1:bob 2:0: n=1" })
+                try await carol.roundTrip(3)
+                #expect(Self.updates(carol, "q").isEmpty)
+
+                let room = Conversation.with {
+                    $0.type = .chatroom; $0.targetID = "lobby"
+                }
+                for (client, id) in [(alice, UInt64(4)), (bob, 5)] {
+                    let join = RelayProtocol.answer(
+                        .membership(
+                            MembershipChange.with {
+                                $0.action = .join; $0.conversation = room
+                            }
+                        ),
+                        requestID: id
+                    )
+                    #expect(try await client.ask(join)?.requestResult?.errorCode == 0)
+                }
+                try await alice.send(
+                    Frame(
+                        Message(
+                            from: "alice",
+                            in: room,
+                            elements: [.poll(id: "r", question: "R?", options: ["a", "b"])],
+                            clientMsgID: "p-2"
+                        )
+                    )
+                )
+                #expect(await eventually { bob.collector.messages.contains { $0.conversation?.type == .chatroom } })
+                let inRoom = try #require(bob.collector.messages.last?.reference)
+                #expect(inRoom.seq == 0)
+                #expect(try await Self.code(bob, Self.vote(inRoom, "r", [2], id: 6)) == 0)
+                #expect(await eventually { alice.collector.frames.contains { $0.payload?.kind == .pollVote } })
+                #expect(Self.updates(alice, "r").isEmpty)
+                #expect(
+                    try await Self.code(alice, Self.close(inRoom, "r", by: "alice", id: 8))
+                        == RelayProtocol.RequestError.badRequest
+                )
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
     /// message.proto PollElement `close_time_ms`: "When voting ends". At that time the relay closes
     /// the poll itself and sends the final results to every member, its creator as `closed_by`; a
     /// vote after it is refused (3011), even before the relay's sweep has run.
