@@ -52,6 +52,10 @@ final class PostgresTestDatabase: Sendable {
         let name = "imcodec_test_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
         var url = server
         url.database = name
+        // A loaded machine (ThreadSanitizer's run, a disk that stalls its fsyncs) once kept every
+        // test's server silent past the relay's 10 s default: the relays here wait a minute, as the
+        // harness gives logins two. The tests of the timeout set their own.
+        url.timeout = 60
         self.url = url
         // A database's name is an identifier, which PostgreSQL does not take as a bound parameter;
         // this one is made of [a-z0-9_] only.

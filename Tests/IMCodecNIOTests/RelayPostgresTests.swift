@@ -630,6 +630,7 @@ struct RelayPostgresTests {
     {
         var url = database.url
         url.host = host
+        url.timeout = nil  // `parameters` are the whole query.
         return try PostgresRelayStore(url: try PostgresURL(url.withPassword + parameters), logger: logger)
     }
 
@@ -688,6 +689,7 @@ struct RelayPostgresTests {
         defer { database.drop() }
         var url = database.url
         url.host = "localhost"
+        url.timeout = nil  // The query below is the whole of it.
         url = try PostgresURL(url.withPassword + "?sslmode=verify-full&sslrootcert=\(ca)")
         let folder = try TemporaryFolder("pg-tls")
         defer { folder.remove() }
