@@ -170,7 +170,8 @@ struct RelayHistoryTests {
                         Frame(Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "d-\(index)"))
                     )
                 }
-                #expect(await eventually { bob.collector.messages.count == 3 })
+                // A failed wait ends the test here rather than crash the process on an index.
+                try #require(await eventually { bob.collector.messages.count == 3 })
                 let received = bob.collector.messages
                 #expect(try await deleteForMe(bob, [received[1]], id: 1) == 0)
                 let afterOne = try await reads(bob, id: 10)
