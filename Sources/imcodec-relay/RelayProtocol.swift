@@ -198,11 +198,16 @@ enum RelayProtocol {
 
     /// A request to join (or leave) the group `groupID`.
     static func membershipFrame(_ action: MembershipAction, group groupID: String, requestID: UInt64) -> Frame {
+        membershipFrame(action, .group(groupID), requestID: requestID)
+    }
+
+    /// A join or leave of `conversation` (a group, chatroom or ultra-group channel).
+    static func membershipFrame(_ action: MembershipAction, _ conversation: Conversation, requestID: UInt64) -> Frame {
         answer(
             .membership(
                 MembershipChange.with {
                     $0.action = action
-                    $0.conversation = .group(groupID)
+                    $0.conversation = conversation
                     $0.timeMs = nowMs()
                 }
             ),

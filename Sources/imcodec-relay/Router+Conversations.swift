@@ -180,7 +180,27 @@ extension Router {
     /// below a user's `cleared_seq` (what it cleared, or what was kept before it joined) does not
     /// reach it.
     func readers(of seq: UInt64, in key: ConversationKey, among users: [String], sender: String) -> [String] {
-        users.filter { $0 == sender || seq > view(of: key, for: $0).info.clearedSeq }
+        users.filter { $0 == sender || reads(seq, in: key, user: $0) }
+    }
+
+    /// Whether `user` reads `seq` of `key`: it is past the user's `cleared_seq` (what it cleared, or
+    /// what was kept before it joined).
+    func reads(_ seq: UInt64, in key: ConversationKey, user: String) -> Bool {
+        seq > view(of: key, for: user).info.clearedSeq
+    }
+
+    /// Why `user` may not act on `seq` of `key` (vote on its poll, acknowledge it), when it does not
+    /// read it.
+    static func unreadReason(_ seq: UInt64, user: String) -> String {
+        "message seq \(seq) is before what \(user) reads of this conversation (its join or its clear)"
+    }
+
+    /// Who reads kept message `seq` of `key`: its receivers and sender (a targeted message) or the
+    /// conversation's users, less those who joined after it or cleared it (its sender always).
+    func audience(of seq: UInt64, in key: ConversationKey) -> [String] {
+        var users = self.users(of: key)
+        if let targeted = conversations[key]?.audiences[seq] { users = users.filter { targeted.contains($0) } }
+        return readers(of: seq, in: key, among: users, sender: conversations[key]?.kept[seq]?.sender ?? "")
     }
 
     /// Keeps ``notReceiving`` up to date with `user`'s receive option for `key`.

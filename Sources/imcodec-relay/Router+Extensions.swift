@@ -20,13 +20,12 @@ extension Router {
     /// A kept message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts its extension: its own
     /// `expansion` keys, each at version 1. Only in a one-to-one or group conversation: elsewhere no
     /// update could be applied (RongCloud; validate()'s `extensionNotAllowed`).
-    func startExtension(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey, session: Session) {
-        guard frame.messageFlags.contains(.supportExtension) else { return }
+    func startExtension(_ message: Message, seq: UInt64, in key: ConversationKey) {
+        guard message.messageFlags.contains(.supportExtension) else { return }
         switch key {
         case .direct, .shared(.group, _, _): break
         case .shared: return
         }
-        guard let decoded = decoded(frame, session), case .message(let message)? = decoded.payload else { return }
         var entries: [String: ExtensionEntry] = [:]
         for (name, value) in message.expansion {
             entries[name] = ExtensionEntry.with {

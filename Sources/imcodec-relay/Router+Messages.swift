@@ -150,8 +150,13 @@ extension Router {
             origin: DeviceKey(user: user, device: session.deviceID)
         )
         conversationsSaw(frame, seq: message.seq, in: key, deliveries: deliveries)
-        startExtension(frame, seq: message.seq, in: key, session: session)
-        startPolls(frame, seq: message.seq, in: key, session: session)
+        // What the content starts (an extension, poll tallies): decoded once, for a message that has any.
+        if frame.messageFlags.contains(.supportExtension) || frame.carriesPoll, let decoded = decoded(frame, session),
+            case .message(let content)? = decoded.payload
+        {
+            startExtension(content, seq: message.seq, in: key)
+            startPolls(content, seq: message.seq, in: key)
+        }
         startReadReceipts(frame, seq: message.seq, in: key)
         noteViewOnce(frame, seq: message.seq, in: key)
         store.afterCommit {
@@ -394,7 +399,9 @@ extension Router {
                 return
             case .changed(let served):
                 body = served
-                recentEvents[device, default: RecentEvents()].insert(Self.reactionKey(event, reaction, user: user))
+                for key in Self.resendKeys(event, user: user) {
+                    recentEvents[device, default: RecentEvents()].insert(key)
+                }
             }
         }
         // A poll's votes and closing are the relay's to tally (Router+Polls): a vote is kept for the

@@ -99,7 +99,8 @@ struct ClosingPoll: Comparable {
 /// - a vote that changes nothing, or a second closing, is answered and kept by no one.
 ///
 /// A poll of a message the relay does not keep (a chatroom's, an online-only one) is not tallied:
-/// its votes and updates are forwarded as they are.
+/// its votes are forwarded as they are, and a closing, which names no kept message, is refused
+/// (``checkEvent``).
 extension Router {
     /// The most voters one served result names (the `votes` count is every voter's).
     static let maxServedVoters = 100
@@ -116,10 +117,8 @@ extension Router {
         case changed(PollUpdate)
     }
 
-    /// Starts tallying the polls of kept message `seq` of `key`, when `frame` carries any.
-    func startPolls(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey, session: Session) {
-        guard frame.carriesPoll, let decoded = decoded(frame, session), case .message(let message)? = decoded.payload
-        else { return }
+    /// Starts tallying the polls of kept message `seq` of `key`, when it carries any.
+    func startPolls(_ message: Message, seq: UInt64, in key: ConversationKey) {
         var seen = Set<String>()
         let tallies = message.elements.compactMap { element -> PollTally? in
             guard case .poll(let poll)? = element.content, seen.insert(poll.pollID).inserted else { return nil }
@@ -127,17 +126,18 @@ extension Router {
         }
         guard !tallies.isEmpty else { return }
         setPolls(tallies, of: seq, in: key)
-        for tally in tallies where tally.poll.closeTimeMs != 0 {
-            closingPolls.insert(
-                ClosingPoll(closeTimeMs: tally.poll.closeTimeMs, conversation: key, seq: seq, pollID: tally.poll.pollID)
-            )
-        }
+        scheduleClosings(of: tallies, of: seq, in: key)
     }
 
     /// Loads a message's polls from their state record.
     func loadPolls(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
         guard let tallies = PollTally.tallies(fromRecord: bytes), !tallies.isEmpty else { return }
         polls[key, default: [:]][seq] = tallies
+        scheduleClosings(of: tallies, of: seq, in: key)
+    }
+
+    /// Remembers when each open poll of `tallies` with a `close_time_ms` closes (``closeDuePolls(at:)``).
+    private func scheduleClosings(of tallies: [PollTally], of seq: UInt64, in key: ConversationKey) {
         for tally in tallies where tally.poll.closeTimeMs != 0 && !tally.results.closed {
             closingPolls.insert(
                 ClosingPoll(closeTimeMs: tally.poll.closeTimeMs, conversation: key, seq: seq, pollID: tally.poll.pollID)
@@ -181,13 +181,13 @@ extension Router {
     ) -> PollOutcome {
         guard let seq else { return .untallied }
         // A poll its voter cannot read (it joined after it, or cleared it) is not its to vote on.
-        guard seq > view(of: key, for: user).info.clearedSeq else {
+        guard reads(seq, in: key, user: user) else {
             refuse(
                 session,
                 decoded.requestID,
                 RelayProtocol.RequestError.notAMember,
                 notice: "notAMember",
-                "message seq \(seq) is before what \(user) reads of this conversation (its join or its clear)"
+                Self.unreadReason(seq, user: user)
             )
             return .refused
         }
@@ -326,10 +326,7 @@ extension Router {
     /// reads it (not one who joined after it, cleared it or deleted it for itself only), and sends
     /// them once committed.
     func sendPollResults(_ update: PollUpdate, of seq: UInt64, in key: ConversationKey) {
-        var users = self.users(of: key)
-        if let targeted = conversations[key]?.audiences[seq] { users = users.filter { targeted.contains($0) } }
-        let sender = conversations[key]?.kept[seq]?.sender ?? ""
-        users = readers(of: seq, in: key, among: users, sender: sender)
+        var users = audience(of: seq, in: key)
         // Nor a member who deleted the poll for itself only: it reads nothing of it.
         if !deletedForMe.isEmpty { users.removeAll { isDeletedForMe(seq, in: key, by: $0) } }
         let body = Frame(.pollUpdate(update)).serializedBytes()

@@ -32,9 +32,9 @@ extension Router {
             }
     }
 
-    /// What a device's reaction is remembered by for resends (``RecentEvents``, ``isResentEvent(_:from:session:user:)``):
-    /// the event without its summary and with `user_id` set, the same for the client's bytes and
-    /// for the copy the relay rewrote and keeps, which is all a restart finds.
+    /// What a device's reaction is remembered by for resends (``Router/resendKeys(_:user:)``): the
+    /// event without its summary and with `user_id` set, the same for the client's bytes and for the
+    /// copy the relay rewrote and keeps, which is all a restart finds.
     static func reactionKey(_ frame: Frame, _ reaction: ReactionEvent, user: String) -> [UInt8] {
         var event = reaction
         var key = frame
@@ -42,17 +42,6 @@ extension Router {
         event.userID = user
         key.payload = .reaction(event)
         return key.serializedBytes()
-    }
-
-    /// The ``reactionKey(_:_:user:)`` of a kept event frame that is a reaction, `nil` for any other.
-    func reactionKey(ofKept bytes: [UInt8], user: String) -> [UInt8]? {
-        let isReaction = try? wireDecoder.withFrameView(bytes) { view in
-            if case .reaction? = view.payload { true } else { false }
-        }
-        guard isReaction == true, let frame = try? wireDecoder.decode(Frame.self, from: bytes),
-            case .reaction(let reaction)? = frame.payload
-        else { return nil }
-        return Self.reactionKey(frame, reaction, user: user)
     }
 
     /// What a reaction event does.

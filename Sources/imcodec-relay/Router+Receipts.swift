@@ -58,18 +58,15 @@ extension Router {
         for old in (messageReaders[key]?.keys).map(Array.init) ?? [] where old < seq { forgetReaders(of: old, in: key) }
     }
 
-    /// The members who may read kept message `seq` of `key` besides its sender: its receivers (of a
-    /// targeted message) or the conversation's members, less those who joined after it or cleared it.
-    private func audience(of seq: UInt64, in key: ConversationKey, sender: String) -> [String] {
-        var users = self.users(of: key)
-        if let targeted = conversations[key]?.audiences[seq] { users = users.filter { targeted.contains($0) } }
-        return readers(of: seq, in: key, among: users, sender: sender).filter { $0 != sender }
+    /// Who may read kept message `seq` of `key` besides its sender (``audience(of:in:)``).
+    private func receivers(of seq: UInt64, in key: ConversationKey) -> [String] {
+        let sender = conversations[key]?.kept[seq]?.sender ?? ""
+        return audience(of: seq, in: key).filter { $0 != sender }
     }
 
     /// The read and unread counts of kept message `seq` of `key`, `readers` having read it.
     private func readCounts(of seq: UInt64, in key: ConversationKey, readers: [String]) -> (read: Int, unread: Int) {
-        let sender = conversations[key]?.kept[seq]?.sender ?? ""
-        let audience = audience(of: seq, in: key, sender: sender)
+        let audience = receivers(of: seq, in: key)
         let read = Set(readers)
         let count = audience.filter { read.contains($0) }.count
         return (count, audience.count - count)
@@ -77,39 +74,24 @@ extension Router {
 
     // MARK: Routing receipts
 
-    /// What a device's receipt is remembered by for resends (``RecentEvents``,
-    /// ``isResentEvent(_:from:user:)``): the receipt without the fields the relay fills, the same
-    /// for the client's bytes and for the relay's copy kept, which is all a restart finds.
+    /// `receipt` without the fields the relay fills (its reader, device, `is_peer_read`, group and
+    /// counts): what it sends starts from this, and a resend is found by it.
+    static func withoutRelayFields(_ receipt: MessageReceipt) -> MessageReceipt {
+        var bare = receipt
+        bare.userID = ""
+        bare.deviceID = ""
+        bare.isPeerRead = false
+        bare.groupID = ""
+        bare.readCount = 0
+        bare.unreadCount = 0
+        return bare
+    }
+
+    /// What a device's receipt is remembered by for resends (``Router/resendKeys(_:user:)``): the
+    /// receipt ``withoutRelayFields(_:)``, the same for the client's bytes and for the relay's copy
+    /// kept, which is all a restart finds.
     static func receiptKey(_ receipt: MessageReceipt) -> [UInt8] {
-        var key = receipt
-        key.userID = ""
-        key.deviceID = ""
-        key.isPeerRead = false
-        key.groupID = ""
-        key.readCount = 0
-        key.unreadCount = 0
-        return Frame(.receipt(key)).serializedBytes()
-    }
-
-    /// The ``receiptKey(_:)`` of each receipt `frame` carries (none for another payload).
-    static func receiptKeys(_ frame: Frame) -> [[UInt8]] {
-        switch frame.payload {
-        case .receipt(let receipt)?: [receiptKey(receipt)]
-        case .receipts(let batch)?: batch.receipts.map(receiptKey)
-        default: []
-        }
-    }
-
-    /// The ``receiptKey(_:)`` of each receipt a kept frame carries (none for another frame).
-    func receiptKeys(ofKept bytes: [UInt8]) -> [[UInt8]] {
-        let isReceipt = try? wireDecoder.withFrameView(bytes) { view in
-            switch view.payload {
-            case .receipt?, .receipts?: true
-            default: false
-            }
-        }
-        guard isReceipt == true, let frame = try? wireDecoder.decode(Frame.self, from: bytes) else { return [] }
-        return Self.receiptKeys(frame)
+        Frame(.receipt(withoutRelayFields(receipt))).serializedBytes()
     }
 
     /// `receipt` from `user` on `device` as the message's sender gets it, or `nil` when it changes
@@ -122,13 +104,9 @@ extension Router {
         device: String,
         reads: inout [MessageKey: [String]]
     ) -> MessageReceipt? {
-        var served = receipt
+        var served = Self.withoutRelayFields(receipt)
         served.userID = user
         served.deviceID = device
-        served.isPeerRead = false
-        served.groupID = ""
-        served.readCount = 0
-        served.unreadCount = 0
         guard let ref = receipt.message, let key = conversationKey(of: ref, user: user) else { return served }
         let isRead = receipt.kind == .read && ref.senderID != user
         switch key {
@@ -220,7 +198,7 @@ extension Router {
         // The client's bytes are remembered for resends, and each receipt by its key: what is kept
         // is the relay's copy, which a restart rebuilds the keys from.
         recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
-        for key in Self.receiptKeys(decoded) { recentEvents[origin, default: RecentEvents()].insert(key) }
+        for key in Self.resendKeys(decoded, user: user) { recentEvents[origin, default: RecentEvents()].insert(key) }
         for (message, readers) in reads { setReaders(readers, of: message.seq, in: message.conversation) }
         for (target, _, bytes) in frames {
             let deliveries = keep(.event(bytes), for: target == user ? [user] : [target, user], origin: origin)
@@ -270,11 +248,8 @@ extension Router {
                 return (RelayProtocol.RequestError.notAMember, "notAMember", "message seq \(seq) was sent to others")
             }
             // A message its reader cannot read (it joined after it, or cleared it) is not its to acknowledge.
-            guard seq > view(of: key, for: user).info.clearedSeq else {
-                return (
-                    RelayProtocol.RequestError.notAMember, "notAMember",
-                    "message seq \(seq) is before what \(user) reads of this conversation (its join or its clear)"
-                )
+            guard reads(seq, in: key, user: user) else {
+                return (RelayProtocol.RequestError.notAMember, "notAMember", Self.unreadReason(seq, user: user))
             }
         case .unknown:
             guard isMember(ref.senderID, key) else {
@@ -381,7 +356,7 @@ extension Router {
             )
             return
         }
-        let audience = audience(of: seq, in: key, sender: user)
+        let audience = receivers(of: seq, in: key)
         let read = request.filter != .unread
         let members: [String]
         if read {

@@ -147,8 +147,7 @@ final class Router {
             var recent = RecentEvents()
             for frame in frames {
                 recent.insert(frame)
-                if let key = reactionKey(ofKept: frame, user: device.user) { recent.insert(key) }
-                for key in receiptKeys(ofKept: frame) { recent.insert(key) }
+                for key in resendKeys(ofKept: frame, user: device.user) { recent.insert(key) }
             }
             recentEvents[device] = recent
         }
@@ -563,6 +562,32 @@ final class Router {
 
     // MARK: Streams
 
+    /// The payloads the relay keeps rewritten (a reaction with its summaries, receipts with the
+    /// relay's fields), so that a resend of the client's bytes is found by ``resendKeys(_:user:)``.
+    static let rewrittenKinds: Set<Frame.Payload.Kind> = [.reaction, .receipt, .receipts]
+
+    /// The keys an event of `user` is remembered by besides its bytes, the same for the client's
+    /// frame and for the copy the relay rewrote and keeps (which is all a restart finds): a reaction's
+    /// ``reactionKey(_:_:user:)``, each receipt's ``receiptKey(_:)``; none for another event. A
+    /// resend is one whose keys are all remembered.
+    static func resendKeys(_ event: Frame, user: String) -> [[UInt8]] {
+        switch event.payload {
+        case .reaction(let reaction)?: [reactionKey(event, reaction, user: user)]
+        case .receipt(let receipt)?: [receiptKey(receipt)]
+        case .receipts(let batch)?: batch.receipts.map(receiptKey)
+        default: []
+        }
+    }
+
+    /// The ``resendKeys(_:user:)`` of a kept event frame (decoded only when it is rewritten).
+    func resendKeys(ofKept bytes: [UInt8], user: String) -> [[UInt8]] {
+        let rewritten = try? wireDecoder.withFrameView(bytes) { view in
+            view.payloadKind.map(Self.rewrittenKinds.contains) ?? false
+        }
+        guard rewritten == true, let event = try? wireDecoder.decode(Frame.self, from: bytes) else { return [] }
+        return Self.resendKeys(event, user: user)
+    }
+
     /// Whether `frame` is an event `session` already sent and the relay kept (a resend after a lost
     /// answer): then it is answered as the first time (its request id, once everything before it is
     /// committed) and neither applied nor delivered again.
@@ -571,17 +596,11 @@ final class Router {
         guard let recent = recentEvents[device] else { return false }
         var resent = recent.contains(frame.body.readableBytesView)
         var event: Frame?
-        // A reaction or a receipt is kept as the relay rewrote it: found by its key (Router+Reactions,
-        // Router+Receipts); a batch of receipts when every one of them is found.
-        if !resent, frame.payloadKind == .reaction {
-            event = decoded(frame, session)
-            if let event, case .reaction(let reaction)? = event.payload {
-                resent = recent.contains(Self.reactionKey(event, reaction, user: user))
-            }
-        } else if !resent, frame.payloadKind == .receipt || frame.payloadKind == .receipts {
+        // An event the relay keeps rewritten is found by its keys (``resendKeys(_:user:)``).
+        if !resent, let kind = frame.payloadKind, Self.rewrittenKinds.contains(kind) {
             event = decoded(frame, session)
             if let event {
-                let keys = Self.receiptKeys(event)
+                let keys = Self.resendKeys(event, user: user)
                 resent = !keys.isEmpty && keys.allSatisfy { recent.contains($0) }
             }
         }

@@ -36,16 +36,7 @@ struct RelayDeliveryRulesTests {
     }
 
     private func join(_ client: TestClient, _ conversation: Conversation, _ requestID: UInt64) async throws {
-        let frame = RelayProtocol.answer(
-            .membership(
-                MembershipChange.with {
-                    $0.action = .join
-                    $0.conversation = conversation
-                }
-            ),
-            requestID: requestID
-        )
-        _ = try await client.ask(frame)
+        _ = try await client.ask(RelayProtocol.membershipFrame(.join, conversation, requestID: requestID))
         #expect(client.collector.result(of: requestID)?.errorCode == 0)
     }
 

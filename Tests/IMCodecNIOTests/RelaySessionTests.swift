@@ -645,14 +645,7 @@ struct RelaySessionTests {
                     $0.type = .chatroom; $0.targetID = "lobby"
                 }
                 for client in [alice, bob] {
-                    let join = request(
-                        .membership(
-                            MembershipChange.with {
-                                $0.action = .join; $0.conversation = room
-                            }
-                        ),
-                        1
-                    )
+                    let join = RelayProtocol.membershipFrame(.join, room, requestID: 1)
                     #expect(try await client.ask(join)?.requestResult?.errorCode == 0)
                 }
                 var live = Message.c2cText(from: "alice", to: "bob", "now", clientMsgID: "same")
@@ -1073,14 +1066,7 @@ struct RelaySessionTests {
                 var requestID: UInt64 = 0
                 for (client, conversation) in [(alice, channel1), (bob, channel1), (alice, room), (bob, room)] {
                     requestID += 1
-                    let join = request(
-                        .membership(
-                            MembershipChange.with {
-                                $0.action = .join; $0.conversation = conversation
-                            }
-                        ),
-                        requestID
-                    )
+                    let join = RelayProtocol.membershipFrame(.join, conversation, requestID: requestID)
                     #expect(try await client.ask(join) != nil)
                     #expect(client.collector.result(of: requestID)?.errorCode == 0)
                 }

@@ -231,7 +231,7 @@ struct RecentLiveMessages: Sendable {
     private var stamps: [String: ConversationState.Sent] = [:]
 
     private static func key(_ conversation: ConversationKey, _ clientMsgID: String) -> String {
-        "\(conversation.storageID.utf8.count):\(conversation.storageID)\(clientMsgID)"
+        ConversationState.dedupeKey(sender: conversation.storageID, clientMsgID: clientMsgID)
     }
 
     /// The stamp the message `clientMsgID` of `conversation` was acknowledged with, if remembered.
