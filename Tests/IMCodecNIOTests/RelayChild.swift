@@ -51,8 +51,10 @@ struct TemporaryFolder {
 
 /// `imcodec-relay serve --port 0 --data-dir DIR --auth-secret-file FILE --quiet` as a child process;
 /// its stdout and stderr go to files. Killed with SIGKILL by ``forceKill()`` (called by a `defer` on
-/// every path) and when released.
+/// every path), when released, and when the test process ends.
 final class RelayChild {
+    /// util-linux's `setpriv`, which sets the parent-death signal before it runs the relay (Linux).
+    static let setpriv = "/usr/bin/setpriv"
     let process = Process()
     private let outFile: URL
     private let errFile: URL
@@ -68,12 +70,20 @@ final class RelayChild {
         errFile = URL(fileURLWithPath: folder.path + "/relay-\(id).err")
         _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        process.executableURL = executable
-        process.arguments =
+        let arguments =
             [
                 "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
                 "--quiet", "--heartbeat-interval", "3600",
             ] + folder.storeArguments + extra
+        if FileManager.default.isExecutableFile(atPath: Self.setpriv) {
+            // The relay gets SIGKILL when the thread that spawned it ends, which is when the test
+            // process ends (see runWithNoSignalsBlocked): none outlives a crashed test process.
+            process.executableURL = URL(fileURLWithPath: Self.setpriv)
+            process.arguments = ["--pdeathsig", "KILL", "--", executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: outFile)
         process.standardError = try FileHandle(forWritingTo: errFile)
@@ -205,23 +215,63 @@ final class RelayChild {
     deinit { forceKill() }
 }
 
-/// Starts `process` from a thread that blocks no signal. A child inherits the signal mask of the
-/// thread that spawns it, and the threads async tests run on (libdispatch's workers) block nearly
-/// every signal: a relay started from one of them never receives SIGTERM.
+/// Starts `process` from one thread that blocks no signal and lives as long as the test process.
+///
+/// - A child inherits the signal mask of the thread that spawns it, and the threads async tests run
+///   on (libdispatch's workers) block nearly every signal: a relay started from one of them never
+///   receives SIGTERM.
+/// - A child started through `setpriv --pdeathsig KILL` (``RelayChild``) gets SIGKILL when the
+///   thread that spawned it ends. This thread ends only with the test process, so a test process
+///   that crashes or is killed leaves no relay running behind it.
 func runWithNoSignalsBlocked(_ process: Process) throws {
-    let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        var none = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, nil)
-        let result = Result { try process.run() }
-        outcome.withLockedValue { $0 = result }
-        done.signal()
+    try ChildSpawner.shared.run(process)
+}
+
+/// The thread behind ``runWithNoSignalsBlocked(_:)``: it runs one `Process.run()` at a time, for
+/// any caller, and never exits.
+private final class ChildSpawner: @unchecked Sendable {
+    static let shared = ChildSpawner()
+
+    private struct Request {
+        let process: Process
+        let finished: (Result<Void, any Error>) -> Void
     }
-    thread.start()
-    done.wait()
-    try outcome.withLockedValue { $0! }.get()
+
+    private let lock = NSLock()
+    private var requests: [Request] = []
+    private let pending = DispatchSemaphore(value: 0)
+
+    private init() {
+        let thread = Thread { [self] in
+            var none = sigset_t()
+            sigemptyset(&none)
+            pthread_sigmask(SIG_SETMASK, &none, nil)
+            while true {
+                pending.wait()
+                let request = lock.withLock { requests.removeFirst() }
+                request.finished(Result { try request.process.run() })
+            }
+        }
+        thread.name = "child spawner"
+        thread.start()
+    }
+
+    /// Runs `process` on the spawner thread and waits until it started (or failed to).
+    func run(_ process: Process) throws {
+        let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        lock.withLock {
+            requests.append(
+                Request(process: process) { result in
+                    outcome.withLockedValue { $0 = result }
+                    done.signal()
+                }
+            )
+        }
+        pending.signal()
+        done.wait()
+        try outcome.withLockedValue { $0! }.get()
+    }
 }
 
 extension RelayChild {
