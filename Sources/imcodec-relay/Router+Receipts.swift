@@ -330,7 +330,8 @@ extension Router {
 
     /// Answers a `GroupReadMembersRequest` (Tencent getGroupMessageReadMemberList) with one page of
     /// the members who read (in the order they read) or did not read (by user id) a group message
-    /// the user sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`; `next_seq` is where the next page starts.
+    /// the user sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`; `next_seq` is where the next page starts,
+    /// and no member who reads between two pages is skipped or listed twice.
     func sendReadMembers(_ request: GroupReadMembersRequest, requestID: UInt64, session: Session, user: String) {
         guard let ref = request.message,
             let (key, seq) = ownKeptMessage(ref, session: session, requestID: requestID, user: user)
@@ -356,17 +357,21 @@ extension Router {
             )
             return
         }
+        // `next_seq` is a position in a list that reads do not reorder: the readers in the order
+        // they read (it only grows), or every receiver by user id (a member who reads between two
+        // pages stays where it was). A page lists the ones of its filter from there.
         let audience = receivers(of: seq, in: key)
         let read = request.filter != .unread
-        let members: [String]
+        let candidates: [String]
+        let listed: Set<String>
         if read {
-            let inAudience = Set(audience)
-            members = readers.filter { inAudience.contains($0) }
+            candidates = readers
+            listed = Set(audience)
         } else {
-            let readSet = Set(readers)
-            members = audience.filter { !readSet.contains($0) }.sorted()
+            candidates = audience.sorted()
+            listed = Set(audience).subtracting(readers)
         }
-        let start = Int(clamping: request.nextSeq)
+        var position = min(Int(clamping: request.nextSeq), candidates.count)
         let count = request.count == 0 ? Self.maxReadMembersPage : min(Int(request.count), Self.maxReadMembersPage)
         var answer = GroupReadMembers.with {
             $0.message = fullReference(seq, in: key)
@@ -375,14 +380,18 @@ extension Router {
         // Within the frame size limit: each member takes its id twice, with tags and lengths.
         var left =
             answerRoom - RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID).serializedBytes().count
-        for member in members.dropFirst(start).prefix(count) {
-            left -= 2 * member.utf8.count + 16
-            if left < 0, !answer.memberIDs.isEmpty { break }
-            answer.memberIDs.append(member)
-            answer.members.append(GroupMemberInfo.with { $0.userID = member })
+        while position < candidates.count {
+            let member = candidates[position]
+            if listed.contains(member) {
+                left -= 2 * member.utf8.count + 16
+                if answer.memberIDs.count == count || (left < 0 && !answer.memberIDs.isEmpty) { break }
+                answer.memberIDs.append(member)
+                answer.members.append(GroupMemberInfo.with { $0.userID = member })
+            }
+            position += 1
         }
-        answer.finished = start + answer.memberIDs.count >= members.count
-        answer.nextSeq = answer.finished ? 0 : UInt64(start + answer.memberIDs.count)
+        answer.finished = position == candidates.count
+        answer.nextSeq = answer.finished ? 0 : UInt64(position)
         self.answer(RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID), to: session)
     }
 

@@ -134,6 +134,41 @@ struct RelayReceiptTests {
         }
     }
 
+    /// Before, `next_seq` was an offset into the unread list, which shrinks as members read: a
+    /// member who read between two pages moved the others forward, and the next page skipped one.
+    /// Now it is a position among all receivers by user id: the next page goes on where the last
+    /// ended, whoever read in between. The read list grows at its end, so its pages go on too.
+    @Test func readMemberPagesSkipNoOneWhoseReadComesBetweenPages() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["crowd": ["alice", "m1", "m2", "m3", "m4"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                var readers: [String: TestClient] = [:]
+                for name in ["m1", "m2", "m3", "m4"] {
+                    readers[name] = try await TestClient.connect(to: server, as: name, group: group, deviceID: name)
+                }
+                try await alice.send(
+                    Self.flagged(Message.groupText(from: "alice", group: "crowd", "all?", clientMsgID: "c-1"))
+                )
+                #expect(await eventually { readers.values.allSatisfy { $0.collector.messages.count == 1 } })
+                let message = try #require(readers["m1"]?.collector.messages.first?.reference)
+                #expect(try await Self.members(alice, message, .unread, count: 2, id: 1) == "m1,m2 | 2")
+                // m1 and m3 read: the next unread page starts after m2 still, and m3 is not in it.
+                #expect(try await readers["m1"]?.ask(Self.read(message, id: 2))?.requestResult?.errorCode == 0)
+                #expect(try await readers["m3"]?.ask(Self.read(message, id: 3))?.requestResult?.errorCode == 0)
+                #expect(try await Self.members(alice, message, .unread, from: 2, count: 2, id: 4) == "m4 | 0 finished")
+                // Read pages: m1, m3 in the order they read; m2 reads after the first page.
+                #expect(try await Self.members(alice, message, .read, count: 1, id: 5) == "m1 | 1")
+                #expect(try await readers["m2"]?.ask(Self.read(message, id: 6))?.requestResult?.errorCode == 0)
+                #expect(try await Self.members(alice, message, .read, from: 1, count: 1, id: 7) == "m3 | 2")
+                #expect(try await Self.members(alice, message, .read, from: 2, count: 1, id: 8) == "m2 | 0 finished")
+                // A full page whose members are the last ones is finished, not followed by an empty one.
+                #expect(try await Self.members(alice, message, .unread, count: 1, id: 9) == "m4 | 0 finished")
+                await alice.close()
+                for reader in readers.values { await reader.close() }
+            }
+        }
+    }
+
     /// Before, a receipt reached the sender as the reader wrote it: any `read_count`, `unread_count`
     /// or `is_peer_read`, in any reader's name, and the pull requests were refused (3004). Now the
     /// relay counts who read each message sent with NEED_READ_RECEIPT (across a restart), fills
