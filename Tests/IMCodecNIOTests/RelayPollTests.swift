@@ -228,6 +228,9 @@ struct RelayPollTests {
                 for client in [alice, laptop] { await client.close() }
             }
         }
+        // The recall dropped the tallies from the store, not only from the relay's memory.
+        let state = try database.open().load()
+        #expect(!state.records.keys.contains { if case .polls = $0 { true } else { false } })
     }
 
     /// The results reach who reads the poll: not a member who deleted it for itself only (before,

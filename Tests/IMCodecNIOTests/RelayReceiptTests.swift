@@ -295,6 +295,13 @@ struct RelayReceiptTests {
                 #expect(try await Self.pull(alice, [flagged], id: 34) == ["error \(bad)"])
                 for client in [alice, dave] { await client.close() }
             }
+            // The recall dropped the readers from the store, not only from the relay's memory; the
+            // one-to-one message's readers stay.
+            let state = try database.open().load()
+            let team = try #require(flagged.conversation.flatMap { ConversationKey($0, user: "alice") })
+            let pair = try #require(direct.conversation.flatMap { ConversationKey($0, user: "alice") })
+            #expect(state.records[.readers(team, seq: flagged.seq)] == nil)
+            #expect(state.records[.readers(pair, seq: direct.seq)] != nil)
         }
     }
 }
