@@ -59,6 +59,10 @@ struct RelayConfiguration: Sendable {
     /// How often the relay erases the disappearing messages that expired (Router+Expiry.swift);
     /// they are served to no one from the moment they expire, erased or not.
     var expirySweepInterval = TimeAmount.seconds(1)
+    /// How often at most the relay sends the results of a message's polls after votes: the first
+    /// vote's at once, then the ones since at the first sweep (``expirySweepInterval``) after this
+    /// interval ends (Router+Polls.swift). A closing's final results go at once.
+    var pollResultsInterval = TimeAmount.seconds(1)
     /// The time in milliseconds since the Unix epoch that messages are stamped with and that
     /// disappearing messages expire by (``Router/nowMs()``). Tests move it forward instead of waiting.
     var clock: @Sendable () -> Int64 = { RelayProtocol.nowMs() }

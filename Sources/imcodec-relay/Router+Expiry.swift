@@ -34,6 +34,7 @@ extension Router {
             let nowMs = router.nowMs()
             router.eraseExpired(at: nowMs)
             router.closeDuePolls(at: nowMs)
+            router.sendHeldPollResults()
         }
     }
 

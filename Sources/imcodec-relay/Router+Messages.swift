@@ -471,7 +471,13 @@ extension Router {
             self.flush()
         }
         // After the vote, in the stream and on the wire: a device takes frames in stream order.
-        if let key, let pollResults, let seq = named.first { sendPollResults(pollResults, of: seq, in: key) }
+        if let key, let pollResults, let seq = named.first {
+            if frame.payloadKind == .pollVote {
+                sendPollResults(afterVote: pollResults, of: seq, in: key)
+            } else {
+                sendPollResults(closing: pollResults, of: seq, in: key)
+            }
+        }
     }
 
     /// The field of an event that names who did it, and its value (`nil`: the event has none).

@@ -171,6 +171,8 @@ extension Router {
                 extensions[conversation, default: [:]][seq] = entries
             case .polls(let conversation, let seq):
                 loadPolls(bytes, of: seq, in: conversation)
+            case .heldPollResults(let conversation, let seq):
+                loadHeldPollResults(bytes, of: seq, in: conversation)
             case .readers(let conversation, let seq):
                 loadReaders(bytes, of: seq, in: conversation)
             case .viewOnce(let conversation):

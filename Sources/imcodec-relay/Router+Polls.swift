@@ -93,7 +93,10 @@ struct ClosingPoll: Comparable {
 /// - a vote is checked against its poll (an option of it, one unless `multiple_choice`, before
 ///   the poll closes), replaces the voter's earlier choice, and is kept for the voter's own devices
 ///   only; every member who reads the poll gets the relay's `PollUpdate` with the results (voters
-///   named unless the poll is `anonymous`);
+///   named unless the poll is `anonymous`), at once when no vote on the message's polls sent
+///   results within ``RelayConfiguration/pollResultsInterval``, else with the votes since at the end
+///   of the interval: a busy poll in a large group costs each member one results frame per interval,
+///   not one per vote;
 /// - the creator's closing is answered with the final results to everyone, whatever results it
 ///   carried; at `close_time_ms` the relay closes the poll itself (its creator as `closed_by`);
 /// - a vote that changes nothing, or a second closing, is answered and kept by no one.
@@ -162,6 +165,11 @@ extension Router {
     /// Forgets the polls of kept message `seq` of `key` (recalled, deleted for everyone, expired).
     func forgetPolls(of seq: UInt64, in key: ConversationKey) {
         if polls[key]?.removeValue(forKey: seq) != nil { store.batch.records[.polls(key, seq: seq)] = [] }
+        let message = MessageKey(conversation: key, seq: seq)
+        pollResultsSent[message] = nil
+        if heldPollResults.removeValue(forKey: message) != nil {
+            store.batch.records[.heldPollResults(key, seq: seq)] = []
+        }
     }
 
     /// Forgets the polls of the messages of `key` below `seq` (retention dropped them).
@@ -358,8 +366,82 @@ extension Router {
             tallies[index].results.timeMs = nowMs
             setPolls(tallies, of: seq, in: key)
             // Within the frame size limit: each vote's results were counted closed (``servable``).
-            sendPollResults(served(tallies[index], of: seq, in: key), of: seq, in: key)
+            sendPollResults(closing: served(tallies[index], of: seq, in: key), of: seq, in: key)
         }
+    }
+
+    // MARK: Holding back results
+
+    /// Sends `update`, the results of a poll of kept message `seq` of `key` after a vote: at once
+    /// when no results of the message's polls went out after a vote within
+    /// ``RelayConfiguration/pollResultsInterval``; otherwise the poll's results are held back (a
+    /// state record, committed with the vote) and the sweep sends them, with every vote until then,
+    /// once the interval ended (``sendHeldPollResults()``).
+    func sendPollResults(afterVote update: PollUpdate, of seq: UInt64, in key: ConversationKey) {
+        let message = MessageKey(conversation: key, seq: seq)
+        let now = NIODeadline.now()
+        let lastSent = pollResultsSent[message]
+        if heldPollResults[message] == nil, lastSent.map({ now >= $0 + configuration.pollResultsInterval }) ?? true {
+            pollResultsSent[message] = now
+            sendPollResults(update, of: seq, in: key)
+        } else if heldPollResults[message, default: []].insert(update.pollID).inserted {
+            keepHeldPollResults(of: message)
+        }
+    }
+
+    /// Sends `update`, a poll's final results, at once; results of the poll held back are dropped
+    /// (these carry every vote).
+    func sendPollResults(closing update: PollUpdate, of seq: UInt64, in key: ConversationKey) {
+        let message = MessageKey(conversation: key, seq: seq)
+        if heldPollResults[message]?.remove(update.pollID) != nil {
+            if heldPollResults[message]?.isEmpty == true { heldPollResults[message] = nil }
+            keepHeldPollResults(of: message)
+        }
+        sendPollResults(update, of: seq, in: key)
+    }
+
+    /// Sends the results held back whose interval ended, as the polls stand now, and forgets when
+    /// results went out for the messages whose interval ended with nothing held back. Run by the
+    /// sweep (``sweepExpiredMessages(every:)``), whose first run also sends what a relay that
+    /// stopped held back.
+    func sendHeldPollResults() {
+        guard !pollResultsSent.isEmpty else { return }
+        let now = NIODeadline.now()
+        for (message, sent) in pollResultsSent where now >= sent + configuration.pollResultsInterval {
+            guard let held = heldPollResults.removeValue(forKey: message) else {
+                pollResultsSent[message] = nil
+                continue
+            }
+            keepHeldPollResults(of: message)
+            pollResultsSent[message] = now
+            let (key, seq) = (message.conversation, message.seq)
+            for tally in polls[key]?[seq] ?? [] where held.contains(tally.poll.pollID) && !tally.results.closed {
+                // Within the frame size limit: each vote's results were counted closed (``servable``).
+                sendPollResults(served(tally, of: seq, in: key), of: seq, in: key)
+            }
+        }
+    }
+
+    /// Keeps the ids of the polls of `message` whose results are held back, or deletes the record
+    /// when none are.
+    private func keepHeldPollResults(of message: MessageKey) {
+        var bytes: [UInt8] = []
+        for pollID in (heldPollResults[message] ?? []).sorted() {
+            LengthPrefixedBytes.append(Array(pollID.utf8), to: &bytes)
+        }
+        store.batch.records[.heldPollResults(message.conversation, seq: message.seq)] = bytes
+    }
+
+    /// Loads the polls of a message whose results a relay held back when it stopped: the first
+    /// sweep sends them.
+    func loadHeldPollResults(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
+        var rest = bytes[...]
+        var held = Set<String>()
+        while let part = LengthPrefixedBytes.take(from: &rest) { held.insert(String(decoding: part, as: UTF8.self)) }
+        guard rest.isEmpty, !held.isEmpty else { return }
+        let message = MessageKey(conversation: key, seq: seq)
+        heldPollResults[message] = held
+        pollResultsSent[message] = .distantPast
     }
 }
 #endif

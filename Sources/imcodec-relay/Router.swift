@@ -75,6 +75,12 @@ final class Router {
     var polls: [ConversationKey: [UInt64: [PollTally]]] = [:]
     /// The open polls with a `close_time_ms`, soonest first: the relay closes them then.
     var closingPolls = Heap<ClosingPoll>()
+    /// When the results of each message's polls were last sent after a vote, while the interval
+    /// that holds back the next ones runs (``RelayConfiguration/pollResultsInterval``).
+    var pollResultsSent: [MessageKey: NIODeadline] = [:]
+    /// The polls of each message whose results after a vote are held back until then (their ids; a
+    /// state record, so across restarts).
+    var heldPollResults: [MessageKey: Set<String>] = [:]
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]

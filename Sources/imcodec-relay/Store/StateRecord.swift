@@ -13,7 +13,8 @@ import IMCodec
 /// - a conversation's disappearing-message timer (the `DisappearingTimerEvent` that set it);
 /// - the messages a user deleted for itself only in a conversation (their seqs, as
 ///   ``SeqListBytes`` writes them);
-/// - a message's polls with their votes (``PollTally/recordBytes(_:)``);
+/// - a message's polls with their votes (``PollTally/recordBytes(_:)``), and the ones whose results
+///   after a vote the relay has not sent yet (their ids, each as ``LengthPrefixedBytes`` writes it);
 /// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``);
 /// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them).
 ///
@@ -33,6 +34,9 @@ enum StateRecordKey: Hashable, Sendable {
     case deletedForMe(user: String, ConversationKey)
     /// The polls of a kept message with every vote (``Router/polls``).
     case polls(ConversationKey, seq: UInt64)
+    /// The polls of a kept message whose results after a vote are held back, not sent yet
+    /// (``Router/heldPollResults``).
+    case heldPollResults(ConversationKey, seq: UInt64)
     /// Who read a kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``).
     case readers(ConversationKey, seq: UInt64)
     /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
@@ -48,6 +52,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .disappearingTimer: return "timer"
         case .deletedForMe: return "deleted"
         case .polls: return "poll"
+        case .heldPollResults: return "pollheld"
         case .readers: return "read"
         case .viewOnce: return "viewonce"
         }
@@ -62,7 +67,7 @@ enum StateRecordKey: Hashable, Sendable {
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
         case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
-            .readers(let key, let seq):
+            .heldPollResults(let key, let seq), .readers(let key, let seq):
             return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key), .viewOnce(let key): return key.storageID
         }
@@ -85,7 +90,7 @@ enum StateRecordKey: Hashable, Sendable {
         case "timer", "viewonce":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = scope == "timer" ? .disappearingTimer(key) : .viewOnce(key)
-        case "extension", "change", "poll", "read":
+        case "extension", "change", "poll", "pollheld", "read":
             guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
                 let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
             else { return nil }
@@ -93,6 +98,7 @@ enum StateRecordKey: Hashable, Sendable {
             case "extension": self = .messageExtension(key, seq: seq)
             case "change": self = .messageChange(key, seq: seq)
             case "poll": self = .polls(key, seq: seq)
+            case "pollheld": self = .heldPollResults(key, seq: seq)
             default: self = .readers(key, seq: seq)
             }
         default:
