@@ -53,6 +53,9 @@ public struct InboundFrame: Sendable, Hashable {
     public let carriesPoll: Bool
     /// Whether a message payload is view-once (`Message.view_once`; false for other frames).
     public let isViewOnce: Bool
+    /// A message payload's delivery priority (`Message.priority`; unspecified for other frames):
+    /// under load a server drops lower priorities first.
+    public let priority: Priority
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -74,7 +77,8 @@ public struct InboundFrame: Sendable, Hashable {
         serverAssignedFields: [String] = [],
         expireAfterS: UInt32 = 0,
         carriesPoll: Bool = false,
-        isViewOnce: Bool = false
+        isViewOnce: Bool = false,
+        priority: Priority = .unspecified
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -95,6 +99,7 @@ public struct InboundFrame: Sendable, Hashable {
         self.expireAfterS = expireAfterS
         self.carriesPoll = carriesPoll
         self.isViewOnce = isViewOnce
+        self.priority = priority
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -130,6 +135,7 @@ extension InboundFrame {
                 var expireAfterS: UInt32 = 0
                 var carriesPoll = false
                 var isViewOnce = false
+                var priority = Priority.unspecified
                 if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
                     serverAssignedFields = edited.serverAssignedFields
                 }
@@ -138,6 +144,7 @@ extension InboundFrame {
                     serverAssignedFields = message.serverAssignedFields
                     expireAfterS = message.expireAfterS
                     isViewOnce = message.viewOnce
+                    priority = message.priority
                     let elements = message.elements
                     for index in 0..<elements.count where elements[index].contentKind == .poll {
                         carriesPoll = true
@@ -173,7 +180,8 @@ extension InboundFrame {
                     serverAssignedFields: serverAssignedFields,
                     expireAfterS: expireAfterS,
                     carriesPoll: carriesPoll,
-                    isViewOnce: isViewOnce
+                    isViewOnce: isViewOnce,
+                    priority: priority
                 )
             }
         } catch let error as IMCodecError {

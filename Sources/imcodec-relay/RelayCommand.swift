@@ -242,6 +242,14 @@ extension RelayCommand {
 
         @Option(
             help: """
+                Messages a second a group, chatroom or ultra group carries before it is busy: its \
+                low-priority messages are then refused (1008) until the next second (0: never busy).
+                """
+        )
+        var groupMessageRate = 40
+
+        @Option(
+            help: """
                 The heartbeat interval, in seconds, the login result asks clients to ping at; a session \
                 silent for 3 intervals is closed (0: no pings asked for, no session closed).
                 """
@@ -339,6 +347,7 @@ extension RelayCommand {
             }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
+            guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
             if PostgresURL.hasScheme(store) {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             } else if store != "sqlite" && store != "memory" {
@@ -401,6 +410,7 @@ extension RelayCommand {
             configuration.maxFrameWait = .milliseconds(Int64(frameWaitMs))
             configuration.loginTimeout = .milliseconds(Int64(loginTimeoutMs))
             configuration.maxOutboundBytes = maxOutboundBytes
+            configuration.groupMessageRate = groupMessageRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxStreamEntries = maxStreamEntries

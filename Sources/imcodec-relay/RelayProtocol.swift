@@ -73,6 +73,11 @@ enum RelayProtocol {
         /// seq or time, an edit count, delivered or read lists, reactions, a thread summary, an
         /// expiry, ...); a receiver would show them as if the server had.
         static let serverAssignedField: Int32 = 1007
+        /// A low-priority message (`PRIORITY_LOW`) to a group, chatroom or ultra group that is busy:
+        /// it carried ``RelayConfiguration/groupMessageRate`` messages in the current second
+        /// (message.proto Priority: "Under load, lower priorities are dropped first"). Nothing is
+        /// kept or forwarded; the sender may send it again later.
+        static let conversationBusy: Int32 = 1008
     }
 
     /// `LoginResult.error_code` values (0 is success).

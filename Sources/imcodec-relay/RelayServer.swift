@@ -63,6 +63,10 @@ struct RelayConfiguration: Sendable {
     /// vote's at once, then the ones since at the first sweep (``expirySweepInterval``) after this
     /// interval ends (Router+Polls.swift). A closing's final results go at once.
     var pollResultsInterval = TimeAmount.seconds(1)
+    /// Messages a second (by ``clock``) a group, chatroom or ultra group carries before it is busy:
+    /// its `PRIORITY_LOW` messages are then refused until the next second (Router+Priority.swift);
+    /// 0: never busy.
+    var groupMessageRate = 40
     /// The time in milliseconds since the Unix epoch that messages are stamped with and that
     /// disappearing messages expire by (``Router/nowMs()``). Tests move it forward instead of waiting.
     var clock: @Sendable () -> Int64 = { RelayProtocol.nowMs() }

@@ -35,6 +35,7 @@ extension Router {
             router.eraseExpired(at: nowMs)
             router.closeDuePolls(at: nowMs)
             router.sendHeldPollResults()
+            router.forgetGroupLoads(before: nowMs)
         }
     }
 

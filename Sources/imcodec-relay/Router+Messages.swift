@@ -99,6 +99,7 @@ extension Router {
                 )
             )
         }
+        if let refusal = carry(frame, in: key, atMs: serverTimeMs) { return refuse(refusal) }
         ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
         stats.messagesRouted += 1
         let body = ByteBuffer(bytes: stamped)

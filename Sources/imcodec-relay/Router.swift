@@ -81,6 +81,9 @@ final class Router {
     /// The polls of each message whose results after a vote are held back until then (their ids; a
     /// state record, so across restarts).
     var heldPollResults: [MessageKey: Set<String>] = [:]
+    /// How many messages each group, chatroom or ultra group carried in the current second, while
+    /// it carries any (Router+Priority.swift).
+    var groupLoads: [ConversationKey: GroupLoad] = [:]
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]

@@ -61,7 +61,8 @@ struct FrameCodecTests {
                 expireAfterS: message?.expireAfterS ?? 0,
                 carriesPoll: message?.elements.contains { if case .poll? = $0.content { true } else { false } }
                     ?? false,
-                isViewOnce: message?.viewOnce ?? false
+                isViewOnce: message?.viewOnce ?? false,
+                priority: message?.priority ?? .unspecified
             )
             return (record, [expected])
         }

@@ -1,0 +1,60 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import imcodec_relay
+
+/// message.proto Priority (Tencent V2TIMMessagePriority): "Under load, lower priorities are dropped
+/// first". Before, the relay ignored it. Now a group, chatroom or ultra group that carried
+/// `groupMessageRate` messages in the current second refuses its low-priority messages (1008)
+/// until the next second; high, normal and unspecified ones always pass.
+@Suite("Relay: message priorities", .timeLimit(.minutes(2)))
+struct RelayPriorityTests {
+    static func message(_ text: String, to group: String, _ priority: Priority) -> Frame {
+        var message = Message.groupText(from: "alice", group: group, text, clientMsgID: text)
+        message.priority = priority
+        return Frame(message)
+    }
+
+    @Test func aBusyGroupRefusesLowPriorityMessagesUntilTheNextSecond() async throws {
+        // A clock that stands still, so that no second ends between two messages by chance.
+        let frozen = NIOLockedValueBox<Int64>(1_800_000_000_500)
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["team": ["alice", "bob"], "other": ["alice", "bob"]]
+                $0.groupMessageRate = 2
+                $0.clock = { frozen.withLockedValue { $0 } }
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var sent: [(String, Priority)] = [("g1", .normal), ("g2", .unspecified), ("g3", .low), ("g4", .high)]
+                sent += [("g5", .normal)]
+                for (text, priority) in sent { try await alice.send(Self.message(text, to: "team", priority)) }
+                // Not counted with "team": another group, and a one-to-one message.
+                try await alice.send(Self.message("o1", to: "other", .low))
+                var direct = Message.c2cText(from: "alice", to: "bob", "d1", clientMsgID: "d1")
+                direct.priority = .low
+                try await alice.send(Frame(direct))
+                #expect(await eventually { alice.collector.acks.count == 7 })
+                let codes = Dictionary(alice.collector.acks.map { ($0.clientMsgID, $0.errorCode) }) { a, _ in a }
+                let busy = RelayProtocol.AckError.conversationBusy
+                #expect(codes == ["g1": 0, "g2": 0, "g3": busy, "g4": 0, "g5": 0, "o1": 0, "d1": 0])
+                #expect(alice.collector.acks.first { $0.clientMsgID == "g3" }?.seq == 0, "refused: not kept")
+
+                // The next second: low priority passes again.
+                frozen.withLockedValue { $0 += 1_000 }
+                try await alice.send(Self.message("g6", to: "team", .low))
+                #expect(await eventually { alice.collector.acks.count == 8 })
+                #expect(alice.collector.acks.last?.errorCode == 0)
+                #expect(await eventually { bob.collector.messages.count == 7 })
+                #expect(bob.collector.messages.map(\.clientMsgID) == ["g1", "g2", "g4", "g5", "o1", "d1", "g6"])
+                #expect(bob.collector.messages.map(\.seq).prefix(4) == [1, 2, 3, 4], "no seq was taken by g3")
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+}
+#endif
