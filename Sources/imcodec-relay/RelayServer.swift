@@ -59,9 +59,9 @@ struct RelayConfiguration: Sendable {
     /// How often the relay erases the disappearing messages that expired (Router+Expiry.swift);
     /// they are served to no one from the moment they expire, erased or not.
     var expirySweepInterval = TimeAmount.seconds(1)
-    /// How often at most the relay sends the results of a message's polls after votes: the first
-    /// vote's at once, then the ones since at the first sweep (``expirySweepInterval``) after this
-    /// interval ends (Router+Polls.swift). A closing's final results go at once.
+    /// How often at most the relay sends the results of a message's polls after votes, by ``clock``:
+    /// the first vote's at once, then the ones since at the first sweep (``expirySweepInterval``)
+    /// after this interval ends (Router+Polls.swift). A closing's final results go at once.
     var pollResultsInterval = TimeAmount.seconds(1)
     /// Messages a second (by ``clock``) a group, chatroom or ultra group carries before it is busy:
     /// its `PRIORITY_LOW` messages are then refused until the next second (Router+Priority.swift);

@@ -196,7 +196,8 @@ extension Router {
     }
 
     /// Who reads kept message `seq` of `key`: its receivers and sender (a targeted message) or the
-    /// conversation's users, less those who joined after it or cleared it (its sender always).
+    /// conversation's users, less those who joined after it or cleared it (its sender too, while
+    /// it is one of the conversation's users).
     func audience(of seq: UInt64, in key: ConversationKey) -> [String] {
         var users = self.users(of: key)
         if let targeted = conversations[key]?.audiences[seq] { users = users.filter { targeted.contains($0) } }

@@ -66,10 +66,12 @@ extension Router {
             }
             silentlyBlocked = true
         }
+        let serverTimeMs = nowMs()
+        // PRIORITY_LOW to a busy group: "Under load, lower priorities are dropped first" (Router+Priority).
+        if let refusal = busyRefusal(frame, in: key, atMs: serverTimeMs) { return refuse(refusal) }
         let maxSeq = conversations[key]?.maxSeq ?? 0
         // A chatroom keeps no history: its messages go to the members online, as online-only ones do.
         let kept = Self.isKept(frame) && !key.isChatroom
-        let serverTimeMs = nowMs()
         // The conversation's disappearing timer, stamped over the sender's when they differ.
         let expireAfterS = Self.disappearingTimer(
             message: frame.expireAfterS,
@@ -99,7 +101,7 @@ extension Router {
                 )
             )
         }
-        if let refusal = carry(frame, in: key, atMs: serverTimeMs) { return refuse(refusal) }
+        countCarried(in: key, atMs: serverTimeMs)
         ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
         stats.messagesRouted += 1
         let body = ByteBuffer(bytes: stamped)
@@ -234,7 +236,7 @@ extension Router {
     /// one of the newest the relay delivered without keeping (``RecentLiveMessages``).
     private func firstCopy(of frame: InboundFrame, in key: ConversationKey, user: String) -> ConversationState.Sent? {
         guard !frame.clientMsgID.isEmpty else { return nil }
-        return conversations[key]?.sent[ConversationState.dedupeKey(sender: user, clientMsgID: frame.clientMsgID)]
+        return conversations[key]?.sent[ConversationState.dedupeKey(scope: user, clientMsgID: frame.clientMsgID)]
             ?? recentLiveMessages[user]?.first(frame.clientMsgID, in: key)
     }
 

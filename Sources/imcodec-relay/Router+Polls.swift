@@ -379,9 +379,9 @@ extension Router {
     /// once the interval ended (``sendHeldPollResults()``).
     func sendPollResults(afterVote update: PollUpdate, of seq: UInt64, in key: ConversationKey) {
         let message = MessageKey(conversation: key, seq: seq)
-        let now = NIODeadline.now()
+        let now = nowMs()
         let lastSent = pollResultsSent[message]
-        if heldPollResults[message] == nil, lastSent.map({ now >= $0 + configuration.pollResultsInterval }) ?? true {
+        if heldPollResults[message] == nil, lastSent.map({ now >= $0 + pollResultsIntervalMs }) ?? true {
             pollResultsSent[message] = now
             sendPollResults(update, of: seq, in: key)
         } else if heldPollResults[message, default: []].insert(update.pollID).inserted {
@@ -406,8 +406,8 @@ extension Router {
     /// stopped held back.
     func sendHeldPollResults() {
         guard !pollResultsSent.isEmpty else { return }
-        let now = NIODeadline.now()
-        for (message, sent) in pollResultsSent where now >= sent + configuration.pollResultsInterval {
+        let now = nowMs()
+        for (message, sent) in pollResultsSent where now >= sent + pollResultsIntervalMs {
             guard let held = heldPollResults.removeValue(forKey: message) else {
                 pollResultsSent[message] = nil
                 continue
@@ -422,26 +422,28 @@ extension Router {
         }
     }
 
+    /// ``RelayConfiguration/pollResultsInterval`` in milliseconds of the relay's clock.
+    private var pollResultsIntervalMs: Int64 { configuration.pollResultsInterval.nanoseconds / 1_000_000 }
+
     /// Keeps the ids of the polls of `message` whose results are held back, or deletes the record
     /// when none are.
     private func keepHeldPollResults(of message: MessageKey) {
         var bytes: [UInt8] = []
-        for pollID in (heldPollResults[message] ?? []).sorted() {
-            LengthPrefixedBytes.append(Array(pollID.utf8), to: &bytes)
-        }
+        StringListBytes.append((heldPollResults[message] ?? []).sorted(), to: &bytes)
         store.batch.records[.heldPollResults(message.conversation, seq: message.seq)] = bytes
     }
 
     /// Loads the polls of a message whose results a relay held back when it stopped: the first
     /// sweep sends them.
     func loadHeldPollResults(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
-        var rest = bytes[...]
-        var held = Set<String>()
-        while let part = LengthPrefixedBytes.take(from: &rest) { held.insert(String(decoding: part, as: UTF8.self)) }
-        guard rest.isEmpty, !held.isEmpty else { return }
+        guard let held = StringListBytes.strings(bytes[...]), !held.isEmpty else {
+            // Not a record this relay reads: deleted, so that it is not carried forever.
+            store.batch.records[.heldPollResults(key, seq: seq)] = []
+            return
+        }
         let message = MessageKey(conversation: key, seq: seq)
-        heldPollResults[message] = held
-        pollResultsSent[message] = .distantPast
+        heldPollResults[message] = Set(held)
+        pollResultsSent[message] = 0
     }
 }
 #endif

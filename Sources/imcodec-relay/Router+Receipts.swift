@@ -32,19 +32,13 @@ extension Router {
         messageReaders[key, default: [:]][seq] = readers
         // A leading 1, so that a message no one read yet keeps a record (an empty one is a deletion).
         var bytes: [UInt8] = [1]
-        for reader in readers { LengthPrefixedBytes.append(Array(reader.utf8), to: &bytes) }
+        StringListBytes.append(readers, to: &bytes)
         store.batch.records[.readers(key, seq: seq)] = bytes
     }
 
     /// Loads who read a message from its state record.
     func loadReaders(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
-        guard bytes.first == 1 else { return }
-        var rest = bytes.dropFirst()
-        var readers: [String] = []
-        while !rest.isEmpty {
-            guard let reader = LengthPrefixedBytes.take(from: &rest) else { return }
-            readers.append(String(decoding: reader, as: UTF8.self))
-        }
+        guard bytes.first == 1, let readers = StringListBytes.strings(bytes.dropFirst()) else { return }
         messageReaders[key, default: [:]][seq] = readers
     }
 

@@ -75,9 +75,9 @@ final class Router {
     var polls: [ConversationKey: [UInt64: [PollTally]]] = [:]
     /// The open polls with a `close_time_ms`, soonest first: the relay closes them then.
     var closingPolls = Heap<ClosingPoll>()
-    /// When the results of each message's polls were last sent after a vote, while the interval
-    /// that holds back the next ones runs (``RelayConfiguration/pollResultsInterval``).
-    var pollResultsSent: [MessageKey: NIODeadline] = [:]
+    /// When the results of each message's polls were last sent after a vote (by ``nowMs()``), while
+    /// the interval that holds back the next ones runs (``RelayConfiguration/pollResultsInterval``).
+    var pollResultsSent: [MessageKey: Int64] = [:]
     /// The polls of each message whose results after a vote are held back until then (their ids; a
     /// state record, so across restarts).
     var heldPollResults: [MessageKey: Set<String>] = [:]

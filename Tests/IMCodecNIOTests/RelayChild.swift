@@ -51,7 +51,8 @@ struct TemporaryFolder {
 
 /// `imcodec-relay serve --port 0 --data-dir DIR --auth-secret-file FILE --quiet` as a child process;
 /// its stdout and stderr go to files. Killed with SIGKILL by ``forceKill()`` (called by a `defer` on
-/// every path), when released, and when the test process ends.
+/// every path), when released, and, where util-linux's `setpriv` is (Linux), when the test process
+/// ends; elsewhere a relay started directly can outlive a test process that crashed.
 final class RelayChild {
     /// util-linux's `setpriv`, which sets the parent-death signal before it runs the relay (Linux).
     static let setpriv = "/usr/bin/setpriv"

@@ -73,6 +73,17 @@ struct RelayPollTests {
             + (update.closed ? " closed by \(update.closedBy)" : "")
     }
 
+    /// The results of poll "q" of `poll` in `client`'s stream, described.
+    static func streamed(_ client: TestClient, _ poll: MessageRef, id: UInt64) async throws -> [String] {
+        try await client.streamPage(requestID: id)?.compactMap {
+            if case .pollUpdate(let update)? = $0.payload, update.pollID == "q", update.pollMessage?.seq == poll.seq {
+                describe(update)
+            } else {
+                nil
+            }
+        } ?? []
+    }
+
     static func code(_ client: TestClient, _ frame: Frame) async throws -> Int32? {
         try await client.ask(frame)?.requestResult?.errorCode
     }
@@ -235,70 +246,83 @@ struct RelayPollTests {
 
     /// Before, every vote sent its results to every member who reads the poll: a busy poll in a
     /// large group cost one stream row per member per vote. Now the first vote's results go at once
-    /// and the ones of the votes within `pollResultsInterval` after it go together when the
-    /// interval ends; results held back survive a restart (the next relay's first sweep sends
-    /// them), and a closing sends the final results at once, dropping what was held back.
+    /// and the ones of the votes within `pollResultsInterval` after it go together, in one frame,
+    /// when the interval ends; results held back survive a restart (the next relay's first sweep
+    /// sends them), a recall forgets them, and a closing sends the final results at once, dropping
+    /// what was held back.
     @Test(arguments: StoreBackend.allCases)
     func resultsAfterVotesGoOutOncePerInterval(_ backend: StoreBackend) async throws {
         let database = try await TestStore(backend)
         defer { database.remove() }
+        let clock = TestClock()
         let configure: (inout RelayConfiguration) -> Void = {
             $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol", "dave"]]
-            $0.pollResultsInterval = .seconds(3600); $0.expirySweepInterval = .milliseconds(20)
+            $0.clock = clock.now; $0.pollResultsInterval = .seconds(3600); $0.expirySweepInterval = .milliseconds(20)
         }
-        /// The results of poll "q" in `client`'s stream, described.
-        func streamed(_ client: TestClient, id: UInt64) async throws -> [String] {
-            try await client.streamPage(requestID: id)?.compactMap {
-                if case .pollUpdate(let update)? = $0.payload, update.pollID == "q" {
-                    Self.describe(update)
-                } else {
-                    nil
-                }
-            } ?? []
-        }
+        let hour: Int64 = 3_600_000
         try await withClientGroup { group in
             var poll = MessageRef()
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
-                let voters = [
-                    try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b"),
-                    try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c"),
-                    try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d"),
-                ]
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d")
                 try await alice.send(Self.timedPoll(closingAt: 0, clientMsgID: "poll-h"))
-                #expect(await eventually { voters.allSatisfy { $0.collector.messages.count == 1 } })
-                poll = try #require(voters[0].collector.messages.first?.reference)
-                #expect(try await Self.code(voters[0], Self.vote(poll, "q", [1], id: 1)) == 0)
+                try await alice.send(Self.timedPoll(closingAt: 0, clientMsgID: "poll-recalled"))
+                #expect(await eventually { [bob, carol, dave].allSatisfy { $0.collector.messages.count == 2 } })
+                poll = try #require(bob.collector.messages.first?.reference)
+                let recalled = try #require(bob.collector.messages.last?.reference)
+                #expect(try await Self.code(bob, Self.vote(poll, "q", [1], id: 1)) == 0)
                 #expect(await eventually { Self.results(alice, "q") == "1:1:bob 2:0: n=1" })
                 // Within the interval: acknowledged, tallied, held back.
-                #expect(try await Self.code(voters[1], Self.vote(poll, "q", [2], id: 2)) == 0)
-                #expect(try await Self.code(voters[2], Self.vote(poll, "q", [2], id: 3)) == 0)
+                #expect(try await Self.code(carol, Self.vote(poll, "q", [2], id: 2)) == 0)
+                #expect(try await Self.code(dave, Self.vote(poll, "q", [2], id: 3)) == 0)
                 try await alice.roundTrip(4)
                 #expect(Self.updates(alice, "q").count == 1)
-                for client in [alice] + voters { await client.close() }
+                // When it ends, the next sweep sends both votes' results in one frame.
+                clock.advance(past: clock.now() + hour)
+                #expect(await eventually { Self.results(alice, "q") == "1:1:bob 2:2:carol,dave n=3" })
+                #expect(Self.updates(alice, "q").count == 2)
+                // Held again (a new interval began with that frame), then the relay stops.
+                #expect(try await Self.code(carol, Self.vote(poll, "q", [1], id: 5)) == 0)
+                // The other poll's held results go with its recall.
+                #expect(try await Self.code(bob, Self.vote(recalled, "q", [1], id: 6)) == 0)
+                #expect(try await Self.code(carol, Self.vote(recalled, "q", [1], id: 7)) == 0)
+                var recall = Frame.recall(recalled, by: "alice")
+                recall.requestID = 8
+                #expect(try await Self.code(alice, recall) == 0)
+                try await alice.roundTrip(9)
+                #expect(Self.updates(alice, "q").count == 3, "the recalled poll's first results only")
+                for client in [alice, bob, carol, dave] { await client.close() }
             }
+            let held = try database.open().load().records.keys.compactMap {
+                if case .heldPollResults(_, let seq) = $0 { seq } else { nil }
+            }
+            #expect(held == [poll.seq], "the recalled poll's held results are gone")
 
             try await withRelay(configure) { server in
-                // The next relay's first sweep sends the held results, both votes in one frame.
+                // The next relay's first sweep sends what was held back.
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a2")
                 var requestID: UInt64 = 10
                 var results: [String] = []
                 let deadline = NIODeadline.now() + .seconds(60)
-                while results.count < 2, NIODeadline.now() < deadline {
+                while results.count < 3, NIODeadline.now() < deadline {
                     requestID += 1
-                    results = try await streamed(alice, id: requestID)
-                    if results.count < 2 { try await Task.sleep(nanoseconds: 20_000_000) }
+                    results = try await Self.streamed(alice, poll, id: requestID)
+                    if results.count < 3 { try await Task.sleep(nanoseconds: 20_000_000) }
                 }
-                #expect(results == ["1:1:bob 2:0: n=1", "1:1:bob 2:2:carol,dave n=3"])
+                #expect(
+                    results == ["1:1:bob 2:0: n=1", "1:1:bob 2:2:carol,dave n=3", "1:2:bob,carol 2:1:dave n=3"]
+                )
                 // A vote within the new interval is held back; the closing sends the final results
                 // at once and drops the held ones (their record too, below).
-                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c2")
-                #expect(try await Self.code(carol, Self.vote(poll, "q", [1], id: 30)) == 0)
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d2")
+                #expect(try await Self.code(dave, Self.vote(poll, "q", [1], id: 30)) == 0)
                 #expect(try await Self.code(alice, Self.close(poll, "q", by: "alice", id: 31)) == 0)
-                let final = "1:2:bob,carol 2:1:dave n=3 closed by alice"
+                let final = "1:3:bob,carol,dave 2:0: n=3 closed by alice"
                 #expect(await eventually { Self.results(alice, "q") == final })
-                #expect(try await streamed(alice, id: 32) == results + [final])
-                for client in [alice, carol] { await client.close() }
+                #expect(try await Self.streamed(alice, poll, id: 32) == results + [final])
+                for client in [alice, dave] { await client.close() }
             }
             let state = try database.open().load()
             #expect(!state.records.keys.contains { if case .heldPollResults = $0 { true } else { false } })

@@ -231,7 +231,7 @@ struct RecentLiveMessages: Sendable {
     private var stamps: [String: ConversationState.Sent] = [:]
 
     private static func key(_ conversation: ConversationKey, _ clientMsgID: String) -> String {
-        ConversationState.dedupeKey(sender: conversation.storageID, clientMsgID: clientMsgID)
+        ConversationState.dedupeKey(scope: conversation.storageID, clientMsgID: clientMsgID)
     }
 
     /// The stamp the message `clientMsgID` of `conversation` was acknowledged with, if remembered.
@@ -317,7 +317,7 @@ struct ConversationState: Sendable {
     var maxSeq: UInt64 = 0
     /// The oldest seq kept (maxSeq + 1 when none is kept).
     var oldestSeq: UInt64 = 1
-    /// Kept messages by sender and client message id (``dedupeKey(sender:clientMsgID:)``).
+    /// Kept messages by sender and client message id (``dedupeKey(scope:clientMsgID:)``).
     var sent: [String: Sent] = [:]
     /// The seq of each kept message, by its server uid.
     var uids: [String: UInt64] = [:]
@@ -336,8 +336,11 @@ struct ConversationState: Sendable {
     /// The number of messages kept.
     var count: Int { Int(maxSeq + 1 - oldestSeq) }
 
-    static func dedupeKey(sender: String, clientMsgID: String) -> String {
-        "\(sender.utf8.count):\(sender)\(clientMsgID)"
+    /// The key of `clientMsgID` within `scope`: a message's sender in its conversation
+    /// (``sent``), or a conversation's storage id among a user's unkept messages
+    /// (``RecentLiveMessages``).
+    static func dedupeKey(scope: String, clientMsgID: String) -> String {
+        "\(scope.utf8.count):\(scope)\(clientMsgID)"
     }
 
     /// Records a kept message.
@@ -351,7 +354,7 @@ struct ConversationState: Sendable {
         if message.expireAtMs != 0 { expiries[message.seq] = message.expireAtMs }
         if !message.serverMsgUID.isEmpty { uids[message.serverMsgUID] = message.seq }
         guard !message.clientMsgID.isEmpty else { return }
-        let key = Self.dedupeKey(sender: message.senderID, clientMsgID: message.clientMsgID)
+        let key = Self.dedupeKey(scope: message.senderID, clientMsgID: message.clientMsgID)
         sent[key] = Sent(seq: message.seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
     }
 
@@ -374,7 +377,7 @@ struct ConversationState: Sendable {
         if !ref.serverMsgUID.isEmpty {
             byIdentity = uids[ref.serverMsgUID]
         } else if !ref.senderID.isEmpty, !ref.clientMsgID.isEmpty {
-            byIdentity = sent[Self.dedupeKey(sender: ref.senderID, clientMsgID: ref.clientMsgID)]?.seq
+            byIdentity = sent[Self.dedupeKey(scope: ref.senderID, clientMsgID: ref.clientMsgID)]?.seq
         } else {
             return kept[ref.seq] == nil ? .unknown : .kept(ref.seq)
         }
@@ -388,7 +391,7 @@ struct ConversationState: Sendable {
             if let old = kept.removeValue(forKey: oldestSeq) {
                 if uids[old.serverMsgUID] == oldestSeq { uids[old.serverMsgUID] = nil }
                 if !old.clientMsgID.isEmpty {
-                    let key = Self.dedupeKey(sender: old.sender, clientMsgID: old.clientMsgID)
+                    let key = Self.dedupeKey(scope: old.sender, clientMsgID: old.clientMsgID)
                     if sent[key]?.seq == oldestSeq { sent[key] = nil }
                 }
             }

@@ -14,8 +14,9 @@ import IMCodec
 /// - the messages a user deleted for itself only in a conversation (their seqs, as
 ///   ``SeqListBytes`` writes them);
 /// - a message's polls with their votes (``PollTally/recordBytes(_:)``), and the ones whose results
-///   after a vote the relay has not sent yet (their ids, each as ``LengthPrefixedBytes`` writes it);
-/// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``);
+///   after a vote the relay has not sent yet (their ids, as ``StringListBytes`` writes them);
+/// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``: a
+///   leading 1, then the readers as ``StringListBytes`` writes them);
 /// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
@@ -125,6 +126,26 @@ enum LengthPrefixedBytes {
         let part = bytes.dropFirst(4).prefix(length)
         bytes = bytes.dropFirst(4 + length)
         return part
+    }
+}
+
+/// The form a state record gives a list of strings (who read a message, the polls whose results are
+/// held back): each as ``LengthPrefixedBytes`` writes it, nothing around them.
+enum StringListBytes {
+    /// Appends `strings` to `bytes`.
+    static func append(_ strings: [String], to bytes: inout [UInt8]) {
+        for string in strings { LengthPrefixedBytes.append(Array(string.utf8), to: &bytes) }
+    }
+
+    /// The strings `bytes` hold, or `nil` when they are not such a list.
+    static func strings(_ bytes: ArraySlice<UInt8>) -> [String]? {
+        var rest = bytes
+        var strings: [String] = []
+        while !rest.isEmpty {
+            guard let part = LengthPrefixedBytes.take(from: &rest) else { return nil }
+            strings.append(String(decoding: part, as: UTF8.self))
+        }
+        return strings
     }
 }
 
