@@ -247,6 +247,26 @@ struct TestClient: Sendable {
         return try page.frames.map { try Frame(serializedBytes: $0.frame) }
     }
 
+    /// Reads the user's stream from its start until `done` holds for what `read` makes of the frames,
+    /// asking again every 20 ms until a 60 s deadline (a minute's room for a loaded machine, as
+    /// `eventually` gives); returns what it read last. For what a relay's sweep writes, which no
+    /// frame of the client's waits for.
+    func streamed<T>(
+        _ read: ([Frame]) -> T,
+        until done: (T) -> Bool,
+        firstRequestID: UInt64
+    ) async throws -> T {
+        var requestID = firstRequestID
+        let deadline = NIODeadline.now() + .seconds(60)
+        var result = read(try await streamPage(requestID: requestID) ?? [])
+        while !done(result), NIODeadline.now() < deadline {
+            try await Task.sleep(nanoseconds: 20_000_000)
+            requestID += 1
+            result = read(try await streamPage(requestID: requestID) ?? [])
+        }
+        return result
+    }
+
     /// Waits for a pong: everything the relay wrote to this client before it has arrived.
     func roundTrip(_ requestID: UInt64) async throws {
         let pong = try await ask(RelayProtocol.answer(.ping(Ping.with { $0.id = requestID }), requestID: requestID))

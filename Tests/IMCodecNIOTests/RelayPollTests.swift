@@ -73,15 +73,14 @@ struct RelayPollTests {
             + (update.closed ? " closed by \(update.closedBy)" : "")
     }
 
-    /// The results of poll "q" of `poll` in `client`'s stream, described.
-    static func streamed(_ client: TestClient, _ poll: MessageRef, id: UInt64) async throws -> [String] {
-        try await client.streamPage(requestID: id)?.compactMap {
-            if case .pollUpdate(let update)? = $0.payload, update.pollID == "q", update.pollMessage?.seq == poll.seq {
-                describe(update)
-            } else {
-                nil
-            }
-        } ?? []
+    /// The results of poll "q" among `frames` (of `poll`'s message only, when given), described.
+    static func results(of poll: MessageRef?, in frames: [Frame]) -> [String] {
+        frames.compactMap {
+            guard case .pollUpdate(let update)? = $0.payload, update.pollID == "q",
+                poll.map({ update.pollMessage?.seq == $0.seq }) ?? true
+            else { return nil }
+            return describe(update)
+        }
     }
 
     static func code(_ client: TestClient, _ frame: Frame) async throws -> Int32? {
@@ -303,14 +302,11 @@ struct RelayPollTests {
             try await withRelay(configure) { server in
                 // The next relay's first sweep sends what was held back.
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a2")
-                var requestID: UInt64 = 10
-                var results: [String] = []
-                let deadline = NIODeadline.now() + .seconds(60)
-                while results.count < 3, NIODeadline.now() < deadline {
-                    requestID += 1
-                    results = try await Self.streamed(alice, poll, id: requestID)
-                    if results.count < 3 { try await Task.sleep(nanoseconds: 20_000_000) }
-                }
+                let results = try await alice.streamed(
+                    { Self.results(of: poll, in: $0) },
+                    until: { $0.count == 3 },
+                    firstRequestID: 10
+                )
                 #expect(
                     results == ["1:1:bob 2:0: n=1", "1:1:bob 2:2:carol,dave n=3", "1:2:bob,carol 2:1:dave n=3"]
                 )
@@ -321,7 +317,9 @@ struct RelayPollTests {
                 #expect(try await Self.code(alice, Self.close(poll, "q", by: "alice", id: 31)) == 0)
                 let final = "1:3:bob,carol,dave 2:0: n=3 closed by alice"
                 #expect(await eventually { Self.results(alice, "q") == final })
-                #expect(try await Self.streamed(alice, poll, id: 32) == results + [final])
+                #expect(
+                    Self.results(of: poll, in: try await alice.streamPage(requestID: 100) ?? []) == results + [final]
+                )
                 for client in [alice, dave] { await client.close() }
             }
             let state = try database.open().load()
@@ -446,21 +444,11 @@ struct RelayPollTests {
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b2")
                 // The first sweep runs as the relay starts; asked again until it has (as `eventually`
                 // waits, with a minute's room for a loaded machine).
-                var closings: [String] = []
-                var requestID: UInt64 = 10
-                let deadline = NIODeadline.now() + .seconds(60)
-                while closings.isEmpty, NIODeadline.now() < deadline {
-                    requestID += 1
-                    let page = try await bob.streamPage(requestID: requestID) ?? []
-                    closings = page.compactMap {
-                        if case .pollUpdate(let update)? = $0.payload, update.closed {
-                            Self.describe(update)
-                        } else {
-                            nil
-                        }
-                    }
-                    if closings.isEmpty { try await Task.sleep(nanoseconds: 20_000_000) }
-                }
+                let closings = try await bob.streamed(
+                    { Self.results(of: nil, in: $0).filter { $0.hasSuffix("closed by alice") } },
+                    until: { !$0.isEmpty },
+                    firstRequestID: 10
+                )
                 #expect(closings == ["1:0: 2:1:bob n=1 closed by alice"])
                 await bob.close()
             }
