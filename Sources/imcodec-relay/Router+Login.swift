@@ -121,6 +121,7 @@ extension Router {
             "\(session.label) logged in (\(request.platform.protoName)\(request.streamResume ? ", resuming its stream" : ""))"
         )
         let stream = streams[user] ?? StreamState()
+        noteLogin(of: device, streamHead: stream.head)
         var answer = LoginResult.with {
             $0.serverTimeMs = RelayProtocol.nowMs()
             $0.sessionID = session.sessionID

@@ -177,6 +177,8 @@ extension Router {
                 loadReaders(bytes, of: seq, in: conversation)
             case .viewOnce(let conversation):
                 loadViewOnce(bytes, in: conversation)
+            case .deviceFloor(let device):
+                loadDeviceFloor(bytes, of: device)
             case .messageChange(let conversation, let seq):
                 guard let change = try? Message(serializedBytes: bytes) else { continue }
                 messageChanges[conversation, default: [:]][seq] = change

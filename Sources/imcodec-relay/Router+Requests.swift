@@ -275,8 +275,9 @@ extension Router {
         let truncated = after + 1 < stream.oldest && stream.oldest <= head
         let budget = configuration.codec.effectiveMaxFrameSize - 512
         let device = session.deviceID
-        // What this device acknowledged it had: a view-once message it reads again comes without its content.
-        let acknowledged = devicePositions[DeviceKey(user: user, device: device)] ?? 0
+        // What this device acknowledged it had, or where its stream began: a view-once message it
+        // reads again, or that was kept before the device first logged in, comes without its content.
+        let acknowledged = viewedOncePosition(of: DeviceKey(user: user, device: device))
         store.read({ store in
             after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
         }) { rows in

@@ -6,9 +6,12 @@ import IMCodecNIO
 /// and keep no copy"). A receiving device gets the content live or from its stream until it
 /// acknowledges a stream position at or past it; every other read by a receiver serves the stub
 /// ``Redaction/viewedOnce(_:)`` (history and the conversation list through ``applyChanges``, sync
-/// by seq, a stream sync from before what the device acknowledged). The relay keeps which kept
-/// messages are view-once (``Router/viewOnceMessages``, a state record per conversation), so that
-/// nothing shows their content again: an edit or a stream chunk of one is refused.
+/// by seq, a stream sync from before what the device acknowledged). A device the relay first sees
+/// log in after the message was kept (a new device id) is not one it was sent to: its stream
+/// serves the stub too (``deviceFloors``), so a new device id does not show it again. The relay
+/// keeps which kept messages are view-once (``Router/viewOnceMessages``, a state record per
+/// conversation), so that nothing shows their content again: an edit or a stream chunk of one is
+/// refused.
 extension Router {
     /// Remembers that kept message `seq` of `key` is view-once, when `frame` says so.
     func noteViewOnce(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey) {
@@ -41,6 +44,30 @@ extension Router {
         var bytes: [UInt8] = []
         SeqListBytes.append(seqs.sorted(), to: &bytes)
         store.batch.records[.viewOnce(key)] = bytes
+    }
+
+    /// Notes the first login of `device`, whose user's stream head is `head`: its floor is `head`,
+    /// or 0 for a device that acknowledged a stream position before the relay kept floors (it
+    /// was there before). Kept as a state record.
+    func noteLogin(of device: DeviceKey, streamHead head: UInt64) {
+        guard deviceFloors[device] == nil else { return }
+        let floor = devicePositions[device] == nil ? head : 0
+        deviceFloors[device] = floor
+        var bytes: [UInt8] = []
+        SeqListBytes.append([floor], to: &bytes)
+        store.batch.records[.deviceFloor(device)] = bytes
+    }
+
+    /// Loads a device's floor from its state record.
+    func loadDeviceFloor(_ bytes: [UInt8], of device: DeviceKey) {
+        guard let floor = SeqListBytes.seqs(bytes[...])?.first else { return }
+        deviceFloors[device] = floor
+    }
+
+    /// The stream position at or below which `device` reads a view-once message without its
+    /// content: what it acknowledged, or its floor when that is higher.
+    func viewedOncePosition(of device: DeviceKey) -> UInt64 {
+        max(devicePositions[device] ?? 0, deviceFloors[device] ?? 0)
     }
 
     /// A kept message's stamped frame as a device reads it again: a view-once message it received

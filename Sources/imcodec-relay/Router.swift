@@ -89,6 +89,9 @@ final class Router {
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]
     /// The kept view-once messages of each conversation (Router+ViewOnce.swift).
     var viewOnceMessages: [ConversationKey: Set<UInt64>] = [:]
+    /// Each device's floor: the user's stream head when the relay first saw the device log in. A
+    /// view-once message at or below it reaches the device without its content (Router+ViewOnce).
+    var deviceFloors: [DeviceKey: UInt64] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).

@@ -17,7 +17,9 @@ import IMCodec
 ///   after a vote the relay has not sent yet (their ids, as ``StringListBytes`` writes them);
 /// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``: a
 ///   leading 1, then the readers as ``StringListBytes`` writes them);
-/// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them).
+/// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them);
+/// - where a device's stream began for view-once messages (``Router/deviceFloors``: one seq-list
+///   entry, the position).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -42,6 +44,8 @@ enum StateRecordKey: Hashable, Sendable {
     case readers(ConversationKey, seq: UInt64)
     /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
     case viewOnce(ConversationKey)
+    /// The user's stream head when the relay first saw a device log in (``Router/deviceFloors``).
+    case deviceFloor(DeviceKey)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -56,12 +60,14 @@ enum StateRecordKey: Hashable, Sendable {
         case .heldPollResults: return "pollheld"
         case .readers: return "read"
         case .viewOnce: return "viewonce"
+        case .deviceFloor: return "devicefloor"
         }
     }
 
     /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
-    /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages), the user, `SEQ:` +
-    /// the conversation's storage id, or the conversation's storage id.
+    /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages) or + the device id
+    /// (a device's floor), the user, `SEQ:` + the conversation's storage id, or the conversation's
+    /// storage id.
     var id: String {
         switch self {
         case .conversation(let user, let key), .deletedForMe(let user, let key):
@@ -71,6 +77,7 @@ enum StateRecordKey: Hashable, Sendable {
             .heldPollResults(let key, let seq), .readers(let key, let seq):
             return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key), .viewOnce(let key): return key.storageID
+        case .deviceFloor(let device): return "\(device.user.utf8.count):\(device.user)\(device.device)"
         }
     }
 
@@ -80,14 +87,11 @@ enum StateRecordKey: Hashable, Sendable {
         case "blocklist":
             self = .blocklist(user: id)
         case "conversation", "deleted":
-            let utf8 = Array(id.utf8)
-            guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
-                let length = Int(String(decoding: utf8[..<colon], as: UTF8.self)),
-                length >= 0, colon + 1 + length <= utf8.count,
-                let key = ConversationKey(storageID: String(decoding: utf8[(colon + 1 + length)...], as: UTF8.self))
-            else { return nil }
-            let user = String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self)
+            guard let (user, rest) = Self.user(of: id), let key = ConversationKey(storageID: rest) else { return nil }
             self = scope == "conversation" ? .conversation(user: user, key) : .deletedForMe(user: user, key)
+        case "devicefloor":
+            guard let (user, device) = Self.user(of: id) else { return nil }
+            self = .deviceFloor(DeviceKey(user: user, device: device))
         case "timer", "viewonce":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = scope == "timer" ? .disappearingTimer(key) : .viewOnce(key)
@@ -105,6 +109,21 @@ enum StateRecordKey: Hashable, Sendable {
         default:
             return nil
         }
+    }
+}
+
+extension StateRecordKey {
+    /// The user an id `LEN:USER...` starts with, and what follows it.
+    private static func user(of id: String) -> (user: String, rest: String)? {
+        let utf8 = Array(id.utf8)
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+            let length = Int(String(decoding: utf8[..<colon], as: UTF8.self)),
+            length >= 0, colon + 1 + length <= utf8.count
+        else { return nil }
+        return (
+            String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self),
+            String(decoding: utf8[(colon + 1 + length)...], as: UTF8.self)
+        )
     }
 }
 
