@@ -51,11 +51,28 @@ struct TemporaryFolder {
 
 /// `imcodec-relay serve --port 0 --data-dir DIR --auth-secret-file FILE --quiet` as a child process;
 /// its stdout and stderr go to files. Killed with SIGKILL by ``forceKill()`` (called by a `defer` on
-/// every path), when released, and, where util-linux's `setpriv` is (Linux), when the test process
-/// ends; elsewhere a relay started directly can outlive a test process that crashed.
+/// every path), when released, and, where util-linux's `setpriv --pdeathsig` works (Linux), when
+/// the test process ends; elsewhere a relay started directly can outlive a test process that
+/// crashed.
 final class RelayChild {
     /// util-linux's `setpriv`, which sets the parent-death signal before it runs the relay (Linux).
     static let setpriv = "/usr/bin/setpriv"
+
+    /// Whether `setpriv --pdeathsig` runs here: a `setpriv` older than util-linux 2.33 has no such
+    /// option, and every relay started through it would fail to start. Checked once.
+    static let setprivSetsParentDeathSignal: Bool = {
+        guard FileManager.default.isExecutableFile(atPath: setpriv) else { return false }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: setpriv)
+        probe.arguments = ["--pdeathsig", "KILL", "--", "/bin/true"]
+        probe.standardInput = FileHandle.nullDevice
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        // Not `waitUntilExit()`, which leaks a weak reference's side table that LeakSanitizer reports.
+        for _ in 0..<5_000 where probe.isRunning { usleep(1_000) }
+        return !probe.isRunning && probe.terminationReason == .exit && probe.terminationStatus == 0
+    }()
     let process = Process()
     private let outFile: URL
     private let errFile: URL
@@ -76,7 +93,7 @@ final class RelayChild {
                 "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
                 "--quiet", "--heartbeat-interval", "3600",
             ] + folder.storeArguments + extra
-        if FileManager.default.isExecutableFile(atPath: Self.setpriv) {
+        if Self.setprivSetsParentDeathSignal {
             // The relay gets SIGKILL when the thread that spawned it ends, which is when the test
             // process ends (see runWithNoSignalsBlocked): none outlives a crashed test process.
             process.executableURL = URL(fileURLWithPath: Self.setpriv)
