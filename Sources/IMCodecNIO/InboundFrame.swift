@@ -56,6 +56,9 @@ public struct InboundFrame: Sendable, Hashable {
     /// A message payload's delivery priority (`Message.priority`; unspecified for other frames):
     /// under load a server drops lower priorities first.
     public let priority: Priority
+    /// Whether a message payload quotes a message (`Message.quote` or `Message.quote_snapshot` set;
+    /// false for other frames), which a server checks against the message it names.
+    public let quotes: Bool
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -78,7 +81,8 @@ public struct InboundFrame: Sendable, Hashable {
         expireAfterS: UInt32 = 0,
         carriesPoll: Bool = false,
         isViewOnce: Bool = false,
-        priority: Priority = .unspecified
+        priority: Priority = .unspecified,
+        quotes: Bool = false
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -100,6 +104,7 @@ public struct InboundFrame: Sendable, Hashable {
         self.carriesPoll = carriesPoll
         self.isViewOnce = isViewOnce
         self.priority = priority
+        self.quotes = quotes
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -136,6 +141,7 @@ extension InboundFrame {
                 var carriesPoll = false
                 var isViewOnce = false
                 var priority = Priority.unspecified
+                var quotes = false
                 if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
                     serverAssignedFields = edited.serverAssignedFields
                 }
@@ -145,6 +151,8 @@ extension InboundFrame {
                     expireAfterS = message.expireAfterS
                     isViewOnce = message.viewOnce
                     priority = message.priority
+                    if case .some = message.quote { quotes = true }
+                    if case .some = message.quoteSnapshot { quotes = true }
                     let elements = message.elements
                     for index in 0..<elements.count where elements[index].contentKind == .poll {
                         carriesPoll = true
@@ -181,7 +189,8 @@ extension InboundFrame {
                     expireAfterS: expireAfterS,
                     carriesPoll: carriesPoll,
                     isViewOnce: isViewOnce,
-                    priority: priority
+                    priority: priority,
+                    quotes: quotes
                 )
             }
         } catch let error as IMCodecError {

@@ -78,6 +78,12 @@ enum RelayProtocol {
         /// (message.proto Priority: "Under load, lower priorities are dropped first"). Nothing is
         /// kept or forwarded; the sender may send it again later.
         static let conversationBusy: Int32 = 1008
+        /// A reply's quote that says what is not so (Router+Quotes.swift): a `quote_snapshot`
+        /// without a quote, a quoted message its sender may not read (another conversation, a
+        /// targeted message sent to others, one from before its join or clear), or an author
+        /// (`quote.sender_id`, `quote_snapshot.author_id`) that is not the quoted message's sender.
+        /// Nothing is kept or forwarded.
+        static let badQuote: Int32 = 1009
     }
 
     /// `LoginResult.error_code` values (0 is success).

@@ -312,10 +312,11 @@ extension Router {
         forgetPolls(in: key, below: seq)
         forgetReaders(in: key, below: seq)
         forgetViewOnce(in: key, below: seq)
+        forgetQuotes(in: key, below: seq)
     }
 
     /// Forgets the changes, the extension, the polls and the readers of the kept message `seq` of `key` (it was recalled,
-    /// deleted for everyone or expired), in memory and in the store.
+    /// deleted for everyone or expired), in memory and in the store, and redacts what replies quoted of it.
     func forgetChanges(of seq: UInt64, in key: ConversationKey) {
         if messageChanges[key]?.removeValue(forKey: seq) != nil {
             store.batch.records[.messageChange(key, seq: seq)] = []
@@ -325,6 +326,7 @@ extension Router {
         }
         forgetPolls(of: seq, in: key)
         forgetReaders(of: seq, in: key)
+        redactQuotes(of: seq, in: key)
     }
 }
 

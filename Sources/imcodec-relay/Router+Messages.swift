@@ -22,7 +22,7 @@ extension Router {
         }
     }
 
-    // Long on purpose (about 100 lines): the path of one message, in order: admission, resend, block, stamp,
+    // Long on purpose (about 115 lines): the path of one message, in order: admission, resend, block, quote, stamp,
     // live-only delivery or keeping, and the acknowledgement after the commit.
     /// The fast path: routes a message by the facts the decoder read, forwarding its original bytes
     /// with the stamp appended. A kept message is acknowledged and forwarded once it is committed.
@@ -66,6 +66,22 @@ extension Router {
             }
             silentlyBlocked = true
         }
+        // What the content says beyond the routing facts (a quote, an extension, polls): decoded once.
+        var content: Message?
+        var sentBody = frame.body
+        var quote = CheckedQuote(redact: false)
+        if frame.quotes || frame.messageFlags.contains(.supportExtension) || frame.carriesPoll {
+            guard let decoded = decoded(frame, session), case .message(let message)? = decoded.payload else { return }
+            content = message
+            // A reply's quote, checked against the message it names (Router+Quotes).
+            if frame.quotes {
+                switch checkQuote(of: message, in: key, user: user) {
+                case .success(let checked): quote = checked
+                case .failure(let refusal): return refuse(refusal)
+                }
+                if quote.redact { sentBody = Self.bodyWithoutQuotedText(decoded) }
+            }
+        }
         let serverTimeMs = nowMs()
         // PRIORITY_LOW to a busy group: "Under load, lower priorities are dropped first" (Router+Priority).
         if let refusal = busyRefusal(frame, in: key, atMs: serverTimeMs) { return refuse(refusal) }
@@ -87,7 +103,7 @@ extension Router {
         // Stamped once for every receiver and for the store: the sender's bytes with the server's fields appended.
         let stamped: [UInt8]
         do {
-            stamped = try RelayProtocol.stampedFrame(body: frame.body, stamp: stamp, decoder: wireDecoder)
+            stamped = try RelayProtocol.stampedFrame(body: sentBody, stamp: stamp, decoder: wireDecoder)
         } catch {
             return refuse(Refusal(RelayProtocol.AckError.cannotStamp, "\(error.code): \(error.reason)"))
         }
@@ -153,12 +169,15 @@ extension Router {
             origin: DeviceKey(user: user, device: session.deviceID)
         )
         conversationsSaw(frame, seq: message.seq, in: key, deliveries: deliveries)
-        // What the content starts (an extension, poll tallies): decoded once, for a message that has any.
-        if frame.messageFlags.contains(.supportExtension) || frame.carriesPoll, let decoded = decoded(frame, session),
-            case .message(let content)? = decoded.payload
-        {
-            startExtension(content, seq: message.seq, in: key)
-            startPolls(content, seq: message.seq, in: key)
+        // What the content starts: an extension, poll tallies, a quote a recall may redact.
+        if let content {
+            if frame.messageFlags.contains(.supportExtension) || frame.carriesPoll {
+                startExtension(content, seq: message.seq, in: key)
+                startPolls(content, seq: message.seq, in: key)
+            }
+            if let quoted = quote.quoted, !quote.redact, content.quoteSnapshot?.text.isEmpty == false {
+                noteQuote(MessageKey(conversation: key, seq: message.seq), of: quoted)
+            }
         }
         startReadReceipts(frame, seq: message.seq, in: key)
         noteViewOnce(frame, seq: message.seq, in: key)
@@ -708,6 +727,28 @@ extension Router {
                         + "(the frame size limit, less what it adds on delivery)"
                 )
                 return nil
+            }
+            // Its quote says what is so, as a reply's must (Router+Quotes). The text of a message that
+            // is not served again is refused here rather than taken out: an edit is kept as sent.
+            if edited.quote != nil || edited.quoteSnapshot != nil {
+                let checked = checkQuote(of: edited, in: key, user: user)
+                let reason: String? =
+                    switch checked {
+                    case .failure(let refusal): refusal.description
+                    case .success(let quote) where quote.redact:
+                        "badQuote: the quoted message was recalled, deleted or expired, or is view-once: "
+                            + "send the quote_snapshot without its text"
+                    case .success: nil
+                    }
+                if let reason {
+                    refuse(session, requestID, RelayProtocol.RequestError.badRequest, notice: "badQuote", reason)
+                    return nil
+                }
+                if case .success(let quote) = checked, let quoted = quote.quoted,
+                    edited.quoteSnapshot?.text.isEmpty == false
+                {
+                    noteQuote(MessageKey(conversation: key, seq: seq), of: quoted)
+                }
             }
         }
         if removes {

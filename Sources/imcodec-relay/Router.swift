@@ -92,6 +92,10 @@ final class Router {
     /// Each device's floor: the user's stream head when the relay first saw the device log in. A
     /// view-once message at or below it reaches the device without its content (Router+ViewOnce).
     var deviceFloors: [DeviceKey: UInt64] = [:]
+    /// The kept replies whose `quote_snapshot` quotes the text of each kept message, by the quoted
+    /// message's conversation and seq: their snapshots lose that text when it is recalled, deleted
+    /// for everyone or expires (Router+Quotes.swift).
+    var quotedBy: [ConversationKey: [UInt64: [MessageKey]]] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).

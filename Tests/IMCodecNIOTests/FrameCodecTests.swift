@@ -62,7 +62,8 @@ struct FrameCodecTests {
                 carriesPoll: message?.elements.contains { if case .poll? = $0.content { true } else { false } }
                     ?? false,
                 isViewOnce: message?.viewOnce ?? false,
-                priority: message?.priority ?? .unspecified
+                priority: message?.priority ?? .unspecified,
+                quotes: message.map { $0.quote != nil || $0.quoteSnapshot != nil } ?? false
             )
             return (record, [expected])
         }

@@ -47,6 +47,7 @@ final class MemoryRelayStore: RelayStore {
             }
         }
         if !batch.removals.isEmpty { erase(batch.removals) }
+        if !batch.redactedQuotes.isEmpty { redactQuotes(batch.redactedQuotes) }
         for (device, position) in batch.devicePositions {
             state.devicePositions[device] = max(state.devicePositions[device] ?? 0, position)
         }
@@ -83,15 +84,33 @@ final class MemoryRelayStore: RelayStore {
             if index < kept.count, kept[index].seq == removal.seq {
                 messages[removal.conversation]![index].frame = removal.stub
             }
-            for (user, position) in contentEvents.removeValue(forKey: message) ?? [] {
-                let entries = streams[user] ?? []
-                let index = Self.firstIndex(entries, atLeast: position, by: \.position)
-                // Gone when retention trimmed it.
-                guard index < entries.count, entries[index].position == position,
-                    case .event(let frame) = entries[index].item
-                else { continue }
-                streams[user]![index].item = .event(Redaction.event(frame))
+            rewriteEvents(contentEvents.removeValue(forKey: message) ?? [], Redaction.event)
+        }
+    }
+
+    /// Redacts the quote snapshots of kept replies whose quoted message is gone, and of the events
+    /// kept about them (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:)``).
+    private func redactQuotes(_ replies: [MessageKey]) {
+        for reply in replies {
+            let kept = messages[reply.conversation] ?? []
+            let index = Self.firstIndex(kept, atLeast: reply.seq, by: \.seq)
+            if index < kept.count, kept[index].seq == reply.seq {
+                messages[reply.conversation]![index].frame = Redaction.quote(kept[index].frame)
             }
+            rewriteEvents(contentEvents[reply] ?? [], Redaction.quote)
+        }
+    }
+
+    /// Rewrites with `transform` the frames of the stream entries at `events` (those still kept).
+    private func rewriteEvents(_ events: [(user: String, position: UInt64)], _ transform: ([UInt8]) -> [UInt8]) {
+        for (user, position) in events {
+            let entries = streams[user] ?? []
+            let index = Self.firstIndex(entries, atLeast: position, by: \.position)
+            // Gone when retention trimmed it.
+            guard index < entries.count, entries[index].position == position,
+                case .event(let frame) = entries[index].item
+            else { continue }
+            streams[user]![index].item = .event(transform(frame))
         }
     }
 

@@ -641,8 +641,65 @@ final class PostgresRelayStore: RelayStore {
         )
     }
 
+    /// Redacts the quote snapshots of kept replies whose quoted message is gone
+    /// (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:)``), and of the edits kept about them.
+    private func redactQuotes(_ replies: [MessageKey]) throws {
+        let ids = replies.map(\.conversation.storageID)
+        let seqs = try replies.map { try Self.bigint($0.seq) }
+        var messages = (id: [String](), seq: [Int64](), frame: [ByteBuffer]())
+        try forEachRow(
+            """
+            SELECT m.conversation, m.seq, m.frame FROM messages m JOIN unnest(\(ids), \(seqs)) AS r(c, s)
+            ON m.conversation = r.c AND m.seq = r.s
+            """
+        ) { row in
+            let (id, seq, frame) = try row.decode((String, Int64, ByteBuffer).self)
+            let bytes = Array(buffer: frame)
+            let redacted = Redaction.quote(bytes)
+            guard redacted != bytes else { return }
+            messages.id.append(id)
+            messages.seq.append(seq)
+            messages.frame.append(ByteBuffer(bytes: redacted))
+        }
+        if !messages.id.isEmpty {
+            try run(
+                """
+                UPDATE messages SET frame = r.f
+                FROM unnest(\(messages.id), \(messages.seq), \(messages.frame)) AS r(c, s, f)
+                WHERE messages.conversation = r.c AND messages.seq = r.s
+                """
+            )
+        }
+        try rewriteEvents(about: replies.map(\.storageID), Redaction.quote)
+    }
+
+    /// Rewrites with `transform` the frames of the stream entries that carry content of the kept
+    /// messages `about` (their ``MessageKey/storageID``s, ``ContentEvent``), writing back those it
+    /// changed.
+    private func rewriteEvents(about: [String], _ transform: ([UInt8]) -> [UInt8]) throws {
+        var changed = (user: [String](), position: [Int64](), frame: [ByteBuffer]())
+        try forEachRow("SELECT user_id, position, frame FROM stream WHERE about = ANY(\(about))") { row in
+            let (user, position, frame) = try row.decode((String, Int64, ByteBuffer?).self)
+            let bytes = frame.map { Array(buffer: $0) } ?? []
+            let rewritten = transform(bytes)
+            guard rewritten != bytes else { return }
+            changed.user.append(user)
+            changed.position.append(position)
+            changed.frame.append(ByteBuffer(bytes: rewritten))
+        }
+        guard !changed.user.isEmpty else { return }
+        try run(
+            """
+            UPDATE stream SET frame = r.f
+            FROM unnest(\(changed.user), \(changed.position), \(changed.frame)) AS r(u, p, f)
+            WHERE stream.user_id = r.u AND stream.position = r.p
+            """
+        )
+    }
+
     // Long on purpose (over 80 lines): one block per kind of change, in the SQLite store's order.
-    /// Membership changes, removed messages, device positions, retention, key bundles and state records.
+    /// Membership changes, removed messages, quotes redacted, device positions, retention, key bundles
+    /// and state records.
     private func applyRarerChanges(_ batch: StoreBatch) throws {
         // In order: a user may join and leave in one batch.
         for change in batch.memberships {
@@ -666,24 +723,12 @@ final class PostgresRelayStore: RelayStore {
                 """
             )
             // The events that carried their content, redacted (Redaction.event) and written back.
-            let about = batch.removals.map { MessageKey(conversation: $0.conversation, seq: $0.seq).storageID }
-            var redacted = (user: [String](), position: [Int64](), frame: [ByteBuffer]())
-            try forEachRow("SELECT user_id, position, frame FROM stream WHERE about = ANY(\(about))") { row in
-                let (user, position, frame) = try row.decode((String, Int64, ByteBuffer).self)
-                redacted.user.append(user)
-                redacted.position.append(position)
-                redacted.frame.append(ByteBuffer(bytes: Redaction.event(Array(buffer: frame))))
-            }
-            if !redacted.user.isEmpty {
-                try run(
-                    """
-                    UPDATE stream SET frame = r.f
-                    FROM unnest(\(redacted.user), \(redacted.position), \(redacted.frame)) AS r(u, p, f)
-                    WHERE stream.user_id = r.u AND stream.position = r.p
-                    """
-                )
-            }
+            try rewriteEvents(
+                about: batch.removals.map { MessageKey(conversation: $0.conversation, seq: $0.seq).storageID },
+                Redaction.event
+            )
         }
+        if !batch.redactedQuotes.isEmpty { try redactQuotes(batch.redactedQuotes) }
         if !batch.devicePositions.isEmpty {
             let devices = Array(batch.devicePositions)
             let positions = try devices.map { try Self.bigint($0.value) }

@@ -85,6 +85,33 @@ enum Redaction {
         }
     }
 
+    /// A kept reply (or an edit kept about one) whose quoted message was recalled, deleted for
+    /// everyone or expired, or is view-once: its `quote_snapshot` keeps who wrote the quoted message
+    /// and the kind of its first element, and loses the text it quoted. Another frame is kept as it
+    /// is (a stub, an emptied frame, a message without a snapshot), and so is one that does not
+    /// decode (none should: it was checked when it arrived).
+    static func quote(_ frame: [UInt8]) -> [UInt8] {
+        guard !frame.isEmpty, var decoded = try? Frame(serializedBytes: frame) else { return frame }
+        switch decoded.payload {
+        case .message(var message)? where message.quoteSnapshot?.text.isEmpty == false:
+            message.quoteSnapshot = quoteSnapshot(message.quoteSnapshot!)
+            decoded.payload = .message(message)
+        case .edit(var edit)? where edit.newMessage?.quoteSnapshot?.text.isEmpty == false:
+            edit.newMessage!.quoteSnapshot = quoteSnapshot(edit.newMessage!.quoteSnapshot!)
+            decoded.payload = .edit(edit)
+        default:
+            return frame
+        }
+        return decoded.serializedBytes()
+    }
+
+    /// A quote snapshot without the text it quoted: its author and element kind stay.
+    static func quoteSnapshot(_ snapshot: QuoteSnapshot) -> QuoteSnapshot {
+        var redacted = snapshot
+        redacted.text = ""
+        return redacted
+    }
+
     /// An event frame kept about a removed message, without the content it carried: an edit's
     /// `new_message` keeps only its ids (status `MESSAGE_STATUS_RECALLED`), a stream chunk loses its
     /// text; the event's reference, actor and time stay. Another frame is kept as it is, and one

@@ -131,6 +131,19 @@ struct MessageKey: Hashable, Sendable {
 
     /// As a store keeps it: `SEQ:` + the conversation's ``ConversationKey/storageID``.
     var storageID: String { "\(seq):\(conversation.storageID)" }
+
+    init(conversation: ConversationKey, seq: UInt64) {
+        self.conversation = conversation
+        self.seq = seq
+    }
+
+    /// The key a ``storageID`` names, or `nil` for a string no key gives.
+    init?(storageID: String) {
+        guard let colon = storageID.firstIndex(of: ":"), let seq = UInt64(storageID[..<colon]),
+            let conversation = ConversationKey(storageID: String(storageID[storageID.index(after: colon)...]))
+        else { return nil }
+        self.init(conversation: conversation, seq: seq)
+    }
 }
 
 /// A stream entry read back, with the bytes of its frame.
@@ -161,6 +174,10 @@ struct StoreBatch: Sendable {
     /// in place of each one's frame and redacts the events that carried its content
     /// (``contentEvents``, ``Redaction/event(_:)``), so no read serves what they said.
     var removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])] = []
+    /// Kept replies whose quoted message was recalled, deleted for everyone or expired: the store
+    /// redacts their `quote_snapshot` (``Redaction/quote(_:)``), in their frames and in the events
+    /// kept about them (their edits, ``contentEvents``), after this batch's messages and removals.
+    var redactedQuotes: [MessageKey] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// Retention: the oldest seq kept per conversation (older messages are deleted).
@@ -180,7 +197,8 @@ struct StoreBatch: Sendable {
 
     var isEmpty: Bool {
         messages.isEmpty && streamEntries.isEmpty && contentEvents.isEmpty && memberships.isEmpty && removals.isEmpty
-            && devicePositions.isEmpty && trimmedConversations.isEmpty && trimmedStreams.isEmpty
+            && redactedQuotes.isEmpty && devicePositions.isEmpty && trimmedConversations.isEmpty
+            && trimmedStreams.isEmpty
             && keyBundles.isEmpty && records.isEmpty && eraseExpiredThrough == nil
     }
 }

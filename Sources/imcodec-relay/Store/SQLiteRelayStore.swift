@@ -394,7 +394,30 @@ final class SQLiteRelayStore: RelayStore {
         }
     }
 
-    /// Membership changes, removed messages, device positions, retention, key bundles and state records.
+    /// Rewrites with `transform` the frames of the stream entries that carry content of kept message
+    /// `about` (``ContentEvent``), writing back those it changed.
+    private static func rewriteEvents(
+        about: MessageKey,
+        _ transform: ([UInt8]) -> [UInt8],
+        _ db: Database
+    ) throws {
+        for row in try Row.fetchAll(
+            db,
+            sql: "SELECT user, position, frame FROM stream WHERE about = ?",
+            arguments: [about.storageID]
+        ) {
+            let frame = Array(row[2] as Data? ?? Data())
+            let rewritten = transform(frame)
+            guard rewritten != frame else { continue }
+            try db.execute(
+                sql: "UPDATE stream SET frame = ? WHERE user = ? AND position = ?",
+                arguments: [Data(rewritten), row[0] as String, row[1] as Int64]
+            )
+        }
+    }
+
+    /// Membership changes, removed messages, quotes redacted, device positions, retention, key bundles and state
+    /// records.
     private static func applyRarerChanges(_ batch: StoreBatch, _ db: Database) throws {
         for change in batch.memberships {
             if change.joined {
@@ -414,18 +437,23 @@ final class SQLiteRelayStore: RelayStore {
                 sql: "UPDATE messages SET removed = 1, frame = ? WHERE conversation = ? AND seq = ?",
                 arguments: [Data(removal.stub), removal.conversation.storageID, removal.seq]
             )
-            let about = MessageKey(conversation: removal.conversation, seq: removal.seq).storageID
-            for row in try Row.fetchAll(
+            let about = MessageKey(conversation: removal.conversation, seq: removal.seq)
+            try rewriteEvents(about: about, Redaction.event, db)
+        }
+        for reply in batch.redactedQuotes {
+            // The reply's frame, and the edits kept about it, without the text they quoted.
+            let frame = try Data.fetchOne(
                 db,
-                sql: "SELECT user, position, frame FROM stream WHERE about = ?",
-                arguments: [about]
-            ) {
-                let frame: Data = row[2] ?? Data()
+                sql: "SELECT frame FROM messages WHERE conversation = ? AND seq = ?",
+                arguments: [reply.conversation.storageID, reply.seq]
+            )
+            if let frame, case let redacted = Redaction.quote(Array(frame)), redacted != Array(frame) {
                 try db.execute(
-                    sql: "UPDATE stream SET frame = ? WHERE user = ? AND position = ?",
-                    arguments: [Data(Redaction.event(Array(frame))), row[0] as String, row[1] as Int64]
+                    sql: "UPDATE messages SET frame = ? WHERE conversation = ? AND seq = ?",
+                    arguments: [Data(redacted), reply.conversation.storageID, reply.seq]
                 )
             }
+            try rewriteEvents(about: reply, Redaction.quote, db)
         }
         for (device, position) in batch.devicePositions {
             try db.execute(

@@ -46,6 +46,8 @@ enum StateRecordKey: Hashable, Sendable {
     case viewOnce(ConversationKey)
     /// The user's stream head when the relay first saw a device log in (``Router/deviceFloors``).
     case deviceFloor(DeviceKey)
+    /// The kept replies whose `quote_snapshot` quotes the text of a kept message (``Router/quotedBy``).
+    case quotedBy(ConversationKey, seq: UInt64)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -61,6 +63,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .readers: return "read"
         case .viewOnce: return "viewonce"
         case .deviceFloor: return "devicefloor"
+        case .quotedBy: return "quoted"
         }
     }
 
@@ -74,7 +77,7 @@ enum StateRecordKey: Hashable, Sendable {
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
         case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
-            .heldPollResults(let key, let seq), .readers(let key, let seq):
+            .heldPollResults(let key, let seq), .readers(let key, let seq), .quotedBy(let key, let seq):
             return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key), .viewOnce(let key): return key.storageID
         case .deviceFloor(let device): return "\(device.user.utf8.count):\(device.user)\(device.device)"
@@ -95,15 +98,15 @@ enum StateRecordKey: Hashable, Sendable {
         case "timer", "viewonce":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = scope == "timer" ? .disappearingTimer(key) : .viewOnce(key)
-        case "extension", "change", "poll", "pollheld", "read":
-            guard let colon = id.firstIndex(of: ":"), let seq = UInt64(id[..<colon]),
-                let key = ConversationKey(storageID: String(id[id.index(after: colon)...]))
-            else { return nil }
+        case "extension", "change", "poll", "pollheld", "read", "quoted":
+            guard let message = MessageKey(storageID: id) else { return nil }
+            let (key, seq) = (message.conversation, message.seq)
             switch scope {
             case "extension": self = .messageExtension(key, seq: seq)
             case "change": self = .messageChange(key, seq: seq)
             case "poll": self = .polls(key, seq: seq)
             case "pollheld": self = .heldPollResults(key, seq: seq)
+            case "quoted": self = .quotedBy(key, seq: seq)
             default: self = .readers(key, seq: seq)
             }
         default:

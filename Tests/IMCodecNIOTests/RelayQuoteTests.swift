@@ -1,0 +1,309 @@
+#if Tools
+import Foundation
+import IMCodec
+import IMCodecNIO
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import imcodec_relay
+
+/// Replies (message.proto `quote`, `quote_snapshot`): the relay checks a reply's quote against the
+/// message it names, and what the snapshot quoted of a message that is recalled, deleted for
+/// everyone, expired or view-once is not served again.
+@Suite("Relay: quotes", .timeLimit(.minutes(2)))
+struct RelayQuoteTests {
+    static let badQuote = RelayProtocol.AckError.badQuote
+
+    /// A reply from `user` in `conversation` quoting `quoted` (as a receiver got it) with a snapshot
+    /// of `text` by `author` (the quoted message's sender when `nil`), changed by `change`.
+    static func reply(
+        from user: String,
+        in conversation: Conversation,
+        to quoted: Message,
+        quoting text: String,
+        author: String? = nil,
+        id: String,
+        _ change: (inout Message) -> Void = { _ in }
+    ) -> Message {
+        var reply = Message(from: user, in: conversation, elements: [.text("re: \(text)")], clientMsgID: id)
+        reply.quote = quoted.reference
+        reply.quoteSnapshot = QuoteSnapshot.with {
+            $0.authorID = author ?? quoted.senderID; $0.text = text; $0.elementKind = "text"
+        }
+        change(&reply)
+        return reply
+    }
+
+    /// The ack of the message `id` that `client` sent.
+    static func ack(_ client: TestClient, _ id: String) async -> SendAck? {
+        _ = await eventually { client.collector.acks.contains { $0.clientMsgID == id } }
+        return client.collector.acks.first { $0.clientMsgID == id }
+    }
+
+    /// Before, the relay passed a reply's quote on unread: a member could quote a message sent to
+    /// others only, one from another conversation, or make another user the author of words they
+    /// never wrote. Now each such reply is refused (1009) and reaches no one; a reply that says
+    /// what is so passes, in its conversation or in another one its sender reads ("reply privately").
+    @Test func aReplyQuotesOnlyWhatItsSenderReadsAndNamesItsRealAuthor() async throws {
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.groups = ["team": ["alice", "bob", "carol"], "other": ["dave", "alice"]]
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group)
+                let team = Conversation.group("team")
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "hello team", clientMsgID: "h"))
+                )
+                var forBob = Message.groupText(from: "alice", group: "team", "for bob only", clientMsgID: "t")
+                forBob.targetReceivers = ["bob"]
+                try await alice.send(Frame(forBob))
+                #expect(await eventually { bob.collector.messages.count == 2 && carol.collector.messages.count == 1 })
+                let hello = try #require(bob.collector.messages.first)
+                let targeted = try #require(bob.collector.messages.last)
+
+                // What is so passes and reaches the group with its snapshot.
+                try await bob.send(Frame(Self.reply(from: "bob", in: team, to: hello, quoting: "hello team", id: "q1")))
+                #expect(await Self.ack(bob, "q1")?.errorCode == 0)
+                #expect(await eventually { carol.collector.messages.count == 2 })
+                #expect(carol.collector.messages.last?.quoteSnapshot?.text == "hello team")
+                #expect(carol.collector.messages.last?.quote?.seq == hello.seq)
+                // An edit's new_message says what is so too (3003 when not).
+                let q1 = try #require(carol.collector.messages.last)
+                func edit(_ change: (inout Message) -> Void, id: UInt64) async throws -> Int32? {
+                    var edited = q1
+                    edited.elements = [.text("re: hello team (edited)")]
+                    change(&edited)
+                    let event = EditEvent.with {
+                        $0.message = q1.reference; $0.newMessage = edited; $0.editorID = "bob"
+                    }
+                    return try await bob.ask(RelayProtocol.answer(.edit(event), requestID: id))?.requestResult?
+                        .errorCode
+                }
+                #expect(try await edit({ _ in }, id: 60) == 0)
+                #expect(try await edit({ $0.quoteSnapshot?.authorID = "carol" }, id: 61) == 3003)
+                #expect(try await edit({ $0.quote?.senderID = "carol" }, id: 62) == 3003)
+                // So does a reply in another conversation its sender is in, to a message it reads.
+                let privately = Self.reply(
+                    from: "carol",
+                    in: .oneToOne("alice"),
+                    to: hello,
+                    quoting: "hello team",
+                    id: "q2"
+                )
+                try await carol.send(Frame(privately))
+                #expect(await Self.ack(carol, "q2")?.errorCode == 0)
+                // And a quote of a message the relay does not keep: nothing to check it against.
+                var unknown = hello
+                unknown.seq = 99; unknown.serverMsgUID = ""; unknown.clientMsgID = "never-sent"
+                try await carol.send(Frame(Self.reply(from: "carol", in: team, to: unknown, quoting: "?", id: "q3")))
+                #expect(await Self.ack(carol, "q3")?.errorCode == 0)
+
+                // A group erin joins after alice wrote in it: erin does not read what came before.
+                let club = Conversation.group("club")
+                let erin = try await TestClient.connect(to: server, as: "erin", group: group)
+                _ = try await alice.ask(RelayProtocol.membershipFrame(.join, club, requestID: 50))
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "club", "before erin", clientMsgID: "c"))
+                )
+                let old = try #require(await Self.ack(alice, "c"))
+                _ = try await erin.ask(RelayProtocol.membershipFrame(.join, club, requestID: 51))
+                #expect(alice.collector.result(of: 50)?.errorCode == 0 && erin.collector.result(of: 51)?.errorCode == 0)
+                var beforeErin = Message.groupText(from: "alice", group: "club", "before erin", clientMsgID: "c")
+                beforeErin.seq = old.seq
+
+                // What is not so is refused.
+                let refused: [(TestClient, Message)] = [
+                    // Words put in bob's mouth: the snapshot's author is not the quoted message's sender
+                    // (the quote names it by its uid only).
+                    (
+                        carol,
+                        Self.reply(from: "carol", in: team, to: hello, quoting: "I owe you", author: "bob", id: "r1") {
+                            $0.quote!.senderID = ""
+                        }
+                    ),
+                    // The same where the relay does not keep the message: the snapshot's author is not
+                    // the quote's sender.
+                    (carol, Self.reply(from: "carol", in: team, to: unknown, quoting: "?", author: "bob", id: "r7")),
+                    // The quote's sender_id names bob; the message (by its uid) is alice's.
+                    (
+                        carol,
+                        Self.reply(from: "carol", in: team, to: hello, quoting: "hello team", author: "", id: "r2") {
+                            $0.quote!.senderID = "bob"
+                        }
+                    ),
+                    // A message sent to bob only.
+                    (carol, Self.reply(from: "carol", in: team, to: targeted, quoting: "for bob only", id: "r3")),
+                    // A conversation dave is not in, from a conversation he is in.
+                    (dave, Self.reply(from: "dave", in: .group("other"), to: hello, quoting: "hello team", id: "r4")),
+                    // A message from before its sender joined.
+                    (erin, Self.reply(from: "erin", in: club, to: beforeErin, quoting: "before erin", id: "r8")),
+                    // A snapshot that describes no quote.
+                    (
+                        carol,
+                        Self.reply(from: "carol", in: team, to: hello, quoting: "hello team", id: "r5") {
+                            $0.quote = nil
+                        }
+                    ),
+                    // The quote's seq and its uid name two messages.
+                    (
+                        carol,
+                        Self.reply(from: "carol", in: team, to: hello, quoting: "hello team", id: "r6") {
+                            $0.quote!.seq = targeted.seq
+                        }
+                    ),
+                ]
+                for (client, reply) in refused {
+                    try await client.send(Frame(reply))
+                    let ack = await Self.ack(client, reply.clientMsgID)
+                    #expect(ack?.errorCode == Self.badQuote, "\(reply.clientMsgID): \(String(describing: ack))")
+                    #expect(ack?.seq == 0 && ack?.serverMsgUID.isEmpty == true)
+                }
+                // None of them reached anyone.
+                try await alice.roundTrip(90)
+                try await bob.roundTrip(91)
+                #expect(alice.collector.messages.map(\.clientMsgID) == ["q1", "q2", "q3"])
+                #expect(bob.collector.messages.map(\.clientMsgID) == ["h", "t", "q3"])
+                for client in [alice, bob, carol, dave, erin] { await client.close() }
+            }
+        }
+    }
+
+    /// Before, a recall erased the recalled message, but every reply that quoted it still showed
+    /// its text in its `quote_snapshot`, to every member and in every read, forever. Now the
+    /// replies kept with its text lose that text in the store (their author and element kind stay),
+    /// and so do the edits kept about them; this holds for a reply kept under an earlier start of
+    /// the relay. A reply sent after the recall goes out without the text. A reply to a view-once
+    /// message goes out without the text too.
+    @Test(arguments: StoreBackend.allCases)
+    func aRecallTakesTheQuotedTextOutOfEveryReply(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
+        }
+        let team = Conversation.group("team")
+        var secret = Message()
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "the plan", clientMsgID: "s"))
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                secret = try #require(bob.collector.messages.first)
+                try await bob.send(Frame(Self.reply(from: "bob", in: team, to: secret, quoting: "the plan", id: "q1")))
+                #expect(await eventually { alice.collector.messages.count == 1 })
+                // bob edits his reply; the edit carries the snapshot too.
+                let reply = try #require(alice.collector.messages.last)
+                var edited = reply
+                edited.elements = [.text("re: the plan (edited)")]
+                let edit = EditEvent.with {
+                    $0.message = reply.reference; $0.newMessage = edited; $0.editorID = "bob"
+                }
+                #expect(
+                    try await bob.ask(RelayProtocol.answer(.edit(edit), requestID: 1))?.requestResult?.errorCode == 0
+                )
+                for client in [alice, bob] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                // Before the recall, carol reads the quoted text.
+                let before = try #require(try await carol.streamPage(requestID: 1))
+                #expect(before.compactMap(\.messagePayload).last { $0.quote != nil }?.quoteSnapshot?.text == "the plan")
+                let recall = RecallEvent.with {
+                    $0.message = secret.reference; $0.revokerID = "alice"
+                }
+                #expect(
+                    try await alice.ask(RelayProtocol.answer(.recall(recall), requestID: 2))?.requestResult?.errorCode
+                        == 0
+                )
+
+                // Every read serves the reply and its edit without the text, with its author.
+                let synced = try #require(try await carol.streamPage(requestID: 3))
+                let replies = synced.compactMap(\.messagePayload).filter { $0.quote != nil }
+                #expect(replies.count == 1 && replies.allSatisfy { $0.quoteSnapshot?.text == "" })
+                #expect(replies.first?.quoteSnapshot?.authorID == "alice" && replies.first?.firstText == "re: the plan")
+                let edits = synced.compactMap { if case .edit(let e)? = $0.payload { e } else { nil } }
+                #expect(edits.count == 1 && edits.first?.newMessage?.quoteSnapshot?.text == "")
+                #expect(edits.first?.newMessage?.firstText == "re: the plan (edited)")
+                let history = try await RelayHistoryTests.page(carol, id: 4) { $0.conversation = team }
+                let kept = history?.messages.first { $0.clientMsgID == "q1" }
+                #expect(kept?.quoteSnapshot?.text == "" && kept?.quoteSnapshot?.authorID == "alice")
+                #expect(kept?.quoteSnapshot?.elementKind == "text" && kept?.quote?.seq == secret.seq)
+
+                // A reply sent now, to the recalled message, goes out without the text.
+                try await carol.send(
+                    Frame(Self.reply(from: "carol", in: team, to: secret, quoting: "the plan", id: "q2"))
+                )
+                #expect(await Self.ack(carol, "q2")?.errorCode == 0)
+                #expect(await eventually { bob.collector.messages.contains { $0.clientMsgID == "q2" } })
+                let late = bob.collector.messages.first { $0.clientMsgID == "q2" }
+                #expect(late?.quoteSnapshot?.text == "" && late?.quoteSnapshot?.authorID == "alice")
+
+                // A reply to a view-once photo goes out without its text, and is kept so.
+                var photo = RelayViewOnceTests.photo
+                photo.conversation = team; photo.clientMsgID = "v"
+                try await alice.send(Frame(photo))
+                #expect(await eventually { bob.collector.messages.contains { $0.clientMsgID == "v" } })
+                let viewOnce = try #require(bob.collector.messages.first { $0.clientMsgID == "v" })
+                let answer = Self.reply(from: "bob", in: team, to: viewOnce, quoting: "meet me at 9", id: "q3")
+                try await bob.send(Frame(answer))
+                #expect(await Self.ack(bob, "q3")?.errorCode == 0)
+                #expect(await eventually { carol.collector.messages.contains { $0.clientMsgID == "q3" } })
+                #expect(carol.collector.messages.first { $0.clientMsgID == "q3" }?.quoteSnapshot?.text == "")
+                let after = try await RelayHistoryTests.page(carol, id: 5) { $0.conversation = team }
+                let keptAnswer = after?.messages.first { $0.clientMsgID == "q3" }
+                #expect(keptAnswer?.quoteSnapshot?.text == "" && keptAnswer?.quoteSnapshot?.authorID == "alice")
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+    }
+
+    /// The same for a disappearing message: once it expires, the replies that quoted it no longer
+    /// serve its text.
+    @Test func anExpiredMessageLeavesNoTextInTheRepliesThatQuoteIt() async throws {
+        let clock = TestClock()
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.clock = clock.now; $0.groups = ["team": ["alice", "bob"]]
+            $0.expirySweepInterval = .milliseconds(20)
+        }
+        let team = Conversation.group("team")
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var fleeting = Message.groupText(from: "alice", group: "team", "gone soon", clientMsgID: "f")
+                fleeting.expireAfterS = 60
+                try await alice.send(Frame(fleeting))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let quoted = try #require(bob.collector.messages.first)
+                try await bob.send(Frame(Self.reply(from: "bob", in: team, to: quoted, quoting: "gone soon", id: "q")))
+                #expect(await Self.ack(bob, "q")?.errorCode == 0)
+                let before = try await RelayHistoryTests.page(alice, id: 1) { $0.conversation = team }
+                #expect(before?.messages.first { $0.clientMsgID == "q" }?.quoteSnapshot?.text == "gone soon")
+
+                clock.advance(past: quoted.expireAtMs)
+                // The sweep runs every 20 ms; ask until it ran (for at most 60 s), so a slow machine
+                // only waits longer.
+                var text: String?
+                for id in UInt64(2)..<1_202 {
+                    let page = try await RelayHistoryTests.page(alice, id: id) { $0.conversation = team }
+                    text = page?.messages.first { $0.clientMsgID == "q" }?.quoteSnapshot?.text
+                    if text == "" { break }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(text == "")
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+}
+#endif
