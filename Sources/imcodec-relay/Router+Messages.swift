@@ -411,6 +411,8 @@ extension Router {
         // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions);
         // a resend of the client's own bytes is still found (``isResentEvent``).
         var body = frame.body
+        // Frames of their own for some users (a reaction's reacted_by_me), instead of `body`.
+        var own: [String: ByteBuffer] = [:]
         if let key, case .reaction(let reaction)? = event.payload {
             let device = DeviceKey(user: user, device: session.deviceID)
             switch reacted(event, reaction, seq: named.first, in: key, session: session, user: user) {
@@ -419,8 +421,9 @@ extension Router {
             case .unchanged:
                 if requestID != 0 { result(session, requestID) }
                 return
-            case .changed(let served):
+            case .changed(let served, let ownServed):
                 body = served
+                own = ownServed
                 for key in Self.resendKeys(event, user: user) {
                     recentEvents[device, default: RecentEvents()].insert(key)
                 }
@@ -466,13 +469,30 @@ extension Router {
         if let key, named.count == 1, frame.payloadKind == .edit || frame.payloadKind == .streamChunk {
             about = MessageKey(conversation: key, seq: named[0])
         }
-        let deliveries = keep(
+        let origin = DeviceKey(user: user, device: session.deviceID)
+        let expireAtMs = key.map { expiry(ofEventNaming: named, in: $0) } ?? 0
+        let shared = own.isEmpty ? users : users.filter { own[$0] == nil }
+        let sharedDeliveries = keep(
             .event(Array(buffer: body)),
-            for: users,
-            origin: DeviceKey(user: user, device: session.deviceID),
-            expireAtMs: key.map { expiry(ofEventNaming: named, in: $0) } ?? 0,
+            for: shared,
+            origin: origin,
+            expireAtMs: expireAtMs,
             about: about
         )
+        var deliveries = sharedDeliveries
+        var ownDeliveries: [(body: ByteBuffer, deliveries: [Delivery])] = []
+        for user in users where own[user] != nil {
+            let ownBody = own[user]!
+            let kept = keep(
+                .event(Array(buffer: ownBody)),
+                for: [user],
+                origin: origin,
+                expireAtMs: expireAtMs,
+                about: about
+            )
+            ownDeliveries.append((ownBody, kept))
+            deliveries += kept
+        }
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
             conversationsRead(read, by: user, position: own.position)
         }
@@ -489,7 +509,8 @@ extension Router {
         if requestID != 0 { result(session, requestID) }
         let kind = frame.payloadKind
         store.afterCommit {
-            self.deliver(body, kind: kind, to: deliveries, except: session)
+            self.deliver(body, kind: kind, to: sharedDeliveries, except: session)
+            for (ownBody, kept) in ownDeliveries { self.deliver(ownBody, kind: kind, to: kept, except: session) }
             self.flush()
         }
         // After the vote, in the stream and on the wire: a device takes frames in stream order.

@@ -6,7 +6,9 @@ import NIOCore
 /// filled in"; message.proto `reactions`): the relay keeps who reacted with which emoji to each kept
 /// message, in the message's change record (``Router/messageChanges``, every user per emoji), and
 /// serves the summaries from it: on each reaction event it forwards, and on the message in history
-/// and the conversation list. What a client writes in `summary` is replaced.
+/// and the conversation list, with `reacted_by_me` for the user who reads them (a reaction event
+/// goes to each user who has a reaction on the message as a frame of its own). What a client writes
+/// in `summary` is replaced.
 extension Router {
     /// The most different emoji on one message (a documented limit; Slack allows 23, Telegram 11).
     static let maxReactionEmoji = 50
@@ -51,8 +53,10 @@ extension Router {
         /// It changes nothing the relay keeps (the user's reaction is there already, or was not):
         /// answered, and kept by no one, so a resend is applied once even after a restart.
         case unchanged
-        /// The event frame receivers get.
-        case changed(ByteBuffer)
+        /// The event frame receivers get (`reacted_by_me` false everywhere), and, for each user who
+        /// has a reaction on the message, the frame that user's devices get: its own
+        /// `reacted_by_me` (message.proto: "Whether the user receiving this summary is among them").
+        case changed(ByteBuffer, own: [String: ByteBuffer])
     }
 
     /// Applies `reaction` by `user` to kept message `seq` of `key` (`nil`: a message the relay does
@@ -138,20 +142,37 @@ extension Router {
         var frame = decoded
         frame.payload = .reaction(event)
         let bytes = frame.serializedBytes()
+        // Each reacting user's own frame: the same summaries, with reacted_by_me for that user.
+        var own: [String: ByteBuffer] = [:]
+        var largest = bytes.count
+        if let changed {
+            var mine = event
+            for reactor in Set(changed.flatMap(\.userIDs)) {
+                mine.summary = event.summary.map { summary in
+                    var summary = summary
+                    summary.reactedByMe = changed.contains { $0.emoji == summary.emoji && $0.userIDs.contains(reactor) }
+                    return summary
+                }
+                frame.payload = .reaction(mine)
+                let ownBytes = frame.serializedBytes()
+                largest = max(largest, ownBytes.count)
+                own[reactor] = ByteBuffer(bytes: ownBytes)
+            }
+        }
         // With its summaries it must still reach every receiver (as ``deliverable`` checked the client's).
-        guard bytes.count <= deliveryRoom(in: key) else {
+        guard largest <= deliveryRoom(in: key) else {
             refuse(
                 session,
                 decoded.requestID,
                 RelayProtocol.RequestError.tooLargeToDeliver,
                 notice: "tooLargeToDeliver",
-                "the reaction with the message's summaries would be \(bytes.count) bytes; the relay delivers "
+                "the reaction with the message's summaries would be \(largest) bytes; the relay delivers "
                     + "frames of at most \(deliveryRoom(in: key))"
             )
             return .refused
         }
         if let seq, let changed { noteChange(of: seq, in: key, reactions: changed, timeMs: nowMs()) }
-        return .changed(ByteBuffer(bytes: bytes))
+        return .changed(ByteBuffer(bytes: bytes), own: own)
     }
 }
 #endif

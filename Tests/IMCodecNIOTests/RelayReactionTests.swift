@@ -110,7 +110,7 @@ struct RelayReactionTests {
                 #expect(await eventually { Self.lastSummary(alice) == ["👍1:carol", "❤️1:carol", "😂1:bob"] })
                 // Most used first: 😂 overtakes.
                 #expect(try await alice.ask(Self.reaction(reference, "😂", .add, id: 8))?.requestResult?.errorCode == 0)
-                #expect(await eventually { Self.lastSummary(carol) == ["😂2:bob,alice", "👍1:carol", "❤️1:carol"] })
+                #expect(await eventually { Self.lastSummary(carol) == ["😂2:bob,alice", "👍1:carol*", "❤️1:carol*"] })
                 try await alice.roundTrip(9)
                 let events = alice.collector.frames.filter { $0.payload?.kind == .reaction }
                 // Five from bob and carol: bob's second 😂 changes nothing (answered, kept by no one),
@@ -165,6 +165,61 @@ struct RelayReactionTests {
                 let after = try await carol.ask(Self.reaction(reference, "👍", .add, id: 23))
                 #expect(after?.requestResult?.errorCode == RelayProtocol.RequestError.messageRemoved)
                 for client in [alice, carol] { await client.close() }
+            }
+        }
+    }
+
+    /// Before, every reaction event went out with `reacted_by_me` false, so a user's other devices
+    /// could not tell its own reaction once more than 10 users had reacted with that emoji. Now each
+    /// user with a reaction on the message gets the event with its own `reacted_by_me`, live and
+    /// from its stream; everyone else gets it false.
+    @Test(arguments: StoreBackend.allCases)
+    func eachReactingUserGetsItsOwnReactedByMe(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "lunch?", clientMsgID: "m"))
+                )
+                #expect(await eventually { phone.collector.messages.count == 1 && carol.collector.messages.count == 1 })
+                let reference = try #require(phone.collector.messages.first?.reference)
+
+                #expect(try await phone.ask(Self.reaction(reference, "👍", .add, id: 1))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.lastSummary(laptop) == ["👍1:bob*"] })
+                #expect(
+                    await eventually { Self.lastSummary(alice) == ["👍1:bob"] && Self.lastSummary(carol) == ["👍1:bob"] }
+                )
+                #expect(try await carol.ask(Self.reaction(reference, "👍", .add, id: 2))?.requestResult?.errorCode == 0)
+                #expect(try await carol.ask(Self.reaction(reference, "🎉", .add, id: 3))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.lastSummary(phone) == ["👍2:bob,carol*", "🎉1:carol"] })
+                #expect(Self.lastSummary(laptop) == ["👍2:bob,carol*", "🎉1:carol"])
+                #expect(await eventually { Self.lastSummary(alice) == ["👍2:bob,carol", "🎉1:carol"] })
+                // bob takes his back: his devices get it false again.
+                #expect(
+                    try await laptop.ask(Self.reaction(reference, "👍", .remove, id: 4))?.requestResult?.errorCode == 0
+                )
+                #expect(await eventually { Self.lastSummary(phone) == ["👍1:carol", "🎉1:carol"] })
+
+                // carol's other device reads her own frames from the stream.
+                let tablet = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "tablet")
+                let synced = try #require(try await tablet.streamPage(requestID: 5))
+                let summaries = synced.compactMap {
+                    if case .reaction(let r)? = $0.payload { Self.describe(r) } else { nil }
+                }
+                #expect(
+                    summaries == [
+                        ["👍1:bob"], ["👍2:bob,carol*"], ["👍2:bob,carol*", "🎉1:carol*"], ["👍1:carol*", "🎉1:carol*"],
+                    ]
+                )
+                for client in [alice, phone, laptop, carol, tablet] { await client.close() }
             }
         }
     }
