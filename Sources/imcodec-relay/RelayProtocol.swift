@@ -79,10 +79,10 @@ enum RelayProtocol {
         /// kept or forwarded; the sender may send it again later.
         static let conversationBusy: Int32 = 1008
         /// A reply's quote that says what is not so (Router+Quotes.swift): a `quote_snapshot`
-        /// without a quote, a quoted message its sender may not read (another conversation, a
-        /// targeted message sent to others, one from before its join or clear), or an author
-        /// (`quote.sender_id`, `quote_snapshot.author_id`) that is not the quoted message's sender.
-        /// Nothing is kept or forwarded.
+        /// without a quote, a quoted message its sender may not read (in a conversation it is not
+        /// in, a targeted message sent to others, one from before its join or clear), an author
+        /// (`quote.sender_id`, `quote_snapshot.author_id`) that is not the quoted message's sender,
+        /// or a quote whose seq and ids name two messages. Nothing is kept or forwarded.
         static let badQuote: Int32 = 1009
     }
 

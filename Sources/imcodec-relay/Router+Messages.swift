@@ -69,17 +69,23 @@ extension Router {
         // What the content says beyond the routing facts (a quote, an extension, polls): decoded once.
         var content: Message?
         var sentBody = frame.body
-        var quote = CheckedQuote(redact: false)
+        var quote = CheckedQuote(redaction: .none)
         if frame.quotes || frame.messageFlags.contains(.supportExtension) || frame.carriesPoll {
-            guard let decoded = decoded(frame, session), case .message(let message)? = decoded.payload else { return }
+            guard var decoded = decoded(frame, session), case .message(let message)? = decoded.payload else { return }
             content = message
-            // A reply's quote, checked against the message it names (Router+Quotes).
+            // A reply's quote, checked against the message it names (Router+Quotes); re-encoded only
+            // when its snapshot loses something.
             if frame.quotes {
                 switch checkQuote(of: message, in: key, user: user) {
                 case .success(let checked): quote = checked
                 case .failure(let refusal): return refuse(refusal)
                 }
-                if quote.redact { sentBody = Self.bodyWithoutQuotedText(decoded) }
+                let redacted = Self.redacted(message, quote.redaction)
+                if redacted != message {
+                    content = redacted
+                    decoded.payload = .message(redacted)
+                    sentBody = ByteBuffer(bytes: decoded.serializedBytes())
+                }
             }
         }
         let serverTimeMs = nowMs()
@@ -175,7 +181,7 @@ extension Router {
                 startExtension(content, seq: message.seq, in: key)
                 startPolls(content, seq: message.seq, in: key)
             }
-            if let quoted = quote.quoted, !quote.redact, content.quoteSnapshot?.text.isEmpty == false {
+            if let quoted = quote.quoted, content.quoteSnapshot?.text.isEmpty == false {
                 noteQuote(MessageKey(conversation: key, seq: message.seq), of: quoted)
             }
         }
@@ -368,6 +374,8 @@ extension Router {
         var requestID: UInt64 = 0
         // The kept messages the event names.
         var named: [UInt64] = []
+        // The frame kept and sent instead of the client's: an edit whose quote lost something.
+        var rewrittenBody: ByteBuffer?
         if let key {
             guard let accepted = checkEvent(frame, event, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
@@ -384,7 +392,7 @@ extension Router {
                 )
                 return
             }
-            if case .edit(let edit)? = event.payload,
+            if case .edit(var edit)? = event.payload,
                 let seq = accepted.seqs.first
             {
                 // The votes name the polls as sent (Router+Polls).
@@ -398,7 +406,39 @@ extension Router {
                     )
                     return
                 }
+                // Its quote says what is so and loses what a reply's would (Router+Quotes), with 3003
+                // for what a message gets 1009 for.
+                var quote = CheckedQuote(redaction: .none)
+                if let edited = edit.newMessage, edited.quote != nil || edited.quoteSnapshot != nil {
+                    switch checkQuote(of: edited, in: key, user: user) {
+                    case .success(let checked):
+                        quote = checked
+                    case .failure(let refusal):
+                        refuse(
+                            session,
+                            requestID,
+                            RelayProtocol.RequestError.badRequest,
+                            notice: "badQuote",
+                            refusal.description
+                        )
+                        return
+                    }
+                    let redacted = Self.redacted(edited, quote.redaction)
+                    if redacted != edited {
+                        edit.newMessage = redacted
+                        var rewritten = event
+                        rewritten.payload = .edit(edit)
+                        rewrittenBody = ByteBuffer(bytes: rewritten.serializedBytes())
+                        let device = DeviceKey(user: user, device: session.deviceID)
+                        for key in Self.resendKeys(event, user: user) {
+                            recentEvents[device, default: RecentEvents()].insert(key)
+                        }
+                    }
+                }
                 noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
+                if let quoted = quote.quoted, edit.newMessage?.quoteSnapshot?.text.isEmpty == false {
+                    noteQuote(MessageKey(conversation: key, seq: seq), of: quoted)
+                }
             }
             named = accepted.seqs
             // An event about a targeted message reaches only that message's receivers and sender.
@@ -410,7 +450,7 @@ extension Router {
         }
         // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions);
         // a resend of the client's own bytes is still found (``isResentEvent``).
-        var body = frame.body
+        var body = rewrittenBody ?? frame.body
         // Frames of their own for some users (a reaction's reacted_by_me), instead of `body`.
         var own: [String: ByteBuffer] = [:]
         if let key, case .reaction(let reaction)? = event.payload {
@@ -748,28 +788,6 @@ extension Router {
                         + "(the frame size limit, less what it adds on delivery)"
                 )
                 return nil
-            }
-            // Its quote says what is so, as a reply's must (Router+Quotes). The text of a message that
-            // is not served again is refused here rather than taken out: an edit is kept as sent.
-            if edited.quote != nil || edited.quoteSnapshot != nil {
-                let checked = checkQuote(of: edited, in: key, user: user)
-                let reason: String? =
-                    switch checked {
-                    case .failure(let refusal): refusal.description
-                    case .success(let quote) where quote.redact:
-                        "badQuote: the quoted message was recalled, deleted or expired, or is view-once: "
-                            + "send the quote_snapshot without its text"
-                    case .success: nil
-                    }
-                if let reason {
-                    refuse(session, requestID, RelayProtocol.RequestError.badRequest, notice: "badQuote", reason)
-                    return nil
-                }
-                if case .success(let quote) = checked, let quoted = quote.quoted,
-                    edited.quoteSnapshot?.text.isEmpty == false
-                {
-                    noteQuote(MessageKey(conversation: key, seq: seq), of: quoted)
-                }
             }
         }
         if removes {

@@ -179,8 +179,8 @@ extension Router {
                 loadViewOnce(bytes, in: conversation)
             case .deviceFloor(let device):
                 loadDeviceFloor(bytes, of: device)
-            case .quotedBy(let conversation, let seq):
-                loadQuotes(bytes, of: seq, in: conversation)
+            case .quote(let quoted, let reply):
+                loadQuote(of: quoted, reply: reply)
             case .messageChange(let conversation, let seq):
                 guard let change = try? Message(serializedBytes: bytes) else { continue }
                 messageChanges[conversation, default: [:]][seq] = change

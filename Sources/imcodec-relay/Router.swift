@@ -579,19 +579,26 @@ final class Router {
     // MARK: Streams
 
     /// The payloads the relay keeps rewritten (a reaction with its summaries, receipts with the
-    /// relay's fields), so that a resend of the client's bytes is found by ``resendKeys(_:user:)``.
-    static let rewrittenKinds: Set<Frame.Payload.Kind> = [.reaction, .receipt, .receipts]
+    /// relay's fields, an edit whose quote lost its text), so that a resend of the client's bytes is
+    /// found by ``resendKeys(_:user:)``.
+    static let rewrittenKinds: Set<Frame.Payload.Kind> = [.reaction, .receipt, .receipts, .edit]
 
     /// The keys an event of `user` is remembered by besides its bytes, the same for the client's
     /// frame and for the copy the relay rewrote and keeps (which is all a restart finds): a reaction's
-    /// ``reactionKey(_:_:user:)``, each receipt's ``receiptKey(_:)``; none for another event. A
-    /// resend is one whose keys are all remembered.
+    /// ``reactionKey(_:_:user:)``, each receipt's ``receiptKey(_:)``, an edit without what its
+    /// quote may lose (``Redaction/quote(_:keepingAuthor:)``); none for another event. A resend is
+    /// one whose keys are all remembered.
     static func resendKeys(_ event: Frame, user: String) -> [[UInt8]] {
         switch event.payload {
-        case .reaction(let reaction)?: [reactionKey(event, reaction, user: user)]
-        case .receipt(let receipt)?: [receiptKey(receipt)]
-        case .receipts(let batch)?: batch.receipts.map(receiptKey)
-        default: []
+        case .reaction(let reaction)?: return [reactionKey(event, reaction, user: user)]
+        case .receipt(let receipt)?: return [receiptKey(receipt)]
+        case .receipts(let batch)?: return batch.receipts.map(receiptKey)
+        case .edit(var edit)?:
+            if edit.newMessage != nil { Redaction.quote(&edit.newMessage!, keepingAuthor: false) }
+            var key = event
+            key.payload = .edit(edit)
+            return [key.serializedBytes()]
+        default: return []
         }
     }
 

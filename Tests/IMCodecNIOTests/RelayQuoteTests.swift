@@ -35,6 +35,23 @@ struct RelayQuoteTests {
         return reply
     }
 
+    /// bob's edit of his `reply` to `text`, its new_message the reply as received otherwise, changed
+    /// by `change`.
+    static func edit(
+        _ reply: Message,
+        to text: String,
+        requestID: UInt64,
+        _ change: (inout Message) -> Void = { _ in }
+    ) -> Frame {
+        var edited = reply
+        edited.elements = [.text(text)]
+        change(&edited)
+        let event = EditEvent.with {
+            $0.message = reply.reference; $0.newMessage = edited; $0.editorID = "bob"
+        }
+        return RelayProtocol.answer(.edit(event), requestID: requestID)
+    }
+
     /// The ack of the message `id` that `client` sent.
     static func ack(_ client: TestClient, _ id: String) async -> SendAck? {
         _ = await eventually { client.collector.acks.contains { $0.clientMsgID == id } }
@@ -75,14 +92,8 @@ struct RelayQuoteTests {
                 // An edit's new_message says what is so too (3003 when not).
                 let q1 = try #require(carol.collector.messages.last)
                 func edit(_ change: (inout Message) -> Void, id: UInt64) async throws -> Int32? {
-                    var edited = q1
-                    edited.elements = [.text("re: hello team (edited)")]
-                    change(&edited)
-                    let event = EditEvent.with {
-                        $0.message = q1.reference; $0.newMessage = edited; $0.editorID = "bob"
-                    }
-                    return try await bob.ask(RelayProtocol.answer(.edit(event), requestID: id))?.requestResult?
-                        .errorCode
+                    let frame = Self.edit(q1, to: "re: hello team (edited)", requestID: id, change)
+                    return try await bob.ask(frame)?.requestResult?.errorCode
                 }
                 #expect(try await edit({ _ in }, id: 60) == 0)
                 #expect(try await edit({ $0.quoteSnapshot?.authorID = "carol" }, id: 61) == 3003)
@@ -100,8 +111,31 @@ struct RelayQuoteTests {
                 // And a quote of a message the relay does not keep: nothing to check it against.
                 var unknown = hello
                 unknown.seq = 99; unknown.serverMsgUID = ""; unknown.clientMsgID = "never-sent"
+                // A quote the relay cannot attribute goes out without author and text: the message
+                // it names was never sent, or its uid names none (whatever seq and sender it claims).
                 try await carol.send(Frame(Self.reply(from: "carol", in: team, to: unknown, quoting: "?", id: "q3")))
                 #expect(await Self.ack(carol, "q3")?.errorCode == 0)
+                var bogus = hello
+                bogus.serverMsgUID = "no-such-uid"
+                try await carol.send(Frame(Self.reply(from: "carol", in: team, to: bogus, quoting: "fired", id: "q4")))
+                #expect(await Self.ack(carol, "q4")?.errorCode == 0)
+                #expect(await eventually { alice.collector.messages.count == 4 })
+                for id in ["q3", "q4"] {
+                    let got = alice.collector.messages.first { $0.clientMsgID == id }
+                    #expect(got?.quoteSnapshot?.authorID == "" && got?.quoteSnapshot?.text == "", "\(id)")
+                    #expect(got?.quote?.senderID == "" && got?.quoteSnapshot?.elementKind == "text", "\(id)")
+                }
+                // A one-to-one quote named from the receiver's side, by uid only, is found and kept whole.
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "psst", clientMsgID: "p")))
+                #expect(await eventually { bob.collector.messages.contains { $0.clientMsgID == "p" } })
+                let psst = try #require(bob.collector.messages.first { $0.clientMsgID == "p" })
+                let whisper = Self.reply(from: "bob", in: .oneToOne("alice"), to: psst, quoting: "psst", id: "q5") {
+                    $0.quote!.senderID = ""; $0.quote!.clientMsgID = ""; $0.quoteSnapshot!.authorID = ""
+                }
+                try await bob.send(Frame(whisper))
+                #expect(await Self.ack(bob, "q5")?.errorCode == 0)
+                #expect(await eventually { alice.collector.messages.contains { $0.clientMsgID == "q5" } })
+                #expect(alice.collector.messages.first { $0.clientMsgID == "q5" }?.quoteSnapshot?.text == "psst")
 
                 // A group erin joins after alice wrote in it: erin does not read what came before.
                 let club = Conversation.group("club")
@@ -166,8 +200,8 @@ struct RelayQuoteTests {
                 // None of them reached anyone.
                 try await alice.roundTrip(90)
                 try await bob.roundTrip(91)
-                #expect(alice.collector.messages.map(\.clientMsgID) == ["q1", "q2", "q3"])
-                #expect(bob.collector.messages.map(\.clientMsgID) == ["h", "t", "q3"])
+                #expect(alice.collector.messages.map(\.clientMsgID) == ["q1", "q2", "q3", "q4", "q5"])
+                #expect(bob.collector.messages.map(\.clientMsgID) == ["h", "t", "q3", "q4", "p"])
                 for client in [alice, bob, carol, dave, erin] { await client.close() }
             }
         }
@@ -201,14 +235,8 @@ struct RelayQuoteTests {
                 #expect(await eventually { alice.collector.messages.count == 1 })
                 // bob edits his reply; the edit carries the snapshot too.
                 let reply = try #require(alice.collector.messages.last)
-                var edited = reply
-                edited.elements = [.text("re: the plan (edited)")]
-                let edit = EditEvent.with {
-                    $0.message = reply.reference; $0.newMessage = edited; $0.editorID = "bob"
-                }
-                #expect(
-                    try await bob.ask(RelayProtocol.answer(.edit(edit), requestID: 1))?.requestResult?.errorCode == 0
-                )
+                let edit = Self.edit(reply, to: "re: the plan (edited)", requestID: 1)
+                #expect(try await bob.ask(edit)?.requestResult?.errorCode == 0)
                 for client in [alice, bob] { await client.close() }
             }
             try await withRelay(configure) { server in
@@ -247,6 +275,24 @@ struct RelayQuoteTests {
                 #expect(await eventually { bob.collector.messages.contains { $0.clientMsgID == "q2" } })
                 let late = bob.collector.messages.first { $0.clientMsgID == "q2" }
                 #expect(late?.quoteSnapshot?.text == "" && late?.quoteSnapshot?.authorID == "alice")
+                // So does an edit of bob's reply made from his old copy; sent again (a lost answer),
+                // it is answered and not applied twice.
+                let reply = try #require(carol.collector.messages.first { $0.clientMsgID == "q1" } ?? replies.first)
+                let edit = Self.edit(reply, to: "re: the plan (again)", requestID: 6) {
+                    $0.quoteSnapshot?.text = "the plan"
+                }
+                #expect(try await bob.ask(edit)?.requestResult?.errorCode == 0)
+                #expect(await eventually { carol.collector.frames.contains { $0.payload?.kind == .edit } })
+                let edited = carol.collector.frames.compactMap { if case .edit(let e)? = $0.payload { e } else { nil } }
+                #expect(edited.count == 1 && edited.first?.newMessage?.quoteSnapshot?.text == "")
+                #expect(edited.first?.newMessage?.quoteSnapshot?.authorID == "alice")
+                try await bob.send(edit)
+                try await bob.roundTrip(7)
+                try await carol.roundTrip(8)
+                #expect(
+                    bob.collector.frames.filter { $0.requestID == 6 && $0.requestResult?.errorCode == 0 }.count == 2
+                )
+                #expect(carol.collector.frames.filter { $0.payload?.kind == .edit }.count == 1)
 
                 // A reply to a view-once photo goes out without its text, and is kept so.
                 var photo = RelayViewOnceTests.photo
@@ -288,7 +334,11 @@ struct RelayQuoteTests {
                 try await bob.send(Frame(Self.reply(from: "bob", in: team, to: quoted, quoting: "gone soon", id: "q")))
                 #expect(await Self.ack(bob, "q")?.errorCode == 0)
                 let before = try await RelayHistoryTests.page(alice, id: 1) { $0.conversation = team }
-                #expect(before?.messages.first { $0.clientMsgID == "q" }?.quoteSnapshot?.text == "gone soon")
+                let reply = try #require(before?.messages.first { $0.clientMsgID == "q" })
+                #expect(reply.quoteSnapshot?.text == "gone soon")
+                // bob edits his reply; the edit quotes the text too.
+                let edit = Self.edit(reply, to: "re: gone soon (edited)", requestID: 9)
+                #expect(try await bob.ask(edit)?.requestResult?.errorCode == 0)
 
                 clock.advance(past: quoted.expireAtMs)
                 // The sweep runs every 20 ms; ask until it ran (for at most 60 s), so a slow machine
@@ -301,6 +351,10 @@ struct RelayQuoteTests {
                     try await Task.sleep(for: .milliseconds(50))
                 }
                 #expect(text == "")
+                // The edit kept in alice's stream lost it too.
+                let synced = try #require(try await alice.streamPage(requestID: 2_000))
+                let edits = synced.compactMap { if case .edit(let e)? = $0.payload { e } else { nil } }
+                #expect(edits.count == 1 && edits.first?.newMessage?.quoteSnapshot?.text == "")
                 for client in [alice, bob] { await client.close() }
             }
         }

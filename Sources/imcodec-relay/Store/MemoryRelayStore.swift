@@ -89,15 +89,15 @@ final class MemoryRelayStore: RelayStore {
     }
 
     /// Redacts the quote snapshots of kept replies whose quoted message is gone, and of the events
-    /// kept about them (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:)``).
-    private func redactQuotes(_ replies: [MessageKey]) {
-        for reply in replies {
+    /// kept about them (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:quoting:)``).
+    private func redactQuotes(_ replies: [(reply: MessageKey, quotedUID: String)]) {
+        for (reply, uid) in replies {
             let kept = messages[reply.conversation] ?? []
             let index = Self.firstIndex(kept, atLeast: reply.seq, by: \.seq)
             if index < kept.count, kept[index].seq == reply.seq {
-                messages[reply.conversation]![index].frame = Redaction.quote(kept[index].frame)
+                messages[reply.conversation]![index].frame = Redaction.quote(kept[index].frame, quoting: uid)
             }
-            rewriteEvents(contentEvents[reply] ?? [], Redaction.quote)
+            rewriteEvents(contentEvents[reply] ?? []) { Redaction.quote($0, quoting: uid) }
         }
     }
 

@@ -642,10 +642,11 @@ final class PostgresRelayStore: RelayStore {
     }
 
     /// Redacts the quote snapshots of kept replies whose quoted message is gone
-    /// (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:)``), and of the edits kept about them.
-    private func redactQuotes(_ replies: [MessageKey]) throws {
-        let ids = replies.map(\.conversation.storageID)
-        let seqs = try replies.map { try Self.bigint($0.seq) }
+    /// (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:quoting:)``), and of the edits kept about them.
+    private func redactQuotes(_ replies: [(reply: MessageKey, quotedUID: String)]) throws {
+        let ids = replies.map(\.reply.conversation.storageID)
+        let seqs = try replies.map { try Self.bigint($0.reply.seq) }
+        let quotedUIDs = Dictionary(replies.map { ($0.reply.storageID, $0.quotedUID) }, uniquingKeysWith: { $1 })
         var messages = (id: [String](), seq: [Int64](), frame: [ByteBuffer]())
         try forEachRow(
             """
@@ -655,7 +656,7 @@ final class PostgresRelayStore: RelayStore {
         ) { row in
             let (id, seq, frame) = try row.decode((String, Int64, ByteBuffer).self)
             let bytes = Array(buffer: frame)
-            let redacted = Redaction.quote(bytes)
+            let redacted = Redaction.quote(bytes, quoting: quotedUIDs["\(seq):\(id)"] ?? "")
             guard redacted != bytes else { return }
             messages.id.append(id)
             messages.seq.append(seq)
@@ -670,18 +671,20 @@ final class PostgresRelayStore: RelayStore {
                 """
             )
         }
-        try rewriteEvents(about: replies.map(\.storageID), Redaction.quote)
+        try rewriteEvents(about: Array(quotedUIDs.keys)) { frame, about in
+            Redaction.quote(frame, quoting: quotedUIDs[about] ?? "")
+        }
     }
 
     /// Rewrites with `transform` the frames of the stream entries that carry content of the kept
-    /// messages `about` (their ``MessageKey/storageID``s, ``ContentEvent``), writing back those it
-    /// changed.
-    private func rewriteEvents(about: [String], _ transform: ([UInt8]) -> [UInt8]) throws {
+    /// messages `about` (their ``MessageKey/storageID``s, ``ContentEvent``; the transform gets the
+    /// frame and the message it is about), writing back those it changed.
+    private func rewriteEvents(about: [String], _ transform: ([UInt8], String) -> [UInt8]) throws {
         var changed = (user: [String](), position: [Int64](), frame: [ByteBuffer]())
-        try forEachRow("SELECT user_id, position, frame FROM stream WHERE about = ANY(\(about))") { row in
-            let (user, position, frame) = try row.decode((String, Int64, ByteBuffer?).self)
+        try forEachRow("SELECT user_id, position, frame, about FROM stream WHERE about = ANY(\(about))") { row in
+            let (user, position, frame, message) = try row.decode((String, Int64, ByteBuffer?, String).self)
             let bytes = frame.map { Array(buffer: $0) } ?? []
-            let rewritten = transform(bytes)
+            let rewritten = transform(bytes, message)
             guard rewritten != bytes else { return }
             changed.user.append(user)
             changed.position.append(position)
@@ -724,9 +727,8 @@ final class PostgresRelayStore: RelayStore {
             )
             // The events that carried their content, redacted (Redaction.event) and written back.
             try rewriteEvents(
-                about: batch.removals.map { MessageKey(conversation: $0.conversation, seq: $0.seq).storageID },
-                Redaction.event
-            )
+                about: batch.removals.map { MessageKey(conversation: $0.conversation, seq: $0.seq).storageID }
+            ) { frame, _ in Redaction.event(frame) }
         }
         if !batch.redactedQuotes.isEmpty { try redactQuotes(batch.redactedQuotes) }
         if !batch.devicePositions.isEmpty {

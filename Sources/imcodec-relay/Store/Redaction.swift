@@ -85,19 +85,24 @@ enum Redaction {
         }
     }
 
-    /// A kept reply (or an edit kept about one) whose quoted message was recalled, deleted for
-    /// everyone or expired, or is view-once: its `quote_snapshot` keeps who wrote the quoted message
-    /// and the kind of its first element, and loses the text it quoted. Another frame is kept as it
-    /// is (a stub, an emptied frame, a message without a snapshot), and so is one that does not
-    /// decode (none should: it was checked when it arrived).
-    static func quote(_ frame: [UInt8]) -> [UInt8] {
+    /// A kept reply (or an edit kept about one) whose quoted message, the one with server uid
+    /// `quotedUID`, was recalled, deleted for everyone or expired: its `quote_snapshot` keeps who wrote
+    /// the quoted message and the kind of its first element, and loses the text it quoted. A snapshot
+    /// whose quote names another message by its uid is kept (an edit may quote another message than
+    /// the reply), as is another frame (a stub, an emptied frame, a message without a snapshot) and one
+    /// that does not decode (none should: it was checked when it arrived).
+    static func quote(_ frame: [UInt8], quoting quotedUID: String) -> [UInt8] {
         guard !frame.isEmpty, var decoded = try? Frame(serializedBytes: frame) else { return frame }
+        func names(_ message: Message) -> Bool {
+            guard let quote = message.quote, message.quoteSnapshot?.text.isEmpty == false else { return false }
+            return quote.serverMsgUID.isEmpty || quote.serverMsgUID == quotedUID
+        }
         switch decoded.payload {
-        case .message(var message)? where message.quoteSnapshot?.text.isEmpty == false:
-            message.quoteSnapshot = quoteSnapshot(message.quoteSnapshot!)
+        case .message(var message)? where names(message):
+            quote(&message, keepingAuthor: true)
             decoded.payload = .message(message)
-        case .edit(var edit)? where edit.newMessage?.quoteSnapshot?.text.isEmpty == false:
-            edit.newMessage!.quoteSnapshot = quoteSnapshot(edit.newMessage!.quoteSnapshot!)
+        case .edit(var edit)? where edit.newMessage.map(names) == true:
+            quote(&edit.newMessage!, keepingAuthor: true)
             decoded.payload = .edit(edit)
         default:
             return frame
@@ -105,11 +110,19 @@ enum Redaction {
         return decoded.serializedBytes()
     }
 
-    /// A quote snapshot without the text it quoted: its author and element kind stay.
-    static func quoteSnapshot(_ snapshot: QuoteSnapshot) -> QuoteSnapshot {
-        var redacted = snapshot
-        redacted.text = ""
-        return redacted
+    /// Takes the quoted text out of `message`'s quote snapshot, and unless `keepingAuthor` its author
+    /// too (the snapshot's author id and nickname, the quote's `sender_id`): what it quoted is not
+    /// served, or who wrote it cannot be told. The snapshot's element kind and the quote's ids stay.
+    static func quote(_ message: inout Message, keepingAuthor: Bool) {
+        if var snapshot = message.quoteSnapshot {
+            snapshot.text = ""
+            if !keepingAuthor {
+                snapshot.authorID = ""
+                snapshot.authorNickname = ""
+            }
+            message.quoteSnapshot = snapshot
+        }
+        if !keepingAuthor, message.quote != nil { message.quote!.senderID = "" }
     }
 
     /// An event frame kept about a removed message, without the content it carried: an edit's

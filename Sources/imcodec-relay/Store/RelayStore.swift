@@ -174,10 +174,11 @@ struct StoreBatch: Sendable {
     /// in place of each one's frame and redacts the events that carried its content
     /// (``contentEvents``, ``Redaction/event(_:)``), so no read serves what they said.
     var removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])] = []
-    /// Kept replies whose quoted message was recalled, deleted for everyone or expired: the store
-    /// redacts their `quote_snapshot` (``Redaction/quote(_:)``), in their frames and in the events
-    /// kept about them (their edits, ``contentEvents``), after this batch's messages and removals.
-    var redactedQuotes: [MessageKey] = []
+    /// Kept replies whose quoted message (the one with server uid `quotedUID`) was recalled, deleted
+    /// for everyone or expired: the store takes the quoted text out of their `quote_snapshot`
+    /// (``Redaction/quote(_:quoting:)``), in their frames and in the events kept about them (their
+    /// edits, ``contentEvents``), after this batch's messages and removals.
+    var redactedQuotes: [(reply: MessageKey, quotedUID: String)] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// Retention: the oldest seq kept per conversation (older messages are deleted).

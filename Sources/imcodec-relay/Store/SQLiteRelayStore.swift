@@ -440,20 +440,20 @@ final class SQLiteRelayStore: RelayStore {
             let about = MessageKey(conversation: removal.conversation, seq: removal.seq)
             try rewriteEvents(about: about, Redaction.event, db)
         }
-        for reply in batch.redactedQuotes {
+        for (reply, uid) in batch.redactedQuotes {
             // The reply's frame, and the edits kept about it, without the text they quoted.
             let frame = try Data.fetchOne(
                 db,
                 sql: "SELECT frame FROM messages WHERE conversation = ? AND seq = ?",
                 arguments: [reply.conversation.storageID, reply.seq]
             )
-            if let frame, case let redacted = Redaction.quote(Array(frame)), redacted != Array(frame) {
+            if let frame, case let redacted = Redaction.quote(Array(frame), quoting: uid), redacted != Array(frame) {
                 try db.execute(
                     sql: "UPDATE messages SET frame = ? WHERE conversation = ? AND seq = ?",
                     arguments: [Data(redacted), reply.conversation.storageID, reply.seq]
                 )
             }
-            try rewriteEvents(about: reply, Redaction.quote, db)
+            try rewriteEvents(about: reply, { Redaction.quote($0, quoting: uid) }, db)
         }
         for (device, position) in batch.devicePositions {
             try db.execute(

@@ -46,8 +46,9 @@ enum StateRecordKey: Hashable, Sendable {
     case viewOnce(ConversationKey)
     /// The user's stream head when the relay first saw a device log in (``Router/deviceFloors``).
     case deviceFloor(DeviceKey)
-    /// The kept replies whose `quote_snapshot` quotes the text of a kept message (``Router/quotedBy``).
-    case quotedBy(ConversationKey, seq: UInt64)
+    /// A kept reply whose `quote_snapshot` quotes the text of a kept message (``Router/quotedBy``):
+    /// one byte, 1.
+    case quote(of: MessageKey, reply: MessageKey)
 
     /// The record's kind, as stored.
     var scope: String {
@@ -63,24 +64,26 @@ enum StateRecordKey: Hashable, Sendable {
         case .readers: return "read"
         case .viewOnce: return "viewonce"
         case .deviceFloor: return "devicefloor"
-        case .quotedBy: return "quoted"
+        case .quote: return "quote"
         }
     }
 
     /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
     /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages) or + the device id
-    /// (a device's floor), the user, `SEQ:` + the conversation's storage id, or the conversation's
-    /// storage id.
+    /// (a device's floor), the user, `SEQ:` + the conversation's storage id, the conversation's
+    /// storage id, or `LEN:QUOTED` + the reply (both ``MessageKey/storageID``s, a quote).
     var id: String {
         switch self {
         case .conversation(let user, let key), .deletedForMe(let user, let key):
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
         case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
-            .heldPollResults(let key, let seq), .readers(let key, let seq), .quotedBy(let key, let seq):
+            .heldPollResults(let key, let seq), .readers(let key, let seq):
             return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key), .viewOnce(let key): return key.storageID
         case .deviceFloor(let device): return "\(device.user.utf8.count):\(device.user)\(device.device)"
+        case .quote(let quoted, let reply):
+            return "\(quoted.storageID.utf8.count):\(quoted.storageID)\(reply.storageID)"
         }
     }
 
@@ -90,15 +93,20 @@ enum StateRecordKey: Hashable, Sendable {
         case "blocklist":
             self = .blocklist(user: id)
         case "conversation", "deleted":
-            guard let (user, rest) = Self.user(of: id), let key = ConversationKey(storageID: rest) else { return nil }
+            guard let (user, rest) = Self.split(id), let key = ConversationKey(storageID: rest) else { return nil }
             self = scope == "conversation" ? .conversation(user: user, key) : .deletedForMe(user: user, key)
         case "devicefloor":
-            guard let (user, device) = Self.user(of: id) else { return nil }
+            guard let (user, device) = Self.split(id) else { return nil }
             self = .deviceFloor(DeviceKey(user: user, device: device))
         case "timer", "viewonce":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = scope == "timer" ? .disappearingTimer(key) : .viewOnce(key)
-        case "extension", "change", "poll", "pollheld", "read", "quoted":
+        case "quote":
+            guard let (quoted, reply) = Self.split(id), let quotedKey = MessageKey(storageID: quoted),
+                let replyKey = MessageKey(storageID: reply)
+            else { return nil }
+            self = .quote(of: quotedKey, reply: replyKey)
+        case "extension", "change", "poll", "pollheld", "read":
             guard let message = MessageKey(storageID: id) else { return nil }
             let (key, seq) = (message.conversation, message.seq)
             switch scope {
@@ -106,7 +114,6 @@ enum StateRecordKey: Hashable, Sendable {
             case "change": self = .messageChange(key, seq: seq)
             case "poll": self = .polls(key, seq: seq)
             case "pollheld": self = .heldPollResults(key, seq: seq)
-            case "quoted": self = .quotedBy(key, seq: seq)
             default: self = .readers(key, seq: seq)
             }
         default:
@@ -116,8 +123,8 @@ enum StateRecordKey: Hashable, Sendable {
 }
 
 extension StateRecordKey {
-    /// The user an id `LEN:USER...` starts with, and what follows it.
-    private static func user(of id: String) -> (user: String, rest: String)? {
+    /// The part an id `LEN:PART...` starts with (a user, a quoted message), and what follows it.
+    private static func split(_ id: String) -> (first: String, rest: String)? {
         let utf8 = Array(id.utf8)
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
             let length = Int(String(decoding: utf8[..<colon], as: UTF8.self)),
