@@ -452,7 +452,7 @@ extension Router {
         // a resend of the client's own bytes is still found (``isResentEvent``).
         var body = rewrittenBody ?? frame.body
         // Frames of their own for some users (a reaction's reacted_by_me), instead of `body`.
-        var own: [String: ByteBuffer] = [:]
+        var own: [(users: Set<String>, body: ByteBuffer)] = []
         if let key, case .reaction(let reaction)? = event.payload {
             let device = DeviceKey(user: user, device: session.deviceID)
             switch reacted(event, reaction, seq: named.first, in: key, session: session, user: user) {
@@ -511,7 +511,21 @@ extension Router {
         }
         let origin = DeviceKey(user: user, device: session.deviceID)
         let expireAtMs = key.map { expiry(ofEventNaming: named, in: $0) } ?? 0
-        let shared = own.isEmpty ? users : users.filter { own[$0] == nil }
+        // Each user gets one frame: its own (by the group it is in), or the shared one.
+        var shared = users
+        var ownReceivers = [[String]](repeating: [], count: own.count)
+        if !own.isEmpty {
+            var groupOf: [String: Int] = [:]
+            for (index, group) in own.enumerated() { for member in group.users { groupOf[member] = index } }
+            shared = []
+            for receiver in users {
+                if let index = groupOf[receiver] {
+                    ownReceivers[index].append(receiver)
+                } else {
+                    shared.append(receiver)
+                }
+            }
+        }
         let sharedDeliveries = keep(
             .event(Array(buffer: body)),
             for: shared,
@@ -521,11 +535,12 @@ extension Router {
         )
         var deliveries = sharedDeliveries
         var ownDeliveries: [(body: ByteBuffer, deliveries: [Delivery])] = []
-        for user in users where own[user] != nil {
-            let ownBody = own[user]!
+        for (index, group) in own.enumerated() {
+            let (ownBody, receivers) = (group.body, ownReceivers[index])
+            guard !receivers.isEmpty else { continue }
             let kept = keep(
                 .event(Array(buffer: ownBody)),
-                for: [user],
+                for: receivers,
                 origin: origin,
                 expireAtMs: expireAtMs,
                 about: about

@@ -11,10 +11,12 @@ import NIOCore
 /// - the quoted message is one its sender may read (1009 otherwise): a conversation it is in, a
 ///   targeted message sent to it, not one from before its join or clear;
 /// - who the quote says wrote it (`quote.sender_id`, `quote_snapshot.author_id`) is who did (1009
-///   otherwise);
+///   otherwise), and a snapshot's `author_nickname`, which the relay cannot check, comes with its
+///   `author_id` (1009 otherwise);
 /// - a snapshot comes with the quote it describes (1009 otherwise);
-/// - a quote the relay cannot attribute (it names no message the relay keeps or delivered lately:
-///   an unknown id, a message dropped by retention) goes out without its author and text
+/// - a quote the relay cannot attribute (it names no message the relay keeps, nor by sender and
+///   client id one it delivered lately: an unknown id, a message dropped by retention) goes out
+///   without its author and text
 ///   (``QuoteRedaction/attribution``): a reply cannot make anyone the author of a message that
 ///   was never theirs;
 /// - the snapshot of a message that was recalled, deleted for everyone or expired, or that is
@@ -61,6 +63,10 @@ extension Router {
         if let author = snapshot?.authorID, !author.isEmpty, !ref.senderID.isEmpty, author != ref.senderID {
             return refusal("the quote_snapshot's author_id is not the quote's sender_id")
         }
+        // A nickname is a display hint for its author id, never an author of its own.
+        if let snapshot, !snapshot.authorNickname.isEmpty, snapshot.authorID.isEmpty {
+            return refusal("a quote_snapshot's author_nickname comes with its author_id")
+        }
         let unattributed = Result<CheckedQuote, Refusal>.success(CheckedQuote(redaction: .attribution))
         // The quoted message's conversation: the reply's own unless the quote names another (a
         // one-to-one conversation is named from either side).
@@ -78,7 +84,8 @@ extension Router {
         case .unknown:
             // A message delivered without being kept (online-only, in a chatroom) that its sender sent lately.
             let live = recentLiveMessages[ref.senderID]?.first(ref.clientMsgID, in: quotedKey)
-            guard !ref.clientMsgID.isEmpty, let live, ref.serverMsgUID.isEmpty || ref.serverMsgUID == live.serverMsgUID
+            guard !ref.clientMsgID.isEmpty, ref.seq == 0, let live,
+                ref.serverMsgUID.isEmpty || ref.serverMsgUID == live.serverMsgUID
             else { return unattributed }
             return .success(CheckedQuote(redaction: .none))
         case .kept(let kept):

@@ -53,10 +53,11 @@ extension Router {
         /// It changes nothing the relay keeps (the user's reaction is there already, or was not):
         /// answered, and kept by no one, so a resend is applied once even after a restart.
         case unchanged
-        /// The event frame receivers get (`reacted_by_me` false everywhere), and, for each user who
-        /// has a reaction on the message, the frame that user's devices get: its own
-        /// `reacted_by_me` (message.proto: "Whether the user receiving this summary is among them").
-        case changed(ByteBuffer, own: [String: ByteBuffer])
+        /// The event frame receivers get (`reacted_by_me` false everywhere), and the frames the users
+        /// who have a reaction on the message get: their own `reacted_by_me` (message.proto:
+        /// "Whether the user receiving this summary is among them"), one frame for the users who
+        /// reacted with the same emoji.
+        case changed(ByteBuffer, own: [(users: Set<String>, body: ByteBuffer)])
     }
 
     /// Applies `reaction` by `user` to kept message `seq` of `key` (`nil`: a message the relay does
@@ -142,21 +143,28 @@ extension Router {
         var frame = decoded
         frame.payload = .reaction(event)
         let bytes = frame.serializedBytes()
-        // Each reacting user's own frame: the same summaries, with reacted_by_me for that user.
-        var own: [String: ByteBuffer] = [:]
+        // The frames of the reacting users: the same summaries, with reacted_by_me for the user. Users
+        // who reacted with the same emoji share one (one bit per served summary: at most 50).
+        var own: [(users: Set<String>, body: ByteBuffer)] = []
         var largest = bytes.count
         if let changed {
+            let position = Dictionary(uniqueKeysWithValues: event.summary.enumerated().map { ($1.emoji, $0) })
+            var masks: [String: UInt64] = [:]
+            for reaction in changed {
+                guard let bit = position[reaction.emoji] else { continue }
+                for reactor in reaction.userIDs { masks[reactor, default: 0] |= 1 << UInt64(bit) }
+            }
             var mine = event
-            for reactor in Set(changed.flatMap(\.userIDs)) {
-                mine.summary = event.summary.map { summary in
+            for (mask, users) in Dictionary(grouping: masks.keys, by: { masks[$0]! }) {
+                mine.summary = event.summary.enumerated().map { index, summary in
                     var summary = summary
-                    summary.reactedByMe = changed.contains { $0.emoji == summary.emoji && $0.userIDs.contains(reactor) }
+                    summary.reactedByMe = mask & (1 << UInt64(index)) != 0
                     return summary
                 }
                 frame.payload = .reaction(mine)
                 let ownBytes = frame.serializedBytes()
                 largest = max(largest, ownBytes.count)
-                own[reactor] = ByteBuffer(bytes: ownBytes)
+                own.append((Set(users), ByteBuffer(bytes: ownBytes)))
             }
         }
         // With its summaries it must still reach every receiver (as ``deliverable`` checked the client's).

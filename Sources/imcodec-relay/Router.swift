@@ -585,16 +585,16 @@ final class Router {
 
     /// The keys an event of `user` is remembered by besides its bytes, the same for the client's
     /// frame and for the copy the relay rewrote and keeps (which is all a restart finds): a reaction's
-    /// ``reactionKey(_:_:user:)``, each receipt's ``receiptKey(_:)``, an edit without what its
-    /// quote may lose (``Redaction/quote(_:keepingAuthor:)``); none for another event. A resend is
+    /// ``reactionKey(_:_:user:)``, each receipt's ``receiptKey(_:)``, an edit that quotes without what
+    /// its quote may lose (``Redaction/quote(_:keepingAuthor:)``); none for another event. A resend is
     /// one whose keys are all remembered.
     static func resendKeys(_ event: Frame, user: String) -> [[UInt8]] {
         switch event.payload {
         case .reaction(let reaction)?: return [reactionKey(event, reaction, user: user)]
         case .receipt(let receipt)?: return [receiptKey(receipt)]
         case .receipts(let batch)?: return batch.receipts.map(receiptKey)
-        case .edit(var edit)?:
-            if edit.newMessage != nil { Redaction.quote(&edit.newMessage!, keepingAuthor: false) }
+        case .edit(var edit)? where edit.newMessage?.quote != nil || edit.newMessage?.quoteSnapshot != nil:
+            Redaction.quote(&edit.newMessage!, keepingAuthor: false)
             var key = event
             key.payload = .edit(edit)
             return [key.serializedBytes()]

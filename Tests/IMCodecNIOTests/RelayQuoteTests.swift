@@ -125,6 +125,23 @@ struct RelayQuoteTests {
                     #expect(got?.quoteSnapshot?.authorID == "" && got?.quoteSnapshot?.text == "", "\(id)")
                     #expect(got?.quote?.senderID == "" && got?.quoteSnapshot?.elementKind == "text", "\(id)")
                 }
+                // An online-only message is attributed by its sender and client id, not by its uid alone.
+                var live = Message.groupText(from: "alice", group: "team", "now only", clientMsgID: "o")
+                live.flags = MessageFlags.onlineUserOnly.rawValue
+                try await alice.send(Frame(live))
+                #expect(await eventually { carol.collector.messages.contains { $0.clientMsgID == "o" } })
+                let online = try #require(carol.collector.messages.first { $0.clientMsgID == "o" })
+                try await carol.send(
+                    Frame(Self.reply(from: "carol", in: team, to: online, quoting: "now only", id: "q6"))
+                )
+                let byUID = Self.reply(from: "carol", in: team, to: online, quoting: "now only", id: "q7") {
+                    $0.quote!.senderID = ""; $0.quote!.clientMsgID = ""; $0.quoteSnapshot!.authorID = ""
+                }
+                try await carol.send(Frame(byUID))
+                #expect(await eventually { alice.collector.messages.count == 6 })
+                let attributed = alice.collector.messages.first { $0.clientMsgID == "q6" }
+                #expect(attributed?.quoteSnapshot?.authorID == "alice" && attributed?.quoteSnapshot?.text == "now only")
+                #expect(alice.collector.messages.first { $0.clientMsgID == "q7" }?.quoteSnapshot?.text == "")
                 // A one-to-one quote named from the receiver's side, by uid only, is found and kept whole.
                 try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "psst", clientMsgID: "p")))
                 #expect(await eventually { bob.collector.messages.contains { $0.clientMsgID == "p" } })
@@ -176,6 +193,13 @@ struct RelayQuoteTests {
                     (dave, Self.reply(from: "dave", in: .group("other"), to: hello, quoting: "hello team", id: "r4")),
                     // A message from before its sender joined.
                     (erin, Self.reply(from: "erin", in: club, to: beforeErin, quoting: "before erin", id: "r8")),
+                    // A nickname with no author id: a name the relay cannot check.
+                    (
+                        carol,
+                        Self.reply(from: "carol", in: team, to: hello, quoting: "hello team", author: "", id: "r9") {
+                            $0.quote!.senderID = ""; $0.quoteSnapshot!.authorNickname = "Bob"
+                        }
+                    ),
                     // A snapshot that describes no quote.
                     (
                         carol,
@@ -200,8 +224,8 @@ struct RelayQuoteTests {
                 // None of them reached anyone.
                 try await alice.roundTrip(90)
                 try await bob.roundTrip(91)
-                #expect(alice.collector.messages.map(\.clientMsgID) == ["q1", "q2", "q3", "q4", "q5"])
-                #expect(bob.collector.messages.map(\.clientMsgID) == ["h", "t", "q3", "q4", "p"])
+                #expect(alice.collector.messages.map(\.clientMsgID) == ["q1", "q2", "q3", "q4", "q6", "q7", "q5"])
+                #expect(bob.collector.messages.map(\.clientMsgID) == ["h", "t", "q3", "q4", "o", "q6", "q7", "p"])
                 for client in [alice, bob, carol, dave, erin] { await client.close() }
             }
         }

@@ -200,13 +200,19 @@ struct RelayReactionTests {
                 #expect(try await carol.ask(Self.reaction(reference, "👍", .add, id: 2))?.requestResult?.errorCode == 0)
                 #expect(try await carol.ask(Self.reaction(reference, "🎉", .add, id: 3))?.requestResult?.errorCode == 0)
                 #expect(await eventually { Self.lastSummary(phone) == ["👍2:bob,carol*", "🎉1:carol"] })
-                #expect(Self.lastSummary(laptop) == ["👍2:bob,carol*", "🎉1:carol"])
+                #expect(await eventually { Self.lastSummary(laptop) == ["👍2:bob,carol*", "🎉1:carol"] })
                 #expect(await eventually { Self.lastSummary(alice) == ["👍2:bob,carol", "🎉1:carol"] })
                 // bob takes his back: his devices get it false again.
                 #expect(
                     try await laptop.ask(Self.reaction(reference, "👍", .remove, id: 4))?.requestResult?.errorCode == 0
                 )
                 #expect(await eventually { Self.lastSummary(phone) == ["👍1:carol", "🎉1:carol"] })
+                // One frame per event and device, none back to the device that sent it.
+                for client in [alice, phone, laptop, carol] { try await client.roundTrip(50) }
+                let counts = [alice, phone, laptop, carol].map { client in
+                    client.collector.frames.filter { $0.payload?.kind == .reaction }.count
+                }
+                #expect(counts == [4, 3, 3, 2])
 
                 // carol's other device reads her own frames from the stream.
                 let tablet = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "tablet")

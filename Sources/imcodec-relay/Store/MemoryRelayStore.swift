@@ -95,9 +95,9 @@ final class MemoryRelayStore: RelayStore {
             let kept = messages[reply.conversation] ?? []
             let index = Self.firstIndex(kept, atLeast: reply.seq, by: \.seq)
             if index < kept.count, kept[index].seq == reply.seq {
-                messages[reply.conversation]![index].frame = Redaction.quote(kept[index].frame, quoting: uid)
+                messages[reply.conversation]![index].frame = Redaction.quote(kept[index].frame, quoting: [uid])
             }
-            rewriteEvents(contentEvents[reply] ?? []) { Redaction.quote($0, quoting: uid) }
+            rewriteEvents(contentEvents[reply] ?? []) { Redaction.quote($0, quoting: [uid]) }
         }
     }
 

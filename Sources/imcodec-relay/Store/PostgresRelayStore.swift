@@ -644,9 +644,12 @@ final class PostgresRelayStore: RelayStore {
     /// Redacts the quote snapshots of kept replies whose quoted message is gone
     /// (``StoreBatch/redactedQuotes``, ``Redaction/quote(_:quoting:)``), and of the edits kept about them.
     private func redactQuotes(_ replies: [(reply: MessageKey, quotedUID: String)]) throws {
-        let ids = replies.map(\.reply.conversation.storageID)
-        let seqs = try replies.map { try Self.bigint($0.reply.seq) }
-        let quotedUIDs = Dictionary(replies.map { ($0.reply.storageID, $0.quotedUID) }, uniquingKeysWith: { $1 })
+        let unique = Array(Set(replies.map(\.reply)))
+        let ids = unique.map(\.conversation.storageID)
+        let seqs = try unique.map { try Self.bigint($0.seq) }
+        // A reply may be named twice (it quotes two messages gone in one batch, itself and an edit).
+        var quotedUIDs: [String: Set<String>] = [:]
+        for (reply, uid) in replies { quotedUIDs[reply.storageID, default: []].insert(uid) }
         var messages = (id: [String](), seq: [Int64](), frame: [ByteBuffer]())
         try forEachRow(
             """
@@ -656,7 +659,7 @@ final class PostgresRelayStore: RelayStore {
         ) { row in
             let (id, seq, frame) = try row.decode((String, Int64, ByteBuffer).self)
             let bytes = Array(buffer: frame)
-            let redacted = Redaction.quote(bytes, quoting: quotedUIDs["\(seq):\(id)"] ?? "")
+            let redacted = Redaction.quote(bytes, quoting: quotedUIDs["\(seq):\(id)"] ?? [])
             guard redacted != bytes else { return }
             messages.id.append(id)
             messages.seq.append(seq)
@@ -672,7 +675,7 @@ final class PostgresRelayStore: RelayStore {
             )
         }
         try rewriteEvents(about: Array(quotedUIDs.keys)) { frame, about in
-            Redaction.quote(frame, quoting: quotedUIDs[about] ?? "")
+            Redaction.quote(frame, quoting: quotedUIDs[about] ?? [])
         }
     }
 

@@ -85,17 +85,18 @@ enum Redaction {
         }
     }
 
-    /// A kept reply (or an edit kept about one) whose quoted message, the one with server uid
-    /// `quotedUID`, was recalled, deleted for everyone or expired: its `quote_snapshot` keeps who wrote
-    /// the quoted message and the kind of its first element, and loses the text it quoted. A snapshot
-    /// whose quote names another message by its uid is kept (an edit may quote another message than
-    /// the reply), as is another frame (a stub, an emptied frame, a message without a snapshot) and one
-    /// that does not decode (none should: it was checked when it arrived).
-    static func quote(_ frame: [UInt8], quoting quotedUID: String) -> [UInt8] {
+    /// A kept reply (or an edit kept about one) whose quoted message, one with a server uid of
+    /// `quotedUIDs`, was recalled, deleted for everyone or expired: its `quote_snapshot` keeps who
+    /// wrote the quoted message and the kind of its first element, and loses the text it quoted. A
+    /// snapshot whose quote names another message by its uid is kept (an edit may quote another
+    /// message than the reply); one whose quote names no uid loses its text too (the safe side). So
+    /// is another frame kept (a stub, an emptied frame, a message without a snapshot), and one that
+    /// does not decode (none should: it was checked when it arrived).
+    static func quote(_ frame: [UInt8], quoting quotedUIDs: Set<String>) -> [UInt8] {
         guard !frame.isEmpty, var decoded = try? Frame(serializedBytes: frame) else { return frame }
         func names(_ message: Message) -> Bool {
             guard let quote = message.quote, message.quoteSnapshot?.text.isEmpty == false else { return false }
-            return quote.serverMsgUID.isEmpty || quote.serverMsgUID == quotedUID
+            return quote.serverMsgUID.isEmpty || quotedUIDs.contains(quote.serverMsgUID)
         }
         switch decoded.payload {
         case .message(var message)? where names(message):

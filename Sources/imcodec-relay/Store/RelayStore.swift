@@ -506,7 +506,7 @@ enum ConversationKey: Hashable, Sendable {
             let type = Int32(String(decoding: utf8[..<colon1], as: UTF8.self)),
             let colon2 = utf8[(colon1 + 1)...].firstIndex(of: UInt8(ascii: ":")),
             let length = Int(String(decoding: utf8[(colon1 + 1)..<colon2], as: UTF8.self)),
-            length >= 0, colon2 + 1 + length <= utf8.count
+            length >= 0, length <= utf8.count - colon2 - 1
         else { return nil }
         let first = String(decoding: utf8[(colon2 + 1)..<(colon2 + 1 + length)], as: UTF8.self)
         let second = String(decoding: utf8[(colon2 + 1 + length)...], as: UTF8.self)

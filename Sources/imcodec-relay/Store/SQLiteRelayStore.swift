@@ -447,13 +447,13 @@ final class SQLiteRelayStore: RelayStore {
                 sql: "SELECT frame FROM messages WHERE conversation = ? AND seq = ?",
                 arguments: [reply.conversation.storageID, reply.seq]
             )
-            if let frame, case let redacted = Redaction.quote(Array(frame), quoting: uid), redacted != Array(frame) {
+            if let frame, case let redacted = Redaction.quote(Array(frame), quoting: [uid]), redacted != Array(frame) {
                 try db.execute(
                     sql: "UPDATE messages SET frame = ? WHERE conversation = ? AND seq = ?",
                     arguments: [Data(redacted), reply.conversation.storageID, reply.seq]
                 )
             }
-            try rewriteEvents(about: reply, { Redaction.quote($0, quoting: uid) }, db)
+            try rewriteEvents(about: reply, { Redaction.quote($0, quoting: [uid]) }, db)
         }
         for (device, position) in batch.devicePositions {
             try db.execute(

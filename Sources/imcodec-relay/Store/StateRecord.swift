@@ -128,7 +128,7 @@ extension StateRecordKey {
         let utf8 = Array(id.utf8)
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
             let length = Int(String(decoding: utf8[..<colon], as: UTF8.self)),
-            length >= 0, colon + 1 + length <= utf8.count
+            length >= 0, length <= utf8.count - colon - 1
         else { return nil }
         return (
             String(decoding: utf8[(colon + 1)..<(colon + 1 + length)], as: UTF8.self),
