@@ -263,6 +263,11 @@ struct RelayQuoteTests {
                 #expect(try await bob.ask(edit)?.requestResult?.errorCode == 0)
                 for client in [alice, bob] { await client.close() }
             }
+            // The reply is a state record of its own, naming the message it quotes.
+            let quotes = try database.open().load().records.keys.compactMap {
+                if case .quote(let quoted, let reply) = $0 { [quoted.seq, reply.seq] } else { nil }
+            }
+            #expect(quotes == [[secret.seq, secret.seq + 1]])
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
@@ -334,6 +339,39 @@ struct RelayQuoteTests {
                 #expect(keptAnswer?.quoteSnapshot?.text == "" && keptAnswer?.quoteSnapshot?.authorID == "alice")
                 for client in [alice, bob, carol] { await client.close() }
             }
+            // The recall dropped the reply's record; the replies that went out cut left none.
+            let state = try database.open().load()
+            #expect(!state.records.keys.contains { if case .quote = $0 { true } else { false } })
+        }
+    }
+
+    /// Retention that drops a quoted message drops the records of the replies that quote it.
+    @Test func retentionForgetsTheRepliesOfADroppedMessage() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
+            $0.maxMessagesPerConversation = 2
+        }
+        let team = Conversation.group("team")
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "first", clientMsgID: "a")))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let first = try #require(bob.collector.messages.first)
+                try await bob.send(Frame(Self.reply(from: "bob", in: team, to: first, quoting: "first", id: "q")))
+                #expect(await Self.ack(bob, "q")?.errorCode == 0)
+                #expect(
+                    try database.open().load().records.keys.contains { if case .quote = $0 { true } else { false } }
+                )
+                // A third message: the conversation keeps two, so the first goes.
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "third", clientMsgID: "c")))
+                #expect(await Self.ack(alice, "c")?.errorCode == 0)
+                for client in [alice, bob] { await client.close() }
+            }
+            #expect(!(try database.open().load().records.keys.contains { if case .quote = $0 { true } else { false } }))
         }
     }
 
