@@ -511,41 +511,25 @@ extension Router {
         }
         let origin = DeviceKey(user: user, device: session.deviceID)
         let expireAtMs = key.map { expiry(ofEventNaming: named, in: $0) } ?? 0
-        // Each user gets one frame: its own (by the group it is in), or the shared one.
-        var shared = users
-        var ownReceivers = [[String]](repeating: [], count: own.count)
+        // Each user gets one frame: the shared one, or its group's own (a reaction's reacted_by_me).
+        var frames: [(body: ByteBuffer, users: [String])] = [(body, users)]
         if !own.isEmpty {
             var groupOf: [String: Int] = [:]
-            for (index, group) in own.enumerated() { for member in group.users { groupOf[member] = index } }
-            shared = []
-            for receiver in users {
-                if let index = groupOf[receiver] {
-                    ownReceivers[index].append(receiver)
-                } else {
-                    shared.append(receiver)
-                }
-            }
+            for (index, group) in own.enumerated() { for member in group.users { groupOf[member] = index + 1 } }
+            frames = [(body, [])] + own.map { ($0.body, []) }
+            for receiver in users { frames[groupOf[receiver] ?? 0].users.append(receiver) }
         }
-        let sharedDeliveries = keep(
-            .event(Array(buffer: body)),
-            for: shared,
-            origin: origin,
-            expireAtMs: expireAtMs,
-            about: about
-        )
-        var deliveries = sharedDeliveries
-        var ownDeliveries: [(body: ByteBuffer, deliveries: [Delivery])] = []
-        for (index, group) in own.enumerated() {
-            let (ownBody, receivers) = (group.body, ownReceivers[index])
-            guard !receivers.isEmpty else { continue }
+        var deliveries: [Delivery] = []
+        var framed: [(body: ByteBuffer, deliveries: [Delivery])] = []
+        for (frameBody, receivers) in frames where !receivers.isEmpty {
             let kept = keep(
-                .event(Array(buffer: ownBody)),
+                .event(Array(buffer: frameBody)),
                 for: receivers,
                 origin: origin,
                 expireAtMs: expireAtMs,
                 about: about
             )
-            ownDeliveries.append((ownBody, kept))
+            framed.append((frameBody, kept))
             deliveries += kept
         }
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
@@ -564,8 +548,7 @@ extension Router {
         if requestID != 0 { result(session, requestID) }
         let kind = frame.payloadKind
         store.afterCommit {
-            self.deliver(body, kind: kind, to: sharedDeliveries, except: session)
-            for (ownBody, kept) in ownDeliveries { self.deliver(ownBody, kind: kind, to: kept, except: session) }
+            for (frameBody, kept) in framed { self.deliver(frameBody, kind: kind, to: kept, except: session) }
             self.flush()
         }
         // After the vote, in the stream and on the wire: a device takes frames in stream order.
