@@ -69,7 +69,7 @@ extension Router {
         // What the content says beyond the routing facts (a quote, an extension, polls): decoded once.
         var content: Message?
         var sentBody = frame.body
-        var quote = CheckedQuote(redaction: .none)
+        var quote = CheckedQuote()
         if frame.quotes || frame.messageFlags.contains(.supportExtension) || frame.carriesPoll {
             guard var decoded = decoded(frame, session), case .message(let message)? = decoded.payload else { return }
             content = message
@@ -80,8 +80,7 @@ extension Router {
                 case .success(let checked): quote = checked
                 case .failure(let refusal): return refuse(refusal)
                 }
-                let redacted = Self.redacted(message, quote.redaction)
-                if redacted != message {
+                if let redacted = quote.redacted {
                     content = redacted
                     decoded.payload = .message(redacted)
                     sentBody = ByteBuffer(bytes: decoded.serializedBytes())
@@ -181,9 +180,7 @@ extension Router {
                 startExtension(content, seq: message.seq, in: key)
                 startPolls(content, seq: message.seq, in: key)
             }
-            if let quoted = quote.quoted, content.quoteSnapshot?.text.isEmpty == false {
-                noteQuote(MessageKey(conversation: key, seq: message.seq), of: quoted)
-            }
+            if let quoted = quote.quotedText { noteQuote(MessageKey(conversation: key, seq: message.seq), of: quoted) }
         }
         startReadReceipts(frame, seq: message.seq, in: key)
         noteViewOnce(frame, seq: message.seq, in: key)
@@ -408,7 +405,7 @@ extension Router {
                 }
                 // Its quote says what is so and loses what a reply's would (Router+Quotes), with 3003
                 // for what a message gets 1009 for.
-                var quote = CheckedQuote(redaction: .none)
+                var quote = CheckedQuote()
                 if let edited = edit.newMessage, edited.quote != nil || edited.quoteSnapshot != nil {
                     switch checkQuote(of: edited, in: key, user: user) {
                     case .success(let checked):
@@ -423,22 +420,15 @@ extension Router {
                         )
                         return
                     }
-                    let redacted = Self.redacted(edited, quote.redaction)
-                    if redacted != edited {
+                    if let redacted = quote.redacted {
                         edit.newMessage = redacted
                         var rewritten = event
                         rewritten.payload = .edit(edit)
                         rewrittenBody = ByteBuffer(bytes: rewritten.serializedBytes())
-                        let device = DeviceKey(user: user, device: session.deviceID)
-                        for key in Self.resendKeys(event, user: user) {
-                            recentEvents[device, default: RecentEvents()].insert(key)
-                        }
                     }
                 }
                 noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
-                if let quoted = quote.quoted, edit.newMessage?.quoteSnapshot?.text.isEmpty == false {
-                    noteQuote(MessageKey(conversation: key, seq: seq), of: quoted)
-                }
+                if let quoted = quote.quotedText { noteQuote(MessageKey(conversation: key, seq: seq), of: quoted) }
             }
             named = accepted.seqs
             // An event about a targeted message reaches only that message's receivers and sender.
@@ -448,13 +438,11 @@ extension Router {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
             requestID = event.requestID
         }
-        // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions);
-        // a resend of the client's own bytes is still found (``isResentEvent``).
+        // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions).
         var body = rewrittenBody ?? frame.body
         // Frames of their own for some users (a reaction's reacted_by_me), instead of `body`.
         var own: [(users: Set<String>, body: ByteBuffer)] = []
         if let key, case .reaction(let reaction)? = event.payload {
-            let device = DeviceKey(user: user, device: session.deviceID)
             switch reacted(event, reaction, seq: named.first, in: key, session: session, user: user) {
             case .refused:
                 return
@@ -464,10 +452,13 @@ extension Router {
             case .changed(let served, let ownServed):
                 body = served
                 own = ownServed
-                for key in Self.resendKeys(event, user: user) {
-                    recentEvents[device, default: RecentEvents()].insert(key)
-                }
             }
+        }
+        // A frame kept rewritten is remembered by its keys too, so a resend of the client's bytes is
+        // found (``isResentEvent``).
+        if body != frame.body {
+            let device = DeviceKey(user: user, device: session.deviceID)
+            for key in Self.resendKeys(event, user: user) { recentEvents[device, default: RecentEvents()].insert(key) }
         }
         // A poll's votes and closing are the relay's to tally (Router+Polls): a vote is kept for the
         // voter's own devices only, a closing for no one, and the relay's results reach every member.

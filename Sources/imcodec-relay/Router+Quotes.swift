@@ -1,7 +1,5 @@
 #if Tools
 import IMCodec
-import IMCodecNIO
-import NIOCore
 
 /// Replies (message.proto `quote`: "The message this one replies to or quotes", and
 /// `quote_snapshot`: "The author and a text abstract of a quoted message, as the replying client
@@ -44,10 +42,12 @@ extension Router {
         case attribution
     }
 
-    /// A reply's quote, as checked: the kept message it names, if any, and what its snapshot loses.
+    /// A reply's quote, as checked.
     struct CheckedQuote {
-        var quoted: MessageKey?
-        var redaction: QuoteRedaction
+        /// The kept message whose text the reply, as it goes out, quotes: its recall cuts the reply.
+        var quotedText: MessageKey?
+        /// The reply with its quote cut, when the check cut something (it goes out re-encoded).
+        var redacted: Message?
     }
 
     /// Checks the quote of `message`, sent by `user` to `key` (the rules above).
@@ -57,8 +57,7 @@ extension Router {
         }
         let snapshot = message.quoteSnapshot
         guard let ref = message.quote else {
-            return snapshot == nil
-                ? .success(CheckedQuote(redaction: .none)) : refusal("a quote_snapshot without a quote")
+            return snapshot == nil ? .success(CheckedQuote()) : refusal("a quote_snapshot without a quote")
         }
         if let author = snapshot?.authorID, !author.isEmpty, !ref.senderID.isEmpty, author != ref.senderID {
             return refusal("the quote_snapshot's author_id is not the quote's sender_id")
@@ -67,7 +66,7 @@ extension Router {
         if let snapshot, !snapshot.authorNickname.isEmpty, snapshot.authorID.isEmpty {
             return refusal("a quote_snapshot's author_nickname comes with its author_id")
         }
-        let unattributed = Result<CheckedQuote, Refusal>.success(CheckedQuote(redaction: .attribution))
+        let unattributed = Result<CheckedQuote, Refusal>.success(Self.cut(message, .attribution, quoting: nil))
         // The quoted message's conversation: the reply's own unless the quote names another (a
         // one-to-one conversation is named from either side).
         var quotedKey = key
@@ -87,7 +86,7 @@ extension Router {
             guard !ref.clientMsgID.isEmpty, ref.seq == 0, let live,
                 ref.serverMsgUID.isEmpty || ref.serverMsgUID == live.serverMsgUID
             else { return unattributed }
-            return .success(CheckedQuote(redaction: .none))
+            return .success(CheckedQuote())
         case .kept(let kept):
             seq = kept
         }
@@ -103,23 +102,27 @@ extension Router {
             return refusal("the quote_snapshot's author_id is not the sender of the quoted message seq \(seq)")
         }
         let gone = state.removed.contains(seq) || hasExpired(seq, in: quotedKey, at: nowMs())
-        return .success(
-            CheckedQuote(
-                quoted: MessageKey(conversation: quotedKey, seq: seq),
-                redaction: gone || isViewOnce(seq, in: quotedKey) ? .text : .none
-            )
-        )
+        let redaction: QuoteRedaction = gone || isViewOnce(seq, in: quotedKey) ? .text : .none
+        return .success(Self.cut(message, redaction, quoting: MessageKey(conversation: quotedKey, seq: seq)))
     }
 
-    /// `message` with its quote redacted as `redaction` says (``Redaction/quote(_:keepingAuthor:)``).
-    static func redacted(_ message: Message, _ redaction: QuoteRedaction) -> Message {
+    /// The check's result for `message`, whose quote names kept message `quoted` (if any), once its
+    /// quote loses what `redaction` says (``Redaction/quote(_:keepingAuthor:)``).
+    private static func cut(
+        _ message: Message,
+        _ redaction: QuoteRedaction,
+        quoting quoted: MessageKey?
+    ) -> CheckedQuote {
         var redacted = message
         switch redaction {
         case .none: break
         case .text: Redaction.quote(&redacted, keepingAuthor: true)
         case .attribution: Redaction.quote(&redacted, keepingAuthor: false)
         }
-        return redacted
+        return CheckedQuote(
+            quotedText: redacted.quoteSnapshot?.text.isEmpty == false ? quoted : nil,
+            redacted: redacted == message ? nil : redacted
+        )
     }
 
     /// Remembers that kept message `reply` quotes the text of kept message `quoted`.

@@ -403,20 +403,25 @@ struct RelayQuoteTests {
                 #expect(try await bob.ask(edit)?.requestResult?.errorCode == 0)
 
                 clock.advance(past: quoted.expireAtMs)
-                // The sweep runs every 20 ms; ask until it ran (for at most 60 s), so a slow machine
-                // only waits longer.
-                var text: String?
-                for id in UInt64(2)..<1_202 {
-                    let page = try await RelayHistoryTests.page(alice, id: id) { $0.conversation = team }
-                    text = page?.messages.first { $0.clientMsgID == "q" }?.quoteSnapshot?.text
-                    if text == "" { break }
-                    try await Task.sleep(for: .milliseconds(50))
-                }
-                #expect(text == "")
+                // The sweep runs every 20 ms; the stream is asked again until it ran
+                // (``TestClient/streamed(_:until:firstRequestID:)``), so a slow machine only waits longer.
+                let cut = try await alice.streamed(
+                    { frames in
+                        (
+                            reply: frames.compactMap(\.messagePayload).first { $0.clientMsgID == "q" }?
+                                .quoteSnapshot?.text,
+                            edits: frames.compactMap { if case .edit(let e)? = $0.payload { e } else { nil } }
+                        )
+                    },
+                    until: { $0.reply == "" && $0.edits.first?.newMessage?.quoteSnapshot?.text == "" },
+                    firstRequestID: 2
+                )
+                #expect(cut.reply == "")
                 // The edit kept in alice's stream lost it too.
-                let synced = try #require(try await alice.streamPage(requestID: 2_000))
-                let edits = synced.compactMap { if case .edit(let e)? = $0.payload { e } else { nil } }
-                #expect(edits.count == 1 && edits.first?.newMessage?.quoteSnapshot?.text == "")
+                #expect(cut.edits.count == 1 && cut.edits.first?.newMessage?.quoteSnapshot?.text == "")
+                // And history serves the reply without it.
+                let after = try await RelayHistoryTests.page(alice, id: 1_000_000) { $0.conversation = team }
+                #expect(after?.messages.first { $0.clientMsgID == "q" }?.quoteSnapshot?.text == "")
                 for client in [alice, bob] { await client.close() }
             }
         }
