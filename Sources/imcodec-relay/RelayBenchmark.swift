@@ -44,6 +44,13 @@ extension RelayCommand {
                 the first routes, the others forward their clients to it, user i connects to node i mod N, \
                 and the relay's CPU and memory figures are the sums over every node's process.
 
+                With --restart, each run on a durable store (sqlite, postgresql with one node) ends with a \
+                restart after a crash: the relay is killed with SIGKILL once every check has passed, started \
+                again on the same store, and measured: the seconds from its start to its listening line (it \
+                loads the store first, as a standby taking over does) and its RSS then. The store then holds \
+                users x messages messages (at most --max-stored-messages, 10,000, per conversation) and twice \
+                as many stream entries (at most 10,000 per user).
+
                 Exit status: 0; 1 when a check failed or a run did not finish in --timeout seconds.
                 """
         )
@@ -87,6 +94,14 @@ extension RelayCommand {
                 """
         )
         var nodes = "1"
+
+        @Flag(
+            help: """
+                After each run on a durable store, kill the relay with SIGKILL, start it again on the same \
+                store and measure how long it takes to load the store and listen, and its RSS then.
+                """
+        )
+        var restart = false
 
         /// `--nodes` parsed (validate() checked it).
         private var nodeCounts: [Int] { nodes.split(separator: ",").compactMap { Int($0) } }
@@ -147,7 +162,8 @@ extension RelayCommand {
                             relay: executable,
                             timeoutSeconds: timeout,
                             group: group,
-                            nodes: nodes
+                            nodes: nodes,
+                            restart: restart && store != "memory" && nodes == 1
                         ).run()
                         runs[label, default: []].append(figures)
                         emit("round \(round) \(label.padding(width)): " + figures.line)
@@ -272,6 +288,10 @@ struct BenchFigures: Codable, Sendable {
     /// the benchmark clients' (this process). The machine's cores are shared by both.
     var relayCPUMicrosecondsPerMessage: Double
     var clientCPUMicrosecondsPerMessage: Double
+    /// With `--restart`: the seconds from the relay's start after a SIGKILL to its listening line
+    /// (loading the store), and its RSS then, in MiB.
+    var restartSeconds: Double? = nil
+    var restartRSSMiB: Double? = nil
 
     var line: String {
         "\(fixed(messagesPerSecond, 0)) msgs/s (\(fixed(seconds, 2)) s); delivery p50 \(fixed(deliveryP50Ms, 2)) ms, "
@@ -279,16 +299,16 @@ struct BenchFigures: Codable, Sendable {
             + "RSS \(fixed(idleRSSKiB / 1024, 1)) MiB idle, \(fixed(loggedInRSSKiB / 1024, 1)) MiB logged in "
             + "(\(fixed(rssPerConnectionKiB, 1)) KiB/conn), peak \(fixed(peakRSSMiB, 1)) MiB; CPU per message "
             + "\(fixed(relayCPUMicrosecondsPerMessage, 1)) us relay, \(fixed(clientCPUMicrosecondsPerMessage, 1)) us clients"
+            + (restartSeconds.map { seconds in
+                "; restart after SIGKILL: listening after \(fixed(seconds, 2)) s, RSS "
+                    + "\(fixed(restartRSSMiB ?? 0, 1)) MiB"
+            } ?? "")
     }
 
     /// Each figure's median over `runs`.
     static func median(store: String, _ runs: [BenchFigures]) -> BenchFigures {
-        func m(_ value: KeyPath<BenchFigures, Double>) -> Double {
-            let sorted = runs.map { $0[keyPath: value] }.sorted()
-            guard !sorted.isEmpty else { return 0 }
-            let mid = sorted.count / 2
-            return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-        }
+        func m(_ value: KeyPath<BenchFigures, Double>) -> Double { median(runs.map { $0[keyPath: value] }) ?? 0 }
+        func m(_ value: KeyPath<BenchFigures, Double?>) -> Double? { median(runs.compactMap { $0[keyPath: value] }) }
         return BenchFigures(
             store: store,
             messagesPerSecond: m(\.messagesPerSecond),
@@ -302,22 +322,38 @@ struct BenchFigures: Codable, Sendable {
             idleRSSKiB: m(\.idleRSSKiB),
             loggedInRSSKiB: m(\.loggedInRSSKiB),
             relayCPUMicrosecondsPerMessage: m(\.relayCPUMicrosecondsPerMessage),
-            clientCPUMicrosecondsPerMessage: m(\.clientCPUMicrosecondsPerMessage)
+            clientCPUMicrosecondsPerMessage: m(\.clientCPUMicrosecondsPerMessage),
+            restartSeconds: m(\.restartSeconds),
+            restartRSSMiB: m(\.restartRSSMiB)
         )
+    }
+
+    /// The median of `values`, `nil` when there are none.
+    private static func median(_ values: [Double]) -> Double? {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return nil }
+        let mid = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
     }
 
     /// The table of medians, one row per store.
     static func table(_ rows: [BenchFigures]) -> String {
-        let header = [
+        let plain = [
             "store", "msgs/s", "delivery p50 ms", "p99 ms", "ack p50", "p99", "RSS/conn KiB", "peak RSS MiB",
             "relay CPU us/msg",
         ]
+        // The restart columns only when a run restarted (--restart).
+        let restarts = rows.contains { $0.restartSeconds != nil }
+        let header = plain + (restarts ? ["restart s", "RSS after restart MiB"] : [])
         let cells = rows.map {
             [
                 $0.store, fixed($0.messagesPerSecond, 0), fixed($0.deliveryP50Ms, 2), fixed($0.deliveryP99Ms, 2),
                 fixed($0.ackP50Ms, 2), fixed($0.ackP99Ms, 2), fixed($0.rssPerConnectionKiB, 1),
                 fixed($0.peakRSSMiB, 1), fixed($0.relayCPUMicrosecondsPerMessage, 1),
             ]
+                + (restarts
+                    ? [$0.restartSeconds.map { fixed($0, 2) } ?? "-", $0.restartRSSMiB.map { fixed($0, 1) } ?? "-"]
+                    : [])
         }
         let widths = header.indices.map { column in
             ([header[column]] + cells.map { $0[column] }).map(\.count).max() ?? 0
@@ -417,6 +453,9 @@ struct BenchRun {
     /// run's database, the first routing and the others forwarding their clients to it; user `i`
     /// connects to node `i % nodes`, so most messages cross from one node to another.
     var nodes = 1
+    /// Whether the run ends with a restart after a SIGKILL (the relay is started again on the same
+    /// store), measured: `--restart`, on a durable store with one node.
+    var restart = false
 
     /// The store, and the node count when there are several nodes (`postgresql 3 nodes`).
     var label: String { Self.label(store: store, nodes: nodes) }
@@ -529,6 +568,17 @@ struct BenchRun {
             throw BenchFailure(description: "a relay process exited during the run")
         }
 
+        var restarted: (seconds: Double, rssMiB: Double)?
+        if restart {
+            // A crash, then the same command on the same store: it loads the store, then listens.
+            children[0].killNow()
+            let arguments = ["serve"] + storeArguments + ["--port", "0", "--data-dir", directory, "--quiet"]
+            let begin = NIODeadline.now()
+            children[0] = try RelayChild.start(relay, arguments: arguments, timeoutSeconds: timeoutSeconds)
+            let seconds = Double((NIODeadline.now() - begin).nanoseconds) / 1e9
+            restarted = (seconds, Double(try children[0].memory().rssKiB) / 1024)
+        }
+
         let deliveries = reports.flatMap(\.deliveryLatenciesNs).sorted()
         let acks = reports.flatMap(\.ackLatenciesNs).sorted()
         return BenchFigures(
@@ -544,7 +594,9 @@ struct BenchRun {
             idleRSSKiB: Double(idleRSS),
             loggedInRSSKiB: Double(loggedInRSS),
             relayCPUMicrosecondsPerMessage: relayCPU * 1e6 / Double(plan.users * plan.messages),
-            clientCPUMicrosecondsPerMessage: clientCPU * 1e6 / Double(plan.users * plan.messages)
+            clientCPUMicrosecondsPerMessage: clientCPU * 1e6 / Double(plan.users * plan.messages),
+            restartSeconds: restarted?.seconds,
+            restartRSSMiB: restarted?.rssMiB
         )
     }
 
@@ -1010,6 +1062,13 @@ final class RelayChild: @unchecked Sendable {
             kill(pid, SIGKILL)
             _ = waitForExit(seconds: 5)
         }
+    }
+
+    /// Kills the child with SIGKILL (a crash) and waits (bounded) for it to exit.
+    func killNow() {
+        guard process.isRunning else { return }
+        kill(pid, SIGKILL)
+        _ = waitForExit(seconds: 10)
     }
 
     private func waitForExit(seconds: Double) -> Bool {
