@@ -12,6 +12,8 @@ import Testing
 struct RelayStoreTests {
     static let direct = ConversationKey.direct("alice", "bob")
     static let team = ConversationKey.group("team")
+    /// A group whose only message retention drops: nothing of it is kept but its seq.
+    static let gone = ConversationKey.group("gone")
 
     static func message(
         _ conversation: ConversationKey,
@@ -47,6 +49,7 @@ struct RelayStoreTests {
             message(team, 1, from: "alice", id: "g1", to: ["bob"]),
             message(team, 2, from: "carol", id: "g2"),
             message(team, 3, from: "alice", id: "g3"),
+            message(gone, 1, from: "carol", id: "x1"),
         ]
         batch.streamEntries = [
             entry("alice", 1, origin: "phone", .message(direct, seq: 1, sent: true)),
@@ -93,7 +96,7 @@ struct RelayStoreTests {
         batch.devicePositions = [
             DeviceKey(user: "alice", device: "phone"): 1, DeviceKey(user: "bob", device: "laptop"): 4,
         ]
-        batch.trimmedConversations = [team: 2]
+        batch.trimmedConversations = [team: 2, gone: 2]
         batch.trimmedStreams = ["bob": 2]
         batch.records = [.conversation(user: "alice", team): [], .blocklist(user: "bob"): [6]]
         batch.memberships = [(team, "carol", false)]
@@ -185,14 +188,20 @@ struct RelayStoreTests {
         defer { postgres.remove() }
         let stores = [try sqlite.open(), try postgres.open()]
         defer { for store in stores { store.close() } }
+        // The memory store keeps the state as the router changes it while it runs, so the stores
+        // load at start what the router had before it stopped.
+        let memory = MemoryRelayStore()
 
         for (number, batch) in [Self.first, Self.second].enumerated() {
             for store in stores { try store.commit(batch) }
+            try memory.commit(batch)
             let loaded = try stores.map { Self.fingerprint(try $0.load()) }
             #expect(
                 loaded[1] == loaded[0],
                 "after batch \(number + 1): PostgreSQL loads\n\(loaded[1])\nSQLite\n\(loaded[0])"
             )
+            let kept = Self.fingerprint(try memory.load())
+            #expect(loaded[0] == kept, "after batch \(number + 1): SQLite loads\n\(loaded[0])\nthe router had\n\(kept)")
             for (conversation, users) in [(Self.direct, ["alice", "bob"]), (Self.team, ["alice", "bob", "carol"])] {
                 for user in users {
                     for (from, limit) in [(UInt64(1), 10), (2, 1), (1, 2)] {
@@ -214,6 +223,16 @@ struct RelayStoreTests {
             }
         }
 
+        // PostgreSQL reads the messages page by page: pages of one row, of two (the last page is
+        // full, and the next empty) and of four read the same.
+        let reference = Self.fingerprint(try stores[0].load())
+        let paged = try #require(stores[1] as? PostgresRelayStore)
+        for rows in [1, 2, 4] {
+            paged.loadPageRows = rows
+            #expect(Self.fingerprint(try paged.load()) == reference, "pages of \(rows) rows")
+        }
+        paged.loadPageRows = 20_000
+
         // What the batches say, read from PostgreSQL.
         let store = stores[1]
         let state = try store.load()
@@ -224,6 +243,8 @@ struct RelayStoreTests {
         let team = try #require(state.conversations[Self.team])
         #expect(team.maxSeq == 3 && team.oldestSeq == 2)
         #expect(team.audiences.isEmpty, "the targeted message was trimmed")
+        let gone = try #require(state.conversations[Self.gone])
+        #expect(gone.maxSeq == 1 && gone.oldestSeq == 2 && gone.kept.isEmpty, "retention kept none of it")
         #expect(state.members[Self.team] == ["alice", "bob"], "dave joined and left; carol left later")
         #expect(state.streams["bob"]?.head == 5 && state.streams["bob"]?.oldest == 2)
         #expect(state.devicePositions[DeviceKey(user: "alice", device: "phone")] == 2, "a position never goes back")

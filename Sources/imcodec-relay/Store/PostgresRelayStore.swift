@@ -416,41 +416,26 @@ final class PostgresRelayStore: RelayStore {
             guard let key = ConversationKey(storageID: id) else { return }
             state.conversations[key, default: ConversationState()].maxSeq = UInt64(maxSeq)
         }
-        var oldest: [ConversationKey: UInt64] = [:]
-        try forEachRow(
-            """
-            SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, octet_length(frame),
-                expire_at_ms
-            FROM messages ORDER BY conversation, seq
-            """
-        ) { row in
-            let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers, frameSize, expireAtMs) = try row.decode(
-                (String, Int64, String, String, String, Int64, Bool, [String]?, Int32, Int64).self
-            )
-            guard let key = ConversationKey(storageID: id) else { return }
-            if oldest[key] == nil { oldest[key] = UInt64(seq) }
-            var conversation = state.conversations[key, default: ConversationState()]
-            conversation.add(
-                StoredMessage(
-                    conversation: key,
-                    seq: UInt64(seq),
-                    senderID: sender,
-                    clientMsgID: clientMsgID,
-                    serverMsgUID: uid,
-                    serverTimeMs: timeMs,
-                    frame: [],
-                    receivers: receivers ?? [],
-                    frameSize: Int(frameSize),
-                    expireAtMs: expireAtMs
-                )
-            )
-            if removed { conversation.removed.insert(UInt64(seq)) }
-            state.conversations[key] = conversation
+        // Page by page, in key order from after the last row read ('' and -1 come before every key):
+        // PostgresNIO holds a statement's whole result in memory, and each statement is bounded by
+        // the URL's timeout, which a store of millions of messages read at once would exceed.
+        var after = (conversation: "", seq: Int64(-1))
+        var rowsRead = loadPageRows
+        while rowsRead == loadPageRows {
+            rowsRead = 0
+            try forEachRow(
+                """
+                SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers,
+                    octet_length(frame), expire_at_ms
+                FROM messages WHERE (conversation, seq) > (\(after.conversation), \(after.seq))
+                ORDER BY conversation, seq LIMIT \(loadPageRows)
+                """
+            ) { row in
+                rowsRead += 1
+                try loadMessageRow(row, into: &state, after: &after)
+            }
         }
-        for (key, var conversation) in state.conversations {
-            conversation.oldestSeq = oldest[key] ?? conversation.maxSeq + 1
-            state.conversations[key] = conversation
-        }
+        state.finishLoadingMessages()
         try forEachRow("SELECT conversation, user_id FROM members") { row in
             let (id, user) = try row.decode((String, String).self)
             guard let key = ConversationKey(storageID: id) else { return }
@@ -499,6 +484,37 @@ final class PostgresRelayStore: RelayStore {
             state.records[key] = Array(value.readableBytesView)
         }
         return state
+    }
+
+    /// The most message rows one statement of ``load()`` reads (a test sets fewer).
+    var loadPageRows = 20_000
+
+    /// Adds one row of `messages` to `state`, and moves `after` to its key.
+    private func loadMessageRow(
+        _ row: PostgresRow,
+        into state: inout StoredState,
+        after: inout (conversation: String, seq: Int64)
+    ) throws {
+        let (id, seq, sender, clientMsgID, uid, timeMs, removed, receivers, frameSize, expireAtMs) = try row.decode(
+            (String, Int64, String, String, String, Int64, Bool, [String]?, Int32, Int64).self
+        )
+        after = (id, seq)
+        guard let key = ConversationKey(storageID: id) else { return }
+        state.loadMessage(
+            StoredMessage(
+                conversation: key,
+                seq: UInt64(seq),
+                senderID: sender,
+                clientMsgID: clientMsgID,
+                serverMsgUID: uid,
+                serverTimeMs: timeMs,
+                frame: [],
+                receivers: receivers ?? [],
+                frameSize: Int(frameSize),
+                expireAtMs: expireAtMs
+            ),
+            removed: removed
+        )
     }
 
     // MARK: Commit

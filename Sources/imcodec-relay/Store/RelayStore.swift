@@ -235,6 +235,27 @@ struct StoredState {
     var keyBundles: [StoredKeyBundle] = []
     /// Every state record (conversation views, blocklists, message extensions).
     var records: [StateRecordKey: [UInt8]] = [:]
+
+    /// Adds a kept message read from the store at start. Each conversation's messages come oldest
+    /// first: the first one read is its oldest kept seq. The conversation is changed in place: a
+    /// copy taken out of the dictionary would copy its indexes at every message, which made a
+    /// start quadratic in the messages kept per conversation.
+    mutating func loadMessage(_ message: StoredMessage, removed: Bool) {
+        loadedConversations.insert(message.conversation)
+        conversations[message.conversation, default: ConversationState()].addLoaded(message, removed: removed)
+    }
+
+    /// Ends ``loadMessage(_:removed:)``: a conversation none of whose messages is kept (retention
+    /// dropped them all) keeps none from `maxSeq + 1` on.
+    mutating func finishLoadingMessages() {
+        for key in conversations.keys where !loadedConversations.contains(key) {
+            conversations[key]!.oldestSeq = conversations[key]!.maxSeq + 1
+        }
+        loadedConversations = []
+    }
+
+    /// The conversations ``loadMessage(_:removed:)`` has seen a message of.
+    private var loadedConversations: Set<ConversationKey> = []
 }
 
 /// The newest messages a user sent that the relay does not keep (online-only, status-only, in a
@@ -360,6 +381,13 @@ struct ConversationState: Sendable {
     /// (``RecentLiveMessages``).
     static func dedupeKey(scope: String, clientMsgID: String) -> String {
         "\(scope.utf8.count):\(scope)\(clientMsgID)"
+    }
+
+    /// Records a kept message read from the store at start, oldest first (``StoredState/loadMessage(_:removed:)``).
+    mutating func addLoaded(_ message: StoredMessage, removed isRemoved: Bool) {
+        if kept.isEmpty { oldestSeq = message.seq }
+        add(message)
+        if isRemoved { removed.insert(message.seq) }
     }
 
     /// Records a kept message.

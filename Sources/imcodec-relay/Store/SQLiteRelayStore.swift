@@ -198,16 +198,12 @@ final class SQLiteRelayStore: RelayStore {
                     FROM messages ORDER BY conversation, seq
                     """
             )
-            var oldest: [ConversationKey: UInt64] = [:]
             while let row = try messages.next() {
                 guard let key = ConversationKey(storageID: row[0]) else { continue }
-                let seq: UInt64 = row[1]
-                if oldest[key] == nil { oldest[key] = seq }
-                var conversation = state.conversations[key, default: ConversationState()]
-                conversation.add(
+                state.loadMessage(
                     StoredMessage(
                         conversation: key,
-                        seq: seq,
+                        seq: row[1],
                         senderID: row[2],
                         clientMsgID: row[3],
                         serverMsgUID: row[4],
@@ -216,15 +212,11 @@ final class SQLiteRelayStore: RelayStore {
                         receivers: (row[7] as String?).map(Self.split) ?? [],
                         frameSize: row[8],
                         expireAtMs: row[9]
-                    )
+                    ),
+                    removed: (row[6] as Int) != 0
                 )
-                if (row[6] as Int) != 0 { conversation.removed.insert(seq) }
-                state.conversations[key] = conversation
             }
-            for (key, var conversation) in state.conversations {
-                conversation.oldestSeq = oldest[key] ?? conversation.maxSeq + 1
-                state.conversations[key] = conversation
-            }
+            state.finishLoadingMessages()
             for row in try Row.fetchAll(db, sql: "SELECT conversation, user FROM members") {
                 guard let key = ConversationKey(storageID: row[0]) else { continue }
                 state.members[key, default: []].insert(row[1])
