@@ -8,18 +8,14 @@ struct UserConversation {
     /// The entry as the list shows it, without its conversation, last message and read horizons
     /// (filled in when it is listed); `unreadCount` and `atMe` follow ``unread``.
     var info = ConversationInfo()
-    /// The seqs of the messages that count as unread, above the read horizon, in order.
-    var unread: [UInt64] = []
+    /// The seqs of the messages that count as unread, above the read horizon.
+    var unread = SeqRuns()
     /// The seq of the last message the user sees (0: none).
     var lastSeq: UInt64 = 0
 
     /// Drops what the user has read (or cleared): unread seqs and @ at or below `seq`.
     mutating func read(upTo seq: UInt64) {
-        if let first = unread.firstIndex(where: { $0 > seq }) {
-            unread.removeFirst(first)
-        } else {
-            unread.removeAll()
-        }
+        unread.removeAll(through: seq)
         info.atMe.removeAll { $0.seq <= seq }
         info.unreadCount = UInt32(clamping: unread.count)
     }
@@ -27,33 +23,32 @@ struct UserConversation {
     /// Takes the messages `removed` (recalled, deleted for everyone, expired) out of the unread
     /// seqs and @; whether the entry changed, which it also does when its last message is one of them.
     mutating func drop(_ removed: Set<UInt64>) -> Bool {
-        let unreadBefore = unread.count
         let atMeBefore = info.atMe.count
-        unread.removeAll { removed.contains($0) }
+        let unreadChanged = unread.remove(removed)
         info.atMe.removeAll { removed.contains($0.seq) }
-        return unread.count != unreadBefore || info.atMe.count != atMeBefore || removed.contains(lastSeq)
+        return unreadChanged || info.atMe.count != atMeBefore || removed.contains(lastSeq)
     }
 
     /// The record's bytes: the entry (its last message's seq in an otherwise empty `last_message`),
-    /// then the unread seqs.
+    /// then the unread seqs, as runs (``SeqRuns/append(to:)``).
     var bytes: [UInt8] {
         var stored = info
         stored.lastMessage = lastSeq == 0 ? nil : Message.with { $0.seq = lastSeq }
         let entry = stored.serializedBytes()
         var out: [UInt8] = []
-        out.reserveCapacity(4 + entry.count + 8 * unread.count)
+        out.reserveCapacity(4 + entry.count + 16 * unread.runs.count)
         LengthPrefixedBytes.append(entry, to: &out)
-        // Rewritten on every message the user receives: one copy of the whole list, not an append
-        // per seq (a user who never reads has thousands; per-seq appends made the relay's load test
-        // time out under ThreadSanitizer).
-        SeqListBytes.append(unread, to: &out)
+        // Rewritten on every message the user receives: runs keep it short for a user who does not
+        // read (a list of every unread seq made each message cost the whole list, in memory and in
+        // the store).
+        unread.append(to: &out)
         return out
     }
 
     /// The view a record's ``bytes`` hold, or `nil` when they are not such a record.
     init?(bytes: [UInt8]) {
         var rest = bytes[...]
-        guard let entry = LengthPrefixedBytes.take(from: &rest), let unread = SeqListBytes.seqs(rest),
+        guard let entry = LengthPrefixedBytes.take(from: &rest), let unread = SeqRuns(bytes: rest),
             var stored = try? ConversationInfo(serializedBytes: entry)
         else { return nil }
         lastSeq = stored.lastMessage?.seq ?? 0
@@ -100,7 +95,7 @@ extension Router {
             if isLast { view.lastSeq = seq }
             view.info.hidden = false
             if !delivery.sent {
-                if counts && seq > view.info.readSeq { view.unread.append(seq) }
+                if counts && seq > view.info.readSeq { view.unread.insert(seq) }
                 // Only a message that counts as unread may be an unread @ (unread_count >= at_me).
                 let atMe = mentioned.contains(delivery.user)
                 if counts, frame.atAll || atMe, seq > view.info.readSeq {

@@ -55,6 +55,8 @@ import PostgresNIO
 ///   message (an edit, a stream chunk), that message (``MessageKey/storageID``), so a recall or a
 ///   delete for everyone erases the event's frame with the message's. Version 4 also erases the
 ///   frames of the messages removed before it.
+/// - Version 5 changes no table: from it on, a conversation record's unread seqs may be runs
+///   (``SeqRuns``), which an older relay would misread; the version makes it refuse the database.
 ///
 /// Made for the multi-node step (SCALING.md) as well: `conversations.max_seq` and `streams.head` are
 /// the counters several writers would allocate from (`UPDATE ... SET max_seq = max_seq + n RETURNING`,
@@ -143,6 +145,9 @@ final class PostgresRelayStore: RelayStore {
                 "UPDATE messages SET frame = ''::bytea WHERE removed",
             ]
         ),
+        // No table changes: the version says that the conversation records' unread seqs may be
+        // runs (``SeqRuns``), which a relay of version 4 would misread; it now refuses the database.
+        ("conversation records keep their unread seqs as runs", []),
     ]
 
     /// The newest schema version this relay knows.

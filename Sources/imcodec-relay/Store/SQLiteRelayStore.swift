@@ -33,6 +33,8 @@ import IMCodec
 ///   message (an edit, a stream chunk), that message (``MessageKey/storageID``), so a recall or a
 ///   delete for everyone erases the event's frame with the message's. Version 5 also erases the
 ///   frames of the messages removed before it.
+/// - Version 6 changes no table: from it on, a conversation record's unread seqs may be runs
+///   (``SeqRuns``), which an older relay would misread; the version makes it refuse the database.
 final class SQLiteRelayStore: RelayStore {
     /// The database file's path.
     let path: String
@@ -180,6 +182,8 @@ final class SQLiteRelayStore: RelayStore {
                     """
             )
         }
+        // Conversation records whose unread seqs may be runs: nothing to change, only to record.
+        migrator.registerMigration("v6") { _ in }
         return migrator
     }
 

@@ -1,0 +1,152 @@
+#if Tools
+/// A set of seqs kept as sorted, disjoint runs of consecutive seqs: a user's unread messages in
+/// one conversation, which are mostly one run (everything since its read horizon, less its own
+/// messages). Held and stored in the space of its runs, not of its seqs: a user who never reads a
+/// busy conversation costs one run, where a list of seqs made every message rewrite them all.
+struct SeqRuns: Equatable, Sendable {
+    /// The runs, in order; no two touch.
+    private(set) var runs: [ClosedRange<UInt64>] = []
+    /// The number of seqs held.
+    private(set) var count = 0
+
+    init() {}
+
+    /// The set of `seqs` (in any order; a seq given twice counts once).
+    init<Seqs: Sequence<UInt64>>(_ seqs: Seqs) {
+        for seq in seqs.sorted() { insert(seq) }
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Every seq held, in order (for tests and small sets).
+    var seqs: [UInt64] { runs.flatMap { Array($0) } }
+
+    func contains(_ seq: UInt64) -> Bool {
+        guard let index = index(of: seq) else { return false }
+        return runs[index].contains(seq)
+    }
+
+    /// Adds `seq`. A seq above every held one (a new message) costs O(1).
+    mutating func insert(_ seq: UInt64) {
+        if let last = runs.last, seq > last.upperBound {
+            if seq == last.upperBound + 1 {
+                runs[runs.count - 1] = last.lowerBound...seq
+            } else {
+                runs.append(seq...seq)
+            }
+            count += 1
+            return
+        }
+        if runs.isEmpty {
+            runs = [seq...seq]
+            count = 1
+            return
+        }
+        // The first run that ends at or above seq (one exists: seq is not above the last run).
+        let index = index(of: seq) ?? runs.count - 1
+        let run = runs[index]
+        guard !run.contains(seq) else { return }
+        count += 1
+        let joinsBefore = index > 0 && runs[index - 1].upperBound + 1 == seq
+        let joinsRun = seq + 1 == run.lowerBound
+        switch (joinsBefore, joinsRun) {
+        case (true, true):
+            runs[index - 1] = runs[index - 1].lowerBound...run.upperBound
+            runs.remove(at: index)
+        case (true, false): runs[index - 1] = runs[index - 1].lowerBound...seq
+        case (false, true): runs[index] = seq...run.upperBound
+        case (false, false): runs.insert(seq...seq, at: index)
+        }
+    }
+
+    /// Removes every seq at or below `seq` (what a user has read or cleared).
+    mutating func removeAll(through seq: UInt64) {
+        while let first = runs.first, first.lowerBound <= seq {
+            if first.upperBound <= seq {
+                runs.removeFirst()
+                count -= first.count
+            } else {
+                runs[0] = (seq + 1)...first.upperBound
+                count -= Int(seq + 1 - first.lowerBound)
+            }
+        }
+    }
+
+    /// Removes `seqs` (recalled, deleted, expired messages); whether any of them was held.
+    mutating func remove(_ seqs: Set<UInt64>) -> Bool {
+        let before = count
+        for seq in seqs {
+            guard let index = index(of: seq), runs[index].contains(seq) else { continue }
+            let run = runs[index]
+            count -= 1
+            switch (seq == run.lowerBound, seq == run.upperBound) {
+            case (true, true): runs.remove(at: index)
+            case (true, false): runs[index] = (seq + 1)...run.upperBound
+            case (false, true): runs[index] = run.lowerBound...(seq - 1)
+            case (false, false):
+                runs[index] = run.lowerBound...(seq - 1)
+                runs.insert((seq + 1)...run.upperBound, at: index + 1)
+            }
+        }
+        return count != before
+    }
+
+    /// The index of the first run whose upper bound is at or above `seq`, `nil` when there is none.
+    private func index(of seq: UInt64) -> Int? {
+        var low = 0
+        var high = runs.count
+        while low < high {
+            let mid = (low + high) / 2
+            if runs[mid].upperBound < seq { low = mid + 1 } else { high = mid }
+        }
+        return low < runs.count ? low : nil
+    }
+
+    // MARK: Bytes
+
+    /// The top bit of a stored value that ends a run (seqs stay far below it).
+    private static let runEnd: UInt64 = 1 << 63
+
+    /// Appends the set as a state record's seq list (``SeqListBytes``): each run's first seq, then,
+    /// for a run of more than one, its last seq with the top bit set. A list of single seqs (what
+    /// relays before the runs wrote) is the same set in both forms.
+    func append(to bytes: inout [UInt8]) {
+        var values: [UInt64] = []
+        values.reserveCapacity(2 * runs.count)
+        for run in runs {
+            values.append(run.lowerBound)
+            if run.upperBound > run.lowerBound { values.append(run.upperBound | Self.runEnd) }
+        }
+        SeqListBytes.append(values, to: &bytes)
+    }
+
+    /// The set a record's seq list holds (``append(to:)``), or `nil` when it holds none: a length
+    /// not a multiple of 8, a seq 0, a seq not above the one before, or a run's end that does not
+    /// follow its first seq.
+    init?(bytes: ArraySlice<UInt8>) {
+        guard let values = SeqListBytes.seqs(bytes) else { return nil }
+        var runs: [ClosedRange<UInt64>] = []
+        runs.reserveCapacity(values.count)
+        var open = false  // Whether the last run is a first seq that may take its end.
+        for value in values {
+            let seq = value & ~Self.runEnd
+            guard seq > (runs.last?.upperBound ?? 0) else { return nil }
+            if value & Self.runEnd != 0 {
+                guard open else { return nil }
+                runs[runs.count - 1] = runs[runs.count - 1].lowerBound...seq
+                open = false
+            } else if let last = runs.last, last.upperBound + 1 == seq {
+                // Seqs one after another (as relays before the runs wrote them) join one run.
+                runs[runs.count - 1] = last.lowerBound...seq
+                open = false
+            } else {
+                runs.append(seq...seq)
+                open = true
+            }
+        }
+        self.runs = runs
+        // At most 2^63 - 1 seqs (no seq 0, none with the top bit): the sum fits.
+        self.count = runs.reduce(0) { $0 + Int($1.upperBound - $1.lowerBound) + 1 }
+    }
+}
+#endif
