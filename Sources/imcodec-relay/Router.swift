@@ -682,8 +682,9 @@ final class Router {
                 store.batch.contentEvents.append(ContentEvent(user: user, position: stream.head, about: about))
             }
             if stream.count > configuration.maxStreamEntries {
+                let oldest = stream.oldest
                 stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)
-                store.batch.trimmedStreams[user] = stream.oldest
+                StoreBatch.trim(oldest..<stream.oldest, of: user, in: &store.batch.trimmedStreams)
             }
             streams[user] = stream  // A small value: copied, not shared.
             deliveries.append(Delivery(user: user, position: stream.head, sent: sent))

@@ -96,8 +96,8 @@ struct RelayStoreTests {
         batch.devicePositions = [
             DeviceKey(user: "alice", device: "phone"): 1, DeviceKey(user: "bob", device: "laptop"): 4,
         ]
-        batch.trimmedConversations = [team: 2, gone: 2]
-        batch.trimmedStreams = ["bob": 2]
+        batch.trimmedConversations = [team: 1..<2, gone: 1..<2]
+        batch.trimmedStreams = ["bob": 1..<2]
         batch.records = [.conversation(user: "alice", team): [], .blocklist(user: "bob"): [6]]
         batch.memberships = [(team, "carol", false)]
         return batch

@@ -51,7 +51,8 @@ final class MemoryRelayStore: RelayStore {
         for (device, position) in batch.devicePositions {
             state.devicePositions[device] = max(state.devicePositions[device] ?? 0, position)
         }
-        for (key, seq) in batch.trimmedConversations {
+        for (key, seqs) in batch.trimmedConversations {
+            let seq = seqs.upperBound  // Everything below it: the rest went with earlier batches.
             let drop = Self.firstIndex(messages[key] ?? [], atLeast: seq, by: \.seq)
             messages[key]?.removeFirst(drop)
             state.conversations[key]?.trim(below: seq)
@@ -59,7 +60,8 @@ final class MemoryRelayStore: RelayStore {
                 contentEvents = contentEvents.filter { $0.key.conversation != key || $0.key.seq >= seq }
             }
         }
-        for (user, position) in batch.trimmedStreams {
+        for (user, positions) in batch.trimmedStreams {
+            let position = positions.upperBound
             let drop = Self.firstIndex(streams[user] ?? [], atLeast: position, by: \.position)
             streams[user]?.removeFirst(drop)
             state.streams[user]?.oldest = position

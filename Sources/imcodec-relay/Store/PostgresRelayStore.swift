@@ -768,21 +768,23 @@ final class PostgresRelayStore: RelayStore {
         }
         if !batch.trimmedConversations.isEmpty {
             let trims = Array(batch.trimmedConversations)
-            let seqs = try trims.map { try Self.bigint($0.value) }
+            let from = try trims.map { try Self.bigint($0.value.lowerBound) }
+            let to = try trims.map { try Self.bigint($0.value.upperBound) }
             try run(
                 """
-                DELETE FROM messages USING unnest(\(trims.map(\.key.storageID)), \(seqs)) AS t(c, s)
-                WHERE messages.conversation = t.c AND messages.seq < t.s
+                DELETE FROM messages USING unnest(\(trims.map(\.key.storageID)), \(from), \(to)) AS t(c, f, s)
+                WHERE messages.conversation = t.c AND messages.seq >= t.f AND messages.seq < t.s
                 """
             )
         }
         if !batch.trimmedStreams.isEmpty {
             let trims = Array(batch.trimmedStreams)
-            let positions = try trims.map { try Self.bigint($0.value) }
+            let from = try trims.map { try Self.bigint($0.value.lowerBound) }
+            let to = try trims.map { try Self.bigint($0.value.upperBound) }
             try run(
                 """
-                DELETE FROM stream USING unnest(\(trims.map(\.key)), \(positions)) AS t(u, p)
-                WHERE stream.user_id = t.u AND stream.position < t.p
+                DELETE FROM stream USING unnest(\(trims.map(\.key)), \(from), \(to)) AS t(u, f, p)
+                WHERE stream.user_id = t.u AND stream.position >= t.f AND stream.position < t.p
                 """
             )
         }

@@ -181,10 +181,13 @@ struct StoreBatch: Sendable {
     var redactedQuotes: [(reply: MessageKey, quotedUID: String)] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
-    /// Retention: the oldest seq kept per conversation (older messages are deleted).
-    var trimmedConversations: [ConversationKey: UInt64] = [:]
-    /// Retention: the oldest position kept per user stream (older entries are deleted).
-    var trimmedStreams: [String: UInt64] = [:]
+    /// Retention: the seqs deleted per conversation, from its oldest kept before this batch to its
+    /// oldest kept now. The lower bound keeps a delete to the rows it deletes: PostgreSQL's index
+    /// still holds the rows earlier batches deleted until a vacuum, and a delete of everything below
+    /// the new oldest walked them all, in every commit.
+    var trimmedConversations: [ConversationKey: Range<UInt64>] = [:]
+    /// Retention: the positions deleted per user stream, as ``trimmedConversations``.
+    var trimmedStreams: [String: Range<UInt64>] = [:]
     /// End-to-end key bundles published, or whose one-time keys a fetch used, as they now are:
     /// each replaces the device's stored bundle of its kind.
     var keyBundles: [StoredKeyBundle] = []
@@ -195,6 +198,14 @@ struct StoreBatch: Sendable {
     /// (ms since the Unix epoch): their frames are erased (emptied, as retention leaves a message a
     /// stream still names), whichever commit or start finds them.
     var eraseExpiredThrough: Int64? = nil
+
+    /// Notes that retention deleted `deleted` of a conversation or a stream: joined with what this
+    /// batch deleted of it before.
+    static func trim<Key: Hashable>(_ deleted: Range<UInt64>, of key: Key, in trims: inout [Key: Range<UInt64>]) {
+        guard !deleted.isEmpty else { return }
+        let earlier = trims[key]
+        trims[key] = min(earlier?.lowerBound ?? deleted.lowerBound, deleted.lowerBound)..<deleted.upperBound
+    }
 
     var isEmpty: Bool {
         messages.isEmpty && streamEntries.isEmpty && contentEvents.isEmpty && memberships.isEmpty && removals.isEmpty

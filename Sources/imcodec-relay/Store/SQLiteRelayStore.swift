@@ -460,14 +460,17 @@ final class SQLiteRelayStore: RelayStore {
                 arguments: [device.user, device.device, position]
             )
         }
-        for (key, seq) in batch.trimmedConversations {
+        for (key, seqs) in batch.trimmedConversations {
             try db.execute(
-                sql: "DELETE FROM messages WHERE conversation = ? AND seq < ?",
-                arguments: [key.storageID, seq]
+                sql: "DELETE FROM messages WHERE conversation = ? AND seq >= ? AND seq < ?",
+                arguments: [key.storageID, seqs.lowerBound, seqs.upperBound]
             )
         }
-        for (user, position) in batch.trimmedStreams {
-            try db.execute(sql: "DELETE FROM stream WHERE user = ? AND position < ?", arguments: [user, position])
+        for (user, positions) in batch.trimmedStreams {
+            try db.execute(
+                sql: "DELETE FROM stream WHERE user = ? AND position >= ? AND position < ?",
+                arguments: [user, positions.lowerBound, positions.upperBound]
+            )
         }
         for bundle in batch.keyBundles {
             try db.execute(
