@@ -766,25 +766,37 @@ final class PostgresRelayStore: RelayStore {
                 """
             )
         }
+        // Retention deletes by primary key, each row it drops: with a range per conversation or
+        // user joined to the table, the planner took the ranges for a tenth of the table and chose
+        // a sequential scan of it (220 ms a commit at 1,000,000 stream rows); with keys it reads
+        // the index.
         if !batch.trimmedConversations.isEmpty {
-            let trims = Array(batch.trimmedConversations)
-            let from = try trims.map { try Self.bigint($0.value.lowerBound) }
-            let to = try trims.map { try Self.bigint($0.value.upperBound) }
+            var trimmed = (conversation: [String](), seq: [Int64]())
+            for (key, seqs) in batch.trimmedConversations {
+                for seq in seqs {
+                    trimmed.conversation.append(key.storageID)
+                    trimmed.seq.append(try Self.bigint(seq))
+                }
+            }
             try run(
                 """
-                DELETE FROM messages USING unnest(\(trims.map(\.key.storageID)), \(from), \(to)) AS t(c, f, s)
-                WHERE messages.conversation = t.c AND messages.seq >= t.f AND messages.seq < t.s
+                DELETE FROM messages USING unnest(\(trimmed.conversation), \(trimmed.seq)) AS t(c, s)
+                WHERE messages.conversation = t.c AND messages.seq = t.s
                 """
             )
         }
         if !batch.trimmedStreams.isEmpty {
-            let trims = Array(batch.trimmedStreams)
-            let from = try trims.map { try Self.bigint($0.value.lowerBound) }
-            let to = try trims.map { try Self.bigint($0.value.upperBound) }
+            var trimmed = (user: [String](), position: [Int64]())
+            for (user, positions) in batch.trimmedStreams {
+                for position in positions {
+                    trimmed.user.append(user)
+                    trimmed.position.append(try Self.bigint(position))
+                }
+            }
             try run(
                 """
-                DELETE FROM stream USING unnest(\(trims.map(\.key)), \(from), \(to)) AS t(u, f, p)
-                WHERE stream.user_id = t.u AND stream.position >= t.f AND stream.position < t.p
+                DELETE FROM stream USING unnest(\(trimmed.user), \(trimmed.position)) AS t(u, p)
+                WHERE stream.user_id = t.u AND stream.position = t.p
                 """
             )
         }
