@@ -11,16 +11,18 @@ struct SeqRuns: Equatable, Sendable {
 
     init() {}
 
-    /// The set of `seqs` (in any order; a seq given twice counts once).
+    /// The set of `seqs` (in any order; a seq given twice counts once). For records of earlier
+    /// relays and tests.
     init<Seqs: Sequence<UInt64>>(_ seqs: Seqs) {
         for seq in seqs.sorted() { insert(seq) }
     }
 
     var isEmpty: Bool { count == 0 }
 
-    /// Every seq held, in order (for tests and small sets).
+    /// Every seq held, in order (for tests).
     var seqs: [UInt64] { runs.flatMap { Array($0) } }
 
+    /// Whether `seq` is held (for tests).
     func contains(_ seq: UInt64) -> Bool {
         guard let index = index(of: seq) else { return false }
         return runs[index].contains(seq)
@@ -61,14 +63,18 @@ struct SeqRuns: Equatable, Sendable {
 
     /// Removes every seq at or below `seq` (what a user has read or cleared).
     mutating func removeAll(through seq: UInt64) {
-        while let first = runs.first, first.lowerBound <= seq {
-            if first.upperBound <= seq {
-                runs.removeFirst()
-                count -= first.count
-            } else {
-                runs[0] = (seq + 1)...first.upperBound
-                count -= Int(seq + 1 - first.lowerBound)
-            }
+        // The runs wholly at or below seq go at once, then the first left is cut.
+        var low = 0
+        var high = runs.count
+        while low < high {
+            let mid = (low + high) / 2
+            if runs[mid].upperBound <= seq { low = mid + 1 } else { high = mid }
+        }
+        count -= runs[..<low].reduce(0) { $0 + $1.count }
+        runs.removeFirst(low)
+        if let first = runs.first, first.lowerBound <= seq {
+            runs[0] = (seq + 1)...first.upperBound
+            count -= Int(seq + 1 - first.lowerBound)
         }
     }
 
@@ -121,10 +127,15 @@ struct SeqRuns: Equatable, Sendable {
     }
 
     /// The set a record's seq list holds (``append(to:)``), or `nil` when it holds none: a length
-    /// not a multiple of 8, a seq 0, a seq not above the one before, or a run's end that does not
-    /// follow its first seq.
+    /// not a multiple of 8, or (in the form with runs) a seq 0, a seq not above the one before, or
+    /// a run's end that does not follow its first seq. A list without runs (what relays before
+    /// the runs wrote) is read as they read it: the seqs it names, in any order, less any 0.
     init?(bytes: ArraySlice<UInt8>) {
         guard let values = SeqListBytes.seqs(bytes) else { return nil }
+        guard values.contains(where: { $0 & Self.runEnd != 0 }) else {
+            self.init(values.lazy.filter { $0 != 0 })
+            return
+        }
         var runs: [ClosedRange<UInt64>] = []
         runs.reserveCapacity(values.count)
         var open = false  // Whether the last run is a first seq that may take its end.
@@ -136,7 +147,7 @@ struct SeqRuns: Equatable, Sendable {
                 runs[runs.count - 1] = runs[runs.count - 1].lowerBound...seq
                 open = false
             } else if let last = runs.last, last.upperBound + 1 == seq {
-                // Seqs one after another (as relays before the runs wrote them) join one run.
+                // Seqs one after another join one run.
                 runs[runs.count - 1] = last.lowerBound...seq
                 open = false
             } else {
@@ -144,9 +155,10 @@ struct SeqRuns: Equatable, Sendable {
                 open = true
             }
         }
+        self.init()
         self.runs = runs
         // At most 2^63 - 1 seqs (no seq 0, none with the top bit): the sum fits.
-        self.count = runs.reduce(0) { $0 + Int($1.upperBound - $1.lowerBound) + 1 }
+        count = runs.reduce(0) { $0 + Int($1.upperBound - $1.lowerBound) + 1 }
     }
 }
 #endif

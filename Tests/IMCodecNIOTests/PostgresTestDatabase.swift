@@ -119,7 +119,8 @@ final class TestStore {
     let backend: StoreBackend
     let location: StoreLocation
     private let folder: URL?
-    private let database: PostgresTestDatabase?
+    /// The PostgreSQL database (`nil` on SQLite).
+    let database: PostgresTestDatabase?
 
     init(_ backend: StoreBackend) async throws {
         self.backend = backend

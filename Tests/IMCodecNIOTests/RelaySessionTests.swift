@@ -613,21 +613,22 @@ struct RelaySessionTests {
         }
     }
 
-    /// Retention deletes from the durable store what it drops (each batch deletes from the oldest
-    /// kept before it, several trims of one batch joined): after the relay stops, the store holds
-    /// the newest messages of the conversation and the newest entries of the stream, and nothing
-    /// older.
+    /// Retention deletes from the durable store what it drops, from the oldest kept before, after a
+    /// restart too: a relay keeps 80 messages, and one restarted with lower limits (5 messages, 4
+    /// stream entries) first drops 76 and 77 rows at once (one long range each), then one row a
+    /// message. The store then holds the newest messages of the conversation and the newest
+    /// entries of the stream, and nothing older.
     @Test(arguments: StoreBackend.allCases)
     func retentionDeletesWhatItDropsFromTheStore(_ backend: StoreBackend) async throws {
         let database = try await TestStore(backend)
         defer { database.remove() }
         let store = database.location
         try await withClientGroup { group in
-            try await withRelay({
-                $0.store = store; $0.maxMessagesPerConversation = 5; $0.maxStreamEntries = 4
-            }) { server in
-                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
-                for burst in [1...6, 7...12] {
+            for (burst, kept) in [(1...80, 100), (81...86, 5)] {
+                try await withRelay({
+                    $0.store = store; $0.maxMessagesPerConversation = kept; $0.maxStreamEntries = kept - 1
+                }) { server in
+                    let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                     for k in burst {
                         alice.channel.write(
                             Frame(Message.c2cText(from: "alice", to: "bob", "m\(k)", clientMsgID: "k-\(k)")),
@@ -635,18 +636,19 @@ struct RelaySessionTests {
                         )
                     }
                     alice.channel.flush()
-                    #expect(await eventually { alice.collector.acks.count == burst.upperBound })
+                    #expect(await eventually { alice.collector.acks.count == burst.count })
+                    #expect(alice.collector.acks.map(\.seq) == burst.map(UInt64.init))
+                    await alice.close()
                 }
-                await alice.close()
             }
         }
         let opened = try database.open()
         defer { opened.close() }
         let key = ConversationKey.direct("alice", "bob")
-        let kept = try opened.messages(in: key, from: 1, through: 20, limit: 100, visibleTo: "alice").map(\.seq)
-        #expect(kept == Array(8...12))
-        #expect(try opened.stream(of: "alice", after: 0, through: 20, limit: 100).map(\.position) == Array(9...12))
-        #expect(try opened.load().conversations[key]?.oldestSeq == 8)
+        let kept = try opened.messages(in: key, from: 1, through: 100, limit: 100, visibleTo: "alice").map(\.seq)
+        #expect(kept == Array(82...86))
+        #expect(try opened.stream(of: "alice", after: 0, through: 100, limit: 100).map(\.position) == Array(83...86))
+        #expect(try opened.load().conversations[key]?.oldestSeq == 82)
     }
 
     @Test func aMessageSentAgainIsAcknowledgedWithItsFirstStampAndDeliveredOnce() async throws {

@@ -1,6 +1,7 @@
 #if Tools
 import Foundation
 import IMCodec
+import PostgresNIO
 import Testing
 
 @testable import imcodec_relay
@@ -223,11 +224,21 @@ struct RelayStoreTests {
             }
         }
 
-        // PostgreSQL reads the messages page by page: pages of one row, of two (the last page is
-        // full, and the next empty) and of four read the same.
+        // PostgreSQL reads the messages page by page, past a row it cannot read (a conversation id
+        // no relay writes; skipped, as SQLite skips it): pages of one row, of two, of three (the
+        // last page full, the next empty), and of none (taken as one).
         let reference = Self.fingerprint(try stores[0].load())
+        try await #require(postgres.database).withConnection { connection in
+            _ = try await connection.query(
+                """
+                INSERT INTO messages (conversation, seq, sender, client_msg_id, uid, time_ms, frame)
+                VALUES ('not a conversation id', 1, 'x', '', '', 0, ''::bytea)
+                """,
+                logger: PostgresTestDatabase.logger
+            )
+        }
         let paged = try #require(stores[1] as? PostgresRelayStore)
-        for rows in [1, 2, 4] {
+        for rows in [1, 2, 3, 0] {
             paged.loadPageRows = rows
             #expect(Self.fingerprint(try paged.load()) == reference, "pages of \(rows) rows")
         }
@@ -264,6 +275,19 @@ struct RelayStoreTests {
         #expect(bobStream[0].sent && bobStream[0].originDevice == "laptop")
         #expect(bobStream[2].frame == [8])
         #expect(bobStream[3].frame == Self.message(Self.direct, 3, from: "alice", id: "c3").frame)
+    }
+
+    /// Retention's ranges of one batch join into one per conversation or stream, whatever order
+    /// they come in; an empty one changes nothing.
+    @Test func theRetentionRangesOfABatchJoin() {
+        var trims: [String: Range<UInt64>] = [:]
+        StoreBatch.trim(3..<5, of: "bob", in: &trims)
+        StoreBatch.trim(5..<6, of: "bob", in: &trims)
+        StoreBatch.trim(1..<3, of: "bob", in: &trims)
+        StoreBatch.trim(7..<7, of: "bob", in: &trims)
+        StoreBatch.trim(7..<7, of: "carol", in: &trims)
+        StoreBatch.trim(2..<4, of: "alice", in: &trims)
+        #expect(trims == ["bob": 1..<6, "alice": 2..<4])
     }
 
     /// A targeted message is read only by its sender and its receivers.

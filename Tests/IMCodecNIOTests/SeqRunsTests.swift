@@ -83,11 +83,15 @@ struct SeqRunsTests {
         let top: UInt64 = 1 << 63
         let old = SeqRuns(bytes: bytes([3, 4, 5, 9])[...])
         #expect(old?.runs == [3...5, 9...9] && old?.count == 4)
+        // Earlier relays read any list: so does this one, less seq 0 (never a message's).
+        #expect(SeqRuns(bytes: bytes([9, 3, 3, 0, 4])[...])?.seqs == [3, 4, 9])
+        let widest = SeqRuns(bytes: bytes([1, (top - 1) | top])[...])
+        #expect(widest?.count == Int.max && widest?.contains(top - 1) == true)
         #expect(SeqRuns(bytes: [][...]) == SeqRuns())
         #expect(SeqRuns(bytes: bytes([3, 5 | top, 9])[...])?.seqs == [3, 4, 5, 9])
         for bad in [
-            [0], [5, 3], [5, 5], [3 | top], [3, 5 | top, 7 | top], [3, 3 | top], [3, 2 | top], [3, 4, 6 | top],
-            [top],
+            [3 | top], [3, 5 | top, 7 | top], [3, 3 | top], [3, 2 | top], [3, 4, 6 | top], [top], [0, 3 | top],
+            [5, 3, 7 | top], [5, 6 | top, 6],
         ] as [[UInt64]] {
             #expect(SeqRuns(bytes: bytes(bad)[...]) == nil, "\(bad)")
         }

@@ -425,15 +425,16 @@ final class PostgresRelayStore: RelayStore {
         // PostgresNIO holds a statement's whole result in memory, and each statement is bounded by
         // the URL's timeout, which a store of millions of messages read at once would exceed.
         var after = (conversation: "", seq: Int64(-1))
-        var rowsRead = loadPageRows
-        while rowsRead == loadPageRows {
+        let pageRows = max(1, loadPageRows)
+        var rowsRead = pageRows
+        while rowsRead == pageRows {
             rowsRead = 0
             try forEachRow(
                 """
                 SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers,
                     octet_length(frame), expire_at_ms
                 FROM messages WHERE (conversation, seq) > (\(after.conversation), \(after.seq))
-                ORDER BY conversation, seq LIMIT \(loadPageRows)
+                ORDER BY conversation, seq LIMIT \(pageRows)
                 """
             ) { row in
                 rowsRead += 1
@@ -489,6 +490,53 @@ final class PostgresRelayStore: RelayStore {
             state.records[key] = Array(value.readableBytesView)
         }
         return state
+    }
+
+    /// A table retention deletes from, with its primary key's columns.
+    private enum TrimmedTable: String {
+        case messages, stream
+
+        var keyColumns: (id: String, number: String) {
+            switch self {
+            case .messages: ("conversation", "seq")
+            case .stream: ("user_id", "position")
+            }
+        }
+    }
+
+    /// Retention's deletes of one commit: the rows `trims` name, each a conversation's seqs or a
+    /// user's stream positions. Short ranges (every commit's: a row or two per key) go in one
+    /// statement by primary key: with a range per key joined to the table, the planner took the
+    /// ranges for a tenth of the table and chose a sequential scan of it (220 ms a commit at
+    /// 1,000,000 stream rows), where keys read the index. A long range (a retention limit lowered
+    /// at a restart) is one statement of its own, a range on one key, which reads the index too.
+    private func deleteTrimmed(_ trims: [(id: String, range: Range<UInt64>)], from table: TrimmedTable) throws {
+        let (idColumn, numberColumn) = table.keyColumns
+        var keys = (ids: [String](), numbers: [Int64]())
+        for (id, range) in trims {
+            if range.count > 64 {
+                try run(
+                    """
+                    DELETE FROM \(unescaped: table.rawValue) WHERE \(unescaped: idColumn) = \(id)
+                    AND \(unescaped: numberColumn) >= \(try Self.bigint(range.lowerBound))
+                    AND \(unescaped: numberColumn) < \(try Self.bigint(range.upperBound))
+                    """
+                )
+                continue
+            }
+            for number in range {
+                keys.ids.append(id)
+                keys.numbers.append(try Self.bigint(number))
+            }
+        }
+        guard !keys.ids.isEmpty else { return }
+        try run(
+            """
+            DELETE FROM \(unescaped: table.rawValue) USING unnest(\(keys.ids), \(keys.numbers)) AS t(i, n)
+            WHERE \(unescaped: table.rawValue).\(unescaped: idColumn) = t.i
+            AND \(unescaped: table.rawValue).\(unescaped: numberColumn) = t.n
+            """
+        )
     }
 
     /// The most message rows one statement of ``load()`` reads (a test sets fewer).
@@ -766,40 +814,8 @@ final class PostgresRelayStore: RelayStore {
                 """
             )
         }
-        // Retention deletes by primary key, each row it drops: with a range per conversation or
-        // user joined to the table, the planner took the ranges for a tenth of the table and chose
-        // a sequential scan of it (220 ms a commit at 1,000,000 stream rows); with keys it reads
-        // the index.
-        if !batch.trimmedConversations.isEmpty {
-            var trimmed = (conversation: [String](), seq: [Int64]())
-            for (key, seqs) in batch.trimmedConversations {
-                for seq in seqs {
-                    trimmed.conversation.append(key.storageID)
-                    trimmed.seq.append(try Self.bigint(seq))
-                }
-            }
-            try run(
-                """
-                DELETE FROM messages USING unnest(\(trimmed.conversation), \(trimmed.seq)) AS t(c, s)
-                WHERE messages.conversation = t.c AND messages.seq = t.s
-                """
-            )
-        }
-        if !batch.trimmedStreams.isEmpty {
-            var trimmed = (user: [String](), position: [Int64]())
-            for (user, positions) in batch.trimmedStreams {
-                for position in positions {
-                    trimmed.user.append(user)
-                    trimmed.position.append(try Self.bigint(position))
-                }
-            }
-            try run(
-                """
-                DELETE FROM stream USING unnest(\(trimmed.user), \(trimmed.position)) AS t(u, p)
-                WHERE stream.user_id = t.u AND stream.position = t.p
-                """
-            )
-        }
+        try deleteTrimmed(batch.trimmedConversations.map { ($0.key.storageID, $0.value) }, from: .messages)
+        try deleteTrimmed(batch.trimmedStreams.map { ($0.key, $0.value) }, from: .stream)
         // In order: a device's bundle may change twice in one batch (published, then a key fetched).
         for bundle in batch.keyBundles {
             try run(

@@ -202,8 +202,8 @@ struct StoreBatch: Sendable {
     /// batch deleted of it before.
     static func trim<Key: Hashable>(_ deleted: Range<UInt64>, of key: Key, in trims: inout [Key: Range<UInt64>]) {
         guard !deleted.isEmpty else { return }
-        let earlier = trims[key]
-        trims[key] = min(earlier?.lowerBound ?? deleted.lowerBound, deleted.lowerBound)..<deleted.upperBound
+        let earlier = trims[key] ?? deleted
+        trims[key] = min(earlier.lowerBound, deleted.lowerBound)..<max(earlier.upperBound, deleted.upperBound)
     }
 
     var isEmpty: Bool {
@@ -251,21 +251,15 @@ struct StoredState {
     /// copy taken out of the dictionary would copy its indexes at every message, which made a
     /// start quadratic in the messages kept per conversation.
     mutating func loadMessage(_ message: StoredMessage, removed: Bool) {
-        loadedConversations.insert(message.conversation)
         conversations[message.conversation, default: ConversationState()].addLoaded(message, removed: removed)
     }
 
     /// Ends ``loadMessage(_:removed:)``: a conversation none of whose messages is kept (retention
     /// dropped them all) keeps none from `maxSeq + 1` on.
     mutating func finishLoadingMessages() {
-        for key in conversations.keys where !loadedConversations.contains(key) {
-            conversations[key]!.oldestSeq = conversations[key]!.maxSeq + 1
-        }
-        loadedConversations = []
+        let emptied = conversations.compactMap { $0.value.kept.isEmpty ? $0.key : nil }
+        for key in emptied { conversations[key]!.oldestSeq = conversations[key]!.maxSeq + 1 }
     }
-
-    /// The conversations ``loadMessage(_:removed:)`` has seen a message of.
-    private var loadedConversations: Set<ConversationKey> = []
 }
 
 /// The newest messages a user sent that the relay does not keep (online-only, status-only, in a
