@@ -48,8 +48,8 @@ extension RelayCommand {
                 restart after a crash: the relay is killed with SIGKILL once every check has passed, started \
                 again on the same store, and measured: the seconds from its start to its listening line (it \
                 loads the store first, as a standby taking over does) and its RSS then. The store then holds \
-                users x messages messages (at most --max-stored-messages, 10,000, per conversation) and twice \
-                as many stream entries (at most 10,000 per user).
+                users x messages messages (at most 10,000 per conversation, serve's default \
+                --max-stored-messages) and twice as many stream entries (at most 10,000 per user).
 
                 Exit status: 0; 1 when a check failed or a run did not finish in --timeout seconds.
                 """
@@ -480,13 +480,11 @@ struct BenchRun {
         var children: [RelayChild] = []
         // Forwarding nodes first: the routing node's stop would make them take over.
         defer { for child in children.reversed() { child.stop() } }
+        let serve =
+            ["serve"] + storeArguments + (nodes > 1 ? ["--node-port", "0"] : [])
+            + ["--port", "0", "--data-dir", directory, "--quiet"]
         for node in 0..<nodes {
-            let child = try RelayChild.start(
-                relay,
-                arguments: ["serve"] + storeArguments + (nodes > 1 ? ["--node-port", "0"] : [])
-                    + ["--port", "0", "--data-dir", directory, "--quiet"],
-                timeoutSeconds: min(timeoutSeconds, 60)
-            )
+            let child = try RelayChild.start(relay, arguments: serve, timeoutSeconds: min(timeoutSeconds, 60))
             children.append(child)
             guard child.routes == (node == 0) else {
                 throw BenchFailure(
@@ -572,9 +570,8 @@ struct BenchRun {
         if restart {
             // A crash, then the same command on the same store: it loads the store, then listens.
             children[0].killNow()
-            let arguments = ["serve"] + storeArguments + ["--port", "0", "--data-dir", directory, "--quiet"]
             let begin = NIODeadline.now()
-            children[0] = try RelayChild.start(relay, arguments: arguments, timeoutSeconds: timeoutSeconds)
+            children[0] = try RelayChild.start(relay, arguments: serve, timeoutSeconds: timeoutSeconds)
             let seconds = Double((NIODeadline.now() - begin).nanoseconds) / 1e9
             restarted = (seconds, Double(try children[0].memory().rssKiB) / 1024)
         }

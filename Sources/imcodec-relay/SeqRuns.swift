@@ -30,8 +30,9 @@ struct SeqRuns: Equatable, Sendable {
 
     /// Adds `seq`. A seq above every held one (a new message) costs O(1).
     mutating func insert(_ seq: UInt64) {
-        if let last = runs.last, seq > last.upperBound {
-            if seq == last.upperBound + 1 {
+        // The first run that ends at or above seq; none when seq is above every held one.
+        guard let index = index(of: seq) else {
+            if let last = runs.last, last.upperBound + 1 == seq {
                 runs[runs.count - 1] = last.lowerBound...seq
             } else {
                 runs.append(seq...seq)
@@ -39,13 +40,6 @@ struct SeqRuns: Equatable, Sendable {
             count += 1
             return
         }
-        if runs.isEmpty {
-            runs = [seq...seq]
-            count = 1
-            return
-        }
-        // The first run that ends at or above seq (one exists: seq is not above the last run).
-        let index = index(of: seq) ?? runs.count - 1
         let run = runs[index]
         guard !run.contains(seq) else { return }
         count += 1
@@ -64,14 +58,9 @@ struct SeqRuns: Equatable, Sendable {
     /// Removes every seq at or below `seq` (what a user has read or cleared).
     mutating func removeAll(through seq: UInt64) {
         // The runs wholly at or below seq go at once, then the first left is cut.
-        var low = 0
-        var high = runs.count
-        while low < high {
-            let mid = (low + high) / 2
-            if runs[mid].upperBound <= seq { low = mid + 1 } else { high = mid }
-        }
-        count -= runs[..<low].reduce(0) { $0 + $1.count }
-        runs.removeFirst(low)
+        let above = seq == .max ? runs.count : index(of: seq + 1) ?? runs.count
+        count -= runs[..<above].reduce(0) { $0 + $1.count }
+        runs.removeFirst(above)
         if let first = runs.first, first.lowerBound <= seq {
             runs[0] = (seq + 1)...first.upperBound
             count -= Int(seq + 1 - first.lowerBound)

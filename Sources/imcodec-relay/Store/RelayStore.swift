@@ -182,8 +182,8 @@ struct StoreBatch: Sendable {
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// Retention: the seqs deleted per conversation, from its oldest kept before this batch to its
-    /// oldest kept now: exactly the rows to delete, so a store deletes them by key (PostgreSQL's
-    /// planner read a join on ranges as a large part of the table, and scanned all of it).
+    /// oldest kept now: exactly the rows to delete, so a store can delete them by key (PostgreSQL
+    /// does: its planner read a join on one range per key as a large part of the table).
     var trimmedConversations: [ConversationKey: Range<UInt64>] = [:]
     /// Retention: the positions deleted per user stream, as ``trimmedConversations``.
     var trimmedStreams: [String: Range<UInt64>] = [:]
