@@ -167,7 +167,7 @@ struct RelayCrashTests {
         let started = nodeSet.started
         #expect(started.count == 5)
         #expect(started.filter { $0.listeningPort != nil }.count == 1, "the first node routed throughout")
-        #expect(run.earlierPrefixes.isEmpty, "no relay that routed died")
+        #expect(run.routerDeathsMs.isEmpty, "no relay that routed died")
         run.checkAfterKills()
     }
 
@@ -746,10 +746,11 @@ private final class LoadRun {
     var problems: [String] = []
     /// Every seq given, per conversation: the message it names (from acks and from what devices saw).
     var seqOwners: [String: [UInt64: String]] = [:]
-    /// The uid prefixes (server_msg_uids are `PREFIX-N`, a new prefix per relay process) of the
-    /// relays killed so far, and of the one running now.
-    var earlierPrefixes: Set<String> = []
-    var currentPrefix: String?
+    /// When each routing relay killed so far was found dead (`RelayProtocol.nowMs()`, the clock the
+    /// relay stamps `server_time_ms` with on this machine): a resent message acknowledged with a
+    /// stamp from before it was kept by a relay that died. (A uid tells nothing of the relay that
+    /// gave it: uids are enciphered counters.)
+    var routerDeathsMs: [Int64] = []
     var acknowledged = 0
     /// At each kill: the acks received so far, the frames unanswered.
     var kills: [(acknowledged: Int, unanswered: Int)] = []
@@ -955,12 +956,9 @@ private final class LoadRun {
 
     /// After the kill: every message not acknowledged is to be resent; every event not answered is
     /// uncertain. `dropped`: only these devices lost their connection (a forwarding node died; the
-    /// relay that routes, and so the uid prefix, stays); `nil`: every device did (the routing relay died).
+    /// relay that routes stays); `nil`: every device did (the routing relay died).
     func crashed(_ dropped: [LoadDevice]? = nil) {
-        if dropped == nil {
-            if let currentPrefix { earlierPrefixes.insert(currentPrefix) }
-            currentPrefix = nil
-        }
+        if dropped == nil { routerDeathsMs.append(RelayProtocol.nowMs()) }
         for device in dropped ?? devices {
             for key in device.outstanding.keys.sorted() {
                 switch device.outstanding[key]! {
@@ -1124,10 +1122,10 @@ private final class LoadRun {
         let killLines = kills.map { "SIGKILL after \($0.acknowledged) acks with \($0.unanswered) frames unanswered" }
             .joined(separator: ", then ")
         let points = killPoints.map(String.init).joined(separator: ", ")
-        // A resent message's ack tells that it was kept before the kill by the uid prefix of a relay
-        // that died; when only forwarding nodes died, the prefix is the same before and after.
+        // A resent message's ack tells that it was kept before the kill by its first stamp's time;
+        // when only forwarding nodes died, the relay that stamped it is still the one that routes.
         let kept =
-            earlierPrefixes.isEmpty
+            routerDeathsMs.isEmpty
             ? "(the relay that routed never died, so an ack cannot tell which of them it had kept)"
             : "\(resentAlreadyKept) of them already kept (acknowledged with their first stamp)"
         report.summary = """
@@ -1298,11 +1296,10 @@ private final class LoadDevice {
                 run.problems.append("\(name): \(sent.key) refused: \(ack.errorCode) \(ack.errorDescription)")
                 return
             }
-            let prefix = String(ack.serverMsgUID.prefix { $0 != "-" })
-            if sent.resent, run.earlierPrefixes.contains(prefix) {
+            // Stamped before the last routing relay was found dead: kept by a relay that died (every
+            // message the next relay stamps is sent after that).
+            if sent.resent, let death = run.routerDeathsMs.last, ack.serverTimeMs < death {
                 run.resentAlreadyKept += 1
-            } else if !sent.resent {
-                run.currentPrefix = run.currentPrefix ?? prefix
             }
             if let seq = sent.seq, seq != ack.seq || sent.uid != ack.serverMsgUID {
                 run.problems.append("\(name): \(sent.key) acknowledged twice, as seq \(seq) and seq \(ack.seq)")
