@@ -258,7 +258,7 @@ extension Router {
     /// one of the newest the relay delivered without keeping (``RecentLiveMessages``).
     private func firstCopy(of frame: InboundFrame, in key: ConversationKey, user: String) -> ConversationState.Sent? {
         guard !frame.clientMsgID.isEmpty else { return nil }
-        return conversations[key]?.sent[ConversationState.dedupeKey(scope: user, clientMsgID: frame.clientMsgID)]
+        return conversations[key]?.sent(by: user, clientMsgID: frame.clientMsgID)
             ?? recentLiveMessages[user]?.first(frame.clientMsgID, in: key)
     }
 
@@ -811,7 +811,7 @@ extension Router {
     static func repeatsTheServer(
         _ name: String,
         _ edited: Message,
-        kept: (sender: String, clientMsgID: String, serverMsgUID: String, serverTimeMs: Int64, size: Int),
+        kept: KeptMessage,
         expireAtMs: Int64,
         change: Message?
     ) -> Bool {

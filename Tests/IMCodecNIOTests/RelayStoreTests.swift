@@ -126,7 +126,7 @@ struct RelayStoreTests {
         #expect(throws: RelayStoreError.self) { try store?.commit(failing) }
         let after = try #require(try store?.load())
         #expect(after.conversations[Self.direct]?.maxSeq == 2, "the failed batch's seq is not kept")
-        #expect(after.conversations[Self.direct]?.sent["5:alicelost"] == nil)
+        #expect(after.conversations[Self.direct]?.sent(by: "alice", clientMsgID: "lost") == nil)
         #expect(after.streams["alice"]?.head == 4, "nor its stream head")
         #expect(after.records[.blocklist(user: "alice")] == nil, "nor its records")
         #expect(
@@ -249,7 +249,7 @@ struct RelayStoreTests {
         let state = try store.load()
         let direct = try #require(state.conversations[Self.direct])
         #expect(direct.maxSeq == 3 && direct.oldestSeq == 1 && direct.removed == [1])
-        #expect(direct.sent["5:alicec1"]?.seq == 1)
+        #expect(direct.sent(by: "alice", clientMsgID: "c1")?.seq == 1)
         #expect(direct.kept[2]?.clientMsgID == "", "kept without a client id")
         let team = try #require(state.conversations[Self.team])
         #expect(team.maxSeq == 3 && team.oldestSeq == 2)
@@ -320,12 +320,17 @@ struct RelayStoreTests {
                 "conversation \(key.storageID) max \(conversation.maxSeq) oldest \(conversation.oldestSeq) "
                     + "removed \(conversation.removed.sorted())"
             )
-            for (seq, kept) in conversation.kept.sorted(by: { $0.key < $1.key }) {
+            for (seq, kept) in conversation.kept.all {
                 let audience = conversation.audiences[seq]?.sorted() ?? []
                 lines.append("  kept \(seq) \(kept.sender) '\(kept.clientMsgID)' audience \(audience)")
-            }
-            for (id, sent) in conversation.sent.sorted(by: { $0.key < $1.key }) {
-                lines.append("  sent \(id) \(sent.seq) \(sent.serverMsgUID) \(sent.serverTimeMs)")
+                // What a resend and a reference find, by both ids.
+                if let sent = conversation.sent(by: kept.sender, clientMsgID: kept.clientMsgID) {
+                    lines.append(
+                        "  sent \(kept.sender) \(kept.clientMsgID) \(sent.seq) \(sent.serverMsgUID) \(sent.serverTimeMs)"
+                    )
+                }
+                let byUID = conversation.resolve(MessageRef.with { $0.serverMsgUID = kept.serverMsgUID })
+                lines.append("  uid \(kept.serverMsgUID) \(byUID)")
             }
         }
         for (key, members) in state.members.sorted(by: { $0.key.storageID < $1.key.storageID }) {

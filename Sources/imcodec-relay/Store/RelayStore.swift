@@ -265,7 +265,7 @@ struct StoredState {
 /// The newest messages a user sent that the relay does not keep (online-only, status-only, in a
 /// chatroom), by conversation and `client_msg_id`, with the stamp each was acknowledged with: one
 /// sent again (its ack was lost with a connection) is acknowledged as the first time and not
-/// delivered again, as a kept one is (``ConversationState/sent``). In memory only: after a restart a
+/// delivered again, as a kept one is (``ConversationState/sent(by:clientMsgID:)``). In memory only: after a restart a
 /// resend is delivered again.
 struct RecentLiveMessages: Sendable {
     /// How many of a user's newest such messages are remembered: more than a client has in flight.
@@ -349,6 +349,11 @@ enum Expiry {
 }
 
 /// A conversation, as the router tracks it: seqs, de-duplication of resends, removed messages.
+///
+/// It holds every kept message's ids for as long as the message is kept (``KeptMessages``), so its
+/// size per message bounds how many messages a relay can keep: the messages in an array by seq,
+/// the two lookups (by uid, by sender and `client_msg_id`) as hashes (``DigestIndex``), each
+/// sender's id once per conversation.
 struct ConversationState: Sendable {
     /// A kept message's server fields, for answering a resend with its first ack.
     struct Sent: Sendable {
@@ -357,18 +362,25 @@ struct ConversationState: Sendable {
         var serverTimeMs: Int64
     }
 
+    /// A message's sender and `client_msg_id`: what a resend and a reference without a uid name it by.
+    struct SenderKey: Hashable, Sendable {
+        var sender: String
+        var clientMsgID: String
+    }
+
     /// The newest seq given (0: none yet). Seqs never go back or repeat.
     var maxSeq: UInt64 = 0
     /// The oldest seq kept (maxSeq + 1 when none is kept).
     var oldestSeq: UInt64 = 1
-    /// Kept messages by sender and client message id (``dedupeKey(scope:clientMsgID:)``).
-    var sent: [String: Sent] = [:]
-    /// The seq of each kept message, by its server uid.
-    var uids: [String: UInt64] = [:]
     /// The sender, client message id, server uid, server time and stamped frame's size of each kept
     /// message, by seq.
-    var kept: [UInt64: (sender: String, clientMsgID: String, serverMsgUID: String, serverTimeMs: Int64, size: Int)] =
-        [:]
+    private(set) var kept = KeptMessages()
+    /// Kept messages with a `client_msg_id`, by sender and client message id.
+    private var bySender = DigestIndex<SenderKey>()
+    /// Kept messages by server uid.
+    private var byUID = DigestIndex<PackedUID>()
+    /// The senders of kept messages: each message holds its sender's id as this one string.
+    private var senders: Set<String> = []
     /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
     /// it reach only them.
     var audiences: [UInt64: Set<String>] = [:]
@@ -380,11 +392,24 @@ struct ConversationState: Sendable {
     /// The number of messages kept.
     var count: Int { Int(maxSeq + 1 - oldestSeq) }
 
-    /// The key of `clientMsgID` within `scope`: a message's sender in its conversation
-    /// (``sent``), or a conversation's storage id among a user's unkept messages
-    /// (``RecentLiveMessages``).
+    /// The key of `clientMsgID` within `scope`: a conversation's storage id among a user's unkept
+    /// messages (``RecentLiveMessages``).
     static func dedupeKey(scope: String, clientMsgID: String) -> String {
         "\(scope.utf8.count):\(scope)\(clientMsgID)"
+    }
+
+    private func senderKey(at seq: UInt64) -> SenderKey? {
+        kept[seq].map { SenderKey(sender: $0.sender, clientMsgID: $0.clientMsgID) }
+    }
+
+    private func uid(at seq: UInt64) -> PackedUID? { kept[seq]?.uid }
+
+    /// The kept message `sender` sent with `clientMsgID`, as it was acknowledged.
+    func sent(by sender: String, clientMsgID: String) -> Sent? {
+        guard let seq = bySender.seq(of: SenderKey(sender: sender, clientMsgID: clientMsgID), keyOf: senderKey),
+            let message = kept[seq]
+        else { return nil }
+        return Sent(seq: seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
     }
 
     /// Records a kept message read from the store at start, oldest first (``StoredState/loadMessage(_:removed:)``).
@@ -397,16 +422,35 @@ struct ConversationState: Sendable {
     /// Records a kept message.
     mutating func add(_ message: StoredMessage) {
         maxSeq = max(maxSeq, message.seq)
-        kept[message.seq] = (
-            message.senderID, message.clientMsgID, message.serverMsgUID, message.serverTimeMs,
-            message.frameSize ?? message.frame.count
+        let sender = senders.insert(message.senderID).memberAfterInsert
+        let kept = KeptMessage(
+            sender: sender,
+            clientMsgID: message.clientMsgID,
+            serverMsgUID: message.serverMsgUID,
+            serverTimeMs: message.serverTimeMs,
+            size: message.frameSize ?? message.frame.count
         )
+        if let replaced = self.kept[message.seq] { forget(replaced, at: message.seq) }
+        self.kept.insert(kept, at: message.seq)
         if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
         if message.expireAtMs != 0 { expiries[message.seq] = message.expireAtMs }
-        if !message.serverMsgUID.isEmpty { uids[message.serverMsgUID] = message.seq }
+        // The lookups read the messages through a reference to the array alone: a closure on `self`
+        // (``uid(at:)``) would take a copy of the whole state, and the index being changed would
+        // then be copied on write, at every message.
+        let messages = self.kept
+        if !message.serverMsgUID.isEmpty { byUID.insert(kept.uid, seq: message.seq) { messages[$0]?.uid } }
         guard !message.clientMsgID.isEmpty else { return }
-        let key = Self.dedupeKey(scope: message.senderID, clientMsgID: message.clientMsgID)
-        sent[key] = Sent(seq: message.seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
+        bySender.insert(SenderKey(sender: sender, clientMsgID: message.clientMsgID), seq: message.seq) {
+            messages[$0].map { SenderKey(sender: $0.sender, clientMsgID: $0.clientMsgID) }
+        }
+    }
+
+    /// Takes a message that is no longer kept at `seq` out of the lookups.
+    private mutating func forget(_ message: KeptMessage, at seq: UInt64) {
+        byUID.remove(message.uid, seq: seq)
+        if !message.clientMsgID.isEmpty {
+            bySender.remove(SenderKey(sender: message.sender, clientMsgID: message.clientMsgID), seq: seq)
+        }
     }
 
     /// What a message reference names here (``resolve(_:)``).
@@ -426,9 +470,12 @@ struct ConversationState: Sendable {
     func resolve(_ ref: MessageRef) -> Reference {
         let byIdentity: UInt64?
         if !ref.serverMsgUID.isEmpty {
-            byIdentity = uids[ref.serverMsgUID]
+            byIdentity = byUID.seq(of: PackedUID(ref.serverMsgUID), keyOf: uid)
         } else if !ref.senderID.isEmpty, !ref.clientMsgID.isEmpty {
-            byIdentity = sent[Self.dedupeKey(scope: ref.senderID, clientMsgID: ref.clientMsgID)]?.seq
+            byIdentity = bySender.seq(
+                of: SenderKey(sender: ref.senderID, clientMsgID: ref.clientMsgID),
+                keyOf: senderKey
+            )
         } else {
             return kept[ref.seq] == nil ? .unknown : .kept(ref.seq)
         }
@@ -439,13 +486,7 @@ struct ConversationState: Sendable {
     /// Forgets the messages below `seq` (retention).
     mutating func trim(below seq: UInt64) {
         while oldestSeq < seq {
-            if let old = kept.removeValue(forKey: oldestSeq) {
-                if uids[old.serverMsgUID] == oldestSeq { uids[old.serverMsgUID] = nil }
-                if !old.clientMsgID.isEmpty {
-                    let key = Self.dedupeKey(scope: old.sender, clientMsgID: old.clientMsgID)
-                    if sent[key]?.seq == oldestSeq { sent[key] = nil }
-                }
-            }
+            if let old = kept.removeValue(at: oldestSeq) { forget(old, at: oldestSeq) }
             removed.remove(oldestSeq)
             audiences[oldestSeq] = nil
             expiries[oldestSeq] = nil

@@ -17,7 +17,7 @@ import IMCodec
 ///   when retention has dropped every message;
 /// - `messages(conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers, removed)`:
 ///   the stamped frames. Resends are de-duplicated by the router, in memory, from what ``load()``
-///   reads (``ConversationState/sent``); no index on (conversation, sender, client_msg_id) is kept,
+///   reads (``ConversationState/sent(by:clientMsgID:)``); no index on (conversation, sender, client_msg_id) is kept,
 ///   since nothing queries it and it cost a B-tree page write per message;
 /// - `members(conversation, user)`;
 /// - `streams(user, head)` and `stream(user, position, origin_device, conversation, seq, sent, frame)`:
