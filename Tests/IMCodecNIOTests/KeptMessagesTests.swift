@@ -62,9 +62,10 @@ struct KeptMessagesTests {
                 }
                 let sender = senders[Int(random.next() % 3)]
                 let clientMsgID = random.next() % 7 == 0 ? "" : "c\(random.next() % 40)"
+                // Uids of an earlier relay (text), some given twice (the later message wins).
                 let uid =
                     random.next() % 4 == 0
-                    ? "old-\(seq)"
+                    ? "old-\(random.next() % 30)"
                     : String((0..<32).map { _ in "0123456789abcdef".randomElement(using: &random)! })
                 let message = StoredMessage(
                     conversation: .direct("alice", "bob"),
@@ -135,7 +136,7 @@ struct KeptMessagesTests {
                 }
             }
             #expect(found == wanted, "step \(step)")
-            #expect(state.resolve(MessageRef.with { $0.serverMsgUID = "old-0" }) == .unknown)
+            #expect(state.resolve(MessageRef.with { $0.serverMsgUID = "old-30" }) == .unknown)
         }
     }
 
@@ -166,6 +167,15 @@ struct KeptMessagesTests {
         #expect(index.seq(of: Colliding(name: "k3"), keyOf: keyOf) == 6)
         index.remove(Colliding(name: "k3"), seq: 3)
         #expect(index.seq(of: Colliding(name: "k3"), keyOf: keyOf) == 6, "the older seq of a key sent again")
+        // The key the hash holds is sent again at a new seq while others collide with it.
+        keys[7] = Colliding(name: "k3")
+        index.insert(keys[7]!, seq: 7, keyOf: keyOf)
+        #expect(index.seq(of: Colliding(name: "k3"), keyOf: keyOf) == 7)
+        index.remove(Colliding(name: "k3"), seq: 6)
+        #expect(index.seq(of: Colliding(name: "k3"), keyOf: keyOf) == 7)
+        for seq in 4...5 as ClosedRange<UInt64> {
+            #expect(index.seq(of: Colliding(name: "k\(seq)"), keyOf: keyOf) == seq)
+        }
         index.remove(keys[2]!, seq: 2)
         #expect(index.seq(of: Colliding(name: "k2"), keyOf: keyOf) == nil)
         #expect(index.seq(of: Colliding(name: "k4"), keyOf: keyOf) == 4)
@@ -196,6 +206,35 @@ struct KeptMessagesTests {
         #expect(state.kept.count == 1)
     }
 
+    /// A conversation whose stored seqs jump (a damaged store) loads, answers by both ids, and
+    /// trims across the jump without walking it seq by seq.
+    @Test func aConversationWithAJumpInItsSeqsLoadsAndTrims() {
+        var state = ConversationState()
+        let jump: UInt64 = 1 << 50
+        for seq in [1, 2, jump, jump + 1] as [UInt64] {
+            state.addLoaded(
+                StoredMessage(
+                    conversation: .direct("alice", "bob"),
+                    seq: seq,
+                    senderID: "alice",
+                    clientMsgID: "c\(seq)",
+                    serverMsgUID: "u\(seq)",
+                    serverTimeMs: 1,
+                    frame: [1]
+                ),
+                removed: seq == 2
+            )
+        }
+        #expect(state.oldestSeq == 1 && state.maxSeq == jump + 1 && state.kept.count == 4)
+        #expect(state.resolve(MessageRef.with { $0.serverMsgUID = "u\(jump)" }) == .kept(jump))
+        #expect(state.sent(by: "alice", clientMsgID: "c2")?.seq == 2)
+        state.trim(below: jump + 1)
+        #expect(state.oldestSeq == jump + 1 && state.kept.count == 1 && state.removed.isEmpty)
+        #expect(state.resolve(MessageRef.with { $0.serverMsgUID = "u\(jump)" }) == .unknown)
+        #expect(state.sent(by: "alice", clientMsgID: "c1") == nil)
+        #expect(state.sent(by: "alice", clientMsgID: "c\(jump + 1)")?.seq == jump + 1)
+    }
+
     /// Kept seqs with holes, dropped from the oldest past the array's compaction point, then kept
     /// again after all were dropped.
     @Test func keptMessagesMoveTheirStart() {
@@ -217,9 +256,23 @@ struct KeptMessagesTests {
         #expect(kept.isEmpty && kept.all.isEmpty)
         kept.insert(message(400), at: 400)
         #expect(kept[400]?.clientMsgID == "c400" && kept[299] == nil && kept.count == 1)
+        // Seqs far apart (a damaged store): held beside the array, not padded into it.
+        var far = KeptMessages()
+        let huge: UInt64 = 1 << 40
+        for seq in [1, 2, huge, huge + 1, UInt64.max - 1] { far.insert(message(seq), at: seq) }
+        #expect(far.count == 5 && far[huge]?.clientMsgID == "c\(huge)" && far[UInt64.max - 1] != nil)
+        #expect(far[3] == nil && far[huge - 1] == nil && far[UInt64.max] == nil)
+        #expect(far.all.map(\.seq) == [1, 2, huge, huge + 1, UInt64.max - 1])
+        // The array grows over an outlier: it is still found, and replacing it keeps the count.
+        far.insert(message(10_000), at: 10_000)
+        for seq in 3..<10_100 as Range<UInt64> where seq != 10_000 { far.insert(message(seq), at: seq) }
+        #expect(far[10_000]?.clientMsgID == "c10000" && far.count == 10_102)
+        far.insert(message(10_000), at: 10_000)
+        #expect(far.count == 10_102 && far.all.count == 10_102)
+        #expect(far.removeValue(at: huge)?.clientMsgID == "c\(huge)" && far[huge] == nil && far.count == 10_101)
         // A frame larger than 32 bits counts as the largest.
-        let huge = KeptMessage(sender: "a", clientMsgID: "", serverMsgUID: "", serverTimeMs: 0, size: Int.max)
-        #expect(huge.size == Int(UInt32.max))
+        let large = KeptMessage(sender: "a", clientMsgID: "", serverMsgUID: "", serverTimeMs: 0, size: Int.max)
+        #expect(large.size == Int(UInt32.max))
     }
 }
 

@@ -88,33 +88,56 @@ enum PackedUID: Hashable, Sendable {
 }
 
 /// A conversation's kept messages by seq: an array from its oldest kept seq, since kept seqs are
-/// consecutive (retention drops the oldest; a seq is given to kept messages only). A seq in the
-/// range with no message (a row the store could not read at start) is a hole. Dropping the oldest
-/// moves a start index; the array is compacted when that index passes half of it.
+/// consecutive (retention drops the oldest; a seq is given to kept messages only). Dropping the
+/// oldest moves a start index; the array is compacted when that index passes a quarter of it, so
+/// at a conversation's retention limit it holds at most 4/3 of the messages kept (and the spare
+/// capacity an array keeps as it grows).
+///
+/// A store could still hold seqs that are not consecutive (damage, or a hand edit): a seq more than
+/// ``maxGap`` from the array's range is held in a dictionary instead of padding the array with
+/// empty places, so no seq read from a store makes the array huge.
 struct KeptMessages: Sendable {
+    /// The most empty places an insert pads the array with.
+    static let maxGap = 4_096
+
     private var entries: [KeptMessage?] = []
     /// The index in `entries` of seq `first`.
     private var head = 0
     /// The seq at `entries[head]`.
     private var first: UInt64 = 0
-    /// The messages held (holes not counted).
-    private(set) var count = 0
+    /// Messages whose seqs are far from the array's (none in a store the relay wrote).
+    private var outliers: [UInt64: KeptMessage] = [:]
+    /// The messages held in `entries` (empty places not counted).
+    private var inArray = 0
+
+    /// The messages held.
+    var count: Int { inArray + outliers.count }
 
     var isEmpty: Bool { count == 0 }
 
     /// The number of seqs from `first` that `entries` covers.
     private var span: Int { entries.count - head }
 
-    subscript(seq: UInt64) -> KeptMessage? {
+    /// The index in `entries` of `seq`, if the array covers it.
+    private func index(of seq: UInt64) -> Int? {
         guard seq >= first, seq - first < UInt64(span) else { return nil }
-        return entries[head + Int(seq - first)]
+        return head + Int(seq - first)
     }
 
-    /// The messages held, with their seqs, oldest first (tests).
+    /// A seq is held in the array or among the outliers, never both: an outlier the array grew
+    /// over stays an outlier (its place in the array empty) until it is replaced or dropped.
+    subscript(seq: UInt64) -> KeptMessage? {
+        if let index = index(of: seq), let message = entries[index] { return message }
+        return outliers.isEmpty ? nil : outliers[seq]
+    }
+
+    /// The messages held, with their seqs, oldest first (tests, and trims across a gap).
     var all: [(seq: UInt64, message: KeptMessage)] {
-        entries[head...].enumerated().compactMap { offset, message in
-            message.map { (first + UInt64(offset), $0) }
+        let inOrder = entries[head...].enumerated().compactMap { offset, message in
+            message.map { (seq: first + UInt64(offset), message: $0) }
         }
+        guard !outliers.isEmpty else { return inOrder }
+        return (inOrder + outliers.map { (seq: $0.key, message: $0.value) }).sorted { $0.seq < $1.seq }
     }
 
     /// Holds `message` as seq `seq`, replacing any held there. Seqs come in order (the router's next
@@ -126,21 +149,33 @@ struct KeptMessages: Sendable {
             first = seq
         }
         if seq < first {
+            guard first - seq <= UInt64(Self.maxGap) else {
+                outliers[seq] = message
+                return
+            }
             entries.replaceSubrange(head..<head, with: repeatElement(nil, count: Int(first - seq)))
             first = seq
+        } else if seq - first >= UInt64(span) {
+            guard seq - first - UInt64(span) < UInt64(Self.maxGap) else {
+                outliers[seq] = message
+                return
+            }
+            entries.append(contentsOf: repeatElement(nil, count: Int(seq - first) - span + 1))
         }
-        let offset = Int(seq - first)
-        if offset >= span { entries.append(contentsOf: repeatElement(nil, count: offset - span + 1)) }
-        if entries[head + offset] == nil { count += 1 }
-        entries[head + offset] = message
+        let index = head + Int(seq - first)
+        if entries[index] == nil { inArray += 1 }
+        entries[index] = message
+        if !outliers.isEmpty { outliers[seq] = nil }
     }
 
     /// Drops the message at `seq` and returns it; dropping the oldest frees its place.
     @discardableResult
     mutating func removeValue(at seq: UInt64) -> KeptMessage? {
-        guard let message = self[seq] else { return nil }
-        entries[head + Int(seq - first)] = nil
-        count -= 1
+        guard let index = index(of: seq), let message = entries[index] else {
+            return outliers.isEmpty ? nil : outliers.removeValue(forKey: seq)
+        }
+        entries[index] = nil
+        inArray -= 1
         while head < entries.count, entries[head] == nil {
             head += 1
             first += 1
@@ -148,7 +183,7 @@ struct KeptMessages: Sendable {
         if head == entries.count {
             entries.removeAll(keepingCapacity: true)
             head = 0
-        } else if head >= 64, head * 2 >= entries.count {
+        } else if head >= 64, head * 4 >= entries.count {
             entries.removeFirst(head)
             head = 0
         }

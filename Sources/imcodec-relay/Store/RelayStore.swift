@@ -379,7 +379,8 @@ struct ConversationState: Sendable {
     private var bySender = DigestIndex<SenderKey>()
     /// Kept messages by server uid.
     private var byUID = DigestIndex<PackedUID>()
-    /// The senders of kept messages: each message holds its sender's id as this one string.
+    /// The senders of kept messages: each message holds its sender's id as this one string. Not
+    /// pruned by retention: at most the conversation's distinct senders.
     private var senders: Set<String> = []
     /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
     /// it reach only them.
@@ -485,6 +486,20 @@ struct ConversationState: Sendable {
 
     /// Forgets the messages below `seq` (retention).
     mutating func trim(below seq: UInt64) {
+        guard oldestSeq < seq else { return }
+        // Seqs a store holds are consecutive, so this walks what it drops; across a gap (a damaged
+        // store) it walks what is held instead of every seq of the gap.
+        if seq - oldestSeq > UInt64(kept.count + removed.count + 64) {
+            for (old, message) in kept.all where old < seq {
+                kept.removeValue(at: old)
+                forget(message, at: old)
+            }
+            removed = removed.filter { $0 >= seq }
+            audiences = audiences.filter { $0.key >= seq }
+            expiries = expiries.filter { $0.key >= seq }
+            oldestSeq = seq
+            return
+        }
         while oldestSeq < seq {
             if let old = kept.removeValue(at: oldestSeq) { forget(old, at: oldestSeq) }
             removed.remove(oldestSeq)
