@@ -184,6 +184,9 @@ struct RelayCrashTests {
         case garbageOverTheHeader
         /// Every page but the first (which holds the schema) overwritten with garbage.
         case garbageOverThePages
+        /// A sound file holding a value no relay writes: the message's seq made negative (GRDB's
+        /// row subscripts stopped the process on it).
+        case aNegativeSeqInAMessageRow
 
         var testDescription: String { rawValue }
     }
@@ -245,6 +248,16 @@ struct RelayCrashTests {
             #expect(pageSize == 4096)
             for i in pageSize..<bytes.count { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
             try Data(bytes).write(to: URL(fileURLWithPath: database))
+        case .aNegativeSeqInAMessageRow:
+            // Written and checkpointed by SQLite itself (closing the last connection removes the
+            // -wal): only the value is wrong.
+            do {
+                let queue = try DatabaseQueue(path: database)
+                try await queue.write { try $0.execute(sql: "UPDATE messages SET seq = -5") }
+                try queue.close()
+            }
+            try? FileManager.default.removeItem(atPath: wal)
+            try? FileManager.default.removeItem(atPath: shm)
         }
         let before = try fileBytes(database)
         let walBefore = FileManager.default.fileExists(atPath: wal) ? try fileBytes(wal) : nil

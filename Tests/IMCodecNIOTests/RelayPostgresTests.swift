@@ -610,6 +610,30 @@ struct RelayPostgresTests {
         #expect(try await Self.contents(of: database) == before, "the database was changed")
     }
 
+    /// A row holding a value no relay writes (a message's seq made negative) stops the relay with
+    /// one line naming it, where converting it stopped the process; nothing is changed.
+    @Test func aNegativeSeqInAMessageRowStopsTheRelayWithAClearMessage() async throws {
+        let folder = try await TemporaryFolder("pg-negative-seq", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        try await RelayChild.runOnce(folder: folder)
+        _ = try await database.withConnection { connection in
+            try await connection.query("UPDATE messages SET seq = -5", logger: Self.logger)
+        }
+        let before = try await Self.contents(of: database)
+
+        let refused = try RelayChild(folder: folder)
+        defer { refused.forceKill() }
+        #expect(await refused.waitForExit(), "the relay did not stop")
+        #expect(refused.exitStatus == 1, "status \(String(describing: refused.exitStatus)): \(refused.stderr)")
+        #expect(!refused.stdout.contains("relay listening"), "\(refused.stdout)")
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "one line on stderr, got:\n\(refused.stderr)")
+        #expect(refused.stderr.contains("the database holds a negative seq (-5): it is damaged"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("the relay stops and changes nothing in the database"), "\(refused.stderr)")
+        #expect(try await Self.contents(of: database) == before, "the database was changed")
+    }
+
     // MARK: TLS and the timeout
 
     /// The CA of the server `Scripts/with-postgres` runs (its certificate names `localhost` only).

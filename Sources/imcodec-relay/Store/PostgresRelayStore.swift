@@ -419,7 +419,7 @@ final class PostgresRelayStore: RelayStore {
         try forEachRow("SELECT id, max_seq FROM conversations") { row in
             let (id, maxSeq) = try row.decode((String, Int64).self)
             guard let key = ConversationKey(storageID: id) else { return }
-            state.conversations[key, default: ConversationState()].maxSeq = UInt64(maxSeq)
+            state.conversations[key, default: ConversationState()].maxSeq = try Self.unsigned(maxSeq, "max_seq")
         }
         // Page by page, in key order from after the last row read ('' and -1 come before every key):
         // PostgresNIO holds a statement's whole result in memory, and each statement is bounded by
@@ -448,16 +448,20 @@ final class PostgresRelayStore: RelayStore {
             state.members[key, default: []].insert(user)
         }
         try forEachRow("SELECT user_id, head FROM streams") { row in
-            let (user, head) = try row.decode((String, Int64).self)
-            state.streams[user] = StreamState(head: UInt64(head), oldest: UInt64(head) + 1)
+            let (user, storedHead) = try row.decode((String, Int64).self)
+            let head = try Self.unsigned(storedHead, "stream head")
+            state.streams[user] = StreamState(head: head, oldest: head + 1)
         }
         try forEachRow("SELECT user_id, min(position) FROM stream GROUP BY user_id") { row in
             let (user, oldest) = try row.decode((String, Int64).self)
-            state.streams[user]?.oldest = UInt64(oldest)
+            state.streams[user]?.oldest = try Self.unsigned(oldest, "stream position")
         }
         try forEachRow("SELECT user_id, device, position FROM devices") { row in
             let (user, device, position) = try row.decode((String, String, Int64).self)
-            state.devicePositions[DeviceKey(user: user, device: device)] = UInt64(position)
+            state.devicePositions[DeviceKey(user: user, device: device)] = try Self.unsigned(
+                position,
+                "device position"
+            )
         }
         // Each device's newest events, oldest first (the window keeps the load bounded).
         try forEachRow(
@@ -556,7 +560,7 @@ final class PostgresRelayStore: RelayStore {
         state.loadMessage(
             StoredMessage(
                 conversation: key,
-                seq: UInt64(seq),
+                seq: try Self.unsigned(seq, "seq"),
                 senderID: sender,
                 clientMsgID: clientMsgID,
                 serverMsgUID: uid,
@@ -890,7 +894,7 @@ final class PostgresRelayStore: RelayStore {
                 out.append(
                     StoredMessage(
                         conversation: conversation,
-                        seq: UInt64(seq),
+                        seq: try Self.unsigned(seq, "seq"),
                         senderID: sender,
                         clientMsgID: clientMsgID,
                         serverMsgUID: uid,
@@ -924,7 +928,7 @@ final class PostgresRelayStore: RelayStore {
                 )
                 out.append(
                     StreamRow(
-                        position: UInt64(position),
+                        position: try Self.unsigned(position, "stream position"),
                         originDevice: origin,
                         frame: frame.map { Array($0.readableBytesView) } ?? [],
                         sent: sent,
@@ -1014,6 +1018,15 @@ final class PostgresRelayStore: RelayStore {
         } catch {
             throw RelayStoreError(description: "PostgreSQL at \(url) failed \(what): \(Self.describe(error))")
         }
+    }
+
+    /// A seq, a stream position or a count read from a bigint column: a negative one is a damaged
+    /// row, refused with an error (`UInt64(_:)` would stop the process).
+    private static func unsigned(_ value: Int64, _ what: String) throws -> UInt64 {
+        guard let value = UInt64(exactly: value) else {
+            throw RelayStoreError(description: "the database holds a negative \(what) (\(value)): it is damaged")
+        }
+        return value
     }
 
     /// A seq or a stream position as PostgreSQL's bigint.

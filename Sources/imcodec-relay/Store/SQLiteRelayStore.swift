@@ -188,11 +188,23 @@ final class SQLiteRelayStore: RelayStore {
     }
 
     func load() throws -> StoredState {
+        do {
+            return try loadState()
+        } catch let error as RowDecodingError {
+            // A row whose value is not of its column's kind (a negative seq, text for a number):
+            // the rows are read with throwing decodes, since GRDB's subscripts stop the process.
+            // GRDB's description holds the statement over several lines: one line, for the log.
+            let described = "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
+            throw RelayStoreError(description: "the database \(path) is damaged: \(described)")
+        }
+    }
+
+    private func loadState() throws -> StoredState {
         try queue.read { db in
             var state = StoredState()
             for row in try Row.fetchAll(db, sql: "SELECT id, max_seq FROM conversations") {
-                guard let key = ConversationKey(storageID: row[0]) else { continue }
-                state.conversations[key, default: ConversationState()].maxSeq = row[1]
+                guard let key = ConversationKey(storageID: try row.decode(atIndex: 0)) else { continue }
+                state.conversations[key, default: ConversationState()].maxSeq = try row.decode(atIndex: 1)
             }
             let messages = try Row.fetchCursor(
                 db,
@@ -203,38 +215,39 @@ final class SQLiteRelayStore: RelayStore {
                     """
             )
             while let row = try messages.next() {
-                guard let key = ConversationKey(storageID: row[0]) else { continue }
+                guard let key = ConversationKey(storageID: try row.decode(atIndex: 0)) else { continue }
                 state.loadMessage(
                     StoredMessage(
                         conversation: key,
-                        seq: row[1],
-                        senderID: row[2],
-                        clientMsgID: row[3],
-                        serverMsgUID: row[4],
-                        serverTimeMs: row[5],
+                        seq: try row.decode(atIndex: 1),
+                        senderID: try row.decode(atIndex: 2),
+                        clientMsgID: try row.decode(atIndex: 3),
+                        serverMsgUID: try row.decode(atIndex: 4),
+                        serverTimeMs: try row.decode(atIndex: 5),
                         frame: [],
-                        receivers: (row[7] as String?).map(Self.split) ?? [],
-                        frameSize: row[8],
-                        expireAtMs: row[9]
+                        receivers: (try row.decode(atIndex: 7) as String?).map(Self.split) ?? [],
+                        frameSize: try row.decode(atIndex: 8),
+                        expireAtMs: try row.decode(atIndex: 9)
                     ),
-                    removed: (row[6] as Int) != 0
+                    removed: (try row.decode(atIndex: 6) as Int) != 0
                 )
             }
             state.finishLoadingMessages()
             for row in try Row.fetchAll(db, sql: "SELECT conversation, user FROM members") {
-                guard let key = ConversationKey(storageID: row[0]) else { continue }
-                state.members[key, default: []].insert(row[1])
+                guard let key = ConversationKey(storageID: try row.decode(atIndex: 0)) else { continue }
+                state.members[key, default: []].insert(try row.decode(atIndex: 1))
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, head FROM streams") {
-                let head: UInt64 = row[1]
-                state.streams[row[0]] = StreamState(head: head, oldest: head + 1)
+                let head: UInt64 = try row.decode(atIndex: 1)
+                state.streams[try row.decode(atIndex: 0)] = StreamState(head: head, oldest: head + 1)
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, MIN(position) FROM stream GROUP BY user") {
-                let user: String = row[0]
-                state.streams[user]?.oldest = row[1]
+                let user: String = try row.decode(atIndex: 0)
+                state.streams[user]?.oldest = try row.decode(atIndex: 1)
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, device, position FROM devices") {
-                state.devicePositions[DeviceKey(user: row[0], device: row[1])] = row[2]
+                state.devicePositions[DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1))] =
+                    try row.decode(atIndex: 2)
             }
             // Each device's newest events, oldest first (the window keeps the load bounded).
             for row in try Row.fetchAll(
@@ -248,18 +261,27 @@ final class SQLiteRelayStore: RelayStore {
                     """,
                 arguments: [RecentEvents.capacity]
             ) {
-                let frame: Data = row[2]
-                state.recentEvents[DeviceKey(user: row[0], device: row[1]), default: []].append(Array(frame))
+                let frame: Data = try row.decode(atIndex: 2)
+                state.recentEvents[
+                    DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1)),
+                    default: []
+                ].append(Array(frame))
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, device, kind, bundle FROM key_bundles") {
-                let bundle: Data = row[3]
+                let bundle: Data = try row.decode(atIndex: 3)
                 state.keyBundles.append(
-                    StoredKeyBundle(device: DeviceKey(user: row[0], device: row[1]), kind: row[2], bytes: Array(bundle))
+                    StoredKeyBundle(
+                        device: DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1)),
+                        kind: try row.decode(atIndex: 2),
+                        bytes: Array(bundle)
+                    )
                 )
             }
             for row in try Row.fetchAll(db, sql: "SELECT scope, id, value FROM records") {
-                guard let key = StateRecordKey(scope: row[0], id: row[1]) else { continue }
-                let value: Data = row[2]
+                guard let key = StateRecordKey(scope: try row.decode(atIndex: 0), id: try row.decode(atIndex: 1)) else {
+                    continue
+                }
+                let value: Data = try row.decode(atIndex: 2)
                 state.records[key] = Array(value)
             }
             return state
@@ -402,12 +424,12 @@ final class SQLiteRelayStore: RelayStore {
             sql: "SELECT user, position, frame FROM stream WHERE about = ?",
             arguments: [about.storageID]
         ) {
-            let frame = Array(row[2] as Data? ?? Data())
+            let frame = Array(try row.decode(atIndex: 2) as Data? ?? Data())
             let rewritten = transform(frame)
             guard rewritten != frame else { continue }
             try db.execute(
                 sql: "UPDATE stream SET frame = ? WHERE user = ? AND position = ?",
-                arguments: [Data(rewritten), row[0] as String, row[1] as Int64]
+                arguments: [Data(rewritten), try row.decode(atIndex: 0) as String, try row.decode(atIndex: 1) as Int64]
             )
         }
     }
@@ -524,21 +546,21 @@ final class SQLiteRelayStore: RelayStore {
             )
             var out: [StoredMessage] = []
             while out.count < limit, let row = try rows.next() {
-                let receivers = (row[6] as String?).map(Self.split) ?? []
-                let sender: String = row[1]
+                let receivers = (try row.decode(atIndex: 6) as String?).map(Self.split) ?? []
+                let sender: String = try row.decode(atIndex: 1)
                 guard receivers.isEmpty || sender == user || receivers.contains(user) else { continue }
-                let frame: Data = row[5]
+                let frame: Data = try row.decode(atIndex: 5)
                 out.append(
                     StoredMessage(
                         conversation: conversation,
-                        seq: row[0],
+                        seq: try row.decode(atIndex: 0),
                         senderID: sender,
-                        clientMsgID: row[2],
-                        serverMsgUID: row[3],
-                        serverTimeMs: row[4],
+                        clientMsgID: try row.decode(atIndex: 2),
+                        serverMsgUID: try row.decode(atIndex: 3),
+                        serverTimeMs: try row.decode(atIndex: 4),
                         frame: Array(frame),
                         receivers: receivers,
-                        expireAtMs: row[7]
+                        expireAtMs: try row.decode(atIndex: 7)
                     )
                 )
             }
@@ -558,16 +580,16 @@ final class SQLiteRelayStore: RelayStore {
                     """,
                 arguments: [user, after, through, limit]
             )
-            return rows.map { row in
-                let isMessage = (row[2] as String?) != nil
-                let frame: Data? = isMessage ? row[5] : row[4]
+            return try rows.map { row in
+                let isMessage = (try row.decode(atIndex: 2) as String?) != nil
+                let frame: Data? = try isMessage ? row.decode(atIndex: 5) : row.decode(atIndex: 4)
                 return StreamRow(
-                    position: row[0],
-                    originDevice: row[1],
+                    position: try row.decode(atIndex: 0),
+                    originDevice: try row.decode(atIndex: 1),
                     frame: frame.map { Array($0) } ?? [],
-                    sent: (row[3] as Int) != 0,
+                    sent: (try row.decode(atIndex: 3) as Int) != 0,
                     isMessage: isMessage,
-                    expireAtMs: row[6]
+                    expireAtMs: try row.decode(atIndex: 6)
                 )
             }
         }
