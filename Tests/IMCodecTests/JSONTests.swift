@@ -240,6 +240,53 @@ struct JSONPrintingTests {
         #expect(try ProtoJSON.jsonString(fromBinary: bytes, messageType: "imcodec.v1.Frame") == #"{"schemaVersion":1}"#)
     }
 
+    /// A record with a map's or a repeated field's number but another wire type is an unknown
+    /// field (Google's parsers keep it as one), kept after the known fields: the map or array
+    /// still prints once, whole, and nothing after it is misread. (The fuzzer found the map case:
+    /// the printer consumed the record's tag and read its fixed32 payload as fields, printing
+    /// `"clientMsgId": ""` a second time.)
+    @Test(
+        arguments: [
+            // Message.expansion (17): {"k": "v"}, then field 17 as a fixed32 whose bytes read as fields.
+            ([0x8A, 0x01, 0x06, 0x0A, 0x01, 0x6B, 0x12, 0x01, 0x76], [0x8D, 0x01, 0x0A, 0x00, 0x01, 0x0C]),
+            // Message.expansion (17), then field 17 as a varint.
+            ([0x8A, 0x01, 0x06, 0x0A, 0x01, 0x6B, 0x12, 0x01, 0x76], [0x88, 0x01, 0x05]),
+            // Message.target_receivers (12): ["a", "b"], then field 12 as a varint.
+            ([0x62, 0x01, 0x61, 0x62, 0x01, 0x62], [0x60, 0x07]),
+            // Message.target_receivers (12), then field 12 as a fixed64.
+            ([0x62, 0x01, 0x61], [0x61, 0, 0, 0, 0, 0, 0, 0, 0x0A]),
+        ] as [([UInt8], [UInt8])]
+    )
+    func aRecordOfARepeatedFieldsNumberWithAnotherWireTypeIsAnUnknownField(known: [UInt8], unknown: [UInt8]) throws {
+        let clientMsgID: [UInt8] = [0x0A, 0x01, 0x41]
+        func frame(_ message: [UInt8]) -> [UInt8] { [0x08, 0x01, 0x52, UInt8(message.count)] + message }
+        let expected = try ProtoJSON.jsonString(fromBinary: frame(clientMsgID + known), messageType: "imcodec.v1.Frame")
+        for message in [
+            clientMsgID + known + unknown, clientMsgID + unknown + known, clientMsgID + known + unknown + known,
+        ] {
+            let bytes = frame(message)
+            let decoded = try Frame(serializedBytes: bytes)
+            guard case .message(let decodedMessage) = decoded.payload else {
+                Issue.record("not a message: \(bytes)")
+                continue
+            }
+            #expect(!decodedMessage.unknownFields.isEmpty)
+            let twice = message.count > clientMsgID.count + known.count + unknown.count
+            let json = try ProtoJSON.jsonString(fromBinary: bytes, messageType: "imcodec.v1.Frame")
+            if twice {
+                // A map keeps one entry per key; a repeated field's elements come twice.
+                let again = try ProtoJSON.jsonString(
+                    fromBinary: frame(clientMsgID + known + known),
+                    messageType: "imcodec.v1.Frame"
+                )
+                #expect(json == again, "\(bytes)")
+            } else {
+                #expect(json == expected, "\(bytes)")
+            }
+            #expect(try compact(decoded) == json)
+        }
+    }
+
     @Test func aMapEntryRepeatedOnTheWireKeepsItsLastValue() throws {
         // SystemNotice.params: {"k": "1"} then {"k": "2"}.
         let entry1: [UInt8] = [0x12, 0x06, 0x0A, 0x01, 0x6B, 0x12, 0x01, 0x31]

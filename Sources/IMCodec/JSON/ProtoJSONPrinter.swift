@@ -155,6 +155,11 @@ struct ProtoJSONPrinter {
         return wireType == own || (wireType == 2 && field.isRepeated && own != 2)
     }
 
+    /// Skips the whole field at `i` (its tag and value).
+    private static func skipUnknown(_ bytes: UnsafeBufferPointer<UInt8>, _ i: inout Int, end: Int) {
+        if !WireReader.skipField(bytes, &i, end: end, groupBudget: Int.max) { i = end }
+    }
+
     /// Reads the next field at `i` if it is field `number`: where its value starts and its wire
     /// type; otherwise leaves `i` where it was.
     private static func nextField(
@@ -181,11 +186,14 @@ struct ProtoJSONPrinter {
         let kind = field.value.kind
         open(UInt8(ascii: "["))
         var first = true
-        while let wireType = Self.nextField(field.number, bytes, &i, end: end) {
+        var next = i
+        while let wireType = Self.nextField(field.number, bytes, &next, end: end) {
             if wireType == kind.wireType {
+                i = next
                 beginItem(&first)
                 printValue(kind.readValue(bytes, &i, end: end), field.value, bytes)
             } else if wireType == 2 {
+                i = next
                 let length = Int(WireFormat.readVarint(bytes, &i, end: end) ?? 0)
                 let recordEnd = min(i + length, end)
                 while i < recordEnd {
@@ -193,8 +201,12 @@ struct ProtoJSONPrinter {
                     printValue(kind.readValue(bytes, &i, end: recordEnd), field.value, bytes)
                 }
             } else {
-                i = end  // never: canonical bytes
+                // The field's number with another wire type: an unknown field, as Google keeps it
+                // (the canonical bytes put unknown fields after the known ones, so it can follow the
+                // elements). Not printed, and the elements stay one array.
+                Self.skipUnknown(bytes, &i, end: end)
             }
+            next = i
         }
         close(UInt8(ascii: "]"), empty: false)
     }
@@ -262,7 +274,16 @@ struct ProtoJSONPrinter {
         end: Int
     ) {
         var items: [MapItem] = []
-        while Self.nextField(number, bytes, &i, end: end) == 2 {
+        var next = i
+        while let wireType = Self.nextField(number, bytes, &next, end: end) {
+            // The map's number with another wire type: an unknown field (as in ``printArray``).
+            guard wireType == 2 else {
+                Self.skipUnknown(bytes, &i, end: end)
+                next = i
+                continue
+            }
+            i = next
+            defer { next = i }
             let length = Int(WireFormat.readVarint(bytes, &i, end: end) ?? 0)
             let entryEnd = min(i + length, end)
             var key = WireValue.defaultValue(of: map.key.kind)
@@ -276,7 +297,7 @@ struct ProtoJSONPrinter {
                     value = map.value.kind.readValue(bytes, &i, end: entryEnd)
                 } else {
                     i = fieldStart
-                    if !WireReader.skipField(bytes, &i, end: entryEnd, groupBudget: Int.max) { i = entryEnd }
+                    Self.skipUnknown(bytes, &i, end: entryEnd)
                 }
             }
             i = entryEnd
