@@ -20,7 +20,8 @@ The corpus (every choice comes from random.Random(seed), so a seed always gives 
             NAME.canonical.binpb files included): a field duplicated (sub-messages at any depth,
             oneof members, map entries), a different oneof member appended, fields swapped,
             deleted or inserted (unknown fields of every wire type, groups), a wire type changed,
-            U+0000 or an ill-formed UTF-8 byte inserted into a string, a varint made over-long, an
+            a record of a repeated or map field's number with another wire type beside its
+            elements, U+0000 or an ill-formed UTF-8 byte inserted into a string, a varint made over-long, an
             edge value, a truncation, flipped bits, inserted bytes, two fixtures concatenated.
 
 For each input it writes Google's verdict. The reference is Google's Python protobuf with its
@@ -436,6 +437,7 @@ class Mutator:
             ("insert_group", self.insert_group, 2),
             ("change_wire_type", self.change_wire_type, 5),
             ("change_tag_wire_type", self.change_tag_wire_type, 3),
+            ("wire_type_beside_repeated", self.wire_type_beside_repeated, 4),
             ("nul_in_string", self.nul_in_string, 8),
             ("bad_utf8_in_string", self.bad_utf8_in_string, 3),
             ("overlong_varint", self.overlong_varint, 3),
@@ -563,6 +565,33 @@ class Mutator:
         raw = {VARINT: varint(self.rng.choice([0, 1, 300])), I64: b"\x00" * 7 + b"\x40", I32: b"\x01\x00\x00\x00",
                LEN: b"len"}[wt]
         nodes[i] = Node(n.number, wt, raw, None, None)
+        return serialize(tree)
+
+    def wire_type_beside_repeated(self, tree, data):
+        """A record with a repeated or map field's number and another wire type (an unknown field to
+        Google), put before or after one of its elements: the others stay the field's. (The fuzzer
+        found IMCodec's JSON printer reading past such a record after a map's entries; JSONTests
+        holds that exact shape, which these mutations rarely make.)"""
+        def repeated(n):
+            return n.field is not None and n.field.label == FD.LABEL_REPEATED
+        # Mostly the last known field of its message: a re-encoding puts unknown fields after the
+        # known ones, so the record then follows the elements there too.
+        last = [p for p in positions(tree, self.frame_desc) if repeated(p[0][p[1]])
+                and p[0][p[1]].number == max(m.number for m in p[0] if m.field is not None)]
+        maps = [p for p in last if is_map(p[0][p[1]].field)]
+        p = (self.rng.choice(maps) if maps and self.rng.random() < 0.5
+             else self.rng.choice(last) if last and self.rng.random() < 0.8
+             else self.pick_node(tree, repeated))
+        if p is None:
+            return None
+        nodes, i, _, _ = p
+        n = nodes[i]
+        own = wire_type_of(n.field)
+        # Not LEN for a scalar: a length-delimited record of a repeated scalar is a packed run.
+        wt = self.rng.choice([w for w in (VARINT, I64, I32) if w != own])
+        raw = {VARINT: varint(self.rng.choice([0, 5, 300])), I64: b"\x0a\x00\x01\x0c" * 2,
+               I32: b"\x0a\x00\x01\x0c"}[wt]
+        nodes.insert(i + self.rng.choice([0, 1]), Node(n.number, wt, raw, None, None))
         return serialize(tree)
 
     def change_tag_wire_type(self, tree, data):
