@@ -279,6 +279,11 @@ struct RelayCrashTests {
             #expect(line.hasPrefix("imcodec-relay: the database \(database) "), "\(line)")
             #expect(line.contains(" is damaged") || line.contains(" cannot be used"), "\(line)")
             #expect(line.contains("leaves the file as it is"), "\(line)")
+            if damage == .aNegativeSeqInAMessageRow {
+                // The value and its column, not the rest of the row (ids) or the statement.
+                #expect(line.contains("database value -5") && line.contains("column: \"seq\""), "\(line)")
+                #expect(!line.contains("row:") && !line.contains("SELECT"), "\(line)")
+            }
         } else {
             Issue.record(
                 "the relay neither stopped nor served on the damaged database (killed); stderr: \(refused.stderr)"

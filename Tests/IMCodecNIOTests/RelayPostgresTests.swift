@@ -611,7 +611,8 @@ struct RelayPostgresTests {
     }
 
     /// A row holding a value no relay writes (a message's seq made negative) stops the relay with
-    /// one line naming it, where converting it stopped the process; nothing is changed.
+    /// one line naming it, where converting it stopped the process; so does a negative schema
+    /// version; nothing is changed.
     @Test func aNegativeSeqInAMessageRowStopsTheRelayWithAClearMessage() async throws {
         let folder = try await TemporaryFolder("pg-negative-seq", store: .postgresql)
         defer { folder.remove() }
@@ -632,6 +633,17 @@ struct RelayPostgresTests {
         #expect(refused.stderr.contains("the database holds a negative seq (-5): it is damaged"), "\(refused.stderr)")
         #expect(refused.stderr.contains("the relay stops and changes nothing in the database"), "\(refused.stderr)")
         #expect(try await Self.contents(of: database) == before, "the database was changed")
+
+        // A negative schema version (every migration's number negated) is refused the same way.
+        _ = try await database.withConnection { connection in
+            try await connection.query("UPDATE imcodec_schema_migrations SET version = -version", logger: Self.logger)
+        }
+        let negated = try await Self.contents(of: database)
+        let error = #expect(throws: RelayStoreError.self) {
+            _ = try PostgresRelayStore(url: database.url, logger: Self.logger)
+        }
+        #expect(error?.description.contains("holds a negative schema version (-1): it is damaged") == true)
+        #expect(try await Self.contents(of: database) == negated, "the database was changed")
     }
 
     // MARK: TLS and the timeout

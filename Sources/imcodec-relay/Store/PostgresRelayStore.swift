@@ -388,6 +388,11 @@ final class PostgresRelayStore: RelayStore {
             )
             let newest = try run("SELECT COALESCE(max(version), 0) FROM imcodec_schema_migrations").rows
             let version = try newest.first?.decode(Int32.self) ?? 0
+            guard version >= 0 else {
+                throw RelayStoreError(
+                    description: "the database \(url) holds a negative schema version (\(version)): it is damaged"
+                )
+            }
             guard version <= Self.schemaVersion else {
                 throw RelayStoreError(
                     description:

@@ -188,14 +188,21 @@ final class SQLiteRelayStore: RelayStore {
     }
 
     func load() throws -> StoredState {
+        try readingRows { try loadState() }
+    }
+
+    /// Runs `body`, whose rows are read with throwing decodes (GRDB's subscripts stop the process on
+    /// a value they cannot convert), and reports a value that could not be read (a negative seq, a
+    /// NULL where a value must be) as a damaged database, on one line: GRDB's description less the
+    /// rest of the row (user and message ids) and the statement.
+    private func readingRows<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try loadState()
+            return try body()
         } catch let error as RowDecodingError {
-            // A row whose value is not of its column's kind (a negative seq, text for a number):
-            // the rows are read with throwing decodes, since GRDB's subscripts stop the process.
-            // GRDB's description holds the statement over several lines: one line, for the log.
-            let described = "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
-            throw RelayStoreError(description: "the database \(path) is damaged: \(described)")
+            let text = "\(error)"
+            let value = text.range(of: ", row: ").map { String(text[..<$0.lowerBound]) } ?? text
+            let line = value.split(whereSeparator: \.isNewline).joined(separator: " ")
+            throw RelayStoreError(description: "the database \(path) is damaged: \(line)")
         }
     }
 
@@ -290,11 +297,13 @@ final class SQLiteRelayStore: RelayStore {
 
     func commit(_ batch: StoreBatch) throws {
         guard !batch.isEmpty else { return }
-        try queue.write { db in
-            try Self.insertMessages(batch.messages, db)
-            try Self.insertStreamEntries(batch.streamEntries, db)
-            try Self.linkContentEvents(batch.contentEvents, db)
-            try Self.applyRarerChanges(batch, db)
+        try readingRows {
+            try queue.write { db in
+                try Self.insertMessages(batch.messages, db)
+                try Self.insertStreamEntries(batch.streamEntries, db)
+                try Self.linkContentEvents(batch.contentEvents, db)
+                try Self.applyRarerChanges(batch, db)
+            }
         }
     }
 
@@ -535,6 +544,18 @@ final class SQLiteRelayStore: RelayStore {
         limit: Int,
         visibleTo user: String
     ) throws -> [StoredMessage] {
+        try readingRows {
+            try readMessages(in: conversation, from: from, through: through, limit: limit, visibleTo: user)
+        }
+    }
+
+    private func readMessages(
+        in conversation: ConversationKey,
+        from: UInt64,
+        through: UInt64,
+        limit: Int,
+        visibleTo user: String
+    ) throws -> [StoredMessage] {
         try queue.read { db in
             let rows = try Row.fetchCursor(
                 db,
@@ -569,6 +590,10 @@ final class SQLiteRelayStore: RelayStore {
     }
 
     func stream(of user: String, after: UInt64, through: UInt64, limit: Int) throws -> [StreamRow] {
+        try readingRows { try readStream(of: user, after: after, through: through, limit: limit) }
+    }
+
+    private func readStream(of user: String, after: UInt64, through: UInt64, limit: Int) throws -> [StreamRow] {
         try queue.read { db in
             let rows = try Row.fetchAll(
                 db,
