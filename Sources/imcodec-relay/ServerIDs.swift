@@ -36,8 +36,6 @@ struct ServerIDs {
         return id(.session, sessions)
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     private func id(_ kind: Kind, _ counter: UInt64) -> String {
         var block = [UInt8](repeating: 0, count: 16)
         block[0] = kind.rawValue
@@ -48,13 +46,9 @@ struct ServerIDs {
             // It throws only for a block that is not 16 bytes or a key that is not an AES key.
             preconditionFailure("AES.permute refused a 16-byte block and a 128-bit key: \(error)")
         }
-        return String(unsafeUninitializedCapacity: 32) { out in
-            for (index, byte) in block.enumerated() {
-                out[2 * index] = Self.hexDigits[Int(byte >> 4)]
-                out[2 * index + 1] = Self.hexDigits[Int(byte & 0x0f)]
-            }
-            return 32
-        }
+        // Written as the router holds a kept message's uid (``PackedUID``): 32 lowercase hex digits.
+        let half = { (range: Range<Int>) in block[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        return PackedUID.hex(half(0..<8), half(8..<16)).string
     }
 }
 #endif

@@ -714,6 +714,8 @@ struct RelaySessionTests {
         let sessions = (0..<1_000).map { _ in ids.nextSessionID() }
         #expect(Set(uids).count == 10_000 && Set(sessions).count == 1_000 && Set(uids).isDisjoint(with: sessions))
         #expect(uids.allSatisfy(isID) && sessions.allSatisfy(isID))
+        // The router holds each uid packed in 16 bytes, and reads it back as written.
+        #expect(uids.allSatisfy { PackedUID($0) != .text($0) && PackedUID($0).string == $0 })
         // Neither sorted nor counting up: 10,000 random blocks are in order with probability 2/10,000!.
         #expect(uids != uids.sorted() && uids != uids.sorted(by: >))
         // A new start (a new key) gives other ids for the same counters.

@@ -30,6 +30,9 @@ struct KeptMessage: Equatable, Sendable {
     /// The `server_msg_uid`, as stamped.
     var serverMsgUID: String { uid.string }
 
+    /// What a resend and a reference without a uid find it by.
+    var senderKey: ConversationState.SenderKey { .init(sender: sender, clientMsgID: clientMsgID) }
+
     /// The stamped frame's size in bytes; 0 once the message was erased.
     var size: Int { Int(frameSize) }
 }

@@ -399,15 +399,13 @@ struct ConversationState: Sendable {
         "\(scope.utf8.count):\(scope)\(clientMsgID)"
     }
 
-    private func senderKey(at seq: UInt64) -> SenderKey? {
-        kept[seq].map { SenderKey(sender: $0.sender, clientMsgID: $0.clientMsgID) }
-    }
-
-    private func uid(at seq: UInt64) -> PackedUID? { kept[seq]?.uid }
-
     /// The kept message `sender` sent with `clientMsgID`, as it was acknowledged.
     func sent(by sender: String, clientMsgID: String) -> Sent? {
-        guard let seq = bySender.seq(of: SenderKey(sender: sender, clientMsgID: clientMsgID), keyOf: senderKey),
+        guard
+            let seq = bySender.seq(
+                of: SenderKey(sender: sender, clientMsgID: clientMsgID),
+                keyOf: { kept[$0]?.senderKey }
+            ),
             let message = kept[seq]
         else { return nil }
         return Sent(seq: seq, serverMsgUID: message.serverMsgUID, serverTimeMs: message.serverTimeMs)
@@ -436,21 +434,19 @@ struct ConversationState: Sendable {
         if !message.receivers.isEmpty { audiences[message.seq] = Set(message.receivers + [message.senderID]) }
         if message.expireAtMs != 0 { expiries[message.seq] = message.expireAtMs }
         // The lookups read the messages through a reference to the array alone: a closure on `self`
-        // (``uid(at:)``) would take a copy of the whole state, and the index being changed would
-        // then be copied on write, at every message.
+        // would take a copy of the whole state, and the index being changed would then be copied on
+        // write, at every message.
         let messages = self.kept
         if !message.serverMsgUID.isEmpty { byUID.insert(kept.uid, seq: message.seq) { messages[$0]?.uid } }
         guard !message.clientMsgID.isEmpty else { return }
-        bySender.insert(SenderKey(sender: sender, clientMsgID: message.clientMsgID), seq: message.seq) {
-            messages[$0].map { SenderKey(sender: $0.sender, clientMsgID: $0.clientMsgID) }
-        }
+        bySender.insert(kept.senderKey, seq: message.seq) { messages[$0]?.senderKey }
     }
 
     /// Takes a message that is no longer kept at `seq` out of the lookups.
     private mutating func forget(_ message: KeptMessage, at seq: UInt64) {
         byUID.remove(message.uid, seq: seq)
         if !message.clientMsgID.isEmpty {
-            bySender.remove(SenderKey(sender: message.sender, clientMsgID: message.clientMsgID), seq: seq)
+            bySender.remove(message.senderKey, seq: seq)
         }
     }
 
@@ -471,11 +467,11 @@ struct ConversationState: Sendable {
     func resolve(_ ref: MessageRef) -> Reference {
         let byIdentity: UInt64?
         if !ref.serverMsgUID.isEmpty {
-            byIdentity = byUID.seq(of: PackedUID(ref.serverMsgUID), keyOf: uid)
+            byIdentity = byUID.seq(of: PackedUID(ref.serverMsgUID)) { kept[$0]?.uid }
         } else if !ref.senderID.isEmpty, !ref.clientMsgID.isEmpty {
             byIdentity = bySender.seq(
                 of: SenderKey(sender: ref.senderID, clientMsgID: ref.clientMsgID),
-                keyOf: senderKey
+                keyOf: { kept[$0]?.senderKey }
             )
         } else {
             return kept[ref.seq] == nil ? .unknown : .kept(ref.seq)
