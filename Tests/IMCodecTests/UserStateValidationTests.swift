@@ -63,6 +63,15 @@ struct UserStateValidationTests {
             $0.hasMore = true; $0.nextAfterVersion = 0
         }
         #expect(found(Frame(.conversationList(more))) == ["conversationList @ conversationList.nextAfterVersion"])
+        let cursor = changed(valid) {
+            $0.hasMore = false; $0.nextCursor = "7:c:bob"
+        }
+        #expect(found(Frame(.conversationList(cursor))) == ["conversationList @ conversationList.nextCursor"])
+        // The first page may stop inside the first version's conversations: only a cursor follows.
+        let inside = changed(valid) {
+            $0.hasMore = true; $0.nextAfterVersion = 0; $0.nextCursor = "7:c:bob"
+        }
+        #expect(found(Frame(.conversationList(inside))).isEmpty)
         let twice = changed(valid) { $0.conversations.append($0.conversations[0]) }
         #expect(
             found(Frame(.conversationList(twice)))

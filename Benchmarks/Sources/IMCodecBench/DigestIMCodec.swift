@@ -267,7 +267,7 @@ extension MergerPayload {
 // Conversation state (issue 17): the conversation list, message extensions, the blocklist.
 
 extension ConversationListRequest {
-    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit) }
+    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit); d.add(cursor) }
 }
 
 extension ConversationInfo {
@@ -290,6 +290,7 @@ extension ConversationList {
         d.add(UInt64(conversations.count))
         for c in conversations { c.digest(into: &d) }
         d.add(hasMore); d.add(nextAfterVersion); d.add(errorCode); d.add(errorDescription)
+        d.add(nextCursor)
     }
 }
 

@@ -302,7 +302,7 @@ extension MergerPayload.View {
 // Conversation state (issue 17): the conversation list, message extensions, the blocklist.
 
 extension ConversationListRequest.View {
-    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit) }
+    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit); d.add(cursor) }
 }
 
 extension ConversationInfo.View {
@@ -328,6 +328,7 @@ extension ConversationList.View {
         d.add(UInt64(conversations.count))
         for n in conversations.indices { conversations[n].digest(into: &d) }
         d.add(hasMore); d.add(nextAfterVersion); d.add(errorCode); d.add(errorDescription)
+        d.add(nextCursor)
     }
 }
 

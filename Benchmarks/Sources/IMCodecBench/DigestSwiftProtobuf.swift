@@ -272,7 +272,7 @@ extension Imcodec_V1_MergerPayload {
 // Conversation state (issue 17): the conversation list, message extensions, the blocklist.
 
 extension Imcodec_V1_ConversationListRequest {
-    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit) }
+    func digest(into d: inout Digest) { d.add(afterVersion); d.add(limit); d.add(cursor) }
 }
 
 extension Imcodec_V1_ConversationInfo {
@@ -295,6 +295,7 @@ extension Imcodec_V1_ConversationList {
         d.add(UInt64(conversations.count))
         for c in conversations { c.digest(into: &d) }
         d.add(hasMore_p); d.add(nextAfterVersion); d.add(errorCode); d.add(errorDescription)
+        d.add(nextCursor)
     }
 }
 

@@ -1062,9 +1062,10 @@ public nonisolated struct Imcodec_V1_ConversationInfo: @unchecked Sendable {
 
   /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
   /// one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
-  /// when there is none, or when the server no longer keeps it (max_seq still says its seq). A
-  /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
-  /// DELETED and no content.
+  /// when there is none, when the server no longer keeps it (max_seq still says its seq), or when
+  /// it would not fit one frame with the entry (a history request reads it). A recalled or
+  /// deleted-for-everyone last message comes with its ids and status RECALLED or DELETED and no
+  /// content.
   public var lastMessage: Imcodec_V1_Message {
     get {_storage._lastMessage ?? Imcodec_V1_Message()}
     set {_uniqueStorage()._lastMessage = newValue}
@@ -1095,7 +1096,7 @@ public nonisolated struct Imcodec_V1_ConversationInfo: @unchecked Sendable {
   }
 
   /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
-  /// messages that count in unread_count.
+  /// messages that count in unread_count. imcodec-relay keeps the newest 100.
   public var atMe: [Imcodec_V1_AtMe] {
     get {_storage._atMe}
     set {_uniqueStorage()._atMe = newValue}
@@ -1181,6 +1182,11 @@ public nonisolated struct Imcodec_V1_ConversationListRequest: Sendable {
   /// Most conversations in one answer; servers cap it (imcodec-relay: 100).
   public var limit: UInt32 = 0
 
+  /// The previous answer's next_cursor, when it stopped among the conversations that share one
+  /// version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
+  /// a client sends back what it got.
+  public var cursor: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1197,12 +1203,19 @@ public nonisolated struct Imcodec_V1_ConversationList: Sendable {
   /// More changed conversations follow next_after_version; ask again.
   public var hasMore_p: Bool = false
 
-  /// The next request's after_version.
+  /// The next request's after_version: the newest version this answer completes, and so the one a
+  /// client keeps when it stops here.
   public var nextAfterVersion: UInt64 = 0
 
   public var errorCode: Int32 = 0
 
   public var errorDescription: String = String()
+
+  /// Set when the answer stopped among conversations that share one version (one change made them
+  /// all, such as a mark-read of every conversation) because the rest would not fit the limit or
+  /// the frame size: the next request's cursor. Conversations of that version and the ones after
+  /// it follow; has_more is then set.
+  public var nextCursor: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2637,7 +2650,7 @@ nonisolated extension Imcodec_V1_ConversationInfo: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Imcodec_V1_ConversationListRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ConversationListRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}after_version\0\u{1}limit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}after_version\0\u{1}limit\0\u{1}cursor\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2647,6 +2660,7 @@ nonisolated extension Imcodec_V1_ConversationListRequest: SwiftProtobuf.Message,
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.afterVersion) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.cursor) }()
       default: break
       }
     }
@@ -2659,12 +2673,16 @@ nonisolated extension Imcodec_V1_ConversationListRequest: SwiftProtobuf.Message,
     if self.limit != 0 {
       try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 2)
     }
+    if !self.cursor.isEmpty {
+      try visitor.visitSingularStringField(value: self.cursor, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_ConversationListRequest, rhs: Imcodec_V1_ConversationListRequest) -> Bool {
     if lhs.afterVersion != rhs.afterVersion {return false}
     if lhs.limit != rhs.limit {return false}
+    if lhs.cursor != rhs.cursor {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2672,7 +2690,7 @@ nonisolated extension Imcodec_V1_ConversationListRequest: SwiftProtobuf.Message,
 
 nonisolated extension Imcodec_V1_ConversationList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ConversationList"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversations\0\u{3}has_more\0\u{3}next_after_version\0\u{3}error_code\0\u{3}error_description\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}conversations\0\u{3}has_more\0\u{3}next_after_version\0\u{3}error_code\0\u{3}error_description\0\u{3}next_cursor\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2685,6 +2703,7 @@ nonisolated extension Imcodec_V1_ConversationList: SwiftProtobuf.Message, SwiftP
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.nextAfterVersion) }()
       case 4: try { try decoder.decodeSingularInt32Field(value: &self.errorCode) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.errorDescription) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.nextCursor) }()
       default: break
       }
     }
@@ -2706,6 +2725,9 @@ nonisolated extension Imcodec_V1_ConversationList: SwiftProtobuf.Message, SwiftP
     if !self.errorDescription.isEmpty {
       try visitor.visitSingularStringField(value: self.errorDescription, fieldNumber: 5)
     }
+    if !self.nextCursor.isEmpty {
+      try visitor.visitSingularStringField(value: self.nextCursor, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2715,6 +2737,7 @@ nonisolated extension Imcodec_V1_ConversationList: SwiftProtobuf.Message, SwiftP
     if lhs.nextAfterVersion != rhs.nextAfterVersion {return false}
     if lhs.errorCode != rhs.errorCode {return false}
     if lhs.errorDescription != rhs.errorDescription {return false}
+    if lhs.nextCursor != rhs.nextCursor {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

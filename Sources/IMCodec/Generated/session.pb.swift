@@ -1129,9 +1129,10 @@ public struct ConversationInfo: IMCodecMessage {
 
     /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
     /// one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
-    /// when there is none, or when the server no longer keeps it (max_seq still says its seq). A
-    /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
-    /// DELETED and no content.
+    /// when there is none, when the server no longer keeps it (max_seq still says its seq), or when
+    /// it would not fit one frame with the entry (a history request reads it). A recalled or
+    /// deleted-for-everyone last message comes with its ids and status RECALLED or DELETED and no
+    /// content.
     public var lastMessage: Message? = nil
 
     /// The conversation's newest seq the user can see.
@@ -1146,7 +1147,7 @@ public struct ConversationInfo: IMCodecMessage {
     public var unreadCount: UInt32 = 0
 
     /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
-    /// messages that count in unread_count.
+    /// messages that count in unread_count. imcodec-relay keeps the newest 100.
     public var atMe: [AtMe] = []
 
     /// Pinned to the top of the list (Tencent pinConversation).
@@ -1199,6 +1200,11 @@ public struct ConversationListRequest: IMCodecMessage {
     /// Most conversations in one answer; servers cap it (imcodec-relay: 100).
     public var limit: UInt32 = 0
 
+    /// The previous answer's next_cursor, when it stopped among the conversations that share one
+    /// version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
+    /// a client sends back what it got.
+    public var cursor: String = ""
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -1217,7 +1223,8 @@ public struct ConversationList: IMCodecMessage {
     /// More changed conversations follow next_after_version; ask again.
     public var hasMore: Bool = false
 
-    /// The next request's after_version.
+    /// The next request's after_version: the newest version this answer completes, and so the one a
+    /// client keeps when it stops here.
     public var nextAfterVersion: UInt64 = 0
 
     /// Field `error_code` (4).
@@ -1225,6 +1232,12 @@ public struct ConversationList: IMCodecMessage {
 
     /// Field `error_description` (5).
     public var errorDescription: String = ""
+
+    /// Set when the answer stopped among conversations that share one version (one change made them
+    /// all, such as a mark-read of every conversation) because the rest would not fit the limit or
+    /// the frame size: the next request's cursor. Conversations of that version and the ones after
+    /// it follow; has_more is then set.
+    public var nextCursor: String = ""
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -2012,6 +2025,10 @@ extension ConversationListRequest {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.cursor.isEmpty {
+            w.writeString(self.cursor)
+            w.writeVarint(26)
+        }
         if self.limit != 0 {
             w.writeVarint(UInt64(self.limit))
             w.writeVarint(16)
@@ -2028,6 +2045,10 @@ extension ConversationList {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if !self.nextCursor.isEmpty {
+            w.writeString(self.nextCursor)
+            w.writeVarint(50)
+        }
         if !self.errorDescription.isEmpty {
             w.writeString(self.errorDescription)
             w.writeVarint(42)

@@ -9,7 +9,8 @@ extension ValidationIssue.Rule {
     /// A conversation-list entry whose counts contradict each other: a read horizon above the
     /// newest seq, fewer unread messages than unread @, an @ at or below the read horizon, out of
     /// order or of no kind; a recalled or deleted last message that carries content; a page that
-    /// says it has more without where to go on.
+    /// says it has more without where to go on (a next version or a cursor), or gives a cursor but
+    /// says it has no more.
     ///
     /// Source: Tencent (V2TIMConversation `unreadCount`, `groupAtInfoList`: the unread @ of the
     /// user, with kinds AT_ME, AT_ALL and AT_ALL_AT_ME).
@@ -67,8 +68,12 @@ extension Validator {
     }
 
     mutating func check(_ list: ConversationList) {
-        if list.hasMore && list.nextAfterVersion == 0 {
-            report(.conversationList, "conversationList.nextAfterVersion", "more pages but no next version")
+        // A page that stops inside the first version's conversations goes on from its cursor alone.
+        if list.hasMore && list.nextAfterVersion == 0 && list.nextCursor.isEmpty {
+            report(.conversationList, "conversationList.nextAfterVersion", "more pages but no next version or cursor")
+        }
+        if !list.nextCursor.isEmpty && !list.hasMore {
+            report(.conversationList, "conversationList.nextCursor", "a cursor but no more pages")
         }
         // Each entry's conversation is checked by check(info) below; here only that none repeats.
         var seen = Set<Conversation>()

@@ -3546,7 +3546,7 @@ const ProtobufCMessageDescriptor imcodec__v1__conversation_info__descriptor =
   (ProtobufCMessageInit) imcodec__v1__conversation_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__conversation_list_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor imcodec__v1__conversation_list_request__field_descriptors[3] =
 {
   {
     "after_version",
@@ -3572,15 +3572,28 @@ static const ProtobufCFieldDescriptor imcodec__v1__conversation_list_request__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "cursor",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationListRequest, cursor),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__conversation_list_request__field_indices_by_name[] = {
   0,   /* field[0] = after_version */
+  2,   /* field[2] = cursor */
   1,   /* field[1] = limit */
 };
 static const ProtobufCIntRange imcodec__v1__conversation_list_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__conversation_list_request__descriptor =
 {
@@ -3590,14 +3603,14 @@ const ProtobufCMessageDescriptor imcodec__v1__conversation_list_request__descrip
   "Imcodec__V1__ConversationListRequest",
   "imcodec.v1",
   sizeof(Imcodec__V1__ConversationListRequest),
-  2,
+  3,
   imcodec__v1__conversation_list_request__field_descriptors,
   imcodec__v1__conversation_list_request__field_indices_by_name,
   1,  imcodec__v1__conversation_list_request__number_ranges,
   (ProtobufCMessageInit) imcodec__v1__conversation_list_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__conversation_list__field_descriptors[5] =
+static const ProtobufCFieldDescriptor imcodec__v1__conversation_list__field_descriptors[6] =
 {
   {
     "conversations",
@@ -3659,6 +3672,18 @@ static const ProtobufCFieldDescriptor imcodec__v1__conversation_list__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_cursor",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__ConversationList, next_cursor),
+    NULL,
+    &imcodec_string_as_bytes_default,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__conversation_list__field_indices_by_name[] = {
   0,   /* field[0] = conversations */
@@ -3666,11 +3691,12 @@ static const unsigned imcodec__v1__conversation_list__field_indices_by_name[] = 
   4,   /* field[4] = error_description */
   1,   /* field[1] = has_more */
   2,   /* field[2] = next_after_version */
+  5,   /* field[5] = next_cursor */
 };
 static const ProtobufCIntRange imcodec__v1__conversation_list__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__conversation_list__descriptor =
 {
@@ -3680,7 +3706,7 @@ const ProtobufCMessageDescriptor imcodec__v1__conversation_list__descriptor =
   "Imcodec__V1__ConversationList",
   "imcodec.v1",
   sizeof(Imcodec__V1__ConversationList),
-  5,
+  6,
   imcodec__v1__conversation_list__field_descriptors,
   imcodec__v1__conversation_list__field_indices_by_name,
   1,  imcodec__v1__conversation_list__number_ranges,

@@ -2423,9 +2423,10 @@ extension ConversationInfo {
 
         /// The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
         /// one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
-        /// when there is none, or when the server no longer keeps it (max_seq still says its seq). A
-        /// recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
-        /// DELETED and no content.
+        /// when there is none, when the server no longer keeps it (max_seq still says its seq), or when
+        /// it would not fit one frame with the entry (a history request reads it). A recalled or
+        /// deleted-for-everyone last message comes with its ids and status RECALLED or DELETED and no
+        /// content.
         public var lastMessage: Message.View? {
             @_lifetime(copy self)
             get {
@@ -2446,7 +2447,7 @@ extension ConversationInfo {
         public var unreadCount: UInt32 { _c.pointee.unread_count }
 
         /// The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
-        /// messages that count in unread_count.
+        /// messages that count in unread_count. imcodec-relay keeps the newest 100.
         public var atMe: AtMe.View.List {
             @_lifetime(copy self)
             get {
@@ -2538,6 +2539,7 @@ extension ConversationListRequest {
         self.init()
         afterVersion = v.afterVersion
         limit = v.limit
+        cursor = v.cursor.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -2571,6 +2573,16 @@ extension ConversationListRequest {
 
         /// Most conversations in one answer; servers cap it (imcodec-relay: 100).
         public var limit: UInt32 { _c.pointee.limit }
+
+        /// The previous answer's next_cursor, when it stopped among the conversations that share one
+        /// version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
+        /// a client sends back what it got.
+        public var cursor: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.cursor), copying: self)
+            }
+        }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
@@ -2617,6 +2629,7 @@ extension ConversationList {
         nextAfterVersion = v.nextAfterVersion
         errorCode = v.errorCode
         errorDescription = v.errorDescription.materialize()
+        nextCursor = v.nextCursor.materialize()
         unknownFields = v.unknownFields
     }
 
@@ -2656,7 +2669,8 @@ extension ConversationList {
         /// More changed conversations follow next_after_version; ask again.
         public var hasMore: Bool { _c.pointee.has_more != 0 }
 
-        /// The next request's after_version.
+        /// The next request's after_version: the newest version this answer completes, and so the one a
+        /// client keeps when it stops here.
         public var nextAfterVersion: UInt64 { _c.pointee.next_after_version }
 
         /// Field `error_code` (4).
@@ -2667,6 +2681,17 @@ extension ConversationList {
             @_lifetime(copy self)
             get {
                 _overrideLifetime(StringView(_c.pointee.error_description), copying: self)
+            }
+        }
+
+        /// Set when the answer stopped among conversations that share one version (one change made them
+        /// all, such as a mark-read of every conversation) because the rest would not fit the limit or
+        /// the frame size: the next request's cursor. Conversations of that version and the ones after
+        /// it follow; has_more is then set.
+        public var nextCursor: StringView {
+            @_lifetime(copy self)
+            get {
+                _overrideLifetime(StringView(_c.pointee.next_cursor), copying: self)
             }
         }
 

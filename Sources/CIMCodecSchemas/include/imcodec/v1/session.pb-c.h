@@ -714,9 +714,10 @@ struct  Imcodec__V1__ConversationInfo
   /*
    * The newest kept message the user sees in it (not one flagged EXCLUDED_FROM_LAST_MESSAGE, not
    * one at or below cleared_seq), as the user's devices received it, with its edits applied. Unset
-   * when there is none, or when the server no longer keeps it (max_seq still says its seq). A
-   * recalled or deleted-for-everyone last message comes with its ids and status RECALLED or
-   * DELETED and no content.
+   * when there is none, when the server no longer keeps it (max_seq still says its seq), or when
+   * it would not fit one frame with the entry (a history request reads it). A recalled or
+   * deleted-for-everyone last message comes with its ids and status RECALLED or DELETED and no
+   * content.
    */
   Imcodec__V1__Message *last_message;
   /*
@@ -735,7 +736,7 @@ struct  Imcodec__V1__ConversationInfo
   uint32_t unread_count;
   /*
    * The unread messages that @-mention the user, oldest first (Tencent groupAtInfoList); only
-   * messages that count in unread_count.
+   * messages that count in unread_count. imcodec-relay keeps the newest 100.
    */
   size_t n_at_me;
   Imcodec__V1__AtMe **at_me;
@@ -799,10 +800,16 @@ struct  Imcodec__V1__ConversationListRequest
    * Most conversations in one answer; servers cap it (imcodec-relay: 100).
    */
   uint32_t limit;
+  /*
+   * The previous answer's next_cursor, when it stopped among the conversations that share one
+   * version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
+   * a client sends back what it got.
+   */
+  ProtobufCBinaryData cursor;
 };
 #define IMCODEC__V1__CONVERSATION_LIST_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation_list_request__descriptor) \
-    , 0, 0 }
+    , 0, 0, {0,NULL} }
 
 
 struct  Imcodec__V1__ConversationList
@@ -818,15 +825,23 @@ struct  Imcodec__V1__ConversationList
    */
   protobuf_c_boolean has_more;
   /*
-   * The next request's after_version.
+   * The next request's after_version: the newest version this answer completes, and so the one a
+   * client keeps when it stops here.
    */
   uint64_t next_after_version;
   int32_t error_code;
   ProtobufCBinaryData error_description;
+  /*
+   * Set when the answer stopped among conversations that share one version (one change made them
+   * all, such as a mark-read of every conversation) because the rest would not fit the limit or
+   * the frame size: the next request's cursor. Conversations of that version and the ones after
+   * it follow; has_more is then set.
+   */
+  ProtobufCBinaryData next_cursor;
 };
 #define IMCODEC__V1__CONVERSATION_LIST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__conversation_list__descriptor) \
-    , 0,NULL, 0, 0, 0, {0,NULL} }
+    , 0,NULL, 0, 0, 0, {0,NULL}, {0,NULL} }
 
 
 /*
