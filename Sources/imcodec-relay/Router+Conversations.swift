@@ -13,6 +13,21 @@ struct UserConversation {
     /// The seq of the last message the user sees (0: none).
     var lastSeq: UInt64 = 0
 
+    /// The most unread @ an entry keeps: the newest (session.proto ConversationInfo.at_me). Without
+    /// a bound, a user who never reads a group that @-mentions everyone had an entry, rewritten
+    /// with every message, that grew by one @ per message.
+    static let maxAtMe = 100
+
+    /// Adds an unread @ of message `seq`, dropping the oldest past ``maxAtMe``.
+    mutating func addAtMe(_ seq: UInt64, kind: AtMeKind) {
+        info.atMe.append(
+            AtMe.with {
+                $0.seq = seq; $0.kind = kind
+            }
+        )
+        if info.atMe.count > Self.maxAtMe { info.atMe.removeFirst(info.atMe.count - Self.maxAtMe) }
+    }
+
     /// Drops what the user has read (or cleared): unread seqs and @ at or below `seq`.
     mutating func read(upTo seq: UInt64) {
         unread.removeAll(through: seq)
@@ -53,6 +68,8 @@ struct UserConversation {
         else { return nil }
         lastSeq = stored.lastMessage?.seq ?? 0
         stored.lastMessage = nil
+        // Kept before the bound: the newest.
+        if stored.atMe.count > Self.maxAtMe { stored.atMe.removeFirst(stored.atMe.count - Self.maxAtMe) }
         info = stored
         self.unread = unread
     }
@@ -100,11 +117,7 @@ extension Router {
                 let atMe = mentioned.contains(delivery.user)
                 if counts, frame.atAll || atMe, seq > view.info.readSeq {
                     let kind: AtMeKind = frame.atAll ? (atMe ? .atAllAtMe : .atAll) : .atMe
-                    view.info.atMe.append(
-                        AtMe.with {
-                            $0.seq = seq; $0.kind = kind
-                        }
-                    )
+                    view.addAtMe(seq, kind: kind)
                 }
             }
             setView(view, of: key, for: delivery.user, version: delivery.position)
@@ -215,86 +228,6 @@ extension Router {
         return isMember(user, key)
     }
 
-    // MARK: Listing
-
-    /// The most conversations one list page holds.
-    static let maxConversationListLimit: UInt32 = 100
-    /// The most read horizons one list entry holds.
-    static let maxReadHorizons = 100
-
-    /// Answers a conversation list request: `user`'s conversations changed after `after_version`,
-    /// oldest change first, each with its last message read from the store.
-    func listConversations(_ request: ConversationListRequest, requestID: UInt64, session: Session, user: String) {
-        let limit = Int(
-            request.limit == 0
-                ? Self.maxConversationListLimit : min(request.limit, Self.maxConversationListLimit)
-        )
-        let changed = (userConversations[user] ?? [:])
-            .filter { $0.value.info.version > request.afterVersion }
-            .sorted { ($0.value.info.version, $0.key.storageID) < ($1.value.info.version, $1.key.storageID) }
-        // A page ends at a version boundary: entries changed by one event share its version, and the
-        // next page starts after next_after_version, so a page never splits them.
-        var end = min(limit, changed.count)
-        while end < changed.count, end > 0, changed[end].value.info.version == changed[end - 1].value.info.version {
-            end += 1
-        }
-        let page = Array(changed[..<end])
-        var answer = ConversationList()
-        answer.hasMore = changed.count > page.count
-        answer.nextAfterVersion = page.last?.value.info.version ?? request.afterVersion
-        var entries: [(ConversationKey, ConversationInfo, UInt64, Bool)] = []
-        for (key, view) in page {
-            var info = view.info
-            info.conversation = key.conversation(for: user)
-            info.readHorizons = readHorizons(of: key, except: user)
-            let removed = conversations[key]?.removed.contains(view.lastSeq) ?? false
-            entries.append((key, info, view.lastSeq, removed))
-        }
-        store.read({ store in
-            try entries.map { key, _, seq, _ in
-                seq == 0 ? nil : try store.messages(in: key, from: seq, through: seq, limit: 1, visibleTo: user).first
-            }
-        }) { lastMessages in
-            let nowMs = self.nowMs()
-            for (index, (_, var info, _, removed)) in entries.enumerated() {
-                // Dropped by retention, or a disappearing message that expired: no last message
-                // (max_seq still says its seq).
-                if let stored = lastMessages[index], !Expiry.passed(stored.expireAtMs, at: nowMs) {
-                    info.lastMessage = self.lastMessage(stored, removed: removed, user: user)
-                }
-                answer.conversations.append(info)
-            }
-            self.answer(RelayProtocol.answer(.conversationList(answer), requestID: requestID), to: session)
-        }
-    }
-
-    /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and
-    /// status RECALLED or DELETED (the kept stub's; RECALLED for one removed before stubs were kept)
-    /// when it was recalled or deleted for everyone.
-    private func lastMessage(_ stored: StoredMessage, removed: Bool, user: String) -> Message? {
-        guard !removed else {
-            let stub = try? wireDecoder.decode(Frame.self, from: stored.frame)
-            let status: MessageStatus =
-                if case .message(let message)? = stub?.payload, message.status == .deleted { .deleted } else {
-                    .recalled
-                }
-            return Message.with {
-                $0.seq = stored.seq
-                $0.serverMsgUID = stored.serverMsgUID
-                $0.clientMsgID = stored.clientMsgID
-                $0.senderID = stored.senderID
-                $0.serverTimeMs = stored.serverTimeMs
-                $0.status = status
-            }
-        }
-        guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),
-            case .message(var message)? = frame.payload
-        else { return nil }
-        applyChanges(to: &message, in: stored.conversation, for: user)
-        message.direction = stored.senderID == user ? .sent : .received
-        return message
-    }
-
     /// Recalls and deletes for everyone take their messages out of everyone's unread count and @,
     /// and an edit of a conversation's last message changes its entry; each changed entry moves to
     /// the event's position in its user's stream, so the list's next sync has it. `seqs`: the kept
@@ -339,21 +272,6 @@ extension Router {
         for (entry, delivery) in zip(changed, deliveries) {
             setView(entry.view, of: key, for: entry.user, version: delivery.position)
         }
-    }
-
-    /// The other members' read horizons in `key`, highest first, at most ``maxReadHorizons``.
-    private func readHorizons(of key: ConversationKey, except user: String) -> [ReadHorizon] {
-        var horizons: [ReadHorizon] = []
-        for member in users(of: key) where member != user {
-            guard let seq = userConversations[member]?[key]?.info.readSeq, seq > 0 else { continue }
-            horizons.append(
-                ReadHorizon.with {
-                    $0.userID = member; $0.readSeq = seq
-                }
-            )
-        }
-        horizons.sort { ($0.readSeq, $1.userID) > ($1.readSeq, $0.userID) }
-        return Array(horizons.prefix(Self.maxReadHorizons))
     }
 }
 #endif

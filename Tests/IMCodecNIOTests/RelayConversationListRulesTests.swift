@@ -131,9 +131,10 @@ struct RelayConversationListRulesTests {
     }
 
     /// A mark-read of all conversations changes every entry at one version; a page with a smaller
-    /// limit holds all of them rather than split them (the next page starts after its version).
-    /// A sync by seq leaves out what the user cleared, as history does.
-    @Test func pagesKeepOneEventsEntriesTogetherAndSyncLeavesClearedHistoryOut() async throws {
+    /// limit stops among them with a cursor, and the next page goes on from it (before, the page
+    /// held all of them whatever the limit, and so whatever their number and size). A sync by seq
+    /// leaves out what the user cleared, as history does.
+    @Test func pagesSplitOneEventsEntriesByCursorAndSyncLeavesClearedHistoryOut() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob"], "crew": ["alice", "bob"]] }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
@@ -149,22 +150,26 @@ struct RelayConversationListRulesTests {
                 let before = try await State.list(bob, id: 1)
                 #expect(before.conversations.count == 3)
                 #expect(try await Self.mark(bob, "bob", nil, seq: 0, id: 2) == 0)
-                var request = Frame(
-                    .conversationListRequest(
-                        .with {
-                            $0.afterVersion = before.nextAfterVersion; $0.limit = 2
-                        }
+                let pages = try await Self.pages(bob, after: before.nextAfterVersion, limit: 2, firstID: 10)
+                #expect(pages.map(\.conversations.count) == [2, 1])
+                #expect(pages.first?.nextCursor.isEmpty == false && pages.first?.hasMore == true)
+                #expect(pages.first?.nextAfterVersion == before.nextAfterVersion, "the page completed no version")
+                let read = pages.flatMap(\.conversations)
+                #expect(Set(read.map(\.version)).count == 1 && Set(read.map(\.conversation)).count == 3)
+                #expect(read.allSatisfy { $0.unreadCount == 0 })
+                #expect(pages.last?.nextCursor.isEmpty == true && pages.last?.nextAfterVersion == read.first?.version)
+                let after = try #require(pages.last).nextAfterVersion
+                #expect(try await State.list(bob, after: after, id: 4).conversations.isEmpty)
+                // A cursor the relay does not give is refused, not guessed at.
+                for (index, text) in ["", ":", "7:", "x:1:2:ab", "18446744073709551616:1:1:ab"].enumerated()
+                where !text.isEmpty {
+                    var bad = Frame(.conversationListRequest(.with { $0.cursor = text }))
+                    bad.requestID = 30 + UInt64(index)
+                    #expect(
+                        try await bob.ask(bad)?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest,
+                        "\(text)"
                     )
-                )
-                request.requestID = 3
-                guard case .conversationList(let page)? = try await bob.ask(request)?.payload else {
-                    Issue.record("no conversation list")
-                    return
                 }
-                #expect(page.conversations.count == 3, "one event's entries are never split")
-                #expect(Set(page.conversations.map(\.version)).count == 1 && !page.hasMore)
-                #expect(page.conversations.allSatisfy { $0.unreadCount == 0 })
-                #expect(try await State.list(bob, after: page.nextAfterVersion, id: 4).conversations.isEmpty)
 
                 try await alice.send(Frame(State.groupMessage("second", id: "p4")))
                 #expect(await eventually { bob.collector.messages.count == 4 })
@@ -180,6 +185,139 @@ struct RelayConversationListRulesTests {
                 }
                 #expect(synced.messages.map(\.seq) == [2], "seq 1 was cleared")
                 for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
+    /// Every page of `client`'s list after `version`, `limit` entries a page (0: the relay's), each
+    /// asked with the previous page's next version and cursor; each page validates and holds an
+    /// entry. Request ids from `firstID`.
+    static func pages(
+        _ client: TestClient,
+        after version: UInt64,
+        limit: UInt32 = 0,
+        firstID: UInt64
+    )
+        async throws -> [ConversationList]
+    {
+        var pages: [ConversationList] = []
+        var request = ConversationListRequest.with {
+            $0.afterVersion = version; $0.limit = limit
+        }
+        while pages.count < 20 {
+            var frame = Frame(.conversationListRequest(request))
+            frame.requestID = firstID + UInt64(pages.count)
+            guard case .conversationList(let page)? = try await client.ask(frame)?.payload else {
+                Issue.record("no conversation list")
+                break
+            }
+            #expect(Frame(.conversationList(page)).validate().isEmpty, "\(Frame(.conversationList(page)).validate())")
+            #expect(!page.conversations.isEmpty || !page.hasMore, "a page that has more holds an entry")
+            pages.append(page)
+            guard page.hasMore else { break }
+            request.afterVersion = page.nextAfterVersion
+            request.cursor = page.nextCursor
+        }
+        return pages
+    }
+
+    /// A page fits the frame size limit: bob's device decodes with the relay's 4,096 bytes, and five
+    /// last messages of 1,500 bytes come in pages of two, whether each entry has its own version or
+    /// one mark-read gave them all the same one. Before, a page held up to 100 entries whatever
+    /// their size: the answer was about 8 KB and bob's device lost its connection at every request
+    /// for its list. Every unread @ past the newest 100 is dropped: before, an entry kept one per
+    /// @, and was rewritten whole with every message.
+    @Test func aPageFitsTheFrameSizeLimitAndAnEntryKeepsTheNewestHundredAtMe() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        let senders = ["carol", "dave", "erin", "frank", "grace"]
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.codec = codec; $0.groups = ["team": ["alice", "bob"]]
+            }) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b", codec: codec)
+                var clients = [bob]
+                for sender in senders {
+                    let client = try await TestClient.connect(to: server, as: sender, group: group, codec: codec)
+                    let text = String(repeating: "x", count: 1500)
+                    try await client.send(
+                        Frame(Message.c2cText(from: sender, to: "bob", text, clientMsgID: "m-\(sender)"))
+                    )
+                    clients.append(client)
+                }
+                #expect(await eventually { bob.collector.messages.count == senders.count })
+                let first = try await Self.pages(bob, after: 0, firstID: 1)
+                let listed = first.flatMap(\.conversations)
+                #expect(first.count == 3 && listed.count == 5, "\(first.map(\.conversations.count))")
+                #expect(Set(listed.compactMap(\.conversation?.targetID)) == Set(senders))
+                #expect(listed.allSatisfy { $0.lastMessage?.elements.count == 1 && $0.unreadCount == 1 })
+                #expect(first.allSatisfy { $0.nextCursor.isEmpty }, "each entry has a version of its own")
+                let before = try #require(first.last).nextAfterVersion
+
+                #expect(try await Self.mark(bob, "bob", nil, seq: 0, id: 100) == 0)
+                let read = try await Self.pages(bob, after: before, firstID: 200)
+                let entries = read.flatMap(\.conversations)
+                #expect(read.count == 3 && entries.count == 5, "\(read.map(\.conversations.count))")
+                #expect(
+                    Set(entries.map(\.version)).count == 1
+                        && Set(entries.compactMap(\.conversation?.targetID)) == Set(senders)
+                )
+                #expect(entries.allSatisfy { $0.readSeq == 1 && $0.unreadCount == 0 && $0.lastMessage != nil })
+                #expect(read.dropLast().allSatisfy { !$0.nextCursor.isEmpty && $0.nextAfterVersion == before })
+
+                let alice = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "a",
+                    codec: codec
+                )
+                clients.append(alice)
+                for index in 1...105 {
+                    try await alice.send(Frame(State.groupMessage("@bob \(index)", id: "at\(index)", at: ["bob"])))
+                }
+                #expect(await eventually { bob.collector.messages.count == senders.count + 105 })
+                // The five 1,500-byte entries come first: the team's entry is on a later page.
+                func teamEntry(_ id: UInt64) async throws -> ConversationInfo? {
+                    try await Self.pages(bob, after: 0, firstID: id).flatMap(\.conversations).first {
+                        $0.conversation == .group("team")
+                    }
+                }
+                let team = try #require(try await teamEntry(300))
+                #expect(team.unreadCount == 105 && team.atMe.map(\.seq) == Array(6...105))
+                #expect(try await Self.mark(bob, "bob", .group("team"), seq: 50, id: 350) == 0)
+                let half = try #require(try await teamEntry(400))
+                #expect(half.unreadCount == 55 && half.atMe.map(\.seq) == Array(51...105))
+                for client in clients { await client.close() }
+            }
+        }
+    }
+
+    /// An entry whose last message would not fit one frame with the entry's own fields is served
+    /// without it (session.proto: a history request reads it): a message just under what the
+    /// relay accepts at a 4,096-byte limit and a 600-byte draft. Before, the page was past the
+    /// limit, and bob's device lost its connection at every request for its list.
+    @Test func anEntryWhoseLastMessageWouldNotFitComesWithoutIt() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = codec }) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b", codec: codec)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, codec: codec)
+                let text = String(repeating: "x", count: 3700)
+                try await carol.send(Frame(Message.c2cText(from: "carol", to: "bob", text, clientMsgID: "big")))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let draft = ConversationUpdate.with {
+                    $0.conversation = .oneToOne("carol"); $0.fields = UInt32(ConversationField.draft.rawValue)
+                    $0.draftText = String(repeating: "d", count: 600); $0.timeMs = RelayProtocol.nowMs()
+                }
+                #expect(try await State.ask(bob, .conversationUpdate(draft), id: 1)?.requestResult?.errorCode == 0)
+                let pages = try await Self.pages(bob, after: 0, firstID: 10)
+                let entry = try #require(pages.first?.conversations.first)
+                #expect(pages.count == 1 && pages[0].conversations.count == 1)
+                #expect(entry.lastMessage == nil && entry.maxSeq == 1 && entry.unreadCount == 1)
+                #expect(entry.draftText.utf8.count == 600)
+                let history = try await RelayHistoryTests.page(bob, id: 20) { $0.conversation = .oneToOne("carol") }
+                #expect(history?.messages.map(\.seq) == [1], "history reads the message")
+                for client in [bob, carol] { await client.close() }
             }
         }
     }

@@ -1,0 +1,171 @@
+#if Tools
+import IMCodec
+import IMCodecNIO
+
+/// Where a conversation list page stopped among the entries that share one version (one event
+/// changed them all: a mark-read of every conversation): after the entry of the conversation whose
+/// ``ConversationKey/storageID`` is `key`. Its text is `VERSION:KEY`.
+struct ConversationListCursor: Equatable {
+    var version: UInt64
+    var key: String
+
+    init(version: UInt64, key: String) {
+        self.version = version
+        self.key = key
+    }
+
+    /// The cursor `text` holds, or `nil` when it is not one the relay gives.
+    init?(_ text: String) {
+        guard let colon = text.firstIndex(of: ":"), let version = UInt64(text[..<colon]) else { return nil }
+        let key = String(text[text.index(after: colon)...])
+        guard !key.isEmpty else { return nil }
+        self.init(version: version, key: key)
+    }
+
+    var text: String { "\(version):\(key)" }
+}
+
+extension Router {
+    /// The most conversations one list page holds.
+    static let maxConversationListLimit: UInt32 = 100
+    /// The most read horizons one list entry holds.
+    static let maxReadHorizons = 100
+
+    // Long on purpose (about 80 lines): one request read top to bottom: the entries after the
+    // request's version or cursor, then, once their last messages are read, the page that fits.
+    /// Answers a conversation list request: `user`'s conversations changed after `after_version`
+    /// (and after `cursor` among those of its version), oldest change first, each with its last
+    /// message read from the store. A page holds at most `limit` entries and fits the frame size
+    /// limit; it ends at a version boundary when it can, and when the entries one event changed do
+    /// not fit one page, it stops among them and gives a cursor (session.proto ConversationList).
+    func listConversations(_ request: ConversationListRequest, requestID: UInt64, session: Session, user: String) {
+        var cursor: ConversationListCursor?
+        if !request.cursor.isEmpty {
+            guard let given = ConversationListCursor(request.cursor) else {
+                return refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the cursor is not one the relay gave"
+                )
+            }
+            cursor = given
+        }
+        let limit = Int(
+            request.limit == 0
+                ? Self.maxConversationListLimit : min(request.limit, Self.maxConversationListLimit)
+        )
+        // Each entry with its sort key: (version, conversation's storage id), unique per user.
+        let changed = (userConversations[user] ?? [:])
+            .lazy
+            .filter { $0.value.info.version > request.afterVersion }
+            .map { (key: $0.key, view: $0.value, order: ($0.value.info.version, $0.key.storageID)) }
+            .filter { entry in cursor.map { entry.order > ($0.version, $0.key) } ?? true }
+            .sorted { $0.order < $1.order }
+        var entries: [(info: ConversationInfo, lastSeq: UInt64, removed: Bool)] = []
+        for (key, view, _) in changed.prefix(limit) {
+            var info = view.info
+            info.conversation = key.conversation(for: user)
+            info.readHorizons = readHorizons(of: key, except: user)
+            let removed = conversations[key]?.removed.contains(view.lastSeq) ?? false
+            entries.append((info, view.lastSeq, removed))
+        }
+        let keys = changed.prefix(limit).map(\.key)
+        let room = configuration.codec.effectiveMaxFrameSize - 512
+        store.read({ store in
+            try zip(keys, entries).map { key, entry in
+                entry.lastSeq == 0
+                    ? nil
+                    : try store.messages(
+                        in: key,
+                        from: entry.lastSeq,
+                        through: entry.lastSeq,
+                        limit: 1,
+                        visibleTo: user
+                    )
+                    .first
+            }
+        }) { lastMessages in
+            let nowMs = self.nowMs()
+            var answer = ConversationList()
+            var left = room
+            for (index, entry) in entries.enumerated() {
+                var info = entry.info
+                // Dropped by retention, or a disappearing message that expired: no last message
+                // (max_seq still says its seq).
+                if let stored = lastMessages[index], !Expiry.passed(stored.expireAtMs, at: nowMs) {
+                    info.lastMessage = self.lastMessage(stored, removed: entry.removed, user: user)
+                }
+                // Its bytes in the page, and the cursor that would name it should the page stop after it.
+                var size = info.serializedBytes().count + 6
+                let cursorSize = changed[index].order.1.utf8.count + 32
+                if size + cursorSize > left, !answer.conversations.isEmpty { break }
+                if size + cursorSize > left, info.lastMessage != nil {
+                    // Alone and still too large: a last message near the frame size limit with the
+                    // entry's own fields. Served without it; a history request reads it.
+                    info.lastMessage = nil
+                    size = info.serializedBytes().count + 6
+                }
+                left -= size
+                answer.conversations.append(info)
+            }
+            let served = answer.conversations.count
+            answer.hasMore = changed.count > served
+            let lastVersion = served == 0 ? request.afterVersion : changed[served - 1].order.0
+            if answer.hasMore, served > 0, changed[served].order.0 == lastVersion {
+                // Stopped among the entries of one version: the next page goes on from the cursor,
+                // and a device that stops here keeps the newest version this page completed.
+                answer.nextCursor = ConversationListCursor(version: lastVersion, key: changed[served - 1].order.1).text
+                answer.nextAfterVersion =
+                    changed[..<served].last { $0.order.0 < lastVersion }?.order.0 ?? request.afterVersion
+            } else {
+                answer.nextAfterVersion = lastVersion
+            }
+            self.answer(RelayProtocol.answer(.conversationList(answer), requestID: requestID), to: session)
+        }
+    }
+
+    /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and
+    /// status RECALLED or DELETED (the kept stub's; RECALLED for one removed before stubs were kept)
+    /// when it was recalled or deleted for everyone.
+    private func lastMessage(_ stored: StoredMessage, removed: Bool, user: String) -> Message? {
+        guard !removed else {
+            let stub = try? wireDecoder.decode(Frame.self, from: stored.frame)
+            let status: MessageStatus =
+                if case .message(let message)? = stub?.payload, message.status == .deleted { .deleted } else {
+                    .recalled
+                }
+            return Message.with {
+                $0.seq = stored.seq
+                $0.serverMsgUID = stored.serverMsgUID
+                $0.clientMsgID = stored.clientMsgID
+                $0.senderID = stored.senderID
+                $0.serverTimeMs = stored.serverTimeMs
+                $0.status = status
+            }
+        }
+        guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),
+            case .message(var message)? = frame.payload
+        else { return nil }
+        applyChanges(to: &message, in: stored.conversation, for: user)
+        message.direction = stored.senderID == user ? .sent : .received
+        return message
+    }
+
+    /// The other members' read horizons in `key`, highest first, at most ``maxReadHorizons``.
+    private func readHorizons(of key: ConversationKey, except user: String) -> [ReadHorizon] {
+        var horizons: [ReadHorizon] = []
+        for member in users(of: key) where member != user {
+            guard let seq = userConversations[member]?[key]?.info.readSeq, seq > 0 else { continue }
+            horizons.append(
+                ReadHorizon.with {
+                    $0.userID = member; $0.readSeq = seq
+                }
+            )
+        }
+        horizons.sort { ($0.readSeq, $1.userID) > ($1.readSeq, $0.userID) }
+        return Array(horizons.prefix(Self.maxReadHorizons))
+    }
+}
+#endif
