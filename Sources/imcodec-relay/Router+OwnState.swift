@@ -57,6 +57,9 @@ extension Router {
             guard !change.userIDs.contains(user) else {
                 return refuse(RelayProtocol.RequestError.badRequest, "badRequest", "a user cannot block itself")
             }
+            if change.action == .block, let full = blocklistFull(after: change, of: user) {
+                return refuse(RelayProtocol.RequestError.blocklistFull, "blocklistFull", full)
+            }
             change.userID = user
             change.timeMs = now
             decoded.payload = .blocklistChange(change)
@@ -81,6 +84,32 @@ extension Router {
             self.deliver(body, kind: kind, to: deliveries, except: session)
             self.flush()
         }
+    }
+
+    /// The most users one blocklist holds. Without a bound, a blocklist grew by up to 100 users a
+    /// change, was rewritten whole with each, and its `blocklist_response` could pass the frame
+    /// size limit: the user's devices lost their connection at each request for it.
+    static let maxBlocklist = 1_000
+
+    /// Why the block `change` may not be applied to `user`'s blocklist (more than ``maxBlocklist``
+    /// users, or a `blocklist_response` past the frame size limit with room for the answer's own
+    /// fields, as a history page keeps), or `nil` when it may.
+    private func blocklistFull(after change: BlocklistChange, of user: String) -> String? {
+        let set = blocked[user] ?? []
+        let added = Set(change.userIDs).subtracting(set)
+        guard !added.isEmpty else { return nil }
+        let count = set.count + added.count
+        if count > Self.maxBlocklist {
+            return "the blocklist would hold \(count) users; it holds at most \(Self.maxBlocklist)"
+        }
+        // Each id: a tag, a length of at most 5 bytes, the id.
+        let bytes =
+            (blockOrder[user] ?? []).reduce(0) { $0 + 6 + $1.utf8.count } + added.reduce(0) { $0 + 6 + $1.utf8.count }
+        let room = configuration.codec.effectiveMaxFrameSize - 512
+        guard bytes <= room else {
+            return "the blocklist would take \(bytes) bytes; one blocklist_response carries at most \(room)"
+        }
+        return nil
     }
 
     /// Adds or removes users from `user`'s blocklist (kept in the order they were blocked).

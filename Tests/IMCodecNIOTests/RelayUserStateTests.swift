@@ -458,6 +458,64 @@ struct RelayUserStateTests {
         }
     }
 
+    /// A blocklist holds at most 1,000 users, and its `blocklist_response` fits one frame: a block
+    /// past either is refused with 3012 and changes nothing; blocking users already blocked, or
+    /// after an unblock, still works. Before, a blocklist grew by up to 100 users a change without
+    /// bound: at a 4,096-byte limit, 90 ids of 41 bytes made a response the user's devices could not
+    /// read (each lost its connection at each request for it).
+    @Test func aBlocklistHoldsAtMostAThousandUsersAndFitsOneFrame() async throws {
+        func block(
+            _ client: TestClient,
+            _ ids: [String],
+            _ action: BlockAction = .block,
+            id: UInt64
+        )
+            async throws -> Int32?
+        {
+            let change = BlocklistChange.with {
+                $0.action = action; $0.userIDs = ids
+            }
+            return try await Self.ask(client, .blocklistChange(change), id: id).flatMap(\.requestResult)?.errorCode
+        }
+        func blocklist(_ client: TestClient, id: UInt64) async throws -> [String]? {
+            guard
+                case .blocklistResponse(let list)? = try await Self.ask(client, .blocklistRequest(.init()), id: id)?
+                    .payload
+            else { return nil }
+            return list.userIDs
+        }
+        let full = RelayProtocol.RequestError.blocklistFull
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                for batch in 0..<10 {
+                    let ids = (0..<100).map { "u\(batch * 100 + $0)" }
+                    #expect(try await block(bob, ids, id: UInt64(batch + 1)) == 0)
+                }
+                #expect(try await block(bob, ["u1000"], id: 20) == full)
+                #expect(try await block(bob, ["u5", "u6"], id: 21) == 0, "already blocked: no one is added")
+                #expect(try await block(bob, ["u0"], .unblock, id: 22) == 0)
+                #expect(try await block(bob, ["u1000", "u1001"], id: 23) == full, "one place for two users")
+                #expect(try await block(bob, ["u1000"], id: 24) == 0)
+                let list = try #require(try await blocklist(bob, id: 25))
+                #expect(list.count == 1_000 && list.last == "u1000" && !list.contains("u0") && !list.contains("u1001"))
+                await bob.close()
+            }
+            let codec = FrameCodecOptions(maxFrameSize: 4096)
+            try await withRelay({ $0.codec = codec }) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b", codec: codec)
+                // 47 bytes each in the response: 76 fit the 3,584 bytes of room.
+                let ids = (0..<90).map { "u" + String(repeating: "x", count: 36) + "\(1000 + $0)" }
+                #expect(try await block(bob, Array(ids[..<45]), id: 1) == 0)
+                #expect(try await block(bob, Array(ids[45...]), id: 2) == full)
+                #expect(try await blocklist(bob, id: 3) == Array(ids[..<45]), "nothing was applied")
+                #expect(try await block(bob, Array(ids[45..<75]), id: 4) == 0)
+                #expect(try await blocklist(bob, id: 5) == Array(ids[..<75]))
+                await bob.close()
+            }
+        }
+    }
+
     /// RongCloud: message expansion is for one-to-one and group conversations only. A chatroom
     /// message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts no extension (no update to it could
     /// pass validate()): fetching its extension finds none, while a group message's is there.
