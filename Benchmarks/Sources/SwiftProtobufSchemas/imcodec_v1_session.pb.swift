@@ -573,6 +573,11 @@ public nonisolated struct Imcodec_V1_LoginResult: Sendable {
   /// request's stream_position, else the device's last StreamAck, else 0).
   public var resumePosition: UInt64 = 0
 
+  /// Set when max_seqs leaves out conversations the user belongs to, so that the answer fits the
+  /// server's frame size limit: those named in last_seen come first, then the others, the most
+  /// recently changed first. Ask for the others by name (MaxSeqRequest) or pull the conversation list.
+  public var maxSeqsTruncated: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -661,9 +666,14 @@ public nonisolated struct Imcodec_V1_MaxSeqResponse: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// In the request's order; for an empty request, the most recently changed first.
   public var maxSeqs: [Imcodec_V1_ConversationSeq] = []
 
   public var serverTimeMs: Int64 = 0
+
+  /// Set when max_seqs leaves out conversations, so that the answer fits the server's frame size
+  /// limit; ask again for those left out by name.
+  public var truncated: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1464,7 +1474,7 @@ nonisolated extension Imcodec_V1_LoginRequest: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Imcodec_V1_LoginResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LoginResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}error_code\0\u{3}error_description\0\u{3}server_time_ms\0\u{3}session_id\0\u{3}heartbeat_interval_s\0\u{3}max_seqs\0\u{3}stream_position\0\u{3}resume_position\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}error_code\0\u{3}error_description\0\u{3}server_time_ms\0\u{3}session_id\0\u{3}heartbeat_interval_s\0\u{3}max_seqs\0\u{3}stream_position\0\u{3}resume_position\0\u{3}max_seqs_truncated\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1480,6 +1490,7 @@ nonisolated extension Imcodec_V1_LoginResult: SwiftProtobuf.Message, SwiftProtob
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.maxSeqs) }()
       case 7: try { try decoder.decodeSingularUInt64Field(value: &self.streamPosition) }()
       case 8: try { try decoder.decodeSingularUInt64Field(value: &self.resumePosition) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self.maxSeqsTruncated) }()
       default: break
       }
     }
@@ -1510,6 +1521,9 @@ nonisolated extension Imcodec_V1_LoginResult: SwiftProtobuf.Message, SwiftProtob
     if self.resumePosition != 0 {
       try visitor.visitSingularUInt64Field(value: self.resumePosition, fieldNumber: 8)
     }
+    if self.maxSeqsTruncated != false {
+      try visitor.visitSingularBoolField(value: self.maxSeqsTruncated, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1522,6 +1536,7 @@ nonisolated extension Imcodec_V1_LoginResult: SwiftProtobuf.Message, SwiftProtob
     if lhs.maxSeqs != rhs.maxSeqs {return false}
     if lhs.streamPosition != rhs.streamPosition {return false}
     if lhs.resumePosition != rhs.resumePosition {return false}
+    if lhs.maxSeqsTruncated != rhs.maxSeqsTruncated {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1709,7 +1724,7 @@ nonisolated extension Imcodec_V1_MaxSeqRequest: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Imcodec_V1_MaxSeqResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MaxSeqResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_seqs\0\u{3}server_time_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_seqs\0\u{3}server_time_ms\0\u{1}truncated\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1719,6 +1734,7 @@ nonisolated extension Imcodec_V1_MaxSeqResponse: SwiftProtobuf.Message, SwiftPro
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.maxSeqs) }()
       case 2: try { try decoder.decodeSingularInt64Field(value: &self.serverTimeMs) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.truncated) }()
       default: break
       }
     }
@@ -1731,12 +1747,16 @@ nonisolated extension Imcodec_V1_MaxSeqResponse: SwiftProtobuf.Message, SwiftPro
     if self.serverTimeMs != 0 {
       try visitor.visitSingularInt64Field(value: self.serverTimeMs, fieldNumber: 2)
     }
+    if self.truncated != false {
+      try visitor.visitSingularBoolField(value: self.truncated, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Imcodec_V1_MaxSeqResponse, rhs: Imcodec_V1_MaxSeqResponse) -> Bool {
     if lhs.maxSeqs != rhs.maxSeqs {return false}
     if lhs.serverTimeMs != rhs.serverTimeMs {return false}
+    if lhs.truncated != rhs.truncated {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

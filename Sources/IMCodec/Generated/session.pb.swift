@@ -606,6 +606,11 @@ public struct LoginResult: IMCodecMessage {
     /// request's stream_position, else the device's last StreamAck, else 0).
     public var resumePosition: UInt64 = 0
 
+    /// Set when max_seqs leaves out conversations the user belongs to, so that the answer fits the
+    /// server's frame size limit: those named in last_seen come first, then the others, the most
+    /// recently changed first. Ask for the others by name (MaxSeqRequest) or pull the conversation list.
+    public var maxSeqsTruncated: Bool = false
+
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
 
@@ -711,11 +716,15 @@ public struct MaxSeqResponse: IMCodecMessage {
     /// The message's full name in Schemas/.
     public static let protoMessageName = "imcodec.v1.MaxSeqResponse"
 
-    /// Field `max_seqs` (1).
+    /// In the request's order; for an empty request, the most recently changed first.
     public var maxSeqs: [ConversationSeq] = []
 
     /// Field `server_time_ms` (2).
     public var serverTimeMs: Int64 = 0
+
+    /// Set when max_seqs leaves out conversations, so that the answer fits the server's frame size
+    /// limit; ask again for those left out by name.
+    public var truncated: Bool = false
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
     public var unknownFields = UnknownFields()
@@ -1415,6 +1424,10 @@ extension LoginResult {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.maxSeqsTruncated {
+            w.writeVarint(self.maxSeqsTruncated ? 1 : 0)
+            w.writeVarint(72)
+        }
         if self.resumePosition != 0 {
             w.writeVarint(UInt64(self.resumePosition))
             w.writeVarint(64)
@@ -1543,6 +1556,10 @@ extension MaxSeqResponse {
         // Back to front: unknown fields (written last on the wire) first, then fields by
         // descending number, so every length is known when its prefix is written.
         w.writeRaw(unknownFields.bytes)
+        if self.truncated {
+            w.writeVarint(self.truncated ? 1 : 0)
+            w.writeVarint(24)
+        }
         if self.serverTimeMs != 0 {
             w.writeVarint(UInt64(bitPattern: Int64(self.serverTimeMs)))
             w.writeVarint(16)

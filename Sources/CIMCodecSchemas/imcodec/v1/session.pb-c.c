@@ -1686,7 +1686,7 @@ const ProtobufCMessageDescriptor imcodec__v1__login_request__descriptor =
   (ProtobufCMessageInit) imcodec__v1__login_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__login_result__field_descriptors[8] =
+static const ProtobufCFieldDescriptor imcodec__v1__login_result__field_descriptors[9] =
 {
   {
     "error_code",
@@ -1784,12 +1784,25 @@ static const ProtobufCFieldDescriptor imcodec__v1__login_result__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "max_seqs_truncated",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__LoginResult, max_seqs_truncated),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__login_result__field_indices_by_name[] = {
   0,   /* field[0] = error_code */
   1,   /* field[1] = error_description */
   4,   /* field[4] = heartbeat_interval_s */
   5,   /* field[5] = max_seqs */
+  8,   /* field[8] = max_seqs_truncated */
   7,   /* field[7] = resume_position */
   2,   /* field[2] = server_time_ms */
   3,   /* field[3] = session_id */
@@ -1798,7 +1811,7 @@ static const unsigned imcodec__v1__login_result__field_indices_by_name[] = {
 static const ProtobufCIntRange imcodec__v1__login_result__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__login_result__descriptor =
 {
@@ -1808,7 +1821,7 @@ const ProtobufCMessageDescriptor imcodec__v1__login_result__descriptor =
   "Imcodec__V1__LoginResult",
   "imcodec.v1",
   sizeof(Imcodec__V1__LoginResult),
-  8,
+  9,
   imcodec__v1__login_result__field_descriptors,
   imcodec__v1__login_result__field_indices_by_name,
   1,  imcodec__v1__login_result__number_ranges,
@@ -2083,7 +2096,7 @@ const ProtobufCMessageDescriptor imcodec__v1__max_seq_request__descriptor =
   (ProtobufCMessageInit) imcodec__v1__max_seq_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor imcodec__v1__max_seq_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor imcodec__v1__max_seq_response__field_descriptors[3] =
 {
   {
     "max_seqs",
@@ -2109,15 +2122,28 @@ static const ProtobufCFieldDescriptor imcodec__v1__max_seq_response__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "truncated",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Imcodec__V1__MaxSeqResponse, truncated),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned imcodec__v1__max_seq_response__field_indices_by_name[] = {
   0,   /* field[0] = max_seqs */
   1,   /* field[1] = server_time_ms */
+  2,   /* field[2] = truncated */
 };
 static const ProtobufCIntRange imcodec__v1__max_seq_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor imcodec__v1__max_seq_response__descriptor =
 {
@@ -2127,7 +2153,7 @@ const ProtobufCMessageDescriptor imcodec__v1__max_seq_response__descriptor =
   "Imcodec__V1__MaxSeqResponse",
   "imcodec.v1",
   sizeof(Imcodec__V1__MaxSeqResponse),
-  2,
+  3,
   imcodec__v1__max_seq_response__field_descriptors,
   imcodec__v1__max_seq_response__field_indices_by_name,
   1,  imcodec__v1__max_seq_response__number_ranges,

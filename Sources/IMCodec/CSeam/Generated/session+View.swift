@@ -246,6 +246,7 @@ extension LoginResult {
         maxSeqs = v.maxSeqs.materialize()
         streamPosition = v.streamPosition
         resumePosition = v.resumePosition
+        maxSeqsTruncated = v.maxSeqsTruncated
         unknownFields = v.unknownFields
     }
 
@@ -314,6 +315,11 @@ extension LoginResult {
         /// Where this device resumes: the position its first StreamSyncRequest starts after (the
         /// request's stream_position, else the device's last StreamAck, else 0).
         public var resumePosition: UInt64 { _c.pointee.resume_position }
+
+        /// Set when max_seqs leaves out conversations the user belongs to, so that the answer fits the
+        /// server's frame size limit: those named in last_seen come first, then the others, the most
+        /// recently changed first. Ask for the others by name (MaxSeqRequest) or pull the conversation list.
+        public var maxSeqsTruncated: Bool { _c.pointee.max_seqs_truncated != 0 }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }
@@ -761,6 +767,7 @@ extension MaxSeqResponse {
         self.init()
         maxSeqs = v.maxSeqs.materialize()
         serverTimeMs = v.serverTimeMs
+        truncated = v.truncated
         unknownFields = v.unknownFields
     }
 
@@ -789,7 +796,7 @@ extension MaxSeqResponse {
 
         private var _c: UnsafePointer<Imcodec__V1__MaxSeqResponse> { _raw.assumingMemoryBound(to: Imcodec__V1__MaxSeqResponse.self) }
 
-        /// Field `max_seqs` (1).
+        /// In the request's order; for an empty request, the most recently changed first.
         public var maxSeqs: ConversationSeq.View.List {
             @_lifetime(copy self)
             get {
@@ -799,6 +806,10 @@ extension MaxSeqResponse {
 
         /// Field `server_time_ms` (2).
         public var serverTimeMs: Int64 { _c.pointee.server_time_ms }
+
+        /// Set when max_seqs leaves out conversations, so that the answer fits the server's frame size
+        /// limit; ask again for those left out by name.
+        public var truncated: Bool { _c.pointee.truncated != 0 }
 
         /// Whether the message holds fields this schema does not know.
         public var hasUnknownFields: Bool { _c.pointee.base.n_unknown_fields > 0 }

@@ -269,10 +269,16 @@ struct  Imcodec__V1__LoginResult
    * request's stream_position, else the device's last StreamAck, else 0).
    */
   uint64_t resume_position;
+  /*
+   * Set when max_seqs leaves out conversations the user belongs to, so that the answer fits the
+   * server's frame size limit: those named in last_seen come first, then the others, the most
+   * recently changed first. Ask for the others by name (MaxSeqRequest) or pull the conversation list.
+   */
+  protobuf_c_boolean max_seqs_truncated;
 };
 #define IMCODEC__V1__LOGIN_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__login_result__descriptor) \
-    , 0, {0,NULL}, 0, {0,NULL}, 0, 0,NULL, 0, 0 }
+    , 0, {0,NULL}, 0, {0,NULL}, 0, 0,NULL, 0, 0, 0 }
 
 
 /*
@@ -353,13 +359,21 @@ struct  Imcodec__V1__MaxSeqRequest
 struct  Imcodec__V1__MaxSeqResponse
 {
   ProtobufCMessage base;
+  /*
+   * In the request's order; for an empty request, the most recently changed first.
+   */
   size_t n_max_seqs;
   Imcodec__V1__ConversationSeq **max_seqs;
   int64_t server_time_ms;
+  /*
+   * Set when max_seqs leaves out conversations, so that the answer fits the server's frame size
+   * limit; ask again for those left out by name.
+   */
+  protobuf_c_boolean truncated;
 };
 #define IMCODEC__V1__MAX_SEQ_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&imcodec__v1__max_seq_response__descriptor) \
-    , 0,NULL, 0 }
+    , 0,NULL, 0, 0 }
 
 
 /*
