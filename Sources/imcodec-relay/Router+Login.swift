@@ -129,16 +129,18 @@ extension Router {
             $0.streamPosition = stream.head
             $0.resumePosition = request.streamPosition != 0 ? request.streamPosition : devicePositions[device] ?? 0
         }
-        var named = Set<ConversationKey>()
-        for seen in request.lastSeen {
-            guard let conversation = seen.conversation, let key = ConversationKey(conversation, user: user),
-                isMember(user, key), named.insert(key).inserted
+        var named: [ConversationKey] = []
+        var seen = Set<ConversationKey>()
+        for last in request.lastSeen {
+            guard let conversation = last.conversation, let key = ConversationKey(conversation, user: user),
+                isMember(user, key), seen.insert(key).inserted
             else { continue }
-            answer.maxSeqs.append(maxSeq(key, for: user))
+            named.append(key)
         }
-        for key in (belongs[user] ?? []).sorted(by: { $0.storageID < $1.storageID }) where named.insert(key).inserted {
-            answer.maxSeqs.append(maxSeq(key, for: user))
-        }
+        (answer.maxSeqs, answer.maxSeqsTruncated) = fitting(
+            (named + mostRecentFirst(of: user, except: seen)).lazy.map { self.maxSeq($0, for: user) },
+            room: maxSeqRoom
+        )
         write(RelayProtocol.answer(.loginResult(answer), requestID: requestID), to: session)
         if firstDevice { broadcastPresence(of: user) }
         let held = session.held
@@ -170,6 +172,35 @@ extension Router {
             $0.conversation = key.conversation(for: user)
             $0.seq = conversations[key]?.maxSeq ?? 0
         }
+    }
+
+    /// The bytes of max seqs one answer (a login result, a max seq response) holds: the frame size
+    /// limit less 512 bytes for the answer's other fields, as a history page keeps.
+    var maxSeqRoom: Int { configuration.codec.effectiveMaxFrameSize - 512 }
+
+    /// `seqs` in order, as many as fit `room` bytes, and whether any was left out. Without the
+    /// bound, a user in enough conversations (a one-to-one conversation with everyone who ever
+    /// wrote to it) had a login result past the frame size limit: its devices could not log in.
+    func fitting(_ seqs: some Sequence<ConversationSeq>, room: Int) -> ([ConversationSeq], Bool) {
+        var room = room
+        var fitting: [ConversationSeq] = []
+        for seq in seqs {
+            // A tag and a length of at most 5 bytes around each.
+            room -= seq.serializedBytes().count + 6
+            guard room >= 0 else { return (fitting, true) }
+            fitting.append(seq)
+        }
+        return (fitting, false)
+    }
+
+    /// The conversations `user` belongs to, not in `except`, the most recently changed for it first
+    /// (its list entry's version; then by storage id).
+    func mostRecentFirst(of user: String, except: Set<ConversationKey> = []) -> [ConversationKey] {
+        let views = userConversations[user] ?? [:]
+        return (belongs[user] ?? []).filter { !except.contains($0) }
+            .map { (key: $0, version: views[$0]?.info.version ?? 0, id: $0.storageID) }
+            .sorted { ($0.version, $1.id) > ($1.version, $0.id) }
+            .map(\.key)
     }
 
     // MARK: Presence

@@ -59,18 +59,20 @@ extension Router {
         case .maxSeqRequest(let request):
             var answer = MaxSeqResponse.with { $0.serverTimeMs = RelayProtocol.nowMs() }
             if request.conversations.isEmpty {
-                for key in (belongs[user] ?? []).sorted(by: { $0.storageID < $1.storageID }) {
-                    answer.maxSeqs.append(maxSeq(key, for: user))
-                }
+                (answer.maxSeqs, answer.truncated) = fitting(
+                    mostRecentFirst(of: user).lazy.map { self.maxSeq($0, for: user) },
+                    room: maxSeqRoom
+                )
             } else {
-                for conversation in request.conversations {
-                    // A conversation the user may not read is answered with seq 0.
-                    guard let key = ConversationKey(conversation, user: user), isMember(user, key) else {
-                        answer.maxSeqs.append(ConversationSeq.with { $0.conversation = conversation })
-                        continue
+                // A conversation the user may not read is answered with seq 0.
+                let seqs = request.conversations.lazy.map { conversation in
+                    if let key = ConversationKey(conversation, user: user), self.isMember(user, key) {
+                        self.maxSeq(key, for: user)
+                    } else {
+                        ConversationSeq.with { $0.conversation = conversation }
                     }
-                    answer.maxSeqs.append(maxSeq(key, for: user))
                 }
+                (answer.maxSeqs, answer.truncated) = fitting(seqs, room: maxSeqRoom)
             }
             self.answer(RelayProtocol.answer(.maxSeqResponse(answer), requestID: requestID), to: session)
         case .syncRequest(let request):

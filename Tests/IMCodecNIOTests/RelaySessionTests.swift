@@ -327,6 +327,61 @@ struct RelaySessionTests {
             }
         }
     }
+    /// A login result and a max seq response fit the frame size limit: bob is in 400 groups, whose
+    /// max seqs take about 6 KB, and his device decodes with the relay's 4,096 bytes. The answers
+    /// hold what fits, say so (`max_seqs_truncated`, `truncated`), and put first what the login named
+    /// in `last_seen`, then the conversations that changed last. Before, the login result held
+    /// every conversation: bob's device could not read it, and so could never log in.
+    @Test func aLoginResultAndAMaxSeqResponseFitTheFrameSizeLimit() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        let groups = (0..<400).map { "g\(1000 + $0)" }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.codec = codec
+                $0.groups = Dictionary(uniqueKeysWithValues: groups.map { ($0, ["alice", "bob"]) })
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
+                for target in ["g1399", "g1007"] {
+                    try await alice.send(
+                        Frame(Message.groupText(from: "alice", group: target, "hi", clientMsgID: target))
+                    )
+                }
+                #expect(await eventually { alice.collector.acks.count == 2 })
+                let bob = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    lastSeen: [ConversationSeq.with { $0.conversation = .group("g1200") }],
+                    codec: codec
+                )
+                let login = try #require(bob.collector.loginResults.first)
+                #expect(login.maxSeqsTruncated && login.maxSeqs.count > 100 && login.maxSeqs.count < 400)
+                #expect(login.maxSeqs.prefix(3).map(\.conversation?.targetID) == ["g1200", "g1007", "g1399"])
+                #expect(login.maxSeqs.prefix(3).map(\.seq) == [0, 1, 1])
+                #expect(Set(login.maxSeqs.map(\.conversation)).count == login.maxSeqs.count)
+
+                var ask = Frame(.maxSeqRequest(MaxSeqRequest()))
+                ask.requestID = 1
+                guard case .maxSeqResponse(let all)? = try await bob.ask(ask)?.payload else {
+                    Issue.record("no max_seq_response")
+                    return
+                }
+                #expect(all.truncated && all.maxSeqs.count > 100 && all.maxSeqs.count < 400)
+                #expect(all.maxSeqs.prefix(2).map(\.conversation?.targetID) == ["g1007", "g1399"])
+                ask = Frame(.maxSeqRequest(.with { $0.conversations = [.group("g1399"), .group("g1001")] }))
+                ask.requestID = 2
+                guard case .maxSeqResponse(let named)? = try await bob.ask(ask)?.payload else {
+                    Issue.record("no max_seq_response")
+                    return
+                }
+                #expect(!named.truncated && named.maxSeqs.map(\.seq) == [1, 0])
+                #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// ``RelayProtocol/deliveryReserve(targetID:channelID:)`` covers the largest page the relay can put around one
     /// frame it keeps: every varint at 10 bytes, a SENT direction and the largest stream position
     /// appended, the longest history cursor.
