@@ -153,9 +153,27 @@ extension Router {
         bundle.userID = user
         bundle.deviceID = device
         bundle.publishedAtMs = RelayProtocol.nowMs()
-        let key = DeviceKey(user: user, device: device)
-        keyBundles[key, default: [:]][bundle.kind] = bundle
-        keepKeyBundle(bundle, of: key)
+        // A fetch of every device's bundle of this kind, this one included, must fit one frame, or
+        // the user's contacts could not read it (each lost its connection at each fetch): room for
+        // the answer's own fields and the user's id, as a history page keeps.
+        let served = (keyBundles[user] ?? [:]).reduce(bundle.handedOut.serializedBytes().count + 6) { total, other in
+            guard other.key != device, let kept = other.value[bundle.kind] else { return total }
+            return total + kept.handedOut.serializedBytes().count + 6
+        }
+        let room = configuration.codec.effectiveMaxFrameSize - 512 - user.utf8.count
+        guard served <= room else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.tooLargeToDeliver,
+                notice: "tooLargeToDeliver",
+                "\(user)'s bundles of this kind would take \(served) bytes in a key_fetch_response, which "
+                    + "carries at most \(room)"
+            )
+            return
+        }
+        keyBundles[user, default: [:]][device, default: [:]][bundle.kind] = bundle
+        keepKeyBundle(bundle, of: DeviceKey(user: user, device: device))
         // Answered once committed (as every answer is): a relay that said it took a bundle keeps it.
         if requestID != 0 { result(session, requestID) }
     }
@@ -172,19 +190,16 @@ extension Router {
     private func fetchKeys(_ request: KeyFetchRequest, requestID: UInt64, session: Session) {
         var answer = KeyFetchResponse.with { $0.userID = request.userID }
         let named = Set(request.deviceIDs)
-        let devices = keyBundles.keys.filter {
-            $0.user == request.userID && (named.isEmpty || named.contains($0.device))
-        }
-        for device in devices.sorted(by: { $0.device < $1.device }) {
-            guard var stored = keyBundles[device]?[request.kind] else { continue }
-            var handed = stored
-            handed.oneTimeKeys = Array(stored.oneTimeKeys.prefix(1))
+        let user = request.userID
+        let devices = (keyBundles[user] ?? [:]).keys.filter { named.isEmpty || named.contains($0) }
+        for device in devices.sorted() {
+            guard var stored = keyBundles[user]?[device]?[request.kind] else { continue }
+            answer.bundles.append(stored.handedOut)
             if !stored.oneTimeKeys.isEmpty {
                 stored.oneTimeKeys.removeFirst()
-                keyBundles[device]?[request.kind] = stored
-                keepKeyBundle(stored, of: device)
+                keyBundles[user]?[device]?[request.kind] = stored
+                keepKeyBundle(stored, of: DeviceKey(user: user, device: device))
             }
-            answer.bundles.append(handed)
         }
         if answer.bundles.isEmpty {
             answer.errorCode = RelayProtocol.RequestError.noKeys
@@ -441,6 +456,16 @@ extension Router {
             self.deliver(body, kind: .membership, to: deliveries, except: session)
             self.flush()
         }
+    }
+}
+
+extension KeyBundle {
+    /// The bundle as a fetch hands it out: with at most one of its one-time keys (Signal's prekey
+    /// rule; the relay then deletes that key).
+    var handedOut: KeyBundle {
+        var handed = self
+        handed.oneTimeKeys = Array(oneTimeKeys.prefix(1))
+        return handed
     }
 }
 #endif

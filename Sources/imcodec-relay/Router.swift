@@ -48,11 +48,11 @@ final class Router {
     var subscribers: [String: Set<String>] = [:]
     /// When each user that went offline was last online.
     var lastOnlineMs: [String: Int64] = [:]
-    /// The end-to-end key bundles each device published, by kind (opaque bytes; see
-    /// Router+Requests.swift), as stored: a publish and a fetch that hands out a one-time key are
-    /// answered once committed, so a restarted relay serves the same bundles and never hands out a
-    /// one-time key twice.
-    var keyBundles: [DeviceKey: [KeyBundleKind: KeyBundle]] = [:]
+    /// The end-to-end key bundles each device published, by user, device and kind (opaque bytes;
+    /// see Router+Requests.swift), as stored: a publish and a fetch that hands out a one-time key
+    /// are answered once committed, so a restarted relay serves the same bundles and never hands out
+    /// a one-time key twice.
+    var keyBundles: [String: [String: [KeyBundleKind: KeyBundle]]] = [:]
     /// Each user's view of its conversations (the conversation list; Router+Conversations.swift).
     var userConversations: [String: [ConversationKey: UserConversation]] = [:]
     /// Per user and conversation, the messages it deleted for itself only (Router+OwnState.swift):
@@ -156,7 +156,7 @@ final class Router {
         devicePositions = state.devicePositions
         for stored in state.keyBundles {
             guard let bundle = try? KeyBundle(serializedBytes: stored.bytes) else { continue }
-            keyBundles[stored.device, default: [:]][bundle.kind] = bundle
+            keyBundles[stored.device.user, default: [:]][stored.device.device, default: [:]][bundle.kind] = bundle
         }
         loadRecords(state.records)
         for (device, frames) in state.recentEvents {

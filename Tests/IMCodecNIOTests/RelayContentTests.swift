@@ -284,6 +284,77 @@ struct RelayContentTests {
     }
 }
 
+extension RelayContentTests {
+    /// A user's bundles of one kind fit one `key_fetch_response`: at a 4,096-byte limit, bob's
+    /// phone publishes 2,000 bytes, and his laptop's 2,000 more are refused with 3010 (1,000 are
+    /// taken); one-time keys count once each, as a fetch hands out one. Before, every publish was
+    /// taken, and a fetch of bob's bundles was past the limit: alice's device lost its connection at
+    /// each fetch, and could never start an encrypted session with bob.
+    @Test("key bundles of one user fit one fetch answer")
+    func keyBundlesFitOneFetchAnswer() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        func publish(_ client: TestClient, _ bytes: Int, oneTimeKeys: Int = 0, id: UInt64) async throws -> Int32? {
+            let keys = KeyPublish.with {
+                $0.bundle = .with {
+                    $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 7, count: bytes)
+                    $0.oneTimeKeys = (0..<oneTimeKeys).map { key in
+                        .with { $0.key = Array(repeating: UInt8(key), count: 300) }
+                    }
+                }
+            }
+            return try await RelayUserStateTests.ask(client, .keyPublish(keys), id: id)?.requestResult?.errorCode
+        }
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = codec }) { server in
+                let phone = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "phone",
+                    codec: codec
+                )
+                let laptop = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "laptop",
+                    codec: codec
+                )
+                let alice = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "a",
+                    codec: codec
+                )
+                #expect(try await publish(phone, 2000, oneTimeKeys: 4, id: 1) == 0)
+                #expect(try await publish(laptop, 2000, id: 2) == RelayProtocol.RequestError.tooLargeToDeliver)
+                #expect(try await publish(laptop, 1000, id: 3) == 0)
+                // The phone's own bundle is replaced, not added to.
+                #expect(try await publish(phone, 2100, oneTimeKeys: 4, id: 4) == 0)
+                let fetch = KeyFetchRequest.with {
+                    $0.userID = "bob"; $0.kind = .signalPrekeys
+                }
+                guard
+                    case .keyFetchResponse(let answer)? = try await RelayUserStateTests.ask(
+                        alice,
+                        .keyFetchRequest(fetch),
+                        id: 5
+                    )?.payload
+                else {
+                    Issue.record("no key_fetch_response")
+                    return
+                }
+                #expect(answer.bundles.map(\.deviceID) == ["laptop", "phone"])
+                #expect(answer.bundles.map(\.bundle.count) == [1000, 2100])
+                #expect(answer.bundles.map(\.oneTimeKeys.count) == [0, 1])
+                #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
+                for client in [phone, laptop, alice] { await client.close() }
+            }
+        }
+    }
+}
+
 extension Array where Element == UInt8 {
     fileprivate func containsSubsequence(_ needle: [UInt8]) -> Bool {
         guard needle.count <= count else { return false }
