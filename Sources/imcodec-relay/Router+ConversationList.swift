@@ -72,7 +72,6 @@ extension Router {
             entries.append((info, view.lastSeq, removed))
         }
         let keys = changed.prefix(limit).map(\.key)
-        let room = configuration.codec.effectiveMaxFrameSize - 512
         store.read({ store in
             try zip(keys, entries).map { key, entry in
                 entry.lastSeq == 0
@@ -89,7 +88,7 @@ extension Router {
         }) { lastMessages in
             let nowMs = self.nowMs()
             var answer = ConversationList()
-            var left = room
+            var left = self.answerRoom
             for (index, entry) in entries.enumerated() {
                 var info = entry.info
                 // Dropped by retention, or a disappearing message that expired: no last message
@@ -98,32 +97,75 @@ extension Router {
                     info.lastMessage = self.lastMessage(stored, removed: entry.removed, user: user)
                 }
                 // Its bytes in the page, and the cursor that would name it should the page stop after it.
-                var size = info.serializedBytes().count + 6
-                let cursorSize = changed[index].order.1.utf8.count + 32
-                if size + cursorSize > left, !answer.conversations.isEmpty { break }
-                if size + cursorSize > left, info.lastMessage != nil {
-                    // Alone and still too large: a last message near the frame size limit with the
-                    // entry's own fields. Served without it; a history request reads it.
-                    info.lastMessage = nil
-                    size = info.serializedBytes().count + 6
+                let cursorRoom = Self.cursorRoom(keys[index])
+                if info.serializedBytes().count + 6 + cursorRoom > left {
+                    guard answer.conversations.isEmpty else { break }
+                    Self.shrink(&info, to: left - cursorRoom - 6)
                 }
-                left -= size
+                left -= info.serializedBytes().count + 6
                 answer.conversations.append(info)
             }
             let served = answer.conversations.count
             answer.hasMore = changed.count > served
-            let lastVersion = served == 0 ? request.afterVersion : changed[served - 1].order.0
+            // The newest version every earlier page completed: the request's, or the cursor's when
+            // this page starts past it.
+            // (A cursor is the client's to send: never past the user's stream head.)
+            var completed = request.afterVersion
+            if let cursor, (changed.first?.order.0 ?? .max) > cursor.version {
+                completed = max(completed, min(cursor.version, self.streams[user]?.head ?? 0))
+            }
+            let lastVersion = served == 0 ? completed : changed[served - 1].order.0
             if answer.hasMore, served > 0, changed[served].order.0 == lastVersion {
                 // Stopped among the entries of one version: the next page goes on from the cursor,
                 // and a device that stops here keeps the newest version this page completed.
                 answer.nextCursor = ConversationListCursor(version: lastVersion, key: changed[served - 1].order.1).text
-                answer.nextAfterVersion =
-                    changed[..<served].last { $0.order.0 < lastVersion }?.order.0 ?? request.afterVersion
+                answer.nextAfterVersion = changed[..<served].last { $0.order.0 < lastVersion }?.order.0 ?? completed
             } else {
                 answer.nextAfterVersion = lastVersion
             }
             self.answer(RelayProtocol.answer(.conversationList(answer), requestID: requestID), to: session)
         }
+    }
+
+    /// The room a page keeps for a cursor naming the entry of `key`, should it stop after it: the
+    /// version's 20 digits, the colon, the key, a tag and a length.
+    static func cursorRoom(_ key: ConversationKey) -> Int { key.storageID.utf8.count + 32 }
+
+    /// The most bytes an entry's unread @ take (``UserConversation/maxAtMe`` of them, each with its
+    /// seq at 10 bytes, its kind, tags and lengths).
+    static let maxAtMeBytes = UserConversation.maxAtMe * 16
+
+    /// Makes an entry that is alone on its page and too large fit `room` bytes, with its tag and
+    /// length: with fewer read horizons (the lowest go first), then without its last message (a
+    /// history request reads it). A draft leaves room for the rest (``draftFits(_:in:user:)``), so
+    /// only one kept before that check can make it drop the draft, then the unread @.
+    static func shrink(_ info: inout ConversationInfo, to room: Int) {
+        func fits() -> Bool { info.serializedBytes().count + 6 <= room }
+        while !fits(), !info.readHorizons.isEmpty {
+            info.readHorizons.removeLast(max(1, info.readHorizons.count / 4))
+        }
+        if !fits() { info.lastMessage = nil }
+        if !fits() {
+            info.draftText = ""
+            info.draftTimeMs = 0
+        }
+        if !fits() { info.atMe = [] }
+    }
+
+    /// Whether `draft` leaves room in one list page for the rest of `user`'s entry of
+    /// `conversation`: its other fields at their largest (every number at 10 bytes), its unread @ at
+    /// their most, and the cursor; its last message and read horizons may be left out
+    /// (``shrink(_:to:)``). Without the check, a draft near the frame size limit made an entry no
+    /// page could carry.
+    func draftFits(_ draft: String, in conversation: Conversation, user: String) -> Bool {
+        guard let key = ConversationKey(conversation, user: user) else { return true }
+        let entry = ConversationInfo.with {
+            $0.conversation = key.conversation(for: user)
+            $0.draftText = draft
+        }
+        // The scalar fields: 11 numbers and flags, each at most 11 bytes with its tag.
+        let largest = entry.serializedBytes().count + 11 * 11 + Self.maxAtMeBytes + 6
+        return largest + Self.cursorRoom(key) <= answerRoom
     }
 
     /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and

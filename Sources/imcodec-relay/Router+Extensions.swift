@@ -182,7 +182,7 @@ extension Router {
     func fetchExtensions(_ request: ExtensionFetchRequest, requestID: UInt64, session: Session, user: String) {
         var response = ExtensionFetchResponse()
         // Room for the answer's own fields (request id, tags and lengths), as a history page keeps.
-        var left = configuration.codec.effectiveMaxFrameSize - 512
+        var left = answerRoom
         let nowMs = self.nowMs()
         for ref in request.messages.prefix(Int(RelayProtocol.maxSyncLimit)) {
             // The message as receivers find it (by server uid, else by sender and client id, else by seq).

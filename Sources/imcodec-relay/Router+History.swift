@@ -100,7 +100,7 @@ extension Router {
             from = max(floor, through >= scan ? through - scan + 1 : 0)
         }
         let count = Int(min(request.count, RelayProtocol.maxSyncLimit))
-        let budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
+        let budget = answerRoom - conversation.serializedBytes().count
         var response = HistoryResponse.with { $0.conversation = conversation }
         guard from <= through else {
             response.nextCursor = cursor?.text ?? HistoryCursor(seq: newer ? state.maxSeq : floor).text

@@ -139,7 +139,7 @@ extension Router {
         }
         (answer.maxSeqs, answer.maxSeqsTruncated) = fitting(
             (named + mostRecentFirst(of: user, except: seen)).lazy.map { self.maxSeq($0, for: user) },
-            room: maxSeqRoom
+            room: answerRoom
         )
         write(RelayProtocol.answer(.loginResult(answer), requestID: requestID), to: session)
         if firstDevice { broadcastPresence(of: user) }
@@ -173,10 +173,6 @@ extension Router {
             $0.seq = conversations[key]?.maxSeq ?? 0
         }
     }
-
-    /// The bytes of max seqs one answer (a login result, a max seq response) holds: the frame size
-    /// limit less 512 bytes for the answer's other fields, as a history page keeps.
-    var maxSeqRoom: Int { configuration.codec.effectiveMaxFrameSize - 512 }
 
     /// `seqs` in order, as many as fit `room` bytes, and whether any was left out. Without the
     /// bound, a user in enough conversations (a one-to-one conversation with everyone who ever

@@ -43,6 +43,16 @@ extension Router {
             guard mayKeepView(of: update.conversation, user: user) else {
                 return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "not a conversation of \(user)")
             }
+            if update.fields & UInt32(ConversationField.draft.rawValue) != 0, let conversation = update.conversation,
+                !draftFits(update.draftText, in: conversation, user: user)
+            {
+                return refuse(
+                    RelayProtocol.RequestError.tooLargeToDeliver,
+                    "tooLargeToDeliver",
+                    "a draft of \(update.draftText.utf8.count) bytes leaves no room for the rest of the "
+                        + "conversation's list entry within the frame size limit"
+                )
+            }
             update.userID = user
             update.timeMs = now
             decoded.payload = .conversationUpdate(update)
@@ -105,7 +115,7 @@ extension Router {
         // Each id: a tag, a length of at most 5 bytes, the id.
         let bytes =
             (blockOrder[user] ?? []).reduce(0) { $0 + 6 + $1.utf8.count } + added.reduce(0) { $0 + 6 + $1.utf8.count }
-        let room = configuration.codec.effectiveMaxFrameSize - 512
+        let room = answerRoom
         guard bytes <= room else {
             return "the blocklist would take \(bytes) bytes; one blocklist_response carries at most \(room)"
         }
@@ -168,7 +178,20 @@ extension Router {
 
     /// Answers a blocklist request with the user's whole list.
     func sendBlocklist(requestID: UInt64, session: Session, user: String) {
-        let response = BlocklistResponse.with { $0.userIDs = blockOrder[user] ?? [] }
+        var response = BlocklistResponse.with { $0.userIDs = blockOrder[user] ?? [] }
+        // What a block let in fits (blocklistFull(after:of:)); a blocklist kept under a larger
+        // --max-frame-size may not, and is cut rather than make an answer no device can read.
+        let room = answerRoom
+        if response.serializedBytes().count > room {
+            var left = room
+            response.userIDs = Array(
+                response.userIDs.prefix { id in
+                    left -= id.utf8.count + 6
+                    return left >= 0
+                }
+            )
+            logger.warning("the blocklist of \(user) passes the frame size limit: an answer left some out")
+        }
         // After the commit of what came before it (a change just made is in the list).
         store.afterCommit {
             self.answer(RelayProtocol.answer(.blocklistResponse(response), requestID: requestID), to: session)

@@ -258,9 +258,9 @@ extension Router {
 
     // MARK: Pulling receipts
 
-    /// The most bytes an answer to a pull may take: the frame size limit, less room for the
+    /// The most bytes a whole answer to a pull may take, measured as a frame: the frame size limit, less room for the
     /// varint fields (`next_seq`, `finished`, the answer's tag and length) added after counting.
-    private var answerRoom: Int { configuration.codec.effectiveMaxFrameSize - 64 }
+    private var measuredAnswerRoom: Int { configuration.codec.effectiveMaxFrameSize - 64 }
 
     /// Answers a `ReadReceiptRequest` (Tencent getMessageReadReceipts) with a `ReceiptBatch`: for
     /// each message, which must be one the user sent and the relay keeps, a read receipt with
@@ -308,14 +308,14 @@ extension Router {
         let answer = RelayProtocol.answer(.receipts(batch), requestID: requestID)
         // The answer names each message fully: it must fit the frame size limit.
         let size = answer.serializedBytes().count
-        guard size <= answerRoom else {
+        guard size <= measuredAnswerRoom else {
             refuse(
                 session,
                 requestID,
                 RelayProtocol.RequestError.tooLargeToDeliver,
                 notice: "tooLargeToDeliver",
                 "the receipts of these messages would be \(size) bytes; the relay answers with frames of at most "
-                    + "\(answerRoom): ask for fewer messages"
+                    + "\(measuredAnswerRoom): ask for fewer messages"
             )
             return
         }
@@ -373,7 +373,8 @@ extension Router {
         }
         // Within the frame size limit: each member takes its id twice, with tags and lengths.
         var left =
-            answerRoom - RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID).serializedBytes().count
+            measuredAnswerRoom
+            - RelayProtocol.answer(.groupReadMembers(answer), requestID: requestID).serializedBytes().count
         while position < candidates.count {
             let member = candidates[position]
             if listed.contains(member) {

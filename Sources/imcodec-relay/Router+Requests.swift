@@ -61,7 +61,7 @@ extension Router {
             if request.conversations.isEmpty {
                 (answer.maxSeqs, answer.truncated) = fitting(
                     mostRecentFirst(of: user).lazy.map { self.maxSeq($0, for: user) },
-                    room: maxSeqRoom
+                    room: answerRoom
                 )
             } else {
                 // A conversation the user may not read is answered with seq 0.
@@ -72,7 +72,7 @@ extension Router {
                         ConversationSeq.with { $0.conversation = conversation }
                     }
                 }
-                (answer.maxSeqs, answer.truncated) = fitting(seqs, room: maxSeqRoom)
+                (answer.maxSeqs, answer.truncated) = fitting(seqs, room: answerRoom)
             }
             self.answer(RelayProtocol.answer(.maxSeqResponse(answer), requestID: requestID), to: session)
         case .syncRequest(let request):
@@ -156,11 +156,11 @@ extension Router {
         // A fetch of every device's bundle of this kind, this one included, must fit one frame, or
         // the user's contacts could not read it (each lost its connection at each fetch): room for
         // the answer's own fields and the user's id, as a history page keeps.
-        let served = (keyBundles[user] ?? [:]).reduce(bundle.handedOut.serializedBytes().count + 6) { total, other in
+        let served = (keyBundles[user] ?? [:]).reduce(bundle.largestHandedOutSize) { total, other in
             guard other.key != device, let kept = other.value[bundle.kind] else { return total }
-            return total + kept.handedOut.serializedBytes().count + 6
+            return total + kept.largestHandedOutSize
         }
-        let room = configuration.codec.effectiveMaxFrameSize - 512 - user.utf8.count
+        let room = keyFetchRoom(for: user)
         guard served <= room else {
             refuse(
                 session,
@@ -192,9 +192,18 @@ extension Router {
         let named = Set(request.deviceIDs)
         let user = request.userID
         let devices = (keyBundles[user] ?? [:]).keys.filter { named.isEmpty || named.contains($0) }
+        // What a publish let in fits (publishKeys); bundles kept under a larger --max-frame-size may
+        // not, and are left out rather than make an answer no device can read.
+        var left = keyFetchRoom(for: user)
         for device in devices.sorted() {
             guard var stored = keyBundles[user]?[device]?[request.kind] else { continue }
-            answer.bundles.append(stored.handedOut)
+            let handed = stored.handedOut
+            left -= handed.serializedBytes().count + 6
+            guard left >= 0 else {
+                logger.warning("the key bundles of \(user) pass the frame size limit: a fetch left some out")
+                break
+            }
+            answer.bundles.append(handed)
             if !stored.oneTimeKeys.isEmpty {
                 stored.oneTimeKeys.removeFirst()
                 keyBundles[user]?[device]?[request.kind] = stored
@@ -240,7 +249,7 @@ extension Router {
         // The answer must fit the frame size limit: a message takes at most its stamped frame's
         // size, plus its tag and length (6) and the direction and is_offline set here (5), less the
         // stamp's own tag and length (2); the rest waits for the next page.
-        let budget = configuration.codec.effectiveMaxFrameSize - 512 - conversation.serializedBytes().count
+        let budget = answerRoom - conversation.serializedBytes().count
         store.read({ store in
             try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
         }) { messages in
@@ -290,7 +299,7 @@ extension Router {
             request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit)
         )
         let truncated = after + 1 < stream.oldest && stream.oldest <= head
-        let budget = configuration.codec.effectiveMaxFrameSize - 512
+        let budget = answerRoom
         let device = session.deviceID
         // What this device acknowledged it had, or where its stream began: a view-once message it
         // reads again, or that was kept before the device first logged in, comes without its content.
@@ -459,6 +468,14 @@ extension Router {
     }
 }
 
+extension Router {
+    /// The bytes of bundles one `key_fetch_response` for `user` carries: the frame size limit less
+    /// 512 bytes for the answer's other fields (as a history page keeps) and the user's id.
+    func keyFetchRoom(for user: String) -> Int {
+        answerRoom - user.utf8.count
+    }
+}
+
 extension KeyBundle {
     /// The bundle as a fetch hands it out: with at most one of its one-time keys (Signal's prekey
     /// rule; the relay then deletes that key).
@@ -466,6 +483,14 @@ extension KeyBundle {
         var handed = self
         handed.oneTimeKeys = Array(oneTimeKeys.prefix(1))
         return handed
+    }
+
+    /// The most bytes the bundle takes in a fetch answer (with its tag and length), whichever of its
+    /// one-time keys it hands out: each fetch hands out the next, and a later one may be larger.
+    var largestHandedOutSize: Int {
+        var largest = self
+        largest.oneTimeKeys = oneTimeKeys.max { $0.key.count < $1.key.count }.map { [$0] } ?? []
+        return largest.serializedBytes().count + 6
     }
 }
 #endif

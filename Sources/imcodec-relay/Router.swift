@@ -507,6 +507,11 @@ final class Router {
         }
     }
 
+    /// The bytes of what one answer carries (a history or sync page's messages, a list page's
+    /// entries, a login result's max seqs, a blocklist, key bundles): the frame size limit less 512
+    /// bytes for the answer's own fields (request id, tags and lengths, cursors, the conversation).
+    var answerRoom: Int { configuration.codec.effectiveMaxFrameSize - 512 }
+
     /// The most bytes a frame of conversation `key` may have for the relay to keep or forward it:
     /// the frame size limit less the delivery reserve
     /// (``RelayProtocol/deliveryReserve(targetID:channelID:)``). A one-to-one conversation is named by

@@ -287,18 +287,18 @@ struct RelayContentTests {
 extension RelayContentTests {
     /// A user's bundles of one kind fit one `key_fetch_response`: at a 4,096-byte limit, bob's
     /// phone publishes 2,000 bytes, and his laptop's 2,000 more are refused with 3010 (1,000 are
-    /// taken); one-time keys count once each, as a fetch hands out one. Before, every publish was
+    /// taken); one-time keys count once each, at the largest, as a fetch hands out one. Before, every publish was
     /// taken, and a fetch of bob's bundles was past the limit: alice's device lost its connection at
     /// each fetch, and could never start an encrypted session with bob.
     @Test("key bundles of one user fit one fetch answer")
     func keyBundlesFitOneFetchAnswer() async throws {
         let codec = FrameCodecOptions(maxFrameSize: 4096)
-        func publish(_ client: TestClient, _ bytes: Int, oneTimeKeys: Int = 0, id: UInt64) async throws -> Int32? {
+        func publish(_ client: TestClient, _ bytes: Int, oneTimeKeys: [Int] = [], id: UInt64) async throws -> Int32? {
             let keys = KeyPublish.with {
                 $0.bundle = .with {
                     $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 7, count: bytes)
-                    $0.oneTimeKeys = (0..<oneTimeKeys).map { key in
-                        .with { $0.key = Array(repeating: UInt8(key), count: 300) }
+                    $0.oneTimeKeys = oneTimeKeys.enumerated().map { key, size in
+                        .with { $0.key = Array(repeating: UInt8(key), count: size) }
                     }
                 }
             }
@@ -327,11 +327,11 @@ extension RelayContentTests {
                     deviceID: "a",
                     codec: codec
                 )
-                #expect(try await publish(phone, 2000, oneTimeKeys: 4, id: 1) == 0)
+                #expect(try await publish(phone, 2000, oneTimeKeys: [300, 300, 300, 300], id: 1) == 0)
                 #expect(try await publish(laptop, 2000, id: 2) == RelayProtocol.RequestError.tooLargeToDeliver)
                 #expect(try await publish(laptop, 1000, id: 3) == 0)
                 // The phone's own bundle is replaced, not added to.
-                #expect(try await publish(phone, 2100, oneTimeKeys: 4, id: 4) == 0)
+                #expect(try await publish(phone, 2100, oneTimeKeys: [300, 300, 300, 300], id: 4) == 0)
                 let fetch = KeyFetchRequest.with {
                     $0.userID = "bob"; $0.kind = .signalPrekeys
                 }
@@ -348,8 +348,26 @@ extension RelayContentTests {
                 #expect(answer.bundles.map(\.deviceID) == ["laptop", "phone"])
                 #expect(answer.bundles.map(\.bundle.count) == [1000, 2100])
                 #expect(answer.bundles.map(\.oneTimeKeys.count) == [0, 1])
+                // A one-time key counts at the largest: a fetch hands out the next, which may be larger
+                // than the first.
+                let carolPhone = try await TestClient.connect(
+                    to: server,
+                    as: "carol",
+                    group: group,
+                    deviceID: "phone",
+                    codec: codec
+                )
+                let carolLaptop = try await TestClient.connect(
+                    to: server,
+                    as: "carol",
+                    group: group,
+                    deviceID: "laptop",
+                    codec: codec
+                )
+                #expect(try await publish(carolPhone, 1000, oneTimeKeys: [10, 2000], id: 6) == 0)
+                #expect(try await publish(carolLaptop, 1000, id: 7) == RelayProtocol.RequestError.tooLargeToDeliver)
                 #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
-                for client in [phone, laptop, alice] { await client.close() }
+                for client in [phone, laptop, alice, carolPhone, carolLaptop] { await client.close() }
             }
         }
     }

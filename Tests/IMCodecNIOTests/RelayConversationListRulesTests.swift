@@ -150,16 +150,40 @@ struct RelayConversationListRulesTests {
                 let before = try await State.list(bob, id: 1)
                 #expect(before.conversations.count == 3)
                 #expect(try await Self.mark(bob, "bob", nil, seq: 0, id: 2) == 0)
-                let pages = try await Self.pages(bob, after: before.nextAfterVersion, limit: 2, firstID: 10)
-                #expect(pages.map(\.conversations.count) == [2, 1])
-                #expect(pages.first?.nextCursor.isEmpty == false && pages.first?.hasMore == true)
-                #expect(pages.first?.nextAfterVersion == before.nextAfterVersion, "the page completed no version")
-                let read = pages.flatMap(\.conversations)
-                #expect(Set(read.map(\.version)).count == 1 && Set(read.map(\.conversation)).count == 3)
-                #expect(read.allSatisfy { $0.unreadCount == 0 })
-                #expect(pages.last?.nextCursor.isEmpty == true && pages.last?.nextAfterVersion == read.first?.version)
+                let first = try #require(
+                    try await Self.pages(bob, after: before.nextAfterVersion, limit: 2, firstID: 10, most: 1).first
+                )
+                #expect(first.conversations.count == 2 && first.hasMore && !first.nextCursor.isEmpty)
+                #expect(first.nextAfterVersion == before.nextAfterVersion, "the page completed no version")
+                #expect(Set(first.conversations.map(\.version)).count == 1)
+                #expect(first.conversations.allSatisfy { $0.unreadCount == 0 })
+                // The entry the page left out changes before the next page: it moves to a later
+                // version, and comes once, as it now is.
+                let all: Set<Conversation?> = [.group("team"), .group("crew"), .oneToOne("alice")]
+                let left = try #require(all.subtracting(first.conversations.map(\.conversation)).first ?? nil)
+                #expect(left == .group("team"), "entries of one version come by their storage ids")
+                try await alice.send(Frame(State.groupMessage("new", id: "p9")))
+                #expect(await eventually { bob.collector.messages.count == 4 })
+                let rest = try await Self.pages(
+                    bob,
+                    after: first.nextAfterVersion,
+                    cursor: first.nextCursor,
+                    limit: 2,
+                    firstID: 20
+                )
+                let read = first.conversations + rest.flatMap(\.conversations)
+                #expect(read.count == 3 && Set(read.map(\.conversation)) == all, "\(read.map(\.conversation))")
+                #expect(read.last?.conversation == left && read.last?.unreadCount == 1)
+                let pages = [first] + rest
+                #expect(pages.last?.nextCursor.isEmpty == true && pages.last?.nextAfterVersion == read.last?.version)
                 let after = try #require(pages.last).nextAfterVersion
                 #expect(try await State.list(bob, after: after, id: 4).conversations.isEmpty)
+                // A well-formed cursor the relay did not give only moves the client's own place:
+                // past every entry, the page is empty and names no version past the stream's head.
+                let far = try #require(
+                    try await Self.pages(bob, after: 0, cursor: "999999:1:1:zz", firstID: 40, most: 1).first
+                )
+                #expect(far.conversations.isEmpty && !far.hasMore && far.nextAfterVersion <= after + 1)
                 // A cursor the relay does not give is refused, not guessed at.
                 for (index, text) in ["", ":", "7:", "x:1:2:ab", "18446744073709551616:1:1:ab"].enumerated()
                 where !text.isEmpty {
@@ -172,7 +196,7 @@ struct RelayConversationListRulesTests {
                 }
 
                 try await alice.send(Frame(State.groupMessage("second", id: "p4")))
-                #expect(await eventually { bob.collector.messages.count == 4 })
+                #expect(await eventually { bob.collector.messages.count == 5 })
                 let clear = ConversationUpdate.with {
                     $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
                     $0.clearedSeq = 1
@@ -183,28 +207,28 @@ struct RelayConversationListRulesTests {
                     Issue.record("no sync response")
                     return
                 }
-                #expect(synced.messages.map(\.seq) == [2], "seq 1 was cleared")
+                #expect(synced.messages.map(\.seq) == [2, 3], "seq 1 was cleared")
                 for client in [alice, bob] { await client.close() }
             }
         }
     }
 
-    /// Every page of `client`'s list after `version`, `limit` entries a page (0: the relay's), each
-    /// asked with the previous page's next version and cursor; each page validates and holds an
-    /// entry. Request ids from `firstID`.
+    /// The pages of `client`'s list after `version` (from `cursor`), `limit` entries a page (0: the
+    /// relay's), each asked with the previous page's next version and cursor, until one has no more
+    /// or `most` were read; each page validates and holds an entry. Request ids from `firstID`.
     static func pages(
         _ client: TestClient,
         after version: UInt64,
+        cursor: String = "",
         limit: UInt32 = 0,
-        firstID: UInt64
-    )
-        async throws -> [ConversationList]
-    {
+        firstID: UInt64,
+        most: Int = 20
+    ) async throws -> [ConversationList] {
         var pages: [ConversationList] = []
         var request = ConversationListRequest.with {
-            $0.afterVersion = version; $0.limit = limit
+            $0.afterVersion = version; $0.cursor = cursor; $0.limit = limit
         }
-        while pages.count < 20 {
+        while pages.count < most {
             var frame = Frame(.conversationListRequest(request))
             frame.requestID = firstID + UInt64(pages.count)
             guard case .conversationList(let page)? = try await client.ask(frame)?.payload else {
@@ -318,6 +342,55 @@ struct RelayConversationListRulesTests {
                 let history = try await RelayHistoryTests.page(bob, id: 20) { $0.conversation = .oneToOne("carol") }
                 #expect(history?.messages.map(\.seq) == [1], "history reads the message")
                 for client in [bob, carol] { await client.close() }
+            }
+        }
+    }
+
+    /// An entry alone on its page still fits: 60 members with 70-byte ids read a group, and their
+    /// read horizons (about 4.6 KB) do not fit bob's 4,096-byte frames, so his entry comes with
+    /// fewer of them, the highest, and still its last message. A draft must leave room for the rest of the entry: 3,500 bytes are refused
+    /// with 3010, 1,500 taken. Before, the entry came with every horizon, and bob's device lost its
+    /// connection at each request for its list; a draft of any size the frame allowed was taken.
+    @Test func anEntryWithManyReadHorizonsOrALargeDraftStillFits() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        let members = (0..<60).map { "m" + String(repeating: "x", count: 67) + String(10 + $0) }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.codec = codec; $0.groups = ["team": Set(["alice", "bob"] + members)]
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b", codec: codec)
+                try await alice.send(Frame(State.groupMessage("read me", id: "r1")))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                for (index, member) in members.enumerated() {
+                    let client = try await TestClient.connect(to: server, as: member, group: group, deviceID: "d")
+                    #expect(try await Self.mark(client, member, .group("team"), seq: 1, id: UInt64(index + 1)) == 0)
+                    await client.close()
+                }
+                func entry(_ id: UInt64) async throws -> ConversationInfo? {
+                    try await Self.pages(bob, after: 0, firstID: id).flatMap(\.conversations).first
+                }
+                let listed = try #require(try await entry(100))
+                #expect(
+                    listed.readHorizons.count > 10 && listed.readHorizons.count < 60,
+                    "\(listed.readHorizons.count)"
+                )
+                #expect(listed.readHorizons.allSatisfy { $0.readSeq == 1 && members.contains($0.userID) })
+
+                func draft(_ bytes: Int, id: UInt64) async throws -> Int32? {
+                    let update = ConversationUpdate.with {
+                        $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.draft.rawValue)
+                        $0.draftText = String(repeating: "d", count: bytes); $0.timeMs = RelayProtocol.nowMs()
+                    }
+                    return try await State.ask(bob, .conversationUpdate(update), id: id)?.requestResult?.errorCode
+                }
+                #expect(try await draft(3500, id: 200) == RelayProtocol.RequestError.tooLargeToDeliver)
+                #expect(try await draft(1500, id: 201) == 0)
+                let drafted = try #require(try await entry(300))
+                #expect(drafted.draftText.utf8.count == 1500 && drafted.readHorizons.count < listed.readHorizons.count)
+                #expect(listed.lastMessage != nil && drafted.lastMessage != nil, "horizons go before the last message")
+                #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
+                for client in [alice, bob] { await client.close() }
             }
         }
     }

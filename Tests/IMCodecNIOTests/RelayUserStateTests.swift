@@ -516,6 +516,86 @@ struct RelayUserStateTests {
         }
     }
 
+    /// A blocklist and key bundles kept by a relay with a larger `--max-frame-size` are served
+    /// within the smaller limit of the relay that loads them: the blocklist's first users, the
+    /// bundles that fit. Before the bounds, each answer held everything, and the devices that asked
+    /// lost their connection.
+    @Test func stateKeptUnderALargerFrameLimitIsServedWithinASmallerOne() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let ids = (0..<90).map { "u" + String(repeating: "x", count: 36) + "\(1000 + $0)" }
+        func publish(_ client: TestClient, id: UInt64) async throws -> Int32? {
+            let keys = KeyPublish.with {
+                $0.bundle = .with {
+                    $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 7, count: 2000)
+                }
+            }
+            return try await Self.ask(client, .keyPublish(keys), id: id)?.requestResult?.errorCode
+        }
+        try await withClientGroup { group in
+            try await withRelay({ $0.store = database.location }) { server in
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                for (index, part) in [ids[..<45], ids[45...]].enumerated() {
+                    let change = BlocklistChange.with {
+                        $0.action = .block; $0.userIDs = Array(part)
+                    }
+                    #expect(
+                        try await Self.ask(phone, .blocklistChange(change), id: UInt64(index + 1))?.requestResult?
+                            .errorCode == 0
+                    )
+                }
+                #expect(try await publish(phone, id: 3) == 0)
+                #expect(try await publish(laptop, id: 4) == 0)
+                for client in [phone, laptop] { await client.close() }
+            }
+            let codec = FrameCodecOptions(maxFrameSize: 4096)
+            try await withRelay({
+                $0.store = database.location; $0.codec = codec
+            }) { server in
+                let bob = try await TestClient.connect(
+                    to: server,
+                    as: "bob",
+                    group: group,
+                    deviceID: "phone",
+                    codec: codec
+                )
+                let alice = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "a",
+                    codec: codec
+                )
+                guard
+                    case .blocklistResponse(let list)? = try await Self.ask(bob, .blocklistRequest(.init()), id: 1)?
+                        .payload
+                else {
+                    Issue.record("no blocklist_response")
+                    return
+                }
+                #expect(
+                    list.userIDs.count > 40 && list.userIDs.count < 90
+                        && list.userIDs == Array(ids.prefix(list.userIDs.count))
+                )
+                let fetch = KeyFetchRequest.with {
+                    $0.userID = "bob"; $0.kind = .signalPrekeys
+                }
+                guard
+                    case .keyFetchResponse(let keys)? = try await Self.ask(alice, .keyFetchRequest(fetch), id: 2)?
+                        .payload
+                else {
+                    Issue.record("no key_fetch_response")
+                    return
+                }
+                #expect(keys.bundles.map(\.deviceID) == ["laptop"])
+                #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
+                #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
+                for client in [bob, alice] { await client.close() }
+            }
+        }
+    }
+
     /// RongCloud: message expansion is for one-to-one and group conversations only. A chatroom
     /// message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts no extension (no update to it could
     /// pass validate()): fetching its extension finds none, while a group message's is there.

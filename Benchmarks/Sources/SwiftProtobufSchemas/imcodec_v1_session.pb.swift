@@ -563,7 +563,7 @@ public nonisolated struct Imcodec_V1_LoginResult: Sendable {
   public var heartbeatIntervalS: UInt32 = 0
 
   /// The server's highest seq in each conversation the login named in last_seen, and in every
-  /// other conversation the user belongs to.
+  /// other conversation the user belongs to, as many as fit one frame (max_seqs_truncated).
   public var maxSeqs: [Imcodec_V1_ConversationSeq] = []
 
   /// The newest position of the user's stream when the login was answered.
@@ -653,7 +653,7 @@ public nonisolated struct Imcodec_V1_MaxSeqRequest: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// Empty: every conversation the user belongs to.
+  /// Empty: every conversation the user belongs to, as many as fit one frame (MaxSeqResponse.truncated).
   public var conversations: [Imcodec_V1_Conversation] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1194,7 +1194,7 @@ public nonisolated struct Imcodec_V1_ConversationListRequest: Sendable {
 
   /// The previous answer's next_cursor, when it stopped among the conversations that share one
   /// version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
-  /// a client sends back what it got.
+  /// a client sends back what it got. Without it, the same conversations come again.
   public var cursor: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -596,7 +596,7 @@ public struct LoginResult: IMCodecMessage {
     public var heartbeatIntervalS: UInt32 = 0
 
     /// The server's highest seq in each conversation the login named in last_seen, and in every
-    /// other conversation the user belongs to.
+    /// other conversation the user belongs to, as many as fit one frame (max_seqs_truncated).
     public var maxSeqs: [ConversationSeq] = []
 
     /// The newest position of the user's stream when the login was answered.
@@ -701,7 +701,7 @@ public struct MaxSeqRequest: IMCodecMessage {
     /// The message's full name in Schemas/.
     public static let protoMessageName = "imcodec.v1.MaxSeqRequest"
 
-    /// Empty: every conversation the user belongs to.
+    /// Empty: every conversation the user belongs to, as many as fit one frame (MaxSeqResponse.truncated).
     public var conversations: [Conversation] = []
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.
@@ -1211,7 +1211,7 @@ public struct ConversationListRequest: IMCodecMessage {
 
     /// The previous answer's next_cursor, when it stopped among the conversations that share one
     /// version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
-    /// a client sends back what it got.
+    /// a client sends back what it got. Without it, the same conversations come again.
     public var cursor: String = ""
 
     /// Fields read from the wire that this schema does not know; they are written back on encode.

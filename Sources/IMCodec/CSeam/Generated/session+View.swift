@@ -301,7 +301,7 @@ extension LoginResult {
         public var heartbeatIntervalS: UInt32 { _c.pointee.heartbeat_interval_s }
 
         /// The server's highest seq in each conversation the login named in last_seen, and in every
-        /// other conversation the user belongs to.
+        /// other conversation the user belongs to, as many as fit one frame (max_seqs_truncated).
         public var maxSeqs: ConversationSeq.View.List {
             @_lifetime(copy self)
             get {
@@ -717,7 +717,7 @@ extension MaxSeqRequest {
 
         private var _c: UnsafePointer<Imcodec__V1__MaxSeqRequest> { _raw.assumingMemoryBound(to: Imcodec__V1__MaxSeqRequest.self) }
 
-        /// Empty: every conversation the user belongs to.
+        /// Empty: every conversation the user belongs to, as many as fit one frame (MaxSeqResponse.truncated).
         public var conversations: Conversation.View.List {
             @_lifetime(copy self)
             get {
@@ -2587,7 +2587,7 @@ extension ConversationListRequest {
 
         /// The previous answer's next_cursor, when it stopped among the conversations that share one
         /// version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
-        /// a client sends back what it got.
+        /// a client sends back what it got. Without it, the same conversations come again.
         public var cursor: StringView {
             @_lifetime(copy self)
             get {

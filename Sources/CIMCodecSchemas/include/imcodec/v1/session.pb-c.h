@@ -256,7 +256,7 @@ struct  Imcodec__V1__LoginResult
   uint32_t heartbeat_interval_s;
   /*
    * The server's highest seq in each conversation the login named in last_seen, and in every
-   * other conversation the user belongs to.
+   * other conversation the user belongs to, as many as fit one frame (max_seqs_truncated).
    */
   size_t n_max_seqs;
   Imcodec__V1__ConversationSeq **max_seqs;
@@ -346,7 +346,7 @@ struct  Imcodec__V1__MaxSeqRequest
 {
   ProtobufCMessage base;
   /*
-   * Empty: every conversation the user belongs to.
+   * Empty: every conversation the user belongs to, as many as fit one frame (MaxSeqResponse.truncated).
    */
   size_t n_conversations;
   Imcodec__V1__Conversation **conversations;
@@ -817,7 +817,7 @@ struct  Imcodec__V1__ConversationListRequest
   /*
    * The previous answer's next_cursor, when it stopped among the conversations that share one
    * version (after_version is then that answer's next_after_version); empty otherwise. Opaque:
-   * a client sends back what it got.
+   * a client sends back what it got. Without it, the same conversations come again.
    */
   ProtobufCBinaryData cursor;
 };
