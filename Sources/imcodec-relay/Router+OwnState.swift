@@ -164,6 +164,10 @@ extension Router {
         for (key, seqs) in found {
             var deleted = deletedForMe[user]?[key] ?? []
             deleted.formUnion(seqs)
+            // Only what the relay still keeps: without this, the set grew with every delete for
+            // ever, and was rewritten whole with each.
+            let oldest = conversations[key]?.oldestSeq ?? 0
+            if deleted.contains(where: { $0 < oldest }) { deleted = deleted.filter { $0 >= oldest } }
             deletedForMe[user, default: [:]][key] = deleted
             var bytes: [UInt8] = []
             SeqListBytes.append(deleted.sorted(), to: &bytes)
@@ -211,7 +215,9 @@ extension Router {
                 }
             case .deletedForMe(let user, let conversation):
                 guard let seqs = SeqListBytes.seqs(bytes[...]) else { continue }
-                deletedForMe[user, default: [:]][conversation] = Set(seqs)
+                // Only what the relay still keeps (a record from before the bound holds more).
+                let oldest = conversations[conversation]?.oldestSeq ?? 0
+                deletedForMe[user, default: [:]][conversation] = Set(seqs.filter { $0 >= oldest })
             case .blocklist(let user):
                 guard let list = try? BlocklistResponse(serializedBytes: bytes), !list.userIDs.isEmpty else { continue }
                 blockOrder[user] = list.userIDs

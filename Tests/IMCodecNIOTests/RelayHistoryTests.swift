@@ -128,6 +128,39 @@ struct RelayHistoryTests {
         }
     }
 
+    /// What a user deleted for itself is kept only while the relay keeps the message: with 5 kept a
+    /// conversation, bob deletes each of 12 messages as it comes, and his record ends with the last
+    /// 5 seqs. Before, it held every seq he ever deleted, and was rewritten whole with each delete.
+    @Test func aDeleteForMeIsKeptOnlyWhileTheMessageIs() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.store = database.location; $0.maxMessagesPerConversation = 5
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                for index in 1...12 {
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "d-\(index)"))
+                    )
+                    try #require(await eventually { bob.collector.messages.count == index })
+                    let delete = DeleteEvent.with {
+                        $0.messages = [bob.collector.messages[index - 1].reference]; $0.scope = .onlyMe
+                        $0.operatorID = "bob"
+                    }
+                    let answer = try await RelayUserStateTests.ask(bob, .delete(delete), id: UInt64(index))
+                    #expect(answer?.requestResult?.errorCode == 0)
+                }
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+        let store = try database.open()
+        defer { store.close() }
+        let bytes = try #require(try store.load().records[.deletedForMe(user: "bob", .direct("alice", "bob"))])
+        #expect(SeqListBytes.seqs(bytes[...]) == Array(8...12))
+    }
+
     /// events.proto DeleteEvent, scope ONLY_ME: the messages go for the user who deleted them. Before,
     /// the relay only passed the event to the user's other devices, and history, sync by seq and the
     /// conversation list served the messages again to any device that read back. Now none of those
