@@ -123,9 +123,11 @@ enum RelayProtocol {
         static let tooLargeToDeliver: Int32 = 3010
         /// A vote on a poll that its creator closed or whose `close_time_ms` passed.
         static let pollClosed: Int32 = 3011
-        /// A block that would put more than ``Router/maxBlocklist`` users in the user's blocklist,
-        /// or make its `blocklist_response` too large for one frame.
-        static let blocklistFull: Int32 = 3012
+        /// A list the relay keeps for the user is full: a block that would put more than
+        /// ``Router/maxBlocklist`` users in its blocklist or make its `blocklist_response` too large
+        /// for one frame, or a presence subscription that would have it watch more than
+        /// ``Router/maxWatchedUsers`` users.
+        static let listFull: Int32 = 3012
     }
 
     /// The room the relay keeps below `--max-frame-size` in every frame it keeps or forwards, for

@@ -68,7 +68,7 @@ extension Router {
                 return refuse(RelayProtocol.RequestError.badRequest, "badRequest", "a user cannot block itself")
             }
             if change.action == .block, let full = blocklistFull(after: change, of: user) {
-                return refuse(RelayProtocol.RequestError.blocklistFull, "blocklistFull", full)
+                return refuse(RelayProtocol.RequestError.listFull, "listFull", full)
             }
             change.userID = user
             change.timeMs = now

@@ -350,16 +350,38 @@ extension Router {
         }
     }
 
+    /// The most users one user may watch the presence of. Without a bound, 100 more a request, the
+    /// subscriptions of one connection (to any id, for as long as the relay runs) grew without end.
+    static let maxWatchedUsers = 1_000
+
     private func subscribe(_ subscription: PresenceSubscription, requestID: UInt64, session: Session, user: String) {
         switch subscription.action {
         case .subscribe:
+            let watched = watching[user] ?? []
+            let added = Set(subscription.userIDs.filter { !$0.isEmpty }).subtracting(watched)
+            guard watched.count + added.count <= Self.maxWatchedUsers else {
+                return refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.listFull,
+                    notice: "listFull",
+                    "\(user) would watch \(watched.count + added.count) users' presence; at most "
+                        + "\(Self.maxWatchedUsers): unsubscribe from some first"
+                )
+            }
             result(session, requestID)
+            if !added.isEmpty { watching[user, default: []].formUnion(added) }
             for watched in subscription.userIDs where !watched.isEmpty {
                 subscribers[watched, default: []].insert(user)
                 answer(Frame(.presence(presence(of: watched))), to: session)
             }
         case .unsubscribe:
-            for watched in subscription.userIDs { subscribers[watched]?.remove(user) }
+            for watched in subscription.userIDs {
+                subscribers[watched]?.remove(user)
+                if subscribers[watched]?.isEmpty == true { subscribers[watched] = nil }
+                watching[user]?.remove(watched)
+            }
+            if watching[user]?.isEmpty == true { watching[user] = nil }
             result(session, requestID)
         default:
             refuse(

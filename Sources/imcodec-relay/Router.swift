@@ -46,6 +46,8 @@ final class Router {
     var recentLiveMessages: [String: RecentLiveMessages] = [:]
     /// Who subscribed to each user's presence.
     var subscribers: [String: Set<String>] = [:]
+    /// Whose presence each user subscribed to (``subscribers`` the other way round).
+    var watching: [String: Set<String>] = [:]
     /// When each user that went offline was last online.
     var lastOnlineMs: [String: Int64] = [:]
     /// The end-to-end key bundles each device published, by user, device and kind (opaque bytes;

@@ -1270,6 +1270,41 @@ struct RelaySessionTests {
         }
     }
 
+    /// A user watches at most 1,000 users' presence: ten subscriptions of 100 are taken, one more
+    /// user is refused with 3012 and changes nothing (no presence comes for it), ids already watched
+    /// cost nothing, and an unsubscription makes room. Before, the subscriptions of one connection
+    /// grew by 100 ids a request without end.
+    @Test func aUserWatchesAtMostAThousandUsers() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                func watch(
+                    _ ids: [String],
+                    _ action: SubscriptionAction = .subscribe,
+                    id: UInt64
+                ) async throws -> Int32? {
+                    let subscription = PresenceSubscription.with {
+                        $0.action = action; $0.userIDs = ids
+                    }
+                    return try await alice.ask(request(.presenceSubscription(subscription), id))?.requestResult?
+                        .errorCode
+                }
+                for batch in 0..<10 {
+                    #expect(try await watch((0..<100).map { "w\(batch * 100 + $0)" }, id: UInt64(batch + 1)) == 0)
+                }
+                #expect(await eventually { alice.collector.presences.count == 1_000 })
+                #expect(try await watch(["w1000"], id: 20) == RelayProtocol.RequestError.listFull)
+                #expect(try await watch(["w1", "w2"], id: 21) == 0, "already watched")
+                #expect(try await watch(["w0"], .unsubscribe, id: 22) == 0)
+                #expect(try await watch(["w1000", "w1001"], id: 23) == RelayProtocol.RequestError.listFull)
+                #expect(try await watch(["w1000"], id: 24) == 0)
+                #expect(await eventually { alice.collector.presences.count == 1_003 })
+                #expect(!alice.collector.presences.contains { $0.userID == "w1001" })
+                await alice.close()
+            }
+        }
+    }
+
     // One scenario, read top to bottom: kept as one function (over 80 lines).
     /// Pins and timers are forwarded unchanged; a reaction with the summary the relay keeps
     /// (RelayReactionTests), poll votes and results as the relay tallies them (RelayPollTests).

@@ -484,7 +484,7 @@ struct RelayUserStateTests {
             else { return nil }
             return list.userIDs
         }
-        let full = RelayProtocol.RequestError.blocklistFull
+        let full = RelayProtocol.RequestError.listFull
         try await withClientGroup { group in
             try await withRelay { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
