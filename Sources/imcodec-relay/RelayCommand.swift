@@ -263,6 +263,14 @@ extension RelayCommand {
         var maxStreamEntries = 10_000
 
         @Option(
+            help: """
+                The most groups, chatrooms and ultra-group channels a user may be in when it joins one \
+                (the groups file may put it in more); a join past it is refused with 3012.
+                """
+        )
+        var maxJoinedGroups = 1_000
+
+        @Option(
             help:
                 "The directory of the relay's database (relay.sqlite) and, unless --auth-secret-file is given, its auth secret."
         )
@@ -346,6 +354,7 @@ extension RelayCommand {
                 )
             }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
+            guard maxJoinedGroups > 0 else { throw ValidationError("--max-joined-groups must be positive") }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
             if PostgresURL.hasScheme(store) {
@@ -413,6 +422,7 @@ extension RelayCommand {
             configuration.groupMessageRate = groupMessageRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
+            configuration.maxJoinedConversations = maxJoinedGroups
             configuration.maxStreamEntries = maxStreamEntries
             configuration.blockedSenders = Router.BlockedSenders(rawValue: blockedSenders) ?? .silent
             if let groups { configuration.groups = try parseGroups(try readTextFile(groups)) }

@@ -125,8 +125,9 @@ enum RelayProtocol {
         static let pollClosed: Int32 = 3011
         /// A list the relay keeps for the user is full: a block that would put more than
         /// ``Router/maxBlocklist`` users in its blocklist or make its `blocklist_response` too large
-        /// for one frame, or a presence subscription that would have it watch more than
-        /// ``Router/maxWatchedUsers`` users.
+        /// for one frame, a presence subscription that would have it watch more than
+        /// ``Router/maxWatchedUsers`` users, or a join by a user already in
+        /// ``RelayConfiguration/maxJoinedConversations`` groups, chatrooms and channels.
         static let listFull: Int32 = 3012
     }
 

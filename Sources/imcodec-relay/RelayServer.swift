@@ -56,6 +56,10 @@ struct RelayConfiguration: Sendable {
     /// The most entries kept in each user's stream; past it the oldest is dropped, and a device that
     /// resumes from below the oldest kept position is told (`StreamSyncResponse.truncated`).
     var maxStreamEntries = 10_000
+    /// The most groups, chatrooms and ultra-group channels a user may be in when it joins one (the
+    /// groups file may put it in more); a join past it is refused with 3012. Without a bound, one
+    /// user could join (and so create) any number of them.
+    var maxJoinedConversations = 1_000
     /// How often the relay erases the disappearing messages that expired (Router+Expiry.swift);
     /// they are served to no one from the moment they expire, erased or not.
     var expirySweepInterval = TimeAmount.seconds(1)

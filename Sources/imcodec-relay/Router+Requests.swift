@@ -449,6 +449,20 @@ extension Router {
             )
             return
         }
+        if change.action == .join, !(members[key]?.contains(user) ?? false) {
+            let joined = (belongs[user] ?? []).lazy.filter(\.isShared).count
+            guard joined < configuration.maxJoinedConversations else {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.listFull,
+                    notice: "listFull",
+                    "\(user) is in \(joined) groups, chatrooms and channels; a user joins at most "
+                        + "\(configuration.maxJoinedConversations): leave one first"
+                )
+                return
+            }
+        }
         var told = change
         told.conversation = key.conversation(for: user)
         told.userID = user

@@ -1084,6 +1084,35 @@ struct RelaySessionTests {
         }
     }
 
+    /// A user joins while it is in fewer than `--max-joined-groups` groups, chatrooms and channels
+    /// (3 here, the groups file's closed group included): a fourth is refused with 3012 and changes
+    /// nothing, joining one it is in again is answered, and a leave makes room. Before, one user
+    /// could join, and so create, any number of them.
+    @Test func aUserJoinsAtMostMaxJoinedGroups() async throws {
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.maxJoinedConversations = 3; $0.groups = ["closed": ["alice"]]
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                func join(_ name: String, _ action: MembershipAction = .join, id: UInt64) async throws -> Int32? {
+                    try await alice.ask(RelayProtocol.membershipFrame(action, group: name, requestID: id))?
+                        .requestResult?
+                        .errorCode
+                }
+                #expect(try await join("g1", id: 1) == 0)
+                #expect(try await join("g2", id: 2) == 0)
+                #expect(try await join("g3", id: 3) == RelayProtocol.RequestError.listFull)
+                #expect(try await join("g1", id: 4) == 0, "already in it")
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "g3", "in?", clientMsgID: "x")))
+                #expect(await eventually { alice.collector.acks.count == 1 })
+                #expect(alice.collector.acks.first?.errorCode != 0, "not a member of g3")
+                #expect(try await join("g2", .leave, id: 5) == 0)
+                #expect(try await join("g3", id: 6) == 0)
+                await alice.close()
+            }
+        }
+    }
+
     @Test func joinAndLeaveAreAnsweredByRequestIDAndToldToTheOtherMembers() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
