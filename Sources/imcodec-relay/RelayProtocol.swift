@@ -254,8 +254,27 @@ enum RelayProtocol {
     }
 
     /// An error notice carrying an ``IMCodec/IMCodecError``-style code and reason.
+    /// The most UTF-8 bytes of a description or a notice's reason the relay sends.
+    static let maxDescriptionBytes = 512
+
+    /// `text` cut to ``maxDescriptionBytes`` at a character boundary, with "…" when cut. A reason may
+    /// name what the client sent (a conversation's id, a user's): without the cut, an id near the
+    /// frame size limit made a notice (which holds its reason twice) that the client could not read.
+    static func described(_ text: String) -> String {
+        guard text.utf8.count > maxDescriptionBytes else { return text }
+        var cut = ""
+        var bytes = 0
+        for character in text {
+            bytes += character.utf8.count
+            guard bytes <= maxDescriptionBytes - 3 else { break }
+            cut.append(character)
+        }
+        return cut + "…"
+    }
+
     static func errorFrame(code: String, reason: String) -> Frame {
-        Frame(
+        let reason = described(reason)
+        return Frame(
             .systemNotice(
                 SystemNotice.with {
                     $0.type = error

@@ -38,7 +38,7 @@ extension Router {
         let requestID = frame.requestID
         func refuse(_ refusal: Refusal) {
             ack.errorCode = refusal.code
-            ack.errorDescription = refusal.description
+            ack.errorDescription = RelayProtocol.described(refusal.description)
             stats.acksSent += 1
             metrics.ack(code: refusal.code)
             answer(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)

@@ -19,7 +19,9 @@ extension Router {
                     .loginResult(
                         LoginResult.with {
                             $0.errorCode = RelayProtocol.LoginError.alreadyLoggedIn
-                            $0.errorDescription = "alreadyLoggedIn: this connection is logged in as \(user)"
+                            $0.errorDescription = RelayProtocol.described(
+                                "alreadyLoggedIn: this connection is logged in as \(user)"
+                            )
                             $0.serverTimeMs = RelayProtocol.nowMs()
                         }
                     ),
@@ -212,7 +214,9 @@ extension Router {
         }
         if answer.bundles.isEmpty {
             answer.errorCode = RelayProtocol.RequestError.noKeys
-            answer.errorDescription = "noKeys: \(request.userID) has published no keys of that kind"
+            answer.errorDescription = RelayProtocol.described(
+                "noKeys: \(request.userID) has published no keys of that kind"
+            )
         }
         // Answered once committed (as every answer is): a one-time key handed out is gone from the
         // store first, so no restart hands it out again.
@@ -231,7 +235,7 @@ extension Router {
         }
         guard isMember(user, key) else {
             answer.errorCode = RelayProtocol.RequestError.notAMember
-            answer.errorDescription = "\(user) is not a member of \(conversation.targetID)"
+            answer.errorDescription = RelayProtocol.described("\(user) is not a member of \(conversation.targetID)")
             return reply()
         }
         let state = conversations[key] ?? ConversationState()

@@ -430,7 +430,7 @@ final class Router {
                 .requestResult(
                     RequestResult.with {
                         $0.errorCode = code
-                        $0.errorDescription = description
+                        $0.errorDescription = RelayProtocol.described(description)
                         $0.serverTimeMs = RelayProtocol.nowMs()
                     }
                 ),

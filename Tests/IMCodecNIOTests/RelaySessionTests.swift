@@ -1113,6 +1113,36 @@ struct RelaySessionTests {
         }
     }
 
+    /// A refusal names at most 512 bytes of what the client sent: a history request for a group
+    /// whose id takes 3,500 bytes is refused with a notice (no request id; it holds its reason twice)
+    /// or a request_result, each cut with "…", and alice's device, which decodes with the relay's
+    /// 4,096 bytes, reads both. Before, the notice was about 7 KB and cost alice her connection.
+    @Test func aRefusalNamesAtMost512BytesOfWhatTheClientSent() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = codec }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
+                let history = HistoryRequest.with {
+                    $0.conversation = .group(String(repeating: "g", count: 3_500)); $0.count = 20
+                }
+                try await alice.send(Frame(.historyRequest(history)))
+                #expect(await eventually { alice.collector.notices.count == 1 })
+                let reason = alice.collector.notices.first?.params["reason"] ?? ""
+                #expect(reason.utf8.count <= 512 && reason.hasSuffix("…") && reason.contains("alice is not a member"))
+                let result = try await alice.ask(request(.historyRequest(history), 2))?.requestResult
+                #expect(result?.errorCode == RelayProtocol.RequestError.notAMember)
+                #expect(
+                    result.map { $0.errorDescription.utf8.count <= 512 && $0.errorDescription.hasSuffix("…") } == true
+                )
+                #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
+                await alice.close()
+            }
+        }
+        #expect(RelayProtocol.described("short") == "short")
+        let cut = RelayProtocol.described(String(repeating: "é", count: 400))
+        #expect(cut.utf8.count <= 512 && cut.hasSuffix("…") && cut.dropLast().allSatisfy { $0 == "é" })
+    }
+
     @Test func joinAndLeaveAreAnsweredByRequestIDAndToldToTheOtherMembers() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
