@@ -100,8 +100,24 @@ extension Router {
             update.deviceID = session.deviceID
             update.platform = session.platform
             update.timeMs = RelayProtocol.nowMs()
+            // What the subscribers get, with the relay's fields, must fit the frame size limit: else
+            // each of them lost its connection at each update.
+            let told = Frame(.presence(update))
+            let size = told.serializedBytes().count
+            guard size <= configuration.codec.effectiveMaxFrameSize else {
+                return refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.tooLargeToDeliver,
+                    notice: "tooLargeToDeliver",
+                    "the presence update would reach its subscribers as \(size) bytes, past the frame size limit "
+                        + "\(configuration.codec.effectiveMaxFrameSize)"
+                )
+            }
+            var buffer = allocator.buffer(capacity: size + 8)
+            buffer.writeFrame(told)
             for subscriber in subscribers[user] ?? [] {
-                for other in sessions[subscriber] ?? [] { write(Frame(.presence(update)), to: other) }
+                for other in sessions[subscriber] ?? [] { write(buffer, kind: .presence, to: other) }
             }
             if requestID != 0 { result(session, requestID) }
         case .membership(let change):
@@ -471,6 +487,20 @@ extension Router {
         told.conversation = key.conversation(for: user)
         told.userID = user
         told.timeMs = RelayProtocol.nowMs()
+        // Kept for every member with the relay's fields: it must leave the delivery reserve, as every
+        // kept frame does (before, a join with a long group id reached the others past the limit).
+        let body = ByteBuffer(bytes: Frame(.membership(told)).serializedBytes())
+        guard body.readableBytes <= deliveryRoom(in: key) else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.tooLargeToDeliver,
+                notice: "tooLargeToDeliver",
+                "the membership change would be \(body.readableBytes) bytes; the relay keeps frames of at most "
+                    + "\(deliveryRoom(in: key)) in this conversation"
+            )
+            return
+        }
         let changed: Bool
         let reached: [String]
         if change.action == .join {
@@ -489,7 +519,6 @@ extension Router {
         }
         store.batch.memberships.append((key, user, change.action == .join))
         // Every member (and, for a leave, the one who left, on its other devices) keeps the change.
-        let body = ByteBuffer(bytes: Frame(.membership(told)).serializedBytes())
         let deliveries = keep(
             .event(Array(buffer: body)),
             for: reached,

@@ -1273,6 +1273,48 @@ struct RelaySessionTests {
         }
     }
 
+    /// What the relay tells others fits the frame size limit with the fields it adds: a presence
+    /// update whose custom status leaves no room for its sender's 200-byte id is refused with 3010
+    /// and reaches no subscriber, and so is a join of a group whose id leaves no room. Before, bob
+    /// (a subscriber, and a member of that group), whose device decodes with the relay's 4,096
+    /// bytes, lost his connection at each.
+    @Test func whatOthersAreToldFitsTheLimitWithTheRelaysFields() async throws {
+        let codec = FrameCodecOptions(maxFrameSize: 4096)
+        let carol = String(repeating: "c", count: 200)
+        try await withClientGroup { group in
+            try await withRelay({ $0.codec = codec }) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, codec: codec)
+                let other = try await TestClient.connect(
+                    to: server,
+                    as: carol,
+                    group: group,
+                    deviceID: "d",
+                    codec: codec
+                )
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = [carol]
+                }
+                #expect(try await bob.ask(request(.presenceSubscription(watch), 1))?.requestResult?.errorCode == 0)
+                var status = PresenceUpdate.with {
+                    $0.status = .away; $0.customStatus = String(repeating: "s", count: 3_950)
+                }
+                let tooLarge = RelayProtocol.RequestError.tooLargeToDeliver
+                #expect(try await other.ask(request(.presence(status), 2))?.requestResult?.errorCode == tooLarge)
+                status.customStatus = "In a meeting"
+                #expect(try await other.ask(request(.presence(status), 3))?.requestResult?.errorCode == 0)
+                #expect(await eventually { bob.collector.presences.last?.customStatus == "In a meeting" })
+                #expect(!bob.collector.presences.contains { $0.customStatus.count > 100 })
+
+                let long = String(repeating: "g", count: 3_900)
+                let join = { (id: UInt64) in RelayProtocol.membershipFrame(.join, group: long, requestID: id) }
+                #expect(try await bob.ask(join(4))?.requestResult?.errorCode == tooLarge)
+                #expect(try await other.ask(join(5))?.requestResult?.errorCode == tooLarge)
+                #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
+                for client in [bob, other] { await client.close() }
+            }
+        }
+    }
+
     @Test func presenceIsToldToSubscribers() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
