@@ -253,7 +253,6 @@ enum RelayProtocol {
         )
     }
 
-    /// An error notice carrying an ``IMCodec/IMCodecError``-style code and reason.
     /// The most UTF-8 bytes of a description or a notice's reason the relay sends.
     static let maxDescriptionBytes = 512
 
@@ -272,6 +271,7 @@ enum RelayProtocol {
         return cut + "…"
     }
 
+    /// An error notice carrying an ``IMCodec/IMCodecError``-style code and reason.
     static func errorFrame(code: String, reason: String) -> Frame {
         let reason = described(reason)
         return Frame(

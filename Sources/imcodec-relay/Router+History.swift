@@ -160,6 +160,9 @@ extension Router {
         matching request: HistoryRequest
     ) -> Message? {
         if conversations[key]?.removed.contains(kept.seq) == true { return nil }
+        // Dropped by retention while the store read it (what the user deleted for itself is kept
+        // only above it).
+        if kept.seq < conversations[key]?.oldestSeq ?? 0 { return nil }
         if isDeletedForMe(kept.seq, in: key, by: user) { return nil }
         if Expiry.passed(kept.expireAtMs, at: nowMs()) { return nil }
         if request.startTimeMs != 0, kept.serverTimeMs < request.startTimeMs { return nil }

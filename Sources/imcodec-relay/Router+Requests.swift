@@ -230,9 +230,8 @@ extension Router {
         }
         if answer.bundles.isEmpty {
             answer.errorCode = RelayProtocol.RequestError.noKeys
-            answer.errorDescription = RelayProtocol.described(
-                "noKeys: \(request.userID) has published no keys of that kind"
-            )
+            // The answer names the user already: an id near the frame size limit must not be there twice.
+            answer.errorDescription = "noKeys: the user has published no keys of that kind"
         }
         // Answered once committed (as every answer is): a one-time key handed out is gone from the
         // store first, so no restart hands it out again.
@@ -246,12 +245,14 @@ extension Router {
         func reply() { self.answer(RelayProtocol.answer(.syncResponse(answer), requestID: requestID), to: session) }
         guard let conversation = request.conversation, let key = ConversationKey(conversation, user: user) else {
             answer.errorCode = RelayProtocol.RequestError.unsupportedConversation
-            answer.errorDescription = "the relay keeps one-to-one, group, chatroom and ultra-group conversations only"
+            answer.errorDescription = "not a conversation the relay keeps"
             return reply()
         }
         guard isMember(user, key) else {
             answer.errorCode = RelayProtocol.RequestError.notAMember
-            answer.errorDescription = RelayProtocol.described("\(user) is not a member of \(conversation.targetID)")
+            // The answer names the conversation already: an id near the frame size limit must not be
+            // there twice.
+            answer.errorDescription = "not a member of this conversation"
             return reply()
         }
         let state = conversations[key] ?? ConversationState()
@@ -279,11 +280,14 @@ extension Router {
             let nowMs = self.nowMs()
             let removed = self.conversations[key]?.removed ?? []
             let deleted = self.deletedForMe[user]?[key] ?? []
+            // Not one retention dropped while the store read it (what the user deleted for itself
+            // is kept only above it).
+            let oldest = self.conversations[key]?.oldestSeq ?? 0
             // Not an expired message, nor a removed one (the store erased its frame too), nor one the
             // user deleted for itself.
             for message in messages
             where !Expiry.passed(message.expireAtMs, at: nowMs) && !removed.contains(message.seq)
-                && !deleted.contains(message.seq)
+                && !deleted.contains(message.seq) && message.seq >= oldest
             {
                 left -= message.frame.count + 9
                 if left < 0, !answer.messages.isEmpty {
@@ -385,8 +389,8 @@ extension Router {
                     requestID,
                     RelayProtocol.RequestError.listFull,
                     notice: "listFull",
-                    "\(user) would watch \(watched.count + added.count) users' presence; at most "
-                        + "\(Self.maxWatchedUsers): unsubscribe from some first"
+                    "would watch \(watched.count + added.count) users' presence; at most \(Self.maxWatchedUsers): "
+                        + "unsubscribe from some first"
                 )
             }
             result(session, requestID)
@@ -477,7 +481,7 @@ extension Router {
                     requestID,
                     RelayProtocol.RequestError.listFull,
                     notice: "listFull",
-                    "\(user) is in \(joined) groups, chatrooms and channels; a user joins at most "
+                    "in \(joined) groups, chatrooms and channels already; a user joins at most "
                         + "\(configuration.maxJoinedConversations): leave one first"
                 )
                 return
@@ -489,8 +493,10 @@ extension Router {
         told.timeMs = RelayProtocol.nowMs()
         // Kept for every member with the relay's fields: it must leave the delivery reserve, as every
         // kept frame does (before, a join with a long group id reached the others past the limit).
+        // A join that does not fit is refused; a leave never is: it is applied and told to no one.
         let body = ByteBuffer(bytes: Frame(.membership(told)).serializedBytes())
-        guard body.readableBytes <= deliveryRoom(in: key) else {
+        let fits = body.readableBytes <= deliveryRoom(in: key)
+        if change.action == .join, !fits, !(members[key]?.contains(user) ?? false) {
             refuse(
                 session,
                 requestID,
@@ -518,6 +524,10 @@ extension Router {
             return
         }
         store.batch.memberships.append((key, user, change.action == .join))
+        guard fits else {
+            result(session, requestID)
+            return
+        }
         // Every member (and, for a leave, the one who left, on its other devices) keeps the change.
         let deliveries = keep(
             .event(Array(buffer: body)),

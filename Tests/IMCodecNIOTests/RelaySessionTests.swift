@@ -1277,12 +1277,16 @@ struct RelaySessionTests {
     /// update whose custom status leaves no room for its sender's 200-byte id is refused with 3010
     /// and reaches no subscriber, and so is a join of a group whose id leaves no room. Before, bob
     /// (a subscriber, and a member of that group), whose device decodes with the relay's 4,096
-    /// bytes, lost his connection at each.
+    /// bytes, lost his connection at each. A leave is never refused, and refusals that repeat a long
+    /// id (a sync's conversation, a key fetch's user) do not name it again.
     @Test func whatOthersAreToldFitsTheLimitWithTheRelaysFields() async throws {
         let codec = FrameCodecOptions(maxFrameSize: 4096)
         let carol = String(repeating: "c", count: 200)
+        let closed = String(repeating: "k", count: 3_900)
         try await withClientGroup { group in
-            try await withRelay({ $0.codec = codec }) { server in
+            try await withRelay({
+                $0.codec = codec; $0.groups = [closed: ["bob"]]
+            }) { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, codec: codec)
                 let other = try await TestClient.connect(
                     to: server,
@@ -1309,6 +1313,31 @@ struct RelaySessionTests {
                 let join = { (id: UInt64) in RelayProtocol.membershipFrame(.join, group: long, requestID: id) }
                 #expect(try await bob.ask(join(4))?.requestResult?.errorCode == tooLarge)
                 #expect(try await other.ask(join(5))?.requestResult?.errorCode == tooLarge)
+
+                // A leave is never refused: bob leaves the groups file's group of as long an id
+                // (applied, told to no one). Its refusals name no id twice, so they fit too.
+                func sync(_ id: UInt64) async throws -> Int32? {
+                    guard
+                        case .syncResponse(let page)? = try await bob.ask(
+                            RelayProtocol.syncFrame(.group(closed), from: 1, requestID: id)
+                        )?.payload
+                    else { return nil }
+                    return page.errorCode
+                }
+                #expect(try await sync(6) == 0)
+                let leave = RelayProtocol.membershipFrame(.leave, group: closed, requestID: 7)
+                #expect(try await bob.ask(leave)?.requestResult?.errorCode == 0)
+                #expect(try await sync(8) == RelayProtocol.RequestError.notAMember)
+                let fetch = KeyFetchRequest.with {
+                    $0.userID = String(repeating: "u", count: 3_990); $0.kind = .signalPrekeys
+                }
+                guard
+                    case .keyFetchResponse(let keys)? = try await bob.ask(request(.keyFetchRequest(fetch), 9))?.payload
+                else {
+                    Issue.record("no key_fetch_response")
+                    return
+                }
+                #expect(keys.errorCode == RelayProtocol.RequestError.noKeys)
                 #expect(bob.channel.isActive && bob.collector.decodeErrors.isEmpty)
                 for client in [bob, other] { await client.close() }
             }
