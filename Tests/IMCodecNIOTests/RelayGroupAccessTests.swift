@@ -278,9 +278,9 @@ struct RelayGroupAccessTests {
     /// Before, the relay asked for a ping every interval and never closed a silent session. Now a
     /// logged-in session that sends nothing for 3 intervals is closed (`heartbeatTimeout`), whatever
     /// frame it sends counts, and a session that pings stays. The test moves the relay's silence
-    /// clock; it waits for no interval.
+    /// clock, which moves only then (``FrozenClock``); it waits for no interval.
     @Test func aSessionSilentForThreeHeartbeatIntervalsIsClosed() async throws {
-        let silence = TestClock()
+        let silence = FrozenClock()
         try await withClientGroup { group in
             try await withRelay({
                 $0.heartbeatIntervalS = 10; $0.silenceClock = silence.now; $0.silenceCheckInterval = .milliseconds(20)
@@ -288,16 +288,15 @@ struct RelayGroupAccessTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
-                let start = silence.now()
                 // 20 s: nobody is closed yet.
-                silence.advance(past: start + 20_000)
+                silence.advance(by: 20_000)
                 try await alice.roundTrip(1)
                 try await alice.send(Frame(.ping(Ping.with { $0.id = 2 })))
                 try await carol.send(Frame(Message.c2cText(from: "carol", to: "alice", "busy", clientMsgID: "b-1")))
                 #expect(await eventually { alice.collector.messages.count == 1 && carol.collector.acks.count == 1 })
                 #expect(bob.channel.isActive)
                 // 31 s after the start: bob was silent for more than 30 s, alice and carol for 11 s.
-                silence.advance(past: start + 31_000)
+                silence.advance(by: 11_000)
                 #expect(await eventually { !bob.channel.isActive })
                 #expect(relayErrorCode(in: bob.collector.frames) == "heartbeatTimeout")
                 try await alice.roundTrip(3)

@@ -64,6 +64,24 @@ final class TestClock: Sendable {
     }
 }
 
+/// A clock that moves only when told: for the relay's silence clock, where real time passing while a
+/// loaded machine connects the clients must not count as silence (``TestClock`` reads real time
+/// plus an offset; under ThreadSanitizer, beside the crash tests, connecting two more clients took
+/// over 10 s, and the first was closed as silent before the test's first ping).
+final class FrozenClock: Sendable {
+    private let ms = NIOLockedValueBox<Int64>(1_000_000)
+
+    /// The clock to give the relay.
+    var now: @Sendable () -> Int64 {
+        { [ms] in ms.withLockedValue { $0 } }
+    }
+
+    /// Moves the clock forward by `ms` milliseconds.
+    func advance(by delta: Int64) {
+        ms.withLockedValue { $0 += delta }
+    }
+}
+
 func withRelay<R>(
     _ configure: (inout RelayConfiguration) -> Void = { _ in },
     _ body: (RelayServer) async throws -> R
