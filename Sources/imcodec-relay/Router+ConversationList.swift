@@ -9,11 +9,10 @@ struct ConversationListCursor: Equatable {
     var version: UInt64
     var key: String
 
-    init(version: UInt64, key: String) {
-        self.version = version
-        self.key = key
-    }
+    var text: String { "\(version):\(key)" }
+}
 
+extension ConversationListCursor {
     /// The cursor `text` holds, or `nil` when it is not one the relay gives.
     init?(_ text: String) {
         guard let colon = text.firstIndex(of: ":"), let version = UInt64(text[..<colon]) else { return nil }
@@ -21,8 +20,6 @@ struct ConversationListCursor: Equatable {
         guard !key.isEmpty else { return nil }
         self.init(version: version, key: key)
     }
-
-    var text: String { "\(version):\(key)" }
 }
 
 extension Router {
@@ -63,21 +60,19 @@ extension Router {
             .map { (key: $0.key, view: $0.value, order: ($0.value.info.version, $0.key.storageID)) }
             .filter { entry in cursor.map { entry.order > ($0.version, $0.key) } ?? true }
             .sorted { $0.order < $1.order }
-        var entries: [(info: ConversationInfo, lastSeq: UInt64, removed: Bool)] = []
-        for (key, view, _) in changed.prefix(limit) {
+        let entries = changed.prefix(limit).map { key, view, order in
             var info = view.info
             info.conversation = key.conversation(for: user)
             info.readHorizons = readHorizons(of: key, except: user)
             let removed = conversations[key]?.removed.contains(view.lastSeq) ?? false
-            entries.append((info, view.lastSeq, removed))
+            return (key: key, storageID: order.1, info: info, lastSeq: view.lastSeq, removed: removed)
         }
-        let keys = changed.prefix(limit).map(\.key)
         store.read({ store in
-            try zip(keys, entries).map { key, entry in
+            try entries.map { entry in
                 entry.lastSeq == 0
                     ? nil
                     : try store.messages(
-                        in: key,
+                        in: entry.key,
                         from: entry.lastSeq,
                         through: entry.lastSeq,
                         limit: 1,
@@ -96,13 +91,15 @@ extension Router {
                 if let stored = lastMessages[index], !Expiry.passed(stored.expireAtMs, at: nowMs) {
                     info.lastMessage = self.lastMessage(stored, removed: entry.removed, user: user)
                 }
-                // Its bytes in the page, and the cursor that would name it should the page stop after it.
-                let cursorRoom = Self.cursorRoom(keys[index])
-                if info.serializedBytes().count + 6 + cursorRoom > left {
+                // Its bytes in the page (with its tag and length), and the cursor that would name it
+                // should the page stop after it.
+                let cursorRoom = Self.cursorRoom(storageID: entry.storageID)
+                var size = info.serializedBytes().count + 6
+                if size + cursorRoom > left {
                     guard answer.conversations.isEmpty else { break }
-                    Self.shrink(&info, to: left - cursorRoom - 6)
+                    size = Self.shrink(&info, to: left - cursorRoom)
                 }
-                left -= info.serializedBytes().count + 6
+                left -= size
                 answer.conversations.append(info)
             }
             let served = answer.conversations.count
@@ -129,7 +126,7 @@ extension Router {
 
     /// The room a page keeps for a cursor naming the entry of `key`, should it stop after it: the
     /// version's 20 digits, the colon, the key, a tag and a length.
-    static func cursorRoom(_ key: ConversationKey) -> Int { key.storageID.utf8.count + 32 }
+    static func cursorRoom(storageID: String) -> Int { storageID.utf8.count + 32 }
 
     /// The most bytes an entry's unread @ take (``UserConversation/maxAtMe`` of them, each with its
     /// seq at 10 bytes, its kind, tags and lengths).
@@ -138,18 +135,20 @@ extension Router {
     /// Makes an entry that is alone on its page and too large fit `room` bytes, with its tag and
     /// length: with fewer read horizons (the lowest go first), then without its last message (a
     /// history request reads it). A draft leaves room for the rest (``draftFits(_:in:user:)``), so
-    /// only one kept before that check can make it drop the draft, then the unread @.
-    static func shrink(_ info: inout ConversationInfo, to room: Int) {
-        func fits() -> Bool { info.serializedBytes().count + 6 <= room }
-        while !fits(), !info.readHorizons.isEmpty {
+    /// only one kept before that check can make it drop the draft, then the unread @. Returns the
+    /// entry's bytes with its tag and length.
+    static func shrink(_ info: inout ConversationInfo, to room: Int) -> Int {
+        var size: Int { info.serializedBytes().count + 6 }
+        while size > room, !info.readHorizons.isEmpty {
             info.readHorizons.removeLast(max(1, info.readHorizons.count / 4))
         }
-        if !fits() { info.lastMessage = nil }
-        if !fits() {
+        if size > room { info.lastMessage = nil }
+        if size > room {
             info.draftText = ""
             info.draftTimeMs = 0
         }
-        if !fits() { info.atMe = [] }
+        if size > room { info.atMe = [] }
+        return size
     }
 
     /// Whether `draft` leaves room in one list page for the rest of `user`'s entry of
@@ -165,7 +164,7 @@ extension Router {
         }
         // The scalar fields: 11 numbers and flags, each at most 11 bytes with its tag.
         let largest = entry.serializedBytes().count + 11 * 11 + Self.maxAtMeBytes + 6
-        return largest + Self.cursorRoom(key) <= answerRoom
+        return largest + Self.cursorRoom(storageID: key.storageID) <= answerRoom
     }
 
     /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and

@@ -25,6 +25,11 @@ struct UserConversation {
                 $0.seq = seq; $0.kind = kind
             }
         )
+        keepNewestAtMe()
+    }
+
+    /// Drops the unread @ past the newest ``maxAtMe``.
+    private mutating func keepNewestAtMe() {
         if info.atMe.count > Self.maxAtMe { info.atMe.removeFirst(info.atMe.count - Self.maxAtMe) }
     }
 
@@ -68,10 +73,10 @@ struct UserConversation {
         else { return nil }
         lastSeq = stored.lastMessage?.seq ?? 0
         stored.lastMessage = nil
-        // Kept before the bound: the newest.
-        if stored.atMe.count > Self.maxAtMe { stored.atMe.removeFirst(stored.atMe.count - Self.maxAtMe) }
         info = stored
         self.unread = unread
+        // A record kept before the bound holds more.
+        keepNewestAtMe()
     }
 
     init() {}

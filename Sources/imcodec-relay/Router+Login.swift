@@ -137,9 +137,8 @@ extension Router {
             else { continue }
             named.append(key)
         }
-        (answer.maxSeqs, answer.maxSeqsTruncated) = fitting(
-            (named + mostRecentFirst(of: user, except: seen)).lazy.map { self.maxSeq($0, for: user) },
-            room: answerRoom
+        (answer.maxSeqs, answer.maxSeqsTruncated) = fittingMaxSeqs(
+            (named + mostRecentFirst(of: user, except: seen)).lazy.map { self.maxSeq($0, for: user) }
         )
         write(RelayProtocol.answer(.loginResult(answer), requestID: requestID), to: session)
         if firstDevice { broadcastPresence(of: user) }
@@ -174,19 +173,13 @@ extension Router {
         }
     }
 
-    /// `seqs` in order, as many as fit `room` bytes, and whether any was left out. Without the
-    /// bound, a user in enough conversations (a one-to-one conversation with everyone who ever
-    /// wrote to it) had a login result past the frame size limit: its devices could not log in.
-    func fitting(_ seqs: some Sequence<ConversationSeq>, room: Int) -> ([ConversationSeq], Bool) {
-        var room = room
-        var fitting: [ConversationSeq] = []
-        for seq in seqs {
-            // A tag and a length of at most 5 bytes around each.
-            room -= seq.serializedBytes().count + 6
-            guard room >= 0 else { return (fitting, true) }
-            fitting.append(seq)
-        }
-        return (fitting, false)
+    /// The max seqs of `keys`, in order, as many as fit one answer (``answerRoom``), and whether any
+    /// was left out. Without the bound, a user in enough conversations (a one-to-one conversation
+    /// with everyone who ever wrote to it) had a login result past the frame size limit: its devices
+    /// could not log in.
+    func fittingMaxSeqs(_ seqs: some Sequence<ConversationSeq>) -> ([ConversationSeq], Bool) {
+        // A tag and a length of at most 5 bytes around each.
+        Self.fitting(seqs, room: answerRoom) { $0.serializedBytes().count + 6 }
     }
 
     /// The conversations `user` belongs to, not in `except`, the most recently changed for it first

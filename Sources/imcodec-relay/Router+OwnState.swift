@@ -112,15 +112,17 @@ extension Router {
         if count > Self.maxBlocklist {
             return "the blocklist would hold \(count) users; it holds at most \(Self.maxBlocklist)"
         }
-        // Each id: a tag, a length of at most 5 bytes, the id.
         let bytes =
-            (blockOrder[user] ?? []).reduce(0) { $0 + 6 + $1.utf8.count } + added.reduce(0) { $0 + 6 + $1.utf8.count }
-        let room = answerRoom
-        guard bytes <= room else {
-            return "the blocklist would take \(bytes) bytes; one blocklist_response carries at most \(room)"
+            (blockOrder[user] ?? []).reduce(0) { $0 + Self.blockedIDSize($1) }
+            + added.reduce(0) { $0 + Self.blockedIDSize($1) }
+        guard bytes <= answerRoom else {
+            return "the blocklist would take \(bytes) bytes; one blocklist_response carries at most \(answerRoom)"
         }
         return nil
     }
+
+    /// An id's bytes in a `blocklist_response`: a tag, a length of at most 5 bytes, the id.
+    private static func blockedIDSize(_ id: String) -> Int { id.utf8.count + 6 }
 
     /// Adds or removes users from `user`'s blocklist (kept in the order they were blocked).
     private func applyBlocklist(_ change: BlocklistChange, of user: String) {
@@ -140,6 +142,14 @@ extension Router {
             ? []
             : BlocklistResponse.with { $0.userIDs = list }
                 .serializedBytes()
+    }
+
+    /// The seqs of `seqs` that `key` still keeps (at or above its oldest kept seq). A user's
+    /// deleted-for-me seqs are only these: without the cut, the set grew with every delete for
+    /// ever, and was rewritten whole with each.
+    private func stillKept(_ seqs: Set<UInt64>, in key: ConversationKey) -> Set<UInt64> {
+        let oldest = conversations[key]?.oldestSeq ?? 0
+        return seqs.contains { $0 < oldest } ? seqs.filter { $0 >= oldest } : seqs
     }
 
     /// Whether `user` deleted message `seq` of `key` for itself only.
@@ -162,12 +172,7 @@ extension Router {
             found[key, default: []].append(seq)
         }
         for (key, seqs) in found {
-            var deleted = deletedForMe[user]?[key] ?? []
-            deleted.formUnion(seqs)
-            // Only what the relay still keeps: without this, the set grew with every delete for
-            // ever, and was rewritten whole with each.
-            let oldest = conversations[key]?.oldestSeq ?? 0
-            if deleted.contains(where: { $0 < oldest }) { deleted = deleted.filter { $0 >= oldest } }
+            let deleted = stillKept((deletedForMe[user]?[key] ?? []).union(seqs), in: key)
             deletedForMe[user, default: [:]][key] = deleted
             var bytes: [UInt8] = []
             SeqListBytes.append(deleted.sorted(), to: &bytes)
@@ -182,20 +187,11 @@ extension Router {
 
     /// Answers a blocklist request with the user's whole list.
     func sendBlocklist(requestID: UInt64, session: Session, user: String) {
-        var response = BlocklistResponse.with { $0.userIDs = blockOrder[user] ?? [] }
         // What a block let in fits (blocklistFull(after:of:)); a blocklist kept under a larger
         // --max-frame-size may not, and is cut rather than make an answer no device can read.
-        let room = answerRoom
-        if response.serializedBytes().count > room {
-            var left = room
-            response.userIDs = Array(
-                response.userIDs.prefix { id in
-                    left -= id.utf8.count + 6
-                    return left >= 0
-                }
-            )
-            logger.warning("the blocklist of \(user) passes the frame size limit: an answer left some out")
-        }
+        let (ids, cut) = Self.fitting(blockOrder[user] ?? [], room: answerRoom, size: Self.blockedIDSize)
+        if cut { logger.warning("the blocklist of \(user) passes the frame size limit: an answer left some out") }
+        let response = BlocklistResponse.with { $0.userIDs = ids }
         // After the commit of what came before it (a change just made is in the list).
         store.afterCommit {
             self.answer(RelayProtocol.answer(.blocklistResponse(response), requestID: requestID), to: session)
@@ -215,9 +211,8 @@ extension Router {
                 }
             case .deletedForMe(let user, let conversation):
                 guard let seqs = SeqListBytes.seqs(bytes[...]) else { continue }
-                // Only what the relay still keeps (a record from before the bound holds more).
-                let oldest = conversations[conversation]?.oldestSeq ?? 0
-                deletedForMe[user, default: [:]][conversation] = Set(seqs.filter { $0 >= oldest })
+                // A record from before the bound holds more.
+                deletedForMe[user, default: [:]][conversation] = stillKept(Set(seqs), in: conversation)
             case .blocklist(let user):
                 guard let list = try? BlocklistResponse(serializedBytes: bytes), !list.userIDs.isEmpty else { continue }
                 blockOrder[user] = list.userIDs

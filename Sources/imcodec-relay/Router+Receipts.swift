@@ -258,8 +258,9 @@ extension Router {
 
     // MARK: Pulling receipts
 
-    /// The most bytes a whole answer to a pull may take, measured as a frame: the frame size limit, less room for the
-    /// varint fields (`next_seq`, `finished`, the answer's tag and length) added after counting.
+    /// The most bytes a whole answer to a pull may take, measured as a frame: the frame size limit,
+    /// less room for the varint fields (`next_seq`, `finished`, the answer's tag and length) added
+    /// after counting.
     private var measuredAnswerRoom: Int { configuration.codec.effectiveMaxFrameSize - 64 }
 
     /// Answers a `ReadReceiptRequest` (Tencent getMessageReadReceipts) with a `ReceiptBatch`: for

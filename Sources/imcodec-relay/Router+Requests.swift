@@ -61,9 +61,8 @@ extension Router {
         case .maxSeqRequest(let request):
             var answer = MaxSeqResponse.with { $0.serverTimeMs = RelayProtocol.nowMs() }
             if request.conversations.isEmpty {
-                (answer.maxSeqs, answer.truncated) = fitting(
-                    mostRecentFirst(of: user).lazy.map { self.maxSeq($0, for: user) },
-                    room: answerRoom
+                (answer.maxSeqs, answer.truncated) = fittingMaxSeqs(
+                    mostRecentFirst(of: user).lazy.map { self.maxSeq($0, for: user) }
                 )
             } else {
                 // A conversation the user may not read is answered with seq 0.
@@ -74,7 +73,7 @@ extension Router {
                         ConversationSeq.with { $0.conversation = conversation }
                     }
                 }
-                (answer.maxSeqs, answer.truncated) = fitting(seqs, room: answerRoom)
+                (answer.maxSeqs, answer.truncated) = fittingMaxSeqs(seqs)
             }
             self.answer(RelayProtocol.answer(.maxSeqResponse(answer), requestID: requestID), to: session)
         case .syncRequest(let request):
@@ -209,24 +208,22 @@ extension Router {
         var answer = KeyFetchResponse.with { $0.userID = request.userID }
         let named = Set(request.deviceIDs)
         let user = request.userID
-        let devices = (keyBundles[user] ?? [:]).keys.filter { named.isEmpty || named.contains($0) }
+        let kept = (keyBundles[user] ?? [:]).filter { named.isEmpty || named.contains($0.key) }
+            .compactMap { device, kinds in kinds[request.kind].map { (device: device, bundle: $0) } }
+            .sorted { $0.device < $1.device }
         // What a publish let in fits (publishKeys); bundles kept under a larger --max-frame-size may
         // not, and are left out rather than make an answer no device can read.
-        var left = keyFetchRoom(for: user)
-        for device in devices.sorted() {
-            guard var stored = keyBundles[user]?[device]?[request.kind] else { continue }
-            let handed = stored.handedOut
-            left -= handed.serializedBytes().count + 6
-            guard left >= 0 else {
-                logger.warning("the key bundles of \(user) pass the frame size limit: a fetch left some out")
-                break
-            }
-            answer.bundles.append(handed)
-            if !stored.oneTimeKeys.isEmpty {
-                stored.oneTimeKeys.removeFirst()
-                keyBundles[user]?[device]?[request.kind] = stored
-                keepKeyBundle(stored, of: DeviceKey(user: user, device: device))
-            }
+        let (served, cut) = Self.fitting(kept, room: keyFetchRoom(for: user)) {
+            $0.bundle.handedOut.serializedBytes().count + 6
+        }
+        if cut { logger.warning("the key bundles of \(user) pass the frame size limit: a fetch left some out") }
+        for (device, stored) in served {
+            answer.bundles.append(stored.handedOut)
+            guard !stored.oneTimeKeys.isEmpty else { continue }
+            var rest = stored
+            rest.oneTimeKeys.removeFirst()
+            keyBundles[user]?[device]?[request.kind] = rest
+            keepKeyBundle(rest, of: DeviceKey(user: user, device: device))
         }
         if answer.bundles.isEmpty {
             answer.errorCode = RelayProtocol.RequestError.noKeys
@@ -473,7 +470,8 @@ extension Router {
             )
             return
         }
-        if change.action == .join, !(members[key]?.contains(user) ?? false) {
+        let joining = change.action == .join && !(members[key]?.contains(user) ?? false)
+        if joining {
             let joined = (belongs[user] ?? []).lazy.filter(\.isShared).count
             guard joined < configuration.maxJoinedConversations else {
                 refuse(
@@ -496,7 +494,7 @@ extension Router {
         // A join that does not fit is refused; a leave never is: it is applied and told to no one.
         let body = ByteBuffer(bytes: Frame(.membership(told)).serializedBytes())
         let fits = body.readableBytes <= deliveryRoom(in: key)
-        if change.action == .join, !fits, !(members[key]?.contains(user) ?? false) {
+        if joining, !fits {
             refuse(
                 session,
                 requestID,

@@ -514,6 +514,20 @@ final class Router {
     /// bytes for the answer's own fields (request id, tags and lengths, cursors, the conversation).
     var answerRoom: Int { configuration.codec.effectiveMaxFrameSize - 512 }
 
+    /// The first of `items` that fit `room` bytes, each taking `size` of them (its bytes in the
+    /// answer, with its tag and length), and whether any was left out: what an answer that may leave
+    /// some out holds (max seqs, a blocklist, key bundles).
+    static func fitting<Item>(_ items: some Sequence<Item>, room: Int, size: (Item) -> Int) -> ([Item], Bool) {
+        var left = room
+        var fitting: [Item] = []
+        for item in items {
+            left -= size(item)
+            guard left >= 0 else { return (fitting, true) }
+            fitting.append(item)
+        }
+        return (fitting, false)
+    }
+
     /// The most bytes a frame of conversation `key` may have for the relay to keep or forward it:
     /// the frame size limit less the delivery reserve
     /// (``RelayProtocol/deliveryReserve(targetID:channelID:)``). A one-to-one conversation is named by

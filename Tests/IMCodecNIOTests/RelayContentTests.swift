@@ -306,27 +306,12 @@ extension RelayContentTests {
         }
         try await withClientGroup { group in
             try await withRelay({ $0.codec = codec }) { server in
-                let phone = try await TestClient.connect(
-                    to: server,
-                    as: "bob",
-                    group: group,
-                    deviceID: "phone",
-                    codec: codec
-                )
-                let laptop = try await TestClient.connect(
-                    to: server,
-                    as: "bob",
-                    group: group,
-                    deviceID: "laptop",
-                    codec: codec
-                )
-                let alice = try await TestClient.connect(
-                    to: server,
-                    as: "alice",
-                    group: group,
-                    deviceID: "a",
-                    codec: codec
-                )
+                func connect(_ user: String, _ device: String) async throws -> TestClient {
+                    try await TestClient.connect(to: server, as: user, group: group, deviceID: device, codec: codec)
+                }
+                let phone = try await connect("bob", "phone")
+                let laptop = try await connect("bob", "laptop")
+                let alice = try await connect("alice", "a")
                 #expect(try await publish(phone, 2000, oneTimeKeys: [300, 300, 300, 300], id: 1) == 0)
                 #expect(try await publish(laptop, 2000, id: 2) == RelayProtocol.RequestError.tooLargeToDeliver)
                 #expect(try await publish(laptop, 1000, id: 3) == 0)
@@ -350,20 +335,8 @@ extension RelayContentTests {
                 #expect(answer.bundles.map(\.oneTimeKeys.count) == [0, 1])
                 // A one-time key counts at the largest: a fetch hands out the next, which may be larger
                 // than the first.
-                let carolPhone = try await TestClient.connect(
-                    to: server,
-                    as: "carol",
-                    group: group,
-                    deviceID: "phone",
-                    codec: codec
-                )
-                let carolLaptop = try await TestClient.connect(
-                    to: server,
-                    as: "carol",
-                    group: group,
-                    deviceID: "laptop",
-                    codec: codec
-                )
+                let carolPhone = try await connect("carol", "phone")
+                let carolLaptop = try await connect("carol", "laptop")
                 #expect(try await publish(carolPhone, 1000, oneTimeKeys: [10, 2000], id: 6) == 0)
                 #expect(try await publish(carolLaptop, 1000, id: 7) == RelayProtocol.RequestError.tooLargeToDeliver)
                 #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
