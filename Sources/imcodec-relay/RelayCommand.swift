@@ -271,6 +271,23 @@ extension RelayCommand {
         var maxJoinedGroups = 1_000
 
         @Option(
+            help: """
+                The most devices (device ids) the relay keeps per user. A login from a new device past it \
+                makes the relay forget the user's least recently seen offline device, or is refused \
+                with 2005 when all are online.
+                """
+        )
+        var maxDevicesPerUser = 16
+
+        @Option(
+            help: """
+                The most one-to-one conversations a user may have when it starts one; a first message \
+                to a new peer past it is refused with 1010, a view of one with 3012.
+                """
+        )
+        var maxDirectConversations = 10_000
+
+        @Option(
             help:
                 "The directory of the relay's database (relay.sqlite) and, unless --auth-secret-file is given, its auth secret."
         )
@@ -355,6 +372,10 @@ extension RelayCommand {
             }
             guard maxStoredMessages > 0 else { throw ValidationError("--max-stored-messages must be positive") }
             guard maxJoinedGroups > 0 else { throw ValidationError("--max-joined-groups must be positive") }
+            guard maxDevicesPerUser > 0 else { throw ValidationError("--max-devices-per-user must be positive") }
+            guard maxDirectConversations > 0 else {
+                throw ValidationError("--max-direct-conversations must be positive")
+            }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
             if PostgresURL.hasScheme(store) {
@@ -423,6 +444,8 @@ extension RelayCommand {
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxJoinedConversations = maxJoinedGroups
+            configuration.maxDevicesPerUser = maxDevicesPerUser
+            configuration.maxDirectConversations = maxDirectConversations
             configuration.maxStreamEntries = maxStreamEntries
             configuration.blockedSenders = Router.BlockedSenders(rawValue: blockedSenders) ?? .silent
             if let groups { configuration.groups = try parseGroups(try readTextFile(groups)) }

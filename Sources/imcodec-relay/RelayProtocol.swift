@@ -84,6 +84,10 @@ enum RelayProtocol {
         /// (`quote.sender_id`, `quote_snapshot.author_id`) that is not the quoted message's sender,
         /// or a quote whose seq and ids name two messages. Nothing is kept or forwarded.
         static let badQuote: Int32 = 1009
+        /// The first message to a peer the sender has no one-to-one conversation with, by a sender
+        /// that has ``RelayConfiguration/maxDirectConversations`` of them. Nothing is kept or
+        /// forwarded; messages in its conversations go on.
+        static let conversationLimit: Int32 = 1010
     }
 
     /// `LoginResult.error_code` values (0 is success).
@@ -97,6 +101,10 @@ enum RelayProtocol {
         /// The token was refused: malformed, not HS256, a bad signature, expired or without `exp`, or
         /// issued to another user (which check failed is not said); the connection is closed.
         static let refused: Int32 = 2004
+        /// The user already has ``RelayConfiguration/maxDevicesPerUser`` devices online, and this
+        /// login is from a device id the relay does not know (Router+Devices.swift); the connection
+        /// is closed. A device that logs out makes room.
+        static let tooManyDevices: Int32 = 2005
     }
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).
@@ -127,7 +135,9 @@ enum RelayProtocol {
         /// ``Router/maxBlocklist`` users in its blocklist or make its `blocklist_response` too large
         /// for one frame, a presence subscription that would have it watch more than
         /// ``Router/maxWatchedUsers`` users, or a join by a user already in
-        /// ``RelayConfiguration/maxJoinedConversations`` groups, chatrooms and channels.
+        /// ``RelayConfiguration/maxJoinedConversations`` groups, chatrooms and channels, or a view
+        /// (a conversation update, a receive option) that would start a one-to-one conversation
+        /// past ``RelayConfiguration/maxDirectConversations``.
         static let listFull: Int32 = 3012
     }
 

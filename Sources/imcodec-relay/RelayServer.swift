@@ -60,6 +60,17 @@ struct RelayConfiguration: Sendable {
     /// groups file may put it in more); a join past it is refused with 3012. Without a bound, one
     /// user could join (and so create) any number of them.
     var maxJoinedConversations = 1_000
+    /// The most devices the relay keeps for one user (each keeps a stream position, a view-once
+    /// floor and its key bundles). A login with a device id it does not know, by a user at the
+    /// bound, makes it forget the least recently seen device that is offline (Router+Devices.swift),
+    /// or is refused with ``RelayProtocol/LoginError/tooManyDevices`` when every one is online.
+    var maxDevicesPerUser = 16
+    /// The most one-to-one conversations a user may have when it starts one (its first message to
+    /// a peer, or a view of a conversation with a peer it has none with); one started with it by
+    /// others is never refused. Past it a start is refused (``RelayProtocol/AckError/conversationLimit``,
+    /// ``RelayProtocol/RequestError/listFull``). Without a bound, one user could make the relay keep
+    /// a conversation with every user id it made up.
+    var maxDirectConversations = 10_000
     /// How often the relay erases the disappearing messages that expired (Router+Expiry.swift);
     /// they are served to no one from the moment they expire, erased or not.
     var expirySweepInterval = TimeAmount.seconds(1)

@@ -233,6 +233,26 @@ extension Router {
         return isMember(user, key)
     }
 
+    /// Whether `user` may start `key` if it is new: a one-to-one conversation it has neither
+    /// messages in nor a view of starts only while the user has fewer than
+    /// ``RelayConfiguration/maxDirectConversations`` (with messages, or a view alone); any other
+    /// conversation, or one it has, always passes. One started with the user by others counts, and
+    /// is never refused.
+    func mayStart(_ key: ConversationKey, user: String) -> Bool {
+        guard case .direct = key, conversations[key] == nil, userConversations[user]?[key] == nil else { return true }
+        let withMessages = (belongs[user] ?? []).lazy.filter { !$0.isShared }.count
+        let viewsOnly = (userConversations[user] ?? [:]).keys.lazy.filter {
+            !$0.isShared && self.conversations[$0] == nil
+        }.count
+        return withMessages + viewsOnly < configuration.maxDirectConversations
+    }
+
+    /// Why `user` may not start another one-to-one conversation (``mayStart(_:user:)``).
+    func conversationLimitReason(of user: String) -> String {
+        "\(user) has \(configuration.maxDirectConversations) one-to-one conversations, the most it may have to "
+            + "start another"
+    }
+
     /// Recalls and deletes for everyone take their messages out of everyone's unread count and @,
     /// and an edit of a conversation's last message changes its entry; each changed entry moves to
     /// the event's position in its user's stream, so the list's next sync has it. `seqs`: the kept

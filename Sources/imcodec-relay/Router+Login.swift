@@ -85,6 +85,16 @@ extension Router {
         }
         let user = request.userID
         let device = DeviceKey(user: user, device: request.deviceID)
+        guard admitDevice(device) else {
+            stats.loginsRefused += 1
+            refuseLogin(
+                session,
+                requestID: requestID,
+                code: RelayProtocol.LoginError.tooManyDevices,
+                reason: "\(configuration.maxDevicesPerUser) devices of this user are online: log one out first"
+            )
+            return
+        }
         // The same device logged in again: the older connection goes (other devices stay online).
         for previous in sessions[user] ?? [] where previous.deviceID == request.deviceID {
             logger.info(

@@ -93,6 +93,15 @@ extension Router {
         let maxSeq = conversations[key]?.maxSeq ?? 0
         // A chatroom keeps no history: its messages go to the members online, as online-only ones do.
         let kept = Self.isKept(frame) && !key.isChatroom
+        // A first message to a new peer starts a one-to-one conversation the relay keeps (for both).
+        if kept, !mayStart(key, user: user) {
+            return refuse(
+                Refusal(
+                    RelayProtocol.AckError.conversationLimit,
+                    "conversationLimit: \(conversationLimitReason(of: user))"
+                )
+            )
+        }
         // The conversation's disappearing timer, stamped over the sender's when they differ.
         let expireAfterS = Self.disappearingTimer(
             message: frame.expireAfterS,

@@ -43,6 +43,9 @@ extension Router {
             guard mayKeepView(of: update.conversation, user: user) else {
                 return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "not a conversation of \(user)")
             }
+            if let full = startRefusal(of: update.conversation, user: user) {
+                return refuse(RelayProtocol.RequestError.listFull, "listFull", full)
+            }
             if update.fields & UInt32(ConversationField.draft.rawValue) != 0, let conversation = update.conversation,
                 !draftFits(update.draftText, in: conversation, user: user)
             {
@@ -59,6 +62,9 @@ extension Router {
         case .receiveOption(var change):
             guard mayKeepView(of: change.conversation, user: user) else {
                 return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "not a conversation of \(user)")
+            }
+            if let full = startRefusal(of: change.conversation, user: user) {
+                return refuse(RelayProtocol.RequestError.listFull, "listFull", full)
             }
             change.userID = user
             change.timeMs = now
@@ -183,6 +189,15 @@ extension Router {
             if lastDeleted { view.lastSeq = 0 }
             setView(view, of: key, for: user, version: position)
         }
+    }
+
+    /// Why a view of `conversation` may not be kept for `user`: it would start a one-to-one
+    /// conversation past ``RelayConfiguration/maxDirectConversations`` (``mayStart(_:user:)``).
+    private func startRefusal(of conversation: Conversation?, user: String) -> String? {
+        guard let conversation, let key = ConversationKey(conversation, user: user), !mayStart(key, user: user) else {
+            return nil
+        }
+        return conversationLimitReason(of: user)
     }
 
     /// Answers a blocklist request with the user's whole list.

@@ -46,24 +46,6 @@ extension Router {
         store.batch.records[.viewOnce(key)] = bytes
     }
 
-    /// Notes the first login of `device`, whose user's stream head is `head`: its floor is `head`,
-    /// or 0 for a device that acknowledged a stream position before the relay kept floors (it
-    /// was there before). Kept as a state record.
-    func noteLogin(of device: DeviceKey, streamHead head: UInt64) {
-        guard deviceFloors[device] == nil else { return }
-        let floor = devicePositions[device] == nil ? head : 0
-        deviceFloors[device] = floor
-        var bytes: [UInt8] = []
-        SeqListBytes.append([floor], to: &bytes)
-        store.batch.records[.deviceFloor(device)] = bytes
-    }
-
-    /// Loads a device's floor from its state record.
-    func loadDeviceFloor(_ bytes: [UInt8], of device: DeviceKey) {
-        guard let floor = SeqListBytes.seqs(bytes[...])?.first else { return }
-        deviceFloors[device] = floor
-    }
-
     /// The stream position at or below which `device` reads a view-once message without its
     /// content: what it acknowledged, or its floor when that is higher.
     func viewedOncePosition(of device: DeviceKey) -> UInt64 {

@@ -94,6 +94,9 @@ final class Router {
     /// Each device's floor: the user's stream head when the relay first saw the device log in. A
     /// view-once message at or below it reaches the device without its content (Router+ViewOnce).
     var deviceFloors: [DeviceKey: UInt64] = [:]
+    /// Per user, its devices and when each was last seen, as a counter per user (Router+Devices.swift),
+    /// bounded by ``RelayConfiguration/maxDevicesPerUser``.
+    var knownDevices: [String: [String: UInt64]] = [:]
     /// The kept replies whose `quote_snapshot` quotes the text of each kept message, by the quoted
     /// message's conversation and seq: their snapshots lose that text when it is recalled, deleted
     /// for everyone or expires (Router+Quotes.swift).
@@ -161,6 +164,7 @@ final class Router {
             keyBundles[stored.device.user, default: [:]][stored.device.device, default: [:]][bundle.kind] = bundle
         }
         loadRecords(state.records)
+        loadKnownDevices()
         for (device, frames) in state.recentEvents {
             var recent = RecentEvents()
             for frame in frames {
@@ -265,6 +269,8 @@ final class Router {
             lastOnlineMs[user] = RelayProtocol.nowMs()
         }
         session.wentOffline = true
+        // Not once the relay stops (a graceful shutdown, a failed store): nothing more is committed.
+        if !shuttingDown, !store.failed { noteSeen(DeviceKey(user: user, device: session.deviceID)) }
     }
 
     func snapshot() -> RelayStats {

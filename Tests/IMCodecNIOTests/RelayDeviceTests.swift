@@ -233,6 +233,144 @@ struct RelayDeviceTests {
         }
     }
 
+    // MARK: The bound on devices
+
+    /// Publishes a key bundle from `client`'s device; its request result's code.
+    private func publish(_ client: TestClient, id: UInt64) async throws -> Int32? {
+        let keys = KeyPublish.with {
+            $0.bundle = .with {
+                $0.kind = .signalPrekeys; $0.bundle = [1, 2, 3]
+            }
+        }
+        return try await RelayUserStateTests.ask(client, .keyPublish(keys), id: id)?.requestResult?.errorCode
+    }
+
+    /// The devices of `user` a key fetch by `client` finds bundles of.
+    private func bundleDevices(of user: String, asking client: TestClient, id: UInt64) async throws -> [String]? {
+        let fetch = KeyFetchRequest.with {
+            $0.userID = user; $0.kind = .signalPrekeys
+        }
+        guard
+            case .keyFetchResponse(let answer)? = try await RelayUserStateTests.ask(
+                client,
+                .keyFetchRequest(fetch),
+                id: id
+            )?
+            .payload
+        else { return nil }
+        return answer.bundles.map(\.deviceID)
+    }
+
+    /// `--max-devices-per-user` (3 here). A login from a device id the relay does not know, by a
+    /// user with 3 devices, makes the relay forget the least recently seen one that is offline (by
+    /// its latest login or disconnection): its acknowledged position and its key bundle go, and it
+    /// comes back as a new device. With all 3 online, a fourth is refused with 2005 and changes
+    /// nothing. After a restart the relay still knows which was seen last (its device records keep
+    /// the order). Before, every device id a client ever logged in with was kept, with its bundles
+    /// in every contact's key fetch.
+    @Test func aUserKeepsAtMostMaxDevicesAndANewOneReplacesTheLeastRecentlySeenOfflineOne() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        try await withClientGroup { group in
+            func bob(_ server: RelayServer, _ device: String) async throws -> TestClient {
+                try await TestClient.connect(to: server, as: "bob", group: group, deviceID: device)
+            }
+            /// Closes `client` and waits until the relay has `open` connections left (it saw the close).
+            func close(_ client: TestClient, leaving open: Int, _ server: RelayServer) async -> Bool {
+                await client.close()
+                return await eventually { (try? server.stats().wait().connectionsOpen) == open }
+            }
+            try await withRelay({
+                $0.store = database.location; $0.maxDevicesPerUser = 3
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let a = try await bob(server, "a")
+                sendTexts(alice, to: "bob", 1...1)
+                #expect(await eventually { a.collector.messages.count == 1 })
+                let ack = RelayProtocol.answer(.streamAck(StreamAck.with { $0.position = 1 }), requestID: 1)
+                #expect(try await a.ask(ack)?.requestResult?.errorCode == 0)
+                let b = try await bob(server, "b")
+                #expect(try await publish(b, id: 2) == 0)
+                let c = try await bob(server, "c")
+                #expect(await close(a, leaving: 3, server))
+                #expect(await close(b, leaving: 2, server))
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 3) == ["b"])
+
+                // d: a, offline longer than b, is forgotten; b is kept.
+                let d = try await bob(server, "d")
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 4) == ["b"])
+                // a is back as a new device: its acknowledged position is gone, and b, the only
+                // offline device, is forgotten with its bundle.
+                let aAgain = try await bob(server, "a")
+                #expect(aAgain.collector.loginResults.first?.resumePosition == 0)
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 5) == [])
+
+                // a, c and d are online: a fourth device is refused, and nothing changes.
+                let e = try await TestClient.connect(to: server, as: nil, group: group)
+                try await e.send(try await TestAuth.login("bob", deviceID: "e"))
+                #expect(await eventually { !e.collector.loginResults.isEmpty })
+                #expect(e.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.tooManyDevices)
+                #expect(await eventually { !e.channel.isActive })
+                for client in [c, d, aAgain] { #expect(client.channel.isActive && kicks(client).isEmpty) }
+
+                // c acknowledges position 2; c and d publish bundles; d goes offline first, then c, then a.
+                sendTexts(alice, to: "bob", 2...2)
+                #expect(await eventually { c.collector.messages.count == 1 })
+                let cAck = RelayProtocol.answer(.streamAck(StreamAck.with { $0.position = 2 }), requestID: 6)
+                #expect(try await c.ask(cAck)?.requestResult?.errorCode == 0)
+                #expect(try await publish(c, id: 7) == 0)
+                #expect(try await publish(d, id: 8) == 0)
+                #expect(await close(d, leaving: 3, server))
+                #expect(await close(c, leaving: 2, server))
+                #expect(await close(aAgain, leaving: 1, server))
+                await alice.close()
+            }
+            // After a restart: f forgets d, seen first (not a, first by id); g forgets c; c is back
+            // as a new device (its acknowledged position is gone) and forgets a.
+            try await withRelay({
+                $0.store = database.location; $0.maxDevicesPerUser = 3
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 1) == ["c", "d"])
+                let f = try await bob(server, "f")
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 2) == ["c"])
+                let g = try await bob(server, "g")
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 3) == [])
+                let c = try await bob(server, "c")
+                #expect(c.collector.loginResults.first?.resumePosition == 0)
+                let a = try await TestClient.connect(to: server, as: nil, group: group)
+                try await a.send(try await TestAuth.login("bob", deviceID: "a"))
+                #expect(await eventually { !a.collector.loginResults.isEmpty })
+                #expect(a.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.tooManyDevices)
+                for client in [alice, f, g, c, a] { await client.close() }
+            }
+        }
+    }
+
+    /// A client that logs in with a new device id each time, and publishes a key bundle from each,
+    /// leaves the relay keeping its newest `--max-devices-per-user` devices (3): a contact's key
+    /// fetch carries three bundles, not twelve.
+    @Test func aClientThatLogsInWithANewDeviceIDEachTimeLeavesTheNewestDevices() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.maxDevicesPerUser = 3 }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                for index in 0..<12 {
+                    let device = try await TestClient.connect(
+                        to: server,
+                        as: "bob",
+                        group: group,
+                        deviceID: "d\(index)"
+                    )
+                    #expect(try await publish(device, id: 1) == 0)
+                    await device.close()
+                    #expect(await eventually { (try? server.stats().wait().connectionsOpen) == 1 })
+                }
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 1) == ["d10", "d11", "d9"])
+                await alice.close()
+            }
+        }
+    }
+
     /// session.proto (StreamAck): "the server keeps it as the device's position (LoginRequest.
     /// stream_position 0 resumes from it)", per device, as Signal-Server keeps a queue per device.
     @Test func aStreamAckIsWhereALoginWithoutAPositionResumes() async throws {

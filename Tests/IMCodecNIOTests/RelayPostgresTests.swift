@@ -374,7 +374,7 @@ struct RelayPostgresTests {
 
             // The routing node stops: the forwarding node drops its clients, then routes on the same port.
             routing.signal(SIGTERM)
-            #expect(await routing.waitForExit() && routing.exitStatus == 0)
+            #expect(await routing.waitForExit() && routing.exitStatus == 0, "\(routing.stderr)")
             #expect(await eventually { !alice.channel.isActive && !bobAgain.channel.isActive })
             // The routing node's graceful shutdown reaches the forwarding node's clients too.
             let shutdownKicks = alice.collector.frames.compactMap {

@@ -1113,6 +1113,64 @@ struct RelaySessionTests {
         }
     }
 
+    /// A user starts one-to-one conversations while it has fewer than `--max-direct-conversations`
+    /// (2 here): a first message to a third peer is refused with 1010 and keeps nothing, a view of
+    /// a conversation with a new peer (a pin, a receive option) with 3012; its conversations go on,
+    /// an online-only message (kept nowhere) still reaches a new peer, and a conversation another
+    /// user starts with it is never refused. Before, one user could make the relay keep a
+    /// conversation, for itself and for the peer, with every user id it made up.
+    @Test func aUserStartsAtMostMaxDirectConversations() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.maxDirectConversations = 2 }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group)
+                var requests: UInt64 = 100
+                func send(_ to: String, _ id: String, live: Bool = false) async throws -> SendAck? {
+                    var message = Message.c2cText(from: "alice", to: to, "hi", clientMsgID: id)
+                    if live { message.messageFlags = [.onlineUserOnly] }
+                    requests += 1
+                    let answer = try await alice.ask(RelayProtocol.answer(.message(message), requestID: requests))
+                    if case .sendAck(let ack)? = answer?.payload { return ack }
+                    return nil
+                }
+                func view(_ payload: Frame.Payload, id: UInt64) async throws -> Int32? {
+                    try await RelayUserStateTests.ask(alice, payload, id: id)?.requestResult?.errorCode
+                }
+                func pin(_ peer: String) -> Frame.Payload {
+                    .conversationUpdate(
+                        .with {
+                            $0.conversation = .oneToOne(peer); $0.fields = UInt32(ConversationField.pinned.rawValue)
+                            $0.pinned = true
+                        }
+                    )
+                }
+                #expect(try await send("bob", "m1")?.errorCode == 0)
+                #expect(try await view(pin("carol"), id: 1) == 0, "a view alone starts one")
+                let refused = try await send("erin", "m2")
+                #expect(refused?.errorCode == RelayProtocol.AckError.conversationLimit && refused?.seq == 0)
+                #expect(try await view(pin("erin"), id: 2) == RelayProtocol.RequestError.listFull)
+                let mute = ReceiveOptionChange.with {
+                    $0.conversation = .oneToOne("erin"); $0.option = .notReceive
+                }
+                #expect(try await view(.receiveOption(mute), id: 3) == RelayProtocol.RequestError.listFull)
+                #expect(try await send("dave", "live", live: true)?.errorCode == 0, "kept nowhere")
+                #expect(await eventually { dave.collector.messages.count == 1 })
+                #expect(try await send("bob", "m3")?.errorCode == 0)
+                #expect(try await send("carol", "m4")?.errorCode == 0, "started by its view")
+                #expect(try await view(pin("bob"), id: 4) == 0)
+                // Started by dave: alice now has three, and answers in it.
+                try await dave.send(Frame(Message.c2cText(from: "dave", to: "alice", "hello", clientMsgID: "d1")))
+                #expect(await eventually { dave.collector.acks.count == 1 })
+                #expect(dave.collector.acks.first?.errorCode == 0)
+                #expect(try await send("dave", "m5")?.errorCode == 0)
+                // erin got nothing kept: her stream is empty.
+                let erin = try await TestClient.connect(to: server, as: "erin", group: group)
+                #expect(try await erin.streamPage(requestID: 1)?.isEmpty == true)
+                for client in [alice, dave, erin] { await client.close() }
+            }
+        }
+    }
+
     /// A refusal names at most 512 bytes of what the client sent: a history request for a group
     /// whose id takes 3,500 bytes is refused with a notice (no request id; it holds its reason twice)
     /// or a request_result, each cut with "…", and alice's device, which decodes with the relay's

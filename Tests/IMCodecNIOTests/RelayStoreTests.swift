@@ -69,12 +69,14 @@ struct RelayStoreTests {
         ]
         batch.devicePositions = [
             DeviceKey(user: "alice", device: "phone"): 2, DeviceKey(user: "bob", device: "laptop"): 3,
+            desk: 1,
         ]
         let phone = DeviceKey(user: "bob", device: "phone")
         batch.keyBundles = [
             StoredKeyBundle(device: phone, kind: 1, bytes: [1, 2, 3]),
             StoredKeyBundle(device: phone, kind: 1, bytes: [1, 2]),
             StoredKeyBundle(device: phone, kind: 2, bytes: [4]),
+            StoredKeyBundle(device: desk, kind: 1, bytes: [6]),
         ]
         batch.records = [
             .blocklist(user: "bob"): [5, 5],
@@ -84,8 +86,12 @@ struct RelayStoreTests {
         return batch
     }
 
+    /// A device the second batch forgets (its position and key bundle go).
+    static let desk = DeviceKey(user: "carol", device: "desk")
+
     /// Removal, retention, a device position that must not go back, a record deleted and one
-    /// replaced, a leave, a new message.
+    /// replaced, a leave, a new message, two devices forgotten (one of them, bob's laptop, back in
+    /// the same batch with a new position, which is kept: a store deletes before it writes).
     static var second: StoreBatch {
         var batch = StoreBatch()
         batch.messages = [message(direct, 3, from: "alice", id: "c3")]
@@ -97,6 +103,7 @@ struct RelayStoreTests {
         batch.devicePositions = [
             DeviceKey(user: "alice", device: "phone"): 1, DeviceKey(user: "bob", device: "laptop"): 4,
         ]
+        batch.forgottenDevices = [desk, DeviceKey(user: "bob", device: "laptop")]
         batch.trimmedConversations = [team: 1..<2, gone: 1..<2]
         batch.trimmedStreams = ["bob": 1..<2]
         batch.records = [.conversation(user: "alice", team): [], .blocklist(user: "bob"): [6]]
@@ -259,11 +266,15 @@ struct RelayStoreTests {
         #expect(state.members[Self.team] == ["alice", "bob"], "dave joined and left; carol left later")
         #expect(state.streams["bob"]?.head == 5 && state.streams["bob"]?.oldest == 2)
         #expect(state.devicePositions[DeviceKey(user: "alice", device: "phone")] == 2, "a position never goes back")
-        #expect(state.devicePositions[DeviceKey(user: "bob", device: "laptop")] == 4)
+        #expect(state.devicePositions[DeviceKey(user: "bob", device: "laptop")] == 4, "forgotten, then back")
+        #expect(state.devicePositions[Self.desk] == nil, "forgotten")
         #expect(state.recentEvents[DeviceKey(user: "alice", device: "phone")] == [[9, 9, 9]])
         #expect(state.recentEvents.count == 1, "an event without an origin device is nobody's resend")
         let bundles = state.keyBundles.sorted { $0.kind < $1.kind }.map { "\($0.device.device) \($0.kind) \($0.bytes)" }
-        #expect(bundles == ["phone 1 [1, 2]", "phone 2 [4]"], "the later bundle of a batch wins")
+        #expect(
+            bundles == ["phone 1 [1, 2]", "phone 2 [4]"],
+            "the later bundle of a batch wins; the forgotten desk's is gone"
+        )
         #expect(state.records == [.blocklist(user: "bob"): [6], .messageExtension(Self.team, seq: 1): [3]])
 
         let teamForCarol = try store.messages(in: Self.team, from: 1, through: 10, limit: 10, visibleTo: "carol")

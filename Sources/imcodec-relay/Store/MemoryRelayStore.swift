@@ -48,6 +48,10 @@ final class MemoryRelayStore: RelayStore {
         }
         if !batch.removals.isEmpty { erase(batch.removals) }
         if !batch.redactedQuotes.isEmpty { redactQuotes(batch.redactedQuotes) }
+        for device in batch.forgottenDevices {
+            state.devicePositions[device] = nil
+            keyBundles[device] = nil
+        }
         for (device, position) in batch.devicePositions {
             state.devicePositions[device] = max(state.devicePositions[device] ?? 0, position)
         }

@@ -812,6 +812,22 @@ final class PostgresRelayStore: RelayStore {
             ) { frame, _ in Redaction.event(frame) }
         }
         if !batch.redactedQuotes.isEmpty { try redactQuotes(batch.redactedQuotes) }
+        if !batch.forgottenDevices.isEmpty {
+            let users = batch.forgottenDevices.map(\.user)
+            let devices = batch.forgottenDevices.map(\.device)
+            try run(
+                """
+                DELETE FROM devices USING unnest(\(users), \(devices)) AS f(u, d)
+                WHERE devices.user_id = f.u AND devices.device = f.d
+                """
+            )
+            try run(
+                """
+                DELETE FROM key_bundles USING unnest(\(users), \(devices)) AS f(u, d)
+                WHERE key_bundles.user_id = f.u AND key_bundles.device = f.d
+                """
+            )
+        }
         if !batch.devicePositions.isEmpty {
             let devices = Array(batch.devicePositions)
             let positions = try devices.map { try Self.bigint($0.value) }

@@ -181,6 +181,10 @@ struct StoreBatch: Sendable {
     var redactedQuotes: [(reply: MessageKey, quotedUID: String)] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
+    /// Devices the relay forgot (Router+Devices.swift): their positions and key bundles are deleted
+    /// before the batch's other writes (a device forgotten and back within one batch keeps what it
+    /// wrote since). Their records are deleted through ``records``.
+    var forgottenDevices: Set<DeviceKey> = []
     /// Retention: the seqs deleted per conversation, from its oldest kept before this batch to its
     /// oldest kept now: exactly the rows to delete, so a store can delete them by key (PostgreSQL
     /// does: its planner read a join on one range per key as a large part of the table).
@@ -208,7 +212,8 @@ struct StoreBatch: Sendable {
 
     var isEmpty: Bool {
         messages.isEmpty && streamEntries.isEmpty && contentEvents.isEmpty && memberships.isEmpty && removals.isEmpty
-            && redactedQuotes.isEmpty && devicePositions.isEmpty && trimmedConversations.isEmpty
+            && redactedQuotes.isEmpty && devicePositions.isEmpty && forgottenDevices.isEmpty
+            && trimmedConversations.isEmpty
             && trimmedStreams.isEmpty
             && keyBundles.isEmpty && records.isEmpty && eraseExpiredThrough == nil
     }

@@ -482,6 +482,14 @@ final class SQLiteRelayStore: RelayStore {
             }
             try rewriteEvents(about: reply, { Redaction.quote($0, quoting: [uid]) }, db)
         }
+        for device in batch.forgottenDevices {
+            for table in ["devices", "key_bundles"] {
+                try db.execute(
+                    sql: "DELETE FROM \(table) WHERE user = ? AND device = ?",
+                    arguments: [device.user, device.device]
+                )
+            }
+        }
         for (device, position) in batch.devicePositions {
             try db.execute(
                 sql: """

@@ -18,8 +18,10 @@ import IMCodec
 /// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``: a
 ///   leading 1, then the readers as ``StringListBytes`` writes them);
 /// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them);
-/// - where a device's stream began for view-once messages (``Router/deviceFloors``: one seq-list
-///   entry, the position).
+/// - a device's record: where its stream began for view-once messages (``Router/deviceFloors``),
+///   then its user's stream head at its last login (how recently the relay saw it,
+///   Router+Devices.swift), as ``SeqListBytes`` writes them (a record from before the second holds
+///   the first only).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -44,7 +46,8 @@ enum StateRecordKey: Hashable, Sendable {
     case readers(ConversationKey, seq: UInt64)
     /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
     case viewOnce(ConversationKey)
-    /// The user's stream head when the relay first saw a device log in (``Router/deviceFloors``).
+    /// A device's record: the user's stream head when the relay first saw it log in
+    /// (``Router/deviceFloors``), then at its last login (Router+Devices.swift).
     case deviceFloor(DeviceKey)
     /// A kept reply whose `quote_snapshot` quotes the text of a kept message (``Router/quotedBy``):
     /// one byte, 1.
