@@ -6,6 +6,7 @@ import Darwin
 #endif
 import Foundation
 import IMCodec
+import IMCodecTestSupport
 import NIOConcurrencyHelpers
 import Testing
 
@@ -61,19 +62,14 @@ final class RelayChild {
     /// Whether `setpriv --pdeathsig` runs here: a `setpriv` older than util-linux 2.33 has no such
     /// option, and every relay started through it would fail to start. Checked once.
     static let setprivSetsParentDeathSignal: Bool = {
-        guard FileManager.default.isExecutableFile(atPath: setpriv) else { return false }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: setpriv)
-        probe.arguments = ["--pdeathsig", "KILL", "--", "/bin/true"]
-        probe.standardInput = FileHandle.nullDevice
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return false }
-        // Not `waitUntilExit()`, which leaks a weak reference's side table that LeakSanitizer reports.
+        guard FileManager.default.isExecutableFile(atPath: setpriv),
+            let probe = try? ChildProcess(setpriv, ["--pdeathsig", "KILL", "--", "/bin/true"])
+        else { return false }
         for _ in 0..<5_000 where probe.isRunning { usleep(1_000) }
-        return !probe.isRunning && probe.terminationReason == .exit && probe.terminationStatus == 0
+        return probe.termination == .exited(0)
     }()
-    let process = Process()
+    /// The relay (or `setpriv`, which runs it).
+    let process: ChildProcess
     private let outFile: URL
     private let errFile: URL
 
@@ -93,19 +89,16 @@ final class RelayChild {
                 "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
                 "--quiet", "--heartbeat-interval", "3600",
             ] + folder.storeArguments + extra
+        var command = [executable.path] + arguments
         if Self.setprivSetsParentDeathSignal {
             // The relay gets SIGKILL when the thread that spawned it ends, which is when the test
             // process ends (see runWithNoSignalsBlocked): none outlives a crashed test process.
-            process.executableURL = URL(fileURLWithPath: Self.setpriv)
-            process.arguments = ["--pdeathsig", "KILL", "--", executable.path] + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
+            command = [Self.setpriv, "--pdeathsig", "KILL", "--"] + command
         }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: outFile)
-        process.standardError = try FileHandle(forWritingTo: errFile)
-        try runWithNoSignalsBlocked(process)
+        let (output, error) = (outFile.path, errFile.path)
+        process = try runWithNoSignalsBlocked { [command] in
+            try ChildProcess(command[0], Array(command.dropFirst()), output: output, error: error)
+        }
     }
 
     /// Starts the relay and waits until it prints its port.
@@ -203,7 +196,7 @@ final class RelayChild {
 
     /// Sends `signal` to the relay if it still runs.
     func signal(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.signal(signal)
     }
 
     /// Waits (while anything makes progress, see ``eventually(_:_:)``, at most 20 s of silence) until the relay exited.
@@ -213,12 +206,12 @@ final class RelayChild {
 
     /// The exit status, if the relay exited normally.
     var exitStatus: Int32? {
-        process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
+        if case .exited(let status)? = process.termination { status } else { nil }
     }
 
     /// The signal that ended the relay, if one did.
     var terminatedBySignal: Int32? {
-        process.isRunning || process.terminationReason != .uncaughtSignal ? nil : process.terminationStatus
+        if case .signalled(let signal)? = process.termination { signal } else { nil }
     }
 
     /// Kills the relay with SIGKILL if it still runs, and waits (a few seconds at most) until it is
@@ -226,7 +219,7 @@ final class RelayChild {
     /// LeakSanitizer reports.)
     func forceKill() {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
         for _ in 0..<5_000 where process.isRunning { usleep(1_000) }
     }
 
@@ -241,18 +234,18 @@ final class RelayChild {
 /// - A child started through `setpriv --pdeathsig KILL` (``RelayChild``) gets SIGKILL when the
 ///   thread that spawned it ends. This thread ends only with the test process, so a test process
 ///   that crashes or is killed leaves no relay running behind it.
-func runWithNoSignalsBlocked(_ process: Process) throws {
-    try ChildSpawner.shared.run(process)
+func runWithNoSignalsBlocked(_ start: @escaping @Sendable () throws -> ChildProcess) throws -> ChildProcess {
+    try ChildSpawner.shared.run(start)
 }
 
-/// The thread behind ``runWithNoSignalsBlocked(_:)``: it runs one `Process.run()` at a time, for
-/// any caller, and never exits.
+/// The thread behind ``runWithNoSignalsBlocked(_:)``: it starts one child at a time, for any
+/// caller, and never exits.
 private final class ChildSpawner: @unchecked Sendable {
     static let shared = ChildSpawner()
 
     private struct Request {
-        let process: Process
-        let finished: (Result<Void, any Error>) -> Void
+        let start: @Sendable () throws -> ChildProcess
+        let finished: (Result<ChildProcess, any Error>) -> Void
     }
 
     private let lock = NSLock()
@@ -267,20 +260,20 @@ private final class ChildSpawner: @unchecked Sendable {
             while true {
                 pending.wait()
                 let request = lock.withLock { requests.removeFirst() }
-                request.finished(Result { try request.process.run() })
+                request.finished(Result { try request.start() })
             }
         }
         thread.name = "child spawner"
         thread.start()
     }
 
-    /// Runs `process` on the spawner thread and waits until it started (or failed to).
-    func run(_ process: Process) throws {
-        let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+    /// Runs `start` on the spawner thread and waits until the child started (or failed to).
+    func run(_ start: @escaping @Sendable () throws -> ChildProcess) throws -> ChildProcess {
+        let outcome = NIOLockedValueBox<Result<ChildProcess, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         lock.withLock {
             requests.append(
-                Request(process: process) { result in
+                Request(start: start) { result in
                     outcome.withLockedValue { $0 = result }
                     done.signal()
                 }
@@ -288,7 +281,7 @@ private final class ChildSpawner: @unchecked Sendable {
         }
         pending.signal()
         done.wait()
-        try outcome.withLockedValue { $0! }.get()
+        return try outcome.withLockedValue { $0! }.get()
     }
 }
 

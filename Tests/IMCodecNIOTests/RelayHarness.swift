@@ -1,6 +1,7 @@
 #if Tools
 import IMCodec
 import IMCodecNIO
+import IMCodecTestSupport
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -413,27 +414,11 @@ enum RelayExecutable {
 
     static func run(_ arguments: [String]) throws -> Result {
         let executable = try #require(url, "the imcodec-relay executable was not built next to the tests")
-        let folder = FileManager.default.temporaryDirectory
-        let outFile = folder.appendingPathComponent("imcodec-relay-out-\(UUID().uuidString)")
-        let errFile = folder.appendingPathComponent("imcodec-relay-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outFile)
-            try? FileManager.default.removeItem(at: errFile)
-        }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: outFile)
-        process.standardError = try FileHandle(forWritingTo: errFile)
-        try process.run()
-        process.waitUntilExit()
+        let (termination, stdout, stderr) = try ChildProcess.run(executable.path, arguments)
         return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: try Data(contentsOf: outFile), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: errFile), as: UTF8.self)
+            status: termination.status,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
         )
     }
 }

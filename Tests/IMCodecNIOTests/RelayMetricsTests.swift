@@ -2,6 +2,7 @@
 import Foundation
 import IMCodec
 import IMCodecNIO
+import IMCodecTestSupport
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -245,16 +246,18 @@ struct RelayMetricsTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("relay.out")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [
-            "serve", "--port", "0", "--metrics-port", "0", "--store", "memory", "--data-dir", folder.path + "/data",
-            "--log-level", "warning",
-        ]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let process = try ChildProcess(
+            executable.path,
+            [
+                "serve", "--port", "0", "--metrics-port", "0", "--store", "memory", "--data-dir",
+                folder.path + "/data", "--log-level", "warning",
+            ],
+            output: out.path
+        )
+        defer {
+            process.signal(SIGKILL)
+            process.waitUntilExit()
+        }
         func stdout() -> String { (try? String(contentsOf: out, encoding: .utf8)) ?? "" }
         let prefix = "relay metrics on http://127.0.0.1:"
         let started = await eventually(30) { stdout().contains(prefix) || !process.isRunning }
@@ -271,9 +274,9 @@ struct RelayMetricsTests {
             let metrics = try PrometheusText(scrape.body)
             #expect(metrics.samples[#"imcodec_relay_connections_total{transport="tcp"}"#] == 0)
         }
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         #expect(await eventually(20) { !process.isRunning })
-        #expect(process.terminationStatus == 0)
+        #expect(process.termination == .exited(0))
         #expect(stdout().contains("relay stopped"), "\(stdout())")
     }
 

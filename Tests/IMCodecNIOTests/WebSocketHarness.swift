@@ -2,6 +2,7 @@
 import Foundation
 import IMCodec
 import IMCodecNIO
+import IMCodecTestSupport
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -213,31 +214,24 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 /// Runs a command to completion off the cooperative pool; returns its exit status and output
 /// (standard output and error together).
 func runProcess(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> (Int32, String) {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("imcodec-ws-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let log = folder.appendingPathComponent("output.txt")
-    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    process.currentDirectoryURL = repositoryRoot
     var environment = ProcessInfo.processInfo.environment
     environment.merge(extra) { $1 }
-    process.environment = environment
-    let handle = try FileHandle(forWritingTo: log)
-    process.standardOutput = handle
-    process.standardError = handle
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
+    // On a thread of its own: the child may run for seconds, and ChildProcess.run waits for it.
+    return try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { [environment] in
+            continuation.resume(
+                with: Result {
+                    let (termination, output, _) = try ChildProcess.run(
+                        "/usr/bin/env",
+                        arguments,
+                        directory: repositoryRoot.path,
+                        environment: environment,
+                        errorToOutput: true
+                    )
+                    return (termination.status, String(decoding: output, as: UTF8.self))
+                }
+            )
         }
     }
-    try? handle.close()
-    return (status, String(decoding: try Data(contentsOf: log), as: UTF8.self))
 }
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import IMCodecTestSupport
 import Testing
 
 /// Runs the built `imcodec` executable (the test target depends on it, so `swift test` builds it).
@@ -40,35 +41,7 @@ enum CLI {
             executable ?? CLI.executable,
             "the imcodec executable was not built next to the tests"
         )
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "imcodec-cli-\(UUID().uuidString)"
-        )
-        try Data(input).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let stdoutFile = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "imcodec-out-\(UUID().uuidString)"
-        )
-        let stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "imcodec-err-\(UUID().uuidString)"
-        )
-        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: stdoutFile)
-            try? FileManager.default.removeItem(at: stderrFile)
-        }
-        process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        try process.run()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus,
-            stdout: [UInt8](try Data(contentsOf: stdoutFile)),
-            stderr: String(decoding: try Data(contentsOf: stderrFile), as: UTF8.self)
-        )
+        let (termination, stdout, stderr) = try ChildProcess.run(executable.path, arguments, input: input)
+        return Result(status: termination.status, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
     }
 }

@@ -1,5 +1,6 @@
 // Google's reference verdicts (Scripts/google_reference.py).
 import Foundation
+import IMCodecTestSupport
 
 /// What Google's Python protobuf makes of a seeded corpus of inputs: random frames, pairs of them
 /// concatenated and mutations of the valid fixtures. Scripts/google_reference.py explains each field.
@@ -54,26 +55,21 @@ struct GoogleReference: Decodable {
         try fileManager.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? fileManager.removeItem(at: folder) }
         let script = Protoc.root.appendingPathComponent("Scripts/google_reference.py").path
-        let log = folder.appendingPathComponent("stderr.txt")
-        _ = fileManager.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", script, "--out", folder.path, "--seed", "\(seed)", "--frames", "\(frames)",
-            "--pairs", "\(pairs)", "--mutations", "\(mutations)",
-        ]
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = process.standardOutput
-        try process.run()
-        process.waitUntilExit()
-        let output = String(decoding: try Data(contentsOf: log), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+        let (termination, log, _) = try ChildProcess.run(
+            "/usr/bin/env",
+            [
+                "python3", script, "--out", folder.path, "--seed", "\(seed)", "--frames", "\(frames)",
+                "--pairs", "\(pairs)", "--mutations", "\(mutations)",
+            ],
+            environment: environment,
+            errorToOutput: true
+        )
+        guard termination == .exited(0) else {
             throw Failure(
-                description: "python3 Scripts/google_reference.py failed (\(process.terminationStatus)); "
-                    + "install Google's protobuf with Scripts/bootstrap:\n\(output)"
+                description: "python3 Scripts/google_reference.py failed (\(termination)); "
+                    + "install Google's protobuf with Scripts/bootstrap:\n\(String(decoding: log, as: UTF8.self))"
             )
         }
         let data = try Data(contentsOf: folder.appendingPathComponent("cases.json"))

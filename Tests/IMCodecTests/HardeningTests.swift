@@ -80,23 +80,9 @@ private enum Google {
     }
 
     static func run(_ arguments: [String], input: [UInt8]) throws -> [UInt8] {
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "imcodec-hardening-\(UUID().uuidString)"
-        )
-        try Data(input).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadUnknown) }
-        return [UInt8](data)
+        let (termination, output, _) = try ChildProcess.run("/usr/bin/env", arguments, input: input)
+        guard termination == .exited(0) else { throw CocoaError(.fileReadUnknown) }
+        return output
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IMCodec
+import IMCodecTestSupport
 
 /// Runs one decode in a child process, the `imcodec-heap-probe` executable (Tests/HeapProbe), and
 /// returns what it measured. The child does nothing but that decode between its two heap readings,
@@ -44,29 +45,11 @@ enum HeapProbe {
             "\(options.maxDepth)", "--max-field-count", "\(options.maxFieldCount)",
         ]
         if let memory = options.maxDecodedMemory { arguments += ["--max-decoded-memory", "\(memory)"] }
-        // Output to files rather than a Pipe, as CLI.run does: Foundation's Process leaks a weak
-        // reference's side table with a Pipe, which LeakSanitizer reports (Scripts/test-sanitizers).
-        let temporary = FileManager.default.temporaryDirectory
-        let outputFile = temporary.appendingPathComponent("imcodec-heap-out-\(UUID().uuidString)")
-        let errorFile = temporary.appendingPathComponent("imcodec-heap-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outputFile)
-            try? FileManager.default.removeItem(at: errorFile)
-        }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = try FileHandle(forReadingFrom: input)
-        process.standardOutput = try FileHandle(forWritingTo: outputFile)
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: try Data(contentsOf: outputFile), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            let errors = String(decoding: try Data(contentsOf: errorFile), as: UTF8.self)
-            throw Failure(description: "imcodec-heap-probe exited with \(process.terminationStatus): \(text)\(errors)")
+        let (termination, output, error) = try ChildProcess.run(executable.path, arguments, input: bytes)
+        let text = String(decoding: output, as: UTF8.self)
+        guard termination == .exited(0) else {
+            let errors = String(decoding: error, as: UTF8.self)
+            throw Failure(description: "imcodec-heap-probe exited with \(termination): \(text)\(errors)")
         }
         var values: [String: String] = [:]
         for line in text.split(separator: "\n") {

@@ -1,4 +1,5 @@
 import Foundation
+import IMCodecTestSupport
 
 /// Runs Google's protoc on Schemas/ (the independent encoder the tests compare against).
 enum Protoc {
@@ -14,27 +15,16 @@ enum Protoc {
 
     /// Runs protoc with `arguments`, feeding `input` on standard input; returns standard output.
     static func run(_ arguments: [String], input: [UInt8]) throws -> [UInt8] {
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "imcodec-test-\(UUID().uuidString)"
+        let (termination, output, errors) = try ChildProcess.run(
+            "/usr/bin/env",
+            ["protoc", "-I", schemas, "-I", "/usr/include"] + arguments,
+            input: input
         )
-        try Data(input).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["protoc", "-I", schemas, "-I", "/usr/include"] + arguments
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        guard termination == .exited(0) else {
+            let errorText = String(decoding: errors, as: UTF8.self)
             throw Failure(description: "protoc \(arguments.joined(separator: " ")) failed: \(errorText)")
         }
-        return [UInt8](data)
+        return output
     }
 
     /// What Google's deterministic serializer writes for the message `bytes` encode: protoc decodes
