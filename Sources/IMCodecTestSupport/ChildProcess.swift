@@ -42,7 +42,8 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// The child's process id.
     public let pid: pid_t
-    private var lock = pthread_mutex_t()
+    /// Guards ``ended`` and the reaping: while it is held, the pid is not reaped, so not reused.
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var ended: Termination?
 
     /// Starts `executable` (a path; with `searchPath`, a name looked up in `PATH`) with
@@ -51,7 +52,8 @@ public final class ChildProcess: @unchecked Sendable {
     /// and error write to the files at `output` and `error` (created or emptied; default:
     /// /dev/null), or error goes where output goes (`errorToOutput`). The child holds no other
     /// descriptor of this process, blocks no signal, takes default actions for all of them, and
-    /// has a process group of its own (as `Process` gives it).
+    /// has a process group of its own (as `Process` gives it). A `PATH` search (`searchPath`) uses
+    /// this process's `PATH`.
     public init(
         _ executable: String,
         _ arguments: [String],
@@ -63,10 +65,15 @@ public final class ChildProcess: @unchecked Sendable {
         error: String? = nil,
         errorToOutput: Bool = false
     ) throws {
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
         var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
 
@@ -81,7 +88,19 @@ public final class ChildProcess: @unchecked Sendable {
         } else {
             try check(posix_spawn_file_actions_addopen(&actions, 2, error ?? "/dev/null", writeFlags, 0o644), "stderr")
         }
-        try Self.closeTheRest(&actions, &attributes)
+        try Self.closeTheRest(&actions)
+        if let directory {
+            typealias ChangeDirectory = @convention(c) (UnsafeMutableRawPointer, UnsafePointer<CChar>) -> Int32
+            guard let symbol = dlsym(Self.defaultHandle, "posix_spawn_file_actions_addchdir_np") else {
+                throw SpawnError(
+                    description: "posix_spawn_file_actions_addchdir_np is missing: cannot start in \(directory)"
+                )
+            }
+            let code = withUnsafeMutablePointer(to: &actions) {
+                unsafeBitCast(symbol, to: ChangeDirectory.self)(UnsafeMutableRawPointer($0), directory)
+            }
+            try check(code, "working directory \(directory)")
+        }
 
         var none = sigset_t()
         sigemptyset(&none)
@@ -96,16 +115,8 @@ public final class ChildProcess: @unchecked Sendable {
         #endif
         try check(posix_spawnattr_setflags(&attributes, Int16(flags)), "flags")
 
-        // The working directory is changed by the child: through `/bin/sh -c 'cd DIR && exec "$@"'`,
-        // since posix_spawn_file_actions_addchdir_np is not visible to Swift here.
-        var argv = [executable] + arguments
-        var path = executable
-        var search = searchPath
-        if let directory {
-            argv = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory] + argv
-            path = "/bin/sh"
-            search = false
-        }
+        let argv = [executable] + arguments
+        let (path, search) = (executable, searchPath)
         let environmentLines = environment.map { $0.map { "\($0.key)=\($0.value)" } }
         var pid = pid_t()
         let code = Self.withCStrings(argv) { argvPointers in
@@ -127,22 +138,37 @@ public final class ChildProcess: @unchecked Sendable {
         }
         try check(code, "cannot start \(executable)")
         self.pid = pid
-        pthread_mutex_init(&lock, nil)
+        pthread_mutex_init(lock, nil)
     }
 
-    deinit { pthread_mutex_destroy(&lock) }
+    /// A child still running when its last reference goes is killed and reaped (no zombie).
+    deinit {
+        if ended == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        }
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
+    }
+
+    /// `dlsym`'s handle for "any loaded image".
+    #if canImport(Darwin)
+    private static var defaultHandle: UnsafeMutableRawPointer? { UnsafeMutableRawPointer(bitPattern: -2) }
+    #else
+    private static var defaultHandle: UnsafeMutableRawPointer? { nil }
+    #endif
 
     /// Adds a close of every descriptor from 3 on: glibc's posix_spawn_file_actions_addclosefrom_np
     /// (2.34; looked up, since Swift does not see it), else one close per descriptor open now.
-    private static func closeTheRest(
-        _ actions: inout posix_spawn_file_actions_t,
-        _ attributes: inout posix_spawnattr_t
-    ) throws {
+    /// (Darwin: `POSIX_SPAWN_CLOEXEC_DEFAULT` does it.)
+    private static func closeTheRest<Actions>(_ actions: inout Actions) throws {
         #if canImport(Glibc) || canImport(Musl)
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
-            let code = closeFrom(&actions, 3)
+        typealias CloseFrom = @convention(c) (UnsafeMutableRawPointer, Int32) -> Int32
+        if let symbol = dlsym(defaultHandle, "posix_spawn_file_actions_addclosefrom_np") {
+            let code = withUnsafeMutablePointer(to: &actions) {
+                unsafeBitCast(symbol, to: CloseFrom.self)(UnsafeMutableRawPointer($0), 3)
+            }
             guard code == 0 else { throw SpawnError(description: "closefrom: \(String(cString: strerror(code)))") }
             return
         }
@@ -157,7 +183,11 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let own = dirfd(directory)
         closedir(directory)
-        for fd in open where fd != own { posix_spawn_file_actions_addclose(&actions, fd) }
+        withUnsafeMutablePointer(to: &actions) { pointer in
+            pointer.withMemoryRebound(to: posix_spawn_file_actions_t.self, capacity: 1) { typed in
+                for fd in open where fd != own { posix_spawn_file_actions_addclose(typed, fd) }
+            }
+        }
         #endif
     }
 
@@ -174,19 +204,23 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// How the child ended, or `nil` while it runs (reaps it once it ended).
     public var termination: Termination? {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        if ended == nil {
-            var status: Int32 = 0
-            var reaped: pid_t
-            repeat { reaped = waitpid(pid, &status, WNOHANG) } while reaped == -1 && errno == EINTR
-            if reaped == pid {
-                // WIFEXITED and friends are macros Swift does not import.
-                let signal = status & 0x7f
-                ended = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
-            } else if reaped == -1 {
-                ended = .exited(-1)  // Not a child of this process any more (reaped elsewhere).
-            }
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return reap()
+    }
+
+    /// ``termination``, with ``lock`` held.
+    private func reap() -> Termination? {
+        guard ended == nil else { return ended }
+        var status: Int32 = 0
+        var reaped: pid_t
+        repeat { reaped = waitpid(pid, &status, WNOHANG) } while reaped == -1 && errno == EINTR
+        if reaped == pid {
+            // WIFEXITED and friends are macros Swift does not import.
+            let signal = status & 0x7f
+            ended = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+        } else if reaped == -1 && errno == ECHILD {
+            ended = .exited(-1)  // Not a child of this process any more (reaped elsewhere).
         }
         return ended
     }
@@ -194,9 +228,11 @@ public final class ChildProcess: @unchecked Sendable {
     /// Whether the child still runs.
     public var isRunning: Bool { termination == nil }
 
-    /// Sends `signal` to the child while it runs.
+    /// Sends `signal` to the child while it runs (under ``lock``: a child not yet reaped keeps its pid).
     public func signal(_ signal: Int32) {
-        if isRunning { kill(pid, signal) }
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        if reap() == nil { kill(pid, signal) }
     }
 
     /// Waits until the child ended, checking every millisecond or so.

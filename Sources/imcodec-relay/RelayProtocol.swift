@@ -136,8 +136,8 @@ enum RelayProtocol {
         /// for one frame, a presence subscription that would have it watch more than
         /// ``Router/maxWatchedUsers`` users, or a join by a user already in
         /// ``RelayConfiguration/maxJoinedConversations`` groups, chatrooms and channels, or a view
-        /// (a conversation update, a receive option) that would start a one-to-one conversation
-        /// past ``RelayConfiguration/maxDirectConversations``.
+        /// (a conversation update, a receive option) or a kept event (a call, a disappearing timer)
+        /// that would start a one-to-one conversation past ``RelayConfiguration/maxDirectConversations``.
         static let listFull: Int32 = 3012
     }
 

@@ -66,8 +66,8 @@ struct RelayConfiguration: Sendable {
     /// or is refused with ``RelayProtocol/LoginError/tooManyDevices`` when every one is online.
     var maxDevicesPerUser = 16
     /// The most one-to-one conversations a user may have when it starts one (its first message to
-    /// a peer, or a view of a conversation with a peer it has none with); one started with it by
-    /// others is never refused. Past it a start is refused (``RelayProtocol/AckError/conversationLimit``,
+    /// a peer, a view of a conversation with a peer it has none with, or a kept event in one); one
+    /// started with it by others is never refused. Past it a start is refused (``RelayProtocol/AckError/conversationLimit``,
     /// ``RelayProtocol/RequestError/listFull``). Without a bound, one user could make the relay keep
     /// a conversation with every user id it made up.
     var maxDirectConversations = 10_000

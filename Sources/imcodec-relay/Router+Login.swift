@@ -91,7 +91,8 @@ extension Router {
                 session,
                 requestID: requestID,
                 code: RelayProtocol.LoginError.tooManyDevices,
-                reason: "\(configuration.maxDevicesPerUser) devices of this user are online: log one out first"
+                reason: "the user has \(configuration.maxDevicesPerUser) devices or more, too few of them offline "
+                    + "to make room: log one out first"
             )
             return
         }

@@ -378,6 +378,23 @@ extension Router {
             return
         }
         guard !isResentEvent(frame, from: session, user: user) else { return }
+        // A kept event in a one-to-one conversation the user has neither messages in nor a view of
+        // (a call to a new peer, a timer set before the first message) starts it, as a first
+        // message does: within --max-direct-conversations, and the user gets a view of it (an
+        // entry of its list), so that it counts. Otherwise each event to a made-up id made the
+        // relay keep a stream for it.
+        let starts =
+            key.map { !$0.isShared && conversations[$0] == nil && userConversations[user]?[$0] == nil } ?? false
+        if starts, let key, !mayStart(key, user: user) {
+            refuse(
+                session,
+                event.requestID,
+                RelayProtocol.RequestError.listFull,
+                notice: "listFull",
+                conversationLimitReason(of: user)
+            )
+            return
+        }
         var requestID: UInt64 = 0
         // The kept messages the event names.
         var named: [UInt64] = []
@@ -532,6 +549,9 @@ extension Router {
             )
             framed.append((frameBody, kept))
             deliveries += kept
+        }
+        if starts, let key, let own = deliveries.first(where: { $0.user == user }) {
+            setView(view(of: key, for: user), of: key, for: user, version: own.position)
         }
         if case .markRead(let read)? = event.payload, let own = deliveries.first(where: { $0.user == user }) {
             conversationsRead(read, by: user, position: own.position)

@@ -307,7 +307,16 @@ final class Router {
             self.kickAllForShutdown()
             EventLoopFuture.andAllComplete(closed, on: self.eventLoop).cascade(to: promise)
         }
-        if store.failed { finish() } else { store.afterCommit(finish) }
+        if store.failed {
+            finish()
+        } else {
+            // The devices online now were seen now: the order a later start forgets devices in
+            // (Router+Devices.swift) counts them as last seen, not as seen at their login.
+            for session in connections.values where session.state == .loggedIn {
+                if let user = session.userID { noteSeen(DeviceKey(user: user, device: session.deviceID)) }
+            }
+            store.afterCommit(finish)
+        }
         return promise.futureResult
     }
 

@@ -347,6 +347,35 @@ struct RelayDeviceTests {
         }
     }
 
+    /// The devices online when the relay stops gracefully count as seen then: after a restart, a
+    /// new device forgets the one that went offline before the stop, not the one that stayed
+    /// online through it (which logged in first).
+    @Test func devicesOnlineAtAGracefulStopCountAsSeenLast() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.store = database.location; $0.maxDevicesPerUser = 2
+            }) { server in
+                let stays = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "stays")
+                let leaves = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "leaves")
+                #expect(try await publish(stays, id: 1) == 0)
+                #expect(try await publish(leaves, id: 2) == 0)
+                await leaves.close()
+                #expect(await eventually { (try? server.stats().wait().connectionsOpen) == 1 })
+                // `stays` is still online when withRelay stops the relay.
+            }
+            try await withRelay({
+                $0.store = database.location; $0.maxDevicesPerUser = 2
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let new = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "new")
+                #expect(try await bundleDevices(of: "bob", asking: alice, id: 1) == ["stays"])
+                for client in [alice, new] { await client.close() }
+            }
+        }
+    }
+
     /// A client that logs in with a new device id each time, and publishes a key bundle from each,
     /// leaves the relay keeping its newest `--max-devices-per-user` devices (3): a contact's key
     /// fetch carries three bundles, not twelve.

@@ -245,6 +245,7 @@ struct RelayMetricsTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("relay.out")
+        let err = folder.appendingPathComponent("relay.err")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         let process = try ChildProcess(
             executable.path,
@@ -252,13 +253,17 @@ struct RelayMetricsTests {
                 "serve", "--port", "0", "--metrics-port", "0", "--store", "memory", "--data-dir",
                 folder.path + "/data", "--log-level", "warning",
             ],
-            output: out.path
+            output: out.path,
+            error: err.path
         )
         defer {
             process.signal(SIGKILL)
             process.waitUntilExit()
         }
-        func stdout() -> String { (try? String(contentsOf: out, encoding: .utf8)) ?? "" }
+        func stdout() -> String {
+            ((try? String(contentsOf: out, encoding: .utf8)) ?? "")
+                + ((try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        }
         let prefix = "relay metrics on http://127.0.0.1:"
         let started = await eventually(30) { stdout().contains(prefix) || !process.isRunning }
         #expect(started && process.isRunning, "\(stdout())")

@@ -1171,6 +1171,50 @@ struct RelaySessionTests {
         }
     }
 
+    /// A kept event in a one-to-one conversation with no message yet (a call, a disappearing
+    /// timer) starts it as a first message does (`--max-direct-conversations`, 2 here): the caller
+    /// gets a list entry for it, which counts, and past the bound the event is refused with 3012
+    /// and reaches no one. Before, each call to a made-up id made the relay keep a stream for it.
+    @Test func anEventStartsAOneToOneConversationWithinTheBound() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.maxDirectConversations = 2 }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                func invite(_ peer: String, id: UInt64) -> Frame {
+                    RelayProtocol.answer(
+                        .call(
+                            CallEvent.with {
+                                $0.callID = "call-\(id)"; $0.conversation = .oneToOne(peer); $0.userID = "alice"
+                                $0.signal = .invite
+                            }
+                        ),
+                        requestID: id
+                    )
+                }
+                // A call is not answered (checkEvent); bob gets it.
+                try await alice.send(invite("bob", id: 1))
+                #expect(await eventually { bob.collector.frames.contains { $0.payload?.kind == .call } })
+                #expect(
+                    try await RelayDisappearingTests.setTimer(alice, by: "alice", in: .oneToOne("carol"), 60, id: 3)
+                        == 0
+                )
+                #expect(
+                    try await alice.ask(invite("erin", id: 4))?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.listFull
+                )
+                let entries = try await RelayUserStateTests.list(alice, id: 5).conversations
+                #expect(Set(entries.compactMap(\.conversation?.targetID)) == ["bob", "carol"])
+                let erin = try await TestClient.connect(to: server, as: "erin", group: group)
+                #expect(try await erin.streamPage(requestID: 1)?.isEmpty == true, "erin got nothing kept")
+                // A message to bob, started by the call, is not a new start.
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "m1")))
+                #expect(await eventually { alice.collector.acks.count == 1 })
+                #expect(alice.collector.acks.first?.errorCode == 0)
+                for client in [alice, bob, erin] { await client.close() }
+            }
+        }
+    }
+
     /// A refusal names at most 512 bytes of what the client sent: a history request for a group
     /// whose id takes 3,500 bytes is refused with a notice (no request id; it holds its reason twice)
     /// or a request_result, each cut with "…", and alice's device, which decodes with the relay's

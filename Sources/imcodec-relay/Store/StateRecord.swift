@@ -19,7 +19,7 @@ import IMCodec
 ///   leading 1, then the readers as ``StringListBytes`` writes them);
 /// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them);
 /// - a device's record: where its stream began for view-once messages (``Router/deviceFloors``),
-///   then its user's stream head at its last login (how recently the relay saw it,
+///   then when the relay last saw it (a counter per user, moved at each login and disconnection,
 ///   Router+Devices.swift), as ``SeqListBytes`` writes them (a record from before the second holds
 ///   the first only).
 ///
@@ -47,7 +47,7 @@ enum StateRecordKey: Hashable, Sendable {
     /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
     case viewOnce(ConversationKey)
     /// A device's record: the user's stream head when the relay first saw it log in
-    /// (``Router/deviceFloors``), then at its last login (Router+Devices.swift).
+    /// (``Router/deviceFloors``), then when it was last seen (Router+Devices.swift).
     case deviceFloor(DeviceKey)
     /// A kept reply whose `quote_snapshot` quotes the text of a kept message (``Router/quotedBy``):
     /// one byte, 1.
