@@ -93,6 +93,9 @@ extension Router {
     /// Replaces `user`'s view of `key`, at stream position `version`, and adds it to the store's batch.
     func setView(_ view: UserConversation, of key: ConversationKey, for user: String, version: UInt64) {
         var view = view
+        if !key.isShared, conversations[key] == nil, userConversations[user]?[key] == nil {
+            directConversationCounts[user, default: 0] += 1  // A view alone starts it (mayStart).
+        }
         view.info.version = max(view.info.version, version)
         view.info.updatedAtMs = RelayProtocol.nowMs()
         view.info.unreadCount = UInt32(clamping: view.unread.count)
@@ -240,11 +243,19 @@ extension Router {
     /// is never refused.
     func mayStart(_ key: ConversationKey, user: String) -> Bool {
         guard case .direct = key, conversations[key] == nil, userConversations[user]?[key] == nil else { return true }
-        let withMessages = (belongs[user] ?? []).lazy.filter { !$0.isShared }.count
-        let viewsOnly = (userConversations[user] ?? [:]).keys.lazy.filter {
-            !$0.isShared && self.conversations[$0] == nil
-        }.count
-        return withMessages + viewsOnly < configuration.maxDirectConversations
+        return directConversationCounts[user] ?? 0 < configuration.maxDirectConversations
+    }
+
+    /// Counts each user's one-to-one conversations (with messages, or a view alone) once the store
+    /// is loaded (``directConversationCounts``; kept up to date by `addKept` and ``setView(_:of:for:version:)``).
+    func countDirectConversations() {
+        for (user, keys) in belongs {
+            directConversationCounts[user] = keys.lazy.filter { !$0.isShared }.count
+        }
+        for (user, views) in userConversations {
+            let viewsOnly = views.keys.lazy.filter { !$0.isShared && self.conversations[$0] == nil }.count
+            if viewsOnly > 0 { directConversationCounts[user, default: 0] += viewsOnly }
+        }
     }
 
     /// Why `user` may not start another one-to-one conversation (``mayStart(_:user:)``).

@@ -278,6 +278,10 @@ extension Router {
         if conversations[key] == nil, case .direct(let a, let b) = key {
             belongs[a, default: []].insert(key)
             belongs[b, default: []].insert(key)
+            // One more for each side that had no view of it (mayStart).
+            for user in Set([a, b]) where userConversations[user]?[key] == nil {
+                directConversationCounts[user, default: 0] += 1
+            }
         }
         // Changed in place: a copy of the conversation's indexes per message would cost O(kept messages).
         conversations[key, default: ConversationState()].add(message)

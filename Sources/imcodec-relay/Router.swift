@@ -57,6 +57,9 @@ final class Router {
     var keyBundles: [String: [String: [KeyBundleKind: KeyBundle]]] = [:]
     /// Each user's view of its conversations (the conversation list; Router+Conversations.swift).
     var userConversations: [String: [ConversationKey: UserConversation]] = [:]
+    /// Per user, its one-to-one conversations: with messages (in ``belongs``) or a view alone
+    /// (``Router/mayStart(_:user:)``, bounded by ``RelayConfiguration/maxDirectConversations``).
+    var directConversationCounts: [String: Int] = [:]
     /// Per user and conversation, the messages it deleted for itself only (Router+OwnState.swift):
     /// no read of its serves them.
     var deletedForMe: [String: [ConversationKey: Set<UInt64>]] = [:]
@@ -165,7 +168,9 @@ final class Router {
         }
         loadRecords(state.records)
         loadKnownDevices()
-        for (device, frames) in state.recentEvents {
+        // Only of devices the relay keeps: a forgotten device's events are still in its user's
+        // stream, but it is a new device when it comes back (Router+Devices.swift).
+        for (device, frames) in state.recentEvents where knownDevices[device.user]?[device.device] != nil {
             var recent = RecentEvents()
             for frame in frames {
                 recent.insert(frame)
@@ -191,6 +196,7 @@ final class Router {
                 store.batch.memberships.append((key, user, true))
             }
         }
+        countDirectConversations()
         store.onFailure = { [unowned self] reason in
             self.logger.critical("fatal: \(reason)")
             self.closeAll()

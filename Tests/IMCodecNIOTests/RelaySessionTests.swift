@@ -1171,6 +1171,49 @@ struct RelaySessionTests {
         }
     }
 
+    /// The count of a user's one-to-one conversations survives a restart: it is made again from
+    /// what the store keeps (conversations with messages, views alone), so a start past the bound is
+    /// refused after it too.
+    @Test func theOneToOneBoundHoldsAfterARestart() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        try await withClientGroup { group in
+            func start(_ server: RelayServer) async throws -> TestClient {
+                try await TestClient.connect(to: server, as: "alice", group: group)
+            }
+            func send(_ alice: TestClient, to peer: String, id: UInt64) async throws -> Int32? {
+                let message = Message.c2cText(from: "alice", to: peer, "hi", clientMsgID: "m\(id)")
+                let answer = try await alice.ask(RelayProtocol.answer(.message(message), requestID: id))
+                if case .sendAck(let ack)? = answer?.payload { return ack.errorCode }
+                return nil
+            }
+            try await withRelay({
+                $0.store = database.location; $0.maxDirectConversations = 2
+            }) { server in
+                let alice = try await start(server)
+                #expect(try await send(alice, to: "bob", id: 1) == 0)
+                let pin = ConversationUpdate.with {
+                    $0.conversation = .oneToOne("carol"); $0.fields = UInt32(ConversationField.pinned.rawValue)
+                    $0.pinned = true
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(alice, .conversationUpdate(pin), id: 2)?.requestResult?.errorCode
+                        == 0
+                )
+                await alice.close()
+            }
+            try await withRelay({
+                $0.store = database.location; $0.maxDirectConversations = 2
+            }) { server in
+                let alice = try await start(server)
+                #expect(try await send(alice, to: "erin", id: 1) == RelayProtocol.AckError.conversationLimit)
+                #expect(try await send(alice, to: "bob", id: 2) == 0)
+                #expect(try await send(alice, to: "carol", id: 3) == 0, "its view started it")
+                await alice.close()
+            }
+        }
+    }
+
     /// A kept event in a one-to-one conversation with no message yet (a call, a disappearing
     /// timer) starts it as a first message does (`--max-direct-conversations`, 2 here): the caller
     /// gets a list entry for it, which counts, and past the bound the event is refused with 3012
