@@ -46,6 +46,9 @@ import NIOWebSocket
 /// protocol violation before the relay closes a connection, and a frame it cannot serve that has
 /// no request id (connection kept).
 enum RelayProtocol {
+    /// The longest `device_id` a login may name, in UTF-8 bytes (a UUID takes 36).
+    static let maxDeviceIDBytes = 128
+
     /// `SystemNotice.type` of an error report.
     static let error = "error"
     /// The `params` key of a forwarded system notice that holds its sender's user id
@@ -105,6 +108,10 @@ enum RelayProtocol {
         /// login is from a device id the relay does not know (Router+Devices.swift); the connection
         /// is closed. A device that logs out makes room.
         static let tooManyDevices: Int32 = 2005
+        /// The `device_id` is longer than ``RelayProtocol/maxDeviceIDBytes`` (the connection is
+        /// closed): the relay keeps a device's id with everything it keeps per device, and repeats
+        /// it in presence updates and kicks.
+        static let deviceIDTooLong: Int32 = 2006
     }
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).

@@ -84,6 +84,19 @@ extension Router {
             return
         }
         let user = request.userID
+        // Kept with everything the relay keeps per device (Router+Devices.swift), and repeated in
+        // presence updates and kicks: any id up to the frame size limit made 16 devices of one user
+        // hold 64 MiB at the default limit.
+        guard request.deviceID.utf8.count <= RelayProtocol.maxDeviceIDBytes else {
+            stats.loginsRefused += 1
+            refuseLogin(
+                session,
+                requestID: requestID,
+                code: RelayProtocol.LoginError.deviceIDTooLong,
+                reason: "a device_id holds at most \(RelayProtocol.maxDeviceIDBytes) bytes"
+            )
+            return
+        }
         let device = DeviceKey(user: user, device: request.deviceID)
         guard admitDevice(device) else {
             stats.loginsRefused += 1

@@ -376,6 +376,38 @@ struct RelayDeviceTests {
         }
     }
 
+    /// A device id holds at most 128 bytes: a 129-byte one is refused with 2006 and the connection
+    /// closes; a 128-byte one logs in, and bob's watcher is told. Before, any id up to the frame
+    /// size limit was kept, with each of the user's devices (positions, floors, key bundles,
+    /// records): 16 devices of 4 MiB ids held 64 MiB for one user.
+    @Test func aDeviceIDHoldsAtMost128Bytes() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["bob"]
+                }
+                let subscribed = try await RelayUserStateTests.ask(alice, .presenceSubscription(watch), id: 1)
+                #expect(subscribed?.requestResult?.errorCode == 0)
+                let long = try await TestClient.connect(to: server, as: nil, group: group)
+                try await long.send(try await TestAuth.login("bob", deviceID: String(repeating: "d", count: 129)))
+                #expect(await eventually { !long.collector.loginResults.isEmpty })
+                #expect(long.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.deviceIDTooLong)
+                #expect(await eventually { !long.channel.isActive })
+                let longest = String(repeating: "d", count: 128)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: longest)
+                #expect(
+                    await eventually {
+                        alice.collector.frames.contains {
+                            if case .presence(let update)? = $0.payload { update.deviceID == longest } else { false }
+                        }
+                    }
+                )
+                for client in [alice, long, bob] { await client.close() }
+            }
+        }
+    }
+
     /// A client that logs in with a new device id each time, and publishes a key bundle from each,
     /// leaves the relay keeping its newest `--max-devices-per-user` devices (3): a contact's key
     /// fetch carries three bundles, not twelve.
