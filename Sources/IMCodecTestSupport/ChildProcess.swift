@@ -43,7 +43,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// The child's process id.
     public let pid: pid_t
     /// Guards ``ended`` and the reaping: while it is held, the pid is not reaped, so not reused.
-    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
     private var ended: Termination?
 
     /// Starts `executable` (a path; with `searchPath`, a name looked up in `PATH`) with
@@ -138,12 +138,15 @@ public final class ChildProcess: @unchecked Sendable {
         }
         try check(code, "cannot start \(executable)")
         self.pid = pid
+        // Made once the child runs: an init that throws leaves nothing allocated.
+        lock = .allocate(capacity: 1)
         pthread_mutex_init(lock, nil)
     }
 
     /// A child still running when its last reference goes is killed and reaped (no zombie).
     deinit {
-        if ended == nil {
+        // Reaped first if it ended: a pid reaped elsewhere may be another process's by now.
+        if reap() == nil {
             kill(pid, SIGKILL)
             var status: Int32 = 0
             while waitpid(pid, &status, 0) == -1 && errno == EINTR {}

@@ -282,7 +282,8 @@ extension RelayCommand {
         @Option(
             help: """
                 The most one-to-one conversations a user may have when it starts one; a first message \
-                to a new peer past it is refused with 1010, a view of one with 3012.
+                to a new peer past it is refused with 1010, a view of one or a kept event (a call) \
+                that starts one with 3012.
                 """
         )
         var maxDirectConversations = 10_000

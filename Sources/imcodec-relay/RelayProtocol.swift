@@ -104,9 +104,10 @@ enum RelayProtocol {
         /// The token was refused: malformed, not HS256, a bad signature, expired or without `exp`, or
         /// issued to another user (which check failed is not said); the connection is closed.
         static let refused: Int32 = 2004
-        /// The user already has ``RelayConfiguration/maxDevicesPerUser`` devices online, and this
-        /// login is from a device id the relay does not know (Router+Devices.swift); the connection
-        /// is closed. A device that logs out makes room.
+        /// The user already has ``RelayConfiguration/maxDevicesPerUser`` devices online (or, after the
+        /// bound was lowered, too few offline to forget down to it), and this login is from a device
+        /// id the relay does not know (Router+Devices.swift); the connection is closed. A device that
+        /// logs out makes room.
         static let tooManyDevices: Int32 = 2005
         /// The `device_id` is longer than ``RelayProtocol/maxDeviceIDBytes`` (the connection is
         /// closed): the relay keeps a device's id with everything it keeps per device, and repeats

@@ -69,7 +69,8 @@ extension Router {
     /// handles the frames that arrived meanwhile.
     func finishLogin(_ request: LoginRequest, requestID: UInt64, expiry: Date?, _ session: Session) {
         // The connection may have closed while the token was checked: nothing to log in.
-        guard !session.closing, connections[ObjectIdentifier(session)] != nil else { return }
+        // Nor once the relay stops (its connection is closed with the others).
+        guard !session.closing, !shuttingDown, connections[ObjectIdentifier(session)] != nil else { return }
         guard let expiry, !request.userID.unicodeScalars.contains("\u{0}"),
             !request.deviceID.unicodeScalars.contains("\u{0}")
         else {

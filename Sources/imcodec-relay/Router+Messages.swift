@@ -389,16 +389,6 @@ extension Router {
         // relay keep a stream for it.
         let starts =
             key.map { !$0.isShared && conversations[$0] == nil && userConversations[user]?[$0] == nil } ?? false
-        if starts, let key, !mayStart(key, user: user) {
-            refuse(
-                session,
-                event.requestID,
-                RelayProtocol.RequestError.listFull,
-                notice: "listFull",
-                conversationLimitReason(of: user)
-            )
-            return
-        }
         var requestID: UInt64 = 0
         // The kept messages the event names.
         var named: [UInt64] = []
@@ -468,6 +458,17 @@ extension Router {
         } else {
             // To the user's own devices (a delete for "only me", a mark-read): answered too.
             requestID = event.requestID
+        }
+        // After the event's own checks (a malformed one gets their answer), before anything changes.
+        if starts, let key, !mayStart(key, user: user) {
+            refuse(
+                session,
+                event.requestID,
+                RelayProtocol.RequestError.listFull,
+                notice: "listFull",
+                conversationLimitReason(of: user)
+            )
+            return
         }
         // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions).
         var body = rewrittenBody ?? frame.body

@@ -319,7 +319,11 @@ final class Router {
             // The devices online now were seen now: the order a later start forgets devices in
             // (Router+Devices.swift) counts them as last seen, not as seen at their login.
             for session in connections.values where session.state == .loggedIn {
-                if let user = session.userID { noteSeen(DeviceKey(user: user, device: session.deviceID)) }
+                // Not one that logged out or whose token expired: it was seen when it went.
+                guard let user = session.userID, sessions[user]?.contains(where: { $0 === session }) == true else {
+                    continue
+                }
+                noteSeen(DeviceKey(user: user, device: session.deviceID))
             }
             store.afterCommit(finish)
         }

@@ -1247,8 +1247,35 @@ struct RelaySessionTests {
                 )
                 let entries = try await RelayUserStateTests.list(alice, id: 5).conversations
                 #expect(Set(entries.compactMap(\.conversation?.targetID)) == ["bob", "carol"])
+                // At the bound, an event that its own checks refuse gets their answer (3003: a recall
+                // of a message the relay does not keep), not 3012.
+                let recall = RecallEvent.with {
+                    $0.message = MessageRef.with {
+                        $0.conversation = .oneToOne("frank"); $0.senderID = "alice"; $0.clientMsgID = "f-1"
+                    }
+                    $0.revokerID = "alice"
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(alice, .recall(recall), id: 6)?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.badRequest
+                )
+                // A receipt about a message of a made-up peer, in a conversation nothing was kept
+                // of, is refused whatever the bound (3001): it would keep a stream for zed.
+                let receipt = MessageReceipt.with {
+                    $0.kind = .read; $0.timeMs = 1
+                    $0.message = MessageRef.with {
+                        $0.conversation = .oneToOne("alice"); $0.senderID = "zed"; $0.clientMsgID = "z-1"
+                    }
+                }
+                #expect(
+                    try await RelayUserStateTests.ask(alice, .receipt(receipt), id: 7)?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.notAMember
+                )
                 let erin = try await TestClient.connect(to: server, as: "erin", group: group)
                 #expect(try await erin.streamPage(requestID: 1)?.isEmpty == true, "erin got nothing kept")
+                let zed = try await TestClient.connect(to: server, as: "zed", group: group)
+                #expect(try await zed.streamPage(requestID: 1)?.isEmpty == true, "zed got nothing kept")
+                await zed.close()
                 // A message to bob, started by the call, is not a new start.
                 try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "m1")))
                 #expect(await eventually { alice.collector.acks.count == 1 })

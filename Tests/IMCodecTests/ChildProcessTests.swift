@@ -55,6 +55,18 @@ struct ChildProcessTests {
         }
     }
 
+    /// A child still running when its last reference goes is killed and reaped: no process, and
+    /// no zombie, is left behind.
+    @Test func aChildDroppedWhileRunningIsKilledAndReaped() throws {
+        var pid: pid_t = 0
+        do {
+            let child = try ChildProcess("/bin/sleep", ["60"])
+            pid = child.pid
+            #expect(child.isRunning)
+        }
+        #expect(kill(pid, 0) == -1 && errno == ESRCH, "process \(pid) is still there")
+    }
+
     /// A running child: it runs until it is signalled, then says so.
     @Test func aRunningChildStopsOnASignal() throws {
         let child = try ChildProcess("/bin/sleep", ["60"])
