@@ -187,6 +187,9 @@ struct RelayCrashTests {
         /// A sound file holding a value no relay writes: the message's seq made negative (GRDB's
         /// row subscripts stopped the process on it).
         case aNegativeSeqInAMessageRow
+        /// A sound file holding text in an integer column: a message's seq 'five' (SQLite reads it
+        /// as 0, which GRDB's decode took, and the relay served).
+        case textForASeqInAMessageRow
 
         var testDescription: String { rawValue }
     }
@@ -248,12 +251,13 @@ struct RelayCrashTests {
             #expect(pageSize == 4096)
             for i in pageSize..<bytes.count { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
             try Data(bytes).write(to: URL(fileURLWithPath: database))
-        case .aNegativeSeqInAMessageRow:
+        case .aNegativeSeqInAMessageRow, .textForASeqInAMessageRow:
             // Written and checkpointed by SQLite itself (closing the last connection removes the
             // -wal): only the value is wrong.
             do {
                 let queue = try DatabaseQueue(path: database)
-                try await queue.write { try $0.execute(sql: "UPDATE messages SET seq = -5") }
+                let value = damage == .aNegativeSeqInAMessageRow ? "-5" : "'five'"
+                try await queue.write { try $0.execute(sql: "UPDATE messages SET seq = \(value)") }
                 try queue.close()
             }
             try? FileManager.default.removeItem(atPath: wal)
@@ -279,9 +283,10 @@ struct RelayCrashTests {
             #expect(line.hasPrefix("imcodec-relay: the database \(database) "), "\(line)")
             #expect(line.contains(" is damaged") || line.contains(" cannot be used"), "\(line)")
             #expect(line.contains("leaves the file as it is"), "\(line)")
-            if damage == .aNegativeSeqInAMessageRow {
+            if damage == .aNegativeSeqInAMessageRow || damage == .textForASeqInAMessageRow {
                 // The value and its column, not the rest of the row (ids) or the statement.
-                #expect(line.contains("database value -5") && line.contains("column: \"seq\""), "\(line)")
+                let value = damage == .aNegativeSeqInAMessageRow ? "-5" : "\"five\""
+                #expect(line.contains("column \"seq\" holds \(value), where a UInt64 is kept"), "\(line)")
                 #expect(!line.contains("row:") && !line.contains("SELECT"), "\(line)")
             }
         } else {

@@ -206,12 +206,28 @@ final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    /// The integer in column `index` of `row`, as `T`: stored as an INTEGER that `T` holds, or the
+    /// database is damaged. (GRDB's decode reads what SQLite converts: text that is not a number in
+    /// an integer column read as 0.) The error names the column and the value, not the rest of the
+    /// row.
+    private func integer<T: FixedWidthInteger>(_ row: Row, _ index: Int) throws -> T {
+        let value: DatabaseValue = row[index]
+        if case .int64(let stored) = value.storage, let converted = T(exactly: stored) { return converted }
+        let column = Array(row.columnNames)[index]
+        var shown = value.description
+        if shown.count > 40 { shown = String(shown.prefix(40)) + "…" }
+        throw RelayStoreError(
+            description:
+                "the database \(path) is damaged: column \"\(column)\" holds \(shown), where a \(T.self) is kept"
+        )
+    }
+
     private func loadState() throws -> StoredState {
         try queue.read { db in
             var state = StoredState()
             for row in try Row.fetchAll(db, sql: "SELECT id, max_seq FROM conversations") {
                 guard let key = ConversationKey(storageID: try row.decode(atIndex: 0)) else { continue }
-                state.conversations[key, default: ConversationState()].maxSeq = try row.decode(atIndex: 1)
+                state.conversations[key, default: ConversationState()].maxSeq = try integer(row, 1)
             }
             let messages = try Row.fetchCursor(
                 db,
@@ -226,17 +242,17 @@ final class SQLiteRelayStore: RelayStore {
                 state.loadMessage(
                     StoredMessage(
                         conversation: key,
-                        seq: try row.decode(atIndex: 1),
+                        seq: try integer(row, 1),
                         senderID: try row.decode(atIndex: 2),
                         clientMsgID: try row.decode(atIndex: 3),
                         serverMsgUID: try row.decode(atIndex: 4),
-                        serverTimeMs: try row.decode(atIndex: 5),
+                        serverTimeMs: try integer(row, 5),
                         frame: [],
                         receivers: (try row.decode(atIndex: 7) as String?).map(Self.split) ?? [],
-                        frameSize: try row.decode(atIndex: 8),
-                        expireAtMs: try row.decode(atIndex: 9)
+                        frameSize: try integer(row, 8),
+                        expireAtMs: try integer(row, 9)
                     ),
-                    removed: (try row.decode(atIndex: 6) as Int) != 0
+                    removed: (try integer(row, 6) as Int) != 0
                 )
             }
             state.finishLoadingMessages()
@@ -245,16 +261,16 @@ final class SQLiteRelayStore: RelayStore {
                 state.members[key, default: []].insert(try row.decode(atIndex: 1))
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, head FROM streams") {
-                let head: UInt64 = try row.decode(atIndex: 1)
+                let head: UInt64 = try integer(row, 1)
                 state.streams[try row.decode(atIndex: 0)] = StreamState(head: head, oldest: head + 1)
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, MIN(position) FROM stream GROUP BY user") {
                 let user: String = try row.decode(atIndex: 0)
-                state.streams[user]?.oldest = try row.decode(atIndex: 1)
+                state.streams[user]?.oldest = try integer(row, 1)
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, device, position FROM devices") {
                 state.devicePositions[DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1))] =
-                    try row.decode(atIndex: 2)
+                    try integer(row, 2)
             }
             // Each device's newest events, oldest first (the window keeps the load bounded).
             for row in try Row.fetchAll(
@@ -279,7 +295,7 @@ final class SQLiteRelayStore: RelayStore {
                 state.keyBundles.append(
                     StoredKeyBundle(
                         device: DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1)),
-                        kind: try row.decode(atIndex: 2),
+                        kind: try integer(row, 2),
                         bytes: Array(bundle)
                     )
                 )
@@ -438,7 +454,8 @@ final class SQLiteRelayStore: RelayStore {
             guard rewritten != frame else { continue }
             try db.execute(
                 sql: "UPDATE stream SET frame = ? WHERE user = ? AND position = ?",
-                arguments: [Data(rewritten), try row.decode(atIndex: 0) as String, try row.decode(atIndex: 1) as Int64]
+                // The position as stored, whatever it holds: the row read is the row written.
+                arguments: [Data(rewritten), try row.decode(atIndex: 0) as String, row[1] as DatabaseValue]
             )
         }
     }
@@ -582,14 +599,14 @@ final class SQLiteRelayStore: RelayStore {
                 out.append(
                     StoredMessage(
                         conversation: conversation,
-                        seq: try row.decode(atIndex: 0),
+                        seq: try integer(row, 0),
                         senderID: sender,
                         clientMsgID: try row.decode(atIndex: 2),
                         serverMsgUID: try row.decode(atIndex: 3),
-                        serverTimeMs: try row.decode(atIndex: 4),
+                        serverTimeMs: try integer(row, 4),
                         frame: Array(frame),
                         receivers: receivers,
-                        expireAtMs: try row.decode(atIndex: 7)
+                        expireAtMs: try integer(row, 7)
                     )
                 )
             }
@@ -617,12 +634,12 @@ final class SQLiteRelayStore: RelayStore {
                 let isMessage = (try row.decode(atIndex: 2) as String?) != nil
                 let frame: Data? = try isMessage ? row.decode(atIndex: 5) : row.decode(atIndex: 4)
                 return StreamRow(
-                    position: try row.decode(atIndex: 0),
+                    position: try integer(row, 0),
                     originDevice: try row.decode(atIndex: 1),
                     frame: frame.map { Array($0) } ?? [],
-                    sent: (try row.decode(atIndex: 3) as Int) != 0,
+                    sent: (try integer(row, 3) as Int) != 0,
                     isMessage: isMessage,
-                    expireAtMs: try row.decode(atIndex: 6)
+                    expireAtMs: try integer(row, 6)
                 )
             }
         }
