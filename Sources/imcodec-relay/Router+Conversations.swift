@@ -93,7 +93,7 @@ extension Router {
     /// Replaces `user`'s view of `key`, at stream position `version`, and adds it to the store's batch.
     func setView(_ view: UserConversation, of key: ConversationKey, for user: String, version: UInt64) {
         var view = view
-        if !key.isShared, conversations[key] == nil, userConversations[user]?[key] == nil {
+        if startsConversation(key, for: user) {
             directConversationCounts[user, default: 0] += 1  // A view alone starts it (mayStart).
         }
         view.info.version = max(view.info.version, version)
@@ -236,14 +236,19 @@ extension Router {
         return isMember(user, key)
     }
 
-    /// Whether `user` may start `key` if it is new: a one-to-one conversation it has neither
-    /// messages in nor a view of starts only while the user has fewer than
-    /// ``RelayConfiguration/maxDirectConversations`` (with messages, or a view alone); any other
-    /// conversation, or one it has, always passes. One started with the user by others counts, and
-    /// is never refused.
+    /// Whether what `user` does in `key` would start it: a one-to-one conversation the relay kept
+    /// no message of and the user has no view of (``mayStart(_:user:)``).
+    func startsConversation(_ key: ConversationKey, for user: String) -> Bool {
+        !key.isShared && conversations[key] == nil && userConversations[user]?[key] == nil
+    }
+
+    /// Whether `user` may start `key` if it is new (``startsConversation(_:for:)``): only while the
+    /// user has fewer than ``RelayConfiguration/maxDirectConversations`` one-to-one conversations
+    /// (with messages, or a view alone); any other conversation, or one it has, always passes. One
+    /// started with the user by others counts, and is never refused.
     func mayStart(_ key: ConversationKey, user: String) -> Bool {
-        guard case .direct = key, conversations[key] == nil, userConversations[user]?[key] == nil else { return true }
-        return directConversationCounts[user] ?? 0 < configuration.maxDirectConversations
+        !startsConversation(key, for: user)
+            || directConversationCounts[user] ?? 0 < configuration.maxDirectConversations
     }
 
     /// Counts each user's one-to-one conversations (with messages, or a view alone) once the store

@@ -94,7 +94,8 @@ extension Router {
         // A chatroom keeps no history: its messages go to the members online, as online-only ones do.
         let kept = Self.isKept(frame) && !key.isChatroom
         // A first message to a new peer starts a one-to-one conversation the relay keeps (for both).
-        if kept, !mayStart(key, user: user) {
+        // (maxSeq 0: no message kept yet, so no conversation: the one lookup the message already made.)
+        if kept, maxSeq == 0, !mayStart(key, user: user) {
             return refuse(
                 Refusal(
                     RelayProtocol.AckError.conversationLimit,
@@ -388,7 +389,7 @@ extension Router {
         // entry of its list), so that it counts. Otherwise each event to a made-up id made the
         // relay keep a stream for it.
         let starts =
-            key.map { !$0.isShared && conversations[$0] == nil && userConversations[user]?[$0] == nil } ?? false
+            key.map { startsConversation($0, for: user) } ?? false
         var requestID: UInt64 = 0
         // The kept messages the event names.
         var named: [UInt64] = []

@@ -249,7 +249,7 @@ extension Router {
             // A one-to-one conversation the relay never kept a message of, and the user has no view
             // of, has no message to acknowledge: a receipt there would make the relay keep a
             // stream for any made-up peer (``Router/mayStart(_:user:)`` bounds the others).
-            if !key.isShared, conversations[key] == nil, userConversations[user]?[key] == nil {
+            if startsConversation(key, for: user) {
                 return (
                     RelayProtocol.RequestError.notAMember, "notAMember",
                     "no message of this one-to-one conversation was kept: nothing to acknowledge"

@@ -1113,6 +1113,30 @@ struct RelaySessionTests {
         }
     }
 
+    /// Alice's one-to-one text to `peer` (online-only with `live`), asked with `requestID`: its ack.
+    private static func aliceSends(
+        _ alice: TestClient,
+        to peer: String,
+        requestID: UInt64,
+        live: Bool = false
+    ) async throws -> SendAck? {
+        var message = Message.c2cText(from: "alice", to: peer, "hi", clientMsgID: "m\(requestID)")
+        if live { message.messageFlags = [.onlineUserOnly] }
+        let answer = try await alice.ask(RelayProtocol.answer(.message(message), requestID: requestID))
+        if case .sendAck(let ack)? = answer?.payload { return ack }
+        return nil
+    }
+
+    /// A conversation update that pins the one-to-one conversation with `peer`.
+    private static func pin(_ peer: String) -> Frame.Payload {
+        .conversationUpdate(
+            .with {
+                $0.conversation = .oneToOne(peer); $0.fields = UInt32(ConversationField.pinned.rawValue)
+                $0.pinned = true
+            }
+        )
+    }
+
     /// A user starts one-to-one conversations while it has fewer than `--max-direct-conversations`
     /// (2 here): a first message to a third peer is refused with 1010 and keeps nothing, a view of
     /// a conversation with a new peer (a pin, a receive option) with 3012; its conversations go on,
@@ -1125,44 +1149,32 @@ struct RelaySessionTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let dave = try await TestClient.connect(to: server, as: "dave", group: group)
                 var requests: UInt64 = 100
-                func send(_ to: String, _ id: String, live: Bool = false) async throws -> SendAck? {
-                    var message = Message.c2cText(from: "alice", to: to, "hi", clientMsgID: id)
-                    if live { message.messageFlags = [.onlineUserOnly] }
+                func send(_ to: String, live: Bool = false) async throws -> SendAck? {
                     requests += 1
-                    let answer = try await alice.ask(RelayProtocol.answer(.message(message), requestID: requests))
-                    if case .sendAck(let ack)? = answer?.payload { return ack }
-                    return nil
+                    return try await Self.aliceSends(alice, to: to, requestID: requests, live: live)
                 }
                 func view(_ payload: Frame.Payload, id: UInt64) async throws -> Int32? {
                     try await RelayUserStateTests.ask(alice, payload, id: id)?.requestResult?.errorCode
                 }
-                func pin(_ peer: String) -> Frame.Payload {
-                    .conversationUpdate(
-                        .with {
-                            $0.conversation = .oneToOne(peer); $0.fields = UInt32(ConversationField.pinned.rawValue)
-                            $0.pinned = true
-                        }
-                    )
-                }
-                #expect(try await send("bob", "m1")?.errorCode == 0)
-                #expect(try await view(pin("carol"), id: 1) == 0, "a view alone starts one")
-                let refused = try await send("erin", "m2")
+                #expect(try await send("bob")?.errorCode == 0)
+                #expect(try await view(Self.pin("carol"), id: 1) == 0, "a view alone starts one")
+                let refused = try await send("erin")
                 #expect(refused?.errorCode == RelayProtocol.AckError.conversationLimit && refused?.seq == 0)
-                #expect(try await view(pin("erin"), id: 2) == RelayProtocol.RequestError.listFull)
+                #expect(try await view(Self.pin("erin"), id: 2) == RelayProtocol.RequestError.listFull)
                 let mute = ReceiveOptionChange.with {
                     $0.conversation = .oneToOne("erin"); $0.option = .notReceive
                 }
                 #expect(try await view(.receiveOption(mute), id: 3) == RelayProtocol.RequestError.listFull)
-                #expect(try await send("dave", "live", live: true)?.errorCode == 0, "kept nowhere")
+                #expect(try await send("dave", live: true)?.errorCode == 0, "kept nowhere")
                 #expect(await eventually { dave.collector.messages.count == 1 })
-                #expect(try await send("bob", "m3")?.errorCode == 0)
-                #expect(try await send("carol", "m4")?.errorCode == 0, "started by its view")
-                #expect(try await view(pin("bob"), id: 4) == 0)
+                #expect(try await send("bob")?.errorCode == 0)
+                #expect(try await send("carol")?.errorCode == 0, "started by its view")
+                #expect(try await view(Self.pin("bob"), id: 4) == 0)
                 // Started by dave: alice now has three, and answers in it.
                 try await dave.send(Frame(Message.c2cText(from: "dave", to: "alice", "hello", clientMsgID: "d1")))
                 #expect(await eventually { dave.collector.acks.count == 1 })
                 #expect(dave.collector.acks.first?.errorCode == 0)
-                #expect(try await send("dave", "m5")?.errorCode == 0)
+                #expect(try await send("dave")?.errorCode == 0)
                 // erin got nothing kept: her stream is empty.
                 let erin = try await TestClient.connect(to: server, as: "erin", group: group)
                 #expect(try await erin.streamPage(requestID: 1)?.isEmpty == true)
@@ -1182,23 +1194,15 @@ struct RelaySessionTests {
                 try await TestClient.connect(to: server, as: "alice", group: group)
             }
             func send(_ alice: TestClient, to peer: String, id: UInt64) async throws -> Int32? {
-                let message = Message.c2cText(from: "alice", to: peer, "hi", clientMsgID: "m\(id)")
-                let answer = try await alice.ask(RelayProtocol.answer(.message(message), requestID: id))
-                if case .sendAck(let ack)? = answer?.payload { return ack.errorCode }
-                return nil
+                try await Self.aliceSends(alice, to: peer, requestID: id)?.errorCode
             }
             try await withRelay({
                 $0.store = database.location; $0.maxDirectConversations = 2
             }) { server in
                 let alice = try await start(server)
                 #expect(try await send(alice, to: "bob", id: 1) == 0)
-                let pin = ConversationUpdate.with {
-                    $0.conversation = .oneToOne("carol"); $0.fields = UInt32(ConversationField.pinned.rawValue)
-                    $0.pinned = true
-                }
                 #expect(
-                    try await RelayUserStateTests.ask(alice, .conversationUpdate(pin), id: 2)?.requestResult?.errorCode
-                        == 0
+                    try await RelayUserStateTests.ask(alice, Self.pin("carol"), id: 2)?.requestResult?.errorCode == 0
                 )
                 await alice.close()
             }
