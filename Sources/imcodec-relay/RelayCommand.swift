@@ -166,7 +166,15 @@ func parseGroups(_ text: String) throws -> [String: Set<String>] {
         let group = line[..<colon].trimmingSpaces()
         guard !group.isEmpty else { throw ValidationError("groups file line \(number + 1): empty group id") }
         let members = line[line.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
-        groups[group, default: []].formUnion(members.map(String.init))
+            .map(String.init)
+        // No client could name the group, or log in as the member (RelayProtocol.maxIDBytes).
+        if let long = ([group] + members).first(where: { !RelayProtocol.fitsIDBound($0) }) {
+            throw ValidationError(
+                "groups file line \(number + 1): the id \"\(long.prefix(16))…\" has \(long.utf8.count) bytes; "
+                    + RelayProtocol.longIDReason
+            )
+        }
+        groups[group, default: []].formUnion(members)
     }
     return groups
 }

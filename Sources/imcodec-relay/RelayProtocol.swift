@@ -46,8 +46,22 @@ import NIOWebSocket
 /// protocol violation before the relay closes a connection, and a frame it cannot serve that has
 /// no request id (connection kept).
 enum RelayProtocol {
-    /// The longest `device_id` a login may name, in UTF-8 bytes (a UUID takes 36).
-    static let maxDeviceIDBytes = 128
+    /// The longest id the relay keeps, in UTF-8 bytes: a user, device, group (chatroom, ultra group)
+    /// or ultra-group channel id (a UUID takes 36; Tencent Cloud IM allows 32 for a user, 48 for a
+    /// group). A longer id names nothing the relay keeps: a login with one is refused (2006, 2007), a
+    /// message to one gets 1004, a conversation named by one is not a conversation the relay keeps
+    /// (``ConversationKey``), and a presence subscription or a block of a user with one is refused
+    /// (3003). Without it, every id a client made up was kept as long as it sent it: a user at
+    /// ``RelayConfiguration/maxDirectConversations`` with peer ids near the frame size limit held
+    /// gigabytes.
+    static let maxIDBytes = 128
+
+    /// Whether `id` fits ``maxIDBytes``.
+    static func fitsIDBound(_ id: String) -> Bool { id.utf8.count <= maxIDBytes }
+
+    /// Why a frame that names an id past ``maxIDBytes`` is refused.
+    static let longIDReason =
+        "an id (of a user, device, group or ultra-group channel) holds at most \(maxIDBytes) bytes"
 
     /// `SystemNotice.type` of an error report.
     static let error = "error"
@@ -63,14 +77,15 @@ enum RelayProtocol {
         // messages; such a message is now accepted, stored and delivered by sync.
         /// The sender is not a member of the group (chatroom, ultra-group channel).
         static let notAGroupMember: Int32 = 1003
-        /// The conversation type is not one-to-one, group, chatroom or ultra group, or the target id is empty.
+        /// The conversation type is not one-to-one, group, chatroom or ultra group, or the target id
+        /// is empty or longer than ``RelayProtocol/maxIDBytes`` (an ultra group's channel id too).
         static let unsupportedConversation: Int32 = 1004
         /// The message cannot be stamped: with the server's fields appended, the frame would pass the
         /// relay's frame size or field count limit.
         static let cannotStamp: Int32 = 1005
         /// A targeted message (`target_receivers`) outside a group or ultra-group conversation
         /// (Tencent: targeted messages are for groups; AVChatRoom-like chatrooms do not support them),
-        /// or with a receiver id holding U+0000.
+        /// or with a receiver id holding U+0000 or longer than ``RelayProtocol/maxIDBytes``.
         static let targetedOutsideGroup: Int32 = 1006
         /// The sender set a field only the server sets (`Message.serverAssignedFieldNames`: its uid,
         /// seq or time, an edit count, delivered or read lists, reactions, a thread summary, an
@@ -109,10 +124,13 @@ enum RelayProtocol {
         /// id the relay does not know (Router+Devices.swift); the connection is closed. A device that
         /// logs out makes room.
         static let tooManyDevices: Int32 = 2005
-        /// The `device_id` is longer than ``RelayProtocol/maxDeviceIDBytes`` (the connection is
+        /// The `device_id` is longer than ``RelayProtocol/maxIDBytes`` (the connection is
         /// closed): the relay keeps a device's id with everything it keeps per device, and repeats
         /// it in presence updates and kicks.
         static let deviceIDTooLong: Int32 = 2006
+        /// The `user_id` is longer than ``RelayProtocol/maxIDBytes`` (the connection is closed): no
+        /// conversation with such a user could be named.
+        static let userIDTooLong: Int32 = 2007
     }
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).
@@ -121,7 +139,8 @@ enum RelayProtocol {
         /// that was not sent to it (an event about it).
         static let notAMember: Int32 = 3001
         /// Membership of a conversation that is not a group, chatroom or ultra group, or a sync or
-        /// max seq of a conversation type the relay does not keep.
+        /// max seq of a conversation type the relay does not keep, or named by an id longer than
+        /// ``RelayProtocol/maxIDBytes``.
         static let unsupportedConversation: Int32 = 3002
         /// A required field is missing or an action is unspecified.
         static let badRequest: Int32 = 3003

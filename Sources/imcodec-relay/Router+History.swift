@@ -55,7 +55,8 @@ extension Router {
             return refuse(
                 RelayProtocol.RequestError.unsupportedConversation,
                 "unsupportedConversation",
-                "the relay keeps one-to-one, group, chatroom and ultra-group conversations only"
+                "the relay keeps one-to-one, group, chatroom and ultra-group conversations only, each named by "
+                    + "ids of 1 to \(RelayProtocol.maxIDBytes) bytes"
             )
         }
         guard conversation.type != .chatroom else {

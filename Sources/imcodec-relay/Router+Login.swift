@@ -85,16 +85,28 @@ extension Router {
             return
         }
         let user = request.userID
+        // No conversation with a longer user id could be named (ConversationKey), and the relay
+        // keeps the id with everything it keeps for the user.
+        guard RelayProtocol.fitsIDBound(user) else {
+            stats.loginsRefused += 1
+            refuseLogin(
+                session,
+                requestID: requestID,
+                code: RelayProtocol.LoginError.userIDTooLong,
+                reason: "a user_id holds at most \(RelayProtocol.maxIDBytes) bytes"
+            )
+            return
+        }
         // Kept with everything the relay keeps per device (Router+Devices.swift), and repeated in
         // presence updates and kicks: any id up to the frame size limit made 16 devices of one user
         // hold 64 MiB at the default limit.
-        guard request.deviceID.utf8.count <= RelayProtocol.maxDeviceIDBytes else {
+        guard RelayProtocol.fitsIDBound(request.deviceID) else {
             stats.loginsRefused += 1
             refuseLogin(
                 session,
                 requestID: requestID,
                 code: RelayProtocol.LoginError.deviceIDTooLong,
-                reason: "a device_id holds at most \(RelayProtocol.maxDeviceIDBytes) bytes"
+                reason: "a device_id holds at most \(RelayProtocol.maxIDBytes) bytes"
             )
             return
         }

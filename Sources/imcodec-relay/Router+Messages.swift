@@ -231,10 +231,13 @@ extension Router {
             )
         }
         guard let key = ConversationKey(conversation, user: user) else {
+            let ids = [frame.targetID, frame.channelID]
             return .failure(
                 Refusal(
                     RelayProtocol.AckError.unsupportedConversation,
-                    "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
+                    ids.allSatisfy(RelayProtocol.fitsIDBound)
+                        ? "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
+                        : "\(RelayProtocol.longIDReason); this one names \(ids.map(\.utf8.count).max()!)"
                 )
             )
         }
@@ -259,6 +262,14 @@ extension Router {
         guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
             return .failure(
                 Refusal(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
+            )
+        }
+        guard frame.targetReceivers.allSatisfy(RelayProtocol.fitsIDBound) else {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.targetedOutsideGroup,
+                    "a target receiver's id is too long: \(RelayProtocol.longIDReason)"
+                )
             )
         }
         return .success(key)
@@ -314,11 +325,15 @@ extension Router {
                 }
                 return
             }
-            let direct = ConversationKey(.oneToOne, sender, user: user)!
+            guard let direct = ConversationKey(.oneToOne, sender, user: user) else {
+                return notice(session, code: "unroutable", reason: RelayProtocol.longIDReason)
+            }
             key = direct
             users = self.users(of: direct)
         case .user(let peer), .referencedSender(let peer):
-            let direct = ConversationKey(.oneToOne, peer, user: user)!
+            guard let direct = ConversationKey(.oneToOne, peer, user: user) else {
+                return notice(session, code: "unroutable", reason: RelayProtocol.longIDReason)
+            }
             key = direct
             users = self.users(of: direct)
         case .group(let id), .chatroom(let id), .ultraGroup(let id, _):

@@ -73,6 +73,13 @@ extension Router {
             guard !change.userIDs.contains(user) else {
                 return refuse(RelayProtocol.RequestError.badRequest, "badRequest", "a user cannot block itself")
             }
+            guard change.action != .block || change.userIDs.allSatisfy(RelayProtocol.fitsIDBound) else {
+                return refuse(
+                    RelayProtocol.RequestError.badRequest,
+                    "badRequest",
+                    "a blocked user's id is too long: \(RelayProtocol.longIDReason)"
+                )
+            }
             if change.action == .block, let full = blocklistFull(after: change, of: user) {
                 return refuse(RelayProtocol.RequestError.listFull, "listFull", full)
             }

@@ -378,6 +378,16 @@ extension Router {
     private func subscribe(_ subscription: PresenceSubscription, requestID: UInt64, session: Session, user: String) {
         switch subscription.action {
         case .subscribe:
+            // No user has a longer id: each would be kept, up to the frame size limit, for nothing.
+            guard subscription.userIDs.allSatisfy(RelayProtocol.fitsIDBound) else {
+                return refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "a subscribed user's id is too long: \(RelayProtocol.longIDReason)"
+                )
+            }
             let watched = watching[user] ?? []
             let added = Set(subscription.userIDs.filter { !$0.isEmpty }).subtracting(watched)
             guard watched.count + added.count <= Self.maxWatchedUsers else {
@@ -453,7 +463,9 @@ extension Router {
                 requestID,
                 RelayProtocol.RequestError.unsupportedConversation,
                 notice: "unsupported",
-                "only groups, chatrooms and ultra-group channels are joined and left"
+                RelayProtocol.fitsIDBound(conversation.targetID) && RelayProtocol.fitsIDBound(conversation.channelID)
+                    ? "only groups, chatrooms and ultra-group channels are joined and left"
+                    : RelayProtocol.longIDReason
             )
             return
         }

@@ -1,6 +1,7 @@
 #if Tools
 import IMCodec
 import IMCodecNIO
+import IMCodecTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -603,7 +604,7 @@ struct RelaySessionTests {
     @Test func aOneToOneMessageLeavesRoomForTheLongerUserID() async throws {
         let limit = 4096
         let codec = FrameCodecOptions(maxFrameSize: limit)
-        let long = String(repeating: "l", count: 200)
+        let long = String(repeating: "l", count: RelayProtocol.maxIDBytes)
         let shortRoom = limit - RelayProtocol.deliveryReserve(targetID: "bob", channelID: "")
         let longRoom = limit - RelayProtocol.deliveryReserve(targetID: long, channelID: "")
         try await withClientGroup { group in
@@ -1289,27 +1290,40 @@ struct RelaySessionTests {
         }
     }
 
-    /// A refusal names at most 512 bytes of what the client sent: a history request for a group
-    /// whose id takes 3,500 bytes is refused with a notice (no request id; it holds its reason twice)
-    /// or a request_result, each cut with "…", and alice's device, which decodes with the relay's
-    /// 4,096 bytes, reads both. Before, the notice was about 7 KB and cost alice her connection.
+    /// A refusal names at most 512 bytes of what the client sent: a read receipt about a message
+    /// whose sender's id takes 3,500 bytes (the relay keeps no such user, and no id of it; a
+    /// receipt only names one) is refused with a notice (no request id) or a request_result, each
+    /// cut with "…", and alice's device, which decodes with the relay's 4,096 bytes, reads both.
+    /// Before, such a notice was about 7 KB and cost alice her connection. A history request for a
+    /// group of as long an id is refused with 3002: no conversation has such an id.
     @Test func aRefusalNamesAtMost512BytesOfWhatTheClientSent() async throws {
         let codec = FrameCodecOptions(maxFrameSize: 4096)
         try await withClientGroup { group in
-            try await withRelay({ $0.codec = codec }) { server in
+            try await withRelay({
+                $0.codec = codec; $0.groups = ["team": ["alice", "bob"]]
+            }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, codec: codec)
-                let history = HistoryRequest.with {
-                    $0.conversation = .group(String(repeating: "g", count: 3_500)); $0.count = 20
+                let sender = String(repeating: "s", count: 3_500)
+                let receipt = MessageReceipt.with {
+                    $0.kind = .read
+                    $0.message = MessageRef.with {
+                        $0.conversation = .group("team"); $0.senderID = sender; $0.seq = 99
+                    }
                 }
-                try await alice.send(Frame(.historyRequest(history)))
+                try await alice.send(Frame(.receipt(receipt)))
                 #expect(await eventually { alice.collector.notices.count == 1 })
                 let reason = alice.collector.notices.first?.params["reason"] ?? ""
-                #expect(reason.utf8.count <= 512 && reason.hasSuffix("…") && reason.contains("alice is not a member"))
-                let result = try await alice.ask(request(.historyRequest(history), 2))?.requestResult
+                #expect(reason.utf8.count <= 512 && reason.hasSuffix("…") && reason.hasPrefix("sss"))
+                let result = try await alice.ask(request(.receipt(receipt), 2))?.requestResult
                 #expect(result?.errorCode == RelayProtocol.RequestError.notAMember)
                 #expect(
                     result.map { $0.errorDescription.utf8.count <= 512 && $0.errorDescription.hasSuffix("…") } == true
                 )
+                let history = HistoryRequest.with {
+                    $0.conversation = .group(String(repeating: "g", count: 3_500)); $0.count = 20
+                }
+                let refused = try await alice.ask(request(.historyRequest(history), 3))?.requestResult
+                #expect(refused?.errorCode == RelayProtocol.RequestError.unsupportedConversation)
                 #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
                 await alice.close()
             }
@@ -1450,18 +1464,18 @@ struct RelaySessionTests {
     }
 
     /// What the relay tells others fits the frame size limit with the fields it adds: a presence
-    /// update whose custom status leaves no room for its sender's 200-byte id is refused with 3010
-    /// and reaches no subscriber, and so is a join of a group whose id leaves no room. Before, bob
-    /// (a subscriber, and a member of that group), whose device decodes with the relay's 4,096
-    /// bytes, lost his connection at each. A leave is never refused, and refusals that repeat a long
-    /// id (a sync's conversation, a key fetch's user) do not name it again.
+    /// update whose custom status leaves no room for its sender's 128-byte id is refused with 3010
+    /// and reaches no subscriber, and so is a join that carries 3,800 bytes of a field the relay
+    /// does not know (told to the members as sent). Before, bob (a subscriber, and a member of that
+    /// group), whose device decodes with the relay's 4,096 bytes, lost his connection at each. A
+    /// leave is never refused, and refusals that repeat a long id (a sync's conversation, a key
+    /// fetch's user) do not name it again.
     @Test func whatOthersAreToldFitsTheLimitWithTheRelaysFields() async throws {
         let codec = FrameCodecOptions(maxFrameSize: 4096)
-        let carol = String(repeating: "c", count: 200)
-        let closed = String(repeating: "k", count: 3_900)
+        let carol = String(repeating: "c", count: RelayProtocol.maxIDBytes)
         try await withClientGroup { group in
             try await withRelay({
-                $0.codec = codec; $0.groups = [closed: ["bob"]]
+                $0.codec = codec; $0.groups = ["closed": ["bob"]]
             }) { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group, codec: codec)
                 let other = try await TestClient.connect(
@@ -1476,7 +1490,7 @@ struct RelaySessionTests {
                 }
                 #expect(try await bob.ask(request(.presenceSubscription(watch), 1))?.requestResult?.errorCode == 0)
                 var status = PresenceUpdate.with {
-                    $0.status = .away; $0.customStatus = String(repeating: "s", count: 3_950)
+                    $0.status = .away; $0.customStatus = String(repeating: "s", count: 4_000)
                 }
                 let tooLarge = RelayProtocol.RequestError.tooLargeToDeliver
                 #expect(try await other.ask(request(.presence(status), 2))?.requestResult?.errorCode == tooLarge)
@@ -1485,30 +1499,45 @@ struct RelaySessionTests {
                 #expect(await eventually { bob.collector.presences.last?.customStatus == "In a meeting" })
                 #expect(!bob.collector.presences.contains { $0.customStatus.count > 100 })
 
-                let long = String(repeating: "g", count: 3_900)
-                let join = { (id: UInt64) in RelayProtocol.membershipFrame(.join, group: long, requestID: id) }
-                #expect(try await bob.ask(join(4))?.requestResult?.errorCode == tooLarge)
-                #expect(try await other.ask(join(5))?.requestResult?.errorCode == tooLarge)
+                // A membership change with an unknown field of 3,800 bytes.
+                func padded(_ action: MembershipAction, _ group: String, id: UInt64) throws -> Frame {
+                    let change = MembershipChange.with {
+                        $0.action = action; $0.conversation = .group(group)
+                    }
+                    let bytes = change.serializedBytes() + Wire.field(15, [UInt8](repeating: 7, count: 3_800))
+                    return request(.membership(try MembershipChange(serializedBytes: bytes)), id)
+                }
+                let join = { (id: UInt64) in RelayProtocol.membershipFrame(.join, group: "open", requestID: id) }
+                #expect(try await bob.ask(join(4))?.requestResult?.errorCode == 0)
+                #expect(try await other.ask(try padded(.join, "open", id: 5))?.requestResult?.errorCode == tooLarge)
+                #expect(try await other.ask(join(6))?.requestResult?.errorCode == 0)
+                let joins = {
+                    bob.collector.frames.filter {
+                        if case .membership(let change)? = $0.payload { change.userID == carol } else { false }
+                    }
+                }
+                #expect(await eventually { joins().count == 1 })
 
-                // A leave is never refused: bob leaves the groups file's group of as long an id
-                // (applied, told to no one). Its refusals name no id twice, so they fit too.
-                func sync(_ id: UInt64) async throws -> Int32? {
+                // A leave is never refused: bob leaves the groups file's group with as large a
+                // change (applied, told to no one).
+                func sync(_ conversation: Conversation, _ id: UInt64) async throws -> Int32? {
                     guard
                         case .syncResponse(let page)? = try await bob.ask(
-                            RelayProtocol.syncFrame(.group(closed), from: 1, requestID: id)
+                            RelayProtocol.syncFrame(conversation, from: 1, requestID: id)
                         )?.payload
                     else { return nil }
                     return page.errorCode
                 }
-                #expect(try await sync(6) == 0)
-                let leave = RelayProtocol.membershipFrame(.leave, group: closed, requestID: 7)
-                #expect(try await bob.ask(leave)?.requestResult?.errorCode == 0)
-                #expect(try await sync(8) == RelayProtocol.RequestError.notAMember)
+                #expect(try await sync(.group("closed"), 7) == 0)
+                #expect(try await bob.ask(try padded(.leave, "closed", id: 8))?.requestResult?.errorCode == 0)
+                #expect(try await sync(.group("closed"), 9) == RelayProtocol.RequestError.notAMember)
+                let long = Conversation.group(String(repeating: "g", count: 3_900))
+                #expect(try await sync(long, 10) == RelayProtocol.RequestError.unsupportedConversation)
                 let fetch = KeyFetchRequest.with {
                     $0.userID = String(repeating: "u", count: 3_990); $0.kind = .signalPrekeys
                 }
                 guard
-                    case .keyFetchResponse(let keys)? = try await bob.ask(request(.keyFetchRequest(fetch), 9))?.payload
+                    case .keyFetchResponse(let keys)? = try await bob.ask(request(.keyFetchRequest(fetch), 11))?.payload
                 else {
                     Issue.record("no key_fetch_response")
                     return

@@ -81,6 +81,11 @@ struct RelayTests {
         )
         #expect(groups == ["team": ["alice", "bob", "carol", "erin"], "ops": ["dave"]])
         #expect(throws: (any Error).self) { try parseGroups("no colon here") }
+        // An id no client could name (RelayProtocol.maxIDBytes), as the group or as a member.
+        let longest = String(repeating: "g", count: RelayProtocol.maxIDBytes)
+        #expect(try parseGroups("\(longest): alice").keys.first == longest)
+        #expect(throws: (any Error).self) { try parseGroups("\(longest)g: alice") }
+        #expect(throws: (any Error).self) { try parseGroups("team: alice \(longest)u") }
     }
 
     @Test func chatCommandsParse() {

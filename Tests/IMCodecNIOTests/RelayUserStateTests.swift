@@ -643,5 +643,10 @@ extension Frame {
     var requestResult: RequestResult? {
         if case .requestResult(let result)? = payload { result } else { nil }
     }
+
+    /// The send ack this frame carries, if any.
+    var sendAck: SendAck? {
+        if case .sendAck(let ack)? = payload { ack } else { nil }
+    }
 }
 #endif

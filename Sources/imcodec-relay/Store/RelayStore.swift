@@ -524,9 +524,13 @@ enum ConversationKey: Hashable, Sendable {
     }
 
     /// The key of a conversation of `type` with `targetID` (and ultra-group `channelID`) as `user`
-    /// names it, or `nil` for a type the relay does not keep or an empty target.
+    /// names it, or `nil` for a type the relay does not keep, an empty target, or a target or
+    /// channel id longer than ``RelayProtocol/maxIDBytes`` (the relay keeps no such conversation:
+    /// nothing could start one, so nothing made up is kept under a long id).
     init?(_ type: ConversationType, _ targetID: String, channelID: String = "", user: String) {
-        guard !targetID.isEmpty else { return nil }
+        guard !targetID.isEmpty, RelayProtocol.fitsIDBound(targetID), RelayProtocol.fitsIDBound(channelID) else {
+            return nil
+        }
         switch type {
         case .oneToOne: self = user <= targetID ? .direct(user, targetID) : .direct(targetID, user)
         case .group, .chatroom: self = .shared(type, targetID, "")
