@@ -232,8 +232,8 @@ final class SQLiteRelayStore: RelayStore {
             let messages = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, receivers, length(frame),
-                        expire_at_ms
+                    SELECT conversation, seq, sender, client_msg_id, uid, time_ms, removed, CAST(receivers AS BLOB),
+                        length(frame), expire_at_ms
                     FROM messages ORDER BY conversation, seq
                     """
             )
@@ -248,7 +248,7 @@ final class SQLiteRelayStore: RelayStore {
                         serverMsgUID: try row.decode(atIndex: 4),
                         serverTimeMs: try integer(row, 5),
                         frame: [],
-                        receivers: (try row.decode(atIndex: 7) as String?).map(Self.split) ?? [],
+                        receivers: Self.receivers(try row.decode(atIndex: 7)),
                         frameSize: try integer(row, 8),
                         expireAtMs: try integer(row, 9)
                     ),
@@ -585,14 +585,15 @@ final class SQLiteRelayStore: RelayStore {
             let rows = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT seq, sender, client_msg_id, uid, time_ms, frame, receivers, expire_at_ms FROM messages
+                    SELECT seq, sender, client_msg_id, uid, time_ms, frame, CAST(receivers AS BLOB), expire_at_ms
+                    FROM messages
                     WHERE conversation = ? AND seq >= ? AND seq <= ? ORDER BY seq
                     """,
                 arguments: [conversation.storageID, from, through]
             )
             var out: [StoredMessage] = []
             while out.count < limit, let row = try rows.next() {
-                let receivers = (try row.decode(atIndex: 6) as String?).map(Self.split) ?? []
+                let receivers = Self.receivers(try row.decode(atIndex: 6))
                 let sender: String = try row.decode(atIndex: 1)
                 guard receivers.isEmpty || sender == user || receivers.contains(user) else { continue }
                 let frame: Data = try row.decode(atIndex: 5)
@@ -648,7 +649,13 @@ final class SQLiteRelayStore: RelayStore {
     /// Receiver lists are kept as one text column, ids separated by U+0000 (which no id the relay
     /// keeps contains: ``Router`` refuses such ids).
     private static func joined(_ ids: [String]) -> String { ids.joined(separator: "\u{0}") }
-    private static func split(_ text: String) -> [String] { text.split(separator: "\u{0}").map(String.init) }
+
+    /// A targeted message's receivers from their column, read as a blob (`CAST(receivers AS
+    /// BLOB)`): GRDB reads text up to its first U+0000, which kept only the first receiver.
+    private static func receivers(_ joined: Data?) -> [String] {
+        guard let joined else { return [] }
+        return joined.split(separator: 0, omittingEmptySubsequences: true).map { String(decoding: $0, as: UTF8.self) }
+    }
 }
 
 /// One of GRDB's prepared statements, bound and stepped through SQLite's C API: GRDB's documented
