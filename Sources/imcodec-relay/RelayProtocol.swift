@@ -48,8 +48,9 @@ import NIOWebSocket
 enum RelayProtocol {
     /// The longest id the relay keeps, in UTF-8 bytes: a user, device, group (chatroom, ultra group)
     /// or ultra-group channel id (a UUID takes 36; Tencent Cloud IM allows 32 for a user, 48 for a
-    /// group). A longer id names nothing the relay keeps: a login with one is refused (2006, 2007), a
-    /// message to one gets 1004, a conversation named by one is not a conversation the relay keeps
+    /// group), and a message's `client_msg_id`. A longer id names nothing the relay keeps: a login
+    /// with one is refused (2006, 2007), a message to one gets 1004 (with one as its client id,
+    /// 1011), a conversation named by one is not a conversation the relay keeps
     /// (``ConversationKey``), and a presence subscription or a block of a user with one is refused
     /// (3003). Without it, every id a client made up was kept as long as it sent it: a user at
     /// ``RelayConfiguration/maxDirectConversations`` with peer ids near the frame size limit held
@@ -106,6 +107,9 @@ enum RelayProtocol {
         /// that has ``RelayConfiguration/maxDirectConversations`` of them. Nothing is kept or
         /// forwarded; messages in its conversations go on.
         static let conversationLimit: Int32 = 1010
+        /// The message's `client_msg_id` is longer than ``RelayProtocol/maxIDBytes``: the relay keeps
+        /// it with every message, to find a resend. Nothing is kept or forwarded.
+        static let clientMsgIDTooLong: Int32 = 1011
     }
 
     /// `LoginResult.error_code` values (0 is success).

@@ -141,6 +141,9 @@ extension Router {
         if !receivers.isEmpty {
             let targets = Set(receivers)
             users = users.filter { $0 == user || targets.contains($0) }
+            // Who may read it, as kept: the members it names and the sender. A name that is no
+            // member's reads nothing, and was kept with every message, thousands a message.
+            receivers = users
         } else if silentlyBlocked {
             // Kept for the sender only: the blocking user's devices neither get it nor sync it.
             users = [user]
@@ -231,13 +234,22 @@ extension Router {
             )
         }
         guard let key = ConversationKey(conversation, user: user) else {
-            let ids = [frame.targetID, frame.channelID]
             return .failure(
                 Refusal(
                     RelayProtocol.AckError.unsupportedConversation,
-                    ids.allSatisfy(RelayProtocol.fitsIDBound)
-                        ? "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
-                        : "\(RelayProtocol.longIDReason); this one names \(ids.map(\.utf8.count).max()!)"
+                    ConversationKey.namesLongID(type, frame.targetID, channelID: frame.channelID)
+                        ? RelayProtocol.longIDReason
+                        : "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
+                )
+            )
+        }
+        // Kept with the message, in memory, to find a resend (and for the newest messages kept
+        // nowhere): 10,000 kept messages with ids near the frame size limit held gigabytes.
+        guard RelayProtocol.fitsIDBound(frame.clientMsgID) else {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.clientMsgIDTooLong,
+                    "a client_msg_id holds at most \(RelayProtocol.maxIDBytes) bytes"
                 )
             )
         }
@@ -312,6 +324,17 @@ extension Router {
     /// forwarded to their live devices once committed. `FrameView.route` says where each goes.
     func routeEvent(_ frame: InboundFrame, from session: Session, user: String) {
         let route = frame.route
+        // No conversation has such an id (ConversationKey): the event names none the relay keeps.
+        func refuseLongID() {
+            refuse(
+                session,
+                frame.requestID,
+                RelayProtocol.RequestError.unsupportedConversation,
+                notice: "unroutable",
+                "the event names its conversation by an empty id or by one longer than "
+                    + "\(RelayProtocol.maxIDBytes) bytes"
+            )
+        }
         var users: [String]
         var key: ConversationKey?
         switch route {
@@ -326,13 +349,13 @@ extension Router {
                 return
             }
             guard let direct = ConversationKey(.oneToOne, sender, user: user) else {
-                return notice(session, code: "unroutable", reason: RelayProtocol.longIDReason)
+                return refuseLongID()
             }
             key = direct
             users = self.users(of: direct)
         case .user(let peer), .referencedSender(let peer):
             guard let direct = ConversationKey(.oneToOne, peer, user: user) else {
-                return notice(session, code: "unroutable", reason: RelayProtocol.longIDReason)
+                return refuseLongID()
             }
             key = direct
             users = self.users(of: direct)
@@ -344,7 +367,10 @@ extension Router {
             case .ultraGroup(_, let channelID): (type, channel) = (.ultraGroup, channelID)
             default: (type, channel) = (.group, "")
             }
-            guard let shared = ConversationKey(type, id, channelID: channel, user: user), isMember(user, shared) else {
+            guard let shared = ConversationKey(type, id, channelID: channel, user: user) else {
+                return refuseLongID()
+            }
+            guard isMember(user, shared) else {
                 notice(session, code: "unroutable", reason: "\(user) is not a member of \(id)")
                 return
             }

@@ -46,12 +46,101 @@ struct RelayIDTests {
         }
     }
 
+    /// Ids of exactly 128 bytes work on every path the longer ones are refused on: a group and an
+    /// ultra-group channel joined and written to, a targeted receiver, a block, a presence
+    /// subscription, a client message id; a group message's channel id, which groups ignore, may
+    /// be longer. A targeted message keeps as its readers only the members it names (in memory and
+    /// in the store): one that names no member reaches no one but its sender, live or in history.
+    @Test func idsOf128BytesWorkWhereLongerOnesAreRefused() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol"]]
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                var requests: UInt64 = 0
+                func ack(_ message: Message) async throws -> Int32? {
+                    requests += 1
+                    let frame = RelayProtocol.answer(.message(message), requestID: requests)
+                    return try await alice.ask(frame)?.sendAck?.errorCode
+                }
+                func join(_ client: TestClient, _ conversation: Conversation) async throws -> Int32? {
+                    requests += 1
+                    let frame = RelayProtocol.membershipFrame(.join, conversation, requestID: requests)
+                    return try await client.ask(frame)?.requestResult?.errorCode
+                }
+                let channel = Conversation.with {
+                    $0.type = .ultraGroup; $0.targetID = longest; $0.channelID = longest
+                }
+                for conversation in [Conversation.group(longest), channel] {
+                    #expect(try await join(alice, conversation) == 0)
+                    #expect(try await join(bob, conversation) == 0)
+                    var message = Message.groupText(from: "alice", group: longest, "hi", clientMsgID: "")
+                    message.conversation = conversation
+                    message.clientMsgID = "to \(conversation.type.protoName)"
+                    #expect(try await ack(message) == 0)
+                }
+                var ignored = Message.groupText(from: "alice", group: "team", "hi", clientMsgID: "channel ignored")
+                ignored.conversation?.channelID = tooLong
+                #expect(try await ack(ignored) == 0)
+                var targeted = Message.groupText(from: "alice", group: "team", "hi", clientMsgID: "to bob")
+                targeted.targetReceivers = ["bob", longest]
+                #expect(try await ack(targeted) == 0)
+                var noMember = Message.groupText(from: "alice", group: "team", "hi", clientMsgID: "to no member")
+                noMember.targetReceivers = [longest]
+                #expect(try await ack(noMember) == 0)
+                #expect(try await ack(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: longest)) == 0)
+                #expect(try await ack(Message.groupText(from: "alice", group: "team", "end", clientMsgID: "end")) == 0)
+
+                let toBob = [
+                    "to CONVERSATION_TYPE_GROUP", "to CONVERSATION_TYPE_ULTRA_GROUP", "channel ignored", "to bob",
+                    longest, "end",
+                ]
+                #expect(await eventually { bob.collector.messages.map(\.clientMsgID) == toBob })
+                #expect(await eventually { carol.collector.messages.last?.clientMsgID == "end" })
+                #expect(carol.collector.messages.map(\.clientMsgID) == ["channel ignored", "end"])
+                let history = try await ask(
+                    bob,
+                    .historyRequest(
+                        .with {
+                            $0.conversation = .group("team"); $0.count = 20
+                        }
+                    ),
+                    id: 100
+                )
+                if case .historyResponse(let page)? = history?.payload {
+                    #expect(Set(page.messages.map(\.clientMsgID)) == ["channel ignored", "to bob", "end"])
+                } else {
+                    Issue.record("no history_response")
+                }
+
+                let block = BlocklistChange.with {
+                    $0.action = .block; $0.userIDs = [longest]
+                }
+                #expect(try await ask(alice, .blocklistChange(block), id: 101)?.requestResult?.errorCode == 0)
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = [longest]
+                }
+                #expect(try await ask(alice, .presenceSubscription(watch), id: 102)?.requestResult?.errorCode == 0)
+                for client in [alice, bob, carol] { await client.close() }
+            }
+        }
+        // Kept as readers: the members named, and the sender.
+        let store = try database.open()
+        defer { store.close() }
+        let audiences = try store.load().conversations[.group("team")]?.audiences
+        #expect(audiences.map { Set($0.values) } == [["alice", "bob"], ["alice"]])
+    }
+
     /// Everything that would make the relay keep an id past 128 bytes is refused, with an answer
     /// that does not repeat the id: a first message to such a peer, group or ultra-group channel
-    /// (1004), a targeted receiver (1006), a join (3002), a view of the conversation (3001), a
-    /// presence subscription and a block (3003); a one-to-one event to such a peer, or about a
-    /// message from one, gets an `unroutable` notice (the relay used to assume such a conversation
-    /// could always be named). Nothing lands in alice's stream, and her connection stays open.
+    /// (1004), a targeted receiver (1006), a message with such a client id (1011), a join (3002), a
+    /// view of the conversation (3001), a presence subscription and a block (3003); a one-to-one
+    /// event to such a peer, or about a message from one, gets 3002 (a notice without a request
+    /// id). Nothing lands in alice's stream, and her connection stays open.
     @Test func nothingIsKeptUnderAnIDPast128Bytes() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
@@ -118,32 +207,39 @@ struct RelayIDTests {
                 }
 
                 // One-to-one events: to the peer, and about a message from it (a recall of it
-                // names alice's side of the conversation; a reaction to it goes back to it).
+                // names alice's side of the conversation; a reaction to it goes back to it). With
+                // a request id, a request_result (3002); without, an `unroutable` notice. A recall
+                // naming an empty sender is refused so too (the relay used to trap on it).
                 let reference = MessageRef.with {
                     $0.conversation = .oneToOne("alice"); $0.senderID = tooLong; $0.seq = 1
                 }
-                try await alice.send(
-                    Frame(
-                        .typing(
-                            .with {
-                                $0.conversation = .oneToOne(tooLong); $0.state = .started
-                            }
-                        )
-                    )
+                let typing = Frame.Payload.typing(
+                    .with {
+                        $0.conversation = .oneToOne(tooLong); $0.state = .started
+                    }
                 )
-                try await alice.send(Frame(.recall(.with { $0.message = reference })))
-                try await alice.send(
-                    Frame(
-                        .reaction(
-                            .with {
-                                $0.message = reference; $0.userID = "alice"; $0.emoji = "👍"; $0.action = .add
-                            }
-                        )
-                    )
+                let reaction = Frame.Payload.reaction(
+                    .with {
+                        $0.message = reference; $0.userID = "alice"; $0.emoji = "👍"; $0.action = .add
+                    }
                 )
-                #expect(await eventually { alice.collector.notices.count == 3 })
+                var noSender = reference
+                noSender.senderID = ""
+                let events: [Frame.Payload] = [
+                    typing, .recall(.with { $0.message = reference }), reaction,
+                    .recall(.with { $0.message = noSender }),
+                ]
+                for event in events {
+                    #expect(try await code(event) == RelayProtocol.RequestError.unsupportedConversation)
+                }
+                for event in events { try await alice.send(Frame(event)) }
+                #expect(await eventually { alice.collector.notices.count == events.count })
                 #expect(alice.collector.notices.allSatisfy { $0.params["code"] == "unroutable" })
                 #expect(!alice.collector.notices.contains { $0.params["reason"]?.contains(tooLong) == true })
+                // A message with a client id past the bound (1011): the relay keeps the client id
+                // with each message it keeps.
+                let longClientID = Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: tooLong)
+                #expect(try await ack(longClientID)?.errorCode == RelayProtocol.AckError.clientMsgIDTooLong)
 
                 // Kept: the one message to the 128-byte peer, and nothing else (read on alice's
                 // other device: a device's stream leaves out what it sent itself).

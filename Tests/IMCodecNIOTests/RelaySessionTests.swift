@@ -1517,6 +1517,9 @@ struct RelaySessionTests {
                     }
                 }
                 #expect(await eventually { joins().count == 1 })
+                // The refused join reached no one: after a round trip of bob's, still one.
+                #expect(try await bob.ask(request(.ping(.init()), 40))?.payload?.kind == .pong)
+                #expect(joins().count == 1)
 
                 // A leave is never refused: bob leaves the groups file's group with as large a
                 // change (applied, told to no one).

@@ -525,18 +525,25 @@ enum ConversationKey: Hashable, Sendable {
 
     /// The key of a conversation of `type` with `targetID` (and ultra-group `channelID`) as `user`
     /// names it, or `nil` for a type the relay does not keep, an empty target, or a target or
-    /// channel id longer than ``RelayProtocol/maxIDBytes`` (the relay keeps no such conversation:
-    /// nothing could start one, so nothing made up is kept under a long id).
+    /// ultra-group channel id longer than ``RelayProtocol/maxIDBytes`` (the relay keeps no such
+    /// conversation: nothing could start one, so nothing made up is kept under a long id). Other
+    /// types ignore `channelID`.
     init?(_ type: ConversationType, _ targetID: String, channelID: String = "", user: String) {
-        guard !targetID.isEmpty, RelayProtocol.fitsIDBound(targetID), RelayProtocol.fitsIDBound(channelID) else {
-            return nil
-        }
+        guard !targetID.isEmpty, RelayProtocol.fitsIDBound(targetID) else { return nil }
         switch type {
         case .oneToOne: self = user <= targetID ? .direct(user, targetID) : .direct(targetID, user)
         case .group, .chatroom: self = .shared(type, targetID, "")
-        case .ultraGroup: self = .shared(type, targetID, channelID)
+        case .ultraGroup:
+            guard RelayProtocol.fitsIDBound(channelID) else { return nil }
+            self = .shared(type, targetID, channelID)
         default: return nil
         }
+    }
+
+    /// Whether `conversation` names an id past ``RelayProtocol/maxIDBytes``: its target, or an
+    /// ultra group's channel (``init(_:_:channelID:user:)`` gives no key for it).
+    static func namesLongID(_ type: ConversationType, _ targetID: String, channelID: String) -> Bool {
+        !RelayProtocol.fitsIDBound(targetID) || (type == .ultraGroup && !RelayProtocol.fitsIDBound(channelID))
     }
 
     /// The key of a group (as the groups file names it).
