@@ -53,6 +53,59 @@ public enum Wire {
         return out
     }
 
+    /// The top-level fields of `bytes`: each one's whole span (tag and value), and for a
+    /// length-delimited field its payload's span; `nil` when `bytes` are not a sequence of whole
+    /// fields (groups included: wire types 3 and 4 are refused).
+    public static func fields(_ bytes: [UInt8]) -> [(whole: Range<Int>, payload: Range<Int>?)]? {
+        var fields: [(whole: Range<Int>, payload: Range<Int>?)] = []
+        var i = 0
+        while i < bytes.count {
+            let start = i
+            guard let tag = WireFormat.readVarint(bytes, &i) else { return nil }
+            var payload: Range<Int>?
+            switch tag & 7 {
+            case 0: guard WireFormat.readVarint(bytes, &i) != nil else { return nil }
+            case 1: i += 8
+            case 5: i += 4
+            case 2:
+                guard let length = WireFormat.readVarint(bytes, &i), length <= UInt64(bytes.count - i) else {
+                    return nil
+                }
+                payload = i..<(i + Int(length))
+                i += Int(length)
+            default: return nil
+            }
+            guard i <= bytes.count else { return nil }
+            fields.append((start..<i, payload))
+        }
+        return fields
+    }
+
+    /// Every message made from `bytes` by removing one field, at the top level or inside a
+    /// length-delimited field that parses as whole fields (a nested message; a string or bytes
+    /// field that happens to parse gives variants a decoder may refuse), down to `depth` levels.
+    /// What a client leaves out: a reference without its sender, a conversation without its target.
+    public static func fieldRemovals(_ bytes: [UInt8], depth: Int) -> [[UInt8]] {
+        guard depth > 0, let fields = fields(bytes) else { return [] }
+        var variants: [[UInt8]] = []
+        for field in fields {
+            variants.append(Array(bytes[..<field.whole.lowerBound] + bytes[field.whole.upperBound...]))
+            guard let payload = field.payload else { continue }
+            let head = Array(bytes[field.whole.lowerBound..<payload.lowerBound])
+            // The tag alone: the length is written again for each smaller payload.
+            var tagEnd = 0
+            _ = WireFormat.readVarint(head, &tagEnd)
+            let tag = Array(head[..<tagEnd])
+            for inner in fieldRemovals(Array(bytes[payload]), depth: depth - 1) {
+                variants.append(
+                    Array(bytes[..<field.whole.lowerBound]) + tag + varint(UInt64(inner.count)) + inner
+                        + Array(bytes[field.whole.upperBound...])
+                )
+            }
+        }
+        return variants
+    }
+
     /// Frame.message → (Message.elements → MessageElement.merger → MergerElement.messages)* nested
     /// to `levels` messages in all (the Frame counts as one).
     public static func nestingBomb(levels: Int) -> [UInt8] {
