@@ -173,7 +173,9 @@ extension Router {
             let recipients: [String]
             switch key {
             case .direct(let a, let b): recipients = [a == kept.senderID ? b : a]
-            case .shared: recipients = kept.receivers
+            // A targeted message kept for its sender alone (it named no member, or a blocking user
+            // silenced it) is addressed to no one.
+            case .shared: recipients = kept.receivers == [kept.senderID] ? [] : kept.receivers
             }
             guard recipients.contains(where: request.recipientIDs.contains) else { return nil }
         }

@@ -58,6 +58,18 @@ extension Router {
             answer(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
             return
         }
+        // Kept with the message, in memory, to find a resend (and for the newest messages kept
+        // nowhere): 10,000 kept messages with ids near the frame size limit held gigabytes. After
+        // the resend lookup, which keeps nothing: a message kept before the bound still gets its
+        // first ack.
+        guard RelayProtocol.fitsIDBound(frame.clientMsgID) else {
+            return refuse(
+                Refusal(
+                    RelayProtocol.AckError.clientMsgIDTooLong,
+                    "a client_msg_id holds at most \(RelayProtocol.maxIDBytes) bytes"
+                )
+            )
+        }
         // A one-to-one message to a user who blocked the sender (Tencent addToBlackList).
         var silentlyBlocked = false
         if case .direct(let a, let b) = key, hasBlocked(a == user ? b : a, user) {
@@ -141,9 +153,12 @@ extension Router {
         if !receivers.isEmpty {
             let targets = Set(receivers)
             users = users.filter { $0 == user || targets.contains($0) }
-            // Who may read it, as kept: the members it names and the sender. A name that is no
-            // member's reads nothing, and was kept with every message, thousands a message.
-            receivers = users
+            // Its receivers as kept (its readers with the sender): the members it names. A name that
+            // is no member's reads nothing, and was kept with every message, thousands a message
+            // (the frame still carries the names as sent). None: the sender alone, as for a
+            // silently blocked message (an empty list would make it everyone's).
+            receivers = users.filter { $0 != user || targets.contains(user) }
+            if receivers.isEmpty { receivers = [user] }
         } else if silentlyBlocked {
             // Kept for the sender only: the blocking user's devices neither get it nor sync it.
             users = [user]
@@ -240,16 +255,6 @@ extension Router {
                     ConversationKey.namesLongID(type, frame.targetID, channelID: frame.channelID)
                         ? RelayProtocol.longIDReason
                         : "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
-                )
-            )
-        }
-        // Kept with the message, in memory, to find a resend (and for the newest messages kept
-        // nowhere): 10,000 kept messages with ids near the frame size limit held gigabytes.
-        guard RelayProtocol.fitsIDBound(frame.clientMsgID) else {
-            return .failure(
-                Refusal(
-                    RelayProtocol.AckError.clientMsgIDTooLong,
-                    "a client_msg_id holds at most \(RelayProtocol.maxIDBytes) bytes"
                 )
             )
         }

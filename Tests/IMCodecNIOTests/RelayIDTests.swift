@@ -117,6 +117,26 @@ struct RelayIDTests {
                     Issue.record("no history_response")
                 }
 
+                // Addressed to (recipient_ids): the members a targeted message names, not its
+                // sender, nor a name that is no member's.
+                for (id, (recipients, expected)) in [
+                    (["bob"], ["to bob"]), (["alice"], []), ([longest], []),
+                ].enumerated() {
+                    let filtered = try await ask(
+                        alice,
+                        .historyRequest(
+                            .with {
+                                $0.conversation = .group("team"); $0.count = 20; $0.recipientIDs = recipients
+                            }
+                        ),
+                        id: 110 + UInt64(id)
+                    )
+                    if case .historyResponse(let page)? = filtered?.payload {
+                        #expect(page.messages.map(\.clientMsgID) == expected, "recipient_ids \(recipients)")
+                    } else {
+                        Issue.record("no history_response")
+                    }
+                }
                 let block = BlocklistChange.with {
                     $0.action = .block; $0.userIDs = [longest]
                 }
@@ -252,6 +272,30 @@ struct RelayIDTests {
                 #expect(alice.channel.isActive && alice.collector.decodeErrors.isEmpty)
                 #expect(bob.collector.messages.isEmpty)
                 for client in [alice, bob, other] { await client.close() }
+            }
+        }
+    }
+
+    /// A message kept before the bound, with a client id past it, sent again (its ack was lost)
+    /// gets its first ack, not 1011: the resend lookup, which keeps nothing, comes first.
+    @Test func aResendOfAMessageKeptBeforeTheBoundGetsItsFirstAck() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let store = try database.open()
+        var batch = StoreBatch()
+        batch.messages = [RelayStoreTests.message(RelayStoreTests.direct, 1, from: "alice", id: tooLong)]
+        try store.commit(batch)
+        store.close()
+        try await withClientGroup { group in
+            try await withRelay({ $0.store = database.location }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let again = Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: tooLong)
+                let ack = try await alice.ask(RelayProtocol.answer(.message(again), requestID: 1))?.sendAck
+                #expect(ack?.errorCode == 0 && ack?.seq == 1 && ack?.serverMsgUID == "uid-1-alice")
+                let new = Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: tooLong + "x")
+                let refused = try await alice.ask(RelayProtocol.answer(.message(new), requestID: 2))?.sendAck
+                #expect(refused?.errorCode == RelayProtocol.AckError.clientMsgIDTooLong)
+                await alice.close()
             }
         }
     }
