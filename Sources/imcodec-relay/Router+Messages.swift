@@ -376,8 +376,13 @@ extension Router {
                 return refuseLongID()
             }
             guard isMember(user, shared) else {
-                notice(session, code: "unroutable", reason: "\(user) is not a member of \(id)")
-                return
+                return refuse(
+                    session,
+                    frame.requestID,
+                    RelayProtocol.RequestError.notAMember,
+                    notice: "unroutable",
+                    "\(user) is not a member of \(id)"
+                )
             }
             key = shared
             users = self.users(of: shared)

@@ -463,9 +463,9 @@ extension Router {
                 requestID,
                 RelayProtocol.RequestError.unsupportedConversation,
                 notice: "unsupported",
-                RelayProtocol.fitsIDBound(conversation.targetID) && RelayProtocol.fitsIDBound(conversation.channelID)
-                    ? "only groups, chatrooms and ultra-group channels are joined and left"
-                    : RelayProtocol.longIDReason
+                ConversationKey.namesLongID(conversation.type, conversation.targetID, channelID: conversation.channelID)
+                    ? RelayProtocol.longIDReason
+                    : "only groups, chatrooms and ultra-group channels are joined and left"
             )
             return
         }

@@ -1741,6 +1741,19 @@ struct RelaySessionTests {
                     )
                 )
                 #expect(await eventually { outsider.collector.notices.contains { $0.params["code"] == "unroutable" } })
+                // With a request id, a request_result (before, a notice, and the request went
+                // unanswered).
+                let asked = try await outsider.ask(
+                    RelayProtocol.answer(
+                        .pin(
+                            PinEvent.with {
+                                $0.conversation = .group("team"); $0.pinned = true
+                            }
+                        ),
+                        requestID: 9
+                    )
+                )
+                #expect(asked?.requestResult?.errorCode == RelayProtocol.RequestError.notAMember)
                 #expect(received(alice).count == 2 && outsider.channel.isActive)
                 for client in [alice, bob, carol, outsider] { await client.close() }
             }
