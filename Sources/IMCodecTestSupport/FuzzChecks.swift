@@ -161,24 +161,7 @@ public enum FuzzChecks {
     /// Offsets where a top-level field starts, the first excepted (empty when the bytes are not a
     /// sequence of whole fields).
     private static func topLevelFieldBoundaries(_ bytes: [UInt8]) -> [Int] {
-        var boundaries: [Int] = []
-        var i = 0
-        func varint() -> UInt64? { WireFormat.readVarint(bytes, &i) }
-        while i < bytes.count {
-            if i > 0 { boundaries.append(i) }
-            guard let tag = varint() else { return [] }
-            switch tag & 7 {
-            case 0: guard varint() != nil else { return [] }
-            case 1: i += 8
-            case 5: i += 4
-            case 2:
-                guard let length = varint(), length <= UInt64(bytes.count - i) else { return [] }
-                i += Int(length)
-            default: return []
-            }
-            if i > bytes.count { return [] }
-        }
-        return boundaries
+        Wire.fields(bytes)?.dropFirst().map(\.whole.lowerBound) ?? []
     }
 
     static let unlimitedMemory = DecodingOptions(maxDecodedMemory: Int.max / 4)

@@ -529,13 +529,11 @@ enum ConversationKey: Hashable, Sendable {
     /// conversation: nothing could start one, so nothing made up is kept under a long id). Other
     /// types ignore `channelID`.
     init?(_ type: ConversationType, _ targetID: String, channelID: String = "", user: String) {
-        guard !targetID.isEmpty, RelayProtocol.fitsIDBound(targetID) else { return nil }
+        guard !targetID.isEmpty, !Self.namesLongID(type, targetID, channelID: channelID) else { return nil }
         switch type {
         case .oneToOne: self = user <= targetID ? .direct(user, targetID) : .direct(targetID, user)
         case .group, .chatroom: self = .shared(type, targetID, "")
-        case .ultraGroup:
-            guard RelayProtocol.fitsIDBound(channelID) else { return nil }
-            self = .shared(type, targetID, channelID)
+        case .ultraGroup: self = .shared(type, targetID, channelID)
         default: return nil
         }
     }
