@@ -83,21 +83,31 @@ final class FrozenClock: Sendable {
     }
 }
 
+extension RelayConfiguration {
+    /// A relay on a free loopback port that knows the tests' signing key, with deadlines no loaded
+    /// machine reaches.
+    static func forTests() async throws -> RelayConfiguration {
+        var configuration = RelayConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.authenticator = try await TestAuth.authenticator()
+        // Test clients do not ping: a loaded machine must not close them as silent (3 intervals);
+        // RelayGroupAccessTests moves the relay's silence clock to test that.
+        configuration.heartbeatIntervalS = 3600
+        // Nor close a connection whose login or frame a starved relay reads late (a suite run
+        // beside a release build stalled some for over 10 s; a fresh-clone CI run beside a debug
+        // build, two at once); the tests of these timeouts set short ones.
+        configuration.loginTimeout = .seconds(120)
+        configuration.maxFrameWait = .seconds(120)
+        return configuration
+    }
+}
+
 func withRelay<R>(
     _ configure: (inout RelayConfiguration) -> Void = { _ in },
     _ body: (RelayServer) async throws -> R
 ) async throws -> R {
-    var configuration = RelayConfiguration()
-    configuration.host = "127.0.0.1"
-    configuration.port = 0
-    configuration.authenticator = try await TestAuth.authenticator()
-    // Test clients do not ping: a loaded machine must not close them as silent (3 intervals);
-    // RelayGroupAccessTests moves the relay's silence clock to test that.
-    configuration.heartbeatIntervalS = 3600
-    // Nor close a connection whose login or frame a starved relay reads late (a suite run beside a
-    // release build stalled some for over 10 s); the tests of these timeouts set short ones.
-    configuration.loginTimeout = .seconds(120)
-    configuration.maxFrameWait = .seconds(120)
+    var configuration = try await RelayConfiguration.forTests()
     configure(&configuration)
     let server = try await RelayServer.start(configuration).get()
     do {

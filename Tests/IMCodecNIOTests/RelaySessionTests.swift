@@ -24,7 +24,10 @@ struct RelaySessionTests {
         try await withClientGroup { group in
             try await withRelay({
                 $0.groups = ["team": ["alice", "bob"]]
-                $0.heartbeatIntervalS = 17
+                // Any interval the login result says, long enough that no client here is closed as
+                // silent (3 intervals) on a loaded machine: with 17 s, the only short deadline of
+                // this test, a CI run beside a debug build saw "I/O on closed channel".
+                $0.heartbeatIntervalS = 1_717
             }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 for k in 1...3 {
@@ -51,7 +54,7 @@ struct RelaySessionTests {
                     ]
                 )
                 let login = try #require(bob.collector.loginResults.first)
-                #expect(login.errorCode == 0 && !login.sessionID.isEmpty && login.heartbeatIntervalS == 17)
+                #expect(login.errorCode == 0 && !login.sessionID.isEmpty && login.heartbeatIntervalS == 1_717)
                 #expect(login.serverTimeMs > 0)
                 let maxSeqs = Dictionary(
                     uniqueKeysWithValues: login.maxSeqs.map {

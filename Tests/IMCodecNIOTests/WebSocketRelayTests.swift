@@ -184,10 +184,8 @@ struct WebSocketRelayTests {
 
     @Test func stoppingTheRelaySendsGoingAway() async throws {
         try await withClientGroup { group in
-            var configuration = RelayConfiguration()
-            configuration.port = 0
+            var configuration = try await RelayConfiguration.forTests()
             configuration.webSocketPort = 0
-            configuration.authenticator = try await TestAuth.authenticator()
             let server = try await RelayServer.start(configuration).get()
             let client: RawWebSocketClient
             do {
