@@ -145,7 +145,7 @@ extension Router {
         // entry that shows that group's newest seq and its members' read horizons.
         for key in keys where isMember(user, key) {
             var view = view(of: key, for: user)
-            let newest = max(view.info.maxSeq, conversations[key]?.maxSeq ?? 0)
+            let newest = newestSeq(of: key, for: user)
             // Never above the newest seq: the messages still to come would not count as unread.
             let seq = event.readSeq == 0 ? newest : min(event.readSeq, newest)
             guard seq > view.info.readSeq else { continue }
@@ -203,6 +203,21 @@ extension Router {
     /// what was kept before it joined).
     func reads(_ seq: UInt64, in key: ConversationKey, user: String) -> Bool {
         seq > view(of: key, for: user).info.clearedSeq
+    }
+
+    /// The oldest seq of `key` that `user` reads as far as its `cleared_seq` goes: the one after it
+    /// (a clear is never above the newest seq, but a store written before that rule may hold
+    /// the largest seq, after which nothing is read).
+    func firstUnclearedSeq(of key: ConversationKey, for user: String) -> UInt64 {
+        let cleared = view(of: key, for: user).info.clearedSeq
+        return cleared == .max ? .max : cleared + 1
+    }
+
+    /// The newest seq of `key` as `user` knows it: the conversation's, or the user's entry's when
+    /// it is newer (a conversation whose messages retention dropped). A mark-read or a clear goes
+    /// no higher: the messages still to come must count as unread, and be read.
+    func newestSeq(of key: ConversationKey, for user: String) -> UInt64 {
+        max(view(of: key, for: user).info.maxSeq, conversations[key]?.maxSeq ?? 0)
     }
 
     /// Why `user` may not act on `seq` of `key` (vote on its poll, acknowledge it), when it does not

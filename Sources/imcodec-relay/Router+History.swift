@@ -86,7 +86,7 @@ extension Router {
         }
         let state = conversations[key] ?? ConversationState()
         // The oldest seq the user may read: kept, and not cleared from its history.
-        let floor = max(state.oldestSeq, view(of: key, for: user).info.clearedSeq + 1)
+        let floor = max(state.oldestSeq, firstUnclearedSeq(of: key, for: user))
         let newer = request.direction == .newer
         let scan = RelayProtocol.maxHistoryScan
         let from: UInt64

@@ -56,6 +56,16 @@ extension Router {
                         + "conversation's list entry within the frame size limit"
                 )
             }
+            // Never above the newest seq (as a mark-read): a clear of seqs still to come would hide
+            // them when they come. The user's devices get the clear as kept. Before, the largest
+            // seq made the user's next sync or history of the conversation overflow and stop the
+            // relay, again after every restart.
+            if update.fields & UInt32(ConversationField.clearedSeq.rawValue) != 0,
+                let conversation = update.conversation,
+                let key = ConversationKey(conversation, user: user)
+            {
+                update.clearedSeq = min(update.clearedSeq, newestSeq(of: key, for: user))
+            }
             update.userID = user
             update.timeMs = now
             decoded.payload = .conversationUpdate(update)

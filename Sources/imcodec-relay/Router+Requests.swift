@@ -259,7 +259,7 @@ extension Router {
         )
         let last = request.toSeq == 0 ? state.maxSeq : min(request.toSeq, state.maxSeq)
         // Below the oldest kept message: from the oldest kept one; nothing the user cleared.
-        let first = max(request.fromSeq, state.oldestSeq, view(of: key, for: user).info.clearedSeq + 1)
+        let first = max(request.fromSeq, state.oldestSeq, firstUnclearedSeq(of: key, for: user))
         guard first <= last else {
             answer.nextFromSeq = max(first, last + 1)
             return reply()

@@ -167,6 +167,115 @@ struct RelayUserStateTests {
         }
     }
 
+    /// A clear goes up to the newest seq, never past it (as a mark-read): the messages still to
+    /// come are not hidden, and the update kept and sent to the user's other devices says the seq
+    /// it cleared. Before, a clear up to the largest seq was kept as it came, and bob's next sync or
+    /// history of the group overflowed and stopped the relay.
+    @Test func aClearPastTheNewestSeqClearsUpToIt() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                for index in 1...2 { try await alice.send(Frame(Self.groupMessage("m\(index)", id: "m\(index)"))) }
+                #expect(await eventually { phone.collector.messages.count == 2 })
+                let clear = ConversationUpdate.with {
+                    $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
+                    $0.clearedSeq = .max
+                }
+                let result = try await Self.ask(phone, .conversationUpdate(clear), id: 1).flatMap(\.requestResult)
+                #expect(result?.errorCode == 0)
+                #expect(
+                    await eventually { laptop.collector.frames.contains { $0.payload?.kind == .conversationUpdate } }
+                )
+                let synced = laptop.collector.frames.first { $0.payload?.kind == .conversationUpdate }
+                guard case .conversationUpdate(let kept)? = synced?.payload else {
+                    Issue.record("the laptop got no conversation update")
+                    return
+                }
+                #expect(kept.clearedSeq == 2, "the laptop is told the seq cleared")
+
+                try await alice.send(Frame(Self.groupMessage("m3", id: "m3")))
+                #expect(await eventually { phone.collector.messages.count == 3 })
+                let team = try #require(Self.entry(try await Self.list(phone, id: 2), .group("team")))
+                #expect(team.clearedSeq == 2 && team.unreadCount == 1 && team.lastMessage?.previewText == "m3")
+                let sync = try await Self.ask(phone, .syncRequest(.with { $0.conversation = .group("team") }), id: 3)
+                guard case .syncResponse(let page)? = sync?.payload else {
+                    Issue.record("no sync_response: \(String(describing: sync))")
+                    return
+                }
+                #expect(page.messages.map(\.seq) == [3])
+                let history = try await Self.ask(
+                    phone,
+                    .historyRequest(
+                        .with {
+                            $0.conversation = .group("team"); $0.count = 20
+                        }
+                    ),
+                    id: 4
+                )
+                guard case .historyResponse(let older)? = history?.payload else {
+                    Issue.record("no history_response: \(String(describing: history))")
+                    return
+                }
+                #expect(older.messages.map(\.seq) == [3])
+                for client in [alice, phone, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// A view an earlier relay kept with the largest `cleared_seq` (before clears went no higher
+    /// than the newest seq) reads nothing and stops nothing: the sync and the history it asks for
+    /// are answered, empty.
+    @Test func aViewKeptWithTheLargestClearedSeqReadsNothing() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                try await alice.send(Frame(Self.groupMessage("m1", id: "m1")))
+                #expect(await eventually { alice.collector.acks.count == 1 })
+                await alice.close()
+            }
+            do {
+                let store = try database.open()
+                defer { store.close() }
+                var view = UserConversation()
+                view.info.clearedSeq = .max
+                var batch = StoreBatch()
+                batch.records[.conversation(user: "bob", .shared(.group, "team", ""))] = view.bytes
+                try store.commit(batch)
+            }
+            try await withRelay(configure) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let sync = try await Self.ask(bob, .syncRequest(.with { $0.conversation = .group("team") }), id: 1)
+                guard case .syncResponse(let page)? = sync?.payload else {
+                    Issue.record("no sync_response: \(String(describing: sync))")
+                    return
+                }
+                #expect(page.errorCode == 0 && page.messages.isEmpty && page.maxSeq == 1)
+                let history = try await Self.ask(
+                    bob,
+                    .historyRequest(
+                        .with {
+                            $0.conversation = .group("team"); $0.count = 20
+                        }
+                    ),
+                    id: 2
+                )
+                guard case .historyResponse(let older)? = history?.payload else {
+                    Issue.record("no history_response: \(String(describing: history))")
+                    return
+                }
+                #expect(older.messages.isEmpty)
+                await bob.close()
+            }
+        }
+    }
+
     /// RongCloud (seed 003: canIncludeExpansion, expansionDic) and Tencent (message extensions):
     /// keys change after sending, each with a version; an update from a stale version is refused
     /// with 23001 and changes nothing; a message sent without the flag takes no extension. The keys
