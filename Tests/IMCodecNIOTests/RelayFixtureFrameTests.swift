@@ -59,7 +59,8 @@ struct RelayFixtureFrameTests {
     private static let casts = [
         [
             "user_10010": "alice", "user_10086": "bob", "user_20001": "alice", "user_20002": "bob",
-            "user_20003": "carol", "@TGS#2J4SZEAEL": "team", "@TGS#aJ7XKFCIM": "team", "ug_gamers_guild_01": "team",
+            "user_20003": "carol", "user_20004": "carol", "user_30003": "bob", "@TGS#2J4SZEAEL": "team",
+            "@TGS#aJ7XKFCIM": "team", "ug_gamers_guild_01": "team",
         ],
         ["user_10010": "bob", "user_10086": "alice", "user_20001": "bob", "user_20002": "alice"],
     ]
@@ -258,31 +259,90 @@ struct RelayFixtureFrameTests {
     /// goes on; no session ends. Before, a recall naming alice's side of a
     /// one-to-one conversation and no sender stopped the relay.
     @Test func theRelayAnswersEveryFrameWithAFieldLeftOut() async throws {
+        try await Self.sendEveryVariant(atLeast: 10_000, underThreadSanitizerEvery: 4) { _, bytes in
+            Wire.fieldRemovals(bytes, depth: 4)
+        }
+    }
+
+    /// The same frames with one number at an edge of its type (the largest `uint64`, the smallest
+    /// and largest `int64`, the largest `uint32`, 2^31), down to a conversation's fields: each
+    /// number they carry (`Wire.valueExtremes`: a varint, a fixed-width field, a packed list), and
+    /// each number field of each message they carry, set or not (`Wire.numberInsertions`, the
+    /// first two frames of each kind of cast for each field: the same field in the next fixture
+    /// takes the same path). A seq, a time, a duration, a count or an enum a hostile client sends
+    /// to overflow what the relay adds or converts: each is answered, or refused, and the relay
+    /// goes on; no session ends.
+    @Test func theRelayAnswersEveryFrameWithANumberAtAnEdge() async throws {
+        var inserted: [String: Int] = [:]
+        try await Self.sendEveryVariant(atLeast: 20_000, underThreadSanitizerEvery: 16) { name, bytes in
+            let cast = name.split(separator: " ").dropFirst().joined(separator: " ")
+            var variants = Wire.valueExtremes(bytes, depth: 4)
+            for (field, variant) in Wire.numberInsertions(bytes, as: Frame.self, depth: 4) {
+                let key = cast + " " + field
+                inserted[key, default: 0] += 1
+                if inserted[key]! <= 2 * Wire.extremeValues.count { variants.append(variant) }
+            }
+            return variants
+        }
+    }
+
+    /// alice sends every frame `variantsOf` makes of the recast fixtures and her own messages (those
+    /// that decode: a string that parsed as fields gives bytes a decoder refuses; at least `least`)
+    /// to a relay with the group `team`; the relay answers a ping after each batch and closes no
+    /// session, and then answers her requests for what she set.
+    private static func sendEveryVariant(
+        atLeast least: Int,
+        underThreadSanitizerEvery every: Int,
+        _ variantsOf: (_ name: String, _ frame: [UInt8]) -> [[UInt8]]
+    ) async throws {
         var seen = Set<[UInt8]>()
         var variants: [(name: String, frame: Frame)] = []
         // As the fixtures name their users, most frames are refused at the first check (not the
         // logged-in sender, not a member): the recast ones and alice's own messages go deeper.
-        for (name, frame) in try Self.hostileFrames() where name.contains(" ") {
-            for bytes in Wire.fieldRemovals(frame.serializedBytes(), depth: 4) where seen.insert(bytes).inserted {
-                // A string that parsed as fields gives bytes a decoder refuses: not a frame.
+        for (name, frame) in try hostileFrames() where name.contains(" ") {
+            for bytes in variantsOf(name, frame.serializedBytes()) where seen.insert(bytes).inserted {
                 guard let variant = try? Frame(serializedBytes: bytes) else { continue }
                 variants.append((name, variant))
             }
         }
-        #expect(variants.count > 10_000)
-        // Under ThreadSanitizer (Scripts/test-sanitizers), every fourth: the same paths on the
-        // same threads, at a quarter of about five minutes there.
-        if underThreadSanitizer { variants = variants.enumerated().filter { $0.offset % 4 == 0 }.map(\.element) }
+        #expect(variants.count > least, "\(variants.count) variants")
+        // Under ThreadSanitizer (Scripts/test-sanitizers), every `every`th: the same paths on the
+        // same threads, in a few minutes there (about five for a quarter of the field removals).
+        if underThreadSanitizer {
+            variants = variants.enumerated().filter { $0.offset % every == 0 }.map(\.element)
+        }
         try await withClientGroup { group in
             try await withRelay({
                 $0.groups = ["team": ["alice", "bob", "carol"]]; $0.groupMessageRate = 1_000_000
             }) { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let sent = try await Self.send(variants, to: server, group: group)
+                let sent = try await send(variants, to: server, group: group)
                 let (connections, closed) = (sent.connections, sent.closed)
                 // No variant is a logout (it names no user to recast): no session ends.
                 #expect(closed.isEmpty, "closed after: \(closed.sorted())")
                 #expect(connections.allSatisfy { $0.collector.decodeErrors.isEmpty })
+                // What she set (a view, a floor, a cursor) is read by her next requests: each is
+                // answered. Before, a clear of the largest seq made the next sync or history of
+                // that conversation overflow, in the relay and after every restart.
+                let alice = connections.last!
+                var requestID = sent.lastRequestID
+                for conversation in [Conversation.group("team"), .oneToOne("bob"), .oneToOne("alice")] {
+                    let requests: [Frame.Payload] = [
+                        .syncRequest(.with { $0.conversation = conversation }),
+                        .historyRequest(
+                            .with {
+                                $0.conversation = conversation; $0.count = 20
+                            }
+                        ),
+                        .conversationListRequest(.with { $0.limit = 100 }),
+                        .streamSyncRequest(.init()),
+                    ]
+                    for request in requests {
+                        requestID += 1
+                        let answer = try await alice.ask(RelayProtocol.answer(request, requestID: requestID))
+                        #expect(answer != nil, "\(request.kind) of \(conversation) was not answered")
+                    }
+                }
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group)
                 #expect(try await carol.ask(RelayProtocol.answer(.ping(.init()), requestID: 1))?.payload?.kind == .pong)
                 for client in connections + [bob, carol] { await client.close() }

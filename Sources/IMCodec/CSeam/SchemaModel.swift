@@ -145,6 +145,7 @@ enum SchemaModel {
 }
 
 extension IMCodecMessage {
-    /// The schema model of this message type (for the JSON and text-format engines).
-    static var messageSchema: MessageSchema { SchemaModel.message(_protobufCDescriptor) }
+    /// The schema model of this message type (for the JSON and text-format engines, and, package
+    /// access, the test support's wire variants).
+    package static var messageSchema: MessageSchema { SchemaModel.message(_protobufCDescriptor) }
 }

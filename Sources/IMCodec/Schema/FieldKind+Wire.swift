@@ -3,7 +3,7 @@
 /// all through ``WireFormat``.
 extension FieldKind {
     /// The wire type of one value of this kind written alone (not packed).
-    var wireType: UInt8 {
+    package var wireType: UInt8 {
         switch self {
         case .int32, .sint32, .uint32, .int64, .sint64, .uint64, .bool, .enumeration: 0
         case .fixed64, .sfixed64, .double: 1

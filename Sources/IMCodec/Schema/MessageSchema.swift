@@ -9,15 +9,15 @@
 ///                          ── FieldSchema  9 "priority"  value: enumeration ──▶ EnumSchema
 ///                          ── FieldSchema 16 "custom_params"  map: key string, value string
 ///                          ── FieldSchema 19 "quote"  value: message ──▶ MessageSchema …
-final class MessageSchema: @unchecked Sendable {
+package final class MessageSchema: @unchecked Sendable {
     // Immutable once the seam has built the model (`fields` is set once, before publication,
     // because message types refer to each other).
 
     /// The full name, e.g. `imcodec.v1.Frame`.
-    let fullName: String
+    package let fullName: String
 
     /// The fields, in field-number order.
-    private(set) var fields: [FieldSchema] = []
+    package private(set) var fields: [FieldSchema] = []
 
     /// Index in ``fields`` + 1 by field number (0: no such field), for numbers below
     /// ``tableLimit``; larger numbers are in `byLargeNumber`.
@@ -56,7 +56,7 @@ final class MessageSchema: @unchecked Sendable {
 
     /// The index in ``fields`` of field `number`.
     @inline(__always)
-    func field(number: UInt32) -> Int? {
+    package func field(number: UInt32) -> Int? {
         guard Int(number) < byNumber.count else { return byLargeNumber[number] }
         let entry = byNumber[Int(number)]
         return entry == 0 ? nil : Int(entry) - 1
@@ -88,21 +88,21 @@ final class MessageSchema: @unchecked Sendable {
 
 /// One field of a message (a class: the engines pass fields around in their inner loops, and a
 /// reference costs one retain where this struct's arrays and links would cost several).
-final class FieldSchema: Sendable {
+package final class FieldSchema: Sendable {
     /// The field number.
-    let number: UInt32
+    package let number: UInt32
     /// The name in the schema (`client_msg_id`).
     let name: [UInt8]
     /// protobuf's ToJsonName of it (`clientMsgId`).
     let jsonName: [UInt8]
     /// Whether the field is `repeated` (maps included).
-    let isRepeated: Bool
+    package let isRepeated: Bool
     /// Whether the schema packs it (a repeated scalar written as one length-delimited record).
     let isPacked: Bool
     /// The oneof the field belongs to: fields of one oneof share the number; nil outside oneofs.
     let oneof: Int?
     /// What one value (one element of a repeated field) is; for a map, the entry message.
-    let value: ValueSchema
+    package let value: ValueSchema
     /// For a map field: its entry's key (field 1) and value (field 2).
     let map: MapEntrySchema?
 
@@ -158,10 +158,10 @@ struct MapEntrySchema: Sendable {
 
 /// The type of one value: a singular field, one element of a repeated field, or a map entry's key
 /// or value.
-struct ValueSchema: Sendable {
-    let kind: FieldKind
+package struct ValueSchema: Sendable {
+    package let kind: FieldKind
     /// For ``FieldKind/message``: the message type.
-    let message: MessageSchema?
+    package let message: MessageSchema?
     /// For ``FieldKind/enumeration``: the enum type.
     let enumeration: EnumSchema?
 
@@ -176,7 +176,7 @@ struct ValueSchema: Sendable {
 }
 
 /// A field's type as the schema declares it.
-enum FieldKind: Sendable {
+package enum FieldKind: Sendable {
     case int32, sint32, sfixed32, int64, sint64, sfixed64
     case uint32, fixed32, uint64, fixed64
     case float, double, bool
