@@ -148,7 +148,8 @@ extension Router {
         var own: [(users: Set<String>, body: ByteBuffer)] = []
         var largest = bytes.count
         if let changed {
-            let position = Dictionary(uniqueKeysWithValues: event.summary.enumerated().map { ($1.emoji, $0) })
+            // The first summary of an emoji (one each, unless a damaged store holds two: no trap).
+            let position = Dictionary(event.summary.enumerated().map { ($1.emoji, $0) }) { first, _ in first }
             var masks: [String: UInt64] = [:]
             for reaction in changed {
                 guard let bit = position[reaction.emoji] else { continue }
