@@ -63,7 +63,9 @@ extension Router {
         let entries = changed.prefix(limit).map { key, view, order in
             var info = view.info
             info.conversation = key.conversation(for: user)
-            info.readHorizons = readHorizons(of: key, except: user)
+            // The members' horizons are a member's to see: a user who left keeps its entry, not
+            // a view of who reads the group since.
+            info.readHorizons = isMember(user, key) ? readHorizons(of: key, except: user) : []
             let removed = conversations[key]?.removed.contains(view.lastSeq) ?? false
             return (key: key, storageID: order.1, info: info, lastSeq: view.lastSeq, removed: removed)
         }

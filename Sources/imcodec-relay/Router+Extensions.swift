@@ -19,9 +19,10 @@ extension Router {
 
     /// A kept message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts its extension: its own
     /// `expansion` keys, each at version 1. Only in a one-to-one or group conversation: elsewhere no
-    /// update could be applied (RongCloud; validate()'s `extensionNotAllowed`).
+    /// update could be applied (RongCloud; validate()'s `extensionNotAllowed`). Nor on a view-once
+    /// message: its keys would be served again by every fetch and update (3008 for those).
     func startExtension(_ message: Message, seq: UInt64, in key: ConversationKey) {
-        guard message.messageFlags.contains(.supportExtension) else { return }
+        guard message.messageFlags.contains(.supportExtension), !message.viewOnce else { return }
         switch key {
         case .direct, .shared(.group, _, _): break
         case .shared: return
@@ -108,10 +109,15 @@ extension Router {
         if let audience = state.audiences[seq], !audience.contains(user) {
             return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(seq) was sent to others")
         }
+        // Nor a message it cannot read (it joined after it, or cleared it): its keys are not its to
+        // change, nor to learn of from the answers.
+        guard reads(seq, in: key, user: user) else {
+            return refuse(RelayProtocol.RequestError.notAMember, "notAMember", Self.unreadReason(seq, user: user))
+        }
         if state.removed.contains(seq) || hasExpired(seq, in: key, at: nowMs()) {
             return refuse(RelayProtocol.RequestError.messageRemoved, "messageRemoved", "seq \(seq) was removed")
         }
-        guard var entries = extensions[key]?[seq] else {
+        guard var entries = extensionKeys(of: seq, in: key) else {
             return refuse(
                 ExtensionError.notExtensible,
                 "notExtensible",
@@ -175,6 +181,12 @@ extension Router {
         }
     }
 
+    /// The extension keys of kept message `seq` of `key` that updates change and fetches serve:
+    /// none of a view-once message (whose keys a relay kept before such a message took none).
+    func extensionKeys(of seq: UInt64, in key: ConversationKey) -> [String: ExtensionEntry]? {
+        isViewOnce(seq, in: key) ? nil : extensions[key]?[seq]
+    }
+
     /// Answers an extension fetch: the current keys of each requested message the user may read
     /// and the relay knows as extensible, in request order, as many as fit the frame size limit
     /// (the first is served whatever its size; a message's keys fit with the message,
@@ -189,7 +201,7 @@ extension Router {
             guard let key = conversationKey(of: ref, user: user), isMember(user, key),
                 case .kept(let seq)? = conversations[key]?.resolve(ref),
                 seq > view(of: key, for: user).info.clearedSeq, !isDeletedForMe(seq, in: key, by: user),
-                let entries = extensions[key]?[seq], !hasExpired(seq, in: key, at: nowMs)
+                let entries = extensionKeys(of: seq, in: key), !hasExpired(seq, in: key, at: nowMs)
             else { continue }
             if let audience = conversations[key]?.audiences[seq], !audience.contains(user) { continue }
             let served = MessageExtension.with {

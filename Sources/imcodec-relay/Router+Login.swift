@@ -231,8 +231,20 @@ extension Router {
 
     // MARK: Presence
 
+    /// The presence of `user` now, as `watcher` may see it: a user who blocked the watcher shows
+    /// it nothing (offline, last seen unknown: as WhatsApp hides "last seen" and "online" from a
+    /// blocked contact, and without saying it blocked it). Its updates do not reach the watcher.
+    func presence(of user: String, to watcher: String) -> PresenceUpdate {
+        guard hasBlocked(user, watcher) else { return presence(of: user) }
+        return PresenceUpdate.with {
+            $0.userID = user
+            $0.timeMs = RelayProtocol.nowMs()
+            $0.status = .offline
+        }
+    }
+
     /// The presence of `user` now.
-    func presence(of user: String) -> PresenceUpdate {
+    private func presence(of user: String) -> PresenceUpdate {
         PresenceUpdate.with {
             $0.userID = user
             $0.timeMs = RelayProtocol.nowMs()
@@ -247,11 +259,11 @@ extension Router {
         }
     }
 
-    /// Tells the online subscribers of `user` its presence now.
+    /// Tells the online subscribers of `user` its presence now, but those it blocked.
     func broadcastPresence(of user: String) {
         guard let watchers = subscribers[user], !watchers.isEmpty else { return }
         let frame = Frame(.presence(presence(of: user)))
-        for watcher in watchers {
+        for watcher in watchers where !hasBlocked(user, watcher) {
             for session in sessions[watcher] ?? [] { write(frame, to: session) }
         }
     }

@@ -700,12 +700,13 @@ extension Router {
         var refs: [MessageRef] = []
         var removes = false
         var mustBeSender = false
+        var mustRead = false
         switch decoded.payload {
         case .recall(let event)?: refs = event.message.map { [$0] } ?? []; removes = true; mustBeSender = true
         case .edit(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
-        case .reaction(let event)?: refs = event.message.map { [$0] } ?? []
+        case .reaction(let event)?: refs = event.message.map { [$0] } ?? []; mustRead = true
         case .delete(let event)?: refs = event.messages; removes = event.scope == .everyone; mustBeSender = removes
-        case .pin(let event)?: refs = event.message.map { [$0] } ?? []
+        case .pin(let event)?: refs = event.message.map { [$0] } ?? []; mustRead = true
         case .pollVote(let event)?: refs = event.pollMessage.map { [$0] } ?? []
         // Only the poll's creator closes it (events.proto, PollUpdate).
         case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []; mustBeSender = true
@@ -773,6 +774,20 @@ extension Router {
                     return nil
                 }
                 audience = audience.map { $0.intersection(targeted) } ?? targeted
+            }
+            // A message its actor cannot read (it joined after it, or cleared it) is not its to
+            // react to or pin, as a poll vote (3001): the reactions the relay fills in would show
+            // it who reacted. Its sender still recalls, edits or deletes it; anyone deletes what
+            // it likes for itself.
+            if mustRead, !reads(seq, in: key, user: user) {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.notAMember,
+                    notice: "notAMember",
+                    Self.unreadReason(seq, user: user)
+                )
+                return nil
             }
             if state.removed.contains(seq) || hasExpired(seq, in: key, at: nowMs()), !removes {
                 refuse(

@@ -115,7 +115,7 @@ extension Router {
             }
             var buffer = allocator.buffer(capacity: size + 8)
             buffer.writeFrame(told)
-            for subscriber in subscribers[user] ?? [] {
+            for subscriber in subscribers[user] ?? [] where !hasBlocked(user, subscriber) {
                 for other in sessions[subscriber] ?? [] { write(buffer, kind: .presence, to: other) }
             }
             if requestID != 0 { result(session, requestID) }
@@ -404,7 +404,7 @@ extension Router {
             if !added.isEmpty { watching[user, default: []].formUnion(added) }
             for watched in subscription.userIDs where !watched.isEmpty {
                 subscribers[watched, default: []].insert(user)
-                answer(Frame(.presence(presence(of: watched))), to: session)
+                answer(Frame(.presence(presence(of: watched, to: user))), to: session)
             }
         case .unsubscribe:
             for watched in subscription.userIDs {

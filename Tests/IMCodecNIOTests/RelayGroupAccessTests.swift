@@ -233,10 +233,12 @@ struct RelayGroupAccessTests {
         }
     }
 
-    /// A member who joined after a message reads nothing of it, so it may not vote on its poll nor
-    /// acknowledge it either (3001): before, its vote was counted (and named in the results others
-    /// got) and its read receipt reached the sender.
-    @Test func aNewMemberCannotVoteOnOrAcknowledgeWhatCameBeforeItsJoin() async throws {
+    /// A member who joined after a message reads nothing of it, so it may not vote on its poll,
+    /// acknowledge it, react to it, pin it or change its extension keys either (3001): before, its
+    /// vote was counted (and named in the results others got), its read receipt reached the sender,
+    /// and its reaction was accepted and answered with who else reacted. A member who leaves keeps
+    /// its list entry, without the members' read horizons it saw as a member.
+    @Test func aNewMemberCannotActOnWhatCameBeforeItsJoin() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
@@ -254,7 +256,8 @@ struct RelayGroupAccessTests {
                     elements: [.poll(id: "q", question: "Q?", options: ["yes", "no"])],
                     clientMsgID: "p-1"
                 )
-                poll.messageFlags = [.needReadReceipt]
+                poll.messageFlags = [.needReadReceipt, .supportExtension]
+                poll.expansion = ["votes": "0"]
                 try await alice.send(Frame(poll))
                 #expect(await eventually { bob.collector.messages.count == 1 })
                 let reference = try #require(bob.collector.messages.first?.reference)
@@ -262,14 +265,52 @@ struct RelayGroupAccessTests {
                 #expect(joined?.requestResult?.errorCode == 0)
 
                 let notAMember = RelayProtocol.RequestError.notAMember
-                for (client, code) in [(carol, notAMember), (bob, 0)] {
+                for (client, user, code) in [(carol, "carol", notAMember), (bob, "bob", 0)] {
                     let vote = RelayPollTests.vote(reference, "q", [1], id: 10)
                     #expect(try await client.ask(vote)?.requestResult?.errorCode == code)
                     let read = RelayReceiptTests.read(reference, id: 11)
                     #expect(try await client.ask(read)?.requestResult?.errorCode == code)
+                    let react = RelayReactionTests.reaction(reference, "👍", .add, id: 12)
+                    #expect(try await client.ask(react)?.requestResult?.errorCode == code, "\(user) reacts")
+                    let pin = PinEvent.with {
+                        $0.conversation = .group("open"); $0.message = reference; $0.pinned = true
+                        $0.operatorID = user
+                    }
+                    let pinned = try await RelayUserStateTests.ask(client, .pin(pin), id: 13)
+                    #expect(pinned?.requestResult?.errorCode == code, "\(user) pins")
+                    let keys = ExtensionUpdate.with {
+                        $0.message = reference
+                        $0.set = [
+                            .with {
+                                $0.key = user; $0.value = "1"
+                            }
+                        ]
+                    }
+                    let updated = try await RelayUserStateTests.ask(client, .extensionUpdate(keys), id: 14)
+                    #expect(updated?.requestResult?.errorCode == code, "\(user) sets a key")
                 }
                 #expect(await eventually { RelayPollTests.results(alice, "q") == "1:1:bob 2:0: n=1" })
                 #expect(await eventually { RelayReceiptTests.received(alice) == ["bob@ open 1/0"] })
+                // Nothing carol tried reached anyone: after a round trip of bob's, only bob's.
+                #expect(try await bob.ask(RelayProtocol.answer(.ping(.init()), requestID: 20))?.payload?.kind == .pong)
+                let reactions = alice.collector.frames.compactMap { frame -> ReactionEvent? in
+                    if case .reaction(let event)? = frame.payload { event } else { nil }
+                }
+                #expect(reactions.map(\.userID) == ["bob"])
+
+                // bob reads the group: carol, a member, sees it in her list; after she leaves, not.
+                let read = MarkReadEvent.with {
+                    $0.conversation = .group("open"); $0.userID = "bob"; $0.readTimeMs = RelayProtocol.nowMs()
+                }
+                #expect(try await RelayUserStateTests.ask(bob, .markRead(read), id: 21)?.requestResult?.errorCode == 0)
+                func horizons(_ id: UInt64) async throws -> [String]? {
+                    let list = try await RelayUserStateTests.list(carol, id: id)
+                    return RelayUserStateTests.entry(list, .group("open"))?.readHorizons.map(\.userID)
+                }
+                #expect(try await horizons(22)?.contains("bob") == true)
+                let left = try await carol.ask(RelayProtocol.membershipFrame(.leave, group: "open", requestID: 23))
+                #expect(left?.requestResult?.errorCode == 0)
+                #expect(try await horizons(24) == [])
                 for client in [alice, bob, carol] { await client.close() }
             }
         }

@@ -1611,6 +1611,52 @@ struct RelaySessionTests {
         }
     }
 
+    /// A user who blocked its watcher shows it nothing: the subscription is answered (it does not
+    /// say the block) with the user offline and its last seen unknown, and neither its logins, its
+    /// status nor its leaving reach the watcher; a watcher it did not block is told each. Before,
+    /// a blocked user followed the blocker's every login, device, platform and status.
+    @Test func aUserWhoBlockedItsWatcherShowsItNothing() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let block = BlocklistChange.with {
+                    $0.action = .block; $0.userIDs = ["mallory"]
+                }
+                #expect(try await bob.ask(request(.blocklistChange(block), 1))?.requestResult?.errorCode == 0)
+                let mallory = try await TestClient.connect(to: server, as: "mallory", group: group)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["bob"]
+                }
+                for (watcher, id) in [(mallory, UInt64(2)), (carol, 3)] {
+                    #expect(
+                        try await watcher.ask(request(.presenceSubscription(watch), id))?.requestResult?.errorCode == 0
+                    )
+                    #expect(await eventually { watcher.collector.presences.count == 1 })
+                }
+                let hidden = mallory.collector.presences.first
+                #expect(hidden?.status == .offline && hidden?.lastSeenMs == 0 && hidden?.deviceID == "")
+                #expect(carol.collector.presences.first?.status == .online)
+                #expect(carol.collector.presences.first?.deviceID == "phone")
+
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let away = PresenceUpdate.with {
+                    $0.status = .away; $0.customStatus = "In a meeting"
+                }
+                #expect(try await laptop.ask(request(.presence(away), 4))?.requestResult?.errorCode == 0)
+                await laptop.close()
+                await bob.close()
+                // carol is told bob's status and his last device's leaving: mallory nothing.
+                #expect(await eventually { carol.collector.presences.last?.status == .offline })
+                #expect(carol.collector.presences.contains { $0.customStatus == "In a meeting" })
+                #expect(try await mallory.ask(request(.ping(Ping.with { $0.id = 1 }), 5))?.payload?.kind == .pong)
+                #expect(mallory.collector.presences.count == 1)
+                await mallory.close()
+                await carol.close()
+            }
+        }
+    }
+
     /// A user watches at most 1,000 users' presence: ten subscriptions of 100 are taken, one more
     /// user is refused with 3012 and changes nothing (no presence comes for it), ids already watched
     /// cost nothing, and an unsubscription makes room. Before, the subscriptions of one connection

@@ -165,5 +165,51 @@ struct RelayViewOnceTests {
             }
         }
     }
+
+    /// A view-once message takes no extension keys (its `expansion` goes out once, with the rest
+    /// of it): a fetch serves none, an update is refused as for a message sent without
+    /// MESSAGE_FLAG_SUPPORT_EXTENSION (3008). Before, every fetch served its keys again.
+    @Test func aViewOnceMessageTakesNoExtensionKeys() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                for (index, viewOnce) in [false, true].enumerated() {
+                    var message = Self.photo
+                    message.clientMsgID = "x-\(index)"
+                    message.viewOnce = viewOnce
+                    message.messageFlags.insert(.supportExtension)
+                    message.expansion = ["caption": "the beach"]
+                    try await alice.send(Frame(message))
+                }
+                #expect(await eventually { bob.collector.messages.count == 2 })
+                let references = bob.collector.messages.map(\.reference)
+                let fetched = try await RelayUserStateTests.ask(
+                    bob,
+                    .extensionFetchRequest(.with { $0.messages = references }),
+                    id: 1
+                )
+                guard case .extensionFetchResponse(let response)? = fetched?.payload else {
+                    Issue.record("no extension fetch answer")
+                    return
+                }
+                #expect(response.extensions.map { $0.message?.clientMsgID } == ["x-0"])
+                for (index, (reference, code)) in zip(references, [0, Router.ExtensionError.notExtensible]).enumerated()
+                {
+                    let update = ExtensionUpdate.with {
+                        $0.message = reference
+                        $0.set = [
+                            .with {
+                                $0.key = "seen"; $0.value = "1"
+                            }
+                        ]
+                    }
+                    let answer = try await RelayUserStateTests.ask(bob, .extensionUpdate(update), id: 2 + UInt64(index))
+                    #expect(answer?.requestResult?.errorCode == code, "\(reference.clientMsgID)")
+                }
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
 }
 #endif
