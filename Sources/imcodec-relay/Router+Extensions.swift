@@ -17,6 +17,10 @@ extension Router {
         static let tooManyKeys: Int32 = 3009
     }
 
+    /// The most keys, set or removed, one message's extension keeps: twice the keys it may hold at
+    /// once. Before, removals of keys never set each kept an entry, without end.
+    static let maxExtensionEntries = 2 * ValidationLimits().maxExtensionKeys
+
     /// A kept message sent with MESSAGE_FLAG_SUPPORT_EXTENSION starts its extension: its own
     /// `expansion` keys, each at version 1. Only in a one-to-one or group conversation: elsewhere no
     /// update could be applied (RongCloud; validate()'s `extensionNotAllowed`). Nor on a view-once
@@ -134,6 +138,9 @@ extension Router {
         var changed: [ExtensionEntry] = []
         let changes: [(ExtensionEntry, Bool)] = update.set.map { ($0, false) } + update.remove.map { ($0, true) }
         for (change, removes) in changes {
+            // A key never set is removed already: no entry is kept for it (each would be kept with
+            // the message for as long as the relay keeps it).
+            if removes && entries[change.key] == nil { continue }
             let entry = ExtensionEntry.with {
                 $0.key = change.key
                 $0.value = removes ? "" : change.value
@@ -146,6 +153,15 @@ extension Router {
         let live = entries.values.filter { !$0.removed }.count
         guard live <= ValidationLimits().maxExtensionKeys else {
             return refuse(ExtensionError.tooManyKeys, "tooManyKeys", "\(live) keys, above the limit")
+        }
+        // A removed key keeps its version (a later set goes on from it, so clients that keep the
+        // newest version of a key take it): the keys a message ever had are bounded too.
+        guard entries.count <= Self.maxExtensionEntries else {
+            return refuse(
+                ExtensionError.tooManyKeys,
+                "tooManyKeys",
+                "\(entries.count) keys set or removed on this message, above the limit \(Self.maxExtensionEntries)"
+            )
         }
         // History and the conversation list serve the message with its keys (`expansion`): it must
         // still reach a device within the frame size limit.

@@ -108,6 +108,7 @@ extension Router {
             response.finished = true
             return answer(RelayProtocol.answer(.historyResponse(response), requestID: requestID), to: session)
         }
+        let search = request.textContains.isEmpty ? nil : ByteSearch(Array(request.textContains.utf8))
         store.read({ store in
             try store.messages(in: key, from: from, through: through, limit: Int(scan), visibleTo: user)
         }) { stored in
@@ -117,7 +118,9 @@ extension Router {
             // Where the next page goes on when this one stops early (full, or out of frame room).
             var stop: HistoryCursor?
             for kept in newer ? stored : stored.reversed() {
-                guard let message = self.historyMessage(kept, in: key, for: user, matching: request) else { continue }
+                guard let message = self.historyMessage(kept, in: key, for: user, matching: request, search) else {
+                    continue
+                }
                 if skip > 0 {
                     skip -= 1
                     continue
@@ -153,12 +156,13 @@ extension Router {
     }
 
     /// A kept message as `user` reads it in history now, or `nil` when it is removed or a filter
-    /// of `request` leaves it out.
+    /// of `request` leaves it out (`search`: its `text_contains`, when it has one).
     private func historyMessage(
         _ kept: StoredMessage,
         in key: ConversationKey,
         for user: String,
-        matching request: HistoryRequest
+        matching request: HistoryRequest,
+        _ search: ByteSearch?
     ) -> Message? {
         if conversations[key]?.removed.contains(kept.seq) == true { return nil }
         // Dropped by retention while the store read it (what the user deleted for itself is kept
@@ -188,11 +192,10 @@ extension Router {
             case .message(var message)? = frame.payload
         else { return nil }
         applyChanges(to: &message, in: key, for: user)
-        if !request.textContains.isEmpty {
-            let needle = Array(request.textContains.utf8)
+        if let search {
             let found = message.elements.contains { element in
                 guard case .text(let text)? = element.content else { return false }
-                return Array(text.text.utf8).contains(subsequence: needle)
+                return search.occurs(in: text.text.utf8)
             }
             guard found else { return nil }
         }
@@ -336,14 +339,4 @@ extension Router {
     }
 }
 
-extension Array where Element: Equatable {
-    /// Whether `needle` occurs in this array as a contiguous run (an empty one always does).
-    func contains(subsequence needle: [Element]) -> Bool {
-        guard !needle.isEmpty else { return true }
-        guard needle.count <= count else { return false }
-        return (0...(count - needle.count)).contains { start in
-            self[start..<(start + needle.count)].elementsEqual(needle)
-        }
-    }
-}
 #endif

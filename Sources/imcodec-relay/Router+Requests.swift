@@ -145,7 +145,11 @@ extension Router {
     /// Stores a device's key bundle of one kind, replacing the one it published before. The bundle
     /// is the session's own: its user and device are set from the session, whatever the frame said.
     private func publishKeys(_ publish: KeyPublish, requestID: UInt64, session: Session, user: String) {
-        guard var bundle = publish.bundle, bundle.kind != .unspecified, !bundle.bundle.isEmpty else {
+        // A kind the schema names: each kind is kept apart, per device, so a kind made up (any
+        // int32) would be one more bundle kept without bound.
+        guard var bundle = publish.bundle, bundle.kind != .unspecified, KeyBundleKind.allCases.contains(bundle.kind),
+            !bundle.bundle.isEmpty
+        else {
             refuse(
                 session,
                 requestID,

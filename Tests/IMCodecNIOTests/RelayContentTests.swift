@@ -293,10 +293,16 @@ extension RelayContentTests {
     @Test("key bundles of one user fit one fetch answer")
     func keyBundlesFitOneFetchAnswer() async throws {
         let codec = FrameCodecOptions(maxFrameSize: 4096)
-        func publish(_ client: TestClient, _ bytes: Int, oneTimeKeys: [Int] = [], id: UInt64) async throws -> Int32? {
+        func publish(
+            _ client: TestClient,
+            _ bytes: Int,
+            oneTimeKeys: [Int] = [],
+            kind: KeyBundleKind = .signalPrekeys,
+            id: UInt64
+        ) async throws -> Int32? {
             let keys = KeyPublish.with {
                 $0.bundle = .with {
-                    $0.kind = .signalPrekeys; $0.bundle = Array(repeating: 7, count: bytes)
+                    $0.kind = kind; $0.bundle = Array(repeating: 7, count: bytes)
                     $0.oneTimeKeys = oneTimeKeys.enumerated().map { key, size in
                         .with { $0.key = Array(repeating: UInt8(key), count: size) }
                     }
@@ -315,6 +321,10 @@ extension RelayContentTests {
                 #expect(try await publish(phone, 2000, oneTimeKeys: [300, 300, 300, 300], id: 1) == 0)
                 #expect(try await publish(laptop, 2000, id: 2) == RelayProtocol.RequestError.tooLargeToDeliver)
                 #expect(try await publish(laptop, 1000, id: 3) == 0)
+                // A kind the schema does not name is refused: each kind is kept apart, so made-up
+                // ones (any int32) were kept without bound.
+                let madeUp = try await publish(laptop, 10, kind: .unrecognized(7), id: 30)
+                #expect(madeUp == RelayProtocol.RequestError.badRequest)
                 // The phone's own bundle is replaced, not added to.
                 #expect(try await publish(phone, 2100, oneTimeKeys: [300, 300, 300, 300], id: 4) == 0)
                 let fetch = KeyFetchRequest.with {

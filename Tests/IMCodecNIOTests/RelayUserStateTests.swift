@@ -276,6 +276,67 @@ struct RelayUserStateTests {
         }
     }
 
+    /// A message's extension holds at most 300 keys at once and 600 ever set (a removed key keeps
+    /// its version, so that a later set goes on from it): past either, 3009. Removing a key never
+    /// set keeps nothing. Before, each such removal kept an entry with the message, without end.
+    @Test func anExtensionKeepsAtMostSixHundredKeysEverSet() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var message = Self.groupMessage("keys", id: "k")
+                message.flags = MessageFlags.supportExtension.rawValue
+                try await alice.send(Frame(message))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let reference = try #require(bob.collector.messages.first?.reference)
+                var id: UInt64 = 0
+                func update(set: [(String, UInt64)] = [], remove: [(String, UInt64)] = []) async throws -> Int32? {
+                    let update = ExtensionUpdate.with {
+                        $0.message = reference
+                        $0.set = set.map { key, version in
+                            .with {
+                                $0.key = key; $0.value = "1"; $0.version = version
+                            }
+                        }
+                        $0.remove = remove.map { key, version in
+                            .with {
+                                $0.key = key; $0.version = version
+                            }
+                        }
+                    }
+                    id += 1
+                    return try await Self.ask(bob, .extensionUpdate(update), id: id).flatMap(\.requestResult)?.errorCode
+                }
+                let tooMany = Router.ExtensionError.tooManyKeys
+                for batch in [0..<300, 300..<600, 600..<700] {
+                    #expect(try await update(remove: batch.map { ("never-\($0)", 0) }) == 0)
+                }
+                #expect(try await update(set: (0..<300).map { ("k\($0)", 0) }) == 0)
+                #expect(try await update(remove: (0..<300).map { ("k\($0)", 1) }) == 0)
+                #expect(
+                    try await update(set: (0..<300).map { ("j\($0)", 0) }) == 0,
+                    "the removals of never-set keys kept nothing"
+                )
+                #expect(try await update(set: [("one more", 0)]) == tooMany, "301 keys at once")
+                #expect(try await update(remove: [("j0", 1)]) == 0)
+                #expect(try await update(set: [("one more", 0)]) == tooMany, "601 keys ever set")
+                #expect(try await update(set: [("k0", 2)]) == 0, "a removed key is set again from its version")
+                let fetched = try await Self.ask(
+                    bob,
+                    .extensionFetchRequest(.with { $0.messages = [reference] }),
+                    id: 100
+                )
+                guard case .extensionFetchResponse(let response)? = fetched?.payload else {
+                    Issue.record("no extension fetch answer")
+                    return
+                }
+                let entries = response.extensions.first?.entries ?? []
+                #expect(entries.count == 300 && entries.first { $0.key == "k0" }?.version == 3)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// RongCloud (seed 003: canIncludeExpansion, expansionDic) and Tencent (message extensions):
     /// keys change after sending, each with a version; an update from a stale version is refused
     /// with 23001 and changes nothing; a message sent without the flag takes no extension. The keys
