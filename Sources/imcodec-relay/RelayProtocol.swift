@@ -170,6 +170,10 @@ enum RelayProtocol {
         /// (a conversation update, a receive option) or a kept event (a call, a disappearing timer)
         /// that would start a one-to-one conversation past ``RelayConfiguration/maxDirectConversations``.
         static let listFull: Int32 = 3012
+        /// A history, sync, stream sync or conversation list request from a session that already
+        /// has ``Session/maxReadsInFlight`` of them waiting for the store: ask again once one is
+        /// answered.
+        static let busy: Int32 = 3013
     }
 
     /// The room the relay keeps below `--max-frame-size` in every frame it keeps or forwards, for

@@ -563,6 +563,11 @@ final class RelayServer: Sendable {
         eventLoop.submit { self.router.value.snapshot() }
     }
 
+    /// Runs `body` with the router on its event loop (for tests that look at or set up its state).
+    func withRouter<T: Sendable>(_ body: @escaping @Sendable (Router) -> T) -> EventLoopFuture<T> {
+        eventLoop.submit { body(self.router.value) }
+    }
+
     /// Completes when the listening socket closes.
     var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 

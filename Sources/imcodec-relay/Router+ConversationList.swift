@@ -69,20 +69,24 @@ extension Router {
             let removed = conversations[key]?.removed.contains(view.lastSeq) ?? false
             return (key: key, storageID: order.1, info: info, lastSeq: view.lastSeq, removed: removed)
         }
-        store.read({ store in
-            try entries.map { entry in
-                entry.lastSeq == 0
-                    ? nil
-                    : try store.messages(
-                        in: entry.key,
-                        from: entry.lastSeq,
-                        through: entry.lastSeq,
-                        limit: 1,
-                        visibleTo: user
-                    )
-                    .first
+        read(
+            for: session,
+            requestID: requestID,
+            { store in
+                try entries.map { entry in
+                    entry.lastSeq == 0
+                        ? nil
+                        : try store.messages(
+                            in: entry.key,
+                            from: entry.lastSeq,
+                            through: entry.lastSeq,
+                            limit: 1,
+                            visibleTo: user
+                        )
+                        .first
+                }
             }
-        }) { lastMessages in
+        ) { lastMessages in
             let nowMs = self.nowMs()
             var answer = ConversationList()
             var left = self.answerRoom

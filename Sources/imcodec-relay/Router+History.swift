@@ -109,9 +109,13 @@ extension Router {
             return answer(RelayProtocol.answer(.historyResponse(response), requestID: requestID), to: session)
         }
         let search = request.textContains.isEmpty ? nil : ByteSearch(Array(request.textContains.utf8))
-        store.read({ store in
-            try store.messages(in: key, from: from, through: through, limit: Int(scan), visibleTo: user)
-        }) { stored in
+        read(
+            for: session,
+            requestID: requestID,
+            { store in
+                try store.messages(in: key, from: from, through: through, limit: Int(scan), visibleTo: user)
+            }
+        ) { stored in
             var skip = cursor?.skip ?? request.skip
             var left = budget
             var page: [Message] = []

@@ -272,9 +272,13 @@ extension Router {
         // size, plus its tag and length (6) and the direction and is_offline set here (5), less the
         // stamp's own tag and length (2); the rest waits for the next page.
         let budget = answerRoom - conversation.serializedBytes().count
-        store.read({ store in
-            try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
-        }) { messages in
+        read(
+            for: session,
+            requestID: requestID,
+            { store in
+                try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
+            }
+        ) { messages in
             var left = budget
             // A full page ends at its last message; a short one covers the whole range.
             var end = messages.count == limit ? messages.last!.seq : last
@@ -329,9 +333,13 @@ extension Router {
         // What this device acknowledged it had, or where its stream began: a view-once message it
         // reads again, or that was kept before the device first logged in, comes without its content.
         let acknowledged = viewedOncePosition(of: DeviceKey(user: user, device: device))
-        store.read({ store in
-            after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
-        }) { rows in
+        read(
+            for: session,
+            requestID: requestID,
+            { store in
+                after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
+            }
+        ) { rows in
             var answer = StreamSyncResponse.with {
                 $0.headPosition = head
                 $0.truncated = truncated

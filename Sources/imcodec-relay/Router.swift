@@ -474,6 +474,31 @@ final class Router {
         }
     }
 
+    /// Runs a store read that `session`'s request `requestID` needs, then `then` with its rows on
+    /// the loop (``StoreQueue/read(_:then:)``), or refuses the request with 3013 when the session
+    /// has ``Session/maxReadsInFlight`` reads waiting already.
+    func read<T>(
+        for session: Session,
+        requestID: UInt64,
+        _ work: @escaping (any RelayStore) throws -> T,
+        then: @escaping (T) -> Void
+    ) {
+        guard session.readsInFlight < Session.maxReadsInFlight else {
+            return refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.busy,
+                notice: "busy",
+                "\(Session.maxReadsInFlight) requests of this session wait for the store: ask again once one is answered"
+            )
+        }
+        session.readsInFlight += 1
+        store.read(work) { rows in
+            session.readsInFlight -= 1
+            then(rows)
+        }
+    }
+
     // MARK: Routing
 
     func handle(_ frame: InboundFrame, from session: Session) {

@@ -56,6 +56,13 @@ final class Session {
     var closing = false
     /// Whether a write awaits a flush.
     var needsFlush = false
+    /// The session's requests that wait for a store read (history, sync, stream sync, the
+    /// conversation list), at most ``maxReadsInFlight``.
+    var readsInFlight = 0
+    /// The most requests of one session that wait for the store at once. Each read's rows (up to a
+    /// history scan of whole frames) are held until its answer goes: without a bound, a client that
+    /// sends requests faster than the store reads made the relay hold them all.
+    static let maxReadsInFlight = 8
     /// `user/device@address` for logs.
     var label: String {
         let device = deviceID.isEmpty ? "" : "/\(deviceID)"

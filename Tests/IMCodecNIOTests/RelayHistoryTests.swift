@@ -128,6 +128,68 @@ struct RelayHistoryTests {
         }
     }
 
+    /// A session has at most 8 requests waiting for the store (history, sync by seq, stream sync,
+    /// the conversation list): the next is refused with 3013 and nothing is read for it. A flood of
+    /// 60 history requests is answered whole, each page or 3013, and the session's count goes back
+    /// to 0. Before, every request a client sent queued a read whose rows (up to a scan of 1,000
+    /// whole frames) the relay held until its answer went.
+    @Test func aSessionHasAtMostEightRequestsWaitingForTheStore() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hello", clientMsgID: "h-1")))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                func inFlight(_ count: Int?) async throws -> [Int] {
+                    try await server.withRouter { router in
+                        let sessions = router.sessions["bob"] ?? []
+                        if let count { for session in sessions { session.readsInFlight = count } }
+                        return sessions.map(\.readsInFlight)
+                    }.get()
+                }
+                // As if eight were waiting: each kind of read is refused, and nothing is read.
+                #expect(try await inFlight(Session.maxReadsInFlight) == [Session.maxReadsInFlight])
+                let requests: [Frame.Payload] = [
+                    .historyRequest(
+                        .with {
+                            $0.conversation = .oneToOne("alice"); $0.count = 20
+                        }
+                    ),
+                    .syncRequest(.with { $0.conversation = .oneToOne("alice") }),
+                    .streamSyncRequest(.init()),
+                    .conversationListRequest(.with { $0.limit = 100 }),
+                ]
+                for (index, request) in requests.enumerated() {
+                    let answer = try await RelayUserStateTests.ask(bob, request, id: 1 + UInt64(index))
+                    #expect(answer?.requestResult?.errorCode == RelayProtocol.RequestError.busy, "\(request.kind)")
+                }
+                #expect(try await inFlight(0) == [0])
+                #expect(try await Self.page(bob, id: 10) { $0.conversation = .oneToOne("alice") }?.messages.count == 1)
+
+                // A flood: every request is answered, with a page or 3013, and none is left waiting.
+                let ids = (100..<160).map(UInt64.init)
+                for id in ids {
+                    let request = HistoryRequest.with {
+                        $0.conversation = .oneToOne("alice"); $0.count = 20
+                    }
+                    bob.channel.write(RelayProtocol.answer(.historyRequest(request), requestID: id), promise: nil)
+                }
+                bob.channel.flush()
+                #expect(await eventually { ids.allSatisfy { bob.collector.answer(to: $0) != nil } })
+                let answers = ids.compactMap { bob.collector.answer(to: $0) }
+                #expect(
+                    answers.allSatisfy {
+                        $0.payload?.kind == .historyResponse
+                            || $0.requestResult?.errorCode == RelayProtocol.RequestError.busy
+                    }
+                )
+                #expect(answers.contains { $0.payload?.kind == .historyResponse })
+                #expect(try await inFlight(nil) == [0])
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// What a user deleted for itself is kept only while the relay keeps the message: with 5 kept a
     /// conversation, bob deletes each of 12 messages as it comes, and his record ends with the last
     /// 5 seqs. Before, it held every seq he ever deleted, and was rewritten whole with each delete.
