@@ -33,6 +33,19 @@ struct UserConversation {
         if info.atMe.count > Self.maxAtMe { info.atMe.removeFirst(info.atMe.count - Self.maxAtMe) }
     }
 
+    /// The most runs an entry's unread seqs keep: messages that count alternating with ones that
+    /// do not (flagged EXCLUDED_FROM_UNREAD_COUNT, the user's own, targeted at others) made a run
+    /// each, in a record rewritten at every message the user receives, so a user who never reads
+    /// such a group cost every later message more. Past it the oldest runs join, and the unread
+    /// count includes the messages between them.
+    static let maxUnreadRuns = 64
+
+    /// Counts message `seq` as unread.
+    mutating func addUnread(_ seq: UInt64) {
+        unread.insert(seq)
+        unread.joinOldestRuns(keepingAtMost: Self.maxUnreadRuns)
+    }
+
     /// Drops what the user has read (or cleared): unread seqs and @ at or below `seq`.
     mutating func read(upTo seq: UInt64) {
         unread.removeAll(through: seq)
@@ -45,6 +58,7 @@ struct UserConversation {
     mutating func drop(_ removed: Set<UInt64>) -> Bool {
         let atMeBefore = info.atMe.count
         let unreadChanged = unread.remove(removed)
+        unread.joinOldestRuns(keepingAtMost: Self.maxUnreadRuns)
         info.atMe.removeAll { removed.contains($0.seq) }
         return unreadChanged || info.atMe.count != atMeBefore || removed.contains(lastSeq)
     }
@@ -75,8 +89,9 @@ struct UserConversation {
         stored.lastMessage = nil
         info = stored
         self.unread = unread
-        // A record kept before the bound holds more.
+        // A record kept before the bounds holds more.
         keepNewestAtMe()
+        self.unread.joinOldestRuns(keepingAtMost: Self.maxUnreadRuns)
     }
 
     init() {}
@@ -120,7 +135,7 @@ extension Router {
             if isLast { view.lastSeq = seq }
             view.info.hidden = false
             if !delivery.sent {
-                if counts && seq > view.info.readSeq { view.unread.insert(seq) }
+                if counts && seq > view.info.readSeq { view.addUnread(seq) }
                 // Only a message that counts as unread may be an unread @ (unread_count >= at_me).
                 let atMe = mentioned.contains(delivery.user)
                 if counts, frame.atAll || atMe, seq > view.info.readSeq {

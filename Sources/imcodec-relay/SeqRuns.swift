@@ -86,6 +86,18 @@ struct SeqRuns: Equatable, Sendable {
         return count != before
     }
 
+    /// Joins the oldest runs into one, with the seqs between them, until at most `maxRuns` are
+    /// left (the seqs held then include those the joined gaps held: a bound on the set's size, at
+    /// the cost of counting the gaps).
+    mutating func joinOldestRuns(keepingAtMost maxRuns: Int) {
+        guard maxRuns > 0, runs.count > maxRuns else { return }
+        let joined = runs.count - maxRuns + 1
+        let first = runs[0].lowerBound
+        let last = runs[joined - 1].upperBound
+        count += Int(last - first + 1) - runs[..<joined].reduce(0) { $0 + $1.count }
+        runs.replaceSubrange(0..<joined, with: [first...last])
+    }
+
     /// The index of the first run whose upper bound is at or above `seq`, `nil` when there is none.
     private func index(of seq: UInt64) -> Int? {
         var low = 0

@@ -72,6 +72,29 @@ struct SeqRunsTests {
         #expect(!droppedAgain, "already gone")
     }
 
+    /// Messages that count alternating with ones that do not leave an entry at most 64 runs: the
+    /// oldest join, with the seqs between them (counted as unread); the newest stay exact, and so
+    /// does a record read back. Before, each pair of messages added a run to a record rewritten at
+    /// every message.
+    @Test func anEntryKeepsAtMostSixtyFourUnreadRuns() {
+        var view = UserConversation()
+        for seq in stride(from: UInt64(1), through: 399, by: 2) { view.addUnread(seq) }
+        #expect(view.unread.runs.count == UserConversation.maxUnreadRuns)
+        // 200 unread in 200 runs: the oldest 137 joined as 1...273, the newest 63 as they were.
+        #expect(view.unread.runs.first == 1...273)
+        #expect(Array(view.unread.runs.dropFirst()) == stride(from: UInt64(275), through: 399, by: 2).map { $0...$0 })
+        #expect(view.unread.count == 273 + 63)
+        #expect(UserConversation(bytes: view.bytes)?.unread == view.unread)
+        // A record an earlier relay kept with more runs is bounded when read.
+        var earlier = UserConversation()
+        for seq in stride(from: UInt64(1), through: 399, by: 2) { earlier.unread.insert(seq) }
+        #expect(earlier.unread.runs.count == 200)
+        #expect(UserConversation(bytes: earlier.bytes)?.unread == view.unread)
+        // A recall that splits a run keeps the bound.
+        _ = view.drop([100])
+        #expect(view.unread.runs.count <= UserConversation.maxUnreadRuns)
+    }
+
     /// The unread seqs of a record written before the runs (a list of single seqs) read as the
     /// same set, and bytes that hold no set are refused.
     @Test func recordsOfEarlierRelaysReadAndBadBytesAreRefused() {
