@@ -267,20 +267,20 @@ struct RelayFixtureFrameTests {
     /// The same frames with one number at an edge of its type (the largest `uint64`, the smallest
     /// and largest `int64`, the largest `uint32`, 2^31), down to a conversation's fields: each
     /// number they carry (`Wire.valueExtremes`: a varint, a fixed-width field, a packed list), and
-    /// each number field of each message they carry, set or not (`Wire.numberInsertions`, the
-    /// first two frames of each kind of cast for each field: the same field in the next fixture
-    /// takes the same path). A seq, a time, a duration, a count or an enum a hostile client sends
+    /// each number field of each message they carry, set or not (`Wire.numberInsertions`: the
+    /// first five variants of each field in each kind of cast, one frame's worth for a varint; the
+    /// same field in the next fixture takes the same path). A seq, a time, a duration, a count or an enum a hostile client sends
     /// to overflow what the relay adds or converts: each is answered, or refused, and the relay
     /// goes on; no session ends.
     @Test func theRelayAnswersEveryFrameWithANumberAtAnEdge() async throws {
         var inserted: [String: Int] = [:]
-        try await Self.sendEveryVariant(atLeast: 20_000, underThreadSanitizerEvery: 16) { name, bytes in
+        try await Self.sendEveryVariant(atLeast: 15_000, underThreadSanitizerEvery: 32) { name, bytes in
             let cast = name.split(separator: " ").dropFirst().joined(separator: " ")
             var variants = Wire.valueExtremes(bytes, depth: 4)
             for (field, variant) in Wire.numberInsertions(bytes, as: Frame.self, depth: 4) {
                 let key = cast + " " + field
                 inserted[key, default: 0] += 1
-                if inserted[key]! <= 2 * Wire.extremeValues.count { variants.append(variant) }
+                if inserted[key]! <= Wire.extremeValues.count { variants.append(variant) }
             }
             return variants
         }
@@ -307,7 +307,8 @@ struct RelayFixtureFrameTests {
         }
         #expect(variants.count > least, "\(variants.count) variants")
         // Under ThreadSanitizer (Scripts/test-sanitizers), every `every`th: the same paths on the
-        // same threads, in a few minutes there (about five for a quarter of the field removals).
+        // same threads, in a few minutes there (about three for a quarter of the field removals,
+        // beside the other suites, whose two-minute limits this load must leave room for).
         if underThreadSanitizer {
             variants = variants.enumerated().filter { $0.offset % every == 0 }.map(\.element)
         }
