@@ -72,6 +72,12 @@ extension Router {
         read(
             for: session,
             requestID: requestID,
+            busy: { code, reason in
+                let refused = ConversationList.with {
+                    $0.errorCode = code; $0.errorDescription = reason
+                }
+                self.answer(RelayProtocol.answer(.conversationList(refused), requestID: requestID), to: session)
+            },
             { store in
                 try entries.map { entry in
                     entry.lastSeq == 0

@@ -92,6 +92,7 @@ struct UserConversation {
         // A record kept before the bounds holds more.
         keepNewestAtMe()
         self.unread.joinOldestRuns(keepingAtMost: Self.maxUnreadRuns)
+        info.unreadCount = UInt32(clamping: self.unread.count)
     }
 
     init() {}

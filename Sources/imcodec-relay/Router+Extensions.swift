@@ -125,7 +125,7 @@ extension Router {
             return refuse(
                 ExtensionError.notExtensible,
                 "notExtensible",
-                "message seq \(seq) was not sent with MESSAGE_FLAG_SUPPORT_EXTENSION"
+                "message seq \(seq) was not sent with MESSAGE_FLAG_SUPPORT_EXTENSION, or is view-once"
             )
         }
         for change in update.set + update.remove where change.version != (entries[change.key]?.version ?? 0) {
@@ -174,6 +174,11 @@ extension Router {
                 "the message with these keys could be \(size) bytes; the relay serves messages of at most \(room) "
                     + "(the frame size limit, less what it adds on delivery)"
             )
+        }
+        // Only removals of keys never set: nothing changes, nothing is kept or told.
+        guard !changed.isEmpty else {
+            if requestID != 0 { result(session, requestID) }
+            return
         }
         setExtension(entries, of: seq, in: key)
         update.entries = changed

@@ -704,9 +704,10 @@ extension Router {
         switch decoded.payload {
         case .recall(let event)?: refs = event.message.map { [$0] } ?? []; removes = true; mustBeSender = true
         case .edit(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
-        case .reaction(let event)?: refs = event.message.map { [$0] } ?? []; mustRead = true
+        // Adding a reaction or a pin needs a message its actor reads; taking its own back does not.
+        case .reaction(let event)?: refs = event.message.map { [$0] } ?? []; mustRead = event.action != .remove
         case .delete(let event)?: refs = event.messages; removes = event.scope == .everyone; mustBeSender = removes
-        case .pin(let event)?: refs = event.message.map { [$0] } ?? []; mustRead = true
+        case .pin(let event)?: refs = event.message.map { [$0] } ?? []; mustRead = event.pinned
         case .pollVote(let event)?: refs = event.pollMessage.map { [$0] } ?? []
         // Only the poll's creator closes it (events.proto, PollUpdate).
         case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []; mustBeSender = true
@@ -777,8 +778,8 @@ extension Router {
             }
             // A message its actor cannot read (it joined after it, or cleared it) is not its to
             // react to or pin, as a poll vote (3001): the reactions the relay fills in would show
-            // it who reacted. Its sender still recalls, edits or deletes it; anyone deletes what
-            // it likes for itself.
+            // it who reacted. It may still take back its reaction or unpin it; its sender still
+            // recalls, edits or deletes it; anyone deletes what it likes for itself.
             if mustRead, !reads(seq, in: key, user: user) {
                 refuse(
                     session,

@@ -147,19 +147,30 @@ extension Router {
     /// An id's bytes in a `blocklist_response`: a tag, a length of at most 5 bytes, the id.
     private static func blockedIDSize(_ id: String) -> Int { id.utf8.count + 6 }
 
-    /// Adds or removes users from `user`'s blocklist (kept in the order they were blocked).
+    /// Adds or removes users from `user`'s blocklist (kept in the order they were blocked). A user
+    /// blocked or unblocked who watches `user`'s presence is told it as it may now see it: offline
+    /// and nothing more, or as it is.
     private func applyBlocklist(_ change: BlocklistChange, of user: String) {
         var list = blockOrder[user] ?? []
         var set = blocked[user] ?? []
+        var changed: [String] = []
         for id in change.userIDs {
             switch change.action {
-            case .block where set.insert(id).inserted: list.append(id)
-            case .unblock where set.remove(id) != nil: list.removeAll { $0 == id }
+            case .block where set.insert(id).inserted:
+                list.append(id)
+                changed.append(id)
+            case .unblock where set.remove(id) != nil:
+                list.removeAll { $0 == id }
+                changed.append(id)
             default: break
             }
         }
         blockOrder[user] = list.isEmpty ? nil : list
         blocked[user] = set.isEmpty ? nil : set
+        for watcher in changed where subscribers[user]?.contains(watcher) == true {
+            let frame = Frame(.presence(presence(of: user, to: watcher)))
+            for session in sessions[watcher] ?? [] { write(frame, to: session) }
+        }
         store.batch.records[.blocklist(user: user)] =
             list.isEmpty
             ? []

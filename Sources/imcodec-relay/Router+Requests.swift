@@ -275,6 +275,11 @@ extension Router {
         read(
             for: session,
             requestID: requestID,
+            busy: { code, reason in
+                answer.errorCode = code
+                answer.errorDescription = reason
+                reply()
+            },
             { store in
                 try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
             }
@@ -336,6 +341,12 @@ extension Router {
         read(
             for: session,
             requestID: requestID,
+            busy: { code, reason in
+                let refused = StreamSyncResponse.with {
+                    $0.headPosition = head; $0.errorCode = code; $0.errorDescription = reason
+                }
+                self.answer(RelayProtocol.answer(.streamSyncResponse(refused), requestID: requestID), to: session)
+            },
             { store in
                 after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
             }

@@ -476,21 +476,21 @@ final class Router {
 
     /// Runs a store read that `session`'s request `requestID` needs, then `then` with its rows on
     /// the loop (``StoreQueue/read(_:then:)``), or refuses the request with 3013 when the session
-    /// has ``Session/maxReadsInFlight`` reads waiting already.
+    /// has ``Session/maxReadsInFlight`` reads waiting already: with `busy` (the request's own
+    /// answer, with that code and reason) when it has one, else a request result or notice.
     func read<T>(
         for session: Session,
         requestID: UInt64,
+        busy: ((_ code: Int32, _ reason: String) -> Void)? = nil,
         _ work: @escaping (any RelayStore) throws -> T,
         then: @escaping (T) -> Void
     ) {
         guard session.readsInFlight < Session.maxReadsInFlight else {
-            return refuse(
-                session,
-                requestID,
-                RelayProtocol.RequestError.busy,
-                notice: "busy",
-                "\(Session.maxReadsInFlight) requests of this session wait for the store: ask again once one is answered"
-            )
+            let reason =
+                "busy: \(Session.maxReadsInFlight) requests of this session wait for the store: ask again once one is "
+                + "answered"
+            if let busy { return busy(RelayProtocol.RequestError.busy, reason) }
+            return refuse(session, requestID, RelayProtocol.RequestError.busy, notice: "busy", reason)
         }
         session.readsInFlight += 1
         store.read(work) { rows in

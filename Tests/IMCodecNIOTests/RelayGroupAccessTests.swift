@@ -292,11 +292,29 @@ struct RelayGroupAccessTests {
                 #expect(await eventually { RelayPollTests.results(alice, "q") == "1:1:bob 2:0: n=1" })
                 #expect(await eventually { RelayReceiptTests.received(alice) == ["bob@ open 1/0"] })
                 // Nothing carol tried reached anyone: after a round trip of bob's, only bob's.
-                #expect(try await bob.ask(RelayProtocol.answer(.ping(.init()), requestID: 20))?.payload?.kind == .pong)
+                #expect(
+                    try await bob.ask(RelayProtocol.answer(.ping(.init()), requestID: 14_000))?.payload?.kind == .pong
+                )
                 let reactions = alice.collector.frames.compactMap { frame -> ReactionEvent? in
                     if case .reaction(let event)? = frame.payload { event } else { nil }
                 }
                 #expect(reactions.map(\.userID) == ["bob"])
+                // bob clears the group: he may no longer react to or pin the poll, but may take back
+                // his reaction and unpin it.
+                let clear = ConversationUpdate.with {
+                    $0.conversation = .group("open"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
+                    $0.clearedSeq = 1
+                }
+                let cleared = try await RelayUserStateTests.ask(bob, .conversationUpdate(clear), id: 15)
+                #expect(cleared?.requestResult?.errorCode == 0)
+                let again = RelayReactionTests.reaction(reference, "🎉", .add, id: 16)
+                #expect(try await bob.ask(again)?.requestResult?.errorCode == notAMember)
+                let takeBack = RelayReactionTests.reaction(reference, "👍", .remove, id: 17)
+                #expect(try await bob.ask(takeBack)?.requestResult?.errorCode == 0)
+                let unpin = PinEvent.with {
+                    $0.conversation = .group("open"); $0.message = reference; $0.pinned = false; $0.operatorID = "bob"
+                }
+                #expect(try await RelayUserStateTests.ask(bob, .pin(unpin), id: 18)?.requestResult?.errorCode == 0)
 
                 // bob reads the group: carol, a member, sees it in her list; after she leaves, not.
                 let read = MarkReadEvent.with {

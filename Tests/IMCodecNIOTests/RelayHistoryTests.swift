@@ -159,9 +159,18 @@ struct RelayHistoryTests {
                     .streamSyncRequest(.init()),
                     .conversationListRequest(.with { $0.limit = 100 }),
                 ]
+                // Each in its own answer where it has an error code; history in a request result.
                 for (index, request) in requests.enumerated() {
                     let answer = try await RelayUserStateTests.ask(bob, request, id: 1 + UInt64(index))
-                    #expect(answer?.requestResult?.errorCode == RelayProtocol.RequestError.busy, "\(request.kind)")
+                    let code: Int32?
+                    switch answer?.payload {
+                    case .syncResponse(let response)?: code = response.errorCode
+                    case .streamSyncResponse(let response)?: code = response.errorCode
+                    case .conversationList(let list)?: code = list.errorCode
+                    case .requestResult(let result)?: code = request.kind == .historyRequest ? result.errorCode : nil
+                    default: code = nil
+                    }
+                    #expect(code == RelayProtocol.RequestError.busy, "\(request.kind): \(String(describing: answer))")
                 }
                 #expect(try await inFlight(0) == [0])
                 #expect(try await Self.page(bob, id: 10) { $0.conversation = .oneToOne("alice") }?.messages.count == 1)

@@ -1651,6 +1651,21 @@ struct RelaySessionTests {
                 #expect(carol.collector.presences.contains { $0.customStatus == "In a meeting" })
                 #expect(try await mallory.ask(request(.ping(Ping.with { $0.id = 1 }), 5))?.payload?.kind == .pong)
                 #expect(mallory.collector.presences.count == 1)
+
+                // A block or an unblock after the subscription tells the watcher what it may now see.
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                #expect(await eventually { carol.collector.presences.last?.status == .online })
+                var change = BlocklistChange.with {
+                    $0.action = .unblock; $0.userIDs = ["mallory"]
+                }
+                #expect(try await phone.ask(request(.blocklistChange(change), 6))?.requestResult?.errorCode == 0)
+                #expect(await eventually { mallory.collector.presences.last?.status == .online })
+                #expect(mallory.collector.presences.last?.deviceID == "phone")
+                change.action = .block
+                #expect(try await phone.ask(request(.blocklistChange(change), 7))?.requestResult?.errorCode == 0)
+                #expect(await eventually { mallory.collector.presences.last?.status == .offline })
+                #expect(mallory.collector.presences.last?.lastSeenMs == 0)
+                await phone.close()
                 await mallory.close()
                 await carol.close()
             }

@@ -311,6 +311,9 @@ struct RelayUserStateTests {
                 for batch in [0..<300, 300..<600, 600..<700] {
                     #expect(try await update(remove: batch.map { ("never-\($0)", 0) }) == 0)
                 }
+                // Nothing changed: no update reached alice (a round trip of hers after them).
+                #expect(try await alice.ask(RelayProtocol.answer(.ping(.init()), requestID: 1))?.payload?.kind == .pong)
+                #expect(!alice.collector.frames.contains { $0.payload?.kind == .extensionUpdate })
                 #expect(try await update(set: (0..<300).map { ("k\($0)", 0) }) == 0)
                 #expect(try await update(remove: (0..<300).map { ("k\($0)", 1) }) == 0)
                 #expect(
