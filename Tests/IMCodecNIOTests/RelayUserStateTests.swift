@@ -205,20 +205,8 @@ struct RelayUserStateTests {
                     return
                 }
                 #expect(page.messages.map(\.seq) == [3])
-                let history = try await Self.ask(
-                    phone,
-                    .historyRequest(
-                        .with {
-                            $0.conversation = .group("team"); $0.count = 20
-                        }
-                    ),
-                    id: 4
-                )
-                guard case .historyResponse(let older)? = history?.payload else {
-                    Issue.record("no history_response: \(String(describing: history))")
-                    return
-                }
-                #expect(older.messages.map(\.seq) == [3])
+                let older = try await RelayHistoryTests.page(phone, id: 4) { $0.conversation = .group("team") }
+                #expect(older?.messages.map(\.seq) == [3])
                 for client in [alice, phone, laptop] { await client.close() }
             }
         }
@@ -257,20 +245,8 @@ struct RelayUserStateTests {
                     return
                 }
                 #expect(page.errorCode == 0 && page.messages.isEmpty && page.maxSeq == 1)
-                let history = try await Self.ask(
-                    bob,
-                    .historyRequest(
-                        .with {
-                            $0.conversation = .group("team"); $0.count = 20
-                        }
-                    ),
-                    id: 2
-                )
-                guard case .historyResponse(let older)? = history?.payload else {
-                    Issue.record("no history_response: \(String(describing: history))")
-                    return
-                }
-                #expect(older.messages.isEmpty)
+                let older = try await RelayHistoryTests.page(bob, id: 2) { $0.conversation = .group("team") }
+                #expect(older?.messages.isEmpty == true)
                 await bob.close()
             }
         }
