@@ -938,7 +938,8 @@ extension Router {
     }
 
     /// A system notice with a `recipient_id` goes to that user's online devices (QuickBlox system
-    /// messages); it is not kept. Without a recipient it is refused. The relay appends
+    /// messages); it is not kept. Without a recipient it is refused; from a user the recipient
+    /// blocked it is dropped as a one-to-one message would be. The relay appends
     /// `Frame{system_notice{params{"sender_id": USER}}}` (protobuf merges it into the notice, and a
     /// map keeps the last value of a key), so the recipient sees who sent it whatever the sender
     /// wrote there; the type `error` is the relay's own and is refused.
@@ -962,6 +963,22 @@ extension Router {
                 notice: "badRequest",
                 "the system_notice type \"\(RelayProtocol.error)\" is the relay's own"
             )
+            return
+        }
+        // From a user the recipient blocked: as its one-to-one messages and events (`serve
+        // --blocked-senders`): answered and dropped, or refused with 20007.
+        if hasBlocked(notice.recipientID, user) {
+            guard configuration.blockedSenders == .silent else {
+                refuse(
+                    session,
+                    decoded.requestID,
+                    Self.blockedByPeer,
+                    notice: "blocked",
+                    "blocked: the receiver blocked \(user)"
+                )
+                return
+            }
+            if decoded.requestID != 0 { result(session, decoded.requestID) }
             return
         }
         let body = frame.body

@@ -425,7 +425,10 @@ extension Router {
             }
             result(session, requestID)
             if !added.isEmpty { watching[user, default: []].formUnion(added) }
-            for watched in subscription.userIDs where !watched.isEmpty {
+            // Each user once, however often the list names it (a list of one id repeated was
+            // answered with a presence per listing: a frame of a few bytes for each id's bytes).
+            var told = Set<String>()
+            for watched in subscription.userIDs where !watched.isEmpty && told.insert(watched).inserted {
                 subscribers[watched, default: []].insert(user)
                 answer(Frame(.presence(presence(of: watched, to: user))), to: session)
             }

@@ -1585,10 +1585,16 @@ struct RelaySessionTests {
                 let offline = alice.collector.presences[2]
                 #expect(offline.status == .offline && offline.lastSeenMs > 0)
 
-                // Subscribing again tells the current state at once (offline, with the time).
-                #expect(try await alice.ask(RelayProtocol.answer(subscribe.payload!, requestID: 22)) != nil)
+                // Subscribing again tells the current state at once (offline, with the time), once
+                // however often the list names the user.
+                let thrice = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["bob", "bob", "bob"]
+                }
+                #expect(try await alice.ask(request(.presenceSubscription(thrice), 22)) != nil)
                 #expect(await eventually { alice.collector.presences.count == 4 })
                 #expect(alice.collector.presences[3].lastSeenMs == offline.lastSeenMs)
+                #expect(try await alice.ask(request(.ping(Ping.with { $0.id = 2 }), 25)) != nil)
+                #expect(alice.collector.presences.count == 4, "bob's presence once")
 
                 let unsubscribe = request(
                     .presenceSubscription(

@@ -547,6 +547,12 @@ struct RelayUserStateTests {
                     $0.conversation = .oneToOne("bob"); $0.userID = "alice"; $0.state = .started
                 }
                 try await alice.send(Frame(.typing(typing)))
+                // A system notice too (before, it reached bob).
+                let notice = SystemNotice.with {
+                    $0.type = "friendRequest"; $0.recipientID = "bob"
+                }
+                let noticed = try await Self.ask(alice, .systemNotice(notice), id: 24)?.requestResult?.errorCode
+                #expect(noticed == (behaviour == .silent ? 0 : Router.blockedByPeer))
                 // An extension update of bob's own message (bob may still write to alice) too.
                 var poll = Message(from: "bob", in: .oneToOne("alice"), elements: [.text("vote?")], clientMsgID: "p1")
                 poll.flags = MessageFlags.supportExtension.rawValue
@@ -568,7 +574,7 @@ struct RelayUserStateTests {
                 try await bob.roundTrip(91)
                 #expect(
                     !bob.collector.frames.contains {
-                        [.disappearingTimer, .typing, .extensionUpdate].contains($0.payload?.kind)
+                        [.disappearingTimer, .typing, .extensionUpdate, .systemNotice].contains($0.payload?.kind)
                     }
                 )
                 let fetched = try await Self.ask(
