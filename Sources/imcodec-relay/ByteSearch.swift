@@ -33,12 +33,4 @@ struct ByteSearch {
         return false
     }
 }
-
-extension Array where Element == UInt8 {
-    /// Whether `needle` occurs in these bytes as a contiguous run (an empty one always does), in
-    /// one pass (``ByteSearch``).
-    func contains(subsequence needle: [UInt8]) -> Bool {
-        ByteSearch(needle).occurs(in: self)
-    }
-}
 #endif

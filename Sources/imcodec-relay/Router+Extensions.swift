@@ -88,11 +88,7 @@ extension Router {
         }
         // From a user the peer blocked: as its other one-to-one events (routeEvent).
         if case .direct(let a, let b) = key, a != b, hasBlocked(a == user ? b : a, user) {
-            guard configuration.blockedSenders == .silent else {
-                return refuse(Self.blockedByPeer, "blocked", "blocked: the receiver blocked \(user)")
-            }
-            if requestID != 0 { result(session, requestID) }
-            return
+            return answerBlockedSender(session, requestID, user: user)
         }
         let state = conversations[key] ?? ConversationState()
         // The message as receivers find it (ConversationState.resolve); they get the update with

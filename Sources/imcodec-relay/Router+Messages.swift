@@ -416,18 +416,7 @@ extension Router {
             frame.payloadKind != .recall, frame.payloadKind != .delete
         {
             guard frame.payloadKind != .typing else { return }
-            guard configuration.blockedSenders == .silent else {
-                refuse(
-                    session,
-                    event.requestID,
-                    Self.blockedByPeer,
-                    notice: "blocked",
-                    "blocked: the receiver blocked \(user)"
-                )
-                return
-            }
-            if event.requestID != 0 { result(session, event.requestID) }
-            return
+            return answerBlockedSender(session, event.requestID, user: user)
         }
         if frame.payloadKind == .typing {
             deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)
@@ -967,20 +956,7 @@ extension Router {
         }
         // From a user the recipient blocked: as its one-to-one messages and events (`serve
         // --blocked-senders`): answered and dropped, or refused with 20007.
-        if hasBlocked(notice.recipientID, user) {
-            guard configuration.blockedSenders == .silent else {
-                refuse(
-                    session,
-                    decoded.requestID,
-                    Self.blockedByPeer,
-                    notice: "blocked",
-                    "blocked: the receiver blocked \(user)"
-                )
-                return
-            }
-            if decoded.requestID != 0 { result(session, decoded.requestID) }
-            return
-        }
+        if hasBlocked(notice.recipientID, user) { return answerBlockedSender(session, decoded.requestID, user: user) }
         let body = frame.body
         let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
             .serializedBytes()

@@ -19,6 +19,21 @@ extension Router {
     /// Tencent's error for a message to a user who blocked its sender.
     static let blockedByPeer: Int32 = 20007
 
+    /// Answers a frame `user` sent to someone who blocked it (`serve --blocked-senders`): a success
+    /// that delivers nothing, or 20007. For what is not a message (a message gets its `send_ack`).
+    func answerBlockedSender(_ session: Session, _ requestID: UInt64, user: String) {
+        guard configuration.blockedSenders == .silent else {
+            return refuse(
+                session,
+                requestID,
+                Self.blockedByPeer,
+                notice: "blocked",
+                "blocked: the receiver blocked \(user)"
+            )
+        }
+        if requestID != 0 { result(session, requestID) }
+    }
+
     /// Whether `peer` blocked `user`.
     func hasBlocked(_ peer: String, _ user: String) -> Bool {
         blocked[peer]?.contains(user) ?? false

@@ -42,4 +42,12 @@ struct ByteSearchTests {
         #expect(ByteSearch([UInt8](repeating: 97, count: 1 << 12)).occurs(in: text))
     }
 }
+
+extension Array where Element == UInt8 {
+    /// Whether `needle` occurs in these bytes as a contiguous run (the tests' look for a secret in
+    /// what the relay served or kept).
+    func contains(subsequence needle: [UInt8]) -> Bool {
+        ByteSearch(needle).occurs(in: self)
+    }
+}
 #endif
