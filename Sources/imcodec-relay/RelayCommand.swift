@@ -258,6 +258,24 @@ extension RelayCommand {
 
         @Option(
             help: """
+                Typing events and status updates a second one user may have the relay fan out, in \
+                bursts of up to four seconds' worth; past it typing is dropped and a status update is \
+                refused (3014) (0: no bound).
+                """
+        )
+        var liveUpdateRate = 5
+
+        @Option(
+            help: """
+                Users a second one user's messages, kept events, extension updates, joins and notices \
+                may reach (each costs the users it reaches), in bursts of up to five seconds' worth; \
+                past it they are refused (1012, 3014) (0: no bound).
+                """
+        )
+        var fanOutRate = 20_000
+
+        @Option(
+            help: """
                 The heartbeat interval, in seconds, the login result asks clients to ping at; a session \
                 silent for 3 intervals is closed (0: no pings asked for, no session closed).
                 """
@@ -387,6 +405,8 @@ extension RelayCommand {
             }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
+            guard liveUpdateRate >= 0 else { throw ValidationError("--live-update-rate must not be negative") }
+            guard fanOutRate >= 0 else { throw ValidationError("--fan-out-rate must not be negative") }
             if PostgresURL.hasScheme(store) {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             } else if store != "sqlite" && store != "memory" {
@@ -450,6 +470,8 @@ extension RelayCommand {
             configuration.loginTimeout = .milliseconds(Int64(loginTimeoutMs))
             configuration.maxOutboundBytes = maxOutboundBytes
             configuration.groupMessageRate = groupMessageRate
+            configuration.liveUpdateRate = liveUpdateRate
+            configuration.fanOutRate = fanOutRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxJoinedConversations = maxJoinedGroups

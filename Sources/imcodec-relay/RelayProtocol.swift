@@ -110,6 +110,10 @@ enum RelayProtocol {
         /// The message's `client_msg_id` is longer than ``RelayProtocol/maxIDBytes``: the relay keeps
         /// it with every message, to find a resend. Nothing is kept or forwarded.
         static let clientMsgIDTooLong: Int32 = 1011
+        /// A message that would reach more users than its sender's ``RelayConfiguration/fanOutRate``
+        /// budget has left (Router+RateLimits.swift). Nothing is kept or forwarded: send it again
+        /// later.
+        static let tooFrequent: Int32 = 1012
     }
 
     /// `LoginResult.error_code` values (0 is success).
@@ -174,6 +178,11 @@ enum RelayProtocol {
         /// has ``Session/maxReadsInFlight`` of them waiting for the store: ask again once one is
         /// answered.
         static let busy: Int32 = 3013
+        /// A status update (`presence`) from a user that used up its
+        /// ``RelayConfiguration/liveUpdateRate``, or a kept event, extension update, join or system
+        /// notice past its ``RelayConfiguration/fanOutRate`` (Router+RateLimits.swift): nothing is
+        /// kept or sent; send it again later.
+        static let tooFrequent: Int32 = 3014
     }
 
     /// The room the relay keeps below `--max-frame-size` in every frame it keeps or forwards, for

@@ -46,7 +46,8 @@ struct RelayConfiguration: Sendable {
     var heartbeatIntervalS: UInt32 = 30
     /// How often the relay looks for silent sessions.
     var silenceCheckInterval = TimeAmount.seconds(1)
-    /// The time in milliseconds that silence is measured by: any clock that only moves forward.
+    /// The time in milliseconds that silence and the users' rate budgets (Router+RateLimits.swift)
+    /// are measured by: any clock that only moves forward.
     /// Tests move it forward instead of waiting (apart from ``clock``, so that moving message
     /// expiries forward closes no session).
     var silenceClock: @Sendable () -> Int64 = { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
@@ -82,6 +83,15 @@ struct RelayConfiguration: Sendable {
     /// its `PRIORITY_LOW` messages are then refused until the next second (Router+Priority.swift);
     /// 0: never busy.
     var groupMessageRate = 40
+    /// Typing events and status updates (`presence`) a second one user may have the relay fan out,
+    /// in bursts of up to four seconds' worth (Router+RateLimits.swift); past it typing is dropped
+    /// and a status update refused (``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
+    var liveUpdateRate = 5
+    /// Users a second one user's messages, kept events, extension updates, joins and system notices
+    /// may reach (each costs the users it reaches), in bursts of up to five seconds' worth
+    /// (Router+RateLimits.swift); past it they are refused (``RelayProtocol/AckError/tooFrequent``,
+    /// ``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
+    var fanOutRate = 20_000
     /// The time in milliseconds since the Unix epoch that messages are stamped with and that
     /// disappearing messages expire by (``Router/nowMs()``). Tests move it forward instead of waiting.
     var clock: @Sendable () -> Int64 = { RelayProtocol.nowMs() }

@@ -36,6 +36,7 @@ extension Router {
             router.closeDuePolls(at: nowMs)
             router.sendHeldPollResults()
             router.forgetGroupLoads(before: nowMs)
+            router.forgetFullBudgets()
         }
     }
 

@@ -176,6 +176,13 @@ extension Router {
             if requestID != 0 { result(session, requestID) }
             return
         }
+        var users = self.users(of: key)
+        if let audience = state.audiences[seq] { users = users.filter { audience.contains($0) } }
+        users = readers(of: seq, in: key, among: users, sender: user)
+        // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
+        guard takeFanOut(users.count, by: user) else {
+            return refuse(RelayProtocol.RequestError.tooFrequent, "tooFrequent", fanOutRefusal(users.count))
+        }
         setExtension(entries, of: seq, in: key)
         update.entries = changed
         update.userID = user
@@ -186,9 +193,6 @@ extension Router {
         let stamped = decoded.serializedBytes()
         let device = DeviceKey(user: user, device: session.deviceID)
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
-        var users = self.users(of: key)
-        if let audience = state.audiences[seq] { users = users.filter { audience.contains($0) } }
-        users = readers(of: seq, in: key, among: users, sender: user)
         let deliveries = keep(.event(stamped), for: users, origin: device, expireAtMs: state.expiries[seq] ?? 0)
         if requestID != 0 { result(session, requestID) }
         let body = ByteBuffer(bytes: stamped)

@@ -113,6 +113,16 @@ extension Router {
                         + "\(configuration.codec.effectiveMaxFrameSize)"
                 )
             }
+            guard takeLiveUpdate(by: user) else {
+                return refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.tooFrequent,
+                    notice: "tooFrequent",
+                    "tooFrequent: the user sent more typing and status updates than "
+                        + "\(configuration.liveUpdateRate) a second (--live-update-rate)"
+                )
+            }
             var buffer = allocator.buffer(capacity: size + 8)
             buffer.writeFrame(told)
             for subscriber in subscribers[user] ?? [] where !hasBlocked(user, subscriber) {
@@ -542,6 +552,20 @@ extension Router {
                     + "\(deliveryRoom(in: key)) in this conversation"
             )
             return
+        }
+        // A join costs the joiner's fan-out budget (Router+RateLimits) the members it reaches; a
+        // leave is never refused (and a loop of joins and leaves stops at the joins).
+        if joining {
+            let cost = (members[key]?.count ?? 0) + 1
+            guard takeFanOut(cost, by: user) else {
+                return refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.tooFrequent,
+                    notice: "tooFrequent",
+                    fanOutRefusal(cost)
+                )
+            }
         }
         let changed: Bool
         let reached: [String]

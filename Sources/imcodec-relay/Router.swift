@@ -89,6 +89,10 @@ final class Router {
     /// How many messages each group, chatroom or ultra group carried in the current second, while
     /// it carries any (Router+Priority.swift).
     var groupLoads: [ConversationKey: GroupLoad] = [:]
+    /// What each user may still have the relay do for others, while it spends it
+    /// (Router+RateLimits.swift): typing and status updates, and the users its frames reach.
+    var liveUpdateBudgets: [String: RateBudget] = [:]
+    var fanOutBudgets: [String: RateBudget] = [:]
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]

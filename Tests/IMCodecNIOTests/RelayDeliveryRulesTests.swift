@@ -1045,5 +1045,201 @@ struct RelayDeliveryRulesTests {
             }
         }
     }
+
+    /// Typing events and status updates are kept by no one and written to every online member or
+    /// subscriber, so each user has a budget of them (`--live-update-rate`, here 2 a second in
+    /// bursts of 8; Router+RateLimits.swift): past it typing is dropped and a status update refused
+    /// (3014), until the relay's clock gives it more. Before, one client sending them as fast as it
+    /// could had the relay write as many frames to every member, until their buffers overflowed
+    /// and the relay closed them as slow consumers. The budget is the user's: another device, or a
+    /// new connection, gets nothing more. A relay with the rate 0 bounds nothing.
+    @Test func typingAndStatusUpdatesPastAUsersBudgetAreDroppedOrRefused() async throws {
+        let clock = FrozenClock()
+        func typing() -> Frame {
+            Frame(
+                .typing(
+                    TypingEvent.with {
+                        $0.conversation = .group("team"); $0.state = .started
+                    }
+                )
+            )
+        }
+        func away(_ id: UInt64) -> Frame {
+            RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: id)
+        }
+        func presences(_ client: TestClient) -> Int {
+            client.collector.frames.filter {
+                if case .presence(let update)? = $0.payload {
+                    update.userID == "alice" && update.status == .away
+                } else {
+                    false
+                }
+            }.count
+        }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["team": ["alice", "bob"]]; $0.liveUpdateRate = 2; $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["alice"]
+                }
+                #expect(try await RelayUserStateTests.ask(bob, .presenceSubscription(watch), id: 1) != nil)
+                // Twelve typing events at one instant: the first 8 reach bob.
+                for _ in 0..<12 { try await alice.send(typing()) }
+                try await alice.roundTrip(2)
+                try await bob.roundTrip(3)
+                #expect(kinds(bob, .typing) == 8)
+                // The budget is spent: a status update is refused (a notice without a request id) and
+                // reaches no one; so is one from her other device.
+                #expect(
+                    try await alice.ask(away(4))?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent
+                )
+                try await alice.send(Frame(.presence(PresenceUpdate.with { $0.status = .away })))
+                #expect(await eventually { alice.collector.notices.contains { $0.params["code"] == "tooFrequent" } })
+                let phone = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "p")
+                #expect(
+                    try await phone.ask(away(5))?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent
+                )
+                try await phone.send(typing())
+                // A second later: two more, a status update and a typing event; the third is dropped.
+                clock.advance(by: 1_000)
+                #expect(try await alice.ask(away(6))?.requestResult?.errorCode == 0)
+                try await phone.send(typing())
+                try await alice.send(typing())
+                try await alice.roundTrip(7)
+                try await phone.roundTrip(8)
+                try await bob.roundTrip(9)
+                #expect(kinds(bob, .typing) == 9)
+                #expect(presences(bob) == 1)
+                // The sweep forgets a budget only once it is full again (4 s later), as if unused.
+                let kept = try await server.withRouter { router in
+                    router.forgetFullBudgets()
+                    return router.liveUpdateBudgets.keys.sorted()
+                }.get()
+                #expect(kept == ["alice"])
+                clock.advance(by: 4_000)
+                let left = try await server.withRouter { router in
+                    router.forgetFullBudgets()
+                    return router.liveUpdateBudgets.count
+                }.get()
+                #expect(left == 0)
+                for client in [alice, bob, phone] { await client.close() }
+            }
+            // With the rate 0 nothing is bounded.
+            try await withRelay({
+                $0.groups = ["team": ["alice", "bob"]]; $0.liveUpdateRate = 0
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                for _ in 0..<50 { try await alice.send(typing()) }
+                #expect(try await alice.ask(away(1))?.requestResult?.errorCode == 0)
+                try await bob.roundTrip(2)
+                #expect(kinds(bob, .typing) == 50)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
+    /// Each message, kept event, join and system notice costs its sender the users it reaches, from
+    /// a budget per user (`--fan-out-rate`, here 10 a second in bursts of 50): past it a message is
+    /// refused with 1012 and the rest with 3014, nothing kept or sent, until the relay's clock gives
+    /// more. A message to a group larger than the burst goes when the budget is full, and its sender
+    /// then waits its cost. Before, one client could have the relay keep a row and write a frame per
+    /// member for every frame it sent (a message, a join and leave in a loop), as fast as it sent.
+    /// Other users' budgets are their own.
+    @Test func whatAUserSendsCostsItTheUsersItReaches() async throws {
+        let clock = FrozenClock()
+        let big = ["alice", "bob"] + (0..<18).map { "user_\($0)" }
+        let huge = ["alice"] + (0..<59).map { "member_\($0)" }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["big": Set(big), "huge": Set(huge)]; $0.fanOutRate = 10; $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var id: UInt64 = 0
+                func send(_ message: Message, from client: TestClient = alice) async throws -> Int32? {
+                    id += 1
+                    return try await client.ask(RelayProtocol.answer(.message(message), requestID: id))?.sendAck?
+                        .errorCode
+                }
+                func toBig(_ text: String) -> Message {
+                    var message = Message.groupText(from: "alice", group: "big", text, clientMsgID: text)
+                    message.flags = MessageFlags.supportExtension.rawValue
+                    return message
+                }
+                func notice(_ requestID: UInt64) -> Frame {
+                    let notice = SystemNotice.with {
+                        $0.type = "hello"; $0.recipientID = "bob"
+                    }
+                    return RelayProtocol.answer(.systemNotice(notice), requestID: requestID)
+                }
+                func code(_ frame: Frame) async throws -> Int32? {
+                    try await alice.ask(frame)?.requestResult?.errorCode
+                }
+                let tooFrequent = RelayProtocol.AckError.tooFrequent
+                let tooFrequentRequest = RelayProtocol.RequestError.tooFrequent
+                // 20 members each: two messages (50, 30, 10 left), the third is refused.
+                #expect(try await send(toBig("b-1")) == 0)
+                #expect(try await send(toBig("b-2")) == 0)
+                #expect(try await send(toBig("b-3")) == tooFrequent)
+                // A one-to-one message costs 2 (8 left); a reaction or an extension update in the
+                // group 20: refused; a notice to bob 1 (7 left).
+                #expect(try await send(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "d-1")) == 0)
+                let first = try #require(bob.collector.messages.first { $0.clientMsgID == "b-1" })
+                #expect(try await code(react(first, by: "alice", requestID: 100)) == tooFrequentRequest)
+                let keys = ExtensionUpdate.with {
+                    $0.message = first.reference;
+                    $0.set = [
+                        .with {
+                            $0.key = "k"; $0.value = "1"
+                        }
+                    ]
+                }
+                #expect(
+                    try await code(RelayProtocol.answer(.extensionUpdate(keys), requestID: 101)) == tooFrequentRequest
+                )
+                #expect(try await code(notice(102)) == 0)
+                // Bob's budget is his own.
+                #expect(
+                    try await send(Message.groupText(from: "bob", group: "big", "his", clientMsgID: "h-1"), from: bob)
+                        == 0
+                )
+                // 1.3 s later: 20 left, the third message goes (0 left); a notice and a join of an
+                // open group (1 user) are refused; 100 ms later the join goes.
+                clock.advance(by: 1_300)
+                #expect(try await send(toBig("b-3")) == 0)
+                #expect(try await code(notice(103)) == tooFrequentRequest)
+                let join = { (requestID: UInt64) in
+                    RelayProtocol.membershipFrame(.join, group: "open", requestID: requestID)
+                }
+                #expect(try await code(join(104)) == tooFrequentRequest)
+                clock.advance(by: 100)
+                #expect(try await code(join(105)) == 0)
+                // Full again (5 s later): a message to 60 members goes, and leaves a debt of 10;
+                // a one-to-one message waits until 1.2 s have paid it and its cost.
+                clock.advance(by: 5_000)
+                #expect(try await send(Message.groupText(from: "alice", group: "huge", "all", clientMsgID: "u-1")) == 0)
+                #expect(
+                    try await send(Message.c2cText(from: "alice", to: "bob", "wait", clientMsgID: "d-2")) == tooFrequent
+                )
+                clock.advance(by: 1_100)
+                #expect(
+                    try await send(Message.c2cText(from: "alice", to: "bob", "wait", clientMsgID: "d-2")) == tooFrequent
+                )
+                clock.advance(by: 100)
+                #expect(try await send(Message.c2cText(from: "alice", to: "bob", "wait", clientMsgID: "d-2")) == 0)
+                // Bob got what was accepted, once each, and nothing refused.
+                try await bob.roundTrip(200)
+                let got = bob.collector.messages.filter { $0.senderID == "alice" }.map(\.clientMsgID)
+                #expect(got == ["b-1", "b-2", "d-1", "b-3", "d-2"])
+                #expect(kinds(bob, .reaction) == 0 && kinds(bob, .extensionUpdate) == 0)
+                #expect(bob.collector.notices.filter { $0.type == "hello" }.count == 1)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
 }
 #endif

@@ -1,0 +1,84 @@
+#if Tools
+/// What one user may have the relay do for others, per second (``RateBudget``, by
+/// ``RelayConfiguration/silenceClock``; Matrix Synapse's `rc_message` and `rc_joins` are per-user
+/// token buckets too):
+///
+/// - **Live updates** (``RelayConfiguration/liveUpdateRate``): typing events and status updates,
+///   which the relay keeps for no one and writes to every online device of a conversation's users or
+///   a user's subscribers. Past the budget typing is dropped (a client repeats it while its user
+///   types) and a status update refused (3014).
+/// - **Fan-out** (``RelayConfiguration/fanOutRate``): every message, kept event, extension update,
+///   join and system notice costs the users it reaches (a one-to-one message 2, a message to a group of
+///   1,000 members 1,000): each costs a stream row or a write per user. Past the budget a message is
+///   refused with 1012 and anything else with 3014, nothing kept or sent.
+///
+/// Without them one client sending as fast as it could had the relay write as many frames to every
+/// member of a group, until their outbound buffers overflowed and the relay closed *them* as slow
+/// consumers, and (joining and leaving a large group in a loop) keep a row per member per frame.
+/// The budgets are per user, across its devices and connections (a new login refills nothing),
+/// and forgotten once full again (the sweep).
+extension Router {
+    /// Seconds' worth of live updates a full budget holds: a burst of typing in a few conversations.
+    static let liveUpdateBurstSeconds = 4
+    /// Seconds' worth of fan-out a full budget holds.
+    static let fanOutBurstSeconds = 5
+
+    /// Takes one of `user`'s live updates; `false` when its budget is spent.
+    func takeLiveUpdate(by user: String) -> Bool {
+        let rate = configuration.liveUpdateRate
+        return take(1, from: &liveUpdateBudgets, user, rate: rate, burst: rate * Self.liveUpdateBurstSeconds)
+    }
+
+    /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget; `false` when its
+    /// budget does not cover it.
+    func takeFanOut(_ cost: Int, by user: String) -> Bool {
+        let rate = configuration.fanOutRate
+        return take(max(cost, 1), from: &fanOutBudgets, user, rate: rate, burst: rate * Self.fanOutBurstSeconds)
+    }
+
+    /// Why a frame past `user`'s fan-out budget is refused.
+    func fanOutRefusal(_ cost: Int) -> String {
+        "tooFrequent: it would reach \(cost) users, past what the sender may have the relay deliver "
+            + "(\(configuration.fanOutRate) a second, --fan-out-rate); send it again later"
+    }
+
+    /// The users a frame to `key` reaches, for its fan-out cost: the conversation's users, or the
+    /// receivers a targeted message names with its sender.
+    func fanOutCost(in key: ConversationKey, targets: Int = 0) -> Int {
+        let users: Int
+        switch key {
+        case .direct(let a, let b): users = a == b ? 1 : 2
+        case .shared: users = members[key]?.count ?? 0
+        }
+        return targets > 0 ? min(users, targets + 1) : users
+    }
+
+    private func take(
+        _ cost: Int,
+        from budgets: inout [String: RateBudget],
+        _ user: String,
+        rate: Int,
+        burst: Int
+    ) -> Bool {
+        guard rate > 0 else { return true }
+        let nowMs = configuration.silenceClock()
+        var budget = budgets[user] ?? RateBudget(fullAtMs: nowMs, burst: burst)
+        let taken = budget.take(cost, atMs: nowMs, rate: rate, burst: burst)
+        budgets[user] = budget
+        return taken
+    }
+
+    /// Forgets the budgets that are full again (the sweep): a user's entry lasts while it spends.
+    func forgetFullBudgets() {
+        let nowMs = configuration.silenceClock()
+        let live = configuration.liveUpdateRate
+        let fanOut = configuration.fanOutRate
+        liveUpdateBudgets = liveUpdateBudgets.filter {
+            !$0.value.isFull(atMs: nowMs, rate: live, burst: live * Self.liveUpdateBurstSeconds)
+        }
+        fanOutBudgets = fanOutBudgets.filter {
+            !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: fanOut * Self.fanOutBurstSeconds)
+        }
+    }
+}
+#endif
