@@ -179,8 +179,8 @@ enum RelayProtocol {
         /// answered.
         static let busy: Int32 = 3013
         /// A status update (`presence`) from a user that used up its
-        /// ``RelayConfiguration/liveUpdateRate``, or a kept event, extension update, join or system
-        /// notice past its ``RelayConfiguration/fanOutRate`` (Router+RateLimits.swift): nothing is
+        /// ``RelayConfiguration/liveUpdateRate``, or a kept event, extension update, receipt, join or
+        /// system notice past its ``RelayConfiguration/fanOutRate`` (Router+RateLimits.swift): nothing is
         /// kept or sent; send it again later.
         static let tooFrequent: Int32 = 3014
     }

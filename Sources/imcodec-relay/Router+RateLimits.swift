@@ -8,7 +8,7 @@
 ///   a user's subscribers. Past the budget typing is dropped (a client repeats it while its user
 ///   types) and a status update refused (3014).
 /// - **Fan-out** (``RelayConfiguration/fanOutRate``): every message, kept event, extension update,
-///   join and system notice costs the users it reaches (a one-to-one message 2, a message to a group of
+///   receipt (or batch), join and system notice costs the users it reaches (a one-to-one message 2, a message to a group of
 ///   1,000 members 1,000): each costs a stream row or a write per user. Past the budget a message is
 ///   refused with 1012 and anything else with 3014, nothing kept or sent.
 ///

@@ -304,5 +304,47 @@ struct RelayReceiptTests {
             #expect(state.records[.readers(pair, seq: direct.seq)] != nil)
         }
     }
+
+    /// A receipt batch costs its reader's fan-out budget (`--fan-out-rate`, here 10 a second in
+    /// bursts of 50) the senders it reaches and the reader: one batch may name a message of each
+    /// member of a group, each of whom keeps a row. Past the budget a batch is refused whole (3014)
+    /// and nothing is kept or sent. Before, one client could have the relay keep a row in every
+    /// member's stream per batch, as fast as it sent them.
+    @Test func aReceiptBatchCostsItsReaderTheSendersItReaches() async throws {
+        let clock = FrozenClock()
+        let members = (0..<30).map { "member_\($0)" }
+        func batch(from first: UInt64, id: UInt64) -> Frame {
+            let receipts = members.enumerated().map { index, member in
+                MessageReceipt.with {
+                    $0.kind = .read; $0.timeMs = 1
+                    $0.message = MessageRef.with {
+                        $0.conversation = .group("big"); $0.senderID = member; $0.seq = first + UInt64(index)
+                    }
+                }
+            }
+            return RelayProtocol.answer(.receipts(ReceiptBatch.with { $0.receipts = receipts }), requestID: id)
+        }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["big": Set(["alice"] + members)]; $0.fanOutRate = 10; $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let member = try await TestClient.connect(to: server, as: "member_0", group: group)
+                // 31 users (50, 19 left): the first goes; the second is refused whole.
+                #expect(try await alice.ask(batch(from: 1_000, id: 1))?.requestResult?.errorCode == 0)
+                let second = try await alice.ask(batch(from: 2_000, id: 2))
+                #expect(second?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent)
+                // 1.2 s later, 31 left: it goes.
+                clock.advance(by: 1_200)
+                #expect(try await alice.ask(batch(from: 2_000, id: 3))?.requestResult?.errorCode == 0)
+                try await member.roundTrip(4)
+                let seqs = member.collector.frames.filter { $0.requestID == 0 }.compactMap { frame -> UInt64? in
+                    if case .receipts(let batch)? = frame.payload { batch.receipts.first?.message?.seq } else { nil }
+                }
+                #expect(seqs == [1_000, 2_000])
+                for client in [alice, member] { await client.close() }
+            }
+        }
+    }
 }
 #endif
