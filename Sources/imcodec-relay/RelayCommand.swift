@@ -260,16 +260,16 @@ extension RelayCommand {
             help: """
                 Typing events and status updates a second one user may have the relay fan out, in \
                 bursts of up to four seconds' worth; past it typing is dropped and a status update is \
-                refused (3014) (0: no bound).
+                refused (3014) (0: no bound; at most 1,000,000,000).
                 """
         )
         var liveUpdateRate = 5
 
         @Option(
             help: """
-                Users a second one user's messages, kept events, extension updates, joins and notices \
-                may reach (each costs the users it reaches), in bursts of up to five seconds' worth; \
-                past it they are refused (1012, 3014) (0: no bound).
+                Users a second one user's messages, kept events, extension updates, receipts, joins and \
+                notices may reach (each costs the users it reaches), in bursts of up to five seconds' \
+                worth; past it they are refused (1012, 3014) (0: no bound; at most 1,000,000,000).
                 """
         )
         var fanOutRate = 20_000
@@ -405,8 +405,12 @@ extension RelayCommand {
             }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
-            guard liveUpdateRate >= 0 else { throw ValidationError("--live-update-rate must not be negative") }
-            guard fanOutRate >= 0 else { throw ValidationError("--fan-out-rate must not be negative") }
+            guard (0...Router.maxRate).contains(liveUpdateRate) else {
+                throw ValidationError("--live-update-rate is between 0 and \(Router.maxRate)")
+            }
+            guard (0...Router.maxRate).contains(fanOutRate) else {
+                throw ValidationError("--fan-out-rate is between 0 and \(Router.maxRate)")
+            }
             if PostgresURL.hasScheme(store) {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             } else if store != "sqlite" && store != "memory" {

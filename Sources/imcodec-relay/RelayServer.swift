@@ -87,8 +87,8 @@ struct RelayConfiguration: Sendable {
     /// in bursts of up to four seconds' worth (Router+RateLimits.swift); past it typing is dropped
     /// and a status update refused (``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var liveUpdateRate = 5
-    /// Users a second one user's messages, kept events, extension updates, joins and system notices
-    /// may reach (each costs the users it reaches), in bursts of up to five seconds' worth
+    /// Users a second one user's messages, kept events, extension updates, receipts, joins and
+    /// system notices may reach (each costs the users it reaches), in bursts of up to five seconds' worth
     /// (Router+RateLimits.swift); past it they are refused (``RelayProtocol/AckError/tooFrequent``,
     /// ``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var fanOutRate = 20_000

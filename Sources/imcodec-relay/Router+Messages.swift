@@ -424,7 +424,7 @@ extension Router {
             return answerBlockedSender(session, event.requestID, user: user)
         }
         if frame.payloadKind == .typing {
-            // Past the session's budget (`serve --live-update-rate`) it is dropped, as typing to a
+            // Past the user's budget (`serve --live-update-rate`) it is dropped, as typing to a
             // peer who blocked the sender is: a client repeats typing while the user types.
             guard takeLiveUpdate(by: user) else { return }
             deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)

@@ -22,18 +22,30 @@ extension Router {
     static let liveUpdateBurstSeconds = 4
     /// Seconds' worth of fan-out a full budget holds.
     static let fanOutBurstSeconds = 5
+    /// The largest rate a budget takes (`serve` refuses more); a larger one configured in process
+    /// counts as this.
+    static let maxRate = 1_000_000_000
+
+    /// A full budget of `seconds` at `rate` (at most ``maxRate``: no product overflows).
+    private static func burst(_ rate: Int, _ seconds: Int) -> Int { min(max(rate, 0), maxRate) * seconds }
 
     /// Takes one of `user`'s live updates; `false` when its budget is spent.
     func takeLiveUpdate(by user: String) -> Bool {
         let rate = configuration.liveUpdateRate
-        return take(1, from: &liveUpdateBudgets, user, rate: rate, burst: rate * Self.liveUpdateBurstSeconds)
+        return take(1, from: &liveUpdateBudgets, user, rate: rate, burst: Self.burst(rate, Self.liveUpdateBurstSeconds))
     }
 
     /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget; `false` when its
     /// budget does not cover it.
     func takeFanOut(_ cost: Int, by user: String) -> Bool {
         let rate = configuration.fanOutRate
-        return take(max(cost, 1), from: &fanOutBudgets, user, rate: rate, burst: rate * Self.fanOutBurstSeconds)
+        return take(
+            max(cost, 1),
+            from: &fanOutBudgets,
+            user,
+            rate: rate,
+            burst: Self.burst(rate, Self.fanOutBurstSeconds)
+        )
     }
 
     /// Why a frame past `user`'s fan-out budget is refused.
@@ -74,10 +86,10 @@ extension Router {
         let live = configuration.liveUpdateRate
         let fanOut = configuration.fanOutRate
         liveUpdateBudgets = liveUpdateBudgets.filter {
-            !$0.value.isFull(atMs: nowMs, rate: live, burst: live * Self.liveUpdateBurstSeconds)
+            !$0.value.isFull(atMs: nowMs, rate: live, burst: Self.burst(live, Self.liveUpdateBurstSeconds))
         }
         fanOutBudgets = fanOutBudgets.filter {
-            !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: fanOut * Self.fanOutBurstSeconds)
+            !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: Self.burst(fanOut, Self.fanOutBurstSeconds))
         }
     }
 }

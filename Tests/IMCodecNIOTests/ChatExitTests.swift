@@ -58,6 +58,11 @@ struct ChatExitTests {
                 && invalid.stderr.contains("--store is sqlite, memory or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"),
             "\(invalid.stderr)"
         )
+        // A rate whose burst would overflow is a usage error, not a trap at the first message.
+        for option in ["--fan-out-rate", "--live-update-rate"] {
+            let rate = try RelayExecutable.run(["serve", option, "1000000001"])
+            #expect(rate.status == 2 && rate.stderr.contains("\(option) is between 0 and 1000000000"), "\(rate.stderr)")
+        }
     }
 
     @Test("with no relay listening, chat prints one line, cannot connect ... connection refused, and exits 1")

@@ -1239,6 +1239,20 @@ struct RelayDeliveryRulesTests {
                 #expect(bob.collector.notices.filter { $0.type == "hello" }.count == 1)
                 for client in [alice, bob] { await client.close() }
             }
+            // The largest rates configured in process count as the largest `serve` takes: nothing
+            // overflows, a message and a status update go.
+            try await withRelay({
+                $0.fanOutRate = .max; $0.liveUpdateRate = .max
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let message = Message.c2cText(from: "alice", to: "bob", "max", clientMsgID: "m-1")
+                #expect(
+                    try await alice.ask(RelayProtocol.answer(.message(message), requestID: 1))?.sendAck?.errorCode == 0
+                )
+                let away = RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: 2)
+                #expect(try await alice.ask(away)?.requestResult?.errorCode == 0)
+                await alice.close()
+            }
         }
     }
 }
