@@ -47,8 +47,16 @@ extension Router {
     func noteExpiry(of message: StoredMessage) {
         guard message.expireAtMs != 0 else { return }
         expiring.insert(
-            ExpiringMessage(expireAtMs: message.expireAtMs, conversation: message.conversation, seq: message.seq)
+            ExpiringMessage(expireAtMs: message.expireAtMs, conversation: message.conversation, seq: message.seq),
+            isLive: isDue
         )
+    }
+
+    /// Whether `entry` still names a kept message that expires then (not recalled, deleted for
+    /// everyone or dropped by retention since).
+    func isDue(_ entry: ExpiringMessage) -> Bool {
+        guard let conversation = conversations[entry.conversation] else { return false }
+        return conversation.expiries[entry.seq] == entry.expireAtMs && !conversation.removed.contains(entry.seq)
     }
 
     /// Erases what expired by `nowMs`: each message counts as removed, its edits and extensions are

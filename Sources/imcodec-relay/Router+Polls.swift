@@ -143,9 +143,22 @@ extension Router {
     private func scheduleClosings(of tallies: [PollTally], of seq: UInt64, in key: ConversationKey) {
         for tally in tallies where tally.poll.closeTimeMs != 0 && !tally.results.closed {
             closingPolls.insert(
-                ClosingPoll(closeTimeMs: tally.poll.closeTimeMs, conversation: key, seq: seq, pollID: tally.poll.pollID)
+                ClosingPoll(
+                    closeTimeMs: tally.poll.closeTimeMs,
+                    conversation: key,
+                    seq: seq,
+                    pollID: tally.poll.pollID
+                ),
+                isLive: isDue
             )
         }
+    }
+
+    /// Whether `entry` still names an open poll of a kept message (not closed by its creator, nor
+    /// recalled or dropped with its message since).
+    func isDue(_ entry: ClosingPoll) -> Bool {
+        polls[entry.conversation]?[entry.seq]?.contains { $0.poll.pollID == entry.pollID && !$0.results.closed }
+            ?? false
     }
 
     private func setPolls(_ tallies: [PollTally], of seq: UInt64, in key: ConversationKey) {

@@ -79,7 +79,7 @@ final class Router {
     /// The polls of kept messages with every vote, by conversation and seq (Router+Polls.swift).
     var polls: [ConversationKey: [UInt64: [PollTally]]] = [:]
     /// The open polls with a `close_time_ms`, soonest first: the relay closes them then.
-    var closingPolls = Heap<ClosingPoll>()
+    var closingPolls = PrunedHeap<ClosingPoll>()
     /// When the results of each message's polls were last sent after a vote (by ``nowMs()``), while
     /// the interval that holds back the next ones runs (``RelayConfiguration/pollResultsInterval``).
     var pollResultsSent: [MessageKey: Int64] = [:]
@@ -110,8 +110,9 @@ final class Router {
     var quotedBy: [ConversationKey: [UInt64: [MessageKey]]] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
-    /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift).
-    var expiring = Heap<ExpiringMessage>()
+    /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift); those
+    /// recalled or dropped by retention since go at the next pruning, or when their time comes.
+    var expiring = PrunedHeap<ExpiringMessage>()
     /// Each conversation's disappearing-message timer in seconds, as its last
     /// `DisappearingTimerEvent` set it (none: off); messages sent in it carry it (Router+Expiry.swift).
     var disappearingTimers: [ConversationKey: UInt32] = [:]
@@ -161,7 +162,7 @@ final class Router {
                     conversations[key]!.removed.insert(seq)
                     continue
                 }
-                expiring.insert(ExpiringMessage(expireAtMs: expireAtMs, conversation: key, seq: seq))
+                expiring.insert(ExpiringMessage(expireAtMs: expireAtMs, conversation: key, seq: seq), isLive: isDue)
             }
         }
         streams = state.streams
