@@ -7,11 +7,17 @@ import HeapModule
 struct PrunedHeap<Element: Comparable> {
     /// The entries, soonest first; stale ones among them until the next pruning.
     private(set) var heap = Heap<Element>()
+    /// Below this size the heap is never pruned.
+    let minimumPruneAt: Int
     /// The size past which the heap is pruned next: twice the live entries at the last pruning,
     /// so a pruning's cost is paid by the inserts since the one before.
-    private var pruneAt = Self.minimumPruneAt
-    /// Below this size a heap is never pruned.
-    static var minimumPruneAt: Int { 1024 }
+    private var pruneAt: Int
+
+    /// An empty heap, pruned from `minimumPruneAt` entries on (1,024 in the relay; tests use fewer).
+    init(minimumPruneAt: Int = 1024) {
+        self.minimumPruneAt = minimumPruneAt
+        pruneAt = minimumPruneAt
+    }
 
     var min: Element? { heap.min }
     var count: Int { heap.count }
@@ -24,7 +30,7 @@ struct PrunedHeap<Element: Comparable> {
         heap.insert(element)
         guard heap.count > pruneAt else { return }
         heap = Heap(heap.unordered.filter(isLive))
-        pruneAt = Swift.max(Self.minimumPruneAt, 2 * heap.count)
+        pruneAt = Swift.max(minimumPruneAt, 2 * heap.count)
     }
 }
 #endif
