@@ -146,7 +146,7 @@ extension Router {
         }
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
         let cost = fanOutCost(in: key, targets: frame.targetReceivers.count)
-        guard takeFanOut(cost, by: user) else {
+        guard takeFanOut(cost, by: user, atMs: session.lastHeardMs) else {
             return refuse(Refusal(RelayProtocol.AckError.tooFrequent, fanOutRefusal(cost)))
         }
         countCarried(in: key, atMs: serverTimeMs)
@@ -426,21 +426,13 @@ extension Router {
         if frame.payloadKind == .typing {
             // Past the user's budget (`serve --live-update-rate`) it is dropped, as typing to a
             // peer who blocked the sender is: a client repeats typing while the user types.
-            guard takeLiveUpdate(by: user) else { return }
+            guard takeLiveUpdate(by: user, atMs: session.lastHeardMs) else { return }
             deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)
             return
         }
         guard !isResentEvent(frame, from: session, user: user) else { return }
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
-        guard takeFanOut(users.count, by: user) else {
-            return refuse(
-                session,
-                event.requestID,
-                RelayProtocol.RequestError.tooFrequent,
-                notice: "tooFrequent",
-                fanOutRefusal(users.count)
-            )
-        }
+        guard spendFanOut(users.count, by: user, session: session, requestID: event.requestID) else { return }
         // A kept event in a one-to-one conversation the user has neither messages in nor a view of
         // (a call to a new peer, a timer set before the first message) starts it, as a first
         // message does: within --max-direct-conversations, and the user gets a view of it (an
@@ -975,15 +967,7 @@ extension Router {
         // From a user the recipient blocked: as its one-to-one messages and events (`serve
         // --blocked-senders`): answered and dropped, or refused with 20007.
         if hasBlocked(notice.recipientID, user) { return answerBlockedSender(session, decoded.requestID, user: user) }
-        guard takeFanOut(1, by: user) else {
-            return refuse(
-                session,
-                decoded.requestID,
-                RelayProtocol.RequestError.tooFrequent,
-                notice: "tooFrequent",
-                fanOutRefusal(1)
-            )
-        }
+        guard spendFanOut(1, by: user, session: session, requestID: decoded.requestID) else { return }
         let body = frame.body
         let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
             .serializedBytes()

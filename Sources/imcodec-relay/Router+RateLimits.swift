@@ -28,24 +28,28 @@ extension Router {
 
     /// A full budget of `seconds` at `rate` (at most ``maxRate``: no product overflows).
     private static func burst(_ rate: Int, _ seconds: Int) -> Int { min(max(rate, 0), maxRate) * seconds }
+    private var liveUpdateBurst: Int { Self.burst(configuration.liveUpdateRate, Self.liveUpdateBurstSeconds) }
+    private var fanOutBurst: Int { Self.burst(configuration.fanOutRate, Self.fanOutBurstSeconds) }
 
-    /// Takes one of `user`'s live updates; `false` when its budget is spent.
-    func takeLiveUpdate(by user: String) -> Bool {
-        let rate = configuration.liveUpdateRate
-        return take(1, from: &liveUpdateBudgets, user, rate: rate, burst: Self.burst(rate, Self.liveUpdateBurstSeconds))
+    /// Takes one of `user`'s live updates at `nowMs` (the frame's arrival, ``Session/lastHeardMs``);
+    /// `false` when its budget is spent.
+    func takeLiveUpdate(by user: String, atMs nowMs: Int64) -> Bool {
+        take(1, from: &liveUpdateBudgets, user, atMs: nowMs, rate: configuration.liveUpdateRate, burst: liveUpdateBurst)
     }
 
-    /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget; `false` when its
-    /// budget does not cover it.
-    func takeFanOut(_ cost: Int, by user: String) -> Bool {
-        let rate = configuration.fanOutRate
-        return take(
-            max(cost, 1),
-            from: &fanOutBudgets,
-            user,
-            rate: rate,
-            burst: Self.burst(rate, Self.fanOutBurstSeconds)
-        )
+    /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget at `nowMs` (the
+    /// frame's arrival, ``Session/lastHeardMs``); `false` when its budget does not cover it.
+    func takeFanOut(_ cost: Int, by user: String, atMs nowMs: Int64) -> Bool {
+        take(max(cost, 1), from: &fanOutBudgets, user, atMs: nowMs, rate: configuration.fanOutRate, burst: fanOutBurst)
+    }
+
+    /// Takes `cost` from `user`'s fan-out budget for request `requestID` of `session`, or refuses the
+    /// request (3014) and returns `false` when its budget does not cover it. (A message is refused
+    /// in its `send_ack` instead: ``takeFanOut(_:by:atMs:)``.)
+    func spendFanOut(_ cost: Int, by user: String, session: Session, requestID: UInt64) -> Bool {
+        guard !takeFanOut(cost, by: user, atMs: session.lastHeardMs) else { return true }
+        refuse(session, requestID, RelayProtocol.RequestError.tooFrequent, notice: "tooFrequent", fanOutRefusal(cost))
+        return false
     }
 
     /// Why a frame past `user`'s fan-out budget is refused.
@@ -69,28 +73,22 @@ extension Router {
         _ cost: Int,
         from budgets: inout [String: RateBudget],
         _ user: String,
+        atMs nowMs: Int64,
         rate: Int,
         burst: Int
     ) -> Bool {
         guard rate > 0 else { return true }
-        let nowMs = configuration.silenceClock()
-        var budget = budgets[user] ?? RateBudget(fullAtMs: nowMs, burst: burst)
-        let taken = budget.take(cost, atMs: nowMs, rate: rate, burst: burst)
-        budgets[user] = budget
-        return taken
+        return budgets[user, default: RateBudget(fullAtMs: nowMs, burst: burst)]
+            .take(cost, atMs: nowMs, rate: rate, burst: burst)
     }
 
     /// Forgets the budgets that are full again (the sweep): a user's entry lasts while it spends.
     func forgetFullBudgets() {
         let nowMs = configuration.silenceClock()
-        let live = configuration.liveUpdateRate
-        let fanOut = configuration.fanOutRate
-        liveUpdateBudgets = liveUpdateBudgets.filter {
-            !$0.value.isFull(atMs: nowMs, rate: live, burst: Self.burst(live, Self.liveUpdateBurstSeconds))
-        }
-        fanOutBudgets = fanOutBudgets.filter {
-            !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: Self.burst(fanOut, Self.fanOutBurstSeconds))
-        }
+        let (live, liveBurst) = (configuration.liveUpdateRate, liveUpdateBurst)
+        let (fanOut, fanOutBurst) = (configuration.fanOutRate, fanOutBurst)
+        liveUpdateBudgets = liveUpdateBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: live, burst: liveBurst) }
+        fanOutBudgets = fanOutBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: fanOutBurst) }
     }
 }
 #endif

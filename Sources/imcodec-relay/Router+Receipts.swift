@@ -192,15 +192,7 @@ extension Router {
         // What it costs its sender's fan-out budget (Router+RateLimits): the senders it reaches and
         // the reader's own devices. One batch names up to a group's every member.
         let cost = Set(frames.map(\.target) + [user]).count
-        guard takeFanOut(cost, by: user) else {
-            return refuse(
-                session,
-                decoded.requestID,
-                RelayProtocol.RequestError.tooFrequent,
-                notice: "tooFrequent",
-                fanOutRefusal(cost)
-            )
-        }
+        guard spendFanOut(cost, by: user, session: session, requestID: decoded.requestID) else { return }
         // The client's bytes are remembered for resends, and each receipt by its key: what is kept
         // is the relay's copy, which a restart rebuilds the keys from.
         recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)

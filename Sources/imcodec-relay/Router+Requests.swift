@@ -113,7 +113,7 @@ extension Router {
                         + "\(configuration.codec.effectiveMaxFrameSize)"
                 )
             }
-            guard takeLiveUpdate(by: user) else {
+            guard takeLiveUpdate(by: user, atMs: session.lastHeardMs) else {
                 return refuse(
                     session,
                     requestID,
@@ -555,18 +555,7 @@ extension Router {
         }
         // A join costs the joiner's fan-out budget (Router+RateLimits) the members it reaches; a
         // leave is never refused (and a loop of joins and leaves stops at the joins).
-        if joining {
-            let cost = (members[key]?.count ?? 0) + 1
-            guard takeFanOut(cost, by: user) else {
-                return refuse(
-                    session,
-                    requestID,
-                    RelayProtocol.RequestError.tooFrequent,
-                    notice: "tooFrequent",
-                    fanOutRefusal(cost)
-                )
-            }
-        }
+        if joining, !spendFanOut(fanOutCost(in: key) + 1, by: user, session: session, requestID: requestID) { return }
         let changed: Bool
         let reached: [String]
         if change.action == .join {
