@@ -276,6 +276,15 @@ extension RelayCommand {
 
         @Option(
             help: """
+                One-time keys a minute one user's key fetches may take from another user's devices, in \
+                bursts of up to a minute's worth; past it such a fetch is refused (3014) (0: no bound; \
+                at most 1,000,000,000).
+                """
+        )
+        var keyFetchRate = 100
+
+        @Option(
+            help: """
                 The heartbeat interval, in seconds, the login result asks clients to ping at; a session \
                 silent for 3 intervals is closed (0: no pings asked for, no session closed).
                 """
@@ -411,6 +420,9 @@ extension RelayCommand {
             guard (0...Router.maxRate).contains(fanOutRate) else {
                 throw ValidationError("--fan-out-rate is between 0 and \(Router.maxRate)")
             }
+            guard (0...Router.maxRate).contains(keyFetchRate) else {
+                throw ValidationError("--key-fetch-rate is between 0 and \(Router.maxRate)")
+            }
             if PostgresURL.hasScheme(store) {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             } else if store != "sqlite" && store != "memory" {
@@ -476,6 +488,7 @@ extension RelayCommand {
             configuration.groupMessageRate = groupMessageRate
             configuration.liveUpdateRate = liveUpdateRate
             configuration.fanOutRate = fanOutRate
+            configuration.keyFetchRate = keyFetchRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxJoinedConversations = maxJoinedGroups

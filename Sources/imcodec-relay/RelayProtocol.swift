@@ -180,8 +180,9 @@ enum RelayProtocol {
         static let busy: Int32 = 3013
         /// A status update (`presence`) from a user that used up its
         /// ``RelayConfiguration/liveUpdateRate``, or a kept event, extension update, receipt, join or
-        /// system notice past its ``RelayConfiguration/fanOutRate`` (Router+RateLimits.swift): nothing is
-        /// kept or sent; send it again later.
+        /// system notice past its ``RelayConfiguration/fanOutRate``, or a key fetch past the requester's
+        /// ``RelayConfiguration/keyFetchRate`` for the user (Router+RateLimits.swift): nothing is
+        /// kept, sent or handed out; send it again later.
         static let tooFrequent: Int32 = 3014
     }
 

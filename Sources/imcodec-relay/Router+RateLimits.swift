@@ -11,6 +11,11 @@
 ///   receipt (or batch), join and system notice costs the users it reaches (a one-to-one message 2, a message to a group of
 ///   1,000 members 1,000): each costs a stream row or a write per user. Past the budget a message is
 ///   refused with 1012 and anything else with 3014, nothing kept or sent.
+/// - **One-time keys** (``RelayConfiguration/keyFetchRate``), a minute, per requesting user and key
+///   owner (Signal's prekey limiter is keyed the same way): each key fetch hands out and deletes one
+///   one-time key per device it answers for, so without it any user could use up another's keys
+///   and leave every later session with them without one. Past it such a fetch is refused (3014);
+///   a fetch of bundles without one-time keys costs nothing.
 ///
 /// Without them one client sending as fast as it could had the relay write as many frames to every
 /// member of a group, until their outbound buffers overflowed and the relay closed *them* as slow
@@ -30,6 +35,10 @@ extension Router {
     private static func burst(_ rate: Int, _ seconds: Int) -> Int { min(max(rate, 0), maxRate) * seconds }
     private var liveUpdateBurst: Int { Self.burst(configuration.liveUpdateRate, Self.liveUpdateBurstSeconds) }
     private var fanOutBurst: Int { Self.burst(configuration.fanOutRate, Self.fanOutBurstSeconds) }
+    /// A one-time key costs 60 units of a budget refilled at ``RelayConfiguration/keyFetchRate`` a
+    /// second: the rate is a minute's.
+    private static let unitsPerKey = 60
+    private var keyFetchBurst: Int { Self.burst(configuration.keyFetchRate, Self.unitsPerKey) }
 
     /// Takes one of `user`'s live updates at `nowMs` (the frame's arrival, ``Session/lastHeardMs``);
     /// `false` when its budget is spent.
@@ -52,6 +61,26 @@ extension Router {
         return false
     }
 
+    /// Takes `keys` one-time keys of `owner`'s devices for `user` at `nowMs` (the fetch's arrival,
+    /// ``Session/lastHeardMs``); `false` when `user` has taken as many as it may of late.
+    func takeOneTimeKeys(_ keys: Int, of owner: String, by user: String, atMs nowMs: Int64) -> Bool {
+        take(
+            keys * Self.unitsPerKey,
+            from: &keyFetchBudgets,
+            KeyFetchPair(requester: user, owner: owner),
+            atMs: nowMs,
+            rate: configuration.keyFetchRate,
+            burst: keyFetchBurst
+        )
+    }
+
+    /// Why a key fetch past the requester's budget for the owner's one-time keys is refused (the
+    /// answer names the owner already: an id near the frame size limit must not be there twice).
+    var keyFetchRefusal: String {
+        "tooFrequent: it would take more of the user's one-time keys than one user may "
+            + "(\(configuration.keyFetchRate) a minute, --key-fetch-rate); fetch again later"
+    }
+
     /// Why a frame past `user`'s fan-out budget is refused.
     func fanOutRefusal(_ cost: Int) -> String {
         "tooFrequent: it would reach \(cost) users, past what the sender may have the relay deliver "
@@ -69,16 +98,16 @@ extension Router {
         return targets > 0 ? min(users, targets + 1) : users
     }
 
-    private func take(
+    private func take<Key: Hashable>(
         _ cost: Int,
-        from budgets: inout [String: RateBudget],
-        _ user: String,
+        from budgets: inout [Key: RateBudget],
+        _ key: Key,
         atMs nowMs: Int64,
         rate: Int,
         burst: Int
     ) -> Bool {
         guard rate > 0 else { return true }
-        return budgets[user, default: RateBudget(fullAtMs: nowMs, burst: burst)]
+        return budgets[key, default: RateBudget(fullAtMs: nowMs, burst: burst)]
             .take(cost, atMs: nowMs, rate: rate, burst: burst)
     }
 
@@ -89,6 +118,14 @@ extension Router {
         let (fanOut, fanOutBurst) = (configuration.fanOutRate, fanOutBurst)
         liveUpdateBudgets = liveUpdateBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: live, burst: liveBurst) }
         fanOutBudgets = fanOutBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: fanOutBurst) }
+        let (keys, keysBurst) = (configuration.keyFetchRate, keyFetchBurst)
+        keyFetchBudgets = keyFetchBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: keys, burst: keysBurst) }
     }
+}
+
+/// Whose one-time keys a key-fetch budget counts, and who takes them (Router+RateLimits).
+struct KeyFetchPair: Hashable {
+    let requester: String
+    let owner: String
 }
 #endif

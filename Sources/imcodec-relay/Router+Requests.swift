@@ -146,7 +146,7 @@ extension Router {
         case .historyRequest(let request):
             history(request, requestID: requestID, session: session, user: user)
         case .keyFetchRequest(let request):
-            fetchKeys(request, requestID: requestID, session: session)
+            fetchKeys(request, requestID: requestID, session: session, user: user)
         default:
             break
         }
@@ -217,9 +217,11 @@ extension Router {
     }
 
     /// Answers a key fetch with the bundles of the user's devices (those named, or all), each with
-    /// at most one one-time key, which is deleted from the stored bundle (Signal's prekey rule).
-    private func fetchKeys(_ request: KeyFetchRequest, requestID: UInt64, session: Session) {
+    /// at most one one-time key, which is deleted from the stored bundle (Signal's prekey rule), within
+    /// the requesting user's budget for the owner's one-time keys (`--key-fetch-rate`).
+    private func fetchKeys(_ request: KeyFetchRequest, requestID: UInt64, session: Session, user requester: String) {
         var answer = KeyFetchResponse.with { $0.userID = request.userID }
+        func reply() { self.answer(RelayProtocol.answer(.keyFetchResponse(answer), requestID: requestID), to: session) }
         let named = Set(request.deviceIDs)
         let user = request.userID
         let kept = (keyBundles[user] ?? [:]).filter { named.isEmpty || named.contains($0.key) }
@@ -231,6 +233,14 @@ extension Router {
             $0.bundle.handedOut.serializedBytes().count + 6
         }
         if cut { logger.warning("the key bundles of \(user) pass the frame size limit: a fetch left some out") }
+        // The one-time keys it would hand out, from the requester's budget for this owner: past it
+        // nothing is handed out or deleted.
+        let oneTimeKeys = served.count { !$0.bundle.oneTimeKeys.isEmpty }
+        if oneTimeKeys > 0, !takeOneTimeKeys(oneTimeKeys, of: user, by: requester, atMs: session.lastHeardMs) {
+            answer.errorCode = RelayProtocol.RequestError.tooFrequent
+            answer.errorDescription = keyFetchRefusal
+            return reply()
+        }
         for (device, stored) in served {
             answer.bundles.append(stored.handedOut)
             guard !stored.oneTimeKeys.isEmpty else { continue }
@@ -246,7 +256,7 @@ extension Router {
         }
         // Answered once committed (as every answer is): a one-time key handed out is gone from the
         // store first, so no restart hands it out again.
-        self.answer(RelayProtocol.answer(.keyFetchResponse(answer), requestID: requestID), to: session)
+        reply()
     }
 
     /// Answers a sync request from the kept messages (``RelayConfiguration/maxMessagesPerConversation``),

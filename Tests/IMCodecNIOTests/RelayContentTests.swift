@@ -354,6 +354,91 @@ extension RelayContentTests {
             }
         }
     }
+
+    /// Each key fetch hands out and deletes one one-time key per device, so one user may take only
+    /// so many of another user's (`--key-fetch-rate`, here 2 a minute in bursts of 2; Signal's
+    /// prekey limiter is keyed the same way): past it such a fetch is refused with 3014 and deletes
+    /// nothing. Another requester has a budget of its own, a fetch that would hand out no one-time
+    /// key costs nothing, and the relay's clock refills the budget. Before, any user could fetch
+    /// until another user's one-time keys were gone, and every later session with that user started
+    /// without one.
+    @Test("one user takes another user's one-time keys within a budget")
+    func oneTimeKeysTakenWithinABudget() async throws {
+        let clock = FrozenClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.keyFetchRate = 2; $0.silenceClock = clock.now
+            }) { server in
+                func connect(_ user: String, _ device: String) async throws -> TestClient {
+                    try await TestClient.connect(to: server, as: user, group: group, deviceID: device)
+                }
+                func publish(_ client: TestClient, keys: [UInt8], kind: KeyBundleKind, id: UInt64) async throws {
+                    let publish = KeyPublish.with {
+                        $0.bundle = .with {
+                            $0.kind = kind; $0.bundle = [7]
+                            $0.oneTimeKeys = keys.map { key in .with { $0.key = [key] } }
+                        }
+                    }
+                    let result = try await RelayUserStateTests.ask(client, .keyPublish(publish), id: id)
+                    #expect(result?.requestResult?.errorCode == 0)
+                }
+                func fetch(
+                    _ client: TestClient,
+                    devices: [String] = [],
+                    kind: KeyBundleKind = .signalPrekeys,
+                    id: UInt64
+                ) async throws -> KeyFetchResponse {
+                    let request = KeyFetchRequest.with {
+                        $0.userID = "bob"; $0.deviceIDs = devices; $0.kind = kind
+                    }
+                    let answer = try await RelayUserStateTests.ask(client, .keyFetchRequest(request), id: id)
+                    guard case .keyFetchResponse(let response)? = answer?.payload else {
+                        Issue.record("no key_fetch_response: \(String(describing: answer))")
+                        return KeyFetchResponse()
+                    }
+                    return response
+                }
+                func handedOut(_ answer: KeyFetchResponse) -> [[UInt8]] {
+                    answer.bundles.flatMap { $0.oneTimeKeys.map(\.key) }
+                }
+                let phone = try await connect("bob", "phone")
+                let laptop = try await connect("bob", "laptop")
+                try await publish(phone, keys: [1, 2, 3], kind: .signalPrekeys, id: 1)
+                try await publish(laptop, keys: [11, 12, 13], kind: .signalPrekeys, id: 2)
+                try await publish(laptop, keys: [], kind: .mlsKeyPackage, id: 3)
+                let alice = try await connect("alice", "a")
+                // Both devices' first keys: two, the whole burst.
+                #expect(handedOut(try await fetch(alice, id: 4)) == [[11], [1]])
+                // Spent: refused, whether for both devices or one, with no bundle and nothing deleted.
+                for (devices, id) in [([String](), UInt64(5)), (["phone"], 6)] {
+                    let refused = try await fetch(alice, devices: devices, id: id)
+                    #expect(refused.errorCode == RelayProtocol.RequestError.tooFrequent && refused.bundles.isEmpty)
+                    #expect(refused.errorDescription.contains("--key-fetch-rate"))
+                }
+                // A bundle without one-time keys costs nothing.
+                let package = try await fetch(alice, kind: .mlsKeyPackage, id: 7)
+                #expect(package.errorCode == 0 && package.bundles.map(\.deviceID) == ["laptop"])
+                // Carol's budget is her own; she gets the keys alice's refused fetches left.
+                let carol = try await connect("carol", "c")
+                #expect(handedOut(try await fetch(carol, id: 8)) == [[12], [2]])
+                // Half a minute later alice has one key's worth: the phone's next.
+                clock.advance(by: 30_000)
+                #expect(try await fetch(alice, id: 9).errorCode == RelayProtocol.RequestError.tooFrequent)
+                #expect(handedOut(try await fetch(alice, devices: ["phone"], id: 10)) == [[3]])
+                // The sweep forgets a budget once it is full again, a minute later.
+                func budgets() async throws -> Int {
+                    try await server.withRouter { router in
+                        router.forgetFullBudgets()
+                        return router.keyFetchBudgets.count
+                    }.get()
+                }
+                #expect(try await budgets() == 2)
+                clock.advance(by: 60_000)
+                #expect(try await budgets() == 0)
+                for client in [phone, laptop, alice, carol] { await client.close() }
+            }
+        }
+    }
 }
 
 extension Array where Element == UInt8 {
