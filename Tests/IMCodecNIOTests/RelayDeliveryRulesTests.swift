@@ -1064,9 +1064,6 @@ struct RelayDeliveryRulesTests {
                 )
             )
         }
-        func away(_ id: UInt64) -> Frame {
-            RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: id)
-        }
         func presences(_ client: TestClient) -> Int {
             client.collector.frames.filter {
                 if case .presence(let update)? = $0.payload {
@@ -1094,18 +1091,20 @@ struct RelayDeliveryRulesTests {
                 // The budget is spent: a status update is refused (a notice without a request id) and
                 // reaches no one; so is one from her other device.
                 #expect(
-                    try await alice.ask(away(4))?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent
+                    try await alice.ask(Self.away(4))?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.tooFrequent
                 )
                 try await alice.send(Frame(.presence(PresenceUpdate.with { $0.status = .away })))
                 #expect(await eventually { alice.collector.notices.contains { $0.params["code"] == "tooFrequent" } })
                 let phone = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "p")
                 #expect(
-                    try await phone.ask(away(5))?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent
+                    try await phone.ask(Self.away(5))?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.tooFrequent
                 )
                 try await phone.send(typing())
                 // A second later: two more, a status update and a typing event; the third is dropped.
                 clock.advance(by: 1_000)
-                #expect(try await alice.ask(away(6))?.requestResult?.errorCode == 0)
+                #expect(try await alice.ask(Self.away(6))?.requestResult?.errorCode == 0)
                 try await phone.send(typing())
                 try await alice.send(typing())
                 try await alice.roundTrip(7)
@@ -1134,7 +1133,7 @@ struct RelayDeliveryRulesTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 for _ in 0..<50 { try await alice.send(typing()) }
-                #expect(try await alice.ask(away(1))?.requestResult?.errorCode == 0)
+                #expect(try await alice.ask(Self.away(1))?.requestResult?.errorCode == 0)
                 try await bob.roundTrip(2)
                 #expect(kinds(bob, .typing) == 50)
                 for client in [alice, bob] { await client.close() }
@@ -1249,11 +1248,15 @@ struct RelayDeliveryRulesTests {
                 #expect(
                     try await alice.ask(RelayProtocol.answer(.message(message), requestID: 1))?.sendAck?.errorCode == 0
                 )
-                let away = RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: 2)
-                #expect(try await alice.ask(away)?.requestResult?.errorCode == 0)
+                #expect(try await alice.ask(Self.away(2))?.requestResult?.errorCode == 0)
                 await alice.close()
             }
         }
+    }
+
+    /// A status update (`presence`, away) asked with `id`.
+    private static func away(_ id: UInt64) -> Frame {
+        RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: id)
     }
 }
 #endif

@@ -420,6 +420,51 @@ struct RelayPollTests {
         }
     }
 
+    /// Polls with a close time that retention drops before it (60 sent, each closing in an hour,
+    /// in a conversation that keeps 10) leave at most 23 entries in the relay's list of closings
+    /// (pruned here from 16 entries on rather than the relay's 1,024, as the disappearing-message
+    /// test does; it keeps the 10 polls still open and is pruned again past twice that), and the 10
+    /// kept still close when their hour comes. Before, every poll sent with a close time left an
+    /// entry until that time.
+    @Test func pollsDroppedBeforeTheirCloseTimeAreForgotten() async throws {
+        let clock = TestClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.clock = clock.now; $0.maxMessagesPerConversation = 10
+                $0.groups = ["team": ["alice", "bob"]]
+            }) { server in
+                try await server.withRouter { $0.closingPolls = PrunedHeap(minimumPruneAt: 16) }.get()
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let closeTimeMs = clock.now() + 3_600_000
+                for index in 0..<60 {
+                    try await alice.send(Self.timedPoll(closingAt: closeTimeMs, clientMsgID: "poll-\(index)"))
+                }
+                #expect(await eventually { alice.collector.acks.count == 60 })
+                #expect(alice.collector.acks.allSatisfy { $0.errorCode == 0 })
+                let due = try await server.withRouter { router in
+                    (
+                        router.closingPolls.count,
+                        router.closingPolls.heap.unordered.filter(router.isDue).map(\.seq).sorted()
+                    )
+                }.get()
+                #expect(due.0 <= 23, "\(due.0) entries")
+                #expect(due.1 == Array(51...60))
+                clock.advance(past: closeTimeMs)
+                // The sweep, as it runs every second, without waiting for it.
+                let left = try await server.withRouter { router in
+                    router.closeDuePolls(at: router.nowMs())
+                    return router.closingPolls.count
+                }.get()
+                #expect(left == 0)
+                #expect(await eventually { Self.updates(bob, "q").count == 10 })
+                #expect(Self.updates(bob, "q").allSatisfy { $0.closed && $0.closedBy == "alice" })
+                #expect(Set(Self.updates(bob, "q").compactMap(\.pollMessage?.seq)) == Set(51...60))
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// A poll whose close time passes while no relay runs is closed by the next one, at its first
     /// sweep: the open polls' close times are loaded with their tallies.
     @Test func aPollWhoseCloseTimePassedWhileNoRelayRanIsClosedAtStart() async throws {
