@@ -575,6 +575,8 @@ extension Router {
         } else {
             reached = users(of: key)
             changed = members[key]?.remove(user) != nil
+            // A group its last member left holds no empty set of members for as long as the relay runs.
+            if members[key]?.isEmpty == true { members[key] = nil }
             belongs[user]?.remove(key)
         }
         logger.info("\(user) \(change.action == .join ? "joined" : "left") \(conversation.targetID)")

@@ -1090,8 +1090,9 @@ struct RelaySessionTests {
 
     /// A user joins while it is in fewer than `--max-joined-groups` groups, chatrooms and channels
     /// (3 here, the groups file's closed group included): a fourth is refused with 3012 and changes
-    /// nothing, joining one it is in again is answered, and a leave makes room. Before, one user
-    /// could join, and so create, any number of them.
+    /// nothing, joining one it is in again is answered, and a leave makes room (and, by its last
+    /// member, forgets the group's empty set of members). Before, one user could join, and so
+    /// create, any number of them.
     @Test func aUserJoinsAtMostMaxJoinedGroups() async throws {
         try await withClientGroup { group in
             try await withRelay({
@@ -1111,6 +1112,8 @@ struct RelaySessionTests {
                 #expect(await eventually { alice.collector.acks.count == 1 })
                 #expect(alice.collector.acks.first?.errorCode != 0, "not a member of g3")
                 #expect(try await join("g2", .leave, id: 5) == 0)
+                // Its last member gone, the group leaves no empty set of members behind.
+                #expect(try await server.withRouter { $0.members[.group("g2")] == nil }.get())
                 #expect(try await join("g3", id: 6) == 0)
                 await alice.close()
             }
