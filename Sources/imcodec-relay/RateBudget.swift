@@ -16,10 +16,12 @@ struct RateBudget {
     }
 
     /// Takes `cost` units at `nowMs` when what is left covers it (or the budget is full); `false`,
-    /// taking nothing, when it does not. A clock that moved back refills nothing.
+    /// taking nothing, when it does not. A time before the latest one seen (a clock that moved
+    /// back, or a request answered after a store read, by its arrival) refills nothing, then or
+    /// later: the refill counts from the latest.
     mutating func take(_ cost: Int, atMs nowMs: Int64, rate: Int, burst: Int) -> Bool {
         let left = self.left(atMs: nowMs, rate: rate, burst: burst)
-        (milliUnits, lastMs) = (left, nowMs)
+        (milliUnits, lastMs) = (left, max(lastMs, nowMs))
         guard left >= min(Self.milli(cost), Self.milli(burst)) else { return false }
         milliUnits = left - Self.milli(cost)
         return true

@@ -50,13 +50,21 @@ struct RateBudgetTests {
         #expect(budget.isFull(at: 6_200))
     }
 
+    /// A time before the latest seen (a clock that moved back, or a history request's mark-read
+    /// spent after its store read, by the request's arrival) refills nothing, then or later. Before,
+    /// the budget counted on from the older time, and refilled the same interval twice.
     @Test func aClockThatMovesBackRefillsNothing() {
         let budget = Budget(atMs: 50_000, rate: 1, burst: 2)
         #expect(budget.take(2, at: 50_000))
         #expect(!budget.take(1, at: 40_000))
-        // Measured from where the clock now is: a second after 40 s gives one.
-        #expect(!budget.take(1, at: 40_999))
-        #expect(budget.take(1, at: 41_000))
+        // Measured from the latest time seen: a second after 50 s gives one, not one after 40 s.
+        #expect(!budget.take(1, at: 41_000))
+        #expect(!budget.take(1, at: 50_999))
+        #expect(budget.take(1, at: 51_000))
+        // A take at an older time still takes what is left, and no more.
+        #expect(budget.take(1, at: 53_000))
+        #expect(budget.take(1, at: 52_500))
+        #expect(!budget.take(1, at: 52_600))
     }
 
     @Test func extremeRatesAndCostsNeitherTrapNorWrap() {

@@ -65,7 +65,7 @@ struct RelayStoreTests {
         ]
         batch.memberships = [
             (team, "alice", true), (team, "bob", true), (team, "carol", true), (team, "dave", true),
-            (team, "dave", false),
+            (team, "dave", false), (gone, "erin", true),
         ]
         batch.devicePositions = [
             DeviceKey(user: "alice", device: "phone"): 2, DeviceKey(user: "bob", device: "laptop"): 3,
@@ -90,7 +90,7 @@ struct RelayStoreTests {
     static let desk = DeviceKey(user: "carol", device: "desk")
 
     /// Removal, retention, a device position that must not go back, a record deleted and one
-    /// replaced, a leave, a new message, two devices forgotten (one of them, bob's laptop, back in
+    /// replaced, two leaves (one by a group's only member), a new message, two devices forgotten (one of them, bob's laptop, back in
     /// the same batch at a lower position than it had, which is kept: a store deletes before it
     /// writes).
     static var second: StoreBatch {
@@ -108,7 +108,7 @@ struct RelayStoreTests {
         batch.trimmedConversations = [team: 1..<2, gone: 1..<2]
         batch.trimmedStreams = ["bob": 1..<2]
         batch.records = [.conversation(user: "alice", team): [], .blocklist(user: "bob"): [6]]
-        batch.memberships = [(team, "carol", false)]
+        batch.memberships = [(team, "carol", false), (gone, "erin", false)]
         return batch
     }
 
@@ -265,6 +265,7 @@ struct RelayStoreTests {
         let gone = try #require(state.conversations[Self.gone])
         #expect(gone.maxSeq == 1 && gone.oldestSeq == 2 && gone.kept.isEmpty, "retention kept none of it")
         #expect(state.members[Self.team] == ["alice", "bob"], "dave joined and left; carol left later")
+        #expect(state.members[Self.gone] == nil, "its only member left")
         #expect(state.streams["bob"]?.head == 5 && state.streams["bob"]?.oldest == 2)
         #expect(state.devicePositions[DeviceKey(user: "alice", device: "phone")] == 2, "a position never goes back")
         #expect(

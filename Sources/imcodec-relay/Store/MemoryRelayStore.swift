@@ -44,6 +44,8 @@ final class MemoryRelayStore: RelayStore {
                 state.members[change.conversation, default: []].insert(change.user)
             } else {
                 state.members[change.conversation]?.remove(change.user)
+                // As the router's own (and the SQL stores', which delete the row): no empty sets.
+                if state.members[change.conversation]?.isEmpty == true { state.members[change.conversation] = nil }
             }
         }
         if !batch.removals.isEmpty { erase(batch.removals) }
