@@ -276,12 +276,20 @@ extension RelayCommand {
 
         @Option(
             help: """
-                One-time keys a minute one user's key fetches may take from another user's devices, in \
-                bursts of up to a minute's worth; past it such a fetch is refused (3014) (0: no bound; \
-                at most 1,000,000,000).
+                One-time keys a minute one user's key fetches may take from one user's devices (its own \
+                included), in bursts of up to a minute's worth; past it such a fetch is refused (3014) \
+                (0: no bound; at most 1,000,000,000).
                 """
         )
         var keyFetchRate = 100
+
+        @Option(
+            help: """
+                Groups, chatrooms and channels a minute one user may join, in bursts of up to a minute's \
+                worth; past it a join is refused (3014) (0: no bound; at most 1,000,000,000).
+                """
+        )
+        var joinRate = 10
 
         @Option(
             help: """
@@ -423,6 +431,9 @@ extension RelayCommand {
             guard (0...Router.maxRate).contains(keyFetchRate) else {
                 throw ValidationError("--key-fetch-rate is between 0 and \(Router.maxRate)")
             }
+            guard (0...Router.maxRate).contains(joinRate) else {
+                throw ValidationError("--join-rate is between 0 and \(Router.maxRate)")
+            }
             if PostgresURL.hasScheme(store) {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }
             } else if store != "sqlite" && store != "memory" {
@@ -489,6 +500,7 @@ extension RelayCommand {
             configuration.liveUpdateRate = liveUpdateRate
             configuration.fanOutRate = fanOutRate
             configuration.keyFetchRate = keyFetchRate
+            configuration.joinRate = joinRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxJoinedConversations = maxJoinedGroups

@@ -181,8 +181,9 @@ enum RelayProtocol {
         /// A status update (`presence`) from a user that used up its
         /// ``RelayConfiguration/liveUpdateRate``, or a kept event, extension update, receipt, join or
         /// system notice past its ``RelayConfiguration/fanOutRate``, or a key fetch past the requester's
-        /// ``RelayConfiguration/keyFetchRate`` for the user (Router+RateLimits.swift): nothing is
-        /// kept, sent or handed out; send it again later.
+        /// ``RelayConfiguration/keyFetchRate`` for the user, or a join past the user's
+        /// ``RelayConfiguration/joinRate`` (Router+RateLimits.swift): nothing is kept, sent, handed
+        /// out or joined; send it again later.
         static let tooFrequent: Int32 = 3014
     }
 

@@ -92,11 +92,15 @@ struct RelayConfiguration: Sendable {
     /// (Router+RateLimits.swift); past it they are refused (``RelayProtocol/AckError/tooFrequent``,
     /// ``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var fanOutRate = 20_000
-    /// One-time keys a minute one user's fetches may take from another user's devices, in bursts of
-    /// up to a minute's worth (Router+RateLimits.swift, Signal's per-requester prekey limit); past
+    /// One-time keys a minute one user's fetches may take from one user's devices (its own
+    /// included), in bursts of up to a minute's worth (Router+RateLimits.swift, Signal's per-requester prekey limit); past
     /// it a fetch that would hand one out is refused (``RelayProtocol/RequestError/tooFrequent``).
     /// 0: no bound.
     var keyFetchRate = 100
+    /// Groups, chatrooms and channels a minute one user may join, in bursts of up to a minute's
+    /// worth (Router+RateLimits.swift; Matrix Synapse's `rc_joins`); past it a join is refused
+    /// (``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
+    var joinRate = 10
     /// The time in milliseconds since the Unix epoch that messages are stamped with and that
     /// disappearing messages expire by (``Router/nowMs()``). Tests move it forward instead of waiting.
     var clock: @Sendable () -> Int64 = { RelayProtocol.nowMs() }

@@ -1,5 +1,5 @@
 #if Tools
-/// What one user may have the relay do for others, per second (``RateBudget``, by
+/// What one user may have the relay do for others, per second or per minute (``RateBudget``, by
 /// ``RelayConfiguration/silenceClock``; Matrix Synapse's `rc_message` and `rc_joins` are per-user
 /// token buckets too):
 ///
@@ -16,6 +16,11 @@
 ///   one-time key per device it answers for, so without it any user could use up another's keys
 ///   and leave every later session with them without one. Past it such a fetch is refused (3014);
 ///   a fetch of bundles without one-time keys costs nothing.
+/// - **Joins** (``RelayConfiguration/joinRate``), a minute, per user (Matrix Synapse's `rc_joins`):
+///   a join of a group with no members starts it, and what a group kept stays after its members
+///   leave (their other devices may not have read it yet), so without it one user joining new
+///   groups, sending and leaving in a loop had the relay keep a conversation per loop, at the
+///   fan-out budget's pace. Past it a join is refused (3014); a leave never is.
 ///
 /// Without them one client sending as fast as it could had the relay write as many frames to every
 /// member of a group, until their outbound buffers overflowed and the relay closed *them* as slow
@@ -35,10 +40,11 @@ extension Router {
     private static func burst(_ rate: Int, _ seconds: Int) -> Int { min(max(rate, 0), maxRate) * seconds }
     private var liveUpdateBurst: Int { Self.burst(configuration.liveUpdateRate, Self.liveUpdateBurstSeconds) }
     private var fanOutBurst: Int { Self.burst(configuration.fanOutRate, Self.fanOutBurstSeconds) }
-    /// A one-time key costs 60 units of a budget refilled at ``RelayConfiguration/keyFetchRate`` a
-    /// second: the rate is a minute's.
-    private static let unitsPerKey = 60
-    private var keyFetchBurst: Int { Self.burst(configuration.keyFetchRate, Self.unitsPerKey) }
+    /// A budget counted a minute (one-time keys, joins): each unit costs 60 of a budget refilled at
+    /// the rate a second, so the rate is a minute's, and its burst is a minute's worth.
+    private static let perMinute = 60
+    private var keyFetchBurst: Int { Self.burst(configuration.keyFetchRate, Self.perMinute) }
+    private var joinBurst: Int { Self.burst(configuration.joinRate, Self.perMinute) }
 
     /// Takes one of `user`'s live updates at `nowMs` (the frame's arrival, ``Session/lastHeardMs``);
     /// `false` when its budget is spent.
@@ -65,7 +71,7 @@ extension Router {
     /// ``Session/lastHeardMs``); `false` when `user` has taken as many as it may of late.
     func takeOneTimeKeys(_ keys: Int, of owner: String, by user: String, atMs nowMs: Int64) -> Bool {
         take(
-            keys * Self.unitsPerKey,
+            keys * Self.perMinute,
             from: &keyFetchBudgets,
             KeyFetchPair(requester: user, owner: owner),
             atMs: nowMs,
@@ -79,6 +85,24 @@ extension Router {
     var keyFetchRefusal: String {
         "tooFrequent: it would take more of the user's one-time keys than one user may "
             + "(\(configuration.keyFetchRate) a minute, --key-fetch-rate); fetch again later"
+    }
+
+    /// Takes one of `user`'s joins at `nowMs` (the frame's arrival, ``Session/lastHeardMs``), or
+    /// refuses request `requestID` of `session` (3014) and returns `false` when its budget is spent.
+    func spendJoin(by user: String, session: Session, requestID: UInt64) -> Bool {
+        let nowMs = session.lastHeardMs
+        guard
+            !take(Self.perMinute, from: &joinBudgets, user, atMs: nowMs, rate: configuration.joinRate, burst: joinBurst)
+        else { return true }
+        refuse(
+            session,
+            requestID,
+            RelayProtocol.RequestError.tooFrequent,
+            notice: "tooFrequent",
+            "tooFrequent: past the joins one user may make (\(configuration.joinRate) a minute, --join-rate); "
+                + "join again later"
+        )
+        return false
     }
 
     /// Why a frame past `user`'s fan-out budget is refused.
@@ -120,6 +144,8 @@ extension Router {
         fanOutBudgets = fanOutBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: fanOutBurst) }
         let (keys, keysBurst) = (configuration.keyFetchRate, keyFetchBurst)
         keyFetchBudgets = keyFetchBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: keys, burst: keysBurst) }
+        let (joins, joinsBurst) = (configuration.joinRate, joinBurst)
+        joinBudgets = joinBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: joins, burst: joinsBurst) }
     }
 }
 

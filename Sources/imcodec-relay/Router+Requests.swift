@@ -563,8 +563,9 @@ extension Router {
             )
             return
         }
-        // A join costs the joiner's fan-out budget (Router+RateLimits) the members it reaches; a
-        // leave is never refused (and a loop of joins and leaves stops at the joins).
+        // A join costs one of the joiner's joins and its fan-out budget the members it reaches
+        // (Router+RateLimits); a leave is never refused (and a loop of joins and leaves stops at the joins).
+        if joining, !spendJoin(by: user, session: session, requestID: requestID) { return }
         if joining, !spendFanOut(fanOutCost(in: key) + 1, by: user, session: session, requestID: requestID) { return }
         let changed: Bool
         let reached: [String]

@@ -93,8 +93,10 @@ final class Router {
     /// (Router+RateLimits.swift): typing and status updates, and the users its frames reach.
     var liveUpdateBudgets: [String: RateBudget] = [:]
     var fanOutBudgets: [String: RateBudget] = [:]
-    /// The one-time keys each user has taken from each other user's devices (Router+RateLimits).
+    /// The one-time keys each user has taken from each user's devices, and the joins of
+    /// each user (Router+RateLimits).
     var keyFetchBudgets: [KeyFetchPair: RateBudget] = [:]
+    var joinBudgets: [String: RateBudget] = [:]
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]

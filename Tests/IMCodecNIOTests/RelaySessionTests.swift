@@ -1120,6 +1120,66 @@ struct RelaySessionTests {
         }
     }
 
+    /// A join of a group with no members starts it, and what it kept stays after its members leave,
+    /// so each user has a budget of joins (`--join-rate`, here 3 a minute in bursts of 3; Matrix
+    /// Synapse's `rc_joins`): past it a join is refused with 3014 and changes nothing, until the
+    /// relay's clock gives it more. A leave, and a join of a group the user is in, cost nothing;
+    /// another user's budget is its own. Before, one user could join new groups, send and leave in
+    /// a loop, and have the relay keep a conversation per loop.
+    @Test func aUserJoinsAtMostJoinRateGroupsAMinute() async throws {
+        let clock = FrozenClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.joinRate = 3; $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                func join(
+                    _ name: String,
+                    _ action: MembershipAction = .join,
+                    by client: TestClient? = nil,
+                    id: UInt64
+                ) async throws -> Int32? {
+                    try await (client ?? alice).ask(RelayProtocol.membershipFrame(action, group: name, requestID: id))?
+                        .requestResult?
+                        .errorCode
+                }
+                func isMember(_ user: String, _ name: String) async throws -> Bool {
+                    try await server.withRouter { $0.members[.group(name)]?.contains(user) ?? false }.get()
+                }
+                for (index, name) in ["g1", "g2", "g3"].enumerated() {
+                    #expect(try await join(name, id: UInt64(index + 1)) == 0)
+                }
+                #expect(try await join("g4", id: 4) == RelayProtocol.RequestError.tooFrequent)
+                #expect(try await isMember("alice", "g4") == false)
+                #expect(try await join("g2", id: 5) == 0, "already in it: no join")
+                #expect(try await join("g1", .leave, id: 6) == 0, "a leave is never refused")
+                #expect(try await join("g1", id: 7) == RelayProtocol.RequestError.tooFrequent)
+                #expect(try await isMember("alice", "g1") == false)
+                #expect(try await join("g1", by: bob, id: 8) == 0, "bob's budget is his own")
+                // Twenty seconds later: one more join.
+                clock.advance(by: 20_000)
+                #expect(try await join("g4", id: 9) == 0)
+                #expect(try await join("g5", id: 10) == RelayProtocol.RequestError.tooFrequent)
+                #expect(try await isMember("alice", "g4"))
+                #expect(try await isMember("alice", "g5") == false)
+                // The sweep forgets a budget once it is full again: bob's, twenty seconds after his
+                // one join, and alice's a minute later.
+                func budgets() async throws -> [String] {
+                    try await server.withRouter { router in
+                        router.forgetFullBudgets()
+                        return router.joinBudgets.keys.sorted()
+                    }.get()
+                }
+                #expect(try await budgets() == ["alice"])
+                clock.advance(by: 60_000)
+                #expect(try await budgets().isEmpty)
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// Alice's one-to-one text to `peer` (online-only with `live`), asked with `requestID`: its ack.
     private static func aliceSends(
         _ alice: TestClient,
