@@ -422,17 +422,12 @@ extension RelayCommand {
             }
             guard maxStreamEntries > 0 else { throw ValidationError("--max-stream-entries must be positive") }
             guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
-            guard (0...Router.maxRate).contains(liveUpdateRate) else {
-                throw ValidationError("--live-update-rate is between 0 and \(Router.maxRate)")
-            }
-            guard (0...Router.maxRate).contains(fanOutRate) else {
-                throw ValidationError("--fan-out-rate is between 0 and \(Router.maxRate)")
-            }
-            guard (0...Router.maxRate).contains(keyFetchRate) else {
-                throw ValidationError("--key-fetch-rate is between 0 and \(Router.maxRate)")
-            }
-            guard (0...Router.maxRate).contains(joinRate) else {
-                throw ValidationError("--join-rate is between 0 and \(Router.maxRate)")
+            let rates = [
+                ("--live-update-rate", liveUpdateRate), ("--fan-out-rate", fanOutRate),
+                ("--key-fetch-rate", keyFetchRate), ("--join-rate", joinRate),
+            ]
+            for (option, rate) in rates where !(0...Router.maxRate).contains(rate) {
+                throw ValidationError("\(option) is between 0 and \(Router.maxRate)")
             }
             if PostgresURL.hasScheme(store) {
                 do { _ = try PostgresURL(store) } catch { throw ValidationError("--store: \(error)") }

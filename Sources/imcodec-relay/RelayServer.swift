@@ -93,9 +93,9 @@ struct RelayConfiguration: Sendable {
     /// ``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var fanOutRate = 20_000
     /// One-time keys a minute one user's fetches may take from one user's devices (its own
-    /// included), in bursts of up to a minute's worth (Router+RateLimits.swift, Signal's per-requester prekey limit); past
-    /// it a fetch that would hand one out is refused (``RelayProtocol/RequestError/tooFrequent``).
-    /// 0: no bound.
+    /// included), in bursts of up to a minute's worth (Router+RateLimits.swift; Signal's prekey
+    /// limit per requester and target); past it a fetch that would hand one out is refused
+    /// (``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var keyFetchRate = 100
     /// Groups, chatrooms and channels a minute one user may join, in bursts of up to a minute's
     /// worth (Router+RateLimits.swift; Matrix Synapse's `rc_joins`); past it a join is refused

@@ -426,7 +426,7 @@ extension Router {
         if frame.payloadKind == .typing {
             // Past the user's budget (`serve --live-update-rate`) it is dropped, as typing to a
             // peer who blocked the sender is: a client repeats typing while the user types.
-            guard takeLiveUpdate(by: user, atMs: session.lastHeardMs) else { return }
+            guard liveUpdateBudgets.take(1, by: user, atMs: session.lastHeardMs) else { return }
             deliverLive(frame.body, kind: .typing, sender: user, to: users.filter { $0 != user }, except: session)
             return
         }

@@ -36,26 +36,10 @@ extension Router {
     /// counts as this.
     static let maxRate = 1_000_000_000
 
-    /// A full budget of `seconds` at `rate` (at most ``maxRate``: no product overflows).
-    private static func burst(_ rate: Int, _ seconds: Int) -> Int { min(max(rate, 0), maxRate) * seconds }
-    private var liveUpdateBurst: Int { Self.burst(configuration.liveUpdateRate, Self.liveUpdateBurstSeconds) }
-    private var fanOutBurst: Int { Self.burst(configuration.fanOutRate, Self.fanOutBurstSeconds) }
-    /// A budget counted a minute (one-time keys, joins): each unit costs 60 of a budget refilled at
-    /// the rate a second, so the rate is a minute's, and its burst is a minute's worth.
-    private static let perMinute = 60
-    private var keyFetchBurst: Int { Self.burst(configuration.keyFetchRate, Self.perMinute) }
-    private var joinBurst: Int { Self.burst(configuration.joinRate, Self.perMinute) }
-
-    /// Takes one of `user`'s live updates at `nowMs` (the frame's arrival, ``Session/lastHeardMs``);
-    /// `false` when its budget is spent.
-    func takeLiveUpdate(by user: String, atMs nowMs: Int64) -> Bool {
-        take(1, from: &liveUpdateBudgets, user, atMs: nowMs, rate: configuration.liveUpdateRate, burst: liveUpdateBurst)
-    }
-
     /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget at `nowMs` (the
     /// frame's arrival, ``Session/lastHeardMs``); `false` when its budget does not cover it.
     func takeFanOut(_ cost: Int, by user: String, atMs nowMs: Int64) -> Bool {
-        take(max(cost, 1), from: &fanOutBudgets, user, atMs: nowMs, rate: configuration.fanOutRate, burst: fanOutBurst)
+        fanOutBudgets.take(max(cost, 1), by: user, atMs: nowMs)
     }
 
     /// Takes `cost` from `user`'s fan-out budget for request `requestID` of `session`, or refuses the
@@ -65,19 +49,6 @@ extension Router {
         guard !takeFanOut(cost, by: user, atMs: session.lastHeardMs) else { return true }
         refuse(session, requestID, RelayProtocol.RequestError.tooFrequent, notice: "tooFrequent", fanOutRefusal(cost))
         return false
-    }
-
-    /// Takes `keys` one-time keys of `owner`'s devices for `user` at `nowMs` (the fetch's arrival,
-    /// ``Session/lastHeardMs``); `false` when `user` has taken as many as it may of late.
-    func takeOneTimeKeys(_ keys: Int, of owner: String, by user: String, atMs nowMs: Int64) -> Bool {
-        take(
-            keys * Self.perMinute,
-            from: &keyFetchBudgets,
-            KeyFetchPair(requester: user, owner: owner),
-            atMs: nowMs,
-            rate: configuration.keyFetchRate,
-            burst: keyFetchBurst
-        )
     }
 
     /// Why a key fetch past the requester's budget for the owner's one-time keys is refused (the
@@ -90,10 +61,7 @@ extension Router {
     /// Takes one of `user`'s joins at `nowMs` (the frame's arrival, ``Session/lastHeardMs``), or
     /// refuses request `requestID` of `session` (3014) and returns `false` when its budget is spent.
     func spendJoin(by user: String, session: Session, requestID: UInt64) -> Bool {
-        let nowMs = session.lastHeardMs
-        guard
-            !take(Self.perMinute, from: &joinBudgets, user, atMs: nowMs, rate: configuration.joinRate, burst: joinBurst)
-        else { return true }
+        guard !joinBudgets.take(1, by: user, atMs: session.lastHeardMs) else { return true }
         refuse(
             session,
             requestID,
@@ -122,30 +90,13 @@ extension Router {
         return targets > 0 ? min(users, targets + 1) : users
     }
 
-    private func take<Key: Hashable>(
-        _ cost: Int,
-        from budgets: inout [Key: RateBudget],
-        _ key: Key,
-        atMs nowMs: Int64,
-        rate: Int,
-        burst: Int
-    ) -> Bool {
-        guard rate > 0 else { return true }
-        return budgets[key, default: RateBudget(fullAtMs: nowMs, burst: burst)]
-            .take(cost, atMs: nowMs, rate: rate, burst: burst)
-    }
-
     /// Forgets the budgets that are full again (the sweep): a user's entry lasts while it spends.
     func forgetFullBudgets() {
         let nowMs = configuration.silenceClock()
-        let (live, liveBurst) = (configuration.liveUpdateRate, liveUpdateBurst)
-        let (fanOut, fanOutBurst) = (configuration.fanOutRate, fanOutBurst)
-        liveUpdateBudgets = liveUpdateBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: live, burst: liveBurst) }
-        fanOutBudgets = fanOutBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: fanOut, burst: fanOutBurst) }
-        let (keys, keysBurst) = (configuration.keyFetchRate, keyFetchBurst)
-        keyFetchBudgets = keyFetchBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: keys, burst: keysBurst) }
-        let (joins, joinsBurst) = (configuration.joinRate, joinBurst)
-        joinBudgets = joinBudgets.filter { !$0.value.isFull(atMs: nowMs, rate: joins, burst: joinsBurst) }
+        liveUpdateBudgets.forgetFull(atMs: nowMs)
+        fanOutBudgets.forgetFull(atMs: nowMs)
+        keyFetchBudgets.forgetFull(atMs: nowMs)
+        joinBudgets.forgetFull(atMs: nowMs)
     }
 }
 

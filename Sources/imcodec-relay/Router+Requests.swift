@@ -113,7 +113,7 @@ extension Router {
                         + "\(configuration.codec.effectiveMaxFrameSize)"
                 )
             }
-            guard takeLiveUpdate(by: user, atMs: session.lastHeardMs) else {
+            guard liveUpdateBudgets.take(1, by: user, atMs: session.lastHeardMs) else {
                 return refuse(
                     session,
                     requestID,
@@ -236,7 +236,8 @@ extension Router {
         // The one-time keys it would hand out, from the requester's budget for this owner: past it
         // nothing is handed out or deleted.
         let oneTimeKeys = served.count { !$0.bundle.oneTimeKeys.isEmpty }
-        if oneTimeKeys > 0, !takeOneTimeKeys(oneTimeKeys, of: user, by: requester, atMs: session.lastHeardMs) {
+        let pair = KeyFetchPair(requester: requester, owner: user)
+        if oneTimeKeys > 0, !keyFetchBudgets.take(oneTimeKeys, by: pair, atMs: session.lastHeardMs) {
             answer.errorCode = RelayProtocol.RequestError.tooFrequent
             answer.errorDescription = keyFetchRefusal
             return reply()

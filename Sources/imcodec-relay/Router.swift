@@ -89,14 +89,13 @@ final class Router {
     /// How many messages each group, chatroom or ultra group carried in the current second, while
     /// it carries any (Router+Priority.swift).
     var groupLoads: [ConversationKey: GroupLoad] = [:]
-    /// What each user may still have the relay do for others, while it spends it
-    /// (Router+RateLimits.swift): typing and status updates, and the users its frames reach.
-    var liveUpdateBudgets: [String: RateBudget] = [:]
-    var fanOutBudgets: [String: RateBudget] = [:]
-    /// The one-time keys each user has taken from each user's devices, and the joins of
-    /// each user (Router+RateLimits).
-    var keyFetchBudgets: [KeyFetchPair: RateBudget] = [:]
-    var joinBudgets: [String: RateBudget] = [:]
+    /// What each user may still have the relay do, while it spends it (Router+RateLimits.swift):
+    /// typing and status updates, the users its frames reach, the one-time keys it takes from
+    /// each user's devices, and its joins.
+    var liveUpdateBudgets: RateBudgets<String>
+    var fanOutBudgets: RateBudgets<String>
+    var keyFetchBudgets: RateBudgets<KeyFetchPair>
+    var joinBudgets: RateBudgets<String>
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]
@@ -147,6 +146,13 @@ final class Router {
         self.metrics = metrics
         self.logger = configuration.logger
         self.wireDecoder = configuration.codec.makeWireDecoder()
+        liveUpdateBudgets = RateBudgets(
+            perSecond: configuration.liveUpdateRate,
+            burstSeconds: Self.liveUpdateBurstSeconds
+        )
+        fanOutBudgets = RateBudgets(perSecond: configuration.fanOutRate, burstSeconds: Self.fanOutBurstSeconds)
+        keyFetchBudgets = RateBudgets(perMinute: configuration.keyFetchRate)
+        joinBudgets = RateBudgets(perMinute: configuration.joinRate)
         self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
         self.receivedSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .received }) }
             .serializedBytes()

@@ -429,7 +429,7 @@ extension RelayContentTests {
                 func budgets() async throws -> Int {
                     try await server.withRouter { router in
                         router.forgetFullBudgets()
-                        return router.keyFetchBudgets.count
+                        return router.keyFetchBudgets.keys.count
                     }.get()
                 }
                 #expect(try await budgets() == 2)

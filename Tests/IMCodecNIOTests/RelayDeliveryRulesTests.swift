@@ -1121,7 +1121,7 @@ struct RelayDeliveryRulesTests {
                 clock.advance(by: 4_000)
                 let left = try await server.withRouter { router in
                     router.forgetFullBudgets()
-                    return router.liveUpdateBudgets.count
+                    return router.liveUpdateBudgets.keys.count
                 }.get()
                 #expect(left == 0)
                 for client in [alice, bob, phone] { await client.close() }
