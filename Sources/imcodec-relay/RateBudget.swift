@@ -20,11 +20,17 @@ struct RateBudget {
     /// back, or a request answered after a store read, by its arrival) refills nothing, then or
     /// later: the refill counts from the latest.
     mutating func take(_ cost: Int, atMs nowMs: Int64, rate: Int, burst: Int) -> Bool {
+        let covered = covers(cost, atMs: nowMs, rate: rate, burst: burst)
         let left = self.left(atMs: nowMs, rate: rate, burst: burst)
         (milliUnits, lastMs) = (left, max(lastMs, nowMs))
-        guard left >= min(Self.milli(cost), Self.milli(burst)) else { return false }
+        guard covered else { return false }
         milliUnits = left - Self.milli(cost)
         return true
+    }
+
+    /// Whether ``take(_:atMs:rate:burst:)`` would take `cost` at `nowMs`, taking nothing.
+    func covers(_ cost: Int, atMs nowMs: Int64, rate: Int, burst: Int) -> Bool {
+        left(atMs: nowMs, rate: rate, burst: burst) >= min(Self.milli(cost), Self.milli(burst))
     }
 
     /// Whether the budget is full at `nowMs`: the same as one never used, so it can be forgotten.

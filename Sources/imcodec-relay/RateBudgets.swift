@@ -34,6 +34,13 @@ struct RateBudgets<Key: Hashable> {
             .take(count * unit, atMs: nowMs, rate: rate, burst: burst)
     }
 
+    /// Whether ``take(_:by:atMs:)`` would take `count` things from `key`'s budget at `nowMs`, taking
+    /// nothing (a key without a budget has a full one).
+    func covers(_ count: Int, by key: Key, atMs nowMs: Int64) -> Bool {
+        guard rate > 0, let budget = budgets[key] else { return true }
+        return budget.covers(count * unit, atMs: nowMs, rate: rate, burst: burst)
+    }
+
     /// Forgets the budgets full again at `nowMs`: the same as never used.
     mutating func forgetFull(atMs nowMs: Int64) {
         budgets = budgets.filter { !$0.value.isFull(atMs: nowMs, rate: rate, burst: burst) }

@@ -431,8 +431,6 @@ extension Router {
             return
         }
         guard !isResentEvent(frame, from: session, user: user) else { return }
-        // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
-        guard spendFanOut(users.count, by: user, session: session, requestID: event.requestID) else { return }
         // A kept event in a one-to-one conversation the user has neither messages in nor a view of
         // (a call to a new peer, a timer set before the first message) starts it, as a first
         // message does: within --max-direct-conversations, and the user gets a view of it (an
@@ -445,6 +443,8 @@ extension Router {
         var named: [UInt64] = []
         // The frame kept and sent instead of the client's: an edit whose quote lost something.
         var rewrittenBody: ByteBuffer?
+        // An edit's change to its message, noted once the event passed every check and its cost.
+        var edited: (seq: UInt64, edit: EditEvent, quotedText: MessageKey?)?
         if let key {
             guard let accepted = checkEvent(frame, event, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
@@ -499,8 +499,7 @@ extension Router {
                         rewrittenBody = ByteBuffer(bytes: rewritten.serializedBytes())
                     }
                 }
-                noteChange(of: seq, in: key, edit: edit, timeMs: RelayProtocol.nowMs())
-                if let quoted = quote.quotedText { noteQuote(MessageKey(conversation: key, seq: seq), of: quoted) }
+                edited = (seq, edit, quote.quotedText)
             }
             named = accepted.seqs
             // An event about a targeted message reaches only that message's receivers and sender.
@@ -520,6 +519,13 @@ extension Router {
                 conversationLimitReason(of: user)
             )
             return
+        }
+        // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches, once
+        // its checks passed (a refused event costs nothing) and before anything changes.
+        guard spendFanOut(users.count, by: user, session: session, requestID: event.requestID) else { return }
+        if let key, let edited {
+            noteChange(of: edited.seq, in: key, edit: edited.edit, timeMs: RelayProtocol.nowMs())
+            if let quoted = edited.quotedText { noteQuote(MessageKey(conversation: key, seq: edited.seq), of: quoted) }
         }
         // A reaction goes out with the message's summaries as the relay keeps them (Router+Reactions).
         var body = rewrittenBody ?? frame.body

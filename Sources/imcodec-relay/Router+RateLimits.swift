@@ -9,8 +9,9 @@
 ///   types) and a status update refused (3014).
 /// - **Fan-out** (``RelayConfiguration/fanOutRate``): every message, kept event, extension update,
 ///   receipt (or batch), join and system notice costs the users it reaches (a one-to-one message 2, a message to a group of
-///   1,000 members 1,000): each costs a stream row or a write per user. Past the budget a message is
-///   refused with 1012 and anything else with 3014, nothing kept or sent.
+///   1,000 members 1,000): each costs a stream row or a write per user, charged once the frame's
+///   other checks passed (a refused frame costs nothing). Past the budget a message is refused with
+///   1012 and anything else with 3014, nothing kept or sent.
 /// - **One-time keys** (``RelayConfiguration/keyFetchRate``), a minute, per requesting user and key
 ///   owner (Signal's prekey limiter is keyed the same way): each key fetch hands out and deletes one
 ///   one-time key per device it answers for, so without it any user could use up another's keys
@@ -20,7 +21,8 @@
 ///   a join of a group with no members starts it, and what a group kept stays after its members
 ///   leave (their other devices may not have read it yet), so without it one user joining new
 ///   groups, sending and leaving in a loop had the relay keep a conversation per loop, at the
-///   fan-out budget's pace. Past it a join is refused (3014); a leave never is.
+///   fan-out budget's pace. Past it a join is refused (3014); a leave never is, and a join refused
+///   for its fan-out takes no join.
 ///
 /// Without them one client sending as fast as it could had the relay write as many frames to every
 /// member of a group, until their outbound buffers overflowed and the relay closed *them* as slow
@@ -58,19 +60,25 @@ extension Router {
             + "(\(configuration.keyFetchRate) a minute, --key-fetch-rate); fetch again later"
     }
 
-    /// Takes one of `user`'s joins at `nowMs` (the frame's arrival, ``Session/lastHeardMs``), or
-    /// refuses request `requestID` of `session` (3014) and returns `false` when its budget is spent.
-    func spendJoin(by user: String, session: Session, requestID: UInt64) -> Bool {
-        guard !joinBudgets.take(1, by: user, atMs: session.lastHeardMs) else { return true }
-        refuse(
-            session,
-            requestID,
-            RelayProtocol.RequestError.tooFrequent,
-            notice: "tooFrequent",
-            "tooFrequent: past the joins one user may make (\(configuration.joinRate) a minute, --join-rate); "
-                + "join again later"
-        )
-        return false
+    /// Takes one of `user`'s joins and `fanOut` (the users the join reaches) from its fan-out budget
+    /// at the frame's arrival (``Session/lastHeardMs``), or refuses request `requestID` of `session`
+    /// (3014), takes nothing and returns `false` when either budget does not cover it: a join refused
+    /// for its fan-out leaves the user's joins as they were.
+    func spendJoin(fanOut: Int, by user: String, session: Session, requestID: UInt64) -> Bool {
+        let nowMs = session.lastHeardMs
+        guard joinBudgets.covers(1, by: user, atMs: nowMs) else {
+            refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.tooFrequent,
+                notice: "tooFrequent",
+                "tooFrequent: past the joins one user may make (\(configuration.joinRate) a minute, --join-rate); "
+                    + "join again later"
+            )
+            return false
+        }
+        guard spendFanOut(fanOut, by: user, session: session, requestID: requestID) else { return false }
+        return joinBudgets.take(1, by: user, atMs: nowMs)
     }
 
     /// Why a frame past `user`'s fan-out budget is refused.

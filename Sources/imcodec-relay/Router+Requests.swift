@@ -566,8 +566,9 @@ extension Router {
         }
         // A join costs one of the joiner's joins and its fan-out budget the members it reaches
         // (Router+RateLimits); a leave is never refused (and a loop of joins and leaves stops at the joins).
-        if joining, !spendJoin(by: user, session: session, requestID: requestID) { return }
-        if joining, !spendFanOut(fanOutCost(in: key) + 1, by: user, session: session, requestID: requestID) { return }
+        if joining, !spendJoin(fanOut: fanOutCost(in: key) + 1, by: user, session: session, requestID: requestID) {
+            return
+        }
         let changed: Bool
         let reached: [String]
         if change.action == .join {

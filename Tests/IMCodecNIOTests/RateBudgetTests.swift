@@ -19,6 +19,7 @@ struct RateBudgetTests {
         }
         func take(_ cost: Int, at nowMs: Int64) -> Bool { budget.take(cost, atMs: nowMs, rate: rate, burst: burst) }
         func isFull(at nowMs: Int64) -> Bool { budget.isFull(atMs: nowMs, rate: rate, burst: burst) }
+        func covers(_ cost: Int, at nowMs: Int64) -> Bool { budget.covers(cost, atMs: nowMs, rate: rate, burst: burst) }
     }
 
     @Test func refillsAtItsRateUpToItsBurst() {
@@ -65,6 +66,20 @@ struct RateBudgetTests {
         #expect(budget.take(1, at: 53_000))
         #expect(budget.take(1, at: 52_500))
         #expect(!budget.take(1, at: 52_600))
+    }
+
+    /// `covers` answers as `take` would and takes nothing (a join checks its joins before its
+    /// fan-out is spent, and takes one only once both pass).
+    @Test func coversAnswersAsTakeWouldAndTakesNothing() {
+        let budget = Budget(atMs: 0, rate: 10, burst: 50)
+        for _ in 0..<3 { #expect(budget.covers(60, at: 0)) }
+        #expect(budget.take(40, at: 0))
+        #expect(!budget.covers(11, at: 0))
+        #expect(budget.covers(10, at: 0))
+        #expect(budget.covers(11, at: 100))
+        #expect(budget.take(11, at: 100))
+        #expect(!budget.take(1, at: 100))
+        #expect(!budget.covers(1, at: 100))
     }
 
     @Test func extremeRatesAndCostsNeitherTrapNorWrap() {

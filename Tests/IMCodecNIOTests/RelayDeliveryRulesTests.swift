@@ -1254,6 +1254,72 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// A kept event costs its sender the users it reaches once its checks passed: one refused for
+    /// what it names (a recall of another user's message) costs nothing, and one about a targeted
+    /// message costs that message's audience, not the group. Before, each was charged the group's
+    /// members before its checks ran, so refused events used up the budget its messages needed.
+    @Test func anEventCostsTheUsersItReachesOnceItsChecksPass() async throws {
+        let clock = FrozenClock()
+        let big = ["alice", "bob"] + (0..<18).map { "user_\($0)" }
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["big": Set(big)]; $0.fanOutRate = 10; $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var id: UInt64 = 0
+                func ask(_ payload: Frame.Payload, from client: TestClient = alice) async throws -> Frame? {
+                    id += 1
+                    return try await client.ask(RelayProtocol.answer(payload, requestID: id))
+                }
+                // Bob's message costs him 20; alice's 20 of her 50 (30 left).
+                #expect(
+                    try await ask(
+                        .message(Message.groupText(from: "bob", group: "big", "his", clientMsgID: "h-1")),
+                        from: bob
+                    )?
+                    .sendAck?.errorCode == 0
+                )
+                #expect(
+                    try await ask(.message(Message.groupText(from: "alice", group: "big", "b-1", clientMsgID: "b-1")))?
+                        .sendAck?.errorCode == 0
+                )
+                // Three recalls of bob's message are refused as not hers, and cost nothing.
+                #expect(await eventually { alice.collector.messages.contains { $0.clientMsgID == "h-1" } })
+                let his = try #require(alice.collector.messages.first { $0.clientMsgID == "h-1" })
+                for _ in 0..<3 {
+                    let recall = RecallEvent.with {
+                        $0.message = his.reference; $0.revokerID = "alice"
+                    }
+                    #expect(
+                        try await ask(.recall(recall))?.requestResult?.errorCode
+                            == RelayProtocol.RequestError.notTheSender
+                    )
+                }
+                // A message to bob alone costs 2 (28 left), a reaction to it 2 more (26 left).
+                var targeted = Message.groupText(from: "alice", group: "big", "for bob", clientMsgID: "t-1")
+                targeted.targetReceivers = ["bob"]
+                #expect(try await ask(.message(targeted))?.sendAck?.errorCode == 0)
+                #expect(await eventually { bob.collector.messages.contains { $0.clientMsgID == "t-1" } })
+                let forBob = try #require(bob.collector.messages.first { $0.clientMsgID == "t-1" })
+                #expect(try await alice.ask(react(forBob, by: "alice", requestID: 100))?.requestResult?.errorCode == 0)
+                // So a message to the group still goes (6 left), and the next one is refused.
+                #expect(
+                    try await ask(.message(Message.groupText(from: "alice", group: "big", "b-2", clientMsgID: "b-2")))?
+                        .sendAck?.errorCode == 0
+                )
+                #expect(
+                    try await ask(.message(Message.groupText(from: "alice", group: "big", "b-3", clientMsgID: "b-3")))?
+                        .sendAck?.errorCode == RelayProtocol.AckError.tooFrequent
+                )
+                // Bob's copy of his message stands; he got the reaction.
+                try await bob.roundTrip(200)
+                #expect(kinds(bob, .recall) == 0 && kinds(bob, .reaction) == 1)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// A status update (`presence`, away) asked with `id`.
     private static func away(_ id: UInt64) -> Frame {
         RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: id)

@@ -1180,6 +1180,43 @@ struct RelaySessionTests {
         }
     }
 
+    /// A join refused because its fan-out is past the joiner's budget (`--fan-out-rate`, here 1 a
+    /// second in bursts of 5) takes none of its joins (`--join-rate`, here 3 a minute): it still
+    /// has all three once its fan-out refills. Before, the refused join had spent one.
+    @Test func aJoinRefusedForItsFanOutKeepsTheJoin() async throws {
+        let clock = FrozenClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.joinRate = 3; $0.fanOutRate = 1; $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                func join(_ name: String, by client: TestClient? = nil, id: UInt64) async throws -> Int32? {
+                    try await (client ?? alice).ask(RelayProtocol.membershipFrame(.join, group: name, requestID: id))?
+                        .requestResult?
+                        .errorCode
+                }
+                #expect(try await join("crowd", by: bob, id: 1) == 0)
+                // Two one-to-one messages cost alice 4 of her 5: a join of bob's group (2 users) is
+                // refused for its fan-out.
+                for id: UInt64 in [2, 3] {
+                    #expect(try await Self.aliceSends(alice, to: "bob", requestID: id)?.errorCode == 0)
+                }
+                #expect(try await join("crowd", id: 4) == RelayProtocol.RequestError.tooFrequent)
+                #expect(try await server.withRouter { $0.members[.group("crowd")] == ["bob"] }.get())
+                // Four seconds later her fan-out is full again, and her three joins are all there.
+                clock.advance(by: 4_000)
+                #expect(try await join("crowd", id: 5) == 0)
+                #expect(try await join("g1", id: 6) == 0)
+                #expect(try await join("g2", id: 7) == 0)
+                #expect(try await join("g3", id: 8) == RelayProtocol.RequestError.tooFrequent)
+                #expect(try await server.withRouter { $0.members[.group("g3")] == nil }.get())
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// Alice's one-to-one text to `peer` (online-only with `live`), asked with `requestID`: its ack.
     private static func aliceSends(
         _ alice: TestClient,
