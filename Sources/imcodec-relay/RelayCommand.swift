@@ -293,6 +293,15 @@ extension RelayCommand {
 
         @Option(
             help: """
+                Logins a minute one user may make, across its devices, in bursts of up to a minute's worth; \
+                past it a login is refused (2008) and its connection closed (0: no bound; at most \
+                1,000,000,000).
+                """
+        )
+        var loginRate = 60
+
+        @Option(
+            help: """
                 The heartbeat interval, in seconds, the login result asks clients to ping at; a session \
                 silent for 3 intervals is closed (0: no pings asked for, no session closed).
                 """
@@ -424,7 +433,7 @@ extension RelayCommand {
             guard groupMessageRate >= 0 else { throw ValidationError("--group-message-rate must not be negative") }
             let rates = [
                 ("--live-update-rate", liveUpdateRate), ("--fan-out-rate", fanOutRate),
-                ("--key-fetch-rate", keyFetchRate), ("--join-rate", joinRate),
+                ("--key-fetch-rate", keyFetchRate), ("--join-rate", joinRate), ("--login-rate", loginRate),
             ]
             for (option, rate) in rates where !(0...Router.maxRate).contains(rate) {
                 throw ValidationError("\(option) is between 0 and \(Router.maxRate)")
@@ -496,6 +505,7 @@ extension RelayCommand {
             configuration.fanOutRate = fanOutRate
             configuration.keyFetchRate = keyFetchRate
             configuration.joinRate = joinRate
+            configuration.loginRate = loginRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxJoinedConversations = maxJoinedGroups

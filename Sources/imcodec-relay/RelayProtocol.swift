@@ -139,6 +139,10 @@ enum RelayProtocol {
         /// The `user_id` is longer than ``RelayProtocol/maxIDBytes`` (the connection is closed): no
         /// conversation with such a user could be named.
         static let userIDTooLong: Int32 = 2007
+        /// The user made ``RelayConfiguration/loginRate`` logins in the last minute (its budget,
+        /// Router+RateLimits.swift; checked once its token passed, so no one else spends it): nothing
+        /// changes, its other connections stay, and this one is closed. Log in again later.
+        static let tooFrequent: Int32 = 2008
     }
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).

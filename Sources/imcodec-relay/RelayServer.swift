@@ -101,6 +101,11 @@ struct RelayConfiguration: Sendable {
     /// worth (Router+RateLimits.swift; Matrix Synapse's `rc_joins`); past it a join is refused
     /// (``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var joinRate = 10
+    /// Logins a minute one user may make, across its devices, in bursts of up to a minute's worth
+    /// (Router+RateLimits.swift; Matrix Synapse's `rc_login` per account): each writes the device's
+    /// records and may tell the user's subscribers it is online, and its close that it is offline.
+    /// Past it a login is refused (``RelayProtocol/LoginError/tooFrequent``). 0: no bound.
+    var loginRate = 60
     /// The time in milliseconds since the Unix epoch that messages are stamped with and that
     /// disappearing messages expire by (``Router/nowMs()``). Tests move it forward instead of waiting.
     var clock: @Sendable () -> Int64 = { RelayProtocol.nowMs() }

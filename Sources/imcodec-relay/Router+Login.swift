@@ -110,6 +110,18 @@ extension Router {
             )
             return
         }
+        // Once the token passed (no one else spends the user's logins) and before anything changes.
+        guard loginBudgets.take(1, by: user, atMs: session.lastHeardMs) else {
+            stats.loginsRefused += 1
+            refuseLogin(
+                session,
+                requestID: requestID,
+                code: RelayProtocol.LoginError.tooFrequent,
+                reason: "tooFrequent: past the logins one user may make (\(configuration.loginRate) a minute, "
+                    + "--login-rate); log in again later"
+            )
+            return
+        }
         let device = DeviceKey(user: user, device: request.deviceID)
         guard admitDevice(device) else {
             stats.loginsRefused += 1

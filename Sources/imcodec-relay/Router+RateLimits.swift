@@ -23,6 +23,12 @@
 ///   groups, sending and leaving in a loop had the relay keep a conversation per loop, at the
 ///   fan-out budget's pace. Past it a join is refused (3014); a leave never is, and a join refused
 ///   for its fan-out takes no join.
+/// - **Logins** (``RelayConfiguration/loginRate``), a minute, per user (Matrix Synapse's `rc_login`
+///   per account): each login writes its device's records and, when it is the user's first device
+///   online, tells every subscriber of the user's presence, and its close tells them again. So
+///   without it one user logging in and out in a loop had the relay write twice to each of its
+///   subscribers per loop, charged to no one. Taken once the token passed: another user cannot
+///   spend it. Past it a login is refused (2008) and changes nothing.
 ///
 /// Without them one client sending as fast as it could had the relay write as many frames to every
 /// member of a group, until their outbound buffers overflowed and the relay closed *them* as slow
@@ -105,6 +111,7 @@ extension Router {
         fanOutBudgets.forgetFull(atMs: nowMs)
         keyFetchBudgets.forgetFull(atMs: nowMs)
         joinBudgets.forgetFull(atMs: nowMs)
+        loginBudgets.forgetFull(atMs: nowMs)
     }
 }
 

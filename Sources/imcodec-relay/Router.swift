@@ -91,11 +91,12 @@ final class Router {
     var groupLoads: [ConversationKey: GroupLoad] = [:]
     /// What each user may still have the relay do, while it spends it (Router+RateLimits.swift):
     /// typing and status updates, the users its frames reach, the one-time keys it takes from
-    /// each user's devices, and its joins.
+    /// each user's devices, its joins and its logins.
     var liveUpdateBudgets: RateBudgets<String>
     var fanOutBudgets: RateBudgets<String>
     var keyFetchBudgets: RateBudgets<KeyFetchPair>
     var joinBudgets: RateBudgets<String>
+    var loginBudgets: RateBudgets<String>
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
     /// read it, by conversation and seq (Router+Receipts.swift).
     var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]
@@ -153,6 +154,7 @@ final class Router {
         fanOutBudgets = RateBudgets(perSecond: configuration.fanOutRate, burstSeconds: Self.fanOutBurstSeconds)
         keyFetchBudgets = RateBudgets(perMinute: configuration.keyFetchRate)
         joinBudgets = RateBudgets(perMinute: configuration.joinRate)
+        loginBudgets = RateBudgets(perMinute: configuration.loginRate)
         self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
         self.receivedSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .received }) }
             .serializedBytes()

@@ -232,5 +232,56 @@ struct RelayAuthTests {
             }
         }
     }
+
+    /// Each user's logins come from a budget (`--login-rate`, here 2 a minute in bursts of 2;
+    /// Matrix Synapse's `rc_login` per account), taken once the token passed: forged, expired and
+    /// foreign tokens spend none of it. Past it a login gets one login result with 2008 and its
+    /// connection closes; nothing changes: the user's other devices stay (one with the same device
+    /// id is not kicked) and its subscribers hear nothing. Before, one user logging in and out in a
+    /// loop had the relay tell each of its subscribers twice per loop, charged to no one.
+    @Test func aUserLogsInAtMostLoginRateTimesAMinute() async throws {
+        let clock = FrozenClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.loginRate = 2; $0.silenceClock = clock.now
+            }) { server in
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["alice"]
+                }
+                #expect(try await RelayUserStateTests.ask(carol, .presenceSubscription(watch), id: 1) != nil)
+                for bad in BadToken.allCases {
+                    let frames = try await refusedLogin(try await bad.token(), server: server, group: group)
+                    #expect(frames?.first?.loginResult?.errorCode == RelayProtocol.LoginError.refused, "\(bad)")
+                }
+                let phone = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let tablet = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "tablet")
+                // The third login, from a new device or as the phone again, is refused and kicks no one.
+                for device in ["laptop", "phone"] {
+                    let client = try await RawClient.connect(to: server, group: group)
+                    try await client.write(frame: try await TestAuth.login("alice", deviceID: device, requestID: 7))
+                    #expect(await client.closedByPeer(within: 20), "\(device)")
+                    let result = client.collector.frames.first?.loginResult
+                    #expect(result?.errorCode == RelayProtocol.LoginError.tooFrequent, "\(device)")
+                    #expect(result?.errorDescription.contains("--login-rate") == true)
+                    #expect(client.collector.frames.count == 1)
+                }
+                try await phone.roundTrip(8)
+                try await tablet.roundTrip(9)
+                #expect(phone.collector.frames.allSatisfy { $0.payload?.kind != .kickedOffline })
+                // Bob's budget is his own.
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                // Thirty seconds give one login.
+                clock.advance(by: 30_000)
+                let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                let stats = try await server.stats().get()
+                #expect(stats.logins == 5 && stats.loginsRefused == BadToken.allCases.count + 2)
+                // Carol heard alice come online once: from the phone, the first of her devices.
+                try await carol.roundTrip(10)
+                #expect(carol.collector.presences.filter { $0.userID == "alice" && $0.status == .online }.count == 1)
+                for client in [carol, phone, tablet, bob, laptop] { await client.close() }
+            }
+        }
+    }
 }
 #endif

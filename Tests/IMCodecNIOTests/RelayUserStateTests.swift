@@ -799,6 +799,11 @@ extension Frame {
         if case .requestResult(let result)? = payload { result } else { nil }
     }
 
+    /// The login result this frame carries, if any.
+    var loginResult: LoginResult? {
+        if case .loginResult(let result)? = payload { result } else { nil }
+    }
+
     /// The send ack this frame carries, if any.
     var sendAck: SendAck? {
         if case .sendAck(let ack)? = payload { ack } else { nil }
