@@ -133,12 +133,12 @@ struct GroupBenchRun {
         let groupsFile = directory + "/groups.txt"
         let memberList = (0..<members).map(Self.user).joined(separator: " ")
         try Data("\(Self.groupID): \(memberList)\n".utf8).write(to: URL(fileURLWithPath: groupsFile))
-        // What the relay carries, not what one sender may have it carry (`--fan-out-rate`).
+        // What the relay carries, not what one sender may have it carry (`--fan-out-rate`, `--peer-rate`).
         let child = try RelayChild.start(
             relay,
             arguments: [
                 "serve", "--store", store, "--port", "0", "--data-dir", directory, "--groups", groupsFile, "--quiet",
-                "--fan-out-rate", "0",
+                "--fan-out-rate", "0", "--peer-rate", "0",
             ],
             timeoutSeconds: min(timeoutSeconds, 60)
         )

@@ -480,10 +480,10 @@ struct BenchRun {
         var children: [RelayChild] = []
         // Forwarding nodes first: the routing node's stop would make them take over.
         defer { for child in children.reversed() { child.stop() } }
-        // What the relay carries, not what one user may have it carry (`--fan-out-rate`).
+        // What the relay carries, not what one user may have it carry (`--fan-out-rate`, `--peer-rate`).
         let serve =
             ["serve"] + storeArguments + (nodes > 1 ? ["--node-port", "0"] : [])
-            + ["--port", "0", "--data-dir", directory, "--quiet", "--fan-out-rate", "0"]
+            + ["--port", "0", "--data-dir", directory, "--quiet", "--fan-out-rate", "0", "--peer-rate", "0"]
         for node in 0..<nodes {
             let child = try RelayChild.start(relay, arguments: serve, timeoutSeconds: min(timeoutSeconds, 60))
             children.append(child)

@@ -302,6 +302,15 @@ extension RelayCommand {
 
         @Option(
             help: """
+                One-to-one messages, kept one-to-one events and system notices a second one user may send \
+                one other user, in bursts of up to five seconds' worth; past it they are refused (1012, \
+                3014) (0: no bound; at most 1,000,000,000).
+                """
+        )
+        var peerRate = 50
+
+        @Option(
+            help: """
                 The heartbeat interval, in seconds, the login result asks clients to ping at; a session \
                 silent for 3 intervals is closed (0: no pings asked for, no session closed).
                 """
@@ -434,6 +443,7 @@ extension RelayCommand {
             let rates = [
                 ("--live-update-rate", liveUpdateRate), ("--fan-out-rate", fanOutRate),
                 ("--key-fetch-rate", keyFetchRate), ("--join-rate", joinRate), ("--login-rate", loginRate),
+                ("--peer-rate", peerRate),
             ]
             for (option, rate) in rates where !(0...Router.maxRate).contains(rate) {
                 throw ValidationError("\(option) is between 0 and \(Router.maxRate)")
@@ -506,6 +516,7 @@ extension RelayCommand {
             configuration.keyFetchRate = keyFetchRate
             configuration.joinRate = joinRate
             configuration.loginRate = loginRate
+            configuration.peerRate = peerRate
             configuration.heartbeatIntervalS = heartbeatInterval
             configuration.maxMessagesPerConversation = maxStoredMessages
             configuration.maxJoinedConversations = maxJoinedGroups

@@ -111,8 +111,9 @@ enum RelayProtocol {
         /// it with every message, to find a resend. Nothing is kept or forwarded.
         static let clientMsgIDTooLong: Int32 = 1011
         /// A message that would reach more users than its sender's ``RelayConfiguration/fanOutRate``
-        /// budget has left (Router+RateLimits.swift). Nothing is kept or forwarded: send it again
-        /// later.
+        /// budget has left, or a one-to-one message past what the sender may send the peer
+        /// (``RelayConfiguration/peerRate``; Router+RateLimits.swift). Nothing is kept or forwarded:
+        /// send it again later.
         static let tooFrequent: Int32 = 1012
     }
 
@@ -184,7 +185,8 @@ enum RelayProtocol {
         static let busy: Int32 = 3013
         /// A status update (`presence`) from a user that used up its
         /// ``RelayConfiguration/liveUpdateRate``, or a kept event, extension update, receipt, join or
-        /// system notice past its ``RelayConfiguration/fanOutRate``, or a key fetch past the requester's
+        /// system notice past its ``RelayConfiguration/fanOutRate`` (or, to one user, past its
+        /// ``RelayConfiguration/peerRate``), or a key fetch past the requester's
         /// ``RelayConfiguration/keyFetchRate`` for the user, or a join past the user's
         /// ``RelayConfiguration/joinRate`` (Router+RateLimits.swift): nothing is kept, sent, handed
         /// out or joined; send it again later.

@@ -146,8 +146,8 @@ extension Router {
         }
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
         let cost = fanOutCost(in: key, targets: frame.targetReceivers.count)
-        guard takeFanOut(cost, by: user, atMs: session.lastHeardMs) else {
-            return refuse(Refusal(RelayProtocol.AckError.tooFrequent, fanOutRefusal(cost)))
+        if let refusal = takeFanOut(cost, by: user, to: peerPair(in: key, from: user), atMs: session.lastHeardMs) {
+            return refuse(Refusal(RelayProtocol.AckError.tooFrequent, refusal))
         }
         countCarried(in: key, atMs: serverTimeMs)
         ack = stamp.sendAck(clientMsgID: frame.clientMsgID, conversation: conversation)
@@ -522,7 +522,15 @@ extension Router {
         }
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches, once
         // its checks passed (a refused event costs nothing) and before anything changes.
-        guard spendFanOut(users.count, by: user, session: session, requestID: event.requestID) else { return }
+        guard
+            spendFanOut(
+                users.count,
+                by: user,
+                to: peerPair(in: key, from: user),
+                session: session,
+                requestID: event.requestID
+            )
+        else { return }
         if let key, let edited {
             noteChange(of: edited.seq, in: key, edit: edited.edit, timeMs: RelayProtocol.nowMs())
             if let quoted = edited.quotedText { noteQuote(MessageKey(conversation: key, seq: edited.seq), of: quoted) }
@@ -973,7 +981,8 @@ extension Router {
         // From a user the recipient blocked: as its one-to-one messages and events (`serve
         // --blocked-senders`): answered and dropped, or refused with 20007.
         if hasBlocked(notice.recipientID, user) { return answerBlockedSender(session, decoded.requestID, user: user) }
-        guard spendFanOut(1, by: user, session: session, requestID: decoded.requestID) else { return }
+        let pair = notice.recipientID == user ? nil : UserPair(from: user, to: notice.recipientID)
+        guard spendFanOut(1, by: user, to: pair, session: session, requestID: decoded.requestID) else { return }
         let body = frame.body
         let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
             .serializedBytes()

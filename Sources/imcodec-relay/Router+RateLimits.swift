@@ -12,6 +12,12 @@
 ///   1,000 members 1,000): each costs a stream row or a write per user, charged once the frame's
 ///   other checks passed (a refused frame costs nothing). Past the budget a message is refused with
 ///   1012 and anything else with 3014, nothing kept or sent.
+/// - **Frames to one peer** (``RelayConfiguration/peerRate``), per sender and receiver: one-to-one
+///   messages (kept or not), kept one-to-one events and system notices. The fan-out budget alone let
+///   one user send one other user 10,000 messages a second, until the receiver's outbound buffer
+///   overflowed and the relay closed *its* connection as a slow consumer, or the messages pushed
+///   everything else out of its stream. Refused as a fan-out past its budget (1012, 3014), taking
+///   neither.
 /// - **One-time keys** (``RelayConfiguration/keyFetchRate``), a minute, per requesting user and key
 ///   owner (Signal's prekey limiter is keyed the same way): each key fetch hands out and deletes one
 ///   one-time key per device it answers for, so without it any user could use up another's keys
@@ -40,23 +46,47 @@ extension Router {
     static let liveUpdateBurstSeconds = 4
     /// Seconds' worth of fan-out a full budget holds.
     static let fanOutBurstSeconds = 5
+    /// Seconds' worth of frames to one peer a full budget holds.
+    static let peerBurstSeconds = 5
     /// The largest rate a budget takes (`serve` refuses more); a larger one configured in process
     /// counts as this.
     static let maxRate = 1_000_000_000
 
     /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget at `nowMs` (the
-    /// frame's arrival, ``Session/lastHeardMs``); `false` when its budget does not cover it.
-    func takeFanOut(_ cost: Int, by user: String, atMs nowMs: Int64) -> Bool {
-        fanOutBudgets.take(max(cost, 1), by: user, atMs: nowMs)
+    /// frame's arrival, ``Session/lastHeardMs``) and, for a frame to one peer (`pair`), one from
+    /// the budget of frames to that peer; or takes nothing and says why when either does not cover it.
+    func takeFanOut(_ cost: Int, by user: String, to pair: UserPair? = nil, atMs nowMs: Int64) -> String? {
+        if let pair, !peerBudgets.covers(1, by: pair, atMs: nowMs) {
+            return "tooFrequent: past the frames one user may send one peer (\(configuration.peerRate) a second, "
+                + "--peer-rate); send it again later"
+        }
+        guard fanOutBudgets.take(max(cost, 1), by: user, atMs: nowMs) else { return fanOutRefusal(cost) }
+        if let pair { _ = peerBudgets.take(1, by: pair, atMs: nowMs) }
+        return nil
     }
 
-    /// Takes `cost` from `user`'s fan-out budget for request `requestID` of `session`, or refuses the
-    /// request (3014) and returns `false` when its budget does not cover it. (A message is refused
-    /// in its `send_ack` instead: ``takeFanOut(_:by:atMs:)``.)
-    func spendFanOut(_ cost: Int, by user: String, session: Session, requestID: UInt64) -> Bool {
-        guard !takeFanOut(cost, by: user, atMs: session.lastHeardMs) else { return true }
-        refuse(session, requestID, RelayProtocol.RequestError.tooFrequent, notice: "tooFrequent", fanOutRefusal(cost))
+    /// Takes `cost` from `user`'s fan-out budget (and one from its budget for `pair`'s peer) for
+    /// request `requestID` of `session`, or refuses the request (3014), takes nothing and returns
+    /// `false` when either does not cover it. (A message is refused in its `send_ack` instead:
+    /// ``takeFanOut(_:by:to:atMs:)``.)
+    func spendFanOut(
+        _ cost: Int,
+        by user: String,
+        to pair: UserPair? = nil,
+        session: Session,
+        requestID: UInt64
+    ) -> Bool {
+        guard let refusal = takeFanOut(cost, by: user, to: pair, atMs: session.lastHeardMs) else { return true }
+        refuse(session, requestID, RelayProtocol.RequestError.tooFrequent, notice: "tooFrequent", refusal)
         return false
+    }
+
+    /// The budget key of `user`'s frames in `key` when it is a one-to-one conversation with another
+    /// user (``peerBudgets``); `nil` for a group, chatroom or channel, for a user's conversation with
+    /// itself, or for none.
+    func peerPair(in key: ConversationKey?, from user: String) -> UserPair? {
+        guard case .direct(let a, let b)? = key, a != b else { return nil }
+        return UserPair(from: user, to: a == user ? b : a)
     }
 
     /// Why a key fetch past the requester's budget for the owner's one-time keys is refused (the
@@ -111,13 +141,16 @@ extension Router {
         fanOutBudgets.forgetFull(atMs: nowMs)
         keyFetchBudgets.forgetFull(atMs: nowMs)
         joinBudgets.forgetFull(atMs: nowMs)
+        peerBudgets.forgetFull(atMs: nowMs)
         loginBudgets.forgetFull(atMs: nowMs)
     }
 }
 
-/// Whose one-time keys a key-fetch budget counts, and who takes them (Router+RateLimits).
-struct KeyFetchPair: Hashable {
-    let requester: String
-    let owner: String
+/// A budget's key for what one user has the relay do to or take from another: the one-time keys a
+/// requester (`from`) takes from an owner's (`to`) devices, the frames a sender has the relay
+/// deliver to one peer (Router+RateLimits).
+struct UserPair: Hashable {
+    let from: String
+    let to: String
 }
 #endif

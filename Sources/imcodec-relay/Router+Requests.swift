@@ -236,7 +236,7 @@ extension Router {
         // The one-time keys it would hand out, from the requester's budget for this owner: past it
         // nothing is handed out or deleted.
         let oneTimeKeys = served.count { !$0.bundle.oneTimeKeys.isEmpty }
-        let pair = KeyFetchPair(requester: requester, owner: user)
+        let pair = UserPair(from: requester, to: user)
         if oneTimeKeys > 0, !keyFetchBudgets.take(oneTimeKeys, by: pair, atMs: session.lastHeardMs) {
             answer.errorCode = RelayProtocol.RequestError.tooFrequent
             answer.errorDescription = keyFetchRefusal

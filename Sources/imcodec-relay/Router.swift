@@ -91,10 +91,11 @@ final class Router {
     var groupLoads: [ConversationKey: GroupLoad] = [:]
     /// What each user may still have the relay do, while it spends it (Router+RateLimits.swift):
     /// typing and status updates, the users its frames reach, the one-time keys it takes from
-    /// each user's devices, its joins and its logins.
+    /// each user's devices, the frames it sends each peer, its joins and its logins.
     var liveUpdateBudgets: RateBudgets<String>
     var fanOutBudgets: RateBudgets<String>
-    var keyFetchBudgets: RateBudgets<KeyFetchPair>
+    var keyFetchBudgets: RateBudgets<UserPair>
+    var peerBudgets: RateBudgets<UserPair>
     var joinBudgets: RateBudgets<String>
     var loginBudgets: RateBudgets<String>
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
@@ -154,6 +155,7 @@ final class Router {
         fanOutBudgets = RateBudgets(perSecond: configuration.fanOutRate, burstSeconds: Self.fanOutBurstSeconds)
         keyFetchBudgets = RateBudgets(perMinute: configuration.keyFetchRate)
         joinBudgets = RateBudgets(perMinute: configuration.joinRate)
+        peerBudgets = RateBudgets(perSecond: configuration.peerRate, burstSeconds: Self.peerBurstSeconds)
         loginBudgets = RateBudgets(perMinute: configuration.loginRate)
         self.sentSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .sent }) }.serializedBytes()
         self.receivedSuffix = Frame.with { $0.payload = .message(Message.with { $0.direction = .received }) }

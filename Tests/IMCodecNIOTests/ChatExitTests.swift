@@ -59,7 +59,9 @@ struct ChatExitTests {
             "\(invalid.stderr)"
         )
         // A rate whose burst would overflow is a usage error, not a trap at the first message.
-        for option in ["--fan-out-rate", "--live-update-rate", "--key-fetch-rate", "--join-rate", "--login-rate"] {
+        for option in [
+            "--fan-out-rate", "--live-update-rate", "--key-fetch-rate", "--join-rate", "--login-rate", "--peer-rate",
+        ] {
             let rate = try RelayExecutable.run(["serve", option, "1000000001"])
             #expect(rate.status == 2 && rate.stderr.contains("\(option) is between 0 and 1000000000"), "\(rate.stderr)")
         }

@@ -88,6 +88,9 @@ final class RelayChild {
             [
                 "serve", "--port", "0", "--data-dir", folder.dataDir, "--auth-secret-file", folder.secretFile,
                 "--quiet", "--heartbeat-interval", "3600",
+                // The loads send one peer as fast as acks come: what the relay keeps, not what one
+                // sender may send one peer (`--peer-rate`).
+                "--peer-rate", "0",
             ] + folder.storeArguments + extra
         var command = [executable.path] + arguments
         if Self.setprivSetsParentDeathSignal {

@@ -1320,6 +1320,73 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// What one user sends one other user comes from a budget per sender and receiver
+    /// (`--peer-rate`, here 2 a second in bursts of 10): one-to-one messages, kept one-to-one events
+    /// and notices. Past it a message is refused with 1012 and the rest with 3014, nothing kept,
+    /// sent, or taken from the sender's fan-out budget; the sender's frames to others, the
+    /// receiver's to the sender and group messages have their own budgets. Before, the fan-out
+    /// budget alone let one user send another 10,000 messages a second.
+    @Test func whatAUserSendsOnePeerComesFromABudgetPerPeer() async throws {
+        let clock = FrozenClock()
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.groups = ["team": ["alice", "bob", "carol"]]; $0.peerRate = 2; $0.fanOutRate = 6
+                $0.silenceClock = clock.now
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var id: UInt64 = 0
+                func ask(_ payload: Frame.Payload, from client: TestClient = alice) async throws -> Frame? {
+                    id += 1
+                    return try await client.ask(RelayProtocol.answer(payload, requestID: id))
+                }
+                func send(_ to: String, from: String = "alice", by client: TestClient? = nil) async throws -> SendAck? {
+                    let text = Message.c2cText(from: from, to: to, "hi", clientMsgID: "\(from)-\(id + 1)")
+                    return try await ask(.message(text), from: client ?? alice)?.sendAck
+                }
+                func notice(to recipient: String) -> Frame.Payload {
+                    .systemNotice(
+                        SystemNotice.with {
+                            $0.type = "hello"; $0.recipientID = recipient
+                        }
+                    )
+                }
+                // Ten messages to bob (20 of alice's fan-out of 30); the next ones, a notice and a
+                // kept event to him are refused, and cost none of her fan-out.
+                for _ in 0..<10 { #expect(try await send("bob")?.errorCode == 0) }
+                let refused = try #require(try await send("bob"))
+                #expect(refused.errorCode == RelayProtocol.AckError.tooFrequent)
+                #expect(refused.errorDescription.contains("--peer-rate"))
+                for _ in 0..<4 { #expect(try await send("bob")?.errorCode == RelayProtocol.AckError.tooFrequent) }
+                #expect(
+                    try await ask(notice(to: "bob"))?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent
+                )
+                #expect(await eventually { bob.collector.messages.count == 10 })
+                let first = try #require(bob.collector.messages.first)
+                #expect(
+                    try await alice.ask(react(first, by: "alice", requestID: 900))?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.tooFrequent
+                )
+                // Bob's frames to alice and alice's to carol have budgets of their own: the last 10
+                // units of her fan-out go to carol (a notice, 1; four messages, 8), then it is spent.
+                #expect(try await send("alice", from: "bob", by: bob)?.errorCode == 0)
+                #expect(try await ask(notice(to: "carol"))?.requestResult?.errorCode == 0)
+                for _ in 0..<4 { #expect(try await send("carol")?.errorCode == 0) }
+                #expect(try await send("carol")?.errorDescription.contains("--fan-out-rate") == true)
+                // Half a second gives one frame to bob (and 3 units of fan-out); then the peer
+                // budget refuses again.
+                clock.advance(by: 500)
+                #expect(try await send("bob")?.errorCode == 0)
+                #expect(try await send("bob")?.errorDescription.contains("--peer-rate") == true)
+                try await bob.roundTrip(901)
+                #expect(bob.collector.messages.filter { $0.senderID == "alice" }.count == 11)
+                #expect(bob.collector.notices.filter { $0.type == "hello" }.isEmpty)
+                #expect(kinds(bob, .reaction) == 0)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// A status update (`presence`, away) asked with `id`.
     private static func away(_ id: UInt64) -> Frame {
         RelayProtocol.answer(.presence(PresenceUpdate.with { $0.status = .away }), requestID: id)

@@ -10,13 +10,17 @@ import Testing
 @testable import imcodec_relay
 
 /// Load and fault tests against a real relay on 127.0.0.1 (ephemeral ports, bounded counts and time).
+/// Each client sends its one-to-one peer as fast as acks come back: the relay runs without
+/// `--peer-rate` (`peerRate` 0), as the crash tests' children do.
 @Suite("Relay load and faults", .serialized, .timeLimit(.minutes(10)))
 struct RelayLoadTests {
     @Test func fiftyClientsTimesTwoThousandMessagesArriveExactlyOnceInOrder() async throws {
         // 50 x 2,000 (50 x 200 under ThreadSanitizer, see `underThreadSanitizer`).
         let plan = LoadPlan(messages: underThreadSanitizer ? 200 : 2_000)
         let (result, stats) = try await withClientGroup { group in
-            try await withRelay({ $0.groups = plan.groups }) { server in
+            try await withRelay({
+                $0.groups = plan.groups; $0.peerRate = 0
+            }) { server in
                 let result = try await runLoad(plan, server: server, group: group)
                 return (result, try await server.stats().get())
             }
@@ -53,7 +57,9 @@ struct RelayLoadTests {
         plan.drops = [1: [100, 400], 4: [250], 7: [30, 35, 300, 600], 9: [500]]
         plan.syncLimit = 40
         let (result, stats) = try await withClientGroup(threads: 2) { group in
-            try await withRelay({ $0.groups = plan.groups }) { server in
+            try await withRelay({
+                $0.groups = plan.groups; $0.peerRate = 0
+            }) { server in
                 let result = try await runLoad(plan, server: server, group: group)
                 return (result, try await server.stats().get())
             }
@@ -86,6 +92,7 @@ struct RelayLoadTests {
         try await withClientGroup(threads: 1) { group in
             try await withRelay({
                 $0.groups = plan.groups
+                $0.peerRate = 0
                 $0.codec = FrameCodecOptions(maxFrameSize: maxFrameSize)
                 $0.maxFrameWait = .seconds(1)
                 $0.loginTimeout = .seconds(5)

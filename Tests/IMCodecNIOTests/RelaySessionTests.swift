@@ -86,9 +86,10 @@ struct RelaySessionTests {
 
     /// Resume, step by step: bob holds 1...50, drops, misses 51...300, logs in again with last_seen,
     /// syncs the gap in pages of 30 while 301...400 arrive live, and ends with 1...400 once, in order.
+    /// (Alice sends 250 at once: more than `--peer-rate` lets one sender send one peer.)
     @Test func aClientThatDropsResumesWithEveryMessageOnceInOrder() async throws {
         try await withClientGroup { group in
-            try await withRelay { server in
+            try await withRelay({ $0.peerRate = 0 }) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
                 func send(_ range: ClosedRange<Int>) {
                     for k in range {
