@@ -311,21 +311,24 @@ extension Router {
         store.batch.records[.messageChange(key, seq: seq)] = change.serializedBytes()
     }
 
-    /// Forgets the changes, extensions, polls and readers of the messages of `key` below `seq` (retention dropped
-    /// them), in memory and in the store.
-    func forgetChanges(in key: ConversationKey, below seq: UInt64) {
-        for old in (messageChanges[key]?.keys).map(Array.init) ?? [] where old < seq {
+    /// Forgets the changes, extensions, polls, readers, view-once marks and quotes of the messages
+    /// of `key` with seqs in `trimmed` (retention dropped them), in memory and in the store: at the
+    /// cost of the smaller of the range and each map (``Swift/Range/present(in:)``).
+    func forgetChanges(in key: ConversationKey, trimmed: Range<UInt64>) {
+        let changed = trimmed.present(in: messageChanges[key]?.keys)
+        for old in changed {
             messageChanges[key]![old] = nil
             store.batch.records[.messageChange(key, seq: old)] = []
         }
-        for old in (extensions[key]?.keys).map(Array.init) ?? [] where old < seq {
+        let extended = trimmed.present(in: extensions[key]?.keys)
+        for old in extended {
             extensions[key]![old] = nil
             store.batch.records[.messageExtension(key, seq: old)] = []
         }
-        forgetPolls(in: key, below: seq)
-        forgetReaders(in: key, below: seq)
-        forgetViewOnce(in: key, below: seq)
-        forgetQuotes(in: key, below: seq)
+        forgetPolls(in: key, trimmed: trimmed)
+        forgetReaders(in: key, trimmed: trimmed)
+        forgetViewOnce(in: key, trimmed: trimmed)
+        forgetQuotes(in: key, trimmed: trimmed)
     }
 
     /// Forgets the changes, the extension, the polls and the readers of the kept message `seq` of `key` (it was recalled,

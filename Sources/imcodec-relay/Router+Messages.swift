@@ -323,7 +323,7 @@ extension Router {
             let oldest = conversations[key]!.oldestSeq
             conversations[key]!.trim(below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
             StoreBatch.trim(oldest..<conversations[key]!.oldestSeq, of: key, in: &store.batch.trimmedConversations)
-            forgetChanges(in: key, below: conversations[key]!.oldestSeq)
+            forgetChanges(in: key, trimmed: oldest..<conversations[key]!.oldestSeq)
         }
         store.batch.messages.append(message)
         noteExpiry(of: message)

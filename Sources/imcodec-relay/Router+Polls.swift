@@ -185,9 +185,10 @@ extension Router {
         }
     }
 
-    /// Forgets the polls of the messages of `key` below `seq` (retention dropped them).
-    func forgetPolls(in key: ConversationKey, below seq: UInt64) {
-        for old in (polls[key]?.keys).map(Array.init) ?? [] where old < seq { forgetPolls(of: old, in: key) }
+    /// Forgets the polls of the messages of `key` with seqs in `trimmed` (retention dropped them).
+    func forgetPolls(in key: ConversationKey, trimmed: Range<UInt64>) {
+        let gone = trimmed.present(in: polls[key]?.keys)
+        for old in gone { forgetPolls(of: old, in: key) }
     }
 
     /// Applies `vote` by `user` to the poll of kept message `seq` of `key` (`nil`: a message the

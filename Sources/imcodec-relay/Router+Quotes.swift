@@ -145,12 +145,12 @@ extension Router {
         }
     }
 
-    /// Forgets the replies quoting the messages of `key` below `seq` (retention dropped them).
-    func forgetQuotes(in key: ConversationKey, below seq: UInt64) {
-        guard let quoted = quotedBy[key], quoted.keys.contains(where: { $0 < seq }) else { return }
-        for (old, replies) in quoted where old < seq {
-            quotedBy[key]![old] = nil
-            for reply in replies {
+    /// Forgets the replies quoting the messages of `key` with seqs in `trimmed` (retention dropped them).
+    func forgetQuotes(in key: ConversationKey, trimmed: Range<UInt64>) {
+        let gone = trimmed.present(in: quotedBy[key]?.keys)
+        guard !gone.isEmpty else { return }
+        for old in gone {
+            for reply in quotedBy[key]!.removeValue(forKey: old) ?? [] {
                 store.batch.records[.quote(of: MessageKey(conversation: key, seq: old), reply: reply)] = []
             }
         }

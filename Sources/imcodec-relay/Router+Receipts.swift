@@ -47,9 +47,10 @@ extension Router {
         if messageReaders[key]?.removeValue(forKey: seq) != nil { store.batch.records[.readers(key, seq: seq)] = [] }
     }
 
-    /// Forgets who read the messages of `key` below `seq` (retention dropped them).
-    func forgetReaders(in key: ConversationKey, below seq: UInt64) {
-        for old in (messageReaders[key]?.keys).map(Array.init) ?? [] where old < seq { forgetReaders(of: old, in: key) }
+    /// Forgets who read the messages of `key` with seqs in `trimmed` (retention dropped them).
+    func forgetReaders(in key: ConversationKey, trimmed: Range<UInt64>) {
+        let gone = trimmed.present(in: messageReaders[key]?.keys)
+        for old in gone { forgetReaders(of: old, in: key) }
     }
 
     /// Who may read kept message `seq` of `key` besides its sender (``audience(of:in:)``).

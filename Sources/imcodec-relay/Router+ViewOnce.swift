@@ -31,10 +31,12 @@ extension Router {
         viewOnceMessages[key] = Set(seqs)
     }
 
-    /// Forgets the view-once messages of `key` below `seq` (retention dropped them).
-    func forgetViewOnce(in key: ConversationKey, below seq: UInt64) {
-        guard let seqs = viewOnceMessages[key], seqs.contains(where: { $0 < seq }) else { return }
-        viewOnceMessages[key] = seqs.filter { $0 >= seq }
+    /// Forgets the view-once messages of `key` with seqs in `trimmed` (retention dropped them).
+    func forgetViewOnce(in key: ConversationKey, trimmed: Range<UInt64>) {
+        guard let seqs = viewOnceMessages[key] else { return }
+        let gone = trimmed.present(in: seqs)
+        guard !gone.isEmpty else { return }
+        viewOnceMessages[key]!.subtract(gone)
         storeViewOnce(of: key)
     }
 
