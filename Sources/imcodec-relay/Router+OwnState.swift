@@ -260,6 +260,8 @@ extension Router {
     /// Loads the state records: conversation views, blocklists, message extensions and changes,
     /// disappearing timers.
     func loadRecords(_ records: [StateRecordKey: [UInt8]]) {
+        var readers: [MessageKey: [(place: UInt64, user: String)]] = [:]
+        defer { loadReaders(readers) }
         for (key, bytes) in records {
             switch key {
             case .conversation(let user, let conversation):
@@ -286,6 +288,9 @@ extension Router {
                 loadHeldPollResults(bytes, of: seq, in: conversation)
             case .readers(let conversation, let seq):
                 loadReaders(bytes, of: seq, in: conversation)
+            case .reader(let message, let user):
+                guard let place = SeqListBytes.seqs(bytes[...])?.first else { continue }
+                readers[message, default: []].append((place, user))
             case .viewOnce(let conversation):
                 loadViewOnce(bytes, in: conversation)
             case .deviceFloor(let device):

@@ -25,26 +25,49 @@ extension Router {
     /// `MESSAGE_FLAG_NEED_READ_RECEIPT`.
     func startReadReceipts(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey) {
         guard frame.messageFlags.contains(.needReadReceipt) else { return }
-        setReaders([], of: seq, in: key)
+        messageReaders[key, default: [:]][seq] = []
+        // One byte, 1, so that a message no one read yet keeps a record (an empty one is a deletion).
+        store.batch.records[.readers(key, seq: seq)] = [1]
     }
 
-    private func setReaders(_ readers: [String], of seq: UInt64, in key: ConversationKey) {
+    /// Adds the readers of kept message `seq` of `key` after those it had, `readers` being all of
+    /// them in the order they read it: one record each, with its place in that order.
+    private func addReaders(_ readers: [String], of seq: UInt64, in key: ConversationKey) {
+        let before = messageReaders[key]?[seq]?.count ?? 0
         messageReaders[key, default: [:]][seq] = readers
-        // A leading 1, so that a message no one read yet keeps a record (an empty one is a deletion).
-        var bytes: [UInt8] = [1]
-        StringListBytes.append(readers, to: &bytes)
-        store.batch.records[.readers(key, seq: seq)] = bytes
+        let message = MessageKey(conversation: key, seq: seq)
+        for (place, reader) in readers.enumerated().dropFirst(before) {
+            var bytes: [UInt8] = []
+            SeqListBytes.append([UInt64(place)], to: &bytes)
+            store.batch.records[.reader(message, user: reader)] = bytes
+        }
     }
 
-    /// Loads who read a message from its state record.
+    /// Loads that a message keeps its readers from its state record (with the readers of a record
+    /// from before per-reader records, in order).
     func loadReaders(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
         guard bytes.first == 1, let readers = StringListBytes.strings(bytes.dropFirst()) else { return }
-        messageReaders[key, default: [:]][seq] = readers
+        messageReaders[key, default: [:]][seq, default: []].insert(contentsOf: readers, at: 0)
+    }
+
+    /// Loads the per-reader records (``StateRecordKey/reader(_:user:)``), after the messages'
+    /// records: each message's readers in the order they read it, after those of its earlier record.
+    /// A reader of a message that keeps no readers (a record left behind) is not loaded.
+    func loadReaders(_ readers: [MessageKey: [(place: UInt64, user: String)]]) {
+        for (message, placed) in readers where messageReaders[message.conversation]?[message.seq] != nil {
+            var known = Set(messageReaders[message.conversation]![message.seq]!)
+            for (_, user) in placed.sorted(by: { $0.place < $1.place }) where known.insert(user).inserted {
+                messageReaders[message.conversation]![message.seq]!.append(user)
+            }
+        }
     }
 
     /// Forgets who read kept message `seq` of `key` (recalled, deleted for everyone, expired).
     func forgetReaders(of seq: UInt64, in key: ConversationKey) {
-        if messageReaders[key]?.removeValue(forKey: seq) != nil { store.batch.records[.readers(key, seq: seq)] = [] }
+        guard let readers = messageReaders[key]?.removeValue(forKey: seq) else { return }
+        store.batch.records[.readers(key, seq: seq)] = []
+        let message = MessageKey(conversation: key, seq: seq)
+        for reader in readers { store.batch.records[.reader(message, user: reader)] = [] }
     }
 
     /// Forgets who read the messages of `key` with seqs in `trimmed` (retention dropped them).
@@ -198,7 +221,7 @@ extension Router {
         // is the relay's copy, which a restart rebuilds the keys from.
         recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
         for key in Self.resendKeys(decoded, user: user) { recentEvents[origin, default: RecentEvents()].insert(key) }
-        for (message, readers) in reads { setReaders(readers, of: message.seq, in: message.conversation) }
+        for (message, readers) in reads { addReaders(readers, of: message.seq, in: message.conversation) }
         for (target, _, bytes) in frames {
             let deliveries = keep(.event(bytes), for: target == user ? [user] : [target, user], origin: origin)
             let kind = frame.payloadKind

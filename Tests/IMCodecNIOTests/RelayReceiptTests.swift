@@ -301,8 +301,90 @@ struct RelayReceiptTests {
             let team = try #require(flagged.conversation.flatMap { ConversationKey($0, user: "alice") })
             let pair = try #require(direct.conversation.flatMap { ConversationKey($0, user: "alice") })
             #expect(state.records[.readers(team, seq: flagged.seq)] == nil)
-            #expect(state.records[.readers(pair, seq: direct.seq)] != nil)
+            #expect(state.records[.readers(pair, seq: direct.seq)] == [1])
+            // One record per reader, with its place: the recall deleted the group message's three.
+            #expect(
+                !state.records.keys.contains {
+                    if case .reader(let m, _) = $0 { m.conversation == team } else { false }
+                }
+            )
+            let bobRead = state.records[.reader(MessageKey(conversation: pair, seq: direct.seq), user: "bob")]
+            #expect(bobRead.flatMap { SeqListBytes.seqs($0[...]) } == [0])
         }
+    }
+
+    /// A read writes one record for its reader, with its place in the order they read, and leaves
+    /// the message's own record as it was; a restart loads the readers in that order, after those
+    /// of a record from an earlier relay that listed them all (whose messages keep counting). Before,
+    /// each read rewrote the record of every reader: 500,500 names for one message that all 1,000
+    /// members of a group read.
+    @Test func eachReadWritesItsOwnRecordAndARestartKeepsTheOrder() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob", "carol", "dave", "erin"]]
+        }
+        let team = ConversationKey.group("team")
+        try await withClientGroup { group in
+            var flagged = MessageRef()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                try await alice.send(
+                    Self.flagged(Message.groupText(from: "alice", group: "team", "read?", clientMsgID: "g-1"))
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                flagged = bob.collector.messages[0].reference
+                #expect(try await bob.ask(Self.read(flagged, id: 1))?.requestResult?.errorCode == 0)
+                for client in [alice, bob] { await client.close() }
+            }
+            // As an earlier relay kept it: one record listing bob and carol, and none per reader.
+            let message = MessageKey(conversation: team, seq: flagged.seq)
+            do {
+                let store = try database.open()
+                defer { store.close() }
+                let records = try store.load().records
+                #expect(records[.readers(team, seq: flagged.seq)] == [1])
+                #expect(records[.reader(message, user: "bob")].flatMap { SeqListBytes.seqs($0[...]) } == [0])
+                try store.commit(
+                    StoreBatch(
+                        records: [
+                            .readers(team, seq: flagged.seq): legacy(["bob", "carol"]),
+                            .reader(message, user: "bob"): [],
+                        ]
+                    )
+                )
+            }
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d")
+                let erin = try await TestClient.connect(to: server, as: "erin", group: group, deviceID: "e")
+                #expect(try await Self.pull(alice, [flagged], id: 2) == ["1: @ team 2/2"])
+                #expect(try await dave.ask(Self.read(flagged, id: 3))?.requestResult?.errorCode == 0)
+                #expect(try await erin.ask(Self.read(flagged, id: 4))?.requestResult?.errorCode == 0)
+                #expect(try await Self.members(alice, flagged, .read, id: 5) == "bob,carol,dave,erin | 0 finished")
+                for client in [alice, dave, erin] { await client.close() }
+            }
+            let store = try database.open()
+            defer { store.close() }
+            let records = try store.load().records
+            #expect(records[.readers(team, seq: flagged.seq)] == legacy(["bob", "carol"]))
+            #expect(records[.reader(message, user: "dave")].flatMap { SeqListBytes.seqs($0[...]) } == [2])
+            #expect(records[.reader(message, user: "erin")].flatMap { SeqListBytes.seqs($0[...]) } == [3])
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                #expect(try await Self.members(alice, flagged, .read, id: 6) == "bob,carol,dave,erin | 0 finished")
+                #expect(try await Self.pull(alice, [flagged], id: 7) == ["1: @ team 4/0"])
+                await alice.close()
+            }
+        }
+    }
+
+    /// A readers record as relays before per-reader records kept it.
+    private func legacy(_ readers: [String]) -> [UInt8] {
+        var bytes: [UInt8] = [1]
+        StringListBytes.append(readers, to: &bytes)
+        return bytes
     }
 
     /// A receipt batch costs its reader's fan-out budget (`--fan-out-rate`, here 10 a second in

@@ -15,8 +15,10 @@ import IMCodec
 ///   ``SeqListBytes`` writes them);
 /// - a message's polls with their votes (``PollTally/recordBytes(_:)``), and the ones whose results
 ///   after a vote the relay has not sent yet (their ids, as ``StringListBytes`` writes them);
-/// - who read a message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``: a
-///   leading 1, then the readers as ``StringListBytes`` writes them);
+/// - that a message was sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``: a
+///   leading 1; a record from before per-reader records holds the readers after it, as
+///   ``StringListBytes`` writes them), and each user who read it (its place in the order they read
+///   it, as ``SeqListBytes`` writes it);
 /// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them);
 /// - a device's record: where its stream began for view-once messages (``Router/deviceFloors``),
 ///   then when the relay last saw it (a counter per user, moved at each login and disconnection,
@@ -42,8 +44,14 @@ enum StateRecordKey: Hashable, Sendable {
     /// The polls of a kept message whose results after a vote are held back, not sent yet
     /// (``Router/heldPollResults``).
     case heldPollResults(ConversationKey, seq: UInt64)
-    /// Who read a kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``).
+    /// That a kept message was sent with `MESSAGE_FLAG_NEED_READ_RECEIPT` (``Router/messageReaders``),
+    /// written once when it is kept (or, from earlier relays, with every reader).
     case readers(ConversationKey, seq: UInt64)
+    /// A user who read a kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`: its place in the
+    /// order they read it. One record per reader, written once, so a read writes one name where a
+    /// record of every reader was rewritten whole at each read (for one message that all 1,000
+    /// members of a group read, 500,500 names).
+    case reader(MessageKey, user: String)
     /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
     case viewOnce(ConversationKey)
     /// A device's record: the user's stream head when the relay first saw it log in
@@ -65,6 +73,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .polls: return "poll"
         case .heldPollResults: return "pollheld"
         case .readers: return "read"
+        case .reader: return "reader"
         case .viewOnce: return "viewonce"
         case .deviceFloor: return "devicefloor"
         case .quote: return "quote"
@@ -74,7 +83,8 @@ enum StateRecordKey: Hashable, Sendable {
     /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
     /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages) or + the device id
     /// (a device's floor), the user, `SEQ:` + the conversation's storage id, the conversation's
-    /// storage id, or `LEN:QUOTED` + the reply (both ``MessageKey/storageID``s, a quote).
+    /// storage id, `LEN:QUOTED` + the reply (both ``MessageKey/storageID``s, a quote), or
+    /// `LEN:MESSAGE` + the user (a reader).
     var id: String {
         switch self {
         case .conversation(let user, let key), .deletedForMe(let user, let key):
@@ -87,6 +97,8 @@ enum StateRecordKey: Hashable, Sendable {
         case .deviceFloor(let device): return "\(device.user.utf8.count):\(device.user)\(device.device)"
         case .quote(let quoted, let reply):
             return "\(quoted.storageID.utf8.count):\(quoted.storageID)\(reply.storageID)"
+        case .reader(let message, let user):
+            return "\(message.storageID.utf8.count):\(message.storageID)\(user)"
         }
     }
 
@@ -109,6 +121,11 @@ enum StateRecordKey: Hashable, Sendable {
                 let replyKey = MessageKey(storageID: reply)
             else { return nil }
             self = .quote(of: quotedKey, reply: replyKey)
+        case "reader":
+            guard let (message, user) = Self.split(id), let messageKey = MessageKey(storageID: message) else {
+                return nil
+            }
+            self = .reader(messageKey, user: user)
         case "extension", "change", "poll", "pollheld", "read":
             guard let message = MessageKey(storageID: id) else { return nil }
             let (key, seq) = (message.conversation, message.seq)
