@@ -37,6 +37,7 @@ extension Router {
             router.sendHeldPollResults()
             router.forgetGroupLoads(before: nowMs)
             router.forgetFullBudgets()
+            router.freeEmptyGroups()
         }
     }
 

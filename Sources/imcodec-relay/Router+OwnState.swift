@@ -288,6 +288,8 @@ extension Router {
                 loadHeldPollResults(bytes, of: seq, in: conversation)
             case .readers(let conversation, let seq):
                 loadReaders(bytes, of: seq, in: conversation)
+            case .leave(let conversation, let user):
+                loadLeave(bytes, of: conversation, by: user)
             case .reader(let message, let user):
                 guard let place = SeqListBytes.seqs(bytes[...])?.first else { continue }
                 readers[message, default: []].append((place, user))

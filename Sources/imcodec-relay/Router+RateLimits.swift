@@ -25,9 +25,9 @@
 ///   a fetch of bundles without one-time keys costs nothing.
 /// - **Joins** (``RelayConfiguration/joinRate``), a minute, per user (Matrix Synapse's `rc_joins`):
 ///   a join of a group with no members starts it, and what a group kept stays after its members
-///   leave (their other devices may not have read it yet), so without it one user joining new
-///   groups, sending and leaving in a loop had the relay keep a conversation per loop, at the
-///   fan-out budget's pace. Past it a join is refused (3014); a leave never is, and a join refused
+///   leave until no leaver's stream names its messages (Router+EmptyGroups.swift), so without it
+///   one user joining new groups, sending and leaving in a loop had the relay keep a conversation
+///   per loop, at the fan-out budget's pace. Past it a join is refused (3014); a leave never is, and a join refused
 ///   for its fan-out takes no join.
 /// - **Logins** (``RelayConfiguration/loginRate``), a minute, per user (Matrix Synapse's `rc_login`
 ///   per account): each login writes its device's records and, when it is the user's first device

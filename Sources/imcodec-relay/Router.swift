@@ -31,6 +31,11 @@ final class Router {
     var connections: [ObjectIdentifier: Session] = [:]
     /// Members of each group, chatroom and ultra-group channel.
     var members: [ConversationKey: Set<String>] = [:]
+    /// Per group, chatroom or channel, the users who left it, each with its stream head when it
+    /// left (Router+EmptyGroups.swift).
+    var leavePositions: [ConversationKey: [String: UInt64]] = [:]
+    /// The groups, chatrooms and channels whose last member left, until the sweep frees them.
+    var emptyGroups: Set<ConversationKey> = []
     /// The conversations each user belongs to: one-to-one ones with history, shared ones it is a member of.
     var belongs: [String: Set<ConversationKey>] = [:]
     /// Seqs, resend de-duplication and removed messages of each conversation.
@@ -215,6 +220,7 @@ final class Router {
                 store.batch.memberships.append((key, user, true))
             }
         }
+        findEmptyGroups()
         countDirectConversations()
         store.onFailure = { [unowned self] reason in
             self.logger.critical("fatal: \(reason)")

@@ -52,6 +52,9 @@ enum StateRecordKey: Hashable, Sendable {
     /// record of every reader was rewritten whole at each read (for one message that all 1,000
     /// members of a group read, 500,500 names).
     case reader(MessageKey, user: String)
+    /// A user who left a group, chatroom or channel: its stream head then (``Router/leavePositions``,
+    /// as ``SeqListBytes`` writes it).
+    case leave(ConversationKey, user: String)
     /// A conversation's kept view-once messages (``Router/viewOnceMessages``).
     case viewOnce(ConversationKey)
     /// A device's record: the user's stream head when the relay first saw it log in
@@ -74,6 +77,7 @@ enum StateRecordKey: Hashable, Sendable {
         case .heldPollResults: return "pollheld"
         case .readers: return "read"
         case .reader: return "reader"
+        case .leave: return "leave"
         case .viewOnce: return "viewonce"
         case .deviceFloor: return "devicefloor"
         case .quote: return "quote"
@@ -81,13 +85,13 @@ enum StateRecordKey: Hashable, Sendable {
     }
 
     /// The record's id within its scope, as stored: `LEN:USER` + the conversation's
-    /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages) or + the device id
+    /// ``ConversationKey/storageID`` (a user's view, a user's deleted messages, its leave) or + the device id
     /// (a device's floor), the user, `SEQ:` + the conversation's storage id, the conversation's
     /// storage id, `LEN:QUOTED` + the reply (both ``MessageKey/storageID``s, a quote), or
     /// `LEN:MESSAGE` + the user (a reader).
     var id: String {
         switch self {
-        case .conversation(let user, let key), .deletedForMe(let user, let key):
+        case .conversation(let user, let key), .deletedForMe(let user, let key), .leave(let key, let user):
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
         case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
@@ -107,9 +111,13 @@ enum StateRecordKey: Hashable, Sendable {
         switch scope {
         case "blocklist":
             self = .blocklist(user: id)
-        case "conversation", "deleted":
+        case "conversation", "deleted", "leave":
             guard let (user, rest) = Self.split(id), let key = ConversationKey(storageID: rest) else { return nil }
-            self = scope == "conversation" ? .conversation(user: user, key) : .deletedForMe(user: user, key)
+            switch scope {
+            case "conversation": self = .conversation(user: user, key)
+            case "deleted": self = .deletedForMe(user: user, key)
+            default: self = .leave(key, user: user)
+            }
         case "devicefloor":
             guard let (user, device) = Self.split(id) else { return nil }
             self = .deviceFloor(DeviceKey(user: user, device: device))
