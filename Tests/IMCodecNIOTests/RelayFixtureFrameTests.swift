@@ -187,6 +187,10 @@ struct RelayFixtureFrameTests {
             configuration.groupMessageRate = 1_000_000
             configuration.liveUpdateRate = 0
             configuration.fanOutRate = 0
+            configuration.peerRate = 0
+            configuration.joinRate = 0
+            configuration.loginRate = 0
+            configuration.keyFetchRate = 0
         }
         try await withClientGroup { group in
             let kept = try await withRelay(configure) { server -> [[UInt8]]? in
@@ -319,7 +323,8 @@ struct RelayFixtureFrameTests {
             try await withRelay({
                 // As above: neither the group's rate nor the users' budgets bound them.
                 $0.groups = ["team": ["alice", "bob", "carol"]]; $0.groupMessageRate = 1_000_000
-                $0.liveUpdateRate = 0; $0.fanOutRate = 0
+                $0.liveUpdateRate = 0; $0.fanOutRate = 0; $0.peerRate = 0; $0.joinRate = 0; $0.loginRate = 0
+                $0.keyFetchRate = 0
             }) { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 let sent = try await send(variants, to: server, group: group)
