@@ -15,10 +15,10 @@
 /// each), its timer goes, and each recorded leaver's list entry and messages deleted for itself go.
 /// Its newest seq stays, so a later join goes on from there and a device never sees a seq twice.
 ///
-/// What one user can make the relay keep of groups it left is then bounded by its own stream: a
-/// loop of joining a new group, sending and leaving writes to it, and pushes its oldest groups out.
-/// Groups emptied before relays recorded leaves have no leavers on record and are not freed, nor
-/// are the groups of the groups file.
+/// What one user can make the relay keep of groups it started and left is then bounded by its own
+/// stream: a loop of joining a new group, sending and leaving writes to it, and pushes its oldest
+/// groups out. The groups of the groups file are never freed. (A leaver's list entry and leave
+/// record of a group that keeps members stay, as its list entry did before.)
 extension Router {
     /// Notes that `user` leaves `key` (before its leave is kept): its stream holds no message of
     /// `key` after its head now. A group its last member left waits for the sweep.
@@ -52,9 +52,22 @@ extension Router {
         leavePositions[key, default: [:]][user] = position
     }
 
-    /// After the records and the members are loaded: forgets the leaves of users who are members
-    /// (the groups file puts its members back at every start), and finds the groups with none.
+    /// After the records and the members are loaded: notes the leaves relays made before they noted
+    /// leaves, forgets those of users who are members (the groups file puts its members back at
+    /// every start), and finds the groups with none.
+    ///
+    /// A user with a list entry of a group, chatroom or channel it is not a member of left it (an
+    /// entry is kept only for a member, and stays after its leave): without a leave on record, its
+    /// stream head now stands for it (no later entry names the group's messages), so the group is
+    /// not freed while its stream may name them. A leaver without a list entry never got a
+    /// message of the group, so its stream names none.
     func findEmptyGroups() {
+        for (user, views) in userConversations {
+            for key in views.keys where key.isShared && members[key]?.contains(user) != true {
+                guard leavePositions[key]?[user] == nil else { continue }
+                noteLeave(of: key, by: user)
+            }
+        }
         for (key, leavers) in leavePositions {
             for user in leavers.keys where members[key]?.contains(user) == true { noteJoin(of: key, by: user) }
             if leavePositions[key] != nil, members[key] == nil, !isFileGroup(key) { emptyGroups.insert(key) }

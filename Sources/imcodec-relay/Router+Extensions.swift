@@ -180,7 +180,15 @@ extension Router {
         if let audience = state.audiences[seq] { users = users.filter { audience.contains($0) } }
         users = readers(of: seq, in: key, among: users, sender: user)
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
-        guard spendFanOut(users.count, by: user, session: session, requestID: requestID) else { return }
+        guard
+            spendFanOut(
+                users.count,
+                by: user,
+                to: peerPairs(in: key, from: user),
+                session: session,
+                requestID: requestID
+            )
+        else { return }
         setExtension(entries, of: seq, in: key)
         update.entries = changed
         update.userID = user

@@ -110,8 +110,9 @@ extension Router {
             )
             return
         }
-        // Once the token passed (no one else spends the user's logins) and before anything changes.
-        guard loginBudgets.take(1, by: user, atMs: session.lastHeardMs) else {
+        // Once the token passed (no one else spends the user's logins); taken once the device is
+        // admitted (a login refused for its devices costs nothing).
+        guard loginBudgets.covers(1, by: user, atMs: session.lastHeardMs) else {
             stats.loginsRefused += 1
             refuseLogin(
                 session,
@@ -134,6 +135,7 @@ extension Router {
             )
             return
         }
+        _ = loginBudgets.take(1, by: user, atMs: session.lastHeardMs)
         // The same device logged in again: the older connection goes (other devices stay online).
         for previous in sessions[user] ?? [] where previous.deviceID == request.deviceID {
             logger.info(

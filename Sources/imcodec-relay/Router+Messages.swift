@@ -146,7 +146,7 @@ extension Router {
         }
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches.
         let cost = fanOutCost(in: key, targets: frame.targetReceivers.count)
-        if let refusal = takeFanOut(cost, by: user, to: peerPair(in: key, from: user), atMs: session.lastHeardMs) {
+        if let refusal = takeFanOut(cost, by: user, to: peerPairs(in: key, from: user), atMs: session.lastHeardMs) {
             return refuse(Refusal(RelayProtocol.AckError.tooFrequent, refusal))
         }
         countCarried(in: key, atMs: serverTimeMs)
@@ -443,8 +443,10 @@ extension Router {
         var named: [UInt64] = []
         // The frame kept and sent instead of the client's: an edit whose quote lost something.
         var rewrittenBody: ByteBuffer?
-        // An edit's change to its message, noted once the event passed every check and its cost.
+        // An edit's change to its message, and the messages a recall or a delete for everyone
+        // removes: applied once the event passed every check and its cost.
         var edited: (seq: UInt64, edit: EditEvent, quotedText: MessageKey?)?
+        var removes = false
         if let key {
             guard let accepted = checkEvent(frame, event, in: key, from: session, user: user) else { return }
             requestID = accepted.requestID
@@ -502,6 +504,7 @@ extension Router {
                 edited = (seq, edit, quote.quotedText)
             }
             named = accepted.seqs
+            removes = accepted.removes
             // An event about a targeted message reaches only that message's receivers and sender.
             if let audience = accepted.audience { users = users.filter { audience.contains($0) } }
             if let newest = named.max() { users = readers(of: newest, in: key, among: users, sender: user) }
@@ -521,16 +524,22 @@ extension Router {
             return
         }
         // What it costs its sender's fan-out budget (Router+RateLimits): the users it reaches, once
-        // its checks passed (a refused event costs nothing) and before anything changes.
+        // its checks passed (a refused event costs nothing) and before anything changes. A reaction
+        // or a poll event is checked by applying it: its cost is checked now and taken once it
+        // changed something (one that changes nothing costs nothing).
+        let cost = (users: users.count, pairs: peerPairs(in: key, from: user))
+        let appliedToCheck = [.reaction, .pollVote, .pollUpdate].contains(frame.payloadKind)
         guard
             spendFanOut(
-                users.count,
+                cost.users,
                 by: user,
-                to: peerPair(in: key, from: user),
+                to: cost.pairs,
                 session: session,
-                requestID: event.requestID
+                requestID: event.requestID,
+                takes: !appliedToCheck
             )
         else { return }
+        if let key, removes { remove(named, in: key, recalled: frame.payloadKind == .recall) }
         if let key, let edited {
             noteChange(of: edited.seq, in: key, edit: edited.edit, timeMs: RelayProtocol.nowMs())
             if let quoted = edited.quotedText { noteQuote(MessageKey(conversation: key, seq: edited.seq), of: quoted) }
@@ -582,6 +591,8 @@ extension Router {
                 users = frame.payloadKind == .pollVote ? [user] : []
             }
         }
+        // Checked above at this time: it takes.
+        if appliedToCheck { _ = takeFanOut(cost.users, by: user, to: cost.pairs, atMs: session.lastHeardMs) }
         // A chatroom keeps no history: its events go to the members online, as its messages do.
         if let key, key.isChatroom {
             if requestID != 0 { result(session, requestID) }
@@ -701,13 +712,13 @@ extension Router {
         from session: Session,
         user: String
     )
-        -> (requestID: UInt64, seqs: [UInt64], audience: Set<String>?)?
+        -> (requestID: UInt64, seqs: [UInt64], audience: Set<String>?, removes: Bool)?
     {
         switch frame.payloadKind {
         case .recall?, .edit?, .reaction?, .delete?, .pin?, .pollVote?, .pollUpdate?, .disappearingTimer?,
             .streamChunk?:
             break
-        default: return (0, [], nil)
+        default: return (0, [], nil, false)
         }
         let requestID = decoded.requestID
         var refs: [MessageRef] = []
@@ -726,7 +737,7 @@ extension Router {
         case .pollUpdate(let event)?: refs = event.pollMessage.map { [$0] } ?? []; mustBeSender = true
         // Only a streamed message's sender grows it.
         case .streamChunk(let event)?: refs = event.message.map { [$0] } ?? []; mustBeSender = true
-        default: return (requestID, [], nil)
+        default: return (requestID, [], nil, false)
         }
         let state = conversations[key] ?? ConversationState()
         var audience: Set<String>?
@@ -895,25 +906,28 @@ extension Router {
                 return nil
             }
         }
-        if removes {
-            // What it said is erased: the store keeps a stub in place of its frame and redacts the
-            // edits and stream chunks kept about it (Redaction), and its edits and extension are forgotten.
-            for seq in seqs where conversations[key]?.removed.insert(seq).inserted == true {
-                let kept = conversations[key]?.kept[seq]
-                let stub = Redaction.message(
-                    in: key,
-                    seq: seq,
-                    sender: kept?.sender ?? "",
-                    clientMsgID: kept?.clientMsgID ?? "",
-                    serverMsgUID: kept?.serverMsgUID ?? "",
-                    serverTimeMs: kept?.serverTimeMs ?? 0,
-                    status: frame.payloadKind == .recall ? .recalled : .deleted
-                )
-                store.batch.removals.append((key, seq, stub))
-                forgetChanges(of: seq, in: key)
-            }
+        return (requestID, seqs, audience, removes)
+    }
+
+    /// Removes the kept messages `seqs` of `key` that a recall or a delete for everyone names, once
+    /// the event passed its checks and its cost: what each said is erased (the store keeps a stub in
+    /// place of its frame and redacts the edits and stream chunks kept about it, Redaction), and its
+    /// edits and extension are forgotten.
+    private func remove(_ seqs: [UInt64], in key: ConversationKey, recalled: Bool) {
+        for seq in seqs where conversations[key]?.removed.insert(seq).inserted == true {
+            let kept = conversations[key]?.kept[seq]
+            let stub = Redaction.message(
+                in: key,
+                seq: seq,
+                sender: kept?.sender ?? "",
+                clientMsgID: kept?.clientMsgID ?? "",
+                serverMsgUID: kept?.serverMsgUID ?? "",
+                serverTimeMs: kept?.serverTimeMs ?? 0,
+                status: recalled ? .recalled : .deleted
+            )
+            store.batch.removals.append((key, seq, stub))
+            forgetChanges(of: seq, in: key)
         }
-        return (requestID, seqs, audience)
     }
 
     /// Whether the field `name` (of ``Message/serverAssignedFieldNames``) of an edit's new_message
@@ -981,8 +995,8 @@ extension Router {
         // From a user the recipient blocked: as its one-to-one messages and events (`serve
         // --blocked-senders`): answered and dropped, or refused with 20007.
         if hasBlocked(notice.recipientID, user) { return answerBlockedSender(session, decoded.requestID, user: user) }
-        let pair = notice.recipientID == user ? nil : UserPair(from: user, to: notice.recipientID)
-        guard spendFanOut(1, by: user, to: pair, session: session, requestID: decoded.requestID) else { return }
+        let pairs = notice.recipientID == user ? [] : [UserPair(from: user, to: notice.recipientID)]
+        guard spendFanOut(1, by: user, to: pairs, session: session, requestID: decoded.requestID) else { return }
         let body = frame.body
         let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
             .serializedBytes()

@@ -8,12 +8,14 @@
 ///   a user's subscribers. Past the budget typing is dropped (a client repeats it while its user
 ///   types) and a status update refused (3014).
 /// - **Fan-out** (``RelayConfiguration/fanOutRate``): every message, kept event, extension update,
-///   receipt (or batch), join and system notice costs the users it reaches (a one-to-one message 2, a message to a group of
-///   1,000 members 1,000): each costs a stream row or a write per user, charged once the frame's
-///   other checks passed (a refused frame costs nothing). Past the budget a message is refused with
-///   1012 and anything else with 3014, nothing kept or sent.
+///   receipt (or batch), join and system notice costs the users it reaches (a one-to-one message
+///   2, a message to a group of 1,000 members 1,000): each costs a stream row or a write per user,
+///   charged once the frame's other checks passed (a refused frame, or a reaction or poll event
+///   that changes nothing, costs nothing). Past the budget a message is refused with 1012 and
+///   anything else with 3014, nothing kept or sent.
 /// - **Frames to one peer** (``RelayConfiguration/peerRate``), per sender and receiver: one-to-one
-///   messages (kept or not), kept one-to-one events and system notices. The fan-out budget alone let
+///   messages (kept or not), kept one-to-one events and extension updates, system notices, and
+///   receipts (one to each sender they reach). The fan-out budget alone let
 ///   one user send one other user 10,000 messages a second, until the receiver's outbound buffer
 ///   overflowed and the relay closed *its* connection as a slow consumer, or the messages pushed
 ///   everything else out of its stream. Refused as a fan-out past its budget (1012, 3014), taking
@@ -52,41 +54,54 @@ extension Router {
     /// counts as this.
     static let maxRate = 1_000_000_000
 
-    /// Takes `cost` (the users a frame reaches) from `user`'s fan-out budget at `nowMs` (the
-    /// frame's arrival, ``Session/lastHeardMs``) and, for a frame to one peer (`pair`), one from
-    /// the budget of frames to that peer; or takes nothing and says why when either does not cover it.
-    func takeFanOut(_ cost: Int, by user: String, to pair: UserPair? = nil, atMs nowMs: Int64) -> String? {
-        if let pair, !peerBudgets.covers(1, by: pair, atMs: nowMs) {
+    /// Why a frame costing `cost` (the users it reaches) of `user`'s fan-out budget at `nowMs` (the
+    /// frame's arrival, ``Session/lastHeardMs``), and one of its budget for each peer of `pairs`,
+    /// would be refused; `nil` when every budget covers it. Takes nothing.
+    func fanOutRefusal(_ cost: Int, by user: String, to pairs: [UserPair], atMs nowMs: Int64) -> String? {
+        if pairs.contains(where: { !peerBudgets.covers(1, by: $0, atMs: nowMs) }) {
             return "tooFrequent: past the frames one user may send one peer (\(configuration.peerRate) a second, "
                 + "--peer-rate); send it again later"
         }
-        guard fanOutBudgets.take(max(cost, 1), by: user, atMs: nowMs) else { return fanOutRefusal(cost) }
-        if let pair { _ = peerBudgets.take(1, by: pair, atMs: nowMs) }
+        return fanOutBudgets.covers(max(cost, 1), by: user, atMs: nowMs) ? nil : fanOutRefusal(cost)
+    }
+
+    /// Takes `cost` from `user`'s fan-out budget at `nowMs` and one from its budget for each peer of
+    /// `pairs` (``peerPairs(in:from:)``); or takes nothing and says why when one does not cover it.
+    func takeFanOut(_ cost: Int, by user: String, to pairs: [UserPair] = [], atMs nowMs: Int64) -> String? {
+        if let refusal = fanOutRefusal(cost, by: user, to: pairs, atMs: nowMs) { return refusal }
+        _ = fanOutBudgets.take(max(cost, 1), by: user, atMs: nowMs)
+        for pair in pairs { _ = peerBudgets.take(1, by: pair, atMs: nowMs) }
         return nil
     }
 
-    /// Takes `cost` from `user`'s fan-out budget (and one from its budget for `pair`'s peer) for
-    /// request `requestID` of `session`, or refuses the request (3014), takes nothing and returns
-    /// `false` when either does not cover it. (A message is refused in its `send_ack` instead:
-    /// ``takeFanOut(_:by:to:atMs:)``.)
+    /// Takes `cost` from `user`'s fan-out budget (and one from its budget for each peer of `pairs`)
+    /// for request `requestID` of `session`, or refuses the request (3014), takes nothing and returns
+    /// `false` when one does not cover it. With `takes` false it only checks (for a frame checked by
+    /// applying it, which takes once it changed something). (A message is refused in its `send_ack`
+    /// instead: ``takeFanOut(_:by:to:atMs:)``.)
     func spendFanOut(
         _ cost: Int,
         by user: String,
-        to pair: UserPair? = nil,
+        to pairs: [UserPair] = [],
         session: Session,
-        requestID: UInt64
+        requestID: UInt64,
+        takes: Bool = true
     ) -> Bool {
-        guard let refusal = takeFanOut(cost, by: user, to: pair, atMs: session.lastHeardMs) else { return true }
+        let nowMs = session.lastHeardMs
+        let refusal =
+            takes
+            ? takeFanOut(cost, by: user, to: pairs, atMs: nowMs) : fanOutRefusal(cost, by: user, to: pairs, atMs: nowMs)
+        guard let refusal else { return true }
         refuse(session, requestID, RelayProtocol.RequestError.tooFrequent, notice: "tooFrequent", refusal)
         return false
     }
 
     /// The budget key of `user`'s frames in `key` when it is a one-to-one conversation with another
-    /// user (``peerBudgets``); `nil` for a group, chatroom or channel, for a user's conversation with
-    /// itself, or for none.
-    func peerPair(in key: ConversationKey?, from user: String) -> UserPair? {
-        guard case .direct(let a, let b)? = key, a != b else { return nil }
-        return UserPair(from: user, to: a == user ? b : a)
+    /// user (``peerBudgets``); none for a group, chatroom or channel, for a user's conversation with
+    /// itself, or for no conversation.
+    func peerPairs(in key: ConversationKey?, from user: String) -> [UserPair] {
+        guard case .direct(let a, let b)? = key, a != b else { return [] }
+        return [UserPair(from: user, to: a == user ? b : a)]
     }
 
     /// Why a key fetch past the requester's budget for the owner's one-time keys is refused (the
@@ -114,7 +129,9 @@ extension Router {
             return false
         }
         guard spendFanOut(fanOut, by: user, session: session, requestID: requestID) else { return false }
-        return joinBudgets.take(1, by: user, atMs: nowMs)
+        // Covered at this time above: it takes.
+        _ = joinBudgets.take(1, by: user, atMs: nowMs)
+        return true
     }
 
     /// Why a frame past `user`'s fan-out budget is refused.

@@ -216,7 +216,10 @@ extension Router {
         // What it costs its sender's fan-out budget (Router+RateLimits): the senders it reaches and
         // the reader's own devices. One batch names up to a group's every member.
         let cost = Set(frames.map(\.target) + [user]).count
-        guard spendFanOut(cost, by: user, session: session, requestID: decoded.requestID) else { return }
+        // And one of its budget for each other user it reaches (``peerBudgets``): each receipt goes
+        // to one sender, and one reader's receipts on distinct messages could flood it.
+        let pairs = Set(frames.map(\.target)).subtracting([user]).sorted().map { UserPair(from: user, to: $0) }
+        guard spendFanOut(cost, by: user, to: pairs, session: session, requestID: decoded.requestID) else { return }
         // The client's bytes are remembered for resends, and each receipt by its key: what is kept
         // is the relay's copy, which a restart rebuilds the keys from.
         recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)

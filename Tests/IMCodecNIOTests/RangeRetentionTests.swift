@@ -54,7 +54,7 @@ struct RangeRetentionTests {
                     let records = router.store.batch.records
                     let keys: [StateRecordKey] = [
                         .messageChange(key, seq: seq), .messageExtension(key, seq: seq), .polls(key, seq: seq),
-                        .readers(key, seq: seq),
+                        .readers(key, seq: seq), .reader(MessageKey(conversation: key, seq: seq), user: "bob"),
                         .quote(
                             of: MessageKey(conversation: key, seq: seq),
                             reply: MessageKey(conversation: key, seq: seq + 10)
@@ -70,10 +70,10 @@ struct RangeRetentionTests {
             }.get()
             let ((heldShort, gone, kept), (heldLong, goneLast, viewOnce)) = outcome
             #expect(heldShort == Array(repeating: [3, 4, 5, 6], count: 6))
-            #expect(gone == Array(repeating: true, count: 10))
-            #expect(kept == Array(repeating: false, count: 5))
+            #expect(gone == Array(repeating: true, count: 12))
+            #expect(kept == Array(repeating: false, count: 6))
             #expect(heldLong == Array(repeating: [], count: 6))
-            #expect(goneLast == Array(repeating: true, count: 5))
+            #expect(goneLast == Array(repeating: true, count: 6))
             #expect(viewOnce == [])
         }
     }

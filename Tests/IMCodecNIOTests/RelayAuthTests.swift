@@ -233,9 +233,10 @@ struct RelayAuthTests {
         }
     }
 
-    /// Each user's logins come from a budget (`--login-rate`, here 2 a minute in bursts of 2;
+    /// Each user's logins come from a budget (`--login-rate`, here 3 a minute in bursts of 3;
     /// Matrix Synapse's `rc_login` per account), taken once the token passed: forged, expired and
-    /// foreign tokens spend none of it. Past it a login gets one login result with 2008 and its
+    /// foreign tokens spend none of it, nor does a login refused for the user's devices (2005, here 2
+    /// at most). Past it a login gets one login result with 2008 and its
     /// connection closes; nothing changes: the user's other devices stay (one with the same device
     /// id is not kicked) and its subscribers hear nothing. Before, one user logging in and out in a
     /// loop had the relay tell each of its subscribers twice per loop, charged to no one.
@@ -243,7 +244,7 @@ struct RelayAuthTests {
         let clock = FrozenClock()
         try await withClientGroup { group in
             try await withRelay({
-                $0.loginRate = 2; $0.silenceClock = clock.now
+                $0.loginRate = 3; $0.maxDevicesPerUser = 2; $0.silenceClock = clock.now
             }) { server in
                 let carol = try await TestClient.connect(to: server, as: "carol", group: group)
                 let watch = PresenceSubscription.with {
@@ -255,8 +256,20 @@ struct RelayAuthTests {
                     #expect(frames?.first?.loginResult?.errorCode == RelayProtocol.LoginError.refused, "\(bad)")
                 }
                 let phone = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let first = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "tablet")
+                // A third device while both are online is refused for the devices (2005): no login spent.
+                for _ in 0..<2 {
+                    let client = try await RawClient.connect(to: server, group: group)
+                    try await client.write(frame: try await TestAuth.login("alice", deviceID: "laptop", requestID: 6))
+                    #expect(await client.closedByPeer(within: 20))
+                    #expect(
+                        client.collector.frames.first?.loginResult?.errorCode == RelayProtocol.LoginError.tooManyDevices
+                    )
+                }
+                // The tablet again: the third login.
+                await first.close()
                 let tablet = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "tablet")
-                // The third login, from a new device or as the phone again, is refused and kicks no one.
+                // The fourth, from a new device or as the phone again, is refused and kicks no one.
                 for device in ["laptop", "phone"] {
                     let client = try await RawClient.connect(to: server, group: group)
                     try await client.write(frame: try await TestAuth.login("alice", deviceID: device, requestID: 7))
@@ -267,19 +280,21 @@ struct RelayAuthTests {
                     #expect(client.collector.frames.count == 1)
                 }
                 try await phone.roundTrip(8)
-                try await tablet.roundTrip(9)
                 #expect(phone.collector.frames.allSatisfy { $0.payload?.kind != .kickedOffline })
                 // Bob's budget is his own.
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                // Thirty seconds give one login.
-                clock.advance(by: 30_000)
+                // Twenty seconds give one login: the laptop, once the tablet went offline to make room.
+                clock.advance(by: 20_000)
+                await tablet.close()
+                #expect(await eventually { (try? server.withRouter { $0.sessions["alice"]?.count }.wait()) == 1 })
                 let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
+                #expect(laptop.collector.loginResults.first?.errorCode == 0)
                 let stats = try await server.stats().get()
-                #expect(stats.logins == 5 && stats.loginsRefused == BadToken.allCases.count + 2)
+                #expect(stats.logins == 6 && stats.loginsRefused == BadToken.allCases.count + 4)
                 // Carol heard alice come online once: from the phone, the first of her devices.
                 try await carol.roundTrip(10)
                 #expect(carol.collector.presences.filter { $0.userID == "alice" && $0.status == .online }.count == 1)
-                for client in [carol, phone, tablet, bob, laptop] { await client.close() }
+                for client in [carol, phone, bob, laptop] { await client.close() }
             }
         }
     }

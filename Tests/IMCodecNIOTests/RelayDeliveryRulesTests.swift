@@ -1296,6 +1296,17 @@ struct RelayDeliveryRulesTests {
                             == RelayProtocol.RequestError.notTheSender
                     )
                 }
+                // Nor do reactions refused for what they say (no action), checked by applying them.
+                for requestID: UInt64 in 50..<53 {
+                    var frame = react(his, by: "alice", requestID: requestID)
+                    if case .reaction(var reaction)? = frame.payload {
+                        reaction.action = .unspecified
+                        frame.payload = .reaction(reaction)
+                    }
+                    #expect(
+                        try await alice.ask(frame)?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest
+                    )
+                }
                 // A message to bob alone costs 2 (28 left), a reaction to it 2 more (26 left).
                 var targeted = Message.groupText(from: "alice", group: "big", "for bob", clientMsgID: "t-1")
                 targeted.targetReceivers = ["bob"]
@@ -1367,6 +1378,14 @@ struct RelayDeliveryRulesTests {
                     try await alice.ask(react(first, by: "alice", requestID: 900))?.requestResult?.errorCode
                         == RelayProtocol.RequestError.tooFrequent
                 )
+                // A recall past the budget removes nothing: the message stays as it was.
+                var recall = Frame.recall(first.reference, by: "alice")
+                recall.requestID = 902
+                #expect(try await alice.ask(recall)?.requestResult?.errorCode == RelayProtocol.RequestError.tooFrequent)
+                #expect(
+                    try await server.withRouter { $0.conversations[.direct("alice", "bob")]?.removed.isEmpty }.get()
+                        == true
+                )
                 // Bob's frames to alice and alice's to carol have budgets of their own: the last 10
                 // units of her fan-out go to carol (a notice, 1; four messages, 8), then it is spent.
                 #expect(try await send("alice", from: "bob", by: bob)?.errorCode == 0)
@@ -1381,7 +1400,7 @@ struct RelayDeliveryRulesTests {
                 try await bob.roundTrip(901)
                 #expect(bob.collector.messages.filter { $0.senderID == "alice" }.count == 11)
                 #expect(bob.collector.notices.filter { $0.type == "hello" }.isEmpty)
-                #expect(kinds(bob, .reaction) == 0)
+                #expect(kinds(bob, .reaction) == 0 && kinds(bob, .recall) == 0)
                 for client in [alice, bob] { await client.close() }
             }
         }

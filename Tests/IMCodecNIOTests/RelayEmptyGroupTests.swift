@@ -13,7 +13,8 @@ struct RelayEmptyGroupTests {
     /// Alice and bob start group "gone", alice sends two messages (one that keeps its readers, which
     /// bob reads), and both leave; alice leaves "club" too, where carol stays, "team", which the
     /// groups file puts her back in at the next start, and "solo", a groups file group of her alone. With streams of 4 entries, "gone" waits
-    /// while either leaver's stream holds entries of the time it was a member, a restart included;
+    /// while either leaver's stream holds entries of the time it was a member, a restart included
+    /// (bob's leave then known from his list entry alone, as for a leave before relays noted them);
     /// once carol's messages pushed them out of both streams, the sweep frees it: messages, records,
     /// leaves and both list entries. "club" and "team" keep everything. A later join goes on from seq 3.
     @Test(arguments: StoreBackend.allCases)
@@ -120,6 +121,12 @@ struct RelayEmptyGroupTests {
                 )
                 #expect(try await held(server) == waiting)
                 for client in [alice, bob, carol] { await client.close() }
+            }
+            // As if bob had left before relays noted leaves: his list entry stands for it at the start.
+            do {
+                let store = try database.open()
+                defer { store.close() }
+                try store.commit(StoreBatch(records: [.leave(gone, user: "bob"): []]))
             }
             // Across a restart: the leaves are records; alice's stream moves on, bob's does not.
             try await withRelay(configure) { server in
