@@ -303,8 +303,8 @@ extension RelayCommand {
         @Option(
             help: """
                 One-to-one messages, kept one-to-one events and extension updates, system notices and \
-                receipts a second one user may send one other user, in bursts of up to five seconds' worth; past it they are refused (1012, \
-                3014) (0: no bound; at most 1,000,000,000).
+                receipts a second one user may send one other user, in bursts of up to five seconds' \
+                worth; past it they are refused (1012, 3014) (0: no bound; at most 1,000,000,000).
                 """
         )
         var peerRate = 50

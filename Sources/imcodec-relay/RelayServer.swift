@@ -107,8 +107,9 @@ struct RelayConfiguration: Sendable {
     /// Past it a login is refused (``RelayProtocol/LoginError/tooFrequent``). 0: no bound.
     var loginRate = 60
     /// One-to-one messages, kept one-to-one events and extension updates, system notices and
-    /// receipts (to each message's sender) a second one user may send one other user, in bursts of up to five seconds' worth (Router+RateLimits.swift); past it they
-    /// are refused as past the fan-out budget (``RelayProtocol/AckError/tooFrequent``,
+    /// receipts (to each message's sender) a second one user may send one other user, in bursts of
+    /// up to five seconds' worth (Router+RateLimits.swift); past it they are refused as past the
+    /// fan-out budget (``RelayProtocol/AckError/tooFrequent``,
     /// ``RelayProtocol/RequestError/tooFrequent``). 0: no bound.
     var peerRate = 50
     /// The time in milliseconds since the Unix epoch that messages are stamped with and that

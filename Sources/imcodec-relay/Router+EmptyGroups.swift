@@ -25,9 +25,7 @@ extension Router {
     func noteLeave(of key: ConversationKey, by user: String) {
         let position = streams[user]?.head ?? 0
         leavePositions[key, default: [:]][user] = position
-        var bytes: [UInt8] = []
-        SeqListBytes.append([position], to: &bytes)
-        store.batch.records[.leave(key, user: user)] = bytes
+        store.batch.records[.leave(key, user: user)] = SeqListBytes.bytes([position])
         if members[key] == nil, !isFileGroup(key) { emptyGroups.insert(key) }
     }
 
@@ -89,14 +87,7 @@ extension Router {
         emptyGroups.remove(key)
         leavePositions[key] = nil
         for user in leavers { store.batch.records[.leave(key, user: user)] = [] }
-        if let state = conversations[key] {
-            let dropped = state.oldestSeq..<(state.maxSeq + 1)
-            StoreBatch.trim(dropped, of: key, in: &store.batch.trimmedConversations)
-            forgetChanges(in: key, trimmed: dropped)
-            var kept = ConversationState()
-            (kept.maxSeq, kept.oldestSeq) = (state.maxSeq, state.maxSeq + 1)
-            conversations[key] = kept
-        }
+        if let maxSeq = conversations[key]?.maxSeq { dropMessages(of: key, below: maxSeq + 1) }
         (messageChanges[key], extensions[key], polls[key], messageReaders[key]) = (nil, nil, nil, nil)
         if disappearingTimers.removeValue(forKey: key) != nil { store.batch.records[.disappearingTimer(key)] = [] }
         (notReceiving[key], groupLoads[key]) = (nil, nil)

@@ -311,6 +311,16 @@ extension Router {
         store.batch.records[.messageChange(key, seq: seq)] = change.serializedBytes()
     }
 
+    /// Drops the kept messages of `key` below `seq` (retention, or an empty group freed), in memory
+    /// and in the store, with what was kept about each.
+    func dropMessages(of key: ConversationKey, below seq: UInt64) {
+        guard let oldest = conversations[key]?.oldestSeq else { return }
+        conversations[key]!.trim(below: seq)
+        let dropped = oldest..<conversations[key]!.oldestSeq
+        StoreBatch.trim(dropped, of: key, in: &store.batch.trimmedConversations)
+        forgetChanges(in: key, trimmed: dropped)
+    }
+
     /// Forgets the changes, extensions, polls, readers, view-once marks and quotes of the messages
     /// of `key` with seqs in `trimmed` (retention dropped them), in memory and in the store: at the
     /// cost of the smaller of the range and each map (``Swift/Range/present(in:)``).

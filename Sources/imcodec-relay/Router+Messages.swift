@@ -320,10 +320,7 @@ extension Router {
         // Changed in place: a copy of the conversation's indexes per message would cost O(kept messages).
         conversations[key, default: ConversationState()].add(message)
         if conversations[key]!.count > configuration.maxMessagesPerConversation {
-            let oldest = conversations[key]!.oldestSeq
-            conversations[key]!.trim(below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
-            StoreBatch.trim(oldest..<conversations[key]!.oldestSeq, of: key, in: &store.batch.trimmedConversations)
-            forgetChanges(in: key, trimmed: oldest..<conversations[key]!.oldestSeq)
+            dropMessages(of: key, below: message.seq + 1 - UInt64(configuration.maxMessagesPerConversation))
         }
         store.batch.messages.append(message)
         noteExpiry(of: message)

@@ -37,9 +37,7 @@ extension Router {
         messageReaders[key, default: [:]][seq] = readers
         let message = MessageKey(conversation: key, seq: seq)
         for (place, reader) in readers.enumerated().dropFirst(before) {
-            var bytes: [UInt8] = []
-            SeqListBytes.append([UInt64(place)], to: &bytes)
-            store.batch.records[.reader(message, user: reader)] = bytes
+            store.batch.records[.reader(message, user: reader)] = SeqListBytes.bytes([UInt64(place)])
         }
     }
 

@@ -218,6 +218,13 @@ enum SeqListBytes {
         #endif
     }
 
+    /// `seqs` as a record holds them.
+    static func bytes(_ seqs: [UInt64]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(seqs, to: &bytes)
+        return bytes
+    }
+
     /// The seqs `bytes` hold, or `nil` when they are not such a list (a length not a multiple of 8).
     static func seqs(_ bytes: ArraySlice<UInt8>) -> [UInt64]? {
         guard bytes.count % 8 == 0 else { return nil }
