@@ -115,6 +115,9 @@ extension Router {
         view.info.version = max(view.info.version, version)
         view.info.updatedAtMs = RelayProtocol.nowMs()
         view.info.unreadCount = UInt32(clamping: view.unread.count)
+        if key.isShared, view.info.clearedSeq != userConversations[user]?[key]?.info.clearedSeq ?? 0 {
+            audienceChanged(key)  // Who reads the messages it cleared changed (Router+Receipts).
+        }
         userConversations[user, default: [:]][key] = view
         store.batch.records[.conversation(user: user, key)] = view.bytes
     }

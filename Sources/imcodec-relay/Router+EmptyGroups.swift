@@ -89,6 +89,7 @@ extension Router {
         for user in leavers { store.batch.records[.leave(key, user: user)] = [] }
         if let maxSeq = conversations[key]?.maxSeq { dropMessages(of: key, below: maxSeq + 1) }
         (messageChanges[key], extensions[key], polls[key], messageReaders[key]) = (nil, nil, nil, nil)
+        audienceEpochs[key] = nil
         if disappearingTimers.removeValue(forKey: key) != nil { store.batch.records[.disappearingTimer(key)] = [] }
         (notReceiving[key], groupLoads[key]) = (nil, nil)
         for user in leavers {

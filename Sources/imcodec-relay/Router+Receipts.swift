@@ -14,7 +14,7 @@ import NIOCore
 /// (`ReadReceiptRequest`) and the members who did or did not read one (`GroupReadMembersRequest`).
 /// Receipts of other messages carry no counts: no one but the relay counts.
 extension Router {
-    /// The most messages one `ReadReceiptRequest` names.
+    /// The most messages one `ReadReceiptRequest`, or one `ReceiptBatch` a client sends, names.
     static let maxReceiptRequestMessages = 100
     /// The most members one `GroupReadMembers` page holds (receipts.proto: "Tencent allows at most 100").
     static let maxReadMembersPage = 100
@@ -25,18 +25,18 @@ extension Router {
     /// `MESSAGE_FLAG_NEED_READ_RECEIPT`.
     func startReadReceipts(_ frame: InboundFrame, seq: UInt64, in key: ConversationKey) {
         guard frame.messageFlags.contains(.needReadReceipt) else { return }
-        messageReaders[key, default: [:]][seq] = []
+        messageReaders[key, default: [:]][seq] = MessageReaders()
         // One byte, 1, so that a message no one read yet keeps a record (an empty one is a deletion).
         store.batch.records[.readers(key, seq: seq)] = [1]
     }
 
-    /// Adds the readers of kept message `seq` of `key` after those it had, `readers` being all of
-    /// them in the order they read it: one record each, with its place in that order.
-    private func addReaders(_ readers: [String], of seq: UInt64, in key: ConversationKey) {
+    /// Keeps `readers` as those of kept message `seq` of `key`: the readers it had and those who
+    /// read it since, in order (one record each, with its place in that order), and the counts.
+    private func addReaders(_ readers: MessageReaders, of seq: UInt64, in key: ConversationKey) {
         let before = messageReaders[key]?[seq]?.count ?? 0
         messageReaders[key, default: [:]][seq] = readers
         let message = MessageKey(conversation: key, seq: seq)
-        for (place, reader) in readers.enumerated().dropFirst(before) {
+        for (place, reader) in readers.order.enumerated().dropFirst(before) {
             store.batch.records[.reader(message, user: reader)] = SeqListBytes.bytes([UInt64(place)])
         }
     }
@@ -45,7 +45,7 @@ extension Router {
     /// from before per-reader records, in order).
     func loadReaders(_ bytes: [UInt8], of seq: UInt64, in key: ConversationKey) {
         guard bytes.first == 1, let readers = StringListBytes.strings(bytes.dropFirst()) else { return }
-        messageReaders[key, default: [:]][seq, default: []].insert(contentsOf: readers, at: 0)
+        messageReaders[key, default: [:]][seq, default: MessageReaders()].prepend(readers)
     }
 
     /// Loads the per-reader records (``StateRecordKey/reader(_:user:)``), after the messages'
@@ -53,8 +53,7 @@ extension Router {
     /// A reader of a message that keeps no readers (a record left behind) is not loaded.
     func loadReaders(_ readers: [MessageKey: [(place: UInt64, user: String)]]) {
         for (message, placed) in readers where messageReaders[message.conversation]?[message.seq] != nil {
-            var known = Set(messageReaders[message.conversation]![message.seq]!)
-            for (_, user) in placed.sorted(by: { $0.place < $1.place }) where known.insert(user).inserted {
+            for (_, user) in placed.sorted(by: { $0.place < $1.place }) {
                 messageReaders[message.conversation]![message.seq]!.append(user)
             }
         }
@@ -65,7 +64,7 @@ extension Router {
         guard let readers = messageReaders[key]?.removeValue(forKey: seq) else { return }
         store.batch.records[.readers(key, seq: seq)] = []
         let message = MessageKey(conversation: key, seq: seq)
-        for reader in readers { store.batch.records[.reader(message, user: reader)] = [] }
+        for reader in readers.order { store.batch.records[.reader(message, user: reader)] = [] }
     }
 
     /// Forgets who read the messages of `key` with seqs in `trimmed` (retention dropped them).
@@ -80,12 +79,24 @@ extension Router {
         return audience(of: seq, in: key).filter { $0 != sender }
     }
 
-    /// The read and unread counts of kept message `seq` of `key`, `readers` having read it.
-    private func readCounts(of seq: UInt64, in key: ConversationKey, readers: [String]) -> (read: Int, unread: Int) {
+    /// Notes that the audience of `key`'s messages changed (a member joined or left, a user's
+    /// `cleared_seq` moved): the read counts counted before are counted again when asked for.
+    func audienceChanged(_ key: ConversationKey) {
+        lastAudienceEpoch += 1
+        audienceEpochs[key] = lastAudienceEpoch
+    }
+
+    /// The read and unread counts of kept message `seq` of `key`, `readers` having read it: those
+    /// `readers` holds while the audience has not changed since, or counted (walking the audience)
+    /// and kept in `readers`.
+    func readCounts(of seq: UInt64, in key: ConversationKey, readers: inout MessageReaders) -> ReadCounts {
+        let epoch = audienceEpochs[key] ?? 0
+        if let counts = readers.counts, counts.epoch == epoch { return counts }
         let audience = receivers(of: seq, in: key)
-        let read = Set(readers)
-        let count = audience.filter { read.contains($0) }.count
-        return (count, audience.count - count)
+        let read = audience.reduce(0) { readers.contains($1) ? $0 + 1 : $0 }
+        let counts = ReadCounts(epoch: epoch, read: read, receivers: audience.count)
+        readers.counts = counts
+        return counts
     }
 
     // MARK: Routing receipts
@@ -118,7 +129,7 @@ extension Router {
         _ receipt: MessageReceipt,
         from user: String,
         device: String,
-        reads: inout [MessageKey: [String]]
+        reads: inout [MessageKey: MessageReaders]
     ) -> MessageReceipt? {
         var served = Self.withoutRelayFields(receipt)
         served.userID = user
@@ -134,16 +145,20 @@ extension Router {
         guard case .kept(let seq) = conversations[key]?.resolve(ref) else { return served }
         let message = MessageKey(conversation: key, seq: seq)
         guard var readers = reads[message] ?? messageReaders[key]?[seq] else { return served }
-        if isRead {
-            guard !readers.contains(user) else { return nil }
-            readers.append(user)
-            reads[message] = readers
-        }
+        if isRead, readers.contains(user) { return nil }
         if case .shared = key {
-            let counts = readCounts(of: seq, in: key, readers: readers)
+            // Counted without this reader, who is one of the message's receivers (it reads the
+            // message and did not send it: receiptRefusal).
+            var counts = readCounts(of: seq, in: key, readers: &readers)
+            if isRead {
+                counts.read += 1
+                readers.counts = counts
+            }
             served.readCount = UInt64(counts.read)
             served.unreadCount = UInt64(counts.unread)
         }
+        if isRead { readers.append(user) }
+        reads[message] = readers
         return served
     }
 
@@ -173,6 +188,18 @@ extension Router {
             )
             return
         }
+        // A batch names at most as many messages as a pull does: each may cost a walk of its
+        // group's members (to count its readers), once per change of the group's audience.
+        guard Set(receipts.compactMap(\.message)).count <= Self.maxReceiptRequestMessages else {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "a receipts batch names at most \(Self.maxReceiptRequestMessages) messages: send the rest in another"
+            )
+            return
+        }
         // A batch is refused whole when one of its receipts is.
         for receipt in receipts {
             if let refusal = receiptRefusal(receipt, from: user) {
@@ -180,10 +207,12 @@ extension Router {
                 return
             }
         }
-        // Per sender, in one frame each; a receipt the relay counted already goes to no one.
+        // Per sender, in one frame each; a receipt the relay counted already goes to no one, and
+        // one the batch holds twice once.
         var byTarget: [String: [MessageReceipt]] = [:]
-        var reads: [MessageKey: [String]] = [:]
-        for receipt in receipts {
+        var reads: [MessageKey: MessageReaders] = [:]
+        var seen: Set<[UInt8]> = []
+        for receipt in receipts where seen.insert(Self.receiptKey(receipt)).inserted {
             guard let target = receipt.message?.senderID, !target.isEmpty,
                 let served = served(receipt, from: user, device: session.deviceID, reads: &reads)
             else { continue }
@@ -336,8 +365,9 @@ extension Router {
                     readers?.contains(peer) == true || (userConversations[peer]?[key]?.info.readSeq ?? 0) >= seq
             case .shared(_, let target, _):
                 receipt.groupID = target
-                if let readers {
-                    let counts = readCounts(of: seq, in: key, readers: readers)
+                if var counted = readers {
+                    let counts = readCounts(of: seq, in: key, readers: &counted)
+                    messageReaders[key]?[seq] = counted
                     receipt.readCount = UInt64(counts.read)
                     receipt.unreadCount = UInt64(counts.unread)
                 }
@@ -398,11 +428,11 @@ extension Router {
         let candidates: [String]
         let listed: Set<String>
         if read {
-            candidates = readers
+            candidates = readers.order
             listed = Set(audience)
         } else {
             candidates = audience.sorted()
-            listed = Set(audience).subtracting(readers)
+            listed = Set(audience).filter { !readers.contains($0) }
         }
         var position = min(Int(clamping: request.nextSeq), candidates.count)
         let count = request.count == 0 ? Self.maxReadMembersPage : min(Int(request.count), Self.maxReadMembersPage)

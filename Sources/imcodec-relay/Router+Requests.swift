@@ -588,6 +588,7 @@ extension Router {
             return
         }
         store.batch.memberships.append((key, user, change.action == .join))
+        audienceChanged(key)
         if change.action == .join { noteJoin(of: key, by: user) } else { noteLeave(of: key, by: user) }
         guard fits else {
             result(session, requestID)

@@ -104,8 +104,13 @@ final class Router {
     var joinBudgets: RateBudgets<String>
     var loginBudgets: RateBudgets<String>
     /// Who read each kept message sent with `MESSAGE_FLAG_NEED_READ_RECEIPT`, in the order they
-    /// read it, by conversation and seq (Router+Receipts.swift).
-    var messageReaders: [ConversationKey: [UInt64: [String]]] = [:]
+    /// read it, with its counts as last counted, by conversation and seq (Router+Receipts.swift).
+    var messageReaders: [ConversationKey: [UInt64: MessageReaders]] = [:]
+    /// Per conversation, when its audience last changed (a member joined or left, a user's
+    /// `cleared_seq` moved): read counts counted before are counted again (Router+Receipts.swift).
+    /// Values come from ``lastAudienceEpoch`` and are never given twice.
+    var audienceEpochs: [ConversationKey: UInt64] = [:]
+    var lastAudienceEpoch: UInt64 = 0
     /// The kept view-once messages of each conversation (Router+ViewOnce.swift).
     var viewOnceMessages: [ConversationKey: Set<UInt64>] = [:]
     /// Each device's floor: the user's stream head when the relay first saw the device log in. A

@@ -36,7 +36,7 @@ struct RangeRetentionTests {
                     router.messageChanges[key, default: [:]][seq] = Message()
                     router.extensions[key, default: [:]][seq] = [:]
                     router.polls[key, default: [:]][seq] = []
-                    router.messageReaders[key, default: [:]][seq] = ["bob"]
+                    router.messageReaders[key, default: [:]][seq] = MessageReaders(["bob"])
                     router.viewOnceMessages[key, default: []].insert(seq)
                     router.quotedBy[key, default: [:]][seq] = [MessageKey(conversation: key, seq: seq + 10)]
                 }

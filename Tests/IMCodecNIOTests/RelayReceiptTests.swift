@@ -428,5 +428,94 @@ struct RelayReceiptTests {
             }
         }
     }
+
+    /// A group message's counts are counted once and kept until its audience changes: a member
+    /// who joins after it is not one of its receivers, one who leaves or clears it no longer is, and
+    /// the counts after each change say so (a count kept across the change would not). A receipt the
+    /// batch holds twice is served once, and a batch names at most 100 messages (each may cost a walk
+    /// of its group's members).
+    @Test func readCountsFollowTheGroupsMembersAndABatchIsBounded() async throws {
+        let team = ConversationKey.group("team")
+        try await withClientGroup { group in
+            try await withRelay({ _ in }) { server in
+                var clients: [String: TestClient] = [:]
+                for name in ["alice", "bob", "carol", "dave"] {
+                    let client = try await TestClient.connect(to: server, as: name, group: group, deviceID: name)
+                    let joined = try await client.ask(
+                        RelayProtocol.membershipFrame(.join, .group("team"), requestID: 1)
+                    )
+                    #expect(joined?.requestResult?.errorCode == 0)
+                    clients[name] = client
+                }
+                let (alice, bob, carol, dave) = (
+                    clients["alice"]!, clients["bob"]!, clients["carol"]!, clients["dave"]!
+                )
+                try await alice.send(
+                    Self.flagged(Message.groupText(from: "alice", group: "team", "read?", clientMsgID: "r"))
+                )
+                #expect(await eventually { dave.collector.messages.count == 1 })
+                let message = dave.collector.messages[0].reference
+                func counts() async throws -> ReadCounts? {
+                    try await server.withRouter { $0.messageReaders[team]?[message.seq]?.counts }.get()
+                }
+
+                // Counted once (3 receivers), then one more reader on the counts kept.
+                #expect(try await bob.ask(Self.read(message, id: 2))?.requestResult?.errorCode == 0)
+                #expect(try await counts().map { [$0.read, $0.receivers] } == [1, 3])
+                // Carol leaves: dave's read makes it 2 of 2 (bob, dave).
+                #expect(try await carol.ask(RelayProtocol.membershipFrame(.leave, .group("team"), requestID: 3)) != nil)
+                #expect(try await dave.ask(Self.read(message, id: 4))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.received(alice) == ["bob@bob team 1/2", "dave@dave team 2/0"] })
+                // Erin joins after the message: not one of its receivers.
+                let erin = try await TestClient.connect(to: server, as: "erin", group: group, deviceID: "erin")
+                #expect(try await erin.ask(RelayProtocol.membershipFrame(.join, .group("team"), requestID: 5)) != nil)
+                #expect(try await Self.pull(alice, [message], id: 6) == ["\(message.seq): @ team 2/0"])
+                // Bob clears it: of its receivers only dave is left, who read it.
+                let clear = ConversationUpdate.with {
+                    $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
+                    $0.clearedSeq = message.seq
+                }
+                #expect(
+                    try await bob.ask(RelayProtocol.answer(.conversationUpdate(clear), requestID: 61))?.requestResult?
+                        .errorCode == 0
+                )
+                #expect(try await Self.pull(alice, [message], id: 7) == ["\(message.seq): @ team 1/0"])
+                #expect(try await counts().map { [$0.read, $0.receivers] } == [1, 1])
+
+                // The same delivery receipt twice in one batch: served once.
+                let delivered = MessageReceipt.with {
+                    $0.kind = .delivered; $0.message = message; $0.timeMs = 1
+                }
+                let twice = ReceiptBatch.with { $0.receipts = [delivered, delivered] }
+                #expect(
+                    try await dave.ask(RelayProtocol.answer(.receipts(twice), requestID: 8))?.requestResult?.errorCode
+                        == 0
+                )
+                #expect(await eventually { Self.received(alice).count == 3 })
+                try await alice.roundTrip(9)
+                #expect(Self.received(alice).last == "dave@dave team 1/0")
+                #expect(Self.received(alice).count == 3)
+                // 101 messages in one batch are refused whole, before any is looked at; 100 are not
+                // refused for their number.
+                func batch(_ count: Int) -> ReceiptBatch {
+                    ReceiptBatch.with {
+                        $0.receipts = (0..<count).map { index in
+                            var ref = message
+                            ref.seq = message.seq + UInt64(index); ref.serverMsgUID = ""; ref.clientMsgID = ""
+                            return MessageReceipt.with {
+                                $0.kind = .delivered; $0.message = ref; $0.timeMs = 1
+                            }
+                        }
+                    }
+                }
+                let tooMany = try await dave.ask(RelayProtocol.answer(.receipts(batch(101)), requestID: 10))
+                #expect(tooMany?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest)
+                #expect(tooMany?.requestResult?.errorDescription.contains("at most 100 messages") == true)
+                let hundred = try await dave.ask(RelayProtocol.answer(.receipts(batch(100)), requestID: 11))
+                #expect(hundred?.requestResult?.errorDescription.contains("at most 100 messages") == false)
+                for client in [alice, bob, carol, dave, erin] { await client.close() }
+            }
+        }
+    }
 }
 #endif
