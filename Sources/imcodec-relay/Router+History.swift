@@ -353,6 +353,7 @@ extension Router {
         forgetPolls(of: seq, in: key)
         forgetReaders(of: seq, in: key)
         redactQuotes(of: seq, in: key)
+        forgetQuoting(of: seq, in: key)
     }
 }
 

@@ -127,39 +127,83 @@ extension Router {
 
     /// Remembers that kept message `reply` quotes the text of kept message `quoted`.
     func noteQuote(_ reply: MessageKey, of quoted: MessageKey) {
-        guard quotedBy[quoted.conversation]?[quoted.seq]?.contains(reply) != true else { return }
-        quotedBy[quoted.conversation, default: [:]][quoted.seq, default: []].append(reply)
+        guard quoting[reply.conversation]?[reply.seq]?.contains(quoted) != true else { return }
+        link(reply, quoting: quoted)
         store.batch.records[.quote(of: quoted, reply: reply)] = [1]
     }
 
     /// Takes the text of kept message `seq` of `key`, which was recalled, deleted for everyone or
     /// expired, out of the kept replies that quote it, and forgets them.
     func redactQuotes(of seq: UInt64, in key: ConversationKey) {
-        guard let replies = quotedBy[key]?.removeValue(forKey: seq) else { return }
-        if quotedBy[key]?.isEmpty == true { quotedBy[key] = nil }
         let quoted = MessageKey(conversation: key, seq: seq)
         let uid = conversations[key]?.kept[seq]?.serverMsgUID ?? ""
-        for reply in replies {
+        for reply in unlinkReplies(of: quoted) {
             store.batch.redactedQuotes.append((reply, quotedUID: uid))
             store.batch.records[.quote(of: quoted, reply: reply)] = []
         }
     }
 
-    /// Forgets the replies quoting the messages of `key` with seqs in `trimmed` (retention dropped them).
+    /// Forgets the replies quoting the messages of `key` with seqs in `trimmed`, and what the replies
+    /// among those messages quoted (retention dropped them).
     func forgetQuotes(in key: ConversationKey, trimmed: Range<UInt64>) {
-        let gone = trimmed.present(in: quotedBy[key]?.keys)
-        guard !gone.isEmpty else { return }
-        for old in gone {
-            for reply in quotedBy[key]!.removeValue(forKey: old) ?? [] {
-                store.batch.records[.quote(of: MessageKey(conversation: key, seq: old), reply: reply)] = []
-            }
+        for old in trimmed.present(in: quotedBy[key]?.keys) {
+            let quoted = MessageKey(conversation: key, seq: old)
+            for reply in unlinkReplies(of: quoted) { store.batch.records[.quote(of: quoted, reply: reply)] = [] }
         }
-        if quotedBy[key]?.isEmpty == true { quotedBy[key] = nil }
+        for old in trimmed.present(in: quoting[key]?.keys) { forgetQuoting(of: old, in: key) }
     }
 
-    /// Loads a reply of kept message `quoted` from its state record.
+    /// Forgets what kept message `seq` of `key` quoted, as a reply (it was removed, or retention
+    /// dropped it): a reply's links went only when the message it quotes went, so replies in one
+    /// conversation to a message of another (one's own conversation with oneself, to a quiet group)
+    /// made the relay keep a link each for as long as that message was kept.
+    func forgetQuoting(of seq: UInt64, in key: ConversationKey) {
+        guard let quotedMessages = quoting[key]?.removeValue(forKey: seq) else { return }
+        if quoting[key]?.isEmpty == true { quoting[key] = nil }
+        let reply = MessageKey(conversation: key, seq: seq)
+        for quoted in quotedMessages {
+            quotedBy[quoted.conversation]?[quoted.seq]?.remove(reply)
+            if quotedBy[quoted.conversation]?[quoted.seq]?.isEmpty == true {
+                quotedBy[quoted.conversation]![quoted.seq] = nil
+                if quotedBy[quoted.conversation]!.isEmpty { quotedBy[quoted.conversation] = nil }
+            }
+            store.batch.records[.quote(of: quoted, reply: reply)] = []
+        }
+    }
+
+    /// Loads a reply of kept message `quoted` from its state record; a record of a reply or a
+    /// quoted message retention dropped (left by a relay that did not delete it) is deleted instead.
     func loadQuote(of quoted: MessageKey, reply: MessageKey) {
-        quotedBy[quoted.conversation, default: [:]][quoted.seq, default: []].append(reply)
+        guard isKeptSeq(reply), isKeptSeq(quoted) else {
+            store.batch.records[.quote(of: quoted, reply: reply)] = []
+            return
+        }
+        link(reply, quoting: quoted)
+    }
+
+    /// Whether `message` is not below its conversation's oldest kept seq.
+    private func isKeptSeq(_ message: MessageKey) -> Bool {
+        guard let state = conversations[message.conversation] else { return false }
+        return message.seq >= state.oldestSeq
+    }
+
+    private func link(_ reply: MessageKey, quoting quoted: MessageKey) {
+        quotedBy[quoted.conversation, default: [:]][quoted.seq, default: []].insert(reply)
+        quoting[reply.conversation, default: [:]][reply.seq, default: []].append(quoted)
+    }
+
+    /// Takes the replies of `quoted` out of both maps, and returns them.
+    private func unlinkReplies(of quoted: MessageKey) -> Set<MessageKey> {
+        guard let replies = quotedBy[quoted.conversation]?.removeValue(forKey: quoted.seq) else { return [] }
+        if quotedBy[quoted.conversation]?.isEmpty == true { quotedBy[quoted.conversation] = nil }
+        for reply in replies {
+            quoting[reply.conversation]?[reply.seq]?.removeAll { $0 == quoted }
+            if quoting[reply.conversation]?[reply.seq]?.isEmpty == true {
+                quoting[reply.conversation]![reply.seq] = nil
+                if quoting[reply.conversation]!.isEmpty { quoting[reply.conversation] = nil }
+            }
+        }
+        return replies
     }
 }
 #endif

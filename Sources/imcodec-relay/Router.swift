@@ -122,7 +122,11 @@ final class Router {
     /// The kept replies whose `quote_snapshot` quotes the text of each kept message, by the quoted
     /// message's conversation and seq: their snapshots lose that text when it is recalled, deleted
     /// for everyone or expires (Router+Quotes.swift).
-    var quotedBy: [ConversationKey: [UInt64: [MessageKey]]] = [:]
+    var quotedBy: [ConversationKey: [UInt64: Set<MessageKey>]] = [:]
+    /// The same links the other way: per kept reply, the messages whose text it quotes (a reply
+    /// quotes one, and an edit may make it quote another), so that a reply retention drops, or one
+    /// removed, takes its links along (Router+Quotes.swift).
+    var quoting: [ConversationKey: [UInt64: [MessageKey]]] = [:]
     /// The message uids and session ids this start gives out.
     var ids = ServerIDs()
     /// The kept disappearing messages not yet erased, soonest first (Router+Expiry.swift); those

@@ -375,6 +375,79 @@ struct RelayQuoteTests {
         }
     }
 
+    /// A reply in one conversation to a message of another takes its link along when retention
+    /// drops the reply, not only when it drops the quoted message: before, replies in a one-to-one
+    /// conversation (or one's conversation with oneself) to a message of a quiet group made the relay
+    /// keep a link each, in memory and in the store, for as long as the group kept that message, and
+    /// each new reply walked them all. A link an earlier relay left behind (its reply dropped) is
+    /// deleted at start.
+    @Test func aReplyRetentionDropsTakesItsQuoteLinkAlong() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
+            $0.maxMessagesPerConversation = 2
+        }
+        let team = ConversationKey.group("team")
+        let direct = try #require(ConversationKey(.oneToOne("alice"), user: "bob"))
+        func links(_ server: RelayServer) async throws -> [Int] {
+            try await server.withRouter { router in
+                [
+                    router.quotedBy[team]?.values.reduce(0) { $0 + $1.count } ?? 0,
+                    router.quoting[direct]?.count ?? 0,
+                ]
+            }.get()
+        }
+        func storedLinks() throws -> Int {
+            let store = try database.open()
+            defer { store.close() }
+            return try store.load().records.keys.filter { if case .quote = $0 { true } else { false } }.count
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "first", clientMsgID: "a")))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let first = try #require(bob.collector.messages.first)
+                // Two replies to alice, in their one-to-one conversation, quoting the group's message.
+                for id in ["q1", "q2"] {
+                    let reply = Self.reply(from: "bob", in: .oneToOne("alice"), to: first, quoting: "first", id: id)
+                    try await bob.send(Frame(reply))
+                    #expect(await Self.ack(bob, id)?.errorCode == 0)
+                }
+                #expect(try await links(server) == [2, 2])
+                #expect(try storedLinks() == 2)
+                // Two more one-to-one messages: the conversation keeps two, so both replies go.
+                for id in ["p1", "p2"] {
+                    try await bob.send(Frame(Message.c2cText(from: "bob", to: "alice", "plain", clientMsgID: id)))
+                    #expect(await Self.ack(bob, id)?.errorCode == 0)
+                }
+                #expect(try await links(server) == [0, 0])
+                for client in [alice, bob] { await client.close() }
+            }
+            #expect(try storedLinks() == 0)
+            // As a relay before this one left it: the link of a reply retention dropped (seq 1).
+            do {
+                let store = try database.open()
+                defer { store.close() }
+                let quoted = MessageKey(conversation: team, seq: 1)
+                try store.commit(
+                    StoreBatch(records: [.quote(of: quoted, reply: MessageKey(conversation: direct, seq: 1)): [1]])
+                )
+            }
+            #expect(try storedLinks() == 1)
+            try await withRelay(configure) { server in
+                #expect(try await links(server) == [0, 0])
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "later", clientMsgID: "l")))
+                #expect(await Self.ack(alice, "l")?.errorCode == 0)
+                await alice.close()
+            }
+            #expect(try storedLinks() == 0)
+        }
+    }
+
     /// The same for a disappearing message: once it expires, the replies that quoted it no longer
     /// serve its text.
     @Test func anExpiredMessageLeavesNoTextInTheRepliesThatQuoteIt() async throws {
