@@ -89,8 +89,8 @@ extension Router {
         let floor = max(state.oldestSeq, firstUnclearedSeq(of: key, for: user))
         let newer = request.direction == .newer
         let scan = RelayProtocol.maxHistoryScan
-        let from: UInt64
-        let through: UInt64
+        var from: UInt64
+        var through: UInt64
         if newer {
             // A cursor is the client's to send: no seq it names may overflow.
             let after = cursor?.seq ?? 0
@@ -99,6 +99,15 @@ extension Router {
         } else {
             through = min(cursor.map { $0.seq == 0 ? 0 : $0.seq - 1 } ?? state.maxSeq, state.maxSeq)
             from = max(floor, through >= scan ? through - scan + 1 : 0)
+        }
+        // At most twice a frame's worth of frames read (a page filtered by text could read a
+        // thousand frames of up to the frame size limit each: a gigabyte per request).
+        if from <= through {
+            if newer {
+                through = readLimit(in: key, from: from, toward: through)
+            } else {
+                from = readLimit(in: key, from: through, toward: from)
+            }
         }
         let count = Int(min(request.count, RelayProtocol.maxSyncLimit))
         let budget = answerRoom - conversation.serializedBytes().count
@@ -156,6 +165,30 @@ extension Router {
             {
                 self.markRead(conversation, upTo: newest, session: session, user: user)
             }
+        }
+    }
+
+    /// The most frame bytes one history or sync page reads from the store: twice the frame size
+    /// limit (a page answers with at most one frame's worth; the rest is what its filters leave out).
+    var maxReadBytes: Int { 2 * configuration.codec.effectiveMaxFrameSize }
+
+    /// How far one read of `key`'s kept messages from seq `start` toward seq `end` (either way) goes
+    /// while the frames it reads take at most ``maxReadBytes`` together and number at most
+    /// `messages` (the index holds each frame's size): `end`, or the seq before the frame that would
+    /// pass a bound. A read goes at least to `start`.
+    func readLimit(in key: ConversationKey, from start: UInt64, toward end: UInt64, messages: Int = .max) -> UInt64 {
+        guard let kept = conversations[key]?.kept else { return end }
+        let onward = start <= end
+        var (bytes, count, seq) = (0, 0, start)
+        while true {
+            if let message = kept[seq] {
+                bytes += message.size
+                count += 1
+                if bytes > maxReadBytes, seq != start { return onward ? seq - 1 : seq + 1 }
+                if count == messages { return seq }
+            }
+            if seq == end { return end }
+            seq = onward ? seq + 1 : seq - 1
         }
     }
 

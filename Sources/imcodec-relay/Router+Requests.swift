@@ -293,7 +293,9 @@ extension Router {
         // size, plus its tag and length (6) and the direction and is_offline set here (5), less the
         // stamp's own tag and length (2); the rest waits for the next page.
         let budget = answerRoom - conversation.serializedBytes().count
-        read(
+        // A page reads at most `limit` kept messages and twice a frame's worth of frames (Router+History).
+        let read = readLimit(in: key, from: first, toward: last, messages: limit)
+        self.read(
             for: session,
             requestID: requestID,
             busy: { code, reason in
@@ -302,12 +304,12 @@ extension Router {
                 reply()
             },
             { store in
-                try store.messages(in: key, from: first, through: last, limit: limit, visibleTo: user)
+                try store.messages(in: key, from: first, through: read, limit: limit, visibleTo: user)
             }
         ) { messages in
             var left = budget
-            // A full page ends at its last message; a short one covers the whole range.
-            var end = messages.count == limit ? messages.last!.seq : last
+            // A full page ends at its last message; a short one covers the whole range read.
+            var end = messages.count == limit ? messages.last!.seq : read
             let nowMs = self.nowMs()
             let removed = self.conversations[key]?.removed ?? []
             let deleted = self.deletedForMe[user]?[key] ?? []

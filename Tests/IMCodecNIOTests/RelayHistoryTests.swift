@@ -14,6 +14,79 @@ import Testing
 /// cleared history left out), kept across a restart.
 @Suite("Relay: history pages, filters and mark-as-read", .timeLimit(.minutes(2)))
 struct RelayHistoryTests {
+    /// One page reads from the store at most twice a frame's worth of frames (the index knows each
+    /// one's size): a search that matches nothing goes on page by page, not through a thousand
+    /// frames at once (up to a gigabyte per request at the default frame size limit), and the pages
+    /// of history and of sync still hold every message once, in order, either way.
+    @Test func aPageReadsAtMostTwiceAFramesWorthOfFrames() async throws {
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.codec = FrameCodecOptions(maxFrameSize: 4096); $0.groups = ["team": ["alice", "bob"]]
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                // Twelve messages of about 1,600 bytes: five fit 8,192 bytes.
+                for index in 1...12 {
+                    let text = "\(index) " + String(repeating: "x", count: 1_500)
+                    let id = "m\(index)"
+                    try await alice.send(Frame(Message.groupText(from: "alice", group: "team", text, clientMsgID: id)))
+                }
+                #expect(await eventually { bob.collector.messages.count == 12 })
+                var id: UInt64 = 0
+                func pages(_ configure: @escaping (inout HistoryRequest) -> Void) async throws -> [[UInt64]] {
+                    var cursor = ""
+                    var seqs: [[UInt64]] = []
+                    for _ in 0..<20 {
+                        id += 1
+                        let page = try #require(
+                            try await Self.page(bob, id: id) {
+                                $0.conversation = .group("team"); $0.cursor = cursor; configure(&$0)
+                            }
+                        )
+                        seqs.append(page.messages.map(\.seq))
+                        if page.finished { return seqs }
+                        cursor = page.nextCursor
+                    }
+                    Issue.record("no last page")
+                    return seqs
+                }
+                // A search that matches nothing: three pages (5, 5 and 2 frames read), none with a message.
+                let searched = try await pages {
+                    $0.textContains = "absent"; $0.direction = .newer
+                }
+                #expect(searched == [[], [], []])
+                let searchedOlder = try await pages {
+                    $0.textContains = "absent"; $0.direction = .older
+                }
+                #expect(searchedOlder == [[], [], []])
+                // Every message once, in order, newer and older (two fit one 4 KiB answer).
+                let newer = try await pages { $0.direction = .newer }
+                #expect(newer.flatMap { $0 } == Array(1...12))
+                let older = try await pages { $0.direction = .older }
+                #expect(older.flatMap { $0 } == Array((1...12).reversed()))
+                // Sync pages too.
+                var synced: [UInt64] = []
+                var from: UInt64 = 0
+                for _ in 0..<20 {
+                    id += 1
+                    let request = SyncRequest.with {
+                        $0.conversation = .group("team"); $0.fromSeq = from
+                    }
+                    let answer = try await RelayUserStateTests.ask(bob, .syncRequest(request), id: id)
+                    guard case .syncResponse(let response)? = answer?.payload else {
+                        Issue.record("no sync response")
+                        break
+                    }
+                    synced += response.messages.map(\.seq)
+                    guard response.hasMore else { break }
+                    from = response.nextFromSeq
+                }
+                #expect(synced == Array(1...12))
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     static func page(
         _ client: TestClient,
         id: UInt64,
