@@ -1,4 +1,5 @@
 #if Tools
+import HeapModule
 import IMCodec
 import IMCodecNIO
 
@@ -53,13 +54,17 @@ extension Router {
             request.limit == 0
                 ? Self.maxConversationListLimit : min(request.limit, Self.maxConversationListLimit)
         )
-        // Each entry with its sort key: (version, conversation's storage id), unique per user.
-        let changed = (userConversations[user] ?? [:])
-            .lazy
-            .filter { $0.value.info.version > request.afterVersion }
-            .map { (key: $0.key, view: $0.value, order: ($0.value.info.version, $0.key.storageID)) }
-            .filter { entry in cursor.map { entry.order > ($0.version, $0.key) } ?? true }
-            .sorted { $0.order < $1.order }
+        // The entries after the version and cursor, and the first `limit` and one of them (whether
+        // the page stops among one version's entries) in order, sorted by (version, conversation's
+        // storage id), unique per user: a user in thousands of conversations has them counted, not
+        // sorted, and a storage id made only where versions tie.
+        let after = (userConversations[user] ?? [:]).filter { key, view in
+            let version = view.info.version
+            guard version > request.afterVersion else { return false }
+            guard let cursor, version <= cursor.version else { return true }
+            return version == cursor.version && key.storageID > cursor.key
+        }
+        let changed = Self.first(limit + 1, of: after)
         let entries = changed.prefix(limit).map { key, view, order in
             var info = view.info
             info.conversation = key.conversation(for: user)
@@ -115,7 +120,7 @@ extension Router {
                 answer.conversations.append(info)
             }
             let served = answer.conversations.count
-            answer.hasMore = changed.count > served
+            answer.hasMore = after.count > served
             // The newest version every earlier page completed: the request's, or the cursor's when
             // this page starts past it.
             // (A cursor is the client's to send: never past the user's stream head.)
@@ -134,6 +139,38 @@ extension Router {
             }
             self.answer(RelayProtocol.answer(.conversationList(answer), requestID: requestID), to: session)
         }
+    }
+
+    /// The first `count` of `entries` by (version, storage id), in that order, each with its order:
+    /// from a heap of the `count` first so far, so a user in thousands of conversations has them
+    /// walked, not sorted, and a storage id made only for an entry that could be among them.
+    static func first(
+        _ count: Int,
+        of entries: [ConversationKey: UserConversation]
+    ) -> [(key: ConversationKey, view: UserConversation, order: (UInt64, String))] {
+        var heap = Heap<ListEntry>()
+        for (key, view) in entries {
+            let version = view.info.version
+            if heap.count == count, let last = heap.max, version > last.version { continue }
+            let entry = ListEntry(version: version, id: key.storageID, key: key, view: view)
+            if heap.count < count {
+                heap.insert(entry)
+            } else if entry < heap.max! {
+                heap.replaceMax(with: entry)
+            }
+        }
+        return heap.unordered.sorted().map { (key: $0.key, view: $0.view, order: ($0.version, $0.id)) }
+    }
+
+    /// A list entry ordered as pages list them: by version, then by storage id (unique per user).
+    struct ListEntry: Comparable {
+        let version: UInt64
+        let id: String
+        let key: ConversationKey
+        let view: UserConversation
+
+        static func < (a: Self, b: Self) -> Bool { (a.version, a.id) < (b.version, b.id) }
+        static func == (a: Self, b: Self) -> Bool { a.version == b.version && a.id == b.id }
     }
 
     /// The room a page keeps for a cursor naming the entry of `key`, should it stop after it: the
