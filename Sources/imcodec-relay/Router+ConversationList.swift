@@ -1,5 +1,4 @@
 #if Tools
-import HeapModule
 import IMCodec
 import IMCodecNIO
 
@@ -148,18 +147,13 @@ extension Router {
         _ count: Int,
         of entries: [ConversationKey: UserConversation]
     ) -> [(key: ConversationKey, view: UserConversation, order: (UInt64, String))] {
-        var heap = Heap<ListEntry>()
+        var first = SmallestElements<ListEntry>(capacity: count)
         for (key, view) in entries {
             let version = view.info.version
-            if heap.count == count, let last = heap.max, version > last.version { continue }
-            let entry = ListEntry(version: version, id: key.storageID, key: key, view: view)
-            if heap.count < count {
-                heap.insert(entry)
-            } else if entry < heap.max! {
-                heap.replaceMax(with: entry)
-            }
+            if let largest = first.largest, version > largest.version { continue }
+            first.insert(ListEntry(version: version, id: key.storageID, key: key, view: view))
         }
-        return heap.unordered.sorted().map { (key: $0.key, view: $0.view, order: ($0.version, $0.id)) }
+        return first.sorted.map { (key: $0.key, view: $0.view, order: ($0.version, $0.id)) }
     }
 
     /// A list entry ordered as pages list them: by version, then by storage id (unique per user).
@@ -245,17 +239,26 @@ extension Router {
 
     /// The other members' read horizons in `key`, highest first, at most ``maxReadHorizons``.
     private func readHorizons(of key: ConversationKey, except user: String) -> [ReadHorizon] {
-        var horizons: [ReadHorizon] = []
+        // The first ``maxReadHorizons`` from a heap of that many, so a group of thousands has its
+        // members walked, not each made a horizon and sorted.
+        var first = SmallestElements<Horizon>(capacity: Self.maxReadHorizons)
         for member in users(of: key) where member != user {
             guard let seq = userConversations[member]?[key]?.info.readSeq, seq > 0 else { continue }
-            horizons.append(
-                ReadHorizon.with {
-                    $0.userID = member; $0.readSeq = seq
-                }
-            )
+            first.insert(Horizon(readSeq: seq, userID: member))
         }
-        horizons.sort { ($0.readSeq, $1.userID) > ($1.readSeq, $0.userID) }
-        return Array(horizons.prefix(Self.maxReadHorizons))
+        return first.sorted.map { horizon in
+            ReadHorizon.with {
+                $0.userID = horizon.userID; $0.readSeq = horizon.readSeq
+            }
+        }
+    }
+
+    /// A member's read horizon ordered as a list entry holds them: the furthest read first, then by user id.
+    struct Horizon: Comparable {
+        let readSeq: UInt64
+        let userID: String
+
+        static func < (a: Self, b: Self) -> Bool { (b.readSeq, a.userID) < (a.readSeq, b.userID) }
     }
 }
 #endif
