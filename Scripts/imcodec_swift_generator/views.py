@@ -47,7 +47,6 @@ def _print_value_from_view(p, schema, m, ctype):
     p.line("/// once per nesting level (callers run it where ``DecodeStack`` says).")
     with p.block("init(_viewOf raw: UnsafeRawPointer, depth: Int) {"):
         p.line("let v = View(_raw: raw, depth: depth)")
-        p.line("self.init()")
         for fld in m.field:
             if in_oneof(fld):
                 continue

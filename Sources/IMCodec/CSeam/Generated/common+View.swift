@@ -21,7 +21,6 @@ extension Conversation {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         type = v.type
         targetID = v.targetID.materialize()
         channelID = v.channelID.materialize()
@@ -117,7 +116,6 @@ extension MessageRef {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         clientMsgID = v.clientMsgID.materialize()
         serverMsgUID = v.serverMsgUID.materialize()
         seq = v.seq

@@ -21,7 +21,6 @@ extension RecallEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         revokerID = v.revokerID.materialize()
         reason = v.reason.materialize()
@@ -121,7 +120,6 @@ extension EditEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         if let field = v.newMessage { newMessage = Message(_viewOf: field._raw, depth: depth) }
         editorID = v.editorID.materialize()
@@ -222,7 +220,6 @@ extension DeleteEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         messages = v.messages.materialize()
         scope = v.scope
         operatorID = v.operatorID.materialize()
@@ -316,7 +313,6 @@ extension TypingEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         userID = v.userID.materialize()
         state = v.state
@@ -407,7 +403,6 @@ extension MarkReadEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         userID = v.userID.materialize()
         readTimeMs = v.readTimeMs
@@ -506,7 +501,6 @@ extension SystemNotice {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         type = v.type.materialize()
         params = v.params.materialize()
         text = v.text.materialize()
@@ -614,7 +608,6 @@ extension SendAck {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         clientMsgID = v.clientMsgID.materialize()
         serverMsgUID = v.serverMsgUID.materialize()
         seq = v.seq
@@ -731,7 +724,6 @@ extension HistoryRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         count = v.count
         cursor = v.cursor.materialize()
@@ -886,7 +878,6 @@ extension HistoryResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         messages = v.messages.materialize()
         nextCursor = v.nextCursor.materialize()
@@ -986,7 +977,6 @@ extension ReactionEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         userID = v.userID.materialize()
         emoji = v.emoji.materialize()
@@ -1099,7 +1089,6 @@ extension PinEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         pinned = v.pinned
@@ -1204,7 +1193,6 @@ extension PollVoteEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.pollMessage { pollMessage = MessageRef(_viewOf: field._raw, depth: depth) }
         pollID = v.pollID.materialize()
         voterID = v.voterID.materialize()
@@ -1313,7 +1301,6 @@ extension PollOptionResult {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         optionID = v.optionID
         votes = v.votes
         voterIDs = v.voterIDs.materialize()
@@ -1398,7 +1385,6 @@ extension PollUpdate {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.pollMessage { pollMessage = MessageRef(_viewOf: field._raw, depth: depth) }
         pollID = v.pollID.materialize()
         closed = v.closed
@@ -1515,7 +1501,6 @@ extension DisappearingTimerEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         expireAfterS = v.expireAfterS
         operatorID = v.operatorID.materialize()
@@ -1610,7 +1595,6 @@ extension ReceiveOptionChange {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         option = v.option
         userID = v.userID.materialize()
@@ -1705,7 +1689,6 @@ extension CallEvent {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         callID = v.callID.materialize()
         signal = v.signal
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
@@ -1844,7 +1827,6 @@ extension StreamChunk {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         streamID = v.streamID.materialize()
         position = v.position
@@ -1952,7 +1934,6 @@ extension ExtensionEntry {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         key = v.key.materialize()
         value = v.value.materialize()
         version = v.version
@@ -2047,7 +2028,6 @@ extension ExtensionUpdate {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         set = v.set.materialize()
         remove = v.remove.materialize()
@@ -2165,7 +2145,6 @@ extension ExtensionFetchRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         messages = v.messages.materialize()
         unknownFields = v.unknownFields
     }
@@ -2242,7 +2221,6 @@ extension MessageExtension {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         entries = v.entries.materialize()
         unknownFields = v.unknownFields
@@ -2329,7 +2307,6 @@ extension ExtensionFetchResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         extensions = v.extensions.materialize()
         errorCode = v.errorCode
         errorDescription = v.errorDescription.materialize()

@@ -21,7 +21,6 @@ extension Frame {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         schemaVersion = v.schemaVersion
         minReaderVersion = v.minReaderVersion
         requestID = v.requestID

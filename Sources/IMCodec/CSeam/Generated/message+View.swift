@@ -21,7 +21,6 @@ extension AtInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userIDs = v.userIDs.materialize()
         atAll = v.atAll
         unknownFields = v.unknownFields
@@ -102,7 +101,6 @@ extension OfflinePushInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         title = v.title.materialize()
         description = v.description.materialize()
         ext = v.ext.materialize()
@@ -219,7 +217,6 @@ extension Message {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         clientMsgID = v.clientMsgID.materialize()
         serverMsgUID = v.serverMsgUID.materialize()
         seq = v.seq
@@ -576,7 +573,6 @@ extension QuoteSnapshot {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         authorID = v.authorID.materialize()
         authorNickname = v.authorNickname.materialize()
         text = v.text.materialize()
@@ -680,7 +676,6 @@ extension ReactionSummary {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         emoji = v.emoji.materialize()
         count = v.count
         userIDs = v.userIDs.materialize()
@@ -774,7 +769,6 @@ extension ThreadSummary {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         replyCount = v.replyCount
         lastReplySeq = v.lastReplySeq
         lastReplyTimeMs = v.lastReplyTimeMs
@@ -863,7 +857,6 @@ extension MessageElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         switch v.content {
         case .text(let member)?: content = .text(TextElement(_viewOf: member._raw, depth: depth))
         case .custom(let member)?: content = .custom(CustomElement(_viewOf: member._raw, depth: depth))
@@ -1044,7 +1037,6 @@ extension TextElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         text = v.text.materialize()
         mentions = v.mentions.materialize()
         linkPreviews = v.linkPreviews.materialize()
@@ -1151,7 +1143,6 @@ extension StyleRange {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         offset = v.offset
         length = v.length
         style = v.style
@@ -1240,7 +1231,6 @@ extension MentionRange {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         offset = v.offset
         length = v.length
         userID = v.userID.materialize()
@@ -1329,7 +1319,6 @@ extension LinkPreview {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         url = v.url.materialize()
         title = v.title.materialize()
         description = v.description.materialize()
@@ -1450,7 +1439,6 @@ extension PollElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         pollID = v.pollID.materialize()
         question = v.question.materialize()
         options = v.options.materialize()
@@ -1557,7 +1545,6 @@ extension PollOption {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         id = v.id
         text = v.text.materialize()
         unknownFields = v.unknownFields
@@ -1638,7 +1625,6 @@ extension CustomElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         data = v.data.materialize()
         description = v.description.materialize()
         ext = v.ext.materialize()
@@ -1733,7 +1719,6 @@ extension MediaKey {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         algorithm = v.algorithm.materialize()
         key = v.key.materialize()
         ciphertextSha256 = v.ciphertextSha256.materialize()
@@ -1828,7 +1813,6 @@ extension ImageInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         uuid = v.uuid.materialize()
         type = v.type
         size = v.size
@@ -1930,7 +1914,6 @@ extension ImageElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         format = v.format
         images = v.images.materialize()
         mimeType = v.mimeType.materialize()
@@ -2069,7 +2052,6 @@ extension VideoElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         videoUUID = v.videoUUID.materialize()
         videoType = v.videoType.materialize()
         videoSize = v.videoSize
@@ -2270,7 +2252,6 @@ extension SoundElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         uuid = v.uuid.materialize()
         size = v.size
         durationS = v.durationS
@@ -2410,7 +2391,6 @@ extension FileElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         uuid = v.uuid.materialize()
         name = v.name.materialize()
         size = v.size
@@ -2557,7 +2537,6 @@ extension LocationElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         description = v.description.materialize()
         longitude = v.longitude
         latitude = v.latitude
@@ -2642,7 +2621,6 @@ extension FaceElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         index = v.index
         data = v.data.materialize()
         unknownFields = v.unknownFields
@@ -2723,7 +2701,6 @@ extension StickerElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         packID = v.packID.materialize()
         packKey = v.packKey.materialize()
         packTitle = v.packTitle.materialize()
@@ -2866,7 +2843,6 @@ extension ContactCardElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         displayName = v.displayName.materialize()
         avatarURL = v.avatarURL.materialize()
@@ -2988,7 +2964,6 @@ extension CallLogElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         callID = v.callID.materialize()
         media = v.media
         outcome = v.outcome
@@ -3099,7 +3074,6 @@ extension Button {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         id = v.id.materialize()
         label = v.label.materialize()
         action = v.action
@@ -3207,7 +3181,6 @@ extension ButtonRow {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         buttons = v.buttons.materialize()
         unknownFields = v.unknownFields
     }
@@ -3284,7 +3257,6 @@ extension ButtonsElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         rows = v.rows.materialize()
         unknownFields = v.unknownFields
     }
@@ -3361,7 +3333,6 @@ extension StreamElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         streamID = v.streamID.materialize()
         text = v.text.materialize()
         chunkCount = v.chunkCount
@@ -3455,7 +3426,6 @@ extension EncryptedElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         algorithm = v.algorithm.materialize()
         senderDeviceID = v.senderDeviceID.materialize()
         keyID = v.keyID.materialize()
@@ -3589,7 +3559,6 @@ extension RecipientKey {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         deviceID = v.deviceID.materialize()
         wrappedKey = v.wrappedKey.materialize()
@@ -3684,7 +3653,6 @@ extension MessagePlaintext {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         elements = v.elements.materialize()
         unknownFields = v.unknownFields
     }
@@ -3761,7 +3729,6 @@ extension GroupChangeInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         type = v.type
         value = v.value.materialize()
         key = v.key.materialize()
@@ -3859,7 +3826,6 @@ extension MemberChangeInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         muteTimeS = v.muteTimeS
         unknownFields = v.unknownFields
@@ -3940,7 +3906,6 @@ extension GroupTipsElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         type = v.type
         groupID = v.groupID.materialize()
         operatorID = v.operatorID.materialize()
@@ -4091,7 +4056,6 @@ extension MergerRef {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         key = v.key.materialize()
         size = v.size
         sha256 = v.sha256.materialize()
@@ -4181,7 +4145,6 @@ extension MergerElement {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         title = v.title.materialize()
         abstracts = v.abstracts.materialize()
         compatibleText = v.compatibleText.materialize()
@@ -4299,7 +4262,6 @@ extension MergerPayload {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         messages = v.messages.materialize()
         unknownFields = v.unknownFields
     }

@@ -21,7 +21,6 @@ extension C2CReadReceipt {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         readTimeMs = v.readTimeMs
         unknownFields = v.unknownFields
@@ -102,7 +101,6 @@ extension MessageReceipt {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         kind = v.kind
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         userID = v.userID.materialize()
@@ -227,7 +225,6 @@ extension ReceiptBatch {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         receipts = v.receipts.materialize()
         c2cReadReceipts = v.c2cReadReceipts.materialize()
         unknownFields = v.unknownFields
@@ -313,7 +310,6 @@ extension GroupReadMembers {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         read = v.read
         memberIDs = v.memberIDs.materialize()
@@ -421,7 +417,6 @@ extension GroupMemberInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         nickname = v.nickname.materialize()
         faceURL = v.faceURL.materialize()
@@ -534,7 +529,6 @@ extension ReadReceiptRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         messages = v.messages.materialize()
         unknownFields = v.unknownFields
     }
@@ -611,7 +605,6 @@ extension GroupReadMembersRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.message { message = MessageRef(_viewOf: field._raw, depth: depth) }
         filter = v.filter
         nextSeq = v.nextSeq

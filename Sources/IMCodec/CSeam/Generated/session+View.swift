@@ -21,7 +21,6 @@ extension ConversationSeq {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         seq = v.seq
         unknownFields = v.unknownFields
@@ -103,7 +102,6 @@ extension LoginRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         token = v.token.materialize()
         deviceID = v.deviceID.materialize()
@@ -237,7 +235,6 @@ extension LoginResult {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         errorCode = v.errorCode
         errorDescription = v.errorDescription.materialize()
         serverTimeMs = v.serverTimeMs
@@ -360,7 +357,6 @@ extension Ping {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         id = v.id
         timeMs = v.timeMs
         unknownFields = v.unknownFields
@@ -436,7 +432,6 @@ extension Pong {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         id = v.id
         timeMs = v.timeMs
         unknownFields = v.unknownFields
@@ -512,7 +507,6 @@ extension Logout {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         sessionID = v.sessionID.materialize()
         unknownFields = v.unknownFields
     }
@@ -589,7 +583,6 @@ extension KickedOffline {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         reason = v.reason
         description = v.description.materialize()
         otherDeviceID = v.otherDeviceID.materialize()
@@ -687,7 +680,6 @@ extension MaxSeqRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         conversations = v.conversations.materialize()
         unknownFields = v.unknownFields
     }
@@ -764,7 +756,6 @@ extension MaxSeqResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         maxSeqs = v.maxSeqs.materialize()
         serverTimeMs = v.serverTimeMs
         truncated = v.truncated
@@ -850,7 +841,6 @@ extension SyncRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         fromSeq = v.fromSeq
         toSeq = v.toSeq
@@ -940,7 +930,6 @@ extension SyncResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         messages = v.messages.materialize()
         hasMore = v.hasMore
@@ -1053,7 +1042,6 @@ extension PresenceUpdate {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         status = v.status
         lastSeenMs = v.lastSeenMs
@@ -1164,7 +1152,6 @@ extension PresenceSubscription {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         action = v.action
         userIDs = v.userIDs.materialize()
         unknownFields = v.unknownFields
@@ -1245,7 +1232,6 @@ extension MembershipChange {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         action = v.action
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         userID = v.userID.materialize()
@@ -1340,7 +1326,6 @@ extension RequestResult {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         errorCode = v.errorCode
         errorDescription = v.errorDescription.materialize()
         serverTimeMs = v.serverTimeMs
@@ -1425,7 +1410,6 @@ extension StreamSyncRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         afterPosition = v.afterPosition
         limit = v.limit
         unknownFields = v.unknownFields
@@ -1501,7 +1485,6 @@ extension StreamFrame {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         position = v.position
         frame = v.frame.materialize()
         unknownFields = v.unknownFields
@@ -1583,7 +1566,6 @@ extension StreamSyncResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         frames = v.frames.materialize()
         hasMore = v.hasMore
         nextAfterPosition = v.nextAfterPosition
@@ -1692,7 +1674,6 @@ extension StreamAck {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         position = v.position
         unknownFields = v.unknownFields
     }
@@ -1764,7 +1745,6 @@ extension KeyBundle {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         deviceID = v.deviceID.materialize()
         kind = v.kind
@@ -1877,7 +1857,6 @@ extension OneTimeKey {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         key = v.key.materialize()
         unknownFields = v.unknownFields
     }
@@ -1954,7 +1933,6 @@ extension KeyPublish {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.bundle { bundle = KeyBundle(_viewOf: field._raw, depth: depth) }
         unknownFields = v.unknownFields
     }
@@ -2032,7 +2010,6 @@ extension KeyFetchRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         deviceIDs = v.deviceIDs.materialize()
         kind = v.kind
@@ -2122,7 +2099,6 @@ extension KeyFetchResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         bundles = v.bundles.materialize()
         errorCode = v.errorCode
@@ -2221,7 +2197,6 @@ extension AtMe {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         seq = v.seq
         kind = v.kind
         unknownFields = v.unknownFields
@@ -2297,7 +2272,6 @@ extension ReadHorizon {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userID = v.userID.materialize()
         readSeq = v.readSeq
         unknownFields = v.unknownFields
@@ -2378,7 +2352,6 @@ extension ConversationInfo {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         if let field = v.lastMessage { lastMessage = Message(_viewOf: field._raw, depth: depth) }
         maxSeq = v.maxSeq
@@ -2547,7 +2520,6 @@ extension ConversationListRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         afterVersion = v.afterVersion
         limit = v.limit
         cursor = v.cursor.materialize()
@@ -2634,7 +2606,6 @@ extension ConversationList {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         conversations = v.conversations.materialize()
         hasMore = v.hasMore
         nextAfterVersion = v.nextAfterVersion
@@ -2745,7 +2716,6 @@ extension ConversationUpdate {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         if let field = v.conversation { conversation = Conversation(_viewOf: field._raw, depth: depth) }
         fields = v.fields
         pinned = v.pinned
@@ -2865,7 +2835,6 @@ extension BlocklistChange {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         action = v.action
         userIDs = v.userIDs.materialize()
         userID = v.userID.materialize()
@@ -2959,7 +2928,6 @@ extension BlocklistRequest {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         unknownFields = v.unknownFields
     }
 
@@ -3027,7 +2995,6 @@ extension BlocklistResponse {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         userIDs = v.userIDs.materialize()
         errorCode = v.errorCode
         errorDescription = v.errorDescription.materialize()

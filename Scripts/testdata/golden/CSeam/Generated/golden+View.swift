@@ -21,7 +21,6 @@ extension Leaf {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         name = v.name.materialize()
         userID = v.userID
         unknownFields = v.unknownFields
@@ -102,7 +101,6 @@ extension Empty {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         unknownFields = v.unknownFields
     }
 
@@ -170,7 +168,6 @@ extension Scalars {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         i32 = v.i32
         i64 = v.i64
         u32 = v.u32
@@ -294,7 +291,6 @@ extension Every {
     /// once per nesting level (callers run it where ``DecodeStack`` says).
     init(_viewOf raw: UnsafeRawPointer, depth: Int) {
         let v = View(_raw: raw, depth: depth)
-        self.init()
         title = v.title.materialize()
         blob = v.blob.materialize()
         color = v.color
