@@ -54,9 +54,9 @@ extension Router {
                 ? Self.maxConversationListLimit : min(request.limit, Self.maxConversationListLimit)
         )
         // The entries after the version and cursor, and the first `limit` and one of them (whether
-        // the page stops among one version's entries) in order, sorted by (version, conversation's
-        // storage id), unique per user: a user in thousands of conversations has them counted, not
-        // sorted, and a storage id made only where versions tie.
+        // the page stops among one version's entries) in order, by (version, conversation's
+        // storage id), unique per user: a user in thousands of conversations has them walked, not
+        // sorted (``first(_:of:)``).
         let after = (userConversations[user] ?? [:]).filter { key, view in
             let version = view.info.version
             guard version > request.afterVersion else { return false }
@@ -64,6 +64,7 @@ extension Router {
             return version == cursor.version && key.storageID > cursor.key
         }
         let changed = Self.first(limit + 1, of: after)
+        let changedCount = after.count
         let entries = changed.prefix(limit).map { key, view, order in
             var info = view.info
             info.conversation = key.conversation(for: user)
@@ -119,7 +120,7 @@ extension Router {
                 answer.conversations.append(info)
             }
             let served = answer.conversations.count
-            answer.hasMore = after.count > served
+            answer.hasMore = changedCount > served
             // The newest version every earlier page completed: the request's, or the cursor's when
             // this page starts past it.
             // (A cursor is the client's to send: never past the user's stream head.)

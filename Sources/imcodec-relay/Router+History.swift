@@ -173,22 +173,22 @@ extension Router {
     var maxReadBytes: Int { 2 * configuration.codec.effectiveMaxFrameSize }
 
     /// How far one read of `key`'s kept messages from seq `start` toward seq `end` (either way) goes
-    /// while the frames it reads take at most ``maxReadBytes`` together and number at most
-    /// `messages` (the index holds each frame's size): `end`, or the seq before the frame that would
-    /// pass a bound. A read goes at least to `start`.
-    func readLimit(in key: ConversationKey, from start: UInt64, toward end: UInt64, messages: Int = .max) -> UInt64 {
+    /// (the index holds each frame's size): `end`, or an earlier seq where a bound stops it. It
+    /// stops before the frame that would take the frames read past ``maxReadBytes``, and after
+    /// ``RelayProtocol/maxHistoryScan`` seqs (a gap among the seqs of a damaged store is not walked
+    /// whole on the event loop). It goes at least to `start`.
+    func readLimit(in key: ConversationKey, from start: UInt64, toward end: UInt64) -> UInt64 {
         guard let kept = conversations[key]?.kept else { return end }
         let onward = start <= end
-        var (bytes, count, seq) = (0, 0, start)
+        var (bytes, steps, seq) = (0, UInt64(1), start)
         while true {
             if let message = kept[seq] {
                 bytes += message.size
-                count += 1
                 if bytes > maxReadBytes, seq != start { return onward ? seq - 1 : seq + 1 }
-                if count == messages { return seq }
             }
-            if seq == end { return end }
+            if seq == end || steps == RelayProtocol.maxHistoryScan { return seq }
             seq = onward ? seq + 1 : seq - 1
+            steps += 1
         }
     }
 

@@ -127,7 +127,9 @@ extension Router {
 
     /// Remembers that kept message `reply` quotes the text of kept message `quoted`.
     func noteQuote(_ reply: MessageKey, of quoted: MessageKey) {
-        guard quoting[reply.conversation]?[reply.seq]?.contains(quoted) != true else { return }
+        // Not one retention dropped as the reply was kept (a reply to the oldest message of its
+        // own full conversation).
+        guard isKeptSeq(quoted), quoting[reply.conversation]?[reply.seq]?.contains(quoted) != true else { return }
         link(reply, quoting: quoted)
         store.batch.records[.quote(of: quoted, reply: reply)] = [1]
     }

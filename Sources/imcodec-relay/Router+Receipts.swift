@@ -82,6 +82,7 @@ extension Router {
     /// Notes that the audience of `key`'s messages changed (a member joined or left, a user's
     /// `cleared_seq` moved): the read counts counted before are counted again when asked for.
     func audienceChanged(_ key: ConversationKey) {
+        guard messageReaders[key] != nil else { return }  // No counts of it are kept.
         lastAudienceEpoch += 1
         audienceEpochs[key] = lastAudienceEpoch
     }
@@ -150,6 +151,9 @@ extension Router {
             // Counted without this reader, who is one of the message's receivers (it reads the
             // message and did not send it: receiptRefusal).
             var counts = readCounts(of: seq, in: key, readers: &readers)
+            // Kept at once when counted from the relay's readers: good for this audience whether or
+            // not the batch goes through (one refused for its cost walks no member again).
+            if reads[message] == nil { messageReaders[key]?[seq]?.counts = counts }
             if isRead {
                 counts.read += 1
                 readers.counts = counts

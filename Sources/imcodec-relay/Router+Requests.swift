@@ -293,8 +293,8 @@ extension Router {
         // size, plus its tag and length (6) and the direction and is_offline set here (5), less the
         // stamp's own tag and length (2); the rest waits for the next page.
         let budget = answerRoom - conversation.serializedBytes().count
-        // A page reads at most `limit` kept messages and twice a frame's worth of frames (Router+History).
-        let read = readLimit(in: key, from: first, toward: last, messages: limit)
+        // A page reads at most 1,000 seqs and twice a frame's worth of frames (Router+History).
+        let read = readLimit(in: key, from: first, toward: last)
         self.read(
             for: session,
             requestID: requestID,

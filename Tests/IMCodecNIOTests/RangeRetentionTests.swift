@@ -38,7 +38,12 @@ struct RangeRetentionTests {
                     router.polls[key, default: [:]][seq] = []
                     router.messageReaders[key, default: [:]][seq] = MessageReaders(["bob"])
                     router.viewOnceMessages[key, default: []].insert(seq)
-                    router.quotedBy[key, default: [:]][seq] = [MessageKey(conversation: key, seq: seq + 10)]
+                    // Reply seq + 10 quotes seq: linked both ways (quotedBy, quoting).
+                    let (quoted, reply) = (
+                        MessageKey(conversation: key, seq: seq), MessageKey(conversation: key, seq: seq + 10)
+                    )
+                    router.quotedBy[key, default: [:]][seq] = [reply]
+                    router.quoting[key, default: [:]][seq + 10] = [quoted]
                 }
                 func held() -> [[UInt64]] {
                     var maps: [[UInt64]] = []
@@ -64,11 +69,15 @@ struct RangeRetentionTests {
                 }
                 router.forgetChanges(in: key, trimmed: 1..<3)
                 let afterShort = (held(), deleted(1) + deleted(2), deleted(3))
+                let replies = (router.quoting[key]?.keys).map { Array($0).sorted() }
                 router.forgetChanges(in: key, trimmed: 3..<1_000_000)
                 let afterLong = (held(), deleted(6), router.store.batch.records[.viewOnce(key)])
-                return (afterShort, afterLong)
+                return (afterShort, afterLong, replies, router.quoting[key] == nil)
             }.get()
-            let ((heldShort, gone, kept), (heldLong, goneLast, viewOnce)) = outcome
+            let ((heldShort, gone, kept), (heldLong, goneLast, viewOnce), replies, noReplies) = outcome
+            // The replies of the dropped messages lost their links too; the last trim dropped the rest.
+            #expect(replies == [13, 14, 15, 16])
+            #expect(noReplies)
             #expect(heldShort == Array(repeating: [3, 4, 5, 6], count: 6))
             #expect(gone == Array(repeating: true, count: 12))
             #expect(kept == Array(repeating: false, count: 6))

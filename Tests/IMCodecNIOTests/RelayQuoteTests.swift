@@ -369,6 +369,14 @@ struct RelayQuoteTests {
                 // A third message: the conversation keeps two, so the first goes.
                 try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "third", clientMsgID: "c")))
                 #expect(await Self.ack(alice, "c")?.errorCode == 0)
+                // A reply to the oldest message kept (third, after fourth): keeping the reply drops
+                // it, and no link is made.
+                try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "fourth", clientMsgID: "d")))
+                #expect(await eventually { bob.collector.messages.count == 3 })
+                let oldest = bob.collector.messages[1]
+                try await bob.send(Frame(Self.reply(from: "bob", in: team, to: oldest, quoting: "third", id: "q2")))
+                #expect(await Self.ack(bob, "q2")?.errorCode == 0)
+                #expect(try await server.withRouter { $0.quotedBy.isEmpty && $0.quoting.isEmpty }.get())
                 for client in [alice, bob] { await client.close() }
             }
             #expect(!(try database.open().load().records.keys.contains { if case .quote = $0 { true } else { false } }))

@@ -511,6 +511,8 @@ struct RelayReceiptTests {
                 let tooMany = try await dave.ask(RelayProtocol.answer(.receipts(batch(101)), requestID: 10))
                 #expect(tooMany?.requestResult?.errorCode == RelayProtocol.RequestError.badRequest)
                 #expect(tooMany?.requestResult?.errorDescription.contains("at most 100 messages") == true)
+                try await alice.roundTrip(12)
+                #expect(Self.received(alice).count == 3, "nothing of the refused batch went out")
                 let hundred = try await dave.ask(RelayProtocol.answer(.receipts(batch(100)), requestID: 11))
                 #expect(hundred?.requestResult?.errorDescription.contains("at most 100 messages") == false)
                 for client in [alice, bob, carol, dave, erin] { await client.close() }
