@@ -327,7 +327,8 @@ final class SQLiteRelayStore: RelayStore {
     // upserts are bound and stepped through SQLite's C API on GRDB's cached statements
     // (`Statement.sqliteStatement`, see ``RawStatement``): GRDB's `execute(arguments:)` boxes every
     // value into a `DatabaseValue` of a `StatementArguments`, which was a large share of the commit's
-    // CPU. The rarer writes (``applyRarerChanges(_:_:)``) still go through GRDB.
+    // CPU. So are the state records (``writeRecords(_:_:)``); the rarer writes
+    // (``applyRarerChanges(_:_:)``) still go through GRDB.
 
     /// The batch's messages, and each conversation's new max seq.
     private static func insertMessages(_ messages: [StoredMessage], _ db: Database) throws {
@@ -420,6 +421,32 @@ final class SQLiteRelayStore: RelayStore {
             try setHead.bind(user, at: 1)
             try setHead.bind(head, at: 2)
             try setHead.step()
+        }
+    }
+
+    /// The batch's state records, written or deleted (an empty value), on cached statements: a
+    /// group message rewrites the conversation record of each member it reaches, so these are as
+    /// many as its stream entries (GRDB's `execute(sql:arguments:)` compiled each one again).
+    private static func writeRecords(_ records: [StateRecordKey: [UInt8]], _ db: Database) throws {
+        guard !records.isEmpty else { return }
+        let upsert = try RawStatement(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO records (scope, id, value) VALUES (?, ?, ?)
+                    ON CONFLICT (scope, id) DO UPDATE SET value = excluded.value
+                    """
+            )
+        )
+        let delete = try RawStatement(db.cachedStatement(sql: "DELETE FROM records WHERE scope = ? AND id = ?"))
+        for (key, bytes) in records {
+            let statement = bytes.isEmpty ? delete : upsert
+            try statement.bind(key.scope, at: 1)
+            try statement.bind(key.id, at: 2)
+            if bytes.isEmpty {
+                try statement.step()
+            } else {
+                try statement.step(withBlob: bytes, at: 3)
+            }
         }
     }
 
@@ -547,19 +574,7 @@ final class SQLiteRelayStore: RelayStore {
                 )
             }
         }
-        for (key, bytes) in batch.records {
-            if bytes.isEmpty {
-                try db.execute(sql: "DELETE FROM records WHERE scope = ? AND id = ?", arguments: [key.scope, key.id])
-            } else {
-                try db.execute(
-                    sql: """
-                        INSERT INTO records (scope, id, value) VALUES (?, ?, ?)
-                        ON CONFLICT (scope, id) DO UPDATE SET value = excluded.value
-                        """,
-                    arguments: [key.scope, key.id, Data(bytes)]
-                )
-            }
-        }
+        try Self.writeRecords(batch.records, db)
     }
 
     func messages(
