@@ -8,12 +8,12 @@
 /// (``Router/audienceEpochs``): they stay good until a member joins or leaves the conversation or a
 /// user's `cleared_seq` in it moves, and a new reader adds one to them. A receipt or a pull of the
 /// same message walks the members once between those changes, not once per receipt.
-struct MessageReaders: Equatable {
+struct MessageReaders {
     /// The readers, in the order they read the message.
     private(set) var order: [String] = []
     /// The same users, for ``contains(_:)``.
     private var users: Set<String> = []
-    /// The counts as last counted (``Router/readCounts(of:in:readers:)``), or `nil`.
+    /// The counts as last counted (``Router/countedReaders(of:in:)``), or `nil`.
     var counts: ReadCounts?
 
     init() {}
@@ -26,12 +26,14 @@ struct MessageReaders: Equatable {
 
     func contains(_ user: String) -> Bool { users.contains(user) }
 
-    /// Adds `user` after the others; `false` (and nothing changes) when it read the message already.
-    /// The counts are left as they are: the caller says whether the reader is one they count.
+    /// Adds `user` after the others, and one to the read count when there is one (a reader is one
+    /// of the message's receivers: ``Router/receiptRefusal(_:from:)``); `false`, and nothing
+    /// changes, when it read the message already.
     @discardableResult
     mutating func append(_ user: String) -> Bool {
         guard users.insert(user).inserted else { return false }
         order.append(user)
+        counts?.read += 1
         return true
     }
 
@@ -47,7 +49,7 @@ struct MessageReaders: Equatable {
 
 /// A group message's read and unread counts (receipts.proto `read_count`, `unread_count`), counted
 /// at audience epoch `epoch` of its conversation.
-struct ReadCounts: Equatable {
+struct ReadCounts {
     var epoch: UInt64
     /// Its audience less its sender that read it.
     var read: Int

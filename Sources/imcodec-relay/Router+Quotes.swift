@@ -160,15 +160,9 @@ extension Router {
     /// conversation to a message of another (one's own conversation with oneself, to a quiet group)
     /// made the relay keep a link each for as long as that message was kept.
     func forgetQuoting(of seq: UInt64, in key: ConversationKey) {
-        guard let quotedMessages = quoting[key]?.removeValue(forKey: seq) else { return }
-        if quoting[key]?.isEmpty == true { quoting[key] = nil }
         let reply = MessageKey(conversation: key, seq: seq)
-        for quoted in quotedMessages {
-            quotedBy[quoted.conversation]?[quoted.seq]?.remove(reply)
-            if quotedBy[quoted.conversation]?[quoted.seq]?.isEmpty == true {
-                quotedBy[quoted.conversation]![quoted.seq] = nil
-                if quotedBy[quoted.conversation]!.isEmpty { quotedBy[quoted.conversation] = nil }
-            }
+        for quoted in Self.take(reply, from: &quoting) ?? [] {
+            Self.change(quoted, in: &quotedBy) { $0.remove(reply) }
             store.batch.records[.quote(of: quoted, reply: reply)] = []
         }
     }
@@ -196,16 +190,30 @@ extension Router {
 
     /// Takes the replies of `quoted` out of both maps, and returns them.
     private func unlinkReplies(of quoted: MessageKey) -> Set<MessageKey> {
-        guard let replies = quotedBy[quoted.conversation]?.removeValue(forKey: quoted.seq) else { return [] }
-        if quotedBy[quoted.conversation]?.isEmpty == true { quotedBy[quoted.conversation] = nil }
-        for reply in replies {
-            quoting[reply.conversation]?[reply.seq]?.removeAll { $0 == quoted }
-            if quoting[reply.conversation]?[reply.seq]?.isEmpty == true {
-                quoting[reply.conversation]![reply.seq] = nil
-                if quoting[reply.conversation]!.isEmpty { quoting[reply.conversation] = nil }
-            }
-        }
+        let replies = Self.take(quoted, from: &quotedBy) ?? []
+        for reply in replies { Self.change(reply, in: &quoting) { $0.removeAll { $0 == quoted } } }
         return replies
+    }
+
+    /// Takes the entry of `message` out of `links`, with its conversation's map once that is empty.
+    private static func take<Links: Collection>(
+        _ message: MessageKey,
+        from links: inout [ConversationKey: [UInt64: Links]]
+    ) -> Links? {
+        guard let entry = links[message.conversation]?.removeValue(forKey: message.seq) else { return nil }
+        if links[message.conversation]?.isEmpty == true { links[message.conversation] = nil }
+        return entry
+    }
+
+    /// Applies `change` to the entry of `message` in `links`, which goes once it is empty.
+    private static func change<Links: Collection>(
+        _ message: MessageKey,
+        in links: inout [ConversationKey: [UInt64: Links]],
+        _ change: (inout Links) -> Void
+    ) {
+        guard var entry = take(message, from: &links) else { return }
+        change(&entry)
+        if !entry.isEmpty { links[message.conversation, default: [:]][message.seq] = entry }
     }
 }
 #endif

@@ -87,17 +87,18 @@ extension Router {
         audienceEpochs[key] = lastAudienceEpoch
     }
 
-    /// The read and unread counts of kept message `seq` of `key`, `readers` having read it: those
-    /// `readers` holds while the audience has not changed since, or counted (walking the audience)
-    /// and kept in `readers`.
-    func readCounts(of seq: UInt64, in key: ConversationKey, readers: inout MessageReaders) -> ReadCounts {
+    /// The readers of kept message `seq` of `key`, when it keeps them, with the counts of a group
+    /// message current: those kept while the audience has not changed since, or counted again
+    /// (walking the audience) and kept with the readers.
+    func countedReaders(of seq: UInt64, in key: ConversationKey) -> MessageReaders? {
+        guard var readers = messageReaders[key]?[seq] else { return nil }
         let epoch = audienceEpochs[key] ?? 0
-        if let counts = readers.counts, counts.epoch == epoch { return counts }
+        guard key.isShared, readers.counts?.epoch != epoch else { return readers }
         let audience = receivers(of: seq, in: key)
         let read = audience.reduce(0) { readers.contains($1) ? $0 + 1 : $0 }
-        let counts = ReadCounts(epoch: epoch, read: read, receivers: audience.count)
-        readers.counts = counts
-        return counts
+        readers.counts = ReadCounts(epoch: epoch, read: read, receivers: audience.count)
+        messageReaders[key]![seq] = readers
+        return readers
     }
 
     // MARK: Routing receipts
@@ -145,23 +146,14 @@ extension Router {
         }
         guard case .kept(let seq) = conversations[key]?.resolve(ref) else { return served }
         let message = MessageKey(conversation: key, seq: seq)
-        guard var readers = reads[message] ?? messageReaders[key]?[seq] else { return served }
-        if isRead, readers.contains(user) { return nil }
-        if case .shared = key {
-            // Counted without this reader, who is one of the message's receivers (it reads the
-            // message and did not send it: receiptRefusal).
-            var counts = readCounts(of: seq, in: key, readers: &readers)
-            // Kept at once when counted from the relay's readers: good for this audience whether or
-            // not the batch goes through (one refused for its cost walks no member again).
-            if reads[message] == nil { messageReaders[key]?[seq]?.counts = counts }
-            if isRead {
-                counts.read += 1
-                readers.counts = counts
-            }
+        // Counted (and kept with the relay's readers, whether or not the batch goes through) before
+        // the batch's own readers are added.
+        guard var readers = reads[message] ?? countedReaders(of: seq, in: key) else { return served }
+        if isRead, !readers.append(user) { return nil }
+        if let counts = readers.counts {
             served.readCount = UInt64(counts.read)
             served.unreadCount = UInt64(counts.unread)
         }
-        if isRead { readers.append(user) }
         reads[message] = readers
         return served
     }
@@ -360,7 +352,7 @@ extension Router {
                 $0.message = fullReference(seq, in: key)
                 $0.timeMs = nowMs()
             }
-            let readers = messageReaders[key]?[seq]
+            let readers = countedReaders(of: seq, in: key)
             switch key {
             case .direct(let a, let b):
                 let peer = a == user ? b : a
@@ -369,9 +361,7 @@ extension Router {
                     readers?.contains(peer) == true || (userConversations[peer]?[key]?.info.readSeq ?? 0) >= seq
             case .shared(_, let target, _):
                 receipt.groupID = target
-                if var counted = readers {
-                    let counts = readCounts(of: seq, in: key, readers: &counted)
-                    messageReaders[key]?[seq] = counted
+                if let counts = readers?.counts {
                     receipt.readCount = UInt64(counts.read)
                     receipt.unreadCount = UInt64(counts.unread)
                 }

@@ -58,6 +58,21 @@ struct RelayQuoteTests {
         return client.collector.acks.first { $0.clientMsgID == id }
     }
 
+    /// A relay on `database` whose group `team` (alice, bob) keeps two messages a conversation.
+    static func keepingTwo(_ database: TestStore) -> (inout RelayConfiguration) -> Void {
+        {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
+            $0.maxMessagesPerConversation = 2
+        }
+    }
+
+    /// The quote records (``StateRecordKey/quote(of:reply:)``) `database` holds.
+    static func quoteRecords(_ database: TestStore) throws -> Int {
+        let store = try database.open()
+        defer { store.close() }
+        return try store.load().records.keys.filter { if case .quote = $0 { true } else { false } }.count
+    }
+
     /// Before, the relay passed a reply's quote on unread: a member could quote a message sent to
     /// others only, one from another conversation, or make another user the author of words they
     /// never wrote. Now each such reply is refused (1009) and reaches no one; a reply that says
@@ -349,10 +364,7 @@ struct RelayQuoteTests {
     @Test func retentionForgetsTheRepliesOfADroppedMessage() async throws {
         let database = try await TestStore(.sqlite)
         defer { database.remove() }
-        let configure: (inout RelayConfiguration) -> Void = {
-            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
-            $0.maxMessagesPerConversation = 2
-        }
+        let configure = Self.keepingTwo(database)
         let team = Conversation.group("team")
         try await withClientGroup { group in
             try await withRelay(configure) { server in
@@ -363,9 +375,7 @@ struct RelayQuoteTests {
                 let first = try #require(bob.collector.messages.first)
                 try await bob.send(Frame(Self.reply(from: "bob", in: team, to: first, quoting: "first", id: "q")))
                 #expect(await Self.ack(bob, "q")?.errorCode == 0)
-                #expect(
-                    try database.open().load().records.keys.contains { if case .quote = $0 { true } else { false } }
-                )
+                #expect(try Self.quoteRecords(database) > 0)
                 // A third message: the conversation keeps two, so the first goes.
                 try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "third", clientMsgID: "c")))
                 #expect(await Self.ack(alice, "c")?.errorCode == 0)
@@ -379,7 +389,7 @@ struct RelayQuoteTests {
                 #expect(try await server.withRouter { $0.quotedBy.isEmpty && $0.quoting.isEmpty }.get())
                 for client in [alice, bob] { await client.close() }
             }
-            #expect(!(try database.open().load().records.keys.contains { if case .quote = $0 { true } else { false } }))
+            #expect(try Self.quoteRecords(database) == 0)
         }
     }
 
@@ -392,10 +402,7 @@ struct RelayQuoteTests {
     @Test func aReplyRetentionDropsTakesItsQuoteLinkAlong() async throws {
         let database = try await TestStore(.sqlite)
         defer { database.remove() }
-        let configure: (inout RelayConfiguration) -> Void = {
-            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
-            $0.maxMessagesPerConversation = 2
-        }
+        let configure = Self.keepingTwo(database)
         let team = ConversationKey.group("team")
         let direct = try #require(ConversationKey(.oneToOne("alice"), user: "bob"))
         func links(_ server: RelayServer) async throws -> [Int] {
@@ -405,11 +412,6 @@ struct RelayQuoteTests {
                     router.quoting[direct]?.count ?? 0,
                 ]
             }.get()
-        }
-        func storedLinks() throws -> Int {
-            let store = try database.open()
-            defer { store.close() }
-            return try store.load().records.keys.filter { if case .quote = $0 { true } else { false } }.count
         }
         try await withClientGroup { group in
             try await withRelay(configure) { server in
@@ -425,7 +427,7 @@ struct RelayQuoteTests {
                     #expect(await Self.ack(bob, id)?.errorCode == 0)
                 }
                 #expect(try await links(server) == [2, 2])
-                #expect(try storedLinks() == 2)
+                #expect(try Self.quoteRecords(database) == 2)
                 // Two more one-to-one messages: the conversation keeps two, so both replies go.
                 for id in ["p1", "p2"] {
                     try await bob.send(Frame(Message.c2cText(from: "bob", to: "alice", "plain", clientMsgID: id)))
@@ -434,7 +436,7 @@ struct RelayQuoteTests {
                 #expect(try await links(server) == [0, 0])
                 for client in [alice, bob] { await client.close() }
             }
-            #expect(try storedLinks() == 0)
+            #expect(try Self.quoteRecords(database) == 0)
             // As a relay before this one left it: the link of a reply retention dropped (seq 1).
             do {
                 let store = try database.open()
@@ -444,7 +446,7 @@ struct RelayQuoteTests {
                     StoreBatch(records: [.quote(of: quoted, reply: MessageKey(conversation: direct, seq: 1)): [1]])
                 )
             }
-            #expect(try storedLinks() == 1)
+            #expect(try Self.quoteRecords(database) == 1)
             try await withRelay(configure) { server in
                 #expect(try await links(server) == [0, 0])
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group)
@@ -452,7 +454,7 @@ struct RelayQuoteTests {
                 #expect(await Self.ack(alice, "l")?.errorCode == 0)
                 await alice.close()
             }
-            #expect(try storedLinks() == 0)
+            #expect(try Self.quoteRecords(database) == 0)
         }
     }
 
