@@ -202,7 +202,7 @@ extension Router {
         )
         addKept(message)
         let deliveries = keep(
-            .message(key, seq: message.seq, sent: false),
+            .message(key, seq: message.seq),
             for: users,
             origin: DeviceKey(user: user, device: session.deviceID)
         )

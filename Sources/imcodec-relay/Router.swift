@@ -42,6 +42,8 @@ final class Router {
     var conversations: [ConversationKey: ConversationState] = [:]
     /// Each user's stream.
     var streams: [String: StreamState] = [:]
+    /// The id of the newest kept event (``KeptEvent``): the next one gets the id after it.
+    var lastEventID: UInt64 = 0
     /// The last stream position each device acknowledged.
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// The newest events each device sent, so that a resend is not applied twice.
@@ -194,6 +196,7 @@ final class Router {
             }
         }
         streams = state.streams
+        lastEventID = state.lastEventID
         devicePositions = state.devicePositions
         for stored in state.keyBundles {
             guard let bundle = try? KeyBundle(serializedBytes: stored.bytes) else { continue }
@@ -749,43 +752,54 @@ final class Router {
     /// stream entry it keeps counts as sent by a user or a device.
     static let relayOrigin = DeviceKey(user: "", device: "")
 
+    /// What ``keep(_:for:origin:expireAtMs:about:)`` puts in streams.
+    enum Kept {
+        /// A kept message, by its conversation and seq.
+        case message(ConversationKey, seq: UInt64)
+        /// An event frame: kept once (``KeptEvent``), named by the entry of every user it reaches.
+        case event([UInt8])
+    }
+
     /// Gives a kept frame the next position of each of `users`' streams and adds the entries to the
     /// store's batch (dropping the oldest entries past ``RelayConfiguration/maxStreamEntries``).
     /// - Parameters:
-    ///   - item: What the entry holds; a message's `sent` is set for `origin.user`.
+    ///   - item: What the entries hold; a message is `sent` on `origin.user`'s stream.
     ///   - origin: The user and device that sent it: that device is not given it back.
-    ///   - expireAtMs: When the entry expires (``StreamEntry/expireAtMs``; 0: never).
-    ///   - about: The message whose content the event carries (``ContentEvent``).
+    ///   - expireAtMs: When an event expires (``KeptEvent/expireAtMs``; 0: never).
+    ///   - about: The message whose content an event carries (``KeptEvent/about``).
     func keep(
-        _ item: StreamItem,
+        _ item: Kept,
         for users: [String],
         origin: DeviceKey,
         expireAtMs: Int64 = 0,
         about: MessageKey? = nil
     ) -> [Delivery] {
-        if case .event(let frame) = item, users.contains(origin.user) {
-            recentEvents[origin, default: RecentEvents()].insert(frame)
+        guard !users.isEmpty else { return [] }
+        let entryItem: (_ sent: Bool) -> StreamItem
+        switch item {
+        case .message(let key, let seq):
+            entryItem = { .message(key, seq: seq, sent: $0) }
+        case .event(let frame):
+            if users.contains(origin.user) { recentEvents[origin, default: RecentEvents()].insert(frame) }
+            lastEventID += 1
+            let id = lastEventID
+            store.batch.events.append(KeptEvent(id: id, frame: frame, expireAtMs: expireAtMs, about: about))
+            entryItem = { _ in .event(id) }
         }
         var deliveries: [Delivery] = []
         deliveries.reserveCapacity(users.count)
         for user in users {
             var stream = streams[user, default: StreamState()]
             stream.head += 1
-            var entryItem = item
             let sent = user == origin.user
-            if case .message(let key, let seq, _) = item { entryItem = .message(key, seq: seq, sent: sent) }
             store.batch.streamEntries.append(
                 StreamEntry(
                     user: user,
                     position: stream.head,
                     originDevice: sent ? origin.device : nil,
-                    item: entryItem,
-                    expireAtMs: expireAtMs
+                    item: entryItem(sent)
                 )
             )
-            if let about {
-                store.batch.contentEvents.append(ContentEvent(user: user, position: stream.head, about: about))
-            }
             if stream.count > configuration.maxStreamEntries {
                 let oldest = stream.oldest
                 stream.oldest = stream.head + 1 - UInt64(configuration.maxStreamEntries)

@@ -52,6 +52,7 @@ struct RelayStoreTests {
             message(team, 3, from: "alice", id: "g3"),
             message(gone, 1, from: "carol", id: "x1"),
         ]
+        batch.events = [KeptEvent(id: 1, frame: [9, 9, 9]), KeptEvent(id: 2, frame: [8])]
         batch.streamEntries = [
             entry("alice", 1, origin: "phone", .message(direct, seq: 1, sent: true)),
             entry("bob", 1, .message(direct, seq: 1, sent: false)),
@@ -59,8 +60,8 @@ struct RelayStoreTests {
             entry("alice", 2, .message(direct, seq: 2, sent: false)),
             entry("bob", 3, .message(team, seq: 1, sent: false)),
             entry("alice", 3, origin: "phone", .message(team, seq: 1, sent: true)),
-            entry("alice", 4, origin: "phone", .event([9, 9, 9])),
-            entry("bob", 4, .event([8])),
+            entry("alice", 4, origin: "phone", .event(1)),
+            entry("bob", 4, .event(2)),
             entry("carol", 1, origin: "desk", .message(team, seq: 2, sent: true)),
         ]
         batch.memberships = [
@@ -365,6 +366,7 @@ struct RelayStoreTests {
         for (device, events) in state.recentEvents.sorted(by: { "\($0.key)" < "\($1.key)" }) {
             lines.append("events \(device.user)/\(device.device) \(events)")
         }
+        lines.append("last event \(state.lastEventID)")
         for bundle in state.keyBundles {
             lines.append("bundle \(bundle.device.user)/\(bundle.device.device) \(bundle.kind) \(bundle.bytes)")
         }

@@ -8,9 +8,12 @@ final class MemoryRelayStore: RelayStore {
     private var messages: [ConversationKey: [StoredMessage]] = [:]
     private var state = StoredState()
     private var streams: [String: [StreamEntry]] = [:]
-    /// The stream entries that carry content of each kept message (``ContentEvent``), by message;
+    /// The kept events (``KeptEvent``), by id, each with the number of stream entries that name it:
+    /// deleted with the last of them.
+    private var events: [UInt64: (event: KeptEvent, entries: Int)] = [:]
+    /// The events that carry content of each kept message (``KeptEvent/about``), by message;
     /// dropped with the message (retention).
-    private var contentEvents: [MessageKey: [(user: String, position: UInt64)]] = [:]
+    private var eventsAbout: [MessageKey: [UInt64]] = [:]
     /// Each device's key bundles, by kind (``StoredState/keyBundles`` is made from it at load).
     private var keyBundles: [DeviceKey: [Int32: StoredKeyBundle]] = [:]
 
@@ -19,6 +22,8 @@ final class MemoryRelayStore: RelayStore {
     func load() throws -> StoredState {
         var loaded = state
         loaded.keyBundles = keyBundles.values.flatMap(\.values)
+        // As a database reads it: the largest id kept (retention may have deleted larger ones).
+        loaded.lastEventID = events.keys.max() ?? 0
         return loaded
     }
 
@@ -27,17 +32,20 @@ final class MemoryRelayStore: RelayStore {
             messages[message.conversation, default: []].append(message)
             state.conversations[message.conversation, default: ConversationState()].add(message)
         }
+        for event in batch.events {
+            events[event.id] = (event, 0)
+            if let about = event.about { eventsAbout[about, default: []].append(event.id) }
+        }
         for entry in batch.streamEntries {
             streams[entry.user, default: []].append(entry)
-            if let device = entry.originDevice, case .event(let frame) = entry.item {
+            state.streams[entry.user, default: StreamState()].head = entry.position
+            guard case .event(let id) = entry.item else { continue }
+            events[id]?.entries += 1
+            if let device = entry.originDevice, let frame = events[id]?.event.frame {
                 let key = DeviceKey(user: entry.user, device: device)
                 state.recentEvents[key, default: []].append(frame)
                 if state.recentEvents[key]!.count > RecentEvents.capacity { state.recentEvents[key]!.removeFirst() }
             }
-            state.streams[entry.user, default: StreamState()].head = entry.position
-        }
-        for event in batch.contentEvents {
-            contentEvents[event.about, default: []].append((event.user, event.position))
         }
         for change in batch.memberships {
             if change.joined {
@@ -62,13 +70,17 @@ final class MemoryRelayStore: RelayStore {
             let drop = Self.firstIndex(messages[key] ?? [], atLeast: seq, by: \.seq)
             messages[key]?.removeFirst(drop)
             state.conversations[key]?.trim(below: seq)
-            if !contentEvents.isEmpty {
-                contentEvents = contentEvents.filter { $0.key.conversation != key || $0.key.seq >= seq }
+            if !eventsAbout.isEmpty {
+                eventsAbout = eventsAbout.filter { $0.key.conversation != key || $0.key.seq >= seq }
             }
         }
         for (user, positions) in batch.trimmedStreams {
             let position = positions.upperBound
             let drop = Self.firstIndex(streams[user] ?? [], atLeast: position, by: \.position)
+            for entry in streams[user]?.prefix(drop) ?? [] {
+                guard case .event(let id) = entry.item, let kept = events[id] else { continue }
+                events[id] = kept.entries > 1 ? (kept.event, kept.entries - 1) : nil
+            }
             streams[user]?.removeFirst(drop)
             state.streams[user]?.oldest = position
         }
@@ -92,7 +104,7 @@ final class MemoryRelayStore: RelayStore {
             if index < kept.count, kept[index].seq == removal.seq {
                 messages[removal.conversation]![index].frame = removal.stub
             }
-            rewriteEvents(contentEvents.removeValue(forKey: message) ?? [], Redaction.event)
+            rewriteEvents(eventsAbout.removeValue(forKey: message) ?? [], Redaction.event)
         }
     }
 
@@ -105,20 +117,14 @@ final class MemoryRelayStore: RelayStore {
             if index < kept.count, kept[index].seq == reply.seq {
                 messages[reply.conversation]![index].frame = Redaction.quote(kept[index].frame, quoting: [uid])
             }
-            rewriteEvents(contentEvents[reply] ?? []) { Redaction.quote($0, quoting: [uid]) }
+            rewriteEvents(eventsAbout[reply] ?? []) { Redaction.quote($0, quoting: [uid]) }
         }
     }
 
-    /// Rewrites with `transform` the frames of the stream entries at `events` (those still kept).
-    private func rewriteEvents(_ events: [(user: String, position: UInt64)], _ transform: ([UInt8]) -> [UInt8]) {
-        for (user, position) in events {
-            let entries = streams[user] ?? []
-            let index = Self.firstIndex(entries, atLeast: position, by: \.position)
-            // Gone when retention trimmed it.
-            guard index < entries.count, entries[index].position == position,
-                case .event(let frame) = entries[index].item
-            else { continue }
-            streams[user]![index].item = .event(transform(frame))
+    /// Rewrites with `transform` the frames of the kept events `ids` (those still kept).
+    private func rewriteEvents(_ ids: [UInt64], _ transform: ([UInt8]) -> [UInt8]) {
+        for id in ids where events[id] != nil {
+            events[id]!.event.frame = transform(events[id]!.event.frame)
         }
     }
 
@@ -129,12 +135,13 @@ final class MemoryRelayStore: RelayStore {
                 messages[key]![index].frame = []
             }
         }
-        for user in streams.keys {
-            for index in streams[user]!.indices where Expiry.passed(streams[user]![index].expireAtMs, at: through) {
-                if case .event = streams[user]![index].item { streams[user]![index].item = .event([]) }
-            }
+        for id in events.keys where Expiry.passed(events[id]!.event.expireAtMs, at: through) {
+            events[id]!.event.frame = []
         }
     }
+
+    /// How many events are kept (each once, whatever the entries that name it): for tests.
+    var keptEventCount: Int { events.count }
 
     func messages(
         in conversation: ConversationKey,
@@ -175,15 +182,16 @@ final class MemoryRelayStore: RelayStore {
                         expireAtMs: found ? kept[index].expireAtMs : 0
                     )
                 )
-            case .event(let frame):
+            case .event(let id):
+                let event = events[id]?.event
                 out.append(
                     StreamRow(
                         position: entry.position,
                         originDevice: entry.originDevice,
-                        frame: frame,
+                        frame: event?.frame ?? [],
                         sent: false,
                         isMessage: false,
-                        expireAtMs: entry.expireAtMs
+                        expireAtMs: event?.expireAtMs ?? 0
                     )
                 )
             }

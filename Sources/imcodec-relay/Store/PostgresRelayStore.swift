@@ -45,7 +45,8 @@ import PostgresNIO
 ///   the stamped frames (`bytea`), a targeted message's receivers as `text[]`;
 /// - `members(conversation, user_id)`;
 /// - `streams(user_id, head)` and `stream(user_id, position, origin_device, conversation, seq, sent, frame)`:
-///   each user's stream (a message by reference, an event with its bytes);
+///   each user's stream (a message by reference; an event by reference since version 6, before it
+///   with its bytes);
 /// - `devices(user_id, device, position)`: each device's last acknowledged stream position;
 /// - `key_bundles(user_id, device, kind, bundle)`: each device's end-to-end key bundles;
 /// - `records(scope, id, value)`: the state records (``StateRecordKey``);
@@ -57,6 +58,11 @@ import PostgresNIO
 ///   frames of the messages removed before it.
 /// - Version 5 changes no table: from it on, a conversation record's unread seqs may be runs
 ///   (``SeqRuns``), which an older relay would misread; the version makes it refuse the database.
+/// - `events(id, frame, expire_at_ms, about)` and `stream.event` (version 6): each kept event once
+///   (``KeptEvent``), named by the stream entries of every user it reaches (a partial index on
+///   `stream.event` finds the entries left when retention deletes some), with its expiry and the
+///   message whose content it carries (partial indexes). Version 6 moves the events kept in stream
+///   rows (`stream.frame`, `about`, `expire_at_ms`, and their indexes) into it, one event per row.
 ///
 /// Made for the multi-node step (SCALING.md) as well: `conversations.max_seq` and `streams.head` are
 /// the counters several writers would allocate from (`UPDATE ... SET max_seq = max_seq + n RETURNING`,
@@ -148,6 +154,32 @@ final class PostgresRelayStore: RelayStore {
         // No table changes: the version says that the conversation records' unread seqs may be
         // runs (``SeqRuns``), which a relay of version 4 would misread; it now refuses the database.
         ("conversation records keep their unread seqs as runs", []),
+        (
+            "each event is kept once, named by the stream entries that hold it",
+            [
+                """
+                CREATE TABLE events (id bigint PRIMARY KEY, frame bytea NOT NULL,
+                    expire_at_ms bigint NOT NULL DEFAULT 0, about text)
+                """,
+                "ALTER TABLE stream ADD COLUMN event bigint",
+                """
+                UPDATE stream SET event = numbered.id FROM (
+                    SELECT user_id AS u, position AS p, row_number() OVER (ORDER BY user_id, position) AS id
+                    FROM stream WHERE conversation IS NULL) AS numbered
+                WHERE stream.user_id = numbered.u AND stream.position = numbered.p
+                """,
+                """
+                INSERT INTO events (id, frame, expire_at_ms, about)
+                SELECT event, COALESCE(frame, ''::bytea), expire_at_ms, about FROM stream WHERE event IS NOT NULL
+                """,
+                "UPDATE stream SET frame = NULL, about = NULL, expire_at_ms = 0 WHERE event IS NOT NULL",
+                "DROP INDEX stream_about",
+                "DROP INDEX stream_expiry",
+                "CREATE INDEX stream_event ON stream (event) WHERE event IS NOT NULL",
+                "CREATE INDEX events_expiry ON events (expire_at_ms) WHERE expire_at_ms > 0",
+                "CREATE INDEX events_about ON events (about) WHERE about IS NOT NULL",
+            ]
+        ),
     ]
 
     /// The newest schema version this relay knows.
@@ -472,9 +504,9 @@ final class PostgresRelayStore: RelayStore {
         try forEachRow(
             """
             SELECT user_id, origin_device, frame FROM (
-                SELECT user_id, origin_device, frame, position, row_number() OVER (
-                    PARTITION BY user_id, origin_device ORDER BY position DESC) AS newest
-                FROM stream WHERE origin_device IS NOT NULL AND frame IS NOT NULL) AS events
+                SELECT s.user_id, s.origin_device, e.frame, s.position, row_number() OVER (
+                    PARTITION BY s.user_id, s.origin_device ORDER BY s.position DESC) AS newest
+                FROM stream s JOIN events e ON e.id = s.event WHERE s.origin_device IS NOT NULL) AS recent
             WHERE newest <= \(RecentEvents.capacity) ORDER BY position
             """
         ) { row in
@@ -482,6 +514,10 @@ final class PostgresRelayStore: RelayStore {
             state.recentEvents[DeviceKey(user: user, device: device), default: []].append(
                 Array(frame.readableBytesView)
             )
+        }
+        try forEachRow("SELECT max(id) FROM events") { row in
+            guard let id = try row.decode(Int64?.self) else { return }
+            state.lastEventID = try Self.unsigned(id, "event id")
         }
         try forEachRow("SELECT user_id, device, kind, bundle FROM key_bundles") { row in
             let (user, device, kind, bundle) = try row.decode((String, String, Int32, ByteBuffer).self)
@@ -511,6 +547,14 @@ final class PostgresRelayStore: RelayStore {
             case .stream: ("user_id", "position")
             }
         }
+
+        /// What a delete returns of each row: the event a stream entry names (NULL for a message).
+        var returning: String {
+            switch self {
+            case .messages: ""
+            case .stream: "RETURNING event"
+            }
+        }
     }
 
     /// Retention's deletes of one commit: the rows `trims` name, each a conversation's seqs or a
@@ -519,17 +563,23 @@ final class PostgresRelayStore: RelayStore {
     /// ranges for a tenth of the table and chose a sequential scan of it (220 ms a commit at
     /// 1,000,000 stream rows), where keys read the index. A long range (a retention limit lowered
     /// at a restart) is one statement of its own, a range on one key, which reads the index too.
+    /// The events the deleted stream entries named and no entry names any more are deleted after them.
     private func deleteTrimmed(_ trims: [(id: String, range: Range<UInt64>)], from table: TrimmedTable) throws {
         let (idColumn, numberColumn) = table.keyColumns
         var keys = (ids: [String](), numbers: [Int64]())
+        var events: Set<Int64> = []
+        let noteEvent: (PostgresRow) throws -> Void = { row in
+            if let event = try row.decode(Int64?.self) { events.insert(event) }
+        }
         for (id, range) in trims {
             if range.count > 64 {
-                try run(
+                try forEachRow(
                     """
                     DELETE FROM \(unescaped: table.rawValue) WHERE \(unescaped: idColumn) = \(id)
                     AND \(unescaped: numberColumn) >= \(try Self.bigint(range.lowerBound))
-                    AND \(unescaped: numberColumn) < \(try Self.bigint(range.upperBound))
-                    """
+                    AND \(unescaped: numberColumn) < \(try Self.bigint(range.upperBound)) \(unescaped: table.returning)
+                    """,
+                    noteEvent
                 )
                 continue
             }
@@ -538,12 +588,22 @@ final class PostgresRelayStore: RelayStore {
                 keys.numbers.append(try Self.bigint(number))
             }
         }
-        guard !keys.ids.isEmpty else { return }
+        if !keys.ids.isEmpty {
+            try forEachRow(
+                """
+                DELETE FROM \(unescaped: table.rawValue) USING unnest(\(keys.ids), \(keys.numbers)) AS t(i, n)
+                WHERE \(unescaped: table.rawValue).\(unescaped: idColumn) = t.i
+                AND \(unescaped: table.rawValue).\(unescaped: numberColumn) = t.n \(unescaped: table.returning)
+                """,
+                noteEvent
+            )
+        }
+        guard !events.isEmpty else { return }
+        // A statement of its own: one statement does not see the rows its own WITH ... DELETE deleted.
         try run(
             """
-            DELETE FROM \(unescaped: table.rawValue) USING unnest(\(keys.ids), \(keys.numbers)) AS t(i, n)
-            WHERE \(unescaped: table.rawValue).\(unescaped: idColumn) = t.i
-            AND \(unescaped: table.rawValue).\(unescaped: numberColumn) = t.n
+            DELETE FROM events WHERE id = ANY(\(Array(events)))
+            AND NOT EXISTS (SELECT 1 FROM stream WHERE stream.event = events.id)
             """
         )
     }
@@ -586,8 +646,8 @@ final class PostgresRelayStore: RelayStore {
         try guarded("committing a batch") {
             try transaction {
                 try insertMessages(batch.messages)
+                try insertEvents(batch.events)
                 try insertStreamEntries(batch.streamEntries)
-                try linkContentEvents(batch.contentEvents)
                 try applyRarerChanges(batch)
             }
         }
@@ -644,6 +704,30 @@ final class PostgresRelayStore: RelayStore {
         )
     }
 
+    /// The batch's events, each once (``KeptEvent``), in one statement.
+    private func insertEvents(_ events: [KeptEvent]) throws {
+        guard !events.isEmpty else { return }
+        var columns = (
+            id: [Int64](), frame: [ByteBuffer](), expireAtMs: [Int64](), hasAbout: [Bool](), about: [String]()
+        )
+        for event in events {
+            columns.id.append(try Self.bigint(event.id))
+            columns.frame.append(ByteBuffer(bytes: event.frame))
+            columns.expireAtMs.append(event.expireAtMs)
+            columns.hasAbout.append(event.about != nil)
+            columns.about.append(event.about?.storageID ?? "")
+        }
+        // (Arrays cannot hold NULL here: `about` is NULL where hasAbout is false.)
+        try run(
+            """
+            INSERT INTO events (id, frame, expire_at_ms, about)
+            SELECT i, f, x, CASE WHEN h THEN a END
+            FROM unnest(\(columns.id), \(columns.frame), \(columns.expireAtMs), \(columns.hasAbout),
+                \(columns.about)) AS e(i, f, x, h, a)
+            """
+        )
+    }
+
     /// The batch's stream entries (messages in one statement, events in another), and each user's new stream head.
     private func insertStreamEntries(_ entries: [StreamEntry]) throws {
         guard !entries.isEmpty else { return }
@@ -652,10 +736,7 @@ final class PostgresRelayStore: RelayStore {
             user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](),
             conversation: [String](), seq: [Int64](), sent: [Bool]()
         )
-        var events = (
-            user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), frame: [ByteBuffer](),
-            expireAtMs: [Int64]()
-        )
+        var events = (user: [String](), position: [Int64](), hasOrigin: [Bool](), origin: [String](), id: [Int64]())
         for entry in entries {
             let position = try Self.bigint(entry.position)
             heads[entry.user] = max(heads[entry.user] ?? 0, position)
@@ -668,13 +749,12 @@ final class PostgresRelayStore: RelayStore {
                 messages.conversation.append(key.storageID)
                 messages.seq.append(try Self.bigint(seq))
                 messages.sent.append(sent)
-            case .event(let frame):
+            case .event(let id):
                 events.user.append(entry.user)
                 events.position.append(position)
                 events.hasOrigin.append(entry.originDevice != nil)
                 events.origin.append(entry.originDevice ?? "")
-                events.frame.append(ByteBuffer(bytes: frame))
-                events.expireAtMs.append(entry.expireAtMs)
+                events.id.append(try Self.bigint(id))
             }
         }
         // (Arrays cannot hold NULL here: an origin device is NULL where hasOrigin is false.)
@@ -691,10 +771,10 @@ final class PostgresRelayStore: RelayStore {
         if !events.user.isEmpty {
             try run(
                 """
-                INSERT INTO stream (user_id, position, origin_device, frame, expire_at_ms)
-                SELECT u, p, CASE WHEN h THEN o END, f, x
+                INSERT INTO stream (user_id, position, origin_device, event)
+                SELECT u, p, CASE WHEN h THEN o END, i
                 FROM unnest(\(events.user), \(events.position), \(events.hasOrigin), \(events.origin),
-                    \(events.frame), \(events.expireAtMs)) AS e(u, p, h, o, f, x)
+                    \(events.id)) AS e(u, p, h, o, i)
                 """
             )
         }
@@ -702,19 +782,6 @@ final class PostgresRelayStore: RelayStore {
             """
             INSERT INTO streams (user_id, head) SELECT * FROM unnest(\(Array(heads.keys)), \(Array(heads.values)))
             ON CONFLICT (user_id) DO UPDATE SET head = GREATEST(streams.head, excluded.head)
-            """
-        )
-    }
-
-    /// Links the batch's events that carry content of a kept message to it (``ContentEvent``).
-    private func linkContentEvents(_ events: [ContentEvent]) throws {
-        guard !events.isEmpty else { return }
-        let positions = try events.map { try Self.bigint($0.position) }
-        try run(
-            """
-            UPDATE stream SET about = c.a
-            FROM unnest(\(events.map(\.user)), \(positions), \(events.map(\.about.storageID))) AS c(u, p, a)
-            WHERE stream.user_id = c.u AND stream.position = c.p
             """
         )
     }
@@ -757,26 +824,25 @@ final class PostgresRelayStore: RelayStore {
         }
     }
 
-    /// Rewrites with `transform` the frames of the stream entries that carry content of the kept
-    /// messages `about` (their ``MessageKey/storageID``s, ``ContentEvent``; the transform gets the
-    /// frame and the message it is about), writing back those it changed.
+    /// Rewrites with `transform` the frames of the kept events that carry content of the kept
+    /// messages `about` (their ``MessageKey/storageID``s, ``KeptEvent/about``; the transform gets the
+    /// frame and the message it is about), writing back those it changed: once each, however many
+    /// streams name it.
     private func rewriteEvents(about: [String], _ transform: ([UInt8], String) -> [UInt8]) throws {
-        var changed = (user: [String](), position: [Int64](), frame: [ByteBuffer]())
-        try forEachRow("SELECT user_id, position, frame, about FROM stream WHERE about = ANY(\(about))") { row in
-            let (user, position, frame, message) = try row.decode((String, Int64, ByteBuffer?, String).self)
-            let bytes = frame.map { Array(buffer: $0) } ?? []
+        var changed = (id: [Int64](), frame: [ByteBuffer]())
+        try forEachRow("SELECT id, frame, about FROM events WHERE about = ANY(\(about))") { row in
+            let (id, frame, message) = try row.decode((Int64, ByteBuffer, String).self)
+            let bytes = Array(buffer: frame)
             let rewritten = transform(bytes, message)
             guard rewritten != bytes else { return }
-            changed.user.append(user)
-            changed.position.append(position)
+            changed.id.append(id)
             changed.frame.append(ByteBuffer(bytes: rewritten))
         }
-        guard !changed.user.isEmpty else { return }
+        guard !changed.id.isEmpty else { return }
         try run(
             """
-            UPDATE stream SET frame = r.f
-            FROM unnest(\(changed.user), \(changed.position), \(changed.frame)) AS r(u, p, f)
-            WHERE stream.user_id = r.u AND stream.position = r.p
+            UPDATE events SET frame = r.f FROM unnest(\(changed.id), \(changed.frame)) AS r(i, f)
+            WHERE events.id = r.i
             """
         )
     }
@@ -861,7 +927,7 @@ final class PostgresRelayStore: RelayStore {
             )
             try run(
                 """
-                UPDATE stream SET frame = ''::bytea
+                UPDATE events SET frame = ''::bytea
                 WHERE expire_at_ms > 0 AND expire_at_ms <= \(through) AND octet_length(frame) > 0
                 """
             )
@@ -936,9 +1002,10 @@ final class PostgresRelayStore: RelayStore {
             try forEachRow(
                 """
                 SELECT s.position, s.origin_device, s.conversation IS NOT NULL, s.sent,
-                    CASE WHEN s.conversation IS NULL THEN s.frame ELSE m.frame END,
-                    COALESCE(m.expire_at_ms, s.expire_at_ms)
+                    CASE WHEN s.conversation IS NULL THEN e.frame ELSE m.frame END,
+                    COALESCE(m.expire_at_ms, e.expire_at_ms, 0)
                 FROM stream s LEFT JOIN messages m ON m.conversation = s.conversation AND m.seq = s.seq
+                    LEFT JOIN events e ON e.id = s.event
                 WHERE s.user_id = \(user) AND s.position > \(try Self.bigint(after))
                     AND s.position <= \(try Self.bigint(through))
                 ORDER BY s.position LIMIT \(Int64(limit))

@@ -98,8 +98,8 @@ struct StoredMessage: Sendable {
 enum StreamItem: Sendable {
     /// A kept message, by its conversation and seq; `sent` on the sender's own stream.
     case message(ConversationKey, seq: UInt64, sent: Bool)
-    /// An event frame, kept as it is sent.
-    case event([UInt8])
+    /// A kept event, by its ``KeptEvent/id``: the entries of every user it reaches name one frame.
+    case event(UInt64)
 }
 
 /// One entry of a user's stream.
@@ -110,18 +110,23 @@ struct StreamEntry: Sendable {
     /// everyone else's.
     var originDevice: String?
     var item: StreamItem
-    /// For an event about disappearing messages (an edit, a reaction...), when the last of them
-    /// expires (0: never): the event is not served after that time and is erased with them.
-    var expireAtMs: Int64 = 0
 }
 
-/// A stream entry whose event carries content of one kept message (an edit's new content, a stream
-/// chunk): the event's frame is redacted when that message is recalled or deleted for everyone
-/// (``StoreBatch/removals``). Kept beside the entries, not in them: few entries are about a message.
-struct ContentEvent: Sendable {
-    var user: String
-    var position: UInt64
-    var about: MessageKey
+/// An event frame kept once, however many streams it is in: a group edit reaches every member's
+/// stream, and its bytes are stored one time, not once per member. A store keeps it while a stream
+/// entry names it, and deletes it with the last such entry (retention).
+struct KeptEvent: Sendable {
+    /// Given by the router, increasing (``StoredState/lastEventID``); never one a kept event has.
+    var id: UInt64
+    /// The frame, as sent to each stream's devices (each gets its own position appended).
+    var frame: [UInt8]
+    /// For an event about disappearing messages (an edit, a reaction...), when the last of them
+    /// expires (0: never): the event is not served after that time and its frame is erased with theirs.
+    var expireAtMs: Int64 = 0
+    /// For an event that carries content of one kept message (an edit's new content, a stream
+    /// chunk), that message: the frame is redacted when it is recalled or deleted for everyone
+    /// (``StoreBatch/removals``, ``Redaction/event(_:)``).
+    var about: MessageKey? = nil
 }
 
 /// A kept message, by its conversation and seq.
@@ -164,20 +169,20 @@ struct StreamRow: Sendable {
 /// The writes of one group commit.
 struct StoreBatch: Sendable {
     var messages: [StoredMessage] = []
+    /// The events the batch keeps, each named by one or more of `streamEntries` (``KeptEvent``).
+    var events: [KeptEvent] = []
     var streamEntries: [StreamEntry] = []
-    /// The entries of `streamEntries` that carry content of a kept message (``ContentEvent``).
-    var contentEvents: [ContentEvent] = []
     /// Membership changes in order: joined (true) or left.
     var memberships: [(conversation: ConversationKey, user: String, joined: Bool)] = []
     /// Messages recalled or deleted for everyone: edits and reactions to them are refused, and the
     /// store keeps `stub` (``Redaction/message(in:seq:sender:clientMsgID:serverMsgUID:serverTimeMs:)``)
     /// in place of each one's frame and redacts the events that carried its content
-    /// (``contentEvents``, ``Redaction/event(_:)``), so no read serves what they said.
+    /// (``KeptEvent/about``, ``Redaction/event(_:)``), so no read serves what they said.
     var removals: [(conversation: ConversationKey, seq: UInt64, stub: [UInt8])] = []
     /// Kept replies whose quoted message (the one with server uid `quotedUID`) was recalled, deleted
     /// for everyone or expired: the store takes the quoted text out of their `quote_snapshot`
     /// (``Redaction/quote(_:quoting:)``), in their frames and in the events kept about them (their
-    /// edits, ``contentEvents``), after this batch's messages and removals.
+    /// edits, ``KeptEvent/about``), after this batch's messages and removals.
     var redactedQuotes: [(reply: MessageKey, quotedUID: String)] = []
     /// The newest stream position each device acknowledged, keyed by ``DeviceKey``.
     var devicePositions: [DeviceKey: UInt64] = [:]
@@ -189,7 +194,8 @@ struct StoreBatch: Sendable {
     /// oldest kept now: exactly the rows to delete, so a store can delete them by key (PostgreSQL
     /// does: its planner read a join on one range per key as a large part of the table).
     var trimmedConversations: [ConversationKey: Range<UInt64>] = [:]
-    /// Retention: the positions deleted per user stream, as ``trimmedConversations``.
+    /// Retention: the positions deleted per user stream, as ``trimmedConversations``; a kept event
+    /// that no entry names any more goes with them (``KeptEvent``).
     var trimmedStreams: [String: Range<UInt64>] = [:]
     /// End-to-end key bundles published, or whose one-time keys a fetch used, as they now are:
     /// each replaces the device's stored bundle of its kind.
@@ -211,7 +217,7 @@ struct StoreBatch: Sendable {
     }
 
     var isEmpty: Bool {
-        messages.isEmpty && streamEntries.isEmpty && contentEvents.isEmpty && memberships.isEmpty && removals.isEmpty
+        messages.isEmpty && streamEntries.isEmpty && events.isEmpty && memberships.isEmpty && removals.isEmpty
             && redactedQuotes.isEmpty && devicePositions.isEmpty && forgottenDevices.isEmpty
             && trimmedConversations.isEmpty
             && trimmedStreams.isEmpty
@@ -246,6 +252,8 @@ struct StoredState {
     /// The newest events each device sent (at most ``RecentEvents/capacity``, oldest first), as
     /// kept in its user's stream: a resend of one of them is not applied twice.
     var recentEvents: [DeviceKey: [[UInt8]]] = [:]
+    /// The largest ``KeptEvent/id`` kept (0: none): the router gives the next events the ids after it.
+    var lastEventID: UInt64 = 0
     /// Every device's end-to-end key bundles, by device and kind.
     var keyBundles: [StoredKeyBundle] = []
     /// Every state record (conversation views, blocklists, message extensions).

@@ -21,7 +21,8 @@ import IMCodec
 ///   since nothing queries it and it cost a B-tree page write per message;
 /// - `members(conversation, user)`;
 /// - `streams(user, head)` and `stream(user, position, origin_device, conversation, seq, sent, frame)`:
-///   each user's stream (a message by reference, an event with its bytes);
+///   each user's stream (a message by reference; an event by reference since version 7, before it
+///   with its bytes);
 /// - `devices(user, device, position)`: each device's last acknowledged stream position;
 /// - `key_bundles(user, device, kind, bundle)` (version 2): each device's end-to-end key bundles,
 ///   as `KeyBundle` bytes, its one-time keys as they are after the fetches so far;
@@ -35,6 +36,11 @@ import IMCodec
 ///   frames of the messages removed before it.
 /// - Version 6 changes no table: from it on, a conversation record's unread seqs may be runs
 ///   (``SeqRuns``), which an older relay would misread; the version makes it refuse the database.
+/// - `events(id, frame, expire_at_ms, about)` and `stream.event` (version 7): each kept event once
+///   (``KeptEvent``), named by the stream entries of every user it reaches (a partial index on
+///   `stream.event` finds the entries left when retention deletes some), with its expiry and the
+///   message whose content it carries (partial indexes). Version 7 moves the events kept in stream
+///   rows (`stream.frame`, `about`, `expire_at_ms`, and their indexes) into it, one event per row.
 final class SQLiteRelayStore: RelayStore {
     /// The database file's path.
     let path: String
@@ -124,7 +130,7 @@ final class SQLiteRelayStore: RelayStore {
     }
 
     /// The schema, one migration per version; a database made by an older relay is brought up to date.
-    private static var migrator: DatabaseMigrator {
+    static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -184,6 +190,29 @@ final class SQLiteRelayStore: RelayStore {
         }
         // Conversation records whose unread seqs may be runs: nothing to change, only to record.
         migrator.registerMigration("v6") { _ in }
+        // Each event once, not once per stream that holds it; the rows kept so far become an event
+        // each, numbered in (user, position) order.
+        migrator.registerMigration("v7") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE events (id INTEGER PRIMARY KEY, frame BLOB NOT NULL,
+                        expire_at_ms INTEGER NOT NULL DEFAULT 0, about TEXT);
+                    ALTER TABLE stream ADD COLUMN event INTEGER;
+                    UPDATE stream SET event = numbered.id FROM (
+                        SELECT user AS u, position AS p, ROW_NUMBER() OVER (ORDER BY user, position) AS id
+                        FROM stream WHERE conversation IS NULL) AS numbered
+                    WHERE stream.user = numbered.u AND stream.position = numbered.p;
+                    INSERT INTO events (id, frame, expire_at_ms, about)
+                        SELECT event, COALESCE(frame, x''), expire_at_ms, about FROM stream WHERE event IS NOT NULL;
+                    UPDATE stream SET frame = NULL, about = NULL, expire_at_ms = 0 WHERE event IS NOT NULL;
+                    DROP INDEX stream_about;
+                    DROP INDEX stream_expiry;
+                    CREATE INDEX stream_event ON stream (event) WHERE event IS NOT NULL;
+                    CREATE INDEX events_expiry ON events (expire_at_ms) WHERE expire_at_ms > 0;
+                    CREATE INDEX events_about ON events (about) WHERE about IS NOT NULL;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -277,9 +306,9 @@ final class SQLiteRelayStore: RelayStore {
                 db,
                 sql: """
                     SELECT user, origin_device, frame FROM (
-                        SELECT user, origin_device, frame, position, ROW_NUMBER() OVER (
-                            PARTITION BY user, origin_device ORDER BY position DESC) AS newest
-                        FROM stream WHERE origin_device IS NOT NULL AND frame IS NOT NULL)
+                        SELECT s.user, s.origin_device, e.frame, s.position, ROW_NUMBER() OVER (
+                            PARTITION BY s.user, s.origin_device ORDER BY s.position DESC) AS newest
+                        FROM stream s JOIN events e ON e.id = s.event WHERE s.origin_device IS NOT NULL)
                     WHERE newest <= ? ORDER BY position
                     """,
                 arguments: [RecentEvents.capacity]
@@ -289,6 +318,9 @@ final class SQLiteRelayStore: RelayStore {
                     DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1)),
                     default: []
                 ].append(Array(frame))
+            }
+            if let row = try Row.fetchOne(db, sql: "SELECT max(id) FROM events"), !row.hasNull(atIndex: 0) {
+                state.lastEventID = try integer(row, 0)
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, device, kind, bundle FROM key_bundles") {
                 let bundle: Data = try row.decode(atIndex: 3)
@@ -316,14 +348,14 @@ final class SQLiteRelayStore: RelayStore {
         try readingRows {
             try queue.write { db in
                 try Self.insertMessages(batch.messages, db)
+                try Self.insertEvents(batch.events, db)
                 try Self.insertStreamEntries(batch.streamEntries, db)
-                try Self.linkContentEvents(batch.contentEvents, db)
                 try Self.applyRarerChanges(batch, db)
             }
         }
     }
 
-    // The rows written for every message (the message, its stream entries) and the per-batch
+    // The rows written for every message (the message, its stream entries, an event) and the per-batch
     // upserts are bound and stepped through SQLite's C API on GRDB's cached statements
     // (`Statement.sqliteStatement`, see ``RawStatement``): GRDB's `execute(arguments:)` boxes every
     // value into a `DatabaseValue` of a `StatementArguments`, which was a large share of the commit's
@@ -374,14 +406,32 @@ final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    /// The batch's events, each once (``KeptEvent``).
+    private static func insertEvents(_ events: [KeptEvent], _ db: Database) throws {
+        guard !events.isEmpty else { return }
+        let insertEvent = try RawStatement(
+            db.cachedStatement(sql: "INSERT INTO events (id, frame, expire_at_ms, about) VALUES (?, ?, ?, ?)")
+        )
+        for event in events {
+            try insertEvent.bind(event.id, at: 1)
+            try insertEvent.bind(event.expireAtMs, at: 3)
+            if let about = event.about {
+                try insertEvent.bind(about.storageID, at: 4)
+            } else {
+                try insertEvent.bindNull(at: 4)
+            }
+            try insertEvent.step(withBlob: event.frame, at: 2)
+        }
+    }
+
     /// The batch's stream entries, and each user's new stream head.
     private static func insertStreamEntries(_ entries: [StreamEntry], _ db: Database) throws {
         var heads: [String: UInt64] = [:]
         let insertEntry = try RawStatement(
             db.cachedStatement(
                 sql: """
-                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, frame, expire_at_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO stream (user, position, origin_device, conversation, seq, sent, event)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """
             )
         )
@@ -389,7 +439,6 @@ final class SQLiteRelayStore: RelayStore {
             heads[entry.user] = max(heads[entry.user] ?? 0, entry.position)
             try insertEntry.bind(entry.user, at: 1)
             try insertEntry.bind(entry.position, at: 2)
-            try insertEntry.bind(entry.expireAtMs, at: 8)
             if let device = entry.originDevice {
                 try insertEntry.bind(device, at: 3)
             } else {
@@ -401,13 +450,13 @@ final class SQLiteRelayStore: RelayStore {
                 try insertEntry.bind(seq, at: 5)
                 try insertEntry.bind(Int64(sent ? 1 : 0), at: 6)
                 try insertEntry.bindNull(at: 7)
-                try insertEntry.step()
-            case .event(let frame):
+            case .event(let id):
                 try insertEntry.bindNull(at: 4)
                 try insertEntry.bindNull(at: 5)
                 try insertEntry.bind(Int64(0), at: 6)
-                try insertEntry.step(withBlob: frame, at: 7)
+                try insertEntry.bind(id, at: 7)
             }
+            try insertEntry.step()
         }
         let setHead = try RawStatement(
             db.cachedStatement(
@@ -450,22 +499,9 @@ final class SQLiteRelayStore: RelayStore {
         }
     }
 
-    /// Links the batch's events that carry content of a kept message to it (``ContentEvent``).
-    private static func linkContentEvents(_ events: [ContentEvent], _ db: Database) throws {
-        guard !events.isEmpty else { return }
-        let link = try RawStatement(
-            db.cachedStatement(sql: "UPDATE stream SET about = ? WHERE user = ? AND position = ?")
-        )
-        for event in events {
-            try link.bind(event.about.storageID, at: 1)
-            try link.bind(event.user, at: 2)
-            try link.bind(event.position, at: 3)
-            try link.step()
-        }
-    }
-
-    /// Rewrites with `transform` the frames of the stream entries that carry content of kept message
-    /// `about` (``ContentEvent``), writing back those it changed.
+    /// Rewrites with `transform` the frames of the kept events that carry content of kept message
+    /// `about` (``KeptEvent/about``), writing back those it changed: once each, however many streams
+    /// name it.
     private static func rewriteEvents(
         about: MessageKey,
         _ transform: ([UInt8]) -> [UInt8],
@@ -473,17 +509,37 @@ final class SQLiteRelayStore: RelayStore {
     ) throws {
         for row in try Row.fetchAll(
             db,
-            sql: "SELECT user, position, frame FROM stream WHERE about = ?",
+            sql: "SELECT id, frame FROM events WHERE about = ?",
             arguments: [about.storageID]
         ) {
-            let frame = Array(try row.decode(atIndex: 2) as Data? ?? Data())
+            let frame = Array(try row.decode(atIndex: 1) as Data)
             let rewritten = transform(frame)
             guard rewritten != frame else { continue }
             try db.execute(
-                sql: "UPDATE stream SET frame = ? WHERE user = ? AND position = ?",
-                // The position as stored, whatever it holds: the row read is the row written.
-                arguments: [Data(rewritten), try row.decode(atIndex: 0) as String, row[1] as DatabaseValue]
+                sql: "UPDATE events SET frame = ? WHERE id = ?",
+                // The id as stored, whatever it holds: the row read is the row written.
+                arguments: [Data(rewritten), row[0] as DatabaseValue]
             )
+        }
+    }
+
+    /// Deletes the entries of `user`'s stream at `positions` (retention), and the events that no
+    /// entry names any more.
+    private static func deleteStreamEntries(of user: String, at positions: Range<UInt64>, _ db: Database) throws {
+        let events = try Int64?.fetchAll(
+            db,
+            sql: "DELETE FROM stream WHERE user = ? AND position >= ? AND position < ? RETURNING event",
+            arguments: [user, positions.lowerBound, positions.upperBound]
+        ).compactMap { $0 }
+        guard !events.isEmpty else { return }
+        let deleteUnnamed = try RawStatement(
+            db.cachedStatement(
+                sql: "DELETE FROM events WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM stream WHERE event = ?1)"
+            )
+        )
+        for id in Set(events) {
+            try deleteUnnamed.bind(id, at: 1)
+            try deleteUnnamed.step()
         }
     }
 
@@ -550,10 +606,7 @@ final class SQLiteRelayStore: RelayStore {
             )
         }
         for (user, positions) in batch.trimmedStreams {
-            try db.execute(
-                sql: "DELETE FROM stream WHERE user = ? AND position >= ? AND position < ?",
-                arguments: [user, positions.lowerBound, positions.upperBound]
-            )
+            try deleteStreamEntries(of: user, at: positions, db)
         }
         for bundle in batch.keyBundles {
             try db.execute(
@@ -566,7 +619,7 @@ final class SQLiteRelayStore: RelayStore {
         }
         if let through = batch.eraseExpiredThrough {
             // Through the partial indexes: only rows that expire are looked at.
-            for table in ["messages", "stream"] {
+            for table in ["messages", "events"] {
                 try db.execute(
                     sql:
                         "UPDATE \(table) SET frame = x'' WHERE expire_at_ms > 0 AND expire_at_ms <= ? AND length(frame) > 0",
@@ -639,9 +692,10 @@ final class SQLiteRelayStore: RelayStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT s.position, s.origin_device, s.conversation, s.sent, s.frame, m.frame,
-                        COALESCE(m.expire_at_ms, s.expire_at_ms)
+                    SELECT s.position, s.origin_device, s.conversation, s.sent, e.frame, m.frame,
+                        COALESCE(m.expire_at_ms, e.expire_at_ms, 0)
                     FROM stream s LEFT JOIN messages m ON m.conversation = s.conversation AND m.seq = s.seq
+                        LEFT JOIN events e ON e.id = s.event
                     WHERE s.user = ? AND s.position > ? AND s.position <= ? ORDER BY s.position LIMIT ?
                     """,
                 arguments: [user, after, through, limit]
