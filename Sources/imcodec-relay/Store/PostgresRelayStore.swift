@@ -506,7 +506,8 @@ final class PostgresRelayStore: RelayStore {
             SELECT user_id, origin_device, frame FROM (
                 SELECT s.user_id, s.origin_device, e.frame, s.position, row_number() OVER (
                     PARTITION BY s.user_id, s.origin_device ORDER BY s.position DESC) AS newest
-                FROM stream s JOIN events e ON e.id = s.event WHERE s.origin_device IS NOT NULL) AS recent
+                FROM stream s JOIN events e ON e.id = s.event
+                WHERE s.event IS NOT NULL AND s.origin_device IS NOT NULL) AS recent
             WHERE newest <= \(RecentEvents.capacity) ORDER BY position
             """
         ) { row in

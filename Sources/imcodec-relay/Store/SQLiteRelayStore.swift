@@ -301,14 +301,16 @@ final class SQLiteRelayStore: RelayStore {
                 state.devicePositions[DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1))] =
                     try integer(row, 2)
             }
-            // Each device's newest events, oldest first (the window keeps the load bounded).
+            // Each device's newest events, oldest first (the window keeps the load bounded). From
+            // the events to their entries (CROSS JOIN keeps that order: SQLite would scan every
+            // stream row, messages too, where the partial index on stream.event reads the events').
             for row in try Row.fetchAll(
                 db,
                 sql: """
                     SELECT user, origin_device, frame FROM (
                         SELECT s.user, s.origin_device, e.frame, s.position, ROW_NUMBER() OVER (
                             PARTITION BY s.user, s.origin_device ORDER BY s.position DESC) AS newest
-                        FROM stream s JOIN events e ON e.id = s.event WHERE s.origin_device IS NOT NULL)
+                        FROM events e CROSS JOIN stream s ON s.event = e.id WHERE s.origin_device IS NOT NULL)
                     WHERE newest <= ? ORDER BY position
                     """,
                 arguments: [RecentEvents.capacity]
