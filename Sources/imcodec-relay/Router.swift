@@ -42,7 +42,8 @@ final class Router {
     var conversations: [ConversationKey: ConversationState] = [:]
     /// Each user's stream.
     var streams: [String: StreamState] = [:]
-    /// The id of the newest kept event (``KeptEvent``): the next one gets the id after it.
+    /// The id the router gave the newest event (``KeptEvent``), or at start the largest id kept: the
+    /// next one gets the id after it.
     var lastEventID: UInt64 = 0
     /// The last stream position each device acknowledged.
     var devicePositions: [DeviceKey: UInt64] = [:]

@@ -103,12 +103,57 @@ struct RelayStoreEventTests {
         try store.commit(third)
         #expect(try await Self.keptEvents(location, memory: memory).0 == 1, "no entry names the expired one")
         #expect(try Self.frames(at: 1, of: ["carol"], in: store) == [redacted], "carol's entry keeps the chunk")
+        #expect(try store.load().lastEventID == 1, "the largest id kept: 2 went")
+        try await checkIDsGivenAgain(store, location, memory: memory)
+    }
+
+    /// After ``checkEventsAreKeptOnce(_:_:memory:)``'s first three batches (event 1 kept for carol,
+    /// event 2 deleted): an id retention freed is given again (2, about a second message), and
+    /// goes with its entry; then three events in one batch whose entries that batch trims: one named
+    /// only by trimmed entries (a range of 70 positions, past PostgreSQL's per-key delete), one by
+    /// a single trimmed entry, one by an entry kept. A recall of the message the deleted event 2
+    /// was about leaves the new event 2 as it is.
+    func checkIDsGivenAgain(_ store: any RelayStore, _ location: TestStore?, memory: MemoryRelayStore?) async throws {
+        let second = MessageKey(conversation: Self.team, seq: 2)
+        var reuse = StoreBatch()
+        reuse.messages = [
+            StoredMessage(
+                conversation: Self.team,
+                seq: 2,
+                senderID: "alice",
+                clientMsgID: "m2",
+                serverMsgUID: "uid-2",
+                serverTimeMs: 1_700_000_000_001,
+                frame: [4, 5, 6]
+            )
+        ]
+        reuse.events = [KeptEvent(id: 2, frame: Self.chunk, about: second)]
+        reuse.streamEntries = [StreamEntry(user: "carol", position: 2, item: .event(2))]
+        try store.commit(reuse)
+        #expect(try await Self.keptEvents(location, memory: memory).0 == 2)
+        #expect(try Self.frames(at: 2, of: ["carol"], in: store) == [Self.chunk])
 
         var fourth = StoreBatch()
-        fourth.trimmedStreams = ["carol": 1..<2]
+        fourth.trimmedStreams = ["carol": 1..<3]
         try store.commit(fourth)
-        #expect(try await Self.keptEvents(location, memory: memory).0 == 0, "the last entry took it along")
+        #expect(try await Self.keptEvents(location, memory: memory).0 == 0, "the last entries took them along")
         #expect(try store.load().lastEventID == 0)
+
+        var fifth = StoreBatch()
+        fifth.events = [KeptEvent(id: 1, frame: [3]), KeptEvent(id: 2, frame: [4, 4]), KeptEvent(id: 3, frame: [9])]
+        fifth.streamEntries =
+            [StreamEntry(user: "frank", position: 1, item: .event(1))]
+            + [StreamEntry(user: "erin", position: 1, item: .event(2))]
+            + (1...70).map { StreamEntry(user: "dave", position: UInt64($0), item: .event(3)) }
+        fifth.trimmedStreams = ["frank": 1..<2, "dave": 1..<71]
+        try store.commit(fifth)
+        #expect(try await Self.keptEvents(location, memory: memory).0 == 1, "only erin's entry names one")
+        #expect(try store.load().lastEventID == 2)
+
+        var sixth = StoreBatch()
+        sixth.removals = [(Self.team, 2, [7])]
+        try store.commit(sixth)
+        #expect(try Self.frames(at: 1, of: ["erin"], in: store) == [[4, 4]], "not about the recalled message")
     }
 
     @Test(arguments: StoreBackend.allCases)

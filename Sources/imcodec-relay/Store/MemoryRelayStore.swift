@@ -12,7 +12,8 @@ final class MemoryRelayStore: RelayStore {
     /// deleted with the last of them.
     private var events: [UInt64: (event: KeptEvent, entries: Int)] = [:]
     /// The events that carry content of each kept message (``KeptEvent/about``), by message;
-    /// dropped with the message (retention).
+    /// dropped with the message (retention), and an event's id with the event (an id of a deleted
+    /// event may be given again after a load).
     private var eventsAbout: [MessageKey: [UInt64]] = [:]
     /// Each device's key bundles, by kind (``StoredState/keyBundles`` is made from it at load).
     private var keyBundles: [DeviceKey: [Int32: StoredKeyBundle]] = [:]
@@ -79,7 +80,15 @@ final class MemoryRelayStore: RelayStore {
             let drop = Self.firstIndex(streams[user] ?? [], atLeast: position, by: \.position)
             for entry in streams[user]?.prefix(drop) ?? [] {
                 guard case .event(let id) = entry.item, let kept = events[id] else { continue }
-                events[id] = kept.entries > 1 ? (kept.event, kept.entries - 1) : nil
+                guard kept.entries == 1 else {
+                    events[id]!.entries -= 1
+                    continue
+                }
+                events[id] = nil
+                if let about = kept.event.about {
+                    eventsAbout[about]?.removeAll { $0 == id }
+                    if eventsAbout[about]?.isEmpty == true { eventsAbout[about] = nil }
+                }
             }
             streams[user]?.removeFirst(drop)
             state.streams[user]?.oldest = position

@@ -44,9 +44,9 @@ import PostgresNIO
 /// - `messages(conversation, seq, sender, client_msg_id, uid, time_ms, frame, receivers, removed)`:
 ///   the stamped frames (`bytea`), a targeted message's receivers as `text[]`;
 /// - `members(conversation, user_id)`;
-/// - `streams(user_id, head)` and `stream(user_id, position, origin_device, conversation, seq, sent, frame)`:
-///   each user's stream (a message by reference; an event by reference since version 6, before it
-///   with its bytes);
+/// - `streams(user_id, head)` and `stream(user_id, position, origin_device, conversation, seq, sent, frame,
+///   event)`: each user's stream (a message by reference; an event by reference, `event`, since
+///   version 6, before it with its bytes in `frame`);
 /// - `devices(user_id, device, position)`: each device's last acknowledged stream position;
 /// - `key_bundles(user_id, device, kind, bundle)`: each device's end-to-end key bundles;
 /// - `records(scope, id, value)`: the state records (``StateRecordKey``);
@@ -60,7 +60,8 @@ import PostgresNIO
 ///   (``SeqRuns``), which an older relay would misread; the version makes it refuse the database.
 /// - `events(id, frame, expire_at_ms, about)` and `stream.event` (version 6): each kept event once
 ///   (``KeptEvent``), named by the stream entries of every user it reaches (a partial index on
-///   `stream.event` finds the entries left when retention deletes some), with its expiry and the
+///   `stream.event` finds the entries left when retention deletes some, another the entries a
+///   device sent, for the resend check at start), with its expiry and the
 ///   message whose content it carries (partial indexes). Version 6 moves the events kept in stream
 ///   rows (`stream.frame`, `about`, `expire_at_ms`, and their indexes) into it, one event per row.
 ///
@@ -161,21 +162,28 @@ final class PostgresRelayStore: RelayStore {
                 CREATE TABLE events (id bigint PRIMARY KEY, frame bytea NOT NULL,
                     expire_at_ms bigint NOT NULL DEFAULT 0, about text)
                 """,
+                // Numbered in (user_id, position) order, the primary key's: both statements number
+                // the same rows alike. Each frame is copied once, each event row rewritten once.
+                """
+                INSERT INTO events (id, frame, expire_at_ms, about)
+                SELECT row_number() OVER (ORDER BY user_id, position), COALESCE(frame, ''::bytea), expire_at_ms,
+                    about
+                FROM stream WHERE conversation IS NULL
+                """,
+                "DROP INDEX stream_about",
+                "DROP INDEX stream_expiry",
                 "ALTER TABLE stream ADD COLUMN event bigint",
                 """
-                UPDATE stream SET event = numbered.id FROM (
+                UPDATE stream SET event = numbered.id, frame = NULL, about = NULL, expire_at_ms = 0 FROM (
                     SELECT user_id AS u, position AS p, row_number() OVER (ORDER BY user_id, position) AS id
                     FROM stream WHERE conversation IS NULL) AS numbered
                 WHERE stream.user_id = numbered.u AND stream.position = numbered.p
                 """,
-                """
-                INSERT INTO events (id, frame, expire_at_ms, about)
-                SELECT event, COALESCE(frame, ''::bytea), expire_at_ms, about FROM stream WHERE event IS NOT NULL
-                """,
-                "UPDATE stream SET frame = NULL, about = NULL, expire_at_ms = 0 WHERE event IS NOT NULL",
-                "DROP INDEX stream_about",
-                "DROP INDEX stream_expiry",
                 "CREATE INDEX stream_event ON stream (event) WHERE event IS NOT NULL",
+                """
+                CREATE INDEX stream_sent_event ON stream (user_id, origin_device, position, event)
+                WHERE event IS NOT NULL AND origin_device IS NOT NULL
+                """,
                 "CREATE INDEX events_expiry ON events (expire_at_ms) WHERE expire_at_ms > 0",
                 "CREATE INDEX events_about ON events (about) WHERE about IS NOT NULL",
             ]
@@ -503,12 +511,12 @@ final class PostgresRelayStore: RelayStore {
         // Each device's newest events, oldest first (the window keeps the load bounded).
         try forEachRow(
             """
-            SELECT user_id, origin_device, frame FROM (
-                SELECT s.user_id, s.origin_device, e.frame, s.position, row_number() OVER (
-                    PARTITION BY s.user_id, s.origin_device ORDER BY s.position DESC) AS newest
-                FROM stream s JOIN events e ON e.id = s.event
-                WHERE s.event IS NOT NULL AND s.origin_device IS NOT NULL) AS recent
-            WHERE newest <= \(RecentEvents.capacity) ORDER BY position
+            SELECT r.user_id, r.origin_device, e.frame FROM (
+                SELECT user_id, origin_device, position, event, row_number() OVER (
+                    PARTITION BY user_id, origin_device ORDER BY position DESC) AS newest
+                FROM stream WHERE event IS NOT NULL AND origin_device IS NOT NULL) AS r
+            JOIN events e ON e.id = r.event
+            WHERE r.newest <= \(RecentEvents.capacity) ORDER BY r.position
             """
         ) { row in
             let (user, device, frame) = try row.decode((String, String, ByteBuffer).self)

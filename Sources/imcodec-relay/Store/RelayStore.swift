@@ -116,7 +116,9 @@ struct StreamEntry: Sendable {
 /// stream, and its bytes are stored one time, not once per member. A store keeps it while a stream
 /// entry names it, and deletes it with the last such entry (retention).
 struct KeptEvent: Sendable {
-    /// Given by the router, increasing (``StoredState/lastEventID``); never one a kept event has.
+    /// Given by the router, increasing while it runs (``StoredState/lastEventID``); never one a kept
+    /// event has (the id of an event retention deleted may be given again after a restart: no entry
+    /// names it any more).
     var id: UInt64
     /// The frame, as sent to each stream's devices (each gets its own position appended).
     var frame: [UInt8]

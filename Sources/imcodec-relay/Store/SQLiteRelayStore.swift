@@ -20,9 +20,9 @@ import IMCodec
 ///   reads (``ConversationState/sent(by:clientMsgID:)``); no index on (conversation, sender, client_msg_id) is kept,
 ///   since nothing queries it and it cost a B-tree page write per message;
 /// - `members(conversation, user)`;
-/// - `streams(user, head)` and `stream(user, position, origin_device, conversation, seq, sent, frame)`:
-///   each user's stream (a message by reference; an event by reference since version 7, before it
-///   with its bytes);
+/// - `streams(user, head)` and `stream(user, position, origin_device, conversation, seq, sent, frame,
+///   event)`: each user's stream (a message by reference; an event by reference, `event`, since
+///   version 7, before it with its bytes in `frame`);
 /// - `devices(user, device, position)`: each device's last acknowledged stream position;
 /// - `key_bundles(user, device, kind, bundle)` (version 2): each device's end-to-end key bundles,
 ///   as `KeyBundle` bytes, its one-time keys as they are after the fetches so far;
@@ -38,7 +38,8 @@ import IMCodec
 ///   (``SeqRuns``), which an older relay would misread; the version makes it refuse the database.
 /// - `events(id, frame, expire_at_ms, about)` and `stream.event` (version 7): each kept event once
 ///   (``KeptEvent``), named by the stream entries of every user it reaches (a partial index on
-///   `stream.event` finds the entries left when retention deletes some), with its expiry and the
+///   `stream.event` finds the entries left when retention deletes some, another the entries a
+///   device sent, for the resend check at start), with its expiry and the
 ///   message whose content it carries (partial indexes). Version 7 moves the events kept in stream
 ///   rows (`stream.frame`, `about`, `expire_at_ms`, and their indexes) into it, one event per row.
 final class SQLiteRelayStore: RelayStore {
@@ -191,23 +192,27 @@ final class SQLiteRelayStore: RelayStore {
         // Conversation records whose unread seqs may be runs: nothing to change, only to record.
         migrator.registerMigration("v6") { _ in }
         // Each event once, not once per stream that holds it; the rows kept so far become an event
-        // each, numbered in (user, position) order.
+        // each, numbered in (user, position) order (the primary key's: both statements number the
+        // same rows alike). Each frame is copied once, and each event row rewritten once without it;
+        // the indexes are made after the rows.
         migrator.registerMigration("v7") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE events (id INTEGER PRIMARY KEY, frame BLOB NOT NULL,
                         expire_at_ms INTEGER NOT NULL DEFAULT 0, about TEXT);
+                    INSERT INTO events (id, frame, expire_at_ms, about)
+                        SELECT ROW_NUMBER() OVER (ORDER BY user, position), COALESCE(frame, x''), expire_at_ms, about
+                        FROM stream WHERE conversation IS NULL;
+                    DROP INDEX stream_about;
+                    DROP INDEX stream_expiry;
                     ALTER TABLE stream ADD COLUMN event INTEGER;
-                    UPDATE stream SET event = numbered.id FROM (
+                    UPDATE stream SET event = numbered.id, frame = NULL, about = NULL, expire_at_ms = 0 FROM (
                         SELECT user AS u, position AS p, ROW_NUMBER() OVER (ORDER BY user, position) AS id
                         FROM stream WHERE conversation IS NULL) AS numbered
                     WHERE stream.user = numbered.u AND stream.position = numbered.p;
-                    INSERT INTO events (id, frame, expire_at_ms, about)
-                        SELECT event, COALESCE(frame, x''), expire_at_ms, about FROM stream WHERE event IS NOT NULL;
-                    UPDATE stream SET frame = NULL, about = NULL, expire_at_ms = 0 WHERE event IS NOT NULL;
-                    DROP INDEX stream_about;
-                    DROP INDEX stream_expiry;
                     CREATE INDEX stream_event ON stream (event) WHERE event IS NOT NULL;
+                    CREATE INDEX stream_sent_event ON stream (user, origin_device, position, event)
+                        WHERE event IS NOT NULL AND origin_device IS NOT NULL;
                     CREATE INDEX events_expiry ON events (expire_at_ms) WHERE expire_at_ms > 0;
                     CREATE INDEX events_about ON events (about) WHERE about IS NOT NULL;
                     """
@@ -301,17 +306,18 @@ final class SQLiteRelayStore: RelayStore {
                 state.devicePositions[DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1))] =
                     try integer(row, 2)
             }
-            // Each device's newest events, oldest first (the window keeps the load bounded). From
-            // the events to their entries (CROSS JOIN keeps that order: SQLite would scan every
-            // stream row, messages too, where the partial index on stream.event reads the events').
+            // Each device's newest events, oldest first (the window keeps the load bounded): ranked
+            // on the partial index of the entries a device sent (one per event at most), then only
+            // the frames kept are read.
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT user, origin_device, frame FROM (
-                        SELECT s.user, s.origin_device, e.frame, s.position, ROW_NUMBER() OVER (
-                            PARTITION BY s.user, s.origin_device ORDER BY s.position DESC) AS newest
-                        FROM events e CROSS JOIN stream s ON s.event = e.id WHERE s.origin_device IS NOT NULL)
-                    WHERE newest <= ? ORDER BY position
+                    SELECT r.user, r.origin_device, e.frame FROM (
+                        SELECT user, origin_device, position, event, ROW_NUMBER() OVER (
+                            PARTITION BY user, origin_device ORDER BY position DESC) AS newest
+                        FROM stream WHERE event IS NOT NULL AND origin_device IS NOT NULL) AS r
+                    JOIN events e ON e.id = r.event
+                    WHERE r.newest <= ? ORDER BY r.position
                     """,
                 arguments: [RecentEvents.capacity]
             ) {
@@ -529,8 +535,9 @@ final class SQLiteRelayStore: RelayStore {
     /// entry names any more.
     private static func deleteStreamEntries(of user: String, at positions: Range<UInt64>, _ db: Database) throws {
         let events = try Int64?.fetchAll(
-            db,
-            sql: "DELETE FROM stream WHERE user = ? AND position >= ? AND position < ? RETURNING event",
+            db.cachedStatement(
+                sql: "DELETE FROM stream WHERE user = ? AND position >= ? AND position < ? RETURNING event"
+            ),
             arguments: [user, positions.lowerBound, positions.upperBound]
         ).compactMap { $0 }
         guard !events.isEmpty else { return }
