@@ -165,9 +165,12 @@ struct RelayAuthTests {
         try await withClientGroup { group in
             try await withRelay { server in
                 let laptop = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "laptop")
-                let phone = try await TestClient.connect(to: server, as: nil, group: group)
                 let token = try await TestAuth.token("alice", ttl: 6)  // room for a slow login under a sanitizer
-                try await phone.send(RelayProtocol.loginFrame("alice", token: token, deviceID: "phone", requestID: 1))
+                let phone = try await TestClient.connect(
+                    to: server,
+                    sending: RelayProtocol.loginFrame("alice", token: token, deviceID: "phone", requestID: 1),
+                    group: group
+                )
                 #expect(await eventually { phone.collector.loginResults.first != nil })
                 #expect(phone.collector.loginResults.first?.errorCode == 0, "the token holds at login")
 

@@ -306,8 +306,11 @@ struct RelayDeviceTests {
                 #expect(try await bundleDevices(of: "bob", asking: alice, id: 5) == [])
 
                 // a, c and d are online: a fourth device is refused, and nothing changes.
-                let e = try await TestClient.connect(to: server, as: nil, group: group)
-                try await e.send(try await TestAuth.login("bob", deviceID: "e"))
+                let e = try await TestClient.connect(
+                    to: server,
+                    sending: try await TestAuth.login("bob", deviceID: "e"),
+                    group: group
+                )
                 #expect(await eventually { !e.collector.loginResults.isEmpty })
                 #expect(e.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.tooManyDevices)
                 #expect(await eventually { !e.channel.isActive })
@@ -338,8 +341,11 @@ struct RelayDeviceTests {
                 #expect(try await bundleDevices(of: "bob", asking: alice, id: 3) == [])
                 let c = try await bob(server, "c")
                 #expect(c.collector.loginResults.first?.resumePosition == 0)
-                let a = try await TestClient.connect(to: server, as: nil, group: group)
-                try await a.send(try await TestAuth.login("bob", deviceID: "a"))
+                let a = try await TestClient.connect(
+                    to: server,
+                    sending: try await TestAuth.login("bob", deviceID: "a"),
+                    group: group
+                )
                 #expect(await eventually { !a.collector.loginResults.isEmpty })
                 #expect(a.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.tooManyDevices)
                 for client in [alice, f, g, c, a] { await client.close() }
@@ -389,8 +395,11 @@ struct RelayDeviceTests {
                 }
                 let subscribed = try await RelayUserStateTests.ask(alice, .presenceSubscription(watch), id: 1)
                 #expect(subscribed?.requestResult?.errorCode == 0)
-                let long = try await TestClient.connect(to: server, as: nil, group: group)
-                try await long.send(try await TestAuth.login("bob", deviceID: String(repeating: "d", count: 129)))
+                let long = try await TestClient.connect(
+                    to: server,
+                    sending: try await TestAuth.login("bob", deviceID: String(repeating: "d", count: 129)),
+                    group: group
+                )
                 #expect(await eventually { !long.collector.loginResults.isEmpty })
                 #expect(long.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.deviceIDTooLong)
                 #expect(await eventually { !long.channel.isActive })

@@ -209,7 +209,7 @@ struct TestClient: Sendable {
         )
     }
 
-    /// Connects to a relay on 127.0.0.1:`port` (see ``connect(to:as:group:deviceID:lastSeen:streamResume:streamPosition:)``).
+    /// Connects to a relay on 127.0.0.1:`port` (see ``connect(to:as:group:deviceID:lastSeen:streamResume:streamPosition:codec:)``).
     /// With `tls`, the connection is TLS, checking the relay's certificate for `localhost`. `codec`
     /// holds the client's own limits (a frame above its `maxFrameSize` is a decode error).
     static func connect(
@@ -220,6 +220,41 @@ struct TestClient: Sendable {
         lastSeen: [ConversationSeq] = [],
         streamResume: Bool = false,
         streamPosition: UInt64 = 0,
+        tls: NIOSSLContext? = nil,
+        codec: FrameCodecOptions = FrameCodecOptions()
+    ) async throws -> TestClient {
+        guard let user else { return try await connect(port: port, sending: nil, group: group, tls: tls, codec: codec) }
+        let login = try await TestAuth.login(
+            user,
+            deviceID: deviceID,
+            lastSeen: lastSeen,
+            streamResume: streamResume,
+            streamPosition: streamPosition
+        )
+        let client = try await connect(port: port, sending: login, group: group, tls: tls, codec: codec)
+        let ok = await eventually { client.collector.loginResults.contains { $0.errorCode == 0 } }
+        #expect(ok, "\(user) was not logged in")
+        return client
+    }
+
+    /// Connects to `server` and sends `first` (a login, made beforehand) as soon as the connection
+    /// is up; does not wait for an answer.
+    static func connect(
+        to server: RelayServer,
+        sending first: Frame,
+        group: any EventLoopGroup
+    ) async throws -> TestClient {
+        try await connect(port: server.port, sending: first, group: group)
+    }
+
+    /// Connects to 127.0.0.1:`port` and writes `first`, if any, on the connection's event loop as
+    /// soon as it is connected, as a client does. (Written from the test's task instead, a login
+    /// waited for a thread of the concurrency pool, which tests running beside it could hold past
+    /// the relay's login timeout: the relay then closed the connection before the login came.)
+    static func connect(
+        port: Int,
+        sending first: Frame?,
+        group: any EventLoopGroup,
         tls: NIOSSLContext? = nil,
         codec: FrameCodecOptions = FrameCodecOptions()
     ) async throws -> TestClient {
@@ -236,22 +271,13 @@ struct TestClient: Sendable {
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
-            .connect(host: "127.0.0.1", port: port).get()
-        let client = TestClient(channel: channel, collector: collector)
-        if let user {
-            try await client.send(
-                try await TestAuth.login(
-                    user,
-                    deviceID: deviceID,
-                    lastSeen: lastSeen,
-                    streamResume: streamResume,
-                    streamPosition: streamPosition
-                )
-            )
-            let ok = await eventually { collector.loginResults.contains { $0.errorCode == 0 } }
-            #expect(ok, "\(user) was not logged in")
-        }
-        return client
+            .connect(host: "127.0.0.1", port: port)
+            .flatMap { channel in
+                guard let first else { return channel.eventLoop.makeSucceededFuture(channel) }
+                return channel.writeAndFlush(first).map { channel }
+            }
+            .get()
+        return TestClient(channel: channel, collector: collector)
     }
 
     func send(_ frame: Frame) async throws {

@@ -26,8 +26,11 @@ struct RelayIDTests {
     @Test func aUserIDHoldsAtMost128Bytes() async throws {
         try await withClientGroup { group in
             try await withRelay { server in
-                let refused = try await TestClient.connect(to: server, as: nil, group: group)
-                try await refused.send(try await TestAuth.login(tooLong))
+                let refused = try await TestClient.connect(
+                    to: server,
+                    sending: try await TestAuth.login(tooLong),
+                    group: group
+                )
                 #expect(await eventually { !refused.collector.loginResults.isEmpty })
                 #expect(refused.collector.loginResults.first?.errorCode == RelayProtocol.LoginError.userIDTooLong)
                 #expect(await eventually { !refused.channel.isActive })
