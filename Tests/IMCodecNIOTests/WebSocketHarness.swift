@@ -61,14 +61,20 @@ struct RawWebSocketClient: Sendable {
         receiveBuffer: Int? = nil,
         tls: NIOSSLContext? = nil
     ) async throws -> RawWebSocketClient {
-        let client = try await connectRaw(to: server, group: group, receiveBuffer: receiveBuffer, tls: tls)
         var request = ByteBuffer()
         request.writeString(
             "GET /chat HTTP/1.1\r\nHost: 127.0.0.1:\(server.webSocketPort ?? 0)\r\nUpgrade: websocket\r\n"
                 + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                 + "Sec-WebSocket-Version: 13\r\n\r\n"
         )
-        try await client.channel.writeAndFlush(request).get()
+        // Written on the connection's event loop as soon as it connects (see TestClient.connect).
+        let client = try await connectRaw(
+            to: server,
+            group: group,
+            receiveBuffer: receiveBuffer,
+            tls: tls,
+            sending: request
+        )
         let upgraded = await eventually { client.responseHead != nil }
         #expect(upgraded, "no handshake response")
         let head = client.responseHead ?? ""
@@ -78,12 +84,14 @@ struct RawWebSocketClient: Sendable {
         return client
     }
 
-    /// Connects to the WebSocket port without a handshake.
+    /// Connects to the WebSocket port without a handshake; writes `first`, if any, on the
+    /// connection's event loop as soon as it is connected.
     static func connectRaw(
         to server: RelayServer,
         group: any EventLoopGroup,
         receiveBuffer: Int? = nil,
-        tls: NIOSSLContext? = nil
+        tls: NIOSSLContext? = nil,
+        sending first: ByteBuffer? = nil
     ) async throws -> RawWebSocketClient {
         let collector = ByteCollector()
         var bootstrap = ClientBootstrap(group: group)
@@ -102,7 +110,12 @@ struct RawWebSocketClient: Sendable {
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
-            .connect(host: "127.0.0.1", port: try #require(server.webSocketPort)).get()
+            .connect(host: "127.0.0.1", port: try #require(server.webSocketPort))
+            .flatMap { channel in
+                guard let first else { return channel.eventLoop.makeSucceededFuture(channel) }
+                return channel.writeAndFlush(first).map { channel }
+            }
+            .get()
         return RawWebSocketClient(channel: channel, collector: collector)
     }
 
