@@ -10,7 +10,9 @@ import NIOCore
 /// the length prefixes; the clock starts at the read that leaves a frame incomplete and stops when
 /// that frame's last byte arrives. It does not close the channel itself: the error travels down the
 /// pipeline, where an error handler (such as the relay's) answers and closes. A peer that is idle
-/// between frames is not affected; use NIO's `IdleStateHandler` for that.
+/// between frames is not affected; use NIO's `IdleStateHandler` for that. While the channel's
+/// `autoRead` is off (the server stopped reading, for instance to hold clients back while what it
+/// forwards them to is full), the frame is not late: the clock starts again.
 public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
@@ -74,6 +76,12 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
             let handler = loopBoundSelf.value
             handler.deadline = nil
             guard handler.isInsideFrame else { return }
+            let context = loopBoundContext.value
+            if context.channel.readsArePaused {
+                // The rest may be waiting in the socket for reads to start again.
+                handler.arm(context: context)
+                return
+            }
             handler.lostTrack = true
             let awaited = handler.remainingBody
             loopBoundContext.value.fireErrorCaught(
@@ -135,6 +143,14 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
 
 @available(*, unavailable)
 extension FrameDeadlineHandler: Sendable {}
+
+extension Channel {
+    /// Whether the server turned reading off (`autoRead` false): bytes a peer sent may then wait in
+    /// the socket, so a deadline handler does not count that time against the peer.
+    var readsArePaused: Bool {
+        (try? syncOptions?.getOption(.autoRead)) == false
+    }
+}
 
 extension ChannelPipeline.SynchronousOperations {
     /// Adds a ``FrameDecoder`` and a ``FrameEncoder``: the channel then reads and writes `Frame` values.

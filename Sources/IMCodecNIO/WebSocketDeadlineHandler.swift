@@ -72,6 +72,11 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
             let handler = loopBoundSelf.value
             handler.deadline = nil
             guard handler.isInsideMessage else { return }
+            if loopBoundContext.value.channel.readsArePaused {
+                // Not late: the server stopped reading (see FrameDeadlineHandler).
+                handler.arm(context: loopBoundContext.value)
+                return
+            }
             let ms = wait.nanoseconds / 1_000_000
             let amount = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
             loopBoundContext.value.fireErrorCaught(
