@@ -60,6 +60,8 @@ final class EdgeNode: @unchecked Sendable {
     private var nextID: UInt32 = 0
     private var toFlush: Set<UInt32> = []
     private var linkNeedsFlush = false
+    /// Whether the clients' reads are off because the link to the routing node is full.
+    private var readingPaused = false
 
     init(configuration: RelayConfiguration, options: NodeLink.Options) {
         self.configuration = configuration
@@ -140,8 +142,19 @@ final class EdgeNode: @unchecked Sendable {
         connecting = true
         let maxSize = NodeLink.maxMessageSize(configuration.codec)
         let pinned = node.certificateSHA256
-        let bootstrap = ClientBootstrap(group: loop)
+        var bootstrap = ClientBootstrap(group: loop)
+        for (option, value) in NodeLink.socketOptions(routing: false) { bootstrap = bootstrap.channelOption(option, value: value) }
+        // Past the high mark the node stops reading its clients until the routing node has taken
+        // half of it (``linkWritabilityChanged(_:)``): what clients send waits in their sockets,
+        // not in this process.
+        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
+            low: max(1, configuration.maxOutboundBytes / 2),
+            high: max(2, configuration.maxOutboundBytes)
+        )
+        bootstrap =
+            bootstrap
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: watermark)
             .connectTimeout(.seconds(2))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -204,9 +217,28 @@ final class EdgeNode: @unchecked Sendable {
         )
     }
 
+    /// The link to the routing node passed its high-water mark (the routing node takes frames more
+    /// slowly than the clients send them), or drained to its low one: every client's reads stop, or
+    /// start again. Without this the frames would queue in this process without bound; a relay
+    /// alone gets the same from TCP, since it reads a client only as fast as it routes.
+    fileprivate func linkWritabilityChanged(_ channel: any Channel) {
+        guard channel === link else { return }
+        setReading(channel.isWritable)
+    }
+
+    private func setReading(_ on: Bool) {
+        guard readingPaused == on else { return }
+        readingPaused = !on
+        for connection in clients.values {
+            connection.channel.setOption(.autoRead, value: on).whenFailure { _ in }
+        }
+    }
+
     fileprivate func linkLost(_ channel: any Channel) {
         guard channel === link else { return }
         link = nil
+        // The clients are dropped below; the next link starts with reading on.
+        readingPaused = false
         let wasReady = linkReady
         linkReady = false
         metrics.nodeForwarding.set(0)
@@ -274,9 +306,9 @@ final class EdgeNode: @unchecked Sendable {
             )
             return nil
         }
-        nextID &+= 1
-        if nextID == 0 { nextID = 1 }
+        nextID = NodeLink.sessionID(after: nextID) { clients[$0] != nil }
         clients[nextID] = connection
+        if readingPaused { connection.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
         var payload = link.allocator.buffer(capacity: 64)
         payload.writeInteger(UInt8(connection.transport == .webSocket ? 1 : 0))
         payload.writeString(connection.address)
@@ -417,6 +449,11 @@ private final class EdgeLinkHandler: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         edge.flushClients()
         context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        edge.linkWritabilityChanged(context.channel)
+        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

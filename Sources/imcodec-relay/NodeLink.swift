@@ -1,5 +1,8 @@
 #if Tools
 import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -76,12 +79,50 @@ enum NodeLink {
         session: UInt32,
         _ payload: ByteBuffer?,
         to channel: any Channel,
-        flush: Bool = false
+        flush: Bool = false,
+        written: EventLoopPromise<Void>? = nil
     ) {
         let size = payload?.readableBytes ?? 0
-        channel.write(header(kind, session: session, payloadSize: size, allocator: channel.allocator), promise: nil)
-        if let payload, size > 0 { channel.write(payload, promise: nil) }
+        let header = header(kind, session: session, payloadSize: size, allocator: channel.allocator)
+        if let payload, size > 0 {
+            channel.write(header, promise: nil)
+            channel.write(payload, promise: written)
+        } else {
+            channel.write(header, promise: written)
+        }
         if flush { channel.flush() }
+    }
+
+    /// The bytes queued on a link past which the routing node closes it (its high-water mark): 64
+    /// clients' worth of `--max-outbound-bytes`. Each client is dropped at its own bound first
+    /// (``LinkConnection``); this catches a node that stopped reading altogether.
+    static func linkHighWater(_ configuration: RelayConfiguration) -> Int {
+        let (bytes, overflow) = configuration.maxOutboundBytes.multipliedReportingOverflow(by: 64)
+        return overflow ? Int.max : max(2, bytes)
+    }
+
+    /// The socket options of a link's end: TCP keepalives (probes after 5 s of silence, every 2 s,
+    /// 3 unanswered: about 11 s, as the PostgreSQL session has, PostgresRelayStore), and on the
+    /// routing node's end (`routing`) a user timeout of as long for data the forwarding node does
+    /// not acknowledge. So the routing node notices a forwarding node whose machine vanished, idle
+    /// or not, or that stopped reading, within about 11 s and closes its clients' sessions
+    /// (presence, device records) instead of waiting for TCP to give up (about 15 minutes). A
+    /// forwarding node's end has no user timeout: a routing node too busy to read for a while
+    /// holds its clients back (EdgeNode) and is not given up for it; one whose machine vanished
+    /// loses the database's lock, and the forwarding nodes follow the next one.
+    static func socketOptions(routing: Bool) -> [(ChannelOptions.Types.SocketOption, SocketOptionValue)] {
+        var options: [(ChannelOptions.Types.SocketOption, SocketOptionValue)] = [
+            (.init(level: .socket, name: .so_keepalive), 1)
+        ]
+        #if os(Linux)
+        options += [
+            (.init(level: .tcp, name: .init(rawValue: TCP_KEEPIDLE)), 5),
+            (.init(level: .tcp, name: .init(rawValue: TCP_KEEPINTVL)), 2),
+            (.init(level: .tcp, name: .init(rawValue: TCP_KEEPCNT)), 3),
+        ]
+        if routing { options.append((.init(level: .tcp, name: .init(rawValue: CInt(TCP_USER_TIMEOUT))), 11_000)) }
+        #endif
+        return options
     }
 
     private static func header(
@@ -131,10 +172,19 @@ enum NodeLink {
     struct Decoder: ByteToMessageDecoder {
         typealias InboundOut = Message
         let maxSize: Int
+        /// Whether the link's first message (a hello or a welcome: a secret at most) was read: until
+        /// then a message holds at most ``firstMessageMaxSize`` bytes, so that a peer that does not
+        /// know the secret cannot have a frame's worth buffered per connection.
+        private var sawFirst = false
+
+        init(maxSize: Int) { self.maxSize = maxSize }
+
+        /// The most a link's first message may hold: a header and a 64-character secret, with room.
+        static let firstMessageMaxSize = 128
 
         mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
             guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
-            guard length >= 5, Int(length) <= maxSize else {
+            guard length >= 5, Int(length) <= (sawFirst ? maxSize : Self.firstMessageMaxSize) else {
                 throw NodeLinkError(description: "a link message of \(length) bytes")
             }
             guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
@@ -145,9 +195,19 @@ enum NodeLink {
             guard let kind = Kind(rawValue: kindByte) else {
                 throw NodeLinkError(description: "a link message of unknown kind \(kindByte)")
             }
+            sawFirst = true
             context.fireChannelRead(Self.wrapInboundOut(Message(kind: kind, session: session, payload: payload)))
             return .continue
         }
+    }
+
+    /// The id a forwarding node gives its next client: the one after `last`, never 0, and never
+    /// one a client still holds (`isTaken`), so that a node that has opened 2^32 connections
+    /// does not give a live client's id again (the routing node would see a second open for it).
+    static func sessionID(after last: UInt32, isTaken: (UInt32) -> Bool) -> UInt32 {
+        var id = last
+        repeat { id &+= 1 } while id == 0 || isTaken(id)
+        return id
     }
 
     /// The largest link message: a frame at the codec's size limit, its prefix and the header.
@@ -191,30 +251,44 @@ struct NodeLinkError: Error, CustomStringConvertible {
 }
 
 /// A client of a forwarding node, as the routing node's router sees it: frames go over the link.
+///
+/// Its output is bounded as a client's own connection is: the bytes written for it and not yet
+/// handed to the link's socket are counted, and past `maxQueuedBytes` (`--max-outbound-bytes`) it
+/// is not writable, so the router drops it as a slow consumer. One client's frames then cannot
+/// fill the link that all its node's clients share (a large message to a group with many members
+/// on one node costs each member's session, not the link).
 final class LinkConnection: SessionConnection {
     private let link: any Channel
     let id: UInt32
     let address: String
     private let closed: EventLoopPromise<Void>
     private var isClosed = false
+    private let maxQueuedBytes: Int
+    /// Written for this client and not yet written to the link's socket (on the link's event loop,
+    /// which is the router's).
+    private var queuedBytes = 0
 
-    init(link: any Channel, id: UInt32, address: String) {
+    init(link: any Channel, id: UInt32, address: String, maxQueuedBytes: Int) {
         self.link = link
         self.id = id
         self.address = address
+        self.maxQueuedBytes = maxQueuedBytes
         self.closed = link.eventLoop.makePromise()
     }
 
     var isActive: Bool { !isClosed && link.isActive }
-    /// A forwarding node closes its own slow consumers; the link itself is bounded by its node's
-    /// output buffer (``NodeLinkHandler``).
-    var isWritable: Bool { true }
-    var bufferedBytes: Int? { nil }
+    var isWritable: Bool { queuedBytes <= maxQueuedBytes }
+    var bufferedBytes: Int? { queuedBytes }
     var closeFuture: EventLoopFuture<Void> { closed.futureResult }
 
     func write(_ buffer: ByteBuffer) {
         guard isActive else { return }
-        NodeLink.write(.frame, session: id, buffer, to: link)
+        let size = buffer.readableBytes
+        queuedBytes += size
+        let written = link.eventLoop.makePromise(of: Void.self)
+        // Written to the socket, or failed with the link: either way no longer queued.
+        written.futureResult.assumeIsolated().whenComplete { _ in self.queuedBytes -= size }
+        NodeLink.write(.frame, session: id, buffer, to: link, written: written)
     }
 
     func flush() { link.flush() }
@@ -284,7 +358,12 @@ final class NodeLinkHandler: ChannelInboundHandler {
             }
             let transport: Session.Transport = transportByte == 1 ? .webSocket : .tcp
             let address = payload.readString(length: payload.readableBytes) ?? "?"
-            let connection = LinkConnection(link: context.channel, id: message.session, address: address)
+            let connection = LinkConnection(
+                link: context.channel,
+                id: message.session,
+                address: address,
+                maxQueuedBytes: router.configuration.maxOutboundBytes
+            )
             let session = Session(connection: connection, transport: transport)
             sessions[message.session] = session
             router.opened(session)
@@ -321,8 +400,9 @@ final class NodeLinkHandler: ChannelInboundHandler {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if !context.channel.isWritable {
-            // The forwarding node reads too slowly for all its clients: they reconnect elsewhere.
-            linkFailed(context, "more than \(router.configuration.maxOutboundBytes) bytes queued for the node")
+            // Each client's output is bounded (LinkConnection), so only a node that stopped reading
+            // for all its clients gets here: they reconnect elsewhere.
+            linkFailed(context, "more than \(NodeLink.linkHighWater(router.configuration)) bytes queued for the node")
         }
         context.fireChannelWritabilityChanged()
     }

@@ -447,12 +447,14 @@ final class RelayServer: Sendable {
     ) -> EventLoopFuture<any Channel> {
         let secret = NodeLink.makeSecret()
         let maxSize = NodeLink.maxMessageSize(configuration.codec)
-        // A node's link carries all its clients' frames: it may queue more than one client.
-        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
-            low: max(1, configuration.maxOutboundBytes * 4),
-            high: max(2, configuration.maxOutboundBytes * 8)
-        )
-        return ServerBootstrap(group: loop)
+        // A node's link carries all its clients' frames; each client's share is bounded on its own
+        // (LinkConnection), the link only against a node that stopped reading.
+        let high = NodeLink.linkHighWater(configuration)
+        let watermark = ChannelOptions.Types.WriteBufferWaterMark(low: max(1, high / 2), high: high)
+        var bootstrap = ServerBootstrap(group: loop)
+        for (option, value) in NodeLink.socketOptions(routing: true) { bootstrap = bootstrap.childChannelOption(option, value: value) }
+        return
+            bootstrap
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)

@@ -7,6 +7,7 @@ import Darwin
 import Foundation
 import IMCodec
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -396,6 +397,103 @@ struct RelayPostgresTests {
             #expect(aliceAgain.collector.acks.first?.errorCode == 0)
             #expect(aliceAgain.collector.acks.first?.seq == 3, "seqs go on where the routing node left them")
             for client in [alice, bob, bobAgain, aliceAgain] { await client.close() }
+        }
+    }
+
+    /// A forwarding node's clients share one link, but each one's output is bounded on its own,
+    /// as on a relay alone: a 40 KB message to a group with 20 members on the forwarding node puts
+    /// 800 KB on the link at once, more than eight times `--max-outbound-bytes` (64 KiB here, the
+    /// link's bound before), yet no member's share passes it. Every member gets the message, the
+    /// link stays up and a client of the node outside the group keeps its connection. (Before,
+    /// the routing node closed the link, and every client of the node lost its connection.) What
+    /// a member may have queued is checked in `LinkConnectionTests`.
+    @Test func aLargeGroupMessageCostsTheMembersSessionsNotTheirNodesLink() async throws {
+        let folder = try await TemporaryFolder("pg-node-fanout", store: .postgresql)
+        defer { folder.remove() }
+        let members = (0..<20).map { "m\($0)" }
+        try writeFile(folder.groupsFile, "big: sender \(members.joined(separator: " "))\n")
+        let extra = ["--groups", folder.groupsFile, "--max-outbound-bytes", "65536"]
+        let routing = try await RelayChild.startNode(folder: folder, extra: extra)
+        defer { routing.forceKill() }
+        let forwarding = try await RelayChild.startNode(folder: folder, extra: extra)
+        defer { forwarding.forceKill() }
+        try #require(routing.listeningPort != nil && forwarding.forwardingLinks == 1)
+        try await withClientGroup { group in
+            var clients: [TestClient] = []
+            for member in members {
+                clients.append(try await TestClient.connect(port: forwarding.port, as: member, group: group))
+            }
+            let bystander = try await TestClient.connect(port: forwarding.port, as: "bystander", group: group)
+            let sender = try await TestClient.connect(port: routing.port, as: "sender", group: group)
+            let text = String(repeating: "x", count: 40_000)
+            try await sender.send(Frame(Message.groupText(from: "sender", group: "big", text, clientMsgID: "s-1")))
+            #expect(await eventually { sender.collector.acks.count == 1 })
+            #expect(sender.collector.acks.first?.errorCode == 0)
+            #expect(
+                await eventually { clients.allSatisfy { $0.collector.messages.count == 1 } },
+                "\(clients.map(\.collector.messages.count))"
+            )
+            #expect(clients.allSatisfy { $0.collector.messages.first?.firstText == text })
+            #expect(forwarding.forwardingLinks == 1, "the link stayed up: \(forwarding.stdout)")
+            #expect(bystander.channel.isActive && clients.allSatisfy(\.channel.isActive))
+            #expect(!routing.stderr.contains("closing the node link"), "\(routing.stderr)")
+            for client in clients + [bystander, sender] { await client.close() }
+        }
+    }
+
+    /// A forwarding node does not hold what its clients send while the routing node cannot take
+    /// it: once its link has `--max-outbound-bytes` queued (1 MiB here) it stops reading its
+    /// clients until the link drains, so what a client sends waits in its own socket. The routing
+    /// node is stopped (SIGSTOP) and a client sends 80 MB of 32 KB frames (group messages to a
+    /// group it is not in: each is refused, nothing is stored): far from all of them leave the
+    /// client (before, the node read them all into its memory). Once the routing node goes on
+    /// (SIGCONT), every frame is answered, in order, and the link and the client stay up, although
+    /// the routing node was stopped longer than a frame may take to arrive.
+    @Test func aForwardingNodeStopsReadingItsClientsWhileItsLinkIsFull() async throws {
+        let folder = try await TemporaryFolder("pg-node-pause", store: .postgresql)
+        defer { folder.remove() }
+        // 1 MiB: room for the client's acks, which one commit can release thousands of at once.
+        // A frame may stay incomplete for 1 s, less than the routing node is stopped: the frame
+        // the node stopped reading in the middle of is not late (FrameDeadlineHandler).
+        let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000"]
+        let routing = try await RelayChild.startNode(folder: folder, extra: extra)
+        defer { routing.forceKill() }
+        let forwarding = try await RelayChild.startNode(folder: folder, extra: extra)
+        defer { forwarding.forceKill() }
+        try #require(routing.listeningPort != nil && forwarding.forwardingLinks == 1)
+        try await withClientGroup { group in
+            let client = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
+            routing.signal(SIGSTOP)
+            defer { routing.signal(SIGCONT) }
+            let count = 2_500
+            let text = String(repeating: "f", count: 32_000)
+            let sent = NIOLockedValueBox(0)
+            for k in 0..<count {
+                let message = Message.groupText(from: "flooder", group: "elsewhere", text, clientMsgID: "f-\(k)")
+                var frame = Frame(message)
+                frame.requestID = UInt64(k + 1)
+                client.channel.write(frame).whenSuccess { sent.withLockedValue { $0 += 1 } }
+            }
+            client.channel.flush()
+            // Waits while frames leave the client; the stopped routing node takes none.
+            _ = await eventually(3) { sent.withLockedValue { $0 } == count }
+            let leftBeforeGoingOn = sent.withLockedValue { $0 }
+            print(
+                "node pause: \(leftBeforeGoingOn) of \(count) frames left the client while the routing node was stopped"
+            )
+            #expect(leftBeforeGoingOn < count / 2, "\(leftBeforeGoingOn) of \(count) frames left the client")
+
+            routing.signal(SIGCONT)
+            #expect(
+                await eventually(60) { client.collector.acks.count == count },
+                "\(client.collector.acks.count) acks; \(client.collector.kinds); \(forwarding.stdout)"
+            )
+            let acks = client.collector.acks
+            #expect(acks.allSatisfy { $0.errorCode == RelayProtocol.AckError.notAGroupMember })
+            #expect(acks.map(\.clientMsgID) == (0..<count).map { "f-\($0)" }, "answered in order")
+            #expect(client.channel.isActive && forwarding.forwardingLinks == 1)
+            #expect(!routing.stderr.contains("closing the node link"), "\(routing.stderr)")
+            await client.close()
         }
     }
 
