@@ -143,7 +143,9 @@ final class EdgeNode: @unchecked Sendable {
         let maxSize = NodeLink.maxMessageSize(configuration.codec)
         let pinned = node.certificateSHA256
         var bootstrap = ClientBootstrap(group: loop)
-        for (option, value) in NodeLink.socketOptions(routing: false) { bootstrap = bootstrap.channelOption(option, value: value) }
+        for (option, value) in NodeLink.socketOptions(routing: false) {
+            bootstrap = bootstrap.channelOption(option, value: value)
+        }
         // Past the high mark the node stops reading its clients until the routing node has taken
         // half of it (``linkWritabilityChanged(_:)``): what clients send waits in their sockets,
         // not in this process.

@@ -452,7 +452,9 @@ final class RelayServer: Sendable {
         let high = NodeLink.linkHighWater(configuration)
         let watermark = ChannelOptions.Types.WriteBufferWaterMark(low: max(1, high / 2), high: high)
         var bootstrap = ServerBootstrap(group: loop)
-        for (option, value) in NodeLink.socketOptions(routing: true) { bootstrap = bootstrap.childChannelOption(option, value: value) }
+        for (option, value) in NodeLink.socketOptions(routing: true) {
+            bootstrap = bootstrap.childChannelOption(option, value: value)
+        }
         return
             bootstrap
             .serverChannelOption(.backlog, value: 64)

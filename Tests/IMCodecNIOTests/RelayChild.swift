@@ -141,6 +141,28 @@ final class RelayChild {
         return child
     }
 
+    /// Starts two relay nodes on `folder`'s PostgreSQL database, the first routing and the second
+    /// forwarding to it, and checks that they do; the caller kills both.
+    static func startTwoNodes(
+        folder: TemporaryFolder,
+        extra: [String] = []
+    ) async throws -> (routing: RelayChild, forwarding: RelayChild) {
+        let routing = try await startNode(folder: folder, extra: extra)
+        let forwarding: RelayChild
+        do {
+            forwarding = try await startNode(folder: folder, extra: extra)
+        } catch {
+            routing.forceKill()
+            throw error
+        }
+        guard routing.listeningPort != nil, forwarding.listeningPort == nil, forwarding.forwardingLinks == 1 else {
+            routing.forceKill()
+            forwarding.forceKill()
+            throw RelayChildError(description: "two nodes: \(routing.stdout) / \(forwarding.stdout)")
+        }
+        return (routing, forwarding)
+    }
+
     /// How many times a forwarding node linked to a routing node (`relay node: forwarding clients ...`).
     var forwardingLinks: Int {
         stdout.split(separator: "\n").count { $0.hasPrefix("relay node: forwarding clients to the relay that routes") }

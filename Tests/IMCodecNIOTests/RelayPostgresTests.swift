@@ -413,11 +413,8 @@ struct RelayPostgresTests {
         let members = (0..<20).map { "m\($0)" }
         try writeFile(folder.groupsFile, "big: sender \(members.joined(separator: " "))\n")
         let extra = ["--groups", folder.groupsFile, "--max-outbound-bytes", "65536"]
-        let routing = try await RelayChild.startNode(folder: folder, extra: extra)
-        defer { routing.forceKill() }
-        let forwarding = try await RelayChild.startNode(folder: folder, extra: extra)
-        defer { forwarding.forceKill() }
-        try #require(routing.listeningPort != nil && forwarding.forwardingLinks == 1)
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder, extra: extra)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
         try await withClientGroup { group in
             var clients: [TestClient] = []
             for member in members {
@@ -456,11 +453,8 @@ struct RelayPostgresTests {
         // A frame may stay incomplete for 1 s, less than the routing node is stopped: the frame
         // the node stopped reading in the middle of is not late (FrameDeadlineHandler).
         let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000"]
-        let routing = try await RelayChild.startNode(folder: folder, extra: extra)
-        defer { routing.forceKill() }
-        let forwarding = try await RelayChild.startNode(folder: folder, extra: extra)
-        defer { forwarding.forceKill() }
-        try #require(routing.listeningPort != nil && forwarding.forwardingLinks == 1)
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder, extra: extra)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
         try await withClientGroup { group in
             let client = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
             routing.signal(SIGSTOP)
@@ -503,11 +497,8 @@ struct RelayPostgresTests {
     @Test func aForwardingNodeStoppedBySIGTERMKicksItsClientsAndExitsZero() async throws {
         let folder = try await TemporaryFolder("pg-node-stop", store: .postgresql)
         defer { folder.remove() }
-        let routing = try await RelayChild.startNode(folder: folder)
-        defer { routing.forceKill() }
-        let forwarding = try await RelayChild.startNode(folder: folder)
-        defer { forwarding.forceKill() }
-        try #require(routing.listeningPort != nil && forwarding.forwardingLinks == 1)
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
         try await withClientGroup { group in
             let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
             let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group, deviceID: "phone")
