@@ -12,7 +12,8 @@ import NIOCore
 /// pipeline, where an error handler (such as the relay's) answers and closes. A peer that is idle
 /// between frames is not affected; use NIO's `IdleStateHandler` for that. While the channel's
 /// `autoRead` is off (the server stopped reading, for instance to hold clients back while what it
-/// forwards them to is full), the frame is not late: the clock starts again.
+/// forwards them to is full) the frame is not late, and a ``ReadsResumed`` event gives it its whole
+/// wait again (see there).
 public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
@@ -56,6 +57,15 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
     public func channelInactive(context: ChannelHandlerContext) {
         disarm()
         context.fireChannelInactive()
+    }
+
+    /// On ``ReadsResumed``: a frame still incomplete gets its whole wait again.
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ReadsResumed, !lostTrack, isInsideFrame {
+            disarm()
+            arm(context: context)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     /// Cancels the deadline when the handler leaves the pipeline.
@@ -143,14 +153,6 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
 
 @available(*, unavailable)
 extension FrameDeadlineHandler: Sendable {}
-
-extension Channel {
-    /// Whether the server turned reading off (`autoRead` false): bytes a peer sent may then wait in
-    /// the socket, so a deadline handler does not count that time against the peer.
-    var readsArePaused: Bool {
-        (try? syncOptions?.getOption(.autoRead)) == false
-    }
-}
 
 extension ChannelPipeline.SynchronousOperations {
     /// Adds a ``FrameDecoder`` and a ``FrameEncoder``: the channel then reads and writes `Frame` values.

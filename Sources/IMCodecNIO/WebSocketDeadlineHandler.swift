@@ -64,6 +64,16 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
         deadline = nil
     }
 
+    /// On ``ReadsResumed``: a message still incomplete gets its whole wait again.
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ReadsResumed, isInsideMessage {
+            deadline?.cancel()
+            deadline = nil
+            arm(context: context)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     private func arm(context: ChannelHandlerContext) {
         let wait = maxMessageWait
         let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)

@@ -60,8 +60,13 @@ final class EdgeNode: @unchecked Sendable {
     private var nextID: UInt32 = 0
     private var toFlush: Set<UInt32> = []
     private var linkNeedsFlush = false
-    /// Whether the clients' reads are off because the link to the routing node is full.
-    private var readingPaused = false
+    /// The bytes queued on the link past which clients that send are held back
+    /// (`--max-outbound-bytes`).
+    private var linkHighWater: Int { max(2, configuration.maxOutboundBytes) }
+    /// Whether the link to the routing node is past its high-water mark.
+    private var linkFull = false
+    /// The clients whose reads are off until the link drains.
+    private var held: Set<UInt32> = []
 
     init(configuration: RelayConfiguration, options: NodeLink.Options) {
         self.configuration = configuration
@@ -149,10 +154,7 @@ final class EdgeNode: @unchecked Sendable {
         // Past the high mark the node stops reading its clients until the routing node has taken
         // half of it (``linkWritabilityChanged(_:)``): what clients send waits in their sockets,
         // not in this process.
-        let watermark = ChannelOptions.Types.WriteBufferWaterMark(
-            low: max(1, configuration.maxOutboundBytes / 2),
-            high: max(2, configuration.maxOutboundBytes)
-        )
+        let watermark = ChannelOptions.Types.WriteBufferWaterMark(low: max(1, linkHighWater / 2), high: linkHighWater)
         bootstrap =
             bootstrap
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -220,27 +222,27 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     /// The link to the routing node passed its high-water mark (the routing node takes frames more
-    /// slowly than the clients send them), or drained to its low one: every client's reads stop, or
-    /// start again. Without this the frames would queue in this process without bound; a relay
-    /// alone gets the same from TCP, since it reads a client only as fast as it routes.
+    /// slowly than the clients send them), or drained to its low one. While it is full, a client
+    /// that sends a frame has its reads turned off after that frame (``forward(_:_:)``); once it
+    /// drained, those clients read again, and their deadline handlers give a frame caught in the
+    /// middle its whole wait again (`ReadsResumed`). Without this the frames would queue in this
+    /// process without bound; a relay alone gets the same from TCP, since it reads a client only as
+    /// fast as it routes. Clients that send nothing are never touched.
     fileprivate func linkWritabilityChanged(_ channel: any Channel) {
         guard channel === link else { return }
-        setReading(channel.isWritable)
-    }
-
-    private func setReading(_ on: Bool) {
-        guard readingPaused == on else { return }
-        readingPaused = !on
-        for connection in clients.values {
-            connection.channel.setOption(.autoRead, value: on).whenFailure { _ in }
+        linkFull = !channel.isWritable
+        guard !linkFull else { return }
+        for id in held {
+            guard let connection = clients[id] else { continue }
+            connection.channel.setOption(.autoRead, value: true).whenFailure { _ in }
+            connection.channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
         }
+        held.removeAll()
     }
 
     fileprivate func linkLost(_ channel: any Channel) {
         guard channel === link else { return }
         link = nil
-        // The clients are dropped below; the next link starts with reading on.
-        readingPaused = false
         let wasReady = linkReady
         linkReady = false
         metrics.nodeForwarding.set(0)
@@ -254,6 +256,9 @@ final class EdgeNode: @unchecked Sendable {
     /// Closes every client: what they sent and was not acknowledged they send again where they reconnect.
     private func dropAll(reason: String) {
         linkReady = false
+        // Every client goes; the next link starts empty (also when this one is still closing).
+        linkFull = false
+        held.removeAll()
         let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
         for connection in clients.values {
             connection.close(code: "unavailable", reason: reason, after: notice)
@@ -310,7 +315,6 @@ final class EdgeNode: @unchecked Sendable {
         }
         nextID = NodeLink.sessionID(after: nextID) { clients[$0] != nil }
         clients[nextID] = connection
-        if readingPaused { connection.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
         var payload = link.allocator.buffer(capacity: 64)
         payload.writeInteger(UInt8(connection.transport == .webSocket ? 1 : 0))
         payload.writeString(connection.address)
@@ -320,6 +324,23 @@ final class EdgeNode: @unchecked Sendable {
 
     fileprivate func forward(_ session: UInt32, _ frame: InboundFrame) {
         guard linkReady, let link, let connection = clients[session] else { return }
+        if linkFull {
+            // A client still read while reads are off (its end of stream makes NIO read what is
+            // left whatever autoRead says): past twice the high-water mark it is closed instead.
+            let queued = (try? link.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+            if queued > 2 * linkHighWater {
+                let reason = "the relay that routes is not keeping up"
+                connection.close(
+                    code: "unavailable",
+                    reason: reason,
+                    after: Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again")
+                )
+                return
+            }
+            if held.insert(session).inserted {
+                connection.channel.setOption(.autoRead, value: false).whenFailure { _ in }
+            }
+        }
         metrics.frameIn(frame.payloadKind, connection.transport)
         NodeLink.write(.frame, session: session, frame.record, to: link)
         linkNeedsFlush = true
@@ -344,6 +365,7 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     fileprivate func closed(_ session: UInt32) {
+        held.remove(session)
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
         NodeLink.write(.closed, session: session, nil, to: link, flush: true)
     }

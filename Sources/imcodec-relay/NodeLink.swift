@@ -2,6 +2,8 @@
 import Crypto
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #endif
 import IMCodec
 import IMCodecNIO
@@ -91,14 +93,6 @@ enum NodeLink {
             channel.write(header, promise: written)
         }
         if flush { channel.flush() }
-    }
-
-    /// The bytes queued on a link past which the routing node closes it (its high-water mark): 64
-    /// clients' worth of `--max-outbound-bytes`. Each client is dropped at its own bound first
-    /// (``LinkConnection``); this catches a node that stopped reading altogether.
-    static func linkHighWater(_ configuration: RelayConfiguration) -> Int {
-        let (bytes, overflow) = configuration.maxOutboundBytes.multipliedReportingOverflow(by: 64)
-        return overflow ? Int.max : max(2, bytes)
     }
 
     /// The socket options of a link's end: TCP keepalives (probes after 5 s of silence, every 2 s,
@@ -396,15 +390,6 @@ final class NodeLinkHandler: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         router.flush()
         context.fireChannelReadComplete()
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable {
-            // Each client's output is bounded (LinkConnection), so only a node that stopped reading
-            // for all its clients gets here: they reconnect elsewhere.
-            linkFailed(context, "more than \(NodeLink.linkHighWater(router.configuration)) bytes queued for the node")
-        }
-        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

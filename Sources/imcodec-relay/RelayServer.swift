@@ -447,10 +447,11 @@ final class RelayServer: Sendable {
     ) -> EventLoopFuture<any Channel> {
         let secret = NodeLink.makeSecret()
         let maxSize = NodeLink.maxMessageSize(configuration.codec)
-        // A node's link carries all its clients' frames; each client's share is bounded on its own
-        // (LinkConnection), the link only against a node that stopped reading.
-        let high = NodeLink.linkHighWater(configuration)
-        let watermark = ChannelOptions.Types.WriteBufferWaterMark(low: max(1, high / 2), high: high)
+        // A node's link carries all its clients' frames, and NIO counts a frame's bytes once per
+        // client it is written for (a group message to many members of one node can pass any
+        // fixed mark although its bytes are shared): each client's share is bounded on its own
+        // (LinkConnection), and a node that stops reading is given up by the socket's user
+        // timeout (NodeLink.socketOptions), not by volume.
         var bootstrap = ServerBootstrap(group: loop)
         for (option, value) in NodeLink.socketOptions(routing: true) {
             bootstrap = bootstrap.childChannelOption(option, value: value)
@@ -460,7 +461,6 @@ final class RelayServer: Sendable {
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: watermark)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -227,7 +227,12 @@ struct FrameCodecTests {
 
     // MARK: Frame deadline
 
-    @Test func aFrameThatStallsPastTheDeadlineRaisesFrameTimeout() throws {
+    /// A frame left incomplete for 150 ms of a 200 ms wait is not late; 100 ms later it is. With
+    /// `readsResume`, a server that stopped reading starts again at 150 ms and fires
+    /// ``ReadsResumed``: the frame then gets its whole wait again (the rest may have waited in the
+    /// socket), and is late 200 ms after that.
+    @Test(arguments: [false, true])
+    func aFrameThatStallsPastTheDeadlineRaisesFrameTimeout(readsResume: Bool) throws {
         let loop = EmbeddedEventLoop()
         let channel = EmbeddedChannel(loop: loop)
         try channel.pipeline.syncOperations.addHandler(FrameDeadlineHandler(maxFrameWait: .milliseconds(200)))
@@ -235,6 +240,10 @@ struct FrameCodecTests {
         let whole = delimited([SampleFrames.group])
         try channel.writeInbound(whole.getSlice(at: 0, length: 10)!)
         loop.advanceTime(by: .milliseconds(150))
+        if readsResume {
+            channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
+            loop.advanceTime(by: .milliseconds(150))
+        }
         #expect(throws: Never.self) { try channel.throwIfErrorCaught() }
         loop.advanceTime(by: .milliseconds(100))
         #expect(codecErrorCode { try channel.throwIfErrorCaught() } == .frameTimeout)

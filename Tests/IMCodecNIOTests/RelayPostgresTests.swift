@@ -406,7 +406,7 @@ struct RelayPostgresTests {
     /// link's bound before), yet no member's share passes it. Every member gets the message, the
     /// link stays up and a client of the node outside the group keeps its connection. (Before,
     /// the routing node closed the link, and every client of the node lost its connection.) What
-    /// a member may have queued is checked in `LinkConnectionTests`.
+    /// a member may have queued is checked in `NodeLinkTests`.
     @Test func aLargeGroupMessageCostsTheMembersSessionsNotTheirNodesLink() async throws {
         let folder = try await TemporaryFolder("pg-node-fanout", store: .postgresql)
         defer { folder.remove() }
@@ -439,8 +439,8 @@ struct RelayPostgresTests {
     }
 
     /// A forwarding node does not hold what its clients send while the routing node cannot take
-    /// it: once its link has `--max-outbound-bytes` queued (1 MiB here) it stops reading its
-    /// clients until the link drains, so what a client sends waits in its own socket. The routing
+    /// it: while its link has `--max-outbound-bytes` queued (1 MiB here), a client that sends has
+    /// its reads turned off until the link drains, so what it sends waits in its own socket. The routing
     /// node is stopped (SIGSTOP) and a client sends 80 MB of 32 KB frames (group messages to a
     /// group it is not in: each is refused, nothing is stored): far from all of them leave the
     /// client (before, the node read them all into its memory). Once the routing node goes on
