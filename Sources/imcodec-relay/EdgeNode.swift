@@ -67,6 +67,10 @@ final class EdgeNode: @unchecked Sendable {
     private var linkFull = false
     /// The clients whose reads are off until the link drains.
     private var held: Set<UInt32> = []
+    /// Held clients whose read batch ended since: NIO reads them again only at their end of stream.
+    private var heldAfterBatch: Set<UInt32> = []
+    /// Clients closed for what they sent while stopped: nothing more of theirs is forwarded.
+    private var refused: Set<UInt32> = []
 
     init(configuration: RelayConfiguration, options: NodeLink.Options) {
         self.configuration = configuration
@@ -151,9 +155,9 @@ final class EdgeNode: @unchecked Sendable {
         for (option, value) in NodeLink.socketOptions(routing: false) {
             bootstrap = bootstrap.channelOption(option, value: value)
         }
-        // Past the high mark the node stops reading its clients until the routing node has taken
-        // half of it (``linkWritabilityChanged(_:)``): what clients send waits in their sockets,
-        // not in this process.
+        // Past the high mark the clients that send are held back until the routing node has taken
+        // half of it (``linkWritabilityChanged(_:)``): what they send waits in their sockets, not
+        // in this process.
         let watermark = ChannelOptions.Types.WriteBufferWaterMark(low: max(1, linkHighWater / 2), high: linkHighWater)
         bootstrap =
             bootstrap
@@ -238,6 +242,12 @@ final class EdgeNode: @unchecked Sendable {
             connection.channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
         }
         held.removeAll()
+        heldAfterBatch.removeAll()
+    }
+
+    /// A client's read batch ended: if it is held, what NIO still reads of it is its end of stream.
+    fileprivate func readBatchEnded(_ session: UInt32) {
+        if held.contains(session) { heldAfterBatch.insert(session) }
     }
 
     fileprivate func linkLost(_ channel: any Channel) {
@@ -259,6 +269,7 @@ final class EdgeNode: @unchecked Sendable {
         // Every client goes; the next link starts empty (also when this one is still closing).
         linkFull = false
         held.removeAll()
+        heldAfterBatch.removeAll()
         let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
         for connection in clients.values {
             connection.close(code: "unavailable", reason: reason, after: notice)
@@ -324,22 +335,23 @@ final class EdgeNode: @unchecked Sendable {
 
     fileprivate func forward(_ session: UInt32, _ frame: InboundFrame) {
         guard linkReady, let link, let connection = clients[session] else { return }
-        if linkFull {
-            // A client still read while reads are off (its end of stream makes NIO read what is
-            // left whatever autoRead says): past twice the high-water mark it is closed instead.
-            let queued = (try? link.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-            if queued > 2 * linkHighWater {
-                let reason = "the relay that routes is not keeping up"
-                connection.close(
-                    code: "unavailable",
-                    reason: reason,
-                    after: Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again")
-                )
-                return
-            }
-            if held.insert(session).inserted {
-                connection.channel.setOption(.autoRead, value: false).whenFailure { _ in }
-            }
+        guard !refused.contains(session) else { return }
+        if heldAfterBatch.contains(session) {
+            // Read after its reads were turned off and its read batch ended: only its end of
+            // stream makes NIO read what is left, whatever autoRead says. It is closed instead of
+            // having all of that queued; nothing after this frame is forwarded (no gap).
+            refused.insert(session)
+            let reason = "the relay that routes is not keeping up"
+            metrics.closedByError(code: "unavailable")
+            connection.close(
+                code: "unavailable",
+                reason: reason,
+                after: Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again")
+            )
+            return
+        }
+        if linkFull, held.insert(session).inserted {
+            connection.channel.setOption(.autoRead, value: false).whenFailure { _ in }
         }
         metrics.frameIn(frame.payloadKind, connection.transport)
         NodeLink.write(.frame, session: session, frame.record, to: link)
@@ -366,6 +378,8 @@ final class EdgeNode: @unchecked Sendable {
 
     fileprivate func closed(_ session: UInt32) {
         held.remove(session)
+        heldAfterBatch.remove(session)
+        refused.remove(session)
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
         NodeLink.write(.closed, session: session, nil, to: link, flush: true)
     }
@@ -528,6 +542,7 @@ final class EdgeClientHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if let id { edge.readBatchEnded(id) }
         edge.flushLink()
         context.fireChannelReadComplete()
     }

@@ -460,15 +460,7 @@ struct RelayPostgresTests {
             routing.signal(SIGSTOP)
             defer { routing.signal(SIGCONT) }
             let count = 2_500
-            let text = String(repeating: "f", count: 32_000)
-            let sent = NIOLockedValueBox(0)
-            for k in 0..<count {
-                let message = Message.groupText(from: "flooder", group: "elsewhere", text, clientMsgID: "f-\(k)")
-                var frame = Frame(message)
-                frame.requestID = UInt64(k + 1)
-                client.channel.write(frame).whenSuccess { sent.withLockedValue { $0 += 1 } }
-            }
-            client.channel.flush()
+            let sent = Self.flood(client, as: "flooder", frames: count)
             // Waits while frames leave the client; the stopped routing node takes none.
             _ = await eventually(3) { sent.withLockedValue { $0 } == count }
             let leftBeforeGoingOn = sent.withLockedValue { $0 }
@@ -489,6 +481,21 @@ struct RelayPostgresTests {
             #expect(!routing.stderr.contains("closing the node link"), "\(routing.stderr)")
             await client.close()
         }
+    }
+
+    /// Writes `frames` group messages of 32 KB from `user` (`f-0`, `f-1`, ...) to a group it is not
+    /// in, each refused by the routing node and nothing stored; returns how many have left the
+    /// client so far.
+    private static func flood(_ client: TestClient, as user: String, frames: Int) -> NIOLockedValueBox<Int> {
+        let text = String(repeating: "f", count: 32_000)
+        let sent = NIOLockedValueBox(0)
+        for k in 0..<frames {
+            var frame = Frame(Message.groupText(from: user, group: "elsewhere", text, clientMsgID: "f-\(k)"))
+            frame.requestID = UInt64(k + 1)
+            client.channel.write(frame).whenSuccess { sent.withLockedValue { $0 += 1 } }
+        }
+        client.channel.flush()
+        return sent
     }
 
     /// SIGTERM to a forwarding node: it stops accepting, its clients are told `kicked_offline`
