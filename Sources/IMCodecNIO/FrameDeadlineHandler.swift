@@ -94,7 +94,7 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
             }
             handler.lostTrack = true
             let awaited = handler.remainingBody
-            loopBoundContext.value.fireErrorCaught(
+            context.fireErrorCaught(
                 IMCodecError(
                     code: .frameTimeout,
                     reason: "a frame stayed incomplete for \(Self.describe(wait))"

@@ -65,11 +65,10 @@ final class EdgeNode: @unchecked Sendable {
     private var linkHighWater: Int { max(2, configuration.maxOutboundBytes) }
     /// Whether the link to the routing node is past its high-water mark.
     private var linkFull = false
-    /// The clients whose reads are off until the link drains.
-    private var held: Set<UInt32> = []
-    /// Held clients whose read batch ended since: NIO reads them again only at their end of stream.
-    private var heldAfterBatch: Set<UInt32> = []
-    /// Clients closed for what they sent while stopped: nothing more of theirs is forwarded.
+    /// The clients whose reads are off until the link drains, each with whether its read batch
+    /// has ended since (NIO then reads it again only at its end of stream).
+    private var held: [UInt32: Bool] = [:]
+    /// Clients closed for what NIO read of them while held: nothing more of theirs is forwarded.
     private var refused: Set<UInt32> = []
 
     init(configuration: RelayConfiguration, options: NodeLink.Options) {
@@ -236,18 +235,17 @@ final class EdgeNode: @unchecked Sendable {
         guard channel === link else { return }
         linkFull = !channel.isWritable
         guard !linkFull else { return }
-        for id in held {
+        for id in held.keys {
             guard let connection = clients[id] else { continue }
             connection.channel.setOption(.autoRead, value: true).whenFailure { _ in }
             connection.channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
         }
         held.removeAll()
-        heldAfterBatch.removeAll()
     }
 
     /// A client's read batch ended: if it is held, what NIO still reads of it is its end of stream.
     fileprivate func readBatchEnded(_ session: UInt32) {
-        if held.contains(session) { heldAfterBatch.insert(session) }
+        if held[session] != nil { held[session] = true }
     }
 
     fileprivate func linkLost(_ channel: any Channel) {
@@ -269,7 +267,6 @@ final class EdgeNode: @unchecked Sendable {
         // Every client goes; the next link starts empty (also when this one is still closing).
         linkFull = false
         held.removeAll()
-        heldAfterBatch.removeAll()
         let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
         for connection in clients.values {
             connection.close(code: "unavailable", reason: reason, after: notice)
@@ -336,7 +333,7 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func forward(_ session: UInt32, _ frame: InboundFrame) {
         guard linkReady, let link, let connection = clients[session] else { return }
         guard !refused.contains(session) else { return }
-        if heldAfterBatch.contains(session) {
+        if held[session] == true {
             // Read after its reads were turned off and its read batch ended: only its end of
             // stream makes NIO read what is left, whatever autoRead says. It is closed instead of
             // having all of that queued; nothing after this frame is forwarded (no gap).
@@ -350,7 +347,8 @@ final class EdgeNode: @unchecked Sendable {
             )
             return
         }
-        if linkFull, held.insert(session).inserted {
+        if linkFull, held[session] == nil {
+            held[session] = false
             connection.channel.setOption(.autoRead, value: false).whenFailure { _ in }
         }
         metrics.frameIn(frame.payloadKind, connection.transport)
@@ -377,8 +375,7 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     fileprivate func closed(_ session: UInt32) {
-        held.remove(session)
-        heldAfterBatch.remove(session)
+        held[session] = nil
         refused.remove(session)
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
         NodeLink.write(.closed, session: session, nil, to: link, flush: true)
