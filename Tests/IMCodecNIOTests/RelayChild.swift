@@ -168,6 +168,14 @@ final class RelayChild {
         stdout.split(separator: "\n").count { $0.hasPrefix("relay node: forwarding clients to the relay that routes") }
     }
 
+    /// The metrics port of a forwarding node started with `--metrics-port` (`relay node: metrics on
+    /// http://127.0.0.1:PORT/metrics`).
+    var nodeMetricsPort: Int? {
+        let marker = "relay node: metrics on http://127.0.0.1:"
+        guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(marker) }) else { return nil }
+        return Int(line.dropFirst(marker.count).prefix { $0.isNumber })
+    }
+
     /// The node port a forwarding node last linked to (its last `relay node: forwarding clients to
     /// the relay that routes, at 127.0.0.1:PORT`).
     var forwardingTarget: Int? {
