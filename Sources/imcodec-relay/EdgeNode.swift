@@ -211,6 +211,7 @@ final class EdgeNode: @unchecked Sendable {
         linkReady = true
         failureAnnounced = false
         metrics.nodeForwarding.set(1)
+        metrics.nodeClientsHeld.set(0)
         options.announce("forwarding clients to the relay that routes, at \(target?.address ?? "?")")
     }
 
@@ -241,6 +242,7 @@ final class EdgeNode: @unchecked Sendable {
             connection.channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
         }
         held.removeAll()
+        metrics.nodeClientsHeld.set(0)
     }
 
     /// A client's read batch ended: if it is held, what NIO still reads of it is its end of stream.
@@ -267,6 +269,7 @@ final class EdgeNode: @unchecked Sendable {
         // Every client goes; the next link starts empty (also when this one is still closing).
         linkFull = false
         held.removeAll()
+        metrics.nodeClientsHeld.set(0)
         let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
         for connection in clients.values {
             connection.close(code: "unavailable", reason: reason, after: notice)
@@ -349,6 +352,7 @@ final class EdgeNode: @unchecked Sendable {
         }
         if linkFull, held[session] == nil {
             held[session] = false
+            metrics.nodeClientsHeld.set(held.count)
             connection.channel.setOption(.autoRead, value: false).whenFailure { _ in }
         }
         metrics.frameIn(frame.payloadKind, connection.transport)
@@ -375,7 +379,7 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     fileprivate func closed(_ session: UInt32) {
-        held[session] = nil
+        if held.removeValue(forKey: session) != nil { metrics.nodeClientsHeld.set(held.count) }
         refused.remove(session)
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
         NodeLink.write(.closed, session: session, nil, to: link, flush: true)

@@ -28,6 +28,7 @@ final class RelayMetrics {
         static let closedByError = "imcodec_relay_connections_closed_by_error_total"
         static let storeCommitDuration = "imcodec_relay_store_commit_duration_seconds"
         static let nodeForwarding = "imcodec_relay_node_forwarding"
+        static let nodeClientsHeld = "imcodec_relay_node_clients_held"
     }
 
     /// The buckets of ``Name/storeCommitDuration``: from 100 µs (the memory store, a small SQLite
@@ -50,6 +51,14 @@ final class RelayMetrics {
     /// use, so a relay that routes does not export it.
     private(set) lazy var nodeForwarding = CoreMetrics.Meter(
         label: Name.nodeForwarding,
+        dimensions: [],
+        factory: factory
+    )
+
+    /// A forwarding relay node's: the clients whose reads it turned off because its link to the
+    /// routing node is full (the routing node falls behind). Made on first use, as ``nodeForwarding``.
+    private(set) lazy var nodeClientsHeld = CoreMetrics.Meter(
+        label: Name.nodeClientsHeld,
         dimensions: [],
         factory: factory
     )

@@ -441,39 +441,46 @@ struct RelayPostgresTests {
     /// A forwarding node does not hold what its clients send while the routing node cannot take
     /// it: while its link has `--max-outbound-bytes` queued (1 MiB here), a client that sends has
     /// its reads turned off until the link drains, so what it sends waits in its own socket. The
-    /// routing node is stopped (SIGSTOP) and a client sends 38 MB of 32 KB frames (group messages to a
-    /// group it is not in: each is refused, nothing is stored): far from all of them leave the
-    /// client (before, the node read them all into its memory). Once the routing node goes on
-    /// (SIGCONT), every frame is answered, in order, and the link and the client stay up, although
-    /// the routing node was stopped longer than a frame may take to arrive.
+    /// routing node is stopped (SIGSTOP) and a client sends 38 MB of 32 KB frames (group messages to
+    /// a group it is not in: each is refused, nothing is stored): the node holds it back (its
+    /// `imcodec_relay_node_clients_held` says so), reads nothing more of it, and far from all of
+    /// them leave the client (before, the node read them all into its memory). Once the routing
+    /// node goes on (SIGCONT), every frame is answered, in order, the node holds no one, and the
+    /// link and the client stay up, although the routing node was stopped longer than a frame may
+    /// take to arrive.
     @Test func aForwardingNodeStopsReadingItsClientsWhileItsLinkIsFull() async throws {
         let folder = try await TemporaryFolder("pg-node-pause", store: .postgresql)
         defer { folder.remove() }
         // 1 MiB: room for the client's acks, which one commit can release thousands of at once.
         // A frame may stay incomplete for 1 s, less than the routing node is stopped: the frame
         // the node stopped reading in the middle of is not late (FrameDeadlineHandler).
-        let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000"]
+        let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000", "--metrics-port", "0"]
         let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder, extra: extra)
         defer { for node in [routing, forwarding] { node.forceKill() } }
+        let metricsPort = try #require(forwarding.nodeMetricsPort, "\(forwarding.stdout)")
         try await withClientGroup { group in
             let client = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
             // Everything the login wrote is committed (a pong comes after it): the routing node is
-            // stopped between commits, and only for about two seconds (in a CI run, a routing node
-            // stopped for many seconds lost the database's lock to the forwarding node, which then
-            // took over: not what this tests).
+            // stopped between commits, and only until the node holds the client back and half a
+            // second more (in a CI run, a routing node stopped for many seconds lost the database's
+            // lock to the forwarding node, which then took over: not what this tests).
             try await client.roundTrip(1)
             let count = 1_200
             let frames = Self.floodFrames(as: "flooder", count: count)
             routing.signal(SIGSTOP)
             defer { routing.signal(SIGCONT) }
             let sent = Self.write(frames, to: client)
-            // Waits while frames leave the client; the stopped routing node takes none.
-            _ = await eventually(2) { sent.withLockedValue { $0 } == count }
-            let leftBeforeGoingOn = sent.withLockedValue { $0 }
-            print(
-                "node pause: \(leftBeforeGoingOn) of \(count) frames left the client while the routing node was stopped"
-            )
-            #expect(leftBeforeGoingOn < count / 2, "\(leftBeforeGoingOn) of \(count) frames left the client")
+            // The metrics are served on the node's one event loop: once they say the client is
+            // held, its last read batch has ended, and the node reads nothing more of it.
+            let held = try await Self.scrape(metricsPort, group: group) { $0.samples[Self.clientsHeld] == 1 }
+            #expect(held.samples[Self.clientsHeld] == 1, "the client was not held back")
+            // Frames still leave the client for the sockets' buffers for a moment.
+            try await Task.sleep(nanoseconds: 500_000_000)
+            let later = try await Self.scrape(metricsPort, group: group)
+            #expect(later.samples[Self.messagesIn] == held.samples[Self.messagesIn], "the node read no more of it")
+            let left = sent.withLockedValue { $0 }
+            print("node pause: \(left) of \(count) frames left the client while the routing node was stopped")
+            #expect(left < count / 2, "\(left) of \(count) frames left the client")
 
             routing.signal(SIGCONT)
             #expect(
@@ -483,6 +490,8 @@ struct RelayPostgresTests {
             let acks = client.collector.acks
             #expect(acks.allSatisfy { $0.errorCode == RelayProtocol.AckError.notAGroupMember })
             #expect(acks.map(\.clientMsgID) == (0..<count).map { "f-\($0)" }, "answered in order")
+            let drained = try await Self.scrape(metricsPort, group: group) { $0.samples[Self.clientsHeld] == 0 }
+            #expect(drained.samples[Self.clientsHeld] == 0, "the client is read again")
             #expect(client.channel.isActive && forwarding.forwardingLinks == 1)
             #expect(!routing.stderr.contains("closing the node link"), "\(routing.stderr)")
             await client.close()
@@ -502,13 +511,6 @@ struct RelayPostgresTests {
         defer { for node in [routing, forwarding] { node.forceKill() } }
         let metricsPort = try #require(forwarding.nodeMetricsPort, "\(forwarding.stdout)")
         try await withClientGroup { group in
-            func forwarded() async throws -> (messages: Double?, unavailable: Double?) {
-                let text = try PrometheusText(try await httpGet(port: metricsPort, path: "/metrics", group: group).body)
-                return (
-                    text.samples[#"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#],
-                    text.samples[#"imcodec_relay_connections_closed_by_error_total{code="unavailable"}"#]
-                )
-            }
             let flooder = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
             let quitter = try await TestClient.connect(port: forwarding.port, as: "quitter", group: group)
             let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group)
@@ -517,25 +519,20 @@ struct RelayPostgresTests {
             let frames = Self.floodFrames(as: "flooder", count: count)
             routing.signal(SIGSTOP)
             defer { routing.signal(SIGCONT) }
-            // The flooder fills the link (and is held): the routing node takes nothing.
-            let sent = Self.write(frames, to: flooder)
-            _ = await eventually(2) { sent.withLockedValue { $0 } == count }
-            #expect(sent.withLockedValue { $0 } < count, "the link never filled")
+            // The flooder fills the link and is held: the routing node takes nothing.
+            _ = Self.write(frames, to: flooder)
+            let full = try await Self.scrape(metricsPort, group: group) { $0.samples[Self.clientsHeld] == 1 }
+            #expect(full.samples[Self.clientsHeld] == 1, "the link never filled")
+            let before = try #require(full.samples[Self.messagesIn])
 
-            // The quitter's first frame is forwarded, and the quitter held. The node's metrics are
-            // served on its one event loop, so once they count the frame its read batch has ended.
-            let before = try #require(try await forwarded().messages)
+            // The quitter's first frame is forwarded, and the quitter held; its read batch has
+            // ended once the metrics (served on the node's one event loop) say so.
             let text = { (k: Int) in Frame(Message.c2cText(from: "quitter", to: "bob", "q", clientMsgID: "q-\(k)")) }
             try await quitter.send(text(1))
-            var counted = try await forwarded()
-            let deadline = NIODeadline.now() + .seconds(20)
-            while counted.messages != before + 1, NIODeadline.now() < deadline {
-                try await Task.sleep(nanoseconds: 10_000_000)
-                counted = try await forwarded()
-            }
-            #expect(counted.messages == before + 1, "the first frame was forwarded")
+            let held = try await Self.scrape(metricsPort, group: group) { $0.samples[Self.clientsHeld] == 2 }
+            #expect(held.samples[Self.clientsHeld] == 2 && held.samples[Self.messagesIn] == before + 1)
 
-            // Two more frames and the end of its stream: the node reads them anyway and closes it.
+            // Three more frames and the end of its stream: the node reads them anyway and closes it.
             let channel = quitter.channel
             try await channel.eventLoop.flatSubmit {
                 channel.write(text(2), promise: nil)
@@ -545,9 +542,10 @@ struct RelayPostgresTests {
             #expect(await eventually { !quitter.channel.isActive }, "the quitter was not closed")
             let notices = quitter.collector.notices.map { $0.params["code"] }
             #expect(notices == ["unavailable"], "\(quitter.collector.kinds)")
-            let after = try await forwarded()
-            #expect(after.messages == before + 1, "nothing after the first frame was forwarded")
-            #expect(after.unavailable == 1)
+            let after = try await Self.scrape(metricsPort, group: group)
+            #expect(after.samples[Self.messagesIn] == before + 1, "nothing after the first frame was forwarded")
+            #expect(after.samples[#"imcodec_relay_connections_closed_by_error_total{code="unavailable"}"#] == 1)
+            #expect(after.samples[Self.clientsHeld] == 1, "the flooder is still held")
 
             routing.signal(SIGCONT)
             #expect(
@@ -558,6 +556,26 @@ struct RelayPostgresTests {
             #expect(flooder.channel.isActive && forwarding.forwardingLinks == 1)
             for client in [flooder, bob] { await client.close() }
         }
+    }
+
+    /// A forwarding node's series of the clients it holds back, and of the messages its TCP clients sent.
+    private static let clientsHeld = "imcodec_relay_node_clients_held"
+    private static let messagesIn = #"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#
+
+    /// Scrapes the metrics on `port` until `done` holds for them (every 10 ms, for at most 60 s);
+    /// returns the last scrape.
+    private static func scrape(
+        _ port: Int,
+        group: any EventLoopGroup,
+        until done: (PrometheusText) -> Bool = { _ in true }
+    ) async throws -> PrometheusText {
+        let deadline = NIODeadline.now() + .seconds(60)
+        var text = try PrometheusText(try await httpGet(port: port, path: "/metrics", group: group).body)
+        while !done(text), NIODeadline.now() < deadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            text = try PrometheusText(try await httpGet(port: port, path: "/metrics", group: group).body)
+        }
+        return text
     }
 
     /// `count` group messages of 32 KB from `user` (`f-0`, `f-1`, ...) to a group it is not in:
@@ -627,9 +645,7 @@ struct RelayPostgresTests {
         defer { forwarding.forceKill() }
         let metricsPort = try #require(forwarding.nodeMetricsPort, "\(forwarding.stdout)")
         try await withClientGroup { group in
-            func scrape() async throws -> PrometheusText {
-                try PrometheusText(try await httpGet(port: metricsPort, path: "/metrics", group: group).body)
-            }
+            func scrape() async throws -> PrometheusText { try await Self.scrape(metricsPort, group: group) }
             let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
             try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "a-1")))
             #expect(await eventually { alice.collector.acks.count == 1 })
@@ -643,6 +659,7 @@ struct RelayPostgresTests {
 
             let forwarded = try await scrape()
             #expect(forwarded.samples["imcodec_relay_node_forwarding"] == 1)
+            #expect(forwarded.samples[Self.clientsHeld] == 0)
             #expect(forwarded.samples[#"imcodec_relay_connections_total{transport="tcp"}"#] == 2)
             #expect(forwarded.samples[#"imcodec_relay_frames_in_total{kind="login_request",transport="tcp"}"#] == 1)
             #expect(forwarded.samples[#"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#] == 1)
@@ -657,6 +674,7 @@ struct RelayPostgresTests {
             #expect(forwarding.stdout.contains("relay metrics on http://127.0.0.1:\(metricsPort)/metrics"))
             let routed = try await scrape()
             #expect(routed.samples["imcodec_relay_node_forwarding"] == nil, "a routing relay does not export it")
+            #expect(routed.samples[Self.clientsHeld] == nil, "nor this")
             #expect(routed.types["imcodec_relay_store_commit_duration_seconds"] == "histogram")
             await alice.close()
         }
