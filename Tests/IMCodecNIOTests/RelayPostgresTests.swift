@@ -449,16 +449,7 @@ struct RelayPostgresTests {
     /// link and the client stay up, although the routing node was stopped longer than a frame may
     /// take to arrive.
     @Test func aForwardingNodeStopsReadingItsClientsWhileItsLinkIsFull() async throws {
-        let folder = try await TemporaryFolder("pg-node-pause", store: .postgresql)
-        defer { folder.remove() }
-        // 1 MiB: room for the client's acks, which one commit can release thousands of at once.
-        // A frame may stay incomplete for 1 s, less than the routing node is stopped: the frame
-        // the node stopped reading in the middle of is not late (FrameDeadlineHandler).
-        let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000", "--metrics-port", "0"]
-        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder, extra: extra)
-        defer { for node in [routing, forwarding] { node.forceKill() } }
-        let metricsPort = try #require(forwarding.nodeMetricsPort, "\(forwarding.stdout)")
-        try await withClientGroup { group in
+        try await Self.withPausableNodes("pg-node-pause") { routing, forwarding, metricsPort, group in
             let client = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
             // Everything the login wrote is committed (a pong comes after it): the routing node is
             // stopped between commits, and only until the node holds the client back and half a
@@ -504,13 +495,7 @@ struct RelayPostgresTests {
     /// frame it sent before the hold reaches its recipient once the routing node resumes; the other
     /// held client and the link stay.
     @Test func aHeldClientThatEndsItsStreamIsClosedAndNothingItSentAfterIsForwarded() async throws {
-        let folder = try await TemporaryFolder("pg-node-held-eof", store: .postgresql)
-        defer { folder.remove() }
-        let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000", "--metrics-port", "0"]
-        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder, extra: extra)
-        defer { for node in [routing, forwarding] { node.forceKill() } }
-        let metricsPort = try #require(forwarding.nodeMetricsPort, "\(forwarding.stdout)")
-        try await withClientGroup { group in
+        try await Self.withPausableNodes("pg-node-held-eof") { routing, forwarding, metricsPort, group in
             let flooder = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
             let quitter = try await TestClient.connect(port: forwarding.port, as: "quitter", group: group)
             let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group)
@@ -556,6 +541,25 @@ struct RelayPostgresTests {
             #expect(flooder.channel.isActive && forwarding.forwardingLinks == 1)
             for client in [flooder, bob] { await client.close() }
         }
+    }
+
+    /// Runs `body` with two nodes on a fresh database (the forwarding node serving metrics), the
+    /// forwarding node's metrics port and a client group. A link holds 1 MiB before the forwarding
+    /// node holds its clients back: room for a client's acks, which one commit can release
+    /// thousands of at once. A frame may stay incomplete for 1 s, less than the routing node is
+    /// stopped in these tests: the frame the node stopped reading in the middle of is not late
+    /// (FrameDeadlineHandler).
+    private static func withPausableNodes(
+        _ name: String,
+        _ body: (RelayChild, RelayChild, Int, any EventLoopGroup) async throws -> Void
+    ) async throws {
+        let folder = try await TemporaryFolder(name, store: .postgresql)
+        defer { folder.remove() }
+        let extra = ["--max-outbound-bytes", "1048576", "--frame-wait-ms", "1000", "--metrics-port", "0"]
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder, extra: extra)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
+        let metricsPort = try #require(forwarding.nodeMetricsPort, "\(forwarding.stdout)")
+        try await withClientGroup { group in try await body(routing, forwarding, metricsPort, group) }
     }
 
     /// A forwarding node's series of the clients it holds back, and of the messages its TCP clients sent.
