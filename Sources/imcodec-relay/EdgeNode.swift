@@ -19,7 +19,7 @@ import NIOSSL
 ///
 /// With `--metrics-port` it serves metrics of its own while it forwards (``metrics``): its
 /// connections, the frames its clients sent, its slow consumers and the connections it closed for an
-/// error, and whether its link is up; the routing node counts logins, acks and frames out for every
+/// error, whether its link is up and how many clients it holds back; the routing node counts logins, acks and frames out for every
 /// node's clients, as it sees each as a session.
 ///
 /// Everything but ``follow(_:)``, ``stop()`` and ``shutdown(timeout:)`` runs on its one event loop.
@@ -56,7 +56,11 @@ final class EdgeNode: @unchecked Sendable {
     /// Whether a failed link to ``target`` was announced (once per target, until a link is up).
     private var failureAnnounced = false
 
+    /// The clients of the current link, by the session id the routing node knows them by.
     private var clients: [UInt32: ChannelConnection] = [:]
+    /// Clients dropped with a link, while their connections close (a notice is flushed first): they
+    /// belong to no link, so nothing of theirs goes to the next one, and their ids stay taken.
+    private var dropped: [UInt32: ChannelConnection] = [:]
     private var nextID: UInt32 = 0
     private var toFlush: Set<UInt32> = []
     private var linkNeedsFlush = false
@@ -92,10 +96,12 @@ final class EdgeNode: @unchecked Sendable {
         if node != target {
             target = node
             failureAnnounced = false
-            if let link {
-                // A new routing node: the old link is stale even if it still stands.
-                link.close(promise: nil)
+            if let stale = link {
+                // A new routing node: the old link is stale even if it still stands. Forgotten
+                // before it closes, so that its close (which NIO may report at once) is not taken
+                // for the loss of the current link: the clients are dropped once, for this reason.
                 self.link = nil
+                stale.close(promise: nil)
                 dropAll(reason: "another relay routes for the database now")
             }
             nextAttempt = .uptimeNanoseconds(0)
@@ -254,8 +260,6 @@ final class EdgeNode: @unchecked Sendable {
         guard channel === link else { return }
         link = nil
         let wasReady = linkReady
-        linkReady = false
-        metrics.nodeForwarding.set(0)
         nextAttempt = .now() + .milliseconds(100)
         if wasReady {
             options.announce("lost the link to the relay that routes; waiting for the next one")
@@ -266,14 +270,17 @@ final class EdgeNode: @unchecked Sendable {
     /// Closes every client: what they sent and was not acknowledged they send again where they reconnect.
     private func dropAll(reason: String) {
         linkReady = false
+        metrics.nodeForwarding.set(0)
         // Every client goes; the next link starts empty (also when this one is still closing).
         linkFull = false
         held.removeAll()
         metrics.nodeClientsHeld.set(0)
         let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
-        for connection in clients.values {
+        for (id, connection) in clients {
+            dropped[id] = connection
             connection.close(code: "unavailable", reason: reason, after: notice)
         }
+        clients.removeAll()
     }
 
     fileprivate func deliver(_ session: UInt32, _ bytes: ByteBuffer) {
@@ -324,7 +331,7 @@ final class EdgeNode: @unchecked Sendable {
             )
             return nil
         }
-        nextID = NodeLink.sessionID(after: nextID) { clients[$0] != nil }
+        nextID = NodeLink.sessionID(after: nextID) { clients[$0] != nil || dropped[$0] != nil }
         clients[nextID] = connection
         var payload = link.allocator.buffer(capacity: 64)
         payload.writeInteger(UInt8(connection.transport == .webSocket ? 1 : 0))
@@ -381,6 +388,7 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func closed(_ session: UInt32) {
         if held.removeValue(forKey: session) != nil { metrics.nodeClientsHeld.set(held.count) }
         refused.remove(session)
+        dropped[session] = nil
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
         NodeLink.write(.closed, session: session, nil, to: link, flush: true)
     }
@@ -403,7 +411,7 @@ final class EdgeNode: @unchecked Sendable {
             self.link?.close(promise: nil)
             self.link = nil
             self.dropAll(reason: "this relay node routes for the database now")
-            let closes = self.listeners.map { $0.close() } + self.clients.values.map(\.closeFuture)
+            let closes = self.listeners.map { $0.close() } + self.dropped.values.map(\.closeFuture)
             return EventLoopFuture.andAllComplete(closes, on: self.loop)
         }
         try? done.wait()
@@ -432,7 +440,7 @@ final class EdgeNode: @unchecked Sendable {
             for connection in self.clients.values {
                 connection.close(code: "serverShutdown", reason: "the relay node is shutting down", after: kicked)
             }
-            let closes = listening + self.clients.values.map(\.closeFuture)
+            let closes = listening + (Array(self.clients.values) + self.dropped.values).map(\.closeFuture)
             // Whichever comes first (a second completion of the promise does nothing).
             let closed = self.loop.makePromise(of: Void.self)
             EventLoopFuture.andAllComplete(closes, on: self.loop).cascade(to: closed)

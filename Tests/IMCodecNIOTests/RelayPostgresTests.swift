@@ -452,8 +452,8 @@ struct RelayPostgresTests {
         try await Self.withPausableNodes("pg-node-pause") { routing, forwarding, metricsPort, group in
             let client = try await TestClient.connect(port: forwarding.port, as: "flooder", group: group)
             // Everything the login wrote is committed (a pong comes after it): the routing node is
-            // stopped between commits, and only until the node holds the client back and half a
-            // second more (in a CI run, a routing node stopped for many seconds lost the database's
+            // stopped between commits, and only until the node holds the client back and 1.5 s
+            // more (in a CI run, a routing node stopped for many seconds lost the database's
             // lock to the forwarding node, which then took over: not what this tests).
             try await client.roundTrip(1)
             let count = 1_200
@@ -465,8 +465,10 @@ struct RelayPostgresTests {
             // held, its last read batch has ended, and the node reads nothing more of it.
             let held = try await Self.scrape(metricsPort, group: group) { $0.samples[Self.clientsHeld] == 1 }
             #expect(held.samples[Self.clientsHeld] == 1, "the client was not held back")
-            // Frames still leave the client for the sockets' buffers for a moment.
-            try await Task.sleep(nanoseconds: 500_000_000)
+            // Stopped longer than a frame may stay incomplete (1 s): the frame caught in the middle
+            // must not time out while its client is held. Frames still leave the client for the
+            // sockets' buffers meanwhile.
+            try await Task.sleep(nanoseconds: 1_500_000_000)
             let later = try await Self.scrape(metricsPort, group: group)
             #expect(later.samples[Self.messagesIn] == held.samples[Self.messagesIn], "the node read no more of it")
             let left = sent.withLockedValue { $0 }
@@ -492,7 +494,7 @@ struct RelayPostgresTests {
     /// A client held back while the link is full that then ends its stream: NIO reads what it sent
     /// after the hold anyway (an end of stream is read whatever `autoRead` says), so the forwarding
     /// node closes it with `unavailable` instead of queueing that, and forwards none of it. The
-    /// frame it sent before the hold reaches its recipient once the routing node resumes; the other
+    /// frame after which it was held reaches its recipient once the routing node resumes; the other
     /// held client and the link stay.
     @Test func aHeldClientThatEndsItsStreamIsClosedAndNothingItSentAfterIsForwarded() async throws {
         try await Self.withPausableNodes("pg-node-held-eof") { routing, forwarding, metricsPort, group in
@@ -546,8 +548,8 @@ struct RelayPostgresTests {
     /// Runs `body` with two nodes on a fresh database (the forwarding node serving metrics), the
     /// forwarding node's metrics port and a client group. A link holds 1 MiB before the forwarding
     /// node holds its clients back: room for a client's acks, which one commit can release
-    /// thousands of at once. A frame may stay incomplete for 1 s, less than the routing node is
-    /// stopped in these tests: the frame the node stopped reading in the middle of is not late
+    /// thousands of at once. A frame may stay incomplete for 1 s, less than the pause test stops
+    /// the routing node: the frame the node stopped reading in the middle of is not late
     /// (FrameDeadlineHandler).
     private static func withPausableNodes(
         _ name: String,
@@ -566,20 +568,22 @@ struct RelayPostgresTests {
     private static let clientsHeld = "imcodec_relay_node_clients_held"
     private static let messagesIn = #"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#
 
-    /// Scrapes the metrics on `port` until `done` holds for them (every 10 ms, for at most 60 s);
-    /// returns the last scrape.
+    /// Scrapes the metrics on `port` until `done` holds for them (every 10 ms); throws when it
+    /// still does not after 60 s (a test's stopped routing node is then let go at once).
     private static func scrape(
         _ port: Int,
         group: any EventLoopGroup,
         until done: (PrometheusText) -> Bool = { _ in true }
     ) async throws -> PrometheusText {
         let deadline = NIODeadline.now() + .seconds(60)
-        var text = try PrometheusText(try await httpGet(port: port, path: "/metrics", group: group).body)
-        while !done(text), NIODeadline.now() < deadline {
+        while true {
+            let text = try PrometheusText(try await httpGet(port: port, path: "/metrics", group: group).body)
+            if done(text) { return text }
+            guard NIODeadline.now() < deadline else {
+                throw RelayChildError(description: "the metrics never got there; the last scrape: \(text.samples)")
+            }
             try await Task.sleep(nanoseconds: 10_000_000)
-            text = try PrometheusText(try await httpGet(port: port, path: "/metrics", group: group).body)
         }
-        return text
     }
 
     /// `count` group messages of 32 KB from `user` (`f-0`, `f-1`, ...) to a group it is not in:
@@ -741,6 +745,34 @@ struct RelayPostgresTests {
         try await setFingerprint(fingerprint)
         #expect(await eventually(30) { forwarding.forwardingLinks == 1 }, "\(forwarding.stdout)")
         #expect(await eventually(30) { routing.stdout.contains("relay: node link from") }, "\(routing.stdout)")
+    }
+
+    /// A forwarding node whose database names another routing node while its link still stands
+    /// (here the routing node's row is changed to a port nobody listens on) drops that link and its
+    /// clients once: each client gets one `unavailable` notice saying another relay routes now, and
+    /// the node does not take the link's close for the loss of its current link.
+    @Test func aForwardingNodeToldOfAnotherRoutingNodeDropsItsClientsOnce() async throws {
+        let folder = try await TemporaryFolder("pg-node-moved", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
+        try await withClientGroup { group in
+            let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group)
+            try await alice.roundTrip(1)
+            _ = try await database.withConnection { connection in
+                try await connection.query(
+                    "UPDATE router_node SET port = 1 WHERE id = 1",
+                    logger: PostgresTestDatabase.logger
+                )
+            }
+            #expect(await eventually(30) { !alice.channel.isActive }, "\(forwarding.stdout)")
+            let notices = alice.collector.notices
+            #expect(notices.map { $0.params["code"] } == ["unavailable"], "\(notices.map(\.text))")
+            #expect(notices.first?.text.contains("another relay routes for the database now") == true)
+            #expect(!forwarding.stdout.contains("lost the link"), "\(forwarding.stdout)")
+            #expect(forwarding.process.isRunning)
+        }
     }
 
     /// Connects to `port`, sends `bytes` (if any), and reads until the peer closes (or 5 s pass).
