@@ -84,7 +84,12 @@ final class EdgeNode: @unchecked Sendable {
     /// Follows the routing node `node` (from any thread): starts listening the first time, and
     /// links to it when the link is down or the node changed.
     func follow(_ node: RouterNode?) {
-        loop.execute { self.followOnLoop(node) }
+        // Under the lock that ``stop()`` and ``shutdown(timeout:)`` claim before they shut the
+        // loop down: the lock's waiting thread may call this once more after either.
+        ending.withLockedValue { ended in
+            guard !ended else { return }
+            loop.execute { self.followOnLoop(node) }
+        }
     }
 
     private func followOnLoop(_ node: RouterNode?) {
@@ -259,6 +264,8 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func linkLost(_ channel: any Channel) {
         guard channel === link else { return }
         link = nil
+        // Stopping closes the link itself, after its clients: nothing to announce or drop.
+        guard !stopped else { return }
         let wasReady = linkReady
         nextAttempt = .now() + .milliseconds(100)
         if wasReady {
