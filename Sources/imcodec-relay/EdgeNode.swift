@@ -19,8 +19,8 @@ import NIOSSL
 ///
 /// With `--metrics-port` it serves metrics of its own while it forwards (``metrics``): its
 /// connections, the frames its clients sent, its slow consumers and the connections it closed for an
-/// error, whether its link is up and how many clients it holds back; the routing node counts logins, acks and frames out for every
-/// node's clients, as it sees each as a session.
+/// error, whether its link is up and how many clients it holds back; the routing node counts logins,
+/// acks and frames out for every node's clients, as it sees each as a session.
 ///
 /// Everything but ``follow(_:)``, ``stop()`` and ``shutdown(timeout:)`` runs on its one event loop.
 final class EdgeNode: @unchecked Sendable {
@@ -84,8 +84,9 @@ final class EdgeNode: @unchecked Sendable {
     /// Follows the routing node `node` (from any thread): starts listening the first time, and
     /// links to it when the link is down or the node changed.
     func follow(_ node: RouterNode?) {
-        // Under the lock that ``stop()`` and ``shutdown(timeout:)`` claim before they shut the
-        // loop down: the lock's waiting thread may call this once more after either.
+        // Under the lock that ``shutdown(timeout:)`` (and ``stop()``) claim before they shut the
+        // loop down: a SIGTERM's shutdown runs beside the lock's waiting thread, which may call
+        // this once more after it.
         ending.withLockedValue { ended in
             guard !ended else { return }
             loop.execute { self.followOnLoop(node) }
@@ -264,7 +265,8 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func linkLost(_ channel: any Channel) {
         guard channel === link else { return }
         link = nil
-        // Stopping closes the link itself, after its clients: nothing to announce or drop.
+        // A node that stops (``stop()``, ``shutdown(timeout:)``) closes the link itself and tells
+        // its clients why: the close is no loss, nothing to announce or drop.
         guard !stopped else { return }
         let wasReady = linkReady
         nextAttempt = .now() + .milliseconds(100)
