@@ -521,10 +521,10 @@ struct RelayPostgresTests {
 
             // Three more frames and the end of its stream: the node reads them anyway and closes it.
             let channel = quitter.channel
+            let more = (2...4).map(text)
             try await channel.eventLoop.flatSubmit {
-                channel.write(text(2), promise: nil)
-                channel.write(text(3), promise: nil)
-                return channel.writeAndFlush(text(4)).flatMap { channel.close(mode: .output) }
+                for frame in more.dropLast() { channel.write(frame, promise: nil) }
+                return channel.writeAndFlush(more[2]).flatMap { channel.close(mode: .output) }
             }.get()
             #expect(await eventually { !quitter.channel.isActive }, "the quitter was not closed")
             let notices = quitter.collector.notices.map { $0.params["code"] }
