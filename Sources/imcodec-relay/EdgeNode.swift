@@ -71,7 +71,10 @@ final class EdgeNode: @unchecked Sendable {
     private var linkFull = false
     /// The clients whose reads are off until the link drains, each with whether its read batch
     /// has ended since (NIO then reads it again only at its end of stream).
-    private var held: [UInt32: Bool] = [:]
+    /// Its count is the `imcodec_relay_node_clients_held` gauge, kept here and nowhere else.
+    private var held: [UInt32: Bool] = [:] {
+        didSet { metrics.nodeClientsHeld.set(held.count) }
+    }
     /// Clients closed for what NIO read of them while held: nothing more of theirs is forwarded.
     private var refused: Set<UInt32> = []
 
@@ -223,7 +226,7 @@ final class EdgeNode: @unchecked Sendable {
         linkReady = true
         failureAnnounced = false
         metrics.nodeForwarding.set(1)
-        metrics.nodeClientsHeld.set(0)
+        metrics.nodeClientsHeld.set(0)  // Exported from the first link on; ``held`` keeps it after.
         options.announce("forwarding clients to the relay that routes, at \(target?.address ?? "?")")
     }
 
@@ -254,7 +257,6 @@ final class EdgeNode: @unchecked Sendable {
             connection.channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
         }
         held.removeAll()
-        metrics.nodeClientsHeld.set(0)
     }
 
     /// A client's read batch ended: if it is held, what NIO still reads of it is its end of stream.
@@ -283,7 +285,6 @@ final class EdgeNode: @unchecked Sendable {
         // Every client goes; the next link starts empty (also when this one is still closing).
         linkFull = false
         held.removeAll()
-        metrics.nodeClientsHeld.set(0)
         let notice = Self.noticeBuffer(code: "unavailable", reason: "\(reason); connect again to resume")
         for (id, connection) in clients {
             dropped[id] = connection
@@ -368,7 +369,6 @@ final class EdgeNode: @unchecked Sendable {
         }
         if linkFull, held[session] == nil {
             held[session] = false
-            metrics.nodeClientsHeld.set(held.count)
             connection.channel.setOption(.autoRead, value: false).whenFailure { _ in }
         }
         metrics.frameIn(frame.payloadKind, connection.transport)
@@ -395,7 +395,7 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     fileprivate func closed(_ session: UInt32) {
-        if held.removeValue(forKey: session) != nil { metrics.nodeClientsHeld.set(held.count) }
+        held[session] = nil
         refused.remove(session)
         dropped[session] = nil
         guard clients.removeValue(forKey: session) != nil, linkReady, let link else { return }
