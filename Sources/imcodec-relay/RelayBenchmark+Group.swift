@@ -31,6 +31,14 @@ extension RelayCommand {
                 logged-in connection costs), its peak RSS and its CPU time per delivered frame. Checks that \
                 every member received every message exactly once, in seq order, and that every send was \
                 acknowledged with error 0.
+
+                With --store postgresql://... and --nodes N (2 or more), the relay is N relay nodes on a \
+                database the run creates on that server and drops at the end: the first routes, the others \
+                forward their clients to it, and the members connect to the forwarding nodes only (member i \
+                to forwarding node i mod (N-1)). The RSS per connection is then the forwarding nodes' (what \
+                a client costs the node it connects to), reported beside what each forwarded session costs \
+                the routing node; the CPU time is every node's, and the routing node's on its own.
+
                 Exit status: 0; 1 when a check failed or the run did not finish in --timeout seconds.
                 """
         )
@@ -41,8 +49,21 @@ extension RelayCommand {
         @Option(help: "Group messages bench0 sends, one at a time.")
         var messages = 20
 
-        @Option(help: "The store the relay runs on: memory or sqlite.")
+        @Option(
+            help: """
+                The store the relay runs on: memory, sqlite, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (a \
+                server: the run creates a database of its own there and drops it at the end; USER needs CREATEDB).
+                """
+        )
         var store = "sqlite"
+
+        @Option(
+            help: """
+                Relay nodes (PostgreSQL only): the first routes, the others forward their clients to it; the \
+                members connect to the forwarding nodes.
+                """
+        )
+        var nodes = 1
 
         @Option(help: "The imcodec-relay executable to start as the server (default: this one).")
         var relay: String?
@@ -53,17 +74,27 @@ extension RelayCommand {
         func validate() throws {
             guard members >= 2 else { throw ValidationError("--members must be at least 2") }
             guard messages >= 1 else { throw ValidationError("--messages must be positive") }
-            guard store == "memory" || store == "sqlite" else { throw ValidationError("--store is memory or sqlite") }
+            if store != "memory" && store != "sqlite" {
+                do { _ = try PostgresURL(store) } catch {
+                    throw ValidationError("--store is memory, sqlite or postgresql://...: \(error)")
+                }
+            }
+            guard (1...16).contains(nodes) else { throw ValidationError("--nodes is 1 to 16") }
+            guard nodes == 1 || store != "memory" && store != "sqlite" else {
+                throw ValidationError("--nodes needs --store postgresql://...")
+            }
             guard timeout >= 1 else { throw ValidationError("--timeout must be positive") }
         }
 
         func run() throws {
             raiseOpenFileLimit()
             let executable = relay ?? Bench.thisExecutable()
+            let postgres = try? PostgresURL(store)
+            let storeLabel = BenchRun.label(store: postgres == nil ? store : "postgresql", nodes: nodes)
             emit(
-                "relay bench-group: \(members) members, \(messages) group message(s) one at a time, store \(store); "
-                    + "relay \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores"
-                    + Bench.loadAverage()
+                "relay bench-group: \(members) members, \(messages) group message(s) one at a time, store "
+                    + "\(storeLabel)\(postgres.map { " on \($0.host):\($0.port)" } ?? ""); relay \(executable); "
+                    + "\(ProcessInfo.processInfo.activeProcessorCount) cores" + Bench.loadAverage()
             )
             let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
             defer { try? group.syncShutdownGracefully() }
@@ -71,7 +102,9 @@ extension RelayCommand {
                 let figures = try GroupBenchRun(
                     members: members,
                     messages: messages,
-                    store: store,
+                    store: postgres == nil ? store : "postgresql",
+                    postgres: postgres,
+                    nodes: nodes,
                     relay: executable,
                     timeoutSeconds: timeout,
                     group: group
@@ -89,6 +122,7 @@ extension RelayCommand {
 struct GroupBenchFigures {
     var members: Int
     var messages: Int
+    /// The store, with the node count when there were several (`postgresql 2 nodes`).
     var store: String
     /// From the send until the first other member had the message, and until every other member had it.
     var firstP50Ms: Double
@@ -101,6 +135,27 @@ struct GroupBenchFigures {
     var peakRSSMiB: Double
     var loginSeconds: Double
     var relayCPUMicrosecondsPerDelivery: Double
+    /// With several nodes: what the routing node took (the figures above are then the forwarding nodes').
+    var routing: Routing?
+
+    /// What the routing node took while the members were connected to the forwarding nodes.
+    struct Routing {
+        var idleRSSKiB: Double
+        var loggedInRSSKiB: Double
+        /// What each member's session, forwarded to it, costs the routing node.
+        var rssPerSessionKiB: Double
+        /// Its share of the CPU per delivered frame.
+        var cpuMicrosecondsPerDelivery: Double
+
+        var summary: String {
+            """
+            routing node (the RSS above is the forwarding nodes', where the members connect; the CPU above is \
+            every node's): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
+            \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member's: \(fixed(rssPerSessionKiB, 1)) KiB per \
+            forwarded session; CPU \(fixed(cpuMicrosecondsPerDelivery, 2)) us per delivered frame
+            """
+        }
+    }
 
     var summary: String {
         """
@@ -112,6 +167,7 @@ struct GroupBenchFigures {
         the first connection, \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member logged in: \
         \(fixed(rssPerConnectionKiB, 1)) KiB per idle connection; peak \(fixed(peakRSSMiB, 1)) MiB
         """
+            + (routing.map { "\n" + $0.summary } ?? "")
     }
 }
 
@@ -119,7 +175,11 @@ struct GroupBenchFigures {
 struct GroupBenchRun {
     let members: Int
     let messages: Int
+    /// `memory`, `sqlite` or `postgresql` (a database of the run's own on ``postgres``'s server).
     let store: String
+    let postgres: PostgresURL?
+    /// Relay processes: 1, or (PostgreSQL only) that many relay nodes, the members on the forwarding ones.
+    let nodes: Int
     let relay: String
     let timeoutSeconds: Int
     let group: MultiThreadedEventLoopGroup
@@ -133,18 +193,22 @@ struct GroupBenchRun {
         let groupsFile = directory + "/groups.txt"
         let memberList = (0..<members).map(Self.user).joined(separator: " ")
         try Data("\(Self.groupID): \(memberList)\n".utf8).write(to: URL(fileURLWithPath: groupsFile))
-        // What the relay carries, not what one sender may have it carry (`--fan-out-rate`, `--peer-rate`).
-        let child = try RelayChild.start(
-            relay,
-            arguments: [
-                "serve", "--store", store, "--port", "0", "--data-dir", directory, "--groups", groupsFile, "--quiet",
-                "--fan-out-rate", "0", "--peer-rate", "0",
-            ],
-            timeoutSeconds: min(timeoutSeconds, 60)
+        let relays = try BenchRelays(
+            store: store,
+            postgres: postgres,
+            nodes: nodes,
+            directory: directory,
+            arguments: ["--groups", groupsFile],
+            relay: relay,
+            timeoutSeconds: timeoutSeconds
         )
-        defer { child.stop() }
+        defer { relays.stop() }
+        // The processes the members connect to: the forwarding nodes when there are several.
+        let edges = nodes > 1 ? relays.forwarding : relays.children[...]
+        let routing = relays.children.prefix(1)
         let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
-        let idleRSS = try child.memory().rssKiB
+        let idleRSS = try relays.memory(of: edges).rssKiB
+        let idleRoutingRSS = try relays.memory(of: routing).rssKiB
         let secret = try RelayAuthenticator.readSecret(RelayFiles(dataDirectory: directory).secretPath)
         let count = members
         let tokens = try runAsync {
@@ -159,7 +223,7 @@ struct GroupBenchRun {
         let (clients, channels) = try connectBenchClients(
             count: members,
             group: group,
-            ports: [child.port],
+            ports: edges.map(\.port),
             until: deadline,
             name: Self.user
         ) { i, loop in
@@ -174,14 +238,17 @@ struct GroupBenchRun {
         }
         try bounded(EventLoopFuture.andAllSucceed(logins, on: group.next()), until: deadline, "logging in")
         let loginSeconds = Double((NIODeadline.now() - loginStart).nanoseconds) / 1e9
-        let loggedInRSS = try child.memory().rssKiB
+        let loggedInRSS = try relays.memory(of: edges).rssKiB
+        let loggedInRoutingRSS = try relays.memory(of: routing).rssKiB
 
         // One message at a time: sent once the previous one reached every other member.
-        let relayCPUBefore = try cpuSeconds(pid: child.pid)
+        let relayCPUBefore = try relays.cpuTime()
+        let routingCPUBefore = try relays.cpuTime(of: routing)
         let sender = clients[0]
         var (first, all) = try fanOut(from: sender, to: clients.dropFirst(), until: deadline)
         try bounded(sender.eventLoop.submit { sender.value.allAcked.futureResult }.wait(), until: deadline, "acks")
-        let relayCPU = try cpuSeconds(pid: child.pid) - relayCPUBefore
+        let relayCPU = try relays.cpuTime() - relayCPUBefore
+        let routingCPU = try relays.cpuTime(of: routing) - routingCPUBefore
         // A duplicate would arrive right after the last expected frame: give it a moment.
         usleep(200_000)
         let problems = try clients.flatMap { client in
@@ -192,13 +259,14 @@ struct GroupBenchRun {
                 description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; ")
             )
         }
-        guard child.isRunning else { throw BenchFailure(description: "the relay exited during the run") }
+        guard relays.allRunning else { throw BenchFailure(description: "a relay process exited during the run") }
         first.sort()
         all.sort()
+        let deliveries = Double(messages * (members - 1))
         return GroupBenchFigures(
             members: members,
             messages: messages,
-            store: store,
+            store: BenchRun.label(store: store, nodes: nodes),
             firstP50Ms: percentileMs(first, 0.50),
             allP50Ms: percentileMs(all, 0.50),
             allP99Ms: percentileMs(all, 0.99),
@@ -206,9 +274,17 @@ struct GroupBenchRun {
             rssPerConnectionKiB: Double(loggedInRSS - idleRSS) / Double(members),
             idleRSSKiB: Double(idleRSS),
             loggedInRSSKiB: Double(loggedInRSS),
-            peakRSSMiB: Double(try child.memory().peakKiB) / 1024,
+            peakRSSMiB: Double(try relays.memory(of: edges).peakKiB) / 1024,
             loginSeconds: loginSeconds,
-            relayCPUMicrosecondsPerDelivery: relayCPU * 1e6 / Double(messages * (members - 1))
+            relayCPUMicrosecondsPerDelivery: relayCPU * 1e6 / deliveries,
+            routing: nodes == 1
+                ? nil
+                : GroupBenchFigures.Routing(
+                    idleRSSKiB: Double(idleRoutingRSS),
+                    loggedInRSSKiB: Double(loggedInRoutingRSS),
+                    rssPerSessionKiB: Double(loggedInRoutingRSS - idleRoutingRSS) / Double(members),
+                    cpuMicrosecondsPerDelivery: routingCPU * 1e6 / deliveries
+                )
         )
     }
 

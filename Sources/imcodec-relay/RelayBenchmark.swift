@@ -467,41 +467,19 @@ struct BenchRun {
     func run() throws -> BenchFigures {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var storeArguments = ["--store", store, "--synchronous", synchronous]
-        var database: BenchDatabase?
-        if store == "postgresql", let postgres {
-            let created = try BenchDatabase(server: postgres)
-            database = created
-            storeArguments = ["--store", created.url.withPassword]
-        }
-        defer { database?.drop() }
-        // The nodes share the data directory: the first creates the auth secret, the others read it
-        // (a PostgreSQL store keeps nothing else there).
-        var children: [RelayChild] = []
-        // Forwarding nodes first: the routing node's stop would make them take over.
-        defer { for child in children.reversed() { child.stop() } }
-        // What the relay carries, not what one user may have it carry (`--fan-out-rate`, `--peer-rate`).
-        let serve =
-            ["serve"] + storeArguments + (nodes > 1 ? ["--node-port", "0"] : [])
-            + ["--port", "0", "--data-dir", directory, "--quiet", "--fan-out-rate", "0", "--peer-rate", "0"]
-        for node in 0..<nodes {
-            let child = try RelayChild.start(relay, arguments: serve, timeoutSeconds: min(timeoutSeconds, 60))
-            children.append(child)
-            guard child.routes == (node == 0) else {
-                throw BenchFailure(
-                    description:
-                        "relay node \(node + 1) \(child.routes ? "routes" : "forwards") (expected the first to route)"
-                )
-            }
-        }
+        var relays = try BenchRelays(
+            store: store,
+            postgres: postgres,
+            nodes: nodes,
+            directory: directory,
+            arguments: store == "sqlite" ? ["--synchronous", synchronous] : [],
+            relay: relay,
+            timeoutSeconds: timeoutSeconds
+        )
+        defer { relays.stop() }
         let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
-        func memory() throws -> (rssKiB: Int, peakKiB: Int) {
-            try children.reduce((0, 0)) { sum, child in
-                let each = try child.memory()
-                return (sum.0 + each.rssKiB, sum.1 + each.peakKiB)
-            }
-        }
-        func relayCPUSeconds() throws -> Double { try children.reduce(0) { $0 + (try cpuSeconds(pid: $1.pid)) } }
+        func memory() throws -> (rssKiB: Int, peakKiB: Int) { try relays.memory() }
+        func relayCPUSeconds() throws -> Double { try relays.cpuTime() }
 
         let idleRSS = try memory().rssKiB
         let secret = try RelayAuthenticator.readSecret(RelayFiles(dataDirectory: directory).secretPath)
@@ -517,7 +495,7 @@ struct BenchRun {
         let (clients, channels) = try connectBenchClients(
             count: plan.users,
             group: group,
-            ports: children.map(\.port),
+            ports: relays.children.map(\.port),
             until: deadline,
             name: plan.user
         ) { i, loop in
@@ -563,18 +541,15 @@ struct BenchRun {
                 description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; ")
             )
         }
-        guard children.allSatisfy(\.isRunning) else {
+        guard relays.allRunning else {
             throw BenchFailure(description: "a relay process exited during the run")
         }
 
         var restarted: (seconds: Double, rssMiB: Double)?
         if restart {
             // A crash, then the same command on the same store: it loads the store, then listens.
-            children[0].killNow()
-            let begin = NIODeadline.now()
-            children[0] = try RelayChild.start(relay, arguments: serve, timeoutSeconds: timeoutSeconds)
-            let seconds = Double((NIODeadline.now() - begin).nanoseconds) / 1e9
-            restarted = (seconds, Double(try children[0].memory().rssKiB) / 1024)
+            let seconds = try relays.restartRouting()
+            restarted = (seconds, Double(try relays.routing.memory().rssKiB) / 1024)
         }
 
         let deliveries = reports.flatMap(\.deliveryLatenciesNs).sorted()

@@ -55,6 +55,33 @@ struct RelayBenchmarkTests {
         #expect(result.stdout.contains("KiB per idle connection"))
     }
 
+    @Test("bench-group --nodes 3: the members on two forwarding nodes, the group's messages routed by a third")
+    func groupOnNodes() throws {
+        let server = try PostgresTestDatabase.serverURL()
+        let result = try RelayExecutable.run([
+            "bench-group", "--members", "30", "--messages", "3", "--store", server.withPassword, "--nodes", "3",
+            "--timeout", "120",
+        ])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(
+            result.stdout.contains(
+                "30 members, 3 message(s), store postgresql 3 nodes: every member had a message after"
+            )
+        )
+        #expect(result.stdout.contains("KiB per idle connection"))
+        #expect(result.stdout.contains("KiB per forwarded session"))
+    }
+
+    @Test("bench-group --nodes without a PostgreSQL store, or with a count out of range, is a usage error")
+    func groupNodesNeedPostgreSQL() throws {
+        let alone = try RelayExecutable.run(["bench-group", "--nodes", "2"])
+        #expect(alone.status == 2 && alone.stderr.contains("--nodes needs --store postgresql://"), "\(alone.stderr)")
+        let zero = try RelayExecutable.run(["bench-group", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--nodes is 1 to 16"), "\(zero.stderr)")
+        let store = try RelayExecutable.run(["bench-group", "--store", "mysql"])
+        #expect(store.status == 2 && store.stderr.contains("--store is memory, sqlite or postgresql://"))
+    }
+
     @Test("bench-group refuses a group of one")
     func groupOfOne() throws {
         let result = try RelayExecutable.run(["bench-group", "--members", "1"])
