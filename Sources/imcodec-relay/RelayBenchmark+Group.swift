@@ -39,6 +39,13 @@ extension RelayCommand {
                 a client costs the node it connects to), reported beside what each forwarded session costs \
                 the routing node; the CPU time is every node's, and the routing node's on its own.
 
+                With --kill-routing (and --nodes 2 or more), once every member is logged in the routing node is \
+                killed with SIGKILL: a forwarding node takes over routing, and every member, dropped by its \
+                node, connects again to the same node (after 50 ms, then twice as long at each refusal, up to \
+                1 s, with jitter) and logs in. It reports the time from the kill until the members were logged \
+                in again, and the connections that took; the messages are then sent through the new routing \
+                node, with the same checks, and the CPU time is the surviving nodes'.
+
                 Exit status: 0; 1 when a check failed or the run did not finish in --timeout seconds.
                 """
         )
@@ -65,6 +72,14 @@ extension RelayCommand {
         )
         var nodes = 1
 
+        @Flag(
+            help: """
+                Kill the routing node (SIGKILL) once every member is logged in, and measure how long until every \
+                member is logged in again through the node that takes over (needs --nodes 2 or more).
+                """
+        )
+        var killRouting = false
+
         @Option(help: "The imcodec-relay executable to start as the server (default: this one).")
         var relay: String?
 
@@ -83,6 +98,7 @@ extension RelayCommand {
             guard nodes == 1 || store != "memory" && store != "sqlite" else {
                 throw ValidationError("--nodes needs --store postgresql://...")
             }
+            guard !killRouting || nodes >= 2 else { throw ValidationError("--kill-routing needs --nodes 2 or more") }
             guard timeout >= 1 else { throw ValidationError("--timeout must be positive") }
         }
 
@@ -105,6 +121,7 @@ extension RelayCommand {
                     store: postgres == nil ? store : "postgresql",
                     postgres: postgres,
                     nodes: nodes,
+                    killRouting: killRouting,
                     relay: executable,
                     timeoutSeconds: timeout,
                     group: group
@@ -137,6 +154,27 @@ struct GroupBenchFigures {
     var relayCPUMicrosecondsPerDelivery: Double
     /// With several nodes: what the routing node took (the figures above are then the forwarding nodes').
     var routing: Routing?
+    /// With `--kill-routing`: how long the members took to log in again once the routing node was killed.
+    var failover: Failover?
+
+    /// The members' return after the routing node's SIGKILL.
+    struct Failover {
+        var members: Int
+        /// From the kill until a member was logged in again: the median and the last.
+        var p50Seconds: Double
+        var maxSeconds: Double
+        /// Connections the members made after the kill (each refused or dropped one, plus the last).
+        var connections: Int
+
+        var summary: String {
+            """
+            failover: the routing node killed with SIGKILL; the members logged in again through the node that took \
+            over after p50 \(fixed(p50Seconds, 2)) s, every one of the \(members) after \(fixed(maxSeconds, 2)) s, in \
+            \(connections) connections (\(fixed(Double(connections) / Double(members), 2)) a member); the messages \
+            above went through it
+            """
+        }
+    }
 
     /// What the routing node took while the members were connected to the forwarding nodes.
     struct Routing {
@@ -144,15 +182,15 @@ struct GroupBenchFigures {
         var loggedInRSSKiB: Double
         /// What each member's session, forwarded to it, costs the routing node.
         var rssPerSessionKiB: Double
-        /// Its share of the CPU per delivered frame.
-        var cpuMicrosecondsPerDelivery: Double
+        /// Its share of the CPU per delivered frame (none when it was killed before the messages).
+        var cpuMicrosecondsPerDelivery: Double?
 
         var summary: String {
             """
             routing node (the RSS above is the forwarding nodes', where the members connect; the CPU above is \
-            every node's): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
+            every running node's): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
             \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member's: \(fixed(rssPerSessionKiB, 1)) KiB per \
-            forwarded session; CPU \(fixed(cpuMicrosecondsPerDelivery, 2)) us per delivered frame
+            forwarded session\(cpuMicrosecondsPerDelivery.map { "; CPU \(fixed($0, 2)) us per delivered frame" } ?? "")
             """
         }
     }
@@ -167,7 +205,7 @@ struct GroupBenchFigures {
         the first connection, \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member logged in: \
         \(fixed(rssPerConnectionKiB, 1)) KiB per idle connection; peak \(fixed(peakRSSMiB, 1)) MiB
         """
-            + (routing.map { "\n" + $0.summary } ?? "")
+            + (routing.map { "\n" + $0.summary } ?? "") + (failover.map { "\n" + $0.summary } ?? "")
     }
 }
 
@@ -180,6 +218,8 @@ struct GroupBenchRun {
     let postgres: PostgresURL?
     /// Relay processes: 1, or (PostgreSQL only) that many relay nodes, the members on the forwarding ones.
     let nodes: Int
+    /// Whether the routing node is killed once the members are logged in (see ``GroupBenchFigures/Failover``).
+    let killRouting: Bool
     let relay: String
     let timeoutSeconds: Int
     let group: MultiThreadedEventLoopGroup
@@ -227,11 +267,22 @@ struct GroupBenchRun {
             until: deadline,
             name: Self.user
         ) { i, loop in
-            GroupBenchClient(index: i, token: tokens[i], messages: messages, eventLoop: loop)
+            GroupBenchClient(
+                index: i,
+                token: tokens[i],
+                messages: messages,
+                port: edges[edges.startIndex + i % edges.count].port,
+                eventLoop: loop
+            )
         }
         defer {
-            for channel in channels { channel.close(promise: nil) }
-            for channel in channels { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
+            // (After a failover, each client's channel is one it connected itself.)
+            let current = clients.map { client in
+                try? bounded(client.eventLoop.submit { client.value.stop() }, until: .now() + .seconds(5), "stopping")
+            }
+            let all = channels + current.compactMap { $0 ?? nil }
+            for channel in all { channel.close(promise: nil) }
+            for channel in all { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
         }
         let logins = try clients.map { client in
             try client.eventLoop.submit { client.value.loggedIn.futureResult }.wait()
@@ -240,15 +291,18 @@ struct GroupBenchRun {
         let loginSeconds = Double((NIODeadline.now() - loginStart).nanoseconds) / 1e9
         let loggedInRSS = try relays.memory(of: edges).rssKiB
         let loggedInRoutingRSS = try relays.memory(of: routing).rssKiB
+        let failover = killRouting ? try failOver(clients, relays: relays, until: deadline) : nil
+        // The processes that run from here to the end.
+        let running = killRouting ? edges : relays.children[...]
 
         // One message at a time: sent once the previous one reached every other member.
-        let relayCPUBefore = try relays.cpuTime()
-        let routingCPUBefore = try relays.cpuTime(of: routing)
+        let relayCPUBefore = try relays.cpuTime(of: running)
+        let routingCPUBefore = killRouting ? 0 : try relays.cpuTime(of: routing)
         let sender = clients[0]
         var (first, all) = try fanOut(from: sender, to: clients.dropFirst(), until: deadline)
         try bounded(sender.eventLoop.submit { sender.value.allAcked.futureResult }.wait(), until: deadline, "acks")
-        let relayCPU = try relays.cpuTime() - relayCPUBefore
-        let routingCPU = try relays.cpuTime(of: routing) - routingCPUBefore
+        let relayCPU = try relays.cpuTime(of: running) - relayCPUBefore
+        let routingCPU = killRouting ? nil : try relays.cpuTime(of: routing) - routingCPUBefore
         // A duplicate would arrive right after the last expected frame: give it a moment.
         usleep(200_000)
         let problems = try clients.flatMap { client in
@@ -259,7 +313,9 @@ struct GroupBenchRun {
                 description: "\(problems.count) check(s) failed: " + problems.prefix(10).joined(separator: "; ")
             )
         }
-        guard relays.allRunning else { throw BenchFailure(description: "a relay process exited during the run") }
+        guard running.allSatisfy(\.isRunning) else {
+            throw BenchFailure(description: "a relay process exited during the run")
+        }
         first.sort()
         all.sort()
         let deliveries = Double(messages * (members - 1))
@@ -283,8 +339,37 @@ struct GroupBenchRun {
                     idleRSSKiB: Double(idleRoutingRSS),
                     loggedInRSSKiB: Double(loggedInRoutingRSS),
                     rssPerSessionKiB: Double(loggedInRoutingRSS - idleRoutingRSS) / Double(members),
-                    cpuMicrosecondsPerDelivery: routingCPU * 1e6 / deliveries
-                )
+                    cpuMicrosecondsPerDelivery: routingCPU.map { $0 * 1e6 / deliveries }
+                ),
+            failover: failover
+        )
+    }
+
+    /// Kills the routing node with SIGKILL and waits until every member is logged in again through
+    /// the node that takes over (each connects again to its own node, see ``GroupBenchClient``).
+    private func failOver(
+        _ clients: [NIOLoopBound<GroupBenchClient>],
+        relays: BenchRelays,
+        until deadline: NIODeadline
+    ) throws -> GroupBenchFigures.Failover {
+        let returns = try clients.map { client in
+            try client.eventLoop.submit { client.value.expectFailover() }.wait()
+        }
+        let killedAt = NIODeadline.now().uptimeNanoseconds
+        relays.routing.killNow()
+        let times = try bounded(
+            EventLoopFuture.whenAllSucceed(returns, on: group.next()),
+            until: deadline,
+            "every member logging in again after the routing node's kill"
+        ).map { $0 &- killedAt }.sorted()
+        let connections = try clients.reduce(0) { sum, client in
+            sum + (try bounded(client.eventLoop.submit { client.value.reconnections }, until: deadline, "counting"))
+        }
+        return GroupBenchFigures.Failover(
+            members: clients.count,
+            p50Seconds: percentileMs(times, 0.50) / 1000,
+            maxSeconds: percentileMs(times, 1) / 1000,
+            connections: connections
         )
     }
 
@@ -320,7 +405,8 @@ struct GroupBenchRun {
 
 /// One member of the group benchmark: logs in; member 0 sends the group texts (``send(_:)``); every
 /// other member reports when each arrives (``arrival(_:)``) and checks that each arrives once, from
-/// bench0, in seq order.
+/// bench0, in seq order. Once told to expect a failover (``expectFailover()``), a close is no failure:
+/// it connects again to its node, with a backoff, until it is logged in again.
 final class GroupBenchClient: BenchConnection {
     typealias InboundIn = Frame
     typealias OutboundOut = Frame
@@ -328,6 +414,8 @@ final class GroupBenchClient: BenchConnection {
     let index: Int
     let token: String
     let messages: Int
+    /// Its relay node's port, to connect to again after a failover.
+    let port: Int
     /// Succeeds once the login is accepted.
     let loggedIn: EventLoopPromise<Void>
     /// Member 0: succeeds once every message it sent is acknowledged with error 0.
@@ -340,11 +428,20 @@ final class GroupBenchClient: BenchConnection {
     private var acked = 0
     private var lastSeq: UInt64 = 0
     private(set) var problems: [String] = []
+    /// While a failover is expected: succeeds with the uptime (nanoseconds) of the next accepted login.
+    private var failover: EventLoopPromise<UInt64>?
+    /// Connections made after the first (each attempt after a failover).
+    private(set) var reconnections = 0
+    /// The wait before the next connection attempt after a failover, in milliseconds.
+    private var backoffMs: Int64 = 50
+    /// Set by ``stop()``: the run is over, so a close is neither a failure nor a reason to connect again.
+    private var stopped = false
 
-    init(index: Int, token: String, messages: Int, eventLoop: any EventLoop) {
+    init(index: Int, token: String, messages: Int, port: Int, eventLoop: any EventLoop) {
         self.index = index
         self.token = token
         self.messages = messages
+        self.port = port
         self.eventLoop = eventLoop
         self.loggedIn = eventLoop.makePromise()
         self.allAcked = eventLoop.makePromise()
@@ -378,7 +475,61 @@ final class GroupBenchClient: BenchConnection {
         let failure = BenchFailure(description: "\(me): \(reason)")
         loggedIn.fail(failure)
         allAcked.fail(failure)
+        failover?.fail(failure)
         for promise in arrivals { promise?.fail(failure) }
+    }
+
+    /// From now on a close is the routing node's loss: the client connects again and logs in. The
+    /// future gives the uptime (nanoseconds) at which that login is accepted.
+    func expectFailover() -> EventLoopFuture<UInt64> {
+        let promise = eventLoop.makePromise(of: UInt64.self)
+        failover = promise
+        return promise.futureResult
+    }
+
+    /// Ends the run for this client: returns its channel, for the run to close (the promises still
+    /// pending fail when the handler leaves it, or now when it has no channel).
+    func stop() -> (any Channel)? {
+        stopped = true
+        if context == nil { fail("the run ended") }
+        return context?.channel
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // (After a failover the handler may already be in its next connection's pipeline.)
+        if self.context === context { self.context = nil }
+        if failover == nil || stopped { fail("the handler was removed") }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if failover != nil, !stopped {
+            connectAgain()
+        } else if !stopped {
+            fail("the connection closed")
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A connection reset by a node that dropped its clients is part of a failover.
+        if failover == nil, !stopped { fail("\(error)") }
+        context.close(promise: nil)
+    }
+
+    /// Connects to its node again after the backoff (50 ms, doubling up to 1 s, each with up to as
+    /// much again at random, so that the members do not all come back at once); a connection that
+    /// fails is tried again the same way. The handler goes into the new channel's pipeline.
+    private func connectAgain() {
+        let wait = backoffMs + Int64.random(in: 0...backoffMs)
+        backoffMs = min(backoffMs * 2, 1000)
+        let me = NIOLoopBound(self, eventLoop: eventLoop)
+        let port = port
+        eventLoop.scheduleTask(in: .milliseconds(wait)) {
+            let client = me.value
+            guard !client.stopped else { return }
+            client.reconnections += 1
+            connectBenchClient(me, port: port).whenFailure { _ in me.value.connectAgain() }
+        }
     }
 
     private func problem(_ text: String) {
@@ -393,7 +544,12 @@ final class GroupBenchClient: BenchConnection {
             guard login.errorCode == 0 else {
                 return fail("login refused: \(login.errorCode) \(login.errorDescription)")
             }
-            loggedIn.succeed()
+            if let failover {
+                backoffMs = 50
+                failover.succeed(now)
+            } else {
+                loggedIn.succeed()
+            }
         case .sendAck(let ack)?:
             guard ack.errorCode == 0 else {
                 return fail("a message was refused: \(ack.errorCode) \(ack.errorDescription)")

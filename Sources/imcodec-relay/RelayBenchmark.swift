@@ -633,16 +633,7 @@ func connectBenchClients<Client: ChannelInboundHandler & SendableMetatype>(
         let loop = group.next()
         let client = try loop.submit { NIOLoopBound(make(i, loop), eventLoop: loop) }.wait()
         let channel = try bounded(
-            ClientBootstrap(group: loop)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connectTimeout(.seconds(10))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addFrameCodec()
-                        try channel.pipeline.syncOperations.addHandler(client.value)
-                    }
-                }
-                .connect(host: "127.0.0.1", port: ports[i % ports.count]),
+            connectBenchClient(client, port: ports[i % ports.count]),
             until: deadline,
             "connecting \(name(i))"
         )
@@ -650,6 +641,24 @@ func connectBenchClients<Client: ChannelInboundHandler & SendableMetatype>(
         channels.append(channel)
     }
     return (clients, channels)
+}
+
+/// Connects `client` over loopback TCP to `port`, on its event loop, with the frame codec in front
+/// of it (it logs in from `channelActive`).
+func connectBenchClient<Client: ChannelInboundHandler & SendableMetatype>(
+    _ client: NIOLoopBound<Client>,
+    port: Int
+) -> EventLoopFuture<any Channel> where Client.InboundIn == Frame, Client.OutboundOut == Frame {
+    ClientBootstrap(group: client.eventLoop)
+        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        .connectTimeout(.seconds(10))
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addFrameCodec()
+                try channel.pipeline.syncOperations.addHandler(client.value)
+            }
+        }
+        .connect(host: "127.0.0.1", port: port)
 }
 
 /// The `p` percentile of `sorted` (nanoseconds), in milliseconds (nearest rank).

@@ -72,12 +72,32 @@ struct RelayBenchmarkTests {
         #expect(result.stdout.contains("KiB per forwarded session"))
     }
 
+    @Test(
+        "bench-group --kill-routing: after the routing node's SIGKILL every member logs in again and gets every message"
+    )
+    func groupFailover() throws {
+        let server = try PostgresTestDatabase.serverURL()
+        let result = try RelayExecutable.run([
+            "bench-group", "--members", "30", "--messages", "3", "--store", server.withPassword, "--nodes", "3",
+            "--kill-routing", "--timeout", "120",
+        ])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("store postgresql 3 nodes: every member had a message after"))
+        // Every member connected again at least once (its node dropped it).
+        let connections = result.stdout.split(separator: "\n").first { $0.hasPrefix("failover: ") }.flatMap { line in
+            line.split(separator: " in ").last?.split(separator: " ").first.flatMap { Int($0) }
+        }
+        #expect((connections ?? 0) >= 30, "\(result.stdout)")
+    }
+
     @Test("bench-group --nodes without a PostgreSQL store, or with a count out of range, is a usage error")
     func groupNodesNeedPostgreSQL() throws {
         let alone = try RelayExecutable.run(["bench-group", "--nodes", "2"])
         #expect(alone.status == 2 && alone.stderr.contains("--nodes needs --store postgresql://"), "\(alone.stderr)")
         let zero = try RelayExecutable.run(["bench-group", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0"])
         #expect(zero.status == 2 && zero.stderr.contains("--nodes is 1 to 16"), "\(zero.stderr)")
+        let kill = try RelayExecutable.run(["bench-group", "--kill-routing"])
+        #expect(kill.status == 2 && kill.stderr.contains("--kill-routing needs --nodes 2 or more"), "\(kill.stderr)")
         let store = try RelayExecutable.run(["bench-group", "--store", "mysql"])
         #expect(store.status == 2 && store.stderr.contains("--store is memory, sqlite or postgresql://"))
     }
