@@ -41,8 +41,8 @@ extension RelayCommand {
 
                 With --kill-routing (and --nodes 2 or more), once every member is logged in the routing node is \
                 killed with SIGKILL: a forwarding node takes over routing, and every member, dropped by its \
-                node, connects again to the same node (after 50 ms, then twice as long at each refusal, up to \
-                1 s, with jitter) and logs in. It reports the time from the kill until the members were logged \
+                node, connects again to the same node (after 50-100 ms, then twice as long at each attempt, up \
+                to 1-2 s) and logs in. It reports the time from the kill until the members were logged \
                 in again, and the connections that took; the messages are then sent through the new routing \
                 node, with the same checks, and the CPU time is the surviving nodes'.
 
@@ -188,7 +188,7 @@ struct GroupBenchFigures {
         var summary: String {
             """
             routing node (the RSS above is the forwarding nodes', where the members connect; the CPU above is \
-            every running node's): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
+            every running node's; measured before any kill): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
             \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member's: \(fixed(rssPerSessionKiB, 1)) KiB per \
             forwarded session\(cpuMicrosecondsPerDelivery.map { "; CPU \(fixed($0, 2)) us per delivered frame" } ?? "")
             """
@@ -428,7 +428,8 @@ final class GroupBenchClient: BenchConnection {
     private var acked = 0
     private var lastSeq: UInt64 = 0
     private(set) var problems: [String] = []
-    /// While a failover is expected: succeeds with the uptime (nanoseconds) of the next accepted login.
+    /// From ``expectFailover()`` until the next login is accepted: succeeds with that login's uptime
+    /// (nanoseconds). While it is set, a close is the failover's, and the client connects again.
     private var failover: EventLoopPromise<UInt64>?
     /// Connections made after the first (each attempt after a failover).
     private(set) var reconnections = 0
@@ -496,18 +497,20 @@ final class GroupBenchClient: BenchConnection {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        // (After a failover the handler may already be in its next connection's pipeline.)
-        if self.context === context { self.context = nil }
+        // (Only the current connection's pipeline counts: after a failover the handler is in the next one's.)
+        guard self.context === context else { return }
+        self.context = nil
         if failover == nil || stopped { fail("the handler was removed") }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if failover != nil, !stopped {
+        defer { context.fireChannelInactive() }
+        guard self.context === context, !stopped else { return }
+        if failover != nil {
             connectAgain()
-        } else if !stopped {
+        } else {
             fail("the connection closed")
         }
-        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -516,8 +519,9 @@ final class GroupBenchClient: BenchConnection {
         context.close(promise: nil)
     }
 
-    /// Connects to its node again after the backoff (50 ms, doubling up to 1 s, each with up to as
-    /// much again at random, so that the members do not all come back at once); a connection that
+    /// Connects to its node again after the backoff (50-100 ms, then twice as long at each attempt:
+    /// a base doubling up to 1 s, plus up to as much again at random, so that the members do not all
+    /// come back at once); a connection that
     /// fails is tried again the same way. The handler goes into the new channel's pipeline.
     private func connectAgain() {
         let wait = backoffMs + Int64.random(in: 0...backoffMs)
@@ -545,6 +549,8 @@ final class GroupBenchClient: BenchConnection {
                 return fail("login refused: \(login.errorCode) \(login.errorDescription)")
             }
             if let failover {
+                // Back: from here a close fails the run again.
+                self.failover = nil
                 backoffMs = 50
                 failover.succeed(now)
             } else {

@@ -1,4 +1,11 @@
 #if Tools
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import NIOCore
 
@@ -96,8 +103,12 @@ struct BenchRelays {
     }
 
     /// Stops every process, the forwarding ones first (the routing node's stop would make them take
-    /// over), then drops the run's database.
+    /// over), then drops the run's database. When the routing process is gone (killed), one of the
+    /// others routes now, so they are all told to stop at once (none takes over from another).
     func stop() {
+        if let first = children.first, !first.isRunning {
+            for child in forwarding where child.isRunning { kill(child.pid, SIGTERM) }
+        }
         for child in children.reversed() { child.stop() }
         database?.drop()
     }

@@ -99,7 +99,10 @@ struct RelayBenchmarkTests {
         let kill = try RelayExecutable.run(["bench-group", "--kill-routing"])
         #expect(kill.status == 2 && kill.stderr.contains("--kill-routing needs --nodes 2 or more"), "\(kill.stderr)")
         let store = try RelayExecutable.run(["bench-group", "--store", "mysql"])
-        #expect(store.status == 2 && store.stderr.contains("--store is memory, sqlite or postgresql://"))
+        #expect(
+            store.status == 2 && store.stderr.contains("--store is memory, sqlite or postgresql://"),
+            "\(store.stderr)"
+        )
     }
 
     @Test("bench-group refuses a group of one")
