@@ -151,6 +151,9 @@ struct GroupBenchFigures {
     var loggedInRSSKiB: Double
     var peakRSSMiB: Double
     var loginSeconds: Double
+    /// The relay's CPU time from the first connection until every member was logged in, per member
+    /// (every node's: accepting the connection, checking the token, the session, the answer).
+    var relayCPUMicrosecondsPerLogin: Double
     var relayCPUMicrosecondsPerDelivery: Double
     /// With several nodes: what the routing node took (the figures above are then the forwarding nodes').
     var routing: Routing?
@@ -201,7 +204,8 @@ struct GroupBenchFigures {
         p50 \(fixed(allP50Ms, 2)) ms, p99 \(fixed(allP99Ms, 2)) ms, max \(fixed(allMaxMs, 2)) ms (the first \
         member after p50 \(fixed(firstP50Ms, 2)) ms); relay CPU \(fixed(relayCPUMicrosecondsPerDelivery, 2)) us \
         per delivered frame
-        logins: \(members) in \(fixed(loginSeconds, 2)) s; relay RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before \
+        logins: \(members) in \(fixed(loginSeconds, 2)) s, relay CPU \(fixed(relayCPUMicrosecondsPerLogin, 1)) us a \
+        login; relay RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before \
         the first connection, \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member logged in: \
         \(fixed(rssPerConnectionKiB, 1)) KiB per idle connection; peak \(fixed(peakRSSMiB, 1)) MiB
         """
@@ -259,6 +263,7 @@ struct GroupBenchRun {
         }
 
         let loginStart = NIODeadline.now()
+        let loginCPUBefore = try relays.cpuTime()
         let messages = self.messages
         let (clients, channels) = try connectBenchClients(
             count: members,
@@ -289,6 +294,7 @@ struct GroupBenchRun {
         }
         try bounded(EventLoopFuture.andAllSucceed(logins, on: group.next()), until: deadline, "logging in")
         let loginSeconds = Double((NIODeadline.now() - loginStart).nanoseconds) / 1e9
+        let loginCPU = try relays.cpuTime() - loginCPUBefore
         let loggedInRSS = try relays.memory(of: edges).rssKiB
         let loggedInRoutingRSS = try relays.memory(of: routing).rssKiB
         let failover = killRouting ? try failOver(clients, relays: relays, until: deadline) : nil
@@ -332,6 +338,7 @@ struct GroupBenchRun {
             loggedInRSSKiB: Double(loggedInRSS),
             peakRSSMiB: Double(try relays.memory(of: edges).peakKiB) / 1024,
             loginSeconds: loginSeconds,
+            relayCPUMicrosecondsPerLogin: loginCPU * 1e6 / Double(members),
             relayCPUMicrosecondsPerDelivery: relayCPU * 1e6 / deliveries,
             routing: nodes == 1
                 ? nil

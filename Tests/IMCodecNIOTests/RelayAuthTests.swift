@@ -32,6 +32,10 @@ struct RelayAuthTests {
         case noExpiry
         /// Signed by the relay's secret, but with HS384 (not the relay's one algorithm).
         case otherAlgorithm
+        /// Signed by the relay's secret with HS256, but its header says HS512: jwt-kit alone accepts
+        /// it (it verifies with its one key whatever `alg` says); the relay's own check of the header
+        /// refuses it (without that check, this case fails).
+        case mislabeledAlgorithm
         /// Not a JWT at all (the issue's `"not-a-real-token"`).
         case malformed
 
@@ -75,6 +79,15 @@ struct RelayAuthTests {
                 let exp = Int(Date().timeIntervalSince1970) + 3600
                 let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
                 let signature = HMAC<SHA384>.authenticationCode(
+                    for: Data("\(header).\(payload)".utf8),
+                    using: SymmetricKey(data: Data(TestAuth.secret.utf8))
+                )
+                return "\(header).\(payload).\(Self.base64URL(signature))"
+            case .mislabeledAlgorithm:
+                let header = Self.base64URL(#"{"alg":"HS512","typ":"JWT"}"#.utf8)
+                let exp = Int(Date().timeIntervalSince1970) + 3600
+                let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
+                let signature = HMAC<SHA256>.authenticationCode(
                     for: Data("\(header).\(payload)".utf8),
                     using: SymmetricKey(data: Data(TestAuth.secret.utf8))
                 )
