@@ -190,8 +190,8 @@ struct GroupBenchFigures {
 
         var summary: String {
             """
-            routing node (the RSS above is the forwarding nodes', where the members connect; the CPU above is \
-            every running node's; measured before any kill): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
+            routing node, measured before any kill (the RSS above is the forwarding nodes', where the members \
+            connect; the CPU above is every running node's): RSS \(fixed(idleRSSKiB / 1024, 1)) MiB before the first session, \
             \(fixed(loggedInRSSKiB / 1024, 1)) MiB with every member's: \(fixed(rssPerSessionKiB, 1)) KiB per \
             forwarded session\(cpuMicrosecondsPerDelivery.map { "; CPU \(fixed($0, 2)) us per delivered frame" } ?? "")
             """
@@ -444,6 +444,8 @@ final class GroupBenchClient: BenchConnection {
     private var backoffMs: Int64 = 50
     /// Set by ``stop()``: the run is over, so a close is neither a failure nor a reason to connect again.
     private var stopped = false
+    /// The first failure: a promise asked for after it fails at once (the run reports it, not a timeout).
+    private var failed: BenchFailure?
 
     init(index: Int, token: String, messages: Int, port: Int, eventLoop: any EventLoop) {
         self.index = index
@@ -461,6 +463,7 @@ final class GroupBenchClient: BenchConnection {
 
     /// The time message `k` arrives (on the channel's event loop).
     func arrival(_ k: Int) -> EventLoopFuture<UInt64> {
+        if let failed { return eventLoop.makeFailedFuture(failed) }
         let promise = eventLoop.makePromise(of: UInt64.self)
         arrivals[k] = promise
         return promise.futureResult
@@ -481,6 +484,7 @@ final class GroupBenchClient: BenchConnection {
 
     func fail(_ reason: String) {
         let failure = BenchFailure(description: "\(me): \(reason)")
+        if failed == nil { failed = failure }
         loggedIn.fail(failure)
         allAcked.fail(failure)
         failover?.fail(failure)
@@ -490,6 +494,7 @@ final class GroupBenchClient: BenchConnection {
     /// From now on a close is the routing node's loss: the client connects again and logs in. The
     /// future gives the uptime (nanoseconds) at which that login is accepted.
     func expectFailover() -> EventLoopFuture<UInt64> {
+        if let failed { return eventLoop.makeFailedFuture(failed) }
         let promise = eventLoop.makePromise(of: UInt64.self)
         failover = promise
         return promise.futureResult
@@ -501,6 +506,13 @@ final class GroupBenchClient: BenchConnection {
         stopped = true
         if context == nil { fail("the run ended") }
         return context?.channel
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        // A connection made again that completes after the run ended (the run closes only the
+        // channels it knows of).
+        if stopped { context.close(promise: nil) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
