@@ -54,6 +54,16 @@ struct RelayAuthTests {
                 .replacingOccurrences(of: "=", with: "")
         }
 
+        /// The relay's secret as a swift-crypto key (for tokens jwt-kit would not make).
+        static var relayKey: SymmetricKey { SymmetricKey(data: Data(TestAuth.secret.utf8)) }
+
+        /// `HEADER.PAYLOAD` of a token for alice, valid for an hour, whose header says `alg`.
+        static func unsigned(alg: String) -> String {
+            let exp = Int(Date().timeIntervalSince1970) + 3600
+            return base64URL(#"{"alg":"\#(alg)","typ":"JWT"}"#.utf8) + "."
+                + base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
+        }
+
         /// The token, made for this test (forged test input, not parsing).
         func token() async throws -> String {
             switch self {
@@ -65,33 +75,20 @@ struct RelayAuthTests {
             case .foreign:
                 return try await TestAuth.token("bob")
             case .algNone:
-                let header = Self.base64URL(#"{"alg":"none","typ":"JWT"}"#.utf8)
-                let exp = Int(Date().timeIntervalSince1970) + 3600
-                let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
-                return "\(header).\(payload)."
+                return Self.unsigned(alg: "none") + "."
             case .noExpiry:
                 let keys = JWTKeyCollection()
                 await keys.add(hmac: HMACKey(from: TestAuth.secret), digestAlgorithm: .sha256)
                 return try await keys.sign(NoExpiryClaims(sub: SubjectClaim(value: "alice")))
             case .otherAlgorithm:
                 // Signed with swift-crypto: jwt-kit asserts that an HS384 key has 48 bytes.
-                let header = Self.base64URL(#"{"alg":"HS384","typ":"JWT"}"#.utf8)
-                let exp = Int(Date().timeIntervalSince1970) + 3600
-                let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
-                let signature = HMAC<SHA384>.authenticationCode(
-                    for: Data("\(header).\(payload)".utf8),
-                    using: SymmetricKey(data: Data(TestAuth.secret.utf8))
-                )
-                return "\(header).\(payload).\(Self.base64URL(signature))"
+                let unsigned = Self.unsigned(alg: "HS384")
+                let signature = HMAC<SHA384>.authenticationCode(for: Data(unsigned.utf8), using: Self.relayKey)
+                return unsigned + "." + Self.base64URL(signature)
             case .mislabeledAlgorithm:
-                let header = Self.base64URL(#"{"alg":"HS512","typ":"JWT"}"#.utf8)
-                let exp = Int(Date().timeIntervalSince1970) + 3600
-                let payload = Self.base64URL(#"{"sub":"alice","exp":\#(exp)}"#.utf8)
-                let signature = HMAC<SHA256>.authenticationCode(
-                    for: Data("\(header).\(payload)".utf8),
-                    using: SymmetricKey(data: Data(TestAuth.secret.utf8))
-                )
-                return "\(header).\(payload).\(Self.base64URL(signature))"
+                let unsigned = Self.unsigned(alg: "HS512")
+                let signature = HMAC<SHA256>.authenticationCode(for: Data(unsigned.utf8), using: Self.relayKey)
+                return unsigned + "." + Self.base64URL(signature)
             case .malformed:
                 return "not-a-real-token"
             }
