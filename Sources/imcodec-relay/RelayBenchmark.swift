@@ -478,10 +478,8 @@ struct BenchRun {
         )
         defer { relays.stop() }
         let deadline = NIODeadline.now() + .seconds(Int64(timeoutSeconds))
-        func memory() throws -> (rssKiB: Int, peakKiB: Int) { try relays.memory() }
-        func relayCPUSeconds() throws -> Double { try relays.cpuTime() }
 
-        let idleRSS = try memory().rssKiB
+        let idleRSS = try relays.memory().rssKiB
         let secret = try RelayAuthenticator.readSecret(RelayFiles(dataDirectory: directory).secretPath)
         let plan = self.plan
         let tokens = try runAsync {
@@ -512,10 +510,10 @@ struct BenchRun {
             for channel in channels { _ = try? bounded(channel.closeFuture, until: .now() + .seconds(5), "closing") }
         }
         try bounded(EventLoopFuture.andAllSucceed(logins, on: group.next()), until: deadline, "logging in")
-        let loggedInRSS = try memory().rssKiB
+        let loggedInRSS = try relays.memory().rssKiB
 
         // The send phase: everyone starts at once; it ends when every message is acknowledged and delivered.
-        let relayCPUBefore = try relayCPUSeconds()
+        let relayCPUBefore = try relays.cpuTime()
         let clientCPUBefore = try cpuSeconds(pid: getpid())
         let start = NIODeadline.now()
         for client in clients { client.eventLoop.execute { client.value.start() } }
@@ -529,9 +527,9 @@ struct BenchRun {
             )
         }
         let seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
-        let relayCPU = try relayCPUSeconds() - relayCPUBefore
+        let relayCPU = try relays.cpuTime() - relayCPUBefore
         let clientCPU = try cpuSeconds(pid: getpid()) - clientCPUBefore
-        let peak = try memory().peakKiB
+        let peak = try relays.memory().peakKiB
         // A duplicate would arrive right after the last expected frame: give it a moment.
         usleep(200_000)
         let reports = collect(clients)
