@@ -966,14 +966,42 @@ final class RelayChild: @unchecked Sendable {
         }
     }
 
+    /// util-linux's `setpriv`, which sets the parent-death signal before it runs the relay.
+    private static let setpriv = "/usr/bin/setpriv"
+
+    /// Whether a relay started here gets SIGKILL when the benchmark process ends, however it ends
+    /// (crashed, killed): started from the main thread, through `setpriv --pdeathsig KILL` (the
+    /// signal comes when the thread that started the child ends, and the main thread ends with the
+    /// process; a `setpriv` older than util-linux 2.33 has no such option). Checked once.
+    private static let setprivSetsParentDeathSignal: Bool = {
+        guard FileManager.default.isExecutableFile(atPath: setpriv) else { return false }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: setpriv)
+        probe.arguments = ["--pdeathsig", "KILL", "--", "/bin/true"]
+        probe.standardInput = FileHandle.nullDevice
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationReason == .exit && probe.terminationStatus == 0
+    }()
+
     /// Starts `executable arguments...` and waits (at most `timeoutSeconds`) until it routes (its
     /// line `relay listening on 127.0.0.1:PORT`) or, as a relay node, forwards to the node that
     /// does (it listens and has linked). Standard output is read to its end by a thread of its
-    /// own (so the child never blocks on it); standard error goes to ours.
+    /// own (so the child never blocks on it); standard error goes to ours. Started from the main
+    /// thread where `setpriv` can, the relay does not outlive this process.
     static func start(_ executable: String, arguments: [String], timeoutSeconds: Int) throws -> RelayChild {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        if Thread.isMainThread && setprivSetsParentDeathSignal {
+            // setpriv becomes the relay (exec, the same pid): the pid, its memory and its CPU time
+            // are the relay's.
+            process.executableURL = URL(fileURLWithPath: setpriv)
+            process.arguments = ["--pdeathsig", "KILL", "--", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice

@@ -1,5 +1,6 @@
 #if Tools
 import Foundation
+import IMCodecTestSupport
 import Testing
 
 @testable import imcodec_relay
@@ -104,6 +105,77 @@ struct RelayBenchmarkTests {
             "\(store.stderr)"
         )
     }
+
+    #if os(Linux)
+    @Test("a benchmark killed with SIGKILL takes its relay with it (setpriv --pdeathsig)")
+    func killedBenchLeavesNoRelay() async throws {
+        let executable = try #require(
+            RelayExecutable.url,
+            "the imcodec-relay executable was not built next to the tests"
+        )
+        // A ring far longer than the test: the benchmark is killed while its first relay serves.
+        let bench = try ChildProcess(
+            executable.path,
+            ["bench", "--users", "2", "--messages", "1000000", "--rounds", "1", "--timeout", "120"]
+        )
+        var relay: pid_t?
+        defer {
+            if let relay { kill(relay, SIGKILL) }
+            bench.signal(SIGKILL)
+            _ = bench.waitUntilExit()
+        }
+        // Killed once the relay serves the benchmark's two users (its listening socket and theirs):
+        // it has printed where it listens, so no write to the benchmark's closed pipe ends it first.
+        #expect(
+            await eventually(60) {
+                relay = Self.relays(startedBy: bench.pid).first
+                return relay.map { Self.sockets(of: $0) >= 3 } == true || !bench.isRunning
+            }
+        )
+        let started = try #require(relay, "the benchmark started no relay")
+        bench.signal(SIGKILL)
+        #expect(bench.waitUntilExit() == .signalled(SIGKILL))
+        #expect(await eventually(30) { !Self.isAlive(started) }, "relay \(started) outlived the benchmark")
+    }
+
+    /// The children of `parent` that run `imcodec-relay` (once `setpriv` has become the relay:
+    /// then the parent-death signal is set), from /proc.
+    static func relays(startedBy parent: pid_t) -> [pid_t] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return names.compactMap { pid_t($0) }.filter { pid in
+            guard let stat = Self.stat(pid), stat.parent == parent,
+                let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)
+            else { return false }
+            return command.split(separator: "\0").first?.hasSuffix("/imcodec-relay") == true
+        }
+    }
+
+    /// How many sockets `pid` holds open (its /proc/PID/fd entries that name one).
+    static func sockets(of pid: pid_t) -> Int {
+        let folder = "/proc/\(pid)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { name in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(name)"))?.hasPrefix("socket:")
+                == true
+        }.count
+    }
+
+    /// Whether `pid` runs (it exists and is not a zombie waiting for its parent).
+    static func isAlive(_ pid: pid_t) -> Bool {
+        Self.stat(pid).map { $0.state != "Z" } ?? false
+    }
+
+    /// The state letter and the parent of `pid` (/proc/PID/stat: after the command name in
+    /// parentheses, which may hold spaces and parentheses itself).
+    static func stat(_ pid: pid_t) -> (state: Character, parent: pid_t)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 1, let state = fields[0].first, let parent = pid_t(fields[1]) else { return nil }
+        return (state, parent)
+    }
+    #endif
 
     @Test("bench-group refuses a group of one")
     func groupOfOne() throws {
