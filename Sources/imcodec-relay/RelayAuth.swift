@@ -9,20 +9,26 @@ import Darwin
 import Foundation
 import JWTKit
 
-/// The claims of a relay login token: whose it is (`sub`) and until when (`exp`, required).
+/// The claims of a relay login token: whose it is (`sub`), until when (`exp`, required) and, when
+/// the issuer says, from when (`nbf`).
 struct RelayClaims: JWTPayload {
     var sub: SubjectClaim
     var exp: ExpirationClaim
+    var nbf: NotBeforeClaim?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
+        // RFC 7519 4.1.5: a token must not be accepted before its `nbf`.
+        try nbf?.verifyNotBefore()
     }
 }
 
 /// Checks login tokens: JWTs (RFC 7519) signed with HS256 under the relay's secret, through
 /// vapor/jwt-kit. A token is accepted only when all of these hold: it parses; its header's `alg` is
 /// `HS256` (never `none`, never another algorithm); its signature verifies; it carries `exp` and has
-/// not expired; its `sub` is the user id of the login. A refusal does not say which check failed.
+/// not expired; its `nbf`, if any, has passed; its `sub` is the user id of the login, byte for byte
+/// (not merely canonically equivalent, as Swift's `==` compares). A refusal does not say which
+/// check failed.
 struct RelayAuthenticator: Sendable {
     /// The shortest secret accepted, in characters.
     static let minimumSecretLength = 32
@@ -47,7 +53,7 @@ struct RelayAuthenticator: Sendable {
             let (header, _, _) = try DefaultJWTParser().parse(Array(token.utf8), as: RelayClaims.self)
             guard header.alg == "HS256" else { return nil }
             let claims = try await keys.verify(token, as: RelayClaims.self)
-            guard claims.sub.value == user else { return nil }
+            guard claims.sub.value.utf8.elementsEqual(user.utf8) else { return nil }
             return claims.exp.value
         } catch {
             return nil

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import IMCodec
 import IMCodecNIO
 import NIOCore
@@ -59,6 +60,16 @@ enum RelayProtocol {
 
     /// Whether `id` fits ``maxIDBytes``.
     static func fitsIDBound(_ id: String) -> Bool { id.utf8.count <= maxIDBytes }
+
+    /// Whether `id` is in Unicode Normalization Form C (an ASCII id always is). Swift compares
+    /// strings by canonical equivalence: "\u{C5}lice", "A\u{30A}lice" and "\u{212B}lice" are one
+    /// key of every table the router keeps per user or device. Two ids a token issuer tells apart
+    /// would be one user to the relay: one could read the other's messages, kick its devices and
+    /// publish keys as it. In NFC, canonically equivalent ids have the same bytes, so a relay that
+    /// logs in NFC ids alone tells users apart as the issuer does.
+    static func isNormalized(_ id: String) -> Bool {
+        id.utf8.allSatisfy { $0 < 0x80 } || id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(id.utf8)
+    }
 
     /// Why a frame that names an id past ``maxIDBytes`` is refused.
     static let longIDReason =
@@ -144,6 +155,9 @@ enum RelayProtocol {
         /// Router+RateLimits.swift; checked once its token passed, so no one else spends it): nothing
         /// changes, its other connections stay, and this one is closed. Log in again later.
         static let tooFrequent: Int32 = 2008
+        /// The `user_id` or the `device_id` is not in Unicode Normalization Form C
+        /// (``RelayProtocol/isNormalized(_:)``); the connection is closed.
+        static let idNotNormalized: Int32 = 2009
     }
 
     /// `RequestResult.error_code` and `SyncResponse.error_code` values (0 is success).

@@ -110,6 +110,18 @@ extension Router {
             )
             return
         }
+        // Swift's strings compare by canonical equivalence: only NFC ids tell users (and a user's
+        // devices) apart byte for byte, as the token issuer does.
+        guard RelayProtocol.isNormalized(user), RelayProtocol.isNormalized(request.deviceID) else {
+            stats.loginsRefused += 1
+            refuseLogin(
+                session,
+                requestID: requestID,
+                code: RelayProtocol.LoginError.idNotNormalized,
+                reason: "a user_id and a device_id must be in Unicode Normalization Form C (NFC)"
+            )
+            return
+        }
         // Once the token passed (no one else spends the user's logins); taken once the device is
         // admitted (a login refused for its devices costs nothing).
         guard loginBudgets.covers(1, by: user, atMs: session.lastHeardMs) else {

@@ -36,6 +36,9 @@ struct RelayAuthTests {
         /// it (it verifies with its one key whatever `alg` says); the relay's own check of the header
         /// refuses it (without that check, this case fails).
         case mislabeledAlgorithm
+        /// Signed by the relay's secret with HS256 and `exp`, but valid only from an hour on (`nbf`,
+        /// RFC 7519 4.1.5: it must not be accepted before then).
+        case notYetValid
         /// Not a JWT at all (the issue's `"not-a-real-token"`).
         case malformed
 
@@ -89,6 +92,15 @@ struct RelayAuthTests {
                 let unsigned = Self.unsigned(alg: "HS512")
                 let signature = HMAC<SHA256>.authenticationCode(for: Data(unsigned.utf8), using: Self.relayKey)
                 return unsigned + "." + Self.base64URL(signature)
+            case .notYetValid:
+                let keys = JWTKeyCollection()
+                await keys.add(hmac: HMACKey(from: TestAuth.secret), digestAlgorithm: .sha256)
+                let claims = RelayClaims(
+                    sub: SubjectClaim(value: "alice"),
+                    exp: ExpirationClaim(value: Date(timeIntervalSinceNow: 7200)),
+                    nbf: NotBeforeClaim(value: Date(timeIntervalSinceNow: 3600))
+                )
+                return try await keys.sign(claims)
             case .malformed:
                 return "not-a-real-token"
             }
@@ -164,6 +176,70 @@ struct RelayAuthTests {
                 let result = try #require(alice.collector.loginResults.first)
                 #expect(result.errorCode == 0 && !result.sessionID.isEmpty && alice.channel.isActive)
                 await alice.close()
+            }
+        }
+    }
+
+    /// A token whose `nbf` has passed logs in (the claim is optional; only a future one refuses).
+    @Test func aTokenPastItsNotBeforeLogsIn() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let keys = JWTKeyCollection()
+                await keys.add(hmac: HMACKey(from: TestAuth.secret), digestAlgorithm: .sha256)
+                let token = try await keys.sign(
+                    RelayClaims(
+                        sub: SubjectClaim(value: "alice"),
+                        exp: ExpirationClaim(value: Date(timeIntervalSinceNow: 3600)),
+                        nbf: NotBeforeClaim(value: Date(timeIntervalSinceNow: -60))
+                    )
+                )
+                let alice = try await TestClient.connect(
+                    to: server,
+                    sending: RelayProtocol.loginFrame("alice", token: token, deviceID: "phone", requestID: 1),
+                    group: group
+                )
+                #expect(await eventually { alice.collector.loginResults.first != nil })
+                #expect(alice.collector.loginResults.first?.errorCode == 0)
+                await alice.close()
+            }
+        }
+    }
+
+    /// Swift's `==` takes "\u{C5}lice" and "A\u{30A}lice" (and "\u{212B}lice") for one string, so
+    /// they were one key of every table the relay keeps per user: whoever held a token for one
+    /// form could log in as the other's user (read its messages, kick its devices, publish its
+    /// keys). Now a user id or device id not in NFC is refused (2009) whatever its token, and a
+    /// token's `sub` must be the login's user id byte for byte: a token for "A\u{30A}lice" does not
+    /// log in "\u{C5}lice". The NFC form with its own token logs in.
+    @Test func canonicallyEquivalentIDsAreNotOneUser() async throws {
+        let composed = "\u{C5}lice"
+        let decomposed = "A\u{30A}lice"
+        #expect(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
+        try await withClientGroup { group in
+            try await withRelay { server in
+                func login(_ user: String, tokenFor subject: String, device: String) async throws -> LoginResult? {
+                    let client = try await RawClient.connect(to: server, group: group)
+                    let token = try await TestAuth.token(subject)
+                    try await client.write(
+                        frame: RelayProtocol.loginFrame(user, token: token, deviceID: device, requestID: 1)
+                    )
+                    #expect(await eventually { !client.collector.frames.isEmpty })
+                    guard case .loginResult(let result)? = client.collector.frames.first?.payload else { return nil }
+                    if result.errorCode != 0 {
+                        #expect(await client.closedByPeer(within: 20), "a refused login closes its connection")
+                    }
+                    try? await client.channel.close().get()
+                    return result
+                }
+                let notNFC = RelayProtocol.LoginError.idNotNormalized
+                #expect(try await login(decomposed, tokenFor: decomposed, device: "phone")?.errorCode == notNFC)
+                #expect(try await login("\u{212B}lice", tokenFor: "\u{212B}lice", device: "phone")?.errorCode == notNFC)
+                #expect(try await login(composed, tokenFor: composed, device: "e\u{301}")?.errorCode == notNFC)
+                let refused = RelayProtocol.LoginError.refused
+                #expect(try await login(composed, tokenFor: decomposed, device: "phone")?.errorCode == refused)
+                #expect(try await login(composed, tokenFor: composed, device: "\u{E9}")?.errorCode == 0)
+                let stats = try await server.stats().get()
+                #expect(stats.logins == 1 && stats.loginsRefused == 4)
             }
         }
     }
