@@ -29,6 +29,9 @@ public struct InboundFrame: Sendable, Hashable {
     public let route: FrameRoute
     /// The sender of a message payload ("" for other payloads).
     public let senderID: String
+    /// The sending device of a message payload (`Message.sender_device_id`; "" for other payloads),
+    /// which a server checks against the connection's device as it checks ``senderID``.
+    public let senderDeviceID: String
     /// The client message id of a message or send-ack payload ("" for others).
     public let clientMsgID: String
     /// The flags of a message payload (empty for others).
@@ -71,6 +74,7 @@ public struct InboundFrame: Sendable, Hashable {
         channelID: String = "",
         route: FrameRoute,
         senderID: String,
+        senderDeviceID: String = "",
         clientMsgID: String,
         messageFlags: MessageFlags,
         targetReceivers: [String] = [],
@@ -93,6 +97,7 @@ public struct InboundFrame: Sendable, Hashable {
         self.channelID = channelID
         self.route = route
         self.senderID = senderID
+        self.senderDeviceID = senderDeviceID
         self.clientMsgID = clientMsgID
         self.messageFlags = messageFlags
         self.targetReceivers = targetReceivers
@@ -142,11 +147,13 @@ extension InboundFrame {
                 var isViewOnce = false
                 var priority = Priority.unspecified
                 var quotes = false
+                var senderDeviceID = ""
                 if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
                     serverAssignedFields = edited.serverAssignedFields
                 }
                 if case .message(let message)? = view.payload {
                     storagePolicy = message.storagePolicy
+                    senderDeviceID = message.senderDeviceID.materialize()
                     serverAssignedFields = message.serverAssignedFields
                     expireAfterS = message.expireAfterS
                     isViewOnce = message.viewOnce
@@ -179,6 +186,7 @@ extension InboundFrame {
                     channelID: view.channelID,
                     route: view.route,
                     senderID: view.senderID,
+                    senderDeviceID: senderDeviceID,
                     clientMsgID: view.clientMsgID,
                     messageFlags: view.messageFlags,
                     targetReceivers: receivers,

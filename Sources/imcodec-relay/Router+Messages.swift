@@ -44,7 +44,7 @@ extension Router {
             answer(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
         }
         let key: ConversationKey
-        switch admit(frame, in: conversation, user: user) {
+        switch admit(frame, in: conversation, user: user, device: session.deviceID) {
         case .success(let admitted): key = admitted
         case .failure(let refusal): return refuse(refusal)
         }
@@ -226,13 +226,14 @@ extension Router {
         }
     }
 
-    /// The conversation a message from `user` goes to, or why it cannot go anywhere: a sender that
-    /// is not the logged-in user, a conversation that cannot be routed, a non-member, targeted
-    /// receivers outside a group.
+    /// The conversation a message from `user` on `device` goes to, or why it cannot go anywhere: a
+    /// sender (or sending device) that is not the logged-in one, a conversation that cannot be
+    /// routed, a non-member, targeted receivers outside a group.
     private func admit(
         _ frame: InboundFrame,
         in conversation: Conversation,
-        user: String
+        user: String,
+        device: String
     ) -> Result<ConversationKey, Refusal> {
         let type = frame.conversationType
         guard frame.senderID == user else {
@@ -240,6 +241,16 @@ extension Router {
                 Refusal(
                     RelayProtocol.AckError.senderMismatch,
                     "sender_id \"\(frame.senderID)\" is not the logged-in user \(user)"
+                )
+            )
+        }
+        // Receivers take sender_device_id for the device that sent it (message.proto): it is this
+        // connection's device or empty, as sender_id is this connection's user.
+        guard frame.senderDeviceID.isEmpty || frame.senderDeviceID.utf8.elementsEqual(device.utf8) else {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.senderMismatch,
+                    "sender_device_id \"\(frame.senderDeviceID)\" is not this connection's device \"\(device)\""
                 )
             )
         }
@@ -407,6 +418,20 @@ extension Router {
                 RelayProtocol.RequestError.badRequest,
                 notice: "badRequest",
                 "\(actor.field) \"\(actor.value)\" is not the logged-in user \(user)"
+            )
+            return
+        }
+        // A call signal's device_id tells the caller's other devices which one answered (an ACCEPT
+        // stops the others ringing): this connection's device, or empty.
+        if case .call(let call)? = event.payload, !call.deviceID.isEmpty,
+            !call.deviceID.utf8.elementsEqual(session.deviceID.utf8)
+        {
+            refuse(
+                session,
+                event.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "device_id \"\(call.deviceID)\" is not this connection's device \"\(session.deviceID)\""
             )
             return
         }

@@ -1930,5 +1930,54 @@ struct RelaySessionTests {
             }
         }
     }
+
+    /// Receivers take a message's `sender_device_id` and a call signal's `device_id` for the device
+    /// that sent them (an ACCEPT on one device stops the others ringing), so each is the
+    /// connection's device or empty, as `sender_id` is its user: another device's id gets 1001
+    /// (a message) or 3003 (a call), and reaches no one. Before, any device id went through.
+    @Test func aSenderSpeaksForItsOwnDeviceOnly() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "desk")
+                func send(device: String, id: UInt64) async throws -> Int32? {
+                    var message = Message.c2cText(from: "alice", to: "bob", "m\(id)", clientMsgID: "a-\(id)")
+                    message.senderDeviceID = device
+                    return try await alice.ask(RelayProtocol.answer(.message(message), requestID: id))?.sendAck?
+                        .errorCode
+                }
+                #expect(try await send(device: "laptop", id: 1) == RelayProtocol.AckError.senderMismatch)
+                #expect(try await send(device: "phone", id: 2) == 0)
+                #expect(try await send(device: "", id: 3) == 0)
+                #expect(await eventually { bob.collector.messages.count == 2 })
+                #expect(bob.collector.messages.map(\.clientMsgID) == ["a-2", "a-3"])
+
+                func call(device: String, id: UInt64) -> Frame {
+                    RelayProtocol.answer(
+                        .call(
+                            CallEvent.with {
+                                $0.callID = "call-\(id)"; $0.conversation = .oneToOne("bob"); $0.userID = "alice"
+                                $0.signal = .invite; $0.deviceID = device
+                            }
+                        ),
+                        requestID: id
+                    )
+                }
+                #expect(
+                    try await alice.ask(call(device: "laptop", id: 4))?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.badRequest
+                )
+                // A call that passes is not answered (checkEvent); bob gets it, and only it.
+                try await alice.send(call(device: "phone", id: 5))
+                let calls = {
+                    bob.collector.frames.compactMap { if case .call(let c)? = $0.payload { c } else { nil } }
+                }
+                #expect(await eventually { !calls().isEmpty })
+                #expect(calls().map(\.callID) == ["call-5"] && calls().first?.deviceID == "phone")
+                #expect(alice.channel.isActive)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
 }
 #endif
