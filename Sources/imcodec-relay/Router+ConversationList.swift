@@ -213,7 +213,8 @@ extension Router {
 
     /// A stored message as a list entry shows it: as `user`'s devices got it, or only its ids and
     /// status RECALLED or DELETED (the kept stub's; RECALLED for one removed before stubs were kept)
-    /// when it was recalled or deleted for everyone.
+    /// when it was recalled or deleted for everyone. To a user who left the group, as it was sent:
+    /// its edits, reactions and keys since are the members' to see (as its read horizons are).
     private func lastMessage(_ stored: StoredMessage, removed: Bool, user: String) -> Message? {
         guard !removed else {
             let stub = try? wireDecoder.decode(Frame.self, from: stored.frame)
@@ -233,7 +234,11 @@ extension Router {
         guard let frame = try? wireDecoder.decode(Frame.self, from: stored.frame),
             case .message(var message)? = frame.payload
         else { return nil }
-        applyChanges(to: &message, in: stored.conversation, for: user)
+        if isMember(user, stored.conversation) {
+            applyChanges(to: &message, in: stored.conversation, for: user)
+        } else if message.viewOnce, message.senderID != user {
+            message = Redaction.viewedOnce(message)
+        }
         message.direction = stored.senderID == user ? .sent : .received
         return message
     }

@@ -167,6 +167,16 @@ extension Router {
                 largest = max(largest, ownBytes.count)
                 own.append((Set(users), ByteBuffer(bytes: ownBytes)))
             }
+            // A user may take back its reaction to a message it no longer reads (from before its
+            // join or its clear): its devices learn that it is gone, not who reacts to the message
+            // now, which nothing else tells them.
+            if let seq, !reads(seq, in: key, user: user) {
+                own = own.map { (users: $0.users.subtracting([user]), body: $0.body) }.filter { !$0.users.isEmpty }
+                var bare = event
+                bare.summary = []
+                frame.payload = .reaction(bare)
+                own.append(([user], ByteBuffer(bytes: frame.serializedBytes())))
+            }
         }
         // With its summaries it must still reach every receiver (as ``deliverable`` checked the client's).
         guard largest <= deliveryRoom(in: key) else {

@@ -334,6 +334,50 @@ struct RelayGroupAccessTests {
         }
     }
 
+    /// A user who left a group keeps its list entry, and the entry's last message as it was sent:
+    /// an edit and a reaction made after the leave are the members' to see, as the members' read
+    /// horizons are. Before, the entry served the message as it now is (the edit's text, the
+    /// reactors' ids).
+    @Test func aLeaverSeesItsLastMessageAsItWasSent() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b")
+                for (k, client) in [alice, bob].enumerated() {
+                    let joined = try await client.ask(
+                        RelayProtocol.membershipFrame(.join, group: "club", requestID: UInt64(1 + k))
+                    )
+                    #expect(joined?.requestResult?.errorCode == 0)
+                }
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "club", "first", clientMsgID: "c-1"))
+                )
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                let message = try #require(bob.collector.messages.first)
+                let left = try await bob.ask(RelayProtocol.membershipFrame(.leave, group: "club", requestID: 3))
+                #expect(left?.requestResult?.errorCode == 0)
+
+                var edited = message
+                edited.elements = [.text("changed after bob left")]
+                let edit = EditEvent.with {
+                    $0.message = message.reference; $0.newMessage = edited; $0.editorID = "alice"
+                }
+                #expect(try await RelayUserStateTests.ask(alice, .edit(edit), id: 4)?.requestResult?.errorCode == 0)
+                let react = RelayReactionTests.reaction(message.reference, "👍", .add, id: 5)
+                #expect(try await alice.ask(react)?.requestResult?.errorCode == 0)
+                // alice, a member, lists the message as it now is.
+                let hers = RelayUserStateTests.entry(try await RelayUserStateTests.list(alice, id: 6), .group("club"))
+                #expect(hers?.lastMessage?.previewText == "changed after bob left")
+                #expect(hers?.lastMessage?.reactions.map(\.emoji) == ["👍"])
+                let his = RelayUserStateTests.entry(try await RelayUserStateTests.list(bob, id: 7), .group("club"))
+                #expect(his?.lastMessage?.seq == message.seq)
+                #expect(his?.lastMessage?.previewText == "first")
+                #expect(his?.lastMessage?.reactions.isEmpty == true && his?.lastMessage?.editVersion == 0)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// Before, the relay asked for a ping every interval and never closed a silent session. Now a
     /// logged-in session that sends nothing for 3 intervals is closed (`heartbeatTimeout`), whatever
     /// frame it sends counts, and a session that pings stays. The test moves the relay's silence

@@ -229,5 +229,49 @@ struct RelayReactionTests {
             }
         }
     }
+
+    /// A user who no longer reads a message (here it cleared its history past it) may still take back
+    /// its reaction to it, and its other devices learn that it is gone, but not who reacts to the
+    /// message now: their frame carries no summary. Before, it carried every emoji with its
+    /// reactors, among them reactions made after the clear.
+    @Test func aReactionTakenBackFromAMessageNoLongerReadTellsNoSummary() async throws {
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+                try await alice.send(
+                    Frame(Message.groupText(from: "alice", group: "team", "lunch?", clientMsgID: "m"))
+                )
+                #expect(await eventually { phone.collector.messages.count == 1 && carol.collector.messages.count == 1 })
+                let reference = try #require(phone.collector.messages.first?.reference)
+                #expect(try await phone.ask(Self.reaction(reference, "👍", .add, id: 1))?.requestResult?.errorCode == 0)
+                let clear = ConversationUpdate.with {
+                    $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
+                    $0.clearedSeq = reference.seq
+                }
+                let cleared = try await RelayUserStateTests.ask(phone, .conversationUpdate(clear), id: 2)
+                #expect(cleared?.requestResult?.errorCode == 0)
+                #expect(try await carol.ask(Self.reaction(reference, "🎉", .add, id: 3))?.requestResult?.errorCode == 0)
+                #expect(await eventually { Self.lastSummary(alice) == ["👍1:bob", "🎉1:carol"] })
+                #expect(
+                    try await phone.ask(Self.reaction(reference, "👍", .remove, id: 4))?.requestResult?.errorCode == 0
+                )
+                let removals = {
+                    laptop.collector.frames.compactMap {
+                        if case .reaction(let r)? = $0.payload, r.action == .remove { r } else { nil }
+                    }
+                }
+                #expect(await eventually { removals().count == 1 })
+                #expect(removals().first?.summary.isEmpty == true, "\(removals().map(Self.describe))")
+                #expect(removals().first?.emoji == "👍" && removals().first?.userID == "bob")
+                // The message's readers get the summary as it now is.
+                #expect(await eventually { Self.lastSummary(alice) == ["🎉1:carol"] })
+                #expect(await eventually { Self.lastSummary(carol) == ["🎉1:carol*"] })
+                for client in [alice, phone, laptop, carol] { await client.close() }
+            }
+        }
+    }
 }
 #endif
