@@ -114,7 +114,9 @@ extension Router {
         default:
             return
         }
-        decoded.requestID = 0
+        // The kept copy holds the client's request id, as a kept message does (every delivery writes
+        // 0 over it, Router.noRequestSuffix): a resend after a restart is found by its key
+        // (Router.resendKeys), and two requests that change the same thing stay two.
         let device = DeviceKey(user: user, device: session.deviceID)
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
         let stamped = decoded.serializedBytes()

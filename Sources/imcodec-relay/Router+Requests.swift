@@ -355,7 +355,6 @@ extension Router {
         let limit = Int(
             request.limit == 0 ? RelayProtocol.maxSyncLimit : min(request.limit, RelayProtocol.maxSyncLimit)
         )
-        let truncated = after + 1 < stream.oldest && stream.oldest <= head
         let budget = answerRoom
         let device = session.deviceID
         // What this device acknowledged it had, or where its stream began: a view-once message it
@@ -374,6 +373,12 @@ extension Router {
                 after < head ? try store.stream(of: user, after: after, through: head, limit: limit) : []
             }
         ) { rows in
+            // Positions are consecutive, so a first row past `after + 1` (or none before the head)
+            // means retention dropped what lay between. Decided from the rows read, not when the
+            // request came: the commit before this read may have held retention of the very
+            // positions after `after` (frames kept for the user meanwhile), and a device told
+            // nothing was cut would go live past them.
+            let truncated = after < head && (rows.first?.position ?? head + 1) > after + 1
             var answer = StreamSyncResponse.with {
                 $0.headPosition = head
                 $0.truncated = truncated

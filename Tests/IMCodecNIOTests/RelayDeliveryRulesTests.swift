@@ -137,6 +137,95 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// The same across a restart for the events the relay keeps stamped with their user and its
+    /// time (a blocklist change, a conversation update, a receive option, an extension update,
+    /// whose kept copy also holds its keys as they became): each resent byte for byte after a
+    /// restart is answered with 0, and the user's stream keeps it once. Before, the relay found
+    /// them again only until a restart: a resend after one was applied and kept again (the user's
+    /// other devices got it twice), and the extension update's got 23001, its versions having moved.
+    @Test(arguments: StoreBackend.allCases)
+    func stampedEventsResentAfterARestartAreKeptOnce(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let store = database.location
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = store; $0.groups = ["team": ["alice", "bob"]]
+        }
+        try await withClientGroup { group in
+            var frames: [Frame] = []
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var keyed = Message.groupText(from: "bob", group: "team", "keys", clientMsgID: "k-1")
+                keyed.flags = MessageFlags.supportExtension.rawValue
+                try await bob.send(Frame(keyed))
+                #expect(await eventually { alice.collector.messages.count == 1 })
+                let reference = try #require(alice.collector.messages.first?.reference)
+                let payloads: [Frame.Payload] = [
+                    .blocklistChange(
+                        .with {
+                            $0.action = .block; $0.userIDs = ["mallory"]
+                        }
+                    ),
+                    .conversationUpdate(
+                        .with {
+                            $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.draft.rawValue)
+                            $0.draftText = "later"
+                        }
+                    ),
+                    .receiveOption(
+                        .with {
+                            $0.conversation = .group("team"); $0.option = .receiveNotNotify
+                        }
+                    ),
+                    .extensionUpdate(
+                        .with {
+                            $0.message = reference
+                            $0.set = [
+                                .with {
+                                    $0.key = "k"; $0.value = "v"
+                                }
+                            ]
+                        }
+                    ),
+                ]
+                for (k, payload) in payloads.enumerated() {
+                    var frame = Frame(payload)
+                    frame.requestID = UInt64(31 + k)
+                    frames.append(frame)
+                    #expect(try await alice.ask(frame)?.requestResult?.errorCode == 0, "\(payload)")
+                }
+                for client in [alice, bob] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                for frame in frames {
+                    let kind = frame.payload?.kind
+                    #expect(
+                        try await alice.ask(frame)?.requestResult?.errorCode == 0,
+                        "resent \(String(describing: kind))"
+                    )
+                }
+                let laptop = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "laptop",
+                    streamResume: true
+                )
+                let page = try #require(try await streamFrames(laptop, 92))
+                let kinds = try page.frames.compactMap { try Frame(serializedBytes: $0.frame).payload?.kind }
+                let stamped: [Frame.Payload.Kind] = [
+                    .blocklistChange, .conversationUpdate, .receiveOption, .extensionUpdate,
+                ]
+                for kind in stamped {
+                    #expect(kinds.filter { $0 == kind }.count == 1, "\(kind): \(kinds)")
+                }
+                for client in [alice, laptop] { await client.close() }
+            }
+        }
+    }
+
     /// An event about a targeted message (a reaction, an edit, a recall) reaches only that
     /// message's receivers and sender: the other members do not learn that it exists. A member it
     /// was not sent to cannot name it (3001).
