@@ -46,6 +46,22 @@ struct RelayReactionTests {
         return page?.messages.first.map { describe($0.reactions) } ?? ["no message"]
     }
 
+    /// alice, bob (on his phone and his laptop) and carol logged in to `server`, and alice's group
+    /// message "lunch?" in `team` as bob's phone got it.
+    static func lunch(
+        on server: RelayServer,
+        group: any EventLoopGroup
+    ) async throws -> (TestClient, TestClient, TestClient, TestClient, MessageRef) {
+        let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+        let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+        let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
+        let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
+        try await alice.send(Frame(Message.groupText(from: "alice", group: "team", "lunch?", clientMsgID: "m")))
+        #expect(await eventually { phone.collector.messages.count == 1 && carol.collector.messages.count == 1 })
+        let reference = try #require(phone.collector.messages.first?.reference)
+        return (alice, phone, laptop, carol, reference)
+    }
+
     /// message.proto ReactionSummary: "The first users who reacted (at most 10); count holds the
     /// total", and `reacted_by_me` for the reader.
     @Test func aSummaryListsTheFirstTenUsersAndCountsThemAll() {
@@ -182,15 +198,7 @@ struct RelayReactionTests {
         }
         try await withClientGroup { group in
             try await withRelay(configure) { server in
-                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
-                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
-                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
-                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
-                try await alice.send(
-                    Frame(Message.groupText(from: "alice", group: "team", "lunch?", clientMsgID: "m"))
-                )
-                #expect(await eventually { phone.collector.messages.count == 1 && carol.collector.messages.count == 1 })
-                let reference = try #require(phone.collector.messages.first?.reference)
+                let (alice, phone, laptop, carol, reference) = try await Self.lunch(on: server, group: group)
 
                 #expect(try await phone.ask(Self.reaction(reference, "👍", .add, id: 1))?.requestResult?.errorCode == 0)
                 #expect(await eventually { Self.lastSummary(laptop) == ["👍1:bob*"] })
@@ -237,15 +245,7 @@ struct RelayReactionTests {
     @Test func aReactionTakenBackFromAMessageNoLongerReadTellsNoSummary() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob", "carol"]] }) { server in
-                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
-                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
-                let laptop = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "laptop")
-                let carol = try await TestClient.connect(to: server, as: "carol", group: group, deviceID: "c")
-                try await alice.send(
-                    Frame(Message.groupText(from: "alice", group: "team", "lunch?", clientMsgID: "m"))
-                )
-                #expect(await eventually { phone.collector.messages.count == 1 && carol.collector.messages.count == 1 })
-                let reference = try #require(phone.collector.messages.first?.reference)
+                let (alice, phone, laptop, carol, reference) = try await Self.lunch(on: server, group: group)
                 #expect(try await phone.ask(Self.reaction(reference, "👍", .add, id: 1))?.requestResult?.errorCode == 0)
                 let clear = ConversationUpdate.with {
                     $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.clearedSeq.rawValue)
