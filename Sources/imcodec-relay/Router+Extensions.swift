@@ -195,7 +195,7 @@ extension Router {
         update.timeMs = RelayProtocol.nowMs()
         noteChange(of: seq, in: key, timeMs: update.timeMs)
         decoded.payload = .extensionUpdate(update)
-        // With the client's request id, as an own-state change is kept (changeOwnState).
+        decoded.requestID = 0
         let stamped = decoded.serializedBytes()
         let device = DeviceKey(user: user, device: session.deviceID)
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)

@@ -114,9 +114,7 @@ extension Router {
         default:
             return
         }
-        // The kept copy holds the client's request id, as a kept message does (every delivery writes
-        // 0 over it, Router.noRequestSuffix): a resend after a restart is found by its key
-        // (Router.resendKeys), and two requests that change the same thing stay two.
+        decoded.requestID = 0
         let device = DeviceKey(user: user, device: session.deviceID)
         recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
         let stamped = decoded.serializedBytes()

@@ -688,48 +688,25 @@ final class Router {
     // MARK: Streams
 
     /// The payloads the relay keeps rewritten (a reaction with its summaries, receipts with the
-    /// relay's fields, an edit whose quote lost its text, an own-state change or an extension update
-    /// stamped with its user and the relay's time), so that a resend of the client's bytes is found
-    /// by ``resendKeys(_:user:)``.
-    static let rewrittenKinds: Set<Frame.Payload.Kind> = [
-        .reaction, .receipt, .receipts, .edit, .conversationUpdate, .receiveOption, .blocklistChange,
-        .extensionUpdate,
-    ]
+    /// relay's fields, an edit whose quote lost its text), so that a resend of the client's bytes is
+    /// found by ``resendKeys(_:user:)``.
+    static let rewrittenKinds: Set<Frame.Payload.Kind> = [.reaction, .receipt, .receipts, .edit]
 
     /// The keys an event of `user` is remembered by besides its bytes, the same for the client's
     /// frame and for the copy the relay rewrote and keeps (which is all a restart finds): a reaction's
     /// ``reactionKey(_:_:user:)``, each receipt's ``receiptKey(_:)``, an edit that quotes without what
-    /// its quote may lose (``Redaction/quote(_:keepingAuthor:)``), an own-state change or an
-    /// extension update without what the relay stamps (its user and time; an extension update's
-    /// entries as they became); none for another event. The request id stays in every key (the
-    /// kept copy holds the client's): a device that blocks, unblocks and blocks a user again sends
-    /// three requests, not a resend. A resend is one whose keys are all remembered.
+    /// its quote may lose (``Redaction/quote(_:keepingAuthor:)``); none for another event. A resend is
+    /// one whose keys are all remembered.
     static func resendKeys(_ event: Frame, user: String) -> [[UInt8]] {
-        /// `event` with `payload` instead of its own.
-        func key(_ payload: Frame.Payload) -> [[UInt8]] {
-            var key = event
-            key.payload = payload
-            return [key.serializedBytes()]
-        }
         switch event.payload {
         case .reaction(let reaction)?: return [reactionKey(event, reaction, user: user)]
         case .receipt(let receipt)?: return [receiptKey(receipt)]
         case .receipts(let batch)?: return batch.receipts.map(receiptKey)
         case .edit(var edit)? where edit.newMessage?.quote != nil || edit.newMessage?.quoteSnapshot != nil:
             Redaction.quote(&edit.newMessage!, keepingAuthor: false)
-            return key(.edit(edit))
-        case .conversationUpdate(var update)?:
-            (update.userID, update.timeMs) = ("", 0)
-            return key(.conversationUpdate(update))
-        case .receiveOption(var change)?:
-            (change.userID, change.timeMs) = ("", 0)
-            return key(.receiveOption(change))
-        case .blocklistChange(var change)?:
-            (change.userID, change.timeMs) = ("", 0)
-            return key(.blocklistChange(change))
-        case .extensionUpdate(var update)?:
-            (update.userID, update.timeMs, update.entries) = ("", 0, [])
-            return key(.extensionUpdate(update))
+            var key = event
+            key.payload = .edit(edit)
+            return [key.serializedBytes()]
         default: return []
         }
     }
