@@ -16,10 +16,15 @@ struct RelayClaims: JWTPayload {
     var exp: ExpirationClaim
     var nbf: NotBeforeClaim?
 
+    /// How far ahead of the relay's clock a token's `nbf` may be, in seconds.
+    static let notBeforeLeeway: TimeInterval = 60
+
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
-        // RFC 7519 4.1.5: a token must not be accepted before its `nbf`.
-        try nbf?.verifyNotBefore()
+        // RFC 7519 4.1.5: a token must not be accepted before its `nbf`, give or take "a small
+        // leeway" for clocks: a minute here, so that an issuer whose clock runs a little ahead of
+        // the relay's, and that sets `nbf` to its now, is not refused.
+        try nbf?.verifyNotBefore(currentDate: Date(timeIntervalSinceNow: RelayClaims.notBeforeLeeway))
     }
 }
 
@@ -53,7 +58,7 @@ struct RelayAuthenticator: Sendable {
             let (header, _, _) = try DefaultJWTParser().parse(Array(token.utf8), as: RelayClaims.self)
             guard header.alg == "HS256" else { return nil }
             let claims = try await keys.verify(token, as: RelayClaims.self)
-            guard claims.sub.value.utf8.elementsEqual(user.utf8) else { return nil }
+            guard RelayProtocol.sameID(claims.sub.value, user) else { return nil }
             return claims.exp.value
         } catch {
             return nil

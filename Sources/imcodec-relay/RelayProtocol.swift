@@ -68,8 +68,14 @@ enum RelayProtocol {
     /// publish keys as it. In NFC, canonically equivalent ids have the same bytes, so a relay that
     /// logs in NFC ids alone tells users apart as the issuer does.
     static func isNormalized(_ id: String) -> Bool {
-        id.utf8.allSatisfy { $0 < 0x80 } || id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(id.utf8)
+        id.utf8.allSatisfy { $0 < 0x80 } || sameID(id.precomposedStringWithCanonicalMapping, id)
     }
+
+    /// Whether `a` and `b` are the same id, byte for byte. An id a client claims (a sender, an
+    /// actor, a device, a token's subject) is checked so, not with Swift's `==`, which takes
+    /// canonically equivalent strings for one: the relay forwards the client's bytes, and receivers
+    /// (and token issuers) that compare bytes would see another user.
+    static func sameID(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
     /// Why a frame that names an id past ``maxIDBytes`` is refused.
     static let longIDReason =

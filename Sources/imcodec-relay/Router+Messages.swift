@@ -236,7 +236,7 @@ extension Router {
         device: String
     ) -> Result<ConversationKey, Refusal> {
         let type = frame.conversationType
-        guard frame.senderID == user else {
+        guard RelayProtocol.sameID(frame.senderID, user) else {
             return .failure(
                 Refusal(
                     RelayProtocol.AckError.senderMismatch,
@@ -246,7 +246,7 @@ extension Router {
         }
         // Receivers take sender_device_id for the device that sent it (message.proto): it is this
         // connection's device or empty, as sender_id is this connection's user.
-        guard frame.senderDeviceID.isEmpty || frame.senderDeviceID.utf8.elementsEqual(device.utf8) else {
+        guard frame.senderDeviceID.isEmpty || RelayProtocol.sameID(frame.senderDeviceID, device) else {
             return .failure(
                 Refusal(
                     RelayProtocol.AckError.senderMismatch,
@@ -411,7 +411,7 @@ extension Router {
         }
         // An event speaks for its sender only, as a message's sender_id does.
         guard let event = decoded(frame, session) else { return }
-        if let actor = Self.actor(of: event.payload), !actor.value.isEmpty, actor.value != user {
+        if let actor = Self.actor(of: event.payload), !actor.value.isEmpty, !RelayProtocol.sameID(actor.value, user) {
             refuse(
                 session,
                 event.requestID,
@@ -424,7 +424,7 @@ extension Router {
         // A call signal's device_id tells the caller's other devices which one answered (an ACCEPT
         // stops the others ringing): this connection's device, or empty.
         if case .call(let call)? = event.payload, !call.deviceID.isEmpty,
-            !call.deviceID.utf8.elementsEqual(session.deviceID.utf8)
+            !RelayProtocol.sameID(call.deviceID, session.deviceID)
         {
             refuse(
                 session,
@@ -887,7 +887,7 @@ extension Router {
                 return nil
             }
             let differs: String? =
-                if !edited.senderID.isEmpty, edited.senderID != kept.sender {
+                if !edited.senderID.isEmpty, !RelayProtocol.sameID(edited.senderID, kept.sender) {
                     "sender_id"
                 } else if edited.seq != 0, edited.seq != seq {
                     "seq"

@@ -667,8 +667,6 @@ struct RelayPostgresTests {
         }
     }
 
-    /// `count` group messages of 32 KB from `user` (`f-0`, `f-1`, ...) to a group it is not in:
-    /// each is refused by the routing node, nothing is stored.
     /// The most a loopback TCP connection's two sockets hold between them: the largest send buffer
     /// Linux grows a socket's to, plus the largest receive buffer (the last numbers of
     /// /proc/sys/net/ipv4/tcp_wmem and tcp_rmem: 4 MiB and 6 MiB by default, often 16 MiB or more
@@ -683,6 +681,8 @@ struct RelayPostgresTests {
         return try largest("tcp_wmem", default: 4 << 20) + largest("tcp_rmem", default: 6 << 20)
     }
 
+    /// `count` group messages of 32 KB from `user` (`f-0`, `f-1`, ...) to a group it is not in:
+    /// each is refused by the routing node, nothing is stored.
     private static func floodFrames(as user: String, count: Int) -> [Frame] {
         let text = String(repeating: "f", count: 32_000)
         return (0..<count).map { k in
