@@ -120,7 +120,8 @@ struct RelayBenchmarkTests {
         )
         var relay: pid_t?
         defer {
-            if let relay { kill(relay, SIGKILL) }
+            // Only while it still runs the relay: a pid that ended may already be another process's.
+            if let relay, Self.isAlive(relay), Self.runsRelay(relay) { kill(relay, SIGKILL) }
             bench.signal(SIGKILL)
             _ = bench.waitUntilExit()
         }
@@ -142,12 +143,13 @@ struct RelayBenchmarkTests {
     /// then the parent-death signal is set), from /proc.
     static func relays(startedBy parent: pid_t) -> [pid_t] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return names.compactMap { pid_t($0) }.filter { pid in
-            guard let stat = Self.stat(pid), stat.parent == parent,
-                let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)
-            else { return false }
-            return command.split(separator: "\0").first?.hasSuffix("/imcodec-relay") == true
-        }
+        return names.compactMap { pid_t($0) }.filter { Self.stat($0)?.parent == parent && Self.runsRelay($0) }
+    }
+
+    /// Whether `pid` runs the `imcodec-relay` executable (its first argument, /proc/PID/cmdline).
+    static func runsRelay(_ pid: pid_t) -> Bool {
+        let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)
+        return command?.split(separator: "\0").first?.hasSuffix("/imcodec-relay") == true
     }
 
     /// How many sockets `pid` holds open (its /proc/PID/fd entries that name one).
