@@ -167,11 +167,12 @@ func parseGroups(_ text: String) throws -> [String: Set<String>] {
         guard !group.isEmpty else { throw ValidationError("groups file line \(number + 1): empty group id") }
         let members = line[line.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
             .map(String.init)
-        // No client could name the group, or log in as the member (RelayProtocol.maxIDBytes).
-        if let long = ([group] + members).first(where: { !RelayProtocol.fitsIDBound($0) }) {
+        // No client could name the group, or log in as the member (RelayProtocol.isAcceptedID).
+        if let refused = ([group] + members).first(where: { !RelayProtocol.isAcceptedID($0) }) {
+            let what =
+                RelayProtocol.fitsIDBound(refused) ? "is not in NFC" : "has \(refused.utf8.count) bytes"
             throw ValidationError(
-                "groups file line \(number + 1): the id \"\(long.prefix(16))…\" has \(long.utf8.count) bytes; "
-                    + RelayProtocol.longIDReason
+                "groups file line \(number + 1): the id \"\(refused.prefix(16))…\" \(what); " + RelayProtocol.idReason
             )
         }
         groups[group, default: []].formUnion(members)

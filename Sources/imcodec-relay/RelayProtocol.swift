@@ -77,9 +77,16 @@ enum RelayProtocol {
     /// (and token issuers) that compare bytes would see another user.
     static func sameID(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
-    /// Why a frame that names an id past ``maxIDBytes`` is refused.
-    static let longIDReason =
-        "an id (of a user, device, group or ultra-group channel) holds at most \(maxIDBytes) bytes"
+    /// Whether `id` may name a user, group or ultra-group channel: it fits ``maxIDBytes`` and is in
+    /// NFC (``isNormalized(_:)``). No user logs in with another id, and the router's tables, which
+    /// compare by canonical equivalence, would take a non-NFC id for the NFC user's (while the
+    /// stores and receivers compare bytes); so a frame naming one is refused, as one naming a long id.
+    static func isAcceptedID(_ id: String) -> Bool { fitsIDBound(id) && isNormalized(id) }
+
+    /// Why a frame that names an id past ``maxIDBytes``, or not in NFC, is refused.
+    static let idReason =
+        "an id (of a user, device, group or ultra-group channel) holds at most \(maxIDBytes) bytes, "
+        + "in Unicode Normalization Form C (NFC)"
 
     /// `SystemNotice.type` of an error report.
     static let error = "error"

@@ -268,8 +268,8 @@ extension Router {
             return .failure(
                 Refusal(
                     RelayProtocol.AckError.unsupportedConversation,
-                    ConversationKey.namesLongID(type, frame.targetID, channelID: frame.channelID)
-                        ? RelayProtocol.longIDReason
+                    ConversationKey.namesRefusedID(type, frame.targetID, channelID: frame.channelID)
+                        ? RelayProtocol.idReason
                         : "conversation type \(type) with target \"\(frame.targetID)\" cannot be routed"
                 )
             )
@@ -297,11 +297,11 @@ extension Router {
                 Refusal(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
             )
         }
-        guard frame.targetReceivers.allSatisfy(RelayProtocol.fitsIDBound) else {
+        guard frame.targetReceivers.allSatisfy(RelayProtocol.isAcceptedID) else {
             return .failure(
                 Refusal(
                     RelayProtocol.AckError.targetedOutsideGroup,
-                    "a target receiver's id is too long: \(RelayProtocol.longIDReason)"
+                    "a target receiver's id is refused: \(RelayProtocol.idReason)"
                 )
             )
         }

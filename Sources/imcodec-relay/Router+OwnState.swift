@@ -98,11 +98,11 @@ extension Router {
             guard !change.userIDs.contains(user) else {
                 return refuse(RelayProtocol.RequestError.badRequest, "badRequest", "a user cannot block itself")
             }
-            guard change.action != .block || change.userIDs.allSatisfy(RelayProtocol.fitsIDBound) else {
+            guard change.action != .block || change.userIDs.allSatisfy(RelayProtocol.isAcceptedID) else {
                 return refuse(
                     RelayProtocol.RequestError.badRequest,
                     "badRequest",
-                    "a blocked user's id is too long: \(RelayProtocol.longIDReason)"
+                    "a blocked user's id is refused: \(RelayProtocol.idReason)"
                 )
             }
             if change.action == .block, let full = blocklistFull(after: change, of: user) {

@@ -430,13 +430,13 @@ extension Router {
         switch subscription.action {
         case .subscribe:
             // No user has a longer id: each would be kept, up to the frame size limit, for nothing.
-            guard subscription.userIDs.allSatisfy(RelayProtocol.fitsIDBound) else {
+            guard subscription.userIDs.allSatisfy(RelayProtocol.isAcceptedID) else {
                 return refuse(
                     session,
                     requestID,
                     RelayProtocol.RequestError.badRequest,
                     notice: "badRequest",
-                    "a subscribed user's id is too long: \(RelayProtocol.longIDReason)"
+                    "a subscribed user's id is refused: \(RelayProtocol.idReason)"
                 )
             }
             let watched = watching[user] ?? []
@@ -517,8 +517,12 @@ extension Router {
                 requestID,
                 RelayProtocol.RequestError.unsupportedConversation,
                 notice: "unsupported",
-                ConversationKey.namesLongID(conversation.type, conversation.targetID, channelID: conversation.channelID)
-                    ? RelayProtocol.longIDReason
+                ConversationKey.namesRefusedID(
+                    conversation.type,
+                    conversation.targetID,
+                    channelID: conversation.channelID
+                )
+                    ? RelayProtocol.idReason
                     : "only groups, chatrooms and ultra-group channels are joined and left"
             )
             return

@@ -279,6 +279,78 @@ struct RelayIDTests {
         }
     }
 
+    /// An id not in NFC names no one: logins take NFC ids alone (2009), and the router's tables
+    /// compare by canonical equivalence, so "A\u{30A}lice" would have reached the NFC user's devices
+    /// while the stores kept it as another user. A message to such a peer or group gets 1004, a
+    /// targeted receiver 1006, a join 3002, a presence subscription and a block 3003; the NFC forms
+    /// work. A groups file with such an id is refused at start.
+    @Test func idsNotInNFCNameNoOne() async throws {
+        let composed = "\u{C5}lice"
+        let decomposed = "A\u{30A}lice"
+        try await withClientGroup { group in
+            try await withRelay({ $0.groups = ["team": ["bob", composed]] }) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let alice = try await TestClient.connect(to: server, as: composed, group: group)
+                var requests: UInt64 = 0
+                func ack(_ message: Message) async throws -> Int32? {
+                    requests += 1
+                    return try await bob.ask(RelayProtocol.answer(.message(message), requestID: requests))?.sendAck?
+                        .errorCode
+                }
+                func code(_ payload: Frame.Payload) async throws -> Int32? {
+                    requests += 1
+                    return try await ask(bob, payload, id: requests)?.requestResult?.errorCode
+                }
+                let unsupported = RelayProtocol.AckError.unsupportedConversation
+                #expect(
+                    try await ack(Message.c2cText(from: "bob", to: decomposed, "no", clientMsgID: "d")) == unsupported
+                )
+                let channel = Message.groupText(from: "bob", group: "e\u{301}quipe", "no", clientMsgID: "g")
+                #expect(try await ack(channel) == unsupported)
+                var targeted = Message.groupText(from: "bob", group: "team", "no", clientMsgID: "t")
+                targeted.targetReceivers = [decomposed]
+                #expect(try await ack(targeted) == RelayProtocol.AckError.targetedOutsideGroup)
+                let join = RelayProtocol.membershipFrame(.join, group: "e\u{301}quipe", requestID: 50)
+                #expect(
+                    try await bob.ask(join)?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.unsupportedConversation
+                )
+                let badRequest = RelayProtocol.RequestError.badRequest
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = [decomposed]
+                }
+                #expect(try await code(.presenceSubscription(watch)) == badRequest)
+                let block = BlocklistChange.with {
+                    $0.action = .block; $0.userIDs = [decomposed]
+                }
+                #expect(try await code(.blocklistChange(block)) == badRequest)
+
+                // The NFC forms: the message and the targeted one reach alice, and nothing else did.
+                #expect(try await ack(Message.c2cText(from: "bob", to: composed, "yes", clientMsgID: "c")) == 0)
+                targeted.targetReceivers = [composed]
+                targeted.clientMsgID = "t2"
+                targeted.elements = Message.groupText(from: "bob", group: "team", "yes too", clientMsgID: "t2").elements
+                #expect(try await ack(targeted) == 0)
+                #expect(await eventually { alice.collector.messages.count == 2 })
+                #expect(alice.collector.messages.map(\.previewText) == ["yes", "yes too"])
+                #expect(
+                    try await code(
+                        .presenceSubscription(
+                            .with {
+                                $0.action = .subscribe; $0.userIDs = [composed]
+                            }
+                        )
+                    ) == 0
+                )
+                #expect(bob.channel.isActive && alice.channel.isActive)
+                for client in [bob, alice] { await client.close() }
+            }
+        }
+        #expect(throws: (any Error).self) { try parseGroups("team: bob \(decomposed)") }
+        #expect(throws: (any Error).self) { try parseGroups("e\u{301}quipe: bob") }
+        #expect(try parseGroups("team: bob \(composed)") == ["team": ["bob", composed]])
+    }
+
     /// A message kept before the bound, with a client id past it, sent again (its ack was lost)
     /// gets its first ack, not 1011: the resend lookup, which keeps nothing, comes first.
     @Test func aResendOfAMessageKeptBeforeTheBoundGetsItsFirstAck() async throws {

@@ -535,11 +535,12 @@ enum ConversationKey: Hashable, Sendable {
 
     /// The key of a conversation of `type` with `targetID` (and ultra-group `channelID`) as `user`
     /// names it, or `nil` for a type the relay does not keep, an empty target, or a target or
-    /// ultra-group channel id longer than ``RelayProtocol/maxIDBytes`` (the relay keeps no such
-    /// conversation: nothing could start one, so nothing made up is kept under a long id). Other
-    /// types ignore `channelID`.
+    /// ultra-group channel id that is not ``RelayProtocol/isAcceptedID(_:)``: longer than
+    /// ``RelayProtocol/maxIDBytes`` (the relay keeps no such conversation: nothing could start one,
+    /// so nothing made up is kept under a long id) or not in NFC (the router would take it for the
+    /// NFC form, the stores for another id). Other types ignore `channelID`.
     init?(_ type: ConversationType, _ targetID: String, channelID: String = "", user: String) {
-        guard !targetID.isEmpty, !Self.namesLongID(type, targetID, channelID: channelID) else { return nil }
+        guard !targetID.isEmpty, !Self.namesRefusedID(type, targetID, channelID: channelID) else { return nil }
         switch type {
         case .oneToOne: self = user <= targetID ? .direct(user, targetID) : .direct(targetID, user)
         case .group, .chatroom: self = .shared(type, targetID, "")
@@ -548,10 +549,10 @@ enum ConversationKey: Hashable, Sendable {
         }
     }
 
-    /// Whether `conversation` names an id past ``RelayProtocol/maxIDBytes``: its target, or an
-    /// ultra group's channel (``init(_:_:channelID:user:)`` gives no key for it).
-    static func namesLongID(_ type: ConversationType, _ targetID: String, channelID: String) -> Bool {
-        !RelayProtocol.fitsIDBound(targetID) || (type == .ultraGroup && !RelayProtocol.fitsIDBound(channelID))
+    /// Whether `conversation` names an id the relay refuses (``RelayProtocol/isAcceptedID(_:)``):
+    /// its target, or an ultra group's channel (``init(_:_:channelID:user:)`` gives no key for it).
+    static func namesRefusedID(_ type: ConversationType, _ targetID: String, channelID: String) -> Bool {
+        !RelayProtocol.isAcceptedID(targetID) || (type == .ultraGroup && !RelayProtocol.isAcceptedID(channelID))
     }
 
     /// The key of a group (as the groups file names it).
