@@ -182,15 +182,20 @@ extension Router {
         }
         blockOrder[user] = list.isEmpty ? nil : list
         blocked[user] = set.isEmpty ? nil : set
-        for watcher in changed where subscribers[user]?.contains(watcher) == true {
-            let frame = Frame(.presence(presence(of: user, to: watcher)))
-            for session in sessions[watcher] ?? [] { write(frame, to: session) }
-        }
         store.batch.records[.blocklist(user: user)] =
             list.isEmpty
             ? []
             : BlocklistResponse.with { $0.userIDs = list }
                 .serializedBytes()
+        // Once the block is committed: a crash before it would leave a watcher told of a block (or
+        // an unblock) that never was.
+        store.afterCommit {
+            for watcher in changed where self.subscribers[user]?.contains(watcher) == true {
+                let frame = Frame(.presence(self.presence(of: user, to: watcher)))
+                for session in self.sessions[watcher] ?? [] { self.write(frame, to: session) }
+            }
+            self.flush()
+        }
     }
 
     /// The seqs of `seqs` that `key` still keeps (at or above its oldest kept seq). A user's

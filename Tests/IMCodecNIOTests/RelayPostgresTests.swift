@@ -511,6 +511,59 @@ struct RelayPostgresTests {
         }
     }
 
+    /// A block reaches a watcher of the blocker's presence only once it is committed: while the
+    /// commit waits (a PostgreSQL `LOCK TABLE records IN SHARE MODE` holds it), mallory, who watches
+    /// bob, gets the typing bob sends after the block and no presence; once the lock goes, bob's
+    /// block is answered and mallory sees him offline. Before, mallory was told at once, and a relay
+    /// that died before the commit had told her of a block that never was.
+    @Test func aBlockReachesAWatcherOnlyOnceCommitted() async throws {
+        let store = try await TestStore(.postgresql)
+        defer { store.remove() }
+        let database = try #require(store.database)
+        try await withClientGroup { group in
+            try await withRelay({ $0.store = store.location }) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                let mallory = try await TestClient.connect(to: server, as: "mallory", group: group)
+                let watch = PresenceSubscription.with {
+                    $0.action = .subscribe; $0.userIDs = ["bob"]
+                }
+                let watched = try await RelayUserStateTests.ask(mallory, .presenceSubscription(watch), id: 1)
+                #expect(watched?.requestResult?.errorCode == 0)
+                #expect(await eventually { mallory.collector.presences.map(\.status) == [.online] })
+                try await database.withConnection { connection in
+                    _ = try await connection.query("BEGIN", logger: PostgresTestDatabase.logger)
+                    _ = try await connection.query(
+                        "LOCK TABLE records IN SHARE MODE",
+                        logger: PostgresTestDatabase.logger
+                    )
+                    let block = BlocklistChange.with {
+                        $0.action = .block; $0.userIDs = ["mallory"]
+                    }
+                    try await bob.send(RelayProtocol.answer(.blocklistChange(block), requestID: 2))
+                    // Live only, never kept: written as bob's frames are read, after the block.
+                    let typing = Frame.Payload.typing(
+                        .with {
+                            $0.conversation = .oneToOne("mallory"); $0.state = .started
+                        }
+                    )
+                    try await bob.send(Frame(typing))
+                    #expect(await eventually { mallory.collector.kinds.contains(.typing) })
+                    #expect(mallory.collector.presences.count == 1, "told of a block not yet committed")
+                    #expect(bob.collector.result(of: 2) == nil)
+                    _ = try await connection.query("ROLLBACK", logger: PostgresTestDatabase.logger)
+                }
+                #expect(await eventually(30) { bob.collector.result(of: 2) != nil })
+                #expect(bob.collector.result(of: 2)?.errorCode == 0)
+                #expect(await eventually { mallory.collector.presences.count == 2 })
+                #expect(mallory.collector.presences.last?.status == .offline)
+                #expect(mallory.collector.presences.last?.lastSeenMs == 0)
+                let kinds = mallory.collector.kinds.filter { $0 == .typing || $0 == .presence }
+                #expect(kinds == [.presence, .typing, .presence])
+                for client in [bob, mallory] { await client.close() }
+            }
+        }
+    }
+
     /// A forwarding node does not hold what its clients send while the routing node cannot take
     /// it: while its link has `--max-outbound-bytes` queued (1 MiB here), a client that sends has
     /// its reads turned off until the link drains, so what it sends waits in its own socket. The
