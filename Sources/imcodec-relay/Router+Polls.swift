@@ -377,7 +377,8 @@ extension Router {
             else { continue }
             tallies[index].results.closed = true
             tallies[index].results.closedBy = creator
-            tallies[index].results.timeMs = nowMs
+            // When it closed, not when the sweep saw it (a relay down at the time closes it at start).
+            tallies[index].results.timeMs = next.closeTimeMs
             setPolls(tallies, of: seq, in: key)
             // Within the frame size limit: each vote's results were counted closed (``servable``).
             sendPollResults(closing: served(tallies[index], of: seq, in: key), of: seq, in: key)

@@ -390,7 +390,9 @@ struct RelayPollTests {
 
     /// message.proto PollElement `close_time_ms`: "When voting ends". At that time the relay closes
     /// the poll itself and sends the final results to every member, its creator as `closed_by`; a
-    /// vote after it is refused (3011), even before the relay's sweep has run.
+    /// vote after it is refused (3011), even before the relay's sweep has run. The final results'
+    /// `time_ms` is the close time, not when the sweep saw it: here an hour later, as after a relay
+    /// that was down when the poll closed.
     @Test func aPollClosesAtItsCloseTime() async throws {
         let clock = TestClock()
         try await withClientGroup { group in
@@ -407,7 +409,7 @@ struct RelayPollTests {
                 let poll = try #require(bob.collector.messages.first?.reference)
                 #expect(try await Self.code(bob, Self.vote(poll, "q", [1], id: 1)) == 0)
                 #expect(await eventually { Self.results(carol, "q") == "1:1:bob 2:0: n=1" })
-                clock.advance(past: closeTimeMs)
+                clock.advance(past: closeTimeMs + 3_600_000)
                 #expect(
                     try await Self.code(carol, Self.vote(poll, "q", [2], id: 2))
                         == RelayProtocol.RequestError.pollClosed
@@ -415,6 +417,7 @@ struct RelayPollTests {
                 let final = "1:1:bob 2:0: n=1 closed by alice"
                 #expect(await eventually { [alice, bob, carol].allSatisfy { Self.results($0, "q") == final } })
                 #expect(Self.updates(carol, "q").count == 2)
+                #expect(Self.updates(carol, "q").last?.timeMs == closeTimeMs)
                 for client in [alice, bob, carol] { await client.close() }
             }
         }
