@@ -588,19 +588,18 @@ extension Router {
             reached = users(of: key)
         } else {
             reached = users(of: key)
-            changed = members[key]?.remove(user) != nil
-            // A group its last member left holds no empty set of members for as long as the relay runs.
-            if members[key]?.isEmpty == true { members[key] = nil }
-            belongs[user]?.remove(key)
+            changed = removeMember(user, from: key)
         }
         logger.info("\(user) \(change.action == .join ? "joined" : "left") \(conversation.targetID)")
         guard changed else {
             result(session, requestID)
             return
         }
-        store.batch.memberships.append((key, user, change.action == .join))
-        audienceChanged(key)
-        if change.action == .join { noteJoin(of: key, by: user) } else { noteLeave(of: key, by: user) }
+        if change.action == .join {
+            store.batch.memberships.append((key, user, true))
+            audienceChanged(key)
+            noteJoin(of: key, by: user)
+        }
         guard fits else {
             result(session, requestID)
             return

@@ -225,14 +225,7 @@ final class Router {
                 belongs[b, default: []].insert(key)
             }
         }
-        // The groups file adds its members at every start (a leave made since is undone by it).
-        for (group, users) in configuration.groups {
-            let key = ConversationKey.group(group)
-            for user in users where members[key, default: []].insert(user).inserted {
-                belongs[user, default: []].insert(key)
-                store.batch.memberships.append((key, user, true))
-            }
-        }
+        applyGroupsFile()
         findEmptyGroups()
         countDirectConversations()
         store.onFailure = { [unowned self] reason in

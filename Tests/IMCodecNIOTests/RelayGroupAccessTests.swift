@@ -168,6 +168,80 @@ struct RelayGroupAccessTests {
         }
     }
 
+    /// The groups file says who is in its groups: a member the operator took out of it leaves at
+    /// the next start, as by a leave. bob, out of "team", finds his leave in his stream, his message
+    /// to the group is refused (1003), his join too (3001, a closed group), and alice's next message
+    /// reaches carol alone; carol's stream holds bob's leave, once (a second start changes nothing).
+    /// His history request of the group is refused (3001), as any leaver's. Before, bob stayed a
+    /// member for good.
+    @Test(arguments: StoreBackend.allCases)
+    func aMemberTakenOutOfTheGroupsFileLeavesAtStart(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        func configure(_ members: Set<String>) -> (inout RelayConfiguration) -> Void {
+            {
+                $0.store = database.location; $0.groups = ["team": members]
+            }
+        }
+        func leaves(in frames: [Frame]?) -> [String] {
+            (frames ?? []).compactMap {
+                if case .membership(let change)? = $0.payload, change.action == .leave { change.userID } else { nil }
+            }
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure(["alice", "bob", "carol"])) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                try await alice.send(Self.text("all three", to: "team", id: "t-1"))
+                #expect(await eventually { bob.collector.messages.count == 1 })
+                for client in [alice, bob] { await client.close() }
+            }
+            for start in 1...2 {
+                try await withRelay(configure(["alice", "carol"])) { server in
+                    let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b\(start)")
+                    let carol = try await TestClient.connect(
+                        to: server,
+                        as: "carol",
+                        group: group,
+                        deviceID: "c\(start)"
+                    )
+                    #expect(leaves(in: try await bob.streamPage(requestID: 1)) == ["bob"])
+                    #expect(leaves(in: try await carol.streamPage(requestID: 1)) == ["bob"])
+                    guard start == 1 else {
+                        for client in [bob, carol] { await client.close() }
+                        return
+                    }
+                    let sent = try await bob.ask(
+                        RelayProtocol.answer(
+                            .message(Message.groupText(from: "bob", group: "team", "still here?", clientMsgID: "b-1")),
+                            requestID: 2
+                        )
+                    )
+                    #expect(sent?.sendAck?.errorCode == RelayProtocol.AckError.notAGroupMember)
+                    let join = try await bob.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 3))
+                    #expect(join?.requestResult?.errorCode == RelayProtocol.RequestError.notAMember)
+                    let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a2")
+                    let after = try await alice.ask(
+                        RelayProtocol.answer(
+                            .message(
+                                Message.groupText(from: "alice", group: "team", "without bob", clientMsgID: "t-2")
+                            ),
+                            requestID: 4
+                        )
+                    )
+                    #expect(after?.sendAck?.errorCode == 0)
+                    #expect(await eventually { carol.collector.messages.map(\.previewText) == ["without bob"] })
+                    #expect(try await bob.ask(RelayProtocol.answer(.ping(.with { $0.id = 1 }), requestID: 5)) != nil)
+                    #expect(bob.collector.messages.isEmpty)
+                    #expect(
+                        try await RelayHistoryTests.refusal(bob, id: 6) { $0.conversation = .group("team") } == 3001
+                    )
+                    for client in [alice, bob, carol] { await client.close() }
+                }
+            }
+        }
+    }
+
     /// events.proto ReceiveOption NOT_RECEIVE: "nothing, online or offline". Before, the relay kept
     /// the option and delivered as before. Now the conversation's messages from others reach none of
     /// the user's devices, live or by stream sync, and count in no unread count; history still
