@@ -44,14 +44,15 @@ extension Router {
         return true
     }
 
-    /// Notes that `device` was seen now (it logged in or its connection closed): one more than
-    /// any device of its user, and written to its record with its floor.
-    func noteSeen(_ device: DeviceKey) {
+    /// Notes that `device` was seen at `nowMs` (it logged in, its connection closed, or the relay
+    /// stops while it is online): one more than any device of its user, and written to its record
+    /// with its floor and the time, from which a start gives its user's `last_seen_ms`.
+    func noteSeen(_ device: DeviceKey, atMs nowMs: Int64 = RelayProtocol.nowMs()) {
         guard let floor = deviceFloors[device] else { return }
         let seen = (knownDevices[device.user]?.values.max() ?? 0) + 1
         knownDevices[device.user, default: [:]][device.device] = seen
         var bytes: [UInt8] = []
-        SeqListBytes.append([floor, seen], to: &bytes)
+        SeqListBytes.append([floor, seen, UInt64(clamping: nowMs)], to: &bytes)
         store.batch.records[.deviceFloor(device)] = bytes
     }
 
@@ -63,12 +64,18 @@ extension Router {
         noteSeen(device)
     }
 
-    /// Loads a device's record: its floor, then when it was last seen (a record from before the
-    /// bound holds the floor only: seen first).
+    /// Loads a device's record: its floor, then when it was last seen, as a counter and as a time
+    /// (a record from before the bound holds the floor only: seen first; one from before the time
+    /// holds two). Its user was last seen when the device of its user seen last was: presence
+    /// answers say so after a restart (before, `last_seen_ms` 0, what a user who blocked its watcher
+    /// shows).
     func loadDeviceFloor(_ bytes: [UInt8], of device: DeviceKey) {
         guard let seqs = SeqListBytes.seqs(bytes[...]), let floor = seqs.first else { return }
         deviceFloors[device] = floor
         knownDevices[device.user, default: [:]][device.device] = seqs.count > 1 ? seqs[1] : 0
+        if seqs.count > 2, let ms = Int64(exactly: seqs[2]), ms > lastOnlineMs[device.user] ?? 0 {
+            lastOnlineMs[device.user] = ms
+        }
     }
 
     /// Adds the devices known from their stream positions and key bundles alone, once the records

@@ -300,14 +300,15 @@ final class Router {
         else { return }
         list.remove(at: index)
         sessions[user] = list.isEmpty ? nil : list
+        let nowMs = RelayProtocol.nowMs()
         if list.isEmpty {
             stats.usersOnline -= 1
             metrics.usersOnline.decrement()
-            lastOnlineMs[user] = RelayProtocol.nowMs()
+            lastOnlineMs[user] = nowMs
         }
         session.wentOffline = true
         // Not once the relay stops (a graceful shutdown, a failed store): nothing more is committed.
-        if !shuttingDown, !store.failed { noteSeen(DeviceKey(user: user, device: session.deviceID)) }
+        if !shuttingDown, !store.failed { noteSeen(DeviceKey(user: user, device: session.deviceID), atMs: nowMs) }
     }
 
     func snapshot() -> RelayStats {

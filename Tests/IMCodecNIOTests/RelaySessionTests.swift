@@ -1718,6 +1718,58 @@ struct RelaySessionTests {
         }
     }
 
+    /// `last_seen_ms` outlives a restart: alice, who logged out before it, is shown offline since
+    /// the same time after it, and carol, online when the relay stopped, since its stop. Before, a
+    /// restart made every offline user's `last_seen_ms` 0, which is what a user who blocked its
+    /// watcher shows.
+    @Test(arguments: StoreBackend.allCases)
+    func lastSeenOutlivesARestart(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = { $0.store = database.location }
+        func seen(by bob: TestClient, id: UInt64) async throws -> [String: Int64] {
+            let watch = PresenceSubscription.with {
+                $0.action = .subscribe; $0.userIDs = ["alice", "carol"]
+            }
+            #expect(try await bob.ask(request(.presenceSubscription(watch), id))?.requestResult?.errorCode == 0)
+            #expect(await eventually { bob.collector.presences.count == 2 })
+            var seen: [String: Int64] = [:]
+            for presence in bob.collector.presences where presence.status == .offline {
+                seen[presence.userID] = presence.lastSeenMs
+            }
+            return seen
+        }
+        try await withClientGroup { group in
+            var before: Int64 = 0
+            let start = RelayProtocol.nowMs()
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                await alice.close()
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                var online = -1
+                for _ in 0..<3_000 where online != 1 {  // Until alice's leaving is noted (30 s guard).
+                    online = try await server.stats().get().usersOnline
+                    if online != 1 { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                #expect(online == 1)
+                let carol = try await TestClient.connect(to: server, as: "carol", group: group)
+                let shown = try await seen(by: bob, id: 1)
+                before = shown["alice"] ?? 0
+                #expect(before >= start && shown["carol"] == nil)
+                await bob.close()
+                // carol stays online: the relay's stop closes her connection.
+                withExtendedLifetime(carol) {}
+            }
+            try await withRelay(configure) { server in
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "2")
+                let shown = try await seen(by: bob, id: 2)
+                #expect(shown["alice"] == before)
+                #expect((shown["carol"] ?? 0) >= before, "carol was online until the relay stopped")
+                await bob.close()
+            }
+        }
+    }
+
     /// A user who blocked its watcher shows it nothing: the subscription is answered (it does not
     /// say the block) with the user offline and its last seen unknown, and neither its logins, its
     /// status nor its leaving reach the watcher; a watcher it did not block is told each. Before,

@@ -22,8 +22,9 @@ import IMCodec
 /// - a conversation's view-once messages (their seqs, as ``SeqListBytes`` writes them);
 /// - a device's record: where its stream began for view-once messages (``Router/deviceFloors``),
 ///   then when the relay last saw it (a counter per user, moved at each login and disconnection,
-///   Router+Devices.swift), as ``SeqListBytes`` writes them (a record from before the second holds
-///   the first only).
+///   Router+Devices.swift) and at what time (ms since 1970, its user's `last_seen_ms` after a
+///   restart), as ``SeqListBytes`` writes them (a record from before the second holds the first
+///   only, one from before the third the first two).
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
