@@ -198,7 +198,7 @@ extension Router {
         decoded.requestID = 0
         let stamped = decoded.serializedBytes()
         let device = DeviceKey(user: user, device: session.deviceID)
-        recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
+        remember(frame.body.readableBytesView, sentBy: device)
         let deliveries = keep(.event(stamped), for: users, origin: device, expireAtMs: state.expiries[seq] ?? 0)
         if requestID != 0 { result(session, requestID) }
         let body = ByteBuffer(bytes: stamped)

@@ -586,7 +586,7 @@ extension Router {
         // found (``isResentEvent``).
         if body != frame.body {
             let device = DeviceKey(user: user, device: session.deviceID)
-            for key in Self.resendKeys(event, user: user) { recentEvents[device, default: RecentEvents()].insert(key) }
+            for key in Self.resendKeys(event, user: user) { remember(key, sentBy: device) }
         }
         // A poll's votes and closing are the relay's to tally (Router+Polls): a vote is kept for the
         // voter's own devices only, a closing for no one, and the relay's results reach every member.

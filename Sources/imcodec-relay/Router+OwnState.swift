@@ -116,7 +116,7 @@ extension Router {
         }
         decoded.requestID = 0
         let device = DeviceKey(user: user, device: session.deviceID)
-        recentEvents[device, default: RecentEvents()].insert(frame.body.readableBytesView)
+        remember(frame.body.readableBytesView, sentBy: device)
         let stamped = decoded.serializedBytes()
         let deliveries = keep(.event(stamped), for: [user], origin: device)
         let position = deliveries.first?.position ?? 0

@@ -245,8 +245,8 @@ extension Router {
         guard spendFanOut(cost, by: user, to: pairs, session: session, requestID: decoded.requestID) else { return }
         // The client's bytes are remembered for resends, and each receipt by its key: what is kept
         // is the relay's copy, which a restart rebuilds the keys from.
-        recentEvents[origin, default: RecentEvents()].insert(frame.body.readableBytesView)
-        for key in Self.resendKeys(decoded, user: user) { recentEvents[origin, default: RecentEvents()].insert(key) }
+        remember(frame.body.readableBytesView, sentBy: origin)
+        for key in Self.resendKeys(decoded, user: user) { remember(key, sentBy: origin) }
         for (message, readers) in reads { addReaders(readers, of: message.seq, in: message.conversation) }
         for (target, _, bytes) in frames {
             let deliveries = keep(.event(bytes), for: target == user ? [user] : [target, user], origin: origin)

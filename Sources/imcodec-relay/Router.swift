@@ -215,6 +215,12 @@ final class Router {
             }
             recentEvents[device] = recent
         }
+        // Then what the relay remembered them by (a store from before keeps none): the newest, with
+        // the client's bytes of what is kept rewritten, and whatever retention or a redaction did
+        // to the kept frames since.
+        for (device, digests) in state.sentEventDigests where knownDevices[device.user]?[device.device] != nil {
+            for digest in digests { recentEvents[device, default: RecentEvents()].insert(digest: digest) }
+        }
         members = state.members
         for (key, users) in members {
             for user in users { belongs[user, default: []].insert(key) }
@@ -714,6 +720,15 @@ final class Router {
         return Self.resendKeys(event, user: user)
     }
 
+    /// Remembers that `device` sent an event with these bytes (or this resend key,
+    /// ``resendKeys(_:user:)``): in its window, and in the store with the next commit
+    /// (``StoreBatch/sentEvents``), so that a start finds it again.
+    func remember(_ bytes: some Sequence<UInt8>, sentBy device: DeviceKey) {
+        let digest = RecentEvents.digest(bytes)
+        recentEvents[device, default: RecentEvents()].insert(digest: digest)
+        store.batch.sentEvents.append((device, digest))
+    }
+
     /// Whether `frame` is an event `session` already sent and the relay kept (a resend after a lost
     /// answer): then it is answered as the first time (its request id, once everything before it is
     /// committed) and neither applied nor delivered again.
@@ -775,7 +790,7 @@ final class Router {
         case .message(let key, let seq):
             entryItem = { .message(key, seq: seq, sent: $0) }
         case .event(let frame):
-            if users.contains(origin.user) { recentEvents[origin, default: RecentEvents()].insert(frame) }
+            if users.contains(origin.user) { remember(frame, sentBy: origin) }
             lastEventID += 1
             let id = lastEventID
             store.batch.events.append(KeptEvent(id: id, frame: frame, expireAtMs: expireAtMs, about: about))

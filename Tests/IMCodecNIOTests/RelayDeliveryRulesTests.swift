@@ -137,6 +137,74 @@ struct RelayDeliveryRulesTests {
         }
     }
 
+    /// A resend after a restart is found whatever became of the kept copy of the event: an edit
+    /// whose stream entries retention deleted (streams of 5 entries, pushed out by bob's messages),
+    /// an edit of a message recalled since (its kept copy redacted), and a pin of the conversation,
+    /// which the relay keeps stamped with its own time. Each is answered with success and neither
+    /// applied nor kept again: alice's stream head does not move, bob gets no edit. Before, the
+    /// window a start rebuilt came from the kept copies alone: the first edit was applied again
+    /// (its `edit_version` 2), the second refused with 3005, the pin kept twice.
+    @Test(arguments: StoreBackend.allCases)
+    func aResendAfterARestartIsFoundWhateverBecameOfTheKeptCopy(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]; $0.maxStreamEntries = 5
+        }
+        try await withClientGroup { group in
+            var resends: [Frame] = []
+            var head: UInt64 = 0
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                let kept = try await sent(alice, to: bob, "keep me", id: "k-1")
+                let recalled = try await sent(alice, to: bob, "take me back", id: "k-2")
+                let pin = RelayProtocol.answer(
+                    .conversationUpdate(
+                        .with {
+                            $0.conversation = .group("team"); $0.fields = UInt32(ConversationField.pinned.rawValue)
+                            $0.pinned = true
+                        }
+                    ),
+                    requestID: 33
+                )
+                resends = [edit(kept, by: "alice", requestID: 31), edit(recalled, by: "alice", requestID: 32), pin]
+                for frame in resends {
+                    #expect(try await alice.ask(frame)?.requestResult?.errorCode == 0)
+                }
+                let recall = RelayProtocol.answer(
+                    .recall(
+                        RecallEvent.with {
+                            $0.message = recalled.reference; $0.revokerID = "alice"
+                        }
+                    ),
+                    requestID: 34
+                )
+                #expect(try await alice.ask(recall)?.requestResult?.errorCode == 0)
+                for k in 1...6 {
+                    let text = Message.c2cText(from: "bob", to: "alice", "push \(k)", clientMsgID: "p-\(k)")
+                    #expect(
+                        try await bob.ask(RelayProtocol.answer(.message(text), requestID: UInt64(40 + k)))?.sendAck?
+                            .errorCode == 0
+                    )
+                }
+                head = try #require(try await streamFrames(alice, 50)).headPosition
+                for client in [alice, bob] { await client.close() }
+            }
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                for frame in resends {
+                    #expect(try await alice.ask(frame)?.requestResult?.errorCode == 0, "\(frame.requestID)")
+                }
+                #expect(try await streamFrames(alice, 60)?.headPosition == head, "a resend was kept again")
+                try await bob.roundTrip(61)
+                #expect(kinds(bob, .edit) == 0)
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
     /// An event about a targeted message (a reaction, an edit, a recall) reaches only that
     /// message's receivers and sender: the other members do not learn that it exists. A member it
     /// was not sent to cannot name it (3001).
