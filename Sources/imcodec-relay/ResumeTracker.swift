@@ -16,10 +16,13 @@ import IMCodec
 ///
 /// Per conversation (messages only, by seq):
 /// - Log in with ``lastSeen`` (the highest seq delivered per conversation).
-/// - Give the `login_result` to ``loggedIn(_:limit:)``: it returns a sync request (from the last seq
-///   delivered + 1 to the relay's max seq at login) for every conversation with a gap.
+/// - Give the `login_result` to ``loggedIn(_:limit:)``: it returns the first sync requests (each from
+///   the last seq delivered + 1 to the relay's max seq at login), at most ``maxSyncsInFlight`` of
+///   them: the relay answers a session's reads past its bound with busy (3013).
 /// - Give every live message to ``received(_:)``, every sync response to ``synced(_:limit:)``: they
-///   return the messages to hand on, each exactly once and in seq order. A live message for a
+///   return the messages to hand on, each exactly once and in seq order, and ``synced(_:limit:)`` the
+///   requests to send next (a sync's next page, the next conversation's first, or again one the
+///   relay answered busy). A live message for a
 ///   conversation whose sync is under way is held back until the sync is done (it is newer than
 ///   everything the sync returns), and a message at or below the last seq delivered is dropped.
 struct ResumeTracker: Sendable {
@@ -32,6 +35,13 @@ struct ResumeTracker: Sendable {
     private var syncing: [String: UInt64] = [:]
     /// Live messages held back while their conversation syncs.
     private var held: [String: [Message]] = [:]
+    /// Sync requests not sent yet: past ``maxSyncsInFlight``, or answered busy.
+    private var pending: [SyncRequest] = []
+    /// Sync requests sent and not answered yet.
+    private var inFlight = 0
+    /// The most sync requests under way at once: below the reads the relay lets one session have
+    /// waiting (8), so that a login with many conversations behind is not answered busy.
+    static let maxSyncsInFlight = 4
     /// The position of the last stream frame handed on.
     private(set) var streamPosition: UInt64 = 0
     /// Whether the stream sync after a login is under way.
@@ -74,7 +84,8 @@ struct ResumeTracker: Sendable {
     mutating func loggedIn(_ result: LoginResult, limit: UInt32 = 0) -> [SyncRequest] {
         syncing = [:]
         held = [:]
-        var requests: [SyncRequest] = []
+        pending = []
+        inFlight = 0
         for max in result.maxSeqs {
             guard let conversation = max.conversation else { continue }
             let id = Self.id(conversation)
@@ -88,7 +99,7 @@ struct ResumeTracker: Sendable {
             }
             guard max.seq > have else { continue }
             syncing[id] = max.seq
-            requests.append(
+            pending.append(
                 SyncRequest.with {
                     $0.conversation = conversation
                     $0.fromSeq = have + 1
@@ -97,7 +108,16 @@ struct ResumeTracker: Sendable {
                 }
             )
         }
-        return requests
+        return nextRequests()
+    }
+
+    /// The pending sync requests that may be sent now, counted as under way.
+    private mutating func nextRequests() -> [SyncRequest] {
+        let count = min(pending.count, Self.maxSyncsInFlight - inFlight)
+        guard count > 0 else { return [] }
+        inFlight += count
+        defer { pending.removeFirst(count) }
+        return Array(pending.prefix(count))
     }
 
     /// The stream sync request that starts catching up after `result` (always one: its last answer
@@ -139,6 +159,16 @@ struct ResumeTracker: Sendable {
             frames.append(frame)
         }
         streamPosition = max(streamPosition, response.nextAfterPosition)
+        if response.errorCode == RelayProtocol.RequestError.busy {
+            // Not read (the session had as many reads waiting as the relay allows): ask again.
+            // Ending the catch-up here acked a position the device had not read past.
+            return (
+                frames,
+                StreamSyncRequest.with {
+                    $0.afterPosition = streamPosition; $0.limit = limit
+                }
+            )
+        }
         guard response.errorCode == 0, response.hasMore else {
             isCatchingUp = false
             return (frames, nil)
@@ -188,9 +218,11 @@ struct ResumeTracker: Sendable {
         return [message]
     }
 
-    /// A sync response: the messages to hand on, and the next request while the sync is not done.
-    mutating func synced(_ response: SyncResponse, limit: UInt32 = 0) -> (messages: [Message], next: SyncRequest?) {
-        guard let conversation = response.conversation else { return ([], nil) }
+    /// A sync response: the messages to hand on, and the requests to send next: the sync's next
+    /// page, other conversations' first once this one is done, or this one again when the relay
+    /// was busy (it holds its messages back until then).
+    mutating func synced(_ response: SyncResponse, limit: UInt32 = 0) -> (messages: [Message], next: [SyncRequest]) {
+        guard let conversation = response.conversation else { return ([], []) }
         let id = Self.id(conversation)
         conversations[id] = conversation
         var out: [Message] = []
@@ -205,7 +237,23 @@ struct ResumeTracker: Sendable {
                 $0.toSeq = upTo
                 $0.limit = limit
             }
-            return (out, next)
+            return (out, [next])
+        }
+        inFlight = max(0, inFlight - 1)
+        if response.errorCode == RelayProtocol.RequestError.busy, let upTo = syncing[id] {
+            // Not read: asked again first, once another read is answered (at once when none is
+            // under way). Ending the sync here handed on the live messages held back and skipped
+            // the gap for good (the next login's last_seen was past it).
+            pending.insert(
+                SyncRequest.with {
+                    $0.conversation = conversation
+                    $0.fromSeq = (delivered[id] ?? 0) + 1
+                    $0.toSeq = upTo
+                    $0.limit = limit
+                },
+                at: 0
+            )
+            return (out, inFlight == 0 ? nextRequests() : [])
         }
         // Done: what arrived live meanwhile follows, in seq order, without what the sync returned.
         syncing[id] = nil
@@ -214,7 +262,7 @@ struct ResumeTracker: Sendable {
             delivered[id] = message.seq
             out.append(message)
         }
-        return (out, nil)
+        return (out, nextRequests())
     }
 }
 #endif

@@ -275,7 +275,8 @@ final class LoadClientHandler: ChannelInboundHandler {
             if started { fill() }
         case .syncResponse(let response)?:
             let (messages, next) = tracker.synced(response, limit: plan.syncLimit)
-            if let next { context.writeAndFlush(wrapOutboundOut(Frame(.syncRequest(next))), promise: nil) }
+            for request in next { context.write(wrapOutboundOut(Frame(.syncRequest(request))), promise: nil) }
+            if !next.isEmpty { context.flush() }
             for message in messages { deliver(message, now: now, bySync: true) }
         case .sendAck(let ack)?:
             result.acked += 1

@@ -629,6 +629,64 @@ struct RelayDeviceTests {
         _ = restarted.streamLoggedIn(LoginResult())
         let behind = restarted.streamSynced(page([], more: false, next: 0, head: 0))
         #expect(behind.frames.isEmpty && behind.next?.afterPosition == 0 && restarted.missedFrames)
+        // A stream sync answered busy (3013) is asked again from where the device is, still catching up.
+        let busy = StreamSyncResponse.with { $0.errorCode = RelayProtocol.RequestError.busy }
+        _ = restarted.streamLoggedIn(LoginResult())
+        let again = restarted.streamSynced(busy)
+        #expect(again.frames.isEmpty && again.next?.afterPosition == restarted.streamPosition && restarted.isCatchingUp)
+    }
+
+    /// The per-conversation resume never has more sync requests under way than
+    /// ``ResumeTracker/maxSyncsInFlight`` (the relay answers a session's reads past its bound with
+    /// busy, 3013), and a conversation answered busy is asked again once another is answered: its
+    /// gap is filled and the live messages held back meanwhile follow it. Before, every
+    /// conversation was asked at once, and a busy answer ended that conversation's sync: the held
+    /// messages were handed on and the gap skipped for good (the next login's last_seen was past it).
+    @Test func aSyncAnsweredBusyIsAskedAgainAndItsGapFilled() {
+        let conversations = (1...6).map { Conversation.oneToOne("peer\($0)") }
+        func message(_ conversation: Conversation, seq: UInt64) -> Message {
+            var message = Message.c2cText(from: conversation.targetID, to: "bob", "\(seq)", clientMsgID: "\(seq)")
+            message.seq = seq
+            return message
+        }
+        var tracker = ResumeTracker(user: "bob")
+        for conversation in conversations { _ = tracker.received(message(conversation, seq: 5)) }
+        let first = tracker.loggedIn(
+            LoginResult.with {
+                $0.maxSeqs = conversations.map { conversation in
+                    ConversationSeq.with {
+                        $0.conversation = conversation; $0.seq = 20
+                    }
+                }
+            }
+        )
+        #expect(first.map(\.conversation) == Array(conversations.prefix(ResumeTracker.maxSyncsInFlight)))
+        #expect(first.allSatisfy { $0.fromSeq == 6 && $0.toSeq == 20 })
+        // A live message of the first conversation waits for its sync; the relay answers it busy.
+        #expect(tracker.received(message(conversations[0], seq: 21)).isEmpty)
+        let busy = tracker.synced(
+            SyncResponse.with {
+                $0.conversation = conversations[0]; $0.errorCode = RelayProtocol.RequestError.busy
+            }
+        )
+        #expect(busy.messages.isEmpty && busy.next.isEmpty, "three syncs are still under way")
+        // The second is answered: the first is asked again, and the fifth for the first time.
+        let second = tracker.synced(
+            SyncResponse.with {
+                $0.conversation = conversations[1]; $0.messages = (6...20).map { message(conversations[1], seq: $0) }
+            }
+        )
+        #expect(second.messages.map(\.seq) == Array(6...20))
+        #expect(second.next.map(\.conversation) == [conversations[0], conversations[4]])
+        #expect(second.next.first?.fromSeq == 6 && second.next.first?.toSeq == 20)
+        let filled = tracker.synced(
+            SyncResponse.with {
+                $0.conversation = conversations[0]; $0.messages = (6...20).map { message(conversations[0], seq: $0) }
+            }
+        )
+        #expect(filled.messages.map(\.seq) == Array(6...21))
+        #expect(filled.next.map(\.conversation) == [conversations[5]])
+        #expect(tracker.lastSeen.first { $0.conversation == conversations[0] }?.seq == 21)
     }
 }
 #endif
