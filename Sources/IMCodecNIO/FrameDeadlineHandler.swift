@@ -10,15 +10,24 @@ import NIOCore
 /// the length prefixes; the clock starts at the read that leaves a frame incomplete and stops when
 /// that frame's last byte arrives. It does not close the channel itself: the error travels down the
 /// pipeline, where an error handler (such as the relay's) answers and closes. A peer that is idle
-/// between frames is not affected; use NIO's `IdleStateHandler` for that. While the channel's
+/// between frames is not affected; use NIO's `IdleStateHandler` for that.
+///
+/// Time the server does not read is not the peer's: the frame is not late while the channel's
 /// `autoRead` is off (the server stopped reading, for instance to hold clients back while what it
-/// forwards them to is full) the frame is not late, and a ``ReadsResumed`` event gives it its whole
-/// wait again (see there).
-public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// forwards them to is full; a ``ReadsResumed`` event then gives it its whole wait again, see
+/// there), nor while the application holds back the next `read()` after a batch of reads, as
+/// `NIOAsyncChannel` does while its consumer is behind (the handler sees the `read()` go by: a
+/// deadline that passes while none has since the last batch starts again, and the first `read()`
+/// after gives the frame its whole wait again).
+public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
     /// The same bytes, passed on.
     public typealias InboundOut = ByteBuffer
+    /// Whatever is written, passed on.
+    public typealias OutboundIn = NIOAny
+    /// The same, unchanged.
+    public typealias OutboundOut = NIOAny
 
     /// How long a frame may stay incomplete.
     public let maxFrameWait: TimeAmount
@@ -28,6 +37,7 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
     private var remainingBody = 0
     private var lostTrack = false
     private var deadline: Scheduled<Void>?
+    private var reads = HeldReads()
 
     /// Creates a handler that allows each frame `maxFrameWait` to arrive in full.
     public init(maxFrameWait: TimeAmount) {
@@ -51,6 +61,22 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
             }
         }
         context.fireChannelRead(data)
+    }
+
+    /// Notes the end of a batch of reads: the next `read()` has not gone by yet.
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        reads.batchEnded()
+        context.fireChannelReadComplete()
+    }
+
+    /// Notes the `read()` going by; one the application held back gives a frame still incomplete
+    /// its whole wait again.
+    public func read(context: ChannelHandlerContext) {
+        if reads.readGoesBy(), !lostTrack, isInsideFrame {
+            disarm()
+            arm(context: context)
+        }
+        context.read()
     }
 
     /// Cancels the deadline when the channel closes.
@@ -87,7 +113,7 @@ public final class FrameDeadlineHandler: ChannelInboundHandler, RemovableChannel
             handler.deadline = nil
             guard handler.isInsideFrame else { return }
             let context = loopBoundContext.value
-            if context.channel.readsArePaused {
+            if context.channel.readsArePaused || handler.reads.deadlinePassed() {
                 // The rest may be waiting in the socket for reads to start again.
                 handler.arm(context: context)
                 return

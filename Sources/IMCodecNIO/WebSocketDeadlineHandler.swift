@@ -13,12 +13,18 @@ import NIOCore
 /// at the read that leaves a frame or a fragmented message incomplete and stops at the read that
 /// completes a message; control frames (pings between fragments) do not stop it. A peer idle between
 /// messages is not affected. Like ``FrameDeadlineHandler`` it only raises the error; an error
-/// handler (``WebSocketFrameHandler`` and the application behind it) answers and closes.
-public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// handler (``WebSocketFrameHandler`` and the application behind it) answers and closes. Time the
+/// server does not read (`autoRead` off, or a `read()` held back after a batch of reads) is not the
+/// peer's, as for ``FrameDeadlineHandler``.
+public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
     /// The same bytes, passed on.
     public typealias InboundOut = ByteBuffer
+    /// Whatever is written, passed on.
+    public typealias OutboundIn = NIOAny
+    /// The same, unchanged.
+    public typealias OutboundOut = NIOAny
 
     /// How long a message may stay incomplete.
     public let maxMessageWait: TimeAmount
@@ -28,6 +34,7 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
     private var inFragmentedMessage = false
     private var frameEndsMessage = false
     private var deadline: Scheduled<Void>?
+    private var reads = HeldReads()
 
     /// Creates a handler that allows each message `maxMessageWait` to arrive in full.
     public init(maxMessageWait: TimeAmount) {
@@ -49,6 +56,23 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
             arm(context: context)
         }
         context.fireChannelRead(data)
+    }
+
+    /// Notes the end of a batch of reads: the next `read()` has not gone by yet.
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        reads.batchEnded()
+        context.fireChannelReadComplete()
+    }
+
+    /// Notes the `read()` going by; one the application held back gives a message still
+    /// incomplete its whole wait again.
+    public func read(context: ChannelHandlerContext) {
+        if reads.readGoesBy(), isInsideMessage {
+            deadline?.cancel()
+            deadline = nil
+            arm(context: context)
+        }
+        context.read()
     }
 
     /// Cancels the deadline when the channel closes.
@@ -82,7 +106,7 @@ public final class WebSocketDeadlineHandler: ChannelInboundHandler, RemovableCha
             let handler = loopBoundSelf.value
             handler.deadline = nil
             guard handler.isInsideMessage else { return }
-            if loopBoundContext.value.channel.readsArePaused {
+            if loopBoundContext.value.channel.readsArePaused || handler.reads.deadlinePassed() {
                 // Not late: the server stopped reading (see FrameDeadlineHandler).
                 handler.arm(context: loopBoundContext.value)
                 return

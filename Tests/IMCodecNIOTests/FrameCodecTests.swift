@@ -239,6 +239,7 @@ struct FrameCodecTests {
         try channel.pipeline.syncOperations.addInboundFrameDecoder()
         let whole = delimited([SampleFrames.group])
         try channel.writeInbound(whole.getSlice(at: 0, length: 10)!)
+        channel.read()  // as a channel with autoRead does after each batch of reads
         loop.advanceTime(by: .milliseconds(150))
         if readsResume {
             channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
@@ -261,6 +262,7 @@ struct FrameCodecTests {
         var offset = 0
         for cut in [7, stream.readableBytes / 2, stream.readableBytes - 1, stream.readableBytes] {
             try channel.writeInbound(stream.getSlice(at: offset, length: cut - offset)!)
+            channel.read()
             offset = cut
             loop.advanceTime(by: .milliseconds(150))
             try channel.throwIfErrorCaught()
@@ -273,6 +275,67 @@ struct FrameCodecTests {
         #expect(count == 3)
         #expect(try channel.finish().isClean)
     }
+
+    /// A frame left incomplete while the application holds back the channel's next read() (as
+    /// NIOAsyncChannel does while its consumer is behind, with autoRead on) is not late however
+    /// long that lasts; the read() that follows gives it its whole wait again. A peer that trickles
+    /// a frame while reads go on is late as before (the other tests).
+    @Test func aFrameIsNotLateWhileTheApplicationHoldsReadsBack() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        try channel.pipeline.syncOperations.addHandler(FrameDeadlineHandler(maxFrameWait: .milliseconds(200)))
+        try channel.pipeline.syncOperations.addInboundFrameDecoder()
+        let whole = delimited([SampleFrames.group])
+        try channel.writeInbound(whole.getSlice(at: 0, length: 10)!)  // no read() after it
+        loop.advanceTime(by: .seconds(10))
+        try channel.throwIfErrorCaught()
+        channel.read()
+        loop.advanceTime(by: .milliseconds(150))
+        try channel.throwIfErrorCaught()
+        loop.advanceTime(by: .milliseconds(100))
+        #expect(codecErrorCode { try channel.throwIfErrorCaught() } == .frameTimeout)
+        _ = try? channel.finish()
+    }
+
+    /// Through NIOAsyncChannel on loopback: a server whose consumer does not read for 3 s, with a
+    /// 1 s `maxFrameWait`, gets all 40 frames a client wrote at once, without an error. Its reads of
+    /// 1,050 bytes end inside frames, so a frame is incomplete when the channel stops reading at its
+    /// high watermark. Before, the deadline took the consumer's delay for the peer's and ended the
+    /// connection with `frameTimeout`.
+    @Test func anAsyncServerBehindItsPeerDoesNotTimeItOut() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await ServerBootstrap(group: group)
+            .childChannelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 1_050))
+            .childChannelOption(.maxMessagesPerRead, value: 1)
+            .bind(host: "127.0.0.1", port: 0) { channel in
+                IMCodecFrameChannel.framing(channel, maxFrameWait: .seconds(1))
+            }
+        let port = try #require(server.channel.localAddress?.port)
+        let frames = (0..<40).map {
+            Frame(Message.c2cText(from: "alice", to: "bob", String(repeating: "x", count: 60), clientMsgID: "\($0)"))
+        }
+        // A plain socket: the 40 frames go out in one write.
+        let client = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
+        var bytes = ByteBuffer()
+        for frame in frames { bytes.writeFrame(frame) }
+        try await client.writeAndFlush(bytes)
+        let received = try await server.executeThenClose { connections in
+            var iterator = connections.makeAsyncIterator()
+            let connection = try #require(await iterator.next())
+            return try await connection.executeThenClose { inbound, _ in
+                try await Task.sleep(for: .seconds(3))
+                var count = 0
+                for try await _ in inbound {
+                    count += 1
+                    if count == frames.count { break }
+                }
+                return count
+            }
+        }
+        #expect(received == frames.count)
+        try? await client.close()
+        try await group.shutdownGracefully()
+    }
 }
 
 @Suite("Deep frames on an event loop")
@@ -282,7 +345,6 @@ struct DeepFrameTests {
         let frame = SampleFrames.depthBomb(layers: 100)  // 2 + 3 × 100 + 2 = 304 levels
         let bytes = frame.serializedBytes()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
         let result = try group.next().submit { () -> Bool in
             let decoder = WireDecoder()
             let decoded = try Frame(serializedBytes: bytes)

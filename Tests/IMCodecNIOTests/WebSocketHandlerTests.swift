@@ -118,33 +118,57 @@ struct WebSocketHandlerTests {
         let loop = EmbeddedEventLoop()
         let handler = WebSocketDeadlineHandler(maxMessageWait: .seconds(5))
         let channel = EmbeddedChannel(handler: handler, loop: loop)
+        // As a channel with autoRead does: the next read() right after each batch of reads.
+        func feed(_ bytes: ByteBuffer) throws {
+            try channel.writeInbound(bytes)
+            channel.read()
+        }
         func bytes(_ opcode: UInt8, _ payload: Int, fin: Bool = true) -> [UInt8] {
             webSocketFrameBytes(opcode: opcode, payload: [UInt8](repeating: 7, count: payload), fin: fin)
         }
         // Whole messages (a 16-bit and a 64-bit length among them) leave nothing incomplete.
         for frame in [bytes(2, 10), bytes(2, 300), bytes(2, 70_000), bytes(9, 3)] {
-            try channel.writeInbound(ByteBuffer(bytes: frame))
+            try feed(ByteBuffer(bytes: frame))
             #expect(!handler.isInsideMessage)
         }
         // Half a frame, then its rest.
         let frame = bytes(2, 300)
-        try channel.writeInbound(ByteBuffer(bytes: frame.prefix(150)))
+        try feed(ByteBuffer(bytes: frame.prefix(150)))
         #expect(handler.isInsideMessage)
-        try channel.writeInbound(ByteBuffer(bytes: frame.dropFirst(150)))
+        try feed(ByteBuffer(bytes: frame.dropFirst(150)))
         #expect(!handler.isInsideMessage)
         // A fragmented message stays incomplete across a ping, until its last fragment.
-        try channel.writeInbound(ByteBuffer(bytes: bytes(2, 4, fin: false)))
-        try channel.writeInbound(ByteBuffer(bytes: bytes(9, 1)))
+        try feed(ByteBuffer(bytes: bytes(2, 4, fin: false)))
+        try feed(ByteBuffer(bytes: bytes(9, 1)))
         #expect(handler.isInsideMessage)
         loop.advanceTime(by: .seconds(4))
-        try channel.writeInbound(ByteBuffer(bytes: bytes(0, 4)))
+        try feed(ByteBuffer(bytes: bytes(0, 4)))
         #expect(!handler.isInsideMessage)
         loop.advanceTime(by: .seconds(10))
         // Left incomplete past the wait: frameTimeout; a server that starts reading again
         // (ReadsResumed) gives it its whole wait first.
-        try channel.writeInbound(ByteBuffer(bytes: bytes(2, 4, fin: false)))
+        try feed(ByteBuffer(bytes: bytes(2, 4, fin: false)))
         loop.advanceTime(by: .seconds(4))
         channel.pipeline.fireUserInboundEventTriggered(ReadsResumed())
+        loop.advanceTime(by: .seconds(4))
+        try channel.throwIfErrorCaught()
+        loop.advanceTime(by: .seconds(1))
+        #expect(throws: IMCodecError(code: .frameTimeout, reason: "")) { try channel.throwIfErrorCaught() }
+        while try channel.readInbound(as: ByteBuffer.self) != nil {}
+        _ = try channel.finish()
+    }
+
+    /// A message left incomplete while the application holds back the channel's next read() (as
+    /// NIOAsyncChannel does while its consumer is behind) is not late however long that lasts; the
+    /// read() that follows gives it its whole wait again.
+    @Test func aMessageIsNotLateWhileTheApplicationHoldsReadsBack() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(handler: WebSocketDeadlineHandler(maxMessageWait: .seconds(5)), loop: loop)
+        let frame = webSocketFrameBytes(opcode: 2, payload: [UInt8](repeating: 7, count: 300), fin: true)
+        try channel.writeInbound(ByteBuffer(bytes: frame.prefix(150)))  // no read() after it
+        loop.advanceTime(by: .seconds(60))
+        try channel.throwIfErrorCaught()
+        channel.read()
         loop.advanceTime(by: .seconds(4))
         try channel.throwIfErrorCaught()
         loop.advanceTime(by: .seconds(1))
