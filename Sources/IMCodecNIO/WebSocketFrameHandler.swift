@@ -267,8 +267,19 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
-    /// Cancels the close timer and completes a pending close.
+    /// Cancels the close timer and completes a pending close. A connection that ends between the
+    /// fragments of a message raises `truncated` first, as a length-prefixed stream that ends
+    /// inside a frame does (``FrameDecoder``); one that ends between messages ends cleanly.
     public func channelInactive(context: ChannelHandlerContext) {
+        if let fragments, !failed, !closeReceived {
+            failed = true
+            self.fragments = nil
+            context.fireErrorCaught(
+                IMCodecError.truncated(
+                    "the connection ended inside a fragmented message (\(fragments.readableBytes) bytes of it received)"
+                )
+            )
+        }
         closeTimer?.cancel()
         closeTimer = nil
         if let promise = closePromise {

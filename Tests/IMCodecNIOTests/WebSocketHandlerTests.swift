@@ -17,6 +17,24 @@ struct WebSocketHandlerTests {
         return WebSocketFrame(fin: fin, opcode: opcode, maskKey: key, data: data)
     }
 
+    /// A connection that ends between the fragments of a message raises `truncated`, as a
+    /// length-prefixed stream that ends inside a frame does; one that ends between messages ends
+    /// cleanly. Before, both ended the inbound frames as if nothing were missing.
+    @Test func aConnectionCutInsideAFragmentedMessageIsTruncated() throws {
+        let body = Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "c-1")).serializedBytes()
+        let cut = EmbeddedChannel(handler: WebSocketFrameHandler())
+        try cut.writeInbound(clientFrame(.binary, Array(body.prefix(3)), fin: false))
+        cut.pipeline.fireChannelInactive()
+        #expect(codecErrorCode { try cut.throwIfErrorCaught() } == .truncated)
+        _ = try? cut.finish(acceptAlreadyClosed: true)
+        let clean = EmbeddedChannel(handler: WebSocketFrameHandler())
+        try clean.writeInbound(clientFrame(.binary, body))
+        clean.pipeline.fireChannelInactive()
+        try clean.throwIfErrorCaught()
+        #expect(try clean.readInbound(as: InboundFrame.self) != nil)
+        _ = try? clean.finish(acceptAlreadyClosed: true)
+    }
+
     @Test func eachBinaryMessageIsOneInboundFrameWithALengthPrefixedRecord() throws {
         let channel = EmbeddedChannel(handler: WebSocketFrameHandler())
         let frame = Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "c-1"))
