@@ -269,9 +269,10 @@ public final class WebSocketFrameHandler: ChannelDuplexHandler, RemovableChannel
 
     /// Cancels the close timer and completes a pending close. A connection that ends between the
     /// fragments of a message raises `truncated` first, as a length-prefixed stream that ends
-    /// inside a frame does (``FrameDecoder``); one that ends between messages ends cleanly.
+    /// inside a frame does (``FrameDecoder``); one that ends between messages, or after a close
+    /// frame either side sent, ends cleanly.
     public func channelInactive(context: ChannelHandlerContext) {
-        if let fragments, !failed, !closeReceived {
+        if let fragments, !failed, !closeReceived, !closeSent {
             failed = true
             self.fragments = nil
             context.fireErrorCaught(

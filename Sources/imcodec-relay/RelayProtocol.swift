@@ -67,8 +67,30 @@ enum RelayProtocol {
     /// would be one user to the relay: one could read the other's messages, kick its devices and
     /// publish keys as it. In NFC, canonically equivalent ids have the same bytes, so a relay that
     /// logs in NFC ids alone tells users apart as the issuer does.
+    ///
+    /// Checked for every id a frame names, so an id made of scalars that are in NFC whatever their
+    /// neighbours (``isAlwaysComposed(_:)``: ASCII and Latin-1 up to U+02FF, kana, CJK ideographs,
+    /// Hangul syllables, fullwidth forms) is taken without Foundation's normalization and its
+    /// allocations; any other is normalized and compared.
     static func isNormalized(_ id: String) -> Bool {
-        id.utf8.allSatisfy { $0 < 0x80 } || sameID(id.precomposedStringWithCanonicalMapping, id)
+        id.utf8.allSatisfy { $0 < 0x80 } || id.unicodeScalars.allSatisfy(isAlwaysComposed)
+            || sameID(id.precomposedStringWithCanonicalMapping, id)
+    }
+
+    /// Whether `scalar` is in NFC whatever comes before or after it (Unicode's NFC_Quick_Check
+    /// Yes and canonical combining class 0, in ranges where all scalars are so): nothing composes
+    /// with it, and it decomposes to nothing else.
+    static func isAlwaysComposed(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x300,  // up to the combining diacritical marks
+            0x3041...0x3096, 0x30A1...0x30FA, 0x30FC,  // kana, without the combining sound marks
+            0x4E00...0x9FFF,  // CJK unified ideographs (not the compatibility ones)
+            0xAC00...0xD7A3,  // Hangul syllables (not the conjoining jamo)
+            0xFF01...0xFF5E:  // fullwidth ASCII
+            return true
+        default:
+            return false
+        }
     }
 
     /// Whether `a` and `b` are the same id, byte for byte. An id a client claims (a sender, an

@@ -239,7 +239,8 @@ struct ResumeTracker: Sendable {
             }
             return (out, [next])
         }
-        inFlight = max(0, inFlight - 1)
+        // Only an answer to a request of this tracker's (one of a conversation it syncs) frees a place.
+        if syncing[id] != nil { inFlight = max(0, inFlight - 1) }
         if response.errorCode == RelayProtocol.RequestError.busy, let upTo = syncing[id] {
             // Not read: asked again first, once another read is answered (at once when none is
             // under way). Ending the sync here handed on the live messages held back and skipped

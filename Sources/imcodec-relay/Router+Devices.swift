@@ -100,6 +100,7 @@ extension Router {
         keyBundles[device.user]?[device.device] = nil
         if keyBundles[device.user]?.isEmpty == true { keyBundles[device.user] = nil }
         store.batch.records[.deviceFloor(device)] = []
+        store.batch.records[.sentEvents(device)] = []
         store.batch.devicePositions[device] = nil
         store.batch.keyBundles.removeAll { $0.device == device }
         store.batch.forgottenDevices.insert(device)

@@ -1004,6 +1004,18 @@ extension Router {
             )
             return
         }
+        // The recipient's sessions are found by canonical equivalence: a decomposed id would reach
+        // the NFC user's devices.
+        guard RelayProtocol.isAcceptedID(notice.recipientID) else {
+            refuse(
+                session,
+                decoded.requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "the recipient's id is refused: \(RelayProtocol.idReason)"
+            )
+            return
+        }
         guard notice.type != RelayProtocol.error else {
             refuse(
                 session,

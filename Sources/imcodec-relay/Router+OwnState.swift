@@ -302,6 +302,8 @@ extension Router {
                 loadViewOnce(bytes, in: conversation)
             case .deviceFloor(let device):
                 loadDeviceFloor(bytes, of: device)
+            case .sentEvents, .fileGroup:
+                break  // After the windows rebuilt from the stream, and with the groups file (Router.init).
             case .quote(let quoted, let reply):
                 loadQuote(of: quoted, reply: reply)
             case .messageChange(let conversation, let seq):

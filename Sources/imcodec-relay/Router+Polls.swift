@@ -373,12 +373,13 @@ extension Router {
             guard var tallies = polls[key]?[seq],
                 let index = tallies.firstIndex(where: { $0.poll.pollID == next.pollID }),
                 !tallies[index].results.closed,
-                let creator = conversations[key]?.kept[seq]?.sender
+                let message = conversations[key]?.kept[seq]
             else { continue }
             tallies[index].results.closed = true
-            tallies[index].results.closedBy = creator
-            // When it closed, not when the sweep saw it (a relay down at the time closes it at start).
-            tallies[index].results.timeMs = next.closeTimeMs
+            tallies[index].results.closedBy = message.sender
+            // When it closed, not when the sweep saw it (a relay down at the time closes it at start),
+            // and not before the poll was sent (a close time already past when it was).
+            tallies[index].results.timeMs = max(next.closeTimeMs, message.serverTimeMs)
             setPolls(tallies, of: seq, in: key)
             // Within the frame size limit: each vote's results were counted closed (``servable``).
             sendPollResults(closing: served(tallies[index], of: seq, in: key), of: seq, in: key)

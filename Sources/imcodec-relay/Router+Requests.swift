@@ -220,6 +220,17 @@ extension Router {
     /// at most one one-time key, which is deleted from the stored bundle (Signal's prekey rule), within
     /// the requesting user's budget for the owner's one-time keys (`--key-fetch-rate`).
     private func fetchKeys(_ request: KeyFetchRequest, requestID: UInt64, session: Session, user requester: String) {
+        // The tables compare by canonical equivalence and the store by bytes: a decomposed id would
+        // hand out the NFC user's one-time keys, deleted under another id's rows (kept after a restart).
+        guard RelayProtocol.isAcceptedID(request.userID) else {
+            return refuse(
+                session,
+                requestID,
+                RelayProtocol.RequestError.badRequest,
+                notice: "badRequest",
+                "the fetched user's id is refused: \(RelayProtocol.idReason)"
+            )
+        }
         var answer = KeyFetchResponse.with { $0.userID = request.userID }
         func reply() { self.answer(RelayProtocol.answer(.keyFetchResponse(answer), requestID: requestID), to: session) }
         let named = Set(request.deviceIDs)

@@ -215,11 +215,14 @@ final class Router {
             }
             recentEvents[device] = recent
         }
-        // Then what the relay remembered them by (a store from before keeps none): the newest, with
-        // the client's bytes of what is kept rewritten, and whatever retention or a redaction did
-        // to the kept frames since.
-        for (device, digests) in state.sentEventDigests where knownDevices[device.user]?[device.device] != nil {
-            for digest in digests { recentEvents[device, default: RecentEvents()].insert(digest: digest) }
+        // Then what the relay remembered them by (a store from before keeps no such record): the
+        // newest, with the client's bytes of what is kept rewritten, whatever retention or a
+        // redaction did to the kept frames since.
+        for (key, bytes) in state.records {
+            guard case .sentEvents(let device) = key, knownDevices[device.user]?[device.device] != nil else { continue }
+            for digest in SeqListBytes.seqs(bytes[...]) ?? [] {
+                recentEvents[device, default: RecentEvents()].insert(digest: digest)
+            }
         }
         members = state.members
         for (key, users) in members {
@@ -231,7 +234,12 @@ final class Router {
                 belongs[b, default: []].insert(key)
             }
         }
-        applyGroupsFile()
+        var fileGroups: [String: Set<String>] = [:]
+        for (key, bytes) in state.records {
+            guard case .fileGroup(let group) = key, let named = StringListBytes.strings(bytes[...]) else { continue }
+            fileGroups[group] = Set(named)
+        }
+        applyGroupsFile(namedBefore: fileGroups)
         findEmptyGroups()
         countDirectConversations()
         store.onFailure = { [unowned self] reason in
@@ -721,12 +729,11 @@ final class Router {
     }
 
     /// Remembers that `device` sent an event with these bytes (or this resend key,
-    /// ``resendKeys(_:user:)``): in its window, and in the store with the next commit
-    /// (``StoreBatch/sentEvents``), so that a start finds it again.
+    /// ``resendKeys(_:user:)``): in its window, and its window in the store with the next commit
+    /// (one record per device, ``StateRecordKey/sentEvents(_:)``), so that a start finds it again.
     func remember(_ bytes: some Sequence<UInt8>, sentBy device: DeviceKey) {
-        let digest = RecentEvents.digest(bytes)
-        recentEvents[device, default: RecentEvents()].insert(digest: digest)
-        store.batch.sentEvents.append((device, digest))
+        recentEvents[device, default: RecentEvents()].insert(bytes)
+        store.batch.records[.sentEvents(device)] = SeqListBytes.bytes(recentEvents[device]!.digests)
     }
 
     /// Whether `frame` is an event `session` already sent and the relay kept (a resend after a lost

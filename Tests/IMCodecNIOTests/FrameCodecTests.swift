@@ -304,6 +304,13 @@ struct FrameCodecTests {
     /// connection with `frameTimeout`.
     @Test func anAsyncServerBehindItsPeerDoesNotTimeItOut() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var failure: (any Error)?
+        do { try await Self.serveBehindThePeer(on: group) } catch { failure = error }
+        try await group.shutdownGracefully()  // also when the exchange failed
+        if let failure { throw failure }
+    }
+
+    private static func serveBehindThePeer(on group: MultiThreadedEventLoopGroup) async throws {
         let server = try await ServerBootstrap(group: group)
             .childChannelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 1_050))
             .childChannelOption(.maxMessagesPerRead, value: 1)
@@ -334,7 +341,6 @@ struct FrameCodecTests {
         }
         #expect(received == frames.count)
         try? await client.close()
-        try await group.shutdownGracefully()
     }
 }
 
@@ -345,6 +351,7 @@ struct DeepFrameTests {
         let frame = SampleFrames.depthBomb(layers: 100)  // 2 + 3 × 100 + 2 = 304 levels
         let bytes = frame.serializedBytes()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
         let result = try group.next().submit { () -> Bool in
             let decoder = WireDecoder()
             let decoded = try Frame(serializedBytes: bytes)

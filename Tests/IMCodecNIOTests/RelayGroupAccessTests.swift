@@ -173,14 +173,16 @@ struct RelayGroupAccessTests {
     /// to the group is refused (1003), his join too (3001, a closed group), and alice's next message
     /// reaches carol alone; carol's stream holds bob's leave, once (a second start changes nothing).
     /// His history request of the group is refused (3001), as any leaver's. Before, bob stayed a
-    /// member for good.
+    /// member for good. Only those the file named at the last start are taken out: dave, who
+    /// joined "club" while it was open, stays in it once the file names it with alice alone.
     @Test(arguments: StoreBackend.allCases)
     func aMemberTakenOutOfTheGroupsFileLeavesAtStart(_ backend: StoreBackend) async throws {
         let database = try await TestStore(backend)
         defer { database.remove() }
-        func configure(_ members: Set<String>) -> (inout RelayConfiguration) -> Void {
+        func configure(_ members: Set<String>, club: Set<String>? = nil) -> (inout RelayConfiguration) -> Void {
             {
                 $0.store = database.location; $0.groups = ["team": members]
+                if let club { $0.groups["club"] = club }
             }
         }
         func leaves(in frames: [Frame]?) -> [String] {
@@ -194,10 +196,13 @@ struct RelayGroupAccessTests {
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
                 try await alice.send(Self.text("all three", to: "team", id: "t-1"))
                 #expect(await eventually { bob.collector.messages.count == 1 })
-                for client in [alice, bob] { await client.close() }
+                let dave = try await TestClient.connect(to: server, as: "dave", group: group)
+                let joined = try await dave.ask(RelayProtocol.membershipFrame(.join, group: "club", requestID: 1))
+                #expect(joined?.requestResult?.errorCode == 0)
+                for client in [alice, bob, dave] { await client.close() }
             }
             for start in 1...2 {
-                try await withRelay(configure(["alice", "carol"])) { server in
+                try await withRelay(configure(["alice", "carol"], club: ["alice"])) { server in
                     let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "b\(start)")
                     let carol = try await TestClient.connect(
                         to: server,
@@ -207,6 +212,18 @@ struct RelayGroupAccessTests {
                     )
                     #expect(leaves(in: try await bob.streamPage(requestID: 1)) == ["bob"])
                     #expect(leaves(in: try await carol.streamPage(requestID: 1)) == ["bob"])
+                    let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d\(start)")
+                    #expect(leaves(in: try await dave.streamPage(requestID: 1)).isEmpty)
+                    let inClub = try await dave.ask(
+                        RelayProtocol.answer(
+                            .message(
+                                Message.groupText(from: "dave", group: "club", "still in", clientMsgID: "d-\(start)")
+                            ),
+                            requestID: 2
+                        )
+                    )
+                    #expect(inClub?.sendAck?.errorCode == 0)
+                    await dave.close()
                     guard start == 1 else {
                         for client in [bob, carol] { await client.close() }
                         return

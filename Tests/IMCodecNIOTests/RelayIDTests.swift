@@ -282,7 +282,8 @@ struct RelayIDTests {
     /// An id not in NFC names no one: logins take NFC ids alone (2009), and the router's tables
     /// compare by canonical equivalence, so "A\u{30A}lice" would have reached the NFC user's devices
     /// while the stores kept it as another user. A message to such a peer or group gets 1004, a
-    /// targeted receiver 1006, a join 3002, a presence subscription and a block 3003; the NFC forms
+    /// targeted receiver 1006, a join 3002, a presence subscription, a block, a system notice and a
+    /// key fetch 3003; the NFC forms
     /// work. A groups file with such an id is refused at start.
     @Test func idsNotInNFCNameNoOne() async throws {
         let composed = "\u{C5}lice"
@@ -324,6 +325,12 @@ struct RelayIDTests {
                     $0.action = .block; $0.userIDs = [decomposed]
                 }
                 #expect(try await code(.blocklistChange(block)) == badRequest)
+                let notice = SystemNotice.with {
+                    $0.recipientID = decomposed; $0.type = "wave"
+                }
+                #expect(try await code(.systemNotice(notice)) == badRequest)
+                let fetch = KeyFetchRequest.with { $0.userID = decomposed }
+                #expect(try await code(.keyFetchRequest(fetch)) == badRequest)
 
                 // The NFC forms: the message and the targeted one reach alice, and nothing else did.
                 #expect(try await ack(Message.c2cText(from: "bob", to: composed, "yes", clientMsgID: "c")) == 0)
@@ -333,6 +340,7 @@ struct RelayIDTests {
                 #expect(try await ack(targeted) == 0)
                 #expect(await eventually { alice.collector.messages.count == 2 })
                 #expect(alice.collector.messages.map(\.previewText) == ["yes", "yes too"])
+                #expect(!alice.collector.kinds.contains(.systemNotice))
                 #expect(
                     try await code(
                         .presenceSubscription(
@@ -349,6 +357,35 @@ struct RelayIDTests {
         #expect(throws: (any Error).self) { try parseGroups("team: bob \(decomposed)") }
         #expect(throws: (any Error).self) { try parseGroups("e\u{301}quipe: bob") }
         #expect(try parseGroups("team: bob \(composed)") == ["team": ["bob", composed]])
+    }
+
+    /// The fast path of the NFC check takes no scalar Foundation's normalization would change,
+    /// alone or after a starter it might compose with, and ids of such scalars are taken.
+    @Test func theNFCFastPathAgreesWithFoundation() {
+        let ranges: [ClosedRange<UInt32>] = [
+            0...0x2FF, 0x3041...0x3096, 0x30A1...0x30FA, 0x30FC...0x30FC, 0x4E00...0x9FFF, 0xAC00...0xD7A3,
+            0xFF01...0xFF5E,
+        ]
+        var checked = 0
+        for range in ranges {
+            for value in range {
+                guard let scalar = Unicode.Scalar(value), value != 0 else { continue }
+                #expect(RelayProtocol.isAlwaysComposed(scalar))
+                for before in ["", "a", "\u{3046}", "\u{1100}"] {
+                    let id = before + String(scalar)
+                    #expect(
+                        RelayProtocol.sameID(id.precomposedStringWithCanonicalMapping, id),
+                        "U+\(String(value, radix: 16))"
+                    )
+                }
+                checked += 1
+            }
+        }
+        #expect(checked == 33_202)  // every scalar of the ranges but U+0000
+        #expect(
+            RelayProtocol.isNormalized("\u{5F20}\u{4F1F}") && RelayProtocol.isNormalized("\u{AE40}\u{CCA0}\u{C218}")
+        )
+        #expect(!RelayProtocol.isNormalized("\u{1100}\u{1161}") && !RelayProtocol.isNormalized("\u{304B}\u{3099}"))
     }
 
     /// A message kept before the bound, with a client id past it, sent again (its ack was lost)

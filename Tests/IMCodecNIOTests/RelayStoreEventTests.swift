@@ -156,41 +156,6 @@ struct RelayStoreEventTests {
         try await checkEventsAreKeptOnce(memory, nil, memory: memory)
     }
 
-    /// The digests each device's events were remembered by: a store keeps each device's newest
-    /// ``RecentEvents/capacity``, in order, in batches of any size, and a forgotten device's go
-    /// (one forgotten and back within a batch keeps what it sent since). Checked on each store, the
-    /// memory store included, against the same expectation.
-    @Test(arguments: [StoreBackend?.none] + StoreBackend.allCases.map { Optional($0) })
-    func eachDeviceKeepsItsNewestSentEventDigests(_ backend: StoreBackend?) async throws {
-        var location: TestStore?
-        if let backend { location = try await TestStore(backend) }
-        defer { location?.remove() }
-        let store: any RelayStore = try location?.open() ?? MemoryRelayStore()
-        defer { store.close() }
-        let phone = DeviceKey(user: "alice", device: "phone")
-        let laptop = DeviceKey(user: "alice", device: "laptop")
-        let tablet = DeviceKey(user: "bob", device: "tablet")
-        let capacity = UInt64(RecentEvents.capacity)
-        var batch = StoreBatch()
-        for digest in 1...capacity + 40 { batch.sentEvents.append((phone, digest)) }
-        batch.sentEvents.append((laptop, 7))
-        batch.sentEvents.append((tablet, UInt64.max))  // the full 64 bits, through a signed column
-        try store.commit(batch)
-        batch = StoreBatch()
-        for digest in capacity + 41...capacity + 50 { batch.sentEvents.append((phone, digest)) }
-        batch.forgottenDevices = [laptop, tablet]
-        batch.sentEvents.append((tablet, 9))
-        try store.commit(batch)
-        let loaded = try store.load().sentEventDigests
-        #expect(loaded[phone] == Array(51...capacity + 50))
-        #expect(loaded[laptop] == nil)
-        #expect(loaded[tablet] == [9])
-        batch = StoreBatch()
-        batch.sentEvents.append((tablet, UInt64.max))
-        try store.commit(batch)
-        #expect(try store.load().sentEventDigests[tablet] == [9, UInt64.max])
-    }
-
     // MARK: Through the relay
 
     /// A 20 KB edit in a group of 30 members, on SQLite: one event of about 20 KB is kept, named by

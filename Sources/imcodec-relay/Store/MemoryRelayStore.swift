@@ -61,14 +61,7 @@ final class MemoryRelayStore: RelayStore {
         if !batch.redactedQuotes.isEmpty { redactQuotes(batch.redactedQuotes) }
         for device in batch.forgottenDevices {
             state.devicePositions[device] = nil
-            state.sentEventDigests[device] = nil
             keyBundles[device] = nil
-        }
-        for (device, digest) in batch.sentEvents {
-            state.sentEventDigests[device, default: []].append(digest)
-            if state.sentEventDigests[device]!.count > RecentEvents.capacity {
-                state.sentEventDigests[device]!.removeFirst()
-            }
         }
         for (device, position) in batch.devicePositions {
             state.devicePositions[device] = max(state.devicePositions[device] ?? 0, position)

@@ -188,16 +188,6 @@ final class PostgresRelayStore: RelayStore {
                 "CREATE INDEX events_about ON events (about) WHERE about IS NOT NULL",
             ]
         ),
-        (
-            "the digests each device's events were remembered by",
-            [
-                """
-                CREATE TABLE sent_events (id bigserial PRIMARY KEY, user_id text NOT NULL, device text NOT NULL,
-                    digest bigint NOT NULL)
-                """,
-                "CREATE INDEX sent_events_device ON sent_events (user_id, device, id)",
-            ]
-        ),
     ]
 
     /// The newest schema version this relay knows.
@@ -534,20 +524,6 @@ final class PostgresRelayStore: RelayStore {
                 Array(frame.readableBytesView)
             )
         }
-        try forEachRow(
-            """
-            SELECT user_id, device, digest FROM (
-                SELECT user_id, device, digest, id, row_number() OVER (
-                    PARTITION BY user_id, device ORDER BY id DESC) AS newest
-                FROM sent_events) AS r
-            WHERE newest <= \(RecentEvents.capacity) ORDER BY id
-            """
-        ) { row in
-            let (user, device, digest) = try row.decode((String, String, Int64).self)
-            state.sentEventDigests[DeviceKey(user: user, device: device), default: []].append(
-                UInt64(bitPattern: digest)
-            )
-        }
         try forEachRow("SELECT max(id) FROM events") { row in
             guard let id = try row.decode(Int64?.self) else { return }
             state.lastEventID = try Self.unsigned(id, "event id")
@@ -682,45 +658,8 @@ final class PostgresRelayStore: RelayStore {
                 try insertEvents(batch.events)
                 try insertStreamEntries(batch.streamEntries)
                 try applyRarerChanges(batch)
-                try writeSentEvents(batch)
             }
         }
-    }
-
-    /// The digests the batch's devices' events were remembered by, after the forgotten devices'
-    /// are deleted, in order; then each of those devices keeps its newest ``RecentEvents/capacity``.
-    private func writeSentEvents(_ batch: StoreBatch) throws {
-        if !batch.forgottenDevices.isEmpty {
-            let users = batch.forgottenDevices.map(\.user)
-            let devices = batch.forgottenDevices.map(\.device)
-            try run(
-                """
-                DELETE FROM sent_events USING unnest(\(users), \(devices)) AS f(u, d)
-                WHERE sent_events.user_id = f.u AND sent_events.device = f.d
-                """
-            )
-        }
-        guard !batch.sentEvents.isEmpty else { return }
-        let users = batch.sentEvents.map(\.device.user)
-        let devices = batch.sentEvents.map(\.device.device)
-        let digests = batch.sentEvents.map { Int64(bitPattern: $0.digest) }
-        try run(
-            """
-            INSERT INTO sent_events (user_id, device, digest)
-            SELECT u, d, g FROM unnest(\(users), \(devices), \(digests)) WITH ORDINALITY AS r(u, d, g, n) ORDER BY n
-            """
-        )
-        let touched = Array(Set(batch.sentEvents.map(\.device)))
-        let touchedUsers = touched.map(\.user)
-        let touchedDevices = touched.map(\.device)
-        try run(
-            """
-            DELETE FROM sent_events s USING unnest(\(touchedUsers), \(touchedDevices)) AS f(u, d)
-            WHERE s.user_id = f.u AND s.device = f.d AND s.id <= (
-                SELECT t.id FROM sent_events t WHERE t.user_id = f.u AND t.device = f.d
-                ORDER BY t.id DESC OFFSET \(RecentEvents.capacity) LIMIT 1)
-            """
-        )
     }
 
     /// The batch's messages (those without receivers in one statement), and each conversation's new max seq.

@@ -205,10 +205,6 @@ struct StoreBatch: Sendable {
     /// State records as they now are (``StateRecordKey``): each replaces the stored one; empty bytes
     /// delete it.
     var records: [StateRecordKey: [UInt8]] = [:]
-    /// The digests each device's events were remembered by (``RecentEvents``), in order: the
-    /// store keeps each device's newest ``RecentEvents/capacity``, whatever retention deletes and
-    /// whatever later rewrites the kept frames, so a start finds every resend the relay would have.
-    var sentEvents: [(device: DeviceKey, digest: UInt64)] = []
     /// Disappearing messages, and the events kept about them, that expired at or before this time
     /// (ms since the Unix epoch): their frames are erased (emptied, as retention leaves a message a
     /// stream still names), whichever commit or start finds them.
@@ -227,7 +223,7 @@ struct StoreBatch: Sendable {
             && redactedQuotes.isEmpty && devicePositions.isEmpty && forgottenDevices.isEmpty
             && trimmedConversations.isEmpty
             && trimmedStreams.isEmpty
-            && keyBundles.isEmpty && records.isEmpty && sentEvents.isEmpty && eraseExpiredThrough == nil
+            && keyBundles.isEmpty && records.isEmpty && eraseExpiredThrough == nil
     }
 }
 
@@ -258,10 +254,6 @@ struct StoredState {
     /// The newest events each device sent (at most ``RecentEvents/capacity``, oldest first), as
     /// kept in its user's stream: a resend of one of them is not applied twice.
     var recentEvents: [DeviceKey: [[UInt8]]] = [:]
-    /// The digests each device's newest events were remembered by (``StoreBatch/sentEvents``; at
-    /// most ``RecentEvents/capacity``, oldest first). A store written before they were kept has
-    /// none, and ``recentEvents`` stands for them.
-    var sentEventDigests: [DeviceKey: [UInt64]] = [:]
     /// The largest ``KeptEvent/id`` kept (0: none): the router gives the next events the ids after it.
     var lastEventID: UInt64 = 0
     /// Every device's end-to-end key bundles, by device and kind.
@@ -325,6 +317,9 @@ struct RecentEvents: Sendable {
 
     private var order: [UInt64] = []
     private var counts: [UInt64: Int] = [:]
+
+    /// The digests remembered, oldest first (a device's ``StateRecordKey/sentEvents(_:)`` record).
+    var digests: [UInt64] { order }
 
     /// Whether an event with these bytes is among the newest remembered.
     func contains(_ bytes: some Sequence<UInt8>) -> Bool { counts[Self.digest(bytes)] != nil }

@@ -218,17 +218,6 @@ final class SQLiteRelayStore: RelayStore {
                     """
             )
         }
-        // The digests each device's events were remembered by (``StoreBatch/sentEvents``), the
-        // newest RecentEvents.capacity of each: numbered in the order they were remembered.
-        migrator.registerMigration("v8") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE sent_events (id INTEGER PRIMARY KEY, user TEXT NOT NULL, device TEXT NOT NULL,
-                        digest INTEGER NOT NULL);
-                    CREATE INDEX sent_events_device ON sent_events (user, device, id);
-                    """
-            )
-        }
         return migrator
     }
 
@@ -338,23 +327,6 @@ final class SQLiteRelayStore: RelayStore {
                     default: []
                 ].append(Array(frame))
             }
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT user, device, digest FROM (
-                        SELECT user, device, digest, id, ROW_NUMBER() OVER (
-                            PARTITION BY user, device ORDER BY id DESC) AS newest
-                        FROM sent_events)
-                    WHERE newest <= ? ORDER BY id
-                    """,
-                arguments: [RecentEvents.capacity]
-            ) {
-                let digest: Int64 = try row.decode(atIndex: 2)
-                state.sentEventDigests[
-                    DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1)),
-                    default: []
-                ].append(UInt64(bitPattern: digest))
-            }
             if let row = try Row.fetchOne(db, sql: "SELECT max(id) FROM events"), !row.hasNull(atIndex: 0) {
                 state.lastEventID = try integer(row, 0)
             }
@@ -387,7 +359,6 @@ final class SQLiteRelayStore: RelayStore {
                 try Self.insertEvents(batch.events, db)
                 try Self.insertStreamEntries(batch.streamEntries, db)
                 try Self.applyRarerChanges(batch, db)
-                try Self.writeSentEvents(batch, db)
             }
         }
     }
@@ -398,31 +369,6 @@ final class SQLiteRelayStore: RelayStore {
     // value into a `DatabaseValue` of a `StatementArguments`, which was a large share of the commit's
     // CPU. So are the state records (``writeRecords(_:_:)``); the rarer writes
     // (``applyRarerChanges(_:_:)``) still go through GRDB.
-
-    /// The digests the batch's devices' events were remembered by, after the forgotten devices'
-    /// are deleted; then each of those devices keeps its newest ``RecentEvents/capacity``.
-    private static func writeSentEvents(_ batch: StoreBatch, _ db: Database) throws {
-        for device in batch.forgottenDevices {
-            try db.execute(
-                sql: "DELETE FROM sent_events WHERE user = ? AND device = ?",
-                arguments: [device.user, device.device]
-            )
-        }
-        guard !batch.sentEvents.isEmpty else { return }
-        let insert = try db.cachedStatement(sql: "INSERT INTO sent_events (user, device, digest) VALUES (?, ?, ?)")
-        for (device, digest) in batch.sentEvents {
-            try insert.execute(arguments: [device.user, device.device, Int64(bitPattern: digest)])
-        }
-        let trim = try db.cachedStatement(
-            sql: """
-                DELETE FROM sent_events WHERE user = ?1 AND device = ?2 AND id <= (
-                    SELECT id FROM sent_events WHERE user = ?1 AND device = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?3)
-                """
-        )
-        for device in Set(batch.sentEvents.map(\.device)) {
-            try trim.execute(arguments: [device.user, device.device, RecentEvents.capacity])
-        }
-    }
 
     /// The batch's messages, and each conversation's new max seq.
     private static func insertMessages(_ messages: [StoredMessage], _ db: Database) throws {

@@ -24,7 +24,9 @@ import IMCodec
 ///   then when the relay last saw it (a counter per user, moved at each login and disconnection,
 ///   Router+Devices.swift) and at what time (ms since 1970, its user's `last_seen_ms` after a
 ///   restart), as ``SeqListBytes`` writes them (a record from before the second holds the first
-///   only, one from before the third the first two).
+///   only, one from before the third the first two);
+/// - the digests a device's newest events were remembered by (``RecentEvents``, as ``SeqListBytes``
+///   writes them), so that a resend is found after a restart as before it.
 ///
 /// A store keeps each record in one row, `(scope, id) → value`, so a new kind of state needs no
 /// new table.
@@ -61,6 +63,12 @@ enum StateRecordKey: Hashable, Sendable {
     /// A device's record: the user's stream head when the relay first saw it log in
     /// (``Router/deviceFloors``), then when it was last seen (Router+Devices.swift).
     case deviceFloor(DeviceKey)
+    /// The digests a device's newest events were remembered by (``RecentEvents``, oldest first, as
+    /// ``SeqListBytes`` writes them): the window that finds a resend, as it was, after a restart.
+    case sentEvents(DeviceKey)
+    /// The members a group of the groups file named at the last start (``StringListBytes``): a
+    /// start takes out of the group only those the file named then and names no more.
+    case fileGroup(String)
     /// A kept reply whose `quote_snapshot` quotes the text of a kept message (``Router/quotedBy``):
     /// one byte, 1.
     case quote(of: MessageKey, reply: MessageKey)
@@ -81,6 +89,8 @@ enum StateRecordKey: Hashable, Sendable {
         case .leave: return "leave"
         case .viewOnce: return "viewonce"
         case .deviceFloor: return "devicefloor"
+        case .sentEvents: return "sent"
+        case .fileGroup: return "filegroup"
         case .quote: return "quote"
         }
     }
@@ -95,11 +105,13 @@ enum StateRecordKey: Hashable, Sendable {
         case .conversation(let user, let key), .deletedForMe(let user, let key), .leave(let key, let user):
             return "\(user.utf8.count):\(user)\(key.storageID)"
         case .blocklist(let user): return user
+        case .fileGroup(let group): return group
         case .messageExtension(let key, let seq), .messageChange(let key, let seq), .polls(let key, let seq),
             .heldPollResults(let key, let seq), .readers(let key, let seq):
             return "\(seq):\(key.storageID)"
         case .disappearingTimer(let key), .viewOnce(let key): return key.storageID
-        case .deviceFloor(let device): return "\(device.user.utf8.count):\(device.user)\(device.device)"
+        case .deviceFloor(let device), .sentEvents(let device):
+            return "\(device.user.utf8.count):\(device.user)\(device.device)"
         case .quote(let quoted, let reply):
             return "\(quoted.storageID.utf8.count):\(quoted.storageID)\(reply.storageID)"
         case .reader(let message, let user):
@@ -112,6 +124,8 @@ enum StateRecordKey: Hashable, Sendable {
         switch scope {
         case "blocklist":
             self = .blocklist(user: id)
+        case "filegroup":
+            self = .fileGroup(id)
         case "conversation", "deleted", "leave":
             guard let (user, rest) = Self.split(id), let key = ConversationKey(storageID: rest) else { return nil }
             switch scope {
@@ -119,9 +133,10 @@ enum StateRecordKey: Hashable, Sendable {
             case "deleted": self = .deletedForMe(user: user, key)
             default: self = .leave(key, user: user)
             }
-        case "devicefloor":
+        case "devicefloor", "sent":
             guard let (user, device) = Self.split(id) else { return nil }
-            self = .deviceFloor(DeviceKey(user: user, device: device))
+            let key = DeviceKey(user: user, device: device)
+            self = scope == "sent" ? .sentEvents(key) : .deviceFloor(key)
         case "timer", "viewonce":
             guard let key = ConversationKey(storageID: id) else { return nil }
             self = scope == "timer" ? .disappearingTimer(key) : .viewOnce(key)
