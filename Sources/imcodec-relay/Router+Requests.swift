@@ -220,22 +220,15 @@ extension Router {
     /// at most one one-time key, which is deleted from the stored bundle (Signal's prekey rule), within
     /// the requesting user's budget for the owner's one-time keys (`--key-fetch-rate`).
     private func fetchKeys(_ request: KeyFetchRequest, requestID: UInt64, session: Session, user requester: String) {
-        // The tables compare by canonical equivalence and the store by bytes: a decomposed id would
-        // hand out the NFC user's one-time keys, deleted under another id's rows (kept after a restart).
-        guard RelayProtocol.isAcceptedID(request.userID) else {
-            return refuse(
-                session,
-                requestID,
-                RelayProtocol.RequestError.badRequest,
-                notice: "badRequest",
-                "the fetched user's id is refused: \(RelayProtocol.idReason)"
-            )
-        }
         var answer = KeyFetchResponse.with { $0.userID = request.userID }
         func reply() { self.answer(RelayProtocol.answer(.keyFetchResponse(answer), requestID: requestID), to: session) }
         let named = Set(request.deviceIDs)
         let user = request.userID
-        let kept = (keyBundles[user] ?? [:]).filter { named.isEmpty || named.contains($0.key) }
+        // No user has an id the relay refuses (RelayProtocol.isAcceptedID): it has no keys. The
+        // tables compare by canonical equivalence and the store by bytes, so a decomposed id would
+        // have handed out the NFC user's one-time keys, deleted under another id's rows.
+        let bundles = RelayProtocol.isAcceptedID(user) ? keyBundles[user] ?? [:] : [:]
+        let kept = bundles.filter { named.isEmpty || named.contains($0.key) }
             .compactMap { device, kinds in kinds[request.kind].map { (device: device, bundle: $0) } }
             .sorted { $0.device < $1.device }
         // What a publish let in fits (publishKeys); bundles kept under a larger --max-frame-size may

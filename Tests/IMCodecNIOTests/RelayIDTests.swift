@@ -282,8 +282,8 @@ struct RelayIDTests {
     /// An id not in NFC names no one: logins take NFC ids alone (2009), and the router's tables
     /// compare by canonical equivalence, so "A\u{30A}lice" would have reached the NFC user's devices
     /// while the stores kept it as another user. A message to such a peer or group gets 1004, a
-    /// targeted receiver 1006, a join 3002, a presence subscription, a block, a system notice and a
-    /// key fetch 3003; the NFC forms
+    /// targeted receiver 1006, a join 3002, a presence subscription, a block and a system notice
+    /// 3003, and a key fetch finds no keys (alice published some); the NFC forms
     /// work. A groups file with such an id is refused at start.
     @Test func idsNotInNFCNameNoOne() async throws {
         let composed = "\u{C5}lice"
@@ -291,7 +291,7 @@ struct RelayIDTests {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["bob", composed]] }) { server in
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
-                let alice = try await TestClient.connect(to: server, as: composed, group: group)
+                let alice = try await TestClient.connect(to: server, as: composed, group: group, deviceID: "phone")
                 var requests: UInt64 = 0
                 func ack(_ message: Message) async throws -> Int32? {
                     requests += 1
@@ -329,8 +329,27 @@ struct RelayIDTests {
                     $0.recipientID = decomposed; $0.type = "wave"
                 }
                 #expect(try await code(.systemNotice(notice)) == badRequest)
-                let fetch = KeyFetchRequest.with { $0.userID = decomposed }
-                #expect(try await code(.keyFetchRequest(fetch)) == badRequest)
+                // alice publishes keys: a fetch by the decomposed id finds none (it used to hand out
+                // her one-time key), a fetch by her id finds them.
+                let publish = KeyPublish.with {
+                    $0.bundle = .with {
+                        $0.kind = .signalPrekeys; $0.bundle = [7, 7]; $0.oneTimeKeys = [.with { $0.key = [1] }]
+                    }
+                }
+                #expect(try await ask(alice, .keyPublish(publish), id: 90)?.requestResult?.errorCode == 0)
+                func keys(of user: String) async throws -> KeyFetchResponse? {
+                    requests += 1
+                    let fetch = KeyFetchRequest.with {
+                        $0.userID = user; $0.kind = .signalPrekeys
+                    }
+                    guard
+                        case .keyFetchResponse(let keys)? = try await ask(bob, .keyFetchRequest(fetch), id: requests)?
+                            .payload
+                    else { return nil }
+                    return keys
+                }
+                #expect(try await keys(of: decomposed)?.errorCode == RelayProtocol.RequestError.noKeys)
+                #expect(try await keys(of: composed)?.bundles.first?.oneTimeKeys.map(\.key) == [[1]])
 
                 // The NFC forms: the message and the targeted one reach alice, and nothing else did.
                 #expect(try await ack(Message.c2cText(from: "bob", to: composed, "yes", clientMsgID: "c")) == 0)
