@@ -114,11 +114,23 @@ struct RelayBenchmarkTests {
             "the imcodec-relay executable was not built next to the tests"
         )
         // A ring far longer than the test: the benchmark is killed while its first relay serves.
+        // Its output goes to a file, to say why should it end before that.
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "bench-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).log"
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: output) }
         let bench = try ChildProcess(
             executable.path,
-            ["bench", "--users", "2", "--messages", "1000000", "--rounds", "1", "--timeout", "120"]
+            ["bench", "--users", "2", "--messages", "1000000", "--rounds", "1", "--timeout", "120"],
+            output: output,
+            errorToOutput: true
         )
         var relay: pid_t?
+        /// How the benchmark ended, if it did, and what it wrote.
+        func ended() -> String {
+            "benchmark \(String(describing: bench.termination)), its output: "
+                + ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "none")
+        }
         defer {
             // Only while it still runs the relay: a pid that ended may already be another process's.
             if let relay, Self.isAlive(relay), Self.runsRelay(relay) { kill(relay, SIGKILL) }
@@ -131,9 +143,10 @@ struct RelayBenchmarkTests {
             await eventually(60) {
                 relay = Self.relays(startedBy: bench.pid).first
                 return relay.map { Self.sockets(of: $0) >= 3 } == true || !bench.isRunning
-            }
+            },
+            "relay \(String(describing: relay)), \(relay.map { Self.sockets(of: $0) } ?? -1) sockets; \(ended())"
         )
-        let started = try #require(relay, "the benchmark started no relay")
+        let started = try #require(relay, "no relay; \(ended())")
         bench.signal(SIGKILL)
         #expect(bench.waitUntilExit() == .signalled(SIGKILL))
         #expect(await eventually(30) { !Self.isAlive(started) }, "relay \(started) outlived the benchmark")
