@@ -22,7 +22,7 @@ struct ChatExitTests {
             let secretFile = "/tmp/imcodec-chat-secret-\(getpid())-\(port)"
             try writeFile(secretFile, TestAuth.secret + "\n")
             defer { unlink(secretFile) }
-            let refused = try RelayExecutable.run(
+            let refused = try await RelayExecutable.run(
                 [
                     "chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send", "#ops hello",
                     "--linger", "0",
@@ -31,7 +31,7 @@ struct ChatExitTests {
             #expect(refused.stdout.contains("✗ not sent to #ops: error 1003"), "\(refused.stdout)")
             #expect(refused.stderr == "imcodec-relay: the relay refused 1 of the messages sent\n")
 
-            let accepted = try RelayExecutable.run(
+            let accepted = try await RelayExecutable.run(
                 [
                     "chat", "--port", port, "--user", "alice", "--auth-secret-file", secretFile, "--send",
                     "#team hello",
@@ -44,15 +44,15 @@ struct ChatExitTests {
     }
 
     @Test("--version names the release and the schema; a usage error exits 2, as imcodec's do")
-    func versionAndUsageErrors() throws {
-        let version = try RelayExecutable.run(["--version"])
+    func versionAndUsageErrors() async throws {
+        let version = try await RelayExecutable.run(["--version"])
         #expect(version.status == 0)
         #expect(version.stdout.hasPrefix("imcodec-relay \(IMCodecRelease.version) (IMCodec"), "\(version.stdout)")
         #expect(version.stdout.contains("schema_version \(IMCodecRelease.schemaVersion)"))
-        let unknown = try RelayExecutable.run(["serve", "--no-such-option"])
+        let unknown = try await RelayExecutable.run(["serve", "--no-such-option"])
         #expect(unknown.status == 2, "\(unknown.stderr)")
         #expect(unknown.stderr.contains("--no-such-option"))
-        let invalid = try RelayExecutable.run(["serve", "--store", "tape"])
+        let invalid = try await RelayExecutable.run(["serve", "--store", "tape"])
         #expect(
             invalid.status == 2
                 && invalid.stderr.contains("--store is sqlite, memory or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"),
@@ -62,7 +62,7 @@ struct ChatExitTests {
         for option in [
             "--fan-out-rate", "--live-update-rate", "--key-fetch-rate", "--join-rate", "--login-rate", "--peer-rate",
         ] {
-            let rate = try RelayExecutable.run(["serve", option, "1000000001"])
+            let rate = try await RelayExecutable.run(["serve", option, "1000000001"])
             #expect(rate.status == 2 && rate.stderr.contains("\(option) is between 0 and 1000000000"), "\(rate.stderr)")
         }
     }
@@ -76,7 +76,7 @@ struct ChatExitTests {
         try await listener.close()
         try await group.shutdownGracefully()
 
-        let result = try RelayExecutable.run(
+        let result = try await RelayExecutable.run(
             ["chat", "--port", String(port), "--user", "alice", "--token", "unused", "--linger", "0"])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty, "\(result.stdout)")

@@ -1,6 +1,7 @@
 #if Tools
 import Foundation
 import IMCodecTestSupport
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import imcodec_relay
@@ -10,8 +11,8 @@ import Testing
 @Suite("Relay benchmarks, on a small load")
 struct RelayBenchmarkTests {
     @Test("bench: a ring of users on both stores; every message acknowledged and delivered once")
-    func ring() throws {
-        let result = try RelayExecutable.run([
+    func ring() async throws {
+        let result = try await RelayExecutable.run([
             "bench", "--users", "4", "--messages", "10", "--rounds", "1", "--timeout", "120",
         ])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -21,10 +22,10 @@ struct RelayBenchmarkTests {
     }
 
     @Test("bench --nodes 1,2,3: the ring on one PostgreSQL database with one, two and three relay nodes")
-    func nodes() throws {
+    func nodes() async throws {
         let server = try PostgresTestDatabase.serverURL()
         // (Each run creates a database of its own on that server, and drops it.)
-        let result = try RelayExecutable.run([
+        let result = try await RelayExecutable.run([
             "bench", "--users", "6", "--messages", "10", "--rounds", "1", "--timeout", "120",
             "--store", server.withPassword, "--nodes", "1,2,3",
         ])
@@ -39,16 +40,16 @@ struct RelayBenchmarkTests {
     }
 
     @Test("bench --nodes without a PostgreSQL store, or with a count out of range, is a usage error")
-    func nodesNeedPostgreSQL() throws {
-        let alone = try RelayExecutable.run(["bench", "--nodes", "1,2"])
+    func nodesNeedPostgreSQL() async throws {
+        let alone = try await RelayExecutable.run(["bench", "--nodes", "1,2"])
         #expect(alone.status == 2 && alone.stderr.contains("--nodes needs --store postgresql://"), "\(alone.stderr)")
-        let zero = try RelayExecutable.run(["bench", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0"])
+        let zero = try await RelayExecutable.run(["bench", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0"])
         #expect(zero.status == 2 && zero.stderr.contains("--nodes is a list of distinct node counts"))
     }
 
     @Test("bench-group: every member receives every group message once, in order", arguments: ["memory", "sqlite"])
-    func group(_ store: String) throws {
-        let result = try RelayExecutable.run([
+    func group(_ store: String) async throws {
+        let result = try await RelayExecutable.run([
             "bench-group", "--members", "30", "--messages", "3", "--store", store, "--timeout", "120",
         ])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -57,9 +58,9 @@ struct RelayBenchmarkTests {
     }
 
     @Test("bench-group --nodes 3: the members on two forwarding nodes, the group's messages routed by a third")
-    func groupOnNodes() throws {
+    func groupOnNodes() async throws {
         let server = try PostgresTestDatabase.serverURL()
-        let result = try RelayExecutable.run([
+        let result = try await RelayExecutable.run([
             "bench-group", "--members", "30", "--messages", "3", "--store", server.withPassword, "--nodes", "3",
             "--timeout", "120",
         ])
@@ -76,9 +77,9 @@ struct RelayBenchmarkTests {
     @Test(
         "bench-group --kill-routing: after the routing node's SIGKILL every member logs in again and gets every message"
     )
-    func groupFailover() throws {
+    func groupFailover() async throws {
         let server = try PostgresTestDatabase.serverURL()
-        let result = try RelayExecutable.run([
+        let result = try await RelayExecutable.run([
             "bench-group", "--members", "30", "--messages", "3", "--store", server.withPassword, "--nodes", "3",
             "--kill-routing", "--timeout", "120",
         ])
@@ -92,14 +93,16 @@ struct RelayBenchmarkTests {
     }
 
     @Test("bench-group --nodes without a PostgreSQL store, or with a count out of range, is a usage error")
-    func groupNodesNeedPostgreSQL() throws {
-        let alone = try RelayExecutable.run(["bench-group", "--nodes", "2"])
+    func groupNodesNeedPostgreSQL() async throws {
+        let alone = try await RelayExecutable.run(["bench-group", "--nodes", "2"])
         #expect(alone.status == 2 && alone.stderr.contains("--nodes needs --store postgresql://"), "\(alone.stderr)")
-        let zero = try RelayExecutable.run(["bench-group", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0"])
+        let zero = try await RelayExecutable.run([
+            "bench-group", "--store", "postgresql://u@127.0.0.1/d", "--nodes", "0",
+        ])
         #expect(zero.status == 2 && zero.stderr.contains("--nodes is 1 to 16"), "\(zero.stderr)")
-        let kill = try RelayExecutable.run(["bench-group", "--kill-routing"])
+        let kill = try await RelayExecutable.run(["bench-group", "--kill-routing"])
         #expect(kill.status == 2 && kill.stderr.contains("--kill-routing needs --nodes 2 or more"), "\(kill.stderr)")
-        let store = try RelayExecutable.run(["bench-group", "--store", "mysql"])
+        let store = try await RelayExecutable.run(["bench-group", "--store", "mysql"])
         #expect(
             store.status == 2 && store.stderr.contains("--store is memory, sqlite or postgresql://"),
             "\(store.stderr)"
@@ -125,31 +128,56 @@ struct RelayBenchmarkTests {
             output: output,
             errorToOutput: true
         )
-        var relay: pid_t?
         /// How the benchmark ended, if it did, and what it wrote.
         func ended() -> String {
             "benchmark \(String(describing: bench.termination)), its output: "
                 + ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "none")
         }
+        // Watched, and killed once its relay serves the benchmark's two users (its listening socket
+        // and theirs: it has printed where it listens, so no write to the benchmark's closed pipe
+        // ends it first), from a thread of its own: under the full suite, synchronous waits of
+        // other tests held this test's task off its pool for two minutes, past the benchmark's own
+        // --timeout, and a watch from the task saw the benchmark end or its relay go.
+        let seen = NIOLockedValueBox<(pid: pid_t, start: Substring)?>(nil)
+        let watching = NIOLockedValueBox(true)
+        Thread.detachNewThread {
+            defer { watching.withLockedValue { $0 = false } }
+            while bench.isRunning {  // it ends by itself within its --timeout
+                if let relay = Self.relays(startedBy: bench.pid).first, Self.sockets(of: relay) >= 3,
+                    let start = Self.startTime(relay)
+                {
+                    seen.withLockedValue { $0 = (relay, start) }
+                    bench.signal(SIGKILL)
+                    return
+                }
+                usleep(10_000)
+            }
+        }
         defer {
-            // Only while it still runs the relay: a pid that ended may already be another process's.
-            if let relay, Self.isAlive(relay), Self.runsRelay(relay) { kill(relay, SIGKILL) }
             bench.signal(SIGKILL)
             _ = bench.waitUntilExit()
+            // Only while it still runs: a pid that ended may already be another process's.
+            if let relay = seen.withLockedValue({ $0 }), Self.startTime(relay.pid) == relay.start {
+                kill(relay.pid, SIGKILL)
+            }
         }
-        // Killed once the relay serves the benchmark's two users (its listening socket and theirs):
-        // it has printed where it listens, so no write to the benchmark's closed pipe ends it first.
+        while watching.withLockedValue({ $0 }) { try await Task.sleep(nanoseconds: 20_000_000) }
+        let relay = try #require(seen.withLockedValue { $0 }, "the benchmark ended before its relay served; \(ended())")
+        #expect(bench.waitUntilExit() == .signalled(SIGKILL), "\(ended())")
         #expect(
-            await eventually(60) {
-                relay = Self.relays(startedBy: bench.pid).first
-                return relay.map { Self.sockets(of: $0) >= 3 } == true || !bench.isRunning
-            },
-            "relay \(String(describing: relay)), \(relay.map { Self.sockets(of: $0) } ?? -1) sockets; \(ended())"
+            await eventually(30) { Self.startTime(relay.pid) != relay.start },
+            "relay \(relay.pid) outlived the benchmark"
         )
-        let started = try #require(relay, "no relay; \(ended())")
-        bench.signal(SIGKILL)
-        #expect(bench.waitUntilExit() == .signalled(SIGKILL))
-        #expect(await eventually(30) { !Self.isAlive(started) }, "relay \(started) outlived the benchmark")
+    }
+
+    /// When `pid` started (field 22 of /proc/PID/stat, in clock ticks since boot), or `nil` once it
+    /// is gone or a zombie: with the pid, it names one process (a pid may be reused).
+    static func startTime(_ pid: pid_t) -> Substring? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        return fields.count > 19 && fields[0] != "Z" ? fields[19] : nil
     }
 
     /// The children of `parent` that run `imcodec-relay` (once `setpriv` has become the relay:
@@ -175,11 +203,6 @@ struct RelayBenchmarkTests {
         }.count
     }
 
-    /// Whether `pid` runs (it exists and is not a zombie waiting for its parent).
-    static func isAlive(_ pid: pid_t) -> Bool {
-        Self.stat(pid).map { $0.state != "Z" } ?? false
-    }
-
     /// The state letter and the parent of `pid` (/proc/PID/stat: after the command name in
     /// parentheses, which may hold spaces and parentheses itself).
     static func stat(_ pid: pid_t) -> (state: Character, parent: pid_t)? {
@@ -193,8 +216,8 @@ struct RelayBenchmarkTests {
     #endif
 
     @Test("bench-group refuses a group of one")
-    func groupOfOne() throws {
-        let result = try RelayExecutable.run(["bench-group", "--members", "1"])
+    func groupOfOne() async throws {
+        let result = try await RelayExecutable.run(["bench-group", "--members", "1"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--members must be at least 2"))
     }

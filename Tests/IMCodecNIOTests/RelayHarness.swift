@@ -448,9 +448,16 @@ enum RelayExecutable {
         return Bundle.allBundles.lazy.compactMap { relay(in: $0.bundleURL.deletingLastPathComponent()) }.first
     }()
 
-    static func run(_ arguments: [String]) throws -> Result {
+    /// Runs it to its end on a thread of its own: waiting on the tests' cooperative pool (two
+    /// threads on two cores) held every other test off it for as long as a benchmark ran, two
+    /// minutes under the full suite, and tests that watch a process from their task lost sight of it.
+    static func run(_ arguments: [String]) async throws -> Result {
         let executable = try #require(url, "the imcodec-relay executable was not built next to the tests")
-        let (termination, stdout, stderr) = try ChildProcess.run(executable.path, arguments)
+        let (termination, stdout, stderr) = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Swift.Result { try ChildProcess.run(executable.path, arguments) })
+            }
+        }
         return Result(
             status: termination.status,
             stdout: String(decoding: stdout, as: UTF8.self),

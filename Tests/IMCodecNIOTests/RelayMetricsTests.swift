@@ -286,8 +286,8 @@ struct RelayMetricsTests {
     }
 
     /// `serve --log-level` takes swift-log's levels only.
-    @Test func aBadLogLevelIsAUsageError() throws {
-        let result = try RelayExecutable.run(["serve", "--log-level", "loud", "--port", "0", "--store", "memory"])
+    @Test func aBadLogLevelIsAUsageError() async throws {
+        let result = try await RelayExecutable.run(["serve", "--log-level", "loud", "--port", "0", "--store", "memory"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--log-level"), "\(result.stderr)")
     }

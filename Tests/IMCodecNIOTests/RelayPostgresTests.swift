@@ -81,8 +81,8 @@ struct RelayPostgresTests {
         ("postgresql://alice:hunter2@:5432/db", "HOST is empty"),
         ("postgresql://127.0.0.1:5432/db", "USER@ is missing"),
     ])
-    func aMalformedURLIsAUsageError(_ url: String, _ reason: String) throws {
-        let result = try RelayExecutable.run(["serve", "--port", "0", "--store", url])
+    func aMalformedURLIsAUsageError(_ url: String, _ reason: String) async throws {
+        let result = try await RelayExecutable.run(["serve", "--port", "0", "--store", url])
         #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
         #expect(result.stderr.contains("--store: a PostgreSQL URL is postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"))
         #expect(result.stderr.contains(reason), "\(result.stderr)")
