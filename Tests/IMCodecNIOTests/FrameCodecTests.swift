@@ -297,8 +297,8 @@ struct FrameCodecTests {
         _ = try? channel.finish()
     }
 
-    /// Through NIOAsyncChannel on loopback: a server whose consumer does not read for 3 s, with a
-    /// 1 s `maxFrameWait`, gets all 40 frames a client wrote at once, without an error. Its reads of
+    /// Through NIOAsyncChannel on loopback: a server whose consumer does not read for 5 s, with a
+    /// 2 s `maxFrameWait`, gets all 40 frames a client wrote at once, without an error. Its reads of
     /// 1,050 bytes end inside frames, so a frame is incomplete when the channel stops reading at its
     /// high watermark. Before, the deadline took the consumer's delay for the peer's and ended the
     /// connection with `frameTimeout`.
@@ -315,7 +315,7 @@ struct FrameCodecTests {
             .childChannelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 1_050))
             .childChannelOption(.maxMessagesPerRead, value: 1)
             .bind(host: "127.0.0.1", port: 0) { channel in
-                IMCodecFrameChannel.framing(channel, maxFrameWait: .seconds(1))
+                IMCodecFrameChannel.framing(channel, maxFrameWait: .seconds(2))
             }
         let port = try #require(server.channel.localAddress?.port)
         let frames = (0..<40).map {
@@ -330,7 +330,14 @@ struct FrameCodecTests {
             var iterator = connections.makeAsyncIterator()
             let connection = try #require(await iterator.next())
             return try await connection.executeThenClose { inbound, _ in
-                try await Task.sleep(for: .seconds(3))
+                try await Task.sleep(for: .seconds(5))
+                // Once reading resumes, the rest comes in one read: no frame is left incomplete
+                // while reads go on, where a loop thread starved past the wait on a loaded machine
+                // would have made the peer late by chance.
+                try await connection.channel.setOption(
+                    .recvAllocator,
+                    value: FixedSizeRecvByteBufferAllocator(capacity: 64 << 10)
+                )
                 var count = 0
                 for try await _ in inbound {
                     count += 1
