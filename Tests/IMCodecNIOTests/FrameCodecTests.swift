@@ -337,7 +337,7 @@ struct FrameCodecTests {
                 try await connection.channel.setOption(
                     .recvAllocator,
                     value: FixedSizeRecvByteBufferAllocator(capacity: 64 << 10)
-                )
+                ).get()
                 var count = 0
                 for try await _ in inbound {
                     count += 1
