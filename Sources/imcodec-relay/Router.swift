@@ -49,6 +49,9 @@ final class Router {
     var devicePositions: [DeviceKey: UInt64] = [:]
     /// The newest events each device sent, so that a resend is not applied twice.
     var recentEvents: [DeviceKey: RecentEvents] = [:]
+    /// The devices whose ``recentEvents`` changed since the pending commit began: each one's window
+    /// is written once, as the commit is handed to the store (``remember(_:sentBy:)``).
+    var changedWindows: Set<DeviceKey> = []
     /// The newest messages each user sent that the relay does not keep, so that a resend is acknowledged
     /// as the first time and delivered once.
     var recentLiveMessages: [String: RecentLiveMessages] = [:]
@@ -247,6 +250,7 @@ final class Router {
             self.closeAll()
             self.onFatal(reason)
         }
+        store.willCommit = { [unowned self] batch in self.writeChangedWindows(into: &batch) }
     }
 
     /// Checks every `interval` that the store is still this relay's (``RelayStore/checkConnection()``,
@@ -731,9 +735,25 @@ final class Router {
     /// Remembers that `device` sent an event with these bytes (or this resend key,
     /// ``resendKeys(_:user:)``): in its window, and its window in the store with the next commit
     /// (one record per device, ``StateRecordKey/sentEvents(_:)``), so that a start finds it again.
+    ///
+    /// The record (2 KiB when the window is full) is made once per commit and device, as the commit
+    /// is handed to the store (``writeChangedWindows(into:)``), not once per event: a batch of
+    /// receipts remembers each receipt and its keys.
     func remember(_ bytes: some Sequence<UInt8>, sentBy device: DeviceKey) {
         recentEvents[device, default: RecentEvents()].insert(bytes)
-        store.batch.records[.sentEvents(device)] = SeqListBytes.bytes(recentEvents[device]!.digests)
+        // Holds the record's place (the batch is not empty, so the commit is scheduled) until
+        // ``writeChangedWindows(into:)`` writes it.
+        if changedWindows.insert(device).inserted { store.batch.records[.sentEvents(device)] = [] }
+    }
+
+    /// Writes the window of every device remembered since the last commit into `batch`, the commit
+    /// being handed to the store (``StoreQueue/willCommit``); a device forgotten since has none:
+    /// its record is deleted.
+    func writeChangedWindows(into batch: inout StoreBatch) {
+        for device in changedWindows {
+            batch.records[.sentEvents(device)] = recentEvents[device].map { SeqListBytes.bytes($0.digests) } ?? []
+        }
+        changedWindows = []
     }
 
     /// Whether `frame` is an event `session` already sent and the relay kept (a resend after a lost

@@ -139,9 +139,10 @@ struct RelayDeliveryRulesTests {
 
     /// A resend after a restart is found whatever became of the kept copy of the event: an edit
     /// whose stream entries retention deleted (streams of 5 entries, pushed out by bob's messages),
-    /// an edit of a message recalled since (its kept copy redacted), and a pin of the conversation,
-    /// which the relay keeps stamped with its own time. Each is answered with success and neither
-    /// applied nor kept again: alice's stream head does not move, bob gets no edit. Before, the
+    /// an edit of a message recalled since (its kept copy redacted), a pin of the conversation,
+    /// which the relay keeps stamped with its own time, and bob's batch of two read receipts. Each
+    /// is answered with success and neither applied nor kept again: alice's and bob's stream heads
+    /// do not move, bob gets no edit and alice no receipt. Before, the
     /// window a start rebuilt came from the kept copies alone: the first edit was applied again
     /// (its `edit_version` 2), the second refused with 3005, the pin kept twice.
     @Test(arguments: StoreBackend.allCases)
@@ -153,7 +154,8 @@ struct RelayDeliveryRulesTests {
         }
         try await withClientGroup { group in
             var resends: [Frame] = []
-            var head: UInt64 = 0
+            var read = Frame()
+            var (head, bobsHead): (UInt64, UInt64) = (0, 0)
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
                 let bob = try await TestClient.connect(to: server, as: "bob", group: group)
@@ -172,6 +174,22 @@ struct RelayDeliveryRulesTests {
                 for frame in resends {
                     #expect(try await alice.ask(frame)?.requestResult?.errorCode == 0)
                 }
+                // bob reads both in one batch: the relay remembers the batch and each receipt in
+                // it, and writes bob's window once, with the commit.
+                read = RelayProtocol.answer(
+                    .receipts(
+                        ReceiptBatch.with {
+                            $0.receipts = [kept, recalled].map { message in
+                                MessageReceipt.with {
+                                    $0.kind = .read; $0.timeMs = 1; $0.message = message.reference
+                                }
+                            }
+                        }
+                    ),
+                    requestID: 35
+                )
+                #expect(try await bob.ask(read)?.requestResult?.errorCode == 0)
+                #expect(await eventually { kinds(alice, .receipts) == 1 })
                 let recall = RelayProtocol.answer(
                     .recall(
                         RecallEvent.with {
@@ -189,6 +207,7 @@ struct RelayDeliveryRulesTests {
                     )
                 }
                 head = try #require(try await streamFrames(alice, 50)).headPosition
+                bobsHead = try #require(try await streamFrames(bob, 51)).headPosition
                 for client in [alice, bob] { await client.close() }
             }
             try await withRelay(configure) { server in
@@ -197,9 +216,11 @@ struct RelayDeliveryRulesTests {
                 for frame in resends {
                     #expect(try await alice.ask(frame)?.requestResult?.errorCode == 0, "\(frame.requestID)")
                 }
+                #expect(try await bob.ask(read)?.requestResult?.errorCode == 0)
                 #expect(try await streamFrames(alice, 60)?.headPosition == head, "a resend was kept again")
+                #expect(try await streamFrames(bob, 62)?.headPosition == bobsHead, "a receipt was kept again")
                 try await bob.roundTrip(61)
-                #expect(kinds(bob, .edit) == 0)
+                #expect(kinds(bob, .edit) == 0 && kinds(alice, .receipts) == 0)
                 for client in [alice, bob] { await client.close() }
             }
         }

@@ -58,6 +58,9 @@ final class StoreQueue {
     private(set) var failed = false
     /// Called once, on the loop, with the reason of the first failed commit or read.
     var onFailure: (String) -> Void = { _ in }
+    /// Called on the loop with the batch about to be committed, as it is handed to the store: it
+    /// adds what is made once per commit rather than once per change (the router's resend windows).
+    var willCommit: (inout StoreBatch) -> Void = { _ in }
     /// Records how long each commit took (the histogram `imcodec_relay_store_commit_duration_seconds`),
     /// on the loop as the commit completes.
     private let commitDuration: CoreMetrics.Timer
@@ -133,6 +136,7 @@ final class StoreQueue {
 
     private func start() {
         guard !running, !failed, !pending.isEmpty else { return }
+        willCommit(&pending.batch)
         let job = pending
         pending = Job()
         running = true
