@@ -62,6 +62,12 @@ public struct InboundFrame: Sendable, Hashable {
     /// Whether a message payload quotes a message (`Message.quote` or `Message.quote_snapshot` set;
     /// false for other frames), which a server checks against the message it names.
     public let quotes: Bool
+    /// The `sender_device_id` of each end-to-end encrypted element (`EncryptedElement`) of a message
+    /// payload, or of an edit's `new_message`, in order; empty for other frames. The schema makes it
+    /// the device that sealed the element, the sending one: a server checks it against the
+    /// connection's device as it checks ``senderDeviceID`` (receivers pick the session that opens
+    /// the element by it).
+    public let sealingDeviceIDs: [String]
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(
@@ -86,7 +92,8 @@ public struct InboundFrame: Sendable, Hashable {
         carriesPoll: Bool = false,
         isViewOnce: Bool = false,
         priority: Priority = .unspecified,
-        quotes: Bool = false
+        quotes: Bool = false,
+        sealingDeviceIDs: [String] = []
     ) {
         self.record = record
         self.prefixSize = prefixSize
@@ -110,6 +117,7 @@ public struct InboundFrame: Sendable, Hashable {
         self.isViewOnce = isViewOnce
         self.priority = priority
         self.quotes = quotes
+        self.sealingDeviceIDs = sealingDeviceIDs
     }
 
     /// The frame body without its length prefix (a slice of ``record``, no copy).
@@ -148,8 +156,15 @@ extension InboundFrame {
                 var priority = Priority.unspecified
                 var quotes = false
                 var senderDeviceID = ""
+                var sealingDeviceIDs: [String] = []
                 if case .edit(let edit)? = view.payload, let edited = edit.newMessage {
                     serverAssignedFields = edited.serverAssignedFields
+                    let elements = edited.elements
+                    for index in 0..<elements.count {
+                        if case .encrypted(let sealed)? = elements[index].content {
+                            sealingDeviceIDs.append(sealed.senderDeviceID.materialize())
+                        }
+                    }
                 }
                 if case .message(let message)? = view.payload {
                     storagePolicy = message.storagePolicy
@@ -161,9 +176,15 @@ extension InboundFrame {
                     if case .some = message.quote { quotes = true }
                     if case .some = message.quoteSnapshot { quotes = true }
                     let elements = message.elements
-                    for index in 0..<elements.count where elements[index].contentKind == .poll {
-                        carriesPoll = true
-                        break
+                    for index in 0..<elements.count {
+                        switch elements[index].contentKind {
+                        case .poll?: carriesPoll = true
+                        case .encrypted?:
+                            if case .encrypted(let sealed)? = elements[index].content {
+                                sealingDeviceIDs.append(sealed.senderDeviceID.materialize())
+                            }
+                        default: break
+                        }
                     }
                     let targets = message.targetReceivers
                     if targets.count > 0 {
@@ -198,7 +219,8 @@ extension InboundFrame {
                     carriesPoll: carriesPoll,
                     isViewOnce: isViewOnce,
                     priority: priority,
-                    quotes: quotes
+                    quotes: quotes,
+                    sealingDeviceIDs: sealingDeviceIDs
                 )
             }
         } catch let error as IMCodecError {

@@ -254,6 +254,16 @@ extension Router {
                 )
             )
         }
+        // An encrypted element is sealed by the sending device (message.proto): receivers pick the
+        // session that opens it by its sender_device_id, which no other device may claim either.
+        if let other = frame.sealingDeviceIDs.first(where: { !RelayProtocol.sameID($0, device) }) {
+            return .failure(
+                Refusal(
+                    RelayProtocol.AckError.senderMismatch,
+                    "an encrypted element's sender_device_id \"\(other)\" is not this connection's device \"\(device)\""
+                )
+            )
+        }
         guard frame.serverAssignedFields.isEmpty else {
             return .failure(
                 Refusal(
@@ -883,6 +893,18 @@ extension Router {
                     notice: "badRequest",
                     "the edit's new_message sets fields only the server sets, to values it did not give: "
                         + forged.joined(separator: ", ") + "; send it without them"
+                )
+                return nil
+            }
+            // The new content is sealed by the editing device, as a message's by its sender's.
+            if let other = frame.sealingDeviceIDs.first(where: { !RelayProtocol.sameID($0, session.deviceID) }) {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the edit's new_message has an encrypted element whose sender_device_id \"\(other)\" is not "
+                        + "this connection's device \"\(session.deviceID)\""
                 )
                 return nil
             }

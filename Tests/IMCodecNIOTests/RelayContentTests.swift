@@ -95,6 +95,93 @@ struct RelayContentTests {
         }
     }
 
+    /// An encrypted element names the device that sealed it, the sending one (message.proto):
+    /// receivers pick the session that opens it by that id. A device that names another (of its
+    /// user or not) is refused as a message with another sender_device_id is (1001), and an edit
+    /// whose new content names another device than the editing one with 3003; neither reaches
+    /// anyone. Another device of the user edits with content it sealed itself.
+    @Test func anEncryptedElementSealedByAnotherDeviceIsRefused() async throws {
+        func sealed(by device: String) -> MessageElement {
+            .with {
+                $0.content = .encrypted(
+                    .with {
+                        $0.algorithm = "AES-256-GCM"
+                        $0.senderDeviceID = device
+                        $0.keyID = Array("session-1".utf8)
+                        $0.ciphertext = Array(repeating: 7, count: 32)
+                    }
+                )
+            }
+        }
+        func edit(_ message: Message, sealedBy device: String, requestID: UInt64) -> Frame {
+            var edited = message
+            edited.elements = [sealed(by: device)]
+            return RelayProtocol.answer(
+                .edit(
+                    EditEvent.with {
+                        $0.message = message.reference
+                        $0.newMessage = edited
+                        $0.editorID = "alice"
+                    }
+                ),
+                requestID: requestID
+            )
+        }
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let phone = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "alice-phone")
+                let laptop = try await TestClient.connect(
+                    to: server,
+                    as: "alice",
+                    group: group,
+                    deviceID: "alice-laptop"
+                )
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "bob-phone")
+                for (index, device) in ["alice-laptop", "bob-phone", ""].enumerated() {
+                    let forged = Message(
+                        from: "alice",
+                        in: .oneToOne("bob"),
+                        elements: [sealed(by: device)],
+                        clientMsgID: "forged-\(index)"
+                    )
+                    try await phone.send(Frame(forged))
+                }
+                let good = Message(
+                    from: "alice",
+                    in: .oneToOne("bob"),
+                    elements: [sealed(by: "alice-phone")],
+                    clientMsgID: "good"
+                )
+                try await phone.send(Frame(good))
+                #expect(await eventually { phone.collector.acks.count == 4 && bob.collector.messages.count == 1 })
+                #expect(phone.collector.acks.map(\.errorCode) == [1001, 1001, 1001, 0])
+                #expect(phone.collector.acks.first?.errorDescription.contains("alice-laptop") == true)
+                let kept = try #require(bob.collector.messages.first)
+                #expect(kept.clientMsgID == "good")
+                // An edit: the editing device seals the new content.
+                try await phone.send(edit(kept, sealedBy: "alice-laptop", requestID: 21))
+                #expect(await eventually { phone.collector.result(of: 21) != nil })
+                #expect(phone.collector.result(of: 21)?.errorCode == RelayProtocol.RequestError.badRequest)
+                try await laptop.send(edit(kept, sealedBy: "alice-laptop", requestID: 22))
+                #expect(await eventually { laptop.collector.result(of: 22) != nil })
+                #expect(laptop.collector.result(of: 22)?.errorCode == 0)
+                #expect(await eventually { bob.collector.frames.contains { $0.payload?.kind == .edit } })
+                let edits = bob.collector.frames.compactMap { frame -> EditEvent? in
+                    if case .edit(let edit)? = frame.payload { edit } else { nil }
+                }
+                #expect(edits.count == 1)
+                guard case .encrypted(let content)? = edits.first?.newMessage?.elements.first?.content else {
+                    Issue.record("bob got no encrypted edit: \(edits)")
+                    return
+                }
+                #expect(content.senderDeviceID == "alice-laptop")
+                await phone.close()
+                await laptop.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// Opens an encrypted message as its receiver does: checks the associated data against the
     /// envelope, then AES-GCM.
     func open(_ message: Message, key: SymmetricKey) throws -> MessagePlaintext {

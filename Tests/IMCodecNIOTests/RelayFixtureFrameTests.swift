@@ -33,11 +33,18 @@ struct RelayFixtureFrameTests {
 
     /// `message` as `sender` would send it in `conversation`: the fields only a server sets cleared
     /// (else it is refused with 1007 before any other rule runs), and the fixture's sending device
-    /// with them (the relay refuses a device other than the connection's with 1001).
+    /// with them, in the message and in its encrypted elements, which the connection's device
+    /// (none) seals (the relay refuses a device other than the connection's with 1001).
     private static func sent(_ message: Message, by sender: String, in conversation: Conversation) -> Message {
         var message = message
         message.senderID = sender
         message.senderDeviceID = ""
+        for index in message.elements.indices {
+            if case .encrypted(var sealed)? = message.elements[index].content {
+                sealed.senderDeviceID = ""
+                message.elements[index].content = .encrypted(sealed)
+            }
+        }
         message.conversation = conversation
         message.serverMsgUID = ""
         message.seq = 0
