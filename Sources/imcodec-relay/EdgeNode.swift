@@ -77,6 +77,9 @@ final class EdgeNode: @unchecked Sendable {
     }
     /// Clients closed for what NIO read of them while held: nothing more of theirs is forwarded.
     private var refused: Set<UInt32> = []
+    /// Set once a shutdown asked the routing node to answer what was forwarded (``NodeLink/Kind/drain``):
+    /// nothing more is forwarded, and the promise completes with its answer.
+    private var draining: EventLoopPromise<Void>?
 
     init(configuration: RelayConfiguration, options: NodeLink.Options) {
         self.configuration = configuration
@@ -267,6 +270,11 @@ final class EdgeNode: @unchecked Sendable {
     fileprivate func linkLost(_ channel: any Channel) {
         guard channel === link else { return }
         link = nil
+        // A shutdown that waits for answers gets no more: it kicks the clients now.
+        if let draining {
+            draining.succeed()
+            return
+        }
         // A node that stops (``stop()``, ``shutdown(timeout:)``) closes the link itself and tells
         // its clients why: the close is no loss, nothing to announce or drop.
         guard !stopped else { return }
@@ -351,7 +359,9 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     fileprivate func forward(_ session: UInt32, _ frame: InboundFrame) {
-        guard linkReady, let link, let connection = clients[session] else { return }
+        // Once the node drains for its shutdown, what its clients send is not forwarded: they get
+        // no answer to it, and send it again where they log in next.
+        guard linkReady, draining == nil, let link, let connection = clients[session] else { return }
         guard !refused.contains(session) else { return }
         if held[session] == true {
             // Read after its reads were turned off and its read batch ended: only its end of
@@ -429,39 +439,74 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     /// Shuts the node down for good (SIGTERM or SIGINT, from any thread), as a routing relay does:
-    /// stops accepting, tells every client `kicked_offline` (server shutdown) and closes it, then
-    /// closes the link (the routing node has seen each client close by then). It acknowledged
-    /// nothing itself, so nothing is lost: the clients log in again elsewhere and resume. Waits at
-    /// most `timeout` for the clients' connections to close (a client that does not read is closed
-    /// after a second, ``ChannelConnection/close(code:reason:after:)``).
+    /// stops accepting and forwarding, waits for the routing node's answers to what it forwarded
+    /// (``NodeLink/Kind/drain``: every ack of a frame the routing node committed reaches its
+    /// client), tells every client `kicked_offline` (server shutdown) and closes it, then closes the
+    /// link (the routing node has seen each client close by then). It acknowledged nothing itself,
+    /// so nothing is lost: the clients log in again elsewhere and resume, and send again what was
+    /// not acknowledged. Waits at most `drainTimeout` for the answers (the routing node's commit
+    /// waits at most its PostgreSQL timeout, 10 s by default), and at most `timeout` for the
+    /// clients' connections to close (a client that does not read is closed after a second,
+    /// ``ChannelConnection/close(code:reason:after:)``).
     /// - Returns: `false` when the node had already stopped forwarding because it takes over (then
     ///   it does nothing: the relay that is starting to route has acknowledged nothing yet).
     @discardableResult
-    func shutdown(timeout: TimeAmount = .seconds(5)) -> Bool {
+    func shutdown(drainTimeout: TimeAmount = .seconds(10), timeout: TimeAmount = .seconds(5)) -> Bool {
         guard !claimEnd() else { return false }
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
-            self.stopped = true
             let listening = self.listeners.map { $0.close() }
-            var kicked = ByteBuffer()
-            kicked.writeFrame(
-                RelayProtocol.kickedFrame(.serverShutdown, "this relay node is shutting down; log in again to resume")
-            )
-            for connection in self.clients.values {
-                connection.close(code: "serverShutdown", reason: "the relay node is shutting down", after: kicked)
-            }
-            let closes = listening + (Array(self.clients.values) + self.dropped.values).map(\.closeFuture)
-            // Whichever comes first (a second completion of the promise does nothing).
-            let closed = self.loop.makePromise(of: Void.self)
-            EventLoopFuture.andAllComplete(closes, on: self.loop).cascade(to: closed)
-            let timer = self.loop.scheduleTask(in: timeout) { closed.succeed() }
-            return closed.futureResult.always { _ in
-                timer.cancel()
-                self.link?.close(promise: nil)
-            }
+            return self.drain(timeout: drainTimeout).flatMap { self.kickAll(timeout: timeout, listening: listening) }
         }
         try? done.wait()
         try? group.syncShutdownGracefully()
         return true
+    }
+
+    /// Forwards nothing more and asks the routing node to answer what was forwarded; succeeds once
+    /// it has (its answers are then written to the clients), when the link goes, or after `timeout`.
+    private func drain(timeout: TimeAmount) -> EventLoopFuture<Void> {
+        let drained = loop.makePromise(of: Void.self)
+        draining = drained
+        guard linkReady, let link else {
+            drained.succeed()
+            return drained.futureResult
+        }
+        options.announce("shutting down: waiting for the relay that routes to answer what this node forwarded")
+        flushLink()
+        NodeLink.write(.drain, session: 0, nil, to: link, flush: true)
+        // Whichever comes first (a second completion of the promise does nothing); a lost link
+        // completes it too (``linkLost(_:)``).
+        let timer = loop.scheduleTask(in: timeout) { drained.succeed() }
+        return drained.futureResult.always { _ in timer.cancel() }
+    }
+
+    /// The routing node answered everything forwarded before the drain.
+    fileprivate func drained(_ channel: any Channel) {
+        guard channel === link else { return }
+        flushClients()
+        draining?.succeed()
+    }
+
+    /// Tells every client `kicked_offline` (server shutdown) and closes it; succeeds once they and
+    /// the listeners closed, or after `timeout`, and closes the link.
+    private func kickAll(timeout: TimeAmount, listening: [EventLoopFuture<Void>]) -> EventLoopFuture<Void> {
+        stopped = true
+        var kicked = ByteBuffer()
+        kicked.writeFrame(
+            RelayProtocol.kickedFrame(.serverShutdown, "this relay node is shutting down; log in again to resume")
+        )
+        for connection in clients.values {
+            connection.close(code: "serverShutdown", reason: "the relay node is shutting down", after: kicked)
+        }
+        let closes = listening + (Array(clients.values) + dropped.values).map(\.closeFuture)
+        // Whichever comes first (a second completion of the promise does nothing).
+        let closed = loop.makePromise(of: Void.self)
+        EventLoopFuture.andAllComplete(closes, on: loop).cascade(to: closed)
+        let timer = loop.scheduleTask(in: timeout) { closed.succeed() }
+        return closed.futureResult.always { _ in
+            timer.cancel()
+            self.link?.close(promise: nil)
+        }
     }
 }
 
@@ -497,7 +542,9 @@ private final class EdgeLinkHandler: ChannelInboundHandler {
                 return
             }
             edge.close(message.session, code: code, reason: reason, last: last)
-        case .hello, .open, .closed:
+        case .drained:
+            edge.drained(context.channel)
+        case .hello, .open, .closed, .drain:
             context.close(promise: nil)
         }
     }

@@ -54,6 +54,12 @@ enum NodeLink {
         /// Routing → forwarding: close the client; `u16` code length, code, `u16` reason length,
         /// reason, then the last frame to write first (length prefix included), if any.
         case close = 6
+        /// Forwarding → routing, session 0: the node is shutting down and forwards nothing more;
+        /// answer with ``drained`` once everything it forwarded before is answered.
+        case drain = 7
+        /// Routing → forwarding, session 0: everything forwarded before the ``drain`` was answered
+        /// (every ack and answer of it is ahead of this on the link).
+        case drained = 8
     }
 
     struct Message {
@@ -377,7 +383,16 @@ final class NodeLinkHandler: ChannelInboundHandler {
             guard let session = sessions.removeValue(forKey: message.session) else { return }
             (session.connection as? LinkConnection)?.linkClosed()
             router.closed(session)
-        case .hello, .welcome, .close:
+        case .drain:
+            // Answered in order with the commits: after the acks and answers of every frame the
+            // node forwarded before (each is written to the link when its commit is done). A frame
+            // of a client still logging in waits for its token's check and may come after.
+            let channel = context.channel
+            router.store.afterCommit {
+                self.router.flush()
+                if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
+            }
+        case .hello, .welcome, .close, .drained:
             linkFailed(context, "an unexpected \(message.kind) message")
         }
     }

@@ -793,6 +793,70 @@ struct RelayPostgresTests {
         }
     }
 
+    /// A forwarding node stopped by SIGTERM while the routing node commits what it forwarded waits
+    /// for the answers before it kicks its clients. The routing node's commit of alice's messages
+    /// is held by a PostgreSQL `LOCK TABLE messages IN SHARE MODE` when the node gets its SIGTERM:
+    /// the node says it waits, and kicks no one; once the lock goes, every message the routing
+    /// node kept has its ack at alice, ahead of the kick, and every ack names a kept message.
+    /// Before, the node kicked alice at once and the acks of the held commit were lost (nothing
+    /// acknowledged was lost, but alice had to send again what she had no ack for).
+    @Test func aForwardingNodeStoppedBySIGTERMDeliversTheAcksOfWhatItForwarded() async throws {
+        let folder = try await TemporaryFolder("pg-node-drain", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
+        try await withClientGroup { group in
+            let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
+            let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group, deviceID: "phone")
+            let sent = 20
+            try await database.withConnection { connection in
+                try await connection.query("BEGIN", logger: Self.logger)
+                try await connection.query("LOCK TABLE messages IN SHARE MODE", logger: Self.logger)
+                for index in 0..<sent {
+                    let text = Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "m\(index)")
+                    try await alice.send(Frame(text))
+                }
+                // The routing node's commit, with alice's first message at least, waits for the lock.
+                var waiting: Int64 = 0
+                for _ in 0..<500 where waiting == 0 {
+                    try await Task.sleep(for: .milliseconds(20))
+                    waiting =
+                        try await connection.query(
+                            "SELECT count(*) FROM pg_locks WHERE NOT granted",
+                            logger: Self.logger
+                        )
+                        .collect().first?.decode(Int64.self) ?? 0
+                }
+                #expect(waiting > 0, "the routing node's commit never waited for the lock")
+                forwarding.signal(SIGTERM)
+                #expect(await eventually { forwarding.stdout.contains("relay node: shutting down: waiting") })
+                #expect(!alice.collector.kinds.contains(.kickedOffline), "kicked before the answers")
+                #expect(alice.collector.acks.isEmpty)
+                try await connection.query("ROLLBACK", logger: Self.logger)
+            }
+            #expect(await forwarding.waitForExit() && forwarding.exitStatus == 0, "\(forwarding.stderr)")
+            #expect(await eventually { !alice.channel.isActive })
+            let kinds = alice.collector.kinds
+            #expect(kinds.last == .kickedOffline, "the kick comes last: \(kinds.suffix(3))")
+            let acked = alice.collector.acks.filter { $0.errorCode == 0 }.map(\.clientMsgID)
+            #expect(acked.count == alice.collector.acks.count, "\(alice.collector.acks.map(\.errorCode))")
+            #expect(!acked.isEmpty)
+
+            // alice again, on the routing node: its next message's seq counts what was kept.
+            let aliceAgain = try await TestClient.connect(port: routing.port, as: "alice", group: group, deviceID: "a")
+            try await aliceAgain.send(Frame(Message.c2cText(from: "alice", to: "bob", "after", clientMsgID: "after")))
+            #expect(await eventually { aliceAgain.collector.acks.count == 1 })
+            let seq = try #require(aliceAgain.collector.acks.first?.seq)
+            #expect(await eventually { bob.collector.messages.count == Int(seq) })
+            let kept = bob.collector.messages.map(\.clientMsgID).filter { $0 != "after" }
+            print("node drain: \(sent) sent, \(kept.count) kept, \(acked.count) acknowledged before the kick")
+            #expect(Set(kept) == Set(acked), "kept without an ack: \(Set(kept).subtracting(acked).sorted())")
+            #expect(kept.count == acked.count)
+            for client in [alice, bob, aliceAgain] { await client.close() }
+        }
+    }
+
     /// A forwarding node with `--metrics-port` serves its own metrics (its connections, the frames
     /// its clients sent, what it closed for an error, whether its link is up), and once it takes
     /// over it serves the routing relay's metrics on the same port.
