@@ -22,7 +22,7 @@ import NIOSSL
 /// error, whether its link is up and how many clients it holds back; the routing node counts logins,
 /// acks and frames out for every node's clients, as it sees each as a session.
 ///
-/// Everything but ``follow(_:)``, ``stop()`` and ``shutdown(timeout:)`` runs on its one event loop.
+/// Everything but ``follow(_:)``, ``stop()`` and ``shutdown(drainTimeout:timeout:)`` runs on its one event loop.
 final class EdgeNode: @unchecked Sendable {
     private let configuration: RelayConfiguration
     private let options: NodeLink.Options
@@ -50,7 +50,7 @@ final class EdgeNode: @unchecked Sendable {
     private var connecting = false
     private var nextAttempt = NIODeadline.uptimeNanoseconds(0)
     private var stopped = false
-    /// Set by the first of ``stop()`` and ``shutdown(timeout:)`` (from any thread): the other then
+    /// Set by the first of ``stop()`` and ``shutdown(drainTimeout:timeout:)`` (from any thread): the other then
     /// does nothing, so neither submits to an event loop the other shut down.
     private let ending = NIOLockedValueBox(false)
     /// Whether a failed link to ``target`` was announced (once per target, until a link is up).
@@ -90,7 +90,7 @@ final class EdgeNode: @unchecked Sendable {
     /// Follows the routing node `node` (from any thread): starts listening the first time, and
     /// links to it when the link is down or the node changed.
     func follow(_ node: RouterNode?) {
-        // Under the lock that ``shutdown(timeout:)`` (and ``stop()``) claim before they shut the
+        // Under the lock that ``shutdown(drainTimeout:timeout:)`` (and ``stop()``) claim before they shut the
         // loop down: a SIGTERM's shutdown runs beside the lock's waiting thread, which may call
         // this once more after it.
         ending.withLockedValue { ended in
@@ -100,7 +100,9 @@ final class EdgeNode: @unchecked Sendable {
     }
 
     private func followOnLoop(_ node: RouterNode?) {
-        guard !stopped else { return }
+        // A node that shuts down follows no other routing node: it waits for the answers of the
+        // one it forwarded to, then kicks its clients.
+        guard !stopped, draining == nil else { return }
         if !started {
             started = true
             listen()
@@ -208,7 +210,7 @@ final class EdgeNode: @unchecked Sendable {
             self.connecting = false
             switch result {
             case .success(let channel):
-                guard !self.stopped, self.target == node else {
+                guard !self.stopped, self.draining == nil, self.target == node else {
                     channel.close(promise: nil)
                     return
                 }
@@ -275,7 +277,7 @@ final class EdgeNode: @unchecked Sendable {
             draining.succeed()
             return
         }
-        // A node that stops (``stop()``, ``shutdown(timeout:)``) closes the link itself and tells
+        // A node that stops (``stop()``, ``shutdown(drainTimeout:timeout:)``) closes the link itself and tells
         // its clients why: the close is no loss, nothing to announce or drop.
         guard !stopped else { return }
         let wasReady = linkReady
@@ -444,14 +446,17 @@ final class EdgeNode: @unchecked Sendable {
     /// client), tells every client `kicked_offline` (server shutdown) and closes it, then closes the
     /// link (the routing node has seen each client close by then). It acknowledged nothing itself,
     /// so nothing is lost: the clients log in again elsewhere and resume, and send again what was
-    /// not acknowledged. Waits at most `drainTimeout` for the answers (the routing node's commit
-    /// waits at most its PostgreSQL timeout, 10 s by default), and at most `timeout` for the
-    /// clients' connections to close (a client that does not read is closed after a second,
-    /// ``ChannelConnection/close(code:reason:after:)``).
+    /// not acknowledged. Waits at most `drainTimeout` for the answers, and at most `timeout` for
+    /// the clients' connections to close (a client that does not read is closed after a second,
+    /// ``ChannelConnection/close(code:reason:after:)``). The relay gives the drain twice its
+    /// store's timeout (`timeout` in the PostgreSQL URL, 10 s by default: each of the routing
+    /// node's round trips to the database waits at most that long, and the answers may wait for
+    /// the commit under way and the next); answers that come later are lost to their clients,
+    /// which send those frames again where they log in (nothing acknowledged is lost).
     /// - Returns: `false` when the node had already stopped forwarding because it takes over (then
     ///   it does nothing: the relay that is starting to route has acknowledged nothing yet).
     @discardableResult
-    func shutdown(drainTimeout: TimeAmount = .seconds(10), timeout: TimeAmount = .seconds(5)) -> Bool {
+    func shutdown(drainTimeout: TimeAmount = .seconds(20), timeout: TimeAmount = .seconds(5)) -> Bool {
         guard !claimEnd() else { return false }
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
             let listening = self.listeners.map { $0.close() }

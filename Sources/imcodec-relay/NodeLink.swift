@@ -58,7 +58,8 @@ enum NodeLink {
         /// answer with ``drained`` once everything it forwarded before is answered.
         case drain = 7
         /// Routing → forwarding, session 0: everything forwarded before the ``drain`` was answered
-        /// (every ack and answer of it is ahead of this on the link).
+        /// (every ack and answer of it is ahead of this on the link; ``NodeLinkHandler`` waits for
+        /// the store reads and the logins under way).
         case drained = 8
     }
 
@@ -384,16 +385,32 @@ final class NodeLinkHandler: ChannelInboundHandler {
             (session.connection as? LinkConnection)?.linkClosed()
             router.closed(session)
         case .drain:
-            // Answered in order with the commits: after the acks and answers of every frame the
-            // node forwarded before (each is written to the link when its commit is done). A frame
-            // of a client still logging in waits for its token's check and may come after.
-            let channel = context.channel
-            router.store.afterCommit {
+            answerDrain(on: context.channel)
+        case .hello, .welcome, .close, .drained:
+            linkFailed(context, "an unexpected \(message.kind) message")
+        }
+    }
+
+    /// Answers a ``NodeLink/Kind/drain`` with ``NodeLink/Kind/drained`` once everything the node
+    /// forwarded before it is answered: in order with the commits (each ack and answer is written
+    /// to the link when its commit is done), and once none of the link's clients waits for a
+    /// store read (its answer is queued when the read is done) or for its token's check (its held
+    /// frames are handled then); until then it looks again every few milliseconds (the node waits
+    /// a bounded time, then closes the link).
+    private func answerDrain(on channel: any Channel) {
+        router.store.afterCommit {
+            guard channel.isActive else { return }
+            let waiting = self.sessions.values.contains { $0.readsInFlight > 0 || $0.state == .authenticating }
+            guard !waiting else {
+                let handler = NIOLoopBound(self, eventLoop: channel.eventLoop)
+                _ = channel.eventLoop.scheduleTask(in: .milliseconds(5)) { handler.value.answerDrain(on: channel) }
+                return
+            }
+            // Once more behind the commits: an answer a read's step just queued comes first.
+            self.router.store.afterCommit {
                 self.router.flush()
                 if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
             }
-        case .hello, .welcome, .close, .drained:
-            linkFailed(context, "an unexpected \(message.kind) message")
         }
     }
 

@@ -84,7 +84,7 @@ extension RelayCommand {
 /// lock, and while a relay node forwards its clients to the node that routes. The relay has written
 /// nothing and acknowledged nothing, so the handler only wakes a thread of its own (one `write` to
 /// a pipe, async-signal-safe), which runs the stop it was given (a forwarding node's graceful
-/// shutdown: ``EdgeNode/shutdown(timeout:)``), prints its line and exits 0 (the server rolls back
+/// shutdown: ``EdgeNode/shutdown(drainTimeout:timeout:)``), prints its line and exits 0 (the server rolls back
 /// what the session had begun and releases the lock). ``restore()`` gives the signals back their
 /// default action before swift-service-lifecycle handles them, once the relay serves. (Not with a
 /// dispatch signal source: one cancelled before swift-service-lifecycle makes its own leaves SIGTERM
@@ -580,8 +580,16 @@ extension RelayCommand {
                     announce: { emit("relay node: \($0)") },
                     forwarding: { edge in forwarding.withLockedValue { $0 = edge } }
                 )
+                // Twice the store's timeout for the routing node's answers (EdgeNode.shutdown).
+                let drainTimeout: TimeAmount =
+                    if case .postgres(let url) = configuration.store {
+                        .seconds(Int64(2 * url.timeoutSeconds))
+                    } else {
+                        .seconds(Int64(2 * PostgresURL.defaultTimeoutSeconds))
+                    }
                 StandbySignals.install {
-                    guard let edge = forwarding.withLockedValue({ $0 }), edge.shutdown() else {
+                    guard let edge = forwarding.withLockedValue({ $0 }), edge.shutdown(drainTimeout: drainTimeout)
+                    else {
                         return emit(standbyStopped)
                     }
                     emit(

@@ -175,7 +175,7 @@ struct RelayDeliveryRulesTests {
                     #expect(try await alice.ask(frame)?.requestResult?.errorCode == 0)
                 }
                 // bob reads both in one batch: the relay remembers the batch and each receipt in
-                // it, and writes bob's window once, with the commit.
+                // it (its window is written with the commit that keeps them).
                 read = RelayProtocol.answer(
                     .receipts(
                         ReceiptBatch.with {

@@ -31,17 +31,20 @@ struct RelayFixtureFrameTests {
         }
     }
 
+    /// The device alice sends the frames from.
+    static let aliceDevice = "alice-phone"
+
     /// `message` as `sender` would send it in `conversation`: the fields only a server sets cleared
-    /// (else it is refused with 1007 before any other rule runs), and the fixture's sending device
-    /// with them, in the message and in its encrypted elements, which the connection's device
-    /// (none) seals (the relay refuses a device other than the connection's with 1001).
+    /// (else it is refused with 1007 before any other rule runs), the fixture's sending device
+    /// with them, and its encrypted elements sealed by alice's device (the relay refuses a device
+    /// other than the connection's with 1001).
     private static func sent(_ message: Message, by sender: String, in conversation: Conversation) -> Message {
         var message = message
         message.senderID = sender
         message.senderDeviceID = ""
         for index in message.elements.indices {
             if case .encrypted(var sealed)? = message.elements[index].content {
-                sealed.senderDeviceID = ""
+                sealed.senderDeviceID = aliceDevice
                 message.elements[index].content = .encrypted(sealed)
             }
         }
@@ -144,14 +147,14 @@ struct RelayFixtureFrameTests {
         group: any EventLoopGroup
     ) async throws -> Sent {
         var sent = Sent()
-        var alice = try await TestClient.connect(to: server, as: "alice", group: group)
+        var alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: aliceDevice)
         sent.connections.append(alice)
         let logouts = frames.filter { $0.frame.payload?.kind == .logout }.map { [$0] }
         let others = frames.filter { $0.frame.payload?.kind != .logout }
         let batches = stride(from: 0, to: others.count, by: 64).map { Array(others[$0..<min($0 + 64, others.count)]) }
         for batch in batches + logouts {
             if !alice.channel.isActive {
-                alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: aliceDevice)
                 sent.connections.append(alice)
             }
             for (name, frame) in batch {
@@ -170,7 +173,9 @@ struct RelayFixtureFrameTests {
             if alice.collector.answer(to: pingID) == nil { sent.closed.formUnion(names) }
         }
         if !alice.channel.isActive {
-            sent.connections.append(try await TestClient.connect(to: server, as: "alice", group: group))
+            sent.connections.append(
+                try await TestClient.connect(to: server, as: "alice", group: group, deviceID: aliceDevice)
+            )
         }
         return sent
     }

@@ -797,7 +797,8 @@ struct RelayPostgresTests {
     /// for the answers before it kicks its clients. The routing node's commit of alice's messages
     /// is held by a PostgreSQL `LOCK TABLE messages IN SHARE MODE` when the node gets its SIGTERM:
     /// the node says it waits, and kicks no one; once the lock goes, every message the routing
-    /// node kept has its ack at alice, ahead of the kick, and every ack names a kept message.
+    /// node kept has its ack at alice, ahead of the kick, and every ack names a kept message; a
+    /// sync alice sent after them (a store read, run after the commit) is answered before the kick.
     /// Before, the node kicked alice at once and the acks of the held commit were lost (nothing
     /// acknowledged was lost, but alice had to send again what she had no ack for).
     @Test func aForwardingNodeStoppedBySIGTERMDeliversTheAcksOfWhatItForwarded() async throws {
@@ -817,13 +818,18 @@ struct RelayPostgresTests {
                     let text = Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "m\(index)")
                     try await alice.send(Frame(text))
                 }
+                // And a read, which the store runs after the commit: its answer comes before the kick too.
+                try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
                 // The routing node's commit, with alice's first message at least, waits for the lock.
                 var waiting: Int64 = 0
                 for _ in 0..<500 where waiting == 0 {
                     try await Task.sleep(for: .milliseconds(20))
                     waiting =
                         try await connection.query(
-                            "SELECT count(*) FROM pg_locks WHERE NOT granted",
+                            """
+                            SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'messages'::regclass
+                                AND pid <> pg_backend_pid()
+                            """,
                             logger: Self.logger
                         )
                         .collect().first?.decode(Int64.self) ?? 0
@@ -839,6 +845,7 @@ struct RelayPostgresTests {
             #expect(await eventually { !alice.channel.isActive })
             let kinds = alice.collector.kinds
             #expect(kinds.last == .kickedOffline, "the kick comes last: \(kinds.suffix(3))")
+            #expect(alice.collector.answer(to: 900)?.payload?.kind == .syncResponse, "the read was answered")
             let acked = alice.collector.acks.filter { $0.errorCode == 0 }.map(\.clientMsgID)
             #expect(acked.count == alice.collector.acks.count, "\(alice.collector.acks.map(\.errorCode))")
             #expect(!acked.isEmpty)
