@@ -262,10 +262,19 @@ extension Router {
         }
     }
 
+    /// The records ``loadRecords(_:)`` leaves to ``Router``'s init: each device's resend window
+    /// (once the known devices are), and what the groups file named at the last start (with the
+    /// groups file).
+    struct LaterRecords {
+        var windows: [DeviceKey: [UInt64]] = [:]
+        var fileGroups: [String: Set<String>] = [:]
+    }
+
     /// Loads the state records: conversation views, blocklists, message extensions and changes,
-    /// disappearing timers.
-    func loadRecords(_ records: [StateRecordKey: [UInt8]]) {
+    /// disappearing timers; returns those loaded later (``LaterRecords``).
+    func loadRecords(_ records: [StateRecordKey: [UInt8]]) -> LaterRecords {
         var readers: [MessageKey: [(place: UInt64, user: String)]] = [:]
+        var later = LaterRecords()
         defer { loadReaders(readers) }
         for (key, bytes) in records {
             switch key {
@@ -302,8 +311,10 @@ extension Router {
                 loadViewOnce(bytes, in: conversation)
             case .deviceFloor(let device):
                 loadDeviceFloor(bytes, of: device)
-            case .sentEvents, .fileGroup:
-                break  // After the windows rebuilt from the stream, and with the groups file (Router.init).
+            case .sentEvents(let device):
+                later.windows[device] = SeqListBytes.seqs(bytes[...])
+            case .fileGroup(let group):
+                later.fileGroups[group] = StringListBytes.strings(bytes[...]).map(Set.init)
             case .quote(let quoted, let reply):
                 loadQuote(of: quoted, reply: reply)
             case .messageChange(let conversation, let seq):
@@ -316,6 +327,7 @@ extension Router {
                 disappearingTimers[conversation] = event.expireAfterS
             }
         }
+        return later
     }
 }
 #endif

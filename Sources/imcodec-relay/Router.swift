@@ -206,26 +206,26 @@ final class Router {
             guard let bundle = try? KeyBundle(serializedBytes: stored.bytes) else { continue }
             keyBundles[stored.device.user, default: [:]][stored.device.device, default: [:]][bundle.kind] = bundle
         }
-        loadRecords(state.records)
+        let later = loadRecords(state.records)
         loadKnownDevices()
         // Only of devices the relay keeps: a forgotten device's events are still in its user's
-        // stream, but it is a new device when it comes back (Router+Devices.swift).
-        for (device, frames) in state.recentEvents where knownDevices[device.user]?[device.device] != nil {
+        // stream, but it is a new device when it comes back (Router+Devices.swift). Each window as
+        // the relay committed it with the events (the client's bytes of what is kept rewritten,
+        // whatever retention or a redaction did to the kept frames since); rebuilt from the kept
+        // copies only for a device whose store holds no such record (written before it).
+        for (device, digests) in later.windows where knownDevices[device.user]?[device.device] != nil {
+            var recent = RecentEvents()
+            for digest in digests { recent.insert(digest: digest) }
+            recentEvents[device] = recent
+        }
+        for (device, frames) in state.recentEvents
+        where knownDevices[device.user]?[device.device] != nil && recentEvents[device] == nil {
             var recent = RecentEvents()
             for frame in frames {
                 recent.insert(frame)
                 for key in resendKeys(ofKept: frame, user: device.user) { recent.insert(key) }
             }
             recentEvents[device] = recent
-        }
-        // Then what the relay remembered them by (a store from before keeps no such record): the
-        // newest, with the client's bytes of what is kept rewritten, whatever retention or a
-        // redaction did to the kept frames since.
-        for (key, bytes) in state.records {
-            guard case .sentEvents(let device) = key, knownDevices[device.user]?[device.device] != nil else { continue }
-            for digest in SeqListBytes.seqs(bytes[...]) ?? [] {
-                recentEvents[device, default: RecentEvents()].insert(digest: digest)
-            }
         }
         members = state.members
         for (key, users) in members {
@@ -237,12 +237,7 @@ final class Router {
                 belongs[b, default: []].insert(key)
             }
         }
-        var fileGroups: [String: Set<String>] = [:]
-        for (key, bytes) in state.records {
-            guard case .fileGroup(let group) = key, let named = StringListBytes.strings(bytes[...]) else { continue }
-            fileGroups[group] = Set(named)
-        }
-        applyGroupsFile(namedBefore: fileGroups)
+        applyGroupsFile(namedBefore: later.fileGroups)
         findEmptyGroups()
         countDirectConversations()
         store.onFailure = { [unowned self] reason in

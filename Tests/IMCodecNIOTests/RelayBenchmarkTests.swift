@@ -173,11 +173,8 @@ struct RelayBenchmarkTests {
     /// When `pid` started (field 22 of /proc/PID/stat, in clock ticks since boot), or `nil` once it
     /// is gone or a zombie: with the pid, it names one process (a pid may be reused).
     static func startTime(_ pid: pid_t) -> Substring? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        return fields.count > 19 && fields[0] != "Z" ? fields[19] : nil
+        guard let stat = stat(pid), stat.state != "Z" else { return nil }
+        return stat.start
     }
 
     /// The children of `parent` that run `imcodec-relay` (once `setpriv` has become the relay:
@@ -203,15 +200,15 @@ struct RelayBenchmarkTests {
         }.count
     }
 
-    /// The state letter and the parent of `pid` (/proc/PID/stat: after the command name in
-    /// parentheses, which may hold spaces and parentheses itself).
-    static func stat(_ pid: pid_t) -> (state: Character, parent: pid_t)? {
+    /// The state letter, the parent and the start time (field 22) of `pid` (/proc/PID/stat: after
+    /// the command name in parentheses, which may hold spaces and parentheses itself).
+    static func stat(_ pid: pid_t) -> (state: Character, parent: pid_t, start: Substring)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 1, let state = fields[0].first, let parent = pid_t(fields[1]) else { return nil }
-        return (state, parent)
+        guard fields.count > 19, let state = fields[0].first, let parent = pid_t(fields[1]) else { return nil }
+        return (state, parent, fields[19])
     }
     #endif
 

@@ -114,18 +114,7 @@ struct RelayContentTests {
             }
         }
         func edit(_ message: Message, sealedBy device: String, requestID: UInt64) -> Frame {
-            var edited = message
-            edited.elements = [sealed(by: device)]
-            return RelayProtocol.answer(
-                .edit(
-                    EditEvent.with {
-                        $0.message = message.reference
-                        $0.newMessage = edited
-                        $0.editorID = "alice"
-                    }
-                ),
-                requestID: requestID
-            )
+            editFrame(message, by: "alice", to: [sealed(by: device)], requestID: requestID)
         }
         try await withClientGroup { group in
             try await withRelay { server in

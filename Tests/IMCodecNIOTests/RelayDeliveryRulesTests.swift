@@ -542,19 +542,7 @@ struct RelayDeliveryRulesTests {
         requestID: UInt64,
         _ change: (inout Message) -> Void = { _ in }
     ) -> Frame {
-        var edited = message
-        edited.elements = [.text("\(message.previewText) (edited)")]
-        change(&edited)
-        return RelayProtocol.answer(
-            .edit(
-                EditEvent.with {
-                    $0.message = message.reference
-                    $0.newMessage = edited
-                    $0.editorID = editor
-                }
-            ),
-            requestID: requestID
-        )
+        editFrame(message, by: editor, to: [.text("\(message.previewText) (edited)")], requestID: requestID, change)
     }
 
     private func react(_ message: Message, by user: String, _ emoji: String = "👍", requestID: UInt64) -> Frame {

@@ -214,39 +214,29 @@ struct RelayGroupAccessTests {
                     #expect(leaves(in: try await carol.streamPage(requestID: 1)) == ["bob"])
                     let dave = try await TestClient.connect(to: server, as: "dave", group: group, deviceID: "d\(start)")
                     #expect(leaves(in: try await dave.streamPage(requestID: 1)).isEmpty)
-                    let inClub = try await dave.ask(
-                        RelayProtocol.answer(
-                            .message(
-                                Message.groupText(from: "dave", group: "club", "still in", clientMsgID: "d-\(start)")
-                            ),
-                            requestID: 2
-                        )
+                    let inClub = try await dave.ack(
+                        of: Message.groupText(from: "dave", group: "club", "still in", clientMsgID: "d-\(start)"),
+                        requestID: 2
                     )
-                    #expect(inClub?.sendAck?.errorCode == 0)
+                    #expect(inClub?.errorCode == 0)
                     await dave.close()
                     guard start == 1 else {
                         for client in [bob, carol] { await client.close() }
                         return
                     }
-                    let sent = try await bob.ask(
-                        RelayProtocol.answer(
-                            .message(Message.groupText(from: "bob", group: "team", "still here?", clientMsgID: "b-1")),
-                            requestID: 2
-                        )
+                    let sent = try await bob.ack(
+                        of: Message.groupText(from: "bob", group: "team", "still here?", clientMsgID: "b-1"),
+                        requestID: 2
                     )
-                    #expect(sent?.sendAck?.errorCode == RelayProtocol.AckError.notAGroupMember)
+                    #expect(sent?.errorCode == RelayProtocol.AckError.notAGroupMember)
                     let join = try await bob.ask(RelayProtocol.membershipFrame(.join, group: "team", requestID: 3))
                     #expect(join?.requestResult?.errorCode == RelayProtocol.RequestError.notAMember)
                     let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a2")
-                    let after = try await alice.ask(
-                        RelayProtocol.answer(
-                            .message(
-                                Message.groupText(from: "alice", group: "team", "without bob", clientMsgID: "t-2")
-                            ),
-                            requestID: 4
-                        )
+                    let after = try await alice.ack(
+                        of: Message.groupText(from: "alice", group: "team", "without bob", clientMsgID: "t-2"),
+                        requestID: 4
                     )
-                    #expect(after?.sendAck?.errorCode == 0)
+                    #expect(after?.errorCode == 0)
                     #expect(await eventually { carol.collector.messages.map(\.previewText) == ["without bob"] })
                     #expect(try await bob.ask(RelayProtocol.answer(.ping(.with { $0.id = 1 }), requestID: 5)) != nil)
                     #expect(bob.collector.messages.isEmpty)

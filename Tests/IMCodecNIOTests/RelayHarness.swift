@@ -291,6 +291,11 @@ struct TestClient: Sendable {
         return collector.answer(to: frame.requestID)
     }
 
+    /// Sends `message` with request id `requestID` and returns its send ack, or `nil` when none came.
+    func ack(of message: Message, requestID: UInt64) async throws -> SendAck? {
+        try await ask(RelayProtocol.answer(.message(message), requestID: requestID))?.sendAck
+    }
+
     /// Asks for one page of this device's stream after `position` (a `stream_sync_request` with id
     /// `requestID`) and returns its frames decoded, or `nil` when no `stream_sync_response` answers.
     func streamPage(after position: UInt64 = 0, requestID: UInt64) async throws -> [Frame]? {
@@ -421,6 +426,24 @@ struct RawClient: Sendable {
 
 #if Tools
 import Foundation
+
+/// `editor`'s edit of `message` (as a device holds it): its new_message is the message with
+/// `elements`, then changed by `change` (a forgery, a quote...).
+func editFrame(
+    _ message: Message,
+    by editor: String,
+    to elements: [MessageElement],
+    requestID: UInt64,
+    _ change: (inout Message) -> Void = { _ in }
+) -> Frame {
+    var edited = message
+    edited.elements = elements
+    change(&edited)
+    let event = EditEvent.with {
+        $0.message = message.reference; $0.newMessage = edited; $0.editorID = editor
+    }
+    return RelayProtocol.answer(.edit(event), requestID: requestID)
+}
 
 /// Writes `text` to the file at `path` (a secret file, a groups file), replacing it.
 func writeFile(_ path: String, _ text: String) throws {

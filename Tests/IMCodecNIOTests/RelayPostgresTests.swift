@@ -828,6 +828,7 @@ struct RelayPostgresTests {
                         try await connection.query(
                             """
                             SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'messages'::regclass
+                                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                                 AND pid <> pg_backend_pid()
                             """,
                             logger: Self.logger

@@ -43,13 +43,7 @@ struct RelayQuoteTests {
         requestID: UInt64,
         _ change: (inout Message) -> Void = { _ in }
     ) -> Frame {
-        var edited = reply
-        edited.elements = [.text(text)]
-        change(&edited)
-        let event = EditEvent.with {
-            $0.message = reply.reference; $0.newMessage = edited; $0.editorID = "bob"
-        }
-        return RelayProtocol.answer(.edit(event), requestID: requestID)
+        editFrame(reply, by: "bob", to: [.text(text)], requestID: requestID, change)
     }
 
     /// The ack of the message `id` that `client` sent.
