@@ -50,9 +50,22 @@ final class EdgeNode: @unchecked Sendable {
     private var connecting = false
     private var nextAttempt = NIODeadline.uptimeNanoseconds(0)
     private var stopped = false
-    /// Set by the first of ``stop()`` and ``shutdown(drainTimeout:timeout:)`` (from any thread): the other then
-    /// does nothing, so neither submits to an event loop the other shut down.
-    private let ending = NIOLockedValueBox(false)
+    /// How the node ends, set from any thread by the first of a takeover (``claimTakeover()``,
+    /// then ``stop()``) and a shutdown (``shutdown(drainTimeout:timeout:)``): the other then does
+    /// nothing, so neither submits to an event loop the other shut down, and a node that shuts down
+    /// never routes.
+    private let ending = NIOLockedValueBox(End.forwarding)
+
+    private enum End {
+        /// Neither began.
+        case forwarding
+        /// The relay took the database's lock and routes (``claimTakeover()``); ``stop()`` stops forwarding.
+        case takingOver
+        /// ``stop()`` ran.
+        case stopped
+        /// A SIGTERM's shutdown began.
+        case shuttingDown
+    }
     /// Whether a failed link to ``target`` was announced (once per target, until a link is up).
     private var failureAnnounced = false
 
@@ -93,8 +106,8 @@ final class EdgeNode: @unchecked Sendable {
         // Under the lock that ``shutdown(drainTimeout:timeout:)`` (and ``stop()``) claim before they shut the
         // loop down: a SIGTERM's shutdown runs beside the lock's waiting thread, which may call
         // this once more after it.
-        ending.withLockedValue { ended in
-            guard !ended else { return }
+        ending.withLockedValue { end in
+            guard end == .forwarding else { return }
             loop.execute { self.followOnLoop(node) }
         }
     }
@@ -426,7 +439,12 @@ final class EdgeNode: @unchecked Sendable {
     /// and the link, and its event loop.
     /// - Returns: The ports it listened on (and served metrics on), for the relay to route on the same ones.
     func stop() -> Ports? {
-        guard !claimEnd() else { return ports.withLockedValue { $0 } }
+        let stops = ending.withLockedValue { end in
+            guard end == .forwarding || end == .takingOver else { return false }
+            end = .stopped
+            return true
+        }
+        guard stops else { return ports.withLockedValue { $0 } }
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
             self.stopped = true
             self.link?.close(promise: nil)
@@ -452,12 +470,18 @@ final class EdgeNode: @unchecked Sendable {
     /// store's timeout (`timeout` in the PostgreSQL URL, 10 s by default: each of the routing
     /// node's round trips to the database waits at most that long, and the answers may wait for
     /// the commit under way and the next); answers that come later are lost to their clients,
-    /// which send those frames again where they log in (nothing acknowledged is lost).
+    /// which send those frames again where they log in (nothing acknowledged is lost). From then on
+    /// the relay does not take the database's lock (``mayTakeOver``): another node routes.
     /// - Returns: `false` when the node had already stopped forwarding because it takes over (then
     ///   it does nothing: the relay that is starting to route has acknowledged nothing yet).
     @discardableResult
     func shutdown(drainTimeout: TimeAmount = .seconds(20), timeout: TimeAmount = .seconds(5)) -> Bool {
-        guard !claimEnd() else { return false }
+        let shutsDown = ending.withLockedValue { end in
+            guard end == .forwarding else { return false }
+            end = .shuttingDown
+            return true
+        }
+        guard shutsDown else { return false }
         let done = loop.flatSubmit { () -> EventLoopFuture<Void> in
             let listening = self.listeners.map { $0.close() }
             return self.drain(timeout: drainTimeout).flatMap { self.kickAll(timeout: timeout, listening: listening) }
@@ -516,11 +540,21 @@ final class EdgeNode: @unchecked Sendable {
 }
 
 extension EdgeNode {
-    /// Marks the node as ending; returns whether it already was.
-    fileprivate func claimEnd() -> Bool {
-        ending.withLockedValue { ended in
-            defer { ended = true }
-            return ended
+    /// Whether the relay may take the database's lock (from the lock's waiting thread): not once a
+    /// shutdown began, which ends the process.
+    var mayTakeOver: Bool { ending.withLockedValue { $0 != .shuttingDown } }
+
+    /// Claims the takeover once the relay took the lock (from the lock's waiting thread): `false`
+    /// when a shutdown began first, and then the relay must give the lock back and not route.
+    func claimTakeover() -> Bool {
+        ending.withLockedValue { end in
+            switch end {
+            case .forwarding, .takingOver:
+                end = .takingOver
+                return true
+            case .stopped, .shuttingDown:
+                return false
+            }
         }
     }
 }

@@ -172,7 +172,12 @@ enum StoreLocation: Sendable, CustomStringConvertible {
                     }
                     if first { standby.waiting(line) }
                 },
-                took: { state.withLockedValue { $0.took = true } },
+                took: {
+                    guard standby.took() else { return false }
+                    state.withLockedValue { $0.took = true }
+                    return true
+                },
+                mayTake: standby.mayTake,
                 router: standby.router
             )
             while true {
@@ -320,6 +325,9 @@ final class RelayServer: Sendable {
         if let node = configuration.node, var waiting = standby {
             let forwarding = EdgeNode(configuration: configuration, options: node)
             waiting.router = { forwarding.follow($0) }
+            // A node that shuts down (SIGTERM) never takes over: it drains, and another node routes.
+            waiting.took = { forwarding.claimTakeover() }
+            waiting.mayTake = { forwarding.mayTakeOver }
             standby = waiting
             edge = forwarding
             node.forwarding(forwarding)

@@ -865,6 +865,65 @@ struct RelayPostgresTests {
         }
     }
 
+    /// A forwarding node that drains after a SIGTERM does not take over when the database's lock
+    /// comes free: it shuts down, and another node routes. The routing node is stopped (SIGSTOP), so
+    /// its link stays open and the drain waits for an answer that does not come; then the test
+    /// ends the routing node's database session, which frees the lock. Before, the draining node's
+    /// lock thread took the lock within its 100 ms poll and began to route (load the store, listen),
+    /// until its shutdown ended the process: a routing node that crashed as it started.
+    @Test func aDrainingForwardingNodeDoesNotTakeTheLockOfADeadRoutingNode() async throws {
+        let folder = try await TemporaryFolder("pg-node-drain-lock", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        let (routing, forwarding) = try await RelayChild.startTwoNodes(folder: folder)
+        defer { for node in [routing, forwarding] { node.forceKill() } }
+        try await withClientGroup { group in
+            let alice = try await TestClient.connect(port: forwarding.port, as: "alice", group: group, deviceID: "a")
+            try await alice.send(Frame(Message.c2cText(from: "alice", to: "bob", "before", clientMsgID: "a-1")))
+            #expect(await eventually { alice.collector.acks.count == 1 })
+
+            routing.signal(SIGSTOP)
+            forwarding.signal(SIGTERM)
+            #expect(await eventually { forwarding.stdout.contains("relay node: shutting down: waiting") })
+            let lockHolders: PostgresQuery = """
+                SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """
+            try await database.withConnection { connection in
+                let holders = try await connection.query(lockHolders, logger: Self.logger).collect()
+                    .map { try $0.decode(Int32.self) }
+                #expect(holders.count == 1, "the routing node holds the lock: \(holders)")
+                for pid in holders {
+                    _ = try await connection.query("SELECT pg_terminate_backend(\(pid))", logger: Self.logger).collect()
+                }
+                // Ten times the lock thread's poll: the draining node would have taken it by then.
+                try await Task.sleep(for: .seconds(1))
+                let after = try await connection.query(lockHolders, logger: Self.logger).collect()
+                #expect(after.isEmpty, "a session took the lock: \(forwarding.stdout)")
+            }
+            #expect(forwarding.process.isRunning, "still draining")
+            #expect(forwarding.listeningPort == nil, "the draining node routes: \(forwarding.stdout)")
+
+            // The routing node's end closes the link: the drain ends, and the node kicks and exits.
+            routing.signal(SIGKILL)
+            #expect(await forwarding.waitForExit() && forwarding.exitStatus == 0, "\(forwarding.stderr)")
+            #expect(forwarding.stdout.contains("relay node stopped: every client was told kicked_offline"))
+            #expect(forwarding.listeningPort == nil, "\(forwarding.stdout)")
+            #expect(await eventually { !alice.channel.isActive })
+
+            // The lock is free for the next relay, which keeps what was acknowledged.
+            let next = try await RelayChild.startNode(folder: folder)
+            defer { next.forceKill() }
+            #expect(next.listeningPort != nil, "\(next.stdout)")
+            let aliceAgain = try await TestClient.connect(port: next.port, as: "alice", group: group, deviceID: "a")
+            try await aliceAgain.send(Frame(Message.c2cText(from: "alice", to: "bob", "after", clientMsgID: "a-2")))
+            #expect(await eventually { aliceAgain.collector.acks.count == 1 })
+            #expect(aliceAgain.collector.acks.map(\.errorCode) == [0] && aliceAgain.collector.acks.first?.seq == 2)
+            await alice.close()
+            await aliceAgain.close()
+        }
+    }
+
     /// A forwarding node with `--metrics-port` serves its own metrics (its connections, the frames
     /// its clients sent, what it closed for an error, whether its link is up), and once it takes
     /// over it serves the routing relay's metrics on the same port.

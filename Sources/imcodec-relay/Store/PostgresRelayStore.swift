@@ -206,8 +206,13 @@ final class PostgresRelayStore: RelayStore {
     struct Standby: Sendable {
         /// Called once, when the relay finds the lock held, with a line for people.
         var waiting: @Sendable (String) -> Void
-        /// Called when the relay took the lock.
-        var took: @Sendable () -> Void = {}
+        /// Called when the relay took the lock: whether it goes on to route. `false` (a forwarding
+        /// node whose shutdown began first) gives the lock back at once.
+        var took: @Sendable () -> Bool = { true }
+        /// Called before each try of the lock: `false` while the relay shuts down (a forwarding
+        /// node draining its clients after a SIGTERM), which then tries no more and waits for its
+        /// shutdown to end the process, so that another node takes over.
+        var mayTake: @Sendable () -> Bool = { true }
         /// Called at every try while the relay waits, with where the relay that holds the lock
         /// takes links from the other nodes (`nil` until it published it): a forwarding node
         /// (``EdgeNode``) follows it.
@@ -330,10 +335,16 @@ final class PostgresRelayStore: RelayStore {
         var announced = false
         let (classID, objectID) = Self.lockKey
         while true {
+            if case .standby(let standby) = wait, !standby.mayTake() {
+                usleep(Self.lockPoll)
+                continue
+            }
             let rows = try run("SELECT pg_try_advisory_lock(\(classID), \(objectID))").rows
             if try rows.first?.decode(Bool.self) == true {
-                if case .standby(let standby) = wait { standby.took() }
-                return
+                guard case .standby(let standby) = wait, !standby.took() else { return }
+                // A shutdown began as the lock was taken: not this relay's to route.
+                try run("SELECT pg_advisory_unlock(\(classID), \(objectID))")
+                continue
             }
             switch wait {
             case .refuse(let after):
