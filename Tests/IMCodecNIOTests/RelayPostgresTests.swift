@@ -821,21 +821,7 @@ struct RelayPostgresTests {
                 // And a read, which the store runs after the commit: its answer comes before the kick too.
                 try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
                 // The routing node's commit, with alice's first message at least, waits for the lock.
-                var waiting: Int64 = 0
-                for _ in 0..<500 where waiting == 0 {
-                    try await Task.sleep(for: .milliseconds(20))
-                    waiting =
-                        try await connection.query(
-                            """
-                            SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'messages'::regclass
-                                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                                AND pid <> pg_backend_pid()
-                            """,
-                            logger: Self.logger
-                        )
-                        .collect().first?.decode(Int64.self) ?? 0
-                }
-                #expect(waiting > 0, "the routing node's commit never waited for the lock")
+                #expect(try await Self.waitForACommit(on: connection), "the routing node's commit never waited")
                 forwarding.signal(SIGTERM)
                 #expect(await eventually { forwarding.stdout.contains("relay node: shutting down: waiting") })
                 #expect(!alice.collector.kinds.contains(.kickedOffline), "kicked before the answers")
@@ -862,6 +848,89 @@ struct RelayPostgresTests {
             #expect(Set(kept) == Set(acked), "kept without an ack: \(Set(kept).subtracting(acked).sorted())")
             #expect(kept.count == acked.count)
             for client in [alice, bob, aliceAgain] { await client.close() }
+        }
+    }
+
+    /// Waits (at most 10 s) until another session of `connection`'s database waits for a lock on
+    /// the `messages` table, which `connection` holds (`LOCK TABLE messages IN SHARE MODE`): a
+    /// relay's commit of a message. Returns whether one did.
+    private static func waitForACommit(on connection: PostgresConnection) async throws -> Bool {
+        for _ in 0..<500 {
+            try await Task.sleep(for: .milliseconds(20))
+            let waiting =
+                try await connection.query(
+                    """
+                    SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'messages'::regclass
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                        AND pid <> pg_backend_pid()
+                    """,
+                    logger: Self.logger
+                )
+                .collect().first?.decode(Int64.self) ?? 0
+            if waiting > 0 { return true }
+        }
+        return false
+    }
+
+    /// SIGTERM to the relay that routes while its commit waits (a PostgreSQL `LOCK TABLE messages
+    /// IN SHARE MODE`): it stops listening at once, and kicks no one while the commit waits; once the
+    /// lock goes, every message it accepted has its ack at alice, a sync alice sent after them (a
+    /// store read) is answered, and the kick comes last; it exits 0, and a relay started on the
+    /// database keeps exactly what was acknowledged.
+    @Test func aRelayStoppedBySIGTERMAnswersWhatItAcceptedBeforeTheKick() async throws {
+        let folder = try await TemporaryFolder("pg-stop-answers", store: .postgresql)
+        defer { folder.remove() }
+        let database = try #require(folder.database)
+        let relay = try await RelayChild.start(folder: folder)
+        defer { relay.forceKill() }
+        try await withClientGroup { group in
+            let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "a")
+            let sent = 20
+            try await database.withConnection { connection in
+                try await connection.query("BEGIN", logger: Self.logger)
+                try await connection.query("LOCK TABLE messages IN SHARE MODE", logger: Self.logger)
+                for index in 0..<sent {
+                    let text = Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "m\(index)")
+                    try await alice.send(Frame(text))
+                }
+                try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
+                #expect(try await Self.waitForACommit(on: connection), "the relay's commit never waited")
+                relay.signal(SIGTERM)
+                // Its shutdown began once it refuses connections.
+                var refused = false
+                for _ in 0..<500 where !refused {
+                    do {
+                        let probe = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: relay.port)
+                            .get()
+                        try await probe.close()
+                        try await Task.sleep(for: .milliseconds(20))
+                    } catch {
+                        refused = true
+                    }
+                }
+                #expect(refused, "the relay still listens")
+                #expect(!alice.collector.kinds.contains(.kickedOffline), "kicked before the answers")
+                #expect(alice.collector.acks.isEmpty)
+                try await connection.query("ROLLBACK", logger: Self.logger)
+            }
+            #expect(await relay.waitForExit() && relay.exitStatus == 0, "\(relay.stderr)")
+            #expect(await eventually { !alice.channel.isActive })
+            let kinds = alice.collector.kinds
+            #expect(kinds.last == .kickedOffline, "the kick comes last: \(kinds.suffix(3))")
+            #expect(alice.collector.answer(to: 900)?.payload?.kind == .syncResponse, "the read was answered")
+            let acks = alice.collector.acks
+            #expect(acks.count == sent && acks.allSatisfy { $0.errorCode == 0 }, "\(acks.map(\.errorCode))")
+
+            let again = try await RelayChild.start(folder: folder)
+            defer { again.forceKill() }
+            let aliceAgain = try await TestClient.connect(port: again.port, as: "alice", group: group, deviceID: "a")
+            try await aliceAgain.send(Frame(Message.c2cText(from: "alice", to: "bob", "after", clientMsgID: "after")))
+            #expect(await eventually { aliceAgain.collector.acks.count == 1 })
+            #expect(
+                aliceAgain.collector.acks.first?.seq == UInt64(acks.count + 1),
+                "kept exactly what was acknowledged"
+            )
+            for client in [alice, aliceAgain] { await client.close() }
         }
     }
 
