@@ -249,7 +249,10 @@ extension Router {
         // members walked, not each made a horizon and sorted.
         var first = SmallestElements<Horizon>(capacity: Self.maxReadHorizons)
         for member in users(of: key) where member != user {
-            guard let seq = userConversations[member]?[key]?.info.readSeq, seq > 0 else { continue }
+            let seq =
+                key.isShared
+                ? userConversations[member]?[key]?.info.readSeq ?? 0 : shownReadSeq(of: member, in: key, to: user)
+            guard seq > 0 else { continue }
             first.insert(Horizon(readSeq: seq, userID: member))
         }
         return first.sorted.map { horizon in

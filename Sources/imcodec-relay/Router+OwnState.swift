@@ -39,6 +39,25 @@ extension Router {
         blocked[peer]?.contains(user) ?? false
     }
 
+    /// Whether kept message `seq` of one-to-one conversation `key` never reached `peer`: one its
+    /// sender sent while `peer` blocked it (`--blocked-senders silent` keeps it for the sender alone).
+    func wasHeldBack(_ seq: UInt64, in key: ConversationKey, from peer: String) -> Bool {
+        guard let audience = conversations[key]?.audiences[seq] else { return false }
+        return !audience.contains(peer)
+    }
+
+    /// `peer`'s read horizon in one-to-one conversation `key` as `user` (the other member) is shown
+    /// it: while `peer` blocks `user`, below the first of `user`'s messages it held back, so that
+    /// the read marks show no message `peer` never got as read (a `mark_read` moves a horizon up to
+    /// the newest seq, over the held-back messages' seqs) and tell `user` nothing the block hides.
+    func shownReadSeq(of peer: String, in key: ConversationKey, to user: String) -> UInt64 {
+        let readSeq = userConversations[peer]?[key]?.info.readSeq ?? 0
+        guard readSeq > 0, hasBlocked(peer, user), let audiences = conversations[key]?.audiences else { return readSeq }
+        var shown = readSeq
+        for (seq, audience) in audiences where seq <= shown && !audience.contains(peer) { shown = seq - 1 }
+        return shown
+    }
+
     /// Applies a conversation update, a receive option change or a blocklist change: checked with
     /// `validate()`, stamped with the user and the server's time, kept in the user's own stream,
     /// answered once committed and sent to the user's other devices.

@@ -357,8 +357,10 @@ extension Router {
             case .direct(let a, let b):
                 let peer = a == user ? b : a
                 receipt.userID = peer
+                // A message the peer never got (held back by its block) is not read, whatever its horizon.
                 receipt.isPeerRead =
-                    readers?.contains(peer) == true || (userConversations[peer]?[key]?.info.readSeq ?? 0) >= seq
+                    !wasHeldBack(seq, in: key, from: peer)
+                    && (readers?.contains(peer) == true || shownReadSeq(of: peer, in: key, to: user) >= seq)
             case .shared(_, let target, _):
                 receipt.groupID = target
                 if let counts = readers?.counts {

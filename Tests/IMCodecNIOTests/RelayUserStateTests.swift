@@ -613,6 +613,74 @@ struct RelayUserStateTests {
         }
     }
 
+    /// A message held back by a block (`--blocked-senders silent`: its sender sees it sent) is never
+    /// shown read: bob blocks alice, alice's next message is kept for her alone, and bob's mark-read
+    /// past it (his own later message is the newest) moves his horizon over its seq. Before, alice's
+    /// read receipt pull said bob read it and her list showed his horizon past it: read marks on a
+    /// message bob never got. While the block holds, alice sees bob's horizon below it (his reads of
+    /// what she sent before still show); once bob unblocks her, his horizon again, and the held-back
+    /// message is still not read.
+    @Test func aMessageHeldBackByABlockIsNeverShownRead() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                func send(
+                    _ client: TestClient,
+                    _ user: String,
+                    _ text: String,
+                    to peer: String,
+                    id: String
+                ) async throws {
+                    let before = client.collector.acks.count
+                    try await client.send(
+                        Frame(Message(from: user, in: .oneToOne(peer), elements: [.text(text)], clientMsgID: id))
+                    )
+                    #expect(await eventually { client.collector.acks.count == before + 1 })
+                }
+                func change(_ action: BlockAction, id: UInt64) async throws {
+                    let change = BlocklistChange.with {
+                        $0.action = action; $0.userIDs = ["alice"]
+                    }
+                    #expect(
+                        try await Self.ask(bob, .blocklistChange(change), id: id).flatMap(\.requestResult)?.errorCode
+                            == 0
+                    )
+                }
+                func horizon(id: UInt64) async throws -> [UInt64] {
+                    let entry = Self.entry(try await Self.list(alice, id: id), .oneToOne("bob"))
+                    return entry?.readHorizons.map(\.readSeq) ?? []
+                }
+                let refs = (1...2).map { seq in
+                    MessageRef.with {
+                        $0.conversation = .oneToOne("bob"); $0.seq = UInt64(seq)
+                    }
+                }
+                try await send(alice, "alice", "before", to: "bob", id: "m1")  // seq 1
+                try await change(.block, id: 1)
+                try await send(alice, "alice", "held back", to: "bob", id: "m2")  // seq 2, kept for alice alone
+                #expect(alice.collector.acks.last?.errorCode == 0 && alice.collector.acks.last?.seq == 2)
+                try await send(bob, "bob", "later", to: "alice", id: "m3")  // seq 3
+                let read = MarkReadEvent.with {
+                    $0.conversation = .oneToOne("alice"); $0.userID = "bob"; $0.readTimeMs = RelayProtocol.nowMs()
+                }
+                #expect(try await Self.ask(bob, .markRead(read), id: 2).flatMap(\.requestResult)?.errorCode == 0)
+                #expect(bob.collector.messages.map(\.clientMsgID) == ["m1"], "bob never got m2")
+
+                let pulled = try await RelayReceiptTests.pull(alice, refs, id: 3)
+                #expect(pulled == ["1: bob@  0/0 peer read", "2: bob@  0/0"], "\(pulled)")
+                #expect(try await horizon(id: 4) == [1], "below the held-back message while the block holds")
+
+                try await change(.unblock, id: 5)
+                #expect(try await horizon(id: 6) == [3], "bob's own horizon once he unblocks alice")
+                let again = try await RelayReceiptTests.pull(alice, refs, id: 7)
+                #expect(again == ["1: bob@  0/0 peer read", "2: bob@  0/0"], "\(again)")
+                await alice.close()
+                await bob.close()
+            }
+        }
+    }
+
     /// A blocklist holds at most 1,000 users, and its `blocklist_response` fits one frame: a block
     /// past either is refused with 3012 and changes nothing; blocking users already blocked, or
     /// after an unblock, still works. Before, a blocklist grew by up to 100 users a change without
