@@ -15,10 +15,11 @@ import NIOCore
 /// Time the server does not read is not the peer's: the frame is not late while the channel's
 /// `autoRead` is off (the server stopped reading, for instance to hold clients back while what it
 /// forwards them to is full; a ``ReadsResumed`` event then gives it its whole wait again, see
-/// there), nor while the application holds back the next `read()` after a batch of reads, as
-/// `NIOAsyncChannel` does while its consumer is behind (the handler sees the `read()` go by: a
-/// deadline that passes while none has since the last batch starts again, and the first `read()`
-/// after gives the frame its whole wait again).
+/// there), nor when the application held back the next `read()` after a batch of reads, as
+/// `NIOAsyncChannel` does while its consumer is behind: a deadline that passes while no `read()`
+/// went by since the last batch issues one `read()` (the rest may wait in the socket) and gives the
+/// frame its whole wait again; the frame is late after a whole wait with a `read()` pending. So
+/// the application's hold lets in at most one more batch of reads per wait.
 public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
@@ -69,13 +70,9 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
         context.fireChannelReadComplete()
     }
 
-    /// Notes the `read()` going by; one the application held back gives a frame still incomplete
-    /// its whole wait again.
+    /// Notes the `read()` going by.
     public func read(context: ChannelHandlerContext) {
-        if reads.readGoesBy(), !lostTrack, isInsideFrame {
-            disarm()
-            arm(context: context)
-        }
+        reads.readGoesBy()
         context.read()
     }
 
@@ -113,8 +110,14 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
             handler.deadline = nil
             guard handler.isInsideFrame else { return }
             let context = loopBoundContext.value
-            if context.channel.readsArePaused || handler.reads.deadlinePassed() {
+            if context.channel.readsArePaused {
                 // The rest may be waiting in the socket for reads to start again.
+                handler.arm(context: context)
+                return
+            }
+            if handler.reads.takeHeldRead() {
+                // Held back since the last batch: the rest may be waiting in the socket (HeldReads).
+                context.read()
                 handler.arm(context: context)
                 return
             }

@@ -14,28 +14,28 @@ public struct ReadsResumed: Sendable {
 /// Whether the application holds back the channel's next `read()`, as a deadline handler sees the
 /// reads go by: a channel with `autoRead` on issues the next `read()` right after each batch's
 /// `channelReadComplete`, in the same event-loop tick, unless a handler behind holds it back
-/// (`NIOAsyncChannel` does while its consumer is behind). So a deadline that passes while no
-/// `read()` went by since the last batch passed while the server did not read.
+/// (`NIOAsyncChannel` does while its consumer is behind). So when a deadline passes while no
+/// `read()` went by since the last batch, the rest of the frame may be waiting in the socket: the
+/// handler then issues one `read()` itself (``takeHeldRead()``) and gives the frame its whole wait
+/// again, rather than wait for the application's. A frame is late only after a whole wait with a
+/// `read()` pending: the peer sent nothing. (Trusting the application's `read()` instead let a
+/// `channelReadComplete` that no `read()` follows, as an HTTP upgrade that completes asynchronously
+/// fires for the bytes it held, make every deadline look held: a stalled peer was never late.)
+/// The application's hold thus lets in one more batch of reads per wait, at most.
 struct HeldReads {
     /// A batch of reads ended and no `read()` went by since.
     private var awaitingRead = false
-    /// A deadline passed while so.
-    private var passedWhileHeld = false
 
     /// At `channelReadComplete`.
     mutating func batchEnded() { awaitingRead = true }
 
-    /// At a `read()`; returns whether a deadline passed while it was held back (the wait then
-    /// starts again: the rest may have waited in the socket).
-    mutating func readGoesBy() -> Bool {
-        awaitingRead = false
-        defer { passedWhileHeld = false }
-        return passedWhileHeld
-    }
+    /// At a `read()`.
+    mutating func readGoesBy() { awaitingRead = false }
 
-    /// When a deadline passes; returns whether reads were held back (not the peer's delay).
-    mutating func deadlinePassed() -> Bool {
-        if awaitingRead { passedWhileHeld = true }
+    /// When a deadline passes: whether reads were held back since the last batch (not the peer's
+    /// delay). Then the handler issues the `read()` itself, noted here as gone by.
+    mutating func takeHeldRead() -> Bool {
+        defer { awaitingRead = false }
         return awaitingRead
     }
 }

@@ -14,8 +14,9 @@ import NIOCore
 /// completes a message; control frames (pings between fragments) do not stop it. A peer idle between
 /// messages is not affected. Like ``FrameDeadlineHandler`` it only raises the error; an error
 /// handler (``WebSocketFrameHandler`` and the application behind it) answers and closes. Time the
-/// server does not read (`autoRead` off, or a `read()` held back after a batch of reads) is not the
-/// peer's, as for ``FrameDeadlineHandler``.
+/// server does not read (`autoRead` off, or a `read()` held back after a batch of reads, for which
+/// the handler issues one `read()` itself when the wait passes) is not the peer's, as for
+/// ``FrameDeadlineHandler``.
 public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
@@ -64,14 +65,9 @@ public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChan
         context.fireChannelReadComplete()
     }
 
-    /// Notes the `read()` going by; one the application held back gives a message still
-    /// incomplete its whole wait again.
+    /// Notes the `read()` going by.
     public func read(context: ChannelHandlerContext) {
-        if reads.readGoesBy(), isInsideMessage {
-            deadline?.cancel()
-            deadline = nil
-            arm(context: context)
-        }
+        reads.readGoesBy()
         context.read()
     }
 
@@ -106,14 +102,21 @@ public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChan
             let handler = loopBoundSelf.value
             handler.deadline = nil
             guard handler.isInsideMessage else { return }
-            if loopBoundContext.value.channel.readsArePaused || handler.reads.deadlinePassed() {
+            let context = loopBoundContext.value
+            if context.channel.readsArePaused {
                 // Not late: the server stopped reading (see FrameDeadlineHandler).
-                handler.arm(context: loopBoundContext.value)
+                handler.arm(context: context)
+                return
+            }
+            if handler.reads.takeHeldRead() {
+                // Held back since the last batch: read once, and wait again (HeldReads).
+                context.read()
+                handler.arm(context: context)
                 return
             }
             let ms = wait.nanoseconds / 1_000_000
             let amount = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
-            loopBoundContext.value.fireErrorCaught(
+            context.fireErrorCaught(
                 IMCodecError(code: .frameTimeout, reason: "a WebSocket message stayed incomplete for \(amount)")
             )
         }
