@@ -15,11 +15,13 @@ import NIOCore
 /// Time the server does not read is not the peer's: the frame is not late while the channel's
 /// `autoRead` is off (the server stopped reading, for instance to hold clients back while what it
 /// forwards them to is full; a ``ReadsResumed`` event then gives it its whole wait again, see
-/// there), nor when the application held back the next `read()` after a batch of reads, as
+/// there), nor while the application holds back the next `read()` after a batch of reads, as
 /// `NIOAsyncChannel` does while its consumer is behind: a deadline that passes while no `read()`
-/// went by since the last batch issues one `read()` (the rest may wait in the socket) and gives the
-/// frame its whole wait again; the frame is late after a whole wait with a `read()` pending. So
-/// the application's hold lets in at most one more batch of reads per wait.
+/// went by since the last batch issues one `read()` (the rest may wait in the socket; once per
+/// hold) and gives the frame its whole wait again; while the hold lasts past that read, later
+/// deadlines only start again, and the application's `read()` that ends it gives the frame its
+/// whole wait again. The frame is late after a whole wait with a `read()` pending. So a
+/// hold lets in at most one more batch of reads than the application asked for.
 public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
@@ -70,9 +72,13 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
         context.fireChannelReadComplete()
     }
 
-    /// Notes the `read()` going by.
+    /// Notes the `read()` going by; one that ends a hold a deadline passed in gives a frame still
+    /// incomplete its whole wait again.
     public func read(context: ChannelHandlerContext) {
-        reads.readGoesBy()
+        if reads.readGoesBy(), !lostTrack, isInsideFrame {
+            disarm()
+            arm(context: context)
+        }
         context.read()
     }
 
@@ -115,11 +121,17 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
                 handler.arm(context: context)
                 return
             }
-            if handler.reads.takeHeldRead() {
+            switch handler.reads.deadlinePassed() {
+            case .readForTheHold:
                 // Held back since the last batch: the rest may be waiting in the socket (HeldReads).
                 context.read()
                 handler.arm(context: context)
                 return
+            case .stillHeld:
+                handler.arm(context: context)
+                return
+            case .reading:
+                break
             }
             handler.lostTrack = true
             let awaited = handler.remainingBody

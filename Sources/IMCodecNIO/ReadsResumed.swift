@@ -16,27 +16,52 @@ public struct ReadsResumed: Sendable {
 /// `channelReadComplete`, in the same event-loop tick, unless a handler behind holds it back
 /// (`NIOAsyncChannel` does while its consumer is behind). So when a deadline passes while no
 /// `read()` went by since the last batch, the rest of the frame may be waiting in the socket: the
-/// handler then issues one `read()` itself (``takeHeldRead()``) and gives the frame its whole wait
-/// again, rather than wait for the application's. A frame is late only after a whole wait with a
-/// `read()` pending: the peer sent nothing. (Trusting the application's `read()` instead let a
+/// handler then issues one `read()` itself (`deadlinePassed()`) and gives the frame its whole wait
+/// again. Once per hold: if that read's batch is held back too (no `read()` went by since it), the
+/// application does hold the reads, and later deadlines only start again until the application's
+/// `read()` goes by, which gives the frame its whole wait again. A frame is late after a whole wait with
+/// a `read()` pending: the peer sent nothing. (Trusting the application's `read()` alone let a
 /// `channelReadComplete` that no `read()` follows, as an HTTP upgrade that completes asynchronously
 /// fires for the bytes it held, make every deadline look held: a stalled peer was never late.)
-/// The application's hold thus lets in one more batch of reads per wait, at most.
+/// So a hold lets in at most one more batch of reads than the application asked for.
 struct HeldReads {
     /// A batch of reads ended and no `read()` went by since.
     private var awaitingRead = false
+    /// The handler issued a `read()` for this hold, and the application's has not gone by since.
+    private var readForTheHold = false
 
     /// At `channelReadComplete`.
     mutating func batchEnded() { awaitingRead = true }
 
-    /// At a `read()`.
-    mutating func readGoesBy() { awaitingRead = false }
+    /// At a `read()` of the application's (or the channel's own, with `autoRead`); returns whether
+    /// it ends a hold a deadline passed in (the handler read for it): the frame then gets its whole
+    /// wait again, as the rest may have waited in the socket.
+    mutating func readGoesBy() -> Bool {
+        defer {
+            awaitingRead = false
+            readForTheHold = false
+        }
+        return readForTheHold
+    }
 
-    /// When a deadline passes: whether reads were held back since the last batch (not the peer's
-    /// delay). Then the handler issues the `read()` itself, noted here as gone by.
-    mutating func takeHeldRead() -> Bool {
-        defer { awaitingRead = false }
-        return awaitingRead
+    /// What a deadline that passes finds.
+    enum Deadline {
+        /// No `read()` went by since the last batch, and the handler has not read for this hold:
+        /// it issues one `read()` now (noted here) and waits again.
+        case readForTheHold
+        /// The application still holds the reads after the handler's `read()`: the handler waits again.
+        case stillHeld
+        /// A `read()` is pending: the time was the peer's.
+        case reading
+    }
+
+    /// When a deadline passes.
+    mutating func deadlinePassed() -> Deadline {
+        guard awaitingRead else { return .reading }
+        guard !readForTheHold else { return .stillHeld }
+        awaitingRead = false
+        readForTheHold = true
+        return .readForTheHold
     }
 }
 

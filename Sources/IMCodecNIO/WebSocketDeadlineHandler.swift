@@ -15,8 +15,8 @@ import NIOCore
 /// messages is not affected. Like ``FrameDeadlineHandler`` it only raises the error; an error
 /// handler (``WebSocketFrameHandler`` and the application behind it) answers and closes. Time the
 /// server does not read (`autoRead` off, or a `read()` held back after a batch of reads, for which
-/// the handler issues one `read()` itself when the wait passes) is not the peer's, as for
-/// ``FrameDeadlineHandler``.
+/// the handler issues one `read()` itself, once per hold, when the wait passes) is not the peer's,
+/// as for ``FrameDeadlineHandler``.
 public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes read from the socket.
     public typealias InboundIn = ByteBuffer
@@ -65,9 +65,14 @@ public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChan
         context.fireChannelReadComplete()
     }
 
-    /// Notes the `read()` going by.
+    /// Notes the `read()` going by; one that ends a hold a deadline passed in gives a message still
+    /// incomplete its whole wait again.
     public func read(context: ChannelHandlerContext) {
-        reads.readGoesBy()
+        if reads.readGoesBy(), isInsideMessage {
+            deadline?.cancel()
+            deadline = nil
+            arm(context: context)
+        }
         context.read()
     }
 
@@ -108,11 +113,17 @@ public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChan
                 handler.arm(context: context)
                 return
             }
-            if handler.reads.takeHeldRead() {
-                // Held back since the last batch: read once, and wait again (HeldReads).
+            switch handler.reads.deadlinePassed() {
+            case .readForTheHold:
+                // Held back since the last batch: the rest may be waiting in the socket (HeldReads).
                 context.read()
                 handler.arm(context: context)
                 return
+            case .stillHeld:
+                handler.arm(context: context)
+                return
+            case .reading:
+                break
             }
             let ms = wait.nanoseconds / 1_000_000
             let amount = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"

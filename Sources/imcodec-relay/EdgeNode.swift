@@ -22,7 +22,8 @@ import NIOSSL
 /// error, whether its link is up and how many clients it holds back; the routing node counts logins,
 /// acks and frames out for every node's clients, as it sees each as a session.
 ///
-/// Everything but ``follow(_:)``, ``stop()`` and ``shutdown(drainTimeout:timeout:)`` runs on its one event loop.
+/// Everything but ``follow(_:)``, ``stop()``, ``shutdown(drainTimeout:timeout:)``, ``mayTakeOver`` and
+/// ``claimTakeover()`` (called from other threads) runs on its one event loop.
 final class EdgeNode: @unchecked Sendable {
     private let configuration: RelayConfiguration
     private let options: NodeLink.Options
@@ -471,9 +472,12 @@ final class EdgeNode: @unchecked Sendable {
     /// node's round trips to the database waits at most that long, and the answers may wait for
     /// the commit under way and the next); answers that come later are lost to their clients,
     /// which send those frames again where they log in (nothing acknowledged is lost). From then on
-    /// the relay does not take the database's lock (``mayTakeOver``): another node routes.
-    /// - Returns: `false` when the node had already stopped forwarding because it takes over (then
-    ///   it does nothing: the relay that is starting to route has acknowledged nothing yet).
+    /// the relay does not take the database's lock (``mayTakeOver``): another node routes. The
+    /// caller must end the process after it (the relay's start never returns once it may not take
+    /// the lock), as `serve`'s stop thread does.
+    /// - Returns: `false` when the relay has taken the lock (``claimTakeover()``): then it does
+    ///   nothing, and the caller ends the process; the relay, which opens its store, has
+    ///   acknowledged nothing yet, and the node's clients see their connections close, unkicked.
     @discardableResult
     func shutdown(drainTimeout: TimeAmount = .seconds(20), timeout: TimeAmount = .seconds(5)) -> Bool {
         let shutsDown = ending.withLockedValue { end in

@@ -47,14 +47,19 @@ extension Router {
     }
 
     /// `peer`'s read horizon in one-to-one conversation `key` as `user` (the other member) is shown
-    /// it: while `peer` blocks `user`, below the first of `user`'s messages it held back, so that
-    /// the read marks show no message `peer` never got as read (a `mark_read` moves a horizon up to
-    /// the newest seq, over the held-back messages' seqs) and tell `user` nothing the block hides.
+    /// it in its conversation list: while `peer` blocks `user`, below the first of `user`'s messages
+    /// it held back (and did not recall since), so that the read marks show no message `peer` never
+    /// got as read (a `mark_read` moves a horizon up to the newest seq, over the held-back
+    /// messages' seqs) and tell `user` nothing the block hides. After an unblock, the horizon as it
+    /// is (it may pass a held-back message; a read receipt pull still says that one is unread).
     func shownReadSeq(of peer: String, in key: ConversationKey, to user: String) -> UInt64 {
         let readSeq = userConversations[peer]?[key]?.info.readSeq ?? 0
-        guard readSeq > 0, hasBlocked(peer, user), let audiences = conversations[key]?.audiences else { return readSeq }
+        guard readSeq > 0, hasBlocked(peer, user), let state = conversations[key] else { return readSeq }
         var shown = readSeq
-        for (seq, audience) in audiences where seq <= shown && !audience.contains(peer) { shown = seq - 1 }
+        for (seq, audience) in state.audiences where seq <= shown && !audience.contains(peer) {
+            guard !state.removed.contains(seq) else { continue }
+            shown = seq - 1
+        }
         return shown
     }
 

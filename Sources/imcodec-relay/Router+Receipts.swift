@@ -360,7 +360,7 @@ extension Router {
                 // A message the peer never got (held back by its block) is not read, whatever its horizon.
                 receipt.isPeerRead =
                     !wasHeldBack(seq, in: key, from: peer)
-                    && (readers?.contains(peer) == true || shownReadSeq(of: peer, in: key, to: user) >= seq)
+                    && (readers?.contains(peer) == true || (userConversations[peer]?[key]?.info.readSeq ?? 0) >= seq)
             case .shared(_, let target, _):
                 receipt.groupID = target
                 if let counts = readers?.counts {

@@ -176,6 +176,14 @@ final class RelayChild {
         return Int(line.dropFirst(marker.count).prefix { $0.isNumber })
     }
 
+    /// The metrics port of a routing relay started with `--metrics-port` (`relay metrics on
+    /// http://127.0.0.1:PORT/metrics`).
+    var metricsPort: Int? {
+        let marker = "relay metrics on http://127.0.0.1:"
+        guard let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(marker) }) else { return nil }
+        return Int(line.dropFirst(marker.count).prefix { $0.isNumber })
+    }
+
     /// The node port a forwarding node last linked to (its last `relay node: forwarding clients to
     /// the relay that routes, at 127.0.0.1:PORT`).
     var forwardingTarget: Int? {

@@ -873,16 +873,17 @@ struct RelayPostgresTests {
     }
 
     /// SIGTERM to the relay that routes while its commit waits (a PostgreSQL `LOCK TABLE messages
-    /// IN SHARE MODE`): it stops listening at once, and kicks no one while the commit waits; once the
-    /// lock goes, every message it accepted has its ack at alice, a sync alice sent after them (a
-    /// store read) is answered, and the kick comes last; it exits 0, and a relay started on the
-    /// database keeps exactly what was acknowledged.
+    /// IN SHARE MODE`), once it has read alice's 20 messages and a sync (its metrics count them): it
+    /// stops listening at once, and kicks no one while the commit waits; once the lock goes, every
+    /// message has its ack at alice, the sync (a store read) is answered, and the kick comes last;
+    /// it exits 0, and a relay started on the database keeps exactly what was acknowledged.
     @Test func aRelayStoppedBySIGTERMAnswersWhatItAcceptedBeforeTheKick() async throws {
         let folder = try await TemporaryFolder("pg-stop-answers", store: .postgresql)
         defer { folder.remove() }
         let database = try #require(folder.database)
-        let relay = try await RelayChild.start(folder: folder)
+        let relay = try await RelayChild.start(folder: folder, extra: ["--metrics-port", "0"])
         defer { relay.forceKill() }
+        let metricsPort = try #require(relay.metricsPort, "\(relay.stdout)")
         try await withClientGroup { group in
             let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "a")
             let sent = 20
@@ -895,6 +896,12 @@ struct RelayPostgresTests {
                 }
                 try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
                 #expect(try await Self.waitForACommit(on: connection), "the relay's commit never waited")
+                // Every frame read (one read after the SIGTERM would not be acted on, nor answered).
+                let read = try await Self.scrape(metricsPort, group: group) {
+                    $0.samples[#"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#] == Double(sent)
+                        && $0.samples[#"imcodec_relay_frames_in_total{kind="sync_request",transport="tcp"}"#] == 1
+                }
+                #expect(read.samples[#"imcodec_relay_frames_in_total{kind="sync_request",transport="tcp"}"#] == 1)
                 relay.signal(SIGTERM)
                 // Its shutdown began once it refuses connections.
                 var refused = false
@@ -963,7 +970,20 @@ struct RelayPostgresTests {
                     .map { try $0.decode(Int32.self) }
                 #expect(holders.count == 1, "the routing node holds the lock: \(holders)")
                 for pid in holders {
-                    _ = try await connection.query("SELECT pg_terminate_backend(\(pid))", logger: Self.logger).collect()
+                    let ended = try await connection.query("SELECT pg_terminate_backend(\(pid))", logger: Self.logger)
+                        .collect().first?.decode(Bool.self)
+                    #expect(ended == true)
+                    // Gone once the server lists it no more (the signal ends it a moment later).
+                    var gone = false
+                    for _ in 0..<500 where !gone {
+                        let rows = try await connection.query(
+                            "SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)",
+                            logger: Self.logger
+                        ).collect()
+                        gone = try rows.first?.decode(Int64.self) == 0
+                        if !gone { try await Task.sleep(for: .milliseconds(20)) }
+                    }
+                    #expect(gone, "the routing node's session did not end")
                 }
                 // Ten times the lock thread's poll: the draining node would have taken it by then.
                 try await Task.sleep(for: .seconds(1))

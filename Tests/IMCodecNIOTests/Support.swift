@@ -165,4 +165,15 @@ extension Frame {
         if case .message(let message)? = payload { message } else { nil }
     }
 }
+
+/// Counts the `read()`s that reach it (put it in front of the handler whose reads it counts).
+final class ReadCounter: ChannelOutboundHandler {
+    typealias OutboundIn = NIOAny
+    private(set) var reads = 0
+
+    func read(context: ChannelHandlerContext) {
+        reads += 1
+        context.read()
+    }
+}
 #endif

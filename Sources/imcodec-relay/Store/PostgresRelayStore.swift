@@ -210,8 +210,9 @@ final class PostgresRelayStore: RelayStore {
         /// node whose shutdown began first) gives the lock back at once.
         var took: @Sendable () -> Bool = { true }
         /// Called before each try of the lock: `false` while the relay shuts down (a forwarding
-        /// node draining its clients after a SIGTERM), which then tries no more and waits for its
-        /// shutdown to end the process, so that another node takes over.
+        /// node draining its clients after a SIGTERM), which then tries no more, so that another
+        /// node takes over. The relay's start then never returns: whoever made it `false` must end
+        /// the process (`serve`'s stop thread does).
         var mayTake: @Sendable () -> Bool = { true }
         /// Called at every try while the relay waits, with where the relay that holds the lock
         /// takes links from the other nodes (`nil` until it published it): a forwarding node
@@ -344,6 +345,7 @@ final class PostgresRelayStore: RelayStore {
                 guard case .standby(let standby) = wait, !standby.took() else { return }
                 // A shutdown began as the lock was taken: not this relay's to route.
                 try run("SELECT pg_advisory_unlock(\(classID), \(objectID))")
+                usleep(Self.lockPoll)
                 continue
             }
             switch wait {
