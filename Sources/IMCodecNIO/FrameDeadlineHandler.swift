@@ -116,23 +116,9 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
             handler.deadline = nil
             guard handler.isInsideFrame else { return }
             let context = loopBoundContext.value
-            if context.channel.readsArePaused {
-                // The rest may be waiting in the socket for reads to start again.
-                handler.arm(context: context)
-                return
-            }
-            switch handler.reads.deadlinePassed() {
-            case .readForTheHold:
-                // Held back since the last batch: the rest may be waiting in the socket (HeldReads).
-                context.read()
-                handler.arm(context: context)
-                return
-            case .stillHeld:
-                handler.arm(context: context)
-                return
-            case .reading:
-                break
-            }
+            // Reads off or held back: the rest may be waiting in the socket (HeldReads).
+            let found = handler.reads.deadlinePassed(readsPaused: context.channel.readsArePaused)
+            guard !found.waitsAgain(arm: { handler.arm(context: context) }, read: { context.read() }) else { return }
             handler.lostTrack = true
             let awaited = handler.remainingBody
             context.fireErrorCaught(

@@ -16,7 +16,7 @@ public struct ReadsResumed: Sendable {
 /// `channelReadComplete`, in the same event-loop tick, unless a handler behind holds it back
 /// (`NIOAsyncChannel` does while its consumer is behind). So when a deadline passes while no
 /// `read()` went by since the last batch, the rest of the frame may be waiting in the socket: the
-/// handler then issues one `read()` itself (`deadlinePassed()`) and gives the frame its whole wait
+/// handler then issues one `read()` itself (`deadlinePassed(readsPaused:)`) and gives the frame its whole wait
 /// again. Once per hold: if that read's batch is held back too (no `read()` went by since it), the
 /// application does hold the reads, and later deadlines only start again until the application's
 /// `read()` goes by, which gives the frame its whole wait again. A frame is late after a whole wait with
@@ -44,24 +44,42 @@ struct HeldReads {
         return readForTheHold
     }
 
-    /// What a deadline that passes finds.
+    /// What a handler does when a deadline passes.
     enum Deadline {
-        /// No `read()` went by since the last batch, and the handler has not read for this hold:
-        /// it issues one `read()` now (noted here) and waits again.
-        case readForTheHold
-        /// The application still holds the reads after the handler's `read()`: the handler waits again.
-        case stillHeld
-        /// A `read()` is pending: the time was the peer's.
-        case reading
+        /// The time was the peer's: the frame is late.
+        case late
+        /// Reads are off (`autoRead`), or held back and read for already: it waits again.
+        case waitAgain
+        /// Reads are held back since the last batch: it waits again, and issues one `read()` (after
+        /// arming, as the read may deliver bytes at once), noted here.
+        case readAndWaitAgain
     }
 
-    /// When a deadline passes.
-    mutating func deadlinePassed() -> Deadline {
-        guard awaitingRead else { return .reading }
-        guard !readForTheHold else { return .stillHeld }
+    /// When a deadline passes; `readsPaused` is whether the channel's `autoRead` is off.
+    mutating func deadlinePassed(readsPaused: Bool) -> Deadline {
+        if readsPaused { return .waitAgain }
+        guard awaitingRead else { return .late }
+        guard !readForTheHold else { return .waitAgain }
         awaitingRead = false
         readForTheHold = true
-        return .readForTheHold
+        return .readAndWaitAgain
+    }
+}
+
+extension HeldReads.Deadline {
+    /// Acts on it for a deadline handler: `false` when the frame is late; else `arm`s the deadline
+    /// again and, for a hold, then `read`s once.
+    func waitsAgain(arm: () -> Void, read: () -> Void) -> Bool {
+        switch self {
+        case .late:
+            return false
+        case .waitAgain:
+            arm()
+        case .readAndWaitAgain:
+            arm()
+            read()
+        }
+        return true
     }
 }
 

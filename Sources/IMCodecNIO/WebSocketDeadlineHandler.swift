@@ -108,23 +108,9 @@ public final class WebSocketDeadlineHandler: ChannelDuplexHandler, RemovableChan
             handler.deadline = nil
             guard handler.isInsideMessage else { return }
             let context = loopBoundContext.value
-            if context.channel.readsArePaused {
-                // Not late: the server stopped reading (see FrameDeadlineHandler).
-                handler.arm(context: context)
-                return
-            }
-            switch handler.reads.deadlinePassed() {
-            case .readForTheHold:
-                // Held back since the last batch: the rest may be waiting in the socket (HeldReads).
-                context.read()
-                handler.arm(context: context)
-                return
-            case .stillHeld:
-                handler.arm(context: context)
-                return
-            case .reading:
-                break
-            }
+            // Reads off or held back: the rest may be waiting in the socket (HeldReads).
+            let found = handler.reads.deadlinePassed(readsPaused: context.channel.readsArePaused)
+            guard !found.waitsAgain(arm: { handler.arm(context: context) }, read: { context.read() }) else { return }
             let ms = wait.nanoseconds / 1_000_000
             let amount = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
             context.fireErrorCaught(

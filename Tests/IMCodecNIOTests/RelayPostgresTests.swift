@@ -812,16 +812,9 @@ struct RelayPostgresTests {
             let bob = try await TestClient.connect(port: routing.port, as: "bob", group: group, deviceID: "phone")
             let sent = 20
             try await database.withConnection { connection in
-                try await connection.query("BEGIN", logger: Self.logger)
-                try await connection.query("LOCK TABLE messages IN SHARE MODE", logger: Self.logger)
-                for index in 0..<sent {
-                    let text = Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "m\(index)")
-                    try await alice.send(Frame(text))
-                }
-                // And a read, which the store runs after the commit: its answer comes before the kick too.
-                try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
-                // The routing node's commit, with alice's first message at least, waits for the lock.
-                #expect(try await Self.waitForACommit(on: connection), "the routing node's commit never waited")
+                // A read too, which the store runs after the commit: its answer comes before the kick too.
+                let waited = try await Self.sendWhileMessagesAreLocked(sent, from: alice, on: connection)
+                #expect(waited, "the routing node's commit never waited")
                 forwarding.signal(SIGTERM)
                 #expect(await eventually { forwarding.stdout.contains("relay node: shutting down: waiting") })
                 #expect(!alice.collector.kinds.contains(.kickedOffline), "kicked before the answers")
@@ -829,10 +822,7 @@ struct RelayPostgresTests {
                 try await connection.query("ROLLBACK", logger: Self.logger)
             }
             #expect(await forwarding.waitForExit() && forwarding.exitStatus == 0, "\(forwarding.stderr)")
-            #expect(await eventually { !alice.channel.isActive })
-            let kinds = alice.collector.kinds
-            #expect(kinds.last == .kickedOffline, "the kick comes last: \(kinds.suffix(3))")
-            #expect(alice.collector.answer(to: 900)?.payload?.kind == .syncResponse, "the read was answered")
+            await Self.expectKickedAfterTheAnswers(alice)
             let acked = alice.collector.acks.filter { $0.errorCode == 0 }.map(\.clientMsgID)
             #expect(acked.count == alice.collector.acks.count, "\(alice.collector.acks.map(\.errorCode))")
             #expect(!acked.isEmpty)
@@ -849,6 +839,35 @@ struct RelayPostgresTests {
             #expect(kept.count == acked.count)
             for client in [alice, bob, aliceAgain] { await client.close() }
         }
+    }
+
+    /// Locks the `messages` table on `connection` (`LOCK TABLE messages IN SHARE MODE` in a
+    /// transaction the caller ends), sends `count` messages `m0`... from alice to bob and a sync
+    /// (request 900), and waits until the relay's commit of them waits for the lock
+    /// (``waitForACommit(on:)``). Returns whether it did.
+    private static func sendWhileMessagesAreLocked(
+        _ count: Int,
+        from alice: TestClient,
+        on connection: PostgresConnection
+    ) async throws -> Bool {
+        try await connection.query("BEGIN", logger: Self.logger)
+        try await connection.query("LOCK TABLE messages IN SHARE MODE", logger: Self.logger)
+        for index in 0..<count {
+            try await alice.send(
+                Frame(Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "m\(index)"))
+            )
+        }
+        try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
+        return try await waitForACommit(on: connection)
+    }
+
+    /// `alice`'s connection closes with the kick as the last frame she got, after the answer to her
+    /// sync (request 900, ``sendWhileMessagesAreLocked(_:from:on:)``).
+    private static func expectKickedAfterTheAnswers(_ alice: TestClient) async {
+        #expect(await eventually { !alice.channel.isActive })
+        let kinds = alice.collector.kinds
+        #expect(kinds.last == .kickedOffline, "the kick comes last: \(kinds.suffix(3))")
+        #expect(alice.collector.answer(to: 900)?.payload?.kind == .syncResponse, "the read was answered")
     }
 
     /// Waits (at most 10 s) until another session of `connection`'s database waits for a lock on
@@ -888,14 +907,8 @@ struct RelayPostgresTests {
             let alice = try await TestClient.connect(port: relay.port, as: "alice", group: group, deviceID: "a")
             let sent = 20
             try await database.withConnection { connection in
-                try await connection.query("BEGIN", logger: Self.logger)
-                try await connection.query("LOCK TABLE messages IN SHARE MODE", logger: Self.logger)
-                for index in 0..<sent {
-                    let text = Message.c2cText(from: "alice", to: "bob", "m\(index)", clientMsgID: "m\(index)")
-                    try await alice.send(Frame(text))
-                }
-                try await alice.send(RelayProtocol.syncFrame(.oneToOne("bob"), from: 1, requestID: 900))
-                #expect(try await Self.waitForACommit(on: connection), "the relay's commit never waited")
+                let waited = try await Self.sendWhileMessagesAreLocked(sent, from: alice, on: connection)
+                #expect(waited, "the relay's commit never waited")
                 // Every frame read (one read after the SIGTERM would not be acted on, nor answered).
                 let read = try await Self.scrape(metricsPort, group: group) {
                     $0.samples[#"imcodec_relay_frames_in_total{kind="message",transport="tcp"}"#] == Double(sent)
@@ -921,10 +934,7 @@ struct RelayPostgresTests {
                 try await connection.query("ROLLBACK", logger: Self.logger)
             }
             #expect(await relay.waitForExit() && relay.exitStatus == 0, "\(relay.stderr)")
-            #expect(await eventually { !alice.channel.isActive })
-            let kinds = alice.collector.kinds
-            #expect(kinds.last == .kickedOffline, "the kick comes last: \(kinds.suffix(3))")
-            #expect(alice.collector.answer(to: 900)?.payload?.kind == .syncResponse, "the read was answered")
+            await Self.expectKickedAfterTheAnswers(alice)
             let acks = alice.collector.acks
             #expect(acks.count == sent && acks.allSatisfy { $0.errorCode == 0 }, "\(acks.map(\.errorCode))")
 
