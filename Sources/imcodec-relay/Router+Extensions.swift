@@ -106,7 +106,7 @@ extension Router {
         canonical.senderID = kept.sender
         canonical.clientMsgID = kept.clientMsgID
         update.message = canonical
-        if let audience = state.audiences[seq], !audience.contains(user) {
+        if !state.wasSent(seq, to: user) {
             return refuse(RelayProtocol.RequestError.notAMember, "notAMember", "seq \(seq) was sent to others")
         }
         // Nor a message it cannot read (it joined after it, or cleared it): its keys are not its to
@@ -230,7 +230,7 @@ extension Router {
                 seq > view(of: key, for: user).info.clearedSeq, !isDeletedForMe(seq, in: key, by: user),
                 let entries = extensionKeys(of: seq, in: key), !hasExpired(seq, in: key, at: nowMs)
             else { continue }
-            if let audience = conversations[key]?.audiences[seq], !audience.contains(user) { continue }
+            if conversations[key]?.wasSent(seq, to: user) == false { continue }
             let served = MessageExtension.with {
                 $0.message = ref
                 $0.entries = entries.values.filter { !$0.removed }.sorted { $0.key < $1.key }

@@ -39,13 +39,6 @@ extension Router {
         blocked[peer]?.contains(user) ?? false
     }
 
-    /// Whether kept message `seq` of one-to-one conversation `key` never reached `peer`: one its
-    /// sender sent while `peer` blocked it (`--blocked-senders silent` keeps it for the sender alone).
-    func wasHeldBack(_ seq: UInt64, in key: ConversationKey, from peer: String) -> Bool {
-        guard let audience = conversations[key]?.audiences[seq] else { return false }
-        return !audience.contains(peer)
-    }
-
     /// `peer`'s read horizon in one-to-one conversation `key` as `user` (the other member) is shown
     /// it in its conversation list: while `peer` blocks `user`, below the first of `user`'s messages
     /// it held back (and did not recall since), so that the read marks show no message `peer` never
@@ -56,7 +49,7 @@ extension Router {
         let readSeq = userConversations[peer]?[key]?.info.readSeq ?? 0
         guard readSeq > 0, hasBlocked(peer, user), let state = conversations[key] else { return readSeq }
         var shown = readSeq
-        for (seq, audience) in state.audiences where seq <= shown && !audience.contains(peer) {
+        for seq in state.audiences.keys where seq <= shown && !state.wasSent(seq, to: peer) {
             guard !state.removed.contains(seq) else { continue }
             shown = seq - 1
         }

@@ -90,7 +90,7 @@ extension Router {
         case .kept(let kept):
             seq = kept
         }
-        if let audience = state.audiences[seq], !audience.contains(user) {
+        if !state.wasSent(seq, to: user) {
             return refusal("the quoted message seq \(seq) was sent to other members only")
         }
         guard reads(seq, in: quotedKey, user: user) else { return refusal(Self.unreadReason(seq, user: user)) }

@@ -292,7 +292,7 @@ extension Router {
             guard state.kept[seq]?.sender == ref.senderID else {
                 return (badRequest, "badRequest", "message seq \(seq) was not sent by \(ref.senderID)")
             }
-            if let audience = state.audiences[seq], !audience.contains(user) {
+            if !state.wasSent(seq, to: user) {
                 return (RelayProtocol.RequestError.notAMember, "notAMember", "message seq \(seq) was sent to others")
             }
             // A message its reader cannot read (it joined after it, or cleared it) is not its to acknowledge.
@@ -359,7 +359,7 @@ extension Router {
                 receipt.userID = peer
                 // A message the peer never got (held back by its block) is not read, whatever its horizon.
                 receipt.isPeerRead =
-                    !wasHeldBack(seq, in: key, from: peer)
+                    conversations[key]?.wasSent(seq, to: peer) != false
                     && (readers?.contains(peer) == true || (userConversations[peer]?[key]?.info.readSeq ?? 0) >= seq)
             case .shared(_, let target, _):
                 receipt.groupID = target

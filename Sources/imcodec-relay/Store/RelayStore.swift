@@ -405,6 +405,12 @@ struct ConversationState: Sendable {
     /// Who may see each kept targeted message (its receivers and its sender), by seq: events about
     /// it reach only them.
     var audiences: [UInt64: Set<String>] = [:]
+
+    /// Whether kept message `seq` was sent to `user`: `false` for a targeted message, or one held
+    /// back by a block (kept for its sender alone), whose audience leaves `user` out.
+    func wasSent(_ seq: UInt64, to user: String) -> Bool {
+        audiences[seq]?.contains(user) ?? true
+    }
     /// Seqs of messages recalled or deleted for everyone.
     var removed: Set<UInt64> = []
     /// When each kept disappearing message expires, by seq (``StoredMessage/expireAtMs``).
