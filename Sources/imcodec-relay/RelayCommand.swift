@@ -170,7 +170,13 @@ func parseGroups(_ text: String) throws -> [String: Set<String>] {
         // No client could name the group, or log in as the member (RelayProtocol.isAcceptedID).
         if let refused = ([group] + members).first(where: { !RelayProtocol.isAcceptedID($0) }) {
             let what =
-                RelayProtocol.fitsIDBound(refused) ? "is not in NFC" : "has \(refused.utf8.count) bytes"
+                if !RelayProtocol.fitsIDBound(refused) {
+                    "has \(refused.utf8.count) bytes"
+                } else if RelayProtocol.holdsNUL(refused) {
+                    "holds U+0000"
+                } else {
+                    "is not in NFC"
+                }
             throw ValidationError(
                 "groups file line \(number + 1): the id \"\(refused.prefix(16))…\" \(what); " + RelayProtocol.idReason
             )

@@ -99,16 +99,24 @@ enum RelayProtocol {
     /// (and token issuers) that compare bytes would see another user.
     static func sameID(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
-    /// Whether `id` may name a user, group or ultra-group channel: it fits ``maxIDBytes`` and is in
-    /// NFC (``isNormalized(_:)``). No user logs in with another id, and the router's tables, which
-    /// compare by canonical equivalence, would take a non-NFC id for the NFC user's (while the
-    /// stores and receivers compare bytes); so a frame naming one is refused, as one naming a long id.
-    static func isAcceptedID(_ id: String) -> Bool { fitsIDBound(id) && isNormalized(id) }
+    /// Whether `id` may name a user, group or ultra-group channel: it fits ``maxIDBytes``, holds no
+    /// U+0000 (``holdsNUL(_:)``) and is in NFC (``isNormalized(_:)``). No user logs in with another
+    /// id, and the router's tables, which compare by canonical equivalence, would take a non-NFC id
+    /// for the NFC user's (while the stores and receivers compare bytes); so a frame naming one is
+    /// refused, as one naming a long id.
+    static func isAcceptedID(_ id: String) -> Bool { fitsIDBound(id) && !holdsNUL(id) && isNormalized(id) }
 
-    /// Why a frame that names an id past ``maxIDBytes``, or not in NFC, is refused.
+    /// Whether `text` holds U+0000, which no store keeps as it was given: PostgreSQL's `text`
+    /// refuses it (the commit fails, and a relay whose commit fails stops: one client's join of
+    /// a group "a\0b" stopped the relay, and every node that took over as the client sent it again),
+    /// and SQLite's text, read back as a C string, ends at it ("a\0b" came back as "a"). So no id
+    /// the relay keeps (a user, device, group or channel id, a `client_msg_id`) may hold one.
+    static func holdsNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+
+    /// Why a frame that names an id past ``maxIDBytes``, holding U+0000 or not in NFC, is refused.
     static let idReason =
         "an id (of a user, device, group or ultra-group channel) holds at most \(maxIDBytes) bytes, "
-        + "in Unicode Normalization Form C (NFC)"
+        + "no U+0000, in Unicode Normalization Form C (NFC)"
 
     /// `SystemNotice.type` of an error report.
     static let error = "error"
@@ -155,7 +163,7 @@ enum RelayProtocol {
         static let conversationLimit: Int32 = 1010
         /// The message's `client_msg_id` is longer than ``RelayProtocol/maxIDBytes``: the relay keeps
         /// it with every message, to find a resend. Nothing is kept or forwarded.
-        static let clientMsgIDTooLong: Int32 = 1011
+        static let clientMsgIDRefused: Int32 = 1011
         /// A message that would reach more users than its sender's ``RelayConfiguration/fanOutRate``
         /// budget has left, or a one-to-one message past what the sender may send the peer
         /// (``RelayConfiguration/peerRate``; Router+RateLimits.swift). Nothing is kept or forwarded:

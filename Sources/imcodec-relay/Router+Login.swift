@@ -71,9 +71,7 @@ extension Router {
         // The connection may have closed while the token was checked: nothing to log in.
         // Nor once the relay stops (its connection is closed with the others).
         guard !session.closing, !shuttingDown, connections[ObjectIdentifier(session)] != nil else { return }
-        guard let expiry, !request.userID.unicodeScalars.contains("\u{0}"),
-            !request.deviceID.unicodeScalars.contains("\u{0}")
-        else {
+        guard let expiry, !RelayProtocol.holdsNUL(request.userID), !RelayProtocol.holdsNUL(request.deviceID) else {
             stats.loginsRefused += 1
             // One answer for every check, so that a refusal tells nothing about which one failed.
             refuseLogin(

@@ -61,12 +61,12 @@ extension Router {
         // Kept with the message, in memory, to find a resend (and for the newest messages kept
         // nowhere): 10,000 kept messages with ids near the frame size limit held gigabytes. After
         // the resend lookup, which keeps nothing: a message kept before the bound still gets its
-        // first ack.
-        guard RelayProtocol.fitsIDBound(frame.clientMsgID) else {
+        // first ack. Stored as text, which holds no U+0000 (RelayProtocol.holdsNUL).
+        guard RelayProtocol.fitsIDBound(frame.clientMsgID), !RelayProtocol.holdsNUL(frame.clientMsgID) else {
             return refuse(
                 Refusal(
-                    RelayProtocol.AckError.clientMsgIDTooLong,
-                    "a client_msg_id holds at most \(RelayProtocol.maxIDBytes) bytes"
+                    RelayProtocol.AckError.clientMsgIDRefused,
+                    "a client_msg_id holds at most \(RelayProtocol.maxIDBytes) bytes, and no U+0000"
                 )
             )
         }
@@ -300,11 +300,6 @@ extension Router {
                     RelayProtocol.AckError.targetedOutsideGroup,
                     "target_receivers is for group and ultra-group conversations only, not \(type.protoName)"
                 )
-            )
-        }
-        guard !frame.targetReceivers.contains(where: { $0.unicodeScalars.contains("\u{0}") }) else {
-            return .failure(
-                Refusal(RelayProtocol.AckError.targetedOutsideGroup, "a target receiver id contains U+0000")
             )
         }
         guard frame.targetReceivers.allSatisfy(RelayProtocol.isAcceptedID) else {

@@ -262,7 +262,7 @@ struct RelayIDTests {
                 // A message with a client id past the bound (1011): the relay keeps the client id
                 // with each message it keeps.
                 let longClientID = Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: tooLong)
-                #expect(try await ack(longClientID)?.errorCode == RelayProtocol.AckError.clientMsgIDTooLong)
+                #expect(try await ack(longClientID)?.errorCode == RelayProtocol.AckError.clientMsgIDRefused)
 
                 // Kept: the one message to the 128-byte peer, and nothing else (read on alice's
                 // other device: a device's stream leaves out what it sent itself).
@@ -378,6 +378,110 @@ struct RelayIDTests {
         #expect(try parseGroups("team: bob \(composed)") == ["team": ["bob", composed]])
     }
 
+    /// An id holding U+0000 names no one, and a `client_msg_id` holding one is refused (1011): no
+    /// store keeps such text as given. Before, on PostgreSQL, whose `text` refuses the byte, a join
+    /// of the open group "g\0x" failed the commit, and a relay whose commit fails stops: any
+    /// logged-in user could stop the relay, and every node that took over as the client sent the
+    /// join again. The frames below are answered with their codes on both durable stores, use no
+    /// seq, and the relay goes on: the next message gets seq 1, and after a restart seq 2.
+    @Test(arguments: StoreBackend.allCases)
+    func idsHoldingU0000AreRefusedOnEveryStore(_ backend: StoreBackend) async throws {
+        let database = try await TestStore(backend)
+        defer { database.remove() }
+        let store = database.location
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = store; $0.groups = ["team": ["alice", "bob"]]
+        }
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                var requests: UInt64 = 0
+                func ack(_ message: Message) async throws -> Int32? {
+                    requests += 1
+                    return try await alice.ask(RelayProtocol.answer(.message(message), requestID: requests))?
+                        .sendAck?.errorCode
+                }
+                func code(_ payload: Frame.Payload) async throws -> Int32? {
+                    requests += 1
+                    return try await ask(alice, payload, id: requests)?.requestResult?.errorCode
+                }
+                let unsupported = RelayProtocol.AckError.unsupportedConversation
+                #expect(
+                    try await ack(Message.c2cText(from: "alice", to: "b\u{0}x", "no", clientMsgID: "1")) == unsupported
+                )
+                #expect(
+                    try await ack(Message.groupText(from: "alice", group: "g\u{0}x", "no", clientMsgID: "2"))
+                        == unsupported
+                )
+                #expect(
+                    try await ack(Message.c2cText(from: "alice", to: "bob", "no", clientMsgID: "a\u{0}b"))
+                        == RelayProtocol.AckError.clientMsgIDRefused
+                )
+                var targeted = Message.groupText(from: "alice", group: "team", "no", clientMsgID: "3")
+                targeted.targetReceivers = ["bob\u{0}"]
+                #expect(try await ack(targeted) == RelayProtocol.AckError.targetedOutsideGroup)
+                let join = RelayProtocol.membershipFrame(.join, group: "g\u{0}x", requestID: 50)
+                #expect(
+                    try await alice.ask(join)?.requestResult?.errorCode
+                        == RelayProtocol.RequestError.unsupportedConversation
+                )
+                let badRequest = RelayProtocol.RequestError.badRequest
+                #expect(
+                    try await code(
+                        .blocklistChange(
+                            .with {
+                                $0.action = .block; $0.userIDs = ["b\u{0}x"]
+                            }
+                        )
+                    ) == badRequest
+                )
+                #expect(
+                    try await code(
+                        .presenceSubscription(
+                            .with {
+                                $0.action = .subscribe; $0.userIDs = ["b\u{0}x"]
+                            }
+                        )
+                    )
+                        == badRequest
+                )
+                #expect(
+                    try await code(
+                        .systemNotice(
+                            .with {
+                                $0.recipientID = "b\u{0}x"; $0.type = "wave"
+                            }
+                        )
+                    ) == badRequest
+                )
+                let sent = try #require(
+                    try await alice.ask(
+                        RelayProtocol.answer(
+                            .message(Message.c2cText(from: "alice", to: "bob", "yes", clientMsgID: "ok-1")),
+                            requestID: 90
+                        )
+                    )?.sendAck
+                )
+                #expect(sent.errorCode == 0 && sent.seq == 1, "\(sent)")
+                await alice.close()
+            }
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
+                let sent = try #require(
+                    try await alice.ask(
+                        RelayProtocol.answer(
+                            .message(Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "ok-2")),
+                            requestID: 91
+                        )
+                    )?.sendAck
+                )
+                #expect(sent.errorCode == 0 && sent.seq == 2, "\(sent)")
+                await alice.close()
+            }
+        }
+        #expect(throws: (any Error).self) { try parseGroups("team: bob b\u{0}x") }
+    }
+
     /// The fast path of the NFC check takes no scalar Foundation's normalization would change,
     /// alone or after a starter it might compose with, and ids of such scalars are taken.
     @Test func theNFCFastPathAgreesWithFoundation() {
@@ -430,7 +534,7 @@ struct RelayIDTests {
                 #expect(ack?.errorCode == 0 && ack?.seq == 1 && ack?.serverMsgUID == "uid-1-alice")
                 let new = Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: tooLong + "x")
                 let refused = try await alice.ask(RelayProtocol.answer(.message(new), requestID: 2))?.sendAck
-                #expect(refused?.errorCode == RelayProtocol.AckError.clientMsgIDTooLong)
+                #expect(refused?.errorCode == RelayProtocol.AckError.clientMsgIDRefused)
                 await alice.close()
             }
         }
