@@ -51,6 +51,9 @@ struct RelayConfiguration: Sendable {
     /// Tests move it forward instead of waiting (apart from ``clock``, so that moving message
     /// expiries forward closes no session).
     var silenceClock: @Sendable () -> Int64 = { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
+    /// Awaited before each login's token is checked; `nil` (the default) awaits nothing. Tests hold
+    /// logins with it to see what the relay does with the frames a client sends meanwhile.
+    var beforeTokenCheck: (@Sendable () async -> Void)?
     /// The most messages kept per conversation; past it the oldest is dropped, and a sync from below
     /// the oldest kept seq starts at the oldest kept message.
     var maxMessagesPerConversation = 10_000

@@ -46,7 +46,9 @@ extension Router {
         let authenticator = self.authenticator
         let bound = NIOLoopBound((router: self, session: session), eventLoop: eventLoop)
         let loop = eventLoop
+        let beforeCheck = configuration.beforeTokenCheck
         let verify: @Sendable () async -> Void = {
+            await beforeCheck?()
             let expiry = await authenticator.verify(request.token, user: request.userID)
             loop.execute {
                 bound.value.router.finishLogin(
@@ -205,6 +207,7 @@ extension Router {
         if firstDevice { broadcastPresence(of: user) }
         let held = session.held
         session.held = []
+        session.heldBytes = 0
         for frame in held { handle(frame, from: session) }
         flush()
     }

@@ -554,15 +554,24 @@ final class Router {
             login(frame, session)
             return
         case .authenticating:
-            guard session.held.count < RelayProtocol.maxFramesDuringLogin else {
+            // Held until the token is checked, which may wait (logins share jwt-kit's key
+            // collection, an actor): at most 256 frames, and together at most one frame's size
+            // limit. Before, only the count was bounded: 256 frames at the size limit, 256 MiB,
+            // held for a connection that had shown nothing but a token.
+            let bytes = session.heldBytes + frame.record.readableBytes
+            guard session.held.count < RelayProtocol.maxFramesDuringLogin,
+                session.held.isEmpty || bytes <= configuration.codec.effectiveMaxFrameSize
+            else {
                 fail(
                     session,
                     code: "tooManyFrames",
-                    reason: "more than \(RelayProtocol.maxFramesDuringLogin) frames before the login was answered"
+                    reason: "more than \(RelayProtocol.maxFramesDuringLogin) frames, or more than "
+                        + "\(configuration.codec.effectiveMaxFrameSize) bytes of frames, before the login was answered"
                 )
                 return
             }
             session.held.append(frame)
+            session.heldBytes = bytes
             return
         case .loggedIn:
             break

@@ -4,6 +4,7 @@ import Foundation
 import IMCodec
 import IMCodecNIO
 import JWTKit
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
@@ -397,6 +398,66 @@ struct RelayAuthTests {
                 try await carol.roundTrip(10)
                 #expect(carol.collector.presences.filter { $0.userID == "alice" && $0.status == .online }.count == 1)
                 for client in [carol, phone, bob, laptop] { await client.close() }
+            }
+        }
+    }
+
+    /// Frames a client sends after its login request wait for the login's answer: at most 256, and
+    /// together at most `--max-frame-size` bytes; past either the connection is closed
+    /// (`tooManyFrames`), and the other clients' logins go on. The token checks are held
+    /// (``RelayConfiguration/beforeTokenCheck``) until the relay has closed the two clients that
+    /// sent too much, so every frame below arrives while its login waits. Before, only the count
+    /// was bounded: 256 frames at the size limit, 256 MiB held for a connection that had shown
+    /// nothing but a token.
+    @Test func framesSentDuringALoginAreBoundedInCountAndBytes() async throws {
+        let released = NIOLockedValueBox(false)
+        let hold: @Sendable () async -> Void = {
+            while !released.withLockedValue({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
+        }
+        try await withClientGroup { group in
+            try await withRelay({ $0.beforeTokenCheck = hold }) { server in
+                func connect(_ user: String, then frames: [Frame]) async throws -> RawClient {
+                    let client = try await RawClient.connect(to: server, group: group)
+                    var bytes = ByteBuffer()
+                    bytes.writeFrame(try await TestAuth.login(user, requestID: 1))
+                    for frame in frames { bytes.writeFrame(frame) }
+                    try await client.write(bytes)
+                    return client
+                }
+                func ping(_ id: UInt64) -> Frame {
+                    RelayProtocol.answer(.ping(Ping.with { $0.id = id }), requestID: id)
+                }
+                let text = String(repeating: "x", count: 600_000)
+                let large = try await connect(
+                    "bob",
+                    then: [
+                        Frame(Message.c2cText(from: "bob", to: "alice", text, clientMsgID: "b-1")),
+                        Frame(Message.c2cText(from: "bob", to: "alice", text, clientMsgID: "b-2")),
+                    ]
+                )
+                let many = try await connect("carol", then: (2...258).map(ping))
+                let fair = try await connect(
+                    "alice",
+                    then: [
+                        ping(2), Frame(Message.c2cText(from: "alice", to: "bob", "hi", clientMsgID: "a-1")), ping(3),
+                    ]
+                )
+                #expect(await large.closedByPeer(within: 60))
+                #expect(large.collector.errorCode == "tooManyFrames", "\(large.collector.frames)")
+                #expect(await many.closedByPeer(within: 60))
+                #expect(many.collector.errorCode == "tooManyFrames", "\(many.collector.frames)")
+                #expect(fair.channel.isActive && fair.collector.frames.isEmpty, "its login still waits")
+
+                released.withLockedValue { $0 = true }
+                #expect(await eventually { fair.collector.frames.count == 4 })
+                let kinds = fair.collector.frames.map { $0.payload?.kind }
+                #expect(kinds == [.loginResult, .pong, .sendAck, .pong], "\(kinds)")
+                let login = fair.collector.frames.first.flatMap {
+                    if case .loginResult(let result)? = $0.payload { result } else { nil }
+                }
+                #expect(login?.errorCode == 0)
+                #expect(fair.collector.frames.map(\.requestID) == [1, 2, 0, 3], "answered in order")
+                fair.channel.close(promise: nil)
             }
         }
     }
