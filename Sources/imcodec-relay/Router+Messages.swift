@@ -891,6 +891,21 @@ extension Router {
                 )
                 return nil
             }
+            // Nor may it name another sending device than the editing one (a message's must be its
+            // sender's, 1001): receivers would take the message for one another device sent. The
+            // relay does not keep which device sent a message, so the editing device is the one it
+            // can vouch for; empty names none.
+            if !edited.senderDeviceID.isEmpty, !RelayProtocol.sameID(edited.senderDeviceID, session.deviceID) {
+                refuse(
+                    session,
+                    requestID,
+                    RelayProtocol.RequestError.badRequest,
+                    notice: "badRequest",
+                    "the edit's new_message has sender_device_id \"\(edited.senderDeviceID)\", which is not this "
+                        + "connection's device \"\(session.deviceID)\"; send it empty"
+                )
+                return nil
+            }
             // The new content is sealed by the editing device, as a message's by its sender's.
             if let other = frame.sealingDeviceIDs.first(where: { !RelayProtocol.sameID($0, session.deviceID) }) {
                 refuse(

@@ -686,7 +686,9 @@ struct RelayDeliveryRulesTests {
     /// events.proto: an edit's `new_message` "is its content after the edit", and receivers take it
     /// as the message. What it says of who sent it, where and under which ids must be what the
     /// edited message says: an edit that would make the message another user's, another chat's or
-    /// another message's is refused (3003) and reaches no one. Fields left empty are not compared.
+    /// another message's is refused (3003) and reaches no one, and so is one whose
+    /// `sender_device_id` is not the editing connection's device (receivers would take the message
+    /// for another device's). Fields left empty are not compared.
     @Test func anEditCannotChangeWhoSentTheMessageWhereOrUnderWhichIds() async throws {
         try await withClientGroup { group in
             try await withRelay({ $0.groups = ["team": ["alice", "bob"], "other": ["alice", "bob"]] }) { server in
@@ -700,6 +702,8 @@ struct RelayDeliveryRulesTests {
                     ("server_msg_uid", { $0.serverMsgUID = another.serverMsgUID }),
                     ("client_msg_id", { $0.clientMsgID = "m-2" }),
                     ("conversation", { $0.conversation = .group("other") }),
+                    // (alice's connection has no device id: another device's is a forgery.)
+                    ("sender_device_id", { $0.senderDeviceID = "laptop" }),
                 ]
                 for (index, (field, forge)) in forgeries.enumerated() {
                     let requestID = UInt64(index + 1)
