@@ -521,6 +521,24 @@ extension Router {
                         )
                         return
                     }
+                    // Each message whose text a kept version of the reply quotes is a link, kept
+                    // until the reply or that message goes (a recall cuts its text out of every
+                    // version): without a bound, edits that each quoted another message held
+                    // links (and state records) by the million.
+                    if let quoted = quote.quotedText,
+                        let links = quoting[key]?[seq], !links.contains(quoted),
+                        links.count >= Self.maxQuotedPerMessage
+                    {
+                        refuse(
+                            session,
+                            requestID,
+                            RelayProtocol.RequestError.badRequest,
+                            notice: "badQuote",
+                            "the versions of this message quote the text of \(links.count) messages already, the most "
+                                + "the relay keeps; an edit may quote one of those, or none"
+                        )
+                        return
+                    }
                     if let redacted = quote.redacted {
                         edit.newMessage = redacted
                         var rewritten = event

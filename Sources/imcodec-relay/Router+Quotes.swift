@@ -125,6 +125,10 @@ extension Router {
         )
     }
 
+    /// The most messages whose text a kept message's versions (as sent, and each edit's
+    /// `new_message`) may quote: each is a link the relay keeps while both are kept.
+    static let maxQuotedPerMessage = 8
+
     /// Remembers that kept message `reply` quotes the text of kept message `quoted`.
     func noteQuote(_ reply: MessageKey, of quoted: MessageKey) {
         // Not one retention dropped as the reply was kept (a reply to the oldest message of its

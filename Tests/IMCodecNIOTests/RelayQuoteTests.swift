@@ -452,6 +452,66 @@ struct RelayQuoteTests {
         }
     }
 
+    /// A message's versions (as sent, and each edit's `new_message`) quote the text of at most
+    /// ``Router/maxQuotedPerMessage`` messages: the relay keeps a link (and a state record) for
+    /// each while both are kept, so that a recall cuts the text out of every version. An edit that
+    /// would quote another past the bound is refused (3003); one quoting a message already quoted,
+    /// or nothing, passes. Before, every edit that quoted another message added a link: a user
+    /// editing one message in a loop made the relay keep links and records without bound.
+    @Test func aMessageQuotesTheTextOfAtMostEightMessagesAcrossItsEdits() async throws {
+        let database = try await TestStore(.sqlite)
+        defer { database.remove() }
+        let configure: (inout RelayConfiguration) -> Void = {
+            $0.store = database.location; $0.groups = ["team": ["alice", "bob"]]
+        }
+        let team = ConversationKey.group("team")
+        try await withClientGroup { group in
+            try await withRelay(configure) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group)
+                let bob = try await TestClient.connect(to: server, as: "bob", group: group)
+                for index in 1...10 {
+                    let text = "m\(index)"
+                    try await alice.send(
+                        Frame(Message.groupText(from: "alice", group: "team", text, clientMsgID: text))
+                    )
+                }
+                #expect(await eventually { bob.collector.messages.count == 10 })
+                let quoted = bob.collector.messages
+                try await bob.send(
+                    Frame(Self.reply(from: "bob", in: .group("team"), to: quoted[0], quoting: "m1", id: "r"))
+                )
+                #expect(await Self.ack(bob, "r")?.errorCode == 0)
+                #expect(await eventually { alice.collector.messages.count == 1 })
+                let reply = try #require(alice.collector.messages.first)
+                func edit(quoting index: Int?, requestID: UInt64) async throws -> Int32? {
+                    let frame = Self.edit(reply, to: "re, edited", requestID: requestID) { message in
+                        if let index {
+                            message.quote = quoted[index].reference
+                            message.quoteSnapshot = QuoteSnapshot.with {
+                                $0.authorID = "alice"; $0.text = "m\(index + 1)"; $0.elementKind = "text"
+                            }
+                        } else {
+                            message.quote = nil
+                            message.quoteSnapshot = nil
+                        }
+                    }
+                    return try await bob.ask(frame)?.requestResult?.errorCode
+                }
+                // Seven edits, each quoting another message: eight in all with the first.
+                for index in 1...7 { #expect(try await edit(quoting: index, requestID: UInt64(index)) == 0) }
+                #expect(try await edit(quoting: 8, requestID: 8) == RelayProtocol.RequestError.badRequest)
+                #expect(try await edit(quoting: 0, requestID: 9) == 0, "one it quoted already")
+                #expect(try await edit(quoting: nil, requestID: 10) == 0, "no quote")
+                let links = try await server.withRouter { $0.quoting[team]?[reply.seq]?.count ?? 0 }.get()
+                #expect(links == Router.maxQuotedPerMessage)
+                try await bob.roundTrip(11)
+                #expect(await eventually { alice.collector.frames.filter { $0.payload?.kind == .edit }.count == 9 })
+                for client in [alice, bob] { await client.close() }
+            }
+            #expect(try Self.quoteRecords(database) == Router.maxQuotedPerMessage)
+        }
+    }
+
     /// The same for a disappearing message: once it expires, the replies that quoted it no longer
     /// serve its text.
     @Test func anExpiredMessageLeavesNoTextInTheRepliesThatQuoteIt() async throws {
