@@ -221,7 +221,7 @@ extension Router {
             self.stats.acksSent += 1
             self.metrics.ack(code: 0)
             self.write(RelayProtocol.answer(.sendAck(ack), requestID: requestID), to: session)
-            self.deliver(body, kind: .message, to: deliveries, except: session)
+            self.deliver(body, kind: .message, to: deliveries, except: session, viewOnce: frame.isViewOnce)
             self.flush()
         }
     }

@@ -876,12 +876,32 @@ final class Router {
 
     /// Writes a kept frame `body` (of `kind`) to the live sessions of each delivery's user, but not to
     /// `origin` (the session that sent it). Messages get their direction for each user.
-    func deliver(_ body: ByteBuffer, kind: Frame.Payload.Kind?, to deliveries: [Delivery], except origin: Session?) {
+    /// A view-once message (`viewOnce`) reaches a device its stream would serve it to without its
+    /// content (its floor, or what it acknowledged, is at or past the message's position: a new
+    /// device id that logged in, or a position acknowledged, while the message's commit ran) without
+    /// its content live too. Before, a new device that logged in within that commit got the content.
+    func deliver(
+        _ body: ByteBuffer,
+        kind: Frame.Payload.Kind?,
+        to deliveries: [Delivery],
+        except origin: Session?,
+        viewOnce: Bool = false
+    ) {
         let isMessage = kind == .message
         for delivery in deliveries {
             guard let list = sessions[delivery.user] else { continue }
             var out: ByteBuffer?
             for session in list where session !== origin && session.live && !session.closing {
+                if viewOnce, !delivery.sent,
+                    delivery.position
+                        <= viewedOncePosition(of: DeviceKey(user: delivery.user, device: session.deviceID))
+                {
+                    let stub = ByteBuffer(bytes: viewedOnce(Array(body.readableBytesView)))
+                    let position = Self.positionSuffix(delivery.position)
+                    write(record(stub, receivedSuffix, Self.noRequestSuffix, position), kind: kind, to: session)
+                    stats.framesForwarded += 1
+                    continue
+                }
                 if out == nil {
                     let position = Self.positionSuffix(delivery.position)
                     out =

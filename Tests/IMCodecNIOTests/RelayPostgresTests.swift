@@ -438,6 +438,49 @@ struct RelayPostgresTests {
         }
     }
 
+    /// A device id the relay first sees log in while a view-once message's commit runs (a PostgreSQL
+    /// `LOCK TABLE messages IN SHARE MODE` holds it) is not one the message was sent to: its floor
+    /// is the stream head, which counts the message already. Once the commit goes, bob's phone,
+    /// there before, gets the photo, and the new tablet the stub its stream serves. Before, the
+    /// live delivery wrote the content to every live device, the tablet's too.
+    @Test func aDeviceNewWhileAViewOnceMessageCommitsGetsItWithoutContent() async throws {
+        let store = try await TestStore(.postgresql)
+        defer { store.remove() }
+        let database = try #require(store.database)
+        try await withClientGroup { group in
+            try await withRelay({ $0.store = store.location }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
+                var tablet: TestClient?
+                try await database.withConnection { connection in
+                    _ = try await connection.query("BEGIN", logger: PostgresTestDatabase.logger)
+                    _ = try await connection.query(
+                        "LOCK TABLE messages IN SHARE MODE",
+                        logger: PostgresTestDatabase.logger
+                    )
+                    try await alice.send(Frame(RelayViewOnceTests.photo))
+                    var routed = false
+                    for _ in 0..<3_000 where !routed {
+                        routed = try await server.stats().get().messagesRouted >= 1
+                        if !routed { try await Task.sleep(for: .milliseconds(10)) }
+                    }
+                    #expect(routed, "alice's photo was not routed")
+                    tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tablet")
+                    #expect(phone.collector.messages.isEmpty, "nothing goes out before the commit")
+                    _ = try await connection.query("ROLLBACK", logger: PostgresTestDatabase.logger)
+                }
+                let newDevice = try #require(tablet)
+                #expect(
+                    await eventually { phone.collector.messages.count == 1 && newDevice.collector.messages.count == 1 }
+                )
+                #expect(RelayViewOnceTests.content(phone.collector.messages.first) == "https://cdn.example/secret.jpg")
+                #expect(RelayViewOnceTests.content(newDevice.collector.messages.first) == "no content")
+                #expect(newDevice.collector.frames.last?.streamPosition == phone.collector.frames.last?.streamPosition)
+                for client in [alice, phone, newDevice] { await client.close() }
+            }
+        }
+    }
+
     /// A stream sync says `truncated` from the rows it read. A sync request is answered after the
     /// commit that holds what came before it, and that commit may also hold the retention of the
     /// very positions after the device's, for frames kept after the request came. Reproduced here
