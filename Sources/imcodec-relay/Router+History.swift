@@ -159,12 +159,15 @@ extension Router {
             default: break
             }
             response.messages = page
-            self.answer(RelayProtocol.answer(.historyResponse(response), requestID: requestID), to: session)
+            // The mark first: the answer then waits for the commit that keeps it, as every answer
+            // waits for what it reports. Answered first, the page could reach the device with the
+            // mark still pending, and a crash then lost the read the device was told of.
             if request.markAsRead, let newest = page.map(\.seq).max(),
                 newest > self.view(of: key, for: user).info.readSeq
             {
                 self.markRead(conversation, upTo: newest, session: session, user: user)
             }
+            self.answer(RelayProtocol.answer(.historyResponse(response), requestID: requestID), to: session)
         }
     }
 

@@ -1079,13 +1079,14 @@ extension Router {
         // From a user the recipient blocked: as its one-to-one messages and events (`serve
         // --blocked-senders`): answered and dropped, or refused with 20007.
         if hasBlocked(notice.recipientID, user) { return answerBlockedSender(session, decoded.requestID, user: user) }
-        let pairs = notice.recipientID == user ? [] : [UserPair(from: user, to: notice.recipientID)]
-        guard spendFanOut(1, by: user, to: pairs, session: session, requestID: decoded.requestID) else { return }
         let body = frame.body
         let senderSuffix = Frame(.systemNotice(SystemNotice.with { $0.params = [RelayProtocol.noticeSenderKey: user] }))
             .serializedBytes()
-        // The recipient gets it with the sender's id appended.
+        // The recipient gets it with the sender's id appended. Checked before the budgets are
+        // spent: a refused notice costs nothing.
         guard deliverable(frame, from: session, adding: senderSuffix.count) else { return }
+        let pairs = notice.recipientID == user ? [] : [UserPair(from: user, to: notice.recipientID)]
+        guard spendFanOut(1, by: user, to: pairs, session: session, requestID: decoded.requestID) else { return }
         store.afterCommit {
             self.deliverLive(
                 body,
