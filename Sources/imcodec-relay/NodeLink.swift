@@ -406,10 +406,16 @@ final class NodeLinkHandler: ChannelInboundHandler {
                 _ = channel.eventLoop.scheduleTask(in: .milliseconds(5)) { handler.value.answerDrain(on: channel) }
                 return
             }
-            // Once more behind the commits: an answer a read's step just queued comes first.
-            self.router.store.afterCommit {
-                self.router.flush()
-                if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
+            // Once more behind the commits, from the loop once this commit's steps have all run: an
+            // answer a read's step queued comes first. Queued from within the steps, the answer of a
+            // read that ran with the commit (its step decremented the count before this check ran)
+            // could sit behind this check in the same steps, and `drained` went out at once, ahead
+            // of it: the node kicked its client before the answer came.
+            channel.eventLoop.execute {
+                self.router.store.afterCommit {
+                    self.router.flush()
+                    if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
+                }
             }
         }
     }

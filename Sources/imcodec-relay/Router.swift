@@ -370,7 +370,15 @@ final class Router {
                 }
                 noteSeen(DeviceKey(user: user, device: session.deviceID))
             }
-            store.afterCommit(finish)
+            // Behind the commits, then once more from the loop once the steps of the commit that
+            // ran it have all run: the answer a read's step queues lands behind this step when both
+            // are in one commit's steps, and the kick (which closes the session) came first and
+            // the answer was dropped (as NodeLink's drain answer).
+            store.afterCommit {
+                self.eventLoop.execute {
+                    if self.store.failed { finish() } else { self.store.afterCommit(finish) }
+                }
+            }
         }
         return promise.futureResult
     }
