@@ -240,6 +240,16 @@ final class RelayChild {
         process.signal(signal)
     }
 
+    /// Whether the relay is stopped (a SIGSTOP took effect: state `T` in `/proc/PID/stat`, Linux).
+    /// A signal is sent at once but acted on when the kernel next runs the process, which a loaded
+    /// machine may put off.
+    var isStopped: Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(after: close)...].split(separator: " ").first == "T"
+    }
+
     /// Waits (while anything makes progress, see ``eventually(_:_:)``, at most 20 s of silence) until the relay exited.
     func waitForExit() async -> Bool {
         await eventually(20) { !process.isRunning }

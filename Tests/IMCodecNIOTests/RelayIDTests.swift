@@ -21,6 +21,13 @@ struct RelayIDTests {
         try await RelayUserStateTests.ask(client, payload, id: id)
     }
 
+    /// The seq of a message alice sends bob with `client_msg_id` `id`, or `nil` when it is refused.
+    private static func seqOfAMessage(from alice: TestClient, id: String) async throws -> UInt64? {
+        let message = Message.c2cText(from: "alice", to: "bob", id, clientMsgID: id)
+        let ack = try await alice.ask(RelayProtocol.answer(.message(message), requestID: 90))?.sendAck
+        return ack?.errorCode == 0 ? ack?.seq : nil
+    }
+
     /// A login whose user id has 129 bytes is refused with 2007 and its connection closed; one of
     /// 128 bytes logs in, and messages go both ways between it and bob.
     @Test func aUserIDHoldsAtMost128Bytes() async throws {
@@ -454,28 +461,12 @@ struct RelayIDTests {
                         )
                     ) == badRequest
                 )
-                let sent = try #require(
-                    try await alice.ask(
-                        RelayProtocol.answer(
-                            .message(Message.c2cText(from: "alice", to: "bob", "yes", clientMsgID: "ok-1")),
-                            requestID: 90
-                        )
-                    )?.sendAck
-                )
-                #expect(sent.errorCode == 0 && sent.seq == 1, "\(sent)")
+                #expect(try await Self.seqOfAMessage(from: alice, id: "ok-1") == 1)
                 await alice.close()
             }
             try await withRelay(configure) { server in
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "phone")
-                let sent = try #require(
-                    try await alice.ask(
-                        RelayProtocol.answer(
-                            .message(Message.c2cText(from: "alice", to: "bob", "again", clientMsgID: "ok-2")),
-                            requestID: 91
-                        )
-                    )?.sendAck
-                )
-                #expect(sent.errorCode == 0 && sent.seq == 2, "\(sent)")
+                #expect(try await Self.seqOfAMessage(from: alice, id: "ok-2") == 2)
                 await alice.close()
             }
         }

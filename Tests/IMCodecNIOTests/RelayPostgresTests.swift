@@ -915,6 +915,20 @@ struct RelayPostgresTests {
         return try await waitForACommit(on: connection)
     }
 
+    /// Whether a connection to 127.0.0.1:`port` is refused within 10 s (tried every 20 ms).
+    private static func refusesConnections(_ port: Int, group: any EventLoopGroup) async throws -> Bool {
+        for _ in 0..<500 {
+            do {
+                let probe = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
+                try await probe.close()
+                try await Task.sleep(for: .milliseconds(20))
+            } catch {
+                return true
+            }
+        }
+        return false
+    }
+
     /// `alice`'s connection closes with the kick as the last frame she got, after the answer to her
     /// sync (request 900, ``sendWhileMessagesAreLocked(_:from:on:)``).
     private static func expectKickedAfterTheAnswers(_ alice: TestClient) async {
@@ -974,18 +988,7 @@ struct RelayPostgresTests {
                 #expect(read.samples[#"imcodec_relay_frames_in_total{kind="sync_request",transport="tcp"}"#] == 1)
                 relay.signal(SIGTERM)
                 // Its shutdown began once it refuses connections.
-                var refused = false
-                for _ in 0..<500 where !refused {
-                    do {
-                        let probe = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: relay.port)
-                            .get()
-                        try await probe.close()
-                        try await Task.sleep(for: .milliseconds(20))
-                    } catch {
-                        refused = true
-                    }
-                }
-                #expect(refused, "the relay still listens")
+                #expect(try await Self.refusesConnections(relay.port, group: group), "the relay still listens")
                 #expect(!alice.collector.kinds.contains(.kickedOffline), "kicked before the answers")
                 #expect(alice.collector.acks.isEmpty)
                 try await connection.query("ROLLBACK", logger: Self.logger)
@@ -1034,18 +1037,7 @@ struct RelayPostgresTests {
                 #expect(try await Self.waitForACommit(on: connection), "the relay's read never waited")
                 relay.signal(SIGTERM)
                 // Its shutdown began once it refuses connections.
-                var refused = false
-                for _ in 0..<500 where !refused {
-                    do {
-                        let probe = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: relay.port)
-                            .get()
-                        try await probe.close()
-                        try await Task.sleep(for: .milliseconds(20))
-                    } catch {
-                        refused = true
-                    }
-                }
-                #expect(refused, "the relay still listens")
+                #expect(try await Self.refusesConnections(relay.port, group: group), "the relay still listens")
                 try await connection.query("ROLLBACK", logger: Self.logger)
             }
             #expect(await relay.waitForExit() && relay.exitStatus == 0, "\(relay.stderr)")
@@ -1074,6 +1066,7 @@ struct RelayPostgresTests {
             #expect(await eventually { alice.collector.acks.count == 1 })
 
             routing.signal(SIGSTOP)
+            #expect(await eventually { routing.isStopped }, "the routing node did not stop")
             forwarding.signal(SIGTERM)
             #expect(await eventually { forwarding.stdout.contains("relay node: shutting down: waiting") })
             let lockHolders: PostgresQuery = """
@@ -1105,7 +1098,10 @@ struct RelayPostgresTests {
                 let after = try await connection.query(lockHolders, logger: Self.logger).collect()
                 #expect(after.isEmpty, "a session took the lock: \(forwarding.stdout)")
             }
-            #expect(forwarding.process.isRunning, "still draining")
+            #expect(
+                forwarding.process.isRunning,
+                "still draining: \(forwarding.exitStatus.map(String.init) ?? "?"), \(forwarding.stdout) \(forwarding.stderr)"
+            )
             #expect(forwarding.listeningPort == nil, "the draining node routes: \(forwarding.stdout)")
 
             // The routing node's end closes the link: the drain ends, and the node kicks and exits.
