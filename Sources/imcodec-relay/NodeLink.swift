@@ -411,9 +411,11 @@ final class NodeLinkHandler: ChannelInboundHandler {
             // read that ran with the commit (its step decremented the count before this check ran)
             // could sit behind this check in the same steps, and `drained` went out at once, ahead
             // of it: the node kicked its client before the answer came.
+            let handler = NIOLoopBound(self, eventLoop: channel.eventLoop)
             channel.eventLoop.execute {
-                self.router.store.afterCommit {
-                    self.router.flush()
+                let router = handler.value.router
+                router.store.afterCommit {
+                    router.flush()
                     if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
                 }
             }

@@ -353,13 +353,8 @@ final class Router {
     func shutDown() -> EventLoopFuture<Void> {
         shuttingDown = true
         let promise = eventLoop.makePromise(of: Void.self)
-        let finish = {
-            let closed = self.connections.values.map(\.connection.closeFuture)
-            self.kickAllForShutdown()
-            EventLoopFuture.andAllComplete(closed, on: self.eventLoop).cascade(to: promise)
-        }
         if store.failed {
-            finish()
+            finishShutdown(promise)
         } else {
             // The devices online now were seen now: the order a later start forgets devices in
             // (Router+Devices.swift) counts them as last seen, not as seen at their login.
@@ -375,12 +370,21 @@ final class Router {
             // are in one commit's steps, and the kick (which closes the session) came first and
             // the answer was dropped (as NodeLink's drain answer).
             store.afterCommit {
+                let router = NIOLoopBound(self, eventLoop: self.eventLoop)
                 self.eventLoop.execute {
-                    if self.store.failed { finish() } else { self.store.afterCommit(finish) }
+                    guard !router.value.store.failed else { return router.value.finishShutdown(promise) }
+                    router.value.store.afterCommit { router.value.finishShutdown(promise) }
                 }
             }
         }
         return promise.futureResult
+    }
+
+    /// Kicks every session and completes `promise` once their connections closed.
+    private func finishShutdown(_ promise: EventLoopPromise<Void>) {
+        let closed = connections.values.map(\.connection.closeFuture)
+        kickAllForShutdown()
+        EventLoopFuture.andAllComplete(closed, on: eventLoop).cascade(to: promise)
     }
 
     private func kickAllForShutdown() {
