@@ -161,8 +161,9 @@ enum RelayProtocol {
         /// that has ``RelayConfiguration/maxDirectConversations`` of them. Nothing is kept or
         /// forwarded; messages in its conversations go on.
         static let conversationLimit: Int32 = 1010
-        /// The message's `client_msg_id` is longer than ``RelayProtocol/maxIDBytes``: the relay keeps
-        /// it with every message, to find a resend. Nothing is kept or forwarded.
+        /// The message's `client_msg_id` is longer than ``RelayProtocol/maxIDBytes`` or holds U+0000
+        /// (``RelayProtocol/holdsNUL(_:)``): the relay keeps it with every message, to find a
+        /// resend. Nothing is kept or forwarded.
         static let clientMsgIDRefused: Int32 = 1011
         /// A message that would reach more users than its sender's ``RelayConfiguration/fanOutRate``
         /// budget has left, or a one-to-one message past what the sender may send the peer

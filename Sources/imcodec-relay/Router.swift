@@ -243,6 +243,15 @@ final class Router {
         store.onFailure = { [unowned self] reason in
             self.logger.critical("fatal: \(reason)")
             self.closeAll()
+            // A shutdown under way ends with the connections: its steps went with the failed job.
+            if let promise = self.shutdownPromise {
+                self.shutdownPromise = nil
+                EventLoopFuture.andAllComplete(
+                    self.connections.values.map(\.connection.closeFuture),
+                    on: self.eventLoop
+                )
+                .cascade(to: promise)
+            }
             self.onFatal(reason)
         }
         store.willCommit = { [unowned self] batch in self.writeChangedWindows(into: &batch) }
@@ -344,6 +353,11 @@ final class Router {
     /// them is acknowledged, so their senders send them again to the relay they reconnect to.
     private(set) var shuttingDown = false
 
+    /// Completed once a graceful shutdown has closed every connection (``shutDown()``); taken by
+    /// whichever ends it: its last step, or a store that fails first (the failed job's steps do not
+    /// run, so that step would never come, and `RelayServer.shutdown()` waited forever).
+    private var shutdownPromise: EventLoopPromise<Void>?
+
     /// A graceful shutdown (SIGTERM, ``RelayServer/shutdown()``): stops acting on what arrives and,
     /// once everything already accepted is committed and its acks and forwards are written, tells
     /// every logged-in device `kicked_offline` (`KICK_REASON_SERVER_SHUTDOWN`; a WebSocket peer also
@@ -351,10 +365,12 @@ final class Router {
     /// - Returns: A future that completes when every connection is closed (a peer that does not
     ///   read is closed after a second).
     func shutDown() -> EventLoopFuture<Void> {
+        if let underway = shutdownPromise { return underway.futureResult }
         shuttingDown = true
         let promise = eventLoop.makePromise(of: Void.self)
+        shutdownPromise = promise
         if store.failed {
-            finishShutdown(promise)
+            finishShutdown()
         } else {
             // The devices online now were seen now: the order a later start forgets devices in
             // (Router+Devices.swift) counts them as last seen, not as seen at their login.
@@ -372,16 +388,19 @@ final class Router {
             store.afterCommit {
                 let router = NIOLoopBound(self, eventLoop: self.eventLoop)
                 self.eventLoop.execute {
-                    guard !router.value.store.failed else { return router.value.finishShutdown(promise) }
-                    router.value.store.afterCommit { router.value.finishShutdown(promise) }
+                    guard !router.value.store.failed else { return router.value.finishShutdown() }
+                    router.value.store.afterCommit { router.value.finishShutdown() }
                 }
             }
         }
         return promise.futureResult
     }
 
-    /// Kicks every session and completes `promise` once their connections closed.
-    private func finishShutdown(_ promise: EventLoopPromise<Void>) {
+    /// Kicks every session and completes the shutdown's promise once their connections closed (not
+    /// when a failed store took it first).
+    private func finishShutdown() {
+        guard let promise = shutdownPromise else { return }
+        shutdownPromise = nil
         let closed = connections.values.map(\.connection.closeFuture)
         kickAllForShutdown()
         EventLoopFuture.andAllComplete(closed, on: eventLoop).cascade(to: promise)
@@ -888,10 +907,11 @@ final class Router {
 
     /// Writes a kept frame `body` (of `kind`) to the live sessions of each delivery's user, but not to
     /// `origin` (the session that sent it). Messages get their direction for each user.
-    /// A view-once message (`viewOnce`) reaches a device its stream would serve it to without its
-    /// content (its floor, or what it acknowledged, is at or past the message's position: a new
-    /// device id that logged in, or a position acknowledged, while the message's commit ran) without
-    /// its content live too. Before, a new device that logged in within that commit got the content.
+    ///
+    /// A view-once message (`viewOnce`) goes without its content to a receiving device whose stream
+    /// would serve it so: one whose floor, or acknowledged position, is at or past the message's
+    /// position (a new device id that logged in, or a position acknowledged, while the message's
+    /// commit ran). Before, a new device that logged in within that commit got the content.
     func deliver(
         _ body: ByteBuffer,
         kind: Frame.Payload.Kind?,
