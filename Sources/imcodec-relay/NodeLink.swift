@@ -406,18 +406,11 @@ final class NodeLinkHandler: ChannelInboundHandler {
                 _ = channel.eventLoop.scheduleTask(in: .milliseconds(5)) { handler.value.answerDrain(on: channel) }
                 return
             }
-            // Once more behind the commits, from the loop once this commit's steps have all run: an
-            // answer a read's step queued comes first. Queued from within the steps, the answer of a
-            // read that ran with the commit (its step decremented the count before this check ran)
-            // could sit behind this check in the same steps, and `drained` went out at once, ahead
-            // of it: the node kicked its client before the answer came.
-            let handler = NIOLoopBound(self, eventLoop: channel.eventLoop)
-            channel.eventLoop.execute {
-                let router = handler.value.router
-                router.store.afterCommit {
-                    router.flush()
-                    if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
-                }
+            // Behind every answer queued so far (a read that ran with this commit queues its answer
+            // in the steps after this check): the node kicks its clients once `drained` comes.
+            self.router.store.afterAnswers {
+                self.router.flush()
+                if channel.isActive { NodeLink.write(.drained, session: 0, nil, to: channel, flush: true) }
             }
         }
     }

@@ -207,7 +207,6 @@ extension Router {
         if firstDevice { broadcastPresence(of: user) }
         let held = session.held
         session.held = []
-        session.heldBytes = 0
         for frame in held { handle(frame, from: session) }
         flush()
     }

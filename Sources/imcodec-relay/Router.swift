@@ -381,17 +381,9 @@ final class Router {
                 }
                 noteSeen(DeviceKey(user: user, device: session.deviceID))
             }
-            // Behind the commits, then once more from the loop once the steps of the commit that
-            // ran it have all run: the answer a read's step queues lands behind this step when both
-            // are in one commit's steps, and the kick (which closes the session) came first and
-            // the answer was dropped (as NodeLink's drain answer).
-            store.afterCommit {
-                let router = NIOLoopBound(self, eventLoop: self.eventLoop)
-                self.eventLoop.execute {
-                    guard !router.value.store.failed else { return router.value.finishShutdown() }
-                    router.value.store.afterCommit { router.value.finishShutdown() }
-                }
-            }
+            // Behind every answer queued so far: the kick closes the sessions. (A store that fails
+            // meanwhile drops this step; its failure ends the shutdown, store.onFailure.)
+            store.afterAnswers { self.finishShutdown() }
         }
         return promise.futureResult
     }
@@ -589,7 +581,7 @@ final class Router {
             // collection, an actor): at most 256 frames, and together at most one frame's size
             // limit. Before, only the count was bounded: 256 frames at the size limit, 256 MiB,
             // held for a connection that had shown nothing but a token.
-            let bytes = session.heldBytes + frame.record.readableBytes
+            let bytes = session.held.reduce(frame.record.readableBytes) { $0 + $1.record.readableBytes }
             guard session.held.count < RelayProtocol.maxFramesDuringLogin,
                 session.held.isEmpty || bytes <= configuration.codec.effectiveMaxFrameSize
             else {
@@ -602,7 +594,6 @@ final class Router {
                 return
             }
             session.held.append(frame)
-            session.heldBytes = bytes
             return
         case .loggedIn:
             break
@@ -920,6 +911,7 @@ final class Router {
         viewOnce: Bool = false
     ) {
         let isMessage = kind == .message
+        var stub: ByteBuffer?  // the view-once message without its content, made once
         for delivery in deliveries {
             guard let list = sessions[delivery.user] else { continue }
             var out: ByteBuffer?
@@ -928,9 +920,9 @@ final class Router {
                     delivery.position
                         <= viewedOncePosition(of: DeviceKey(user: delivery.user, device: session.deviceID))
                 {
-                    let stub = ByteBuffer(bytes: viewedOnce(Array(body.readableBytesView)))
+                    if stub == nil { stub = ByteBuffer(bytes: viewedOnce(Array(body.readableBytesView))) }
                     let position = Self.positionSuffix(delivery.position)
-                    write(record(stub, receivedSuffix, Self.noRequestSuffix, position), kind: kind, to: session)
+                    write(record(stub!, receivedSuffix, Self.noRequestSuffix, position), kind: kind, to: session)
                     stats.framesForwarded += 1
                     continue
                 }

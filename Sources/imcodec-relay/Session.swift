@@ -34,8 +34,6 @@ final class Session {
     var state = State.new
     /// Frames that arrived while the login was checked, handled once it is done.
     var held: [InboundFrame] = []
-    /// The bytes of ``held`` (their records).
-    var heldBytes = 0
     /// The logged-in user, once the login was accepted.
     var userID: String?
     /// The device and platform the login named, and the session id the relay gave it.

@@ -101,6 +101,17 @@ final class StoreQueue {
         schedule()
     }
 
+    /// Runs `body` on the loop once everything queued before it is committed and answered: as
+    /// ``afterCommit(_:)``, then once more from the loop, behind what the steps run with that commit
+    /// queued. A read's step queues its answer as it runs; when the read and a step queued after it
+    /// run with one commit, that answer lands behind the step, and a last step (a shutdown's kick,
+    /// a drain's `drained`) went out ahead of it. What ends a connection waits with this.
+    func afterAnswers(_ body: @escaping () -> Void) {
+        afterCommit { [bound = NIOLoopBound((queue: self, body: body), eventLoop: eventLoop)] in
+            bound.value.queue.eventLoop.execute { bound.value.queue.afterCommit(bound.value.body) }
+        }
+    }
+
     /// Runs `work` on the store thread after everything queued before it is committed, then `then`
     /// on the loop with its result, in order with every other step.
     func read<T>(_ work: @escaping (any RelayStore) throws -> T, then: @escaping (T) -> Void) {
