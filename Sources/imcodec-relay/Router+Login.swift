@@ -203,11 +203,26 @@ extension Router {
         (answer.maxSeqs, answer.maxSeqsTruncated) = fittingMaxSeqs(
             (named + mostRecentFirst(of: user, except: seen)).lazy.map { self.maxSeq($0, for: user) }
         )
-        write(RelayProtocol.answer(.loginResult(answer), requestID: requestID), to: session)
+        // Answered once what the answer counts (the stream head, the max seqs) is committed: a
+        // relay that stopped before would give those positions and seqs to other frames, and a
+        // client told them would take its gap for frames it has. What the session is sent until
+        // then (the frames of that commit, answers to its held frames) waits behind the answer.
+        session.heldOutput = HeldOutput()
+        let result = RelayProtocol.answer(.loginResult(answer), requestID: requestID)
+        store.afterCommit { self.answerLogin(result, to: session) }
         if firstDevice { broadcastPresence(of: user) }
         let held = session.held
         session.held = []
         for frame in held { handle(frame, from: session) }
+        flush()
+    }
+
+    /// Writes the login's answer to `session`, then what was held behind it.
+    private func answerLogin(_ result: Frame, to session: Session) {
+        guard let held = session.heldOutput else { return }
+        session.heldOutput = nil
+        write(result, to: session)
+        for frame in held.frames { write(frame.buffer, kind: frame.kind, to: session) }
         flush()
     }
 

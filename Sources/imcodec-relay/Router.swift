@@ -452,7 +452,13 @@ final class Router {
     /// receiving at once and is closed as soon as the current event is handled.
     func slowConsumer(_ session: Session) {
         guard !session.closing, !session.connection.isWritable else { return }
+        dropSlowConsumer(session)
+    }
+
+    /// Drops `session` as a slow consumer (``slowConsumer(_:)``), its output held or queued.
+    private func dropSlowConsumer(_ session: Session) {
         session.closing = true
+        session.heldOutput = nil
         stats.closedByError["slowConsumer", default: 0] += 1
         metrics.closedByError(code: "slowConsumer")
         metrics.slowConsumer(session.transport)
@@ -473,6 +479,14 @@ final class Router {
     /// Queues `buffer`, a frame of `kind`, for `session` (flushed by ``flush()``).
     func write(_ buffer: ByteBuffer, kind: Frame.Payload.Kind?, to session: Session) {
         guard !session.closing else { return }
+        if session.heldOutput != nil {
+            session.heldOutput?.append(buffer, kind: kind)
+            // Bounded as what the connection queues is, and counted with it.
+            let held = session.heldOutput?.bytes ?? 0
+            stats.peakOutboundBufferedBytes = max(stats.peakOutboundBufferedBytes, held)
+            if held > configuration.maxOutboundBytes { dropSlowConsumer(session) }
+            return
+        }
         session.connection.write(buffer)
         metrics.frameOut(kind, session.transport)
         if !session.needsFlush {

@@ -56,6 +56,10 @@ final class Session {
     var closing = false
     /// Whether a write awaits a flush.
     var needsFlush = false
+    /// What is written to the session while its login's answer waits for the commit holding what
+    /// the answer counts; the answer goes first (``Router/finishLogin(_:requestID:expiry:_:)``).
+    /// `nil` once the answer is written.
+    var heldOutput: HeldOutput?
     /// The session's requests that wait for a store read (history, sync, stream sync, the
     /// conversation list), at most ``maxReadsInFlight``.
     var readsInFlight = 0
@@ -139,6 +143,18 @@ final class ChannelConnection: SessionConnection {
         }
         channel.writeAndFlush(last).whenComplete { _ in channel.close(promise: nil) }
         channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+    }
+}
+
+/// Frames written to a session before it may have them (``Session/heldOutput``), in order.
+struct HeldOutput {
+    private(set) var frames: [(buffer: ByteBuffer, kind: Frame.Payload.Kind?)] = []
+    /// Their bytes together.
+    private(set) var bytes = 0
+
+    mutating func append(_ buffer: ByteBuffer, kind: Frame.Payload.Kind?) {
+        frames.append((buffer, kind))
+        bytes += buffer.readableBytes
     }
 }
 #endif

@@ -452,33 +452,157 @@ struct RelayPostgresTests {
                 let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
                 let phone = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "phone")
                 var tablet: TestClient?
-                try await database.withConnection { connection in
-                    _ = try await connection.query("BEGIN", logger: PostgresTestDatabase.logger)
-                    _ = try await connection.query(
-                        "LOCK TABLE messages IN SHARE MODE",
-                        logger: PostgresTestDatabase.logger
-                    )
+                try await Self.whileLocked("messages", in: database) {
                     try await alice.send(Frame(RelayViewOnceTests.photo))
-                    var routed = false
-                    for _ in 0..<3_000 where !routed {
-                        routed = try await server.stats().get().messagesRouted >= 1
-                        if !routed { try await Task.sleep(for: .milliseconds(10)) }
-                    }
-                    #expect(routed, "alice's photo was not routed")
-                    tablet = try await TestClient.connect(to: server, as: "bob", group: group, deviceID: "tablet")
+                    #expect(try await Self.routed(1, server), "alice's photo was not routed")
+                    // Its login is answered after the commit (aLoginIsAnsweredOnceTheFramesItCountsAreCommitted).
+                    tablet = try await TestClient.connect(
+                        to: server,
+                        sending: try await TestAuth.login("bob", deviceID: "tablet"),
+                        group: group
+                    )
+                    #expect(try await Self.loggedIn(3, server), "the tablet's login was not handled")
                     #expect(phone.collector.messages.isEmpty, "nothing goes out before the commit")
-                    _ = try await connection.query("ROLLBACK", logger: PostgresTestDatabase.logger)
                 }
                 let newDevice = try #require(tablet)
                 #expect(
                     await eventually { phone.collector.messages.count == 1 && newDevice.collector.messages.count == 1 }
                 )
+                #expect(newDevice.collector.loginResults.first?.errorCode == 0)
                 #expect(RelayViewOnceTests.content(phone.collector.messages.first) == "https://cdn.example/secret.jpg")
                 #expect(RelayViewOnceTests.content(newDevice.collector.messages.first) == "no content")
                 #expect(newDevice.collector.frames.last?.streamPosition == phone.collector.frames.last?.streamPosition)
                 for client in [alice, phone, newDevice] { await client.close() }
             }
         }
+    }
+
+    /// A login is answered once what its answer counts is committed: the stream head and the max
+    /// seqs. Alice's message to bob is routed while a PostgreSQL lock holds its commit, and bob logs
+    /// in meanwhile. Before, his login result came at once and named the message's stream position
+    /// and seq, which a relay stopped before the commit gives to other frames (after a restart bob
+    /// would take the first of them for one he had). Now it comes once the commit goes, naming them,
+    /// and the message follows it, as before.
+    @Test func aLoginIsAnsweredOnceTheFramesItCountsAreCommitted() async throws {
+        let store = try await TestStore(.postgresql)
+        defer { store.remove() }
+        let database = try #require(store.database)
+        try await withClientGroup { group in
+            try await withRelay({ $0.store = store.location }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                var phone: TestClient?
+                try await Self.whileLocked("messages", in: database) {
+                    try await alice.send(
+                        Frame(Message.c2cText(from: "alice", to: "bob", "held", clientMsgID: "h-1"))
+                    )
+                    #expect(try await Self.routed(1, server), "alice's message was not routed")
+                    let client = try await TestClient.connect(
+                        to: server,
+                        sending: try await TestAuth.login("bob", deviceID: "phone"),
+                        group: group
+                    )
+                    phone = client
+                    #expect(try await Self.loggedIn(2, server), "bob's login was not handled")
+                    // Long enough for an answer written with the login to arrive (it did, in
+                    // microseconds); the answer that waits for the commit cannot come meanwhile.
+                    try await Task.sleep(for: .milliseconds(300))
+                    #expect(client.collector.frames.isEmpty, "\(client.collector.frames)")
+                    #expect(alice.collector.acks.isEmpty)
+                }
+                let bob = try #require(phone)
+                #expect(await eventually { bob.collector.messages.count == 1 && alice.collector.acks.count == 1 })
+                let result = try #require(bob.collector.loginResults.first)
+                #expect(result.errorCode == 0)
+                guard case .loginResult? = bob.collector.frames.first?.payload else {
+                    Issue.record("the login result comes first: \(bob.collector.frames)")
+                    return
+                }
+                let message = try #require(bob.collector.frames.last)
+                #expect(result.streamPosition == message.streamPosition && message.streamPosition > 0)
+                #expect(result.maxSeqs.map(\.seq) == [alice.collector.acks[0].seq])
+                for client in [alice, bob] { await client.close() }
+            }
+        }
+    }
+
+    /// What a session is sent while its login's answer waits is bounded as a connection's queue
+    /// is (`--max-outbound-bytes`). Four of alice's 2 KB messages to bob wait behind a commit held
+    /// by a PostgreSQL lock when bob logs in, with 4 KiB allowed: bob is dropped as a slow consumer
+    /// once the third is held, and his answer never goes. Without the bound the relay held all four
+    /// (8 KB), then dropped him as it wrote them to his connection.
+    @Test func whatWaitsBehindALoginsAnswerIsBounded() async throws {
+        let store = try await TestStore(.postgresql)
+        defer { store.remove() }
+        let database = try #require(store.database)
+        try await withClientGroup { group in
+            try await withRelay({
+                $0.store = store.location; $0.maxOutboundBytes = 4_096
+            }) { server in
+                let alice = try await TestClient.connect(to: server, as: "alice", group: group, deviceID: "a")
+                var phone: TestClient?
+                try await Self.whileLocked("messages", in: database) {
+                    let text = String(repeating: "x", count: 2_000)
+                    for k in 1...4 {
+                        try await alice.send(
+                            Frame(Message.c2cText(from: "alice", to: "bob", text, clientMsgID: "h-\(k)"))
+                        )
+                    }
+                    #expect(try await Self.routed(4, server), "alice's messages were not routed")
+                    phone = try await TestClient.connect(
+                        to: server,
+                        sending: try await TestAuth.login("bob", deviceID: "phone"),
+                        group: group
+                    )
+                    #expect(try await Self.loggedIn(2, server), "bob's login was not handled")
+                }
+                let bob = try #require(phone)
+                #expect(await eventually { !bob.channel.isActive }, "bob was not dropped")
+                let stats = try await server.stats().get()
+                #expect(stats.closedByError["slowConsumer"] == 1)
+                // The bound and one frame over it.
+                #expect(stats.peakOutboundBufferedBytes <= 4_096 + 2_200, "\(stats.peakOutboundBufferedBytes)")
+                #expect(bob.collector.frames.isEmpty, "\(bob.collector.frames.map(\.payload?.kind))")
+                #expect(await eventually { alice.collector.acks.count == 4 })
+                await alice.close()
+            }
+        }
+    }
+
+    /// Runs `body` while a transaction of the test's own holds `LOCK TABLE table IN SHARE MODE`
+    /// (the relay's commits that write the table wait for it; its reads do not), then rolls it back.
+    static func whileLocked(
+        _ table: String,
+        in database: PostgresTestDatabase,
+        _ body: () async throws -> Void
+    ) async throws {
+        try await database.withConnection { connection in
+            try await connection.query("BEGIN", logger: PostgresTestDatabase.logger)
+            try await connection.query(
+                "LOCK TABLE \(unescaped: table) IN SHARE MODE",
+                logger: PostgresTestDatabase.logger
+            )
+            try await body()
+            try await connection.query("ROLLBACK", logger: PostgresTestDatabase.logger)
+        }
+    }
+
+    /// Waits until `server` routed `count` messages (counted as a message is routed, on the loop
+    /// that reads its frame, before its commit).
+    static func routed(_ count: Int, _ server: RelayServer) async throws -> Bool {
+        try await counted(server) { $0.messagesRouted >= count }
+    }
+
+    /// Waits until `server` counted `count` logins (counted as a login is accepted, before its answer).
+    static func loggedIn(_ count: Int, _ server: RelayServer) async throws -> Bool {
+        try await counted(server) { $0.logins >= count }
+    }
+
+    private static func counted(_ server: RelayServer, _ done: (RelayStats) -> Bool) async throws -> Bool {
+        for _ in 0..<3_000 {
+            if done(try await server.stats().get()) { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return false
     }
 
     /// A stream sync says `truncated` from the rows it read. A sync request is answered after the
@@ -505,26 +629,11 @@ struct RelayPostgresTests {
                     )
                 }
                 #expect(await eventually { alice.collector.acks.count == 3 && phone.collector.messages.count == 3 })
-                /// Waits until the relay routed `count` messages (counted when a message is routed, on
-                /// the loop that reads its frame, before its commit).
-                func routed(_ count: Int) async throws -> Bool {
-                    for _ in 0..<3_000 {
-                        if try await server.stats().get().messagesRouted >= count { return true }
-                        try await Task.sleep(for: .milliseconds(10))
-                    }
-                    return false
-                }
-                try await database.withConnection { connection in
-                    _ = try await connection.query("BEGIN", logger: PostgresTestDatabase.logger)
-                    // Inserts wait for the lock; reads do not.
-                    _ = try await connection.query(
-                        "LOCK TABLE stream IN SHARE MODE",
-                        logger: PostgresTestDatabase.logger
-                    )
+                try await Self.whileLocked("stream", in: database) {
                     try await alice.send(
                         Frame(Message.c2cText(from: "alice", to: "carol", "held", clientMsgID: "h-1"))
                     )
-                    #expect(try await routed(4), "alice's message to carol was not routed")
+                    #expect(try await Self.routed(4, server), "alice's message to carol was not routed")
                     let request = RelayProtocol.answer(
                         .streamSyncRequest(StreamSyncRequest.with { $0.afterPosition = 1 }),
                         requestID: 7
@@ -536,8 +645,7 @@ struct RelayPostgresTests {
                         )
                     }
                     // Read in order on bob's connection: the request was handled before them.
-                    #expect(try await routed(6), "bob's messages were not routed")
-                    _ = try await connection.query("ROLLBACK", logger: PostgresTestDatabase.logger)
+                    #expect(try await Self.routed(6, server), "bob's messages were not routed")
                 }
                 #expect(await eventually(30) { phone.collector.answer(to: 7) != nil })
                 guard case .streamSyncResponse(let page)? = phone.collector.answer(to: 7)?.payload else {
@@ -573,12 +681,7 @@ struct RelayPostgresTests {
                 let watched = try await RelayUserStateTests.ask(mallory, .presenceSubscription(watch), id: 1)
                 #expect(watched?.requestResult?.errorCode == 0)
                 #expect(await eventually { mallory.collector.presences.map(\.status) == [.online] })
-                try await database.withConnection { connection in
-                    _ = try await connection.query("BEGIN", logger: PostgresTestDatabase.logger)
-                    _ = try await connection.query(
-                        "LOCK TABLE records IN SHARE MODE",
-                        logger: PostgresTestDatabase.logger
-                    )
+                try await Self.whileLocked("records", in: database) {
                     let block = BlocklistChange.with {
                         $0.action = .block; $0.userIDs = ["mallory"]
                     }
@@ -593,7 +696,6 @@ struct RelayPostgresTests {
                     #expect(await eventually { mallory.collector.kinds.contains(.typing) })
                     #expect(mallory.collector.presences.count == 1, "told of a block not yet committed")
                     #expect(bob.collector.result(of: 2) == nil)
-                    _ = try await connection.query("ROLLBACK", logger: PostgresTestDatabase.logger)
                 }
                 #expect(await eventually(30) { bob.collector.result(of: 2) != nil })
                 #expect(bob.collector.result(of: 2)?.errorCode == 0)
