@@ -190,6 +190,9 @@ struct RelayCrashTests {
         /// A sound file holding text in an integer column: a message's seq 'five' (SQLite reads it
         /// as 0, which GRDB's decode took, and the relay served).
         case textForASeqInAMessageRow
+        /// A sound file whose stream entries lie past their stream's head (the heads set to 0): the
+        /// relay counted the entries as `head + 1 - oldest`, which trapped at the user's next frame.
+        case streamEntriesPastTheirHead
 
         var testDescription: String { rawValue }
     }
@@ -251,13 +254,18 @@ struct RelayCrashTests {
             #expect(pageSize == 4096)
             for i in pageSize..<bytes.count { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
             try Data(bytes).write(to: URL(fileURLWithPath: database))
-        case .aNegativeSeqInAMessageRow, .textForASeqInAMessageRow:
+        case .aNegativeSeqInAMessageRow, .textForASeqInAMessageRow, .streamEntriesPastTheirHead:
             // Written and checkpointed by SQLite itself (closing the last connection removes the
             // -wal): only the value is wrong.
             do {
                 let queue = try DatabaseQueue(path: database)
-                let value = damage == .aNegativeSeqInAMessageRow ? "-5" : "'five'"
-                try await queue.write { try $0.execute(sql: "UPDATE messages SET seq = \(value)") }
+                let update =
+                    switch damage {
+                    case .aNegativeSeqInAMessageRow: "UPDATE messages SET seq = -5"
+                    case .textForASeqInAMessageRow: "UPDATE messages SET seq = 'five'"
+                    default: "UPDATE streams SET head = 0"
+                    }
+                try await queue.write { try $0.execute(sql: update) }
                 try queue.close()
             }
             try? FileManager.default.removeItem(atPath: wal)
@@ -288,6 +296,9 @@ struct RelayCrashTests {
                 let value = damage == .aNegativeSeqInAMessageRow ? "-5" : "\"five\""
                 #expect(line.contains("column \"seq\" holds \(value), where a UInt64 is kept"), "\(line)")
                 #expect(!line.contains("row:") && !line.contains("SELECT"), "\(line)")
+            }
+            if damage == .streamEntriesPastTheirHead {
+                #expect(line.contains("from position 1 lie past the stream's head (0)"), "\(line)")
             }
         } else {
             Issue.record(

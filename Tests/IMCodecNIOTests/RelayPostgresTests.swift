@@ -1478,7 +1478,7 @@ struct RelayPostgresTests {
 
     /// A row holding a value no relay writes (a message's seq made negative) stops the relay with
     /// one line naming it, where converting it stopped the process; so does a negative schema
-    /// version; nothing is changed.
+    /// version; nothing is changed. Stream entries past their head are refused as they load.
     @Test func aNegativeSeqInAMessageRowStopsTheRelayWithAClearMessage() async throws {
         let folder = try await TemporaryFolder("pg-negative-seq", store: .postgresql)
         defer { folder.remove() }
@@ -1510,6 +1510,22 @@ struct RelayPostgresTests {
         }
         #expect(error?.description.contains("holds a negative schema version (-1): it is damaged") == true)
         #expect(try await Self.contents(of: database) == negated, "the database was changed")
+
+        // Stream entries past their stream's head (the heads set to 0) are refused as they load:
+        // the relay counted a stream's entries as head + 1 - oldest, which trapped.
+        _ = try await database.withConnection { connection in
+            try await connection.query("UPDATE imcodec_schema_migrations SET version = -version", logger: Self.logger)
+            try await connection.query("UPDATE messages SET seq = 1", logger: Self.logger)
+            try await connection.query("UPDATE streams SET head = 0", logger: Self.logger)
+        }
+        let store = try PostgresRelayStore(url: database.url, logger: Self.logger)
+        defer { store.close() }
+        let pastHead = #expect(throws: RelayStoreError.self) { _ = try store.load() }
+        #expect(
+            pastHead?.description.contains("is damaged: stream entries of ") == true
+                && pastHead?.description.contains("from position 1 lie past the stream's head (0)") == true,
+            "\(String(describing: pastHead))"
+        )
     }
 
     // MARK: TLS and the timeout

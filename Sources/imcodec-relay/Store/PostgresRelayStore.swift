@@ -466,8 +466,12 @@ final class PostgresRelayStore: RelayStore {
 
     func load() throws -> StoredState {
         try guarded("loading") {
-            // One snapshot for every table.
-            try transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { try loadState() }
+            do {
+                // One snapshot for every table.
+                return try transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { try loadState() }
+            } catch let damage as DamagedState {
+                throw RelayStoreError(description: "the database \(url) is damaged: \(damage.reason)")
+            }
         }
     }
 
@@ -512,7 +516,7 @@ final class PostgresRelayStore: RelayStore {
         }
         try forEachRow("SELECT user_id, min(position) FROM stream GROUP BY user_id") { row in
             let (user, oldest) = try row.decode((String, Int64).self)
-            state.streams[user]?.oldest = try Self.unsigned(oldest, "stream position")
+            try state.loadOldestPosition(try Self.unsigned(oldest, "stream position"), of: user)
         }
         try forEachRow("SELECT user_id, device, position FROM devices") { row in
             let (user, device, position) = try row.decode((String, String, Int64).self)

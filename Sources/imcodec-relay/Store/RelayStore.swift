@@ -75,6 +75,12 @@ struct RelayStoreError: Error, CustomStringConvertible {
     let description: String
 }
 
+/// What no relay writes, found in a store's rows as they are loaded (``StoredState``); the store
+/// names its database around ``reason``.
+struct DamagedState: Error {
+    let reason: String
+}
+
 /// One message as kept: the stamped frame a receiver gets (without its length prefix).
 struct StoredMessage: Sendable {
     var conversation: ConversationKey
@@ -267,6 +273,20 @@ struct StoredState {
     /// start quadratic in the messages kept per conversation.
     mutating func loadMessage(_ message: StoredMessage, removed: Bool) {
         conversations[message.conversation, default: ConversationState()].addLoaded(message, removed: removed)
+    }
+
+    /// Sets the oldest position kept in `user`'s stream (its smallest row in the `stream` table),
+    /// once the heads are loaded. Entries past the head, or with no head, are a damaged store: the
+    /// relay counted the stream's entries as `head + 1 - oldest` (a trap at the user's next frame)
+    /// or gave their positions again (a failed commit).
+    mutating func loadOldestPosition(_ oldest: UInt64, of user: String) throws {
+        guard let head = streams[user]?.head, oldest <= head else {
+            throw DamagedState(
+                reason: "stream entries of \(user) from position \(oldest) lie past the stream's head "
+                    + "(\(streams[user].map { String($0.head) } ?? "none"))"
+            )
+        }
+        streams[user]?.oldest = oldest
     }
 
     /// Ends ``loadMessage(_:removed:)``: a conversation none of whose messages is kept (retention

@@ -228,7 +228,8 @@ final class SQLiteRelayStore: RelayStore {
     /// Runs `body`, whose rows are read with throwing decodes (GRDB's subscripts stop the process on
     /// a value they cannot convert), and reports a value that could not be read (a negative seq, a
     /// NULL where a value must be) as a damaged database, on one line: GRDB's description less the
-    /// rest of the row (user and message ids) and the statement.
+    /// rest of the row (user and message ids) and the statement; as well, rows that no relay writes
+    /// together (``DamagedState``).
     private func readingRows<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
@@ -237,6 +238,8 @@ final class SQLiteRelayStore: RelayStore {
             let value = text.range(of: ", row: ").map { String(text[..<$0.lowerBound]) } ?? text
             let line = value.split(whereSeparator: \.isNewline).joined(separator: " ")
             throw RelayStoreError(description: "the database \(path) is damaged: \(line)")
+        } catch let damage as DamagedState {
+            throw RelayStoreError(description: "the database \(path) is damaged: \(damage.reason)")
         }
     }
 
@@ -299,8 +302,7 @@ final class SQLiteRelayStore: RelayStore {
                 state.streams[try row.decode(atIndex: 0)] = StreamState(head: head, oldest: head + 1)
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, MIN(position) FROM stream GROUP BY user") {
-                let user: String = try row.decode(atIndex: 0)
-                state.streams[user]?.oldest = try integer(row, 1)
+                try state.loadOldestPosition(try integer(row, 1), of: try row.decode(atIndex: 0))
             }
             for row in try Row.fetchAll(db, sql: "SELECT user, device, position FROM devices") {
                 state.devicePositions[DeviceKey(user: try row.decode(atIndex: 0), device: try row.decode(atIndex: 1))] =
