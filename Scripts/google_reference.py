@@ -21,8 +21,8 @@ The corpus (every choice comes from random.Random(seed), so a seed always gives 
             oneof members, map entries), a different oneof member appended, fields swapped,
             deleted or inserted (unknown fields of every wire type, groups), a wire type changed,
             a record of a repeated or map field's number with another wire type beside its
-            elements, U+0000 or an ill-formed UTF-8 byte inserted into a string, a varint made over-long, an
-            edge value, a truncation, flipped bits, inserted bytes, two fixtures concatenated.
+            elements, U+0000 or an ill-formed UTF-8 byte inserted into a string, a varint or a length
+            prefix made over-long (padded to 2-11 bytes), an edge value, a truncation, flipped bits, inserted bytes, two fixtures concatenated.
 
 For each input it writes Google's verdict. The reference is Google's Python protobuf with its
 default implementation (upb in 4.21): `Frame.FromString` accepts or rejects; for accepted inputs
@@ -441,6 +441,7 @@ class Mutator:
             ("nul_in_string", self.nul_in_string, 8),
             ("bad_utf8_in_string", self.bad_utf8_in_string, 3),
             ("overlong_varint", self.overlong_varint, 3),
+            ("overlong_length", self.overlong_length, 3),
             ("edge_value", self.edge_value, 4),
             ("truncate", self.truncate, 4),
             ("flip_bits", self.flip_bits, 5),
@@ -646,6 +647,21 @@ class Mutator:
         enc[-1] |= 0x80
         enc += b"\x80" * (pad - 1) + b"\x00"
         n.raw = bytes(enc)  # 11 bytes or more is malformed, 10 or fewer is fine
+        return serialize(tree)
+
+    def overlong_length(self, tree, data):
+        """A length prefix padded to 2-11 bytes (upb reads up to 10; C++ and protobuf-c stop at 5)."""
+        p = self.pick_node(tree, lambda n: n.wt == LEN)
+        if p is None:
+            return None
+        nodes, i, _, _ = p
+        n = nodes[i]
+        body = serialize(n.kids) if n.kids is not None else n.raw
+        enc = bytearray(varint(len(body)))
+        pad = self.rng.randrange(1, 11 - len(enc) + 1)
+        enc[-1] |= 0x80
+        enc += b"\x80" * (pad - 1) + b"\x00"
+        nodes[i] = Node(n.number, None, tag(n.number, LEN) + bytes(enc) + body, None, None)
         return serialize(tree)
 
     def edge_value(self, tree, data):

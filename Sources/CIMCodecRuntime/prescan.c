@@ -67,8 +67,11 @@
 // Counting: every field occurrence counts one; a packed payload with n elements counts
 // max(n, 1) (its tag counts as the first element).
 //
-// Like protobuf-c: a length prefix is at most 5 bytes (a longer, zero-padded one is MALFORMED,
-// where a generic varint may take 10), so that OK here means protobuf-c can read every length.
+// A length prefix is at most 5 bytes, as protobuf-c requires, unless IMCODEC_SCAN_LONG_LENGTHS:
+// then, as in upb, Java and Go, it may take up to 10 (padded with 0x80 bytes; C++ refuses past 5),
+// and each such prefix counts in `long_length_count` (an unknown field's in `wrap_count`), so that
+// imcodec_transcode writes it in 5 bytes or fewer before protobuf-c reads it. So OK here with
+// long_length_count and wrap_count 0 means protobuf-c can read every length.
 // Stricter than protobuf-c, on purpose: a 5-byte tag with bits above 32 is MALFORMED (protobuf-c
 // drops them and reads another field number); field number 0 in a multi-byte tag is MALFORMED
 // (protobuf-c keeps it as an unknown field); a BOOL with a wire type other than varint is a
@@ -301,9 +304,10 @@ static inline int skip_varint(const uint8_t *data, size_t *pos, size_t end) {
     return p - *pos == 10 ? READ_TOO_LONG : READ_TRUNCATED;
 }
 
-/// Reads a length prefix: a varint of at most 5 bytes (as protobuf-c requires) whose value is at
-/// most 2^31-1.
-static inline int read_length(const uint8_t *data, size_t *pos, size_t end, size_t *out) {
+/// Reads a length prefix: a varint of at most `max_bytes` bytes (5, as protobuf-c reads, or 10 with
+/// IMCODEC_SCAN_LONG_LENGTHS; bits past the 64th dropped, as upb does) whose value is at most
+/// 2^31-1.
+static inline int read_length(const uint8_t *data, size_t *pos, size_t end, unsigned max_bytes, size_t *out) {
     size_t p = *pos;
     if (p < end && data[p] < 0x80) {
         *out = data[p];
@@ -311,7 +315,7 @@ static inline int read_length(const uint8_t *data, size_t *pos, size_t end, size
         return READ_OK;
     }
     uint64_t value = 0;
-    for (unsigned i = 0; i < 5; i++, p++) {
+    for (unsigned i = 0; i < max_bytes; i++, p++) {
         if (p == end) {
             return READ_TRUNCATED;
         }
@@ -542,6 +546,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     const size_t max_memory = o->max_memory;
     const int mismatch_as_unknown = (o->flags & IMCODEC_SCAN_MISMATCH_AS_UNKNOWN) != 0;
     const int merge_repeats = (o->flags & IMCODEC_SCAN_MERGE_REPEATS) != 0;
+    const int long_lengths = (o->flags & IMCODEC_SCAN_LONG_LENGTHS) != 0;
 
     const ProtobufCMessageDescriptor *cur = descriptor;  // == stack[depth - 1].descriptor
     size_t end = len;                                     // == stack[depth - 1].end
@@ -553,6 +558,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     uint32_t number = 0;
     size_t wraps = 0;
     size_t merges = 0;
+    size_t long_length_fields = 0;
     size_t messages = 0;
     size_t arena = 0;  // memory estimate, see above
     size_t value = 0;
@@ -730,10 +736,11 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
             break;
         default: {  // WT_LEN
             size_t n;
-            const int r = read_length(data, &pos, end, &n);
+            const int r = read_length(data, &pos, end, long_lengths ? 10 : 5, &n);
             if (r != READ_OK) {
                 if (r == READ_TOO_LONG) {
-                    FAIL(IMCODEC_SCAN_MALFORMED, value_at, "length prefix longer than 5 bytes");
+                    FAIL(IMCODEC_SCAN_MALFORMED, value_at,
+                         long_lengths ? "length prefix longer than 10 bytes" : "length prefix longer than 5 bytes");
                 }
                 if (r == READ_TOO_LARGE) {
                     FAIL(IMCODEC_SCAN_MALFORMED, value_at, "length over 2^31-1");
@@ -747,6 +754,22 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
             }
             const size_t payload_at = pos;
             pos += n;
+            if (payload_at - value_at > 5) {
+                // A padded length protobuf-c cannot read (only with long_lengths): imcodec_transcode
+                // writes a known field's again, and wraps an unknown field, whose bytes are kept
+                // as they came (as upb keeps them).
+                if (field != NULL) {
+                    long_length_fields++;
+                } else if (!wrap) {
+                    size_t wrapper_index;
+                    if (find_field(cur, IMCODEC_WRAPPER_FIELD_NUMBER, &wrapper_index) != NULL) {
+                        FAIL(IMCODEC_SCAN_UNSUPPORTED, value_at,
+                             "a length prefix over 5 bytes in a message that declares field 536870911");
+                    }
+                    wrap = 1;
+                    wraps++;
+                }
+            }
             if (field == NULL) {
                 break;  // unknown: skipped, never descended into
             }
@@ -915,6 +938,7 @@ static inline __attribute__((always_inline)) imcodec_scan_result scan_core(
     result.max_depth_seen = depth_seen;
     result.wrap_count = wraps;
     result.merge_count = merges;
+    result.long_length_count = long_length_fields;
     result.message_count = messages;
     result.arena_bytes = arena;
     result.value_bytes = value;
@@ -931,6 +955,7 @@ fail:
     result.max_depth_seen = depth_seen;
     result.wrap_count = wraps;
     result.merge_count = merges;
+    result.long_length_count = long_length_fields;
     result.message_count = messages;
     result.arena_bytes = arena;
     result.value_bytes = value;

@@ -1,10 +1,10 @@
-// imcodec_transcode: rewrites input that imcodec_prescan_ex accepted with a nonzero wrap_count or
-// merge_count so that protobuf-c 1.4.1 decodes it exactly as Google's parsers do (see
-// imcodec_prescan.h for the API).
+// imcodec_transcode: rewrites input that imcodec_prescan_ex accepted with a nonzero wrap_count,
+// merge_count or long_length_count so that protobuf-c 1.4.1 decodes it exactly as Google's parsers
+// do (see imcodec_prescan.h for the API).
 //
 // Why
 // ---
-// Two kinds of well-formed input make protobuf-c depart from Google's parsers:
+// Three kinds of well-formed input make protobuf-c depart from Google's parsers:
 //
 // 1. A known field that arrives with the wrong wire type. Google keeps it as an unknown field (same
 //    number, wire type and bytes) and writes it back on encode; protobuf-c rejects the message. So
@@ -35,6 +35,11 @@
 //    then only its occurrences after the last occurrence of another member: exactly the state
 //    Google's parsers end in.
 //
+// 3. A length prefix of 6 to 10 bytes (a short length padded with 0x80 bytes). upb, Java and Go read
+//    it; protobuf-c (and C++) stop at 5 bytes. A known field's prefix is written again in its
+//    shortest form (a sub-message's, like every rewritten message's, in 5 bytes); an unknown field
+//    with one is wrapped as in 1, so that its bytes are written back as they came, as upb does.
+//
 // Algorithm
 // ---------
 // One recursive walk that writes the output front to back. A message is described by a list of
@@ -42,8 +47,10 @@
 // of every occurrence being merged). For each message:
 //
 //   pass A  walk its segments' fields in order:
-//             unknown or scalar field          copy its bytes as they came
-//             wire-type mismatch / 2^29-1      write the wrapper's tag and length, then the field
+//             unknown or scalar field          copy its bytes as they came (a known field's
+//                                              length prefix over 5 bytes written again)
+//             wire-type mismatch / 2^29-1 /    write the wrapper's tag and length, then the field
+//             unknown with a prefix over 5
 //             repeated message field           copy the tag; rewrite the element recursively
 //             singular message field           record the occurrence (no output yet)
 //   pass B  for each recorded field, in the order of first occurrence: gather its valid
@@ -271,11 +278,14 @@ static imcodec_transcode_status rewrite_message(rewriter *r, const ProtobufCMess
                 pos += 4;
                 break;
             case WT_LEN:
-                if (read_varint(data, &pos, end, 5, &v) != 0 || v > end - pos) {
+                if (read_varint(data, &pos, end, 10, &v) != 0 || v > end - pos) {
                     return IMCODEC_TRANSCODE_INTERNAL;
                 }
                 payload_at = pos;
                 pos += (size_t)v;
+                // A length prefix of more than 5 bytes: an unknown field's is kept as it came,
+                // wrapped (as the pre-scan counted it), a known field's is written again.
+                wrap |= field == NULL && payload_at - value_at > 5;
                 break;
             default:
                 return IMCODEC_TRANSCODE_INTERNAL;
@@ -321,6 +331,14 @@ static imcodec_transcode_status rewrite_message(rewriter *r, const ProtobufCMess
                 }
             }
             if (field->type != PROTOBUF_C_TYPE_MESSAGE) {
+                if (wire_type == WT_LEN && payload_at - value_at > 5) {
+                    status = put(r, data + field_at, value_at - field_at);
+                    if (status != IMCODEC_TRANSCODE_OK || (status = put_varint_checked(r, v)) != IMCODEC_TRANSCODE_OK ||
+                        (status = put(r, data + payload_at, pos - payload_at)) != IMCODEC_TRANSCODE_OK) {
+                        return status;
+                    }
+                    continue;
+                }
                 if ((status = put(r, data + field_at, field_bytes)) != IMCODEC_TRANSCODE_OK) {
                     return status;
                 }

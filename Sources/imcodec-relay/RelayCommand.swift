@@ -513,7 +513,7 @@ extension RelayCommand {
             configuration.port = port
             configuration.webSocketPort = websocketPort
             configuration.metricsPort = metricsPort
-            configuration.codec = FrameCodecOptions(maxFrameSize: maxFrameSize)
+            configuration.codec = RelayConfiguration.codecOptions(maxFrameSize: maxFrameSize)
             configuration.maxFrameWait = .milliseconds(Int64(frameWaitMs))
             configuration.loginTimeout = .milliseconds(Int64(loginTimeoutMs))
             configuration.maxOutboundBytes = maxOutboundBytes

@@ -30,8 +30,8 @@ struct RelayConfiguration: Sendable {
     /// Pings, fragments and the close wait of WebSocket connections (their frame size limit is
     /// ``codec``'s).
     var webSocket = WebSocketFrameLimits()
-    /// The frame size and decoding limits for every connection.
-    var codec = FrameCodecOptions(maxFrameSize: 1 << 20)
+    /// The frame size and decoding limits for every connection (``codecOptions(maxFrameSize:)``).
+    var codec = RelayConfiguration.codecOptions(maxFrameSize: 1 << 20)
     /// How long a frame may stay incomplete before its connection is closed.
     var maxFrameWait: TimeAmount = .seconds(10)
     /// How long a new connection has to send its login frame.
@@ -139,6 +139,14 @@ struct RelayConfiguration: Sendable {
     var node: NodeLink.Options?
     /// Called once when the store fails and the relay stops (the `serve` command exits with status 1).
     var onFatal: @Sendable (String) -> Void = { _ in }
+
+    /// The relay's frame limits: frames of at most `maxFrameSize` bytes, decoded with the default
+    /// limits, but a length prefix over 5 bytes is refused (`malformed`): a message is forwarded
+    /// as its sender wrote it, and Google's C++ parser, which clients may use, refuses such a
+    /// prefix (upb, Java and Go read it; ``IMCodec/DecodingOptions/acceptsLongLengthPrefixes``).
+    static func codecOptions(maxFrameSize: Int) -> FrameCodecOptions {
+        FrameCodecOptions(maxFrameSize: maxFrameSize, decoding: DecodingOptions(acceptsLongLengthPrefixes: false))
+    }
 }
 
 /// Where a relay keeps what it promises.

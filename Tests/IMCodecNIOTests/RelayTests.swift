@@ -229,6 +229,27 @@ struct RelayTests {
         }
     }
 
+    /// The relay forwards a message as its sender wrote it, so it refuses a length prefix that
+    /// Google's C++ parser refuses (over 5 bytes), though the codec reads one of up to 10 as upb does.
+    @Test func aLengthPrefixPaddedPastFiveBytesIsRefused() async throws {
+        try await withClientGroup { group in
+            try await withRelay { server in
+                let body = Message.c2cText(from: "x", to: "y", "hi").serializedBytes()
+                for (size, code) in [(5, "notLoggedIn"), (6, "malformed")] {
+                    // Frame.message (field 10) behind a length prefix padded to `size` bytes.
+                    var prefix = WireFormat.varint(UInt64(body.count))
+                    prefix[prefix.count - 1] |= 0x80
+                    prefix += [UInt8](repeating: 0x80, count: size - prefix.count - 1) + [0x00]
+                    let frame: [UInt8] = [0x52] + prefix + body
+                    let client = try await RawClient.connect(to: server, group: group)
+                    try await client.write(ByteBuffer(bytes: WireFormat.varint(UInt64(frame.count)) + frame))
+                    #expect(await client.closedByPeer(within: 20))
+                    #expect(client.collector.errorCode == code, "a prefix of \(size) bytes")
+                }
+            }
+        }
+    }
+
     @Test func theChatClientTalksToTheRelay() async throws {
         let lines = NIOLockedLines()
         try await withRelay({ $0.groups = ["team": ["alice", "bob"]] }) { server in

@@ -28,6 +28,16 @@ struct DelimitedTests {
         _ = [UInt8]([0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).withUnsafeBytes { raw in
             #expect(throws: IMCodecError.malformed("")) { try Delimited.readLengthPrefix(raw, maxLength: .max) }
         }
+        // A short length padded to 10 bytes is read, as Google's delimited readers do; 11 are not.
+        let padded: [UInt8] = [0x85] + [UInt8](repeating: 0x80, count: 8) + [0x00]
+        try padded.withUnsafeBytes { (raw) throws in
+            let prefix = try Delimited.readLengthPrefix(raw, maxLength: 100)
+            #expect(prefix?.length == 5 && prefix?.prefixSize == 10)
+        }
+        _ = ([0x85] + [UInt8](repeating: 0x80, count: 9) + [0x00]).withUnsafeBytes { raw in
+            let error = #expect(throws: IMCodecError.self) { try Delimited.readLengthPrefix(raw, maxLength: 100) }
+            #expect(error?.code == .malformed && error?.reason == "length prefix longer than 10 bytes")
+        }
     }
 
     @Test("a record cut short and a bad record are reported with offsets in the whole stream")

@@ -5,9 +5,9 @@
 // concatenated (protobuf's merge), and structured mutations of the valid fixtures (duplicated
 // fields and sub-messages, oneof members, swaps, deletions, unknown fields, groups, wire types
 // (also a repeated or map field's number with another wire type beside its elements), U+0000 and
-// ill-formed UTF-8 in strings, over-long varints, edge values, truncations, flipped bits). For each
-// input it records Google's verdict and, when Google accepts, its proto3 JSON and its deterministic
-// re-encoding.
+// ill-formed UTF-8 in strings, over-long varints and length prefixes, edge values, truncations,
+// flipped bits). For each input it records Google's verdict and, when Google accepts, its proto3
+// JSON and its deterministic re-encoding.
 //
 // Every input is decoded here with `Frame(serializedBytes:)` and the default options, and sorted
 // into exactly one bucket: accepted by both (same JSON as parsed values, and IMCodec's JSON read

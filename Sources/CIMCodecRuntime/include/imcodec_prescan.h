@@ -23,7 +23,9 @@
 //   but an unknown field, as in Google's parsers (upb, C++, Java). protobuf-c rejects such input,
 //   so the caller rewrites it first with imcodec_transcode: `wrap_count` says how many fields need
 //   it. Likewise, with IMCODEC_SCAN_MERGE_REPEATS, `merge_count` counts repeated singular
-//   sub-messages, which imcodec_transcode merges (both 0: decode the input as it is).
+//   sub-messages, which imcodec_transcode merges; with IMCODEC_SCAN_LONG_LENGTHS,
+//   `long_length_count` counts length prefixes of 6 to 10 bytes, which protobuf-c cannot read and
+//   imcodec_transcode shortens (all three 0: decode the input as it is).
 // - A memory estimate: an upper bound of the bytes protobuf-c will take from its arena for this
 //   input (`arena_bytes`) plus the heap the caller's value will take (`value_bytes`, from a cost
 //   model the caller describes), checked against `max_memory` as the scan goes (TOO_MUCH_MEMORY at
@@ -79,6 +81,13 @@ typedef enum {
 /// estimate of such input is a first check only: scan the rewritten bytes for the real one (see
 /// "Memory estimate" in prescan.c).
 #define IMCODEC_SCAN_MERGE_REPEATS 4u
+
+/// imcodec_scan_options.flags: a length prefix may take 6 to 10 bytes (padded with 0x80 bytes), as
+/// upb, Java and Go read it (C++ and protobuf-c stop at 5). A known field with one counts in
+/// `long_length_count`, an unknown field with one in `wrap_count` (it is wrapped, so that its bytes
+/// are kept as they came), and imcodec_transcode writes the known ones' prefixes in 5 bytes or
+/// fewer. Use with IMCODEC_SCAN_MISMATCH_AS_UNKNOWN (whose wrappers IMCodec reads back).
+#define IMCODEC_SCAN_LONG_LENGTHS 8u
 
 /// imcodec_scan_options.flags: compute the memory estimate even when the input is too short to pass
 /// max_memory (see imcodec_scan_options.bytes_per_input_byte).
@@ -139,6 +148,9 @@ typedef struct {
     /// imcodec_prescan_ex with IMCODEC_SCAN_MERGE_REPEATS: occurrences of singular message fields
     /// after the first in their message (0: nothing to merge).
     size_t merge_count;
+    /// imcodec_prescan_ex with IMCODEC_SCAN_LONG_LENGTHS: known fields whose length prefix takes
+    /// more than 5 bytes (0: protobuf-c can read every length).
+    size_t long_length_count;
     /// Known sub-message occurrences descended into (the top-level message not included).
     size_t message_count;
     /// Upper bound of the bytes protobuf_c_message_unpack takes from an imcodec_arena.
@@ -193,12 +205,14 @@ typedef struct {
 /// 10 * wrap_count, or SIZE_MAX when that overflows.
 size_t imcodec_transcode_capacity(size_t len, size_t message_count, size_t wrap_count);
 
-/// Rewrites input with wire-type mismatches or repeated singular sub-messages so that protobuf-c
+/// Rewrites input with wire-type mismatches, repeated singular sub-messages or length prefixes of
+/// more than 5 bytes so that protobuf-c
 /// decodes it as Google's parsers do (see transcode.c): each field the pre-scan counted in
 /// `wrap_count` becomes a length-delimited field numbered IMCODEC_WRAPPER_FIELD_NUMBER whose payload
 /// is the original field, and each singular message field that occurs more than once is written
-/// once, with its occurrences merged. Call it only on input that imcodec_prescan_ex accepted with
-/// IMCODEC_SCAN_MISMATCH_AS_UNKNOWN | IMCODEC_SCAN_MERGE_REPEATS and the same descriptor.
+/// once, with its occurrences merged, and each known field's length prefix takes at most 5 bytes.
+/// Call it only on input that imcodec_prescan_ex accepted with IMCODEC_SCAN_MISMATCH_AS_UNKNOWN |
+/// IMCODEC_SCAN_MERGE_REPEATS | IMCODEC_SCAN_LONG_LENGTHS and the same descriptor.
 /// `scratch` must hold 2 * message_count + 1 entries, `out` imcodec_transcode_capacity() bytes.
 /// Sets *out_len to the length of the rewritten input.
 imcodec_transcode_status imcodec_transcode(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,

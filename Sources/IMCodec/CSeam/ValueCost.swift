@@ -29,7 +29,7 @@ enum ValueCost {
         let storage = UnsafeMutablePointer<imcodec_element_cost>.allocate(capacity: max(costs.count, 1))
         storage.initialize(from: costs, count: costs.count)
         var options = imcodec_scan_options()
-        options.flags = IMCODEC_SCAN_MISMATCH_AS_UNKNOWN | IMCODEC_SCAN_MERGE_REPEATS
+        options.flags = IMCODEC_SCAN_MISMATCH_AS_UNKNOWN | IMCODEC_SCAN_MERGE_REPEATS | IMCODEC_SCAN_LONG_LENGTHS
         options.element_costs = UnsafePointer(storage)
         options.element_cost_count = costs.count
         options.default_element_cost = mapEntry

@@ -23,8 +23,10 @@ internal import CProtobufC
 /// `IMCODEC_WRAPPER_FIELD_NUMBER`, which ``CRead/unknownFields(_:)`` unwraps again. Likewise a
 /// singular sub-message that occurs more than once must be merged, as protobuf defines parsing
 /// (`merge_count`): protobuf-c 1.4.1 merges such occurrences wrongly, so the transcoder writes
-/// each such field once with its occurrences merged (transcode.c explains how). Input without
-/// either (the fast path) is unpacked where it is. Errors always carry offsets into the original
+/// each such field once with its occurrences merged (transcode.c explains how). And a length
+/// prefix of 6 to 10 bytes (`long_length_count`), which upb, Java and Go read and protobuf-c does
+/// not, is written again in 5 bytes or fewer (an unknown field's is kept, wrapped). Input without
+/// any of these (the fast path) is unpacked where it is. Errors always carry offsets into the original
 /// input: every check runs on it, before any rewriting.
 ///
 /// (Encoding is generated Swift: see ``_WireWriter``.)
@@ -60,6 +62,7 @@ enum WireCodec {
         scanOptions.max_fields = options.effectiveMaxFieldCount
         scanOptions.max_memory = options.decodedMemoryLimit(forInputSize: buffer.count)
         if alwaysEstimate { scanOptions.flags |= IMCODEC_SCAN_ALWAYS_ESTIMATE }
+        if !options.acceptsLongLengthPrefixes { scanOptions.flags &= ~IMCODEC_SCAN_LONG_LENGTHS }
         let scan = withBase(buffer) { imcodec_prescan_ex(descriptor.pointer, $0, buffer.count, &scanOptions) }
         if scan.status != IMCODEC_SCAN_OK {
             throw error(for: scan, options: options, inputSize: buffer.count)
@@ -85,7 +88,7 @@ enum WireCodec {
         // protobuf-c (and the transcoder) recurse once per level: deep input runs where the stack allows.
         let message = try DecodeStack.run(depth: Int(scan.max_depth_seen)) {
             () throws(IMCodecError) -> _ProtobufCMessage in
-            guard scan.wrap_count == 0 && scan.merge_count == 0 else {
+            guard scan.wrap_count == 0 && scan.merge_count == 0 && scan.long_length_count == 0 else {
                 return try transcodeAndUnpack(descriptor, buffer, scan: scan, options: options, arena: arena)
             }
             let unpacked = withBase(buffer) {
@@ -115,7 +118,8 @@ enum WireCodec {
     }
 
     /// The slow path, for input protobuf-c would decode differently from Google's parsers (a
-    /// wire-type mismatch, a singular sub-message that occurs twice): rewrite it into the arena
+    /// wire-type mismatch, a singular sub-message that occurs twice, a length prefix over 5
+    /// bytes): rewrite it into the arena
     /// with imcodec_transcode, then unpack the rewritten bytes. The rewrite's buffers (sized from
     /// the scan's counts) and the estimate of the rewritten bytes (which is exact for them, where
     /// the input's estimate cannot foresee what merging adds) together must fit the memory limit,
@@ -157,7 +161,7 @@ enum WireCodec {
         rescanOptions.max_memory = max(0, limit - arena.bytesUsed)
         rescanOptions.flags |= IMCODEC_SCAN_ALWAYS_ESTIMATE
         let rescan = imcodec_prescan_ex(descriptor.pointer, rewritten, length, &rescanOptions)
-        guard rescan.status == IMCODEC_SCAN_OK, rescan.merge_count == 0 else {
+        guard rescan.status == IMCODEC_SCAN_OK, rescan.merge_count == 0, rescan.long_length_count == 0 else {
             if rescan.status == IMCODEC_SCAN_TOO_MUCH_MEMORY { throw memoryError(limit) }
             throw .malformed("the rewritten input does not pass the pre-scan (a bug in imcodec_transcode)")
         }

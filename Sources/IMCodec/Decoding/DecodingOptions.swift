@@ -37,6 +37,15 @@ public struct DecodingOptions: Sendable, Hashable {
     /// only forwards bytes, or a tool that inspects them, may opt in.
     public var acceptsNewerFrames = false
 
+    /// Whether a length prefix may take 6 to 10 bytes (a short length padded with `0x80` bytes), as
+    /// Google's upb (Python, PHP, Ruby), Java and Go parsers read it. Default `true`. Google's C++
+    /// parser (and protobuf-c) stop at 5 bytes, so a server that forwards a sender's bytes to
+    /// clients that may parse them with C++ (the relay does) sets it to `false`: such input is then
+    /// refused as ``IMCodecError/Code/malformed``. Either way the decoded value is the same, and it
+    /// encodes its known fields' lengths in the shortest form (an unknown field is written back as
+    /// it came, as upb does).
+    public var acceptsLongLengthPrefixes = true
+
     /// The highest ``maxDepth`` honoured (the pre-scan's explicit stack has this many frames).
     public static let maxDepthCap = 512
 
@@ -49,9 +58,11 @@ public struct DecodingOptions: Sendable, Hashable {
         maxDepth: Int? = nil,
         maxFieldCount: Int? = nil,
         maxDecodedMemory: Int? = nil,
-        acceptsNewerFrames: Bool = false
+        acceptsNewerFrames: Bool = false,
+        acceptsLongLengthPrefixes: Bool = true
     ) {
         self.acceptsNewerFrames = acceptsNewerFrames
+        self.acceptsLongLengthPrefixes = acceptsLongLengthPrefixes
         if let maxInputSize { self.maxInputSize = maxInputSize }
         if let maxDepth { self.maxDepth = maxDepth }
         if let maxFieldCount { self.maxFieldCount = maxFieldCount }

@@ -24,8 +24,9 @@ public enum Delimited {
     ///   - buffer: Bytes received so far.
     ///   - maxLength: The largest message length accepted.
     /// - Returns: The message length and the prefix size, or `nil` when more bytes are needed.
-    /// - Throws: ``IMCodecError`` `malformed` for a prefix longer than 5 bytes or above 2^32-1,
-    ///   `tooLarge` for a length above `maxLength`.
+    /// - Throws: ``IMCodecError`` `malformed` for a prefix longer than 10 bytes (Google's delimited
+    ///   readers, C++'s included, read a padded one up to 10) or above 2^32-1, `tooLarge` for a
+    ///   length above `maxLength`.
     public static func readLengthPrefix(
         _ buffer: UnsafeRawBufferPointer,
         maxLength: Int
@@ -35,11 +36,11 @@ public enum Delimited {
         var index = 0
         var value: UInt64 = 0
         var count = 0
-        switch WireFormat.continueVarint(buffer, &index, end: buffer.count, value: &value, count: &count, maxBytes: 5) {
+        switch WireFormat.continueVarint(buffer, &index, end: buffer.count, value: &value, count: &count) {
         case .truncated:
             return nil
         case .overlong:
-            throw .malformed("length prefix longer than 5 bytes", offset: 0)
+            throw .malformed("length prefix longer than 10 bytes", offset: 0)
         case .complete:
             guard value <= UInt64(UInt32.max) else {
                 throw .malformed("length prefix above 2^32-1", offset: 0)
