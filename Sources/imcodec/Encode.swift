@@ -23,6 +23,12 @@ struct Encode: ParsableCommand {
     @Flag(name: .long, help: "Ignore JSON fields the schema does not know instead of failing.")
     var ignoreUnknownFields = false
 
+    @Flag(
+        name: .long,
+        help: "Encode frames whose min_reader_version is above this schema version (refused by default)."
+    )
+    var acceptNewerFrames = false
+
     @Option(name: [.customShort("o"), .long], help: "Write the binary to FILE instead of standard output.")
     var output: String?
 
@@ -55,6 +61,7 @@ struct Encode: ParsableCommand {
         }
         var options = JSONDecodingOptions()
         options.ignoreUnknownFields = ignoreUnknownFields
+        options.acceptsNewerFrames = acceptNewerFrames
         var out: [UInt8] = []
         if delimited {
             var lineStart = 0
@@ -85,7 +92,9 @@ struct Encode: ParsableCommand {
     /// `error` with its position: the byte offset in the whole input, the line and the column. An
     /// error raised for one line of `--delimited` input has an offset within that line, which starts
     /// at byte `lineStart` and is line `lineNumber` (`nil` for input that is one JSON document).
+    /// The reason names the flag where the library names an option (``FlagHints``).
     static func located(_ error: IMCodecError, in bytes: [UInt8], lineStart: Int, lineNumber: Int?) -> any Error {
+        let error = FlagHints.rewrite(error)
         guard let offset = error.offset else {
             guard let lineNumber else { return error }
             return InputRejected(message: "\(error.code): line \(lineNumber): \(error.reason)")

@@ -498,6 +498,39 @@ struct CLITests {
         #expect(refused.stderr.hasSuffix("(use --accept-newer-frames to read it anyway)\n"), "\(refused.stderr)")
     }
 
+    @Test("encode: a newer frame needs --accept-newer-frames (the hint names it); a memory error has no JSON position")
+    func encodeNamesItsFlagsAndPositions() throws {
+        let json = "{\"minReaderVersion\": \(Frame.currentSchemaVersion + 1), \"message\": {\"clientMsgId\": \"x\"}}"
+        for arguments in [["encode"], ["encode", "--delimited"]] {
+            let refused = try CLI.run(arguments, input: Array(json.utf8))
+            #expect(refused.status == 1, "\(arguments)")
+            #expect(refused.stderr.hasSuffix("(use --accept-newer-frames to read it anyway)\n"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("DecodingOptions") && !refused.stderr.contains("acceptsNewerFrames"))
+            let encoded = try CLI.run(arguments + ["--accept-newer-frames"], input: Array(json.utf8))
+            #expect(encoded.status == 0, "\(encoded.stderr)")
+            var options = JSONDecodingOptions()
+            options.acceptsNewerFrames = true
+            let record = try Frame(jsonString: json, options: options).serializedBytes()
+            var expected = record
+            if arguments.contains("--delimited") { expected = []; Delimited.appendRecord(record, to: &expected) }
+            #expect(encoded.stdout == expected)
+        }
+        // 200,000 empty elements: the JSON parses, the decoded message passes the JSON's memory
+        // limit. The binary decoder's offset (into the bytes the JSON became) is not reported as a
+        // position in the JSON, and the limit is the JSON's (no flag sets it).
+        let many =
+            "{\"message\":{\"elements\":[" + Array(repeating: "{}", count: 200_000).joined(separator: ",") + "]}}"
+        let result = try CLI.run(["encode"], input: Array(many.utf8))
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.hasPrefix("imcodec: memoryLimitExceeded: the message would need more than "),
+            "\(result.stderr)"
+        )
+        #expect(!result.stderr.contains("at byte") && !result.stderr.contains("maxDecodedMemory"), "\(result.stderr)")
+        let error = #expect(throws: IMCodecError.self) { try Frame(jsonString: many) }
+        #expect(error?.code == .memoryLimitExceeded && error?.offset == nil)
+    }
+
     @Test("the demo's route: lines are FrameView.route of each frame (a receipt goes back to the referenced sender)")
     func demoPrintsFrameViewRoute() throws {
         let demo = try DemoFile()

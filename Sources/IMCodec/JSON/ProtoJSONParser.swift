@@ -66,14 +66,34 @@ struct ProtoJSONParser {
         // protobuf-c's structs and the Swift value, where the JSON reader used to cap the structs
         // alone at the default for the JSON's size (a map of short strings takes about as much again
         // in the Swift value as in the structs).
+        let memory = DecodingOptions().decodedMemoryLimit(forInputSize: 2 * size)
         let decoding = DecodingOptions(
             maxInputSize: .max,
             maxDepth: maxDepth,
             maxFieldCount: .max,
-            maxDecodedMemory: DecodingOptions().decodedMemoryLimit(forInputSize: 2 * size),
+            maxDecodedMemory: memory,
             acceptsNewerFrames: options.acceptsNewerFrames
         )
-        return try M(serializedBytes: parser.out, options: decoding)
+        do {
+            return try M(serializedBytes: parser.out, options: decoding)
+        } catch {
+            throw Self.binaryStepError(error, memory: memory, jsonSize: size)
+        }
+    }
+
+    /// An error of decoding the bytes the parser wrote, as the JSON's reader reports it: without an
+    /// offset (the binary decoder's points into those bytes, not into the JSON text), and a memory
+    /// limit named as the JSON's (``DecodingOptions/maxDecodedMemory`` is not among its options).
+    private static func binaryStepError(_ error: IMCodecError, memory: Int, jsonSize: Int) -> IMCodecError {
+        guard error.code == .memoryLimitExceeded else {
+            return IMCodecError(code: error.code, reason: error.reason, offset: nil)
+        }
+        return IMCodecError(
+            code: .memoryLimitExceeded,
+            reason: "the message would need more than \(memory) bytes decoded, the limit for a JSON text "
+                + "of \(jsonSize) bytes (32 times its size plus 1 MiB)",
+            offset: nil
+        )
     }
 
     // MARK: Errors
