@@ -11,7 +11,9 @@ import NIOCore
 /// channel's limits; ``decode(with:)`` builds the Swift value when a handler needs it.
 public struct InboundFrame: Sendable, Hashable {
     /// The frame as received: the varint length prefix followed by the body, ready to be written to another channel.
-    public let record: ByteBuffer
+    /// It is a slice of the buffer the frame was read into, and keeps that whole buffer alive
+    /// (``ownStorage()``).
+    public private(set) var record: ByteBuffer
     /// The number of bytes the length prefix takes at the front of ``record``.
     public let prefixSize: Int
     /// The frame's `request_id`, which the answer to it repeats (0: none).
@@ -68,6 +70,16 @@ public struct InboundFrame: Sendable, Hashable {
     /// connection's device as it checks ``senderDeviceID`` (receivers pick the session that opens
     /// the element by it).
     public let sealingDeviceIDs: [String]
+
+    /// This frame with its ``record`` copied into storage of its own. A decoded frame is a slice of
+    /// the buffer it was read into (up to a read's 64 KiB for a frame of a few bytes), which it keeps
+    /// alive as long as it lives; a frame kept longer than it takes to route it (held while a login
+    /// is checked, queued) should own its bytes, so that what it keeps is what it counts.
+    public func ownStorage() -> InboundFrame {
+        var frame = self
+        frame.record = ByteBuffer(bytes: record.readableBytesView)
+        return frame
+    }
 
     /// Creates an inbound frame from its record and routing facts (decoders make these; tests may too).
     public init(

@@ -607,7 +607,9 @@ final class Router {
                 )
                 return
             }
-            session.held.append(frame)
+            // A copy: a frame is a slice of its read buffer, which it would keep alive (256 frames
+            // sent in 256 reads kept up to 256 reads' buffers, though they were counted as a few bytes).
+            session.held.append(frame.ownStorage())
             return
         case .loggedIn:
             break

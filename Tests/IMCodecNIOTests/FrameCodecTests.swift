@@ -174,6 +174,25 @@ struct FrameCodecTests {
         #expect(try channel.finish().isClean)
     }
 
+    @Test func aFrameWithItsOwnStorageNoLongerKeepsItsReadBuffer() throws {
+        let channel = try channel(maxFrameSize: 64 << 10)
+        // One read of 64 KiB: a small frame, then padding in a frame of its own.
+        var read = ByteBufferAllocator().buffer(capacity: 64 << 10)
+        read.writeImmutableBuffer(delimited([SampleFrames.c2c]))
+        let padding = Frame(Message.c2cText(from: "a", to: "b", String(repeating: "x", count: 60_000)))
+        read.writeImmutableBuffer(delimited([padding]))
+        try channel.writeInbound(read)
+        let frame: InboundFrame = try #require(try channel.readInbound())
+        #expect(frame.record.storageCapacity >= 60_000)  // a slice of the read
+        let owned = frame.ownStorage()
+        #expect(owned == frame)
+        #expect(owned.record.readableBytesView.elementsEqual(frame.record.readableBytesView))
+        #expect(owned.record.storageCapacity < 1024, "\(owned.record.storageCapacity)")
+        #expect(owned.payloadKind == frame.payloadKind && owned.route == frame.route)
+        while let _: InboundFrame = try channel.readInbound() {}
+        #expect(try channel.finish().isClean)
+    }
+
     // MARK: Encoder and ByteBuffer helpers
 
     @Test func theEncoderWritesWhatTheDecoderReads() throws {
