@@ -34,7 +34,7 @@ struct DelimitedTests {
             let prefix = try Delimited.readLengthPrefix(raw, maxLength: 100)
             #expect(prefix?.length == 5 && prefix?.prefixSize == 10)
         }
-        _ = ([0x85] + [UInt8](repeating: 0x80, count: 9) + [0x00]).withUnsafeBytes { raw in
+        ([0x85] + [UInt8](repeating: 0x80, count: 9) + [0x00]).withUnsafeBytes { raw in
             let error = #expect(throws: IMCodecError.self) { try Delimited.readLengthPrefix(raw, maxLength: 100) }
             #expect(error?.code == .malformed && error?.reason == "length prefix longer than 10 bytes")
         }
