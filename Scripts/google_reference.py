@@ -661,6 +661,10 @@ class Mutator:
         pad = self.rng.randrange(1, 11 - len(enc) + 1)
         enc[-1] |= 0x80
         enc += b"\x80" * (pad - 1) + b"\x00"
+        if len(enc) == 10 and self.rng.random() < 0.5:
+            # A tenth byte above 0: its lowest bit is the value's 64th (a length past 2^63, which
+            # both refuse), the rest lie past it (upb and Java drop them; Go refuses them).
+            enc[-1] = self.rng.choice([0x01, 0x02, 0x7F])
         nodes[i] = Node(n.number, None, tag(n.number, LEN) + bytes(enc) + body, None, None)
         return serialize(tree)
 

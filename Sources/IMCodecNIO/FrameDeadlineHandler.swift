@@ -149,8 +149,7 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
                     &index,
                     end: bytes.count,
                     value: &prefixValue,
-                    count: &prefixBytes,
-                    maxBytes: 5
+                    count: &prefixBytes
                 )
                 {
                 case .complete:
@@ -159,7 +158,8 @@ public final class FrameDeadlineHandler: ChannelDuplexHandler, RemovableChannelH
                     prefixBytes = 0
                     if remainingBody == 0 { completed = true }
                 case .overlong:
-                    // Not a prefix the decoder accepts: it reports that; stop following.
+                    // Longer than 10 bytes: not a prefix the decoder accepts (it reads a padded one up
+                    // to 10, as `Delimited.readLengthPrefix` does) and reports it; stop following.
                     lostTrack = true
                     prefixBytes = 0
                     remainingBody = 0

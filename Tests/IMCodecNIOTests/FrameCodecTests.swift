@@ -270,6 +270,33 @@ struct FrameCodecTests {
         _ = try? channel.finish()
     }
 
+    /// A frame whose length prefix is padded to 6-10 bytes (which the decoder reads) is followed
+    /// as any other: it stalls and is late. Before, the handler followed prefixes of at most 5
+    /// bytes and stopped timing the connection at a longer one, so a client could send such a
+    /// prefix and then hold a frame open for good.
+    @Test func aFrameWithAPaddedPrefixThatStallsRaisesFrameTimeout() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        try channel.pipeline.syncOperations.addHandler(FrameDeadlineHandler(maxFrameWait: .milliseconds(200)))
+        try channel.pipeline.syncOperations.addInboundFrameDecoder()
+        let body = SampleFrames.c2c.serializedBytes()
+        // The body's length in 10 bytes, then the whole frame, then a second frame's padded prefix
+        // and half its body.
+        var prefix = [UInt8](repeating: 0x80, count: 9) + [0x00]
+        prefix[0] |= UInt8(body.count & 0x7F)
+        prefix[1] |= UInt8(body.count >> 7)
+        #expect(body.count < 1 << 14)
+        try channel.writeInbound(ByteBuffer(bytes: prefix + body + prefix + body[..<(body.count / 2)]))
+        channel.read()
+        let first: InboundFrame? = try channel.readInbound()
+        #expect(first?.prefixSize == 10)
+        loop.advanceTime(by: .milliseconds(150))
+        #expect(throws: Never.self) { try channel.throwIfErrorCaught() }
+        loop.advanceTime(by: .milliseconds(100))
+        #expect(codecErrorCode { try channel.throwIfErrorCaught() } == .frameTimeout)
+        _ = try? channel.finish()
+    }
+
     @Test func framesThatCompleteInTimeNeverTimeOut() throws {
         let loop = EmbeddedEventLoop()
         let channel = EmbeddedChannel(loop: loop)

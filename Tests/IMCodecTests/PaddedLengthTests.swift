@@ -81,6 +81,28 @@ struct PaddedLengthTests {
         #expect(frame.serializedBytes() == Wire.field(10, first + second))
     }
 
+    /// A tenth byte's lowest bit is the length's 64th; its other bits lie past it, and upb and Java
+    /// drop them (Go refuses them). IMCodec reads such a prefix as upb does.
+    @Test("a tenth byte's bits past the 64th are dropped, as upb drops them", arguments: [0x02, 0x7E] as [UInt8])
+    func tenthByte(last: UInt8) throws {
+        var prefix = padded(message.serializedBytes().count, to: 10)
+        prefix[9] = last
+        let frame = try Frame(serializedBytes: Wire.tag(10, 2) + prefix + message.serializedBytes())
+        #expect(carried(frame) == message)
+        #expect(frame.serializedBytes() == canonical)
+        // An unknown field with such a prefix is written back as it came.
+        var unknown = Wire.tag(77, 2) + padded(3, to: 10) + [1, 2, 3]
+        unknown[Wire.tag(77, 2).count + 9] = last
+        let kept = try Frame(serializedBytes: canonical + unknown)
+        #expect(kept.unknownFields.bytes == unknown)
+        // Its lowest bit set, the length is past 2^63: refused.
+        prefix[9] = last | 1
+        let error = #expect(throws: IMCodecError.self) {
+            try Frame(serializedBytes: Wire.tag(10, 2) + prefix + message.serializedBytes())
+        }
+        #expect(error?.code == .malformed && error?.reason.contains("length over 2^31-1") == true)
+    }
+
     @Test("refused: more than 10 bytes, a length over 2^31-1, and any padded prefix when the option is off")
     func refused() throws {
         let body = message.serializedBytes()
